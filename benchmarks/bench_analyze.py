@@ -1,0 +1,99 @@
+"""Benchmark of `explorer analyze` on Qwen3.6-size packets; prints numbers only, asserts nothing, writes only a temp dir.
+
+For the all-bfloat16 packet (QH16/KVH2/D256/T5585) and a float32-Q / float32-output
+variant of the same size, it prints: the median wall time of whole-process
+`python -m explorer analyze P --json` runs, the median of a floor process (the
+same Python importing numpy and reading and SHA-256-hashing every packet file),
+their ratio, the median in-process split by stage (from the `timings` hook of
+explorer.analysis.analyze.analyze, cache cleared before each run) and the peak
+RSS of the whole analyze process.
+
+    python benchmarks/bench_analyze.py
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from explorer.analysis.analyze import analyze, clear_cache
+from explorer.samples import qwen_full_spec, write_packet
+
+RUNS = 5
+KIB = 1024
+VARIANTS = {
+    "all-bfloat16": {"query_dtype": "bfloat16", "output_dtype": "bfloat16"},
+    "float32-Q/float32-output": {"query_dtype": "float32", "output_dtype": "float32"},
+}
+STAGES = ("admission", "facts", "reference", "comparisons", "serialization")
+# Runs one command and prints its wall seconds and peak RSS (KiB). A small launcher, because on Linux a
+# child's ru_maxrss starts from its parent's resident size at fork, and this process holds the packets.
+LAUNCHER_SCRIPT = (
+    "import os, subprocess, sys, time\n"
+    "started = time.perf_counter()\n"
+    "child = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+    "_, status, usage = os.wait4(child.pid, 0)\n"
+    "print(time.perf_counter() - started, usage.ru_maxrss, os.waitstatus_to_exitcode(status))\n"
+)
+FLOOR_SCRIPT = (
+    "import hashlib, sys, numpy\n"
+    "from pathlib import Path\n"
+    "for path in sorted(Path(sys.argv[1]).iterdir()):\n"
+    "    hashlib.sha256(path.read_bytes()).hexdigest()\n"
+)
+
+
+def timed_process(argv: list[str]) -> tuple[float, float, int]:
+    """Wall seconds, peak RSS (MiB) and exit status of one run of `argv`; its output is discarded."""
+    done = subprocess.run([sys.executable, "-c", LAUNCHER_SCRIPT, *argv], capture_output=True, text=True,
+                          check=True)
+    seconds, max_rss_kib, status = done.stdout.split()
+    return float(seconds), int(max_rss_kib) / KIB, int(status)
+
+
+def in_process_split(packet: Path) -> dict[str, float]:
+    timings: dict[str, float] = {}
+    clear_cache()
+    result = analyze(packet, timings=timings)
+    started = time.perf_counter()
+    json.dumps(result.report(), allow_nan=False, indent=2)
+    timings["serialization"] = time.perf_counter() - started
+    return timings
+
+
+def bench(name: str, packet: Path) -> None:
+    analyze_runs, floor_runs = [], []
+    for _ in range(RUNS):  # interleaved, so that a change in machine load hits both alike
+        analyze_runs.append(timed_process([sys.executable, "-m", "explorer", "analyze", str(packet), "--json"]))
+        floor_runs.append(timed_process([sys.executable, "-c", FLOOR_SCRIPT, str(packet)]))
+    splits = [in_process_split(packet) for _ in range(RUNS)]
+    whole = statistics.median(run[0] for run in analyze_runs)
+    floor = statistics.median(run[0] for run in floor_runs)
+    payload = sum(p.stat().st_size for p in packet.iterdir())
+    print(f"{name}  ({payload / 1e6:.2f} MB in {len(list(packet.iterdir()))} files, status "
+          f"{analyze(packet).status}, exit statuses {sorted({run[2] for run in analyze_runs})})")
+    print(f"  whole process, median of {RUNS}:  {whole:.3f} s")
+    print(f"  floor process, median of {RUNS}:  {floor:.3f} s")
+    print(f"  ratio whole / floor:           {whole / floor:.2f}")
+    for stage in STAGES:
+        print(f"  in-process {stage + ':':<15}   {statistics.median(s.get(stage, 0.0) for s in splits):.3f} s")
+    print(f"  peak RSS whole process (max):  {max(run[1] for run in analyze_runs):.1f} MiB")
+    print(f"  peak RSS floor process (max):  {max(run[1] for run in floor_runs):.1f} MiB")
+
+
+def main() -> None:
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
+    with tempfile.TemporaryDirectory(prefix="bench-analyze-") as scratch:
+        for name, dtypes in VARIANTS.items():
+            packet = write_packet(Path(scratch) / name.replace("/", "-"), qwen_full_spec(**dtypes))
+            bench(name, packet)
+
+
+if __name__ == "__main__":
+    main()

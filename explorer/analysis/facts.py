@@ -1,0 +1,116 @@
+"""Tensor facts of a verified packet: nonfinite maps of the six tensors and the bitwise last-row check; no I/O, no UI."""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+import numpy as np
+
+from explorer.analysis.result import (
+    NEGATIVE_INFINITY,
+    POSITIVE_INFINITY,
+    QUIET_NAN,
+    SIGNALING_NAN,
+    LastRow,
+    NonfiniteMap,
+    TensorFacts,
+)
+from explorer.packet.dtypes import FIELD_BITS, ITEM_SIZE, field_masks, nonfinite_kinds
+from explorer.packet.model import TENSOR_NAMES, NativeTensor
+
+FIRST_LOCATIONS_LIMIT = 100
+LAST_ROW_POSITIONS_LIMIT = 4096
+
+# `NonfiniteMap.per_head_token` columns, in this kind order.
+PER_HEAD_TOKEN_KINDS = (QUIET_NAN, SIGNALING_NAN, POSITIVE_INFINITY, NEGATIVE_INFINITY)
+# `LastRow.field_mask` bits.
+SIGN_DIFFERS, EXPONENT_DIFFERS, MANTISSA_DIFFERS = 1, 2, 4
+
+_KIND_COLUMN = np.zeros(max(PER_HEAD_TOKEN_KINDS) + 1, dtype=np.int64)
+_KIND_COLUMN[list(PER_HEAD_TOKEN_KINDS)] = np.arange(len(PER_HEAD_TOKEN_KINDS))
+
+
+def _frozen(array: np.ndarray) -> np.ndarray:
+    """A read-only copy of `array`."""
+    copy = np.array(array, copy=True)
+    copy.flags.writeable = False
+    return copy
+
+
+def _read_only(array: np.ndarray) -> np.ndarray:
+    array.flags.writeable = False
+    return array
+
+
+def nonfinite_map(tensor: NativeTensor) -> NonfiniteMap:
+    """Nonfinite counts, first locations and per-element / per-(head, token) maps of one tensor."""
+    heads, tokens, channels = tensor.shape[1:]
+    kinds = nonfinite_kinds(tensor.bits[0], tensor.dtype)
+    flat_kinds = kinds.reshape(-1)
+    where = np.flatnonzero(flat_kinds)
+    found = flat_kinds[where]
+    counts = np.bincount(found, minlength=len(_KIND_COLUMN))
+    per_head_token = np.bincount(
+        (where // channels) * len(PER_HEAD_TOKEN_KINDS) + _KIND_COLUMN[found],
+        minlength=heads * tokens * len(PER_HEAD_TOKEN_KINDS),
+    ).reshape(heads, tokens, len(PER_HEAD_TOKEN_KINDS))
+    first = np.unravel_index(where[:FIRST_LOCATIONS_LIMIT], (heads, tokens, channels))
+    return NonfiniteMap(
+        tensor=tensor.name,
+        dtype=tensor.dtype,
+        nan=int(counts[QUIET_NAN] + counts[SIGNALING_NAN]),
+        signaling_nan=int(counts[SIGNALING_NAN]),
+        positive_infinity=int(counts[POSITIVE_INFINITY]),
+        negative_infinity=int(counts[NEGATIVE_INFINITY]),
+        first_locations=tuple(zip(*(axis.tolist() for axis in first))),
+        kinds=_read_only(kinds),
+        per_head_token=_read_only(per_head_token.astype(np.int64)),
+    )
+
+
+def last_row(stored: NativeTensor, incoming: NativeTensor) -> LastRow:
+    """Bitwise comparison of stored[0, :, T-1, :] with incoming[0, :, 0, :] (same dtype, same KVH and D)."""
+    if stored.dtype != incoming.dtype or stored.shape[1] != incoming.shape[1] or stored.shape[3] != incoming.shape[3]:
+        raise ValueError(f"{stored.name} {stored.dtype}{stored.shape} does not match {incoming.name} {incoming.dtype}{incoming.shape}")
+    dtype = stored.dtype
+    stored_bits = _frozen(stored.bits[0, :, -1, :])
+    incoming_bits = _frozen(incoming.bits[0, :, 0, :])
+    xor = _read_only(stored_bits ^ incoming_bits)
+    bit_count = 8 * ITEM_SIZE[dtype]
+    bit_position_counts = ((xor.reshape(-1, 1) >> np.arange(bit_count, dtype=xor.dtype)) & 1).sum(axis=0, dtype=np.int64)
+    _, exponent_bits, mantissa_bits = FIELD_BITS[dtype]
+    sign_mask, exponent_mask, mantissa_mask = field_masks(dtype)
+    field_mask = (
+        np.where((xor & sign_mask) != 0, SIGN_DIFFERS, 0)
+        | np.where((xor & exponent_mask) != 0, EXPONENT_DIFFERS, 0)
+        | np.where((xor & mantissa_mask) != 0, MANTISSA_DIFFERS, 0)
+    ).astype(np.uint8)
+    differs = xor != 0
+    return LastRow(
+        dtype=dtype,
+        compared=int(xor.size),
+        mismatched=int(np.count_nonzero(differs)),
+        per_kv_head=tuple(differs.sum(axis=1).tolist()),
+        positions=tuple(map(tuple, np.argwhere(differs)[:LAST_ROW_POSITIONS_LIMIT].tolist())),
+        bit_flips={
+            "sign": int(bit_position_counts[mantissa_bits + exponent_bits]),
+            "exponent": int(bit_position_counts[mantissa_bits : mantissa_bits + exponent_bits].sum()),
+            "mantissa": int(bit_position_counts[:mantissa_bits].sum()),
+        },
+        stored_bits=stored_bits,
+        incoming_bits=incoming_bits,
+        xor=xor,
+        stored_values=_frozen(stored.values[0, :, -1, :]),
+        incoming_values=_frozen(incoming.values[0, :, 0, :]),
+        field_mask=_read_only(field_mask),
+        bit_position_counts=_read_only(bit_position_counts),
+    )
+
+
+def tensor_facts(tensors: Mapping[str, NativeTensor]) -> TensorFacts:
+    """Nonfinite maps of the six tensors (in TENSOR_NAMES order) and the last-row checks of keys and values."""
+    return TensorFacts(
+        nonfinite={name: nonfinite_map(tensors[name]) for name in TENSOR_NAMES},
+        last_row_keys=last_row(tensors["storedKeys"], tensors["incomingKeys"]),
+        last_row_values=last_row(tensors["storedValues"], tensors["incomingValues"]),
+    )

@@ -1,0 +1,227 @@
+"""The one immutable analysis result every view, notebook and export reads; no I/O, no UI.
+
+Arrays held here are read-only numpy arrays. Per-head tuples are indexed by query
+head (or KV head for `perKvHead`). Nothing here is a verdict: only numbers,
+labels and reasons.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import numpy as np
+
+from explorer.packet.model import Admission, Reason
+
+# Codes of the per-element nonfinite maps (`NonfiniteMap.kinds`).
+FINITE, QUIET_NAN, SIGNALING_NAN, POSITIVE_INFINITY, NEGATIVE_INFINITY = 0, 1, 2, 3, 4
+
+
+# ---------------------------------------------------------------- tensor facts
+
+
+@dataclass(frozen=True)
+class NonfiniteMap:
+    """Nonfinite counts of one tensor, its first locations and the full per-element map.
+
+    `kinds` is uint8 with the tensor's shape minus the batch axis, i.e.
+    [head, token, channel], holding FINITE / QUIET_NAN / SIGNALING_NAN /
+    POSITIVE_INFINITY / NEGATIVE_INFINITY. `nan` counts quiet and signaling NaNs.
+    `per_head_token` is int64 [head, token, 4]: counts of quiet NaN, signaling NaN,
+    +inf, -inf per (head, token) row, for views that aggregate over channels.
+    """
+
+    tensor: str
+    dtype: str
+    nan: int
+    signaling_nan: int
+    positive_infinity: int
+    negative_infinity: int
+    first_locations: tuple[tuple[int, int, int], ...]
+    kinds: np.ndarray
+    per_head_token: np.ndarray
+
+    @property
+    def total(self) -> int:
+        return self.nan + self.positive_infinity + self.negative_infinity
+
+
+@dataclass(frozen=True)
+class LastRow:
+    """Bitwise comparison of stored[0, :, T-1, :] against incoming[0, :, 0, :] (keys or values).
+
+    `stored_bits`, `incoming_bits`, `xor` are the native unsigned patterns [KVH, D];
+    `stored_values`, `incoming_values` their FP32 promotions; `field_mask` is uint8
+    [KVH, D] with bit 1 = sign differs, 2 = exponent differs, 4 = mantissa differs;
+    `bit_position_counts` is int64 [bits of dtype]: how many compared elements differ
+    at each bit position (index 0 = least significant bit).
+    """
+
+    dtype: str
+    compared: int
+    mismatched: int
+    per_kv_head: tuple[int, ...]
+    positions: tuple[tuple[int, int], ...]
+    bit_flips: Mapping[str, int]
+    stored_bits: np.ndarray
+    incoming_bits: np.ndarray
+    xor: np.ndarray
+    stored_values: np.ndarray
+    incoming_values: np.ndarray
+    field_mask: np.ndarray
+    bit_position_counts: np.ndarray
+
+
+@dataclass(frozen=True)
+class TensorFacts:
+    """Facts reported for every packet whose six files verified and geometry holds."""
+
+    nonfinite: Mapping[str, NonfiniteMap]
+    last_row_keys: LastRow
+    last_row_values: LastRow
+
+
+# ---------------------------------------------------------------- numerics
+
+
+@dataclass(frozen=True)
+class Metrics:
+    """One metric block `M` of report-v1.md: FP64 linf / rmse / relativeL2, or None with a reason.
+
+    `nonfinite_actual` / `nonfinite_reference` are {"nan", "positiveInfinity",
+    "negativeInfinity"} counts over the block's elements.
+    """
+
+    linf: float | None
+    rmse: float | None
+    relative_l2: float | None
+    undefined_reason: str | None
+    nonfinite_actual: Mapping[str, int]
+    nonfinite_reference: Mapping[str, int]
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A comparison `C` of an actual [QH, D] tensor against a reference [QH, D].
+
+    `per_head[h]` is the block of query head h (undefined_reason "nonfinite_inputs"
+    for an ineligible head); `eligible_global` aggregates eligible heads only and
+    is None unless some but not all heads are eligible. `abs_error` is float64
+    |actual - reference| [QH, D] (NaN where undefined), for the heatmaps.
+    """
+
+    label: str
+    global_metrics: Metrics
+    per_head: tuple[Metrics, ...]
+    eligible_global: Metrics | None
+    actual: np.ndarray
+    reference: np.ndarray
+    abs_error: np.ndarray
+
+
+@dataclass(frozen=True)
+class Ulp:
+    """ULP distance between output and a rounded reference (report-v1.md `U`).
+
+    `distance` is int64 [QH, D], -1 where undefined (nonfinite pair or ineligible head).
+    `histogram` holds (low, high, count) buckets [0,0], [1,1], [2,3], [4,7], ...
+    """
+
+    max: int | None
+    p99: int | None
+    nonfinite_pairs: int
+    histogram: tuple[tuple[int, int, int], ...]
+    distance: np.ndarray
+
+
+@dataclass(frozen=True)
+class Rounded:
+    """The primary reference rounded (RNE) to `dtype` and promoted back, compared with the output."""
+
+    label: str
+    dtype: str
+    identity: bool
+    comparison: Comparison
+    ulp: Ulp
+    rounded_bits: np.ndarray
+
+
+@dataclass(frozen=True)
+class NarrowedQuery:
+    """The narrowed-Q counterfactual: q' = round(q, storage dtype), reference recomputed from q'."""
+
+    label: str
+    dtype: str
+    comparison: Comparison
+    difference_from_primary: Comparison
+    query_rounding_difference: Comparison
+    query_values: np.ndarray
+    reference: np.ndarray
+
+
+@dataclass(frozen=True)
+class Fp64Diagnostic:
+    """The same formula in FP64: the primary reference's own rounding, never a replacement."""
+
+    label: str
+    reference_error: Comparison
+    output_error: Comparison
+    reference: np.ndarray
+
+
+@dataclass(frozen=True)
+class HeadAttention:
+    """Attention diagnostics of one query head (values None with `undefined_reason`)."""
+
+    query_head: int
+    kv_head: int
+    max_logit: float | None
+    log_sum_exp: float | None
+    entropy: float | None
+    last_token_weight: float | None
+    top_tokens: tuple[tuple[int, float], ...] | None
+    undefined_reason: str | None
+
+
+@dataclass(frozen=True)
+class Numerics:
+    """Everything computed once a packet passes the first two inconclusive tables.
+
+    `eligible` is bool [QH]; `weights` float32 [QH, T] softmax weights of the primary
+    computation (NaN rows for ineligible heads or overflowing logits).
+    """
+
+    eligible: np.ndarray
+    primary: Comparison
+    rounded_to_output: Rounded
+    rounded_to_kernel: Rounded | None
+    narrowed_query: NarrowedQuery | None
+    narrowed_query_reason: str | None
+    fp64: Fp64Diagnostic
+    attention: tuple[HeadAttention, ...]
+    weights: np.ndarray
+
+
+# ---------------------------------------------------------------- the result
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """The whole analysis of one packet: admission, tensor facts, numerics and final status.
+
+    `reasons` holds every inconclusive reason, the admission's first two tables
+    followed by the after-numerics table, in table order.
+    """
+
+    admission: Admission
+    status: str
+    reasons: tuple[Reason, ...]
+    facts: TensorFacts | None
+    numerics: Numerics | None
+
+    def report(self) -> dict[str, Any]:
+        """The JSON-ready report of report-v1.md section 4 (`explorer analyze --json`)."""
+        from explorer.analysis.report import build_report
+
+        return build_report(self)

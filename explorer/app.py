@@ -1,0 +1,21 @@
+"""`panel serve explorer/app.py [--args --root DIR --export-dir DIR]`: the one template and its layout; everything else lives in explorer.ui."""
+
+import sys
+
+import panel as pn
+
+from explorer.ui.shell import Shell, parse_options
+
+TITLE = "Attention Packet Explorer"
+HEADER_BACKGROUND = "#2f3e4e"
+SIDEBAR_WIDTH = 330
+
+# BootstrapTemplate serves every asset from this server: no web fonts, no CDN (the browser tests check it).
+pn.extension(sizing_mode="stretch_width", notifications=False)
+
+root, export_dir = parse_options(sys.argv[1:])
+shell = Shell(root, export_dir)
+pn.template.BootstrapTemplate(
+    title=TITLE, header_background=HEADER_BACKGROUND, sidebar_width=SIDEBAR_WIDTH,
+    sidebar=[shell.sidebar], main=[shell.main],
+).servable(title=TITLE)

@@ -1,0 +1,212 @@
+"""Writes one packet's views as a standalone offline HTML page, its JSON report and one PNG per view; computes no numbers and never overwrites a file.
+
+The HTML inlines every script, stylesheet and icon (Bokeh INLINE resources; Panel's
+component stylesheets, which it links from its CDN even in inline mode, are turned
+into data: URLs), so the page opens with no network at all. It is a static snapshot
+of each view's state at export time: plots keep zoom, pan and hover, widgets are not
+live.
+
+PNGs need system packages, no browser download: Debian's `chromium` package
+(`apt-get install chromium`, /usr/bin/chromium) driven headless by Playwright for
+Python (`pip install playwright`; never `playwright install`). The exported page is
+opened from disk with every non-file request blocked and each view section is
+captured as an element screenshot.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+import mimetypes
+import os
+import re
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Mapping
+
+import explorer
+from explorer.analysis.result import Analysis
+
+EXPORT_DIR_ENV = "EXPLORER_EXPORT_DIR"
+DEFAULT_EXPORT_DIR = "exports"
+HTML_SUFFIX = ".html"
+REPORT_SUFFIX = ".report.json"
+PNG_SUFFIX = ".png"
+REPORT_INDENT = 2
+MAX_NAME_ATTEMPTS = 1000  # name-2, name-3, ... before giving up on a free file name
+SECTION_CLASS = "export-view"
+PAGE_WIDTH = 1400  # CSS pixels of the page the PNGs are taken from
+PAGE_HEIGHT = 1000
+RENDER_TIMEOUT_MS = 120_000
+SETTLE_MS = 300  # a last paint after Bokeh reports the document idle
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync")
+LOCAL_URL_PREFIXES = ("file:", "data:", "blob:", "about:")
+_UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+@dataclass(frozen=True)
+class ExportPaths:
+    """Files written by one export: the HTML page, the JSON report and, headless, one PNG per view."""
+
+    html: Path
+    report: Path
+    pngs: tuple[Path, ...] = ()
+
+
+def choose_export_dir(argument: str | None, environ: Mapping[str, str] = os.environ) -> Path:
+    """The export directory: the argument, else $EXPLORER_EXPORT_DIR, else ./exports."""
+    return Path(argument or environ.get(EXPORT_DIR_ENV) or DEFAULT_EXPORT_DIR).expanduser().resolve()
+
+
+def packet_name(analysis: Analysis) -> str:
+    """The packet directory's name (the path as given may be the directory or its packet.json)."""
+    path = Path(analysis.admission.path)
+    return (path.parent if path.name == "packet.json" else path).name or "packet"
+
+
+def report_text(analysis: Analysis) -> str:
+    """The JSON report exactly as `explorer analyze --json` prints it."""
+    return json.dumps(analysis.report(), allow_nan=False, indent=REPORT_INDENT) + "\n"
+
+
+def _export_suffixes() -> tuple[str, ...]:
+    from explorer.views import VIEWS
+
+    return (HTML_SUFFIX, REPORT_SUFFIX, *(f"-{slug}{PNG_SUFFIX}" for slug, _, _ in VIEWS))
+
+
+def _free_stem(out_dir: Path, base: str) -> str:
+    """`base`, else `base-2`, `base-3`, ...: the first stem none of whose export files exist."""
+    suffixes = _export_suffixes()
+    for attempt in range(1, MAX_NAME_ATTEMPTS + 1):
+        stem = base if attempt == 1 else f"{base}-{attempt}"
+        if not any(os.path.lexists(out_dir / f"{stem}{suffix}") for suffix in suffixes):
+            return stem
+    raise FileExistsError(f"no free export name for {base} in {out_dir}")
+
+
+def _write_new(path: Path, data: str | bytes) -> Path:
+    mode, encoding = ("xb", None) if isinstance(data, bytes) else ("x", "utf-8")
+    with open(path, mode, encoding=encoding) as handle:
+        handle.write(data)
+    return path
+
+
+# ---------------------------------------------------------------- the page
+
+
+def _page(analysis: Analysis, name: str, head: int):
+    import panel as pn
+
+    from explorer.views import VIEWS, Selection
+
+    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    header = pn.pane.HTML(
+        f"<h1>{html.escape(name)}</h1><p>Status: <b>{analysis.status}</b>. Static export of the Attention Packet "
+        f"Explorer views (explorer {explorer.__version__}, {stamp}): plots keep zoom and hover, controls are "
+        "not live. The JSON report beside this file holds the same numbers.</p>", sizing_mode="stretch_width")
+    sections = [pn.Column(pn.pane.HTML(f"<h2>{html.escape(title)}</h2>", sizing_mode="stretch_width"),
+                          builder(analysis, Selection(head=head)),
+                          css_classes=[SECTION_CLASS, f"{SECTION_CLASS}-{slug}"], sizing_mode="stretch_width")
+                for slug, title, builder in VIEWS]
+    return pn.Column(header, *sections, sizing_mode="stretch_width")
+
+
+def _data_url(match: re.Match) -> str:
+    from panel.io.resources import DIST_DIR
+
+    path = Path(DIST_DIR) / match.group("path")
+    if not path.is_file():
+        return match.group(0)
+    mime = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+    return f"data:{mime};base64,{base64.b64encode(path.read_bytes()).decode('ascii')}"
+
+
+def standalone_html(viewable, title: str) -> str:
+    """The viewable as one HTML document that loads nothing from anywhere (see the module docstring)."""
+    from bokeh.document import Document
+    from bokeh.resources import INLINE
+    from panel.io.resources import CDN_DIST, LOCAL_DIST, set_resource_mode
+    from panel.io.state import set_curdoc
+
+    buffer = io.StringIO()
+    # A private document and resource mode: inside a server session Panel would otherwise share
+    # the session's stylesheet models with the export and leave its global resource mode changed.
+    with set_curdoc(Document()), set_resource_mode("inline"):
+        viewable.save(buffer, title=title, resources=INLINE, embed=False)
+    prefixes = "|".join(re.escape(prefix) for prefix in (CDN_DIST, LOCAL_DIST))
+    pattern = re.compile(rf"(?:{prefixes})(?P<path>[A-Za-z0-9_./-]+)(?:\?v=[A-Za-z0-9_.]*)?")
+    return pattern.sub(_data_url, buffer.getvalue())
+
+
+def export_packet(analysis: Analysis, out_dir: str | os.PathLike, *, name: str | None = None,
+                  head: int = 0) -> ExportPaths:
+    """Write `<name>.html` (every view, inline resources) and `<name>.report.json` into `out_dir`.
+
+    `head` is the query head the views open on. Existing files are never
+    overwritten: the name gets a -2, -3, ... suffix instead.
+    """
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    name = name or packet_name(analysis)
+    stem = _free_stem(out_dir, _UNSAFE_NAME.sub("_", name).strip("._") or "packet")
+    page = standalone_html(_page(analysis, name, head), title=f"{name} - Attention Packet Explorer")
+    report = _write_new(out_dir / f"{stem}{REPORT_SUFFIX}", report_text(analysis))
+    return ExportPaths(html=_write_new(out_dir / f"{stem}{HTML_SUFFIX}", page), report=report)
+
+
+# ---------------------------------------------------------------- PNGs
+
+
+def _block_network(route) -> None:
+    if route.request.url.startswith(LOCAL_URL_PREFIXES):
+        route.continue_()
+    else:
+        route.abort()
+
+
+def render_pngs(html_path: str | os.PathLike, out_dir: str | os.PathLike, stem: str) -> tuple[Path, ...]:
+    """One PNG per view section of an exported page: `<stem>-<slug>.png`, rendered by /usr/bin/chromium."""
+    from playwright.sync_api import sync_playwright
+
+    from explorer.views import VIEWS
+
+    out_dir = Path(out_dir)
+    targets = {slug: out_dir / f"{stem}-{slug}{PNG_SUFFIX}" for slug, _, _ in VIEWS}
+    taken = [str(path) for path in targets.values() if os.path.lexists(path)]
+    if taken:
+        raise FileExistsError(f"refusing to overwrite {', '.join(taken)}")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=list(CHROMIUM_ARGS))
+        try:
+            context = browser.new_context(viewport={"width": PAGE_WIDTH, "height": PAGE_HEIGHT})
+            context.route("**/*", _block_network)
+            page = context.new_page()
+            page.goto(Path(html_path).resolve().as_uri(), timeout=RENDER_TIMEOUT_MS)
+            wait_for_bokeh(page)
+            for slug, path in targets.items():
+                page.locator(f".{SECTION_CLASS}-{slug}").first.screenshot(path=str(path), timeout=RENDER_TIMEOUT_MS)
+        finally:
+            browser.close()
+    return tuple(targets.values())
+
+
+def wait_for_bokeh(page, timeout_ms: int = RENDER_TIMEOUT_MS) -> None:
+    """Wait until Bokeh has rendered every root of the page and gone idle (a Playwright page)."""
+    page.wait_for_function(
+        "() => window.Bokeh !== undefined && Bokeh.documents.length > 0"
+        " && Bokeh.documents.every((doc) => doc.is_idle)", timeout=timeout_ms)
+    page.wait_for_timeout(SETTLE_MS)
+
+
+def write_report(packet: str | os.PathLike, out_dir: str | os.PathLike) -> ExportPaths:
+    """`explorer report PACKET --out DIR`: analyze, export HTML and JSON, then one PNG per view."""
+    analysis = explorer.analyze(packet)
+    paths = export_packet(analysis, out_dir)
+    stem = paths.html.name[: -len(HTML_SUFFIX)]
+    return ExportPaths(html=paths.html, report=paths.report, pngs=render_pngs(paths.html, out_dir, stem))

@@ -1,0 +1,203 @@
+"""`admit(path)`: every check of packet-v1.md sections 2-6, all problems reported at once, as an Admission; never computes numerics or imports UI code.
+
+Order of work: read packet.json (a refusal there ends admission: nothing else
+can be located); apply the section 2 field rules; refuse declared sizes over the
+limits; open every named file and refuse aliases; read, measure and hash each
+file whose declared length is usable; interpret the metadata only when it read
+at its declared length, hashed to its declared hash and parsed; then the
+section 3 rules and the section 4 cross-checks. Checks whose input is already
+broken are skipped (section 6 cascades), so each fault is reported once.
+
+What the Admission carries besides refusals and reasons:
+
+- `identity` when all four identity fields held their rules (with
+  `"authenticated": False`: they are declarations);
+- `selection` (and `scale`, `kernel_output_dtype`) when the snapshot was
+  interpreted, `records[0]` has no structural problem, its `scaleBits` decodes
+  to a finite positive binary32 and the configuration's `requestID` and
+  `outputIndex` held (those are the values reported);
+- `sample` when the snapshot was interpreted and all its sample fields held;
+- `geometry` when all six tensor descriptors are valid and their shapes agree;
+- `tensors` when, in addition, all six files read at their declared length and
+  hashed to their declared hash.
+
+These are filled for refused packets too when they could be established; the
+report of a refused packet shows none of them (report-v1.md section 4).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Mapping
+
+from explorer.packet.dtypes import bits_from_buffer, promote
+from explorer.packet.files import FileOutcome, FileRequest, read_packet_json, verify_files
+from explorer.packet.jsonparse import parse_json_object
+from explorer.packet.model import TENSOR_NAMES, Admission, NativeTensor, Problem, Reason
+from explorer.packet.schema import Descriptor, check_descriptor, payload_limits, pointer, tensor_geometry
+from explorer.packet.snapshot import PRESENCE_FLAGS, Snapshot, check_snapshot, visible_range_problems
+
+METADATA_KEY = "/metadata"
+SUPPORTED_ATTENTION = "full"
+UNSUPPORTED_GEOMETRY_FLAGS = ("isBidirectional", "sharesKV", "mtpEnabled")
+SUPPORTED_PHASES = ("decode", "chained_decode")
+BACKEND_DISPATCHES = {"paged": ("paged_fixed_decode", "paged_segmented_decode"), "contiguous": ("contiguous_sdpa",)}
+SUPPORTED_RECORD_INDEX = 0
+SUPPORTED_OWNER_COUNT = 1
+SUPPORTED_BATCH = {"batchSize": 1, "batchIndex": 0, "inputWidth": 1}
+CPU_MAX_QUERY_HEADS = 256
+CPU_MAX_HEAD_DIM = 1024
+CPU_MAX_MULTIPLY_ADDS = 100_000_000
+CONFIRMED_OUTCOME = "confirmed"
+COMPLETED_EVALUATION = "completed"
+
+
+def _problem_order(problem: Problem) -> tuple[str, bool, str]:
+    return problem.code, problem.field is not None, problem.field or ""
+
+
+def _file_requests(descriptor: Descriptor, not_opened: frozenset[str]) -> list[FileRequest]:
+    """The metadata file and every tensor file that may be opened; lengths only where they may be read."""
+    requests = []
+    if descriptor.metadata_file is not None:
+        requests.append(FileRequest(METADATA_KEY, descriptor.metadata_file, descriptor.metadata_byte_count,
+                                    descriptor.metadata_sha256, json_file=True))
+    for name, tensor in descriptor.tensors.items():
+        if tensor.file is None or name in not_opened:
+            continue
+        # Read only at a length that the shape and dtype vouch for (so within the checked limits).
+        readable = tensor.declared_size is not None and tensor.byte_count == tensor.declared_size
+        requests.append(FileRequest(pointer("tensors", name), tensor.file,
+                                    tensor.byte_count if readable else None, tensor.sha256))
+    return requests
+
+
+def _decoded_text(data: bytes | None) -> str | None:
+    if data is None:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _interpret_metadata(outcome: FileOutcome | None, descriptor: Descriptor
+                        ) -> tuple[tuple[Problem, ...], Any | None, Snapshot | None]:
+    """Parse and check the snapshot when its file verified; otherwise it is not interpreted."""
+    if outcome is None or not outcome.verified:
+        return (), None, None
+    parsed = parse_json_object(outcome.data)
+    if parsed.error is not None:
+        return (Problem("json_invalid", f"{METADATA_KEY}/file", f"the metadata file is not valid JSON: {parsed.error}"),
+                ), None, None
+    snapshot = check_snapshot(parsed.value, descriptor)
+    return snapshot.problems, parsed.value, snapshot
+
+
+def _tensors(descriptor: Descriptor, outcomes: Mapping[str, FileOutcome]) -> dict[str, NativeTensor] | None:
+    """The six native tensors, when every file verified (geometry is checked by the caller)."""
+    files = {name: outcomes.get(pointer("tensors", name)) for name in TENSOR_NAMES}
+    if not all(outcome is not None and outcome.verified for outcome in files.values()):
+        return None
+    tensors = {}
+    for name, outcome in files.items():
+        entry = descriptor.tensors[name]
+        bits = bits_from_buffer(outcome.data, entry.dtype, entry.shape)
+        values = promote(bits, entry.dtype)
+        values.flags.writeable = False
+        tensors[name] = NativeTensor(name, entry.dtype, entry.shape, entry.byte_count, outcome.sha256, bits, values)
+    return tensors
+
+
+def _applying(*conditions: tuple[bool, str]) -> str:
+    """The descriptions of the conditions that apply, joined ("" when none does)."""
+    return "; ".join(description for applies, description in conditions if applies)
+
+
+def _reasons(descriptor: Descriptor, snapshot: Snapshot, geometry: Mapping[str, int]) -> tuple[Reason, ...]:
+    """Inconclusive reasons of section 6 tables 1 and 2, in table order (only for a packet with no refusal)."""
+    record, sample, fields = snapshot.record, snapshot.sample, descriptor.geometry_fields
+    backend = descriptor.identity["backend"]
+    qh, d, t = geometry["queryHeads"], geometry["headDim"], geometry["tokens"]
+    missing_tokens = [key for key in ("seedToken", "targetToken") if sample[key] is None]
+    table = {
+        "owner_selection_unsupported": _applying(
+            (snapshot.expected_owner_count != SUPPORTED_OWNER_COUNT,
+             f"expectedOwnerCount is {snapshot.expected_owner_count}"),
+            (snapshot.record_count != 1, f"the snapshot holds {snapshot.record_count} records"),
+            (descriptor.record_index != SUPPORTED_RECORD_INDEX, f"recordIndex is {descriptor.record_index}")),
+        "geometry_unsupported": _applying(
+            (fields["attention"] != SUPPORTED_ATTENTION, f"attention is {fields['attention']!r}"),
+            *((fields[flag], f"{flag} is true") for flag in UNSUPPORTED_GEOMETRY_FLAGS),
+            *((record[flag], f"{flag} is true") for flag in PRESENCE_FLAGS),
+            *((record[key] != value, f"{key} is {record[key]}") for key, value in SUPPORTED_BATCH.items()),
+            (record["phase"] not in SUPPORTED_PHASES, f"phase is {record['phase']!r}"),
+            (record["dispatch"] not in BACKEND_DISPATCHES[backend],
+             f"dispatch {record['dispatch']!r} is not a {backend} dispatch")),
+        "cpu_bound_exceeded": _applying(
+            (qh > CPU_MAX_QUERY_HEADS, f"{qh} query heads (more than {CPU_MAX_QUERY_HEADS})"),
+            (d > CPU_MAX_HEAD_DIM, f"head dimension {d} (more than {CPU_MAX_HEAD_DIM})"),
+            (2 * qh * t * d > CPU_MAX_MULTIPLY_ADDS,
+             f"2*QH*T*D = {2 * qh * t * d:,} multiply-add terms (more than {CPU_MAX_MULTIPLY_ADDS:,})")),
+        "forward_failed": _applying((not sample["forwardSucceeded"], "forwardSucceeded is false")),
+        "sample_not_confirmed": _applying((sample["sampleOutcome"] != CONFIRMED_OUTCOME,
+                                           f"sampleOutcome is {sample['sampleOutcome']!r}")),
+        "selected_forwards_not_one": _applying((sample["selectedForwards"] != 1,
+                                                f"selectedForwards is {sample['selectedForwards']}")),
+        "snapshot_refusals": _applying((bool(sample["refusals"]),
+                                        f"the snapshot records refusals {sorted(sample['refusals'])}")),
+        "sample_tokens_missing": _applying((bool(missing_tokens), f"{' and '.join(missing_tokens)} absent or null")),
+        "evaluation_not_completed": _applying((descriptor.evaluation_status != COMPLETED_EVALUATION,
+                                               f"evaluationStatus is {descriptor.evaluation_status!r}")),
+    }
+    return tuple(Reason(code, message) for code, message in table.items() if message)
+
+
+def _refused_early(given: str, problem: Problem, packet_sha256: str | None = None,
+                   packet_text: str | None = None) -> Admission:
+    return Admission(path=given, packet_sha256=packet_sha256, metadata_sha256=None, refusals=(problem,), reasons=(),
+                     packet_json=None, packet_text=packet_text, snapshot=None, snapshot_text=None, identity=None,
+                     selection=None, sample=None, geometry=None, tensors=None, scale=None, kernel_output_dtype=None)
+
+
+def admit(path: str | os.PathLike) -> Admission:
+    """Admit the packet at `path` (a directory or its packet.json). Never raises for packet content."""
+    given = os.fspath(path)
+    packet = read_packet_json(given)
+    if packet.problem is not None:
+        return _refused_early(given, packet.problem)
+    parsed = parse_json_object(packet.data)
+    if parsed.error is not None:
+        return _refused_early(given, Problem("json_invalid", None, f"packet.json is not valid JSON: {parsed.error}"),
+                              packet.sha256, parsed.text)
+    descriptor = check_descriptor(parsed.value)
+    limit_problems, not_opened = payload_limits(descriptor.tensors)
+    geometry_problems, geometry = tensor_geometry(descriptor)
+    outcomes = verify_files(packet.root, packet.identity, _file_requests(descriptor, not_opened))
+    metadata = outcomes.get(METADATA_KEY)
+    snapshot_problems, snapshot_value, snapshot = _interpret_metadata(metadata, descriptor)
+    refusals = sorted(
+        [*descriptor.problems, *limit_problems, *geometry_problems,
+         *(problem for outcome in outcomes.values() for problem in outcome.problems),
+         *snapshot_problems, *visible_range_problems(descriptor, snapshot.record if snapshot else None)],
+        key=_problem_order)
+    reasons = _reasons(descriptor, snapshot, geometry) if not refusals else ()
+    selection = snapshot.selection if snapshot else None
+    return Admission(
+        path=given,
+        packet_sha256=packet.sha256,
+        metadata_sha256=metadata.sha256 if metadata else None,
+        refusals=tuple(refusals),
+        reasons=reasons,
+        packet_json=parsed.value,
+        packet_text=parsed.text,
+        snapshot=snapshot_value,
+        snapshot_text=_decoded_text(metadata.data if metadata else None),
+        identity=descriptor.identity,
+        selection=selection,
+        sample=snapshot.sample if snapshot else None,
+        geometry=geometry,
+        tensors=_tensors(descriptor, outcomes) if geometry is not None else None,
+        scale=snapshot.scale if snapshot else None,
+        kernel_output_dtype=selection["kernelOutputDType"] if selection else None,
+    )

@@ -1,0 +1,143 @@
+"""Strict JSON parsing of untrusted bytes (packet-v1.md section 5); never touches files or numerics.
+
+Rules beyond the standard library's: UTF-8 only; a duplicated key in any object,
+the constants `NaN` / `Infinity` / `-Infinity`, a number that overflows to
+infinity, a string holding a lone surrogate, nesting deeper than `MAX_DEPTH`
+(the root is level 1) and a root that is not an object are all invalid.
+
+Depth is measured by one linear scan over the text outside strings before the
+recursive parser runs, so a document nested 100,000 levels deep is rejected
+without recursion. Integers with more than `MAX_INT_DIGITS` digits never reach
+`int()` (which would raise past Python's digit limit): they become an
+`OversizedInteger`, which is not an `int`, so every field rule that wants an
+integer finds it out of range, and an ignored key holding one stays ignored.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+MAX_DEPTH = 64
+MAX_INT_DIGITS = 4000
+
+# A complete JSON string literal (escapes included), for blanking strings out of the depth scan.
+_STRING_LITERAL = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_BRACKETS = re.compile(r"[\[\]{}]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+@dataclass(frozen=True)
+class OversizedInteger:
+    """A JSON integer literal with more than MAX_INT_DIGITS digits, kept only by its digit count."""
+
+    digits: int
+    negative: bool
+
+    def __str__(self) -> str:
+        return f"{'-' if self.negative else ''}<integer of {self.digits} digits>"
+
+
+@dataclass(frozen=True)
+class ParsedJson:
+    """The outcome of parsing: `value` (a dict) when valid, else `error`; `text` when the bytes were UTF-8."""
+
+    value: dict | None
+    text: str | None
+    error: str | None
+
+
+_JSON_TYPES = {dict: "object", list: "array", str: "string", int: "integer", float: "number",
+               bool: "boolean", type(None): "null"}
+
+
+class _Rejected(ValueError):
+    """A rule of this module broken inside a json hook."""
+
+
+def json_type(value: Any) -> str:
+    """The JSON name of a parsed value's type, for messages."""
+    if isinstance(value, OversizedInteger):
+        return "integer (out of range)"
+    return _JSON_TYPES.get(type(value), type(value).__name__)
+
+
+def is_integer(value: Any) -> bool:
+    """True for a JSON integer as packet-v1.md defines it (never a bool, float or OversizedInteger)."""
+    return type(value) is int
+
+
+def _parse_int(literal: str) -> int | OversizedInteger:
+    digits = len(literal) - literal.startswith("-")
+    if digits > MAX_INT_DIGITS:
+        return OversizedInteger(digits=digits, negative=literal.startswith("-"))
+    return int(literal)
+
+
+def _parse_float(literal: str) -> float:
+    value = float(literal)
+    if math.isinf(value):
+        raise _Rejected(f"number {literal[:40]} overflows to infinity")
+    return value
+
+
+def _parse_constant(name: str) -> float:
+    raise _Rejected(f"non-standard constant {name}")
+
+
+def _unique_object(pairs: list[tuple[str, Any]]) -> dict:
+    result: dict = {}
+    for key, value in pairs:
+        if key in result:
+            raise _Rejected(f"duplicated key {key!r}")
+        result[key] = value
+    return result
+
+
+def _max_depth(text: str) -> int:
+    """Deepest bracket nesting outside string literals (linear, no recursion)."""
+    depth = deepest = 0
+    for bracket in _BRACKETS.findall(_STRING_LITERAL.sub('""', text)):
+        if bracket in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        else:
+            depth -= 1
+    return deepest
+
+
+def _lone_surrogate(value: Any) -> str | None:
+    """The first string (key or value) holding a lone surrogate, searched depth-first (depth is bounded)."""
+    if isinstance(value, str):
+        return value if _SURROGATE.search(value) else None
+    if isinstance(value, dict):
+        items = [item for pair in value.items() for item in pair]
+    elif isinstance(value, list):
+        items = value
+    else:
+        return None
+    return next((found for item in items if (found := _lone_surrogate(item)) is not None), None)
+
+
+def parse_json_object(data: bytes) -> ParsedJson:
+    """Parse `data` strictly; the root must be an object. Never raises for any input bytes."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        return ParsedJson(None, None, f"not UTF-8: {error}")
+    depth = _max_depth(text)
+    if depth > MAX_DEPTH:
+        return ParsedJson(None, text, f"nested {depth} levels deep, more than {MAX_DEPTH}")
+    try:
+        value = json.loads(text, object_pairs_hook=_unique_object, parse_int=_parse_int,
+                           parse_float=_parse_float, parse_constant=_parse_constant)
+    except (json.JSONDecodeError, _Rejected, RecursionError) as error:
+        return ParsedJson(None, text, str(error))
+    if not isinstance(value, dict):
+        return ParsedJson(None, text, f"the root is {json_type(value)}, not an object")
+    if (surrogate := _lone_surrogate(value)) is not None:
+        return ParsedJson(None, text, f"a string holds a lone surrogate: {surrogate.encode('utf-8', 'backslashreplace')[:60]!r}")
+    return ParsedJson(value, text, None)

@@ -1,0 +1,89 @@
+"""Plain frozen records produced by packet admission; no I/O, no numerics, no UI."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import numpy as np
+
+TENSOR_NAMES = ("queries", "storedKeys", "storedValues", "incomingKeys", "incomingValues", "output")
+
+REFUSED = "refused"
+INCONCLUSIVE = "inconclusive"
+ANALYZED = "analyzed"
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One refusal: a stable code, the JSON pointer at fault (or None) and free text."""
+
+    code: str
+    field: str | None
+    message: str
+
+
+@dataclass(frozen=True)
+class Reason:
+    """One inconclusive reason: a stable code and free text."""
+
+    code: str
+    message: str
+
+
+@dataclass(frozen=True)
+class NativeTensor:
+    """One verified tensor: its native bit patterns and their exact FP32 promotion.
+
+    `bits` is uint16 (float16, bfloat16) or uint32 (float32) holding the packet's
+    bytes unchanged; `values` is float32. Both have `shape` and are read-only.
+    """
+
+    name: str
+    dtype: str
+    shape: tuple[int, int, int, int]
+    byte_count: int
+    sha256: str
+    bits: np.ndarray
+    values: np.ndarray
+
+
+@dataclass(frozen=True)
+class Admission:
+    """Everything admission established about one packet (packet-v1.md sections 2-6).
+
+    `refusals` is sorted by (code, field). `reasons` holds the inconclusive reasons
+    of the first two tables of section 6, in table order (empty when refused).
+    `tensors` is present whenever all six files verified and the section 4
+    geometry holds, whatever the status. `identity`, `selection`, `sample` and
+    `geometry` are the report dicts of report-v1.md section 4 (None when unknown).
+    `packet_json` / `snapshot` are the parsed JSON values as captured (None when not
+    parsed or, for the snapshot, not interpreted); `packet_text` / `snapshot_text`
+    are the decoded text as read, for the raw view.
+    """
+
+    path: str
+    packet_sha256: str | None
+    metadata_sha256: str | None
+    refusals: tuple[Problem, ...]
+    reasons: tuple[Reason, ...]
+    packet_json: Any | None
+    packet_text: str | None
+    snapshot: Any | None
+    snapshot_text: str | None
+    identity: Mapping[str, Any] | None
+    selection: Mapping[str, Any] | None
+    sample: Mapping[str, Any] | None
+    geometry: Mapping[str, int] | None
+    tensors: Mapping[str, NativeTensor] | None
+    scale: float | None
+    kernel_output_dtype: str | None
+
+    @property
+    def refused(self) -> bool:
+        return bool(self.refusals)
+
+    @property
+    def numerics_allowed(self) -> bool:
+        """True when no refusal and no reason of the first two tables applies."""
+        return not self.refusals and not self.reasons and self.tensors is not None

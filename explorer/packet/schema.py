@@ -1,0 +1,338 @@
+"""Field rules of packet.json and the tensor geometry between its descriptors (packet-v1.md sections 2 and 4); never does I/O.
+
+Convention for a rule row that names its own code ("else `dtype_unsupported`"):
+every violation of that row, a missing key or a wrong type included, gets that
+code. The two rows whose code is about a relation between fields
+(`byteCount` vs the shape, `tensorPayloadBytes` vs the sum) refuse a value that
+is not an integer with `field_invalid` and keep their own code for the relation.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from explorer.packet.dtypes import DTYPES, ITEM_SIZE
+from explorer.packet.files import JSON_SIZE_LIMIT, TENSOR_SIZE_LIMIT, relative_path_problem
+from explorer.packet.jsonparse import is_integer, json_type
+from explorer.packet.model import TENSOR_NAMES, Problem
+
+SCHEMA = "darkbloom.attention-packet.v1"
+BACKENDS = ("paged", "contiguous")
+EVALUATION_STATUSES = ("completed", "failed", "not_evaluated")
+BYTE_ORDER = "little"
+MODEL_ID_MAX_CHARS = 512
+MAX_RECORD_INDEX = 127
+MIN_VISIBLE_END = 1
+TENSOR_RANK = 4
+SHA256_HEX = re.compile(r"[0-9a-f]{64}")
+MISSING = object()  # a key absent from its object
+
+KV_TENSORS = ("storedKeys", "storedValues", "incomingKeys", "incomingValues")
+SINGLE_TOKEN_TENSORS = ("queries", "output", "incomingKeys", "incomingValues")
+STORED_TENSORS = ("storedKeys", "storedValues")
+QUERY_HEAD_TENSORS = ("queries", "output")
+MESSAGE_VALUE_CHARS = 80
+
+
+def describe(value: Any) -> str:
+    """A short rendering of a captured value for messages."""
+    if value is MISSING:
+        return "nothing (the key is absent)"
+    text = repr(value) if isinstance(value, str) else str(value)
+    if len(text) > MESSAGE_VALUE_CHARS:
+        text = text[:MESSAGE_VALUE_CHARS] + "..."
+    return f"{json_type(value)} {text}"
+
+
+def pointer(*parts: str | int) -> str:
+    """The JSON pointer of the given path (RFC 6901 escaping)."""
+    return "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in parts)
+
+
+def integer_in(value: Any, low: int, high: int | None = None) -> bool:
+    return is_integer(value) and value >= low and (high is None or value <= high)
+
+
+def is_sha256(value: Any) -> bool:
+    return isinstance(value, str) and SHA256_HEX.fullmatch(value) is not None
+
+
+def row_major_strides(shape: tuple[int, ...]) -> list[int]:
+    return [math.prod(shape[axis + 1:]) for axis in range(len(shape))]
+
+
+class Problems:
+    """An accumulating list of refusals."""
+
+    def __init__(self) -> None:
+        self.items: list[Problem] = []
+
+    def add(self, code: str, field: str | None, message: str) -> None:
+        self.items.append(Problem(code, field, message))
+
+    def check(self, holds: bool, code: str, field: str, rule: str, value: Any) -> bool:
+        """Record a problem unless `holds`; return `holds`."""
+        if not holds:
+            self.add(code, field, f"{field} must be {rule}; got {describe(value)}")
+        return holds
+
+
+@dataclass(frozen=True)
+class TensorDescriptor:
+    """One tensor entry of packet.json, each part None when it broke its rule.
+
+    `valid` is False when the entry has any section 2 problem (it then takes no
+    part in the section 4 checks); `declared_size` is product(shape) x item size
+    when dtype and shape are valid; `byte_count_valid` is False when `byteCount`
+    is not an integer or contradicts the shape.
+    """
+
+    name: str
+    file: str | None
+    dtype: str | None
+    shape: tuple[int, ...] | None
+    byte_count: int | None
+    sha256: str | None
+    valid: bool
+    declared_size: int | None
+    byte_count_valid: bool
+
+
+@dataclass(frozen=True)
+class Descriptor:
+    """packet.json after the section 2 field rules: the values that held their rule (None otherwise)."""
+
+    problems: tuple[Problem, ...]
+    identity: dict | None  # the report's identity dict, when all four fields held
+    metadata_file: str | None
+    metadata_byte_count: int | None
+    metadata_sha256: str | None
+    record_index: int | None
+    geometry_fields: Mapping[str, Any]  # attention, the three flags, visibleStart, visibleEnd (those that held)
+    evaluation_status: str | None
+    tensor_payload_bytes: int | None
+    tensor_set_valid: bool
+    tensors: Mapping[str, TensorDescriptor]
+
+
+def _section(problems: Problems, packet: dict, key: str) -> dict | None:
+    value = packet.get(key, MISSING)
+    if problems.check(isinstance(value, dict), "field_invalid", pointer(key), "an object", value):
+        return value
+    return None
+
+
+def _file_path(problems: Problems, base: str, value: Any) -> str | None:
+    where = f"{base}/file"
+    if not problems.check(isinstance(value, str), "field_invalid", where, "a relative path string", value):
+        return None
+    if (why := relative_path_problem(value)) is not None:
+        problems.add("path_invalid", where, f"{where} {value!r}: {why}")
+        return None
+    return value
+
+
+def _identity(problems: Problems, packet: dict) -> dict | None:
+    section = _section(problems, packet, "identity")
+    if section is None:
+        return None
+    model_id = section.get("modelID", MISSING)
+    backend = section.get("backend", MISSING)
+    held = [
+        problems.check(isinstance(model_id, str) and 1 <= len(model_id) <= MODEL_ID_MAX_CHARS, "field_invalid",
+                       "/identity/modelID", f"a string of 1..{MODEL_ID_MAX_CHARS} characters", model_id),
+        problems.check(isinstance(backend, str) and backend in BACKENDS, "field_invalid", "/identity/backend",
+                       " or ".join(map(repr, BACKENDS)), backend),
+    ]
+    for key in ("artifactSHA256", "inputSHA256"):
+        value = section.get(key, MISSING)
+        held.append(problems.check(is_sha256(value), "field_invalid", pointer("identity", key),
+                                   "64 lowercase hex characters", value))
+    if not all(held):
+        return None
+    identity = {key: section[key] for key in ("modelID", "artifactSHA256", "inputSHA256", "backend")}
+    return {**identity, "authenticated": False}
+
+
+def _metadata(problems: Problems, packet: dict) -> tuple[str | None, int | None, str | None, int | None]:
+    section = _section(problems, packet, "metadata")
+    if section is None:
+        return None, None, None, None
+    file = _file_path(problems, "/metadata", section.get("file", MISSING))
+    byte_count = section.get("byteCount", MISSING)
+    sha256 = section.get("sha256", MISSING)
+    record_index = section.get("recordIndex", MISSING)
+    held_count = problems.check(integer_in(byte_count, 1, JSON_SIZE_LIMIT), "field_invalid", "/metadata/byteCount",
+                                f"an integer 1..{JSON_SIZE_LIMIT}", byte_count)
+    held_sha = problems.check(is_sha256(sha256), "field_invalid", "/metadata/sha256",
+                              "64 lowercase hex characters", sha256)
+    held_index = problems.check(integer_in(record_index, 0, MAX_RECORD_INDEX), "field_invalid",
+                                "/metadata/recordIndex", f"an integer 0..{MAX_RECORD_INDEX}", record_index)
+    return (file, byte_count if held_count else None, sha256 if held_sha else None,
+            record_index if held_index else None)
+
+
+def _geometry_fields(problems: Problems, packet: dict) -> dict:
+    section = _section(problems, packet, "geometry")
+    if section is None:
+        return {}
+    held: dict = {}
+    attention = section.get("attention", MISSING)
+    if problems.check(isinstance(attention, str), "field_invalid", "/geometry/attention", "a string", attention):
+        held["attention"] = attention
+    for flag in ("isBidirectional", "sharesKV", "mtpEnabled"):
+        value = section.get(flag, MISSING)
+        if problems.check(isinstance(value, bool), "field_invalid", pointer("geometry", flag), "a boolean", value):
+            held[flag] = value
+    start = section.get("visibleStart", MISSING)
+    if problems.check(is_integer(start), "field_invalid", "/geometry/visibleStart", "an integer", start):
+        held["visibleStart"] = start
+    end = section.get("visibleEnd", MISSING)
+    if problems.check(integer_in(end, MIN_VISIBLE_END), "field_invalid", "/geometry/visibleEnd",
+                      f"an integer >= {MIN_VISIBLE_END}", end):
+        held["visibleEnd"] = end
+    return held
+
+
+def _capture(problems: Problems, packet: dict) -> tuple[str | None, int | None]:
+    section = _section(problems, packet, "capture")
+    if section is None:
+        return None, None
+    status = section.get("evaluationStatus", MISSING)
+    total = section.get("tensorPayloadBytes", MISSING)
+    held_status = problems.check(isinstance(status, str) and status in EVALUATION_STATUSES, "field_invalid",
+                                 "/capture/evaluationStatus", " or ".join(map(repr, EVALUATION_STATUSES)), status)
+    held_total = problems.check(integer_in(total, 1, TENSOR_SIZE_LIMIT), "field_invalid",
+                                "/capture/tensorPayloadBytes", f"an integer 1..{TENSOR_SIZE_LIMIT}", total)
+    return status if held_status else None, total if held_total else None
+
+
+def _tensor(problems: Problems, name: str, entry: Any) -> TensorDescriptor:
+    base = pointer("tensors", name)
+    if not problems.check(isinstance(entry, dict), "field_invalid", base, "an object", entry):
+        return TensorDescriptor(name, None, None, None, None, None, False, None, False)
+    before = len(problems.items)
+    file = _file_path(problems, base, entry.get("file", MISSING))
+    dtype = entry.get("dtype", MISSING)
+    dtype = dtype if problems.check(isinstance(dtype, str) and dtype in DTYPES, "dtype_unsupported",
+                                    f"{base}/dtype", " or ".join(map(repr, DTYPES)), dtype) else None
+    order = entry.get("byteOrder", MISSING)
+    problems.check(isinstance(order, str) and order == BYTE_ORDER, "byte_order_unsupported", f"{base}/byteOrder",
+                   repr(BYTE_ORDER), order)
+    shape = entry.get("shape", MISSING)
+    shape_held = isinstance(shape, list) and len(shape) == TENSOR_RANK and all(integer_in(e, 1) for e in shape)
+    shape = tuple(shape) if problems.check(shape_held, "shape_invalid", f"{base}/shape",
+                                           f"{TENSOR_RANK} integers >= 1", shape) else None
+    if shape is not None:
+        strides = entry.get("packedStrides", MISSING)
+        expected = row_major_strides(shape)
+        packed = (isinstance(strides, list) and len(strides) == TENSOR_RANK
+                  and all(is_integer(s) and s == e for s, e in zip(strides, expected)))
+        problems.check(packed, "strides_not_packed", f"{base}/packedStrides",
+                       f"the row-major strides {expected} of the shape", strides)
+    declared = math.prod(shape) * ITEM_SIZE[dtype] if shape is not None and dtype is not None else None
+    byte_count = entry.get("byteCount", MISSING)
+    count_held = problems.check(is_integer(byte_count), "field_invalid", f"{base}/byteCount", "an integer",
+                                byte_count)
+    if count_held:
+        count_held = problems.check(byte_count >= 1 and (declared is None or byte_count == declared),
+                                    "byte_count_shape_mismatch", f"{base}/byteCount",
+                                    "product(shape) x item size" + (f" = {declared}" if declared else " (>= 1)"),
+                                    byte_count)
+    sha256 = entry.get("sha256", MISSING)
+    sha_held = problems.check(is_sha256(sha256), "field_invalid", f"{base}/sha256", "64 lowercase hex characters",
+                              sha256)
+    # path_invalid is a section 5 problem: it does not keep the entry out of the section 4 checks.
+    valid = all(problem.code == "path_invalid" for problem in problems.items[before:])
+    return TensorDescriptor(name, file, dtype, shape, byte_count if is_integer(byte_count) else None,
+                            sha256 if sha_held else None, valid, declared, count_held)
+
+
+def _tensors(problems: Problems, packet: dict) -> tuple[bool, dict[str, TensorDescriptor]]:
+    section = packet.get("tensors", MISSING)
+    if not isinstance(section, dict):
+        problems.add("tensor_set_invalid", "/tensors",
+                     f"/tensors must be an object with exactly the six tensors; got {describe(section)}")
+        return False, {}
+    missing = [name for name in TENSOR_NAMES if name not in section]
+    extra = sorted(name for name in section if name not in TENSOR_NAMES)
+    if missing or extra:
+        problems.add("tensor_set_invalid", "/tensors",
+                     f"/tensors must hold exactly {', '.join(TENSOR_NAMES)}; missing {missing or 'none'}, "
+                     f"unexpected {extra[:8] or 'none'}")
+    return not (missing or extra), {name: _tensor(problems, name, section[name]) for name in TENSOR_NAMES
+                                    if name in section}
+
+
+def check_descriptor(packet: dict) -> Descriptor:
+    """Apply every field rule of section 2 to a parsed packet.json (payload total included)."""
+    problems = Problems()
+    schema = packet.get("schema", MISSING)
+    problems.check(isinstance(schema, str) and schema == SCHEMA, "schema_unsupported", "/schema", repr(SCHEMA),
+                   schema)
+    identity = _identity(problems, packet)
+    metadata_file, metadata_count, metadata_sha, record_index = _metadata(problems, packet)
+    geometry_fields = _geometry_fields(problems, packet)
+    evaluation_status, payload_total = _capture(problems, packet)
+    set_valid, tensors = _tensors(problems, packet)
+    if set_valid and payload_total is not None and all(t.byte_count_valid for t in tensors.values()):
+        total = sum(t.byte_count for t in tensors.values())
+        if total != payload_total:
+            problems.add("payload_total_mismatch", "/capture/tensorPayloadBytes",
+                         f"/capture/tensorPayloadBytes is {payload_total}; the six byteCounts sum to {total}")
+    return Descriptor(tuple(problems.items), identity, metadata_file, metadata_count, metadata_sha,
+                      record_index, geometry_fields, evaluation_status, payload_total, set_valid, tensors)
+
+
+def payload_limits(tensors: Mapping[str, TensorDescriptor]) -> tuple[tuple[Problem, ...], frozenset[str]]:
+    """payload_too_large by declared sizes (one tensor, then the sum), and the tensors not to open."""
+    over = {name: t.declared_size for name, t in tensors.items()
+            if t.declared_size is not None and t.declared_size > TENSOR_SIZE_LIMIT}
+    if over:
+        return tuple(Problem("payload_too_large", pointer("tensors", name, "shape"),
+                             f"{name} declares {size} bytes, more than {TENSOR_SIZE_LIMIT}")
+                     for name, size in over.items()), frozenset(over)
+    total = sum(t.declared_size for t in tensors.values() if t.declared_size is not None)
+    if total > TENSOR_SIZE_LIMIT:
+        return (Problem("payload_too_large", "/tensors",
+                        f"the tensors declare {total} bytes together, more than {TENSOR_SIZE_LIMIT}"),), frozenset(tensors)
+    return (), frozenset()
+
+
+def tensor_geometry(descriptor: Descriptor) -> tuple[tuple[Problem, ...], dict | None]:
+    """Section 4 checks between the valid tensor descriptors, and the geometry dict when it holds.
+
+    Returns tensor_geometry_mismatch / kv_dtype_mismatch problems (skipped with an
+    invalid tensor set) and {"queryHeads", "kvHeads", "groupSize", "headDim",
+    "tokens"} when all six descriptors are valid and their shapes agree.
+    """
+    if not descriptor.tensor_set_valid:
+        return (), None
+    shapes = {name: t.shape for name, t in descriptor.tensors.items() if t.valid}
+    issues = [f"{name} has batch {shape[0]}, not 1" for name, shape in shapes.items() if shape[0] != 1]
+    issues += [f"{name} has {shapes[name][2]} tokens, not 1" for name in SINGLE_TOKEN_TENSORS
+               if name in shapes and shapes[name][2] != 1]
+    groups = {
+        "query heads of queries/output": {shapes[n][1] for n in QUERY_HEAD_TENSORS if n in shapes},
+        "KV heads of the K/V tensors": {shapes[n][1] for n in KV_TENSORS if n in shapes},
+        "head dimensions": {shape[3] for shape in shapes.values()},
+        "token counts of storedKeys/storedValues": {shapes[n][2] for n in STORED_TENSORS if n in shapes},
+    }
+    issues += [f"different {label}: {sorted(values)}" for label, values in groups.items() if len(values) > 1]
+    query_heads, kv_heads = groups["query heads of queries/output"], groups["KV heads of the K/V tensors"]
+    if len(query_heads) == 1 and len(kv_heads) == 1 and min(query_heads) % min(kv_heads):
+        issues.append(f"{min(query_heads)} query heads are not a multiple of {min(kv_heads)} KV heads")
+    problems = [Problem("tensor_geometry_mismatch", "/tensors", "; ".join(issues))] if issues else []
+    kv_dtypes = {descriptor.tensors[n].dtype for n in KV_TENSORS if n in shapes}
+    if len(kv_dtypes) > 1:
+        listing = ", ".join(f"{n} {descriptor.tensors[n].dtype}" for n in KV_TENSORS if n in shapes)
+        problems.append(Problem("kv_dtype_mismatch", "/tensors", f"the K/V tensors must share one dtype: {listing}"))
+    if issues or len(shapes) != len(TENSOR_NAMES):
+        return tuple(problems), None
+    qh, kvh = shapes["queries"][1], shapes["storedKeys"][1]
+    geometry = {"queryHeads": qh, "kvHeads": kvh, "groupSize": qh // kvh, "headDim": shapes["queries"][3],
+                "tokens": shapes["storedKeys"][2]}
+    return tuple(problems), geometry

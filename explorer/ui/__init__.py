@@ -1,0 +1,1 @@
+"""The app's shell around the views: packet catalog, packet list, URL query and export wiring; computes no numbers."""

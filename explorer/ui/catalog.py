@@ -1,0 +1,97 @@
+"""Lists the packet directories under one root and summarizes each for the packet list; never imports UI code and never opens a path outside the root."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping
+
+from explorer.analysis.result import Analysis
+
+PACKET_FILE = "packet.json"
+MAX_DEPTH = 2  # a packet is a directory one or two levels below the root
+MAX_PACKETS = 1000  # listing stops here, whatever the root holds
+ROOT_ENV = "EXPLORER_PACKET_ROOT"
+SAMPLES_DIR = "sample_packets"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One listed packet: its name (a '/'-separated path relative to the root) and its directory."""
+
+    name: str
+    path: Path
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What the packet list shows for one packet: status, worst primary per-head linf and the codes."""
+
+    status: str
+    worst_linf: float | None
+    worst_head: int | None
+    codes: tuple[str, ...]
+
+
+def default_root() -> Path:
+    """The bundled sample_packets/ next to the package (repository checkout), else under the working directory."""
+    bundled = Path(__file__).resolve().parents[2] / SAMPLES_DIR
+    return bundled if bundled.is_dir() else Path.cwd() / SAMPLES_DIR
+
+
+def choose_root(argument: str | None, environ: Mapping[str, str] = os.environ) -> Path:
+    """The packet root: the --root argument, else $EXPLORER_PACKET_ROOT, else the bundled samples."""
+    chosen = argument or environ.get(ROOT_ENV) or None
+    return Path(chosen).expanduser().resolve() if chosen else default_root()
+
+
+def _inside(path: Path, root: Path) -> bool:
+    try:
+        return path.resolve().is_relative_to(root)
+    except OSError:
+        return False
+
+
+def _subdirectories(directory: Path) -> list[Path]:
+    try:
+        children = sorted(directory.iterdir(), key=lambda child: child.name)
+    except OSError:
+        return []
+    return [child for child in children if not child.name.startswith(".") and child.is_dir()]
+
+
+def discover(root: str | os.PathLike) -> tuple[Entry, ...]:
+    """Every directory holding packet.json one or two levels below `root`, sorted by name.
+
+    Hidden directories and anything that resolves outside the root (symbolic links)
+    are skipped; a packet directory is not searched further.
+    """
+    root = Path(root).resolve()
+    found: list[Entry] = []
+    pending = [(child, 1) for child in _subdirectories(root)]
+    while pending and len(found) < MAX_PACKETS:
+        directory, depth = pending.pop(0)
+        if not _inside(directory, root):
+            continue
+        if (directory / PACKET_FILE).is_file():
+            found.append(Entry(directory.relative_to(root).as_posix(), directory))
+        elif depth < MAX_DEPTH:
+            pending.extend((child, depth + 1) for child in _subdirectories(directory))
+    return tuple(sorted(found, key=lambda entry: entry.name))
+
+
+def lookup(entries: tuple[Entry, ...], name: object) -> Entry | None:
+    """The listed entry called exactly `name`, or None: the browser only ever chooses among listed names."""
+    return next((entry for entry in entries if entry.name == name), None)
+
+
+def summarize(analysis: Analysis) -> Summary:
+    """Status, the largest primary per-head linf (with its head) and every refusal or reason code."""
+    codes = tuple(problem.code for problem in analysis.admission.refusals)
+    codes += tuple(reason.code for reason in analysis.reasons)
+    heads = analysis.numerics.primary.per_head if analysis.numerics is not None else ()
+    defined = [(metrics.linf, head) for head, metrics in enumerate(heads) if metrics.linf is not None]
+    worst_linf, worst_head = max(defined, key=lambda pair: pair[0]) if defined else (None, None)
+    return Summary(analysis.status, worst_linf, worst_head, tuple(dict.fromkeys(codes)))
+

@@ -1,0 +1,267 @@
+"""The app shell: packet list, the views registry as tabs, the URL query and the Export button; computes no numbers and opens only listed packets."""
+
+from __future__ import annotations
+
+import argparse
+import html
+import logging
+import os
+from pathlib import Path
+from typing import Mapping, Sequence
+from urllib.parse import parse_qsl, urlencode
+
+import panel as pn
+import param
+
+import explorer
+from explorer.analysis.result import Analysis
+from explorer.export import EXPORT_DIR_ENV, ExportPaths, choose_export_dir, export_packet
+from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED
+from explorer.ui import catalog
+from explorer.views import VIEWS, Selection
+
+log = logging.getLogger(__name__)
+
+SLUGS = tuple(slug for slug, _, _ in VIEWS)
+TITLES = {slug: title for slug, title, _ in VIEWS}
+BUILDERS = {slug: builder for slug, _, builder in VIEWS}
+QUERY_PACKET, QUERY_TAB, QUERY_HEAD = "packet", "tab", "head"
+MAX_QUERY_ECHO = 80  # characters of an unknown query value repeated back in a message
+LINF_FORMAT = "{:.3g}"
+
+# Neutral badge colours (background, text): a status is a category, never a verdict.
+BADGE_COLOURS = {
+    ANALYZED: ("#dde5ef", "#1f3550"),
+    INCONCLUSIVE: ("#e7e1ee", "#3d2f52"),
+    REFUSED: ("#e4e4e4", "#333333"),
+}
+BADGE_STYLE = "display:inline-block;padding:0 0.5em;border-radius:0.6em;font-size:0.85em;font-weight:600;margin-right:0.5em"
+META_STYLE = "font-size:0.85em;color:#444444"
+MESSAGE_STYLE = "padding:0.4em 0.8em;border-left:4px solid #8a8a8a;background:#f3f3f3"
+
+
+def parse_options(argv: Sequence[str], environ: Mapping[str, str] = os.environ) -> tuple[Path, Path]:
+    """(packet root, export directory) from `panel serve explorer/app.py --args ...` and the environment."""
+    parser = argparse.ArgumentParser(prog="explorer/app.py", add_help=False)
+    parser.add_argument("--root", help=f"packet root (default ${catalog.ROOT_ENV} or sample_packets/)")
+    parser.add_argument("--export-dir", help=f"where Export writes (default ${EXPORT_DIR_ENV} or ./exports)")
+    options, _ = parser.parse_known_args(list(argv))
+    return catalog.choose_root(options.root, environ), choose_export_dir(options.export_dir, environ)
+
+
+def _echo(value: str) -> str:
+    return html.escape(value[:MAX_QUERY_ECHO] + ("..." if len(value) > MAX_QUERY_ECHO else ""))
+
+
+def badge_html(summary: catalog.Summary, css_class: str) -> str:
+    """A neutral status badge, plus the worst primary per-head linf when the packet was analyzed."""
+    background, colour = BADGE_COLOURS[summary.status]
+    badge = (f'<span class="{css_class}" data-status="{summary.status}" '
+             f'style="{BADGE_STYLE};background:{background};color:{colour}">{summary.status}</span>')
+    if summary.status == ANALYZED and summary.worst_linf is not None:
+        detail = f"max head linf {LINF_FORMAT.format(summary.worst_linf)} (head {summary.worst_head})"
+    else:
+        detail = ", ".join(summary.codes)
+    return f'{badge}<span class="packet-meta" style="{META_STYLE}">{html.escape(detail)}</span>'
+
+
+class Shell(param.Parameterized):
+    """One browser session: which packet, tab and head are open, mirrored in the URL query."""
+
+    packet = param.String(default="", doc="Name of the open packet, one of the listed names.")
+    tab = param.Selector(objects=list(SLUGS), default=SLUGS[0], doc="Slug of the open view.")
+    head = param.Integer(default=0, bounds=(0, None), doc="Selected query head.")
+
+    def __init__(self, root: Path, export_dir: Path, **params):
+        super().__init__(**params)
+        self.root = root
+        self.export_dir = export_dir
+        self.entries = catalog.discover(root)
+        self._analyses: dict[str, Analysis] = {}
+        self._selection: Selection | None = None
+        self._message = pn.pane.HTML("", visible=False, sizing_mode="stretch_width")
+        self._status = pn.pane.HTML("", sizing_mode="stretch_width")
+        self._placeholders = {slug: pn.Column(sizing_mode="stretch_width", css_classes=[f"view-{slug}"])
+                              for slug in SLUGS}
+        self._tabs = pn.Tabs(*((TITLES[slug], self._placeholders[slug]) for slug in SLUGS),
+                             sizing_mode="stretch_width")
+        self._export_button = pn.widgets.Button(label="Export HTML + JSON", color="primary", width=180)
+        self._export_note = pn.pane.HTML("", sizing_mode="stretch_width")
+        self._html_download = pn.widgets.FileDownload(visible=False, color="light", width=260)
+        self._json_download = pn.widgets.FileDownload(visible=False, color="light", width=260)
+        self._buttons = {entry.name: pn.widgets.Button(label=entry.name, color="light",
+                                                       sizing_mode="stretch_width", margin=(4, 5, 0, 5))
+                         for entry in self.entries}
+        self.sidebar = self._packet_list()
+        self.main = pn.Column(
+            self._message, self._status,
+            pn.Row(self._export_button, self._html_download, self._json_download, sizing_mode="stretch_width"),
+            self._export_note, self._tabs, sizing_mode="stretch_width")
+        self._tabs.param.watch(self._on_active, "active")
+        self._export_button.on_click(self._on_export)
+        for name, button in self._buttons.items():
+            button.on_click(lambda _, name=name: self._choose(name))
+        if pn.state.location is not None:
+            self._open_from_query(pn.state.location.search)
+            pn.state.onload(self._push_url)  # the browser reports its own URL on load; write ours after it
+        else:
+            self._open_from_query("")
+        self.param.watch(self._on_packet, "packet")
+        self.param.watch(self._on_tab, "tab")
+        self.param.watch(self._on_head, "head")
+
+    # ------------------------------------------------------------ packet list
+
+    def _analysis(self, entry: catalog.Entry) -> Analysis:
+        if entry.name not in self._analyses:
+            self._analyses[entry.name] = explorer.analyze(entry.path)
+        return self._analyses[entry.name]
+
+    def _packet_list(self) -> pn.Column:
+        header = pn.pane.HTML(f"<b>{len(self.entries)} packets</b> under <code>{html.escape(str(self.root))}</code>",
+                              sizing_mode="stretch_width")
+        rows = [header]
+        if not self.entries:
+            rows.append(pn.pane.HTML("No directory holding packet.json was found one or two levels below the root."))
+        for entry in self.entries:
+            summary = catalog.summarize(self._analysis(entry))
+            badge = pn.pane.HTML(badge_html(summary, "packet-badge"), margin=(0, 10, 6, 10),
+                                 sizing_mode="stretch_width")
+            rows += [self._buttons[entry.name], badge]
+        return pn.Column(*rows, sizing_mode="stretch_width")
+
+    def _choose(self, name: str) -> None:
+        self.packet = name
+
+    # ------------------------------------------------------------ URL query
+
+    def _open_from_query(self, search: str) -> None:
+        query = dict(parse_qsl(search.lstrip("?")))
+        notes = []
+        name = query.get(QUERY_PACKET)
+        if name is not None and catalog.lookup(self.entries, name) is None:
+            notes.append(f"Packet &quot;{_echo(name)}&quot; is not listed under this root; it was ignored.")
+            name = None
+        tab = query.get(QUERY_TAB, SLUGS[0])
+        if tab not in SLUGS:
+            notes.append(f"Tab &quot;{_echo(tab)}&quot; does not exist; showing {TITLES[SLUGS[0]]}.")
+            tab = SLUGS[0]
+        head = query.get(QUERY_HEAD, "0")
+        if not head.isdigit():
+            notes.append(f"Head &quot;{_echo(head)}&quot; is not a head number; showing head 0.")
+            head = "0"
+        with param.parameterized.discard_events(self):
+            self.tab, self.head = tab, int(head)
+        self._tabs.active = SLUGS.index(self.tab)
+        if name is None and self.entries:
+            name = self.entries[0].name
+        if name is not None:
+            with param.parameterized.discard_events(self):
+                self.packet = name
+            notes += self._open()
+        self._say(" ".join(notes))
+
+    def _push_url(self) -> None:
+        if pn.state.location is not None:
+            query = {QUERY_PACKET: self.packet, QUERY_TAB: self.tab, QUERY_HEAD: str(self.head)}
+            pn.state.location.search = "?" + urlencode(query)
+
+    def _say(self, message_html: str) -> None:
+        self._message.object = f'<div class="shell-message" style="{MESSAGE_STYLE}">{message_html}</div>' if message_html else ""
+        self._message.visible = bool(message_html)
+
+    # ------------------------------------------------------------ opening
+
+    def _current(self) -> Analysis:
+        return self._analysis(catalog.lookup(self.entries, self.packet))
+
+    def _open(self) -> list[str]:
+        """Show self.packet (one message to the browser); returns notes about the request for the message line."""
+        with pn.io.hold():
+            return self._show(self._current())
+
+    def _show(self, analysis: Analysis) -> list[str]:
+        """Fresh selection, empty tabs, then the active tab built."""
+        notes = []
+        geometry = analysis.admission.geometry
+        if geometry is not None and self.head >= geometry["queryHeads"]:
+            notes.append(f"Head {self.head} is not a query head of this packet "
+                         f"(0..{geometry['queryHeads'] - 1}); showing head 0.")
+            with param.parameterized.discard_events(self):
+                self.head = 0
+        self._selection = Selection(head=self.head)
+        self._selection.param.watch(self._on_selection_head, "head")
+        for name, button in self._buttons.items():
+            button.color = "primary" if name == self.packet else "light"
+        summary = catalog.summarize(analysis)
+        self._status.object = (
+            f'<div class="status-line" data-packet="{html.escape(self.packet)}">'
+            f"<b>{html.escape(self.packet)}</b> &nbsp; {badge_html(summary, 'status-badge')}</div>")
+        self._export_note.object = ""
+        self._html_download.visible = self._json_download.visible = False
+        for slug, placeholder in self._placeholders.items():
+            placeholder.param.update(objects=[], css_classes=[f"view-{slug}"])
+        self._build(self.tab)
+        self._push_url()
+        return notes
+
+    def _build(self, slug: str) -> None:
+        placeholder = self._placeholders[slug]
+        if placeholder.objects:
+            return
+        try:
+            view = BUILDERS[slug](self._current(), self._selection)
+        except Exception as error:  # a programming error in a view must not take the other tabs down
+            log.exception("view %s failed for packet %s", slug, self.packet)
+            view = pn.pane.HTML(f'<div class="view-error">The {html.escape(TITLES[slug])} view could not be '
+                                f"built: {html.escape(type(error).__name__)}: {html.escape(str(error))}</div>")
+        placeholder.param.update(objects=[view], css_classes=[f"view-{slug}", f"view-built-{slug}"])
+
+    # ------------------------------------------------------------ watchers
+
+    def _on_packet(self, event: param.parameterized.Event) -> None:
+        if catalog.lookup(self.entries, event.new) is None:
+            self._say(f"Packet &quot;{_echo(event.new)}&quot; is not listed under this root; it was ignored.")
+            with param.parameterized.discard_events(self):
+                self.packet = event.old
+            return
+        self._say(" ".join(self._open()))
+
+    def _on_active(self, event: param.parameterized.Event) -> None:
+        self.tab = SLUGS[event.new]
+
+    def _on_tab(self, event: param.parameterized.Event) -> None:
+        with pn.io.hold():
+            self._tabs.active = SLUGS.index(event.new)
+            if self.packet:
+                self._build(event.new)
+                self._push_url()
+
+    def _on_head(self, event: param.parameterized.Event) -> None:
+        if self._selection is not None:
+            self._selection.head = event.new
+        self._push_url()
+
+    def _on_selection_head(self, event: param.parameterized.Event) -> None:
+        self.head = event.new
+
+    # ------------------------------------------------------------ export
+
+    def _on_export(self, _event) -> None:
+        if not self.packet:
+            return
+        try:
+            paths = export_packet(self._current(), self.export_dir, name=self.packet, head=self.head)
+        except OSError as error:
+            self._export_note.object = (f"Export could not write to <code>{html.escape(str(self.export_dir))}"
+                                        f"</code>: {html.escape(error.strerror or str(error))}")
+            return
+        self._offer(paths)
+
+    def _offer(self, paths: ExportPaths) -> None:
+        for widget, path, label in ((self._html_download, paths.html, "Download HTML"),
+                                    (self._json_download, paths.report, "Download JSON report")):
+            widget.param.update(file=str(path), filename=path.name, label=f"{label} ({path.name})", visible=True)
+        self._export_note.object = (
+            f'<div class="export-note">Written to <code class="export-html">{html.escape(str(paths.html))}</code> '
+            f'and <code class="export-json">{html.escape(str(paths.report))}</code></div>')

@@ -1,0 +1,142 @@
+"""Attention view: softmax weights over tokens of the selected query head (log y) with its diagnostics, and an overview across heads; draws only the analysis' attention numbers."""
+
+from __future__ import annotations
+
+import holoviews as hv
+import numpy as np
+import panel as pn
+
+from explorer.analysis.result import Analysis, HeadAttention, Numerics
+from explorer.views import html_summary
+from explorer.views.common import (
+    CHART_HEIGHT,
+    CHART_WIDTH,
+    CONTINUOUS_CMAP,
+    LOG,
+    Field,
+    Selection,
+    exact_number,
+    colour_scale,
+    explained,
+    grid_map,
+    heading,
+    html_pane,
+    plot_pane,
+    note,
+    state,
+)
+from explorer.views.html_summary import esc, number, table
+
+MAX_OVERVIEW_CELLS = 250_000  # query head x token weights drawn in one overview map
+WEIGHTS_HEIGHT = 320
+LAST_TOKEN_COLOUR = "#d62728"
+TOP_TOKEN_COLOUR = "#ff7f0e"
+WEIGHT_COLOUR = "#1f77b4"
+OVERVIEW_METRICS = (("entropy", "entropy (nats)", False), ("last_token_weight", "last-token weight", True),
+                    ("max_logit", "max logit (scaled)", False), ("log_sum_exp", "logSumExp", False))
+
+
+def _diagnostics_rows(entries: tuple[HeadAttention, ...]) -> list:
+    return [(str(a.query_head), str(a.kv_head), esc(number(a.max_logit)), esc(number(a.log_sum_exp)),
+             esc(number(a.entropy)), esc(number(a.last_token_weight)), esc(a.undefined_reason or ""))
+            for a in entries]
+
+
+DIAGNOSTICS_HEADER = ("query head", "KV head", "max logit", "logSumExp", "entropy (nats)", "last-token weight",
+                      "undefined reason")
+
+
+def _weights_chart(weights: np.ndarray, entry: HeadAttention) -> hv.Overlay:
+    tokens = np.arange(weights.size)
+    drawable = np.where(weights > 0, weights, np.nan)
+    hover = {"hover_tooltips": [("token", "@{token}"), ("weight", "@{weight}{custom}")],
+             "hover_formatters": {"@{weight}": exact_number()}, "tools": ["hover"]}
+    curve = hv.Curve((tokens, drawable), "token", "weight", label="softmax weight").opts(color=WEIGHT_COLOUR, **hover)
+    top = [t for t, _ in entry.top_tokens or ()]
+    layers = [curve,
+              hv.Scatter((np.asarray(top), weights[top]), "token", "weight", label="top tokens").opts(
+                  color=TOP_TOKEN_COLOUR, size=8, marker="circle", **hover),
+              hv.Scatter(([tokens[-1]], [weights[-1]]), "token", "weight", label="incoming token T-1").opts(
+                  color=LAST_TOKEN_COLOUR, size=10, marker="triangle", **hover)]
+    return hv.Overlay(layers).opts(
+        title=f"Softmax weights of query head {entry.query_head} (KV head {entry.kv_head})", logy=True,
+        height=WEIGHTS_HEIGHT, responsive=True, min_width=CHART_WIDTH, show_grid=True, legend_position="right",
+        xlabel="token", ylabel="weight (log)")
+
+
+def head_panel(numerics: Numerics, head: int) -> pn.Column:
+    """The selected head's weights and diagnostics (an explanation when the head number or its values are missing)."""
+    heads = len(numerics.attention)
+    if not 0 <= head < heads:
+        return pn.Column(state(f"Query head {head} does not exist in this packet (heads 0..{heads - 1}).",
+                               "head-out-of-range"), sizing_mode="stretch_width")
+    entry = numerics.attention[head]
+    parts = [html_pane(table(DIAGNOSTICS_HEADER, _diagnostics_rows((entry,)), css_class="head-diagnostics"))]
+    if entry.undefined_reason is not None:
+        parts.append(state(f"No weights for query head {head}: <code>{esc(entry.undefined_reason)}</code> "
+                           "(ineligible inputs or overflowing logits; the values are null).", "head-undefined"))
+        return pn.Column(*parts, sizing_mode="stretch_width")
+    weights = numerics.weights[head]
+    zeros = int(np.sum(weights == 0))
+    top = table(("rank", "token", "weight"),
+                ((str(rank), str(token), esc(number(weight))) for rank, (token, weight) in
+                 enumerate(entry.top_tokens or (), start=1)), css_class="top-tokens")
+    parts += [plot_pane(_weights_chart(weights, entry)),
+              note(f"{zeros} of {weights.size} weights are exactly zero and cannot be drawn on the log axis."
+                   if zeros else "Every weight is positive and drawn."),
+              heading("Top tokens", "Largest weights first, ties by lower token."), html_pane(top)]
+    return pn.Column(*parts, sizing_mode="stretch_width")
+
+
+def _overview_charts(numerics: Numerics) -> pn.Row:
+    heads = np.arange(len(numerics.attention))
+    charts = []
+    for attribute, label, logy in OVERVIEW_METRICS:
+        values = np.array([np.nan if getattr(a, attribute) is None else getattr(a, attribute)
+                           for a in numerics.attention], dtype=np.float64)
+        if logy:
+            values = np.where(values > 0, values, np.nan)
+        data = {"query head": heads, attribute: values}
+        hover = {"tools": ["hover"], "hover_tooltips": [("query head", "@{query head}"),
+                                                        (label, f"@{{{attribute}}}{{custom}}")],
+                 "hover_formatters": {f"@{{{attribute}}}": exact_number()}}
+        charts.append((hv.Curve(data, "query head", attribute) * hv.Scatter(data, "query head", attribute).opts(
+            size=7, **hover)).opts(title=f"{label} per query head", logy=logy, height=CHART_HEIGHT,
+                                   min_width=CHART_WIDTH, responsive=True, show_grid=True, ylabel=label))
+    return pn.Row(*(plot_pane(c) for c in charts), sizing_mode="stretch_width")
+
+
+def _overview_map(numerics: Numerics) -> list:
+    weights = numerics.weights
+    if weights.size > MAX_OVERVIEW_CELLS:
+        return [note(f"The query head x token map is not drawn: {weights.size} weights exceed {MAX_OVERVIEW_CELLS}; "
+                     "choose a head above to see its weights.")]
+    scale = colour_scale([weights], LOG, "weight")
+    image = grid_map(weights, [Field("weight", "weight", weights)], title="Softmax weights, query head x token", colour_label="weight",
+                     xlabel="token", ylabel="query head", clim=scale.clim, logz=scale.logz, cmap=CONTINUOUS_CMAP)
+    return [plot_pane(image), note(esc(scale.note), "colour-scale-note")]
+
+
+def _head_selector(numerics: Numerics, selection: Selection) -> pn.widgets.Select:
+    options = {f"query head {a.query_head} (KV head {a.kv_head})": a.query_head for a in numerics.attention}
+    return pn.widgets.Select.from_param(selection.param.head, options=options, name="Query head", width=260)
+
+
+def _body(analysis: Analysis, selection: Selection) -> list:
+    numerics = analysis.numerics
+    return [
+        heading("Selected query head", "Softmax weights of the primary computation (scaled logits)."),
+        _head_selector(numerics, selection),
+        pn.panel(pn.bind(head_panel, numerics, selection.param.head), sizing_mode="stretch_width"),
+        heading("Across query heads"),
+        _overview_charts(numerics),
+        *_overview_map(numerics),
+        html_pane(table(DIAGNOSTICS_HEADER, _diagnostics_rows(numerics.attention), css_class="all-diagnostics")),
+    ]
+
+
+def build(analysis: Analysis, selection: Selection) -> pn.Column:
+    """The attention view of one analysis, following `selection.head` (explains itself when no reference exists)."""
+    column = explained(analysis, html_summary.NEEDS_NUMERICS, lambda: _body(analysis, selection))
+    column.css_classes = ["view-attention"]
+    return column

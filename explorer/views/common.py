@@ -1,0 +1,259 @@
+"""Shared drawing pieces of the views: the head Selection, status boxes, grid maps with exact hover and per-head log charts; never computes a reported number."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Mapping, Sequence
+
+import holoviews as hv
+import holoviews.plotting.bokeh  # noqa: F401  (registers the Bokeh backend without notebook side effects)
+import numpy as np
+import panel as pn
+import param
+from bokeh.models import CustomJSHover
+
+from explorer.analysis.result import Analysis, Comparison, Metrics
+from explorer.views import html_summary
+
+hv.Store.set_current_backend("bokeh")
+
+MAP_HEIGHT = 260
+MAP_MIN_WIDTH = 320
+CHART_HEIGHT = 280
+CHART_WIDTH = 420
+CONTINUOUS_CMAP = "viridis"
+NAN_COLOUR = "#d9d9d9"  # cells whose value is undefined (NaN)
+FLOOR_COLOUR = "#7f7f7f"
+SERIES_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2")
+SERIES_MARKERS = ("circle", "square", "triangle", "diamond", "inverted_triangle", "hex")
+MARKER_SYMBOLS = {"circle": "\u25cf", "square": "\u25a0", "triangle": "\u25b2", "diamond": "\u25c6",
+                  "inverted_triangle": "\u25bc", "hex": "\u2b22"}
+METRICS = (("linf", "linf"), ("rmse", "rmse"), ("relative_l2", "relativeL2"))
+LINEAR, LOG = "linear", "log"
+
+
+class Selection(param.Parameterized):
+    """What the user picked that more than one view follows; the shell mirrors it in the URL."""
+
+    head = param.Integer(default=0, bounds=(0, None), doc="Query head shown by the per-head views.")
+
+
+# ---------------------------------------------------------------- text panes
+
+
+def plot_pane(obj, **params) -> pn.pane.HoloViews:
+    """A HoloViews object as a Panel pane; axes are never linked to other panes (each plot keeps its own ranges)."""
+    return pn.pane.HoloViews(obj, sizing_mode="stretch_width", linked_axes=False, **params)
+
+
+def html_pane(markup: str, **params) -> pn.pane.HTML:
+    return pn.pane.HTML(markup, sizing_mode="stretch_width", **params)
+
+
+def heading(text: str, note: str = "") -> pn.pane.HTML:
+    tail = f'<p style="margin:0.1em 0 0.3em 0;color:#444">{note}</p>' if note else ""
+    return html_pane(f'<h3 style="margin:0.6em 0 0.1em 0">{html_summary.esc(text)}</h3>{tail}')
+
+
+def note(markup: str, css_class: str = "view-note") -> pn.pane.HTML:
+    return html_pane(f'<p class="{css_class}" style="color:#444;margin:0.2em 0">{markup}</p>')
+
+
+def state(markup: str, css_class: str) -> pn.pane.HTML:
+    """An explicit, prominent state line such as 'all bits equal' (never an empty area)."""
+    return html_pane(f'<div class="{css_class}" style="padding:0.6em 0.9em;border:1px solid #b9c6d6;'
+                     f'background:#eef3f8;font-size:1.05em;margin:0.3em 0">{markup}</div>')
+
+
+def explained(analysis: Analysis, needs: str | None, body: Callable[[], list] | None) -> pn.Column:
+    """A view: the status box (when not analyzed), then `body()` when the data it needs exists."""
+    parts: list = []
+    box = html_summary.explanation_html(analysis, needs)
+    if box:
+        parts.append(html_pane(box))
+    if needs is None or html_summary.missing_text(analysis, needs) is None:
+        parts.extend(body())
+    return pn.Column(*parts, sizing_mode="stretch_width")
+
+
+# ---------------------------------------------------------------- hover formatting (in the browser)
+
+
+def exact_number() -> CustomJSHover:
+    """A float as JavaScript prints it: shortest round-trip digits, like the report's JSON."""
+    return CustomJSHover(code="return Number.isNaN(value) ? 'NaN' : String(value)")
+
+
+def cell_index() -> CustomJSHover:
+    """An image coordinate ($x / $y) as the integer index of the cell under the cursor."""
+    return CustomJSHover(code="return String(Math.round(value))")
+
+
+def hex_pattern(bits: int) -> CustomJSHover:
+    return CustomJSHover(code=f"return '0x' + (value >>> 0).toString(16).padStart({bits // 4}, '0')")
+
+
+def named(names: Sequence[str]) -> CustomJSHover:
+    """An integer code shown by its name."""
+    return CustomJSHover(code=f"const names = {list(names)!r}; return names[value] ?? String(value)")
+
+
+def ulp_value() -> CustomJSHover:
+    return CustomJSHover(code="return value < 0 ? 'undefined (nonfinite pair or ineligible head)' : String(value)")
+
+
+@dataclass(frozen=True)
+class Field:
+    """One hover line of a grid map: a per-cell array, its label and its formatter factory."""
+
+    name: str
+    label: str
+    values: np.ndarray
+    formatter: Callable[[], CustomJSHover] = exact_number
+
+
+def grid_map(colour: np.ndarray, fields: Sequence[Field], *, title: str, colour_label: str, xlabel: str,
+             ylabel: str, clim: tuple[float, float], cmap, logz: bool = False, colorbar: bool = True,
+             width: int | None = None, height: int = MAP_HEIGHT) -> hv.Image:
+    """A rows x columns hv.Image coloured by `colour`; hover gives the cell's row, column and every field exactly.
+
+    Row 0 is at the top. `colour` is drawn only; the numbers shown are the fields'.
+    """
+    rows, columns = colour.shape
+    vdims = [hv.Dimension("colour", label=colour_label)] + [hv.Dimension(f.name, label=f.label) for f in fields]
+    image = hv.Image((np.arange(columns), np.arange(rows), colour, *(f.values for f in fields)),
+                     kdims=[xlabel, ylabel], vdims=vdims, bounds=(-0.5, -0.5, columns - 0.5, rows - 0.5))
+    tooltips = [(ylabel, "$y{index}"), (xlabel, "$x{index}")] + [(f.label, f"@{{{f.name}}}{{custom}}") for f in fields]
+    formatters = {"$x": cell_index(), "$y": cell_index(), **{f"@{{{f.name}}}": f.formatter() for f in fields}}
+    size = {"width": width} if width else {"min_width": MAP_MIN_WIDTH, "responsive": True}
+    return image.opts(
+        title=title, cmap=cmap, clim=clim, logz=logz, colorbar=colorbar, invert_yaxis=True,
+        clipping_colors={"NaN": NAN_COLOUR}, tools=["hover"], hover_tooltips=tooltips,
+        hover_formatters=formatters, height=height, default_tools=["pan", "wheel_zoom", "box_zoom", "reset", "save"],
+        **size)
+
+
+# ---------------------------------------------------------------- continuous colour scales
+
+
+@dataclass(frozen=True)
+class ColourScale:
+    """Display limits of one shared colour scale, and the sentence saying how it was chosen."""
+
+    clim: tuple[float, float]
+    logz: bool
+    note: str
+
+
+def colour_scale(arrays: Sequence[np.ndarray], mode: str, what: str) -> ColourScale:
+    """One colour range over every finite value of `arrays` (presentation only).
+
+    Log mode starts at the smallest positive value; zeros are drawn in the lowest colour.
+    """
+    finite = np.concatenate([a[np.isfinite(a)].ravel() for a in arrays]) if arrays else np.empty(0)
+    undefined = f" Grey cells: {what} undefined (NaN)."
+    if finite.size == 0:
+        return ColourScale((0.0, 1.0), False, f"No finite {what} to colour.{undefined}")
+    high = float(finite.max())
+    positive = finite[finite > 0]
+    if mode == LOG and positive.size:
+        low = float(positive.min())
+        if low == high:
+            return ColourScale((low, high), False, f"Every positive {what} equals {low!r}; drawn linear.{undefined}")
+        return ColourScale((low, high), True,
+                           f"Log colour scale from the smallest positive {what} ({low!r}) to the largest "
+                           f"({high!r}); exact zeros are drawn in the lowest colour.{undefined}")
+    low = float(finite.min())
+    if mode == LOG:
+        prefix = f"No positive {what}: every finite value is {high!r}, drawn linear."
+    else:
+        prefix = f"Linear colour scale from {low!r} to {high!r}."
+    return ColourScale((low, high if high > low else low + 1.0), False, prefix + undefined)
+
+
+# ---------------------------------------------------------------- per-head charts
+
+
+def _metric_values(per_head: Sequence[Metrics], attribute: str) -> np.ndarray:
+    return np.array([np.nan if getattr(m, attribute) is None else getattr(m, attribute) for m in per_head],
+                    dtype=np.float64)
+
+
+def per_head_charts(series: Sequence[tuple[str, Comparison]], floor: tuple[str, Comparison] | None = None,
+                    *, metrics: Sequence[tuple[str, str]] = METRICS) -> list:
+    """One log-y chart per metric: every comparison's per-head values as markers, the noise floor as a dashed line.
+
+    Returns [legend, row of charts, note naming the values a log axis cannot draw (zero or null)].
+    """
+    labels = [label for label, _ in series]
+    colours = {label: SERIES_COLOURS[i % len(SERIES_COLOURS)] for i, label in enumerate(labels)}
+    markers = {label: SERIES_MARKERS[i % len(SERIES_MARKERS)] for i, label in enumerate(labels)}
+    charts, hidden = [], []
+    for attribute, metric in metrics:
+        heads, values, names = [], [], []
+        for label, comparison in series:
+            raw = _metric_values(comparison.per_head, attribute)
+            hidden += _hidden(label, metric, raw)
+            heads.append(np.arange(raw.size))
+            values.append(np.where(raw > 0, raw, np.nan))
+            names += [label] * raw.size
+        data = {"query head": np.concatenate(heads), metric: np.concatenate(values), "comparison": names}
+        layers = [hv.Scatter(data, "query head", [metric, "comparison"]).opts(
+            color="comparison", cmap=colours, marker=hv.dim("comparison").categorize(markers), size=8,
+            alpha=0.85, show_legend=False, tools=["hover"],
+            hover_tooltips=[("comparison", "@{comparison}"), ("query head", "@{query head}"),
+                            (metric, f"@{{{metric}}}{{custom}}")],
+            hover_formatters={f"@{{{metric}}}": exact_number()})]
+        if floor is not None:
+            raw = _metric_values(floor[1].per_head, attribute)
+            hidden += _hidden(floor[0], metric, raw)
+            layers.append(hv.Curve((np.arange(raw.size), np.where(raw > 0, raw, np.nan)), "query head", metric,
+                                   label=floor[0]).opts(color=FLOOR_COLOUR, line_dash="dashed", line_width=2))
+        charts.append(hv.Overlay(layers).opts(
+            title=f"{metric} per query head", logy=True, height=CHART_HEIGHT, min_width=CHART_WIDTH,
+            responsive=True, show_legend=False, show_grid=True, xlabel="query head", ylabel=metric))
+    entries = [f'<span style="color:{colours[label]}">{MARKER_SYMBOLS[markers[label]]}</span> '
+               f"{html_summary.esc(label)}" for label in labels]
+    if floor is not None:
+        entries.append(f'<span style="color:{FLOOR_COLOUR}">- - -</span> {html_summary.esc(floor[0])}')
+    legend = html_pane('<div class="chart-legend">' + "".join(
+        f'<span style="display:inline-block;margin-right:1.5em">{entry}</span>' for entry in entries) + "</div>")
+    row = pn.Row(*(plot_pane(chart) for chart in charts), sizing_mode="stretch_width")
+    hidden_note = ("Not drawn on the log axis (exact zeros and null values; the tables list every value): "
+                   + "; ".join(hidden) + ".") if hidden else "Every value is positive and drawn."
+    return [legend, row, note(hidden_note, "hidden-values")]
+
+
+def _hidden(label: str, metric: str, values: np.ndarray) -> list[str]:
+    zeros, nulls = int(np.sum(values == 0)), int(np.sum(np.isnan(values)))
+    return [f"{html_summary.esc(label)} {metric}: {zeros} zero, {nulls} null"] if zeros or nulls else []
+
+
+def comparison_rows(series: Sequence[tuple[str, Comparison]]) -> str:
+    """Global metric table of several comparisons, each labelled as the result labels it."""
+    rows = []
+    for label, comparison in series:
+        rows.append([html_summary.esc(label), "all heads", *html_summary.metric_cells(comparison.global_metrics)])
+        if comparison.eligible_global is not None:
+            rows.append([html_summary.esc(label), "eligible heads only",
+                         *html_summary.metric_cells(comparison.eligible_global)])
+    return html_summary.table(("comparison", "heads", *html_summary.METRIC_HEADER), rows, css_class="global-metrics")
+
+
+def per_head_rows(series: Sequence[tuple[str, Comparison]], kv_heads: Sequence[int]) -> str:
+    """Per-head metric table of several comparisons (one row per head and comparison)."""
+    rows = []
+    for h, kv in enumerate(kv_heads):
+        for label, comparison in series:
+            rows.append([str(h), str(kv), html_summary.esc(label), *html_summary.metric_cells(comparison.per_head[h])])
+    return html_summary.table(("query head", "KV head", "comparison", *html_summary.METRIC_HEADER), rows,
+                              css_class="per-head-metrics")
+
+
+def collapsed(title: str, *objects) -> pn.Card:
+    return pn.Card(*objects, title=title, collapsed=True, sizing_mode="stretch_width")
+
+
+def per_cell(values: Mapping[int, int] | Sequence[int], shape: tuple[int, int]) -> np.ndarray:
+    """A per-row integer label broadcast over the columns of a map (e.g. each query head's KV head)."""
+    return np.broadcast_to(np.asarray(values, dtype=np.int32)[:, None], shape)

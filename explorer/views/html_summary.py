@@ -1,0 +1,189 @@
+"""Compact HTML of one analysis (status, reasons, per-head primary metrics) as plain strings; stdlib and numpy only, never imports a UI library or computes a reported number."""
+
+from __future__ import annotations
+
+import html
+import json
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+
+from explorer.analysis.result import Analysis, Comparison, Metrics
+from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED, Problem, Reason
+
+LARGEST_HEADS = 3  # heads with the largest primary linf, highlighted in tables and listed in the overview
+NOT_A_NUMBER = "\u2013"  # shown for a null metric; its reason sits beside it
+
+# Neutral colours (background, text): a status is a category, never a verdict.
+STATUS_COLOURS = {
+    ANALYZED: ("#dde5ef", "#1f3550"),
+    INCONCLUSIVE: ("#e7e1ee", "#3d2f52"),
+    REFUSED: ("#e4e4e4", "#333333"),
+}
+HIGHLIGHT_BACKGROUND = "#fdf1d6"
+TABLE_STYLE = "border-collapse:collapse;font-size:0.9em;margin:0.3em 0 0.8em 0"
+CELL_STYLE = "border:1px solid #d0d0d0;padding:2px 8px;text-align:left;vertical-align:top"
+BOX_STYLE = "padding:0.5em 0.9em;border-left:4px solid #8a8a8a;background:#f5f5f5;margin-bottom:0.6em"
+
+STATUS_MEANING = {
+    ANALYZED: "The packet was admitted and every comparison was computed; no inconclusive reason applies.",
+    INCONCLUSIVE: "The packet is well-formed, but the reasons below limit what its numbers can be taken to show.",
+    REFUSED: "The packet failed admission (packet-v1.md sections 2-5): nothing in it is interpreted "
+             "and nothing numeric is computed.",
+}
+# What a view cannot show, and why, keyed by what it needs.
+NEEDS_FACTS, NEEDS_NUMERICS = "facts", "numerics"
+MISSING_BECAUSE_REFUSED = ("This packet was refused, so nothing in it is interpreted: no tensor facts, "
+                           "no reference and no metrics exist for it.")
+MISSING = {
+    NEEDS_FACTS: "No tensor facts exist: they need all six tensor files verified and the tensor geometry to hold.",
+    NEEDS_NUMERICS: "No reference was computed: the selection is unsupported or not confirmed (the inconclusive "
+                    "reasons above), so the analysis stops before numerics. Tensor facts (nonfinite maps, "
+                    "last-row bits) are still shown in their tabs when the files verified.",
+}
+
+
+def esc(value: object) -> str:
+    """HTML-escaped text of any value."""
+    return html.escape(str(value))
+
+
+def number(value: object) -> str:
+    """A value as the report prints it: floats in full precision (Python repr), null as a dash."""
+    if value is None:
+        return NOT_A_NUMBER
+    if isinstance(value, (bool, np.bool_)):
+        return "true" if value else "false"
+    if isinstance(value, (float, np.floating)):
+        return repr(float(value))
+    if isinstance(value, (Mapping, list, tuple)):
+        return json.dumps(value, default=_plain)
+    return str(value)
+
+
+def _plain(value: object) -> object:
+    return dict(value) if isinstance(value, Mapping) else str(value)
+
+
+def table(header: Sequence[str], rows: Iterable[Sequence[str]], *, css_class: str = "",
+          highlighted: Iterable[int] = ()) -> str:
+    """An HTML table; cells are already-escaped HTML; rows whose index is in `highlighted` are shaded."""
+    shade = set(highlighted)
+    head = "".join(f'<th style="{CELL_STYLE}">{cell}</th>' for cell in header)
+    body = []
+    for index, row in enumerate(rows):
+        style = f' style="background:{HIGHLIGHT_BACKGROUND}"' if index in shade else ""
+        body.append(f"<tr{style}>" + "".join(f'<td style="{CELL_STYLE}">{cell}</td>' for cell in row) + "</tr>")
+    return (f'<table class="{esc(css_class)}" style="{TABLE_STYLE}"><thead><tr>{head}</tr></thead>'
+            f'<tbody>{"".join(body)}</tbody></table>')
+
+
+def mapping_table(mapping: dict | None, *, css_class: str = "") -> str:
+    """A two-column key / value table of a report dict (None: an explicit 'not established')."""
+    if mapping is None:
+        return '<p><i>Not established for this packet.</i></p>'
+    return table(("field", "value"), ((f"<code>{esc(k)}</code>", esc(number(v))) for k, v in mapping.items()),
+                 css_class=css_class)
+
+
+def status_badge(status: str) -> str:
+    background, colour = STATUS_COLOURS[status]
+    return (f'<span class="analysis-status" data-status="{esc(status)}" style="display:inline-block;'
+            f'padding:0 0.6em;border-radius:0.6em;font-weight:600;background:{background};color:{colour}">'
+            f"{esc(status)}</span>")
+
+
+def refusals_table(problems: Sequence[Problem]) -> str:
+    return table(("refusal code", "field (JSON pointer)", "message"),
+                 ((f'<code class="refusal-code">{esc(p.code)}</code>',
+                   f"<code>{esc(p.field)}</code>" if p.field is not None else "<i>packet.json as a whole</i>",
+                   esc(p.message)) for p in problems), css_class="refusals")
+
+
+def reasons_table(reasons: Sequence[Reason]) -> str:
+    return table(("inconclusive reason", "message"),
+                 ((f'<code class="reason-code">{esc(r.code)}</code>', esc(r.message)) for r in reasons),
+                 css_class="reasons")
+
+
+def status_html(analysis: Analysis) -> str:
+    """Status badge, what it means, and every refusal or inconclusive reason with its code and message."""
+    parts = [f"<p>Status: {status_badge(analysis.status)} &nbsp; {esc(STATUS_MEANING[analysis.status])}</p>"]
+    if analysis.admission.refusals:
+        parts.append(refusals_table(analysis.admission.refusals))
+    if analysis.reasons:
+        parts.append(reasons_table(analysis.reasons))
+    return "".join(parts)
+
+
+def missing_text(analysis: Analysis, needs: str) -> str | None:
+    """Why a view needing `needs` (NEEDS_FACTS or NEEDS_NUMERICS) has nothing to draw, or None when it has."""
+    available = analysis.facts if needs == NEEDS_FACTS else analysis.numerics
+    if available is not None:
+        return None
+    return MISSING_BECAUSE_REFUSED if analysis.status == REFUSED else MISSING[needs]
+
+
+def explanation_html(analysis: Analysis, needs: str | None = None) -> str:
+    """The status box every view opens with when the packet is not analyzed, or its data is missing."""
+    missing = None if needs is None else missing_text(analysis, needs)
+    if analysis.status == ANALYZED and missing is None:
+        return ""
+    tail = f'<p class="missing-explanation"><b>{esc(missing)}</b></p>' if missing is not None else ""
+    return f'<div class="status-explanation" style="{BOX_STYLE}">{status_html(analysis)}{tail}</div>'
+
+
+def largest_heads(comparison: Comparison, count: int = LARGEST_HEADS) -> list[int]:
+    """Query heads with the largest defined per-head linf, largest first (ties: lower head first)."""
+    defined = [(m.linf, h) for h, m in enumerate(comparison.per_head) if m.linf is not None]
+    return [h for _, h in sorted(defined, key=lambda pair: (-pair[0], pair[1]))[:count]]
+
+
+def metric_cells(m: Metrics) -> list[str]:
+    return [esc(number(m.linf)), esc(number(m.rmse)), esc(number(m.relative_l2)),
+            esc(m.undefined_reason) if m.undefined_reason else ""]
+
+
+METRIC_HEADER = ("linf", "rmse", "relativeL2", "undefined reason")
+
+
+def per_head_table(analysis: Analysis, heads: Sequence[int] | None = None) -> str:
+    """Primary per-head metrics (all heads, or `heads` in that order); the largest-linf heads shaded."""
+    numerics = analysis.numerics
+    if numerics is None:
+        return ""
+    primary = numerics.primary
+    largest = largest_heads(primary)
+    order = list(range(len(primary.per_head))) if heads is None else list(heads)
+    rows = [[str(h), str(numerics.attention[h].kv_head), *metric_cells(primary.per_head[h])] for h in order]
+    shaded = [i for i, h in enumerate(order) if h in largest]
+    return table(("query head", "KV head", *METRIC_HEADER), rows, css_class="per-head-primary", highlighted=shaded)
+
+
+def global_table(analysis: Analysis) -> str:
+    """Global metrics of the primary comparison (and its eligible-heads aggregate when present)."""
+    numerics = analysis.numerics
+    if numerics is None:
+        return ""
+    primary = numerics.primary
+    rows = [["all heads", *metric_cells(primary.global_metrics)]]
+    if primary.eligible_global is not None:
+        rows.append(["eligible heads only", *metric_cells(primary.eligible_global)])
+    return table(("", *METRIC_HEADER), rows, css_class="global-primary")
+
+
+def overview_html(analysis: Analysis) -> str:
+    """A compact, self-contained HTML summary: status, reasons, primary global metrics and the largest-linf heads."""
+    parts = [f'<div class="analysis-overview"><p><code>{esc(analysis.admission.path)}</code></p>',
+             status_html(analysis)]
+    numerics = analysis.numerics
+    if numerics is None:
+        parts.append(f"<p><i>{esc(missing_text(analysis, NEEDS_NUMERICS))}</i></p>")
+    else:
+        parts.append(f"<p><b>{esc(numerics.primary.label)}</b></p>{global_table(analysis)}")
+        largest = largest_heads(numerics.primary)
+        if largest:
+            parts.append(f"<p>Query heads with the largest primary linf (largest first):</p>"
+                         f"{per_head_table(analysis, largest)}")
+    parts.append("</div>")
+    return "".join(parts)

@@ -1,0 +1,115 @@
+"""Last-row view: stored row T-1 vs the incoming row for keys and values, as XOR field maps, bit-position histograms and an explicit all-bits-equal state; draws only the analysis' LastRow facts."""
+
+from __future__ import annotations
+
+import holoviews as hv
+import numpy as np
+import panel as pn
+
+from explorer.analysis.result import Analysis, LastRow
+from explorer.packet.dtypes import FIELD_BITS
+from explorer.views import html_summary
+from explorer.views.common import (
+    Field,
+    Selection,
+    cell_index,
+    exact_number,
+    explained,
+    grid_map,
+    heading,
+    hex_pattern,
+    html_pane,
+    plot_pane,
+    named,
+    state,
+)
+from explorer.views.html_summary import esc, table
+
+# field_mask codes: bit 1 = sign differs, 2 = exponent differs, 4 = mantissa differs.
+FIELD_NAMES = ("equal", "sign", "exponent", "sign + exponent", "mantissa", "sign + mantissa",
+               "exponent + mantissa", "sign + exponent + mantissa")
+FIELD_COLOURS = ("#f4f4f4", "#d62728", "#1f77b4", "#9467bd", "#2ca02c", "#ff7f0e", "#17becf", "#3b3b3b")
+PART_COLOURS = {"sign": FIELD_COLOURS[1], "exponent": FIELD_COLOURS[2], "mantissa": FIELD_COLOURS[4]}
+SHOWN_POSITIONS = 32  # first mismatched positions listed in the table (the report holds up to 4,096)
+ROW_PIXELS = 28
+MAP_BASE_HEIGHT = 110
+MAX_MAP_HEIGHT = 420
+HISTOGRAM_HEIGHT = 260
+
+
+def _legend() -> str:
+    swatches = "".join(f'<span style="display:inline-block;margin-right:1em"><span style="display:inline-block;'
+                       f'width:0.9em;height:0.9em;background:{colour};border:1px solid #999;vertical-align:middle">'
+                       f"</span> {esc(name)}</span>" for name, colour in zip(FIELD_NAMES, FIELD_COLOURS))
+    return f'<div class="field-legend">Fields that differ: {swatches}</div>'
+
+
+def _xor_map(row: LastRow, title: str) -> hv.Image:
+    bits = sum(FIELD_BITS[row.dtype])
+    fields = [Field("fields", "fields that differ", row.field_mask, lambda: named(FIELD_NAMES)),
+              Field("stored_bits", "stored (token T-1)", row.stored_bits, lambda: hex_pattern(bits)),
+              Field("incoming_bits", "incoming", row.incoming_bits, lambda: hex_pattern(bits)),
+              Field("xor", "XOR", row.xor, lambda: hex_pattern(bits)),
+              Field("stored_value", "stored value", row.stored_values, exact_number),
+              Field("incoming_value", "incoming value", row.incoming_values, exact_number)]
+    height = min(MAP_BASE_HEIGHT + ROW_PIXELS * row.field_mask.shape[0], MAX_MAP_HEIGHT)
+    return grid_map(row.field_mask, fields, title=title, colour_label="fields that differ", xlabel="channel", ylabel="KV head",
+                    clim=(-0.5, len(FIELD_NAMES) - 0.5), cmap=list(FIELD_COLOURS), colorbar=False, height=height)
+
+
+def _histogram(row: LastRow, title: str) -> hv.Overlay:
+    """Differing-bit counts per bit position, coloured by field, sign on the left, field boundaries marked."""
+    sign, exponent, mantissa = FIELD_BITS[row.dtype]
+    parts = (("mantissa", 0, mantissa), ("exponent", mantissa, mantissa + exponent),
+             ("sign", mantissa + exponent, mantissa + exponent + sign))
+    layers = []
+    for part, low, high in parts:
+        edges = np.arange(low, high + 1) - 0.5
+        layers.append(hv.Histogram((edges, row.bit_position_counts[low:high]), kdims=["bit position"],
+                                   vdims=["elements"], label=part).opts(
+            color=PART_COLOURS[part], tools=["hover"],
+            hover_tooltips=[("field", part), ("bit position", "$x{index}"), ("elements differing", "@{elements}")],
+            hover_formatters={"$x": cell_index()}))
+    boundaries = [hv.VLine(low - 0.5).opts(color="#555555", line_dash="dotted") for _, low, _ in parts[1:]]
+    return hv.Overlay(layers + boundaries).opts(
+        title=title, invert_xaxis=True, height=HISTOGRAM_HEIGHT, responsive=True, min_width=320,
+        legend_position="top_left", ylabel="elements differing", show_grid=True)
+
+
+def _facts_table(row: LastRow) -> str:
+    positions = ", ".join(f"[{kv}, {ch}]" for kv, ch in row.positions[:SHOWN_POSITIONS])
+    if len(row.positions) > SHOWN_POSITIONS:
+        positions += f" (first {SHOWN_POSITIONS} of {len(row.positions)} listed in the report)"
+    flips = ", ".join(f"{esc(k)} {esc(v)}" for k, v in row.bit_flips.items())
+    return table(("field", "value"), (
+        ("dtype", esc(row.dtype)), ("elements compared", esc(row.compared)),
+        ("elements differing", esc(row.mismatched)),
+        ("differing per KV head", esc(list(row.per_kv_head))),
+        ("differing bits by field", flips),
+        ("first differing [KV head, channel]", positions or "none")), css_class="last-row-facts")
+
+
+def _one(row: LastRow, name: str) -> list:
+    title = f"{name}: stored row T-1 vs incoming row"
+    parts = [heading(title), html_pane(_facts_table(row))]
+    if row.mismatched == 0:
+        parts.append(state(f"<b>All bits equal</b>: the {row.compared} {esc(name.lower())} elements of the stored "
+                           "last row are bitwise identical to the incoming row.", "all-bits-equal"))
+        return parts
+    return parts + [
+        html_pane(_legend()),
+        plot_pane(_xor_map(row, f"{name}: XOR of stored and incoming, by differing field")),
+        plot_pane(_histogram(row, f"{name}: differing bits per bit position")),
+    ]
+
+
+def _body(analysis: Analysis) -> list:
+    facts = analysis.facts
+    return [*_one(facts.last_row_keys, "Keys"), *_one(facts.last_row_values, "Values")]
+
+
+def build(analysis: Analysis, selection: Selection) -> pn.Column:
+    """The last-row bit view of one analysis (explains itself when no tensor facts exist)."""
+    column = explained(analysis, html_summary.NEEDS_FACTS, lambda: _body(analysis))
+    column.css_classes = ["view-lastrow"]
+    return column

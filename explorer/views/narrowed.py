@@ -1,0 +1,90 @@
+"""Narrowed-Q view: the counterfactual beside the primary reference (per-head errors, the difference between the two references, the Q rounding difference) or why it does not apply; draws only numbers held by the analysis."""
+
+from __future__ import annotations
+
+import panel as pn
+
+from explorer.analysis.result import Analysis, Comparison, NarrowedQuery, Numerics
+from explorer.views import html_summary
+from explorer.views.common import (
+    CONTINUOUS_CMAP,
+    LOG,
+    Field,
+    Selection,
+    colour_scale,
+    comparison_rows,
+    explained,
+    grid_map,
+    heading,
+    html_pane,
+    plot_pane,
+    note,
+    per_head_charts,
+    state,
+)
+from explorer.views.html_summary import esc
+
+REASON_WORDS = {
+    "queries_not_float32": (
+        "The queries are {queries}, not float32. The counterfactual asks what the output would be had float32 "
+        "queries been rounded to the K/V storage dtype before the dot products; queries that are already narrow "
+        "have nothing to round, so there is no counterfactual to compare."),
+    "storage_not_narrow": (
+        "The stored keys and values are {storage}, not float16 or bfloat16, so there is no narrower storage "
+        "dtype to round the queries to, and no counterfactual to compare."),
+}
+
+
+def reason_words(analysis: Analysis, code: str | None) -> str:
+    tensors = analysis.admission.tensors
+    template = REASON_WORDS.get(code or "", "The counterfactual was not computed (reason code {code}).")
+    return template.format(queries=tensors["queries"].dtype, storage=tensors["storedKeys"].dtype, code=code)
+
+
+def _difference_map(comparison: Comparison, title: str, actual: str, reference: str, what: str) -> list:
+    scale = colour_scale([comparison.abs_error], LOG, what)
+    fields = [Field("actual", actual, comparison.actual), Field("reference", reference, comparison.reference),
+              Field("difference", what, comparison.abs_error)]
+    image = grid_map(comparison.abs_error, fields, title=title, colour_label=what, xlabel="channel", ylabel="query head",
+                     clim=scale.clim, logz=scale.logz, cmap=CONTINUOUS_CMAP)
+    return [plot_pane(image), note(esc(scale.note), "colour-scale-note")]
+
+
+def _applicable(numerics: Numerics, nq: NarrowedQuery) -> list:
+    floor = (f"FP64 noise floor: {numerics.fp64.reference_error.label}", numerics.fp64.reference_error)
+    errors = [("output vs primary reference", numerics.primary), ("output vs narrowed-Q counterfactual", nq.comparison)]
+    difference = nq.difference_from_primary
+    rounding = nq.query_rounding_difference
+    return [
+        heading(nq.label, f"q' = round(q, {esc(nq.dtype)}) (round to nearest even), the reference recomputed from "
+                "q' exactly like the primary. A counterfactual beside the primary reference, never the reference."),
+        html_pane(comparison_rows([(numerics.primary.label, numerics.primary), (nq.comparison.label, nq.comparison),
+                                   (difference.label, difference), (rounding.label, rounding)])),
+        heading("Output error against each reference", "Per query head, log y; FP64 noise floor dashed."),
+        *per_head_charts(errors, floor),
+        heading("Difference between the two references", esc(difference.label)),
+        *per_head_charts([("counterfactual vs primary reference", difference)]),
+        *_difference_map(difference, "|narrowed-Q reference - primary reference|", "narrowed-Q reference",
+                         "primary reference", "|narrowed-Q reference - primary reference|"),
+        heading("Query rounding difference", esc(rounding.label)),
+        *per_head_charts([("q' vs q", rounding)]),
+        *_difference_map(rounding, "|q' - q| per query head and channel", "q' (narrowed)", "q (original)",
+                         "|q' - q|"),
+    ]
+
+
+def _body(analysis: Analysis) -> list:
+    numerics = analysis.numerics
+    if numerics.narrowed_query is None:
+        return [heading("Narrowed-Q counterfactual"),
+                state(f'<b>Not applicable</b> (<code class="narrowed-reason">{esc(numerics.narrowed_query_reason)}'
+                      f"</code>): {esc(reason_words(analysis, numerics.narrowed_query_reason))}", "narrowed-not-applicable"),
+                note("The primary reference and the rounded comparisons are in the Per-head errors tab.")]
+    return _applicable(numerics, numerics.narrowed_query)
+
+
+def build(analysis: Analysis, selection: Selection) -> pn.Column:
+    """The narrowed-Q view of one analysis (explains itself when no reference was computed)."""
+    column = explained(analysis, html_summary.NEEDS_NUMERICS, lambda: _body(analysis))
+    column.css_classes = ["view-narrowed"]
+    return column

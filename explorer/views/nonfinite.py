@@ -1,0 +1,141 @@
+"""Nonfinite view: where each of the six tensors holds quiet/signaling NaNs and +/-inf (head x channel, or head x token aggregated over channels), a counts table and an explicit all-finite state; draws only the analysis' NonfiniteMap facts."""
+
+from __future__ import annotations
+
+import math
+
+import holoviews as hv
+import numpy as np
+import panel as pn
+
+from explorer.analysis.result import (
+    FINITE,
+    NEGATIVE_INFINITY,
+    POSITIVE_INFINITY,
+    QUIET_NAN,
+    SIGNALING_NAN,
+    Analysis,
+    NonfiniteMap,
+)
+from explorer.packet.dtypes import FIELD_BITS
+from explorer.packet.model import TENSOR_NAMES
+from explorer.views import html_summary
+from explorer.views.common import (
+    Field,
+    Selection,
+    explained,
+    grid_map,
+    heading,
+    hex_pattern,
+    html_pane,
+    plot_pane,
+    named,
+    note,
+    state,
+)
+from explorer.views.html_summary import esc, table
+
+TOKEN_TENSORS = ("storedKeys", "storedValues")  # drawn head x token, aggregated over channels
+KIND_CODES = (FINITE, QUIET_NAN, SIGNALING_NAN, POSITIVE_INFINITY, NEGATIVE_INFINITY)
+KIND_NAMES = ("finite", "quiet NaN", "signaling NaN", "+inf", "-inf")
+KIND_COLOURS = ("#f4f4f4", "#9467bd", "#e377c2", "#d62728", "#1f77b4")
+COUNT_CMAP = "Reds"
+MAX_TOKEN_CELLS = 200_000  # head x token cells per map; longer histories are drawn in token bins
+SHOWN_LOCATIONS = 10  # first locations listed per tensor (the report holds up to 100)
+ROW_PIXELS = 22
+MAP_BASE_HEIGHT = 110
+MAX_MAP_HEIGHT = 460
+
+
+def _height(rows: int) -> int:
+    return min(MAP_BASE_HEIGHT + ROW_PIXELS * rows, MAX_MAP_HEIGHT)
+
+
+def _legend() -> str:
+    swatches = "".join(f'<span style="display:inline-block;margin-right:1em"><span style="display:inline-block;'
+                       f'width:0.9em;height:0.9em;background:{colour};border:1px solid #999;vertical-align:middle">'
+                       f"</span> {esc(name)}</span>" for name, colour in zip(KIND_NAMES, KIND_COLOURS))
+    return f'<div class="kind-legend">{swatches}</div>'
+
+
+def _channel_map(nonfinite: NonfiniteMap, bits: np.ndarray, dtype: str) -> hv.Image:
+    """Head x channel map of one single-token tensor, each cell coloured by its kind."""
+    kinds = nonfinite.kinds[:, 0, :]
+    fields = [Field("kind", "kind", kinds, lambda: named(KIND_NAMES)),
+              Field("bits", "bit pattern", bits[0, :, 0, :], lambda: hex_pattern(sum(FIELD_BITS[dtype])))]
+    return grid_map(kinds, fields, title=f"{nonfinite.tensor}: kind of every element", colour_label="kind", xlabel="channel",
+                    ylabel="head", clim=(-0.5, len(KIND_CODES) - 0.5), cmap=list(KIND_COLOURS), colorbar=False,
+                    height=_height(kinds.shape[0]))
+
+
+def token_bins(tokens: int, heads: int) -> int:
+    """Tokens per drawn column so a head x token map stays within MAX_TOKEN_CELLS cells."""
+    return max(1, math.ceil(heads * tokens / MAX_TOKEN_CELLS))
+
+
+def _token_map(nonfinite: NonfiniteMap) -> tuple[hv.Image, str]:
+    """Head x token map of a stored tensor: per-row counts of each kind over the channels, binned when long."""
+    counts = nonfinite.per_head_token
+    heads, tokens, _ = counts.shape
+    width = token_bins(tokens, heads)
+    starts = np.arange(0, tokens, width)
+    if width > 1:
+        counts = np.add.reduceat(counts, starts, axis=1)
+    columns = counts.shape[1]
+    first = np.broadcast_to(starts.astype(np.int32)[None, :], (heads, columns))
+    last = np.broadcast_to(np.minimum(starts + width, tokens).astype(np.int32)[None, :] - 1, (heads, columns))
+    fields = [Field("first_token", "first token", first), Field("last_token", "last token", last),
+              *(Field(f"kind_{code}", f"{name} (elements)", counts[:, :, index].astype(np.int32))
+                for index, (code, name) in enumerate(zip(KIND_CODES[1:], KIND_NAMES[1:])))]
+    total = counts.sum(axis=2).astype(np.int32)
+    xlabel = "token" if width == 1 else f"token bin ({width} tokens each)"
+    image = grid_map(total, fields, title=f"{nonfinite.tensor}: nonfinite elements per head and token",
+                     colour_label="nonfinite elements",
+                     xlabel=xlabel, ylabel="head", clim=(0, max(int(total.max()), 1)), cmap=COUNT_CMAP,
+                     height=_height(heads))
+    binned = (f"Drawn in bins of {width} tokens (at most {MAX_TOKEN_CELLS} cells); hover gives each bin's "
+              "token range." if width > 1 else "One column per token.")
+    return image, f"Colour: nonfinite elements over the channels of each head and token. {binned}"
+
+
+def _counts_table(analysis: Analysis) -> str:
+    rows = []
+    for name in TENSOR_NAMES:
+        m = analysis.facts.nonfinite[name]
+        shown = ", ".join(str(list(p)) for p in m.first_locations[:SHOWN_LOCATIONS])
+        if len(m.first_locations) > SHOWN_LOCATIONS:
+            shown += f" (first {SHOWN_LOCATIONS} of {len(m.first_locations)} listed in the report)"
+        rows.append((f"<code>{name}</code>", esc(m.dtype), esc(m.nan), esc(m.signaling_nan),
+                     esc(m.positive_infinity), esc(m.negative_infinity),
+                     "all finite" if m.total == 0 else esc(shown)))
+    return table(("tensor", "dtype", "NaN (quiet and signaling)", "of which signaling NaN", "+inf", "-inf",
+                  "first [head, token, channel]"), rows, css_class="nonfinite-counts")
+
+
+def _tensor(analysis: Analysis, name: str) -> list:
+    nonfinite = analysis.facts.nonfinite[name]
+    if nonfinite.total == 0:
+        return [state(f"<code>{name}</code>: all finite (no NaN, no infinity).", "tensor-all-finite")]
+    if name in TOKEN_TENSORS:
+        image, caption = _token_map(nonfinite)
+        return [heading(name), plot_pane(image), note(esc(caption))]
+    tensor = analysis.admission.tensors[name]
+    return [heading(name), html_pane(_legend()),
+            plot_pane(_channel_map(nonfinite, tensor.bits, tensor.dtype))]
+
+
+def _body(analysis: Analysis) -> list:
+    parts = [heading("Nonfinite counts"), html_pane(_counts_table(analysis))]
+    if all(analysis.facts.nonfinite[name].total == 0 for name in TENSOR_NAMES):
+        return parts + [state("<b>All finite</b>: no NaN and no infinity in any element of the six tensors.",
+                              "all-finite")]
+    for name in TENSOR_NAMES:
+        parts += _tensor(analysis, name)
+    return parts
+
+
+def build(analysis: Analysis, selection: Selection) -> pn.Column:
+    """The nonfinite view of one analysis (explains itself when no tensor facts exist)."""
+    column = explained(analysis, html_summary.NEEDS_FACTS, lambda: _body(analysis))
+    column.css_classes = ["view-nonfinite"]
+    return column

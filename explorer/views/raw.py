@@ -1,0 +1,62 @@
+"""Raw view: packet.json as captured, the metadata snapshot as collapsible JSON and the JSON report with a download button; shows text and parsed values, computes nothing."""
+
+from __future__ import annotations
+
+import io
+
+import panel as pn
+
+from explorer.analysis.result import Analysis
+from explorer.export import REPORT_SUFFIX, packet_name, report_text
+from explorer.views.common import Selection, collapsed, explained, heading, html_pane, note
+from explorer.views.html_summary import esc
+
+JSON_DEPTH = 2  # levels expanded when a JSON pane opens
+PRE_STYLE = "white-space:pre-wrap;word-break:break-all;font-size:0.85em;background:#f7f7f7;padding:0.5em"
+
+
+def _pre(text: str, css_class: str) -> pn.pane.HTML:
+    return html_pane(f'<pre class="{css_class}" style="{PRE_STYLE}">{esc(text)}</pre>')
+
+
+def _packet_json(analysis: Analysis) -> list:
+    text = analysis.admission.packet_text
+    if text is None:
+        return [note("packet.json was not read or not decoded (see the refusals above).", "raw-missing")]
+    return [_pre(text, "packet-json-text")]
+
+
+def _snapshot(analysis: Analysis) -> list:
+    admission = analysis.admission
+    if admission.snapshot is not None:
+        return [pn.pane.JSON(admission.snapshot, depth=JSON_DEPTH, sizing_mode="stretch_width",
+                             css_classes=["snapshot-json"]),
+                collapsed("Snapshot text as captured", _pre(admission.snapshot_text or "", "snapshot-text"))]
+    if admission.snapshot_text is not None:
+        return [note("The metadata file was read but not interpreted (see the refusals above); its text as read:",
+                     "raw-missing"), _pre(admission.snapshot_text, "snapshot-text")]
+    return [note("The metadata file was not read, failed its hash, or is not valid JSON: nothing of it is shown.",
+                 "raw-missing")]
+
+
+def _body(analysis: Analysis) -> list:
+    report = analysis.report()
+    download = pn.widgets.FileDownload(callback=lambda: io.BytesIO(report_text(analysis).encode("utf-8")),
+                                       filename=packet_name(analysis) + REPORT_SUFFIX, label="Download JSON report",
+                                       button_type="primary", width=260, css_classes=["report-download"])
+    return [
+        heading("JSON report", "The numbers every view draws, as <code>explorer analyze --json</code> prints them."),
+        download,
+        pn.pane.JSON(report, depth=JSON_DEPTH, sizing_mode="stretch_width", css_classes=["report-json"]),
+        heading("packet.json", "As captured, decoded as UTF-8 (unknown keys included)."),
+        *_packet_json(analysis),
+        heading("Metadata snapshot", "The parsed CBv2AttentionMetadataSnapshot, every field as captured."),
+        *_snapshot(analysis),
+    ]
+
+
+def build(analysis: Analysis, selection: Selection) -> pn.Column:
+    """The raw inputs and the JSON report of one analysis (every status)."""
+    column = explained(analysis, None, lambda: _body(analysis))
+    column.css_classes = ["view-raw"]
+    return column

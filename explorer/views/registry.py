@@ -1,0 +1,18 @@
+"""The views registry: (slug, title, builder) in tab order; each builder(analysis, selection) returns a Panel viewable."""
+
+from __future__ import annotations
+
+from explorer.views import attention, errors, lastrow, narrowed, nonfinite, raw, summary
+from explorer.views.common import Selection
+
+VIEWS = (
+    ("summary", "Summary", summary.build),
+    ("errors", "Per-head errors", errors.build),
+    ("lastrow", "Last-row bits", lastrow.build),
+    ("nonfinite", "Nonfinite", nonfinite.build),
+    ("narrowed", "Narrowed-Q", narrowed.build),
+    ("attention", "Attention", attention.build),
+    ("raw", "Raw", raw.build),
+)
+
+__all__ = ["VIEWS", "Selection"]

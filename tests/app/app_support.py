@@ -1,0 +1,139 @@
+"""Helpers of the browser tests: waiting for Bokeh to draw, counting canvases, pixel variance and artifacts; no assertions of their own."""
+
+from __future__ import annotations
+
+import io
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from urllib.parse import urlparse
+
+import numpy as np
+from PIL import Image
+
+REPO = Path(__file__).resolve().parents[2]
+ARTIFACTS = REPO / "test-artifacts" / "app"
+APP_PATH = "/app"
+LOCAL_HOST = "127.0.0.1"
+LOCAL_SCHEMES = ("data", "blob", "about", "file")
+SERVER_START_TIMEOUT_S = 180
+SERVER_STOP_TIMEOUT_S = 20
+POLL_INTERVAL_S = 0.25
+HTTP_TIMEOUT_S = 60
+PAGE_TIMEOUT_MS = 90_000
+SETTLE_MS = 300  # one more paint after Bokeh reports every view finished
+VIEWPORT = {"width": 1400, "height": 1000}
+MIN_PIXEL_STD = 8.0  # grey-level standard deviation of a screenshot holding a drawn plot
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind((LOCAL_HOST, 0))
+        return probe.getsockname()[1]
+
+
+def start_server(port: int, log_path: Path, extra_args: list[str] | None = None, env: dict | None = None):
+    """`panel serve explorer/app.py` on `port`, run from the repository root, logging to `log_path`."""
+    command = [sys.executable, "-m", "panel", "serve", "explorer/app.py", "--port", str(port),
+               "--address", LOCAL_HOST, f"--allow-websocket-origin={LOCAL_HOST}:{port}"]
+    if extra_args:
+        command += ["--args", *extra_args]
+    log = open(log_path, "w", encoding="utf-8")
+    return subprocess.Popen(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env=env)
+
+
+def wait_until_serving(process, url: str, log_path: Path) -> None:
+    """Poll `url` until it answers 200; raise with the server log if the process dies or time runs out."""
+    deadline = time.monotonic() + SERVER_START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"panel serve exited with {process.returncode}:\n{log_path.read_text()}")
+        try:
+            with urllib.request.urlopen(url, timeout=HTTP_TIMEOUT_S) as response:
+                if response.status == 200:
+                    return
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            pass
+        time.sleep(POLL_INTERVAL_S)
+    raise RuntimeError(f"panel serve did not answer {url} in {SERVER_START_TIMEOUT_S} s:\n{log_path.read_text()}")
+
+
+def stop_server(process) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=SERVER_STOP_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def outside_requests(urls: list[str]) -> list[str]:
+    """The URLs that went anywhere but 127.0.0.1 (data:, blob:, about: and file: never leave the machine)."""
+    return [url for url in urls
+            if urlparse(url).scheme not in LOCAL_SCHEMES and urlparse(url).hostname != LOCAL_HOST]
+
+
+def wait_idle(page) -> None:
+    """Wait until every Bokeh root view of the page reports its rendering finished."""
+    page.wait_for_function(
+        "() => window.Bokeh !== undefined && Bokeh.index.roots.length > 0"
+        " && Bokeh.index.roots.every((view) => view.has_finished())", timeout=PAGE_TIMEOUT_MS)
+    page.wait_for_timeout(SETTLE_MS)
+
+
+def open_packet(page, base_url: str, query: str = "") -> None:
+    """Navigate to the app (with an optional ?query) and wait for the status line and the first drawing."""
+    page.goto(f"{base_url}{APP_PATH}{query}", timeout=PAGE_TIMEOUT_MS)
+    page.wait_for_selector(".status-line", timeout=PAGE_TIMEOUT_MS)
+    wait_idle(page)
+
+
+def view_locator(page, slug: str):
+    """The built content of one view's tab (present once the server has built it)."""
+    return page.locator(f".view-built-{slug}")
+
+
+def wait_view(page, packet: str, slug: str):
+    """Wait until `slug` of `packet` is built and drawn; returns its locator."""
+    page.wait_for_selector(f".status-line[data-packet='{packet}']", timeout=PAGE_TIMEOUT_MS)
+    view = view_locator(page, slug)
+    view.first.wait_for(state="visible", timeout=PAGE_TIMEOUT_MS)
+    wait_idle(page)
+    return view.first
+
+
+DEEP_TEXT_JS = """(element) => {
+  const parts = [];
+  const walk = (node) => {
+    if (node.shadowRoot) walk(node.shadowRoot);
+    for (const child of node.childNodes) {
+      if (child.nodeType === Node.TEXT_NODE) parts.push(child.textContent);
+      else if (child.nodeType === Node.ELEMENT_NODE && !["STYLE", "SCRIPT"].includes(child.tagName)) walk(child);
+    }
+  };
+  walk(element);
+  return parts.join(" ");
+}"""
+
+
+def deep_text(locator) -> str:
+    """The text under an element, shadow roots included (Panel renders each component in one)."""
+    return locator.evaluate(DEEP_TEXT_JS)
+
+
+def canvas_count(locator) -> int:
+    return locator.locator("canvas").count()
+
+
+def pixel_std(png: bytes) -> float:
+    """Standard deviation of the grey levels of a PNG: near zero for a blank area."""
+    return float(np.asarray(Image.open(io.BytesIO(png)).convert("L"), dtype=np.float64).std())
+
+
+def artifact(name: str) -> Path:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    return ARTIFACTS / name

@@ -1,0 +1,63 @@
+"""Fixtures of the app tests: one real `panel serve explorer/app.py` subprocess and Debian's chromium driven by Playwright."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from app_support import (ARTIFACTS, PAGE_TIMEOUT_MS, VIEWPORT, free_port, start_server, stop_server,
+                         wait_until_serving, APP_PATH, LOCAL_HOST)
+from explorer.export import CHROMIUM, CHROMIUM_ARGS, EXPORT_DIR_ENV
+from explorer.ui.catalog import ROOT_ENV
+
+
+@pytest.fixture(scope="session")
+def export_dir(tmp_path_factory):
+    """Where the served app's Export button writes."""
+    return tmp_path_factory.mktemp("exports")
+
+
+@pytest.fixture(scope="session")
+def server(export_dir):
+    """Base URL of `panel serve explorer/app.py` with no root argument (the bundled sample_packets/)."""
+    port = free_port()
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    log_path = ARTIFACTS / "panel-serve.log"
+    env = {key: value for key, value in os.environ.items() if key not in (ROOT_ENV, EXPORT_DIR_ENV)}
+    process = start_server(port, log_path, ["--export-dir", str(export_dir)], env=env)
+    base_url = f"http://{LOCAL_HOST}:{port}"
+    try:
+        wait_until_serving(process, base_url + APP_PATH, log_path)
+        yield base_url
+    finally:
+        stop_server(process)
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """Debian's /usr/bin/chromium, headless, through Playwright (no browser download)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=list(CHROMIUM_ARGS))
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def requested():
+    """Every URL the test's page requested (HTTP and websocket)."""
+    return []
+
+
+@pytest.fixture
+def page(browser, requested):
+    """A fresh browser context and page that records its requests into `requested`."""
+    context = browser.new_context(viewport=VIEWPORT)
+    page = context.new_page()
+    page.set_default_timeout(PAGE_TIMEOUT_MS)
+    page.on("request", lambda request: requested.append(request.url))
+    page.on("websocket", lambda websocket: requested.append(websocket.url))
+    yield page
+    context.close()

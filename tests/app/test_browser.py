@@ -1,0 +1,148 @@
+"""The served app in Debian's chromium: packet list, opening each sample, every tab drawn, URL query, Export offline, no outside requests."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+
+import explorer
+from app_support import (MIN_PIXEL_STD, deep_text, PAGE_TIMEOUT_MS, VIEWPORT, artifact, canvas_count, open_packet,
+                         outside_requests, pixel_std, view_locator, wait_view)
+from explorer.export import LOCAL_URL_PREFIXES, SECTION_CLASS, wait_for_bokeh
+from explorer.samples import CURATED
+from explorer.ui import catalog
+from explorer.views import VIEWS
+
+ROOT = catalog.default_root()
+SAMPLES = sorted(CURATED)
+STATUS = {name: explorer.analyze(ROOT / name).status for name in SAMPLES}
+ANALYZED_SAMPLE = "injected-error-head5"
+REFUSED_SAMPLE = "refused-hash-mismatch"
+REFUSED_CODE = "sha256_mismatch"
+PLOT_SLUGS = ("errors", "lastrow", "nonfinite", "narrowed", "attention")  # views that draw Bokeh plots
+TITLES = {slug: title for slug, title, _ in VIEWS}
+VIEW_ERROR = "could not be built"
+
+
+def _query(page) -> dict[str, str]:
+    return {key: values[0] for key, values in parse_qs(urlparse(page.url).query).items()}
+
+
+def _click_tab(page, slug: str) -> None:
+    page.locator(".bk-tab", has_text=TITLES[slug]).first.click()
+
+
+def test_default_page_lists_every_sample_with_its_status(page, server, requested):
+    open_packet(page, server)
+    for name in SAMPLES:
+        assert page.get_by_role("button", name=name, exact=True).is_visible()
+    badges = page.locator(".packet-badge")
+    assert badges.count() == len(catalog.discover(ROOT))
+    listed = {badge.evaluate("(el) => el.dataset.status") for badge in badges.all()}
+    assert listed == set(STATUS.values())
+    first = catalog.discover(ROOT)[0].name
+    assert page.locator(f".status-line[data-packet='{first}']").is_visible()
+    page.wait_for_url(lambda url: "packet=" in url, timeout=PAGE_TIMEOUT_MS)  # written after the page loads
+    assert _query(page)["packet"] == first
+    page.screenshot(path=artifact("default-page.png"), full_page=True)
+    assert outside_requests(requested) == []
+
+
+def test_selecting_each_sample_in_the_list_opens_it(page, server, requested):
+    open_packet(page, server)
+    for name in SAMPLES:
+        page.get_by_role("button", name=name, exact=True).click()
+        view = wait_view(page, name, VIEWS[0][0])
+        status = page.locator(f".status-line[data-packet='{name}'] .status-badge")
+        assert status.evaluate("(el) => el.dataset.status") == STATUS[name]
+        page.wait_for_url(lambda url, name=name: f"packet={name}" in url, timeout=PAGE_TIMEOUT_MS)
+        assert deep_text(view).strip()
+        assert VIEW_ERROR not in deep_text(page.locator("body"))
+        page.screenshot(path=artifact(f"sample-{name}.png"), full_page=True)
+    assert outside_requests(requested) == []
+
+
+def test_every_tab_of_an_analyzed_packet_draws(page, server, requested):
+    open_packet(page, server, f"?packet={ANALYZED_SAMPLE}")
+    for slug, _, _ in VIEWS:
+        _click_tab(page, slug)
+        view = wait_view(page, ANALYZED_SAMPLE, slug)
+        page.wait_for_url(lambda url, slug=slug: f"tab={slug}" in url, timeout=PAGE_TIMEOUT_MS)
+        assert VIEW_ERROR not in deep_text(view)
+        png = view.screenshot(path=artifact(f"tab-{ANALYZED_SAMPLE}-{slug}.png"))
+        if slug in PLOT_SLUGS:
+            assert canvas_count(view) > 0, slug
+            assert pixel_std(png) > MIN_PIXEL_STD, slug
+        else:
+            assert deep_text(view).strip(), slug
+    assert outside_requests(requested) == []
+
+
+def test_a_refused_packet_explains_itself_in_every_tab(page, server):
+    open_packet(page, server, f"?packet={REFUSED_SAMPLE}")
+    assert REFUSED_CODE in page.locator(".status-line").inner_text()
+    for slug, _, _ in VIEWS:
+        _click_tab(page, slug)
+        view = wait_view(page, REFUSED_SAMPLE, slug)
+        text = deep_text(view)
+        assert text.strip() and VIEW_ERROR not in text, slug
+        if slug == VIEWS[0][0]:
+            assert REFUSED_CODE in text
+        view.screenshot(path=artifact(f"tab-{REFUSED_SAMPLE}-{slug}.png"))
+
+
+def test_a_url_query_reopens_packet_tab_and_head(page, server):
+    open_packet(page, server, "?packet=fp16-kv&tab=attention&head=3")
+    view = wait_view(page, "fp16-kv", "attention")
+    assert view.is_visible()
+    assert _query(page) == {"packet": "fp16-kv", "tab": "attention", "head": "3"}
+    assert view_locator(page, VIEWS[0][0]).count() == 0  # only the requested tab was built
+
+
+def test_unknown_query_values_are_ignored_with_a_message(page, server):
+    open_packet(page, server, "?packet=..%2F..%2Fetc&tab=nope&head=x")
+    page.wait_for_url(lambda url: "tab=nope" not in url, timeout=PAGE_TIMEOUT_MS)
+    message = page.locator(".shell-message").inner_text()
+    assert "../../etc" in message and "not listed" in message and "nope" in message
+    first = catalog.discover(ROOT)[0].name
+    assert _query(page) == {"packet": first, "tab": VIEWS[0][0], "head": "0"}
+
+
+def test_export_writes_html_that_loads_offline(page, server, export_dir, browser, requested):
+    open_packet(page, server, f"?packet={ANALYZED_SAMPLE}&tab=errors&head=5")
+    wait_view(page, ANALYZED_SAMPLE, "errors")
+    page.get_by_role("button", name="Export HTML + JSON").click()
+    note = page.locator(".export-note")
+    note.wait_for(state="visible", timeout=PAGE_TIMEOUT_MS)
+    html_path = Path(page.locator(".export-html").inner_text())
+    report_path = Path(page.locator(".export-json").inner_text())
+    assert html_path.parent == export_dir and report_path.parent == export_dir
+    assert json.loads(report_path.read_text()) == explorer.analyze(ROOT / ANALYZED_SAMPLE).report()
+    assert page.get_by_role("button", name=f"Download HTML ({html_path.name})").is_visible()
+    assert outside_requests(requested) == []
+
+    offline = browser.new_context(viewport=VIEWPORT, offline=True)
+    attempted = []
+
+    def file_only(route):
+        attempted.append(route.request.url)
+        (route.continue_ if route.request.url.startswith(LOCAL_URL_PREFIXES) else route.abort)()
+
+    offline.route("**/*", file_only)
+    exported = offline.new_page()
+    try:
+        exported.goto(html_path.as_uri(), timeout=PAGE_TIMEOUT_MS)
+        wait_for_bokeh(exported)
+        for slug in PLOT_SLUGS:
+            section = exported.locator(f".{SECTION_CLASS}-{slug}").first
+            assert canvas_count(section) > 0
+        errors = exported.locator(f".{SECTION_CLASS}-errors").first
+        assert pixel_std(errors.screenshot(path=artifact("export-offline-errors.png"))) > MIN_PIXEL_STD
+        exported.screenshot(path=artifact("export-offline.png"), full_page=True)
+    finally:
+        offline.close()
+    assert attempted[0] == html_path.as_uri()
+    assert outside_requests(attempted) == []

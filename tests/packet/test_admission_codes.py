@@ -1,0 +1,58 @@
+"""Every refusal and inconclusive code of packet-v1.md on a real packet on disk, with its exact (code, field) list."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from admission_cases import ANALYZABLE_CASES, CASCADE_CASES, INCONCLUSIVE_CASES, REFUSED_CASES, ids, write_case
+from explorer.packet.admission import admit
+from packet_support import ordered, problems, reason_codes
+
+SPEC = Path(__file__).resolve().parents[3] / "shared" / "spec" / "packet-v1.md"
+
+
+@pytest.mark.parametrize("case", REFUSED_CASES + CASCADE_CASES, ids=ids(REFUSED_CASES + CASCADE_CASES))
+def test_refusal_codes(tmp_path, case):
+    admission = admit(write_case(case, tmp_path / "packet"))
+    assert problems(admission) == ordered(case.expected)
+    assert admission.reasons == ()
+    assert admission.refused
+
+
+@pytest.mark.parametrize("case", INCONCLUSIVE_CASES, ids=ids(INCONCLUSIVE_CASES))
+def test_inconclusive_codes(tmp_path, case):
+    admission = admit(write_case(case, tmp_path / "packet"))
+    assert problems(admission) == []
+    assert reason_codes(admission) == case.expected
+    assert admission.tensors is not None  # files verified and geometry holds: tensor facts are reported
+    assert not admission.numerics_allowed
+
+
+@pytest.mark.parametrize("case", ANALYZABLE_CASES, ids=ids(ANALYZABLE_CASES))
+def test_supported_variants_admit_cleanly(tmp_path, case):
+    admission = admit(write_case(case, tmp_path / "packet"))
+    assert problems(admission) == [] and reason_codes(admission) == []
+    assert admission.numerics_allowed
+
+
+def test_every_code_of_the_spec_is_covered():
+    refusal_codes = {code for case in REFUSED_CASES for code, _ in case.expected}
+    reason_codes_covered = {code for case in INCONCLUSIVE_CASES for code in case.expected}
+    expected_refusals = {
+        "field_invalid", "schema_unsupported", "tensor_set_invalid", "dtype_unsupported", "byte_order_unsupported",
+        "shape_invalid", "strides_not_packed", "byte_count_shape_mismatch", "payload_total_mismatch",
+        "snapshot_invalid", "record_budget_exceeded", "selection_identity_mismatch", "scale_invalid",
+        "observed_tensor_mismatch", "tensor_geometry_mismatch", "visible_range_mismatch", "kv_dtype_mismatch",
+        "path_invalid", "path_escape", "path_missing", "path_not_regular", "path_duplicate", "file_unreadable",
+        "byte_count_mismatch", "sha256_mismatch", "json_too_large", "payload_too_large", "json_invalid"}
+    expected_reasons = {
+        "owner_selection_unsupported", "geometry_unsupported", "cpu_bound_exceeded", "forward_failed",
+        "sample_not_confirmed", "selected_forwards_not_one", "snapshot_refusals", "sample_tokens_missing",
+        "evaluation_not_completed"}
+    assert refusal_codes == expected_refusals
+    assert reason_codes_covered == expected_reasons
+    if SPEC.exists():  # the spec lives beside the repository on the development machine
+        text = SPEC.read_text()
+        assert all(f"`{code}`" in text for code in expected_refusals | expected_reasons)

@@ -1,0 +1,205 @@
+"""Tests of the `explorer` command line: exit codes, --json, --output, the summary, no UI import."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import explorer
+from explorer import cli, samples
+from explorer.analysis.analyze import analyze
+
+REPO = Path(__file__).resolve().parents[1]
+COMMITTED = REPO / "sample_packets"
+UI_MODULES = ("panel", "holoviews", "bokeh")
+
+EXIT = {"clean-fp32q-bf16kv": 0, "qwen36-bf16-t64": 0, "fp16-kv": 0, "injected-error-head5": 0,
+        "last-row-mismatch": 3, "nan-stored-values": 3, "discarded-sample": 3, "refused-hash-mismatch": 4}
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = cli.main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.mark.parametrize("name", list(EXIT))
+def test_exit_status_follows_the_status(capsys, name):
+    code, out, _ = run(capsys, "analyze", str(COMMITTED / name))
+    assert code == EXIT[name]
+    assert f"Status: {analyze(COMMITTED / name).status}" in out
+
+
+def test_json_is_exactly_the_report(capsys):
+    for name in EXIT:
+        path = str(COMMITTED / name)
+        code, out, _ = run(capsys, "analyze", path, "--json")
+        assert code == EXIT[name]
+        assert json.loads(out) == analyze(path).report()
+        assert out == json.dumps(json.loads(out), allow_nan=False, indent=2) + "\n"
+
+
+def test_packet_json_path_is_accepted(capsys):
+    code, out, _ = run(capsys, "analyze", str(COMMITTED / "clean-fp32q-bf16kv" / "packet.json"), "--json")
+    assert code == 0 and json.loads(out)["status"] == "analyzed"
+
+
+def test_missing_packet_is_refused_not_an_error(capsys, tmp_path):
+    code, out, _ = run(capsys, "analyze", str(tmp_path / "nowhere"))
+    assert code == 4 and "path_missing" in out
+
+
+@pytest.mark.parametrize("argv", [
+    [], ["analyze"], ["analyze", "a", "b"], ["analyze", "p", "--bogus"], ["frobnicate"], ["samples"],
+])
+def test_usage_errors_exit_2(capsys, argv):
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == "" and "usage:" in err
+
+
+def test_help_exits_0(capsys):
+    code, out, _ = run(capsys, "analyze", "--help")
+    assert code == 0 and "PACKET" in out
+
+
+def test_output_is_written_and_never_overwritten(capsys, tmp_path):
+    packet = str(COMMITTED / "discarded-sample")
+    target = tmp_path / "report.json"
+    code, out, _ = run(capsys, "analyze", packet, "--output", str(target))
+    assert code == 3 and out.startswith("Packet:")
+    assert json.loads(target.read_text()) == analyze(packet).report()
+
+    target.write_text("keep me")
+    code, out, err = run(capsys, "analyze", packet, "--json", "--output", str(target))
+    assert code == 2 and out == "" and "already exists" in err
+    assert target.read_text() == "keep me"
+
+    dangling = tmp_path / "dangling"
+    dangling.symlink_to(tmp_path / "absent")
+    code, _, _ = run(capsys, "analyze", packet, "--output", str(dangling))
+    assert code == 2 and not (tmp_path / "absent").exists()
+
+
+def test_unwritable_output_is_a_usage_error(capsys, tmp_path):
+    code, out, err = run(capsys, "analyze", str(COMMITTED / "clean-fp32q-bf16kv"),
+                         "--output", str(tmp_path / "no-such-dir" / "r.json"))
+    assert code == 2 and out == "" and err.count("\n") == 1
+
+
+def test_summary_shows_every_code_and_field(capsys, tmp_path):
+    spec = samples.synthetic_spec()
+    descriptor = samples.packet_descriptor(spec)
+    descriptor["tensors"]["queries"]["sha256"] = "0" * 64
+    descriptor["tensors"]["output"]["sha256"] = "1" * 64
+    descriptor["identity"]["backend"] = "abacus"
+    packet = samples.write_packet(tmp_path / "p", spec, descriptor=descriptor)
+    code, out, _ = run(capsys, "analyze", str(packet))
+    report = analyze(packet).report()
+    assert code == 4 and len(report["refusals"]) == 3
+    for problem in report["refusals"]:
+        assert f"{problem['code']}  {problem['field']}  {problem['message']}" in out
+    for name in ("nan-stored-values", "discarded-sample", "last-row-mismatch"):
+        code, out, _ = run(capsys, "analyze", str(COMMITTED / name))
+        for reason in analyze(COMMITTED / name).report()["inconclusiveReasons"]:
+            assert f"{reason['code']}  {reason['message']}" in out
+
+
+def test_summary_marks_identity_and_lists_limitations(capsys):
+    path = COMMITTED / "qwen36-bf16-t64"
+    report = analyze(path).report()
+    code, out, _ = run(capsys, "analyze", str(path))
+    assert code == 0
+    assert "declared, not authenticated" in out
+    assert report["identity"]["artifactSHA256"] in out
+    for text in report["limitations"]:
+        assert text in out
+    heads = report["geometry"]["queryHeads"]
+    table = [line.split() for line in out.splitlines() if line.split()[:1] and line.split()[0].isdigit()]
+    assert [row[0] for row in table] == [str(h) for h in range(heads)]
+
+
+def test_internal_error_is_one_line_exit_1(capsys, monkeypatch):
+    def broken(path):
+        raise RuntimeError("simulated bug")
+
+    monkeypatch.setattr(explorer, "analyze", broken)
+    code, out, err = run(capsys, "analyze", str(COMMITTED / "clean-fp32q-bf16kv"))
+    assert code == 1 and out == ""
+    assert err == "explorer: internal error: RuntimeError: simulated bug\n"
+
+
+def test_samples_command_writes_the_curated_set(capsys, tmp_path):
+    code, out, _ = run(capsys, "samples", "--out", str(tmp_path))
+    assert code == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([*samples.CURATED, samples.SAMPLES_README])
+    assert out.splitlines() == [str(tmp_path / name) for name in samples.CURATED]
+
+
+def test_module_and_script_entry_points():
+    runs = [([sys.executable, "-m", "explorer"], name) for name in EXIT] + [(["explorer"], "last-row-mismatch")]
+    for command, name in runs:
+        packet = str(COMMITTED / name)
+        done = subprocess.run([*command, "analyze", packet, "--json"], capture_output=True, text=True,
+                              check=False)
+        assert (done.returncode, done.stderr) == (EXIT[name], "")
+        assert json.loads(done.stdout)["status"] == analyze(packet).status
+
+
+def test_analyze_never_imports_the_ui():
+    probe = (
+        "import sys, explorer, explorer.cli, explorer.samples\n"
+        "from explorer.cli import main\n"
+        f"code = main(['analyze', {str(COMMITTED / 'clean-fp32q-bf16kv')!r}, '--json'])\n"
+        f"loaded = [m for m in {UI_MODULES!r} if m in sys.modules]\n"
+        "print(code, loaded, file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stderr.strip() == "0 []"
+
+
+def test_hostile_packets_are_refusals_not_errors(capsys, tmp_path):
+    spec = samples.synthetic_spec()
+    not_json = samples.write_packet(tmp_path / "not-json", spec)
+    (not_json / "packet.json").write_bytes(b'{"schema": NaN}')
+    fifo = samples.write_packet(tmp_path / "fifo", spec)
+    (fifo / "output.bin").unlink()
+    os.mkfifo(fifo / "output.bin")
+    deep = samples.write_packet(tmp_path / "deep", spec)
+    (deep / "packet.json").write_bytes(b"[" * 100_000 + b"]" * 100_000)
+    for packet, code in ((not_json, "json_invalid"), (fifo, "path_not_regular"), (deep, "json_invalid")):
+        status, out, err = run(capsys, "analyze", str(packet))
+        assert status == 4 and err == "" and code in out
+
+
+def test_readme_has_two_setup_commands_and_ci_runs_the_test_command():
+    readme = (REPO / "README.md").read_text()
+    setup = readme.split("## Set up", 1)[1].split("\n## ", 1)[0]
+    commands = [line for block in setup.split("```bash")[1:] for line in block.split("```")[0].splitlines()
+                if line and not line.startswith("#")]
+    assert commands == ["pip install -e . && panel serve explorer/app.py", "bash .ci/run"]
+    ci = [line for line in (REPO / ".ci" / "run").read_text().splitlines() if line and not line.startswith("#")]
+    assert ci[-1] == "python -m pytest" and "`python -m pytest`" in setup
+    assert "pip install -e '.[test]'" in " ".join(ci)
+
+
+def test_summary_escapes_terminal_control_characters(capsys, tmp_path):
+    spec = samples.synthetic_spec()
+    spec = dataclasses.replace(spec, identity={**spec.identity, "modelID": "evil\x1b[2J\nname\x07"})
+    packet = samples.write_packet(tmp_path / "p", spec)
+    code, out, _ = run(capsys, "analyze", str(packet))
+    assert code == 0
+    assert "\x1b" not in out and "\x07" not in out
+    assert "modelID: evil\\x1b[2J\\nname\\x07" in out
+
+
+def test_samples_into_a_file_is_a_usage_error(capsys, tmp_path):
+    target = tmp_path / "file"
+    target.write_text("x")
+    code, out, err = run(capsys, "samples", "--out", str(target))
+    assert code == 2 and out == "" and err.startswith("explorer: usage error:")
