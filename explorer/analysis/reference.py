@@ -112,6 +112,13 @@ def attend(
     return AttentionPass(reference, weights, logits_finite, max_logit, sum_exp)
 
 
+def _top_tokens(weights: np.ndarray, count: int) -> np.ndarray:
+    """Indices of the `count` largest finite `weights`, largest first, ties by lower token."""
+    kth = np.partition(weights, weights.size - count)[weights.size - count]
+    candidates = np.flatnonzero(weights >= kth)  # every token tied with the count-th largest, in token order
+    return candidates[np.argsort(-weights[candidates], kind="stable")[:count]]
+
+
 def head_attention(primary: AttentionPass, eligible: np.ndarray, kv_heads: int) -> tuple[HeadAttention, ...]:
     """Per query head: maxLogit, logSumExp, entropy (nats), lastTokenWeight and topTokens of the primary pass.
 
@@ -125,14 +132,13 @@ def head_attention(primary: AttentionPass, eligible: np.ndarray, kv_heads: int) 
     with np.errstate(all="ignore"):
         entropy = 0.0 - np.where(w > 0, w * np.log(w), 0.0).sum(axis=1)  # 0.0 - 0.0 is +0.0
         log_sum_exp = primary.max_logit + np.log(primary.sum_exp)
-    # A stable sort of the negated weights puts ties in token order.
-    top = np.argsort(-primary.weights, axis=1, kind="stable")[:, :top_count]
     entries = []
     for h in range(query_heads):
         reason = None if primary.logits_finite[h] else (NONFINITE_LOGITS if eligible[h] else NONFINITE_INPUTS)
         if reason is not None:
             entries.append(HeadAttention(h, int(kv_of[h]), None, None, None, None, None, reason))
             continue
+        row = primary.weights[h]
         entries.append(
             HeadAttention(
                 query_head=h,
@@ -140,8 +146,8 @@ def head_attention(primary: AttentionPass, eligible: np.ndarray, kv_heads: int) 
                 max_logit=float(primary.max_logit[h]),
                 log_sum_exp=float(log_sum_exp[h]),
                 entropy=float(entropy[h]),
-                last_token_weight=float(primary.weights[h, -1]),
-                top_tokens=tuple((int(t), float(primary.weights[h, t])) for t in top[h]),
+                last_token_weight=float(row[-1]),
+                top_tokens=tuple((int(t), float(row[t])) for t in _top_tokens(row, top_count)),
                 undefined_reason=None,
             )
         )

@@ -20,6 +20,7 @@ from explorer.views.common import (
     explained,
     grid_map,
     heading,
+    hover,
     html_pane,
     plot_pane,
     note,
@@ -49,15 +50,15 @@ DIAGNOSTICS_HEADER = ("query head", "KV head", "max logit", "logSumExp", "entrop
 def _weights_chart(weights: np.ndarray, entry: HeadAttention) -> hv.Overlay:
     tokens = np.arange(weights.size)
     drawable = np.where(weights > 0, weights, np.nan)
-    hover = {"hover_tooltips": [("token", "@{token}"), ("weight", "@{weight}{custom}")],
-             "hover_formatters": {"@{weight}": exact_number()}, "tools": ["hover"]}
-    curve = hv.Curve((tokens, drawable), "token", "weight", label="softmax weight").opts(color=WEIGHT_COLOUR, **hover)
+    on_hover = hover([("token", "@{token}"), ("weight", "@{weight}{custom}")], {"@{weight}": exact_number})
+    curve = hv.Curve((tokens, drawable), "token", "weight", label="softmax weight").opts(
+        color=WEIGHT_COLOUR, **on_hover)
     top = [t for t, _ in entry.top_tokens or ()]
     layers = [curve,
               hv.Scatter((np.asarray(top), weights[top]), "token", "weight", label="top tokens").opts(
-                  color=TOP_TOKEN_COLOUR, size=8, marker="circle", **hover),
+                  color=TOP_TOKEN_COLOUR, size=8, marker="circle", **on_hover),
               hv.Scatter(([tokens[-1]], [weights[-1]]), "token", "weight", label="incoming token T-1").opts(
-                  color=LAST_TOKEN_COLOUR, size=10, marker="triangle", **hover)]
+                  color=LAST_TOKEN_COLOUR, size=10, marker="triangle", **on_hover)]
     return hv.Overlay(layers).opts(
         title=f"Softmax weights of query head {entry.query_head} (KV head {entry.kv_head})", logy=True,
         height=WEIGHTS_HEIGHT, responsive=True, min_width=CHART_WIDTH, show_grid=True, legend_position="right",
@@ -97,11 +98,10 @@ def _overview_charts(numerics: Numerics) -> pn.Row:
         if logy:
             values = np.where(values > 0, values, np.nan)
         data = {"query head": heads, attribute: values}
-        hover = {"tools": ["hover"], "hover_tooltips": [("query head", "@{query head}"),
-                                                        (label, f"@{{{attribute}}}{{custom}}")],
-                 "hover_formatters": {f"@{{{attribute}}}": exact_number()}}
+        on_hover = hover([("query head", "@{query head}"), (label, f"@{{{attribute}}}{{custom}}")],
+                         {f"@{{{attribute}}}": exact_number})
         charts.append((hv.Curve(data, "query head", attribute) * hv.Scatter(data, "query head", attribute).opts(
-            size=7, **hover)).opts(title=f"{label} per query head", logy=logy, height=CHART_HEIGHT,
+            size=7, **on_hover)).opts(title=f"{label} per query head", logy=logy, height=CHART_HEIGHT,
                                    min_width=CHART_WIDTH, responsive=True, show_grid=True, ylabel=label))
     return pn.Row(*(plot_pane(c) for c in charts), sizing_mode="stretch_width")
 
@@ -119,13 +119,21 @@ def _overview_map(numerics: Numerics) -> list:
 
 def _head_selector(numerics: Numerics, selection: Selection) -> pn.widgets.Select:
     options = {f"query head {a.query_head} (KV head {a.kv_head})": a.query_head for a in numerics.attention}
-    return pn.widgets.Select.from_param(selection.param.head, options=options, name="Query head", width=260)
+    return pn.widgets.Select.from_param(selection.param.head, options=options, label="Query head", width=260,
+                                        css_classes=["head-selector"])
 
 
 def _body(analysis: Analysis, selection: Selection) -> list:
     numerics = analysis.numerics
+    heads = len(numerics.attention)
+    fallback = []
+    if selection.head >= heads:
+        fallback = [state(f"Query head {selection.head} does not exist in this packet (heads 0..{heads - 1}); "
+                          "showing query head 0.", "head-out-of-range")]
+        selection.head = 0
     return [
         heading("Selected query head", "Softmax weights of the primary computation (scaled logits)."),
+        *fallback,
         _head_selector(numerics, selection),
         pn.panel(pn.bind(head_panel, numerics, selection.param.head), sizing_mode="stretch_width"),
         heading("Across query heads"),
@@ -136,7 +144,11 @@ def _body(analysis: Analysis, selection: Selection) -> list:
 
 
 def build(analysis: Analysis, selection: Selection) -> pn.Column:
-    """The attention view of one analysis, following `selection.head` (explains itself when no reference exists)."""
-    column = explained(analysis, html_summary.NEEDS_NUMERICS, lambda: _body(analysis, selection))
+    """The attention view of one analysis, following `selection.head` (explains itself when no reference exists).
+
+    A head beyond the packet's query heads is replaced by head 0 in `selection`, and the view says so.
+    """
+    column = explained(analysis, html_summary.NEEDS_NUMERICS, lambda: _body(analysis, selection),
+                      "the softmax weights and attention diagnostics per query head")
     column.css_classes = ["view-attention"]
     return column

@@ -10,7 +10,7 @@ import holoviews.plotting.bokeh  # noqa: F401  (registers the Bokeh backend with
 import numpy as np
 import panel as pn
 import param
-from bokeh.models import CustomJSHover
+from bokeh.models import CustomJSHover, HoverTool
 
 from explorer.analysis.result import Analysis, Comparison, Metrics
 from explorer.views import html_summary
@@ -30,6 +30,7 @@ MARKER_SYMBOLS = {"circle": "\u25cf", "square": "\u25a0", "triangle": "\u25b2", 
                   "inverted_triangle": "\u25bc", "hex": "\u2b22"}
 METRICS = (("linf", "linf"), ("rmse", "rmse"), ("relative_l2", "relativeL2"))
 LINEAR, LOG = "linear", "log"
+MAX_INDEX_TICKS = 24  # rows up to this many get one tick per row index
 
 
 class Selection(param.Parameterized):
@@ -65,10 +66,10 @@ def state(markup: str, css_class: str) -> pn.pane.HTML:
                      f'background:#eef3f8;font-size:1.05em;margin:0.3em 0">{markup}</div>')
 
 
-def explained(analysis: Analysis, needs: str | None, body: Callable[[], list] | None) -> pn.Column:
-    """A view: the status box (when not analyzed), then `body()` when the data it needs exists."""
+def explained(analysis: Analysis, needs: str | None, body: Callable[[], list], what: str = "") -> pn.Column:
+    """A view: the status box (when not analyzed, or when `what` it draws is missing), then `body()` when it can."""
     parts: list = []
-    box = html_summary.explanation_html(analysis, needs)
+    box = html_summary.explanation_html(analysis, needs, what)
     if box:
         parts.append(html_pane(box))
     if needs is None or html_summary.missing_text(analysis, needs) is None:
@@ -102,6 +103,21 @@ def ulp_value() -> CustomJSHover:
     return CustomJSHover(code="return value < 0 ? 'undefined (nonfinite pair or ineligible head)' : String(value)")
 
 
+def hover(tooltips: Sequence[tuple[str, str]], formatters: Mapping[str, Callable[[], CustomJSHover]]) -> dict:
+    """Plot options for a hover tool showing `tooltips`.
+
+    The formatters are made afresh at every render by a hook (a Bokeh model belongs
+    to one document only, and a view may be rendered into several: app, export).
+    """
+    def add_formatters(plot, element) -> None:
+        own = plot.handles.get("hover")
+        tools = [own] if isinstance(own, HoverTool) else [t for t in plot.state.tools if isinstance(t, HoverTool)]
+        for tool in tools:
+            tool.formatters = {field: make() for field, make in formatters.items()}
+
+    return {"tools": ["hover"], "hover_tooltips": list(tooltips), "hooks": [add_formatters]}
+
+
 @dataclass(frozen=True)
 class Field:
     """One hover line of a grid map: a per-cell array, its label and its formatter factory."""
@@ -124,12 +140,13 @@ def grid_map(colour: np.ndarray, fields: Sequence[Field], *, title: str, colour_
     image = hv.Image((np.arange(columns), np.arange(rows), colour, *(f.values for f in fields)),
                      kdims=[xlabel, ylabel], vdims=vdims, bounds=(-0.5, -0.5, columns - 0.5, rows - 0.5))
     tooltips = [(ylabel, "$y{index}"), (xlabel, "$x{index}")] + [(f.label, f"@{{{f.name}}}{{custom}}") for f in fields]
-    formatters = {"$x": cell_index(), "$y": cell_index(), **{f"@{{{f.name}}}": f.formatter() for f in fields}}
+    formatters = {"$x": cell_index, "$y": cell_index, **{f"@{{{f.name}}}": f.formatter for f in fields}}
     size = {"width": width} if width else {"min_width": MAP_MIN_WIDTH, "responsive": True}
+    if rows <= MAX_INDEX_TICKS:
+        size["yticks"] = list(range(rows))
     return image.opts(
         title=title, cmap=cmap, clim=clim, logz=logz, colorbar=colorbar, invert_yaxis=True,
-        clipping_colors={"NaN": NAN_COLOUR}, tools=["hover"], hover_tooltips=tooltips,
-        hover_formatters=formatters, height=height, default_tools=["pan", "wheel_zoom", "box_zoom", "reset", "save"],
+        clipping_colors={"NaN": NAN_COLOUR}, height=height, **hover(tooltips, formatters), default_tools=["pan", "wheel_zoom", "box_zoom", "reset", "save"],
         **size)
 
 
@@ -200,10 +217,9 @@ def per_head_charts(series: Sequence[tuple[str, Comparison]], floor: tuple[str, 
         data = {"query head": np.concatenate(heads), metric: np.concatenate(values), "comparison": names}
         layers = [hv.Scatter(data, "query head", [metric, "comparison"]).opts(
             color="comparison", cmap=colours, marker=hv.dim("comparison").categorize(markers), size=8,
-            alpha=0.85, show_legend=False, tools=["hover"],
-            hover_tooltips=[("comparison", "@{comparison}"), ("query head", "@{query head}"),
-                            (metric, f"@{{{metric}}}{{custom}}")],
-            hover_formatters={f"@{{{metric}}}": exact_number()})]
+            alpha=0.85, show_legend=False,
+            **hover([("comparison", "@{comparison}"), ("query head", "@{query head}"),
+                     (metric, f"@{{{metric}}}{{custom}}")], {f"@{{{metric}}}": exact_number}))]
         if floor is not None:
             raw = _metric_values(floor[1].per_head, attribute)
             hidden += _hidden(floor[0], metric, raw)

@@ -105,8 +105,8 @@ def _series(numerics: Numerics) -> list[tuple[str, Comparison]]:
 
 def _body(analysis: Analysis) -> list:
     numerics = analysis.numerics
-    toggle = pn.widgets.RadioButtonGroup(name="colour scale", options=[LINEAR, LOG], value=LOG,
-                                         button_type="default", width=160)
+    toggle = pn.widgets.RadioButtonGroup(label="colour scale", options=[LINEAR, LOG], value=LOG, width=160,
+                                         css_classes=["colour-scale-toggle"])
     floor = (f"FP64 noise floor: {numerics.fp64.reference_error.label}", numerics.fp64.reference_error)
     series = _series(numerics)
     labelled = [(c.label, c) for _, c in series]
@@ -114,7 +114,7 @@ def _body(analysis: Analysis) -> list:
         heading("|output - reference| per query head and channel",
                 f"Output dtype {esc(analysis.admission.tensors['output'].dtype)}. One colour scale for all "
                 "maps; hover a cell for its exact values."),
-        pn.Row(html_pane("<b>Colour scale</b>", width=100), toggle),
+        pn.Row(pn.pane.HTML("<b>Colour scale</b>", width=100), toggle),
         pn.panel(pn.bind(maps_panel, numerics, toggle), sizing_mode="stretch_width"),
         heading("Per-head metrics",
                 "Each comparison per query head (log y), with the FP64 noise floor of the primary reference "
@@ -131,6 +131,7 @@ def _body(analysis: Analysis) -> list:
 
 def build(analysis: Analysis, selection: Selection) -> pn.Column:
     """The per-head error view of one analysis (explains itself when no reference was computed)."""
-    column = explained(analysis, html_summary.NEEDS_NUMERICS, lambda: _body(analysis))
+    column = explained(analysis, html_summary.NEEDS_NUMERICS, lambda: _body(analysis),
+                      "the |output - reference| maps and the per-head metric charts")
     column.css_classes = ["view-errors"]
     return column

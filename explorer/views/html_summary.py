@@ -124,12 +124,18 @@ def missing_text(analysis: Analysis, needs: str) -> str | None:
     return MISSING_BECAUSE_REFUSED if analysis.status == REFUSED else MISSING[needs]
 
 
-def explanation_html(analysis: Analysis, needs: str | None = None) -> str:
-    """The status box every view opens with when the packet is not analyzed, or its data is missing."""
+def explanation_html(analysis: Analysis, needs: str | None = None, what: str = "") -> str:
+    """The status box every view opens with when the packet is not analyzed, or its data is missing.
+
+    `what` names what the view would draw, said to be missing when it is.
+    """
     missing = None if needs is None else missing_text(analysis, needs)
     if analysis.status == ANALYZED and missing is None:
         return ""
-    tail = f'<p class="missing-explanation"><b>{esc(missing)}</b></p>' if missing is not None else ""
+    tail = ""
+    if missing is not None:
+        lead = f"Not available in this tab: {esc(what)}. " if what else ""
+        tail = f'<p class="missing-explanation"><b>{lead}{esc(missing)}</b></p>'
     return f'<div class="status-explanation" style="{BOX_STYLE}">{status_html(analysis)}{tail}</div>'
 
 

@@ -18,6 +18,7 @@ from explorer.views.common import (
     grid_map,
     heading,
     hex_pattern,
+    hover,
     html_pane,
     plot_pane,
     named,
@@ -67,9 +68,9 @@ def _histogram(row: LastRow, title: str) -> hv.Overlay:
         edges = np.arange(low, high + 1) - 0.5
         layers.append(hv.Histogram((edges, row.bit_position_counts[low:high]), kdims=["bit position"],
                                    vdims=["elements"], label=part).opts(
-            color=PART_COLOURS[part], tools=["hover"],
-            hover_tooltips=[("field", part), ("bit position", "$x{index}"), ("elements differing", "@{elements}")],
-            hover_formatters={"$x": cell_index()}))
+            color=PART_COLOURS[part],
+            **hover([("field", part), ("bit position", "$x{index}"), ("elements differing", "@{elements}")],
+                    {"$x": cell_index})))
     boundaries = [hv.VLine(low - 0.5).opts(color="#555555", line_dash="dotted") for _, low, _ in parts[1:]]
     return hv.Overlay(layers + boundaries).opts(
         title=title, invert_xaxis=True, height=HISTOGRAM_HEIGHT, responsive=True, min_width=320,
@@ -89,11 +90,11 @@ def _facts_table(row: LastRow) -> str:
         ("first differing [KV head, channel]", positions or "none")), css_class="last-row-facts")
 
 
-def _one(row: LastRow, name: str) -> list:
+def _one(row: LastRow, name: str, noun: str) -> list:
     title = f"{name}: stored row T-1 vs incoming row"
     parts = [heading(title), html_pane(_facts_table(row))]
     if row.mismatched == 0:
-        parts.append(state(f"<b>All bits equal</b>: the {row.compared} {esc(name.lower())} elements of the stored "
+        parts.append(state(f"<b>All bits equal</b>: the {row.compared} {esc(noun)} elements of the stored "
                            "last row are bitwise identical to the incoming row.", "all-bits-equal"))
         return parts
     return parts + [
@@ -105,11 +106,12 @@ def _one(row: LastRow, name: str) -> list:
 
 def _body(analysis: Analysis) -> list:
     facts = analysis.facts
-    return [*_one(facts.last_row_keys, "Keys"), *_one(facts.last_row_values, "Values")]
+    return [*_one(facts.last_row_keys, "Keys", "key"), *_one(facts.last_row_values, "Values", "value")]
 
 
 def build(analysis: Analysis, selection: Selection) -> pn.Column:
     """The last-row bit view of one analysis (explains itself when no tensor facts exist)."""
-    column = explained(analysis, html_summary.NEEDS_FACTS, lambda: _body(analysis))
+    column = explained(analysis, html_summary.NEEDS_FACTS, lambda: _body(analysis),
+                      "the stored-vs-incoming last-row bit comparison of keys and values")
     column.css_classes = ["view-lastrow"]
     return column

@@ -85,6 +85,7 @@ def _body(analysis: Analysis) -> list:
 
 def build(analysis: Analysis, selection: Selection) -> pn.Column:
     """The narrowed-Q view of one analysis (explains itself when no reference was computed)."""
-    column = explained(analysis, html_summary.NEEDS_NUMERICS, lambda: _body(analysis))
+    column = explained(analysis, html_summary.NEEDS_NUMERICS, lambda: _body(analysis),
+                      "the narrowed-Q counterfactual beside the primary reference")
     column.css_classes = ["view-narrowed"]
     return column

@@ -84,7 +84,8 @@ def _token_map(nonfinite: NonfiniteMap) -> tuple[hv.Image, str]:
     columns = counts.shape[1]
     first = np.broadcast_to(starts.astype(np.int32)[None, :], (heads, columns))
     last = np.broadcast_to(np.minimum(starts + width, tokens).astype(np.int32)[None, :] - 1, (heads, columns))
-    fields = [Field("first_token", "first token", first), Field("last_token", "last token", last),
+    tokens_shown = [Field("first_token", "first token", first), Field("last_token", "last token", last)]
+    fields = [*(tokens_shown if width > 1 else []),
               *(Field(f"kind_{code}", f"{name} (elements)", counts[:, :, index].astype(np.int32))
                 for index, (code, name) in enumerate(zip(KIND_CODES[1:], KIND_NAMES[1:])))]
     total = counts.sum(axis=2).astype(np.int32)
@@ -114,8 +115,6 @@ def _counts_table(analysis: Analysis) -> str:
 
 def _tensor(analysis: Analysis, name: str) -> list:
     nonfinite = analysis.facts.nonfinite[name]
-    if nonfinite.total == 0:
-        return [state(f"<code>{name}</code>: all finite (no NaN, no infinity).", "tensor-all-finite")]
     if name in TOKEN_TENSORS:
         image, caption = _token_map(nonfinite)
         return [heading(name), plot_pane(image), note(esc(caption))]
@@ -126,16 +125,22 @@ def _tensor(analysis: Analysis, name: str) -> list:
 
 def _body(analysis: Analysis) -> list:
     parts = [heading("Nonfinite counts"), html_pane(_counts_table(analysis))]
-    if all(analysis.facts.nonfinite[name].total == 0 for name in TENSOR_NAMES):
+    finite = [name for name in TENSOR_NAMES if analysis.facts.nonfinite[name].total == 0]
+    if len(finite) == len(TENSOR_NAMES):
         return parts + [state("<b>All finite</b>: no NaN and no infinity in any element of the six tensors.",
                               "all-finite")]
+    if finite:
+        parts.append(state("<b>All finite</b> (no NaN, no infinity): "
+                           + ", ".join(f"<code>{name}</code>" for name in finite) + ".", "tensors-all-finite"))
     for name in TENSOR_NAMES:
-        parts += _tensor(analysis, name)
+        if name not in finite:
+            parts += _tensor(analysis, name)
     return parts
 
 
 def build(analysis: Analysis, selection: Selection) -> pn.Column:
     """The nonfinite view of one analysis (explains itself when no tensor facts exist)."""
-    column = explained(analysis, html_summary.NEEDS_FACTS, lambda: _body(analysis))
+    column = explained(analysis, html_summary.NEEDS_FACTS, lambda: _body(analysis),
+                      "the NaN and infinity maps and counts of the six tensors")
     column.css_classes = ["view-nonfinite"]
     return column

@@ -12,7 +12,8 @@ from explorer.views.common import Selection, collapsed, explained, heading, html
 from explorer.views.html_summary import esc
 
 JSON_DEPTH = 2  # levels expanded when a JSON pane opens
-PRE_STYLE = "white-space:pre-wrap;word-break:break-all;font-size:0.85em;background:#f7f7f7;padding:0.5em"
+PRE_STYLE = ("white-space:pre-wrap;word-break:break-all;font-size:0.85em;background:#f7f7f7;padding:0.5em;"
+             "max-height:32em;overflow:auto")
 
 
 def _pre(text: str, css_class: str) -> pn.pane.HTML:
@@ -43,7 +44,7 @@ def _body(analysis: Analysis) -> list:
     report = analysis.report()
     download = pn.widgets.FileDownload(callback=lambda: io.BytesIO(report_text(analysis).encode("utf-8")),
                                        filename=packet_name(analysis) + REPORT_SUFFIX, label="Download JSON report",
-                                       button_type="primary", width=260, css_classes=["report-download"])
+                                       color="primary", width=260, css_classes=["report-download"])
     return [
         heading("JSON report", "The numbers every view draws, as <code>explorer analyze --json</code> prints them."),
         download,

@@ -40,7 +40,7 @@ from hypothesis import strategies as st
 
 from explorer.analysis.facts import tensor_facts
 from explorer.analysis.numerics import after_numerics_reasons, compute_numerics
-from explorer.analysis.reference import attend, narrowed_query_plan
+from explorer.analysis.reference import AttentionPass, attend, head_attention, narrowed_query_plan
 
 FP32 = (2.0**-24, 2.0**-149)  # (unit roundoff, smallest subnormal)
 FP64 = (2.0**-53, 2.0**-1074)
@@ -341,3 +341,14 @@ def test_every_dtype_mix_matches_the_oracle(query_dtype, kv_dtype, output_dtype)
     assert numerics.rounded_to_output.dtype == output_dtype
     assert numerics.rounded_to_output.identity == (output_dtype == "float32")
     assert reasons == ()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from([0.0, 0.125, 0.25, 0.5, 1.0]), min_size=1, max_size=40))
+def test_top_tokens_are_largest_first_ties_by_lower_token(weights):
+    row = np.asarray(weights, dtype=np.float32)[None, :]
+    primary = AttentionPass(row, row, np.ones(1, bool), np.zeros(1), np.ones(1))
+    (head,) = head_attention(primary, np.ones(1, bool), 1)
+    expected = sorted(range(len(weights)), key=lambda t: (-weights[t], t))[: min(5, len(weights))]
+    assert [t for t, _ in head.top_tokens] == expected
+    assert [w for _, w in head.top_tokens] == [weights[t] for t in expected]

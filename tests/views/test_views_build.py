@@ -1,0 +1,84 @@
+"""Every view builds and serializes for every sample and status, and says why when it has nothing to draw."""
+
+from __future__ import annotations
+
+import pytest
+
+from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED
+from explorer.samples import CURATED
+from explorer.views import VIEWS, Selection
+from views_support import BUILDERS, plots, render, text
+
+PACKETS = (*CURATED, "tiny", "float32-kv-kernel-bf16", "infinite-queries", "inconclusive-without-facts")
+NEEDS_NUMERICS = ("errors", "narrowed", "attention")
+NEEDS_FACTS = ("lastrow", "nonfinite")
+PLOTTING = {"errors", "lastrow", "nonfinite", "narrowed", "attention"}
+
+
+def test_registry_lists_the_seven_views_in_tab_order():
+    assert [(slug, title) for slug, title, _ in VIEWS] == [
+        ("summary", "Summary"), ("errors", "Per-head errors"), ("lastrow", "Last-row bits"),
+        ("nonfinite", "Nonfinite"), ("narrowed", "Narrowed-Q"), ("attention", "Attention"), ("raw", "Raw")]
+    assert all(callable(builder) for _, _, builder in VIEWS)
+
+
+def test_selection_head_is_a_non_negative_integer():
+    selection = Selection()
+    assert selection.head == 0
+    selection.head = 7
+    assert selection.head == 7
+    with pytest.raises(ValueError):
+        selection.head = -1
+
+
+@pytest.mark.parametrize("slug", [slug for slug, _, _ in VIEWS])
+@pytest.mark.parametrize("name", PACKETS)
+def test_view_builds_and_serializes(analyses, name, slug):
+    analysis = analyses[name]
+    view = BUILDERS[slug](analysis, Selection())
+    document = render(view)
+    shown = text(view)
+    assert shown.strip(), "a view is never blank"
+    if analysis.status != ANALYZED:
+        assert f'data-status="{analysis.status}"' in shown
+        for code in [p.code for p in analysis.admission.refusals] + [r.code for r in analysis.reasons]:
+            assert code in shown
+    missing_numerics = slug in NEEDS_NUMERICS and analysis.numerics is None
+    missing_facts = slug in NEEDS_FACTS and analysis.facts is None
+    if missing_numerics or missing_facts:
+        assert "Not available in this tab" in shown
+        assert not plots(document)
+    elif slug == "errors" or (slug == "attention" and analysis.status == ANALYZED):
+        assert plots(document), "an analyzed packet draws Bokeh plots"
+
+
+@pytest.mark.parametrize("slug", [slug for slug, _, _ in VIEWS])
+def test_refused_packet_shows_its_codes_and_no_numbers(analyses, slug):
+    analysis = analyses["refused-hash-mismatch"]
+    assert analysis.status == REFUSED
+    view = BUILDERS[slug](analysis, Selection())
+    document = render(view)
+    shown = text(view)
+    assert "sha256_mismatch" in shown and "/tensors/storedValues/sha256" in shown
+    assert not plots(document)
+    if slug in (*NEEDS_NUMERICS, *NEEDS_FACTS):
+        assert "This packet was refused" in shown
+
+
+def test_inconclusive_without_numerics_keeps_its_tensor_facts(analyses):
+    analysis = analyses["discarded-sample"]
+    assert analysis.status == INCONCLUSIVE and analysis.numerics is None and analysis.facts is not None
+    errors = BUILDERS["errors"](analysis, Selection())
+    render(errors)
+    assert "No reference was computed" in text(errors) and "sample_not_confirmed" in text(errors)
+    lastrow = BUILDERS["lastrow"](analysis, Selection())
+    render(lastrow)
+    assert "All bits equal" in text(lastrow) and "Not available" not in text(lastrow)
+
+
+def test_inconclusive_without_facts_explains_the_missing_facts(analyses):
+    analysis = analyses["inconclusive-without-facts"]
+    for slug in NEEDS_FACTS:
+        view = BUILDERS[slug](analysis, Selection())
+        render(view)
+        assert "No tensor facts exist" in text(view)

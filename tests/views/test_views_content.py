@@ -1,0 +1,258 @@
+"""What each view shows: the analysis' own numbers in maps and tables, explicit states, hover fields and the head selection."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import panel as pn
+from bokeh.models import LinearColorMapper, LogColorMapper
+
+from explorer.analysis.result import NEGATIVE_INFINITY, POSITIVE_INFINITY
+from explorer.export import report_text
+from explorer.packet.model import TENSOR_NAMES
+from explorer.views import Selection, attention, html_summary, nonfinite
+from explorer.views.common import LINEAR
+from views_support import BUILDERS, colour_mappers, images, images_by_title, plots, render, text, tooltips
+
+
+def _build(analyses, name, slug, head=0):
+    view = BUILDERS[slug](analyses[name], Selection(head=head))
+    return view, render(view)
+
+
+def _column(renderer, name) -> np.ndarray:
+    return np.asarray(renderer.data_source.data[name][0])
+
+
+# ---------------------------------------------------------------- errors
+
+
+def test_error_maps_draw_the_results_own_errors_on_one_log_scale(analyses):
+    numerics = analyses["clean-fp32q-bf16kv"].numerics
+    view, document = _build(analyses, "clean-fp32q-bf16kv", "errors")
+    maps = images_by_title(document)
+    expected = {"primary reference": numerics.primary,
+                "reference rounded to float32 (identity)": numerics.rounded_to_output.comparison,
+                "narrowed-Q counterfactual (not the reference)": numerics.narrowed_query.comparison}
+    assert set(maps) == set(expected)
+    for title, comparison in expected.items():
+        renderer = maps[title]
+        np.testing.assert_array_equal(_column(renderer, "error"), comparison.abs_error)
+        np.testing.assert_array_equal(_column(renderer, "output"), comparison.actual)
+        np.testing.assert_array_equal(_column(renderer, "reference"), comparison.reference)
+        np.testing.assert_array_equal(_column(renderer, "ulp"), numerics.rounded_to_output.ulp.distance)
+    mappers = colour_mappers(document)
+    assert all(isinstance(m, LogColorMapper) for m in mappers)
+    assert len({(m.low, m.high) for m in mappers}) == 1, "one shared colour scale"
+    labels = tooltips(document)
+    for label in ("query head", "channel", "KV head", "output", "reference", "|output - reference|"):
+        assert label in labels
+    assert any(label.startswith("ULP") for label in labels)
+    assert "smallest positive" in text(view)
+
+
+def test_error_maps_switch_to_a_linear_scale(analyses):
+    view, _ = _build(analyses, "injected-error-head5", "errors")
+    toggle = view.select(pn.widgets.RadioButtonGroup)[0]
+    toggle.value = LINEAR
+    document = render(view)
+    assert all(isinstance(m, LinearColorMapper) for m in colour_mappers(document))
+    assert "Linear colour scale" in text(view)
+
+
+def test_error_maps_follow_the_comparisons_present(analyses):
+    _, qwen = _build(analyses, "qwen36-bf16-t64", "errors")
+    assert len(images(qwen)) == 2  # no narrowed-Q counterfactual for bfloat16 queries
+    view, kernel = _build(analyses, "float32-kv-kernel-bf16", "errors")
+    assert len(images(kernel)) == 3  # primary, rounded to float32, rounded to the kernel's bfloat16
+    assert "kernel dtype bfloat16" in " ".join(p.title.text for p in plots(kernel) if p.title is not None)
+
+
+def test_ineligible_heads_are_undefined_not_dropped(analyses):
+    analysis = analyses["infinite-queries"]
+    view, document = _build(analyses, "infinite-queries", "errors")
+    assert "nonfinite_inputs" in text(view)
+    assert "null" in text(view)  # the log charts name the null values they cannot draw
+    assert not analysis.numerics.eligible.all()
+
+
+# ---------------------------------------------------------------- last row
+
+
+def test_last_row_maps_colour_the_fields_that_differ(analyses):
+    facts = analyses["last-row-mismatch"].facts
+    view, document = _build(analyses, "last-row-mismatch", "lastrow")
+    maps = images_by_title(document)
+    keys, values = maps["Keys: XOR of stored and incoming, by differing field"], maps[
+        "Values: XOR of stored and incoming, by differing field"]
+    assert len(maps) == 2
+    np.testing.assert_array_equal(_column(keys, "image"), facts.last_row_keys.field_mask)
+    np.testing.assert_array_equal(_column(keys, "xor"), facts.last_row_keys.xor)
+    np.testing.assert_array_equal(_column(values, "stored_bits"), facts.last_row_values.stored_bits)
+    for label in ("KV head", "channel", "stored (token T-1)", "incoming", "XOR", "stored value", "incoming value",
+                  "fields that differ", "elements differing"):
+        assert label in tooltips(document)
+    assert "all-bits-equal" not in text(view)
+    assert len(plots(document)) == 4  # a map and a bit-position histogram each for keys and values
+
+
+def test_equal_last_rows_say_so(analyses):
+    view, document = _build(analyses, "clean-fp32q-bf16kv", "lastrow")
+    assert text(view).count('class="all-bits-equal"') == 2
+    assert "All bits equal" in text(view)
+    assert not plots(document)
+
+
+# ---------------------------------------------------------------- nonfinite
+
+
+def test_all_finite_state(analyses):
+    view, document = _build(analyses, "clean-fp32q-bf16kv", "nonfinite")
+    assert 'class="all-finite"' in text(view)
+    assert not plots(document)
+
+
+def test_nonfinite_maps_show_where_the_nans_are(analyses):
+    facts = analyses["nan-stored-values"].facts
+    view, document = _build(analyses, "nan-stored-values", "nonfinite")
+    shown = text(view)
+    assert 'class="tensors-all-finite"' in shown
+    maps = images_by_title(document)
+    assert len(maps) == 2  # storedValues (head x token) and output (head x channel)
+    stored = facts.nonfinite["storedValues"].per_head_token
+    np.testing.assert_array_equal(_column(maps["storedValues: nonfinite elements per head and token"], "image"),
+                                  stored.sum(axis=2))
+    np.testing.assert_array_equal(_column(maps["output: kind of every element"], "image"),
+                                  facts.nonfinite["output"].kinds[:, 0, :])
+    assert "signaling NaN (elements)" in tooltips(document)
+
+
+def test_long_histories_are_drawn_in_token_bins(analyses, monkeypatch):
+    monkeypatch.setattr(nonfinite, "MAX_TOKEN_CELLS", 50)
+    per_head_token = analyses["nan-stored-values"].facts.nonfinite["storedValues"].per_head_token
+    heads, tokens, _ = per_head_token.shape
+    width = nonfinite.token_bins(tokens, heads)
+    assert width > 1
+    view, document = _build(analyses, "nan-stored-values", "nonfinite")
+    stored = images_by_title(document)["storedValues: nonfinite elements per head and token"]
+    assert _column(stored, "image").shape == (heads, -(-tokens // width))
+    assert _column(stored, "image").sum() == per_head_token.sum()
+    assert "first token" in tooltips(document)
+    assert f"bins of {width} tokens" in text(view)
+
+
+def test_infinities_in_queries_are_mapped_by_kind(analyses):
+    view, document = _build(analyses, "infinite-queries", "nonfinite")
+    kinds = _column(images(document)[0], "image")
+    assert kinds[1, 2] == POSITIVE_INFINITY and kinds[3, 5] == NEGATIVE_INFINITY
+    assert "+inf" in text(view) and "-inf" in text(view)
+
+
+# ---------------------------------------------------------------- narrowed-Q
+
+
+def test_narrowed_q_beside_the_primary(analyses):
+    nq = analyses["clean-fp32q-bf16kv"].numerics.narrowed_query
+    view, document = _build(analyses, "clean-fp32q-bf16kv", "narrowed")
+    assert html_summary.esc(nq.label) in text(view) and "never the reference" in text(view)
+    maps = images_by_title(document)
+    assert len(maps) == 2
+    np.testing.assert_array_equal(_column(maps["|narrowed-Q reference - primary reference|"], "difference"),
+                                  nq.difference_from_primary.abs_error)
+    np.testing.assert_array_equal(_column(maps["|q' - q| per query head and channel"], "difference"),
+                                  nq.query_rounding_difference.abs_error)
+
+
+def test_narrowed_q_not_applicable_is_explained(analyses):
+    view, document = _build(analyses, "qwen36-bf16-t64", "narrowed")
+    assert "queries_not_float32" in text(view) and "not float32" in text(view)
+    assert not plots(document)
+    view, _ = _build(analyses, "float32-kv-kernel-bf16", "narrowed")
+    assert "storage_not_narrow" in text(view) and "no narrower storage" in text(view)
+
+
+# ---------------------------------------------------------------- attention
+
+
+def test_attention_follows_the_selected_head(analyses):
+    numerics = analyses["injected-error-head5"].numerics
+    selection = Selection(head=3)
+    view = BUILDERS["attention"](analyses["injected-error-head5"], selection)
+    render(view)
+    head_table = lambda: [p.object for p in view.select(pn.pane.HTML) if "head-diagnostics" in str(p.object)][0]
+    assert repr(numerics.attention[3].entropy) in head_table()
+    selector = view.select(pn.widgets.Select)[0]
+    assert selector.value == 3
+    selection.head = 5
+    render(view)
+    assert selector.value == 5
+    assert repr(numerics.attention[5].entropy) in head_table()
+    selector.value = 6
+    assert selection.head == 6
+
+
+def test_attention_weights_are_the_results_own(analyses):
+    numerics = analyses["clean-fp32q-bf16kv"].numerics
+    _, document = _build(analyses, "clean-fp32q-bf16kv", "attention", head=2)
+    overview = images(document)[0]
+    np.testing.assert_array_equal(_column(overview, "weight"), numerics.weights)
+
+
+def test_attention_explains_missing_heads_and_undefined_weights(analyses):
+    selection = Selection(head=99)
+    view = BUILDERS["attention"](analyses["clean-fp32q-bf16kv"], selection)
+    render(view)
+    assert "Query head 99 does not exist" in text(view) and selection.head == 0
+    assert "does not exist" in attention.head_panel(analyses["clean-fp32q-bf16kv"].numerics, 99).objects[0].object
+    undefined = next(h for h, a in enumerate(analyses["infinite-queries"].numerics.attention) if a.undefined_reason)
+    view, _ = _build(analyses, "infinite-queries", "attention", head=undefined)
+    assert f"No weights for query head {undefined}" in text(view)
+
+
+def test_attention_overview_is_limited(analyses, monkeypatch):
+    monkeypatch.setattr(attention, "MAX_OVERVIEW_CELLS", 10)
+    view, document = _build(analyses, "clean-fp32q-bf16kv", "attention")
+    assert "is not drawn" in text(view)
+    assert not images(document)
+
+
+# ---------------------------------------------------------------- raw and summary
+
+
+def test_raw_view_offers_the_report_and_the_captured_text(analyses):
+    analysis = analyses["injected-error-head5"]
+    view, _ = _build(analyses, "injected-error-head5", "raw")
+    download = view.select(pn.widgets.FileDownload)[0]
+    assert download.filename.endswith(".report.json")
+    payload = download.callback()
+    assert isinstance(payload, io.BytesIO) and payload.getvalue().decode() == report_text(analysis)
+    json_panes = view.select(pn.pane.JSON)
+    assert json_panes[0].object == analysis.report()
+    assert '"darkbloom.attention-packet.v1"' in text(view).replace("&quot;", '"')
+
+
+def test_summary_shows_identity_selection_and_limitations(analyses):
+    analysis = analyses["qwen36-bf16-t64"]
+    view, _ = _build(analyses, "qwen36-bf16-t64", "summary")
+    shown = text(view)
+    assert "Declared, not authenticated" in shown
+    assert "0x3D800000" in shown  # scaleBits 1031798784 of scale 0.0625
+    for sentence in analysis.report()["limitations"]:
+        assert html_summary.esc(sentence) in shown
+    assert shown.count("<tr") >= len(analysis.numerics.primary.per_head)
+    for name in TENSOR_NAMES:
+        assert f"<code>{name}</code>" in shown
+
+
+def test_summary_shades_the_largest_linf_heads(analyses):
+    analysis = analyses["injected-error-head5"]
+    assert html_summary.largest_heads(analysis.numerics.primary)[0] == 5
+    view, _ = _build(analyses, "injected-error-head5", "summary")
+    assert "largest linf (5," in text(view)
+    assert html_summary.HIGHLIGHT_BACKGROUND in text(view)
+
+
+def test_refused_summary_interprets_nothing(analyses):
+    view, _ = _build(analyses, "refused-hash-mismatch", "summary")
+    assert "Not interpreted" in text(view) and "Declared" not in text(view)
