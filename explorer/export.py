@@ -40,7 +40,7 @@ MAX_NAME_ATTEMPTS = 1000  # name-2, name-3, ... before giving up on a free file 
 SECTION_CLASS = "export-view"
 PAGE_WIDTH = 1400  # CSS pixels of the page the PNGs are taken from
 PAGE_HEIGHT = 1000
-RENDER_TIMEOUT_MS = 120_000
+RENDER_TIMEOUT_MS = 60_000  # per view: a static page draws in seconds
 SETTLE_MS = 300  # a last paint after Bokeh reports the document idle
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -172,6 +172,7 @@ def _block_network(route) -> None:
 
 def render_pngs(html_path: str | os.PathLike, out_dir: str | os.PathLike, stem: str) -> tuple[Path, ...]:
     """One PNG per view section of an exported page: `<stem>-<slug>.png`, rendered by /usr/bin/chromium."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
     from playwright.sync_api import sync_playwright
 
     from explorer.views import VIEWS
@@ -188,25 +189,47 @@ def render_pngs(html_path: str | os.PathLike, out_dir: str | os.PathLike, stem: 
             context.route("**/*", _block_network)
             page = context.new_page()
             page.goto(Path(html_path).resolve().as_uri(), timeout=RENDER_TIMEOUT_MS)
-            wait_for_bokeh(page)
             for slug, path in targets.items():
-                page.locator(f".{SECTION_CLASS}-{slug}").first.screenshot(path=str(path), timeout=RENDER_TIMEOUT_MS)
+                section = f"{SECTION_CLASS}-{slug}"
+                try:
+                    wait_drawn(page, section)
+                except PlaywrightTimeout:
+                    seconds = RENDER_TIMEOUT_MS // 1000
+                    raise TimeoutError(f"the {slug} view did not finish drawing in {seconds} s") from None
+                page.locator(f".{section}").first.screenshot(path=str(path), timeout=RENDER_TIMEOUT_MS)
         finally:
             browser.close()
     return tuple(targets.values())
 
 
-def wait_for_bokeh(page, timeout_ms: int = RENDER_TIMEOUT_MS) -> None:
-    """Wait until Bokeh has rendered every root of the page and gone idle (a Playwright page)."""
-    page.wait_for_function(
-        "() => window.Bokeh !== undefined && Bokeh.documents.length > 0"
-        " && Bokeh.documents.every((doc) => doc.is_idle)", timeout=timeout_ms)
+DRAWN_JS = """(cssClass) => {
+  const find = (view) => {
+    if ((view.model.css_classes || []).includes(cssClass)) return view
+    for (const child of view.children()) {
+      const found = find(child)
+      if (found !== null) return found
+    }
+    return null
+  }
+  if (window.Bokeh === undefined) return false
+  for (const root of Bokeh.index.roots) {
+    const found = find(root)
+    if (found !== null) return found.has_finished()
+  }
+  return false
+}"""
+
+
+def wait_drawn(page, css_class: str, timeout_ms: int = RENDER_TIMEOUT_MS) -> None:
+    """Wait until the Bokeh view carrying `css_class` exists and its whole subtree is rendered (a Playwright page)."""
+    page.wait_for_function(DRAWN_JS, arg=css_class, timeout=timeout_ms)
     page.wait_for_timeout(SETTLE_MS)
 
 
-def write_report(packet: str | os.PathLike, out_dir: str | os.PathLike) -> ExportPaths:
-    """`explorer report PACKET --out DIR`: analyze, export HTML and JSON, then one PNG per view."""
-    analysis = explorer.analyze(packet)
+def write_report(analysis: Analysis, out_dir: str | os.PathLike) -> ExportPaths:
+    """`explorer report PACKET --out DIR`: the HTML page and JSON report, then one PNG per view."""
+    if not Path(CHROMIUM).is_file():
+        raise FileNotFoundError(f"{CHROMIUM} is missing: install Debian's chromium package to render PNGs")
     paths = export_packet(analysis, out_dir)
     stem = paths.html.name[: -len(HTML_SUFFIX)]
     return ExportPaths(html=paths.html, report=paths.report, pngs=render_pngs(paths.html, out_dir, stem))

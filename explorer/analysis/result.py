@@ -225,3 +225,28 @@ class Analysis:
         from explorer.analysis.report import build_report
 
         return build_report(self)
+
+    # Notebook display (explorer.notebook, imported on use: the core never loads a UI library).
+
+    def _repr_html_(self) -> str:
+        """Compact HTML when the result is the last expression of a Jupyter cell: status, reasons, largest-linf heads."""
+        from explorer.notebook import summary_html
+
+        return summary_html(self)
+
+    def _repr_pretty_(self, printer, cycle: bool) -> None:
+        """One line in IPython's plain-text display, instead of the dataclass repr of every array."""
+        from explorer.notebook import summary_text
+
+        printer.text(summary_text(self))
+
+    @property
+    def views(self):
+        """Every explorer view of this result for inline display, e.g. `result.views.errors(head=5)`."""
+        from explorer.notebook import Views
+
+        return Views(self)
+
+    def __panel__(self):
+        """`pn.panel(result)`: every view in tabs."""
+        return self.views.all()

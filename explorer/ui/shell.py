@@ -12,6 +12,7 @@ from urllib.parse import parse_qsl, urlencode
 
 import panel as pn
 import param
+from panel.custom import JSComponent
 
 import explorer
 from explorer.analysis.result import Analysis
@@ -35,7 +36,8 @@ BADGE_COLOURS = {
     INCONCLUSIVE: ("#e7e1ee", "#3d2f52"),
     REFUSED: ("#e4e4e4", "#333333"),
 }
-BADGE_STYLE = "display:inline-block;padding:0 0.5em;border-radius:0.6em;font-size:0.85em;font-weight:600;margin-right:0.5em"
+BADGE_STYLE = ("display:inline-block;padding:0 0.5em;border-radius:0.6em;font-size:0.85em;font-weight:600;"
+               "margin-right:0.5em")
 META_STYLE = "font-size:0.85em;color:#444444"
 MESSAGE_STYLE = "padding:0.4em 0.8em;border-left:4px solid #8a8a8a;background:#f3f3f3"
 
@@ -65,6 +67,26 @@ def badge_html(summary: catalog.Summary, css_class: str) -> str:
     return f'{badge}<span class="packet-meta" style="{META_STYLE}">{html.escape(detail)}</span>'
 
 
+class QueryWriter(JSComponent):
+    """Writes `query` into the browser's address bar (history.replaceState) whenever it changes, draws nothing."""
+
+    query = param.String(default="", doc="The URL query, '?'-prefixed.")
+
+    _esm = """
+export function render({ model }) {
+  const write = () => {
+    const url = new URL(window.location.href)
+    url.search = model.query
+    if (url.href !== window.location.href) {
+      window.history.replaceState(window.history.state, "", url.href)
+    }
+  }
+  model.on("query", write)
+  write()
+}
+"""
+
+
 class Shell(param.Parameterized):
     """One browser session: which packet, tab and head are open, mirrored in the URL query."""
 
@@ -79,6 +101,7 @@ class Shell(param.Parameterized):
         self.entries = catalog.discover(root)
         self._analyses: dict[str, Analysis] = {}
         self._selection: Selection | None = None
+        self._query_writer = QueryWriter(width=0, height=0, margin=0)
         self._message = pn.pane.HTML("", visible=False, sizing_mode="stretch_width")
         self._status = pn.pane.HTML("", sizing_mode="stretch_width")
         self._placeholders = {slug: pn.Column(sizing_mode="stretch_width", css_classes=[f"view-{slug}"])
@@ -94,18 +117,14 @@ class Shell(param.Parameterized):
                          for entry in self.entries}
         self.sidebar = self._packet_list()
         self.main = pn.Column(
-            self._message, self._status,
+            self._query_writer, self._message, self._status,
             pn.Row(self._export_button, self._html_download, self._json_download, sizing_mode="stretch_width"),
             self._export_note, self._tabs, sizing_mode="stretch_width")
         self._tabs.param.watch(self._on_active, "active")
         self._export_button.on_click(self._on_export)
         for name, button in self._buttons.items():
             button.on_click(lambda _, name=name: self._choose(name))
-        if pn.state.location is not None:
-            self._open_from_query(pn.state.location.search)
-            pn.state.onload(self._push_url)  # the browser reports its own URL on load; write ours after it
-        else:
-            self._open_from_query("")
+        self._open_from_query(pn.state.location.search if pn.state.location is not None else "")
         self.param.watch(self._on_packet, "packet")
         self.param.watch(self._on_tab, "tab")
         self.param.watch(self._on_head, "head")
@@ -162,12 +181,12 @@ class Shell(param.Parameterized):
         self._say(" ".join(notes))
 
     def _push_url(self) -> None:
-        if pn.state.location is not None:
-            query = {QUERY_PACKET: self.packet, QUERY_TAB: self.tab, QUERY_HEAD: str(self.head)}
-            pn.state.location.search = "?" + urlencode(query)
+        query = {QUERY_PACKET: self.packet, QUERY_TAB: self.tab, QUERY_HEAD: str(self.head)}
+        self._query_writer.query = "?" + urlencode(query)
 
     def _say(self, message_html: str) -> None:
-        self._message.object = f'<div class="shell-message" style="{MESSAGE_STYLE}">{message_html}</div>' if message_html else ""
+        self._message.object = (f'<div class="shell-message" style="{MESSAGE_STYLE}">{message_html}</div>'
+                                if message_html else "")
         self._message.visible = bool(message_html)
 
     # ------------------------------------------------------------ opening

@@ -62,6 +62,7 @@ def _weights_chart(weights: np.ndarray, entry: HeadAttention) -> hv.Overlay:
     return hv.Overlay(layers).opts(
         title=f"Softmax weights of query head {entry.query_head} (KV head {entry.kv_head})", logy=True,
         height=WEIGHTS_HEIGHT, responsive=True, min_width=CHART_WIDTH, show_grid=True, legend_position="right",
+        padding=(0.02, 0.1),
         xlabel="token", ylabel="weight (log)")
 
 
@@ -112,7 +113,8 @@ def _overview_map(numerics: Numerics) -> list:
         return [note(f"The query head x token map is not drawn: {weights.size} weights exceed {MAX_OVERVIEW_CELLS}; "
                      "choose a head above to see its weights.")]
     scale = colour_scale([weights], LOG, "weight")
-    image = grid_map(weights, [Field("weight", "weight", weights)], title="Softmax weights, query head x token", colour_label="weight",
+    image = grid_map(weights, [Field("weight", "weight", weights)], title="Softmax weights, query head x token",
+                     colour_label="weight",
                      xlabel="token", ylabel="query head", clim=scale.clim, logz=scale.logz, cmap=CONTINUOUS_CMAP)
     return [plot_pane(image), note(esc(scale.note), "colour-scale-note")]
 

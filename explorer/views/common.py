@@ -42,9 +42,14 @@ class Selection(param.Parameterized):
 # ---------------------------------------------------------------- text panes
 
 
-def plot_pane(obj, **params) -> pn.pane.HoloViews:
-    """A HoloViews object as a Panel pane; axes are never linked to other panes (each plot keeps its own ranges)."""
-    return pn.pane.HoloViews(obj, sizing_mode="stretch_width", linked_axes=False, **params)
+def plot_pane(obj, *, linked_axes: bool = False, sizing_mode: str | None = "stretch_width",
+              **params) -> pn.pane.HoloViews:
+    """A HoloViews object as a Panel pane.
+
+    Axes are linked only between panes created with `linked_axes=True` that share a
+    dimension name (Panel links such panes across a layout); other plots keep their own ranges.
+    """
+    return pn.pane.HoloViews(obj, sizing_mode=sizing_mode, linked_axes=linked_axes, **params)
 
 
 def html_pane(markup: str, **params) -> pn.pane.HTML:
@@ -130,10 +135,12 @@ class Field:
 
 def grid_map(colour: np.ndarray, fields: Sequence[Field], *, title: str, colour_label: str, xlabel: str,
              ylabel: str, clim: tuple[float, float], cmap, logz: bool = False, colorbar: bool = True,
-             width: int | None = None, height: int = MAP_HEIGHT) -> hv.Image:
+             frame: tuple[int, int] | None = None, height: int = MAP_HEIGHT) -> hv.Image:
     """A rows x columns hv.Image coloured by `colour`; hover gives the cell's row, column and every field exactly.
 
     Row 0 is at the top. `colour` is drawn only; the numbers shown are the fields'.
+    `frame` fixes the (width, height) of the plot area (maps meant to sit side by side);
+    otherwise the map stretches to the available width at `height` pixels.
     """
     rows, columns = colour.shape
     vdims = [hv.Dimension("colour", label=colour_label)] + [hv.Dimension(f.name, label=f.label) for f in fields]
@@ -141,12 +148,16 @@ def grid_map(colour: np.ndarray, fields: Sequence[Field], *, title: str, colour_
                      kdims=[xlabel, ylabel], vdims=vdims, bounds=(-0.5, -0.5, columns - 0.5, rows - 0.5))
     tooltips = [(ylabel, "$y{index}"), (xlabel, "$x{index}")] + [(f.label, f"@{{{f.name}}}{{custom}}") for f in fields]
     formatters = {"$x": cell_index, "$y": cell_index, **{f"@{{{f.name}}}": f.formatter for f in fields}}
-    size = {"width": width} if width else {"min_width": MAP_MIN_WIDTH, "responsive": True}
+    if frame is not None:
+        size = {"frame_width": frame[0], "frame_height": frame[1]}
+    else:
+        size = {"min_width": MAP_MIN_WIDTH, "responsive": True, "height": height}
     if rows <= MAX_INDEX_TICKS:
         size["yticks"] = list(range(rows))
     return image.opts(
         title=title, cmap=cmap, clim=clim, logz=logz, colorbar=colorbar, invert_yaxis=True,
-        clipping_colors={"NaN": NAN_COLOUR}, height=height, **hover(tooltips, formatters), default_tools=["pan", "wheel_zoom", "box_zoom", "reset", "save"],
+        clipping_colors={"NaN": NAN_COLOUR}, **hover(tooltips, formatters),
+        default_tools=["pan", "wheel_zoom", "box_zoom", "reset", "save"],
         **size)
 
 
@@ -173,19 +184,16 @@ def colour_scale(arrays: Sequence[np.ndarray], mode: str, what: str) -> ColourSc
         return ColourScale((0.0, 1.0), False, f"No finite {what} to colour.{undefined}")
     high = float(finite.max())
     positive = finite[finite > 0]
-    if mode == LOG and positive.size:
+    if mode == LOG and positive.size and positive.min() < high:
         low = float(positive.min())
-        if low == high:
-            return ColourScale((low, high), False, f"Every positive {what} equals {low!r}; drawn linear.{undefined}")
         return ColourScale((low, high), True,
                            f"Log colour scale from the smallest positive {what} ({low!r}) to the largest "
                            f"({high!r}); exact zeros are drawn in the lowest colour.{undefined}")
     low = float(finite.min())
-    if mode == LOG:
-        prefix = f"No positive {what}: every finite value is {high!r}, drawn linear."
-    else:
-        prefix = f"Linear colour scale from {low!r} to {high!r}."
-    return ColourScale((low, high if high > low else low + 1.0), False, prefix + undefined)
+    if low == high:
+        return ColourScale((low, low + 1.0), False, f"Every finite {what} equals {low!r} (lowest colour).{undefined}")
+    fallback = f"A log scale needs two distinct positive values of {what}; drawn linear. " if mode == LOG else ""
+    return ColourScale((low, high), False, f"{fallback}Linear colour scale from {low!r} to {high!r}.{undefined}")
 
 
 # ---------------------------------------------------------------- per-head charts
@@ -270,6 +278,6 @@ def collapsed(title: str, *objects) -> pn.Card:
     return pn.Card(*objects, title=title, collapsed=True, sizing_mode="stretch_width")
 
 
-def per_cell(values: Mapping[int, int] | Sequence[int], shape: tuple[int, int]) -> np.ndarray:
+def per_cell(values: Sequence[int], shape: tuple[int, int]) -> np.ndarray:
     """A per-row integer label broadcast over the columns of a map (e.g. each query head's KV head)."""
     return np.broadcast_to(np.asarray(values, dtype=np.int32)[:, None], shape)

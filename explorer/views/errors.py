@@ -32,8 +32,7 @@ from explorer.views.common import (
 from explorer.views.html_summary import esc, number, table
 
 FULL_HOVER_CELLS = 65_536  # above this many cells per map, the hover carries the error only (keeps the payload small)
-MAP_WIDTH = 430
-MAX_MAP_COLUMNS = 3
+MAP_FRAME = (330, 200)  # plot area of each side-by-side map, in pixels
 
 
 @dataclass(frozen=True)
@@ -70,20 +69,20 @@ def _map(item: ErrorMap, kv_heads: list[int], scale, *, colorbar: bool) -> hv.Im
         fields = [Field("kv_head", "KV head", per_cell(kv_heads, c.abs_error.shape)),
                   Field("output", "output", c.actual), Field("reference", "reference", c.reference),
                   *fields, Field("ulp", item.ulp_label, item.ulp.distance, ulp_value)]
-    return grid_map(c.abs_error, fields, title=item.title, colour_label="|output - reference|", xlabel="channel", ylabel="query head",
-                    clim=scale.clim, logz=scale.logz, cmap=CONTINUOUS_CMAP, colorbar=colorbar, width=MAP_WIDTH)
+    return grid_map(c.abs_error, fields, title=item.title, colour_label="|output - reference|", xlabel="channel",
+                    ylabel="query head", clim=scale.clim, logz=scale.logz, cmap=CONTINUOUS_CMAP, colorbar=colorbar)
 
 
 def maps_panel(numerics: Numerics, mode: str) -> pn.Column:
-    """Every error map on one colour scale (`mode` LINEAR or LOG)."""
+    """Every error map side by side on one colour scale (`mode` LINEAR or LOG), zoom and pan linked."""
     maps = error_maps(numerics)
     scale = colour_scale([m.comparison.abs_error for m in maps], mode, "|output - reference|")
     kv_heads = [a.kv_head for a in numerics.attention]
     images = [_map(m, kv_heads, scale, colorbar=i == len(maps) - 1) for i, m in enumerate(maps)]
-    layout = hv.Layout(images).cols(min(len(images), MAX_MAP_COLUMNS)).opts(shared_axes=True)
     reduced = ("" if maps[0].comparison.abs_error.size <= FULL_HOVER_CELLS else
                f" Over {FULL_HOVER_CELLS} cells per map the hover shows the error only.")
-    return pn.Column(plot_pane(layout, css_classes=["error-maps"]),
+    panes = [plot_pane(image, linked_axes=True) for image in images]
+    return pn.Column(pn.Row(*panes, css_classes=["error-maps"], sizing_mode="stretch_width"),
                      note(esc(scale.note + reduced), "colour-scale-note"), sizing_mode="stretch_width")
 
 

@@ -54,7 +54,8 @@ def _xor_map(row: LastRow, title: str) -> hv.Image:
               Field("stored_value", "stored value", row.stored_values, exact_number),
               Field("incoming_value", "incoming value", row.incoming_values, exact_number)]
     height = min(MAP_BASE_HEIGHT + ROW_PIXELS * row.field_mask.shape[0], MAX_MAP_HEIGHT)
-    return grid_map(row.field_mask, fields, title=title, colour_label="fields that differ", xlabel="channel", ylabel="KV head",
+    return grid_map(row.field_mask, fields, title=title, colour_label="fields that differ", xlabel="channel",
+                    ylabel="KV head",
                     clim=(-0.5, len(FIELD_NAMES) - 0.5), cmap=list(FIELD_COLOURS), colorbar=False, height=height)
 
 

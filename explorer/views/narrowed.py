@@ -45,7 +45,8 @@ def _difference_map(comparison: Comparison, title: str, actual: str, reference: 
     scale = colour_scale([comparison.abs_error], LOG, what)
     fields = [Field("actual", actual, comparison.actual), Field("reference", reference, comparison.reference),
               Field("difference", what, comparison.abs_error)]
-    image = grid_map(comparison.abs_error, fields, title=title, colour_label=what, xlabel="channel", ylabel="query head",
+    image = grid_map(comparison.abs_error, fields, title=title, colour_label=what, xlabel="channel",
+                     ylabel="query head",
                      clim=scale.clim, logz=scale.logz, cmap=CONTINUOUS_CMAP)
     return [plot_pane(image), note(esc(scale.note), "colour-scale-note")]
 
@@ -78,7 +79,8 @@ def _body(analysis: Analysis) -> list:
     if numerics.narrowed_query is None:
         return [heading("Narrowed-Q counterfactual"),
                 state(f'<b>Not applicable</b> (<code class="narrowed-reason">{esc(numerics.narrowed_query_reason)}'
-                      f"</code>): {esc(reason_words(analysis, numerics.narrowed_query_reason))}", "narrowed-not-applicable"),
+                      f"</code>): {esc(reason_words(analysis, numerics.narrowed_query_reason))}",
+                      "narrowed-not-applicable"),
                 note("The primary reference and the rounded comparisons are in the Per-head errors tab.")]
     return _applicable(numerics, numerics.narrowed_query)
 

@@ -63,7 +63,8 @@ def _channel_map(nonfinite: NonfiniteMap, bits: np.ndarray, dtype: str) -> hv.Im
     kinds = nonfinite.kinds[:, 0, :]
     fields = [Field("kind", "kind", kinds, lambda: named(KIND_NAMES)),
               Field("bits", "bit pattern", bits[0, :, 0, :], lambda: hex_pattern(sum(FIELD_BITS[dtype])))]
-    return grid_map(kinds, fields, title=f"{nonfinite.tensor}: kind of every element", colour_label="kind", xlabel="channel",
+    return grid_map(kinds, fields, title=f"{nonfinite.tensor}: kind of every element", colour_label="kind",
+                    xlabel="channel",
                     ylabel="head", clim=(-0.5, len(KIND_CODES) - 0.5), cmap=list(KIND_COLOURS), colorbar=False,
                     height=_height(kinds.shape[0]))
 

@@ -15,6 +15,8 @@ from urllib.parse import urlparse
 import numpy as np
 from PIL import Image
 
+from explorer.export import wait_drawn
+
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts" / "app"
 APP_PATH = "/app"
@@ -25,8 +27,8 @@ SERVER_STOP_TIMEOUT_S = 20
 POLL_INTERVAL_S = 0.25
 HTTP_TIMEOUT_S = 60
 PAGE_TIMEOUT_MS = 90_000
-SETTLE_MS = 300  # one more paint after Bokeh reports every view finished
 VIEWPORT = {"width": 1400, "height": 1000}
+PLOT_SLUGS = ("errors", "lastrow", "nonfinite", "narrowed", "attention")  # views that draw Bokeh plots
 MIN_PIXEL_STD = 8.0  # grey-level standard deviation of a screenshot holding a drawn plot
 
 
@@ -77,19 +79,10 @@ def outside_requests(urls: list[str]) -> list[str]:
             if urlparse(url).scheme not in LOCAL_SCHEMES and urlparse(url).hostname != LOCAL_HOST]
 
 
-def wait_idle(page) -> None:
-    """Wait until every Bokeh root view of the page reports its rendering finished."""
-    page.wait_for_function(
-        "() => window.Bokeh !== undefined && Bokeh.index.roots.length > 0"
-        " && Bokeh.index.roots.every((view) => view.has_finished())", timeout=PAGE_TIMEOUT_MS)
-    page.wait_for_timeout(SETTLE_MS)
-
-
 def open_packet(page, base_url: str, query: str = "") -> None:
-    """Navigate to the app (with an optional ?query) and wait for the status line and the first drawing."""
+    """Navigate to the app (with an optional ?query) and wait for the status line."""
     page.goto(f"{base_url}{APP_PATH}{query}", timeout=PAGE_TIMEOUT_MS)
     page.wait_for_selector(".status-line", timeout=PAGE_TIMEOUT_MS)
-    wait_idle(page)
 
 
 def view_locator(page, slug: str):
@@ -102,7 +95,7 @@ def wait_view(page, packet: str, slug: str):
     page.wait_for_selector(f".status-line[data-packet='{packet}']", timeout=PAGE_TIMEOUT_MS)
     view = view_locator(page, slug)
     view.first.wait_for(state="visible", timeout=PAGE_TIMEOUT_MS)
-    wait_idle(page)
+    wait_drawn(page, f"view-built-{slug}", PAGE_TIMEOUT_MS)
     return view.first
 
 

@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from app_support import (ARTIFACTS, PAGE_TIMEOUT_MS, VIEWPORT, free_port, start_server, stop_server,
-                         wait_until_serving, APP_PATH, LOCAL_HOST)
+from app_support import (APP_PATH, ARTIFACTS, LOCAL_HOST, PAGE_TIMEOUT_MS, VIEWPORT, free_port, start_server,
+                         stop_server, wait_until_serving)
 from explorer.export import CHROMIUM, CHROMIUM_ARGS, EXPORT_DIR_ENV
 from explorer.ui.catalog import ROOT_ENV
 

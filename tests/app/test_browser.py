@@ -9,9 +9,9 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 
 import explorer
-from app_support import (MIN_PIXEL_STD, deep_text, PAGE_TIMEOUT_MS, VIEWPORT, artifact, canvas_count, open_packet,
-                         outside_requests, pixel_std, view_locator, wait_view)
-from explorer.export import LOCAL_URL_PREFIXES, SECTION_CLASS, wait_for_bokeh
+from app_support import (MIN_PIXEL_STD, PAGE_TIMEOUT_MS, PLOT_SLUGS, VIEWPORT, artifact, canvas_count, deep_text,
+                         open_packet, outside_requests, pixel_std, view_locator, wait_view)
+from explorer.export import LOCAL_URL_PREFIXES, SECTION_CLASS, wait_drawn
 from explorer.samples import CURATED
 from explorer.ui import catalog
 from explorer.views import VIEWS
@@ -22,7 +22,6 @@ STATUS = {name: explorer.analyze(ROOT / name).status for name in SAMPLES}
 ANALYZED_SAMPLE = "injected-error-head5"
 REFUSED_SAMPLE = "refused-hash-mismatch"
 REFUSED_CODE = "sha256_mismatch"
-PLOT_SLUGS = ("errors", "lastrow", "nonfinite", "narrowed", "attention")  # views that draw Bokeh plots
 TITLES = {slug: title for slug, title, _ in VIEWS}
 VIEW_ERROR = "could not be built"
 
@@ -135,10 +134,9 @@ def test_export_writes_html_that_loads_offline(page, server, export_dir, browser
     exported = offline.new_page()
     try:
         exported.goto(html_path.as_uri(), timeout=PAGE_TIMEOUT_MS)
-        wait_for_bokeh(exported)
         for slug in PLOT_SLUGS:
-            section = exported.locator(f".{SECTION_CLASS}-{slug}").first
-            assert canvas_count(section) > 0
+            wait_drawn(exported, f"{SECTION_CLASS}-{slug}", PAGE_TIMEOUT_MS)
+            assert canvas_count(exported.locator(f".{SECTION_CLASS}-{slug}").first) > 0, slug
         errors = exported.locator(f".{SECTION_CLASS}-errors").first
         assert pixel_std(errors.screenshot(path=artifact("export-offline-errors.png"))) > MIN_PIXEL_STD
         exported.screenshot(path=artifact("export-offline.png"), full_page=True)

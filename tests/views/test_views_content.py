@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import io
+import re
 
 import numpy as np
 import panel as pn
-from bokeh.models import LinearColorMapper, LogColorMapper
+from bokeh.models import HoverTool, LinearColorMapper, LogColorMapper
 
 from explorer.analysis.result import NEGATIVE_INFINITY, POSITIVE_INFINITY
 from explorer.export import report_text
 from explorer.packet.model import TENSOR_NAMES
 from explorer.views import Selection, attention, html_summary, nonfinite
 from explorer.views.common import LINEAR
-from views_support import BUILDERS, colour_mappers, images, images_by_title, plots, render, text, tooltips
+from views_support import BUILDERS, colour_mappers, images, images_by_title, models, plots, render, text, tooltips
 
 
 def _build(analyses, name, slug, head=0):
@@ -256,3 +257,12 @@ def test_summary_shades_the_largest_linf_heads(analyses):
 def test_refused_summary_interprets_nothing(analyses):
     view, _ = _build(analyses, "refused-hash-mismatch", "summary")
     assert "Not interpreted" in text(view) and "Declared" not in text(view)
+
+
+def test_every_custom_hover_field_has_its_formatter(analyses):
+    for slug in BUILDERS:
+        _, document = _build(analyses, "last-row-mismatch", slug)
+        for tool in models(document, HoverTool):
+            formatted = [match.group(1) for _, spec in tool.tooltips
+                         if (match := re.match(r"^(\$\w+|@\{[^}]+\})\{", spec))]
+            assert all(field in tool.formatters for field in formatted), (slug, tool.tooltips)

@@ -1,0 +1,78 @@
+"""The UI-free HTML summary and the shared colour-scale choice of the views."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from explorer.views import html_summary
+from explorer.views.common import LINEAR, LOG, colour_scale
+
+
+def test_overview_of_an_analyzed_packet_lists_its_largest_linf_heads(analyses):
+    analysis = analyses["injected-error-head5"]
+    page = html_summary.overview_html(analysis)
+    assert 'data-status="analyzed"' in page
+    assert html_summary.esc(analysis.numerics.primary.label) in page
+    assert repr(analysis.numerics.primary.per_head[5].linf) in page
+    assert page.count('<tr style="background') == html_summary.LARGEST_HEADS
+
+
+@pytest.mark.parametrize("name, code", [("refused-hash-mismatch", "sha256_mismatch"),
+                                        ("discarded-sample", "sample_not_confirmed"),
+                                        ("nan-stored-values", "nonfinite_inputs")])
+def test_overview_of_other_statuses_shows_every_code(analyses, name, code):
+    analysis = analyses[name]
+    page = html_summary.overview_html(analysis)
+    assert f'data-status="{analysis.status}"' in page and code in page
+
+
+def test_overview_escapes_packet_text(analyses):
+    analysis = analyses["refused-hash-mismatch"]
+    page = html_summary.overview_html(analysis)
+    assert "&#x27;stored-values.bin&#x27;" in page  # the refusal message quotes the file name
+
+
+def test_numbers_are_shown_as_the_report_prints_them():
+    assert html_summary.number(0.1) == "0.1"
+    assert html_summary.number(np.float32(0.1)) == repr(float(np.float32(0.1)))
+    assert html_summary.number(None) == html_summary.NOT_A_NUMBER
+    assert html_summary.number(True) == "true"
+    assert html_summary.number({"a": 1}) == '{"a": 1}'
+    assert html_summary.number(7) == "7"
+
+
+def test_largest_heads_skip_null_metrics_and_break_ties_by_head(analyses):
+    primary = analyses["infinite-queries"].numerics.primary
+    largest = html_summary.largest_heads(primary, count=len(primary.per_head))
+    assert all(primary.per_head[h].linf is not None for h in largest)
+    values = [primary.per_head[h].linf for h in largest]
+    assert values == sorted(values, reverse=True)
+
+
+def test_the_html_summary_imports_no_ui_library():
+    code = ("import sys, explorer.views.html_summary; "
+            "print(sorted(m for m in ('panel', 'holoviews', 'bokeh', 'param') if m in sys.modules))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"
+
+
+def test_colour_scale_linear_and_log():
+    values = np.array([[0.0, 1e-6], [1e-3, np.nan]])
+    linear = colour_scale([values], LINEAR, "x")
+    assert linear.clim == (0.0, 1e-3) and not linear.logz
+    log = colour_scale([values, np.array([[2e-3]])], LOG, "x")
+    assert log.clim == (1e-6, 2e-3) and log.logz and "zeros" in log.note
+
+
+@pytest.mark.parametrize("mode", [LINEAR, LOG])
+def test_colour_scale_without_a_range(mode):
+    zeros = colour_scale([np.zeros((2, 2))], mode, "x")
+    assert not zeros.logz and zeros.clim == (0.0, 1.0) and "equals 0.0" in zeros.note
+    one_positive = colour_scale([np.array([0.0, 2.0])], mode, "x")
+    assert not one_positive.logz and one_positive.clim == (0.0, 2.0)
+    undefined = colour_scale([np.full((2, 2), np.nan)], mode, "x")
+    assert undefined.clim == (0.0, 1.0) and "No finite x" in undefined.note
