@@ -49,6 +49,10 @@ LOCAL_URL_PREFIXES = ("file:", "data:", "blob:", "about:")
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
 
+class RenderError(RuntimeError):
+    """The PNGs could not be rendered: chromium is missing or a view did not finish drawing."""
+
+
 @dataclass(frozen=True)
 class ExportPaths:
     """Files written by one export: the HTML page, the JSON report and, headless, one PNG per view."""
@@ -195,7 +199,7 @@ def render_pngs(html_path: str | os.PathLike, out_dir: str | os.PathLike, stem: 
                     wait_drawn(page, section)
                 except PlaywrightTimeout:
                     seconds = RENDER_TIMEOUT_MS // 1000
-                    raise TimeoutError(f"the {slug} view did not finish drawing in {seconds} s") from None
+                    raise RenderError(f"the {slug} view did not finish drawing in {seconds} s") from None
                 page.locator(f".{section}").first.screenshot(path=str(path), timeout=RENDER_TIMEOUT_MS)
         finally:
             browser.close()
@@ -229,7 +233,7 @@ def wait_drawn(page, css_class: str, timeout_ms: int = RENDER_TIMEOUT_MS) -> Non
 def write_report(analysis: Analysis, out_dir: str | os.PathLike) -> ExportPaths:
     """`explorer report PACKET --out DIR`: the HTML page and JSON report, then one PNG per view."""
     if not Path(CHROMIUM).is_file():
-        raise FileNotFoundError(f"{CHROMIUM} is missing: install Debian's chromium package to render PNGs")
+        raise RenderError(f"{CHROMIUM} is missing: install Debian's chromium package to render PNGs")
     paths = export_packet(analysis, out_dir)
     stem = paths.html.name[: -len(HTML_SUFFIX)]
     return ExportPaths(html=paths.html, report=paths.report, pngs=render_pngs(paths.html, out_dir, stem))

@@ -7,16 +7,17 @@ view is the one the app draws (`explorer.views.VIEWS`), built for the same resul
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from explorer.analysis.result import Analysis
 from explorer.views import html_summary
-from explorer.views.html_summary import esc
 
 # Accessor methods in the app's tab order; the ones taking `head` follow the selected query head.
 VIEW_CALLS = ("summary()", "errors(head=0)", "lastrow()", "nonfinite()", "narrowed()", "attention(head=0)",
               "raw()", "all(head=0)")
 HINT_STYLE = "color:#555;font-size:0.85em;margin:0.2em 0"
+NOTEBOOK_EXPORT_DIR = "_exports"  # relative to the working directory: notebooks/_exports/ (git-ignored)
 
 
 def summary_html(analysis: Analysis) -> str:
@@ -42,6 +43,13 @@ def sample(name: str) -> Path:
     if not path.is_dir():
         raise FileNotFoundError(f"no sample packet {name!r} under {path.parent}")
     return path
+
+
+def export_dir() -> Path:
+    """Where the notebooks export: $EXPLORER_EXPORT_DIR, else ./_exports (notebooks/_exports/ from Jupyter)."""
+    from explorer.export import EXPORT_DIR_ENV, choose_export_dir
+
+    return choose_export_dir(os.environ.get(EXPORT_DIR_ENV) or NOTEBOOK_EXPORT_DIR)
 
 
 class Views:
@@ -88,7 +96,11 @@ class Views:
         return self._build("raw")
 
     def all(self, head: int = 0):
-        """Every view in tabs, in the app's order, sharing one selected query head."""
+        """Every view in tabs, in the app's order, sharing one selected query head.
+
+        Tabs are drawn when first opened (`dynamic`): rendering all seven at once in a
+        notebook with inline resources takes Panel tens of seconds, one tab about one.
+        """
         import panel as pn
 
         from explorer.views import VIEWS, Selection

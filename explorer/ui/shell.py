@@ -106,7 +106,7 @@ class Shell(param.Parameterized):
         self._status = pn.pane.HTML("", sizing_mode="stretch_width")
         self._placeholders = {slug: pn.Column(sizing_mode="stretch_width", css_classes=[f"view-{slug}"])
                               for slug in SLUGS}
-        self._tabs = pn.Tabs(*((TITLES[slug], self._placeholders[slug]) for slug in SLUGS),
+        self._tabs = pn.Tabs(*((TITLES[slug], self._placeholders[slug]) for slug in SLUGS), dynamic=True,
                              sizing_mode="stretch_width")
         self._export_button = pn.widgets.Button(label="Export HTML + JSON", color="primary", width=180)
         self._export_note = pn.pane.HTML("", sizing_mode="stretch_width")

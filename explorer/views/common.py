@@ -18,9 +18,9 @@ from explorer.views import html_summary
 hv.Store.set_current_backend("bokeh")
 
 MAP_HEIGHT = 260
-MAP_MIN_WIDTH = 320
+MAP_MIN_WIDTH = 260
 CHART_HEIGHT = 280
-CHART_WIDTH = 420
+CHART_WIDTH = 280
 CONTINUOUS_CMAP = "viridis"
 NAN_COLOUR = "#d9d9d9"  # cells whose value is undefined (NaN)
 FLOOR_COLOUR = "#7f7f7f"
@@ -42,14 +42,13 @@ class Selection(param.Parameterized):
 # ---------------------------------------------------------------- text panes
 
 
-def plot_pane(obj, *, linked_axes: bool = False, sizing_mode: str | None = "stretch_width",
-              **params) -> pn.pane.HoloViews:
+def plot_pane(obj, *, linked_axes: bool = False, **params) -> pn.pane.HoloViews:
     """A HoloViews object as a Panel pane.
 
     Axes are linked only between panes created with `linked_axes=True` that share a
     dimension name (Panel links such panes across a layout); other plots keep their own ranges.
     """
-    return pn.pane.HoloViews(obj, sizing_mode=sizing_mode, linked_axes=linked_axes, **params)
+    return pn.pane.HoloViews(obj, sizing_mode="stretch_width", linked_axes=linked_axes, **params)
 
 
 def html_pane(markup: str, **params) -> pn.pane.HTML:
@@ -135,12 +134,12 @@ class Field:
 
 def grid_map(colour: np.ndarray, fields: Sequence[Field], *, title: str, colour_label: str, xlabel: str,
              ylabel: str, clim: tuple[float, float], cmap, logz: bool = False, colorbar: bool = True,
-             frame: tuple[int, int] | None = None, height: int = MAP_HEIGHT) -> hv.Image:
+             height: int = MAP_HEIGHT) -> hv.Image:
     """A rows x columns hv.Image coloured by `colour`; hover gives the cell's row, column and every field exactly.
 
-    Row 0 is at the top. `colour` is drawn only; the numbers shown are the fields'.
-    `frame` fixes the (width, height) of the plot area (maps meant to sit side by side);
-    otherwise the map stretches to the available width at `height` pixels.
+    Row 0 is at the top; the map stretches to the available width (responsive: fixed-size
+    figures inside the app's tabs never finish drawing). `colour` is drawn only; the numbers
+    shown are the fields'.
     """
     rows, columns = colour.shape
     vdims = [hv.Dimension("colour", label=colour_label)] + [hv.Dimension(f.name, label=f.label) for f in fields]
@@ -148,10 +147,7 @@ def grid_map(colour: np.ndarray, fields: Sequence[Field], *, title: str, colour_
                      kdims=[xlabel, ylabel], vdims=vdims, bounds=(-0.5, -0.5, columns - 0.5, rows - 0.5))
     tooltips = [(ylabel, "$y{index}"), (xlabel, "$x{index}")] + [(f.label, f"@{{{f.name}}}{{custom}}") for f in fields]
     formatters = {"$x": cell_index, "$y": cell_index, **{f"@{{{f.name}}}": f.formatter for f in fields}}
-    if frame is not None:
-        size = {"frame_width": frame[0], "frame_height": frame[1]}
-    else:
-        size = {"min_width": MAP_MIN_WIDTH, "responsive": True, "height": height}
+    size = {"min_width": MAP_MIN_WIDTH, "responsive": True, "height": height}
     if rows <= MAX_INDEX_TICKS:
         size["yticks"] = list(range(rows))
     return image.opts(

@@ -32,7 +32,7 @@ from explorer.views.common import (
 from explorer.views.html_summary import esc, number, table
 
 FULL_HOVER_CELLS = 65_536  # above this many cells per map, the hover carries the error only (keeps the payload small)
-MAP_FRAME = (330, 200)  # plot area of each side-by-side map, in pixels
+MAX_MAP_COLUMNS = 3  # maps per row; four maps are drawn two by two
 
 
 @dataclass(frozen=True)
@@ -50,14 +50,14 @@ def error_maps(numerics: Numerics) -> list[ErrorMap]:
     rounded = numerics.rounded_to_output
     ulp_label = f"ULP (output vs reference rounded to {rounded.dtype})"
     maps = [ErrorMap("primary reference", numerics.primary, rounded.ulp, ulp_label),
-            ErrorMap(f"reference rounded to {rounded.dtype}" + (" (identity)" if rounded.identity else ""),
+            ErrorMap(f"rounded to {rounded.dtype}" + (" (identity)" if rounded.identity else ""),
                      rounded.comparison, rounded.ulp, ulp_label)]
     kernel = numerics.rounded_to_kernel
     if kernel is not None:
-        maps.append(ErrorMap(f"reference rounded to kernel dtype {kernel.dtype}", kernel.comparison, kernel.ulp,
+        maps.append(ErrorMap(f"rounded to kernel {kernel.dtype}", kernel.comparison, kernel.ulp,
                              f"ULP (in {kernel.dtype} units, output rounded to {kernel.dtype})"))
     if numerics.narrowed_query is not None:
-        maps.append(ErrorMap("narrowed-Q counterfactual (not the reference)", numerics.narrowed_query.comparison,
+        maps.append(ErrorMap("narrowed-Q counterfactual", numerics.narrowed_query.comparison,
                              rounded.ulp, ulp_label))
     return maps
 
@@ -81,8 +81,10 @@ def maps_panel(numerics: Numerics, mode: str) -> pn.Column:
     images = [_map(m, kv_heads, scale, colorbar=i == len(maps) - 1) for i, m in enumerate(maps)]
     reduced = ("" if maps[0].comparison.abs_error.size <= FULL_HOVER_CELLS else
                f" Over {FULL_HOVER_CELLS} cells per map the hover shows the error only.")
-    panes = [plot_pane(image, linked_axes=True) for image in images]
-    return pn.Column(pn.Row(*panes, css_classes=["error-maps"], sizing_mode="stretch_width"),
+    columns = len(images) if len(images) <= MAX_MAP_COLUMNS else (len(images) + 1) // 2
+    grid = pn.GridBox(*(plot_pane(image, linked_axes=True) for image in images), ncols=columns,
+                      css_classes=["error-maps"], sizing_mode="stretch_width")
+    return pn.Column(grid,
                      note(esc(scale.note + reduced), "colour-scale-note"), sizing_mode="stretch_width")
 
 

@@ -97,12 +97,11 @@ def _one(row: LastRow, name: str, noun: str) -> list:
     if row.mismatched == 0:
         parts.append(state(f"<b>All bits equal</b>: the {row.compared} {esc(noun)} elements of the stored "
                            "last row are bitwise identical to the incoming row.", "all-bits-equal"))
-        return parts
-    return parts + [
-        html_pane(_legend()),
-        plot_pane(_xor_map(row, f"{name}: XOR of stored and incoming, by differing field")),
-        plot_pane(_histogram(row, f"{name}: differing bits per bit position")),
-    ]
+    parts += [html_pane(_legend()),
+              plot_pane(_xor_map(row, f"{name}: XOR of stored and incoming, by differing field"))]
+    if row.mismatched:
+        parts.append(plot_pane(_histogram(row, f"{name}: differing bits per bit position")))
+    return parts
 
 
 def _body(analysis: Analysis) -> list:

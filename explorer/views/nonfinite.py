@@ -116,26 +116,28 @@ def _counts_table(analysis: Analysis) -> str:
 
 def _tensor(analysis: Analysis, name: str) -> list:
     nonfinite = analysis.facts.nonfinite[name]
+    title = heading(name + (": all finite" if nonfinite.total == 0 else ""))
     if name in TOKEN_TENSORS:
         image, caption = _token_map(nonfinite)
-        return [heading(name), plot_pane(image), note(esc(caption))]
+        return [title, plot_pane(image), note(esc(caption))]
     tensor = analysis.admission.tensors[name]
-    return [heading(name), html_pane(_legend()),
-            plot_pane(_channel_map(nonfinite, tensor.bits, tensor.dtype))]
+    return [title, plot_pane(_channel_map(nonfinite, tensor.bits, tensor.dtype))]
 
 
 def _body(analysis: Analysis) -> list:
     parts = [heading("Nonfinite counts"), html_pane(_counts_table(analysis))]
     finite = [name for name in TENSOR_NAMES if analysis.facts.nonfinite[name].total == 0]
     if len(finite) == len(TENSOR_NAMES):
-        return parts + [state("<b>All finite</b>: no NaN and no infinity in any element of the six tensors.",
-                              "all-finite")]
-    if finite:
+        parts.append(state("<b>All finite</b>: no NaN and no infinity in any element of the six tensors.",
+                           "all-finite"))
+    elif finite:
         parts.append(state("<b>All finite</b> (no NaN, no infinity): "
                            + ", ".join(f"<code>{name}</code>" for name in finite) + ".", "tensors-all-finite"))
+    parts += [heading("Where", "Queries, output and incoming K/V: one cell per head and channel, coloured by "
+                      "kind. Stored K/V: one cell per head and token, coloured by its nonfinite count."),
+              html_pane(_legend())]
     for name in TENSOR_NAMES:
-        if name not in finite:
-            parts += _tensor(analysis, name)
+        parts += _tensor(analysis, name)
     return parts
 
 

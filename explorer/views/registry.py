@@ -1,4 +1,4 @@
-"""The views registry: (slug, title, builder) in tab order; each builder(analysis, selection) returns a Panel viewable."""
+"""The views registry: (slug, title, builder) in tab order; each builder(analysis, selection) returns a Panel viewable and computes nothing."""
 
 from __future__ import annotations
 

@@ -34,8 +34,8 @@ def test_error_maps_draw_the_results_own_errors_on_one_log_scale(analyses):
     view, document = _build(analyses, "clean-fp32q-bf16kv", "errors")
     maps = images_by_title(document)
     expected = {"primary reference": numerics.primary,
-                "reference rounded to float32 (identity)": numerics.rounded_to_output.comparison,
-                "narrowed-Q counterfactual (not the reference)": numerics.narrowed_query.comparison}
+                "rounded to float32 (identity)": numerics.rounded_to_output.comparison,
+                "narrowed-Q counterfactual": numerics.narrowed_query.comparison}
     assert set(maps) == set(expected)
     for title, comparison in expected.items():
         renderer = maps[title]
@@ -67,7 +67,7 @@ def test_error_maps_follow_the_comparisons_present(analyses):
     assert len(images(qwen)) == 2  # no narrowed-Q counterfactual for bfloat16 queries
     view, kernel = _build(analyses, "float32-kv-kernel-bf16", "errors")
     assert len(images(kernel)) == 3  # primary, rounded to float32, rounded to the kernel's bfloat16
-    assert "kernel dtype bfloat16" in " ".join(p.title.text for p in plots(kernel) if p.title is not None)
+    assert "rounded to kernel bfloat16" in " ".join(p.title.text for p in plots(kernel) if p.title is not None)
 
 
 def test_ineligible_heads_are_undefined_not_dropped(analyses):
@@ -99,10 +99,14 @@ def test_last_row_maps_colour_the_fields_that_differ(analyses):
 
 
 def test_equal_last_rows_say_so(analyses):
+    facts = analyses["clean-fp32q-bf16kv"].facts
     view, document = _build(analyses, "clean-fp32q-bf16kv", "lastrow")
     assert text(view).count('class="all-bits-equal"') == 2
-    assert "All bits equal" in text(view)
-    assert not plots(document)
+    maps = images_by_title(document)
+    assert len(plots(document)) == len(maps) == 2  # the rows are still drawn; no bit-position histogram
+    keys = maps["Keys: XOR of stored and incoming, by differing field"]
+    assert not _column(keys, "image").any()
+    np.testing.assert_array_equal(_column(keys, "incoming_bits"), facts.last_row_keys.incoming_bits)
 
 
 # ---------------------------------------------------------------- nonfinite
@@ -111,7 +115,9 @@ def test_equal_last_rows_say_so(analyses):
 def test_all_finite_state(analyses):
     view, document = _build(analyses, "clean-fp32q-bf16kv", "nonfinite")
     assert 'class="all-finite"' in text(view)
-    assert not plots(document)
+    maps = images(document)
+    assert len(maps) == len(TENSOR_NAMES)
+    assert not any(_column(renderer, "image").any() for renderer in maps)
 
 
 def test_nonfinite_maps_show_where_the_nans_are(analyses):
@@ -120,7 +126,7 @@ def test_nonfinite_maps_show_where_the_nans_are(analyses):
     shown = text(view)
     assert 'class="tensors-all-finite"' in shown
     maps = images_by_title(document)
-    assert len(maps) == 2  # storedValues (head x token) and output (head x channel)
+    assert len(maps) == len(TENSOR_NAMES)
     stored = facts.nonfinite["storedValues"].per_head_token
     np.testing.assert_array_equal(_column(maps["storedValues: nonfinite elements per head and token"], "image"),
                                   stored.sum(axis=2))
@@ -145,7 +151,7 @@ def test_long_histories_are_drawn_in_token_bins(analyses, monkeypatch):
 
 def test_infinities_in_queries_are_mapped_by_kind(analyses):
     view, document = _build(analyses, "infinite-queries", "nonfinite")
-    kinds = _column(images(document)[0], "image")
+    kinds = _column(images_by_title(document)["queries: kind of every element"], "image")
     assert kinds[1, 2] == POSITIVE_INFINITY and kinds[3, 5] == NEGATIVE_INFINITY
     assert "+inf" in text(view) and "-inf" in text(view)
 

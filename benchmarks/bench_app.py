@@ -1,0 +1,141 @@
+"""Benchmark of the served app on the Qwen3.6-size packet in Debian's chromium; prints numbers only, asserts nothing, writes only a temp dir.
+
+It writes the full-size all-bfloat16 packet (QH16/KVH2/D256/T5585) and one small
+sample into a temporary root, starts `panel serve explorer/app.py --args --root
+ROOT`, and for a cold server (first session: analysis not cached) and a warm one
+prints: seconds from navigation until every plot of the first tab is drawn, the
+bytes that crossed the websocket until then (both directions) beside the static
+JS/CSS/font/image bytes the page loaded over HTTP, the same after clicking each
+other tab, and seconds to switch packets (both ways) with the first tab and
+with the errors tab open. Bokeh embeds the first document in the HTML page, so
+its size is printed too. Targets on the 2-core machine: first
+tab <= 3 s, <= 5 MB of websocket data, packet switch <= 1.5 s.
+
+    python benchmarks/bench_app.py
+
+Reuses the browser-test helpers of tests/app/app_support.py (server subprocess,
+free port) and explorer.export's drawn-view check.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests" / "app"))
+
+from app_support import (APP_PATH, LOCAL_HOST, PAGE_TIMEOUT_MS, VIEWPORT, free_port,  # noqa: E402
+                         start_server, stop_server, wait_until_serving)
+from explorer.export import CHROMIUM, CHROMIUM_ARGS, DRAWN_JS  # noqa: E402
+from explorer.samples import CURATED, FULL_SAMPLE_NAME, qwen_full_spec, write_packet  # noqa: E402
+from explorer.views import VIEWS  # noqa: E402
+
+OTHER_SAMPLE = "clean-fp32q-bf16kv"
+TITLES = {slug: title for slug, title, _ in VIEWS}
+FIRST_TAB = VIEWS[0][0]
+SWITCH_TAB = "errors"  # the heaviest view: packets are switched again while it is open
+OTHER_TABS = tuple(slug for slug in TITLES if slug not in (FIRST_TAB, SWITCH_TAB)) + (SWITCH_TAB,)
+STATIC_TYPES = ("script", "stylesheet", "font", "image")
+READY_PATH = "/static/js/bokeh.min.js"  # answers once the server is up, without opening a session
+MB = 1_000_000
+TARGET_FIRST_TAB_S, TARGET_WEBSOCKET_MB, TARGET_SWITCH_S = 3.0, 5.0, 1.5
+
+
+class Traffic:
+    """Websocket frame bytes, the HTML document and the static HTTP resources seen by one page."""
+
+    def __init__(self, page):
+        self.websocket_bytes = 0
+        self.documents = []
+        self.static = []
+        page.on("websocket", self._websocket)
+        page.on("response", self._response)
+
+    def _websocket(self, websocket) -> None:
+        websocket.on("framereceived", self._frame)
+        websocket.on("framesent", self._frame)
+
+    def _frame(self, payload) -> None:
+        self.websocket_bytes += len(payload)
+
+    def _response(self, response) -> None:
+        if response.request.resource_type in STATIC_TYPES:
+            self.static.append(response)
+        elif response.request.resource_type == "document":
+            self.documents.append(response)
+
+    def static_bytes(self) -> int:
+        return sum(len(response.body()) for response in self.static)
+
+    def document_bytes(self) -> int:
+        return sum(len(response.body()) for response in self.documents)
+
+
+def _drawn(page, slug: str, packet: str) -> None:
+    page.wait_for_selector(f".status-line[data-packet='{packet}']", timeout=PAGE_TIMEOUT_MS)
+    page.wait_for_selector(f".view-built-{slug}", state="visible", timeout=PAGE_TIMEOUT_MS)
+    page.wait_for_function(DRAWN_JS, arg=f"view-built-{slug}", timeout=PAGE_TIMEOUT_MS)
+
+
+def _session(browser, base_url: str, label: str) -> None:
+    context = browser.new_context(viewport=VIEWPORT)
+    page = context.new_page()
+    traffic = Traffic(page)
+    started = time.perf_counter()
+    page.goto(f"{base_url}{APP_PATH}?packet={FULL_SAMPLE_NAME}", timeout=PAGE_TIMEOUT_MS)
+    _drawn(page, FIRST_TAB, FULL_SAMPLE_NAME)
+    print(f"[{label}] first tab ({FIRST_TAB}) drawn {time.perf_counter() - started:.2f} s "
+          f"(target <= {TARGET_FIRST_TAB_S} s); websocket {traffic.websocket_bytes / MB:.2f} MB "
+          f"(target <= {TARGET_WEBSOCKET_MB} MB); HTML page with the embedded document "
+          f"{traffic.document_bytes() / MB:.2f} MB; static JS/CSS/fonts/images {traffic.static_bytes() / MB:.2f} MB")
+    _switch(page, label, FIRST_TAB)
+    for slug in OTHER_TABS:
+        before, started = traffic.websocket_bytes, time.perf_counter()
+        page.locator(".bk-tab", has_text=TITLES[slug]).first.click()
+        _drawn(page, slug, FULL_SAMPLE_NAME)
+        print(f"[{label}]   tab {slug:<10} drawn {time.perf_counter() - started:.2f} s after the click; "
+              f"websocket {(traffic.websocket_bytes - before) / MB:.2f} MB")
+    _switch(page, label, SWITCH_TAB)
+    context.close()
+
+
+def _switch(page, label: str, slug: str) -> None:
+    for packet in (OTHER_SAMPLE, FULL_SAMPLE_NAME):
+        started = time.perf_counter()
+        page.get_by_role("button", name=packet, exact=True).click()
+        _drawn(page, slug, packet)
+        print(f"[{label}] switch to {packet} with the {slug} tab open: {time.perf_counter() - started:.2f} s "
+              f"(target <= {TARGET_SWITCH_S} s)")
+
+
+def main() -> None:
+    from playwright.sync_api import sync_playwright
+
+    workdir = Path(tempfile.mkdtemp(prefix="bench-app-"))
+    root = workdir / "packets"
+    write_packet(root / FULL_SAMPLE_NAME, qwen_full_spec())
+    CURATED[OTHER_SAMPLE][1](root / OTHER_SAMPLE)
+    port = free_port()
+    log_path = workdir / "panel-serve.log"
+    server = start_server(port, log_path, ["--root", str(root), "--export-dir", str(workdir / "exports")])
+    base_url = f"http://{LOCAL_HOST}:{port}"
+    try:
+        wait_until_serving(server, base_url + READY_PATH, log_path)
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=list(CHROMIUM_ARGS))
+            try:
+                _session(browser, base_url, "cold")
+                _session(browser, base_url, "warm")
+            finally:
+                browser.close()
+    finally:
+        stop_server(server)
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
