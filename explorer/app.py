@@ -11,7 +11,7 @@ HEADER_BACKGROUND = "#2f3e4e"
 SIDEBAR_WIDTH = 330
 
 # BootstrapTemplate serves every asset from this server: no web fonts, no CDN (the browser tests check it).
-pn.extension(sizing_mode="stretch_width", notifications=False)
+pn.extension()
 
 root, export_dir = parse_options(sys.argv[1:])
 shell = Shell(root, export_dir)

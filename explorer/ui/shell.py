@@ -231,7 +231,7 @@ class Shell(param.Parameterized):
         try:
             view = BUILDERS[slug](self._current(), self._selection)
         except Exception as error:  # a programming error in a view must not take the other tabs down
-            log.exception("view %s failed for packet %s", slug, self.packet)
+            log.exception("view %s raised for packet %s", slug, self.packet)
             view = pn.pane.HTML(f'<div class="view-error">The {html.escape(TITLES[slug])} view could not be '
                                 f"built: {html.escape(type(error).__name__)}: {html.escape(str(error))}</div>")
         placeholder.param.update(objects=[view], css_classes=[f"view-{slug}", f"view-built-{slug}"])
@@ -267,15 +267,23 @@ class Shell(param.Parameterized):
     # ------------------------------------------------------------ export
 
     def _on_export(self, _event) -> None:
+        """Show that the export runs, then run it on the next tick so the browser sees that first."""
         if not self.packet:
             return
+        self._export_button.loading = True
+        self._export_note.object = "Exporting every view of this packet ..."
+        pn.state.execute(self._export, schedule=True)
+
+    def _export(self) -> None:
         try:
             paths = export_packet(self._current(), self.export_dir, name=self.packet, head=self.head)
         except OSError as error:
             self._export_note.object = (f"Export could not write to <code>{html.escape(str(self.export_dir))}"
                                         f"</code>: {html.escape(error.strerror or str(error))}")
-            return
-        self._offer(paths)
+        else:
+            self._offer(paths)
+        finally:
+            self._export_button.loading = False
 
     def _offer(self, paths: ExportPaths) -> None:
         for widget, path, label in ((self._html_download, paths.html, "Download HTML"),

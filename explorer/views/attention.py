@@ -15,15 +15,15 @@ from explorer.views.common import (
     LOG,
     Field,
     Selection,
-    exact_number,
     colour_scale,
+    exact_number,
     explained,
     grid_map,
     heading,
     hover,
     html_pane,
-    plot_pane,
     note,
+    plot_pane,
     state,
 )
 from explorer.views.html_summary import esc, number, table
@@ -114,8 +114,8 @@ def _overview_map(numerics: Numerics) -> list:
                      "choose a head above to see its weights.")]
     scale = colour_scale([weights], LOG, "weight")
     image = grid_map(weights, [Field("weight", "weight", weights)], title="Softmax weights, query head x token",
-                     colour_label="weight",
-                     xlabel="token", ylabel="query head", clim=scale.clim, logz=scale.logz, cmap=CONTINUOUS_CMAP)
+                     colour_label="weight", xlabel="token", ylabel="query head", clim=scale.clim, logz=scale.logz,
+                     cmap=CONTINUOUS_CMAP)
     return [plot_pane(image), note(esc(scale.note), "colour-scale-note")]
 
 

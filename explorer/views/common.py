@@ -209,15 +209,17 @@ def per_head_charts(series: Sequence[tuple[str, Comparison]], floor: tuple[str, 
     labels = [label for label, _ in series]
     colours = {label: SERIES_COLOURS[i % len(SERIES_COLOURS)] for i, label in enumerate(labels)}
     markers = {label: SERIES_MARKERS[i % len(SERIES_MARKERS)] for i, label in enumerate(labels)}
-    charts, hidden = [], []
+    undrawn = {label: [0, 0] for label in [*labels, *([floor[0]] if floor is not None else [])]}  # zeros, nulls
+    charts = []
     for attribute, metric in metrics:
         heads, values, names = [], [], []
         for label, comparison in series:
             raw = _metric_values(comparison.per_head, attribute)
-            hidden += _hidden(label, metric, raw)
-            heads.append(np.arange(raw.size))
-            values.append(np.where(raw > 0, raw, np.nan))
-            names += [label] * raw.size
+            _count_undrawn(undrawn[label], raw)
+            drawn = np.flatnonzero(raw > 0)  # only drawable points: style mappings must align with the glyphs
+            heads.append(drawn)
+            values.append(raw[drawn])
+            names += [label] * drawn.size
         data = {"query head": np.concatenate(heads), metric: np.concatenate(values), "comparison": names}
         layers = [hv.Scatter(data, "query head", [metric, "comparison"]).opts(
             color="comparison", cmap=colours, marker=hv.dim("comparison").categorize(markers), size=8,
@@ -226,7 +228,7 @@ def per_head_charts(series: Sequence[tuple[str, Comparison]], floor: tuple[str, 
                      (metric, f"@{{{metric}}}{{custom}}")], {f"@{{{metric}}}": exact_number}))]
         if floor is not None:
             raw = _metric_values(floor[1].per_head, attribute)
-            hidden += _hidden(floor[0], metric, raw)
+            _count_undrawn(undrawn[floor[0]], raw)
             layers.append(hv.Curve((np.arange(raw.size), np.where(raw > 0, raw, np.nan)), "query head", metric,
                                    label=floor[0]).opts(color=FLOOR_COLOUR, line_dash="dashed", line_width=2))
         charts.append(hv.Overlay(layers).opts(
@@ -239,14 +241,16 @@ def per_head_charts(series: Sequence[tuple[str, Comparison]], floor: tuple[str, 
     legend = html_pane('<div class="chart-legend">' + "".join(
         f'<span style="display:inline-block;margin-right:1.5em">{entry}</span>' for entry in entries) + "</div>")
     row = pn.Row(*(plot_pane(chart) for chart in charts), sizing_mode="stretch_width")
-    hidden_note = ("Not drawn on the log axis (exact zeros and null values; the tables list every value): "
-                   + "; ".join(hidden) + ".") if hidden else "Every value is positive and drawn."
+    hidden = [f"{html_summary.esc(label)}: {zeros} zero, {nulls} null"
+              for label, (zeros, nulls) in undrawn.items() if zeros or nulls]
+    hidden_note = ("Not drawn on the log axis (exact zeros and null values, counted over all charts; the tables "
+                   "list every value): " + "; ".join(hidden) + ".") if hidden else "Every value is positive and drawn."
     return [legend, row, note(hidden_note, "hidden-values")]
 
 
-def _hidden(label: str, metric: str, values: np.ndarray) -> list[str]:
-    zeros, nulls = int(np.sum(values == 0)), int(np.sum(np.isnan(values)))
-    return [f"{html_summary.esc(label)} {metric}: {zeros} zero, {nulls} null"] if zeros or nulls else []
+def _count_undrawn(counts: list[int], values: np.ndarray) -> None:
+    counts[0] += int(np.sum(values == 0))
+    counts[1] += int(np.sum(np.isnan(values)))
 
 
 def comparison_rows(series: Sequence[tuple[str, Comparison]]) -> str:

@@ -22,11 +22,11 @@ from explorer.views.common import (
     grid_map,
     heading,
     html_pane,
-    plot_pane,
     note,
     per_cell,
     per_head_charts,
     per_head_rows,
+    plot_pane,
     ulp_value,
 )
 from explorer.views.html_summary import esc, number, table

@@ -20,8 +20,8 @@ from explorer.views.common import (
     hex_pattern,
     hover,
     html_pane,
-    plot_pane,
     named,
+    plot_pane,
     state,
 )
 from explorer.views.html_summary import esc, table
@@ -55,8 +55,8 @@ def _xor_map(row: LastRow, title: str) -> hv.Image:
               Field("incoming_value", "incoming value", row.incoming_values, exact_number)]
     height = min(MAP_BASE_HEIGHT + ROW_PIXELS * row.field_mask.shape[0], MAX_MAP_HEIGHT)
     return grid_map(row.field_mask, fields, title=title, colour_label="fields that differ", xlabel="channel",
-                    ylabel="KV head",
-                    clim=(-0.5, len(FIELD_NAMES) - 0.5), cmap=list(FIELD_COLOURS), colorbar=False, height=height)
+                    ylabel="KV head", clim=(-0.5, len(FIELD_NAMES) - 0.5), cmap=list(FIELD_COLOURS), colorbar=False,
+                    height=height)
 
 
 def _histogram(row: LastRow, title: str) -> hv.Overlay:

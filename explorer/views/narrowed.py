@@ -17,9 +17,9 @@ from explorer.views.common import (
     grid_map,
     heading,
     html_pane,
-    plot_pane,
     note,
     per_head_charts,
+    plot_pane,
     state,
 )
 from explorer.views.html_summary import esc
@@ -46,8 +46,7 @@ def _difference_map(comparison: Comparison, title: str, actual: str, reference: 
     fields = [Field("actual", actual, comparison.actual), Field("reference", reference, comparison.reference),
               Field("difference", what, comparison.abs_error)]
     image = grid_map(comparison.abs_error, fields, title=title, colour_label=what, xlabel="channel",
-                     ylabel="query head",
-                     clim=scale.clim, logz=scale.logz, cmap=CONTINUOUS_CMAP)
+                     ylabel="query head", clim=scale.clim, logz=scale.logz, cmap=CONTINUOUS_CMAP)
     return [plot_pane(image), note(esc(scale.note), "colour-scale-note")]
 
 

@@ -28,9 +28,9 @@ from explorer.views.common import (
     heading,
     hex_pattern,
     html_pane,
-    plot_pane,
     named,
     note,
+    plot_pane,
     state,
 )
 from explorer.views.html_summary import esc, table
@@ -64,9 +64,8 @@ def _channel_map(nonfinite: NonfiniteMap, bits: np.ndarray, dtype: str) -> hv.Im
     fields = [Field("kind", "kind", kinds, lambda: named(KIND_NAMES)),
               Field("bits", "bit pattern", bits[0, :, 0, :], lambda: hex_pattern(sum(FIELD_BITS[dtype])))]
     return grid_map(kinds, fields, title=f"{nonfinite.tensor}: kind of every element", colour_label="kind",
-                    xlabel="channel",
-                    ylabel="head", clim=(-0.5, len(KIND_CODES) - 0.5), cmap=list(KIND_COLOURS), colorbar=False,
-                    height=_height(kinds.shape[0]))
+                    xlabel="channel", ylabel="head", clim=(-0.5, len(KIND_CODES) - 0.5), cmap=list(KIND_COLOURS),
+                    colorbar=False, height=_height(kinds.shape[0]))
 
 
 def token_bins(tokens: int, heads: int) -> int:
@@ -86,15 +85,15 @@ def _token_map(nonfinite: NonfiniteMap) -> tuple[hv.Image, str]:
     first = np.broadcast_to(starts.astype(np.int32)[None, :], (heads, columns))
     last = np.broadcast_to(np.minimum(starts + width, tokens).astype(np.int32)[None, :] - 1, (heads, columns))
     tokens_shown = [Field("first_token", "first token", first), Field("last_token", "last token", last)]
+    # per_head_token holds quiet NaN, signaling NaN, +inf, -inf counts: the kinds after FINITE, in order.
     fields = [*(tokens_shown if width > 1 else []),
               *(Field(f"kind_{code}", f"{name} (elements)", counts[:, :, index].astype(np.int32))
                 for index, (code, name) in enumerate(zip(KIND_CODES[1:], KIND_NAMES[1:])))]
     total = counts.sum(axis=2).astype(np.int32)
     xlabel = "token" if width == 1 else f"token bin ({width} tokens each)"
     image = grid_map(total, fields, title=f"{nonfinite.tensor}: nonfinite elements per head and token",
-                     colour_label="nonfinite elements",
-                     xlabel=xlabel, ylabel="head", clim=(0, max(int(total.max()), 1)), cmap=COUNT_CMAP,
-                     height=_height(heads))
+                     colour_label="nonfinite elements", xlabel=xlabel, ylabel="head",
+                     clim=(0, max(int(total.max()), 1)), cmap=COUNT_CMAP, height=_height(heads))
     binned = (f"Drawn in bins of {width} tokens (at most {MAX_TOKEN_CELLS} cells); hover gives each bin's "
               "token range." if width > 1 else "One column per token.")
     return image, f"Colour: nonfinite elements over the channels of each head and token. {binned}"

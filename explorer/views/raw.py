@@ -36,8 +36,8 @@ def _snapshot(analysis: Analysis) -> list:
     if admission.snapshot_text is not None:
         return [note("The metadata file was read but not interpreted (see the refusals above); its text as read:",
                      "raw-missing"), _pre(admission.snapshot_text, "snapshot-text")]
-    return [note("The metadata file was not read, does not match its hash, or is not valid JSON: nothing of it is shown.",
-                 "raw-missing")]
+    return [note("The metadata file was not read, does not match its hash, or is not valid JSON: nothing of it "
+                 "is shown.", "raw-missing")]
 
 
 def _body(analysis: Analysis) -> list:

@@ -1,7 +1,8 @@
-"""Helpers of the browser tests: waiting for Bokeh to draw, counting canvases, pixel variance and artifacts; no assertions of their own."""
+"""Helpers of the browser tests (and benchmarks/bench_app.py): the `panel serve` subprocess, waiting for views, canvases, pixel variance, artifacts; no assertions."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import socket
 import subprocess
@@ -44,8 +45,8 @@ def start_server(port: int, log_path: Path, extra_args: list[str] | None = None,
                "--address", LOCAL_HOST, f"--allow-websocket-origin={LOCAL_HOST}:{port}"]
     if extra_args:
         command += ["--args", *extra_args]
-    log = open(log_path, "w", encoding="utf-8")
-    return subprocess.Popen(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env=env)
+    with open(log_path, "w", encoding="utf-8") as log:  # the child keeps its own descriptor
+        return subprocess.Popen(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env=env)
 
 
 def wait_until_serving(process, url: str, log_path: Path) -> None:
@@ -54,12 +55,10 @@ def wait_until_serving(process, url: str, log_path: Path) -> None:
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"panel serve exited with {process.returncode}:\n{log_path.read_text()}")
-        try:
+        with contextlib.suppress(urllib.error.URLError, ConnectionError, TimeoutError):
             with urllib.request.urlopen(url, timeout=HTTP_TIMEOUT_S) as response:
                 if response.status == 200:
                     return
-        except (urllib.error.URLError, ConnectionError, TimeoutError):
-            pass
         time.sleep(POLL_INTERVAL_S)
     raise RuntimeError(f"panel serve did not answer {url} in {SERVER_START_TIMEOUT_S} s:\n{log_path.read_text()}")
 
@@ -120,6 +119,11 @@ def deep_text(locator) -> str:
 
 def canvas_count(locator) -> int:
     return locator.locator("canvas").count()
+
+
+def plot_pixel_std(locator) -> float:
+    """Pixel variance of the first Bokeh plot canvas under `locator` (its own screenshot, not the page's)."""
+    return pixel_std(locator.locator("canvas").first.screenshot())
 
 
 def pixel_std(png: bytes) -> float:

@@ -10,7 +10,7 @@ import pytest
 
 import explorer
 from app_support import (MIN_PIXEL_STD, PAGE_TIMEOUT_MS, PLOT_SLUGS, VIEWPORT, artifact, canvas_count, deep_text,
-                         open_packet, outside_requests, pixel_std, view_locator, wait_view)
+                         open_packet, outside_requests, pixel_std, plot_pixel_std, view_locator, wait_view)
 from explorer.export import LOCAL_URL_PREFIXES, SECTION_CLASS, wait_drawn
 from explorer.samples import CURATED
 from explorer.ui import catalog
@@ -75,6 +75,7 @@ def test_every_tab_of_an_analyzed_packet_draws(page, server, requested):
         if slug in PLOT_SLUGS:
             assert canvas_count(view) > 0, slug
             assert pixel_std(png) > MIN_PIXEL_STD, slug
+            assert plot_pixel_std(view) > MIN_PIXEL_STD, slug
         else:
             assert deep_text(view).strip(), slug
     assert outside_requests(requested) == []
@@ -99,6 +100,10 @@ def test_a_url_query_reopens_packet_tab_and_head(page, server):
     assert view.is_visible()
     assert _query(page) == {"packet": "fp16-kv", "tab": "attention", "head": "3"}
     assert view_locator(page, VIEWS[0][0]).count() == 0  # only the requested tab was built
+    head_select = view.locator("select").first
+    assert head_select.evaluate("(select) => select.selectedOptions[0].textContent").startswith("query head 3 ")
+    head_select.select_option(index=5)  # the views' head selection is written back into the URL
+    page.wait_for_url(lambda url: "head=5" in url, timeout=PAGE_TIMEOUT_MS)
 
 
 def test_unknown_query_values_are_ignored_with_a_message(page, server):
@@ -139,6 +144,7 @@ def test_export_writes_html_that_loads_offline(page, server, export_dir, browser
             assert canvas_count(exported.locator(f".{SECTION_CLASS}-{slug}").first) > 0, slug
         errors = exported.locator(f".{SECTION_CLASS}-errors").first
         assert pixel_std(errors.screenshot(path=artifact("export-offline-errors.png"))) > MIN_PIXEL_STD
+        assert plot_pixel_std(errors) > MIN_PIXEL_STD
         exported.screenshot(path=artifact("export-offline.png"), full_page=True)
     finally:
         offline.close()
