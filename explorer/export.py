@@ -22,6 +22,7 @@ import json
 import mimetypes
 import os
 import re
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -41,7 +42,7 @@ SECTION_CLASS = "export-view"
 PAGE_WIDTH = 1400  # CSS pixels of the page the PNGs are taken from
 PAGE_HEIGHT = 1000
 RENDER_TIMEOUT_MS = 60_000  # per view: a static page draws in seconds
-SETTLE_MS = 300  # a last paint after Bokeh reports the document idle
+SETTLE_MS = 300  # one more paint after a view reports itself drawn
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync")
@@ -131,18 +132,25 @@ def _data_url(match: re.Match) -> str:
     return f"data:{mime};base64,{base64.b64encode(path.read_bytes()).decode('ascii')}"
 
 
-def standalone_html(viewable, title: str) -> str:
-    """The viewable as one HTML document that loads nothing from anywhere (see the module docstring)."""
+@contextmanager
+def _detached():
+    """Panel state of its own for an export: a private document (no session design, stylesheet cache or
+    template config of a running app leaks in) and inline resource mode (restored afterwards)."""
     from bokeh.document import Document
-    from bokeh.resources import INLINE
-    from panel.io.resources import CDN_DIST, LOCAL_DIST, set_resource_mode
+    from panel.io.resources import set_resource_mode
     from panel.io.state import set_curdoc
 
-    buffer = io.StringIO()
-    # A private document and resource mode: inside a server session Panel would otherwise share
-    # the session's stylesheet models with the export and leave its global resource mode changed.
     with set_curdoc(Document()), set_resource_mode("inline"):
-        viewable.save(buffer, title=title, resources=INLINE, embed=False)
+        yield
+
+
+def _standalone_html(viewable, title: str) -> str:
+    """The viewable as one HTML document that loads nothing from anywhere (see the module docstring)."""
+    from bokeh.resources import INLINE
+    from panel.io.resources import CDN_DIST, LOCAL_DIST
+
+    buffer = io.StringIO()
+    viewable.save(buffer, title=title, resources=INLINE, embed=False)
     prefixes = "|".join(re.escape(prefix) for prefix in (CDN_DIST, LOCAL_DIST))
     pattern = re.compile(rf"(?:{prefixes})(?P<path>[A-Za-z0-9_./-]+)(?:\?v=[A-Za-z0-9_.]*)?")
     return pattern.sub(_data_url, buffer.getvalue())
@@ -159,7 +167,8 @@ def export_packet(analysis: Analysis, out_dir: str | os.PathLike, *, name: str |
     out_dir.mkdir(parents=True, exist_ok=True)
     name = name or packet_name(analysis)
     stem = _free_stem(out_dir, _UNSAFE_NAME.sub("_", name).strip("._") or "packet")
-    page = standalone_html(_page(analysis, name, head), title=f"{name} - Attention Packet Explorer")
+    with _detached():
+        page = _standalone_html(_page(analysis, name, head), title=f"{name} - Attention Packet Explorer")
     report = _write_new(out_dir / f"{stem}{REPORT_SUFFIX}", report_text(analysis))
     return ExportPaths(html=_write_new(out_dir / f"{stem}{HTML_SUFFIX}", page), report=report)
 

@@ -31,6 +31,7 @@ PAGE_TIMEOUT_MS = 90_000
 VIEWPORT = {"width": 1400, "height": 1000}
 PLOT_SLUGS = ("errors", "lastrow", "nonfinite", "narrowed", "attention")  # views that draw Bokeh plots
 MIN_PIXEL_STD = 8.0  # grey-level standard deviation of a screenshot holding a drawn plot
+NESTED_PACKET, OUTSIDE_PACKET = "nested-packet", "outside-packet"  # in and beside the environment-chosen root
 
 
 def free_port() -> int:

@@ -6,15 +6,17 @@ import os
 
 import pytest
 
-from app_support import (APP_PATH, ARTIFACTS, LOCAL_HOST, PAGE_TIMEOUT_MS, VIEWPORT, free_port, start_server,
-                         stop_server, wait_until_serving)
+from app_support import (APP_PATH, ARTIFACTS, LOCAL_HOST, NESTED_PACKET, OUTSIDE_PACKET, PAGE_TIMEOUT_MS, VIEWPORT,
+                         free_port, start_server, stop_server, wait_until_serving)
 from explorer.export import CHROMIUM, CHROMIUM_ARGS, EXPORT_DIR_ENV
+from explorer.samples import synthetic_spec, write_packet
 from explorer.ui.catalog import ROOT_ENV
 
 
 @pytest.fixture(scope="session")
 def export_dir(tmp_path_factory):
-    """Where the served app's Export button writes."""
+    """Where the served app's Export button writes (and the artifacts folder exists)."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
     return tmp_path_factory.mktemp("exports")
 
 
@@ -22,9 +24,32 @@ def export_dir(tmp_path_factory):
 def server(export_dir):
     """Base URL of `panel serve explorer/app.py` with no root argument (the bundled sample_packets/)."""
     port = free_port()
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
     log_path = ARTIFACTS / "panel-serve.log"
     env = {key: value for key, value in os.environ.items() if key not in (ROOT_ENV, EXPORT_DIR_ENV)}
+    process = start_server(port, log_path, ["--export-dir", str(export_dir)], env=env)
+    base_url = f"http://{LOCAL_HOST}:{port}"
+    try:
+        wait_until_serving(process, base_url + APP_PATH, log_path)
+        yield base_url
+    finally:
+        stop_server(process)
+
+
+@pytest.fixture(scope="session")
+def nested_root(tmp_path_factory):
+    """A root chosen by $EXPLORER_PACKET_ROOT: one packet two levels deep, another packet beside the root."""
+    base = tmp_path_factory.mktemp("nested")
+    write_packet(base / "root" / "group" / NESTED_PACKET, synthetic_spec())
+    write_packet(base / OUTSIDE_PACKET, synthetic_spec())
+    return base / "root"
+
+
+@pytest.fixture(scope="session")
+def nested_server(nested_root, export_dir):
+    """Base URL of a second `panel serve explorer/app.py` whose root comes from the environment only."""
+    port = free_port()
+    log_path = ARTIFACTS / "panel-serve-nested.log"
+    env = {**os.environ, ROOT_ENV: str(nested_root)}
     process = start_server(port, log_path, ["--export-dir", str(export_dir)], env=env)
     base_url = f"http://{LOCAL_HOST}:{port}"
     try:

@@ -9,8 +9,9 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 
 import explorer
-from app_support import (MIN_PIXEL_STD, PAGE_TIMEOUT_MS, PLOT_SLUGS, VIEWPORT, artifact, canvas_count, deep_text,
-                         open_packet, outside_requests, pixel_std, plot_pixel_std, view_locator, wait_view)
+from app_support import (MIN_PIXEL_STD, NESTED_PACKET, OUTSIDE_PACKET, PAGE_TIMEOUT_MS, PLOT_SLUGS, VIEWPORT, artifact,
+                         canvas_count, deep_text, open_packet, outside_requests, pixel_std, plot_pixel_std,
+                         view_locator, wait_view)
 from explorer.export import LOCAL_URL_PREFIXES, SECTION_CLASS, wait_drawn
 from explorer.samples import CURATED
 from explorer.ui import catalog
@@ -150,3 +151,16 @@ def test_export_writes_html_that_loads_offline(page, server, export_dir, browser
         offline.close()
     assert attempted[0] == html_path.as_uri()
     assert outside_requests(attempted) == []
+
+
+def test_a_root_from_the_environment_lists_nested_packets_only(page, nested_server, requested):
+    open_packet(page, nested_server, f"?packet=../{OUTSIDE_PACKET}")
+    nested = f"group/{NESTED_PACKET}"
+    assert page.locator(".packet-badge").count() == 1
+    assert page.get_by_role("button", name=nested, exact=True).is_visible()
+    assert page.locator(f".status-line[data-packet='{nested}']").is_visible()
+    assert "not listed" in page.locator(".shell-message").inner_text()
+    page.wait_for_url(lambda url: "packet=group%2F" in url, timeout=PAGE_TIMEOUT_MS)
+    open_packet(page, nested_server, "?packet=group%2F" + NESTED_PACKET + "&tab=errors")
+    assert canvas_count(wait_view(page, nested, "errors")) > 0
+    assert outside_requests(requested) == []

@@ -184,6 +184,19 @@ def big_stored(descriptor: dict) -> None:
         descriptor["tensors"][name].update(shape=[1, 2, t, 4], packedStrides=[8 * t, 4 * t, 4, 1], byteCount=16 * t)
 
 
+# Every code of packet-v1.md (the refusal codes of sections 2-5, the reasons of section 6 tables 1-2).
+SPEC_REFUSAL_CODES = frozenset({
+    "field_invalid", "schema_unsupported", "tensor_set_invalid", "dtype_unsupported", "byte_order_unsupported",
+    "shape_invalid", "strides_not_packed", "byte_count_shape_mismatch", "payload_total_mismatch",
+    "snapshot_invalid", "record_budget_exceeded", "selection_identity_mismatch", "scale_invalid",
+    "observed_tensor_mismatch", "tensor_geometry_mismatch", "visible_range_mismatch", "kv_dtype_mismatch",
+    "path_invalid", "path_escape", "path_missing", "path_not_regular", "path_duplicate", "file_unreadable",
+    "byte_count_mismatch", "sha256_mismatch", "json_too_large", "payload_too_large", "json_invalid"})
+SPEC_REASON_CODES = frozenset({
+    "owner_selection_unsupported", "geometry_unsupported", "cpu_bound_exceeded", "forward_failed",
+    "sample_not_confirmed", "selected_forwards_not_one", "snapshot_refusals", "sample_tokens_missing",
+    "evaluation_not_completed"})
+
 Q = "/tensors/queries"
 R = "/records/0"
 SHA_A = "a" * 64

@@ -6,7 +6,16 @@ from pathlib import Path
 
 import pytest
 
-from admission_cases import ANALYZABLE_CASES, CASCADE_CASES, INCONCLUSIVE_CASES, REFUSED_CASES, ids, write_case
+from admission_cases import (
+    ANALYZABLE_CASES,
+    CASCADE_CASES,
+    INCONCLUSIVE_CASES,
+    REFUSED_CASES,
+    SPEC_REASON_CODES,
+    SPEC_REFUSAL_CODES,
+    ids,
+    write_case,
+)
 from explorer.packet.admission import admit
 from packet_support import ordered, problems, reason_codes
 
@@ -40,17 +49,7 @@ def test_supported_variants_admit_cleanly(tmp_path, case):
 def test_every_code_of_the_spec_is_covered():
     refusal_codes = {code for case in REFUSED_CASES for code, _ in case.expected}
     reason_codes_covered = {code for case in INCONCLUSIVE_CASES for code in case.expected}
-    expected_refusals = {
-        "field_invalid", "schema_unsupported", "tensor_set_invalid", "dtype_unsupported", "byte_order_unsupported",
-        "shape_invalid", "strides_not_packed", "byte_count_shape_mismatch", "payload_total_mismatch",
-        "snapshot_invalid", "record_budget_exceeded", "selection_identity_mismatch", "scale_invalid",
-        "observed_tensor_mismatch", "tensor_geometry_mismatch", "visible_range_mismatch", "kv_dtype_mismatch",
-        "path_invalid", "path_escape", "path_missing", "path_not_regular", "path_duplicate", "file_unreadable",
-        "byte_count_mismatch", "sha256_mismatch", "json_too_large", "payload_too_large", "json_invalid"}
-    expected_reasons = {
-        "owner_selection_unsupported", "geometry_unsupported", "cpu_bound_exceeded", "forward_failed",
-        "sample_not_confirmed", "selected_forwards_not_one", "snapshot_refusals", "sample_tokens_missing",
-        "evaluation_not_completed"}
+    expected_refusals, expected_reasons = SPEC_REFUSAL_CODES, SPEC_REASON_CODES
     assert refusal_codes == expected_refusals
     assert reason_codes_covered == expected_reasons
     if SPEC.exists():  # the spec lives beside the repository on the development machine

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from explorer.packet.admission import admit
 from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED
 from explorer.samples import DEFAULT_METADATA_FILE, DEFAULT_TENSOR_FILES, metadata_bytes, synthetic_spec
+from admission_cases import SPEC_REFUSAL_CODES
 from packet_support import DELETE, build
 
 EXAMPLES = 60
@@ -28,13 +29,6 @@ NO_HANG = pytest.mark.timeout(120)
 BASE = synthetic_spec()
 DATA_FILES = [DEFAULT_METADATA_FILE, *DEFAULT_TENSOR_FILES.values()]
 ALL_FILES = ["packet.json", *DATA_FILES]
-REFUSAL_CODES = {
-    "field_invalid", "schema_unsupported", "tensor_set_invalid", "dtype_unsupported", "byte_order_unsupported",
-    "shape_invalid", "strides_not_packed", "byte_count_shape_mismatch", "payload_total_mismatch",
-    "snapshot_invalid", "record_budget_exceeded", "selection_identity_mismatch", "scale_invalid",
-    "observed_tensor_mismatch", "tensor_geometry_mismatch", "visible_range_mismatch", "kv_dtype_mismatch",
-    "path_invalid", "path_escape", "path_missing", "path_not_regular", "path_duplicate", "file_unreadable",
-    "byte_count_mismatch", "sha256_mismatch", "json_too_large", "payload_too_large", "json_invalid"}
 
 
 def _pointers(document: Any, prefix: str = "") -> list[str]:
@@ -177,7 +171,7 @@ def write_mutated(directory: Path, changes: list) -> tuple[Path, bool]:
 def _check_admission(admission, broken: bool) -> None:
     keys = [(p.code, p.field is not None, p.field or "") for p in admission.refusals]
     assert keys == sorted(keys)
-    assert all(p.code in REFUSAL_CODES and isinstance(p.message, str) and p.message for p in admission.refusals)
+    assert all(p.code in SPEC_REFUSAL_CODES and isinstance(p.message, str) and p.message for p in admission.refusals)
     assert all(p.field is None or p.field.startswith("/") for p in admission.refusals)
     if admission.refusals:
         assert admission.reasons == ()
