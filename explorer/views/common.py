@@ -31,6 +31,9 @@ MARKER_SYMBOLS = {"circle": "\u25cf", "square": "\u25a0", "triangle": "\u25b2", 
 METRICS = (("linf", "linf"), ("rmse", "rmse"), ("relative_l2", "relativeL2"))
 LINEAR, LOG = "linear", "log"
 MAX_INDEX_TICKS = 24  # rows up to this many get one tick per row index
+# A browser without a GPU emulates WebGL: each figure compiles shaders and copies every frame to a canvas.
+OUTPUT_BACKEND = "canvas"
+IMAGE_COLUMN = "image"  # the data-source column HoloViews gives an image's colour values
 
 
 class Selection(param.Parameterized):
@@ -47,8 +50,10 @@ def plot_pane(obj, *, linked_axes: bool = False, **params) -> pn.pane.HoloViews:
 
     Axes are linked only between panes created with `linked_axes=True` that share a
     dimension name (Panel links such panes across a layout); other plots keep their own ranges.
+    Plots draw on a 2D canvas (OUTPUT_BACKEND), not HoloViews' default WebGL.
     """
-    return pn.pane.HoloViews(obj, sizing_mode="stretch_width", linked_axes=linked_axes, **params)
+    return pn.pane.HoloViews(obj.opts(backend_opts={"plot.output_backend": OUTPUT_BACKEND}, clone=True),
+                             sizing_mode="stretch_width", linked_axes=linked_axes, **params)
 
 
 def html_pane(markup: str, **params) -> pn.pane.HTML:
@@ -142,11 +147,17 @@ def grid_map(colour: np.ndarray, fields: Sequence[Field], *, title: str, colour_
     shown are the fields'.
     """
     rows, columns = colour.shape
-    vdims = [hv.Dimension("colour", label=colour_label)] + [hv.Dimension(f.name, label=f.label) for f in fields]
-    image = hv.Image((np.arange(columns), np.arange(rows), colour, *(f.values for f in fields)),
+    # A field showing the colour array itself is sent once, as the drawn image column (not twice).
+    shared = next((f for f in fields if f.values is colour and f.label == colour_label), None)
+    others = [f for f in fields if f is not shared]
+    vdims = ([hv.Dimension(shared.name if shared is not None else "colour", label=colour_label)]
+             + [hv.Dimension(f.name, label=f.label) for f in others])
+    image = hv.Image((np.arange(columns), np.arange(rows), colour, *(f.values for f in others)),
                      kdims=[xlabel, ylabel], vdims=vdims, bounds=(-0.5, -0.5, columns - 0.5, rows - 0.5))
-    tooltips = [(ylabel, "$y{index}"), (xlabel, "$x{index}")] + [(f.label, f"@{{{f.name}}}{{custom}}") for f in fields]
-    formatters = {"$x": cell_index, "$y": cell_index, **{f"@{{{f.name}}}": f.formatter for f in fields}}
+    columns_of = {f.name: IMAGE_COLUMN if f is shared else f.name for f in fields}
+    tooltips = ([(ylabel, "$y{index}"), (xlabel, "$x{index}")]
+                + [(f.label, f"@{{{columns_of[f.name]}}}{{custom}}") for f in fields])
+    formatters = {"$x": cell_index, "$y": cell_index, **{f"@{{{columns_of[f.name]}}}": f.formatter for f in fields}}
     size = {"min_width": MAP_MIN_WIDTH, "responsive": True, "height": height}
     if rows <= MAX_INDEX_TICKS:
         size["yticks"] = list(range(rows))

@@ -23,6 +23,7 @@ def _build(analyses, name, slug, head=0):
 
 
 def _column(renderer, name) -> np.ndarray:
+    """A map's data column; a hover field equal to the drawn colour is the image column itself ("image")."""
     return np.asarray(renderer.data_source.data[name][0])
 
 
@@ -39,7 +40,7 @@ def test_error_maps_draw_the_results_own_errors_on_one_log_scale(analyses):
     assert set(maps) == set(expected)
     for title, comparison in expected.items():
         renderer = maps[title]
-        np.testing.assert_array_equal(_column(renderer, "error"), comparison.abs_error)
+        np.testing.assert_array_equal(_column(renderer, "image"), comparison.abs_error)
         np.testing.assert_array_equal(_column(renderer, "output"), comparison.actual)
         np.testing.assert_array_equal(_column(renderer, "reference"), comparison.reference)
         np.testing.assert_array_equal(_column(renderer, "ulp"), numerics.rounded_to_output.ulp.distance)
@@ -165,9 +166,9 @@ def test_narrowed_q_beside_the_primary(analyses):
     assert html_summary.esc(nq.label) in text(view) and "never the reference" in text(view)
     maps = images_by_title(document)
     assert len(maps) == 2
-    np.testing.assert_array_equal(_column(maps["|narrowed-Q reference - primary reference|"], "difference"),
+    np.testing.assert_array_equal(_column(maps["|narrowed-Q reference - primary reference|"], "image"),
                                   nq.difference_from_primary.abs_error)
-    np.testing.assert_array_equal(_column(maps["|q' - q| per query head and channel"], "difference"),
+    np.testing.assert_array_equal(_column(maps["|q' - q| per query head and channel"], "image"),
                                   nq.query_rounding_difference.abs_error)
 
 
@@ -203,7 +204,7 @@ def test_attention_weights_are_the_results_own(analyses):
     numerics = analyses["clean-fp32q-bf16kv"].numerics
     _, document = _build(analyses, "clean-fp32q-bf16kv", "attention", head=2)
     overview = images(document)[0]
-    np.testing.assert_array_equal(_column(overview, "weight"), numerics.weights)
+    np.testing.assert_array_equal(_column(overview, "image"), numerics.weights)
 
 
 def test_attention_explains_missing_heads_and_undefined_weights(analyses):
