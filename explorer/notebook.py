@@ -14,7 +14,7 @@ from explorer.analysis.result import Analysis
 from explorer.views import html_summary
 
 # Accessor methods in the app's tab order; the ones taking `head` follow the selected query head.
-VIEW_CALLS = ("summary()", "errors(head=0)", "lastrow()", "nonfinite()", "narrowed()", "attention(head=0)",
+VIEW_CALLS = ("summary()", "errors()", "lastrow()", "nonfinite()", "narrowed()", "attention(head=0)",
               "raw()", "all(head=0)")
 HINT_STYLE = "color:#555;font-size:0.85em;margin:0.2em 0"
 NOTEBOOK_EXPORT_DIR = "_exports"  # relative to the working directory: notebooks/_exports/ (git-ignored)
@@ -53,7 +53,7 @@ def export_dir() -> Path:
 
 
 class Views:
-    """The explorer's views of one analysis, each a Panel viewable to show inline (`result.views.errors(head=5)`)."""
+    """The explorer's views of one analysis, each a Panel viewable to show inline (`result.views.attention(head=5)`)."""
 
     def __init__(self, analysis: Analysis) -> None:
         self._analysis = analysis
@@ -71,9 +71,9 @@ class Views:
         """Status, reasons, identity (declared), selection, geometry, limitations and per-head table."""
         return self._build("summary")
 
-    def errors(self, head: int = 0):
-        """|output - reference| maps per query head and channel, and per-head metric charts."""
-        return self._build("errors", head)
+    def errors(self):
+        """|output - reference| maps of every query head x channel, and per-head metric charts."""
+        return self._build("errors")
 
     def lastrow(self):
         """Bitwise XOR of the stored last K/V row against the incoming row."""

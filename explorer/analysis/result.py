@@ -242,7 +242,7 @@ class Analysis:
 
     @property
     def views(self):
-        """Every explorer view of this result for inline display, e.g. `result.views.errors(head=5)`."""
+        """Every explorer view of this result for inline display, e.g. `result.views.attention(head=5)`."""
         from explorer.notebook import Views
 
         return Views(self)
