@@ -1,0 +1,68 @@
+"""Per-head ranking numbers and the pair selection key, read off an analysis the core already holds; no I/O, no UI.
+
+These are ratios, maxima and keys for sorting and pairing, never verdicts: a
+head's primary linf as a multiple of its own FP64 noise floor says how far the
+output sits from the reference in units of the reference's own rounding, nothing
+about whether that is acceptable.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from explorer.analysis.result import Analysis, Numerics
+
+# compare-v1.md section 2: the fields two captures of one selection share, in report order.
+SELECTION_FIELDS = ("modelID", "artifactSHA256", "inputSHA256", "requestID", "outputIndex", "phase",
+                    "storageLayerIndex", "modelLayerIndex", "offsetBefore", "offsetAfter", "scaleBits", "seedToken")
+_IDENTITY_FIELDS = ("modelID", "artifactSHA256", "inputSHA256")
+_SAMPLE_FIELDS = ("seedToken",)
+
+
+def noise_floor_ratios(numerics: Numerics) -> tuple[float | None, ...]:
+    """Per query head: primary linf / FP64 noise-floor linf (the primary reference's own error against FP64).
+
+    None for a head whose linf or floor is undefined, or whose floor is exactly 0
+    (the FP32 reference equals the FP64 one there: no unit to divide by).
+    """
+    ratios = []
+    for actual, floor in zip(numerics.primary.per_head, numerics.fp64.reference_error.per_head):
+        defined = actual.linf is not None and floor.linf is not None and floor.linf > 0
+        ratios.append(actual.linf / floor.linf if defined else None)
+    return tuple(ratios)
+
+
+def worst_ulp_per_head(numerics: Numerics) -> tuple[int | None, ...]:
+    """Per query head: the largest ULP distance of the output to the reference rounded to the output dtype.
+
+    None for a head with no finite pair (ineligible, or every pair nonfinite).
+    """
+    distance = numerics.rounded_to_output.ulp.distance
+    worst = np.where(distance >= 0, distance, -1).max(axis=1)
+    return tuple(int(value) if value >= 0 else None for value in worst)
+
+
+def worst_head(numerics: Numerics) -> tuple[int | None, float | None, float | None]:
+    """(head, primary linf, noise-floor ratio) of the head with the largest defined primary linf, or Nones."""
+    defined = [(m.linf, h) for h, m in enumerate(numerics.primary.per_head) if m.linf is not None]
+    if not defined:
+        return None, None, None
+    linf, head = max(defined, key=lambda pair: (pair[0], -pair[1]))
+    return head, linf, noise_floor_ratios(numerics)[head]
+
+
+def selection_key(analysis: Analysis) -> tuple[tuple[str, Any], ...] | None:
+    """The compare-v1 selection fields of a packet as ((name, value), ...) in report order, or None when unknown.
+
+    Two packets whose keys are equal are partners (captures of one selection).
+    Unknown means refused, or identity, selection or sample not established.
+    """
+    admission = analysis.admission
+    if admission.refused or None in (admission.identity, admission.selection, admission.sample):
+        return None
+    values = {**{k: admission.identity[k] for k in _IDENTITY_FIELDS},
+              **{k: admission.sample[k] for k in _SAMPLE_FIELDS}}
+    values.update((k, admission.selection[k]) for k in SELECTION_FIELDS if k not in values)
+    return tuple((name, values[name]) for name in SELECTION_FIELDS)
