@@ -203,6 +203,32 @@ class Numerics:
     weights: np.ndarray
 
 
+@dataclass(frozen=True)
+class Emulation:
+    """One kernel-arithmetic emulation scored against the output (emulation-v1 section 3): a counterfactual.
+
+    `bit_equal` counts output elements whose bit pattern equals the emulation's over the
+    eligible heads (`compared` elements); `bit_equal_per_head[h]` is None for an
+    ineligible head. `values` float32 / `bits` native output-dtype patterns [QH, D] are
+    the emulated output (NaN where a head was not emulated).
+    """
+
+    id: str
+    kernel: str
+    label: str
+    parameters: Mapping[str, Any]
+    assumptions: tuple[str, ...]
+    output_dtype: str
+    compared: int
+    bit_equal: int
+    bit_equal_per_head: tuple[int | None, ...]
+    ulp: Ulp
+    vs_output: Comparison
+    vs_primary_reference: Comparison
+    values: np.ndarray
+    bits: np.ndarray
+
+
 # ---------------------------------------------------------------- the result
 
 
