@@ -136,6 +136,18 @@ def _reference_lines(report: dict) -> list[str]:
     return lines
 
 
+def _emulation_lines(report: dict) -> list[str]:
+    if report["emulationsRequested"] is None:
+        return []
+    if report["emulations"] is None:
+        return [f"Emulations requested ({', '.join(report['emulationsRequested'])}): not computed, "
+                "no reference exists for this packet"]
+    rows = [[e["id"], f"{e['bitEqual']['global']} of {e['compared']}", _number(e["ulp"]["max"])]
+            for e in report["emulations"]]
+    return (["Kernel emulations (counterfactuals, not the reference): output elements bit-equal to each"]
+            + _table(["emulation", "bit-equal", "ULP max"], rows))
+
+
 def summary(report: dict) -> str:
     """The human summary of a report dict (report-v1.md section 4)."""
     lines = [f"Packet: {report['packet']['path']}", f"Status: {report['status']}"]
@@ -149,7 +161,7 @@ def summary(report: dict) -> str:
         lines += [f"  {r['code']}  {r['message']}" for r in report["inconclusiveReasons"]]
     if report["status"] != "refused":
         lines += _identity_lines(report["identity"]) + _selection_lines(report) + _tensor_lines(report)
-        lines += _reference_lines(report)
+        lines += _reference_lines(report) + _emulation_lines(report)
     lines.append("Limitations:")
     lines += [f"  - {text}" for text in report["limitations"]]
     return "".join(_printable(line) + "\n" for line in lines)
@@ -161,7 +173,14 @@ def summary(report: dict) -> str:
 def _run_analyze(args: argparse.Namespace) -> int:
     if args.output is not None and os.path.lexists(args.output):
         raise UsageError(f"--output {args.output} already exists; it is never overwritten")
-    report = explorer.analyze(args.packet).report()
+    from explorer.analysis.emulation import EmulationIdError, expand
+
+    if args.emulate is not None:
+        try:
+            expand(args.emulate)  # an unknown kernel, parameter or value is a usage error before any reading
+        except EmulationIdError as error:
+            raise UsageError(f"--emulate: {error}") from None
+    report = explorer.analyze(args.packet, emulate=args.emulate).report()
     text = json.dumps(report, allow_nan=False, indent=JSON_INDENT) + "\n"
     if args.output is not None:
         try:
@@ -209,6 +228,9 @@ def build_parser() -> argparse.ArgumentParser:
     analyze.add_argument("packet", metavar="PACKET", help="a packet directory or its packet.json")
     analyze.add_argument("--json", action="store_true", help="print the JSON report instead of a summary")
     analyze.add_argument("--output", metavar="FILE", help="also write the JSON report to FILE (never overwritten)")
+    analyze.add_argument("--emulate", action="append", metavar="ID",
+                         help="also run a kernel arithmetic emulation: 'default' (the default set) or an id such as "
+                              "'mlx_two_pass(partialDType=float32)' (repeatable; quote ids with parentheses)")
     analyze.set_defaults(run=_run_analyze)
 
     report = commands.add_parser(

@@ -13,11 +13,12 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from time import perf_counter
-from typing import MutableMapping
+from typing import Iterable, MutableMapping
 
+from explorer.analysis.emulation import emulations_for, expand, resolve
 from explorer.analysis.facts import tensor_facts
 from explorer.analysis.numerics import after_numerics_reasons, compute_numerics
-from explorer.analysis.result import Analysis, Numerics, TensorFacts
+from explorer.analysis.result import Analysis, Emulation, Numerics, TensorFacts
 from explorer.packet.admission import admit
 from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED, TENSOR_NAMES, Admission, Reason
 
@@ -35,6 +36,9 @@ class _Computed:
 
 _cache: OrderedDict[ContentKey, _Computed] = OrderedDict()
 _cache_lock = threading.Lock()
+# Emulations, keyed by the content key plus the normalised ids requested; they reuse the cached numerics.
+EMULATION_CACHE_ENTRIES = 8
+_emulation_cache: OrderedDict[tuple[ContentKey, tuple[str, ...]], tuple[Emulation, ...]] = OrderedDict()
 
 
 def content_key(admission: Admission) -> ContentKey | None:
@@ -49,6 +53,7 @@ def clear_cache() -> None:
     """Forget every cached analysis."""
     with _cache_lock:
         _cache.clear()
+        _emulation_cache.clear()
 
 
 def _compute(admission: Admission, timings: MutableMapping[str, float] | None) -> _Computed:
@@ -72,13 +77,36 @@ def _status(admission: Admission, reasons: tuple[Reason, ...], numerics: Numeric
     return ANALYZED
 
 
-def analyze(path: str | os.PathLike, *, timings: MutableMapping[str, float] | None = None) -> Analysis:
+def _emulations(key: ContentKey, admission: Admission, numerics: Numerics, ids: tuple[str, ...],
+                timings: MutableMapping[str, float] | None) -> tuple[Emulation, ...]:
+    """The scored emulations `ids` of an analysed packet, computed once per content key and ids."""
+    with _cache_lock:
+        found = _emulation_cache.get((key, ids))
+        if found is not None:
+            _emulation_cache.move_to_end((key, ids))
+            return found
+    started = perf_counter()
+    found = emulations_for(admission.tensors, admission.scale, numerics.eligible, numerics.primary.reference, ids)
+    if timings is not None:
+        timings["emulations"] = perf_counter() - started
+    with _cache_lock:
+        _emulation_cache[(key, ids)] = found
+        while len(_emulation_cache) > EMULATION_CACHE_ENTRIES:
+            _emulation_cache.popitem(last=False)
+    return found
+
+
+def analyze(path: str | os.PathLike, *, timings: MutableMapping[str, float] | None = None,
+            emulate: str | Iterable[str] | None = None) -> Analysis:
     """The analysis of the packet at `path` (a directory or its packet.json); never raises for packet content.
 
     When `timings` is given it receives seconds per stage: "admission", and on a
-    cache miss "facts", "reference" and "comparisons"; "cached" is 1.0 on a hit,
-    0.0 otherwise.
+    cache miss "facts", "reference" and "comparisons" (and "emulations" when they
+    are computed); "cached" is 1.0 on a hit, 0.0 otherwise. `emulate` is None, "default"
+    or emulation ids (emulation-v1); an unknown kernel, parameter or value raises
+    EmulationIdError before anything is read. Emulations exist only when numerics do.
     """
+    requested = None if emulate is None else expand(emulate)
     started = perf_counter()
     admission = admit(path)
     if timings is not None:
@@ -101,10 +129,18 @@ def analyze(path: str | os.PathLike, *, timings: MutableMapping[str, float] | No
     facts = None if computed is None else computed.facts
     numerics = None if computed is None else computed.numerics
     reasons = admission.reasons + (() if computed is None else computed.reasons)
+    ids = emulations = None
+    if requested is not None:
+        output_dtype = None if admission.tensors is None else admission.tensors["output"].dtype
+        ids = tuple(dict.fromkeys(resolve(r, output_dtype).id for r in requested))
+        if numerics is not None:
+            emulations = _emulations(key, admission, numerics, ids, timings)
     return Analysis(
         admission=admission,
         status=_status(admission, reasons, numerics),
         reasons=reasons,
         facts=facts,
         numerics=numerics,
+        emulations=emulations,
+        emulations_requested=ids,
     )

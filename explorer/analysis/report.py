@@ -15,6 +15,7 @@ import explorer
 from explorer.analysis.result import (
     Analysis,
     Comparison,
+    Emulation,
     HeadAttention,
     LastRow,
     Metrics,
@@ -129,6 +130,16 @@ def _head_attention(a: HeadAttention) -> dict[str, Any]:
     }
 
 
+def _emulation(e: Emulation, group: int) -> dict[str, Any]:
+    return {
+        "id": e.id, "kernel": e.kernel, "label": e.label, "parameters": dict(e.parameters),
+        "assumptions": list(e.assumptions), "outputDType": e.output_dtype, "compared": e.compared,
+        "bitEqual": {"global": e.bit_equal, "perHead": list(e.bit_equal_per_head)},
+        "ulp": _ulp(e.ulp), "vsOutput": _comparison(e.vs_output, group),
+        "vsPrimaryReference": _comparison(e.vs_primary_reference, group),
+    }
+
+
 def _nonfinite(m: NonfiniteMap) -> dict[str, Any]:
     return {"nan": m.nan, "signalingNan": m.signaling_nan, "positiveInfinity": m.positive_infinity,
             "negativeInfinity": m.negative_infinity, "firstLocations": [list(p) for p in m.first_locations]}
@@ -157,6 +168,7 @@ def build_report(analysis: Analysis) -> dict[str, Any]:
         "inconclusiveReasons": [{"code": r.code, "message": r.message} for r in analysis.reasons],
         "identity": None, "selection": None, "sample": None, "geometry": None,
         "tensors": None, "lastRow": None, "reference": None, "attention": None,
+        "emulations": None, "emulationsRequested": None,
         "runtime": runtime(),
         "limitations": list(LIMITATIONS),
     }
@@ -184,4 +196,8 @@ def build_report(analysis: Analysis) -> dict[str, Any]:
         group = numerics.eligible.size // admission.tensors["storedKeys"].shape[1]
         report["reference"] = _reference(numerics, group)
         report["attention"] = {"perHead": [_head_attention(a) for a in numerics.attention]}
+        if analysis.emulations is not None:
+            report["emulations"] = [_emulation(e, group) for e in analysis.emulations]
+    if analysis.emulations_requested is not None:
+        report["emulationsRequested"] = list(analysis.emulations_requested)
     return report

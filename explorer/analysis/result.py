@@ -237,7 +237,9 @@ class Analysis:
     """The whole analysis of one packet: admission, tensor facts, numerics and final status.
 
     `reasons` holds every inconclusive reason, the admission's first two tables
-    followed by the after-numerics table, in table order.
+    followed by the after-numerics table, in table order. `emulations` holds the
+    requested kernel emulations in the order run (None when none was requested or no
+    numerics exist); `emulations_requested` their normalised ids (None when none was requested).
     """
 
     admission: Admission
@@ -245,6 +247,8 @@ class Analysis:
     reasons: tuple[Reason, ...]
     facts: TensorFacts | None
     numerics: Numerics | None
+    emulations: tuple[Emulation, ...] | None = None
+    emulations_requested: tuple[str, ...] | None = None
 
     def report(self) -> dict[str, Any]:
         """The JSON-ready report of report-v1.md section 4 (`explorer analyze --json`)."""
