@@ -125,7 +125,7 @@ def test_summary_marks_identity_and_lists_limitations(capsys):
 
 
 def test_internal_error_is_one_line_exit_1(capsys, monkeypatch):
-    def broken(path):
+    def broken(path, **options):
         raise RuntimeError("simulated bug")
 
     monkeypatch.setattr(explorer, "analyze", broken)
