@@ -17,6 +17,9 @@ SIMDGROUPS = 4
 BUTTERFLY_OFFSETS = (16, 8, 4, 2, 1)
 LOG2E = np.array([0x3FB8AA3B], dtype=np.uint32).view(np.float32)[0]  # float32(log2(e))
 _ZERO, _ONE = np.float32(0.0), np.float32(1.0)
+# Work sizes that keep the arrays of one step in the CPU cache (speed only; no bit depends on them).
+DOT_CHUNK_TOKENS = 512
+STEP_CHUNK_ELEMENTS = 1 << 18
 
 
 def exp32(x: np.ndarray) -> np.ndarray:
@@ -45,13 +48,20 @@ def dot(queries: np.ndarray, keys: np.ndarray) -> np.ndarray:
         return total
     per_lane = head_dim // LANES
     q = queries.reshape(kv_heads, group, 1, LANES, per_lane)
-    k = keys.reshape(kv_heads, 1, tokens, LANES, per_lane)
-    lanes = np.zeros((kv_heads, group, tokens, LANES), dtype=np.float32)
-    for i in range(per_lane):
-        lanes = lanes + q[..., i] * k[..., i]
-    for offset in BUTTERFLY_OFFSETS:  # lane j < offset becomes lane[j] + lane[j ^ offset] = lane[j] + lane[j + offset]
-        lanes = lanes[..., :offset] + lanes[..., offset : 2 * offset]
-    return lanes[..., 0]
+    # [KVH, D/32, T, 32]: the i-th product of every lane of every key is one contiguous slice.
+    k = np.ascontiguousarray(keys.reshape(kv_heads, tokens, LANES, per_lane).transpose(0, 3, 1, 2))
+    scores = np.empty((kv_heads, group, tokens), dtype=np.float32)
+    for lo in range(0, tokens, DOT_CHUNK_TOKENS):
+        chunk = k[:, None, :, lo : lo + DOT_CHUNK_TOKENS]
+        lanes = np.zeros((kv_heads, group, chunk.shape[3], LANES), dtype=np.float32)
+        products = np.empty_like(lanes)
+        for i in range(per_lane):
+            np.multiply(q[..., i], chunk[:, :, i], out=products)
+            np.add(lanes, products, out=lanes)
+        for offset in BUTTERFLY_OFFSETS:  # lane j < offset becomes lane[j] + lane[j ^ offset] = lane[j] + lane[j + offset]
+            lanes = lanes[..., :offset] + lanes[..., offset : 2 * offset]
+        scores[:, :, lo : lo + DOT_CHUNK_TOKENS] = lanes[..., 0]
+    return scores
 
 
 def ordered_sum(terms: np.ndarray) -> np.ndarray:
@@ -79,9 +89,15 @@ def online_softmax(scores: np.ndarray, values: np.ndarray, tokens: np.ndarray, e
     f = np.where(valid, np.where(previous == -np.inf, _ZERO, exp(previous - m)), _ONE)[..., None]
     p = np.where(valid, exp(c - m), _ZERO)[..., None]
     rows = np.concatenate([values, np.zeros((1, *values.shape[1:]), dtype=np.float32)])[:, :, None, :]
+    visited = rows[tokens]  # [steps, *blocks, KVH, 1, D + 1]: each step's rows in one contiguous slice
     state = np.zeros((*tokens.shape[1:], kv_heads, group, values.shape[2]), dtype=np.float32)
-    for step in range(tokens.shape[0]):
-        state = state * f[step] + p[step] * rows[tokens[step]]
+    per_chunk = max(1, STEP_CHUNK_ELEMENTS // state.size)
+    for lo in range(0, tokens.shape[0], per_chunk):
+        terms = p[lo : lo + per_chunk] * visited[lo : lo + per_chunk]  # p * V of these steps, one rounding each
+        factors = f[lo : lo + per_chunk]
+        for step in range(terms.shape[0]):
+            np.multiply(state, factors[step], out=state)
+            np.add(state, terms[step], out=state)
     return m[-1], state
 
 

@@ -1,0 +1,72 @@
+"""Benchmark of the kernel emulations on the Qwen3.6-size packet; prints numbers only, asserts nothing, writes only a temp dir.
+
+Prints the median in-process time of the default set (numerics cached, as in the
+app: emulations reuse them), of each kernel alone, and the median wall time of
+whole-process `python -m explorer analyze P --json --emulate default` against the
+same command without --emulate. BLAS and OpenMP run one thread, as the CLI sets.
+
+    python benchmarks/bench_emulation.py
+"""
+
+from __future__ import annotations
+
+import os
+
+for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_variable, "1")
+
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+from explorer.analysis.analyze import analyze, clear_cache  # noqa: E402
+from explorer.analysis.emulation import DEFAULT_SET, emulations_for  # noqa: E402
+from explorer.samples import qwen_full_spec, write_packet  # noqa: E402
+
+RUNS = 5
+SINGLE_IDS = ("mlx_two_pass", "mlx_two_pass(partialDType=float32)", "paged_two_pass", "single_pass")
+
+
+def in_process(packet: Path, request) -> float:
+    """Median seconds of the emulations alone, on the cached analysis of `packet`."""
+    base = analyze(packet)
+    tensors, numerics = base.admission.tensors, base.numerics
+    runs = []
+    for _ in range(RUNS):
+        started = time.perf_counter()
+        emulations_for(tensors, base.admission.scale, numerics.eligible, numerics.primary.reference, request)
+        runs.append(time.perf_counter() - started)
+    return statistics.median(runs)
+
+
+def whole_process(argv: list[str]) -> float:
+    runs = []
+    for _ in range(RUNS):
+        started = time.perf_counter()
+        subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        runs.append(time.perf_counter() - started)
+    return statistics.median(runs)
+
+
+def main() -> None:
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs (timings depend on the machine's other load)")
+    with tempfile.TemporaryDirectory(prefix="bench-emulation-") as scratch:
+        packet = write_packet(Path(scratch) / "qwen36-bf16-full-t5585", qwen_full_spec())
+        clear_cache()
+        print(f"packet QH16/KVH2/D256/T5585 all bfloat16, status {analyze(packet).status}")
+        print(f"  default set {', '.join(DEFAULT_SET)}")
+        print(f"  in-process default set, median of {RUNS}:  {in_process(packet, 'default'):.3f} s")
+        for emulation_id in SINGLE_IDS:
+            print(f"  in-process {emulation_id + ':':<36} {in_process(packet, [emulation_id]):.3f} s")
+        command = [sys.executable, "-m", "explorer", "analyze", str(packet), "--json"]
+        with_emulations = whole_process([*command, "--emulate", "default"])
+        without = whole_process(command)
+        print(f"  whole process analyze --emulate default, median of {RUNS}:  {with_emulations:.3f} s")
+        print(f"  whole process analyze (no --emulate), median of {RUNS}:     {without:.3f} s")
+
+
+if __name__ == "__main__":
+    main()
