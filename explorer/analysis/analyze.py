@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from time import perf_counter
 from typing import Iterable, MutableMapping
 
-from explorer.analysis.emulation import emulations_for, expand, resolve
+from explorer.analysis.emulation import emulations_for, expand, resolve, resolve_all
 from explorer.analysis.facts import tensor_facts
 from explorer.analysis.numerics import after_numerics_reasons, compute_numerics
 from explorer.analysis.result import Analysis, Emulation, Numerics, TensorFacts
@@ -94,6 +94,15 @@ def _emulations(key: ContentKey, admission: Admission, numerics: Numerics, ids: 
         while len(_emulation_cache) > EMULATION_CACHE_ENTRIES:
             _emulation_cache.popitem(last=False)
     return found
+
+
+def emulations_of(analysis: Analysis, request: str | Iterable[str]) -> tuple[Emulation, ...] | None:
+    """The scored emulations of `request` on an existing analysis (None without numerics), cached as analyze's."""
+    key = content_key(analysis.admission)
+    if analysis.numerics is None or key is None:
+        return None
+    ids = tuple(spec.id for spec in resolve_all(request, analysis.admission.tensors["output"].dtype))
+    return _emulations(key, analysis.admission, analysis.numerics, ids, None)
 
 
 def analyze(path: str | os.PathLike, *, timings: MutableMapping[str, float] | None = None,

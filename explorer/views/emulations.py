@@ -1,0 +1,246 @@
+"""Emulations view: every kernel emulation's bit-equal counts, a [query head x channel] map of where the output differs from the selected one, and an element drill-down; computes in a background thread through the core, draws only.
+
+Not in the views registry yet: the shell wires it (URL parameters included) in a later phase.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import holoviews as hv
+import numpy as np
+import panel as pn
+import param
+
+from explorer.analysis.analyze import emulations_of
+from explorer.analysis.emulation import KERNELS, MLX_TWO_PASS, PAGED_TWO_PASS, SINGLE_PASS
+from explorer.analysis.emulation.kernels import MAX_BLOCKS, MAX_PARTITION_TOKENS
+from explorer.analysis.result import Analysis, Emulation
+from explorer.packet.dtypes import DTYPES, ITEM_SIZE
+from explorer.views import html_summary
+from explorer.views.common import (
+    CONTINUOUS_CMAP,
+    LOG,
+    Field,
+    colour_scale,
+    grid_map,
+    heading,
+    hex_pattern,
+    html_pane,
+    note,
+    per_cell,
+    plot_pane,
+    ulp_value,
+)
+from explorer.views.html_summary import esc, table
+
+SIGNIFICANT = "{:.4g}"
+HEX_DIGITS = {dtype: 2 * size for dtype, size in ITEM_SIZE.items()}
+DEFAULT_BLOCKS = KERNELS[MLX_TWO_PASS].parameter("blocks").default
+DEFAULT_PARTITION_TOKENS = KERNELS[PAGED_TWO_PASS].parameter("partitionTokens").default
+DEFAULT_PARTIAL = "float32"  # the partial dtype of the counterfactual variants (the incident's patched kernel)
+ULP_LABEL = "ULP distance (output vs emulation, output dtype units)"
+ASSUMPTIONS_NOTE = ("Each emulation recomputes the output on the CPU following one kernel's published arithmetic; it "
+                    "is a labelled counterfactual, never the reference, and says nothing about the cause by itself.")
+
+
+def requested_ids(blocks: int, partition_tokens: int, partial_dtype: str) -> list[str]:
+    """The view's set: each two-pass kernel with its own partials and with `partial_dtype` partials, and single_pass.
+
+    With the defaults (128 blocks, 256-token partitions, float32) it is the default set.
+    """
+    return [f"{MLX_TWO_PASS}(blocks={blocks})",
+            f"{MLX_TWO_PASS}(blocks={blocks},partialDType={partial_dtype})",
+            f"{PAGED_TWO_PASS}(partitionTokens={partition_tokens})",
+            f"{PAGED_TWO_PASS}(partitionTokens={partition_tokens},partialDType={partial_dtype})",
+            SINGLE_PASS]
+
+
+def _hex(bits: int, dtype: str) -> str:
+    return f"0x{int(bits):0{HEX_DIGITS[dtype]}X}"
+
+
+def _share(count: int | None, compared: int) -> str:
+    if count is None:
+        return html_summary.NOT_A_NUMBER + " (ineligible head)"
+    return f"{count} of {compared} ({SIGNIFICANT.format(100 * count / compared) if compared else '-'}%)"
+
+
+def bit_equal_tables(emulations: tuple[Emulation, ...], head_dim: int) -> str:
+    """Global bit-equal counts, ULP max and p99 of every emulation, then per query head (heads x emulations)."""
+    rows = [(f"<code>{esc(e.id)}</code>", esc(_share(e.bit_equal, e.compared)), esc(html_summary.number(e.ulp.max)),
+             esc(html_summary.number(e.ulp.p99)), esc(e.label)) for e in emulations]
+    overview = table(("emulation", "output elements bit-equal", "ULP max", "ULP p99", "label"), rows,
+                     css_class="emulation-bit-equal")
+    heads = len(emulations[0].bit_equal_per_head) if emulations else 0
+    per_head = table(("query head", *(f"<code>{esc(e.id)}</code>" for e in emulations)),
+                     ((str(h), *(esc(_share(e.bit_equal_per_head[h], head_dim)) for e in emulations))
+                      for h in range(heads)), css_class="emulation-bit-equal-per-head")
+    return overview + per_head
+
+
+def drilldown_html(analysis: Analysis, emulations: tuple[Emulation, ...], head: int, channel: int) -> str:
+    """The output's value and bit pattern at [head, channel] beside every emulation's."""
+    output = analysis.admission.tensors["output"]
+    dtype = output.dtype
+    own = output.bits[0, head, 0, channel]
+    rows = [("output", esc(repr(float(output.values[0, head, 0, channel]))), f"<code>{_hex(own, dtype)}</code>", "")]
+    for e in emulations:
+        equal = "bit-equal" if e.bits[head, channel] == own else f"{e.ulp.distance[head, channel]} ULP apart"
+        if e.ulp.distance[head, channel] < 0 and e.bits[head, channel] != own:
+            equal = "not compared (ineligible head or nonfinite pair)"
+        rows.append((f"<code>{esc(e.id)}</code>", esc(repr(float(e.values[head, channel]))),
+                     f"<code>{_hex(e.bits[head, channel], dtype)}</code>", esc(equal)))
+    return (f"<p><b>Query head {head}, channel {channel}</b> (output dtype {esc(dtype)})</p>"
+            + table(("", "value", "bits", "vs output"), rows, css_class="emulation-drilldown"))
+
+
+def difference_map(analysis: Analysis, emulation: Emulation) -> hv.Image:
+    """[query head x channel] coloured by the ULP distance between output and `emulation` (0: bit-equal)."""
+    distance = emulation.ulp.distance
+    colour = np.where(distance >= 0, distance, np.nan).astype(np.float64)
+    scale = colour_scale([colour], LOG, "ULP distance")
+    output = analysis.admission.tensors["output"]
+    bits = ITEM_SIZE[output.dtype] * 8
+    kv_heads = [a.kv_head for a in analysis.numerics.attention]
+    fields = [Field("kv_head", "KV head", per_cell(kv_heads, colour.shape)),
+              Field("output", "output", output.values[0, :, 0, :]),
+              Field("output_bits", "output bits", output.bits[0, :, 0, :].astype(np.int64), lambda: hex_pattern(bits)),
+              Field("emulation", "emulation", emulation.values),
+              Field("emulation_bits", "emulation bits", emulation.bits.astype(np.int64), lambda: hex_pattern(bits)),
+              Field("ulp", ULP_LABEL, distance, ulp_value)]
+    return grid_map(colour, fields, title=f"output vs {emulation.id}", colour_label=ULP_LABEL, xlabel="channel",
+                    ylabel="query head", clim=scale.clim, logz=scale.logz, cmap=CONTINUOUS_CMAP)
+
+
+class EmulationsView(pn.viewable.Viewer):
+    """The Emulations view of one analysis; computes when first shown, in a background thread."""
+
+    blocks = param.Integer(default=DEFAULT_BLOCKS, bounds=(1, MAX_BLOCKS), doc="MLX two-pass blocks.")
+    partition_tokens = param.Integer(default=DEFAULT_PARTITION_TOKENS, bounds=(1, MAX_PARTITION_TOKENS),
+                                     doc="Paged kernel partition size in tokens.")
+    partial_dtype = param.Selector(default=DEFAULT_PARTIAL, objects=list(DTYPES),
+                                   doc="Partial dtype of the counterfactual variant of each two-pass kernel.")
+    selected = param.String(default="", doc="The emulation id the difference map shows.")
+    emulations = param.Parameter(default=None, doc="The computed emulations (a tuple), None until computed.")
+    running = param.Boolean(default=False, doc="True while a computation runs.")
+
+    def __init__(self, analysis: Analysis, **params):
+        super().__init__(**params)
+        self.analysis = analysis
+        self._lock = threading.Lock()
+        self._generation = 0
+        self._mode: str | None = None  # "background" once shown on a page, "synchronous" after compute()
+        self._progress = pn.indicators.Progress(active=True, visible=False, width=240, css_classes=["emulation-progress"])
+        self._progress_note = note("", "emulation-progress-note")
+        self._tables = html_pane("", css_classes=["emulation-tables"])
+        self._choice = pn.widgets.Select(label="map: output vs", options=[], width=380)
+        self._map = pn.Column(sizing_mode="stretch_width", css_classes=["emulation-map"])
+        self._drilldown = html_pane("<p><i>Click a cell of the map for every emulation's value there.</i></p>",
+                                    css_classes=["emulation-drilldown-pane"])
+        self._tap = None
+        self._choice.link(self, value="selected", bidirectional=True)
+        self.param.watch(self._restart, ["blocks", "partition_tokens", "partial_dtype"])
+        self.param.watch(self._show, ["emulations", "selected"])
+        self.param.watch(self._show_running, ["running"])
+        self._layout = self._build()
+
+    # ------------------------------------------------------------ computation
+
+    def ids(self) -> list[str]:
+        return requested_ids(self.blocks, self.partition_tokens, self.partial_dtype)
+
+    def compute(self) -> None:
+        """Compute the current set now, in this thread (tests, notebooks); later parameter changes do too."""
+        self._mode = self._mode or "synchronous"
+        with self._lock:
+            self._generation += 1
+            generation = self._generation
+        self._run(generation, self.ids())
+
+    def start(self) -> None:
+        """Compute the current set in a background thread; the page stays responsive, a progress bar shows."""
+        self._mode = self._mode or "background"
+        with self._lock:
+            self._generation += 1
+            generation = self._generation
+        self.running = True
+        threading.Thread(target=self._run, args=(generation, self.ids()), daemon=True,
+                         name="explorer-emulations").start()
+
+    def _run(self, generation: int, ids: list[str]) -> None:
+        self.running = True
+        found = emulations_of(self.analysis, ids)
+        with self._lock:
+            current = generation == self._generation
+        if current:
+            self.param.update(emulations=found, running=False)
+
+    def _restart(self, _event=None) -> None:
+        if self._mode == "background":
+            self.start()
+        elif self._mode == "synchronous":
+            self.compute()
+
+    # ------------------------------------------------------------ drawing
+
+    def _build(self) -> pn.Column:
+        tensors = self.analysis.admission.tensors
+        if self.analysis.numerics is None or tensors is None:
+            box = html_summary.explanation_html(self.analysis, html_summary.NEEDS_NUMERICS, "the kernel emulations")
+            return pn.Column(html_pane(box), sizing_mode="stretch_width", css_classes=["view-emulations"])
+        controls = pn.Row(
+            pn.widgets.IntInput.from_param(self.param.blocks, label="MLX blocks", width=140),
+            pn.widgets.IntInput.from_param(self.param.partition_tokens, label="paged partition tokens", width=180),
+            pn.widgets.Select.from_param(self.param.partial_dtype, label="variant partial dtype", width=180),
+            sizing_mode="stretch_width")
+        return pn.Column(
+            heading("Kernel arithmetic emulations",
+                    f"Output elements whose bit pattern equals each emulation's (eligible heads only). "
+                    f"{esc(ASSUMPTIONS_NOTE)}"),
+            controls, pn.Row(self._progress, self._progress_note), self._tables,
+            heading("Where the output differs from one emulation", "ULP distance per element (0 = bit-equal; grey: "
+                    "not compared). Click a cell for every emulation's value and bits there."),
+            self._choice, self._map, self._drilldown,
+            sizing_mode="stretch_width", css_classes=["view-emulations"])
+
+    def _show_running(self, _event=None) -> None:
+        self._progress.visible = self.running
+        self._progress_note.object = (f"Computing {len(self.ids())} emulations on the CPU ..." if self.running else "")
+
+    def _show(self, _event=None) -> None:
+        emulations = self.emulations
+        if not emulations:
+            return
+        by_id = {e.id: e for e in emulations}
+        self._choice.options = list(by_id)
+        if self.selected not in by_id:
+            self.selected = emulations[0].id  # the watcher draws again with it
+            return
+        self._tables.object = bit_equal_tables(emulations, self.analysis.admission.tensors["output"].shape[3])
+        pane = plot_pane(difference_map(self.analysis, by_id[self.selected]))
+        self._tap = hv.streams.Tap(source=pane.object, x=None, y=None)
+        self._tap.add_subscriber(self._on_tap)
+        self._map.objects = [pane]
+
+    def _on_tap(self, x=None, y=None) -> None:
+        if x is None or y is None or not self.emulations:
+            return
+        heads, channels = self.emulations[0].bits.shape
+        head, channel = int(round(y)), int(round(x))
+        if 0 <= head < heads and 0 <= channel < channels:
+            self._drilldown.object = drilldown_html(self.analysis, self.emulations, head, channel)
+
+    def select_element(self, head: int, channel: int) -> None:
+        """Show the drill-down of one element, as a click on the map does."""
+        self._on_tap(x=channel, y=head)
+
+    def __panel__(self) -> pn.viewable.Viewable:
+        if self._mode is None and self.analysis.numerics is not None:
+            self.start()
+        return self._layout
+
+
+def build(analysis: Analysis, selection=None) -> EmulationsView:
+    """The Emulations view of one analysis (a registry-style builder; the head selection is not used)."""
+    return EmulationsView(analysis)

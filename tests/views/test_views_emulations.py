@@ -1,0 +1,108 @@
+"""The Emulations view: bit-equal tables, the ULP difference map, the drill-down, parameters and the background computation."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import panel as pn
+
+from explorer.analysis.analyze import emulations_of
+from explorer.views.emulations import EmulationsView, requested_ids
+from views_support import images_by_title, render, text, tooltips
+
+WAIT_SECONDS = 120
+
+
+def _computed(analysis, **params) -> EmulationsView:
+    view = EmulationsView(analysis, **params)
+    view.compute()
+    return view
+
+
+def test_the_tables_hold_every_emulations_bit_equal_counts(analyses):
+    analysis = analyses["qwen36-bf16-t64"]
+    view = _computed(analysis)
+    assert [e.id for e in view.emulations] == ["mlx_two_pass", "mlx_two_pass(partialDType=float32)",
+                                               "paged_two_pass", "single_pass"]  # the default set
+    shown = text(pn.panel(view))
+    for e in view.emulations:
+        assert f"<code>{e.id}</code>" in shown
+        assert f"{e.bit_equal} of {e.compared} ({100 * e.bit_equal / e.compared:.4g}%)" in shown
+        for count in set(e.bit_equal_per_head):
+            assert f"{count} of 256" in shown
+
+
+def test_the_map_colours_the_ulp_distance_to_the_selected_emulation(analyses):
+    analysis = analyses["qwen36-bf16-t64"]
+    view = _computed(analysis)
+    for emulation in view.emulations:
+        view.selected = emulation.id
+        maps = images_by_title(render(pn.panel(view)))
+        assert list(maps) == [f"output vs {emulation.id}"]
+        data = maps[f"output vs {emulation.id}"].data_source.data
+        distance = emulation.ulp.distance
+        np.testing.assert_array_equal(data["image"][0], np.where(distance >= 0, distance, np.nan))
+        np.testing.assert_array_equal(data["emulation"][0], emulation.values)
+        np.testing.assert_array_equal(data["output"][0], analysis.admission.tensors["output"].values[0, :, 0, :])
+    labels = tooltips(render(pn.panel(view)))
+    for label in ("query head", "channel", "output bits", "emulation bits"):
+        assert label in labels
+
+
+def test_a_click_lists_every_emulations_value_and_bits_beside_the_output(analyses):
+    analysis = analyses["qwen36-bf16-t64"]
+    view = _computed(analysis)
+    render(pn.panel(view))
+    view._tap.event(x=7, y=3)  # what a click on cell (head 3, channel 7) sends
+    shown = view._drilldown.object
+    output = analysis.admission.tensors["output"]
+    assert "Query head 3, channel 7" in shown
+    assert f"0x{int(output.bits[0, 3, 0, 7]):04X}" in shown and repr(float(output.values[0, 3, 0, 7])) in shown
+    for e in view.emulations:
+        assert f"<code>{e.id}</code>" in shown and f"0x{int(e.bits[3, 7]):04X}" in shown
+
+
+def test_ineligible_heads_show_no_count(analyses):
+    analysis = analyses["nan-stored-values"]
+    view = _computed(analysis)
+    shown = text(pn.panel(view))
+    ineligible = np.flatnonzero(~analysis.numerics.eligible)
+    assert ineligible.size and shown.count("ineligible head") == ineligible.size * len(view.emulations)
+    view.select_element(int(ineligible[0]), 0)
+    assert "not compared" in view._drilldown.object
+
+
+def test_parameters_change_the_emulations_computed(analyses):
+    analysis = analyses["qwen36-bf16-t64"]
+    view = _computed(analysis, blocks=16, partition_tokens=32, partial_dtype="float16")
+    assert [e.id for e in view.emulations] == [
+        "mlx_two_pass(blocks=16)", "mlx_two_pass(blocks=16,partialDType=float16)",
+        "paged_two_pass(partitionTokens=32)", "paged_two_pass(partitionTokens=32,partialDType=float16)",
+        "single_pass"]
+    view.blocks = 8
+    assert view.emulations[0].id == "mlx_two_pass(blocks=8)"
+    assert "mlx_two_pass(blocks=8)" in text(pn.panel(view))
+    assert requested_ids(128, 256, "float32")[:2] == ["mlx_two_pass(blocks=128)",
+                                                     "mlx_two_pass(blocks=128,partialDType=float32)"]
+
+
+def test_without_numerics_the_view_explains_and_computes_nothing(analyses):
+    view = EmulationsView(analyses["discarded-sample"])
+    shown = text(pn.panel(view))
+    assert "No reference was computed" in shown
+    assert view.emulations is None and not view.running and not images_by_title(render(pn.panel(view)))
+
+
+def test_shown_on_a_page_it_computes_in_the_background_with_a_progress_bar(analyses):
+    analysis = analyses["clean-fp32q-bf16kv"]
+    view = EmulationsView(analysis)
+    layout = view.__panel__()  # what showing the view does: starts the thread and returns at once
+    assert view.running and view._progress.visible and "Computing" in view._progress_note.object
+    deadline = time.monotonic() + WAIT_SECONDS
+    while view.running and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not view.running and not view._progress.visible
+    expected = emulations_of(analysis, requested_ids(view.blocks, view.partition_tokens, view.partial_dtype))
+    assert view.emulations is expected  # the core's cached result, not a view-side computation
+    assert images_by_title(render(layout))
