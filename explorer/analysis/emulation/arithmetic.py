@@ -20,6 +20,7 @@ _ZERO, _ONE = np.float32(0.0), np.float32(1.0)
 # Work sizes that keep the arrays of one step in the CPU cache (speed only; no bit depends on them).
 DOT_CHUNK_TOKENS = 512
 STEP_CHUNK_ELEMENTS = 1 << 18
+NARROW_CHUNK_ELEMENTS = 1 << 14
 
 
 def exp32(x: np.ndarray) -> np.ndarray:
@@ -113,33 +114,45 @@ def mlx_layout(tokens: int, blocks: int) -> np.ndarray:
 
 
 def paged_layout(tokens: int, partition_tokens: int) -> np.ndarray:
-    """[steps, partitions, 4]: simdgroup r of partition p visits p*P + r, p*P + r + 4, ... below min(T, (p+1)*P)."""
+    """[steps, partitions, simdgroups]: simdgroup r of partition p visits p*P + r, p*P + r + 4, ... below min(T, (p+1)*P).
+
+    A partition of fewer than 4 tokens leaves simdgroups without keys; like blocks
+    without keys they add exact zeros to the simdgroup merge and are left out.
+    """
     size = min(partition_tokens, tokens)  # one partition of T tokens either way when P >= T
     partitions = -(-tokens // size)
     steps = -(-size // SIMDGROUPS)
-    offset = (SIMDGROUPS * np.arange(steps)[:, None, None] + np.arange(SIMDGROUPS)[None, None, :])
+    offset = SIMDGROUPS * np.arange(steps)[:, None, None] + np.arange(min(SIMDGROUPS, size))[None, None, :]
     token = size * np.arange(partitions)[None, :, None] + offset
     return np.where((offset < size) & (token < tokens), token, tokens)
+
+
+def stored(values: np.ndarray, dtype: str) -> np.ndarray:
+    """round(values, dtype) promoted back (explorer's own RNE), in cache-sized pieces."""
+    flat = np.ascontiguousarray(values).reshape(-1)
+    out = np.empty_like(flat)
+    for lo in range(0, flat.size, NARROW_CHUNK_ELEMENTS):
+        out[lo : lo + NARROW_CHUNK_ELEMENTS] = narrow(flat[lo : lo + NARROW_CHUNK_ELEMENTS], dtype)
+    return out.reshape(values.shape)
 
 
 def mlx_merge(m: np.ndarray, state: np.ndarray, partial_dtype: str) -> np.ndarray:
     """Step 3 of mlx_two_pass from the blocks' m, l and o (o stored in `partial_dtype`): O / S [KVH, g, D]."""
     top = m.max(axis=0)
     weights = exp32(m - top)[..., None]
-    stored = np.concatenate([narrow(np.ascontiguousarray(state[..., :-1]), partial_dtype), state[..., -1:]], axis=-1)
-    total = ordered_sum(stored * weights)
+    partials = np.concatenate([stored(state[..., :-1], partial_dtype), state[..., -1:]], axis=-1)
+    total = ordered_sum(partials * weights)
     return total[..., :-1] / total[..., -1:]
 
 
 def paged_merge(m: np.ndarray, state: np.ndarray, partial_dtype: str) -> np.ndarray:
-    """Steps 3-4 of paged_two_pass from the simdgroups' m, l and o [partitions, 4, ...]: A * (1 / L) [KVH, g, D]."""
+    """Steps 3-4 of paged_two_pass from the simdgroups' m, l and o [partitions, simdgroups, ...]: A * (1 / L) [KVH, g, D]."""
     partition_max = m.max(axis=1)
     scaled = state * exp2_32(m - partition_max[:, None])[..., None]
     merged = ordered_sum(np.moveaxis(scaled, 1, 0))  # [partitions, KVH, g, D + 1]
-    stored = np.concatenate([narrow(np.ascontiguousarray(merged[..., :-1]), partial_dtype), merged[..., -1:]],
-                            axis=-1)
+    partials = np.concatenate([stored(merged[..., :-1], partial_dtype), merged[..., -1:]], axis=-1)
     weights = exp2_32(partition_max - partition_max.max(axis=0))[..., None]
-    total = ordered_sum(stored * weights)
+    total = ordered_sum(partials * weights)
     reciprocal = _ONE / total[..., -1:]
     return total[..., :-1] * reciprocal
 
