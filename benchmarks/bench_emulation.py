@@ -1,6 +1,7 @@
 """Benchmark of the kernel emulations on the Qwen3.6-size packet; prints numbers only, asserts nothing, writes only a temp dir.
 
-Prints the median in-process time of the default set (numerics cached, as in the
+Prints the median in-process time (wall, and this process's CPU time, which a busy
+machine inflates less) of the default set (numerics cached, as in the
 app: emulations reuse them), of each kernel alone, and the median wall time of
 whole-process `python -m explorer analyze P --json --emulate default` against the
 same command without --emulate. BLAS and OpenMP run one thread, as the CLI sets.
@@ -30,16 +31,17 @@ RUNS = 5
 SINGLE_IDS = ("mlx_two_pass", "mlx_two_pass(partialDType=float32)", "paged_two_pass", "single_pass")
 
 
-def in_process(packet: Path, request) -> float:
-    """Median seconds of the emulations alone, on the cached analysis of `packet`."""
+def in_process(packet: Path, request) -> str:
+    """Median wall and CPU seconds of the emulations alone, on the cached analysis of `packet`."""
     base = analyze(packet)
     tensors, numerics = base.admission.tensors, base.numerics
-    runs = []
+    wall, cpu = [], []
     for _ in range(RUNS):
-        started = time.perf_counter()
+        started, started_cpu = time.perf_counter(), time.process_time()
         emulations_for(tensors, base.admission.scale, numerics.eligible, numerics.primary.reference, request)
-        runs.append(time.perf_counter() - started)
-    return statistics.median(runs)
+        wall.append(time.perf_counter() - started)
+        cpu.append(time.process_time() - started_cpu)
+    return f"{statistics.median(wall):.3f} s wall, {statistics.median(cpu):.3f} s CPU"
 
 
 def whole_process(argv: list[str]) -> float:
@@ -52,15 +54,16 @@ def whole_process(argv: list[str]) -> float:
 
 
 def main() -> None:
-    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs (timings depend on the machine's other load)")
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average "
+          f"{', '.join(f'{load:.1f}' for load in os.getloadavg())} (wall times depend on the machine's other load)")
     with tempfile.TemporaryDirectory(prefix="bench-emulation-") as scratch:
         packet = write_packet(Path(scratch) / "qwen36-bf16-full-t5585", qwen_full_spec())
         clear_cache()
         print(f"packet QH16/KVH2/D256/T5585 all bfloat16, status {analyze(packet).status}")
         print(f"  default set {', '.join(DEFAULT_SET)}")
-        print(f"  in-process default set, median of {RUNS}:  {in_process(packet, 'default'):.3f} s")
+        print(f"  in-process default set, median of {RUNS}:  {in_process(packet, 'default')}")
         for emulation_id in SINGLE_IDS:
-            print(f"  in-process {emulation_id + ':':<36} {in_process(packet, [emulation_id]):.3f} s")
+            print(f"  in-process {emulation_id + ':':<36} {in_process(packet, [emulation_id])}")
         command = [sys.executable, "-m", "explorer", "analyze", str(packet), "--json"]
         with_emulations = whole_process([*command, "--emulate", "default"])
         without = whole_process(command)

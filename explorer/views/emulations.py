@@ -45,7 +45,7 @@ ASSUMPTIONS_NOTE = ("Each emulation recomputes the output on the CPU following o
 
 
 def requested_ids(blocks: int, partition_tokens: int, partial_dtype: str) -> list[str]:
-    """The view's set: each two-pass kernel with its own partials and with `partial_dtype` partials, and single_pass.
+    """The view's set: each kernel with partials, with its own partials and with `partial_dtype` partials, and single_pass.
 
     With the defaults (128 blocks, 256-token partitions, float32) it is the default set.
     """
@@ -116,11 +116,11 @@ def difference_map(analysis: Analysis, emulation: Emulation) -> hv.Image:
 class EmulationsView(pn.viewable.Viewer):
     """The Emulations view of one analysis; computes when first shown, in a background thread."""
 
-    blocks = param.Integer(default=DEFAULT_BLOCKS, bounds=(1, MAX_BLOCKS), doc="MLX two-pass blocks.")
+    blocks = param.Integer(default=DEFAULT_BLOCKS, bounds=(1, MAX_BLOCKS), doc="Blocks of the MLX kernel.")
     partition_tokens = param.Integer(default=DEFAULT_PARTITION_TOKENS, bounds=(1, MAX_PARTITION_TOKENS),
                                      doc="Paged kernel partition size in tokens.")
     partial_dtype = param.Selector(default=DEFAULT_PARTIAL, objects=list(DTYPES),
-                                   doc="Partial dtype of the counterfactual variant of each two-pass kernel.")
+                                   doc="Partial dtype of the counterfactual variant of each kernel with partials.")
     selected = param.String(default="", doc="The emulation id the difference map shows.")
     emulations = param.Parameter(default=None, doc="The computed emulations (a tuple), None until computed.")
     running = param.Boolean(default=False, doc="True while a computation runs.")

@@ -235,3 +235,13 @@ def test_cli_summary_and_json(tmp_path, capsys):
     assert main(["analyze", str(packet), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["emulations"] is None and report["emulationsRequested"] is None
+
+
+def test_no_verdict_wording_in_emulation_reports(tmp_path):
+    from test_analysis_result import VERDICT_WORDS, strings_and_keys
+
+    packet = write_packet(tmp_path / "p", synthetic_spec(qh=2, kvh=1, tokens=5, head_dim=32, output_dtype="bfloat16"))
+    report = explorer.analyze(packet, emulate=["default", "mlx_two_pass(blocks=2)",
+                                               "paged_two_pass(partitionTokens=2,partialDType=float16)"]).report()
+    texts = list(strings_and_keys(report["emulations"]))
+    assert texts and not [text for text in texts if VERDICT_WORDS.search(text)]

@@ -72,7 +72,7 @@ _MLX_PARTIAL = Parameter("partialDType", OUTPUT_DTYPE, " or ".join(DTYPES), _dty
 _PAGED_PARTIAL = Parameter("partialDType", "float32", " or ".join(DTYPES), _dtype)
 
 KERNELS: Mapping[str, Kernel] = MappingProxyType({
-    MLX_TWO_PASS: Kernel(MLX_TWO_PASS, "MLX two-pass vector decode kernel", (_BLOCKS, _MLX_PARTIAL)),
+    MLX_TWO_PASS: Kernel(MLX_TWO_PASS, "MLX vector decode kernel with per-block partials and a merge", (_BLOCKS, _MLX_PARTIAL)),
     PAGED_TWO_PASS: Kernel(PAGED_TWO_PASS, "paged decode kernel (exp2 domain, partitions merged)",
                            (_PARTITION_TOKENS, _PAGED_PARTIAL)),
     SINGLE_PASS: Kernel(SINGLE_PASS, "single online softmax over all keys (no blocks)", ()),
