@@ -43,7 +43,7 @@ def _check(inputs: EmulationInputs, ids, heads=None):
 
 
 GEOMETRIES = [  # (D, T, KVH, group, heads checked by the scalar code)
-    (64, 1, 2, 4, None),
+    (64, 1, 2, 4, (0, 7)),
     (64, 5, 1, 1, None),
     (80, 5, 2, 4, (0, 7)),
     (80, 300, 1, 1, None),
@@ -52,7 +52,7 @@ GEOMETRIES = [  # (D, T, KVH, group, heads checked by the scalar code)
 ]
 VARIANTS = [
     "default",
-    "mlx_two_pass(blocks=2)", "mlx_two_pass(blocks=7,partialDType=float16)", "mlx_two_pass(blocks=1000)",
+    "mlx_two_pass(blocks=2)", "mlx_two_pass(blocks=7,partialDType=float16)", "mlx_two_pass(blocks=301)",
     "paged_two_pass(partitionTokens=3)", "paged_two_pass(partitionTokens=64,partialDType=bfloat16)",
     "paged_two_pass(partitionTokens=5)", "paged_two_pass(partitionTokens=1)",
 ]
