@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from time import perf_counter
 from typing import Iterable, MutableMapping
 
-from explorer.analysis.emulation import emulations_for, expand, resolve, resolve_all
+from explorer.analysis.emulation import emulations_for, expand, normalised_ids
 from explorer.analysis.facts import tensor_facts
 from explorer.analysis.numerics import after_numerics_reasons, compute_numerics
 from explorer.analysis.result import Analysis, Emulation, Numerics, TensorFacts
@@ -101,7 +101,7 @@ def emulations_of(analysis: Analysis, request: str | Iterable[str]) -> tuple[Emu
     key = content_key(analysis.admission)
     if analysis.numerics is None or key is None:
         return None
-    ids = tuple(spec.id for spec in resolve_all(request, analysis.admission.tensors["output"].dtype))
+    ids = normalised_ids(request, analysis.admission.tensors["output"].dtype)
     return _emulations(key, analysis.admission, analysis.numerics, ids, None)
 
 
@@ -115,7 +115,8 @@ def analyze(path: str | os.PathLike, *, timings: MutableMapping[str, float] | No
     or emulation ids (emulation-v1); an unknown kernel, parameter or value raises
     EmulationIdError before anything is read. Emulations exist only when numerics do.
     """
-    requested = None if emulate is None else expand(emulate)
+    if emulate is not None:
+        expand(emulate)  # an unknown kernel, parameter or value fails before anything is read
     started = perf_counter()
     admission = admit(path)
     if timings is not None:
@@ -139,9 +140,8 @@ def analyze(path: str | os.PathLike, *, timings: MutableMapping[str, float] | No
     numerics = None if computed is None else computed.numerics
     reasons = admission.reasons + (() if computed is None else computed.reasons)
     ids = emulations = None
-    if requested is not None:
-        output_dtype = None if admission.tensors is None else admission.tensors["output"].dtype
-        ids = tuple(dict.fromkeys(resolve(r, output_dtype).id for r in requested))
+    if emulate is not None:
+        ids = normalised_ids(emulate, None if admission.tensors is None else admission.tensors["output"].dtype)
         if numerics is not None:
             emulations = _emulations(key, admission, numerics, ids, timings)
     return Analysis(

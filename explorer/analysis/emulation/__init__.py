@@ -16,6 +16,7 @@ from explorer.analysis.emulation.kernels import (
     EmulationIdError,
     EmulationSpec,
     expand,
+    normalised_ids,
     parse_id,
     resolve,
     resolve_all,
@@ -32,7 +33,7 @@ from explorer.analysis.emulation.run import (
 )
 
 __all__ = [
-    "DEFAULT_SET", "DEFAULT_SET_NAME", "KERNELS", "MLX_TWO_PASS", "PAGED_TWO_PASS", "SINGLE_PASS", "EmulationIdError", "EmulationSpec", "expand", "parse_id",
+    "DEFAULT_SET", "DEFAULT_SET_NAME", "KERNELS", "MLX_TWO_PASS", "PAGED_TWO_PASS", "SINGLE_PASS", "EmulationIdError", "EmulationSpec", "expand", "normalised_ids", "parse_id",
     "resolve", "resolve_all", "EmulatedOutput", "EmulationInputs", "bit_equal", "emulate", "emulations_for",
     "inputs_from_tensors", "native_output_bits", "score",
 ]

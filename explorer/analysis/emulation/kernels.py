@@ -199,3 +199,8 @@ def resolve_all(request: str | Iterable[str], output_dtype: str | None) -> tuple
         spec = resolve(requested, output_dtype)
         specs.setdefault(spec.id, spec)
     return tuple(specs.values())
+
+
+def normalised_ids(request: str | Iterable[str], output_dtype: str | None) -> tuple[str, ...]:
+    """The normalised ids of a request in the order they run (emulationsRequested)."""
+    return tuple(spec.id for spec in resolve_all(request, output_dtype))
