@@ -245,3 +245,16 @@ def test_no_verdict_wording_in_emulation_reports(tmp_path):
                                                "paged_two_pass(partitionTokens=2,partialDType=float16)"]).report()
     texts = list(strings_and_keys(report["emulations"]))
     assert texts and not [text for text in texts if VERDICT_WORDS.search(text)]
+
+
+def test_overflowing_scores_give_nonfinite_emulations_not_errors(tmp_path):
+    spec = synthetic_spec(qh=4, kvh=2, tokens=6, head_dim=32, query_dtype="bfloat16", output_dtype="bfloat16")
+    queries = spec.tensors["queries"][1].copy()
+    queries[0, 1, 0, :] = 0x7F7F  # the largest finite bfloat16: every score of head 1 overflows
+    packet = write_packet(tmp_path / "huge", with_tensor(spec, "queries", queries))
+    result = explorer.analyze(packet, emulate="default")
+    assert result.numerics.eligible.all()
+    for e in result.emulations:
+        assert not np.isfinite(e.values[1]).any() and np.isfinite(e.values[[0, 2, 3]]).all()
+        assert e.ulp.nonfinite_pairs >= 32
+    json.dumps(result.report(), allow_nan=False)
