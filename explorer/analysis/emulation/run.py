@@ -111,7 +111,11 @@ class _Steps:
 
 
 def emulate(inputs: EmulationInputs, specs: Sequence[EmulationSpec], eligible: np.ndarray) -> tuple[EmulatedOutput, ...]:
-    """Every emulation of `specs` on `inputs`; heads not `eligible` are not emulated (NaN values, NaN bits)."""
+    """Every emulation of `specs` on `inputs`; heads not `eligible` hold no result (NaN values and NaN bits).
+
+    The array arithmetic runs over every head at once; what it gives for a head not
+    eligible (nonfinite inputs) is discarded, never reported.
+    """
     steps = _Steps(inputs)
     found = []
     with np.errstate(all="ignore"):
