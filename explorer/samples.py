@@ -406,8 +406,9 @@ PAIR_BLOCKS = 32  # blocks of the contiguous order; block b takes tokens b, b + 
 PAIR_PARTIAL_DTYPE = "bfloat16"  # the contiguous order stores each block's partial output in this dtype
 PAIR_TARGET_TOKENS = {"paged": 1928, "contiguous": 6829}  # the incident's two sampled tokens
 PAIR_OTHER_LAYER = LAYER_INDEX + 1  # the selection-differs partner captured one layer further
-# The inputs-differ partner: one stored key element (kv head, token, channel) with its lowest mantissa bit flipped.
+# The inputs-differ partner: one stored key element (kv head, token, channel) with one bit flipped.
 PAIR_CHANGED_KEY = (1, 100, 5)
+PAIR_CHANGED_BIT = 15  # the bfloat16 sign bit
 PAIR_NAMES = {"paged": "qwen36-pair-paged", "contiguous": "qwen36-pair-contiguous",
               "other-layer": "qwen36-pair-contiguous-other-layer",
               "input-differs": "qwen36-pair-contiguous-input-differs"}
@@ -483,11 +484,11 @@ def pair_other_layer_spec() -> PacketSpec:
 
 
 def pair_input_differs_spec() -> PacketSpec:
-    """The contiguous side with one stored key element one bit apart, its output computed from those inputs."""
+    """The contiguous side with one stored key element of the opposite sign, its output computed from those inputs."""
     spec = pair_spec("contiguous")
     keys = spec.tensors["storedKeys"][1].copy()
     kv_head, token, channel = PAIR_CHANGED_KEY
-    keys[0, kv_head, token, channel] ^= keys.dtype.type(1)
+    keys[0, kv_head, token, channel] ^= keys.dtype.type(1 << PAIR_CHANGED_BIT)
     spec = with_tensor(spec, "storedKeys", keys)
     return with_tensor(spec, "output", pair_outputs(spec.tensors, _scale(spec))["contiguous"])
 
@@ -560,7 +561,7 @@ CURATED: Mapping[str, tuple[str, Callable[[str | os.PathLike], Path]]] = {
         _write_spec(pair_other_layer_spec)),
     PAIR_NAMES["input-differs"]: (
         f"The contiguous side with one stored key element (KV head {PAIR_CHANGED_KEY[0]}, token "
-        f"{PAIR_CHANGED_KEY[1]}, channel {PAIR_CHANGED_KEY[2]}) one mantissa bit apart, its output computed "
+        f"{PAIR_CHANGED_KEY[1]}, channel {PAIR_CHANGED_KEY[2]}) of the opposite sign, its output computed "
         "from those inputs: paired with the paged side, the inputs differ.",
         _write_spec(pair_input_differs_spec)),
 }
