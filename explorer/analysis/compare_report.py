@@ -24,7 +24,8 @@ from explorer.analysis.result import Analysis
 COMPARISON_SCHEMA = "attention-explorer.comparison.v1"
 
 
-def _side(analysis: Analysis) -> dict[str, Any]:
+def side_summary(analysis: Analysis) -> dict[str, Any]:
+    """`S` of compare-v1.md section 4: one side's path, hash, status and the fields allowed to differ."""
     admission = analysis.admission
     interpreted = not admission.refused
     identity, selection, tensors = admission.identity, admission.selection, admission.tensors
@@ -108,8 +109,8 @@ def build_comparison_report(pair: Pair) -> dict[str, Any]:
     return {
         "schema": COMPARISON_SCHEMA,
         "status": pair.status,
-        "a": _side(pair.a),
-        "b": _side(pair.b),
+        "a": side_summary(pair.a),
+        "b": side_summary(pair.b),
         "refusals": [{"side": r.side, "code": r.problem.code, "field": r.problem.field, "message": r.problem.message}
                      for r in pair.refusals],
         "inconclusiveReasons": [{"code": r.code, "message": r.message} for r in pair.reasons],
