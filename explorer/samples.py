@@ -402,6 +402,7 @@ PAIR_SEED = 8
 # A sharper softmax than 1/sqrt(D) (a few tokens carry most weight, as in a trained model): with it
 # about a fifth of the output elements differ between the two orders, mostly by 1-2 bfloat16 ULP.
 PAIR_SCALE = 0.35
+PAIR_FULL_SCALE = 0.2  # the same share at D256/T5585 (a longer, wider row needs a smaller scale for it)
 PAIR_BLOCKS = 32  # blocks of the contiguous order; block b takes tokens b, b + 32, b + 64, ...
 PAIR_PARTIAL_DTYPE = "bfloat16"  # the contiguous order stores each block's partial output in this dtype
 PAIR_TARGET_TOKENS = {"paged": 1928, "contiguous": 6829}  # the incident's two sampled tokens
@@ -463,11 +464,12 @@ def with_record(spec: PacketSpec, **changes) -> PacketSpec:
     return with_snapshot(spec, records=records)
 
 
-def pair_spec(backend: str, *, tokens: int = PAIR_TOKENS, head_dim: int = PAIR_HEAD_DIM) -> PacketSpec:
+def pair_spec(backend: str, *, tokens: int = PAIR_TOKENS, head_dim: int = PAIR_HEAD_DIM,
+              scale: float = PAIR_SCALE) -> PacketSpec:
     """One side of the backend pair: shared inputs and selection, this backend's dispatch, output and token."""
     spec = synthetic_spec(qh=QWEN_QUERY_HEADS, kvh=QWEN_KV_HEADS, tokens=tokens, head_dim=head_dim,
                           query_dtype="bfloat16", kv_dtype="bfloat16", output_dtype="bfloat16",
-                          kernel_output_dtype="bfloat16", seed=PAIR_SEED, backend=backend, scale=PAIR_SCALE,
+                          kernel_output_dtype="bfloat16", seed=PAIR_SEED, backend=backend, scale=scale,
                           model_id=QWEN_MODEL_ID)
     spec = with_tensor(spec, "output", pair_outputs(spec.tensors, _scale(spec))[backend])
     return with_snapshot(spec, targetToken=PAIR_TARGET_TOKENS[backend])
@@ -475,7 +477,7 @@ def pair_spec(backend: str, *, tokens: int = PAIR_TOKENS, head_dim: int = PAIR_H
 
 def pair_full_spec(backend: str) -> PacketSpec:
     """One side of the backend pair at the full Qwen3.6 geometry (QH16/KVH2/D256/T5585)."""
-    return pair_spec(backend, tokens=QWEN_FULL_TOKENS, head_dim=QWEN_HEAD_DIM)
+    return pair_spec(backend, tokens=QWEN_FULL_TOKENS, head_dim=QWEN_HEAD_DIM, scale=PAIR_FULL_SCALE)
 
 
 def pair_other_layer_spec() -> PacketSpec:
