@@ -21,7 +21,7 @@ def analyze(path: str | os.PathLike) -> "Analysis":
 
 
 def compare(a: "str | os.PathLike | Analysis", b: "str | os.PathLike | Analysis") -> "Pair":
-    """Compare two captures of one selection (paths or analyze() results); see compare-v1 in the README."""
+    """Compare two captures of one selection (paths or analyze() results) into an immutable Pair; never raises for packet content."""
     from explorer.analysis.compare import compare as _compare
 
     return _compare(a, b)
