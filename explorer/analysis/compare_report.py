@@ -93,7 +93,8 @@ def _nearer(pair: Pair) -> dict[str, Any] | None:
         return None
     group = _group(pair)
     return {"global": _counts(pair.nearer.global_counts),
-            "perHead": [{"queryHead": h, "kvHead": h // group, **_counts(c)} for h, c in enumerate(pair.nearer.per_head)]}
+            "perHead": [{"queryHead": h, "kvHead": h // group, **_counts(c)}
+                        for h, c in enumerate(pair.nearer.per_head)]}
 
 
 def _tokens(pair: Pair) -> dict[str, Any] | None:

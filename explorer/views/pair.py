@@ -15,6 +15,7 @@ from explorer.analysis.compare import SIDES, Pair
 from explorer.analysis.result import Analysis
 from explorer.packet.dtypes import FIELD_BITS
 from explorer.views import pair_html
+from explorer.views.pair_html import short
 from explorer.views.common import (
     CHART_HEIGHT,
     CONTINUOUS_CMAP,
@@ -111,18 +112,18 @@ def element_html(pair: Pair, head: int, channel: int) -> str:
         digits = _hex_bits(tensor.dtype) // 4
         pattern = int(tensor.bits[0, head, 0, channel])
         primary, rounded = _references(analysis)
-        rows.append((f"output {side}", esc(number(float(tensor.values[0, head, 0, channel]))),
+        rows.append((f"output {side}", short(float(tensor.values[0, head, 0, channel])),
                      f"<code>0x{pattern:0{digits}x}</code>", esc(tensor.dtype)))
         if primary is not None:
-            rows.append((f"primary reference {side} (FP32)", esc(number(float(primary[head, channel]))), "", "float32"))
-            rows.append((f"reference {side} rounded to {tensor.dtype}", esc(number(float(rounded[head, channel]))),
+            rows.append((f"primary reference {side} (FP32)", short(float(primary[head, channel])), "", "float32"))
+            rows.append((f"reference {side} rounded to {tensor.dtype}", short(float(rounded[head, channel])),
                          "", esc(tensor.dtype)))
     output = pair.output
     ulp = "" if output.ulp is None else f"; ULP distance {esc(number(int(output.ulp.distance[head, channel])))}"
     differs = "" if output.differs is None else ("; bit patterns differ" if output.differs[head, channel]
                                                  else "; bit patterns equal")
     return (f'<p class="element-title"><b>Query head {head}, channel {channel}</b>{differs}{ulp}</p>'
-            + table(("", "value", "bits", "dtype"), rows, css_class="pair-element"))
+            + table(("", "value (hover: full precision)", "bits", "dtype"), rows, css_class="pair-element"))
 
 
 class BitDifferenceExplorer(pn.viewable.Viewer):

@@ -39,7 +39,7 @@ LADDER_METRICS = (("linf", "linf"), ("rmse", "rmse"), ("relative_l2", "relativeL
 
 
 def short(value: Any) -> str:
-    """A number at 4 significant digits with its full value in the hover title; other values as the report prints them."""
+    """A float at 4 significant digits, its full value in the hover title; other values as the report prints them."""
     if isinstance(value, float):
         return f'<span title="{esc(number(value))}">{esc(f"{value:.{SIGNIFICANT_DIGITS}g}")}</span>'
     return esc(number(value))
@@ -190,7 +190,7 @@ def notes_html(pair: Pair) -> str:
 
 
 def overview_html(pair: Pair) -> str:
-    """A compact, self-contained HTML summary of the pair: sides, status, inputs, the output sentence, ladder, tokens."""
+    """A compact, self-contained HTML summary: status, sides, inputs, the output sentence, ladder, tokens."""
     parts = [f'<div class="pair-overview" style="{BOX_STYLE}">', status_html(pair), sides_table(pair)]
     if pair.status != REFUSED:
         parts += [inputs_table(pair), f'<p class="output-lead"><b>{esc(output_lead(pair))}</b></p>',

@@ -46,8 +46,7 @@ def _request(spec, value):
 
 
 def _other_scale(spec):
-    spec = samples.with_record(spec, scaleBits=samples.float32_bits(samples.PAIR_SCALE * 2))
-    return spec
+    return samples.with_record(spec, scaleBits=samples.float32_bits(samples.PAIR_SCALE * 2))
 
 
 # name -> (builder of a contiguous-side variant, the selection fields it changes)
@@ -88,14 +87,16 @@ def packets(tmp_path_factory) -> dict[str, Path]:
 
 def _float32_output(spec):
     values = samples.bits_to_values(spec.tensors["output"][1], "bfloat16")
-    spec = dataclasses.replace(spec, tensors={**spec.tensors, "output": ("float32", samples.values_to_bits(values, "float32"))})
+    spec = dataclasses.replace(spec, tensors={**spec.tensors,
+                                              "output": ("float32", samples.values_to_bits(values, "float32"))})
     record = spec.snapshot["records"][0]
     return samples.with_record(spec, output={**record["output"], "dtype": "float32"})
 
 
 def _float32_queries(spec):
     values = samples.bits_to_values(spec.tensors["queries"][1], "bfloat16")
-    spec = dataclasses.replace(spec, tensors={**spec.tensors, "queries": ("float32", samples.values_to_bits(values, "float32"))})
+    spec = dataclasses.replace(spec, tensors={**spec.tensors,
+                                              "queries": ("float32", samples.values_to_bits(values, "float32"))})
     record = spec.snapshot["records"][0]
     return samples.with_record(spec, queries={**record["queries"], "dtype": "float32"})
 
@@ -359,7 +360,8 @@ def test_shape_differs_reports_only_own_facts(packets):
         assert [d["field"] for d in report["selectionDifferences"]] == fields
         assert report["inputs"] is None and report["output"] is None and report["nearerPrimaryReference"] is None
         assert report["nearerReason"] == "shape_differs"
-        assert report["ladder"]["a"] == explorer.compare(packets["contiguous"], packets["paged"]).report()["ladder"]["a"]
+        own = explorer.compare(packets["contiguous"], packets["paged"]).report()["ladder"]["a"]
+        assert report["ladder"]["a"] == own
 
 
 def test_output_dtypes_differ(packets):
