@@ -1,4 +1,4 @@
-"""compare(a, b): two captures of one selection as one immutable Pair result (compare-v1.md); reads each side's cached analysis, never I/O beyond analyze(), never UI.
+"""compare(a, b): two captures of one selection as one immutable Pair result (compare-v1.md); reads each side's cached analysis, no I/O beyond analyze() and a stat of each packet.json, never UI.
 
 Every number of a side (its ladder, its |output - reference|) is read from that
 side's own analysis; the pair adds only what needs both sides: the selection
@@ -242,7 +242,8 @@ def _analysis(side: str | os.PathLike | Analysis) -> Analysis:
 # ---------------------------------------------------------------- selection and shape
 
 
-def _selection(a: Analysis, b: Analysis):
+def _selection(a: Analysis, b: Analysis) -> tuple[tuple[tuple[str, Any], ...] | None, tuple[SelectionDifference, ...]]:
+    """The selection fields both sides share, and those that differ (None, () when a side has no selection)."""
     key_a, key_b = selection_key(a), selection_key(b)
     if key_a is None or key_b is None:
         return None, ()
