@@ -1,4 +1,4 @@
-"""Attention Packet Explorer: `analyze(path)` is the public entry point; importing this never loads the UI."""
+"""Attention Packet Explorer: `analyze(path)` and `compare(a, b)` are the public entry points; importing this never loads the UI."""
 
 from __future__ import annotations
 
@@ -6,10 +6,11 @@ import os
 from typing import TYPE_CHECKING, Iterable
 
 if TYPE_CHECKING:
+    from explorer.analysis.compare import Pair
     from explorer.analysis.result import Analysis
 
 __version__ = "0.1.0"
-__all__ = ["analyze", "__version__"]
+__all__ = ["analyze", "compare", "__version__"]
 
 
 def analyze(path: str | os.PathLike, emulate: str | Iterable[str] | None = None) -> "Analysis":
@@ -21,3 +22,10 @@ def analyze(path: str | os.PathLike, emulate: str | Iterable[str] | None = None)
     from explorer.analysis.analyze import analyze as _analyze
 
     return _analyze(path, emulate=emulate)
+
+
+def compare(a: "str | os.PathLike | Analysis", b: "str | os.PathLike | Analysis") -> "Pair":
+    """Compare two captures of one selection (paths or analyze() results) into an immutable Pair; never raises for packet content."""
+    from explorer.analysis.compare import compare as _compare
+
+    return _compare(a, b)

@@ -1,4 +1,4 @@
-"""The `explorer` command line (analyze, report, samples); renders the report dict and imports the UI only for `report`."""
+"""The `explorer` command line (analyze, compare, report, samples); renders the report dict and imports the UI only for `report`."""
 
 from __future__ import annotations
 
@@ -170,24 +170,39 @@ def summary(report: dict) -> str:
 # ---------------------------------------------------------------- commands
 
 
-def _run_analyze(args: argparse.Namespace) -> int:
-    if args.output is not None and os.path.lexists(args.output):
-        raise UsageError(f"--output {args.output} already exists; it is never overwritten")
-    from explorer.analysis.emulation import EmulationIdError, expand
+def _check_output(output: str | None) -> None:
+    """A usage error when --output names something that exists (it is never overwritten)."""
+    if output is not None and os.path.lexists(output):
+        raise UsageError(f"--output {output} already exists; it is never overwritten")
 
-    if args.emulate is not None:
+
+def _write_output(output: str | None, text: str) -> None:
+    """Write `text` to a new --output file (exclusive create)."""
+    if output is not None:
         try:
-            expand(args.emulate)  # an unknown kernel, parameter or value is a usage error before any reading
-        except EmulationIdError as error:
-            raise UsageError(f"--emulate: {error}") from None
-    report = explorer.analyze(args.packet, emulate=args.emulate).report()
-    text = json.dumps(report, allow_nan=False, indent=JSON_INDENT) + "\n"
-    if args.output is not None:
-        try:
-            with open(args.output, "x", encoding="utf-8") as handle:
+            with open(output, "x", encoding="utf-8") as handle:
                 handle.write(text)
         except OSError as error:
-            raise UsageError(f"cannot write --output {args.output}: {error.strerror or error}") from None
+            raise UsageError(f"cannot write --output {output}: {error.strerror or error}") from None
+
+
+def _check_emulate(emulate: list[str] | None) -> None:
+    """A usage error for an unknown kernel, parameter or value, before any packet is read."""
+    from explorer.analysis.emulation import EmulationIdError, expand
+
+    if emulate is not None:
+        try:
+            expand(emulate)
+        except EmulationIdError as error:
+            raise UsageError(f"--emulate: {error}") from None
+
+
+def _run_analyze(args: argparse.Namespace) -> int:
+    _check_output(args.output)
+    _check_emulate(args.emulate)
+    report = explorer.analyze(args.packet, emulate=args.emulate).report()
+    text = json.dumps(report, allow_nan=False, indent=JSON_INDENT) + "\n"
+    _write_output(args.output, text)
     sys.stdout.write(text if args.json else summary(report))
     return EXIT_BY_STATUS[report["status"]]
 
@@ -215,6 +230,146 @@ def _run_samples(args: argparse.Namespace) -> int:
     for path in written:
         print(path)
     return EXIT_DONE
+
+
+# ---------------------------------------------------------------- explorer compare (compare-v1.md)
+
+EXIT_BY_PAIR_STATUS = {"compared": EXIT_ANALYZED, "inconclusive": EXIT_INCONCLUSIVE, "refused": EXIT_REFUSED}
+SIDES = ("a", "b")
+
+
+def _side_line(name: str, side: dict) -> str:
+    return (f"  {name}: {side['path']}  status {side['status']}, backend {_number(side['backend'])}, dispatch "
+            f"{_number(side['dispatch'])}, output {_number(side['outputDType'])}, "
+            f"kernel output {_number(side['kernelOutputDType'])}")
+
+
+def _heads_with(per_head: list[int]) -> str:
+    heads = [f"{head} ({count})" for head, count in enumerate(per_head) if count]
+    return ", ".join(heads) if heads else "none"
+
+
+def _pair_input_lines(inputs: dict | None) -> list[str]:
+    if inputs is None:
+        return ["Inputs: not compared element-wise (the shapes differ)"]
+    verdict = "byte-identical" if inputs["identical"] else "not byte-identical"
+    rows = [[name, "yes" if t["identical"] else "no", f"{t['mismatched']} of {t['compared']}",
+             _heads_with(t["perHead"])] for name, t in inputs["tensors"].items()]
+    return ([f"Inputs: all five tensors {verdict}" if inputs["identical"] else f"Inputs: {verdict}"]
+            + _table(["tensor", "identical", "elements differing", "heads (count)"], rows))
+
+
+def _pair_output_lines(output: dict | None) -> list[str]:
+    if output is None:
+        return ["Output: not compared"]
+    dtypes = output["dtypes"]
+    if output["outputDTypesDiffer"]:
+        lines = [f"Output: dtypes differ (a {dtypes['a']}, b {dtypes['b']}): no bitwise comparison of the "
+                 f"{output['compared']} elements"]
+    else:
+        flips = output["bitFlips"]
+        ulp = output["ulp"]
+        lines = [f"Output: {output['mismatched']} of {output['compared']} output elements differ ({dtypes['a']} bit "
+                 f"patterns), in query heads (count): {_heads_with(output['perHead'])}",
+                 f"  bit flips: sign {flips['sign']}, exponent {flips['exponent']}, mantissa {flips['mantissa']}; "
+                 f"ULP distance a vs b: max {_number(ulp['max'])}, p99 {_number(ulp['p99'])}, "
+                 f"nonfinite pairs {ulp['nonfinitePairs']}",
+                 "  ULP histogram: " + ", ".join(f"[{low}, {high}] {count}" for low, high, count in ulp["histogram"])]
+    difference = output["difference"]["global"]
+    lines.append("  a vs b (b as reference): linf {}, rmse {}, relativeL2 {}{}".format(
+        *(_number(difference[k]) for k in ("linf", "rmse", "relativeL2")),
+        f" ({difference['undefinedReason']})" if difference["undefinedReason"] else ""))
+    return lines
+
+
+def _pair_ladder_lines(report: dict) -> list[str]:
+    ladder = report["ladder"]
+    if ladder is None:
+        return ["Ladder: no reference on either side"]
+    header = ["side", "backend", "vs primary linf", "rmse", "vs rounded linf", "rmse", "vs FP64 linf", "rmse",
+              "equal to rounded ref"]
+    rows = []
+    for name in SIDES:
+        row = ladder[name]
+        if row is None:
+            rows.append([name, _number(report[name]["backend"]), *["-"] * 7])
+            continue
+        cells = [_number(row[block][k]) for block in ("primary", "roundedToOutputDType", "fp64OutputError")
+                 for k in ("linf", "rmse")]
+        rows.append([name, _number(report[name]["backend"]), *cells,
+                     f"{row['equalToRoundedReference']} of {row['compared']}"])
+    return ["Ladder (each side against its own references, global):"] + _table(header, rows)
+
+
+def _pair_token_lines(report: dict) -> list[str]:
+    tokens = report["tokens"]
+    if tokens is None:
+        return ["Tokens: not established"]
+    target = tokens["targetToken"]
+    differ = "differ" if tokens["targetTokensDiffer"] else "equal"
+    return [f"Tokens: seed {_number(tokens['seedToken'])} -> target a {_number(target['a'])}, "
+            f"target b {_number(target['b'])} ({differ})"]
+
+
+def _pair_nearer_lines(report: dict) -> list[str]:
+    nearer = report["nearerPrimaryReference"]
+    if nearer is None:
+        return [f"Nearer the primary reference: not computed ({report['nearerReason']})"]
+    counts = nearer["global"]
+    return [f"Nearer the primary reference (|a - ref| vs |b - ref|): a {counts['a']}, b {counts['b']}, "
+            f"tie {counts['tie']}, undefined {counts['undefined']}"]
+
+
+def compare_summary(report: dict) -> str:
+    """The human summary of a comparison report (compare-v1.md section 4)."""
+    lines = ["Pair:", _side_line("a", report["a"]), _side_line("b", report["b"]), f"Status: {report['status']}"]
+    if report["refusals"]:
+        lines.append(f"Refusals ({len(report['refusals'])}):")
+        lines += [f"  side {p['side']}: {p['code']}  {p['field'] if p['field'] is not None else '(packet.json)'}  "
+                  f"{p['message']}" for p in report["refusals"]]
+        lines.append("Nothing was compared: a refused packet cannot be trusted.")
+    if report["inconclusiveReasons"]:
+        lines.append(f"Inconclusive reasons ({len(report['inconclusiveReasons'])}):")
+        lines += [f"  {r['code']}  {r['message']}" for r in report["inconclusiveReasons"]]
+    if report["status"] != "refused":
+        lines += _pair_input_lines(report["inputs"]) + _pair_output_lines(report["output"])
+        lines += _pair_ladder_lines(report) + _pair_token_lines(report) + _pair_nearer_lines(report)
+        if report["selectionDifferences"]:
+            lines.append("Selection differences:")
+            lines += _table(["field", "a", "b"], [[d["field"], _number(d["a"]), _number(d["b"])]
+                                                  for d in report["selectionDifferences"]])
+    if report["notes"]:
+        lines.append("Notes:")
+        lines += [f"  - {text}" for text in report["notes"]]
+    lines.append("Limitations:")
+    lines += [f"  - {text}" for text in report["limitations"]]
+    return "".join(_printable(line) + "\n" for line in lines)
+
+
+def _run_compare(args: argparse.Namespace) -> int:
+    from explorer.analysis.compare import SamePacketError
+
+    _check_output(args.output)
+    try:
+        report = explorer.compare(args.a, args.b).report()
+    except SamePacketError as error:
+        raise UsageError(str(error)) from None
+    text = json.dumps(report, allow_nan=False, indent=JSON_INDENT) + "\n"
+    _write_output(args.output, text)
+    sys.stdout.write(text if args.json else compare_summary(report))
+    return EXIT_BY_PAIR_STATUS[report["status"]]
+
+
+def _add_compare(commands) -> None:
+    compare = commands.add_parser(
+        "compare", help="compare two captures of one selection (e.g. the paged and the contiguous backend)",
+        description="Exit status: 0 compared, 3 inconclusive, 4 refused (either side), 2 usage error (also: A and "
+                    "B are the same packet.json), 1 internal error.")
+    compare.add_argument("a", metavar="A", help="side a: a packet directory or its packet.json")
+    compare.add_argument("b", metavar="B", help="side b: a packet directory or its packet.json")
+    compare.add_argument("--json", action="store_true", help="print the JSON comparison report instead of a summary")
+    compare.add_argument("--output", metavar="FILE", help="also write the JSON report to FILE (never overwritten)")
+    compare.set_defaults(run=_run_compare)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -247,6 +402,7 @@ def build_parser() -> argparse.ArgumentParser:
     samples.add_argument("--full", action="store_true",
                          help="also write the full-size Qwen3.6 packet (QH16/KVH2/D256/T5585, about 11.4 MB)")
     samples.set_defaults(run=_run_samples)
+    _add_compare(commands)
     return parser
 
 

@@ -85,9 +85,9 @@ def _export_suffixes() -> tuple[str, ...]:
     return (HTML_SUFFIX, REPORT_SUFFIX, *(f"-{slug}{PNG_SUFFIX}" for slug, _, _ in VIEWS))
 
 
-def _free_stem(out_dir: Path, base: str) -> str:
-    """`base`, else `base-2`, `base-3`, ...: the first stem none of whose export files exist."""
-    suffixes = _export_suffixes()
+def _free_stem(out_dir: Path, base: str, suffixes: tuple[str, ...] | None = None) -> str:
+    """`base`, else `base-2`, `base-3`, ...: the first stem none of whose export files (`suffixes`) exist."""
+    suffixes = _export_suffixes() if suffixes is None else suffixes
     for attempt in range(1, MAX_NAME_ATTEMPTS + 1):
         stem = base if attempt == 1 else f"{base}-{attempt}"
         if not any(os.path.lexists(out_dir / f"{stem}{suffix}") for suffix in suffixes):
@@ -246,3 +246,47 @@ def write_report(analysis: Analysis, out_dir: str | os.PathLike) -> ExportPaths:
     paths = export_packet(analysis, out_dir)
     stem = paths.html.name[: -len(HTML_SUFFIX)]
     return ExportPaths(html=paths.html, report=paths.report, pngs=render_pngs(paths.html, out_dir, stem))
+
+
+# ---------------------------------------------------------------- a packet pair (compare-v1.md)
+
+COMPARISON_SUFFIX = ".comparison.json"
+PAIR_SECTION = "pair"
+
+
+def comparison_text(pair) -> str:
+    """The comparison report exactly as `explorer compare --json` prints it."""
+    return json.dumps(pair.report(), allow_nan=False, indent=REPORT_INDENT) + "\n"
+
+
+def _pair_page(pair, name: str):
+    import panel as pn
+
+    from explorer.views.pair import build
+
+    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    header = pn.pane.HTML(
+        f"<h1>{html.escape(name)}</h1><p>Side a: <code>{html.escape(pair.a.admission.path)}</code>; side b: "
+        f"<code>{html.escape(pair.b.admission.path)}</code>. Pair status: <b>{pair.status}</b>. Static export of the "
+        f"Attention Packet Explorer pair view (explorer {explorer.__version__}, {stamp}): plots keep zoom and hover, "
+        "clicks and controls are not live. The comparison JSON beside this file holds the same numbers.</p>",
+        sizing_mode="stretch_width")
+    section = pn.Column(build(pair), css_classes=[SECTION_CLASS, f"{SECTION_CLASS}-{PAIR_SECTION}"],
+                        sizing_mode="stretch_width")
+    return pn.Column(header, section, sizing_mode="stretch_width")
+
+
+def export_pair(pair, out_dir: str | os.PathLike, *, name: str | None = None) -> ExportPaths:
+    """Write `<a>-vs-<b>.html` (the pair view, inline resources) and `<a>-vs-<b>.comparison.json` into `out_dir`.
+
+    `report` of the returned paths is the comparison JSON. Existing files are never overwritten.
+    """
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    name = name or f"{packet_name(pair.a)}-vs-{packet_name(pair.b)}"
+    base = _UNSAFE_NAME.sub("_", name).strip("._") or "pair"
+    stem = _free_stem(out_dir, base, (HTML_SUFFIX, COMPARISON_SUFFIX))
+    with _detached():
+        page = _standalone_html(_pair_page(pair, name), title=f"{name} - Attention Packet Explorer")
+    report = _write_new(out_dir / f"{stem}{COMPARISON_SUFFIX}", comparison_text(pair))
+    return ExportPaths(html=_write_new(out_dir / f"{stem}{HTML_SUFFIX}", page), report=report)

@@ -392,6 +392,113 @@ def discarded_spec() -> PacketSpec:
     return with_snapshot(_small_spec(seed=6), sampleOutcome="discarded")
 
 
+# ---------------------------------------------------------------- the backend pair
+
+# One selection captured from both backends: byte-identical all-bfloat16 inputs (QH16/KVH2, Qwen-like),
+# outputs from two documented arithmetic orders (`pair_outputs`).
+PAIR_HEAD_DIM = 128  # half the Qwen head dim keeps the committed packets small
+PAIR_TOKENS = 256
+PAIR_SEED = 8
+# A sharper softmax than 1/sqrt(D) (a few tokens carry most weight, as in a trained model): with it
+# about a fifth of the output elements differ between the two orders, mostly by 1-2 bfloat16 ULP.
+PAIR_SCALE = 0.35
+PAIR_FULL_SCALE = 0.2  # the same share at D256/T5585 (a longer, wider row needs a smaller scale for it)
+PAIR_BLOCKS = 32  # blocks of the contiguous order; block b takes tokens b, b + 32, b + 64, ...
+PAIR_PARTIAL_DTYPE = "bfloat16"  # the contiguous order stores each block's partial output in this dtype
+PAIR_TARGET_TOKENS = {"paged": 1928, "contiguous": 6829}  # the incident's two sampled tokens
+PAIR_OTHER_LAYER = LAYER_INDEX + 1  # the selection-differs partner captured one layer further
+# The inputs-differ partner: one stored key element (kv head, token, channel) with one bit flipped.
+PAIR_CHANGED_KEY = (1, 100, 5)
+PAIR_CHANGED_BIT = 15  # the bfloat16 sign bit
+PAIR_NAMES = {"paged": "qwen36-pair-paged", "contiguous": "qwen36-pair-contiguous",
+              "other-layer": "qwen36-pair-contiguous-other-layer",
+              "input-differs": "qwen36-pair-contiguous-input-differs"}
+FULL_PAIR_NAMES = {"paged": "qwen36-pair-paged-full-t5585", "contiguous": "qwen36-pair-contiguous-full-t5585"}
+
+
+def _blocked_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float) -> np.ndarray:
+    """Float64 softmax attention per query head, the tokens split into PAIR_BLOCKS strided blocks.
+
+    Each block's normalised partial output is rounded (RNE) to PAIR_PARTIAL_DTYPE, then the partials
+    are merged with weights l_b * exp(m_b - M) / L in float64. q [QH, D], k / v [QH, T, D] (per query head).
+    """
+    logits = np.einsum("hd,htd->ht", q, k) * scale
+    partials, maxima, sums = [], [], []
+    for block in range(min(PAIR_BLOCKS, logits.shape[1])):
+        block_logits = logits[:, block::PAIR_BLOCKS]
+        maximum = block_logits.max(axis=1, keepdims=True)
+        weights = np.exp(block_logits - maximum)
+        total = weights.sum(axis=1, keepdims=True)
+        partial = np.einsum("ht,htd->hd", weights, v[:, block::PAIR_BLOCKS]) / total
+        partials.append(bits_to_values(values_to_bits(partial, PAIR_PARTIAL_DTYPE), PAIR_PARTIAL_DTYPE))
+        maxima.append(maximum)
+        sums.append(total)
+    overall = np.max(np.concatenate(maxima, axis=1), axis=1, keepdims=True)
+    merge = [total * np.exp(maximum - overall) for maximum, total in zip(maxima, sums)]
+    return sum(p * w for p, w in zip(partials, merge)) / sum(merge)
+
+
+def pair_outputs(tensors: Mapping[str, tuple[str, np.ndarray]], scale: float) -> dict[str, np.ndarray]:
+    """The output bits [1, QH, 1, D] of each backend for the same inputs, from two documented arithmetic orders.
+
+    - "paged": one softmax over all tokens in float64 (`attention_output`), rounded to float32, then (RNE)
+      to the output dtype: partial results never leave a wide format.
+    - "contiguous": the tokens split into PAIR_BLOCKS strided blocks, each block's partial output stored in
+      PAIR_PARTIAL_DTYPE, the partials merged in float64, rounded to float32, then to the output dtype.
+
+    These are stand-ins for the two kernels' real arithmetic (the emulations replace them).
+    """
+    dtype = tensors["output"][0]
+    q = bits_to_values(tensors["queries"][1], tensors["queries"][0])[0, :, 0, :]
+    k = bits_to_values(tensors["storedKeys"][1], tensors["storedKeys"][0])[0]
+    v = bits_to_values(tensors["storedValues"][1], tensors["storedValues"][0])[0]
+    group = q.shape[0] // k.shape[0]
+    blocked = _blocked_attention(q, np.repeat(k, group, axis=0), np.repeat(v, group, axis=0), scale)
+    return {"paged": values_to_bits(attention_output(tensors, scale), dtype),
+            "contiguous": values_to_bits(blocked[None, :, None, :], dtype)}
+
+
+def with_record(spec: PacketSpec, **changes) -> PacketSpec:
+    """A copy of `spec` whose selected record has the given fields replaced."""
+    records = [{**spec.snapshot["records"][0], **changes}, *spec.snapshot["records"][1:]]
+    return with_snapshot(spec, records=records)
+
+
+def pair_spec(backend: str, *, tokens: int = PAIR_TOKENS, head_dim: int = PAIR_HEAD_DIM,
+              scale: float = PAIR_SCALE) -> PacketSpec:
+    """One side of the backend pair: shared inputs and selection, this backend's dispatch, output and token."""
+    spec = synthetic_spec(qh=QWEN_QUERY_HEADS, kvh=QWEN_KV_HEADS, tokens=tokens, head_dim=head_dim,
+                          query_dtype="bfloat16", kv_dtype="bfloat16", output_dtype="bfloat16",
+                          kernel_output_dtype="bfloat16", seed=PAIR_SEED, backend=backend, scale=scale,
+                          model_id=QWEN_MODEL_ID)
+    spec = with_tensor(spec, "output", pair_outputs(spec.tensors, _scale(spec))[backend])
+    return with_snapshot(spec, targetToken=PAIR_TARGET_TOKENS[backend])
+
+
+def pair_full_spec(backend: str) -> PacketSpec:
+    """One side of the backend pair at the full Qwen3.6 geometry (QH16/KVH2/D256/T5585)."""
+    return pair_spec(backend, tokens=QWEN_FULL_TOKENS, head_dim=QWEN_HEAD_DIM, scale=PAIR_FULL_SCALE)
+
+
+def pair_other_layer_spec() -> PacketSpec:
+    """The contiguous side captured one layer further: a selection field differs, the bytes do not."""
+    return with_record(pair_spec("contiguous"), storageLayerIndex=PAIR_OTHER_LAYER, modelLayerIndex=PAIR_OTHER_LAYER)
+
+
+def pair_input_differs_spec() -> PacketSpec:
+    """The contiguous side with one stored key element of the opposite sign, its output computed from those inputs."""
+    spec = pair_spec("contiguous")
+    keys = spec.tensors["storedKeys"][1].copy()
+    kv_head, token, channel = PAIR_CHANGED_KEY
+    keys[0, kv_head, token, channel] ^= keys.dtype.type(1 << PAIR_CHANGED_BIT)
+    spec = with_tensor(spec, "storedKeys", keys)
+    return with_tensor(spec, "output", pair_outputs(spec.tensors, _scale(spec))["contiguous"])
+
+
+def _scale(spec: PacketSpec) -> float:
+    return float(np.uint32(spec.snapshot["records"][0]["scaleBits"]).view(np.float32))
+
+
 def _write_spec(build: Callable[[], PacketSpec]) -> Callable[[str | os.PathLike], Path]:
     return lambda directory: write_packet(directory, build())
 
@@ -408,6 +515,7 @@ def write_refused(directory: str | os.PathLike) -> Path:
 
 
 _SMALL = f"QH{SMALL_QUERY_HEADS}/KVH{SMALL_KV_HEADS}/D{SMALL_HEAD_DIM}/T{SMALL_TOKENS}"
+_PAIR = f"QH{QWEN_QUERY_HEADS}/KVH{QWEN_KV_HEADS}/D{PAIR_HEAD_DIM}/T{PAIR_TOKENS}"
 
 # name -> (one-line description, builder writing the packet into a directory)
 CURATED: Mapping[str, tuple[str, Callable[[str | os.PathLike], Path]]] = {
@@ -440,6 +548,24 @@ CURATED: Mapping[str, tuple[str, Callable[[str | os.PathLike], Path]]] = {
         f"One byte of {DEFAULT_TENSOR_FILES[CORRUPTED_TENSOR]} flipped after hashing "
         "(refused: sha256_mismatch).",
         write_refused),
+    PAIR_NAMES["paged"]: (
+        f"Backend pair, side paged ({_PAIR}, all bfloat16, dispatch {DISPATCH['paged']}): output of one "
+        f"float64 softmax over all tokens; target token {PAIR_TARGET_TOKENS['paged']}.",
+        _write_spec(lambda: pair_spec("paged"))),
+    PAIR_NAMES["contiguous"]: (
+        f"Backend pair, side contiguous: byte-identical inputs and selection, dispatch {DISPATCH['contiguous']}, "
+        f"output merged from {PAIR_BLOCKS} blocks whose partials are stored in {PAIR_PARTIAL_DTYPE}; "
+        f"target token {PAIR_TARGET_TOKENS['contiguous']}.",
+        _write_spec(lambda: pair_spec("contiguous"))),
+    PAIR_NAMES["other-layer"]: (
+        f"The contiguous side captured at layer {PAIR_OTHER_LAYER}: paired with the paged side, its selection "
+        "differs (storageLayerIndex, modelLayerIndex) while its tensor bytes are the same.",
+        _write_spec(pair_other_layer_spec)),
+    PAIR_NAMES["input-differs"]: (
+        f"The contiguous side with one stored key element (KV head {PAIR_CHANGED_KEY[0]}, token "
+        f"{PAIR_CHANGED_KEY[1]}, channel {PAIR_CHANGED_KEY[2]}) of the opposite sign, its output computed "
+        "from those inputs: paired with the paged side, the inputs differ.",
+        _write_spec(pair_input_differs_spec)),
 }
 
 
@@ -456,8 +582,15 @@ def samples_readme() -> str:
     lines += [f"- `{name}`: {description}" for name, (description, _) in CURATED.items()]
     lines += [
         "",
+        f"Compare the backend pair with `explorer compare sample_packets/{PAIR_NAMES['paged']} "
+        f"sample_packets/{PAIR_NAMES['contiguous']}`;",
+        f"pair `{PAIR_NAMES['paged']}` with `{PAIR_NAMES['other-layer']}` or `{PAIR_NAMES['input-differs']}` "
+        "to see a selection or an input that differs.",
+        "",
         f"The full-size Qwen3.6 geometry (QH16/KVH2/D256/T{QWEN_FULL_TOKENS}, all bfloat16, about 11.4 MB)",
         f"is not committed; `explorer samples --out DIR --full` also writes it as `{FULL_SAMPLE_NAME}`.",
+        f"`--full` also writes the backend pair at that geometry: `{FULL_PAIR_NAMES['paged']}` and",
+        f"`{FULL_PAIR_NAMES['contiguous']}` (about 11.4 MB each, not committed either).",
         "",
     ]
     return "\n".join(lines)
@@ -470,5 +603,6 @@ def write_samples(out: str | os.PathLike, *, full: bool = False) -> list[Path]:
     written = [build(out / name) for name, (_, build) in CURATED.items()]
     if full:
         written.append(write_packet(out / FULL_SAMPLE_NAME, qwen_full_spec()))
+        written += [write_packet(out / name, pair_full_spec(side)) for side, name in FULL_PAIR_NAMES.items()]
     (out / SAMPLES_README).write_text(samples_readme())
     return written

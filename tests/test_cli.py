@@ -203,3 +203,84 @@ def test_samples_into_a_file_is_a_usage_error(capsys, tmp_path):
     target.write_text("x")
     code, out, err = run(capsys, "samples", "--out", str(target))
     assert code == 2 and out == "" and err.startswith("explorer: usage error:")
+
+
+# ---------------------------------------------------------------- explorer compare
+
+PAIR = (str(COMMITTED / samples.PAIR_NAMES["paged"]), str(COMMITTED / samples.PAIR_NAMES["contiguous"]))
+COMPARE_EXIT = {  # (A, B) -> exit status
+    PAIR: 0,
+    (PAIR[0], str(COMMITTED / samples.PAIR_NAMES["input-differs"])): 0,
+    (PAIR[0], str(COMMITTED / samples.PAIR_NAMES["other-layer"])): 3,
+    (PAIR[0], str(COMMITTED / "discarded-sample")): 3,
+    (str(COMMITTED / "refused-hash-mismatch"), PAIR[1]): 4,
+}
+
+
+@pytest.mark.parametrize("pair", list(COMPARE_EXIT))
+def test_compare_exit_status_and_json(capsys, pair):
+    code, out, err = run(capsys, "compare", *pair, "--json")
+    assert (code, err) == (COMPARE_EXIT[pair], "")
+    assert json.loads(out) == explorer.compare(*pair).report()
+    assert out == json.dumps(json.loads(out), allow_nan=False, indent=2) + "\n"
+
+
+def test_compare_same_packet_is_a_usage_error(capsys):
+    for other in (PAIR[0], PAIR[0] + "/packet.json"):
+        code, out, err = run(capsys, "compare", PAIR[0], other, "--json")
+        assert code == 2 and out == "" and "same packet.json" in err
+    code, out, err = run(capsys, "compare", PAIR[0])
+    assert code == 2 and "usage:" in err
+
+
+def test_compare_summary_leads_with_the_incident_table(capsys):
+    code, out, _ = run(capsys, "compare", *PAIR)
+    report = explorer.compare(*PAIR).report()
+    assert code == 0
+    lines = out.splitlines()
+    order = [next(i for i, line in enumerate(lines) if line.startswith(prefix))
+             for prefix in ("Status: compared", "Inputs: all five tensors byte-identical", "Output: ", "Ladder",
+                            "Tokens: ", "Limitations:")]
+    assert order == sorted(order)
+    output = report["output"]
+    assert f"{output['mismatched']} of {output['compared']} output elements differ" in out
+    heads = ", ".join(f"{h} ({n})" for h, n in enumerate(output["perHead"]) if n)
+    assert heads in out
+    start = next(i for i, line in enumerate(lines) if line.startswith("Ladder"))
+    ladder = [line.split() for line in lines[start + 2:start + 4]]
+    for row, side in zip(ladder, ("a", "b")):
+        assert row[1] == report[side]["backend"]
+        assert row[-3:] == [str(report["ladder"][side]["equalToRoundedReference"]), "of",
+                            str(report["ladder"][side]["compared"])]
+    assert "target a 1928, target b 6829 (differ)" in out
+    for tensor in report["inputs"]["tensors"]:
+        assert any(line.split()[:2] == [tensor, "yes"] for line in lines)
+
+
+def test_compare_summary_names_refused_sides_and_reasons(capsys):
+    refused = (str(COMMITTED / "refused-hash-mismatch"), PAIR[1])
+    code, out, _ = run(capsys, "compare", *refused)
+    assert code == 4 and "side a: sha256_mismatch  /tensors/storedValues/sha256" in out
+    code, out, _ = run(capsys, "compare", PAIR[0], str(COMMITTED / samples.PAIR_NAMES["other-layer"]))
+    assert code == 3 and "selection_differs" in out
+    assert any(line.split() == ["storageLayerIndex", "3", "4"] for line in out.splitlines())
+
+
+def test_compare_output_is_never_overwritten(capsys, tmp_path):
+    target = tmp_path / "pair.json"
+    code, _, _ = run(capsys, "compare", *PAIR, "--output", str(target))
+    assert code == 0 and json.loads(target.read_text()) == explorer.compare(*PAIR).report()
+    code, out, err = run(capsys, "compare", *PAIR, "--output", str(target))
+    assert code == 2 and out == "" and "already exists" in err
+
+
+def test_compare_never_imports_the_ui():
+    probe = (
+        "import sys\n"
+        "from explorer.cli import main\n"
+        f"code = main(['compare', {PAIR[0]!r}, {PAIR[1]!r}, '--json'])\n"
+        f"loaded = [m for m in {UI_MODULES!r} if m in sys.modules]\n"
+        "print(code, loaded, file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stderr.strip() == "0 []"

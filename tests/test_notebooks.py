@@ -1,4 +1,4 @@
-"""Runs both notebooks top to bottom with nbclient and a real IPython kernel (cwd notebooks/) and checks they are committed without outputs; never writes a notebook back."""
+"""Runs every notebook top to bottom with nbclient and a real IPython kernel (cwd notebooks/) and checks they are committed without outputs; never writes a notebook back."""
 
 from __future__ import annotations
 
@@ -41,6 +41,19 @@ EXPECTED = {
         4,
         ("injected-error-head5.html", "injected-error-head5.report.json", "last-row-mismatch.html",
          "last-row-mismatch.report.json", "nan-stored-values.html", "nan-stored-values.report.json"),
+    ),
+    "03-backend-pair.ipynb": (
+        ("inputs byte-identical: True", "364 of 2048 output elements differ",
+         "query heads carrying them: [0, 2, 3, 5, 6, 7, 8, 9, 10, 11, 12, 14, 15]",
+         "equal to the rounded reference: 2048 of 2048", "equal to the rounded reference: 1684 of 2048",
+         "nearer the primary reference: a 364, b 0, tie 1684, undefined 0",
+         "target tokens: 1928 vs 6829; differ: True", "storedKeys: 1 of 65536 differ at [(1, 100, 5)]",
+         "reason: inputs_differ", "['selection_differs']", "storageLayerIndex: a 3, b 4",
+         'data-status="compared"', 'data-status="inconclusive"',
+         "exported comparison equals pair.report(): True"),
+        6,
+        ("qwen36-pair-paged-vs-qwen36-pair-contiguous.html",
+         "qwen36-pair-paged-vs-qwen36-pair-contiguous.comparison.json"),
     ),
 }
 

@@ -27,6 +27,10 @@ EXPECTED = {
     "nan-stored-values": ("inconclusive", [], ["nonfinite_inputs", "nonfinite_comparison"]),
     "discarded-sample": ("inconclusive", [], ["sample_not_confirmed"]),
     "refused-hash-mismatch": ("refused", ["sha256_mismatch"], []),
+    "qwen36-pair-paged": ("analyzed", [], []),
+    "qwen36-pair-contiguous": ("analyzed", [], []),
+    "qwen36-pair-contiguous-other-layer": ("analyzed", [], []),
+    "qwen36-pair-contiguous-input-differs": ("analyzed", [], []),
 }
 
 FLOAT = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16, "float32": np.float32}

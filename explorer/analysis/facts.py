@@ -68,6 +68,32 @@ def nonfinite_map(tensor: NativeTensor) -> NonfiniteMap:
     )
 
 
+def bit_positions(xor: np.ndarray, dtype: str) -> np.ndarray:
+    """int64 [bits of dtype]: how many of the XOR patterns `xor` have each bit set (index 0 = least significant)."""
+    bit_count = 8 * ITEM_SIZE[dtype]
+    return ((xor.reshape(-1, 1) >> np.arange(bit_count, dtype=xor.dtype)) & 1).sum(axis=0, dtype=np.int64)
+
+
+def bit_flips(bit_position_counts: np.ndarray, dtype: str) -> dict[str, int]:
+    """Differing bits per IEEE field {sign, exponent, mantissa} from per-bit-position counts (`bit_positions`)."""
+    _, exponent_bits, mantissa_bits = FIELD_BITS[dtype]
+    return {
+        "sign": int(bit_position_counts[mantissa_bits + exponent_bits]),
+        "exponent": int(bit_position_counts[mantissa_bits : mantissa_bits + exponent_bits].sum()),
+        "mantissa": int(bit_position_counts[:mantissa_bits].sum()),
+    }
+
+
+def field_mask(xor: np.ndarray, dtype: str) -> np.ndarray:
+    """uint8, the shape of `xor`: SIGN_DIFFERS | EXPONENT_DIFFERS | MANTISSA_DIFFERS per XOR pattern."""
+    sign_mask, exponent_mask, mantissa_mask = field_masks(dtype)
+    return (
+        np.where((xor & sign_mask) != 0, SIGN_DIFFERS, 0)
+        | np.where((xor & exponent_mask) != 0, EXPONENT_DIFFERS, 0)
+        | np.where((xor & mantissa_mask) != 0, MANTISSA_DIFFERS, 0)
+    ).astype(np.uint8)
+
+
 def last_row(stored: NativeTensor, incoming: NativeTensor) -> LastRow:
     """Bitwise comparison of stored[0, :, T-1, :] with incoming[0, :, 0, :] (same dtype, same KVH and D)."""
     if stored.dtype != incoming.dtype or stored.shape[1] != incoming.shape[1] or stored.shape[3] != incoming.shape[3]:
@@ -76,15 +102,7 @@ def last_row(stored: NativeTensor, incoming: NativeTensor) -> LastRow:
     stored_bits = _frozen(stored.bits[0, :, -1, :])
     incoming_bits = _frozen(incoming.bits[0, :, 0, :])
     xor = _read_only(stored_bits ^ incoming_bits)
-    bit_count = 8 * ITEM_SIZE[dtype]
-    bit_position_counts = ((xor.reshape(-1, 1) >> np.arange(bit_count, dtype=xor.dtype)) & 1).sum(axis=0, dtype=np.int64)
-    _, exponent_bits, mantissa_bits = FIELD_BITS[dtype]
-    sign_mask, exponent_mask, mantissa_mask = field_masks(dtype)
-    field_mask = (
-        np.where((xor & sign_mask) != 0, SIGN_DIFFERS, 0)
-        | np.where((xor & exponent_mask) != 0, EXPONENT_DIFFERS, 0)
-        | np.where((xor & mantissa_mask) != 0, MANTISSA_DIFFERS, 0)
-    ).astype(np.uint8)
+    bit_position_counts = bit_positions(xor, dtype)
     differs = xor != 0
     return LastRow(
         dtype=dtype,
@@ -92,17 +110,13 @@ def last_row(stored: NativeTensor, incoming: NativeTensor) -> LastRow:
         mismatched=int(np.count_nonzero(differs)),
         per_kv_head=tuple(differs.sum(axis=1).tolist()),
         positions=tuple(map(tuple, np.argwhere(differs)[:LAST_ROW_POSITIONS_LIMIT].tolist())),
-        bit_flips={
-            "sign": int(bit_position_counts[mantissa_bits + exponent_bits]),
-            "exponent": int(bit_position_counts[mantissa_bits : mantissa_bits + exponent_bits].sum()),
-            "mantissa": int(bit_position_counts[:mantissa_bits].sum()),
-        },
+        bit_flips=bit_flips(bit_position_counts, dtype),
         stored_bits=stored_bits,
         incoming_bits=incoming_bits,
         xor=xor,
         stored_values=_frozen(stored.values[0, :, -1, :]),
         incoming_values=_frozen(incoming.values[0, :, 0, :]),
-        field_mask=_read_only(field_mask),
+        field_mask=_read_only(field_mask(xor, dtype)),
         bit_position_counts=_read_only(bit_position_counts),
     )
 

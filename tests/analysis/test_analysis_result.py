@@ -99,6 +99,10 @@ def test_curated_statuses(curated):
         "nan-stored-values": ("inconclusive", ["nonfinite_inputs", "nonfinite_comparison"]),
         "discarded-sample": ("inconclusive", ["sample_not_confirmed"]),
         "refused-hash-mismatch": ("refused", []),
+        "qwen36-pair-paged": ("analyzed", []),
+        "qwen36-pair-contiguous": ("analyzed", []),
+        "qwen36-pair-contiguous-other-layer": ("analyzed", []),
+        "qwen36-pair-contiguous-input-differs": ("analyzed", []),
     }
 
 

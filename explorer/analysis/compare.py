@@ -1,0 +1,430 @@
+"""compare(a, b): two captures of one selection as one immutable Pair result (compare-v1.md); reads each side's cached analysis, no I/O beyond analyze() and a stat of each packet.json, never UI.
+
+Every number of a side (its ladder, its |output - reference|) is read from that
+side's own analysis; the pair adds only what needs both sides: the selection
+differences, the byte facts of the inputs, the bit / ULP / metric differences of
+the outputs and, when both sides share one primary reference, which output is
+nearer it. Swapping the sides swaps `a` and `b` and nothing else.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Mapping
+
+import numpy as np
+
+from explorer.analysis.analyze import analyze
+from explorer.analysis.facts import FIRST_LOCATIONS_LIMIT, bit_flips, bit_positions
+from explorer.analysis.metrics import compare as compare_metrics
+from explorer.analysis.metrics import readonly, ulp_distance
+from explorer.analysis.ranking import selection_key
+from explorer.analysis.result import Analysis, Comparison, Metrics, Ulp
+from explorer.packet.files import PACKET_JSON
+from explorer.packet.model import INCONCLUSIVE, REFUSED, Problem, Reason
+
+COMPARED, PAIR_INCONCLUSIVE, PAIR_REFUSED = "compared", INCONCLUSIVE, REFUSED
+SIDES = ("a", "b")
+INPUT_NAMES = ("queries", "storedKeys", "storedValues", "incomingKeys", "incomingValues")
+OUTPUT_POSITIONS_LIMIT = 4096
+
+# Inconclusive reason codes (compare-v1.md section 2), in the order they are listed.
+SIDE_INCONCLUSIVE = "side_inconclusive"
+SELECTION_DIFFERS = "selection_differs"
+SHAPE_DIFFERS = "shape_differs"
+# Why `nearer` is None: the contract's two codes, then the states in which no element-wise comparison exists.
+INPUTS_DIFFER, SCALE_DIFFERS = "inputs_differ", "scale_differs"
+NO_ELEMENTWISE = "shape_differs"
+NO_REFERENCE = "no_reference"
+
+# Per-element codes of `Nearer.map`.
+NEARER_A, NEARER_B, TIE, UNDEFINED = 0, 1, 2, 3
+NEARER_KEYS = ("a", "b", "tie", "undefined")
+
+DIFFERENCE_LABEL = "output a vs output b (b in the role of the reference)"
+SAME_BACKEND_NOTE = "same backend: both packets declare backend {backend}"
+INPUTS_DIFFER_NOTE = ("the inputs differ: the output differences mix input and arithmetic differences, and each "
+                      "side's references are its own")
+OUTPUT_DTYPES_NOTE = ("the output dtypes differ (output.dtypes): the outputs are compared by value only, not bit for "
+                      "bit nor in ULP")
+PAIR_LIMITATIONS = (
+    "A pair shows that two kernels' outputs differ and where, not why.",
+    "Identity fields remain declarations: two packets declaring the same selection are not proven to be "
+    "captures of the same call.",
+)
+
+
+class SamePacketError(ValueError):
+    """Both sides name the same packet.json (same path, link or (st_dev, st_ino)): a usage error, not a pair."""
+
+
+@dataclass(frozen=True)
+class SideRefusal:
+    """One refusal of one side."""
+
+    side: str
+    problem: Problem
+
+
+@dataclass(frozen=True)
+class SelectionDifference:
+    field: str
+    a: Any
+    b: Any
+
+
+@dataclass(frozen=True)
+class BitDifference:
+    """Bitwise comparison of one tensor's native patterns on both sides (same dtype and shape).
+
+    `per_head` counts mismatches along the tensor's head axis; `first_positions` are the
+    first mismatched [head, token, channel] (row-major), at most `limit` of them.
+    """
+
+    tensor: str
+    dtype: str
+    identical: bool
+    compared: int
+    mismatched: int
+    per_head: tuple[int, ...]
+    first_positions: tuple[tuple[int, ...], ...]
+    bit_flips: Mapping[str, int]
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """Byte facts of the five input tensors; `identical` when all five are."""
+
+    identical: bool
+    tensors: Mapping[str, BitDifference]
+
+
+@dataclass(frozen=True)
+class OutputDifference:
+    """Output a against output b. Bitwise fields are None when the output dtypes differ.
+
+    `bits` holds the [QH, D] comparison (positions as [head, channel]); `ulp.distance`
+    is int64 [QH, D] (-1 where a value is nonfinite); `difference.abs_error` is |a - b|.
+    """
+
+    dtype_a: str
+    dtype_b: str
+    dtypes_differ: bool
+    compared: int
+    bits: BitDifference | None
+    differs: np.ndarray | None
+    ulp: Ulp | None
+    difference: Comparison
+
+
+@dataclass(frozen=True)
+class LadderRow:
+    """One side's row of the incident table, read from that side's own analysis."""
+
+    primary: Metrics
+    rounded_to_output: Metrics
+    fp64_output_error: Metrics
+    equal_to_rounded_reference: int
+    compared: int
+
+
+@dataclass(frozen=True)
+class NearerCounts:
+    a: int
+    b: int
+    tie: int
+    undefined: int
+
+
+@dataclass(frozen=True)
+class Nearer:
+    """Which output is nearer the shared primary reference, per element (`map`, int8 codes NEARER_A ...)."""
+
+    global_counts: NearerCounts
+    per_head: tuple[NearerCounts, ...]
+    map: np.ndarray
+
+
+@dataclass(frozen=True)
+class Tokens:
+    """`seed_token` is None when the sides disagree on it (then listed in the selection differences)."""
+
+    seed_token: int | None
+    target_a: int | None
+    target_b: int | None
+
+    @property
+    def differ(self) -> bool:
+        return self.target_a != self.target_b
+
+
+@dataclass(frozen=True)
+class Pair:
+    """The comparison of two analyses (compare-v1.md). `a` and `b` are the sides' own immutable results.
+
+    `selection` holds the selection fields both sides share, as ((name, value), ...) in
+    report order; `ladder` maps "a" / "b" to a LadderRow, or None for a side without a
+    reference.
+    """
+
+    a: Analysis
+    b: Analysis
+    status: str
+    refusals: tuple[SideRefusal, ...]
+    reasons: tuple[Reason, ...]
+    selection: tuple[tuple[str, Any], ...] | None
+    selection_differences: tuple[SelectionDifference, ...]
+    inputs: Inputs | None
+    output: OutputDifference | None
+    ladder: Mapping[str, LadderRow | None] | None
+    nearer: Nearer | None
+    nearer_reason: str | None
+    tokens: Tokens | None
+    notes: tuple[str, ...]
+
+    def side(self, name: str) -> Analysis:
+        """The analysis of side "a" or "b"."""
+        return {"a": self.a, "b": self.b}[name]
+
+    def report(self) -> dict[str, Any]:
+        """The JSON-ready report of compare-v1.md section 4 (`explorer compare --json`)."""
+        from explorer.analysis.compare_report import build_comparison_report
+
+        return build_comparison_report(self)
+
+    # Notebook display (explorer.pair_notebook, imported on use: the core never loads a UI library).
+
+    def _repr_html_(self) -> str:
+        from explorer.pair_notebook import summary_html
+
+        return summary_html(self)
+
+    def _repr_pretty_(self, printer, cycle: bool) -> None:
+        from explorer.pair_notebook import summary_text
+
+        printer.text(summary_text(self))
+
+    @property
+    def views(self):
+        """The pair views for inline display, e.g. `pair.views.bits()`."""
+        from explorer.pair_notebook import PairViews
+
+        return PairViews(self)
+
+    def __panel__(self):
+        return self.views.all()
+
+
+# ---------------------------------------------------------------- sides
+
+
+def _packet_json(path: str) -> str:
+    return os.path.join(path, PACKET_JSON) if os.path.isdir(path) else path
+
+
+def _check_distinct(path_a: str, path_b: str) -> None:
+    """Raise SamePacketError when both paths resolve to one packet.json."""
+    try:
+        first, second = os.stat(_packet_json(path_a)), os.stat(_packet_json(path_b))
+    except (OSError, ValueError):
+        return  # a side that cannot be opened is refused by its own admission
+    if (first.st_dev, first.st_ino) == (second.st_dev, second.st_ino):
+        raise SamePacketError(f"{path_a!r} and {path_b!r} are the same packet.json; compare two captures, or a "
+                              "byte-identical copy in another directory")
+
+
+def _analysis(side: str | os.PathLike | Analysis) -> Analysis:
+    return side if isinstance(side, Analysis) else analyze(side)
+
+
+# ---------------------------------------------------------------- selection and shape
+
+
+def _selection(a: Analysis, b: Analysis) -> tuple[tuple[tuple[str, Any], ...] | None, tuple[SelectionDifference, ...]]:
+    """The selection fields both sides share, and those that differ (None, () when a side has no selection)."""
+    key_a, key_b = selection_key(a), selection_key(b)
+    if key_a is None or key_b is None:
+        return None, ()
+    shared = tuple((name, value) for (name, value), (_, other) in zip(key_a, key_b) if value == other)
+    differences = tuple(SelectionDifference(name, value, other)
+                        for (name, value), (_, other) in zip(key_a, key_b) if value != other)
+    return shared, differences
+
+
+def _shape(analysis: Analysis) -> tuple | None:
+    admission = analysis.admission
+    if admission.geometry is None or admission.tensors is None:
+        return None
+    geometry = admission.geometry
+    return (geometry["queryHeads"], geometry["kvHeads"], geometry["headDim"], geometry["tokens"],
+            tuple(admission.tensors[name].dtype for name in INPUT_NAMES))
+
+
+def _shape_message(a: Analysis, b: Analysis) -> str:
+    def text(analysis: Analysis) -> str:
+        shape = _shape(analysis)
+        if shape is None:
+            return "no verified tensors"
+        qh, kvh, d, t, dtypes = shape
+        return f"QH{qh}/KVH{kvh}/D{d}/T{t}, inputs " + ", ".join(f"{n} {dt}" for n, dt in zip(INPUT_NAMES, dtypes))
+    return f"a: {text(a)}; b: {text(b)}"
+
+
+# ---------------------------------------------------------------- bits
+
+
+def bit_difference(name: str, dtype: str, bits_a: np.ndarray, bits_b: np.ndarray, limit: int) -> BitDifference:
+    """Bitwise comparison of two same-shape pattern arrays whose axis 0 is the head axis."""
+    if np.array_equal(bits_a, bits_b):
+        return BitDifference(name, dtype, True, int(bits_a.size), 0, (0,) * bits_a.shape[0], (),
+                             MappingProxyType(bit_flips(np.zeros(8 * bits_a.itemsize, dtype=np.int64), dtype)))
+    xor = bits_a ^ bits_b
+    where = np.flatnonzero(xor)
+    per_head = np.bincount(where // (xor.size // xor.shape[0]), minlength=xor.shape[0])
+    first = np.unravel_index(where[:limit], xor.shape)
+    return BitDifference(
+        tensor=name, dtype=dtype, identical=False, compared=int(xor.size), mismatched=int(where.size),
+        per_head=tuple(int(n) for n in per_head),
+        first_positions=tuple(zip(*(axis.tolist() for axis in first))),
+        bit_flips=MappingProxyType(bit_flips(bit_positions(xor.reshape(-1)[where], dtype), dtype)),
+    )
+
+
+def _inputs(a: Analysis, b: Analysis) -> Inputs:
+    tensors = {}
+    for name in INPUT_NAMES:
+        first, second = a.admission.tensors[name], b.admission.tensors[name]
+        tensors[name] = bit_difference(name, first.dtype, first.bits[0], second.bits[0], FIRST_LOCATIONS_LIMIT)
+    return Inputs(all(t.identical for t in tensors.values()), MappingProxyType(tensors))
+
+
+def _output(a: Analysis, b: Analysis) -> OutputDifference:
+    first, second = a.admission.tensors["output"], b.admission.tensors["output"]
+    bits_a, bits_b = first.bits[0, :, 0, :], second.bits[0, :, 0, :]
+    every_head = np.ones(bits_a.shape[0], dtype=bool)
+    difference = compare_metrics(DIFFERENCE_LABEL, first.values[0, :, 0, :], second.values[0, :, 0, :], every_head,
+                                 reference_computed=False)
+    if first.dtype != second.dtype:
+        return OutputDifference(first.dtype, second.dtype, True, int(bits_a.size), None, None, None, difference)
+    bits = bit_difference("output", first.dtype, bits_a, bits_b, OUTPUT_POSITIONS_LIMIT)
+    return OutputDifference(first.dtype, second.dtype, False, int(bits_a.size), bits,
+                            readonly(bits_a != bits_b), ulp_distance(bits_a, bits_b, first.dtype, every_head),
+                            difference)
+
+
+# ---------------------------------------------------------------- ladder and nearer
+
+
+def ladder_row(analysis: Analysis) -> LadderRow | None:
+    """The side's global primary, rounded and FP64-output metrics, and its elements equal to the rounded reference.
+
+    Counted over eligible heads (the only ones with a reference); `compared` is their element count.
+    """
+    numerics = analysis.numerics
+    if numerics is None:
+        return None
+    output_bits = analysis.admission.tensors["output"].bits[0, :, 0, :]
+    rounded = numerics.rounded_to_output
+    eligible = numerics.eligible
+    equal = (output_bits == rounded.rounded_bits)[eligible]
+    return LadderRow(numerics.primary.global_metrics, rounded.comparison.global_metrics,
+                     numerics.fp64.output_error.global_metrics, int(np.count_nonzero(equal)), int(equal.size))
+
+
+def _counts(codes: np.ndarray) -> NearerCounts:
+    return NearerCounts(*(int(n) for n in np.bincount(codes.reshape(-1), minlength=len(NEARER_KEYS))))
+
+
+def _nearer(a: Analysis, b: Analysis) -> Nearer:
+    """Per element: |a - ref| against |b - ref| in FP64, each side's own abs_error (NaN: undefined)."""
+    error_a, error_b = a.numerics.primary.abs_error, b.numerics.primary.abs_error
+    codes = np.full(error_a.shape, UNDEFINED, dtype=np.int8)
+    defined = np.isfinite(error_a) & np.isfinite(error_b)
+    codes[defined & (error_a < error_b)] = NEARER_A
+    codes[defined & (error_b < error_a)] = NEARER_B
+    codes[defined & (error_a == error_b)] = TIE
+    return Nearer(_counts(codes), tuple(_counts(row) for row in codes), readonly(codes))
+
+
+def _nearer_reason(a: Analysis, b: Analysis, inputs: Inputs | None) -> str | None:
+    if inputs is None:
+        return NO_ELEMENTWISE
+    if not inputs.identical:
+        return INPUTS_DIFFER
+    if a.admission.scale != b.admission.scale:
+        return SCALE_DIFFERS
+    if a.numerics is None or b.numerics is None:
+        return NO_REFERENCE
+    return None
+
+
+def _tokens(a: Analysis, b: Analysis) -> Tokens | None:
+    sample_a, sample_b = a.admission.sample, b.admission.sample
+    if sample_a is None or sample_b is None:
+        return None
+    seed = sample_a["seedToken"] if sample_a["seedToken"] == sample_b["seedToken"] else None
+    return Tokens(seed, sample_a["targetToken"], sample_b["targetToken"])
+
+
+# ---------------------------------------------------------------- the pair
+
+
+def _refused(a: Analysis, b: Analysis) -> Pair:
+    refusals = tuple(SideRefusal(name, problem) for name, side in zip(SIDES, (a, b))
+                     for problem in side.admission.refusals)
+    return Pair(a, b, PAIR_REFUSED, refusals, (), None, (), None, None, None, None, None, None, ())
+
+
+def _notes(a: Analysis, b: Analysis, inputs: Inputs | None, output: OutputDifference | None) -> tuple[str, ...]:
+    notes = []
+    backend_a, backend_b = a.admission.identity["backend"], b.admission.identity["backend"]
+    if backend_a == backend_b:
+        notes.append(SAME_BACKEND_NOTE.format(backend=backend_a))
+    if inputs is not None and not inputs.identical:
+        notes.append(INPUTS_DIFFER_NOTE)
+    if output is not None and output.dtypes_differ:
+        notes.append(OUTPUT_DTYPES_NOTE)
+    return tuple(notes)
+
+
+def pair_of(a: Analysis, b: Analysis) -> Pair:
+    """The Pair of two analyses (no I/O: everything is read from them)."""
+    if a.status == REFUSED or b.status == REFUSED:
+        return _refused(a, b)
+    reasons = [Reason(SIDE_INCONCLUSIVE, f"side {name} is inconclusive: " + ", ".join(r.code for r in side.reasons))
+               for name, side in zip(SIDES, (a, b)) if side.status == INCONCLUSIVE]
+    selection, differences = _selection(a, b)
+    if differences:
+        reasons.append(Reason(SELECTION_DIFFERS, "selection fields differ: " + ", ".join(d.field for d in differences)))
+    shape_a, shape_b = _shape(a), _shape(b)
+    same_shape = shape_a is not None and shape_a == shape_b
+    if not same_shape:
+        reasons.append(Reason(SHAPE_DIFFERS, f"the geometry or an input dtype differs ({_shape_message(a, b)})"))
+    inputs = _inputs(a, b) if same_shape else None
+    output = _output(a, b) if same_shape else None
+    ladder = {name: ladder_row(side) for name, side in zip(SIDES, (a, b))}
+    nearer_reason = _nearer_reason(a, b, inputs)
+    return Pair(
+        a=a, b=b, status=PAIR_INCONCLUSIVE if reasons else COMPARED, refusals=(), reasons=tuple(reasons),
+        selection=selection, selection_differences=differences, inputs=inputs, output=output,
+        ladder=None if all(row is None for row in ladder.values()) else MappingProxyType(ladder),
+        nearer=_nearer(a, b) if nearer_reason is None else None, nearer_reason=nearer_reason,
+        tokens=_tokens(a, b), notes=_notes(a, b, inputs, output),
+    )
+
+
+def compare(a: str | os.PathLike | Analysis, b: str | os.PathLike | Analysis) -> Pair:
+    """The pair of packets `a` and `b` (paths or analyze() results); each side's analysis comes from analyze's cache.
+
+    Raises SamePacketError when both name the same packet.json. Never raises for packet content.
+    """
+    path_a = a.admission.path if isinstance(a, Analysis) else os.fspath(a)
+    path_b = b.admission.path if isinstance(b, Analysis) else os.fspath(b)
+    if isinstance(a, Analysis) and a is b:
+        raise SamePacketError("the same analysis was given for both sides")
+    _check_distinct(path_a, path_b)
+    return pair_of(_analysis(a), _analysis(b))
+
+

@@ -1,0 +1,130 @@
+"""build_comparison_report: the JSON-ready comparison report (compare-v1.md section 4) as a pure serialization of a Pair; no I/O, no UI.
+
+Every float is finite or None (json.dumps(allow_nan=False) holds). Each section is
+one function, so a later section (the emulation x side matrix) adds one key and one
+function without touching the others.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from explorer.analysis.compare import (
+    PAIR_LIMITATIONS,
+    SIDES,
+    BitDifference,
+    LadderRow,
+    NearerCounts,
+    OutputDifference,
+    Pair,
+)
+from explorer.analysis.report import LIMITATIONS, _comparison, _metrics, _plain, _ulp, runtime
+from explorer.analysis.result import Analysis
+
+COMPARISON_SCHEMA = "attention-explorer.comparison.v1"
+
+
+def side_summary(analysis: Analysis) -> dict[str, Any]:
+    """`S` of compare-v1.md section 4: one side's path, hash, status and the fields allowed to differ."""
+    admission = analysis.admission
+    interpreted = not admission.refused
+    identity, selection, tensors = admission.identity, admission.selection, admission.tensors
+    return {
+        "path": admission.path,
+        "packetSHA256": admission.packet_sha256,
+        "status": analysis.status,
+        "backend": identity["backend"] if interpreted and identity else None,
+        "dispatch": selection["dispatch"] if interpreted and selection else None,
+        "kernelOutputDType": selection["kernelOutputDType"] if interpreted and selection else None,
+        "outputDType": tensors["output"].dtype if interpreted and tensors else None,
+    }
+
+
+def _bits(bits: BitDifference, positions_key: str) -> dict[str, Any]:
+    return {"compared": bits.compared, "mismatched": bits.mismatched, "perHead": list(bits.per_head),
+            positions_key: [list(p) for p in bits.first_positions], "bitFlips": dict(bits.bit_flips)}
+
+
+def _inputs(pair: Pair) -> dict[str, Any] | None:
+    if pair.inputs is None:
+        return None
+    return {"identical": pair.inputs.identical,
+            "tensors": {name: {"identical": t.identical, **_bits(t, "firstPositions")}
+                        for name, t in pair.inputs.tensors.items()}}
+
+
+def _group(pair: Pair) -> int:
+    geometry = pair.a.admission.geometry
+    return geometry["groupSize"]
+
+
+def _output(pair: Pair) -> dict[str, Any] | None:
+    output: OutputDifference | None = pair.output
+    if output is None:
+        return None
+    bitwise = None if output.bits is None else _bits(output.bits, "positions")
+    return {
+        "dtypes": {"a": output.dtype_a, "b": output.dtype_b},
+        "outputDTypesDiffer": output.dtypes_differ,
+        "compared": output.compared,
+        "mismatched": None if bitwise is None else bitwise["mismatched"],
+        "perHead": None if bitwise is None else bitwise["perHead"],
+        "positions": None if bitwise is None else bitwise["positions"],
+        "bitFlips": None if bitwise is None else bitwise["bitFlips"],
+        "ulp": None if output.ulp is None else _ulp(output.ulp),
+        "difference": _comparison(output.difference, _group(pair)),
+    }
+
+
+def _ladder_row(row: LadderRow | None) -> dict[str, Any] | None:
+    if row is None:
+        return None
+    return {"primary": _metrics(row.primary), "roundedToOutputDType": _metrics(row.rounded_to_output),
+            "fp64OutputError": _metrics(row.fp64_output_error),
+            "equalToRoundedReference": row.equal_to_rounded_reference, "compared": row.compared}
+
+
+def _counts(counts: NearerCounts) -> dict[str, int]:
+    return {"a": counts.a, "b": counts.b, "tie": counts.tie, "undefined": counts.undefined}
+
+
+def _nearer(pair: Pair) -> dict[str, Any] | None:
+    if pair.nearer is None:
+        return None
+    group = _group(pair)
+    return {"global": _counts(pair.nearer.global_counts),
+            "perHead": [{"queryHead": h, "kvHead": h // group, **_counts(c)}
+                        for h, c in enumerate(pair.nearer.per_head)]}
+
+
+def _tokens(pair: Pair) -> dict[str, Any] | None:
+    tokens = pair.tokens
+    if tokens is None:
+        return None
+    return {"seedToken": tokens.seed_token, "targetToken": {"a": tokens.target_a, "b": tokens.target_b},
+            "targetTokensDiffer": tokens.differ}
+
+
+def build_comparison_report(pair: Pair) -> dict[str, Any]:
+    """The report of compare-v1.md section 4 for `pair` (complete for every status)."""
+    return {
+        "schema": COMPARISON_SCHEMA,
+        "status": pair.status,
+        "a": side_summary(pair.a),
+        "b": side_summary(pair.b),
+        "refusals": [{"side": r.side, "code": r.problem.code, "field": r.problem.field, "message": r.problem.message}
+                     for r in pair.refusals],
+        "inconclusiveReasons": [{"code": r.code, "message": r.message} for r in pair.reasons],
+        "selection": None if pair.selection is None else {name: _plain(value) for name, value in pair.selection},
+        "selectionDifferences": [{"field": d.field, "a": _plain(d.a), "b": _plain(d.b)}
+                                 for d in pair.selection_differences],
+        "inputs": _inputs(pair),
+        "output": _output(pair),
+        "ladder": None if pair.ladder is None else {side: _ladder_row(pair.ladder[side]) for side in SIDES},
+        "nearerPrimaryReference": _nearer(pair),
+        "nearerReason": pair.nearer_reason,
+        "tokens": _tokens(pair),
+        "notes": list(pair.notes),
+        "runtime": runtime(),
+        "limitations": [*LIMITATIONS, *PAIR_LIMITATIONS],
+    }

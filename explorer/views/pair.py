@@ -1,0 +1,281 @@
+"""Pair view: two captures of one selection side by side (inputs, output bit-difference map with a clickable element detail, mismatches per head, the ladder, |a - ref| and |b - ref|, the tokens); draws only what the Pair result holds.
+
+`build(pair)` is the whole view (the app and the export); each `*_section(pair)`
+is one part of it (the notebook accessor `pair.views.<name>()`).
+"""
+
+from __future__ import annotations
+
+import holoviews as hv
+import numpy as np
+import panel as pn
+import param
+
+from explorer.analysis.compare import SIDES, Pair
+from explorer.analysis.result import Analysis
+from explorer.packet.dtypes import FIELD_BITS
+from explorer.views import pair_html
+from explorer.views.pair_html import short
+from explorer.views.common import (
+    CHART_HEIGHT,
+    CONTINUOUS_CMAP,
+    LOG,
+    Field,
+    collapsed,
+    colour_scale,
+    grid_map,
+    heading,
+    hex_pattern,
+    hover,
+    html_pane,
+    note,
+    per_cell,
+    plot_pane,
+    ulp_value,
+)
+from explorer.views.html_summary import esc, number, table
+
+# Colours of the bit-difference map by ULP bucket [0], [1], [2, 3], [4, 7], ... (the report's histogram buckets).
+EQUAL_COLOUR = "#f4f4f4"
+ULP_BUCKET_COLOURS = ("#fdd49e", "#fc8d59", "#e34a33", "#b30000", "#7f0000", "#4d0000")
+UNDEFINED_BUCKET = -1.0  # drawn in the NaN colour: a nonfinite value on either side
+BAR_COLOUR = "#5b7fa6"
+
+
+def _bucket(distance: np.ndarray) -> np.ndarray:
+    """The histogram bucket index of each ULP distance (0 for equal, 1 for 1, 2 for 2-3, ...), NaN where undefined."""
+    bucket = np.where(distance > 0, np.floor(np.log2(np.maximum(distance, 1))) + 1, 0.0)
+    bucket = np.minimum(bucket, len(ULP_BUCKET_COLOURS))
+    return np.where(distance < 0, np.nan, bucket)
+
+
+def _bucket_legend() -> str:
+    labels = ["equal", "1 ULP", "2-3", "4-7", "8-15", "16-31", ">= 32"]
+    colours = (EQUAL_COLOUR, *ULP_BUCKET_COLOURS)
+    swatches = "".join(f'<span style="display:inline-block;margin-right:1em"><span style="display:inline-block;'
+                       f'width:0.9em;height:0.9em;background:{c};border:1px solid #999;vertical-align:middle"></span> '
+                       f"{esc(label)}</span>" for label, c in zip(labels, colours))
+    return f'<div class="ulp-legend">ULP distance between the outputs: {swatches} (grey: a nonfinite value)</div>'
+
+
+def _references(analysis: Analysis) -> tuple[np.ndarray | None, np.ndarray | None]:
+    numerics = analysis.numerics
+    if numerics is None:
+        return None, None
+    return numerics.primary.reference, numerics.rounded_to_output.comparison.reference
+
+
+def _hex_bits(dtype: str) -> int:
+    return sum(FIELD_BITS[dtype])
+
+
+# ---------------------------------------------------------------- the bit-difference map and its element detail
+
+
+def bit_map(pair: Pair) -> hv.Image:
+    """Query head x channel, coloured by the ULP distance of the two outputs; hover gives both sides exactly."""
+    output = pair.output
+    tensor_a, tensor_b = (pair.side(s).admission.tensors["output"] for s in SIDES)
+    values_a, values_b = tensor_a.values[0, :, 0, :], tensor_b.values[0, :, 0, :]
+    fields = [Field("output_a", "output a", values_a), Field("output_b", "output b", values_b)]
+    if output.bits is not None:
+        fields = [Field("ulp", "ULP distance", output.ulp.distance, ulp_value),
+                  Field("bits_a", "bits a", tensor_a.bits[0, :, 0, :], lambda: hex_pattern(_hex_bits(tensor_a.dtype))),
+                  Field("bits_b", "bits b", tensor_b.bits[0, :, 0, :], lambda: hex_pattern(_hex_bits(tensor_b.dtype))),
+                  *fields]
+        colour, cmap, clim = _bucket(output.ulp.distance), [EQUAL_COLOUR, *ULP_BUCKET_COLOURS], (
+            -0.5, len(ULP_BUCKET_COLOURS) + 0.5)
+        title, label, colorbar = "Output bit differences, coloured by ULP distance", "ULP bucket", False
+    else:
+        colour = output.difference.abs_error
+        scale = colour_scale([colour], LOG, "|a - b|")
+        cmap, clim, colorbar = CONTINUOUS_CMAP, scale.clim, True
+        title, label = "|output a - output b| (the output dtypes differ: no bitwise map)", "|a - b|"
+        fields.append(Field("difference", "|a - b|", colour))
+    for side in SIDES:
+        primary, rounded = _references(pair.side(side))
+        if primary is not None:
+            fields += [Field(f"reference_{side}", f"primary reference {side}", primary),
+                       Field(f"rounded_{side}", f"rounded reference {side}", rounded)]
+    kv_heads = np.arange(colour.shape[0]) // pair.a.admission.geometry["groupSize"]
+    fields.insert(0, Field("kv_head", "KV head", per_cell(kv_heads, colour.shape)))
+    return grid_map(colour, fields, title=title, colour_label=label, xlabel="channel", ylabel="query head",
+                    clim=clim, cmap=cmap, colorbar=colorbar)
+
+
+def element_html(pair: Pair, head: int, channel: int) -> str:
+    """Both outputs, both bit patterns and every reference of one output element (full precision)."""
+    rows = []
+    for side in SIDES:
+        analysis = pair.side(side)
+        tensor = analysis.admission.tensors["output"]
+        digits = _hex_bits(tensor.dtype) // 4
+        pattern = int(tensor.bits[0, head, 0, channel])
+        primary, rounded = _references(analysis)
+        rows.append((f"output {side}", short(float(tensor.values[0, head, 0, channel])),
+                     f"<code>0x{pattern:0{digits}x}</code>", esc(tensor.dtype)))
+        if primary is not None:
+            rows.append((f"primary reference {side} (FP32)", short(float(primary[head, channel])), "", "float32"))
+            rows.append((f"reference {side} rounded to {tensor.dtype}", short(float(rounded[head, channel])),
+                         "", esc(tensor.dtype)))
+    output = pair.output
+    ulp = "" if output.ulp is None else f"; ULP distance {esc(number(int(output.ulp.distance[head, channel])))}"
+    differs = "" if output.differs is None else ("; bit patterns differ" if output.differs[head, channel]
+                                                 else "; bit patterns equal")
+    return (f'<p class="element-title"><b>Query head {head}, channel {channel}</b>{differs}{ulp}</p>'
+            + table(("", "value (hover: full precision)", "bits", "dtype"), rows, css_class="pair-element"))
+
+
+class BitDifferenceExplorer(pn.viewable.Viewer):
+    """The bit-difference map; a click (tap) on a cell shows that element's outputs, patterns and references."""
+
+    head = param.Integer(default=0, bounds=(0, None), doc="Query head of the element shown.")
+    channel = param.Integer(default=0, bounds=(0, None), doc="Channel of the element shown.")
+
+    def __init__(self, pair: Pair, **params):
+        positions = pair.output.bits.first_positions if pair.output.bits is not None else ()
+        first = positions[0] if positions else (0, 0)
+        params.setdefault("head", int(first[0]))
+        params.setdefault("channel", int(first[1]))
+        super().__init__(**params)
+        self._pair = pair
+        self._shape = pair.output.difference.abs_error.shape
+        self._plot = plot_pane(bit_map(pair))
+        self.tap = hv.streams.Tap(source=self._plot.object, x=float(self.channel), y=float(self.head))
+        self.tap.add_subscriber(self._on_tap)
+        self._detail = html_pane(element_html(pair, self.head, self.channel), css_classes=["pair-element-detail"])
+
+    def _on_tap(self, x: float | None = None, y: float | None = None, **_) -> None:
+        if x is None or y is None:
+            return
+        heads, channels = self._shape
+        self.head = min(max(int(round(y)), 0), heads - 1)
+        self.channel = min(max(int(round(x)), 0), channels - 1)
+
+    @param.depends("head", "channel", watch=True)
+    def _show(self) -> None:
+        self._detail.object = element_html(self._pair, self.head, self.channel)
+
+    def __panel__(self):
+        return pn.Column(self._plot, note("Click a cell to show that element below; hover for exact values."),
+                         self._detail, sizing_mode="stretch_width")
+
+
+# ---------------------------------------------------------------- charts and maps
+
+
+def mismatch_bars(pair: Pair) -> hv.Bars:
+    """Differing output elements per query head."""
+    per_head = pair.output.bits.per_head
+    data = {"query head": [str(h) for h in range(len(per_head))], "elements differing": list(per_head)}
+    return hv.Bars(data, "query head", "elements differing").opts(
+        title="Differing output elements per query head", color=BAR_COLOUR, height=CHART_HEIGHT, responsive=True,
+        min_width=320, show_grid=True,
+        **hover([("query head", "@{query_head}"), ("elements differing", "@{elements_differing}")], {}))
+
+
+def error_maps(pair: Pair) -> pn.Column:
+    """|a - ref| and |b - ref| (each side's own primary reference) on one shared log colour scale."""
+    sides = [(s, pair.side(s).numerics) for s in SIDES]
+    drawn = [(s, n) for s, n in sides if n is not None]
+    if not drawn:
+        return pn.Column(note("Neither side has a primary reference: no error maps."))
+    scale = colour_scale([n.primary.abs_error for _, n in drawn], LOG, "|output - reference|")
+    images = []
+    for index, (side, numerics) in enumerate(drawn):
+        comparison = numerics.primary
+        kv_heads = [a.kv_head for a in numerics.attention]
+        fields = [Field("kv_head", "KV head", per_cell(kv_heads, comparison.abs_error.shape)),
+                  Field("output", f"output {side}", comparison.actual),
+                  Field("reference", f"primary reference {side}", comparison.reference),
+                  Field("error", f"|{side} - ref|", comparison.abs_error)]
+        images.append(grid_map(comparison.abs_error, fields, title=f"|{side} - reference| (side {side})",
+                               colour_label=f"|{side} - ref|", xlabel="channel", ylabel="query head", clim=scale.clim,
+                               logz=scale.logz, cmap=CONTINUOUS_CMAP, colorbar=index == len(drawn) - 1))
+    missing = [s for s, n in sides if n is None]
+    parts = [pn.GridBox(*(plot_pane(image, linked_axes=True) for image in images), ncols=len(images),
+                        css_classes=["pair-error-maps"], sizing_mode="stretch_width"),
+             note(esc(scale.note), "colour-scale-note")]
+    if missing:
+        parts.append(note(f"Side {', '.join(missing)} has no primary reference (see the status)."))
+    return pn.Column(*parts, sizing_mode="stretch_width")
+
+
+# ---------------------------------------------------------------- sections
+
+
+def summary_section(pair: Pair) -> pn.Column:
+    """Status and reasons, the two sides, the selection and the notes."""
+    return pn.Column(heading("Pair"), html_pane(pair_html.status_html(pair)), html_pane(pair_html.sides_table(pair)),
+                     heading("Selection"), html_pane(pair_html.selection_html(pair)),
+                     heading("Notes and limitations"), html_pane(pair_html.notes_html(pair)),
+                     sizing_mode="stretch_width", css_classes=["pair-summary"])
+
+
+def inputs_section(pair: Pair) -> pn.Column:
+    return pn.Column(heading("Input identity", "Native bytes of each input tensor, side a against side b."),
+                     html_pane(pair_html.inputs_table(pair)), sizing_mode="stretch_width", css_classes=["pair-inputs"])
+
+
+def bits_section(pair: Pair) -> pn.Column:
+    parts = [heading("Output differences", esc(pair_html.output_lead(pair)))]
+    if pair.output is None:
+        return pn.Column(*parts, sizing_mode="stretch_width", css_classes=["pair-bits"])
+    if pair.output.bits is not None:
+        parts.append(html_pane(_bucket_legend()))
+    parts.append(BitDifferenceExplorer(pair))
+    return pn.Column(*parts, sizing_mode="stretch_width", css_classes=["pair-bits"])
+
+
+def heads_section(pair: Pair) -> pn.Column:
+    parts = [heading("Mismatches per query head")]
+    if pair.output is None or pair.output.bits is None:
+        parts.append(note("No bitwise comparison of the outputs (see the output differences)."))
+    else:
+        parts.append(plot_pane(mismatch_bars(pair)))
+    return pn.Column(*parts, sizing_mode="stretch_width", css_classes=["pair-heads"])
+
+
+def ladder_section(pair: Pair) -> pn.Column:
+    return pn.Column(heading("Ladder", "Each side against its own references (global metrics); hover a number for "
+                             "its full value."),
+                     html_pane(pair_html.ladder_table(pair)),
+                     heading("Nearer the primary reference", "Per element, |a - ref| against |b - ref| in FP64."),
+                     html_pane(pair_html.nearer_html(pair)), *_nearer_per_head(pair), sizing_mode="stretch_width",
+                     css_classes=["pair-ladder"])
+
+
+def _nearer_per_head(pair: Pair) -> list:
+    markup = pair_html.nearer_per_head_html(pair)
+    return [collapsed("Nearer the primary reference, per query head", html_pane(markup))] if markup else []
+
+
+def errors_section(pair: Pair) -> pn.Column:
+    return pn.Column(heading("|a - ref| and |b - ref|", "One colour scale for both maps."), error_maps(pair),
+                     sizing_mode="stretch_width", css_classes=["pair-errors"])
+
+
+def tokens_section(pair: Pair) -> pn.Column:
+    return pn.Column(heading("Tokens"), html_pane(pair_html.tokens_html(pair)), sizing_mode="stretch_width",
+                     css_classes=["pair-tokens"])
+
+
+# name -> (title, section builder), in display order
+SECTIONS = {
+    "summary": ("Pair", summary_section),
+    "inputs": ("Input identity", inputs_section),
+    "bits": ("Output differences", bits_section),
+    "heads": ("Mismatches per head", heads_section),
+    "ladder": ("Ladder", ladder_section),
+    "errors": ("|a - ref|, |b - ref|", errors_section),
+    "tokens": ("Tokens", tokens_section),
+}
+
+
+def build(pair: Pair) -> pn.Column:
+    """The whole pair view: every section, the element-wise ones only when the pair was compared element-wise."""
+    names = ["summary"] if pair.output is None and pair.ladder is None else list(SECTIONS)
+    if pair.output is None:
+        names = [n for n in names if n not in ("bits", "heads")]
+    return pn.Column(*(SECTIONS[name][1](pair) for name in names), sizing_mode="stretch_width",
+                     css_classes=["view-pair"])

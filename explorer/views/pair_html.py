@@ -1,0 +1,199 @@
+"""The pair's tables as plain HTML strings (sides, status, inputs, ladder, nearer counts, tokens); stdlib and numpy only, never imports a UI library or computes a reported number.
+
+Numbers show 4 significant digits; the full value (as the JSON report prints it)
+is in each cell's hover title.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from explorer.analysis.compare import COMPARED, NEARER_KEYS, PAIR_LIMITATIONS, SIDES, LadderRow, Pair
+from explorer.analysis.compare_report import side_summary
+from explorer.analysis.result import Metrics
+from explorer.packet.model import INCONCLUSIVE, REFUSED
+from explorer.views.html_summary import (
+    BOX_STYLE,
+    NOT_A_NUMBER,
+    STATUS_COLOURS,
+    esc,
+    number,
+    refusals_table,
+    status_badge,
+    table,
+)
+
+SIGNIFICANT_DIGITS = 4
+SHOWN_POSITIONS = 8  # first differing input positions listed per tensor (the report holds up to 100)
+PAIR_STATUS_COLOURS = {COMPARED: STATUS_COLOURS["analyzed"], INCONCLUSIVE: STATUS_COLOURS[INCONCLUSIVE],
+                       REFUSED: STATUS_COLOURS[REFUSED]}
+PAIR_STATUS_MEANING = {
+    COMPARED: "Both sides analyzed, one selection, one shape: every element-wise comparison below was computed.",
+    INCONCLUSIVE: "The reasons below limit what this pair's comparison can be taken to show; what both sides "
+                  "allow is still computed.",
+    REFUSED: "A side was refused at admission: nothing in it is interpreted and nothing is compared.",
+}
+LADDER_BLOCKS = (("primary", "vs primary reference"), ("rounded_to_output", "vs reference rounded to output dtype"),
+                 ("fp64_output_error", "vs FP64 (diagnostic)"))
+LADDER_METRICS = (("linf", "linf"), ("rmse", "rmse"), ("relative_l2", "relativeL2"))
+
+
+def short(value: Any) -> str:
+    """A float at 4 significant digits, its full value in the hover title; other values as the report prints them."""
+    if isinstance(value, float):
+        return f'<span title="{esc(number(value))}">{esc(f"{value:.{SIGNIFICANT_DIGITS}g}")}</span>'
+    return esc(number(value))
+
+
+def pair_badge(status: str) -> str:
+    background, colour = PAIR_STATUS_COLOURS[status]
+    return (f'<span class="pair-status" data-status="{esc(status)}" style="display:inline-block;padding:0 0.6em;'
+            f'border-radius:0.6em;font-weight:600;background:{background};color:{colour}">{esc(status)}</span>')
+
+
+def sides_table(pair: Pair) -> str:
+    """Each side's packet, status and the fields allowed to differ, side by side."""
+    report = {s: side_summary(pair.side(s)) for s in SIDES}
+    rows = [("packet", *(f"<code>{esc(report[s]['path'])}</code>" for s in SIDES)),
+            ("status", *(status_badge(report[s]["status"]) for s in SIDES))]
+    rows += [(esc(label), *(esc(number(report[s][key])) for s in SIDES))
+             for key, label in (("backend", "backend (declared)"), ("dispatch", "dispatch"),
+                                ("outputDType", "output dtype"), ("kernelOutputDType", "kernel output dtype"),
+                                ("packetSHA256", "packet.json SHA-256"))]
+    return table(("", "side a", "side b"), rows, css_class="pair-sides")
+
+
+def status_html(pair: Pair) -> str:
+    parts = [f"<p>Pair status: {pair_badge(pair.status)} &nbsp; {esc(PAIR_STATUS_MEANING[pair.status])}</p>"]
+    for refusal_side in SIDES:
+        problems = [r.problem for r in pair.refusals if r.side == refusal_side]
+        if problems:
+            parts.append(f"<p>Side {refusal_side} refusals:</p>{refusals_table(problems)}")
+    if pair.reasons:
+        parts.append(table(("inconclusive reason", "message"),
+                           ((f'<code class="reason-code">{esc(r.code)}</code>', esc(r.message)) for r in pair.reasons),
+                           css_class="pair-reasons"))
+    return "".join(parts)
+
+
+def selection_html(pair: Pair) -> str:
+    if pair.selection is None:
+        return "<p><i>No selection is compared: a side was refused.</i></p>"
+    shared = table(("selection field (both sides)", "value"),
+                   ((f"<code>{esc(k)}</code>", esc(number(v))) for k, v in pair.selection), css_class="pair-selection")
+    if not pair.selection_differences:
+        return shared
+    differences = table(("selection field that differs", "side a", "side b"),
+                        ((f"<code>{esc(d.field)}</code>", esc(number(d.a)), esc(number(d.b)))
+                         for d in pair.selection_differences), css_class="selection-differences")
+    return differences + shared
+
+
+def _positions(positions: Sequence[Sequence[int]], total: int) -> str:
+    shown = ", ".join(f"[{', '.join(str(i) for i in p)}]" for p in positions[:SHOWN_POSITIONS])
+    if total > SHOWN_POSITIONS:
+        shown += f" ... ({total} differ; the report lists the first {len(positions)})"
+    return shown or "none"
+
+
+def inputs_table(pair: Pair) -> str:
+    """Per input tensor: identical or not, elements differing, per head, bit flips and the first positions."""
+    if pair.inputs is None:
+        return "<p><i>Inputs not compared element-wise: a side was refused or the shapes differ.</i></p>"
+    rows = []
+    for name, t in pair.inputs.tensors.items():
+        flips = ", ".join(f"{esc(k)} {esc(v)}" for k, v in t.bit_flips.items())
+        rows.append((f"<code>{esc(name)}</code>", esc(t.dtype),
+                     f'<span class="identical" data-identical="{str(t.identical).lower()}">'
+                     f'{"identical" if t.identical else "differs"}</span>',
+                     f"{t.mismatched} of {t.compared}", esc(list(t.per_head)), flips,
+                     esc(_positions(t.first_positions, t.mismatched))))
+    lead = ("All five input tensors are byte-identical." if pair.inputs.identical else
+            "The inputs are not byte-identical: output differences mix input and arithmetic differences.")
+    return (f'<p class="inputs-lead"><b>{esc(lead)}</b></p>'
+            + table(("tensor", "dtype", "native bytes", "elements differing", "per head (axis 1)",
+                     "differing bits by field", "first differing [head, token, channel]"), rows,
+                    css_class="pair-inputs"))
+
+
+def output_lead(pair: Pair) -> str:
+    """The incident sentence: N of M output elements differ, and the heads carrying them."""
+    output = pair.output
+    if output is None:
+        return "Outputs not compared element-wise."
+    if output.bits is None:
+        return (f"The output dtypes differ ({output.dtype_a} vs {output.dtype_b}): the {output.compared} output "
+                "elements are compared by value only.")
+    heads = [f"{h} ({n})" for h, n in enumerate(output.bits.per_head) if n]
+    return (f"{output.bits.mismatched} of {output.compared} output elements differ ({output.dtype_a} bit patterns)"
+            + (f", in query heads (count): {', '.join(heads)}." if heads else "."))
+
+
+def _metric_cells(m: Metrics) -> list[str]:
+    return [short(getattr(m, attribute)) for attribute, _ in LADDER_METRICS]
+
+
+def ladder_table(pair: Pair) -> str:
+    """One row per side: its global metrics against each reference and the elements equal to the rounded reference."""
+    if pair.ladder is None:
+        return "<p><i>No ladder: neither side has a reference (see the status).</i></p>"
+    header = ["side", "backend"]
+    for _, label in LADDER_BLOCKS:
+        header += [f"{label}: {metric}" for _, metric in LADDER_METRICS]
+    header.append("equal to rounded reference")
+    rows = []
+    for side in SIDES:
+        row: LadderRow | None = pair.ladder[side]
+        backend = esc(number(side_summary(pair.side(side))["backend"]))
+        if row is None:
+            rows.append([side, backend, *[NOT_A_NUMBER] * (len(header) - 3), "no reference on this side"])
+            continue
+        cells = [c for attribute, _ in LADDER_BLOCKS for c in _metric_cells(getattr(row, attribute))]
+        rows.append([side, backend, *cells, f"{row.equal_to_rounded_reference} of {row.compared}"])
+    return table(header, rows, css_class="pair-ladder")
+
+
+NEARER_HEADER = ("query head", *(f"nearer {k}" if k in SIDES else k for k in NEARER_KEYS))
+
+
+def nearer_html(pair: Pair) -> str:
+    """Global counts of elements nearer the shared primary reference, or why there are none."""
+    nearer = pair.nearer
+    if nearer is None:
+        return (f'<p class="nearer-reason">Nearer the primary reference: not computed '
+                f"(<code>{esc(pair.nearer_reason)}</code>).</p>")
+    return table(NEARER_HEADER, [("all", *(esc(getattr(nearer.global_counts, k)) for k in NEARER_KEYS))],
+                 css_class="pair-nearer")
+
+
+def nearer_per_head_html(pair: Pair) -> str:
+    """The same counts per query head (empty without them)."""
+    if pair.nearer is None:
+        return ""
+    rows = [(str(h), *(esc(getattr(c, k)) for k in NEARER_KEYS)) for h, c in enumerate(pair.nearer.per_head)]
+    return table(NEARER_HEADER, rows, css_class="pair-nearer-per-head")
+
+
+def tokens_html(pair: Pair) -> str:
+    tokens = pair.tokens
+    if tokens is None:
+        return "<p><i>Tokens not established: a side was refused.</i></p>"
+    rows = [("seed token", esc(number(tokens.seed_token)), esc(number(tokens.seed_token))),
+            ("target token", esc(number(tokens.target_a)), esc(number(tokens.target_b)))]
+    lead = "The two target tokens differ." if tokens.differ else "The two target tokens are equal."
+    return f'<p class="tokens-lead"><b>{lead}</b></p>' + table(("", "side a", "side b"), rows, css_class="pair-tokens")
+
+
+def notes_html(pair: Pair) -> str:
+    items = [*pair.notes, *PAIR_LIMITATIONS]
+    return "<ul class=\"pair-notes\">" + "".join(f"<li>{esc(text)}</li>" for text in items) + "</ul>"
+
+
+def overview_html(pair: Pair) -> str:
+    """A compact, self-contained HTML summary: status, sides, inputs, the output sentence, ladder, tokens."""
+    parts = [f'<div class="pair-overview" style="{BOX_STYLE}">', status_html(pair), sides_table(pair)]
+    if pair.status != REFUSED:
+        parts += [inputs_table(pair), f'<p class="output-lead"><b>{esc(output_lead(pair))}</b></p>',
+                  ladder_table(pair), tokens_html(pair)]
+    parts.append("</div>")
+    return "".join(parts)

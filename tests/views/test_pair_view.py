@@ -1,0 +1,166 @@
+"""The pair view, its notebook accessor and its export build with the right content for every kind of pair."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from IPython.lib.pretty import pretty
+
+import explorer
+from explorer import samples
+from explorer.export import COMPARISON_SUFFIX, export_pair
+from explorer.pair_notebook import VIEW_CALLS, PairViews
+from explorer.views import pair as pair_view
+from explorer.views.pair_html import SIGNIFICANT_DIGITS
+from views_support import colour_mappers, images_by_title, render, text, tooltips
+
+REPO = Path(__file__).resolve().parents[2]
+COMMITTED = REPO / "sample_packets"
+PAGED = COMMITTED / samples.PAIR_NAMES["paged"]
+CONTIGUOUS = COMMITTED / samples.PAIR_NAMES["contiguous"]
+BIT_MAP_TITLE = "Output bit differences, coloured by ULP distance"
+ERROR_TITLES = ("|a - reference| (side a)", "|b - reference| (side b)")
+
+
+def _float32_output(spec):
+    values = samples.bits_to_values(spec.tensors["output"][1], "bfloat16")
+    spec = dataclasses.replace(spec, tensors={**spec.tensors,
+                                              "output": ("float32", samples.values_to_bits(values, "float32"))})
+    return samples.with_record(spec, output={**spec.snapshot["records"][0]["output"], "dtype": "float32"})
+
+
+@pytest.fixture(scope="module")
+def pairs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("pair-views")
+    float32_output = samples.write_packet(root / "float32-output", _float32_output(samples.pair_spec("contiguous")))
+    return {
+        "compared": explorer.compare(PAGED, CONTIGUOUS),
+        "refused": explorer.compare(PAGED, COMMITTED / "refused-hash-mismatch"),
+        "shape": explorer.compare(PAGED, COMMITTED / "qwen36-bf16-t64"),
+        "dtypes": explorer.compare(CONTIGUOUS, float32_output),
+        "inputs": explorer.compare(PAGED, COMMITTED / samples.PAIR_NAMES["input-differs"]),
+    }
+
+
+def test_compared_pair_draws_every_section(pairs):
+    pair = pairs["compared"]
+    view = pair_view.build(pair)
+    document = render(view)
+    shown = text(view)
+    maps = images_by_title(document)
+    assert {BIT_MAP_TITLE, *ERROR_TITLES} <= set(maps)
+    # The bit map is coloured by the ULP bucket of every element; equal elements in bucket 0.
+    colour = np.asarray(maps[BIT_MAP_TITLE].data_source.data["image"][0])
+    distance = pair.output.ulp.distance
+    assert np.array_equal(colour == 0, distance == 0)
+    assert np.array_equal(colour == 1, distance == 1)
+    assert np.array_equal(colour == 2, (distance >= 2) & (distance <= 3))
+    # |a - ref| and |b - ref| share one colour scale.
+    mappers = [maps[title].glyph.color_mapper for title in ERROR_TITLES]
+    assert len({(m.low, m.high) for m in mappers}) == 1
+    labels = set(tooltips(document))
+    assert {"bits a", "bits b", "output a", "output b", "ULP distance", "primary reference a",
+            "rounded reference b", "|a - ref|", "|b - ref|", "elements differing"} <= labels
+    output = pair.report()["output"]
+    assert f"{output['mismatched']} of {output['compared']} output elements differ" in shown
+    ladder = pair.report()["ladder"]
+    for side in ("a", "b"):
+        assert f"{ladder[side]['equalToRoundedReference']} of {ladder[side]['compared']}" in shown
+    assert "All five input tensors are byte-identical." in shown
+    assert "The two target tokens differ." in shown and "1928" in shown and "6829" in shown
+    assert shown.count('data-identical="true"') == 5
+    assert 'class="pair-status" data-status="compared"' in shown
+    assert colour_mappers(document)
+
+
+def test_numbers_show_four_significant_digits_and_the_full_value_on_hover(pairs):
+    pair = pairs["compared"]
+    shown = text(pair_view.ladder_section(pair))
+    linf = pair.ladder["b"].primary.linf
+    assert f'<span title="{linf!r}">{linf:.{SIGNIFICANT_DIGITS}g}</span>' in shown
+    for cell in re.findall(r"<span title=\"[^\"]+\">([^<]+)</span>", shown):
+        digits = cell.lstrip("-").replace(".", "").split("e")[0].lstrip("0")
+        assert len(digits) <= SIGNIFICANT_DIGITS, cell
+
+
+def test_a_tap_on_a_cell_shows_that_element(pairs):
+    pair = pairs["compared"]
+    explorer_view = pair_view.BitDifferenceExplorer(pair)
+    first = pair.output.bits.first_positions[0]
+    assert (explorer_view.head, explorer_view.channel) == first  # opens on the first differing element
+    head, channel = pair.output.bits.first_positions[-1]
+    explorer_view.tap.event(x=channel + 0.3, y=head - 0.4)
+    assert (explorer_view.head, explorer_view.channel) == (head, channel)
+    render(explorer_view.__panel__())
+    detail = text(explorer_view.__panel__())
+    assert f"Query head {head}, channel {channel}" in detail and "bit patterns differ" in detail
+    for side in ("a", "b"):
+        tensor = pair.side(side).admission.tensors["output"]
+        assert f"0x{int(tensor.bits[0, head, 0, channel]):04x}" in detail
+        assert repr(float(tensor.values[0, head, 0, channel])) in detail
+        assert repr(float(pair.side(side).numerics.primary.reference[head, channel])) in detail
+    explorer_view.tap.event(x=10_000.0, y=-5.0)  # outside the map: clamped to its edge
+    assert (explorer_view.head, explorer_view.channel) == (0, pair.output.compared // 16 - 1)
+
+
+def test_refused_pair_shows_the_refusal_with_its_side_only(pairs):
+    view = pair_view.build(pairs["refused"])
+    document = render(view)
+    shown = text(view)
+    assert not images_by_title(document)
+    assert "Side b refusals" in shown and "sha256_mismatch" in shown
+    assert 'data-status="refused"' in shown
+
+
+def test_shape_differs_pair_has_no_element_wise_sections(pairs):
+    view = pair_view.build(pairs["shape"])
+    maps = images_by_title(render(view))
+    shown = text(view)
+    assert BIT_MAP_TITLE not in maps and set(ERROR_TITLES) <= set(maps)
+    assert "shape_differs" in shown and "Inputs not compared element-wise" in shown
+    assert "selection field that differs" in shown
+
+
+def test_output_dtypes_differ_draws_the_value_difference(pairs):
+    view = pair_view.build(pairs["dtypes"])
+    maps = images_by_title(render(view))
+    assert any(title.startswith("|output a - output b|") for title in maps)
+    assert "compared by value only" in text(view)
+
+
+def test_inputs_differ_names_the_tensor_and_why_nearer_is_missing(pairs):
+    shown = text(pair_view.build(pairs["inputs"]))
+    assert 'data-identical="false"' in shown and "[1, 100, 5]" in shown
+    assert "inputs_differ" in shown
+
+
+def test_notebook_display_and_accessor(pairs):
+    for name, pair in pairs.items():
+        markup = pair._repr_html_()
+        assert f'data-status="{pair.status}"' in markup and ".views.bits()" in markup
+        line = pretty(pair)
+        assert "\n" not in line and pair.status in line
+        for reason in pair.reasons:
+            assert reason.code in line
+    views = pairs["compared"].views
+    assert isinstance(views, PairViews) and repr(views).startswith("Views of Pair of ")
+    for call in VIEW_CALLS:
+        render(getattr(views, call.split("(")[0])())
+
+
+def test_export_writes_the_page_and_the_comparison_and_never_overwrites(pairs, tmp_path):
+    pair = pairs["compared"]
+    first = export_pair(pair, tmp_path)
+    assert first.html.name == f"{PAGED.name}-vs-{CONTIGUOUS.name}.html"
+    assert first.report.name.endswith(COMPARISON_SUFFIX)
+    assert json.loads(first.report.read_text()) == pair.report()
+    page = first.html.read_text()
+    assert "export-view-pair" in page and "cdn.bokeh.org" not in page and "cdn.holoviz.org" not in page
+    second = export_pair(pair, tmp_path)
+    assert second.html.name == f"{PAGED.name}-vs-{CONTIGUOUS.name}-2.html"
+    assert first.html.read_text() == page
