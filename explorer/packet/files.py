@@ -150,18 +150,16 @@ def _walk(root: PacketRoot, relative: str) -> int:
     hops = 0
     retried = False  # a component that looked like a link once but was none when read
     try:
-        while parts:
+        while True:  # `parts` is never empty here: every path below ends on a component that is opened
             part = parts.popleft()
-            if part in ("", ".", ".."):
-                if part == ".." and not directories:
-                    raise _Refusal("path_escape", f"{quoted(relative)} leads outside the packet directory")
-                if part == "..":
+            if part in ("", os.curdir, os.pardir):
+                if part == os.pardir:
+                    if not directories:
+                        raise _Refusal("path_escape", f"{quoted(relative)} leads outside the packet directory")
                     os.close(directories.pop())
-                if not parts:
-                    parts.append(os.curdir)  # the walk ends on a directory: opened, then refused by fstat
-                    part = parts.popleft()
-                else:
+                if parts:
                     continue
+                part = os.curdir  # the walk ends on a directory: opened, then refused by fstat
             here = directories[-1] if directories else root.fd
             last = not parts
             try:
@@ -176,7 +174,7 @@ def _walk(root: PacketRoot, relative: str) -> int:
                     retried = True
                     parts.appendleft(part)  # swapped while looking: look once more
                     continue
-                hops += 1
+                hops, retried = hops + 1, False
                 if hops > MAX_SYMLINK_HOPS:
                     raise OSError(errno.ELOOP, os.strerror(errno.ELOOP)) from None
                 if target.startswith("/"):
@@ -194,7 +192,6 @@ def _walk(root: PacketRoot, relative: str) -> int:
             if last:
                 return fd
             directories.append(fd)
-        raise AssertionError("unreachable: the walk always ends on a component")
     finally:
         for directory in directories:
             os.close(directory)
@@ -241,7 +238,8 @@ def _read_at_most(fd: int, limit: int, relative: str) -> bytes:
 def _read_declared(fd: int, size: int, byte_count: int, relative: str) -> bytes:
     """Exactly `byte_count` bytes, or byte_count_mismatch (reads at most byte_count + 1 bytes)."""
     if size != byte_count:
-        raise _Refusal("byte_count_mismatch", f"{quoted(relative)} has {size} bytes, the descriptor declares {byte_count}")
+        raise _Refusal("byte_count_mismatch",
+                       f"{quoted(relative)} has {size} bytes, the descriptor declares {byte_count}")
     data = _read_at_most(fd, byte_count + 1, relative)
     try:
         size_after = os.fstat(fd).st_size
@@ -338,7 +336,8 @@ def _read_one(request: FileRequest, fd: int, status: os.stat_result) -> FileOutc
     return FileOutcome((), data, digest, request.sha256 is not None)
 
 
-def verify_files(root: PacketRoot, packet_identity: tuple[int, int], requests: Sequence[FileRequest]) -> dict[str, FileOutcome]:
+def verify_files(root: PacketRoot, packet_identity: tuple[int, int],
+                 requests: Sequence[FileRequest]) -> dict[str, FileOutcome]:
     """Open every requested file, refuse aliases, then read and hash the rest; keyed by request key.
 
     A request whose file duplicates packet.json or an earlier request's file gets

@@ -237,7 +237,8 @@ def _tensor(problems: Problems, name: str, entry: Any) -> TensorDescriptor:
     if count_held:
         count_held = problems.check(byte_count >= 1 and (declared is None or byte_count == declared),
                                     "byte_count_shape_mismatch", f"{base}/byteCount",
-                                    "product(shape) x item size" + (f" = {shown_int(declared)}" if declared else " (>= 1)"),
+                                    "product(shape) x item size"
+                                    + (f" = {shown_int(declared)}" if declared else " (>= 1)"),
                                     byte_count)
     sha256 = entry.get("sha256", MISSING)
     sha_held = problems.check(is_sha256(sha256), "field_invalid", f"{base}/sha256", "64 lowercase hex characters",
@@ -279,7 +280,8 @@ def check_descriptor(packet: dict) -> Descriptor:
         total = sum(t.byte_count for t in tensors.values())
         if total != payload_total:
             problems.add("payload_total_mismatch", "/capture/tensorPayloadBytes",
-                         f"/capture/tensorPayloadBytes is {payload_total}; the six byteCounts sum to {shown_int(total)}")
+                         f"/capture/tensorPayloadBytes is {payload_total}; "
+                         f"the six byteCounts sum to {shown_int(total)}")
     return Descriptor(tuple(problems.items), identity, metadata_file, metadata_count, metadata_sha,
                       record_index, geometry_fields, evaluation_status, payload_total, set_valid, tensors)
 

@@ -178,3 +178,15 @@ def test_escapes_and_brackets_inside_strings_do_not_count_as_depth():
     inside = '\\"[' * 100 + "\\\\"
     parsed = parse_json_object(json.dumps({"a": "[" * 100, "b": inside, "c": [[1]]}).encode())
     assert parsed.error is None and parsed.value["c"] == [[1]]
+
+
+@pytest.mark.parametrize("path, code", [("sub/.", "path_not_regular"), ("sub//stored-values.bin", None),
+                                        ("stored-values.bin/x", "path_missing")])
+def test_dot_and_empty_components_walk_as_the_os_would(packet, path, code):
+    _move_into_sub(packet)
+    descriptor = read_descriptor(packet)
+    descriptor["tensors"]["storedValues"]["file"] = path
+    write_descriptor(packet, descriptor)
+    if path.startswith("stored-values.bin"):
+        os.replace(packet / "sub" / "stored-values.bin", packet / "stored-values.bin")
+    assert problems(admit(packet)) == ([] if code is None else [(code, f"{SV}/file")])
