@@ -16,13 +16,13 @@ captured as an element screenshot.
 from __future__ import annotations
 
 import base64
+import contextlib
 import html
 import io
 import json
 import mimetypes
 import os
 import re
-import contextlib
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone

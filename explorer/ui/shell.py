@@ -182,6 +182,8 @@ class Shell(param.Parameterized):
         return pn.Column(*rows, sizing_mode="stretch_width")
 
     def _choose(self, name: str) -> None:
+        if name == self.packet:  # choosing the open packet again reads it again
+            self._say(" ".join(self._open()))
         self.packet = name
 
     # ------------------------------------------------------------ URL query

@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 
 import explorer
 from app_support import (ARTIFACTS, LOCAL_HOST, PAGE_TIMEOUT_MS, free_port, open_packet, start_server, stop_server,
@@ -61,10 +62,15 @@ def _status(page, packet: str):
     return page.locator(f".status-line[data-packet='{packet}'] .status-badge")
 
 
-def _export(page) -> dict:
+def _export(page, previous: str | None = None) -> tuple[str, dict]:
+    """Click Export and read the report it wrote (once its path differs from the `previous` export's)."""
     page.get_by_role("button", name="Export HTML + JSON").click()
-    page.locator(".export-note").wait_for(state="visible", timeout=PAGE_TIMEOUT_MS)
-    return json.loads(Path(page.locator(".export-json").inner_text()).read_text())
+    written = page.locator(".export-json")
+    if previous is not None:
+        expect(written).not_to_have_text(previous, timeout=PAGE_TIMEOUT_MS)
+    written.wait_for(state="visible", timeout=PAGE_TIMEOUT_MS)
+    path = written.inner_text()
+    return path, json.loads(Path(path).read_text())
 
 
 def test_a_packet_changed_on_disk_shows_its_new_status_and_exports_it(page, changing_server, changing_root):
@@ -78,12 +84,12 @@ def test_a_packet_changed_on_disk_shows_its_new_status_and_exports_it(page, chan
     page.wait_for_selector(".status-line[data-packet='a'] .status-badge[data-status='refused']",
                            timeout=PAGE_TIMEOUT_MS)
     assert "changed" in page.locator(".shell-message").inner_text()
-    report = _export(page)
+    first, report = _export(page)
     assert report["status"] == "refused" and [r["code"] for r in report["refusals"]] == ["sha256_mismatch"]
     assert hashlib.sha256(changed.read_bytes()).hexdigest() in report["refusals"][0]["message"]
 
     _flip_first_byte(changed)  # back to the declared bytes, and exported without re-opening first
-    report = _export(page)
+    _, report = _export(page, previous=first)
     assert report["status"] == "analyzed" and report == explorer.analyze(changing_root / "a").report()
     page.wait_for_selector(".status-line[data-packet='a'] .status-badge[data-status='analyzed']",
                            timeout=PAGE_TIMEOUT_MS)

@@ -169,3 +169,11 @@ def test_export_writes_the_content_on_disk_now(own_root, tmp_path):
     on_disk = hashlib.sha256((own_root / "a" / "stored-values.bin").read_bytes()).hexdigest()
     assert on_disk in report["refusals"][0]["message"]
     assert shell._shown.status == "refused" and "changed" in _message(shell)
+
+
+def test_choosing_the_open_packet_again_reads_it_again(own_root, tmp_path):
+    shell = Shell(own_root, tmp_path / "exports")
+    shell._choose("a")
+    _flip_byte(own_root / "a" / "stored-values.bin")
+    shell._choose("a")
+    assert shell._shown.status == "refused" and "changed" in _message(shell)
