@@ -13,9 +13,13 @@ for _variable in BLAS_THREAD_VARIABLES:
 import argparse  # noqa: E402
 import json  # noqa: E402
 import sys  # noqa: E402
+import warnings  # noqa: E402
 from typing import Any, Sequence  # noqa: E402
 
+import numpy as np  # noqa: E402
+
 import explorer  # noqa: E402
+from explorer.safeio import write_new  # noqa: E402
 
 EXIT_ANALYZED = 0
 EXIT_DONE = 0  # help, version, samples written
@@ -148,8 +152,18 @@ def _emulation_lines(report: dict) -> list[str]:
             + _table(["emulation", "bit-equal", "ULP max"], rows))
 
 
+def _missing_packet(report: dict) -> str | None:
+    """The one line for a packet path with nothing there (path_missing of the path itself), else None."""
+    refusals = report["refusals"]
+    if len(refusals) == 1 and refusals[0]["code"] == "path_missing" and refusals[0]["field"] is None:
+        return f"{refusals[0]['message']} (path_missing)"
+    return None
+
+
 def summary(report: dict) -> str:
-    """The human summary of a report dict (report-v1.md section 4)."""
+    """The human summary of a report dict (report-v1.md section 4); one line when there is no packet at all."""
+    if (line := _missing_packet(report)) is not None:
+        return _printable(line) + "\n"
     lines = [f"Packet: {report['packet']['path']}", f"Status: {report['status']}"]
     if report["refusals"]:
         lines.append(f"Refusals ({len(report['refusals'])}):")
@@ -177,11 +191,12 @@ def _check_output(output: str | None) -> None:
 
 
 def _write_output(output: str | None, text: str) -> None:
-    """Write `text` to a new --output file (exclusive create)."""
+    """Write `text` to a new --output file, whole or not at all (never overwritten)."""
     if output is not None:
         try:
-            with open(output, "x", encoding="utf-8") as handle:
-                handle.write(text)
+            write_new(output, text)
+        except FileExistsError:
+            raise UsageError(f"--output {output} already exists; it is never overwritten") from None
         except OSError as error:
             raise UsageError(f"cannot write --output {output}: {error.strerror or error}") from None
 
@@ -197,13 +212,35 @@ def _check_emulate(emulate: list[str] | None) -> None:
             raise UsageError(f"--emulate: {error}") from None
 
 
+
+
+def _discard_stdout() -> None:
+    """Point standard output at /dev/null, so that what is still buffered is dropped quietly at exit."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
+def _emit(text: str) -> None:
+    """Write `text` to standard output now. A reader that went away (closed pipe) ends the output quietly,
+    as Unix tools do; any other write error (a full device) is a usage error."""
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _discard_stdout()
+    except OSError as error:
+        _discard_stdout()
+        raise UsageError(f"cannot write to standard output: {error.strerror or error}") from None
+
+
 def _run_analyze(args: argparse.Namespace) -> int:
     _check_output(args.output)
     _check_emulate(args.emulate)
     report = explorer.analyze(args.packet, emulate=args.emulate).report()
     text = json.dumps(report, allow_nan=False, indent=JSON_INDENT) + "\n"
     _write_output(args.output, text)
-    sys.stdout.write(text if args.json else summary(report))
+    _emit(text if args.json else summary(report))
     return EXIT_BY_STATUS[report["status"]]
 
 
@@ -215,8 +252,7 @@ def _run_report(args: argparse.Namespace) -> int:
         paths = write_report(analysis, args.out)
     except OSError as error:
         raise UsageError(f"cannot write the report into --out {args.out}: {error.strerror or error}") from None
-    for path in (paths.html, paths.report, *paths.pngs):
-        print(path)
+    _emit("".join(f"{path}\n" for path in (paths.html, paths.report, *paths.pngs)))
     return EXIT_BY_STATUS[analysis.status]
 
 
@@ -227,8 +263,7 @@ def _run_samples(args: argparse.Namespace) -> int:
         written = write_samples(args.out, full=args.full)
     except OSError as error:
         raise UsageError(f"cannot write samples into --out {args.out}: {error.strerror or error}") from None
-    for path in written:
-        print(path)
+    _emit("".join(f"{path}\n" for path in written))
     return EXIT_DONE
 
 
@@ -356,7 +391,7 @@ def _run_compare(args: argparse.Namespace) -> int:
         raise UsageError(str(error)) from None
     text = json.dumps(report, allow_nan=False, indent=JSON_INDENT) + "\n"
     _write_output(args.output, text)
-    sys.stdout.write(text if args.json else compare_summary(report))
+    _emit(text if args.json else compare_summary(report))
     return EXIT_BY_PAIR_STATUS[report["status"]]
 
 
@@ -414,7 +449,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exit_:
         return EXIT_USAGE if exit_.code else EXIT_DONE
     try:
-        return args.run(args)
+        with warnings.catch_warnings(), np.errstate(all="ignore"):  # numeric warnings never reach the terminal
+            warnings.simplefilter("ignore")
+            return args.run(args)
     except UsageError as error:
         print(_printable(f"explorer: usage error: {error}"), file=sys.stderr)
         return EXIT_USAGE

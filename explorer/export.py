@@ -16,6 +16,7 @@ captured as an element screenshot.
 from __future__ import annotations
 
 import base64
+import contextlib
 import html
 import io
 import json
@@ -30,6 +31,7 @@ from typing import Mapping
 
 import explorer
 from explorer.analysis.result import Analysis
+from explorer.safeio import write_new
 
 EXPORT_DIR_ENV = "EXPLORER_EXPORT_DIR"
 DEFAULT_EXPORT_DIR = "exports"
@@ -96,10 +98,22 @@ def _free_stem(out_dir: Path, base: str, suffixes: tuple[str, ...] | None = None
 
 
 def _write_new(path: Path, data: str | bytes) -> Path:
-    mode, encoding = ("xb", None) if isinstance(data, bytes) else ("x", "utf-8")
-    with open(path, mode, encoding=encoding) as handle:
-        handle.write(data)
-    return path
+    """One file written whole or not at all, never over an existing name (explorer.safeio)."""
+    return write_new(path, data)
+
+
+def _write_set(files: Mapping[Path, str | bytes]) -> tuple[Path, ...]:
+    """Every file of one export, or none of them: a failed write removes the ones this call wrote."""
+    written: list[Path] = []
+    try:
+        for path, data in files.items():
+            written.append(_write_new(path, data))
+    except BaseException:
+        for path in written:
+            with contextlib.suppress(OSError):
+                path.unlink()
+        raise
+    return tuple(written)
 
 
 # ---------------------------------------------------------------- the page
@@ -169,8 +183,9 @@ def export_packet(analysis: Analysis, out_dir: str | os.PathLike, *, name: str |
     stem = _free_stem(out_dir, _UNSAFE_NAME.sub("_", name).strip("._") or "packet")
     with _detached():
         page = _standalone_html(_page(analysis, name, head), title=f"{name} - Attention Packet Explorer")
-    report = _write_new(out_dir / f"{stem}{REPORT_SUFFIX}", report_text(analysis))
-    return ExportPaths(html=_write_new(out_dir / f"{stem}{HTML_SUFFIX}", page), report=report)
+    report, html_path = _write_set({out_dir / f"{stem}{REPORT_SUFFIX}": report_text(analysis),
+                                    out_dir / f"{stem}{HTML_SUFFIX}": page})
+    return ExportPaths(html=html_path, report=report)
 
 
 # ---------------------------------------------------------------- PNGs
@@ -209,7 +224,7 @@ def render_pngs(html_path: str | os.PathLike, out_dir: str | os.PathLike, stem: 
                 except PlaywrightTimeout:
                     seconds = RENDER_TIMEOUT_MS // 1000
                     raise RenderError(f"the {slug} view did not finish drawing in {seconds} s") from None
-                page.locator(f".{section}").first.screenshot(path=str(path), timeout=RENDER_TIMEOUT_MS)
+                _write_new(path, page.locator(f".{section}").first.screenshot(timeout=RENDER_TIMEOUT_MS))
         finally:
             browser.close()
     return tuple(targets.values())

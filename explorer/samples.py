@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import errno
 import hashlib
 import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import Callable, Iterator, Mapping
 
 import numpy as np
 
 from explorer.packet.dtypes import BITS_DTYPE, promote, round_bits
 from explorer.packet.model import TENSOR_NAMES
+from explorer.safeio import write_new
 
 SCHEMA = "darkbloom.attention-packet.v1"
 DEFAULT_METADATA_FILE = "attention-metadata.json"
@@ -27,6 +30,7 @@ DEFAULT_TENSOR_FILES: Mapping[str, str] = {
 }
 PACKET_JSON = "packet.json"
 SAMPLES_README = "README.md"
+DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC  # a link at the name is refused
 
 DISPATCH = {"paged": "paged_fixed_decode", "contiguous": "contiguous_sdpa"}
 
@@ -285,15 +289,38 @@ def make_packet_files(spec: PacketSpec, *, descriptor: dict | None = None,
     return files
 
 
+@contextlib.contextmanager
+def _subdirectory(parent: int, name: str) -> Iterator[int]:
+    """The directory `name` inside the open directory `parent` (created if missing), never through a link."""
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(name, dir_fd=parent)
+    fd = os.open(name, DIRECTORY_FLAGS, dir_fd=parent)
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
 def write_packet(directory: str | os.PathLike, spec: PacketSpec, *, descriptor: dict | None = None,
                  metadata: bytes | None = None) -> Path:
-    """Write the packet into `directory` (created if needed) and return the directory."""
+    """Write the packet into `directory` (created if needed) and return the directory.
+
+    Every file is written whole by explorer.safeio.write_new: nothing existing is
+    replaced (FileExistsError) and no link standing at any name is followed.
+    """
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    for relative, data in make_packet_files(spec, descriptor=descriptor, metadata=metadata).items():
-        target = directory / relative
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
+    root = os.open(directory, DIRECTORY_FLAGS)
+    try:
+        for relative, data in make_packet_files(spec, descriptor=descriptor, metadata=metadata).items():
+            *parents, name = relative.split("/")
+            with contextlib.ExitStack() as opened:
+                here = root
+                for part in parents:
+                    here = opened.enter_context(_subdirectory(here, part))
+                write_new(name, data, dir_fd=here)
+    finally:
+        os.close(root)
     return directory
 
 
@@ -597,12 +624,25 @@ def samples_readme() -> str:
 
 
 def write_samples(out: str | os.PathLike, *, full: bool = False) -> list[Path]:
-    """Write every curated packet (and the full-size one when `full`) plus README.md into `out`."""
+    """Write every curated packet (and the full-size one when `full`) plus README.md into `out`.
+
+    Refuses (FileExistsError, nothing written) when `out` already holds any
+    name it would write; each packet directory is created afresh.
+    """
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    written = [build(out / name) for name, (_, build) in CURATED.items()]
+    builders = {name: build for name, (_, build) in CURATED.items()}
     if full:
-        written.append(write_packet(out / FULL_SAMPLE_NAME, qwen_full_spec()))
-        written += [write_packet(out / name, pair_full_spec(side)) for side, name in FULL_PAIR_NAMES.items()]
-    (out / SAMPLES_README).write_text(samples_readme())
+        builders[FULL_SAMPLE_NAME] = lambda directory: write_packet(directory, qwen_full_spec())
+        builders.update({name: (lambda directory, side=side: write_packet(directory, pair_full_spec(side)))
+                         for side, name in FULL_PAIR_NAMES.items()})
+    out.mkdir(parents=True, exist_ok=True)
+    taken = [name for name in (*builders, SAMPLES_README) if os.path.lexists(out / name)]
+    if taken:
+        raise FileExistsError(errno.EEXIST, f"it already holds {', '.join(taken)}; samples never overwrite",
+                              os.fspath(out))
+    written = []
+    for name, build in builders.items():
+        (out / name).mkdir()  # never through a link, never an existing directory
+        written.append(build(out / name))
+    write_new(out / SAMPLES_README, samples_readme())
     return written

@@ -31,7 +31,8 @@ import os
 from typing import Any, Mapping
 
 from explorer.packet.dtypes import bits_from_buffer, promote
-from explorer.packet.files import FileOutcome, FileRequest, read_packet_json, verify_files
+from explorer.packet.bounded import quoted, shown_int, shown_list
+from explorer.packet.files import FileOutcome, FileRequest, PacketFile, open_packet, verify_files
 from explorer.packet.jsonparse import parse_json_object
 from explorer.packet.model import TENSOR_NAMES, Admission, NativeTensor, Problem, Reason
 from explorer.packet.schema import Descriptor, check_descriptor, payload_limits, pointer, tensor_geometry
@@ -127,13 +128,13 @@ def _reasons(descriptor: Descriptor, snapshot: Snapshot, geometry: Mapping[str, 
             (snapshot.record_count != 1, f"the snapshot holds {snapshot.record_count} records"),
             (descriptor.record_index != SUPPORTED_RECORD_INDEX, f"recordIndex is {descriptor.record_index}")),
         "geometry_unsupported": _applying(
-            (fields["attention"] != SUPPORTED_ATTENTION, f"attention is {fields['attention']!r}"),
+            (fields["attention"] != SUPPORTED_ATTENTION, f"attention is {quoted(fields['attention'])}"),
             *((fields[flag], f"{flag} is true") for flag in UNSUPPORTED_GEOMETRY_FLAGS),
             *((record[flag], f"{flag} is true") for flag in PRESENCE_FLAGS),
-            *((record[key] != value, f"{key} is {record[key]}") for key, value in SUPPORTED_BATCH.items()),
-            (record["phase"] not in SUPPORTED_PHASES, f"phase is {record['phase']!r}"),
+            *((record[key] != value, f"{key} is {shown_int(record[key])}") for key, value in SUPPORTED_BATCH.items()),
+            (record["phase"] not in SUPPORTED_PHASES, f"phase is {quoted(record['phase'])}"),
             (record["dispatch"] not in BACKEND_DISPATCHES[backend],
-             f"dispatch {record['dispatch']!r} is not a {backend} dispatch")),
+             f"dispatch {quoted(record['dispatch'])} is not a {backend} dispatch")),
         "cpu_bound_exceeded": _applying(
             (qh > CPU_MAX_QUERY_HEADS, f"{qh} query heads (more than {CPU_MAX_QUERY_HEADS})"),
             (d > CPU_MAX_HEAD_DIM, f"head dimension {d} (more than {CPU_MAX_HEAD_DIM})"),
@@ -145,7 +146,7 @@ def _reasons(descriptor: Descriptor, snapshot: Snapshot, geometry: Mapping[str, 
         "selected_forwards_not_one": _applying((sample["selectedForwards"] != 1,
                                                 f"selectedForwards is {sample['selectedForwards']}")),
         "snapshot_refusals": _applying((bool(sample["refusals"]),
-                                        f"the snapshot records refusals {sorted(sample['refusals'])}")),
+                                        f"the snapshot records refusals {shown_list(sorted(sample['refusals']))}")),
         "sample_tokens_missing": _applying((bool(missing_tokens), f"{' and '.join(missing_tokens)} absent or null")),
         "evaluation_not_completed": _applying((descriptor.evaluation_status != COMPLETED_EVALUATION,
                                                f"evaluationStatus is {descriptor.evaluation_status!r}")),
@@ -160,10 +161,14 @@ def _refused_early(given: str, problem: Problem, packet_sha256: str | None = Non
                      selection=None, sample=None, geometry=None, tensors=None, scale=None, kernel_output_dtype=None)
 
 
-def admit(path: str | os.PathLike) -> Admission:
-    """Admit the packet at `path` (a directory or its packet.json). Never raises for packet content."""
-    given = os.fspath(path)
-    packet = read_packet_json(given)
+def admit(path: str | bytes | os.PathLike) -> Admission:
+    """Admit the packet at `path` (a directory or its packet.json; str or bytes). Never raises for packet content."""
+    given = os.fsdecode(path)
+    with open_packet(given) as packet:
+        return _admit_open(given, packet)
+
+
+def _admit_open(given: str, packet: PacketFile) -> Admission:
     if packet.problem is not None:
         return _refused_early(given, packet.problem)
     parsed = parse_json_object(packet.data)

@@ -1,12 +1,19 @@
 """Safe opening, reading and hashing of a packet's files (packet-v1.md section 5); never parses or decodes.
 
-Every file is resolved (symlinks included) and must stay inside the packet
-directory, is opened with `O_RDONLY | O_NONBLOCK | O_NOFOLLOW` (a FIFO opens
-without blocking), is checked through `fstat` of that open descriptor, and is
-read at most once, never past its declared length plus one byte. The bytes
-returned are exactly the bytes hashed. Aliases (symlinks, hard links, the same
-name twice, `packet.json` itself) are caught by `(st_dev, st_ino)` of the opened
-files before anything is read.
+The packet directory is opened once; every descriptor path is then walked
+below that descriptor one component at a time (`dir_fd`, `O_NOFOLLOW |
+O_NONBLOCK` on each), so the kernel never follows a link and nothing is
+resolved by name before it is opened. A symbolic link met on the way is read
+with `readlink` and its target walked the same way (at most MAX_SYMLINK_HOPS
+links): a relative target continues from the link's directory, `..` climbs
+back only as far as the packet directory, an absolute target continues from
+the packet directory only when it names a place inside it (textually, below
+the directory's own path); anything else is `path_escape`. The final
+descriptor is checked with `fstat` and read at most once, never past its
+declared length plus one byte. The bytes returned are exactly the bytes
+hashed. Aliases (symlinks, hard links, the same name twice, `packet.json`
+itself) are caught by `(st_dev, st_ino)` of the opened files before anything
+is read.
 """
 
 from __future__ import annotations
@@ -15,16 +22,23 @@ import errno
 import hashlib
 import os
 import stat
+from collections import deque
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Iterator, Sequence
 
+from explorer.packet.bounded import quoted
 from explorer.packet.model import Problem
 
 PACKET_JSON = "packet.json"
 JSON_SIZE_LIMIT = 256 * 1024  # packet.json and the metadata file, by their actual size
 TENSOR_SIZE_LIMIT = 32 * 1024 * 1024  # one tensor, and all six together, by declared size
 READ_CHUNK = 1024 * 1024
-OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
+OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC  # the last component of a path
+DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC  # every other one
+ROOT_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NONBLOCK | os.O_CLOEXEC  # the packet directory as given
+MAX_SYMLINK_HOPS = 40  # links followed (by this module) within one path, as the kernel allows
+PROC_FD = "/proc/self/fd"
 
 _FILE_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
                (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
@@ -62,10 +76,25 @@ class FileOutcome:
 
 
 @dataclass(frozen=True)
-class PacketFile:
-    """packet.json as read: the resolved packet directory, the bytes, their hash and the file's identity."""
+class PacketRoot:
+    """The open packet directory: its descriptor and the components of its own path (for absolute link targets)."""
 
-    root: str | None
+    fd: int
+    parts: tuple[str, ...]
+
+    def inside(self, target: str) -> list[str] | None:
+        """The components of an absolute `target` below this directory, or None when it names no place inside."""
+        parts = [part for part in target.split("/") if part not in ("", ".")]
+        if tuple(parts[:len(self.parts)]) != self.parts:
+            return None
+        return parts[len(self.parts):]
+
+
+@dataclass(frozen=True)
+class PacketFile:
+    """packet.json as read: the open packet directory, the bytes, their hash and the file's identity."""
+
+    root: PacketRoot | None
     problem: Problem | None
     data: bytes | None
     sha256: str | None
@@ -91,6 +120,8 @@ def relative_path_problem(path: str) -> str | None:
         return "the path is absolute"
     if ".." in path.split("/"):
         return "the path has a '..' component"
+    if path.endswith("/"):
+        return "the path ends with '/' (names a directory)"
     return None
 
 
@@ -98,27 +129,95 @@ def _kind(mode: int) -> str:
     return next((name for test, name in _FILE_KINDS if test(mode)), "not a regular file")
 
 
-def _open_inside(root: str, relative: str) -> tuple[int, os.stat_result]:
-    """Open `relative` below `root` (already resolved) and return the descriptor and its fstat."""
-    target = os.path.realpath(os.path.join(root, relative))
-    if os.path.commonpath([root, target]) != root:
-        raise _Refusal("path_escape", f"{relative!r} resolves to {target!r}, outside the packet directory")
+def _link_target(name: str, directory: int) -> str | None:
+    """The target of the symbolic link `name` in `directory`, or None when `name` is not a link."""
     try:
-        fd = os.open(target, OPEN_FLAGS)
+        return os.readlink(name, dir_fd=directory)
+    except OSError as error:
+        if error.errno == errno.EINVAL:
+            return None
+        raise
+
+
+def _walk(root: PacketRoot, relative: str) -> int:
+    """Open `relative` below the packet directory, one component at a time (see the module docstring).
+
+    Raises _Refusal("path_escape") for a path that leaves the packet and OSError
+    for what the operating system refuses (a link loop counts as ELOOP).
+    """
+    parts = deque(relative.split("/"))
+    directories: list[int] = []  # descriptors of the directories walked below the root, innermost last
+    hops = 0
+    retried = False  # a component that looked like a link once but was none when read
+    try:
+        while True:  # `parts` is never empty here: every path below ends on a component that is opened
+            part = parts.popleft()
+            if part in ("", os.curdir, os.pardir):
+                if part == os.pardir:
+                    if not directories:
+                        raise _Refusal("path_escape", f"{quoted(relative)} leads outside the packet directory")
+                    os.close(directories.pop())
+                if parts:
+                    continue
+                part = os.curdir  # the walk ends on a directory: opened, then refused by fstat
+            here = directories[-1] if directories else root.fd
+            last = not parts
+            try:
+                fd = os.open(part, OPEN_FLAGS if last else DIRECTORY_FLAGS, dir_fd=here)
+            except OSError as error:
+                if error.errno not in (errno.ELOOP, errno.ENOTDIR):
+                    raise
+                target = _link_target(part, here)
+                if target is None:
+                    if retried:
+                        raise
+                    retried = True
+                    parts.appendleft(part)  # swapped while looking: look once more
+                    continue
+                hops, retried = hops + 1, False
+                if hops > MAX_SYMLINK_HOPS:
+                    raise OSError(errno.ELOOP, os.strerror(errno.ELOOP)) from None
+                if target.startswith("/"):
+                    below = root.inside(target)
+                    if below is None:
+                        raise _Refusal("path_escape",
+                                       f"{quoted(relative)} leads outside the packet directory") from None
+                    while directories:
+                        os.close(directories.pop())
+                    parts.extendleft(reversed(below or [os.curdir]))
+                else:
+                    parts.extendleft(reversed(target.split("/")))
+                continue
+            retried = False
+            if last:
+                return fd
+            directories.append(fd)
+    finally:
+        for directory in directories:
+            os.close(directory)
+
+
+def _open_inside(root: PacketRoot, relative: str) -> tuple[int, os.stat_result]:
+    """Open `relative` below the packet directory and return the descriptor and its fstat."""
+    shown = quoted(relative)
+    try:
+        fd = _walk(root, relative)
     except (FileNotFoundError, NotADirectoryError):
-        raise _Refusal("path_missing", f"nothing at {relative!r}") from None
+        raise _Refusal("path_missing", f"nothing at {shown}") from None
     except OSError as error:
         if error.errno == errno.ENXIO:  # a socket, or a device without a driver
-            raise _Refusal("path_not_regular", f"{relative!r} is not a regular file ({error.strerror})") from None
-        raise _Refusal("file_unreadable", f"cannot open {relative!r}: {error.strerror or error}") from None
+            raise _Refusal("path_not_regular", f"{shown} is not a regular file ({error.strerror})") from None
+        raise _Refusal("file_unreadable", f"cannot open {shown}: {error.strerror or error}") from None
+    except ValueError as error:  # a name the operating system cannot take
+        raise _Refusal("file_unreadable", f"cannot open {shown}: {error}") from None
     try:
         status = os.fstat(fd)
     except OSError as error:
         os.close(fd)
-        raise _Refusal("file_unreadable", f"cannot stat {relative!r}: {error.strerror or error}") from None
+        raise _Refusal("file_unreadable", f"cannot stat {shown}: {error.strerror or error}") from None
     if not stat.S_ISREG(status.st_mode):
         os.close(fd)
-        raise _Refusal("path_not_regular", f"{relative!r} is {_kind(status.st_mode)}, not a regular file")
+        raise _Refusal("path_not_regular", f"{shown} is {_kind(status.st_mode)}, not a regular file")
     return fd, status
 
 
@@ -132,45 +231,58 @@ def _read_at_most(fd: int, limit: int, relative: str) -> bytes:
             chunks.append(chunk)
             total += len(chunk)
     except OSError as error:
-        raise _Refusal("file_unreadable", f"cannot read {relative!r}: {error.strerror or error}") from None
+        raise _Refusal("file_unreadable", f"cannot read {quoted(relative)}: {error.strerror or error}") from None
     return b"".join(chunks)
 
 
 def _read_declared(fd: int, size: int, byte_count: int, relative: str) -> bytes:
     """Exactly `byte_count` bytes, or byte_count_mismatch (reads at most byte_count + 1 bytes)."""
     if size != byte_count:
-        raise _Refusal("byte_count_mismatch", f"{relative!r} has {size} bytes, the descriptor declares {byte_count}")
+        raise _Refusal("byte_count_mismatch",
+                       f"{quoted(relative)} has {size} bytes, the descriptor declares {byte_count}")
     data = _read_at_most(fd, byte_count + 1, relative)
     try:
         size_after = os.fstat(fd).st_size
     except OSError as error:
-        raise _Refusal("file_unreadable", f"cannot stat {relative!r}: {error.strerror or error}") from None
+        raise _Refusal("file_unreadable", f"cannot stat {quoted(relative)}: {error.strerror or error}") from None
     if len(data) != byte_count or size_after != byte_count:
         raise _Refusal("byte_count_mismatch",
-                       f"{relative!r} changed length while being read ({len(data)} bytes read, "
+                       f"{quoted(relative)} changed length while being read ({len(data)} bytes read, "
                        f"{size_after} now, {byte_count} declared)")
     return data
 
 
-def read_packet_json(path: str | os.PathLike) -> PacketFile:
-    """Locate the packet directory from a directory or its packet.json path and read packet.json."""
-    given = os.fspath(path)
+def _root_parts(fd: int, given_root: str) -> tuple[str, ...]:
+    """The components of the opened directory's own path (from /proc when there is one)."""
     try:
-        status = os.stat(given)
-    except (FileNotFoundError, NotADirectoryError, ValueError):
-        return PacketFile(None, Problem("path_missing", None, f"no packet at {given!r}"), None, None, None)
+        path = os.readlink(f"{PROC_FD}/{fd}")
+    except OSError:
+        path = os.path.realpath(given_root)
+    return tuple(part for part in path.split("/") if part)
+
+
+def _open_root(given: str) -> tuple[PacketRoot | None, Problem | None]:
+    """The packet directory from a directory or its packet.json path (the caller's path is followed as given)."""
+    shown = quoted(given)
+    root = given
+    try:
+        try:
+            fd = os.open(given, ROOT_FLAGS)
+        except NotADirectoryError:
+            if os.path.basename(given) != PACKET_JSON:
+                raise
+            root = os.path.dirname(given) or os.curdir
+            fd = os.open(root, ROOT_FLAGS)
+    except (FileNotFoundError, ValueError):
+        return None, Problem("path_missing", None, f"no packet at {shown}")
+    except NotADirectoryError:
+        return None, Problem("path_not_regular", None, f"{shown} is neither a packet directory nor its {PACKET_JSON}")
     except OSError as error:
-        return PacketFile(None, Problem("file_unreadable", None, f"cannot stat {given!r}: {error.strerror}"),
-                          None, None, None)
-    if stat.S_ISDIR(status.st_mode):
-        root = given
-    elif os.path.basename(given) == PACKET_JSON:
-        root = os.path.dirname(given) or "."
-    else:
-        return PacketFile(None, Problem("path_not_regular", None,
-                                        f"{given!r} is neither a packet directory nor its {PACKET_JSON}"),
-                          None, None, None)
-    root = os.path.realpath(root)
+        return None, Problem("file_unreadable", None, f"cannot open {shown}: {error.strerror or error}")
+    return PacketRoot(fd, _root_parts(fd, root)), None
+
+
+def _read_packet_json(root: PacketRoot) -> PacketFile:
     try:
         fd, status = _open_inside(root, PACKET_JSON)
     except _Refusal as refusal:
@@ -188,10 +300,26 @@ def read_packet_json(path: str | os.PathLike) -> PacketFile:
     return PacketFile(root, None, data, hashlib.sha256(data).hexdigest(), (status.st_dev, status.st_ino))
 
 
+@contextmanager
+def open_packet(given: str) -> Iterator[PacketFile]:
+    """Open the packet directory (`given` is it or its packet.json) and read packet.json; closes it on exit.
+
+    Every later file of the packet is opened below this one open directory.
+    """
+    root, problem = _open_root(given)
+    if root is None:
+        yield PacketFile(None, problem, None, None, None)
+        return
+    try:
+        yield _read_packet_json(root)
+    finally:
+        os.close(root.fd)
+
+
 def _read_one(request: FileRequest, fd: int, status: os.stat_result) -> FileOutcome:
     if request.json_file and status.st_size > JSON_SIZE_LIMIT:
         problem = Problem("json_too_large", f"{request.key}/file",
-                          f"{request.path!r} has {status.st_size} bytes, more than {JSON_SIZE_LIMIT}")
+                          f"{quoted(request.path)} has {status.st_size} bytes, more than {JSON_SIZE_LIMIT}")
         return FileOutcome((problem,), None, None, False)
     if request.byte_count is None:
         return FileOutcome((), None, None, False)
@@ -203,12 +331,13 @@ def _read_one(request: FileRequest, fd: int, status: os.stat_result) -> FileOutc
     digest = hashlib.sha256(data).hexdigest()
     if request.sha256 is not None and digest != request.sha256:
         problem = Problem("sha256_mismatch", f"{request.key}/sha256",
-                          f"{request.path!r} hashes to {digest}, the descriptor declares {request.sha256}")
+                          f"{quoted(request.path)} hashes to {digest}, the descriptor declares {request.sha256}")
         return FileOutcome((problem,), data, digest, False)
     return FileOutcome((), data, digest, request.sha256 is not None)
 
 
-def verify_files(root: str, packet_identity: tuple[int, int], requests: Sequence[FileRequest]) -> dict[str, FileOutcome]:
+def verify_files(root: PacketRoot, packet_identity: tuple[int, int],
+                 requests: Sequence[FileRequest]) -> dict[str, FileOutcome]:
     """Open every requested file, refuse aliases, then read and hash the rest; keyed by request key.
 
     A request whose file duplicates packet.json or an earlier request's file gets
@@ -229,10 +358,10 @@ def verify_files(root: str, packet_identity: tuple[int, int], requests: Sequence
             identity = (status.st_dev, status.st_ino)
             if identity in seen:
                 problem = Problem("path_duplicate", f"{request.key}/file",
-                                  f"{request.path!r} is the same file as {seen[identity]}")
+                                  f"{quoted(request.path)} is the same file as {seen[identity]}")
                 outcomes[request.key] = FileOutcome((problem,), None, None, False)
             else:
-                seen[identity] = f"{request.key}/file ({request.path!r})"
+                seen[identity] = f"{request.key}/file ({quoted(request.path)})"
         for request, fd, status in opened:
             if request.key not in outcomes:
                 outcomes[request.key] = _read_one(request, fd, status)

@@ -5,9 +5,10 @@ the constants `NaN` / `Infinity` / `-Infinity`, a number that overflows to
 infinity, a string holding a lone surrogate, nesting deeper than `MAX_DEPTH`
 (the root is level 1) and a root that is not an object are all invalid.
 
-Depth is measured by one linear scan over the text outside strings before the
-recursive parser runs, so a document nested 100,000 levels deep is rejected
-without recursion. Integers with more than `MAX_INT_DIGITS` digits never reach
+Depth is measured by one linear pass over the text (each quote, backslash and
+bracket visited once, strings skipped by their escapes) before the recursive
+parser runs, so a document nested 100,000 levels deep is rejected without
+recursion and no content makes the scan quadratic. Integers with more than `MAX_INT_DIGITS` digits never reach
 `int()` (which would raise past Python's digit limit): they become an
 `OversizedInteger`, which is not an `int`, so every field rule that wants an
 integer finds it out of range, and an ignored key holding one stays ignored.
@@ -21,12 +22,13 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from explorer.packet.bounded import quoted
+
 MAX_DEPTH = 64
 MAX_INT_DIGITS = 4000
 
-# A complete JSON string literal (escapes included), for blanking strings out of the depth scan.
-_STRING_LITERAL = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-_BRACKETS = re.compile(r"[\[\]{}]")
+# The characters the depth scan acts on: string delimiters, escapes and brackets.
+_SCANNED = re.compile(r'["\\\[\]{}]')
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -92,19 +94,31 @@ def _unique_object(pairs: list[tuple[str, Any]]) -> dict:
     result: dict = {}
     for key, value in pairs:
         if key in result:
-            raise _Rejected(f"duplicated key {key!r}")
+            raise _Rejected(f"duplicated key {quoted(key)}")
         result[key] = value
     return result
 
 
 def _max_depth(text: str) -> int:
-    """Deepest bracket nesting outside string literals (linear, no recursion)."""
+    """Deepest bracket nesting outside string literals, in one pass (no recursion, no backtracking)."""
     depth = deepest = 0
-    for bracket in _BRACKETS.findall(_STRING_LITERAL.sub('""', text)):
-        if bracket in "[{":
+    in_string = False
+    escaped_at = -1  # index of the character a backslash escapes
+    for match in _SCANNED.finditer(text):
+        char, at = match.group(), match.start()
+        if at == escaped_at:
+            continue
+        if in_string:
+            if char == "\\":
+                escaped_at = at + 1
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
             depth += 1
             deepest = max(deepest, depth)
-        else:
+        elif char in "]}":
             depth -= 1
     return deepest
 

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from explorer.packet.bounded import clip, quoted, shown, shown_int, shown_list
 from explorer.packet.dtypes import DTYPES, ITEM_SIZE
 from explorer.packet.files import JSON_SIZE_LIMIT, TENSOR_SIZE_LIMIT, relative_path_problem
 from explorer.packet.jsonparse import is_integer, json_type
@@ -34,17 +35,13 @@ KV_TENSORS = ("storedKeys", "storedValues", "incomingKeys", "incomingValues")
 SINGLE_TOKEN_TENSORS = ("queries", "output", "incomingKeys", "incomingValues")
 STORED_TENSORS = ("storedKeys", "storedValues")
 QUERY_HEAD_TENSORS = ("queries", "output")
-MESSAGE_VALUE_CHARS = 80
 
 
 def describe(value: Any) -> str:
-    """A short rendering of a captured value for messages."""
+    """A short rendering of a captured value for messages (bounded whatever the value)."""
     if value is MISSING:
         return "nothing (the key is absent)"
-    text = repr(value) if isinstance(value, str) else str(value)
-    if len(text) > MESSAGE_VALUE_CHARS:
-        text = text[:MESSAGE_VALUE_CHARS] + "..."
-    return f"{json_type(value)} {text}"
+    return f"{json_type(value)} {shown(value)}"
 
 
 def pointer(*parts: str | int) -> str:
@@ -76,7 +73,7 @@ class Problems:
     def check(self, holds: bool, code: str, field: str, rule: str, value: Any) -> bool:
         """Record a problem unless `holds`; return `holds`."""
         if not holds:
-            self.add(code, field, f"{field} must be {rule}; got {describe(value)}")
+            self.add(code, field, f"{clip(field)} must be {rule}; got {describe(value)}")
         return holds
 
 
@@ -130,7 +127,7 @@ def _file_path(problems: Problems, base: str, value: Any) -> str | None:
     if not problems.check(isinstance(value, str), "field_invalid", where, "a relative path string", value):
         return None
     if (why := relative_path_problem(value)) is not None:
-        problems.add("path_invalid", where, f"{where} {value!r}: {why}")
+        problems.add("path_invalid", where, f"{where} {quoted(value)}: {why}")
         return None
     return value
 
@@ -232,7 +229,7 @@ def _tensor(problems: Problems, name: str, entry: Any) -> TensorDescriptor:
         packed = (isinstance(strides, list) and len(strides) == TENSOR_RANK
                   and all(is_integer(s) and s == e for s, e in zip(strides, expected)))
         problems.check(packed, "strides_not_packed", f"{base}/packedStrides",
-                       f"the row-major strides {expected} of the shape", strides)
+                       f"the row-major strides {shown_list(expected)} of the shape", strides)
     declared = math.prod(shape) * ITEM_SIZE[dtype] if shape is not None and dtype is not None else None
     byte_count = entry.get("byteCount", MISSING)
     count_held = problems.check(is_integer(byte_count), "field_invalid", f"{base}/byteCount", "an integer",
@@ -240,7 +237,8 @@ def _tensor(problems: Problems, name: str, entry: Any) -> TensorDescriptor:
     if count_held:
         count_held = problems.check(byte_count >= 1 and (declared is None or byte_count == declared),
                                     "byte_count_shape_mismatch", f"{base}/byteCount",
-                                    "product(shape) x item size" + (f" = {declared}" if declared else " (>= 1)"),
+                                    "product(shape) x item size"
+                                    + (f" = {shown_int(declared)}" if declared else " (>= 1)"),
                                     byte_count)
     sha256 = entry.get("sha256", MISSING)
     sha_held = problems.check(is_sha256(sha256), "field_invalid", f"{base}/sha256", "64 lowercase hex characters",
@@ -262,7 +260,7 @@ def _tensors(problems: Problems, packet: dict) -> tuple[bool, dict[str, TensorDe
     if missing or extra:
         problems.add("tensor_set_invalid", "/tensors",
                      f"/tensors must hold exactly {', '.join(TENSOR_NAMES)}; missing {missing or 'none'}, "
-                     f"unexpected {extra[:8] or 'none'}")
+                     f"unexpected {shown_list(extra) if extra else 'none'}")
     return not (missing or extra), {name: _tensor(problems, name, section[name]) for name in TENSOR_NAMES
                                     if name in section}
 
@@ -282,7 +280,8 @@ def check_descriptor(packet: dict) -> Descriptor:
         total = sum(t.byte_count for t in tensors.values())
         if total != payload_total:
             problems.add("payload_total_mismatch", "/capture/tensorPayloadBytes",
-                         f"/capture/tensorPayloadBytes is {payload_total}; the six byteCounts sum to {total}")
+                         f"/capture/tensorPayloadBytes is {payload_total}; "
+                         f"the six byteCounts sum to {shown_int(total)}")
     return Descriptor(tuple(problems.items), identity, metadata_file, metadata_count, metadata_sha,
                       record_index, geometry_fields, evaluation_status, payload_total, set_valid, tensors)
 
@@ -293,12 +292,13 @@ def payload_limits(tensors: Mapping[str, TensorDescriptor]) -> tuple[tuple[Probl
             if t.declared_size is not None and t.declared_size > TENSOR_SIZE_LIMIT}
     if over:
         return tuple(Problem("payload_too_large", pointer("tensors", name, "shape"),
-                             f"{name} declares {size} bytes, more than {TENSOR_SIZE_LIMIT}")
+                             f"{name} declares {shown_int(size)} bytes, more than {TENSOR_SIZE_LIMIT}")
                      for name, size in over.items()), frozenset(over)
     total = sum(t.declared_size for t in tensors.values() if t.declared_size is not None)
     if total > TENSOR_SIZE_LIMIT:
         return (Problem("payload_too_large", "/tensors",
-                        f"the tensors declare {total} bytes together, more than {TENSOR_SIZE_LIMIT}"),), frozenset(tensors)
+                        f"the tensors declare {shown_int(total)} bytes together, more than {TENSOR_SIZE_LIMIT}"),
+                ), frozenset(tensors)
     return (), frozenset()
 
 
@@ -312,8 +312,8 @@ def tensor_geometry(descriptor: Descriptor) -> tuple[tuple[Problem, ...], dict |
     if not descriptor.tensor_set_valid:
         return (), None
     shapes = {name: t.shape for name, t in descriptor.tensors.items() if t.valid}
-    issues = [f"{name} has batch {shape[0]}, not 1" for name, shape in shapes.items() if shape[0] != 1]
-    issues += [f"{name} has {shapes[name][2]} tokens, not 1" for name in SINGLE_TOKEN_TENSORS
+    issues = [f"{name} has batch {shown_int(shape[0])}, not 1" for name, shape in shapes.items() if shape[0] != 1]
+    issues += [f"{name} has {shown_int(shapes[name][2])} tokens, not 1" for name in SINGLE_TOKEN_TENSORS
                if name in shapes and shapes[name][2] != 1]
     groups = {
         "query heads of queries/output": {shapes[n][1] for n in QUERY_HEAD_TENSORS if n in shapes},
@@ -321,10 +321,12 @@ def tensor_geometry(descriptor: Descriptor) -> tuple[tuple[Problem, ...], dict |
         "head dimensions": {shape[3] for shape in shapes.values()},
         "token counts of storedKeys/storedValues": {shapes[n][2] for n in STORED_TENSORS if n in shapes},
     }
-    issues += [f"different {label}: {sorted(values)}" for label, values in groups.items() if len(values) > 1]
+    issues += [f"different {label}: {shown_list(sorted(values))}" for label, values in groups.items()
+               if len(values) > 1]
     query_heads, kv_heads = groups["query heads of queries/output"], groups["KV heads of the K/V tensors"]
     if len(query_heads) == 1 and len(kv_heads) == 1 and min(query_heads) % min(kv_heads):
-        issues.append(f"{min(query_heads)} query heads are not a multiple of {min(kv_heads)} KV heads")
+        issues.append(f"{shown_int(min(query_heads))} query heads are not a multiple of "
+                      f"{shown_int(min(kv_heads))} KV heads")
     problems = [Problem("tensor_geometry_mismatch", "/tensors", "; ".join(issues))] if issues else []
     kv_dtypes = {descriptor.tensors[n].dtype for n in KV_TENSORS if n in shapes}
     if len(kv_dtypes) > 1:

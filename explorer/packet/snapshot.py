@@ -21,6 +21,7 @@ import struct
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from explorer.packet.bounded import quoted, shown, shown_int
 from explorer.packet.dtypes import DTYPES
 from explorer.packet.jsonparse import is_integer
 from explorer.packet.model import Problem
@@ -132,7 +133,7 @@ def _cross_checks(problems: Problems, record: dict, configuration: dict, descrip
         configured = configuration.get(key)
         if integer_in(configured, 1, high) and record[key] != configured:
             problems.add("selection_identity_mismatch", pointer(*RECORD, key),
-                         f"record {key} {record[key]} differs from configuration {key} {configured}")
+                         f"record {key} {shown_int(record[key])} differs from configuration {key} {configured}")
     for name in OBSERVED_TENSORS:
         tensor = descriptor.tensors.get(name)
         if tensor is None or not tensor.valid:
@@ -143,14 +144,14 @@ def _cross_checks(problems: Problems, record: dict, configuration: dict, descrip
                          f"the record observed {name} as {observed['dtype']}, the packet holds {tensor.dtype}")
         if observed["shape"] != list(tensor.shape):
             problems.add("observed_tensor_mismatch", pointer(*RECORD, name, "shape"),
-                         f"the record observed {name} with shape {observed['shape']}, the packet holds "
-                         f"{list(tensor.shape)}")
+                         f"the record observed {name} with shape {shown(observed['shape'])}, the packet holds "
+                         f"{shown(list(tensor.shape))}")
     stored_keys = descriptor.tensors.get("storedKeys")
     if stored_keys is not None and stored_keys.valid:
         for entry_name, entry in record["storage"].items():
             if entry["dtype"] != stored_keys.dtype:
                 problems.add("observed_tensor_mismatch", pointer(*RECORD, "storage", entry_name, "dtype"),
-                             f"storage {entry_name!r} is {entry['dtype']}, storedKeys is {stored_keys.dtype}")
+                             f"storage {quoted(entry_name)} is {entry['dtype']}, storedKeys is {stored_keys.dtype}")
 
 
 def _sample(problems: Problems, snapshot: dict) -> dict | None:
@@ -240,19 +241,20 @@ def visible_range_problems(descriptor: Descriptor, record: Mapping[str, Any] | N
     problems = Problems()
     start = descriptor.geometry_fields.get("visibleStart")
     if start is not None and start != 0:
-        problems.add("visible_range_mismatch", "/geometry/visibleStart", f"visibleStart is {start}, not 0")
+        problems.add("visible_range_mismatch", "/geometry/visibleStart", f"visibleStart is {shown_int(start)}, not 0")
     end = descriptor.geometry_fields.get("visibleEnd")
     stored_keys = descriptor.tensors.get("storedKeys")
     tokens = stored_keys.shape[2] if descriptor.tensor_set_valid and stored_keys and stored_keys.valid else None
     offset_after = record["offsetAfter"] if record is not None else None
     if end is not None:
-        disagreements = [f"{label} is {value}" for label, value in (("T (storedKeys tokens)", tokens),
+        disagreements = [f"{label} is {shown_int(value)}" for label, value in (("T (storedKeys tokens)", tokens),
                                                                     ("offsetAfter", offset_after))
                          if value is not None and value != end]
         if disagreements:
             problems.add("visible_range_mismatch", "/geometry/visibleEnd",
-                         f"visibleEnd is {end} but {' and '.join(disagreements)}")
+                         f"visibleEnd is {shown_int(end)} but {' and '.join(disagreements)}")
     if record is not None and record["offsetAfter"] != record["offsetBefore"] + 1:
         problems.add("visible_range_mismatch", pointer(*RECORD, "offsetAfter"),
-                     f"offsetAfter {record['offsetAfter']} is not offsetBefore {record['offsetBefore']} + 1")
+                     f"offsetAfter {shown_int(record['offsetAfter'])} is not offsetBefore "
+                     f"{shown_int(record['offsetBefore'])} + 1")
     return tuple(problems.items)

@@ -6,6 +6,7 @@ import argparse
 import html
 import logging
 import os
+import re
 from pathlib import Path
 from typing import Mapping, Sequence
 from urllib.parse import parse_qsl, urlencode
@@ -13,6 +14,7 @@ from urllib.parse import parse_qsl, urlencode
 import panel as pn
 import param
 from panel.custom import JSComponent
+from panel.io.location import Location
 
 import explorer
 from explorer.analysis.result import Analysis
@@ -28,6 +30,7 @@ TITLES = {slug: title for slug, title, _ in VIEWS}
 BUILDERS = {slug: builder for slug, _, builder in VIEWS}
 QUERY_PACKET, QUERY_TAB, QUERY_HEAD = "packet", "tab", "head"
 MAX_QUERY_ECHO = 80  # characters of an unknown query value repeated back in a message
+HEAD_PATTERN = re.compile(r"[0-9]{1,6}")  # ASCII digits only: str.isdigit() also accepts '²', which int() refuses
 LINF_FORMAT = "{:.3g}"
 
 # Neutral badge colours (background, text): a status is a category, never a verdict.
@@ -67,6 +70,33 @@ def badge_html(summary: catalog.Summary, css_class: str) -> str:
     return f'{badge}<span class="packet-meta" style="{META_STYLE}">{html.escape(detail)}</span>'
 
 
+class StringQueryLocation(Location):
+    """pn.state.location whose query parameters stay strings: Panel's own parsing calls int() on anything
+    str.isdigit() accepts ('²', 5,000 digits), which raises and would leave the page blank."""
+
+    @property
+    def query_params(self) -> dict[str, str]:
+        return dict(parse_qsl(self.search[1:]))
+
+
+def session_location() -> Location | None:
+    """This session's location, made a StringQueryLocation before Panel makes its own (None outside a session)."""
+    doc = pn.state.curdoc
+    context = doc.session_context if doc is not None else None
+    if context is not None and doc not in pn.state._locations:
+        pn.state._locations[doc] = StringQueryLocation.from_request(context.request)
+    return pn.state.location
+
+
+def content_seen(analysis: Analysis) -> tuple:
+    """What a view of a packet shows, reduced to what changes with its files: status, hashes, refusals."""
+    admission = analysis.admission
+    tensors = admission.tensors or {}
+    return (analysis.status, admission.packet_sha256, admission.metadata_sha256,
+            tuple((p.code, p.field, p.message) for p in admission.refusals),
+            tuple(tensor.sha256 for tensor in tensors.values()))
+
+
 class QueryWriter(JSComponent):
     """Writes `query` into the browser's address bar (history.replaceState) whenever it changes, draws nothing."""
 
@@ -99,7 +129,8 @@ class Shell(param.Parameterized):
         self.root = root
         self.export_dir = export_dir
         self.entries = catalog.discover(root)
-        self._analyses: dict[str, Analysis] = {}
+        self._seen: dict[str, tuple] = {}  # packet name -> content_seen of what this session last showed
+        self._shown: Analysis | None = None  # the analysis on screen
         self._selection: Selection | None = None
         self._query_writer = QueryWriter(width=0, height=0, margin=0)
         self._message = pn.pane.HTML("", visible=False, sizing_mode="stretch_width")
@@ -124,7 +155,8 @@ class Shell(param.Parameterized):
         self._export_button.on_click(self._on_export)
         for name, button in self._buttons.items():
             button.on_click(lambda _, name=name: self._choose(name))
-        self._open_from_query(pn.state.location.search if pn.state.location is not None else "")
+        location = session_location()
+        self._open_from_query(location.search if location is not None else "")
         self.param.watch(self._on_packet, "packet")
         self.param.watch(self._on_tab, "tab")
         self.param.watch(self._on_head, "head")
@@ -132,9 +164,9 @@ class Shell(param.Parameterized):
     # ------------------------------------------------------------ packet list
 
     def _analysis(self, entry: catalog.Entry) -> Analysis:
-        if entry.name not in self._analyses:
-            self._analyses[entry.name] = explorer.analyze(entry.path)
-        return self._analyses[entry.name]
+        """The packet analyzed now: admission re-reads and re-hashes its files on every call (explorer.analyze
+        reuses numerics only for the same verified content); nothing is kept by name."""
+        return explorer.analyze(entry.path)
 
     def _packet_list(self) -> pn.Column:
         header = pn.pane.HTML(f"<b>{len(self.entries)} packets</b> under <code>{html.escape(str(self.root))}</code>",
@@ -150,6 +182,8 @@ class Shell(param.Parameterized):
         return pn.Column(*rows, sizing_mode="stretch_width")
 
     def _choose(self, name: str) -> None:
+        if name == self.packet:  # choosing the open packet again reads it again
+            self._say(" ".join(self._open()))
         self.packet = name
 
     # ------------------------------------------------------------ URL query
@@ -166,7 +200,7 @@ class Shell(param.Parameterized):
             notes.append(f"Tab &quot;{_echo(tab)}&quot; does not exist; showing {TITLES[SLUGS[0]]}.")
             tab = SLUGS[0]
         head = query.get(QUERY_HEAD, "0")
-        if not head.isdigit():
+        if HEAD_PATTERN.fullmatch(head) is None:
             notes.append(f"Head &quot;{_echo(head)}&quot; is not a head number; showing head 0.")
             head = "0"
         with param.parameterized.discard_events(self):
@@ -191,16 +225,24 @@ class Shell(param.Parameterized):
 
     # ------------------------------------------------------------ opening
 
-    def _current(self) -> Analysis:
-        return self._analysis(catalog.lookup(self.entries, self.packet))
+    def _current(self) -> tuple[Analysis, list[str]]:
+        """The open packet analyzed again now, with a note when its files changed since this session showed it."""
+        analysis = self._analysis(catalog.lookup(self.entries, self.packet))
+        before, self._seen[self.packet] = self._seen.get(self.packet), content_seen(analysis)
+        if before is None or before == self._seen[self.packet]:
+            return analysis, []
+        return analysis, [f"The files of {html.escape(self.packet)} changed since this session last showed it; "
+                          f"this is its status now: {analysis.status}."]
 
     def _open(self) -> list[str]:
         """Show self.packet (one message to the browser); returns notes about the request for the message line."""
+        analysis, notes = self._current()
         with pn.io.hold():
-            return self._show(self._current())
+            return notes + self._show(analysis)
 
     def _show(self, analysis: Analysis) -> list[str]:
         """Fresh selection, empty tabs, then the active tab built."""
+        self._shown = analysis
         notes = []
         geometry = analysis.admission.geometry
         if geometry is not None and self.head >= geometry["queryHeads"]:
@@ -229,7 +271,7 @@ class Shell(param.Parameterized):
         if placeholder.objects:
             return
         try:
-            view = BUILDERS[slug](self._current(), self._selection)
+            view = BUILDERS[slug](self._shown, self._selection)
         except Exception as error:  # a programming error in a view must not take the other tabs down
             log.exception("view %s raised for packet %s", slug, self.packet)
             view = pn.pane.HTML(f'<div class="view-error">The {html.escape(TITLES[slug])} view could not be '
@@ -275,8 +317,12 @@ class Shell(param.Parameterized):
         pn.state.execute(self._export, schedule=True)
 
     def _export(self) -> None:
+        analysis, notes = self._current()  # the numbers of the files on disk now
+        if notes:
+            with pn.io.hold():
+                self._say(" ".join(notes + self._show(analysis)))
         try:
-            paths = export_packet(self._current(), self.export_dir, name=self.packet, head=self.head)
+            paths = export_packet(analysis, self.export_dir, name=self.packet, head=self.head)
         except OSError as error:
             self._export_note.object = (f"Export could not write to <code>{html.escape(str(self.export_dir))}"
                                         f"</code>: {html.escape(error.strerror or str(error))}")

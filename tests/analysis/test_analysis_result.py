@@ -6,6 +6,7 @@ import dataclasses
 import json
 import os
 import re
+import shutil
 from typing import Any, Mapping
 
 import numpy as np
@@ -233,6 +234,7 @@ def test_cache_reuses_same_content_at_another_path_and_recomputes_changed_conten
     output_dtype, output_bits = spec.tensors["output"]
     changed_bits = output_bits.copy()
     changed_bits[0, 0, 0, 0] ^= 1
+    shutil.rmtree(second)  # write_packet never overwrites
     write_packet(second, with_tensor(spec, "output", changed_bits))
     changed = analyze(second, timings=timings)
     assert timings["cached"] == 0.0 and changed.numerics is not original.numerics
@@ -257,6 +259,7 @@ def test_cache_key_ignores_modification_time_and_size_but_not_bytes(tmp_path):
     stat = output_file.stat()
     output_dtype, output_bits = spec.tensors["output"]
     values = np.asarray(output_bits).view(np.float32).astype(np.float64) * 2
+    shutil.rmtree(directory)  # write_packet never overwrites
     write_packet(directory, with_tensor(spec, "output", values_to_bits(values, output_dtype)))
     os.utime(output_file, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     assert output_file.stat().st_size == stat.st_size and len(tensor_bytes(spec, "output")) == stat.st_size

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+from pathlib import Path
 
 import pytest
 
 import explorer
+from explorer.samples import synthetic_spec, write_packet
 from explorer.ui import catalog
-from explorer.ui.shell import SLUGS, Shell
+from explorer.ui.shell import SLUGS, Shell, StringQueryLocation
 
 ROOT = catalog.default_root()
 ANALYZED_SAMPLE = "injected-error-head5"
@@ -115,3 +118,62 @@ def test_export_into_an_unwritable_place_says_so(tmp_path):
     shell._on_export(None)
     assert "could not write" in shell._export_note.object
     assert not shell._html_download.visible
+
+
+# ---------------------------------------------------------------- hostile queries, changed files
+
+
+@pytest.mark.parametrize("query", ["?head=%C2%B2", "?head=" + "9" * 5_000, "?head=%EF%BC%91"])
+def test_a_head_that_is_not_ascii_digits_gets_a_note(shell, query):
+    shell._open_from_query(query)
+    assert shell.head == 0 and "not a head number" in _message(shell)
+    assert len(_message(shell)) < 1_000
+
+
+def test_panel_location_parsing_never_raises_on_the_query():
+    location = StringQueryLocation(search="?x=%C2%B2&head=" + "9" * 5_000)
+    assert location.query_params == {"x": "²", "head": "9" * 5_000}
+
+
+def _flip_byte(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    data[0] ^= 0x01
+    path.write_bytes(bytes(data))
+
+
+@pytest.fixture
+def own_root(tmp_path) -> Path:
+    for name in ("a", "b"):
+        write_packet(tmp_path / "root" / name, synthetic_spec())
+    return tmp_path / "root"
+
+
+def test_reopening_a_changed_packet_shows_its_new_status_with_a_note(own_root, tmp_path):
+    shell = Shell(own_root, tmp_path / "exports")
+    shell._choose("a")
+    assert shell._shown.status == "analyzed"
+    _flip_byte(own_root / "a" / "stored-values.bin")
+    shell._choose("b")
+    shell._choose("a")
+    assert shell._shown.status == "refused" and "changed" in _message(shell)
+    assert [p.code for p in shell._shown.admission.refusals] == ["sha256_mismatch"]
+
+
+def test_export_writes_the_content_on_disk_now(own_root, tmp_path):
+    shell = Shell(own_root, tmp_path / "exports")
+    shell._choose("a")
+    _flip_byte(own_root / "a" / "stored-values.bin")  # changed after it was shown, not re-opened
+    shell._on_export(None)
+    report = json.loads((tmp_path / "exports" / "a.report.json").read_text())
+    assert report["status"] == "refused" and report == explorer.analyze(own_root / "a").report()
+    on_disk = hashlib.sha256((own_root / "a" / "stored-values.bin").read_bytes()).hexdigest()
+    assert on_disk in report["refusals"][0]["message"]
+    assert shell._shown.status == "refused" and "changed" in _message(shell)
+
+
+def test_choosing_the_open_packet_again_reads_it_again(own_root, tmp_path):
+    shell = Shell(own_root, tmp_path / "exports")
+    shell._choose("a")
+    _flip_byte(own_root / "a" / "stored-values.bin")
+    shell._choose("a")
+    assert shell._shown.status == "refused" and "changed" in _message(shell)
