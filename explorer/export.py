@@ -11,6 +11,12 @@ PNGs need system packages, no browser download: Debian's `chromium` package
 Python (`pip install playwright`; never `playwright install`). The exported page is
 opened from disk with every non-file request blocked and each view section is
 captured as an element screenshot.
+
+Every section opens with a caption band naming the packet, its status, identity,
+selection, hash prefix, explorer version and export date, so a PNG pasted alone
+still says what it shows. Cards and accordions are exported open; at capture time
+the Bokeh toolbars and the views' controls are hidden and scrolling text boxes are
+unrolled, so each PNG holds its whole view and nothing to click.
 """
 
 from __future__ import annotations
@@ -171,8 +177,8 @@ def _page(analysis: Analysis, name: str, head: int):
     for slug, title, builder in VIEWS:
         view = builder(analysis, Selection(head=head))
         _static(view)
-        sections.append(pn.Column(pn.pane.HTML(f"{caption}<h2>{html.escape(title)}</h2>", sizing_mode="stretch_width"),
-                                  view, css_classes=[SECTION_CLASS, f"{SECTION_CLASS}-{slug}"],
+        heading = pn.pane.HTML(f"{caption}<h2>{html.escape(title)}</h2>", sizing_mode="stretch_width")
+        sections.append(pn.Column(heading, view, css_classes=[SECTION_CLASS, f"{SECTION_CLASS}-{slug}"],
                                   sizing_mode="stretch_width"))
     return pn.Column(header, *sections, sizing_mode="stretch_width")
 
@@ -223,7 +229,8 @@ def export_packet(analysis: Analysis, out_dir: str | os.PathLike, *, name: str |
     name = name or packet_name(analysis)
     stem = _free_stem(out_dir, _UNSAFE_NAME.sub("_", name).strip("._") or "packet")
     with _detached():
-        page = _standalone_html(_page(analysis, name, export_head(analysis, head)), title=f"{name} - Attention Packet Explorer")
+        page = _standalone_html(_page(analysis, name, export_head(analysis, head)),
+                                title=f"{name} - Attention Packet Explorer")
     report = _write_new(out_dir / f"{stem}{REPORT_SUFFIX}", report_text(analysis))
     return ExportPaths(html=_write_new(out_dir / f"{stem}{HTML_SUFFIX}", page), report=report)
 

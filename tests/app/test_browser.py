@@ -9,9 +9,9 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 
 import explorer
-from app_support import (MIN_PIXEL_STD, layout_offenders, NESTED_PACKET, OUTSIDE_PACKET, PAGE_TIMEOUT_MS, PLOT_SLUGS, VIEWPORT, artifact,
-                         canvas_count, deep_text, open_packet, outside_requests, pixel_std, plot_pixel_std,
-                         view_locator, wait_view)
+from app_support import (MIN_PIXEL_STD, NESTED_PACKET, OUTSIDE_PACKET, PAGE_TIMEOUT_MS, PLOT_SLUGS, VIEWPORT, artifact,
+                         canvas_count, deep_text, layout_offenders, open_packet, outside_requests, pixel_std,
+                         plot_pixel_std, view_locator, wait_view)
 from explorer.export import LOCAL_URL_PREFIXES, SECTION_CLASS, wait_drawn
 from explorer.samples import CURATED
 from explorer.ui import catalog
