@@ -150,3 +150,16 @@ def test_exported_page_captions_every_view_and_its_pngs_show_no_toolbar_or_contr
             page.screenshot(path=artifact(f"export-static-{status}.png"), full_page=True)
         finally:
             browser.close()
+
+
+def test_report_without_out_writes_where_the_app_and_notebooks_export(tmp_path, monkeypatch):
+    from explorer import cli, export
+    from explorer.notebook import export_dir
+
+    written = []
+    monkeypatch.setattr(export, "write_report", lambda analysis, out: written.append(out) or export.ExportPaths(
+        html=out / "x.html", report=out / "x.report.json"))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv(export.EXPORT_DIR_ENV, raising=False)
+    assert cli.main(["report", str(ROOT / BY_STATUS["analyzed"])]) == EXIT_BY_STATUS["analyzed"]
+    assert written == [tmp_path.resolve() / export.DEFAULT_EXPORT_DIR] == [export_dir()]
