@@ -13,7 +13,7 @@ import pytest
 import explorer
 from app_support import MIN_PIXEL_STD, PLOT_SLUGS, REPO, artifact, pixel_std
 from explorer.analysis.ranking import worst_head
-from explorer.export import (CAPTION_CLASS, CHROMIUM, CHROMIUM_ARGS, CONTROL_CLASS, SECTION_CLASS, SHA_DIGITS, UNKNOWN,
+from explorer.export import (CAPTION_CLASS, CONTROL_CLASS, SECTION_CLASS, SHA_DIGITS, UNKNOWN,
                              caption_fields, export_head, export_packet, hide_controls, report_text, wait_drawn)
 from explorer.ui import catalog
 from explorer.views import VIEWS
@@ -123,33 +123,29 @@ def test_exports_open_on_the_head_with_the_largest_primary_linf_unless_one_was_c
 
 
 @pytest.mark.parametrize("status", sorted(BY_STATUS))
-def test_exported_page_captions_every_view_and_its_pngs_show_no_toolbar_or_control(tmp_path, status):
-    from playwright.sync_api import sync_playwright
-
+def test_exported_page_captions_every_view_and_its_pngs_show_no_toolbar_or_control(tmp_path, browser, status):
     analysis = explorer.analyze(ROOT / BY_STATUS[status])
     paths = export_packet(analysis, tmp_path)
     digest = analysis.report()["packet"]["packetSHA256"][:SHA_DIGITS]
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=list(CHROMIUM_ARGS))
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.goto(paths.html.as_uri())
-            for slug, _, _ in VIEWS:
-                wait_drawn(page, f"{SECTION_CLASS}-{slug}")
-                section = page.locator(f".{SECTION_CLASS}-{slug}").first
-                caption = section.locator(f".{CAPTION_CLASS}").first
-                assert caption.is_visible(), slug
-                assert BY_STATUS[status] in caption.inner_text() and digest in caption.inner_text(), slug
-            has_plots = page.evaluate(VISIBLE_JS, ".bk-Canvas") > 0
-            assert (page.evaluate(VISIBLE_JS, ".bk-Toolbar") > 0) == has_plots
-            hidden = hide_controls(page)
-            assert page.evaluate(VISIBLE_JS, f".bk-Toolbar, .{CONTROL_CLASS}") == 0
-            assert hidden > 0  # at least the Raw view's download button
-            if analysis.admission.snapshot is not None:  # shown in a card the app keeps collapsed
-                assert page.locator(".snapshot-text").first.is_visible()
-            page.screenshot(path=artifact(f"export-static-{status}.png"), full_page=True)
-        finally:
-            browser.close()
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    try:
+        page = context.new_page()
+        page.goto(paths.html.as_uri())
+        for slug, _, _ in VIEWS:
+            wait_drawn(page, f"{SECTION_CLASS}-{slug}")
+            caption = page.locator(f".{SECTION_CLASS}-{slug}").first.locator(f".{CAPTION_CLASS}").first
+            assert caption.is_visible(), slug
+            assert BY_STATUS[status] in caption.inner_text() and digest in caption.inner_text(), slug
+        has_plots = page.evaluate(VISIBLE_JS, ".bk-Canvas") > 0
+        assert (page.evaluate(VISIBLE_JS, ".bk-Toolbar") > 0) == has_plots
+        hidden = hide_controls(page)  # what render_pngs does before its screenshots
+        assert page.evaluate(VISIBLE_JS, f".bk-Toolbar, .{CONTROL_CLASS}") == 0
+        assert hidden > 0  # at least the Raw view's download button
+        if analysis.admission.snapshot is not None:  # shown in a card the app keeps collapsed
+            assert page.locator(".snapshot-text").first.is_visible()
+        page.screenshot(path=artifact(f"export-static-{status}.png"), full_page=True)
+    finally:
+        context.close()
 
 
 def test_report_without_out_writes_where_the_app_and_notebooks_export(tmp_path, monkeypatch):
