@@ -9,6 +9,18 @@ from explorer.ui.shell import Shell, parse_options
 TITLE = "Attention Packet Explorer"
 HEADER_BACKGROUND = "#2f3e4e"
 SIDEBAR_WIDTH = 330
+DOCS_HINT = ("<span class='docs-hint' style='font-size:0.85em;color:#dfe6ee'>Packet rules and report keys: "
+             "<code style='color:#ffffff'>docs/</code> in the repository</span>")
+# BootstrapTemplate scrolls its main area inside a viewport-high pane (Bootstrap's !important utilities
+# vh-100 / mh-100 / overflow-hidden); these rules let the whole page grow and scroll instead, so a browser's
+# full-page screenshot holds the whole view. min-width 0 keeps the main column beside the sidebar (a flex item
+# whose overflow is visible would otherwise be as wide as its widest plot's minimum and wrap below it).
+PAGE_SCROLL_CSS = """
+#container.vh-100 { height: auto !important; min-height: 100vh; overflow: visible !important; }
+#content.overflow-hidden { height: auto; overflow: visible !important; flex: 1 0 auto; }
+#main.mh-100 { max-height: none !important; overflow: visible; min-width: 0; }
+#sidebar { height: auto; overflow: visible; }
+"""
 
 # BootstrapTemplate serves every asset from this server: no web fonts, no CDN (the browser tests check it).
 pn.extension()
@@ -17,5 +29,6 @@ root, export_dir = parse_options(sys.argv[1:])
 shell = Shell(root, export_dir)
 pn.template.BootstrapTemplate(
     title=TITLE, header_background=HEADER_BACKGROUND, sidebar_width=SIDEBAR_WIDTH,
-    sidebar=[shell.sidebar], main=[shell.main],
+    sidebar=[shell.sidebar], main=[shell.main], header=[pn.pane.HTML(DOCS_HINT, margin=(0, 10))],
+    raw_css=[PAGE_SCROLL_CSS],
 ).servable(title=TITLE)

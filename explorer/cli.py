@@ -245,11 +245,11 @@ def _run_analyze(args: argparse.Namespace) -> int:
 
 
 def _run_report(args: argparse.Namespace) -> int:
-    from explorer.export import write_report  # loads panel, holoviews, bokeh and playwright only here
+    from explorer.export import choose_export_dir, write_report  # loads panel, holoviews, bokeh, playwright only here
 
     analysis = explorer.analyze(args.packet)
     try:
-        paths = write_report(analysis, args.out)
+        paths = write_report(analysis, choose_export_dir(args.out))
     except OSError as error:
         raise UsageError(f"cannot write the report into --out {args.out}: {error.strerror or error}") from None
     _emit("".join(f"{path}\n" for path in (paths.html, paths.report, *paths.pngs)))
@@ -429,7 +429,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "into DIR; existing files are never overwritten. PNGs are rendered by /usr/bin/chromium "
                     "(Debian package chromium). Exit status as for analyze.")
     report.add_argument("packet", metavar="PACKET", help="a packet directory or its packet.json")
-    report.add_argument("--out", required=True, metavar="DIR", help="directory to write into (created if needed)")
+    report.add_argument("--out", metavar="DIR",
+                        help="directory to write into (created if needed; default $EXPLORER_EXPORT_DIR or ./exports, "
+                             "as the app)")
     report.set_defaults(run=_run_report)
 
     samples = commands.add_parser("samples", help="write the curated sample packets")

@@ -11,6 +11,12 @@ PNGs need system packages, no browser download: Debian's `chromium` package
 Python (`pip install playwright`; never `playwright install`). The exported page is
 opened from disk with every non-file request blocked and each view section is
 captured as an element screenshot.
+
+Every section opens with a caption band naming the packet, its status, identity,
+selection, hash prefix, explorer version and export date, so a PNG pasted alone
+still says what it shows. Cards and accordions are exported open; at capture time
+the Bokeh toolbars and the views' controls are hidden and scrolling text boxes are
+unrolled, so each PNG holds its whole view and nothing to click.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from pathlib import Path
 from typing import Mapping
 
 import explorer
+from explorer.analysis.ranking import worst_head
 from explorer.analysis.result import Analysis
 from explorer.safeio import write_new
 
@@ -41,6 +48,13 @@ PNG_SUFFIX = ".png"
 REPORT_INDENT = 2
 MAX_NAME_ATTEMPTS = 1000  # name-2, name-3, ... before giving up on a free file name
 SECTION_CLASS = "export-view"
+CAPTION_CLASS = "export-caption"
+CONTROL_CLASS = "export-control"  # widgets of a view: live in the app, hidden in the PNGs
+SHA_DIGITS = 12  # hex digits of packetSHA256 in the caption band
+UNKNOWN = "unknown"
+CAPTION_STYLE = ("display:flex;flex-wrap:wrap;gap:0.2em 1.2em;padding:0.45em 0.8em;margin:0.3em 0 0.4em 0;"
+                 "background:#eef1f5;border-left:4px solid #2f3e4e;font-size:0.9em;color:#1d2733")
+CAPTION_ITEM_STYLE = "white-space:nowrap"
 PAGE_WIDTH = 1400  # CSS pixels of the page the PNGs are taken from
 PAGE_HEIGHT = 1000
 RENDER_TIMEOUT_MS = 60_000  # per view: a static page draws in seconds
@@ -119,20 +133,67 @@ def _write_set(files: Mapping[Path, str | bytes]) -> tuple[Path, ...]:
 # ---------------------------------------------------------------- the page
 
 
+def caption_fields(analysis: Analysis, name: str, stamp: str) -> tuple[tuple[str, str], ...]:
+    """(label, text) pairs of the caption band every export carries; 'unknown' where the packet does not say."""
+    report = analysis.report()
+    identity, selection = report.get("identity") or {}, report.get("selection") or {}
+    digest = report["packet"].get("packetSHA256")
+
+    def known(value) -> str:
+        return UNKNOWN if value is None else str(value)
+
+    return (("packet", name), ("status", analysis.status), ("model", known(identity.get("modelID"))),
+            ("backend", known(identity.get("backend"))), ("request", known(selection.get("requestID"))),
+            ("output index", known(selection.get("outputIndex"))), ("layer", known(selection.get("modelLayerIndex"))),
+            ("packetSHA256", digest[:SHA_DIGITS] if digest else UNKNOWN),
+            ("explorer", explorer.__version__), ("exported", stamp))
+
+
+def caption_html(fields: tuple[tuple[str, str], ...]) -> str:
+    """The caption band: one wrapping line of label: value pairs."""
+    items = "".join(f'<span style="{CAPTION_ITEM_STYLE}"><span style="color:#5a6470">{html.escape(label)}</span> '
+                    f'<b>{html.escape(value)}</b></span>' for label, value in fields)
+    return f'<div class="{CAPTION_CLASS}" style="{CAPTION_STYLE}">{items}</div>'
+
+
+def export_head(analysis: Analysis, head: int | None) -> int:
+    """The query head the exported views open on: the one chosen, else the head with the largest primary linf."""
+    if head is not None:
+        return head
+    chosen = worst_head(analysis.numerics)[0] if analysis.numerics is not None else None
+    return 0 if chosen is None else chosen
+
+
+def _static(view) -> None:
+    """Fit a freshly built view for a static page: every card and accordion open, every control marked for PNGs."""
+    import panel as pn
+
+    for card in view.select(pn.Card):
+        card.collapsed = False
+    for accordion in view.select(pn.Accordion):
+        accordion.active = list(range(len(accordion.objects)))
+    for widget in view.select(pn.widgets.Widget):
+        widget.css_classes = [*widget.css_classes, CONTROL_CLASS]
+
+
 def _page(analysis: Analysis, name: str, head: int):
     import panel as pn
 
     from explorer.views import VIEWS, Selection
 
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    caption = caption_html(caption_fields(analysis, name, stamp))
     header = pn.pane.HTML(
-        f"<h1>{html.escape(name)}</h1><p>Status: <b>{analysis.status}</b>. Static export of the Attention Packet "
-        f"Explorer views (explorer {explorer.__version__}, {stamp}): plots keep zoom and hover, controls are "
-        "not live. The JSON report beside this file holds the same numbers.</p>", sizing_mode="stretch_width")
-    sections = [pn.Column(pn.pane.HTML(f"<h2>{html.escape(title)}</h2>", sizing_mode="stretch_width"),
-                          builder(analysis, Selection(head=head)),
-                          css_classes=[SECTION_CLASS, f"{SECTION_CLASS}-{slug}"], sizing_mode="stretch_width")
-                for slug, title, builder in VIEWS]
+        f"<h1>{html.escape(name)}</h1><p>Static export of the Attention Packet Explorer views: plots keep zoom "
+        "and hover, controls are not live. The JSON report beside this file holds the same numbers; the "
+        "repository's docs/ explains the packet rules and the report.</p>", sizing_mode="stretch_width")
+    sections = []
+    for slug, title, builder in VIEWS:
+        view = builder(analysis, Selection(head=head))
+        _static(view)
+        heading = pn.pane.HTML(f"{caption}<h2>{html.escape(title)}</h2>", sizing_mode="stretch_width")
+        sections.append(pn.Column(heading, view, css_classes=[SECTION_CLASS, f"{SECTION_CLASS}-{slug}"],
+                                  sizing_mode="stretch_width"))
     return pn.Column(header, *sections, sizing_mode="stretch_width")
 
 
@@ -171,18 +232,19 @@ def _standalone_html(viewable, title: str) -> str:
 
 
 def export_packet(analysis: Analysis, out_dir: str | os.PathLike, *, name: str | None = None,
-                  head: int = 0) -> ExportPaths:
+                  head: int | None = None) -> ExportPaths:
     """Write `<name>.html` (every view, inline resources) and `<name>.report.json` into `out_dir`.
 
-    `head` is the query head the views open on. Existing files are never
-    overwritten: the name gets a -2, -3, ... suffix instead.
+    `head` is the query head the views open on (default: the head with the largest
+    primary linf). Existing files are never overwritten: the name gets a -2, -3, ... suffix instead.
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     name = name or packet_name(analysis)
     stem = _free_stem(out_dir, _UNSAFE_NAME.sub("_", name).strip("._") or "packet")
     with _detached():
-        page = _standalone_html(_page(analysis, name, head), title=f"{name} - Attention Packet Explorer")
+        page = _standalone_html(_page(analysis, name, export_head(analysis, head)),
+                                title=f"{name} - Attention Packet Explorer")
     report, html_path = _write_set({out_dir / f"{stem}{REPORT_SUFFIX}": report_text(analysis),
                                     out_dir / f"{stem}{HTML_SUFFIX}": page})
     return ExportPaths(html=html_path, report=report)
@@ -217,14 +279,15 @@ def render_pngs(html_path: str | os.PathLike, out_dir: str | os.PathLike, stem: 
             context.route("**/*", _block_network)
             page = context.new_page()
             page.goto(Path(html_path).resolve().as_uri(), timeout=RENDER_TIMEOUT_MS)
-            for slug, path in targets.items():
-                section = f"{SECTION_CLASS}-{slug}"
+            for slug in targets:
                 try:
-                    wait_drawn(page, section)
+                    wait_drawn(page, f"{SECTION_CLASS}-{slug}")
                 except PlaywrightTimeout:
                     seconds = RENDER_TIMEOUT_MS // 1000
                     raise RenderError(f"the {slug} view did not finish drawing in {seconds} s") from None
-                _write_new(path, page.locator(f".{section}").first.screenshot(timeout=RENDER_TIMEOUT_MS))
+            hide_controls(page)
+            for slug, path in targets.items():
+                _write_new(path, page.locator(f".{SECTION_CLASS}-{slug}").first.screenshot(timeout=RENDER_TIMEOUT_MS))
         finally:
             browser.close()
     return tuple(targets.values())
@@ -246,6 +309,31 @@ DRAWN_JS = """(cssClass) => {
   }
   return false
 }"""
+
+
+# Across every shadow root: hides the Bokeh toolbars and the views' controls (marked CONTROL_CLASS by the export)
+# and lets scrolling text boxes grow to their whole text; returns how many elements it hid.
+HIDE_CONTROLS_JS = """({hide, grow}) => {
+  let hidden = 0
+  const walk = (root) => {
+    for (const el of root.querySelectorAll("*")) {
+      if (el.matches(hide) && el.style.display !== "none") { el.style.display = "none"; hidden += 1 }
+      if (el.matches(grow)) { el.style.maxHeight = "none"; el.style.overflow = "visible" }
+      if (el.shadowRoot) walk(el.shadowRoot)
+    }
+  }
+  walk(document)
+  return hidden
+}"""
+STATIC_HIDDEN = f".bk-Toolbar, .{CONTROL_CLASS}"
+STATIC_GROWN = "pre"
+
+
+def hide_controls(page) -> int:
+    """Hide every toolbar and view control of an exported page and unroll its text boxes before PNGs are taken."""
+    hidden = page.evaluate(HIDE_CONTROLS_JS, {"hide": STATIC_HIDDEN, "grow": STATIC_GROWN})
+    page.wait_for_timeout(SETTLE_MS)
+    return hidden
 
 
 def wait_drawn(page, css_class: str, timeout_ms: int = RENDER_TIMEOUT_MS) -> None:
@@ -303,5 +391,6 @@ def export_pair(pair, out_dir: str | os.PathLike, *, name: str | None = None) ->
     stem = _free_stem(out_dir, base, (HTML_SUFFIX, COMPARISON_SUFFIX))
     with _detached():
         page = _standalone_html(_pair_page(pair, name), title=f"{name} - Attention Packet Explorer")
-    report = _write_new(out_dir / f"{stem}{COMPARISON_SUFFIX}", comparison_text(pair))
-    return ExportPaths(html=_write_new(out_dir / f"{stem}{HTML_SUFFIX}", page), report=report)
+    report, html_path = _write_set({out_dir / f"{stem}{COMPARISON_SUFFIX}": comparison_text(pair),
+                                    out_dir / f"{stem}{HTML_SUFFIX}": page})
+    return ExportPaths(html=html_path, report=report)

@@ -7,7 +7,6 @@ view is the one the app draws (`explorer.views.VIEWS`), built for the same resul
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from explorer.analysis.result import Analysis
@@ -17,7 +16,6 @@ from explorer.views import html_summary
 VIEW_CALLS = ("summary()", "errors()", "lastrow()", "nonfinite()", "narrowed()", "attention(head=0)",
               "raw()", "all(head=0)")
 HINT_STYLE = "color:#555;font-size:0.85em;margin:0.2em 0"
-NOTEBOOK_EXPORT_DIR = "_exports"  # relative to the working directory: notebooks/_exports/ (git-ignored)
 
 
 def summary_html(analysis: Analysis) -> str:
@@ -46,10 +44,10 @@ def sample(name: str) -> Path:
 
 
 def export_dir() -> Path:
-    """Where the notebooks export: $EXPLORER_EXPORT_DIR, else ./_exports (notebooks/_exports/ from Jupyter)."""
-    from explorer.export import EXPORT_DIR_ENV, choose_export_dir
+    """Where the notebooks export, as the app does: $EXPLORER_EXPORT_DIR, else ./exports (notebooks/exports/)."""
+    from explorer.export import choose_export_dir
 
-    return choose_export_dir(os.environ.get(EXPORT_DIR_ENV) or NOTEBOOK_EXPORT_DIR)
+    return choose_export_dir(None)
 
 
 class Views:

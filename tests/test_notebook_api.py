@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 import explorer
-from explorer.export import EXPORT_DIR_ENV
-from explorer.notebook import NOTEBOOK_EXPORT_DIR, VIEW_CALLS, Views, export_dir, sample
+from explorer.export import DEFAULT_EXPORT_DIR, EXPORT_DIR_ENV
+from explorer.notebook import VIEW_CALLS, Views, export_dir, sample
 from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED
 from explorer.samples import write_samples
 from explorer.views import html_summary
@@ -128,7 +128,7 @@ def test_sample_finds_the_bundled_packets():
 def test_export_dir_follows_the_environment_else_the_working_directory(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv(EXPORT_DIR_ENV, raising=False)
-    assert export_dir() == tmp_path.resolve() / NOTEBOOK_EXPORT_DIR
+    assert export_dir() == tmp_path.resolve() / DEFAULT_EXPORT_DIR
     monkeypatch.setenv(EXPORT_DIR_ENV, str(tmp_path / "elsewhere"))
     assert export_dir() == tmp_path.resolve() / "elsewhere"
 

@@ -32,6 +32,7 @@ QUERY_PACKET, QUERY_TAB, QUERY_HEAD = "packet", "tab", "head"
 MAX_QUERY_ECHO = 80  # characters of an unknown query value repeated back in a message
 HEAD_PATTERN = re.compile(r"[0-9]{1,6}")  # ASCII digits only: str.isdigit() also accepts '²', which int() refuses
 LINF_FORMAT = "{:.3g}"
+DOWNLOAD_WIDTH = 200  # the download buttons' labels are short; the export note names the files
 
 # Neutral badge colours (background, text): a status is a category, never a verdict.
 BADGE_COLOURS = {
@@ -141,15 +142,16 @@ class Shell(param.Parameterized):
                              sizing_mode="stretch_width")
         self._export_button = pn.widgets.Button(label="Export HTML + JSON", color="primary", width=180)
         self._export_note = pn.pane.HTML("", sizing_mode="stretch_width")
-        self._html_download = pn.widgets.FileDownload(visible=False, color="light", width=260)
-        self._json_download = pn.widgets.FileDownload(visible=False, color="light", width=260)
+        self._html_download = pn.widgets.FileDownload(visible=False, color="light", width=DOWNLOAD_WIDTH)
+        self._json_download = pn.widgets.FileDownload(visible=False, color="light", width=DOWNLOAD_WIDTH)
         self._buttons = {entry.name: pn.widgets.Button(label=entry.name, color="light",
                                                        sizing_mode="stretch_width", margin=(4, 5, 0, 5))
                          for entry in self.entries}
         self.sidebar = self._packet_list()
         self.main = pn.Column(
             self._query_writer, self._message, self._status,
-            pn.Row(self._export_button, self._html_download, self._json_download, sizing_mode="stretch_width"),
+            pn.FlexBox(self._export_button, self._html_download, self._json_download, flex_wrap="wrap",
+                       sizing_mode="stretch_width"),
             self._export_note, self._tabs, sizing_mode="stretch_width")
         self._tabs.param.watch(self._on_active, "active")
         self._export_button.on_click(self._on_export)
@@ -334,7 +336,7 @@ class Shell(param.Parameterized):
     def _offer(self, paths: ExportPaths) -> None:
         for widget, path, label in ((self._html_download, paths.html, "Download HTML"),
                                     (self._json_download, paths.report, "Download JSON report")):
-            widget.param.update(file=str(path), filename=path.name, label=f"{label} ({path.name})", visible=True)
+            widget.param.update(file=str(path), filename=path.name, label=label, visible=True)
         self._export_note.object = (
             f'<div class="export-note">Written to <code class="export-html">{html.escape(str(paths.html))}</code> '
             f'and <code class="export-json">{html.escape(str(paths.report))}</code></div>')

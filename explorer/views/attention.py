@@ -28,6 +28,7 @@ from explorer.views.common import (
 )
 from explorer.views.html_summary import esc, number, table
 
+OVERVIEW_COLUMNS = 2  # per-head diagnostic charts side by side (four in one row do not fit at 1280 px)
 MAX_OVERVIEW_CELLS = 250_000  # query head x token weights drawn in one overview map
 WEIGHTS_HEIGHT = 320
 LAST_TOKEN_COLOUR = "#d62728"
@@ -90,7 +91,7 @@ def head_panel(numerics: Numerics, head: int) -> pn.Column:
     return pn.Column(*parts, sizing_mode="stretch_width")
 
 
-def _overview_charts(numerics: Numerics) -> pn.Row:
+def _overview_charts(numerics: Numerics) -> pn.GridBox:
     heads = np.arange(len(numerics.attention))
     charts = []
     for attribute, label, logy in OVERVIEW_METRICS:
@@ -104,7 +105,7 @@ def _overview_charts(numerics: Numerics) -> pn.Row:
         charts.append((hv.Curve(data, "query head", attribute) * hv.Scatter(data, "query head", attribute).opts(
             size=7, **on_hover)).opts(title=f"{label} per query head", logy=logy, height=CHART_HEIGHT,
                                    min_width=CHART_WIDTH, responsive=True, show_grid=True, ylabel=label))
-    return pn.Row(*(plot_pane(c) for c in charts), sizing_mode="stretch_width")
+    return pn.GridBox(*(plot_pane(c) for c in charts), ncols=OVERVIEW_COLUMNS, sizing_mode="stretch_width")
 
 
 def _overview_map(numerics: Numerics) -> list:

@@ -35,6 +35,7 @@ SHOWN_POSITIONS = 32  # first mismatched positions listed in the table (the repo
 ROW_PIXELS = 28
 MAP_BASE_HEIGHT = 110
 MAX_MAP_HEIGHT = 420
+TOOLBAR_PLACE = "above"  # a map a few rows high has no room for a toolbar standing beside it
 HISTOGRAM_HEIGHT = 260
 
 
@@ -56,7 +57,7 @@ def _xor_map(row: LastRow, title: str) -> hv.Image:
     height = min(MAP_BASE_HEIGHT + ROW_PIXELS * row.field_mask.shape[0], MAX_MAP_HEIGHT)
     return grid_map(row.field_mask, fields, title=title, colour_label="fields that differ", xlabel="channel",
                     ylabel="KV head", clim=(-0.5, len(FIELD_NAMES) - 0.5), cmap=list(FIELD_COLOURS), colorbar=False,
-                    height=height)
+                    height=height).opts(toolbar=TOOLBAR_PLACE)
 
 
 def _histogram(row: LastRow, title: str) -> hv.Overlay:

@@ -24,6 +24,7 @@ from explorer.views.common import (
 )
 from explorer.views.html_summary import esc
 
+DIFFERENCE_LABEL = "|difference|"  # colour-bar label: the map's title names the two sides
 REASON_WORDS = {
     "queries_not_float32": (
         "The queries are {queries}, not float32. The counterfactual asks what the output would be had float32 "
@@ -42,10 +43,11 @@ def reason_words(analysis: Analysis, code: str | None) -> str:
 
 
 def _difference_map(comparison: Comparison, title: str, actual: str, reference: str, what: str) -> list:
+    """The map titled with the whole difference `what`; its colour bar and hover say DIFFERENCE_LABEL (it fits)."""
     scale = colour_scale([comparison.abs_error], LOG, what)
     fields = [Field("actual", actual, comparison.actual), Field("reference", reference, comparison.reference),
-              Field("difference", what, comparison.abs_error)]
-    image = grid_map(comparison.abs_error, fields, title=title, colour_label=what, xlabel="channel",
+              Field("difference", DIFFERENCE_LABEL, comparison.abs_error)]
+    image = grid_map(comparison.abs_error, fields, title=title, colour_label=DIFFERENCE_LABEL, xlabel="channel",
                      ylabel="query head", clim=scale.clim, logz=scale.logz, cmap=CONTINUOUS_CMAP)
     return [plot_pane(image), note(esc(scale.note), "colour-scale-note")]
 

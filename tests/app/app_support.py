@@ -135,3 +135,94 @@ def pixel_std(png: bytes) -> float:
 def artifact(name: str) -> Path:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     return ARTIFACTS / name
+
+
+# Layout offenders on the page, Bokeh's and Panel's shadow roots walked. A box is a "leaf": an element with no
+# visible child element, or a whole Bokeh plot (its canvases and overlays are drawn as one). Boxes are cut by every
+# ancestor that clips (overflow other than visible), so a cell scrolled out of its table is not counted.
+LAYOUT_JS = """({rootSelector, minOverlap}) => {
+  const PLOT = /^bk-(Figure|Plot|GridPlot)$/
+  const SKIP = new Set(["STYLE", "SCRIPT", "LINK", "META", "TEMPLATE", "NOSCRIPT", "OPTION", "BR"])
+  const scrollX = window.scrollX, scrollY = window.scrollY
+  const intersect = (a, b) => ({left: Math.max(a.left, b.left), top: Math.max(a.top, b.top),
+                                right: Math.min(a.right, b.right), bottom: Math.min(a.bottom, b.bottom)})
+  const area = (r) => Math.max(0, r.right - r.left) * Math.max(0, r.bottom - r.top)
+  const describe = (el) => {
+    const parts = []
+    for (let node = el; node && parts.length < 4; node = node.parentNode || node.host) {
+      if (node.nodeType !== Node.ELEMENT_NODE) { if (node.host) { node = node.host; } else continue }
+      const classes = [...node.classList].slice(0, 3).map((c) => "." + c).join("")
+      parts.unshift(node.tagName.toLowerCase() + (node.id ? "#" + node.id : "") + classes)
+    }
+    return parts.join(" > ")
+  }
+  const childrenOf = (el) => [...(el.shadowRoot ? el.shadowRoot.children : []), ...el.children]
+  const leaves = [], canvases = [], clipped = []
+  const page = (raw) => ({left: raw.left + scrollX, top: raw.top + scrollY, right: raw.right + scrollX,
+                          bottom: raw.bottom + scrollY})
+  const collectCanvases = (el) => {
+    for (const kid of childrenOf(el)) {
+      if (kid.tagName === "CANVAS" && area(kid.getBoundingClientRect()) > 0) {
+        canvases.push({el: kid, box: page(kid.getBoundingClientRect())})
+      }
+      collectCanvases(kid)
+    }
+  }
+  const walk = (el, clip) => {
+    if (SKIP.has(el.tagName)) return
+    const style = getComputedStyle(el)
+    if (style.display === "none" || style.visibility === "hidden" || parseFloat(style.opacity) === 0) return
+    const box = page(el.getBoundingClientRect())
+    const shown = intersect(box, clip)
+    if (el.tagName === "CANVAS" && area(box) > 0) canvases.push({el, box})
+    const isPlot = [...el.classList].some((c) => PLOT.test(c))
+    const inner = style.overflowX !== "visible" || style.overflowY !== "visible" ? shown : clip
+    if (isPlot) collectCanvases(el)
+    const kids = isPlot ? [] : childrenOf(el)
+    const before = leaves.length
+    for (const kid of kids) walk(kid, inner)
+    const textual = [...el.childNodes].some((n) => n.nodeType === Node.TEXT_NODE && n.textContent.trim())
+    if ((leaves.length === before || textual) && area(shown) > 0) leaves.push({el, box: shown, plot: isPlot})
+    if (!isPlot && textual && style.overflowX === "hidden" && el.scrollWidth > el.clientWidth + 1) {
+      clipped.push(describe(el) + " (text wider than its box)")
+    }
+  }
+  const root = document.querySelector(rootSelector)
+  const everything = {left: -1e9, top: -1e9, right: 1e9, bottom: 1e9}
+  walk(root, everything)
+  const related = (a, b) => {
+    for (let node = a; node; node = node.parentNode || node.host) if (node === b) return true
+    for (let node = b; node; node = node.parentNode || node.host) if (node === a) return true
+    return false
+  }
+  const overlaps = []
+  for (let i = 0; i < leaves.length; i++) {
+    for (let j = i + 1; j < leaves.length; j++) {
+      const a = leaves[i], b = leaves[j]
+      const common = intersect(a.box, b.box)
+      if (common.right - common.left >= minOverlap && common.bottom - common.top >= minOverlap
+          && !related(a.el, b.el)) {
+        overlaps.push(describe(a.el) + "  OVERLAPS  " + describe(b.el))
+      }
+    }
+  }
+  const main = document.querySelector("#main") || root
+  const column = main.getBoundingClientRect()
+  const viewport = document.documentElement.clientWidth
+  const outside = []
+  for (const {el, box} of canvases) {
+    const right = box.right - scrollX, left = box.left - scrollX
+    if (right > viewport + 0.5 || left < -0.5 || (main.contains(el.getRootNode().host || el) &&
+        (left < column.left - 0.5 || right > column.right + 0.5))) {
+      outside.push(describe(el) + ` spans x ${left.toFixed(0)}..${right.toFixed(0)}, column ` +
+                   `${column.left.toFixed(0)}..${column.right.toFixed(0)}, viewport ${viewport}`)
+    }
+  }
+  return {leaves: leaves.length, canvases: canvases.length, overlaps, outside, clipped}
+}"""
+MIN_OVERLAP_PX = 3  # boxes sharing less than this in either direction only touch (borders, rounding)
+
+
+def layout_offenders(page, root_selector: str = "body") -> dict:
+    """{leaves, canvases, overlaps, outside, clipped} of the page's visible boxes under `root_selector`."""
+    return page.evaluate(LAYOUT_JS, {"rootSelector": root_selector, "minOverlap": MIN_OVERLAP_PX})

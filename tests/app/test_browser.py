@@ -10,8 +10,8 @@ import pytest
 
 import explorer
 from app_support import (MIN_PIXEL_STD, NESTED_PACKET, OUTSIDE_PACKET, PAGE_TIMEOUT_MS, PLOT_SLUGS, VIEWPORT, artifact,
-                         canvas_count, deep_text, open_packet, outside_requests, pixel_std, plot_pixel_std,
-                         view_locator, wait_view)
+                         canvas_count, deep_text, layout_offenders, open_packet, outside_requests, pixel_std,
+                         plot_pixel_std, view_locator, wait_view)
 from explorer.export import LOCAL_URL_PREFIXES, SECTION_CLASS, wait_drawn
 from explorer.samples import CURATED
 from explorer.ui import catalog
@@ -126,7 +126,11 @@ def test_export_writes_html_that_loads_offline(page, server, export_dir, browser
     report_path = Path(page.locator(".export-json").inner_text())
     assert html_path.parent == export_dir and report_path.parent == export_dir
     assert json.loads(report_path.read_text()) == explorer.analyze(ROOT / ANALYZED_SAMPLE).report()
-    assert page.get_by_role("button", name=f"Download HTML ({html_path.name})").is_visible()
+    assert page.get_by_role("button", name="Download HTML").is_visible()
+    boxes = [page.get_by_role("button", name=name).bounding_box()
+             for name in ("Export HTML + JSON", "Download HTML", "Download JSON report")]
+    assert all(a["x"] + a["width"] <= b["x"] or a["y"] + a["height"] <= b["y"] for a, b in zip(boxes, boxes[1:]))
+    assert layout_offenders(page)["overlaps"] == []
     assert outside_requests(requested) == []
 
     offline = browser.new_context(viewport=VIEWPORT, offline=True)

@@ -12,7 +12,9 @@ import pytest
 
 import explorer
 from app_support import MIN_PIXEL_STD, PLOT_SLUGS, REPO, artifact, pixel_std
-from explorer.export import SECTION_CLASS, export_packet, report_text
+from explorer.analysis.ranking import worst_head
+from explorer.export import (CAPTION_CLASS, CONTROL_CLASS, SECTION_CLASS, SHA_DIGITS, UNKNOWN,
+                             caption_fields, export_head, export_packet, hide_controls, report_text, wait_drawn)
 from explorer.ui import catalog
 from explorer.views import VIEWS
 
@@ -82,3 +84,78 @@ def test_report_command_explains_a_refused_packet_and_exits_like_analyze(tmp_pat
     assert report["status"] == "refused"
     assert len(list(tmp_path.glob(f"{name}-*.png"))) == len(VIEWS)
     assert "sha256_mismatch" in (tmp_path / f"{name}.html").read_text()
+
+
+VISIBLE_JS = """(selector) => {
+  let count = 0
+  const walk = (root) => {
+    for (const el of root.querySelectorAll("*")) {
+      if (el.matches(selector) && el.getClientRects().length > 0 && getComputedStyle(el).display !== "none") count += 1
+      if (el.shadowRoot) walk(el.shadowRoot)
+    }
+  }
+  walk(document)
+  return count
+}"""
+
+
+def test_caption_names_packet_status_identity_selection_hash_version_and_date():
+    analysis = explorer.analyze(ROOT / BY_STATUS["analyzed"])
+    report = analysis.report()
+    fields = dict(caption_fields(analysis, "shown-name", "2026-01-02 03:04 UTC"))
+    assert fields == {
+        "packet": "shown-name", "status": "analyzed", "model": report["identity"]["modelID"],
+        "backend": report["identity"]["backend"], "request": str(report["selection"]["requestID"]),
+        "output index": str(report["selection"]["outputIndex"]),
+        "layer": str(report["selection"]["modelLayerIndex"]),
+        "packetSHA256": report["packet"]["packetSHA256"][:SHA_DIGITS], "explorer": explorer.__version__,
+        "exported": "2026-01-02 03:04 UTC"}
+    refused = dict(caption_fields(explorer.analyze(ROOT / BY_STATUS["refused"]), "r", "now"))
+    assert refused["status"] == "refused" and refused["model"] == refused["layer"] == UNKNOWN
+
+
+def test_exports_open_on_the_head_with_the_largest_primary_linf_unless_one_was_chosen():
+    analysis = explorer.analyze(ROOT / BY_STATUS["analyzed"])
+    worst = worst_head(analysis.numerics)[0]
+    assert export_head(analysis, None) == worst and worst != 0
+    assert export_head(analysis, 2) == 2
+    assert export_head(explorer.analyze(ROOT / BY_STATUS["refused"]), None) == 0
+
+
+@pytest.mark.parametrize("status", sorted(BY_STATUS))
+def test_exported_page_captions_every_view_and_its_pngs_show_no_toolbar_or_control(tmp_path, browser, status):
+    analysis = explorer.analyze(ROOT / BY_STATUS[status])
+    paths = export_packet(analysis, tmp_path)
+    digest = analysis.report()["packet"]["packetSHA256"][:SHA_DIGITS]
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    try:
+        page = context.new_page()
+        page.goto(paths.html.as_uri())
+        for slug, _, _ in VIEWS:
+            wait_drawn(page, f"{SECTION_CLASS}-{slug}")
+            caption = page.locator(f".{SECTION_CLASS}-{slug}").first.locator(f".{CAPTION_CLASS}").first
+            assert caption.is_visible(), slug
+            assert BY_STATUS[status] in caption.inner_text() and digest in caption.inner_text(), slug
+        has_plots = page.evaluate(VISIBLE_JS, ".bk-Canvas") > 0
+        assert (page.evaluate(VISIBLE_JS, ".bk-Toolbar") > 0) == has_plots
+        hidden = hide_controls(page)  # what render_pngs does before its screenshots
+        assert page.evaluate(VISIBLE_JS, f".bk-Toolbar, .{CONTROL_CLASS}") == 0
+        assert hidden > 0  # at least the Raw view's download button
+        if analysis.admission.snapshot is not None:  # shown in a card the app keeps collapsed
+            assert page.locator(".snapshot-text").first.is_visible()
+        page.screenshot(path=artifact(f"export-static-{status}.png"), full_page=True)
+    finally:
+        context.close()
+
+
+def test_report_without_out_writes_where_the_app_and_notebooks_export(tmp_path, monkeypatch):
+    from explorer import cli, export
+    from explorer.notebook import export_dir
+
+    written = []
+    monkeypatch.setattr(export, "write_report", lambda analysis, out: written.append(out) or export.ExportPaths(
+        html=out / "x.html", report=out / "x.report.json"))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv(export.EXPORT_DIR_ENV, raising=False)
+    assert cli.main(["report", str(ROOT / BY_STATUS["analyzed"])]) == EXIT_BY_STATUS["analyzed"]
+    assert written == [tmp_path.resolve() / export.DEFAULT_EXPORT_DIR] == [export_dir()]
