@@ -4,8 +4,8 @@ Reading of the matrix: row `id` says how many output elements of side a, and of
 side b, equal that emulation's output bit for bit. When both sides hold the same
 emulated inputs (queries, stored keys and values bit for bit, the scale, the
 output dtype and the eligible heads), the emulations run once and both sides are
-scored against the same emulated outputs ("shared_inputs"). When only the bytes
-differ, each side is scored against the emulations of its own inputs
+scored against the same emulated outputs ("shared_inputs"). When the shapes agree
+but those inputs differ, each side is scored against the emulations of its own inputs
 ("each_side_inputs", also said in the pair's notes): each count still answers
 "which arithmetic produced this side", but the two columns no longer share one
 emulated output. No matrix exists when a side is refused or has no reference, or
@@ -83,9 +83,11 @@ def _with(analysis: Analysis, request: str | Iterable[str], emulated: tuple[Emul
     """
     tensors = analysis.admission.tensors
     ids = normalised_ids(request, None if tensors is None else tensors["output"].dtype)
-    found = _held(analysis, ids) if run else None
-    if found is None and run and analysis.numerics is not None:
-        found = emulations_of(analysis, ids, emulated=emulated)
+    found = None
+    if run:
+        found = _held(analysis, ids)
+        if found is None and analysis.numerics is not None:
+            found = emulations_of(analysis, ids, emulated=emulated)
     return dataclasses.replace(analysis, emulations=found, emulations_requested=ids)
 
 
