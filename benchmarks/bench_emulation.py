@@ -4,7 +4,9 @@ Prints the median in-process time (wall, and this process's CPU time, which a bu
 machine inflates less) of the default set (numerics cached, as in the
 app: emulations reuse them), of each kernel alone, and the median wall time of
 whole-process `python -m explorer analyze P --json --emulate default` against the
-same command without --emulate. BLAS and OpenMP run one thread, as the CLI sets.
+same command without --emulate; then, on the T5585 backend pair, the median wall time of
+whole-process `python -m explorer compare A B --json --emulate default` against the same
+command without --emulate. BLAS and OpenMP run one thread, as the CLI sets.
 
     python benchmarks/bench_emulation.py
 """
@@ -25,7 +27,7 @@ from pathlib import Path  # noqa: E402
 
 from explorer.analysis.analyze import analyze, clear_cache  # noqa: E402
 from explorer.analysis.emulation import DEFAULT_SET, emulations_for  # noqa: E402
-from explorer.samples import qwen_full_spec, write_packet  # noqa: E402
+from explorer.samples import FULL_PAIR_NAMES, pair_full_spec, qwen_full_spec, write_packet  # noqa: E402
 
 RUNS = 5
 SINGLE_IDS = ("mlx_two_pass", "mlx_two_pass(partialDType=float32)", "paged_two_pass", "single_pass")
@@ -69,6 +71,18 @@ def main() -> None:
         without = whole_process(command)
         print(f"  whole process analyze --emulate default, median of {RUNS}:  {with_emulations:.3f} s")
         print(f"  whole process analyze (no --emulate), median of {RUNS}:     {without:.3f} s")
+        pair(Path(scratch))
+
+
+def pair(scratch: Path) -> None:
+    """Whole-process compare of the T5585 backend pair, with and without --emulate default."""
+    paths = [str(write_packet(scratch / name, pair_full_spec(side))) for side, name in FULL_PAIR_NAMES.items()]
+    command = [sys.executable, "-m", "explorer", "compare", *paths, "--json"]
+    with_emulations = whole_process([*command, "--emulate", "default"])
+    without = whole_process(command)
+    print("pair QH16/KVH2/D256/T5585 (paged vs contiguous, byte-identical inputs)")
+    print(f"  whole process compare --emulate default, median of {RUNS}:  {with_emulations:.3f} s")
+    print(f"  whole process compare (no --emulate), median of {RUNS}:     {without:.3f} s")
 
 
 if __name__ == "__main__":

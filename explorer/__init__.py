@@ -24,8 +24,12 @@ def analyze(path: str | os.PathLike, emulate: str | Iterable[str] | None = None)
     return _analyze(path, emulate=emulate)
 
 
-def compare(a: "str | os.PathLike | Analysis", b: "str | os.PathLike | Analysis") -> "Pair":
-    """Compare two captures of one selection (paths or analyze() results) into an immutable Pair; never raises for packet content."""
+def compare(a: "str | os.PathLike | Analysis", b: "str | os.PathLike | Analysis",
+            emulate: str | Iterable[str] | None = None) -> "Pair":
+    """Compare two captures of one selection (paths or analyze() results) into an immutable Pair; never raises for packet content.
+
+    `emulate` as for analyze: each side's kernel emulations and the emulation x side matrix.
+    """
     from explorer.analysis.compare import compare as _compare
 
-    return _compare(a, b)
+    return _compare(a, b, emulate=emulate)

@@ -355,6 +355,19 @@ def _pair_nearer_lines(report: dict) -> list[str]:
             f"tie {counts['tie']}, undefined {counts['undefined']}"]
 
 
+def _pair_emulation_lines(report: dict) -> list[str]:
+    """The emulation x side matrix: output elements of each side bit-equal to each emulation."""
+    if report["emulationsRequested"] is None:
+        return []
+    matrix = report["emulationMatrix"]
+    if matrix is None:
+        return [f"Kernel emulations: no emulation x side matrix ({report['emulationMatrixReason']})"]
+    rows = [[row["id"], f"{row['bitEqual']['a']['global']} of {row['compared']['a']}",
+             f"{row['bitEqual']['b']['global']} of {row['compared']['b']}"] for row in matrix["rows"]]
+    return ([f"Kernel emulations (counterfactuals, not the reference; emulated on {matrix['emulatedOn']}): "
+             "output elements bit-equal to each"] + _table(["emulation", "bit-equal a", "bit-equal b"], rows))
+
+
 def compare_summary(report: dict) -> str:
     """The human summary of a comparison report (compare-v1.md section 4)."""
     lines = ["Pair:", _side_line("a", report["a"]), _side_line("b", report["b"]), f"Status: {report['status']}"]
@@ -369,6 +382,7 @@ def compare_summary(report: dict) -> str:
     if report["status"] != "refused":
         lines += _pair_input_lines(report["inputs"]) + _pair_output_lines(report["output"])
         lines += _pair_ladder_lines(report) + _pair_token_lines(report) + _pair_nearer_lines(report)
+        lines += _pair_emulation_lines(report)
         if report["selectionDifferences"]:
             lines.append("Selection differences:")
             lines += _table(["field", "a", "b"], [[d["field"], _number(d["a"]), _number(d["b"])]
@@ -385,8 +399,9 @@ def _run_compare(args: argparse.Namespace) -> int:
     from explorer.analysis.compare import SamePacketError
 
     _check_output(args.output)
+    _check_emulate(args.emulate)
     try:
-        report = explorer.compare(args.a, args.b).report()
+        report = explorer.compare(args.a, args.b, emulate=args.emulate).report()
     except SamePacketError as error:
         raise UsageError(str(error)) from None
     text = json.dumps(report, allow_nan=False, indent=JSON_INDENT) + "\n"
@@ -404,6 +419,9 @@ def _add_compare(commands) -> None:
     compare.add_argument("b", metavar="B", help="side b: a packet directory or its packet.json")
     compare.add_argument("--json", action="store_true", help="print the JSON comparison report instead of a summary")
     compare.add_argument("--output", metavar="FILE", help="also write the JSON report to FILE (never overwritten)")
+    compare.add_argument("--emulate", action="append", metavar="ID",
+                         help="also run kernel arithmetic emulations and report the emulation x side matrix: "
+                              "'default' or an id as for analyze (repeatable; quote ids with parentheses)")
     compare.set_defaults(run=_run_compare)
 
 

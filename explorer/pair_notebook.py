@@ -5,7 +5,8 @@ from __future__ import annotations
 from explorer.analysis.compare import Pair
 from explorer.views import pair_html
 
-VIEW_CALLS = ("summary()", "inputs()", "bits()", "heads()", "ladder()", "errors()", "tokens()", "all()")
+VIEW_CALLS = ("summary()", "inputs()", "bits()", "heads()", "ladder()", "errors()", "tokens()", "emulations()",
+              "all()")
 HINT_STYLE = "color:#555;font-size:0.85em;margin:0.2em 0"
 
 
@@ -63,6 +64,10 @@ class PairViews:
     def tokens(self):
         """The seed token and both target tokens."""
         return self._section("tokens")
+
+    def emulations(self):
+        """The emulation x side matrix (pairs compared with `emulate=`)."""
+        return self._section("emulations")
 
     def all(self):
         """The whole pair view (what the app and the export show)."""

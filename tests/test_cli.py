@@ -284,3 +284,30 @@ def test_compare_never_imports_the_ui():
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert done.stderr.strip() == "0 []"
+
+
+def test_compare_emulate_json_and_matrix_table(capsys):
+    code, out, err = run(capsys, "compare", *PAIR, "--json", "--emulate", "default", "--emulate", "mlx_two_pass")
+    report = explorer.compare(*PAIR, emulate=["default", "mlx_two_pass"]).report()
+    assert (code, err) == (0, "") and json.loads(out) == report
+    assert [row["id"] for row in report["emulationMatrix"]["rows"]] == report["emulationsRequested"]["a"]
+    code, out, _ = run(capsys, "compare", *PAIR, "--emulate", "default")
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("Kernel emulations"))
+    assert lines[start + 1].split() == ["emulation", "bit-equal", "a", "bit-equal", "b"]
+    for line, row in zip(lines[start + 2:], report["emulationMatrix"]["rows"]):
+        assert line.split() == [row["id"], str(row["bitEqual"]["a"]["global"]), "of", str(row["compared"]["a"]),
+                                str(row["bitEqual"]["b"]["global"]), "of", str(row["compared"]["b"])]
+
+
+def test_compare_emulate_unknown_id_is_a_usage_error(capsys):
+    for bad in ("bogus", "mlx_two_pass(blocks=0)", "paged_two_pass(colour=red)"):
+        code, out, err = run(capsys, "compare", *PAIR, "--emulate", bad)
+        assert (code, out) == (2, "") and err.startswith("explorer: usage error: --emulate:")
+
+
+def test_compare_emulate_without_a_matrix_says_why(capsys):
+    code, out, _ = run(capsys, "compare", PAIR[0], str(COMMITTED / "qwen36-bf16-t64"), "--emulate", "single_pass")
+    assert code == 3 and "Kernel emulations: no emulation x side matrix (shape_differs)" in out
+    code, out, _ = run(capsys, "compare", *PAIR)
+    assert "Kernel emulations" not in out

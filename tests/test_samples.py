@@ -226,3 +226,21 @@ def test_samples_carry_their_facts_through_the_analysis():
     linf = [head["linf"] for head in per_head]
     assert max(range(len(linf)), key=linf.__getitem__) == samples.INJECTED_HEAD
     assert linf[samples.INJECTED_HEAD] > 1000 * max(v for i, v in enumerate(linf) if i != samples.INJECTED_HEAD)
+
+
+def test_pair_outputs_come_from_the_emulated_kernels():
+    from explorer.analysis.emulation import native_output_bits
+
+    sides = {backend: samples.pair_spec(backend) for backend in samples.PAIR_EMULATIONS}
+    inputs = ("queries", "storedKeys", "storedValues", "incomingKeys", "incomingValues")
+    for name in inputs:
+        assert np.array_equal(sides["paged"].tensors[name][1], sides["contiguous"].tensors[name][1])
+    scale = samples.float32_bits(samples.PAIR_SCALE)
+    assert {s.snapshot["records"][0]["scaleBits"] for s in sides.values()} == {scale}
+    for backend, spec in sides.items():
+        emulated = native_output_bits(samples.PAIR_EMULATIONS[backend], spec.tensors, samples.PAIR_SCALE, "bfloat16")
+        assert np.array_equal(spec.tensors["output"][1], emulated)
+        committed = (COMMITTED / samples.PAIR_NAMES[backend] / samples.DEFAULT_TENSOR_FILES["output"]).read_bytes()
+        assert committed == samples.tensor_bytes(spec, "output")
+    assert sides["paged"].snapshot["targetToken"] != sides["contiguous"].snapshot["targetToken"]
+    assert "own kernel emulations" in (COMMITTED / samples.SAMPLES_README).read_text()

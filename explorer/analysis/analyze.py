@@ -13,9 +13,9 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from time import perf_counter
-from typing import Iterable, MutableMapping
+from typing import Iterable, MutableMapping, Sequence
 
-from explorer.analysis.emulation import emulations_for, expand, normalised_ids
+from explorer.analysis.emulation import EmulatedOutput, emulations_for, expand, normalised_ids
 from explorer.analysis.facts import tensor_facts
 from explorer.analysis.numerics import after_numerics_reasons, compute_numerics
 from explorer.analysis.result import Analysis, Emulation, Numerics, TensorFacts
@@ -78,15 +78,21 @@ def _status(admission: Admission, reasons: tuple[Reason, ...], numerics: Numeric
 
 
 def _emulations(key: ContentKey, admission: Admission, numerics: Numerics, ids: tuple[str, ...],
-                timings: MutableMapping[str, float] | None) -> tuple[Emulation, ...]:
-    """The scored emulations `ids` of an analysed packet, computed once per content key and ids."""
+                timings: MutableMapping[str, float] | None,
+                emulated: Sequence[EmulatedOutput] | None = None) -> tuple[Emulation, ...]:
+    """The scored emulations `ids` of an analysed packet, computed once per content key and ids.
+
+    `emulated`: the emulated outputs of `ids` already run on identical inputs (a pair's other
+    side), scored here instead of run again.
+    """
     with _cache_lock:
         found = _emulation_cache.get((key, ids))
         if found is not None:
             _emulation_cache.move_to_end((key, ids))
             return found
     started = perf_counter()
-    found = emulations_for(admission.tensors, admission.scale, numerics.eligible, numerics.primary.reference, ids)
+    found = emulations_for(admission.tensors, admission.scale, numerics.eligible, numerics.primary.reference, ids,
+                           emulated)
     if timings is not None:
         timings["emulations"] = perf_counter() - started
     with _cache_lock:
@@ -96,13 +102,17 @@ def _emulations(key: ContentKey, admission: Admission, numerics: Numerics, ids: 
     return found
 
 
-def emulations_of(analysis: Analysis, request: str | Iterable[str]) -> tuple[Emulation, ...] | None:
-    """The scored emulations of `request` on an existing analysis (None without numerics), cached as analyze's."""
+def emulations_of(analysis: Analysis, request: str | Iterable[str],
+                  emulated: Sequence[EmulatedOutput] | None = None) -> tuple[Emulation, ...] | None:
+    """The scored emulations of `request` on an existing analysis (None without numerics), cached as analyze's.
+
+    `emulated` as for `_emulations`: outputs of the same ids on identical inputs, scored, not run.
+    """
     key = content_key(analysis.admission)
     if analysis.numerics is None or key is None:
         return None
     ids = normalised_ids(request, analysis.admission.tensors["output"].dtype)
-    return _emulations(key, analysis.admission, analysis.numerics, ids, None)
+    return _emulations(key, analysis.admission, analysis.numerics, ids, None, emulated)
 
 
 def analyze(path: str | os.PathLike, *, timings: MutableMapping[str, float] | None = None,

@@ -12,11 +12,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 import numpy as np
 
 from explorer.analysis.analyze import analyze
+from explorer.analysis.compare_emulation import PairEmulations, with_emulations
+from explorer.analysis.emulation import expand
 from explorer.analysis.facts import FIRST_LOCATIONS_LIMIT, bit_flips, bit_positions
 from explorer.analysis.metrics import compare as compare_metrics
 from explorer.analysis.metrics import readonly, ulp_distance
@@ -183,6 +185,7 @@ class Pair:
     nearer_reason: str | None
     tokens: Tokens | None
     notes: tuple[str, ...]
+    emulation: PairEmulations | None = None  # None: no emulation requested (compare_emulation.py)
 
     def side(self, name: str) -> Analysis:
         """The analysis of side "a" or "b"."""
@@ -415,16 +418,23 @@ def pair_of(a: Analysis, b: Analysis) -> Pair:
     )
 
 
-def compare(a: str | os.PathLike | Analysis, b: str | os.PathLike | Analysis) -> Pair:
+def compare(a: str | os.PathLike | Analysis, b: str | os.PathLike | Analysis,
+            emulate: str | Iterable[str] | None = None) -> Pair:
     """The pair of packets `a` and `b` (paths or analyze() results); each side's analysis comes from analyze's cache.
 
-    Raises SamePacketError when both name the same packet.json. Never raises for packet content.
+    `emulate` (None, "default" or emulation ids, as for analyze) adds each side's emulations
+    and the emulation x side matrix (`Pair.emulation`). Raises SamePacketError when both
+    name the same packet.json and EmulationIdError for an unknown id, before reading
+    anything. Never raises for packet content.
     """
+    if emulate is not None:
+        expand(emulate)
     path_a = a.admission.path if isinstance(a, Analysis) else os.fspath(a)
     path_b = b.admission.path if isinstance(b, Analysis) else os.fspath(b)
     if isinstance(a, Analysis) and a is b:
         raise SamePacketError("the same analysis was given for both sides")
     _check_distinct(path_a, path_b)
-    return pair_of(_analysis(a), _analysis(b))
+    pair = pair_of(_analysis(a), _analysis(b))
+    return pair if emulate is None else with_emulations(pair, emulate)
 
 

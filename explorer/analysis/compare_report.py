@@ -1,8 +1,11 @@
 """build_comparison_report: the JSON-ready comparison report (compare-v1.md section 4) as a pure serialization of a Pair; no I/O, no UI.
 
 Every float is finite or None (json.dumps(allow_nan=False) holds). Each section is
-one function, so a later section (the emulation x side matrix) adds one key and one
-function without touching the others.
+one function. The emulation keys (null without an emulation request): "emulations"
+and "emulationsRequested" hold each side's own entries and ids ({"a", "b"}), as
+`explorer analyze SIDE --emulate` reports them; "emulationMatrix" holds, per emulation,
+the elements of each side bit-equal to it ({"emulatedOn", "rows"}), or is null with
+"emulationMatrixReason".
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from explorer.analysis.compare import (
     OutputDifference,
     Pair,
 )
-from explorer.analysis.report import LIMITATIONS, _comparison, _metrics, _plain, _ulp, runtime
+from explorer.analysis.report import LIMITATIONS, _comparison, _emulation, _metrics, _plain, _ulp, runtime
 from explorer.analysis.result import Analysis
 
 COMPARISON_SCHEMA = "attention-explorer.comparison.v1"
@@ -105,6 +108,37 @@ def _tokens(pair: Pair) -> dict[str, Any] | None:
             "targetTokensDiffer": tokens.differ}
 
 
+def _side_emulations(analysis: Analysis) -> list[dict[str, Any]] | None:
+    """A side's emulation entries exactly as `explorer analyze SIDE --emulate ...` reports them."""
+    if analysis.emulations is None:
+        return None
+    return [_emulation(e, analysis.admission.geometry["groupSize"]) for e in analysis.emulations]
+
+
+def _emulations(pair: Pair) -> dict[str, Any] | None:
+    if pair.emulation is None:
+        return None
+    return {side: _side_emulations(pair.side(side)) for side in SIDES}
+
+
+def _emulations_requested(pair: Pair) -> dict[str, Any] | None:
+    if pair.emulation is None:
+        return None
+    return {side: list(pair.side(side).emulations_requested) for side in SIDES}
+
+
+def _emulation_matrix(pair: Pair) -> dict[str, Any] | None:
+    """Per emulation: output elements of side a and of side b bit-equal to it (global, per head), out of `compared`."""
+    if pair.emulation is None or pair.emulation.rows is None:
+        return None
+    rows = [{"id": row.a.id, "kernel": row.a.kernel, "label": row.a.label,
+             "compared": {"a": row.a.compared, "b": row.b.compared},
+             "bitEqual": {side: {"global": e.bit_equal, "perHead": list(e.bit_equal_per_head)}
+                          for side, e in zip(SIDES, (row.a, row.b))}}
+            for row in pair.emulation.rows]
+    return {"emulatedOn": pair.emulation.emulated_on, "rows": rows}
+
+
 def build_comparison_report(pair: Pair) -> dict[str, Any]:
     """The report of compare-v1.md section 4 for `pair` (complete for every status)."""
     return {
@@ -124,6 +158,10 @@ def build_comparison_report(pair: Pair) -> dict[str, Any]:
         "nearerPrimaryReference": _nearer(pair),
         "nearerReason": pair.nearer_reason,
         "tokens": _tokens(pair),
+        "emulations": _emulations(pair),
+        "emulationsRequested": _emulations_requested(pair),
+        "emulationMatrix": _emulation_matrix(pair),
+        "emulationMatrixReason": None if pair.emulation is None else pair.emulation.reason,
         "notes": list(pair.notes),
         "runtime": runtime(),
         "limitations": [*LIMITATIONS, *PAIR_LIMITATIONS],

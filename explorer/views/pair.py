@@ -1,4 +1,4 @@
-"""Pair view: two captures of one selection side by side (inputs, output bit-difference map with a clickable element detail, mismatches per head, the ladder, |a - ref| and |b - ref|, the tokens); draws only what the Pair result holds.
+"""Pair view: two captures of one selection side by side (inputs, output bit-difference map with a clickable element detail, mismatches per head, the ladder, |a - ref| and |b - ref|, the tokens, the emulation x side matrix when requested); draws only what the Pair result holds.
 
 `build(pair)` is the whole view (the app and the export); each `*_section(pair)`
 is one part of it (the notebook accessor `pair.views.<name>()`).
@@ -260,6 +260,16 @@ def tokens_section(pair: Pair) -> pn.Column:
                      css_classes=["pair-tokens"])
 
 
+def emulations_section(pair: Pair) -> pn.Column:
+    """The emulation x side matrix (drawn only when the pair was compared with emulations)."""
+    parts = [heading("Kernel emulations", "Output elements of each side whose bit pattern equals each emulation's."),
+             html_pane(pair_html.emulation_matrix_html(pair))]
+    markup = pair_html.emulation_matrix_per_head_html(pair)
+    if markup:
+        parts.append(collapsed("Kernel emulations, per query head", html_pane(markup)))
+    return pn.Column(*parts, sizing_mode="stretch_width", css_classes=["pair-emulations"])
+
+
 # name -> (title, section builder), in display order
 SECTIONS = {
     "summary": ("Pair", summary_section),
@@ -269,6 +279,7 @@ SECTIONS = {
     "ladder": ("Ladder", ladder_section),
     "errors": ("|a - ref|, |b - ref|", errors_section),
     "tokens": ("Tokens", tokens_section),
+    "emulations": ("Kernel emulations", emulations_section),
 }
 
 
@@ -277,5 +288,7 @@ def build(pair: Pair) -> pn.Column:
     names = ["summary"] if pair.output is None and pair.ladder is None else list(SECTIONS)
     if pair.output is None:
         names = [n for n in names if n not in ("bits", "heads")]
+    if pair.emulation is None:
+        names = [n for n in names if n != "emulations"]
     return pn.Column(*(SECTIONS[name][1](pair) for name in names), sizing_mode="stretch_width",
                      css_classes=["view-pair"])

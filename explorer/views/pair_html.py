@@ -1,4 +1,4 @@
-"""The pair's tables as plain HTML strings (sides, status, inputs, ladder, nearer counts, tokens); stdlib and numpy only, never imports a UI library or computes a reported number.
+"""The pair's tables as plain HTML strings (sides, status, inputs, ladder, nearer counts, tokens, emulation matrix); stdlib and numpy only, never imports a UI library or computes a reported number.
 
 Numbers show 4 significant digits; the full value (as the JSON report prints it)
 is in each cell's hover title.
@@ -182,6 +182,33 @@ def tokens_html(pair: Pair) -> str:
             ("target token", esc(number(tokens.target_a)), esc(number(tokens.target_b)))]
     lead = "The two target tokens differ." if tokens.differ else "The two target tokens are equal."
     return f'<p class="tokens-lead"><b>{lead}</b></p>' + table(("", "side a", "side b"), rows, css_class="pair-tokens")
+
+
+def emulation_matrix_html(pair: Pair) -> str:
+    """The emulation x side matrix: per emulation, output elements of side a and of side b bit-equal to it."""
+    emulation = pair.emulation
+    if emulation is None:
+        return "<p><i>No kernel emulation was requested for this pair.</i></p>"
+    if emulation.rows is None:
+        return (f'<p class="emulation-matrix-reason">No emulation x side matrix '
+                f"(<code>{esc(emulation.reason)}</code>).</p>")
+    rows = [(f'<code title="{esc(row.a.label)}">{esc(row.a.id)}</code>',
+             *(f"{e.bit_equal} of {e.compared}" for e in (row.a, row.b))) for row in emulation.rows]
+    lead = (f"Emulated on <code>{esc(emulation.emulated_on)}</code>: each emulation is a counterfactual with its "
+            "assumptions listed in the JSON report, never the reference.")
+    return f'<p class="emulation-lead">{lead}</p>' + table(("emulation", "bit-equal a", "bit-equal b"), rows,
+                                                           css_class="pair-emulation-matrix")
+
+
+def emulation_matrix_per_head_html(pair: Pair) -> str:
+    """The same counts per query head, one column per emulation and side (empty without a matrix)."""
+    emulation = pair.emulation
+    if emulation is None or emulation.rows is None:
+        return ""
+    header = ("query head", *(f"{row.a.id}: {side}" for row in emulation.rows for side in SIDES))
+    columns = [e.bit_equal_per_head for row in emulation.rows for e in (row.a, row.b)]
+    rows = [(str(head), *(esc(number(column[head])) for column in columns)) for head in range(len(columns[0]))]
+    return table(header, rows, css_class="pair-emulation-matrix-per-head")
 
 
 def notes_html(pair: Pair) -> str:

@@ -164,3 +164,22 @@ def test_export_writes_the_page_and_the_comparison_and_never_overwrites(pairs, t
     second = export_pair(pair, tmp_path)
     assert second.html.name == f"{PAGED.name}-vs-{CONTIGUOUS.name}-2.html"
     assert first.html.read_text() == page
+
+
+def test_a_pair_with_emulations_draws_the_matrix(pairs):
+    pair = explorer.compare(PAGED, CONTIGUOUS, emulate="default")
+    view = pair_view.build(pair)
+    render(view)
+    shown = text(view)
+    assert "pair-emulation-matrix" in shown and "shared_inputs" in shown
+    for row in pair.emulation.rows:
+        assert f"{row.a.id}</code>" in shown
+        cells = re.findall(rf">{re.escape(row.a.id)}</code></td><td[^>]*>([^<]+)</td><td[^>]*>([^<]+)</td>", shown)
+        assert cells == [(f"{row.a.bit_equal} of {row.a.compared}", f"{row.b.bit_equal} of {row.b.compared}")]
+    assert "pair-emulation-matrix-per-head" in shown
+    sections = [c.css_classes for c in view.objects]
+    assert ["pair-emulations"] in sections
+    assert ["pair-emulations"] not in [c.css_classes for c in pair_view.build(pairs["compared"]).objects]
+    reason = text(pair_view.emulations_section(explorer.compare(PAGED, COMMITTED / "qwen36-bf16-t64",
+                                                                emulate="single_pass")))
+    assert "shape_differs" in reason and "pair-emulation-matrix" not in reason.replace("emulation-matrix-reason", "")

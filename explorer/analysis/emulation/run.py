@@ -190,10 +190,14 @@ def native_output_bits(emulation_id: str, tensors: Mapping[str, tuple[str, np.nd
 
 
 def emulations_for(tensors: Mapping[str, Any], scale: float, eligible: np.ndarray, reference: np.ndarray,
-                   request: str | Iterable[str]) -> tuple[Emulation, ...]:
-    """The scored emulations of `request` on one admitted packet (tensors, scale, eligibility, primary reference)."""
-    inputs = inputs_from_tensors(tensors, scale)
+                   request: str | Iterable[str],
+                   emulated: Sequence[EmulatedOutput] | None = None) -> tuple[Emulation, ...]:
+    """The scored emulations of `request` on one admitted packet (tensors, scale, eligibility, primary reference).
+
+    `emulated`, when given, holds the emulated outputs of `request` already run on inputs
+    identical to these (a pair's other side): they are scored, not run again.
+    """
     output = tensors["output"]
-    specs = resolve_all(request, output.dtype)
-    return tuple(score(e, output.values[0, :, 0, :], output.bits[0, :, 0, :], reference, eligible)
-                 for e in emulate(inputs, specs, eligible))
+    if emulated is None:
+        emulated = emulate(inputs_from_tensors(tensors, scale), resolve_all(request, output.dtype), eligible)
+    return tuple(score(e, output.values[0, :, 0, :], output.bits[0, :, 0, :], reference, eligible) for e in emulated)
