@@ -6,6 +6,7 @@ import argparse
 import html
 import logging
 import os
+import re
 from pathlib import Path
 from typing import Mapping, Sequence
 from urllib.parse import parse_qsl, urlencode
@@ -15,11 +16,13 @@ import param
 from panel.custom import JSComponent
 
 import explorer
+from explorer.analysis.element import locate
 from explorer.analysis.result import Analysis
 from explorer.export import EXPORT_DIR_ENV, ExportPaths, choose_export_dir, export_packet
 from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED
 from explorer.ui import catalog
 from explorer.views import VIEWS, Selection
+from explorer.views.element import element_html
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +32,9 @@ BUILDERS = {slug: builder for slug, _, builder in VIEWS}
 QUERY_PACKET, QUERY_TAB, QUERY_HEAD = "packet", "tab", "head"
 MAX_QUERY_ECHO = 80  # characters of an unknown query value repeated back in a message
 LINF_FORMAT = "{:.3g}"
+QUERY_ELEMENT = "element"
+# `element=H,C` (query head, channel) or `element=N` (flat index over [QH, D]); ASCII digits only.
+ELEMENT_PATTERN = re.compile(r"([0-9]{1,9})(?:,([0-9]{1,9}))?", re.ASCII)
 
 # Neutral badge colours (background, text): a status is a category, never a verdict.
 BADGE_COLOURS = {
@@ -104,6 +110,8 @@ class Shell(param.Parameterized):
         self._query_writer = QueryWriter(width=0, height=0, margin=0)
         self._message = pn.pane.HTML("", visible=False, sizing_mode="stretch_width")
         self._status = pn.pane.HTML("", sizing_mode="stretch_width")
+        self._element_panel = pn.pane.HTML("", visible=False, sizing_mode="stretch_width",
+                                           css_classes=["element-panel-pane"])
         self._placeholders = {slug: pn.Column(sizing_mode="stretch_width", css_classes=[f"view-{slug}"])
                               for slug in SLUGS}
         self._tabs = pn.Tabs(*((TITLES[slug], self._placeholders[slug]) for slug in SLUGS), dynamic=True,
@@ -117,7 +125,7 @@ class Shell(param.Parameterized):
                          for entry in self.entries}
         self.sidebar = self._packet_list()
         self.main = pn.Column(
-            self._query_writer, self._message, self._status,
+            self._query_writer, self._message, self._status, self._element_panel,
             pn.Row(self._export_button, self._html_download, self._json_download, sizing_mode="stretch_width"),
             self._export_note, self._tabs, sizing_mode="stretch_width")
         self._tabs.param.watch(self._on_active, "active")
@@ -125,6 +133,7 @@ class Shell(param.Parameterized):
         for name, button in self._buttons.items():
             button.on_click(lambda _, name=name: self._choose(name))
         self._open_from_query(pn.state.location.search if pn.state.location is not None else "")
+        self._element_from_query(pn.state.location.search if pn.state.location is not None else "")
         self.param.watch(self._on_packet, "packet")
         self.param.watch(self._on_tab, "tab")
         self.param.watch(self._on_head, "head")
@@ -182,6 +191,8 @@ class Shell(param.Parameterized):
 
     def _push_url(self) -> None:
         query = {QUERY_PACKET: self.packet, QUERY_TAB: self.tab, QUERY_HEAD: str(self.head)}
+        if self._selection is not None and self._selection.element is not None:
+            query[QUERY_ELEMENT] = "{},{}".format(*self._selection.element)
         self._query_writer.query = "?" + urlencode(query)
 
     def _say(self, message_html: str) -> None:
@@ -210,6 +221,9 @@ class Shell(param.Parameterized):
                 self.head = 0
         self._selection = Selection(head=self.head)
         self._selection.param.watch(self._on_selection_head, "head")
+        self._selection.param.watch(self._on_selection_element, "element")
+        self._selection.param.watch(self._on_selection_tab, "tab")
+        self._element_panel.param.update(object="", visible=False)
         for name, button in self._buttons.items():
             button.color = "primary" if name == self.packet else "light"
         summary = catalog.summarize(analysis)
@@ -263,6 +277,47 @@ class Shell(param.Parameterized):
 
     def _on_selection_head(self, event: param.parameterized.Event) -> None:
         self.head = event.new
+
+    def _on_selection_tab(self, event: param.parameterized.Event) -> None:
+        if event.new in SLUGS:
+            self.tab = event.new
+
+    def _on_selection_element(self, event: param.parameterized.Event) -> None:
+        """Show the element panel of the clicked (head, channel) and write it into the URL."""
+        if event.new is None:
+            self._element_panel.param.update(object="", visible=False)
+        else:
+            self._element_panel.param.update(object=element_html(self._current(), *event.new), visible=True)
+        self._push_url()
+
+    # ------------------------------------------------------------ element query
+
+    def _element_from_query(self, search: str) -> None:
+        """Select the element named by `element=` in the URL query, or add a note saying why it was ignored."""
+        value = dict(parse_qsl(search.lstrip("?"))).get(QUERY_ELEMENT)
+        if value is None or not self.packet or self._selection is None:
+            return
+        problem = self._select_element(value)
+        if problem:
+            shown = self._message.object if self._message.visible else ""
+            self._say((shown and shown + " ") + f"Element &quot;{_echo(value)}&quot; {problem}; it was ignored.")
+
+    def _select_element(self, value: str) -> str:
+        """Select element `value` ('H,C' or a flat index); returns what is wrong with it, or '' when selected."""
+        match = ELEMENT_PATTERN.fullmatch(value)
+        if match is None:
+            return "is not H,C (query head, channel) or a flat index"
+        tensors = self._current().admission.tensors
+        if tensors is None:
+            return "cannot be shown: this packet's tensors did not verify"
+        heads, channels = tensors["output"].shape[1], tensors["output"].shape[3]
+        first, second = int(match.group(1)), match.group(2)
+        try:
+            position = locate(heads, channels, first, None if second is None else int(second))
+        except IndexError as error:
+            return f"is outside the output ({html.escape(str(error))})"
+        self._selection.element = position
+        return ""
 
     # ------------------------------------------------------------ export
 

@@ -8,7 +8,7 @@ from explorer.analysis.result import Analysis
 from explorer.packet.model import REFUSED, TENSOR_NAMES
 from explorer.views import html_summary
 from explorer.views.common import Selection, heading, html_pane
-from explorer.views.html_summary import esc, mapping_table, number, table
+from explorer.views.html_summary import esc, mapping_table, number_cell, table
 
 SCALE_BITS_DIGITS = 8  # hex digits of a binary32 pattern
 NOT_INTERPRETED = "Not interpreted: a refused packet's contents are not trusted, so nothing in them is reported."
@@ -19,7 +19,7 @@ def _selection_table(selection: dict | None) -> str:
         return mapping_table(None)
     rows = []
     for key, value in selection.items():
-        shown = esc(number(value))
+        shown = number_cell(value)
         if key == "scaleBits" and isinstance(value, int):
             shown += f" &nbsp;(<code>0x{value:0{SCALE_BITS_DIGITS}X}</code>)"
         rows.append((f"<code>{esc(key)}</code>", shown))
@@ -55,9 +55,9 @@ def _per_head(analysis: Analysis) -> list:
     if numerics is None:
         return [heading("Per-head primary metrics"),
                 html_pane(f"<p><i>{esc(html_summary.missing_text(analysis, html_summary.NEEDS_NUMERICS))}</i></p>")]
-    largest = ", ".join(str(h) for h in html_summary.largest_heads(numerics.primary))
-    return [heading("Per-head primary metrics", f"{esc(numerics.primary.label)}. Shaded rows: the "
-                    f"{html_summary.LARGEST_HEADS} heads with the largest linf ({largest or 'none defined'})."),
+    return [heading("Per-head primary metrics", f"{esc(numerics.primary.label)}. Sorted by each head's linf as a "
+                    "multiple of its own FP64 noise floor (the primary reference's own rounding error against "
+                    "FP64; a ratio, not a verdict), then by its largest ULP distance to the rounded reference."),
             html_pane(html_summary.global_table(analysis) + html_summary.per_head_table(analysis))]
 
 
