@@ -158,10 +158,44 @@ def summary(report: dict) -> str:
 # ---------------------------------------------------------------- commands
 
 
+def element_lines(analysis, text: str) -> list[str]:
+    """The --element section of the summary: every field of the element record, values exact (repr)."""
+    from explorer.analysis.element import parse_index
+
+    head, channel = parse_index(text)
+    try:
+        record = analysis.element(head, channel)
+    except ValueError as error:
+        return ["", f"Element {text}: not available: {error}"]
+    except IndexError as error:
+        raise UsageError(f"--element {text}: {error}") from None
+    fields = record.fields()
+    width = max(len(label) for label, _ in fields)
+    return ["", f"Element {record.head},{record.channel} (flat index {record.flat_index}):",
+            *(f"  {label.ljust(width)}  {_exact(value)}" for label, value in fields)]
+
+
+def _exact(value: Any) -> str:
+    """An element field as JSON would print it: floats in full (repr), None as null, booleans lower-case."""
+    if value is None or isinstance(value, bool):
+        return json.dumps(value)
+    return repr(value) if isinstance(value, float) else str(value)
+
+
 def _run_analyze(args: argparse.Namespace) -> int:
     if args.output is not None and os.path.lexists(args.output):
         raise UsageError(f"--output {args.output} already exists; it is never overwritten")
-    report = explorer.analyze(args.packet).report()
+    if args.element is not None:
+        from explorer.analysis.element import parse_index
+
+        if args.json:
+            raise UsageError("--element prints into the summary; --json prints exactly the report")
+        try:
+            parse_index(args.element)
+        except ValueError as error:
+            raise UsageError(str(error)) from None
+    analysis = explorer.analyze(args.packet)
+    report = analysis.report()
     text = json.dumps(report, allow_nan=False, indent=JSON_INDENT) + "\n"
     if args.output is not None:
         try:
@@ -169,7 +203,9 @@ def _run_analyze(args: argparse.Namespace) -> int:
                 handle.write(text)
         except OSError as error:
             raise UsageError(f"cannot write --output {args.output}: {error.strerror or error}") from None
-    sys.stdout.write(text if args.json else summary(report))
+    extra = "" if args.element is None else "".join(
+        _printable(line) + "\n" for line in element_lines(analysis, args.element))
+    sys.stdout.write(text if args.json else summary(report) + extra)
     return EXIT_BY_STATUS[report["status"]]
 
 
@@ -209,6 +245,9 @@ def build_parser() -> argparse.ArgumentParser:
     analyze.add_argument("packet", metavar="PACKET", help="a packet directory or its packet.json")
     analyze.add_argument("--json", action="store_true", help="print the JSON report instead of a summary")
     analyze.add_argument("--output", metavar="FILE", help="also write the JSON report to FILE (never overwritten)")
+    analyze.add_argument("--element", metavar="H,C",
+                         help="also print every number about output element H,C (query head, channel) or N "
+                              "(flat index over [QH, D]); not with --json")
     analyze.set_defaults(run=_run_analyze)
 
     report = commands.add_parser(

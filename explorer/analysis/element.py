@@ -9,6 +9,7 @@ analysis already holds (NaN differences and -1 distances become None).
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +22,8 @@ NO_TENSORS = ("no element values: the packet's tensor files did not all verify (
               "so nothing in them is interpreted")
 NO_NUMERICS = ("no reference was computed for this packet (the analysis stopped before numerics): "
                "only the output value is known")
+# "H,C" (query head, channel) or "N" (flat index over [QH, D]): ASCII digits only, as typed or put in a URL.
+INDEX_PATTERN = re.compile(r"([0-9]{1,9})(?:,([0-9]{1,9}))?", re.ASCII)
 INELIGIBLE = "the head is ineligible (NaN or infinity in its queries, keys or values): no reference"
 
 
@@ -100,6 +103,14 @@ def _index(value: Any, name: str) -> int:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"{name} must be an integer, not {type(value).__name__}")
     return int(value)
+
+
+def parse_index(text: str) -> tuple[int, int | None]:
+    """(head, channel) of "H,C", or (flat index, None) of "N"; ValueError for anything else."""
+    match = INDEX_PATTERN.fullmatch(text)
+    if match is None:
+        raise ValueError(f"element {text[:40]!r} is not H,C (query head, channel) or a flat index")
+    return int(match.group(1)), None if match.group(2) is None else int(match.group(2))
 
 
 def locate(heads: int, channels: int, head: Any, channel: Any = None) -> tuple[int, int]:

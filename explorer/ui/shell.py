@@ -6,7 +6,6 @@ import argparse
 import html
 import logging
 import os
-import re
 from pathlib import Path
 from typing import Mapping, Sequence
 from urllib.parse import parse_qsl, urlencode
@@ -16,7 +15,7 @@ import param
 from panel.custom import JSComponent
 
 import explorer
-from explorer.analysis.element import locate
+from explorer.analysis.element import locate, parse_index
 from explorer.analysis.result import Analysis
 from explorer.export import EXPORT_DIR_ENV, ExportPaths, choose_export_dir, export_packet
 from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED
@@ -32,9 +31,7 @@ BUILDERS = {slug: builder for slug, _, builder in VIEWS}
 QUERY_PACKET, QUERY_TAB, QUERY_HEAD = "packet", "tab", "head"
 MAX_QUERY_ECHO = 80  # characters of an unknown query value repeated back in a message
 LINF_FORMAT = "{:.3g}"
-QUERY_ELEMENT = "element"
-# `element=H,C` (query head, channel) or `element=N` (flat index over [QH, D]); ASCII digits only.
-ELEMENT_PATTERN = re.compile(r"([0-9]{1,9})(?:,([0-9]{1,9}))?", re.ASCII)
+QUERY_ELEMENT = "element"  # `element=H,C` (query head, channel) or `element=N` (flat index over [QH, D])
 
 # Neutral badge colours (background, text): a status is a category, never a verdict.
 BADGE_COLOURS = {
@@ -304,16 +301,16 @@ class Shell(param.Parameterized):
 
     def _select_element(self, value: str) -> str:
         """Select element `value` ('H,C' or a flat index); returns what is wrong with it, or '' when selected."""
-        match = ELEMENT_PATTERN.fullmatch(value)
-        if match is None:
+        try:
+            first, second = parse_index(value)
+        except ValueError:
             return "is not H,C (query head, channel) or a flat index"
         tensors = self._current().admission.tensors
         if tensors is None:
             return "cannot be shown: this packet's tensors did not verify"
         heads, channels = tensors["output"].shape[1], tensors["output"].shape[3]
-        first, second = int(match.group(1)), match.group(2)
         try:
-            position = locate(heads, channels, first, None if second is None else int(second))
+            position = locate(heads, channels, first, second)
         except IndexError as error:
             return f"is outside the output ({html.escape(str(error))})"
         self._selection.element = position

@@ -1,0 +1,105 @@
+"""The Overview view and the element panel: status, reasons and identity above four compact views, each linked to its tab, and every number about a clicked element."""
+
+from __future__ import annotations
+
+import numpy as np
+import panel as pn
+import pytest
+
+from explorer.analysis.ranking import worst_ulp_per_head
+from explorer.packet.model import TENSOR_NAMES
+from explorer.views import Selection, overview
+from explorer.views.element import element_html
+from explorer.views.html_summary import esc, short_number
+from views_support import images_by_title, plots, render, text
+
+CELL_SLUGS = [slug for slug, _, _ in overview.CELLS]
+
+
+def _build(analyses, name):
+    selection = Selection()
+    view = overview.build(analyses[name], selection)
+    return view, render(view), selection
+
+
+def _cells(view) -> dict[str, pn.Column]:
+    return {next(c for c in cell.css_classes if c.startswith("overview-") and c != "overview-cell")
+            .removeprefix("overview-"): cell for cell in view.select(pn.Column) if "overview-cell" in cell.css_classes}
+
+
+def test_overview_draws_the_four_views_two_by_two_under_status_reasons_and_identity(analyses):
+    analysis = analyses["last-row-mismatch"]
+    view, document, _ = _build(analyses, "last-row-mismatch")
+    grid = view.select(pn.GridBox)[0]
+    assert grid.ncols == 2 and set(_cells(view)) == set(CELL_SLUGS)
+    shown = text(view)
+    for reason in analysis.reasons:
+        assert f">{reason.code}</code>" in shown
+    assert f'data-status="{analysis.status}"' in shown
+    assert esc(analysis.admission.identity["modelID"]) in shown and "output index" in shown
+    titles = set(images_by_title(document))
+    assert {"Keys: fields that differ", "Values: fields that differ"} <= titles
+
+
+def test_bfloat16_output_map_is_coloured_by_ulp_to_the_rounded_reference(analyses):
+    numerics = analyses["qwen36-bf16-t64"].numerics
+    view, document, _ = _build(analyses, "qwen36-bf16-t64")
+    renderer = images_by_title(document)["ULP distance in bfloat16"]
+    drawn = np.asarray(renderer.data_source.data["image"][0])
+    distance = numerics.rounded_to_output.ulp.distance
+    np.testing.assert_array_equal(drawn, np.where(distance >= 0, distance, np.nan))
+    assert max(worst_ulp_per_head(numerics)) == np.nanmax(drawn)
+    assert "Output is bfloat16" in text(view)
+    assert "queries_not_float32" in text(view)  # the narrowed-Q cell says why it does not apply
+
+
+def test_float32_output_map_is_the_primary_error_and_narrowed_q_is_charted(analyses):
+    numerics = analyses["injected-error-head5"].numerics
+    view, document, _ = _build(analyses, "injected-error-head5")
+    renderer = images_by_title(document)["|output - primary|"]
+    np.testing.assert_array_equal(np.asarray(renderer.data_source.data["image"][0]), numerics.primary.abs_error)
+    assert "linf per query head" in {plot.title.text for plot in plots(document)}
+    assert "a counterfactual, never the reference" in text(view)
+
+
+def test_nonfinite_cell_counts_every_tensor_and_names_the_finite_ones(analyses):
+    analysis = analyses["nan-stored-values"]
+    view, _, _ = _build(analyses, "nan-stored-values")
+    shown = text(view)
+    for name in TENSOR_NAMES:
+        assert f"<code>{name}</code>" in shown
+    nan = analysis.facts.nonfinite["storedValues"].nan
+    assert f"<td style=\"border:1px solid #d0d0d0;padding:2px 8px;text-align:left;vertical-align:top\">{nan}</td>" \
+        in shown
+    assert "(only these)" in shown and "<code>storedValues</code> (only" not in shown
+
+
+@pytest.mark.parametrize("name", ["refused-hash-mismatch", "discarded-sample", "inconclusive-without-facts"])
+def test_refused_and_inconclusive_packets_keep_the_grid_and_say_why(analyses, name):
+    view, _, _ = _build(analyses, name)
+    cells = _cells(view)
+    assert set(cells) == set(CELL_SLUGS)
+    missing = [slug for slug, cell in cells.items() if "Not available" in text(cell)]
+    expected = {"refused-hash-mismatch": CELL_SLUGS, "discarded-sample": ["errors", "narrowed"],
+                "inconclusive-without-facts": CELL_SLUGS}[name]
+    assert sorted(missing) == sorted(expected)
+
+
+def test_each_cell_links_to_its_tab(analyses):
+    view, _, selection = _build(analyses, "injected-error-head5")
+    for slug, cell in _cells(view).items():
+        button = cell.select(pn.widgets.Button)[0]
+        button.clicks += 1
+        assert selection.tab == slug
+
+
+def test_element_panel_lists_the_records_values(analyses):
+    analysis = analyses["qwen36-bf16-t64"]
+    record = analysis.element(4, 155)
+    panel = element_html(analysis, 4, 155)
+    assert 'data-element="4,155"' in panel and "flat index 1179" in panel
+    for label, value in record.fields():
+        assert esc(label) in panel and esc(short_number(value)) in panel
+    assert record.output_hex in panel and record.rounded_to_output.hex in panel
+    assert "outside" in element_html(analysis, 99, 0)
+    assert "did not all verify" in element_html(analyses["refused-hash-mismatch"], 0, 0)
