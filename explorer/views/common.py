@@ -276,7 +276,7 @@ def per_head_charts(series: Sequence[tuple[str, Comparison]], floor: tuple[str, 
         heads_count = len(series[0][1].per_head) if series else 0
         ticks = {"xticks": list(range(heads_count))} if heads_count <= MAX_INDEX_TICKS else {}
         charts.append(hv.Overlay(layers).opts(
-            title=f"{metric} per query head", logy=True, height=height, min_width=CHART_WIDTH,
+            title=f"{metric}", logy=True, height=height, min_width=CHART_WIDTH,
             responsive=True, show_legend=False, show_grid=True, xlabel="query head", ylabel=metric, **ticks))
     entries = [f'<span style="color:{colours[label]}">{MARKER_SYMBOLS[markers[label]]}</span> '
                f"{html_summary.esc(label)}" for label in labels]

@@ -29,7 +29,7 @@ BOX_STYLE = "padding:0.5em 0.9em;border-left:4px solid #8a8a8a;background:#f5f5f
 STATUS_MEANING = {
     ANALYZED: "The packet was admitted and every comparison was computed; no inconclusive reason applies.",
     INCONCLUSIVE: "The packet is well-formed, but the reasons below limit what its numbers can be taken to show.",
-    REFUSED: "The packet was refused at admission (packet-v1.md sections 2-5): nothing in it is interpreted "
+    REFUSED: "The packet was refused at admission (the refusal codes below): nothing in it is interpreted "
              "and nothing numeric is computed.",
 }
 # What a view cannot show, and why, keyed by what it needs.

@@ -26,14 +26,15 @@ from explorer.views.common import (
     state,
     ulp_value,
 )
-from explorer.views.html_summary import esc, number_cell, table
+from explorer.views.html_summary import esc, short_number, table
 from explorer.views.narrowed import reason_words
 
-MAP_HEIGHT = 250
+MAP_HEIGHT = 215
 ROW_PIXELS = 14  # last-row map pixels per KV head
-LAST_ROW_BASE_HEIGHT = 70
-LAST_ROW_MAX_HEIGHT = 160
-CHART_HEIGHT = 230
+LAST_ROW_BASE_HEIGHT = 66
+LAST_ROW_MAX_HEIGHT = 130
+CHART_HEIGHT = 190
+CELL_MARGIN = (4, 4)
 SHA_DIGITS = 12  # packetSHA256 hex digits in the identity line of a refused packet
 CELL_STYLE = {"border": "1px solid #d0d7e0", "border-radius": "4px", "padding": "4px 8px"}
 # (slug, cell title, tab title) of the four cells, in grid order.
@@ -86,20 +87,23 @@ def _error_map(analysis: Analysis, numerics: Numerics, selection: Selection) -> 
         colour = comparison.abs_error
         what = "|output - primary|"
         fields = [Field("error", what, colour), Field("ulp", "ULP (float32)", rounded.ulp.distance, ulp_value)]
-        caption = ("Output is float32: |output - primary reference| per query head and channel. The primary "
-                   "reference carries its own FP32 rounding (see the FP64 noise floor in the errors tab).")
+        caption = "Output is float32: |output - primary reference| per query head and channel."
     else:
         colour = np.where(rounded.ulp.distance >= 0, rounded.ulp.distance, np.nan).astype(np.float64)
         what = f"ULP distance in {dtype}"
         fields = [Field("ulp_colour", what, colour),
                   Field("error", f"|output - reference rounded to {dtype}|", rounded.comparison.abs_error)]
-        caption = (f"Output is {dtype}: ULP distance of the output to the primary reference rounded (RNE) to "
-                   f"{dtype}, so the {dtype} rounding of the reference is not counted; 0 = the same {dtype} value.")
+        caption = (f"Output is {dtype}: ULP distance to the primary reference rounded (RNE) to {dtype} (its "
+                   f"{dtype} rounding not counted; 0 = the same {dtype} value).")
     scale = colour_scale([colour], LOG, what)
     image = grid_map(colour, fields, title=what, colour_label=what, xlabel="channel", ylabel="query head",
                      clim=scale.clim, logz=scale.logz, cmap=CONTINUOUS_CMAP, height=MAP_HEIGHT)
-    pane = selectable(plot_pane(image, css_classes=["overview-error-map"]), selection)
-    return [pane, note(esc(caption + " " + scale.note) + " Click a cell for every number behind it.",
+    pane = selectable(plot_pane(image.opts(toolbar=None), css_classes=["overview-error-map"]), selection)
+    finite = colour[np.isfinite(colour)]
+    spread = finite.size and finite.min() < finite.max()
+    colours = (f"{'Log' if scale.logz else 'Linear'} colours from {short_number(scale.clim[0])} to "
+               f"{short_number(scale.clim[1])}" if spread else scale.note.split(".")[0])
+    return [pane, note(esc(f"{caption} {colours}; grey: undefined. Click a cell for every number behind it."),
                        "overview-caption")]
 
 
@@ -110,10 +114,10 @@ def _last_row_map(row: LastRow, name: str) -> list:
     fields = [Field("fields", "fields that differ", row.field_mask, lambda: named(lastrow.FIELD_NAMES)),
               Field("xor", "XOR", row.xor, lambda: hex_pattern(bits))]
     height = min(LAST_ROW_BASE_HEIGHT + ROW_PIXELS * row.field_mask.shape[0], LAST_ROW_MAX_HEIGHT)
-    image = grid_map(row.field_mask, fields, title=f"{name}: fields that differ", colour_label="fields that differ",
+    image = grid_map(row.field_mask, fields, title="", colour_label="fields that differ",
                      xlabel="channel", ylabel="KV head", clim=(-0.5, len(lastrow.FIELD_NAMES) - 0.5),
                      cmap=list(lastrow.FIELD_COLOURS), colorbar=False, height=height)
-    return [html_pane(f'<div class="overview-last-row">{line}</div>'), plot_pane(image)]
+    return [html_pane(f'<div class="overview-last-row">{line}</div>'), plot_pane(image.opts(toolbar=None))]
 
 
 def _last_rows(analysis: Analysis) -> list:
@@ -161,7 +165,7 @@ def _cell(slug: str, title: str, tab_title: str, selection: Selection, body: lis
     link.on_click(lambda _event: selection.param.update(tab=slug))
     header = pn.Row(html_pane(f'<h4 style="margin:0.3em 0">{esc(title)}</h4>'), link,
                     sizing_mode="stretch_width")
-    return pn.Column(header, *body, sizing_mode="stretch_width", styles=CELL_STYLE,
+    return pn.Column(header, *body, sizing_mode="stretch_width", styles=CELL_STYLE, margin=CELL_MARGIN,
                      css_classes=["overview-cell", f"overview-{slug}"])
 
 

@@ -11,7 +11,7 @@ from explorer.packet.model import TENSOR_NAMES
 from explorer.views import Selection, overview
 from explorer.views.element import element_html
 from explorer.views.html_summary import esc, short_number
-from views_support import images_by_title, plots, render, text
+from views_support import images, images_by_title, plots, render, text
 
 CELL_SLUGS = [slug for slug, _, _ in overview.CELLS]
 
@@ -37,8 +37,13 @@ def test_overview_draws_the_four_views_two_by_two_under_status_reasons_and_ident
         assert f">{reason.code}</code>" in shown
     assert f'data-status="{analysis.status}"' in shown
     assert esc(analysis.admission.identity["modelID"]) in shown and "output index" in shown
-    titles = set(images_by_title(document))
-    assert {"Keys: fields that differ", "Values: fields that differ"} <= titles
+    masks = [np.asarray(r.data_source.data["image"][0]) for r in images(document)
+             if r.data_source.data["image"][0].shape == analysis.facts.last_row_keys.field_mask.shape]
+    assert len(masks) == 2
+    for row in (analysis.facts.last_row_keys, analysis.facts.last_row_values):
+        assert any(np.array_equal(mask, row.field_mask) for mask in masks)
+    assert not np.array_equal(analysis.facts.last_row_keys.field_mask, analysis.facts.last_row_values.field_mask)
+    assert f"<b>Keys</b>: {analysis.facts.last_row_keys.mismatched} of" in shown
 
 
 def test_bfloat16_output_map_is_coloured_by_ulp_to_the_rounded_reference(analyses):
@@ -58,7 +63,7 @@ def test_float32_output_map_is_the_primary_error_and_narrowed_q_is_charted(analy
     view, document, _ = _build(analyses, "injected-error-head5")
     renderer = images_by_title(document)["|output - primary|"]
     np.testing.assert_array_equal(np.asarray(renderer.data_source.data["image"][0]), numerics.primary.abs_error)
-    assert "linf per query head" in {plot.title.text for plot in plots(document)}
+    assert "linf" in {plot.title.text for plot in plots(document)}
     assert "a counterfactual, never the reference" in text(view)
 
 
