@@ -107,8 +107,11 @@ class Shell(param.Parameterized):
         self._query_writer = QueryWriter(width=0, height=0, margin=0)
         self._message = pn.pane.HTML("", visible=False, sizing_mode="stretch_width")
         self._status = pn.pane.HTML("", sizing_mode="stretch_width")
-        self._element_panel = pn.pane.HTML("", visible=False, sizing_mode="stretch_width",
-                                           css_classes=["element-panel-pane"])
+        self._element_panel = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["element-panel-pane"])
+        self._element_close = pn.widgets.Button(label="Close element", color="light", width=130,
+                                                css_classes=["element-close"])
+        self._element_box = pn.Row(self._element_panel, self._element_close, visible=False,
+                                   sizing_mode="stretch_width")
         self._placeholders = {slug: pn.Column(sizing_mode="stretch_width", css_classes=[f"view-{slug}"])
                               for slug in SLUGS}
         self._tabs = pn.Tabs(*((TITLES[slug], self._placeholders[slug]) for slug in SLUGS), dynamic=True,
@@ -122,11 +125,12 @@ class Shell(param.Parameterized):
                          for entry in self.entries}
         self.sidebar = self._packet_list()
         self.main = pn.Column(
-            self._query_writer, self._message, self._status, self._element_panel,
+            self._query_writer, self._message, self._status, self._element_box,
             pn.Row(self._export_button, self._html_download, self._json_download, sizing_mode="stretch_width"),
             self._export_note, self._tabs, sizing_mode="stretch_width")
         self._tabs.param.watch(self._on_active, "active")
         self._export_button.on_click(self._on_export)
+        self._element_close.on_click(lambda _event: self._selection.param.update(element=None))
         for name, button in self._buttons.items():
             button.on_click(lambda _, name=name: self._choose(name))
         self._open_from_query(pn.state.location.search if pn.state.location is not None else "")
@@ -220,7 +224,7 @@ class Shell(param.Parameterized):
         self._selection.param.watch(self._on_selection_head, "head")
         self._selection.param.watch(self._on_selection_element, "element")
         self._selection.param.watch(self._on_selection_tab, "tab")
-        self._element_panel.param.update(object="", visible=False)
+        self._element_box.visible = False
         for name, button in self._buttons.items():
             button.color = "primary" if name == self.packet else "light"
         summary = catalog.summarize(analysis)
@@ -281,11 +285,10 @@ class Shell(param.Parameterized):
 
     def _on_selection_element(self, event: param.parameterized.Event) -> None:
         """Show the element panel of the clicked (head, channel) and write it into the URL."""
-        if event.new is None:
-            self._element_panel.param.update(object="", visible=False)
-        else:
-            self._element_panel.param.update(object=element_html(self._current(), *event.new), visible=True)
-        self._push_url()
+        with pn.io.hold():
+            self._element_panel.object = "" if event.new is None else element_html(self._current(), *event.new)
+            self._element_box.visible = event.new is not None
+            self._push_url()
 
     # ------------------------------------------------------------ element query
 

@@ -128,7 +128,7 @@ def test_a_selected_element_shows_its_panel_and_enters_the_url(shell):
     shell._open_from_query(f"?packet={ANALYZED_SAMPLE}")
     shell._selection.element = (5, 3)
     record = explorer.analyze(ROOT / ANALYZED_SAMPLE).element(5, 3)
-    assert shell._element_panel.visible and 'data-element="5,3"' in shell._element_panel.object
+    assert shell._element_box.visible and 'data-element="5,3"' in shell._element_panel.object
     assert record.output_hex in shell._element_panel.object
     assert "element=5%2C3" in shell._query_writer.query
 
@@ -146,5 +146,13 @@ def test_an_invalid_element_query_is_ignored_with_a_note(shell, value, problem):
     search = f"?packet={ANALYZED_SAMPLE}&element={value}"
     shell._open_from_query(search)
     shell._element_from_query(search)
-    assert shell._selection.element is None and not shell._element_panel.visible
+    assert shell._selection.element is None and not shell._element_box.visible
     assert problem in _message(shell) and "<b>" not in _message(shell)
+
+
+def test_closing_the_element_panel_clears_the_selection_and_the_url(shell):
+    shell._open_from_query(f"?packet={ANALYZED_SAMPLE}")
+    shell._selection.element = (1, 2)
+    shell._element_close.clicks += 1
+    assert shell._selection.element is None and not shell._element_box.visible
+    assert "element=" not in shell._query_writer.query

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import holoviews as hv
 import numpy as np
 import panel as pn
 import pytest
@@ -108,3 +109,21 @@ def test_element_panel_lists_the_records_values(analyses):
     assert record.output_hex in panel and record.rounded_to_output.hex in panel
     assert "outside" in element_html(analysis, 99, 0)
     assert "did not all verify" in element_html(analyses["refused-hash-mismatch"], 0, 0)
+
+
+def test_clicking_a_query_head_by_channel_cell_selects_that_element(analyses):
+    view, _, selection = _build(analyses, "qwen36-bf16-t64")
+    pane = next(p for p in view.select(pn.pane.HoloViews) if "overview-error-map" in p.css_classes)
+    tap = next(s for s in hv.streams.Stream.registry[pane.object] if isinstance(s, hv.streams.Tap))
+    tap.event(x=155.3, y=3.8)  # image coordinates: channel on x, query head on y (cell centres at integers)
+    assert selection.element == (4, 155)
+    tap.event(x=256.6, y=0.0)  # outside the map: the selection stays
+    assert selection.element == (4, 155)
+
+
+def test_selection_element_is_a_pair_or_none():
+    selection = Selection()
+    assert selection.element is None
+    selection.element = (4, 155)
+    with pytest.raises(ValueError):
+        selection.element = (1, 2, 3)
