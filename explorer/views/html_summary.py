@@ -24,6 +24,7 @@ STATUS_COLOURS = {
 }
 TABLE_STYLE = "border-collapse:collapse;font-size:0.9em;margin:0.3em 0 0.8em 0"
 CELL_STYLE = "border:1px solid #d0d0d0;padding:2px 8px;text-align:left;vertical-align:top"
+WRAP_STYLE = "overflow-wrap:anywhere"  # long values (hashes, paths) wrap inside their cell instead of widening it
 BOX_STYLE = "padding:0.5em 0.9em;border-left:4px solid #8a8a8a;background:#f5f5f5;margin-bottom:0.6em"
 
 STATUS_MEANING = {
@@ -70,11 +71,11 @@ def short_number(value: object) -> str:
 
 
 def number_cell(value: object) -> str:
-    """HTML of a value for a table or label: 4 significant digits, the full value in the tooltip when they differ."""
+    """HTML of a value for a table or label: 4 significant digits (never broken at its exponent's minus sign), the
+    full value in the tooltip when they differ."""
     shown, full = short_number(value), number(value)
-    if shown == full:
-        return esc(shown)
-    return f'<span class="number" title="{esc(full)}">{esc(shown)}</span>'
+    title = "" if shown == full else f' title="{esc(full)}"'
+    return f'<span class="number" style="white-space:nowrap"{title}>{esc(shown)}</span>'
 
 
 def _plain(value: object) -> object:
@@ -93,7 +94,8 @@ def mapping_table(mapping: dict | None, *, css_class: str = "") -> str:
     """A two-column key / value table of a report dict (None: an explicit 'not established')."""
     if mapping is None:
         return '<p><i>Not established for this packet.</i></p>'
-    return table(("field", "value"), ((f"<code>{esc(k)}</code>", number_cell(v)) for k, v in mapping.items()),
+    return table(("field", "value"), ((f"<code>{esc(k)}</code>", f'<span style="{WRAP_STYLE}">{number_cell(v)}</span>')
+                                      for k, v in mapping.items()),
                  css_class=css_class)
 
 

@@ -32,7 +32,7 @@ def _dtypes_table(analysis: Analysis) -> str:
         return "<p><i>Tensor dtypes are not established: the tensor files did not all verify.</i></p>"
     return table(("tensor", "dtype", "shape", "bytes", "sha256 (verified)"),
                  ((f"<code>{name}</code>", esc(tensors[name].dtype), esc(list(tensors[name].shape)),
-                   esc(tensors[name].byte_count), f"<code>{esc(tensors[name].sha256)}</code>")
+                   esc(tensors[name].byte_count), f'<code style="{html_summary.WRAP_STYLE}">{esc(tensors[name].sha256)}</code>')
                   for name in TENSOR_NAMES),
                  css_class="tensor-dtypes")
 
@@ -61,6 +61,12 @@ def _per_head(analysis: Analysis) -> list:
             html_pane(html_summary.global_table(analysis) + html_summary.per_head_table(analysis))]
 
 
+def _side_by_side(left: tuple, right: tuple) -> pn.GridBox:
+    """Two columns of equal share of the width (long values wrap inside their own column, never under the other)."""
+    return pn.GridBox(pn.Column(*left, sizing_mode="stretch_width"), pn.Column(*right, sizing_mode="stretch_width"),
+                      ncols=2, sizing_mode="stretch_width")
+
+
 def build(analysis: Analysis, selection: Selection) -> pn.Column:
     """The summary of one analysis (every status)."""
     refused = analysis.status == REFUSED
@@ -79,12 +85,10 @@ def build(analysis: Analysis, selection: Selection) -> pn.Column:
         parts += [
             *_per_head(analysis),
             heading("Packet"), html_pane(_packet_hashes(analysis)),
-            pn.Row(pn.Column(heading("Identity"), html_pane(_identity(analysis))),
-                   pn.Column(heading("Selection"), html_pane(_selection_table(admission.selection))),
-                   sizing_mode="stretch_width"),
-            pn.Row(pn.Column(heading("Geometry"), html_pane(mapping_table(admission.geometry, css_class="geometry"))),
-                   pn.Column(heading("Sample facts"), html_pane(mapping_table(admission.sample, css_class="sample"))),
-                   sizing_mode="stretch_width"),
+            _side_by_side((heading("Identity"), html_pane(_identity(analysis))),
+                          (heading("Selection"), html_pane(_selection_table(admission.selection)))),
+            _side_by_side((heading("Geometry"), html_pane(mapping_table(admission.geometry, css_class="geometry"))),
+                          (heading("Sample facts"), html_pane(mapping_table(admission.sample, css_class="sample")))),
             heading("Tensors"), html_pane(_dtypes_table(analysis)),
         ]
     return pn.Column(*parts, sizing_mode="stretch_width", css_classes=["view-summary"])

@@ -54,8 +54,8 @@ def test_short_numbers_keep_four_significant_digits_and_the_full_value_in_the_to
     assert html_summary.short_number(None) == html_summary.NOT_A_NUMBER
     assert html_summary.short_number("bfloat16") == "bfloat16"
     cell = html_summary.number_cell(0.13175451755523682)
-    assert cell == '<span class="number" title="0.13175451755523682">0.1318</span>'
-    assert html_summary.number_cell(0.5) == "0.5"  # nothing hidden: no tooltip
+    assert cell == '<span class="number" style="white-space:nowrap" title="0.13175451755523682">0.1318</span>'
+    assert html_summary.number_cell(0.5) == '<span class="number" style="white-space:nowrap">0.5</span>'  # no tooltip
 
 
 def test_largest_heads_skip_null_metrics_and_break_ties_by_head(analyses):

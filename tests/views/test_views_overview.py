@@ -9,7 +9,7 @@ import pytest
 
 from explorer.analysis.ranking import worst_ulp_per_head
 from explorer.packet.model import TENSOR_NAMES
-from explorer.views import Selection, overview
+from explorer.views import Selection, html_summary, overview
 from explorer.views.element import element_html
 from explorer.views.html_summary import esc, short_number
 from views_support import images, images_by_title, plots, render, text
@@ -75,7 +75,7 @@ def test_nonfinite_cell_counts_every_tensor_and_names_the_finite_ones(analyses):
     for name in TENSOR_NAMES:
         assert f"<code>{name}</code>" in shown
     nan = analysis.facts.nonfinite["storedValues"].nan
-    assert f"<td style=\"border:1px solid #d0d0d0;padding:2px 8px;text-align:left;vertical-align:top\">{nan}</td>" \
+    assert f"<td style=\"{html_summary.CELL_STYLE}\">{nan}</td>" \
         in shown
     assert "(only these)" in shown and "<code>storedValues</code> (only" not in shown
 
