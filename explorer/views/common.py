@@ -229,9 +229,11 @@ def colour_scale(arrays: Sequence[np.ndarray], mode: str, what: str) -> ColourSc
                            f"({short_number(high)}); exact zeros are drawn in the lowest colour.{undefined}")
     low = float(finite.min())
     if low == high:
-        return ColourScale((low, low + 1.0), False, f"Every finite {what} equals {short_number(low)} (lowest colour).{undefined}")
+        return ColourScale((low, low + 1.0), False,
+                           f"Every finite {what} equals {short_number(low)} (lowest colour).{undefined}")
     fallback = f"A log scale needs two distinct positive values of {what}; drawn linear. " if mode == LOG else ""
-    return ColourScale((low, high), False, f"{fallback}Linear colour scale from {short_number(low)} to {short_number(high)}.{undefined}")
+    return ColourScale((low, high), False,
+                       f"{fallback}Linear colour scale from {short_number(low)} to {short_number(high)}.{undefined}")
 
 
 # ---------------------------------------------------------------- per-head charts

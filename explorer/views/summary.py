@@ -32,7 +32,8 @@ def _dtypes_table(analysis: Analysis) -> str:
         return "<p><i>Tensor dtypes are not established: the tensor files did not all verify.</i></p>"
     return table(("tensor", "dtype", "shape", "bytes", "sha256 (verified)"),
                  ((f"<code>{name}</code>", esc(tensors[name].dtype), esc(list(tensors[name].shape)),
-                   esc(tensors[name].byte_count), f'<code style="{html_summary.WRAP_STYLE}">{esc(tensors[name].sha256)}</code>')
+                   esc(tensors[name].byte_count),
+                   f'<code style="{html_summary.WRAP_STYLE}">{esc(tensors[name].sha256)}</code>')
                   for name in TENSOR_NAMES),
                  css_class="tensor-dtypes")
 
