@@ -34,7 +34,7 @@ from explorer.views.common import (
 from explorer.views.html_summary import esc, number_cell, table
 
 FULL_HOVER_CELLS = 65_536  # above this many cells per map, the hover carries the error only (keeps the payload small)
-MAX_MAP_COLUMNS = 3  # maps per row; four maps are drawn two by two
+MAX_MAP_COLUMNS = 2  # maps per row: each keeps its title, axes and colour bar readable at 1280 px
 ULP_HEIGHT = 240
 ULP_MIN_WIDTH = 300
 
@@ -114,7 +114,7 @@ def maps_panel(numerics: Numerics, mode: str, shared: bool = False, selection: S
                f" Over {FULL_HOVER_CELLS} cells per map the hover shows the error only.")
     scale_note = (f"One colour scale for every map. {one.note}" if shared else
                   "Each map has its own colour scale (compare colours within a map, numbers across maps).")
-    columns = len(cells) if len(cells) <= MAX_MAP_COLUMNS else (len(cells) + 1) // 2
+    columns = min(len(cells), MAX_MAP_COLUMNS)
     grid = pn.GridBox(*cells, ncols=columns, css_classes=["error-maps"], sizing_mode="stretch_width")
     return pn.Column(grid, note(esc(scale_note + reduced), "colour-scale-note"), sizing_mode="stretch_width")
 

@@ -24,6 +24,7 @@ STATUS_COLOURS = {
 }
 TABLE_STYLE = "border-collapse:collapse;font-size:0.9em;margin:0.3em 0 0.8em 0"
 CELL_STYLE = "border:1px solid #d0d0d0;padding:2px 8px;text-align:left;vertical-align:top"
+NEGATIVE_INFINITY_HEADER = '<span style="white-space:nowrap">-inf</span>'  # never broken after its minus sign
 WRAP_STYLE = "overflow-wrap:anywhere"  # long values (hashes, paths) wrap inside their cell instead of widening it
 BOX_STYLE = "padding:0.5em 0.9em;border-left:4px solid #8a8a8a;background:#f5f5f5;margin-bottom:0.6em"
 

@@ -111,7 +111,7 @@ def _counts_table(analysis: Analysis) -> str:
         rows.append((f"<code>{name}</code>", esc(m.dtype), esc(m.nan), esc(m.signaling_nan),
                      esc(m.positive_infinity), esc(m.negative_infinity),
                      "all finite" if m.total == 0 else esc(shown)))
-    return table(("tensor", "dtype", "NaN (quiet and signaling)", "of which signaling NaN", "+inf", "-inf",
+    return table(("tensor", "dtype", "NaN (quiet and signaling)", "of which signaling NaN", "+inf", html_summary.NEGATIVE_INFINITY_HEADER,
                   "first [head, token, channel]"), rows, css_class="nonfinite-counts")
 
 

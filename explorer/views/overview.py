@@ -108,6 +108,7 @@ def _error_map(analysis: Analysis, numerics: Numerics, selection: Selection) -> 
 
 
 def _last_row_map(row: LastRow, name: str) -> list:
+    """One line of counts, and the KV head x channel map of differing fields when any element differs."""
     line = (f"<b>{esc(name)}</b>: {row.mismatched} of {row.compared} elements differ"
             + ("" if row.mismatched else " (all bits equal)"))
     bits = sum(FIELD_BITS[row.dtype])
@@ -117,13 +118,15 @@ def _last_row_map(row: LastRow, name: str) -> list:
     image = grid_map(row.field_mask, fields, title="", colour_label="fields that differ",
                      xlabel="channel", ylabel="KV head", clim=(-0.5, len(lastrow.FIELD_NAMES) - 0.5),
                      cmap=list(lastrow.FIELD_COLOURS), colorbar=False, height=height)
-    return [html_pane(f'<div class="overview-last-row">{line}</div>'), plot_pane(image.opts(toolbar=None))]
+    text = html_pane(f'<div class="overview-last-row">{line}</div>')
+    return [text, plot_pane(image.opts(toolbar=None))] if row.mismatched else [text]
 
 
 def _last_rows(analysis: Analysis) -> list:
     facts = analysis.facts
-    return [*_last_row_map(facts.last_row_keys, "Keys"), *_last_row_map(facts.last_row_values, "Values"),
-            html_pane(lastrow._legend())]
+    rows = (facts.last_row_keys, facts.last_row_values)
+    legend = [html_pane(lastrow._legend())] if any(row.mismatched for row in rows) else []
+    return [*_last_row_map(rows[0], "Keys"), *_last_row_map(rows[1], "Values"), *legend]
 
 
 def _nonfinite(analysis: Analysis) -> list:
@@ -134,7 +137,7 @@ def _nonfinite(analysis: Analysis) -> list:
             finite.append(name)
         rows.append((f"<code>{name}</code>", esc(m.dtype), esc(m.nan), esc(m.signaling_nan),
                      esc(m.positive_infinity), esc(m.negative_infinity)))
-    parts = [html_pane(table(("tensor", "dtype", "NaN", "of which signaling", "+inf", "-inf"), rows,
+    parts = [html_pane(table(("tensor", "dtype", "NaN", "of which signaling", "+inf", html_summary.NEGATIVE_INFINITY_HEADER), rows,
                              css_class="overview-nonfinite"))]
     if len(finite) == len(TENSOR_NAMES):
         parts.append(note("No NaN and no infinity in any element of the six tensors.", "overview-finite"))

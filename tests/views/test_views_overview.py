@@ -56,6 +56,8 @@ def test_bfloat16_output_map_is_coloured_by_ulp_to_the_rounded_reference(analyse
     np.testing.assert_array_equal(drawn, np.where(distance >= 0, distance, np.nan))
     assert max(worst_ulp_per_head(numerics)) == np.nanmax(drawn)
     assert "Output is bfloat16" in text(view)
+    assert len(images(document)) == 1, "equal last rows are stated, not drawn as blank maps"
+    assert text(view).count("(all bits equal)") == 2
     assert "queries_not_float32" in text(view)  # the narrowed-Q cell says why it does not apply
 
 
