@@ -298,9 +298,13 @@ class Shell(param.Parameterized):
         if value is None or not self.packet or self._selection is None:
             return
         problem = self._select_element(value)
-        if problem:
-            shown = self._message.object if self._message.visible else ""
-            self._say((shown and shown + " ") + f"Element &quot;{_echo(value)}&quot; {problem}; it was ignored.")
+        if not problem:
+            return
+        note = f"Element &quot;{_echo(value)}&quot; {problem}; it was ignored."
+        if self._message.visible:  # beside the notes about the other query values
+            self._message.object += f'<div class="shell-message" style="{MESSAGE_STYLE}">{note}</div>'
+        else:
+            self._say(note)
 
     def _select_element(self, value: str) -> str:
         """Select element `value` ('H,C' or a flat index); returns what is wrong with it, or '' when selected."""

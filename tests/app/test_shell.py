@@ -156,3 +156,11 @@ def test_closing_the_element_panel_clears_the_selection_and_the_url(shell):
     shell._element_close.clicks += 1
     assert shell._selection.element is None and not shell._element_box.visible
     assert "element=" not in shell._query_writer.query
+
+
+def test_an_invalid_element_note_joins_the_other_notes(shell):
+    search = "?packet=nowhere&element=x"
+    shell._open_from_query(search)
+    shell._element_from_query(search)
+    message = _message(shell)
+    assert "nowhere" in message and "Element &quot;x&quot; is not H,C" in message
