@@ -184,6 +184,30 @@ def summary(report: dict) -> str:
 # ---------------------------------------------------------------- commands
 
 
+def element_lines(analysis, text: str) -> list[str]:
+    """The --element section of the summary: every field of the element record, values exact (repr)."""
+    from explorer.analysis.element import parse_index
+
+    head, channel = parse_index(text)
+    try:
+        record = analysis.element(head, channel)
+    except ValueError as error:
+        return ["", f"Element {text}: not available: {error}"]
+    except IndexError as error:
+        raise UsageError(f"--element {text}: {error}") from None
+    fields = record.fields()
+    width = max(len(label) for label, _ in fields)
+    return ["", f"Element {record.head},{record.channel} (flat index {record.flat_index}):",
+            *(f"  {label.ljust(width)}  {_exact(value)}" for label, value in fields)]
+
+
+def _exact(value: Any) -> str:
+    """An element field as JSON would print it: floats in full (repr), None as null, booleans lower-case."""
+    if value is None or isinstance(value, bool):
+        return json.dumps(value)
+    return repr(value) if isinstance(value, float) else str(value)
+
+
 def _check_output(output: str | None) -> None:
     """A usage error when --output names something that exists (it is never overwritten)."""
     if output is not None and os.path.lexists(output):
@@ -234,13 +258,30 @@ def _emit(text: str) -> None:
         raise UsageError(f"cannot write to standard output: {error.strerror or error}") from None
 
 
+def _check_element(element: str | None, as_json: bool) -> None:
+    """A usage error for an --element that is not H,C or a flat index, or that comes with --json."""
+    from explorer.analysis.element import parse_index
+
+    if element is not None:
+        if as_json:
+            raise UsageError("--element prints into the summary; --json prints exactly the report")
+        try:
+            parse_index(element)
+        except ValueError as error:
+            raise UsageError(str(error)) from None
+
+
 def _run_analyze(args: argparse.Namespace) -> int:
     _check_output(args.output)
     _check_emulate(args.emulate)
-    report = explorer.analyze(args.packet, emulate=args.emulate).report()
+    _check_element(args.element, args.json)
+    analysis = explorer.analyze(args.packet, emulate=args.emulate)
+    report = analysis.report()
     text = json.dumps(report, allow_nan=False, indent=JSON_INDENT) + "\n"
     _write_output(args.output, text)
-    _emit(text if args.json else summary(report))
+    extra = "" if args.element is None else "".join(
+        _printable(line) + "\n" for line in element_lines(analysis, args.element))
+    _emit(text if args.json else summary(report) + extra)
     return EXIT_BY_STATUS[report["status"]]
 
 
@@ -439,6 +480,9 @@ def build_parser() -> argparse.ArgumentParser:
     analyze.add_argument("--emulate", action="append", metavar="ID",
                          help="also run a kernel arithmetic emulation: 'default' (the default set) or an id such as "
                               "'mlx_two_pass(partialDType=float32)' (repeatable; quote ids with parentheses)")
+    analyze.add_argument("--element", metavar="H,C",
+                         help="also print every number about output element H,C (query head, channel) or N "
+                              "(flat index over [QH, D]); not with --json")
     analyze.set_defaults(run=_run_analyze)
 
     report = commands.add_parser(

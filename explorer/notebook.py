@@ -13,7 +13,7 @@ from explorer.analysis.result import Analysis
 from explorer.views import html_summary
 
 # Accessor methods in the app's tab order; the ones taking `head` follow the selected query head.
-VIEW_CALLS = ("summary()", "errors()", "lastrow()", "nonfinite()", "narrowed()", "attention(head=0)",
+VIEW_CALLS = ("overview()", "summary()", "errors()", "lastrow()", "nonfinite()", "narrowed()", "attention(head=0)",
               "raw()", "all(head=0)")
 HINT_STYLE = "color:#555;font-size:0.85em;margin:0.2em 0"
 
@@ -64,6 +64,10 @@ class Views:
 
         builders = {view_slug: builder for view_slug, _, builder in VIEWS}
         return builders[slug](self._analysis, Selection(head=head))
+
+    def overview(self):
+        """Status, reasons and identity above the error map, last-row bits, nonfinite counts and narrowed-Q."""
+        return self._build("overview")
 
     def summary(self):
         """Status, reasons, identity (declared), selection, geometry, limitations and per-head table."""

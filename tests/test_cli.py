@@ -311,3 +311,31 @@ def test_compare_emulate_without_a_matrix_says_why(capsys):
     assert code == 3 and "Kernel emulations: no emulation x side matrix (shape_differs)" in out
     code, out, _ = run(capsys, "compare", *PAIR)
     assert "Kernel emulations" not in out
+
+
+def test_element_prints_every_field_of_the_record_after_the_summary(capsys):
+    path = COMMITTED / "qwen36-bf16-t64"
+    record = analyze(path).element(4, 155)
+    code, out, _ = run(capsys, "analyze", str(path), "--element", "1179")
+    assert code == EXIT["qwen36-bf16-t64"]
+    section = out.split("Element 4,155 (flat index 1179):\n")[1]
+    assert out.startswith(run(capsys, "analyze", str(path))[1])  # the summary is unchanged
+    for label, value in record.fields():
+        expected = repr(value) if isinstance(value, float) else json.dumps(value) if value is None or isinstance(
+            value, bool) else str(value)
+        assert f"  {label}" in section and section.split(f"  {label}")[1].split("\n")[0].strip() == expected
+    assert run(capsys, "analyze", str(path), "--element", "4,155")[1] == out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--element", "99,1"], "head 99 is outside 0..15"), (["--element", "x"], "is not H,C"),
+    (["--element", "1", "--json"], "--json prints exactly the report"),
+])
+def test_element_usage_errors(capsys, argv, message):
+    code, out, err = run(capsys, "analyze", str(COMMITTED / "qwen36-bf16-t64"), *argv)
+    assert code == 2 and message in err and out == ""
+
+
+def test_element_of_a_refused_packet_says_it_is_not_available(capsys):
+    code, out, _ = run(capsys, "analyze", str(COMMITTED / "refused-hash-mismatch"), "--element", "0,0")
+    assert code == EXIT["refused-hash-mismatch"] and "Element 0,0: not available" in out

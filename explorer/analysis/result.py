@@ -256,6 +256,18 @@ class Analysis:
 
         return build_report(self)
 
+    def element(self, head: int, channel: int | None = None):
+        """Everything about one output element: `element(head, channel)` or `element(flat_index)` over [QH, D].
+
+        Returns an immutable `explorer.analysis.element.Element`; IndexError for an
+        index outside the output, ValueError when the packet's tensors did not verify.
+        A packet without numerics gives a record whose reference fields are None and
+        whose `missing` says why.
+        """
+        from explorer.analysis.element import element
+
+        return element(self, head, channel)
+
     # Notebook display (explorer.notebook, imported on use: the core never loads a UI library).
 
     def _repr_html_(self) -> str:

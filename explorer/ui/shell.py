@@ -17,11 +17,13 @@ from panel.custom import JSComponent
 from panel.io.location import Location
 
 import explorer
+from explorer.analysis.element import locate, parse_index
 from explorer.analysis.result import Analysis
 from explorer.export import EXPORT_DIR_ENV, ExportPaths, choose_export_dir, export_packet
 from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED
 from explorer.ui import catalog
 from explorer.views import VIEWS, Selection
+from explorer.views.element import element_html
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +35,7 @@ MAX_QUERY_ECHO = 80  # characters of an unknown query value repeated back in a m
 HEAD_PATTERN = re.compile(r"[0-9]{1,6}")  # ASCII digits only: str.isdigit() also accepts '²', which int() refuses
 LINF_FORMAT = "{:.3g}"
 DOWNLOAD_WIDTH = 200  # the download buttons' labels are short; the export note names the files
+QUERY_ELEMENT = "element"  # `element=H,C` (query head, channel) or `element=N` (flat index over [QH, D])
 
 # Neutral badge colours (background, text): a status is a category, never a verdict.
 BADGE_COLOURS = {
@@ -136,6 +139,11 @@ class Shell(param.Parameterized):
         self._query_writer = QueryWriter(width=0, height=0, margin=0)
         self._message = pn.pane.HTML("", visible=False, sizing_mode="stretch_width")
         self._status = pn.pane.HTML("", sizing_mode="stretch_width")
+        self._element_panel = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["element-panel-pane"])
+        self._element_close = pn.widgets.Button(label="Close element", color="light", width=130,
+                                                css_classes=["element-close"])
+        self._element_box = pn.Row(self._element_panel, self._element_close, visible=False,
+                                   sizing_mode="stretch_width")
         self._placeholders = {slug: pn.Column(sizing_mode="stretch_width", css_classes=[f"view-{slug}"])
                               for slug in SLUGS}
         self._tabs = pn.Tabs(*((TITLES[slug], self._placeholders[slug]) for slug in SLUGS), dynamic=True,
@@ -149,16 +157,18 @@ class Shell(param.Parameterized):
                          for entry in self.entries}
         self.sidebar = self._packet_list()
         self.main = pn.Column(
-            self._query_writer, self._message, self._status,
+            self._query_writer, self._message, self._status, self._element_box,
             pn.FlexBox(self._export_button, self._html_download, self._json_download, flex_wrap="wrap",
                        sizing_mode="stretch_width"),
             self._export_note, self._tabs, sizing_mode="stretch_width")
         self._tabs.param.watch(self._on_active, "active")
         self._export_button.on_click(self._on_export)
+        self._element_close.on_click(lambda _event: self._selection.param.update(element=None))
         for name, button in self._buttons.items():
             button.on_click(lambda _, name=name: self._choose(name))
         location = session_location()
         self._open_from_query(location.search if location is not None else "")
+        self._element_from_query(location.search if location is not None else "")
         self.param.watch(self._on_packet, "packet")
         self.param.watch(self._on_tab, "tab")
         self.param.watch(self._on_head, "head")
@@ -218,6 +228,8 @@ class Shell(param.Parameterized):
 
     def _push_url(self) -> None:
         query = {QUERY_PACKET: self.packet, QUERY_TAB: self.tab, QUERY_HEAD: str(self.head)}
+        if self._selection is not None and self._selection.element is not None:
+            query[QUERY_ELEMENT] = "{},{}".format(*self._selection.element)
         self._query_writer.query = "?" + urlencode(query)
 
     def _say(self, message_html: str) -> None:
@@ -254,6 +266,9 @@ class Shell(param.Parameterized):
                 self.head = 0
         self._selection = Selection(head=self.head)
         self._selection.param.watch(self._on_selection_head, "head")
+        self._selection.param.watch(self._on_selection_element, "element")
+        self._selection.param.watch(self._on_selection_tab, "tab")
+        self._element_box.visible = False
         for name, button in self._buttons.items():
             button.color = "primary" if name == self.packet else "light"
         summary = catalog.summarize(analysis)
@@ -307,6 +322,50 @@ class Shell(param.Parameterized):
 
     def _on_selection_head(self, event: param.parameterized.Event) -> None:
         self.head = event.new
+
+    def _on_selection_tab(self, event: param.parameterized.Event) -> None:
+        if event.new in SLUGS:
+            self.tab = event.new
+
+    def _on_selection_element(self, event: param.parameterized.Event) -> None:
+        """Show the element panel of the clicked (head, channel) and write it into the URL."""
+        with pn.io.hold():
+            self._element_panel.object = "" if event.new is None else element_html(self._shown, *event.new)
+            self._element_box.visible = event.new is not None
+            self._push_url()
+
+    # ------------------------------------------------------------ element query
+
+    def _element_from_query(self, search: str) -> None:
+        """Select the element named by `element=` in the URL query, or add a note saying why it was ignored."""
+        value = dict(parse_qsl(search.lstrip("?"))).get(QUERY_ELEMENT)
+        if value is None or not self.packet or self._selection is None:
+            return
+        problem = self._select_element(value)
+        if not problem:
+            return
+        note = f"Element &quot;{_echo(value)}&quot; {problem}; it was ignored."
+        if self._message.visible:  # beside the notes about the other query values
+            self._message.object += f'<div class="shell-message" style="{MESSAGE_STYLE}">{note}</div>'
+        else:
+            self._say(note)
+
+    def _select_element(self, value: str) -> str:
+        """Select element `value` ('H,C' or a flat index); returns what is wrong with it, or '' when selected."""
+        try:
+            first, second = parse_index(value)
+        except ValueError:
+            return "is not H,C (query head, channel) or a flat index"
+        tensors = self._shown.admission.tensors
+        if tensors is None:
+            return "cannot be shown: this packet's tensors did not verify"
+        heads, channels = tensors["output"].shape[1], tensors["output"].shape[3]
+        try:
+            position = locate(heads, channels, first, second)
+        except IndexError as error:
+            return f"is outside the output ({html.escape(str(error))})"
+        self._selection.element = position
+        return ""
 
     # ------------------------------------------------------------ export
 

@@ -10,10 +10,11 @@ import holoviews.plotting.bokeh  # noqa: F401  (registers the Bokeh backend with
 import numpy as np
 import panel as pn
 import param
-from bokeh.models import CustomJSHover, HoverTool
+from bokeh.models import CustomJSHover, HoverTool, PrintfTickFormatter
 
 from explorer.analysis.result import Analysis, Comparison, Metrics
 from explorer.views import html_summary
+from explorer.views.html_summary import short_number
 
 hv.Store.set_current_backend("bokeh")
 
@@ -30,7 +31,8 @@ MARKER_SYMBOLS = {"circle": "\u25cf", "square": "\u25a0", "triangle": "\u25b2", 
                   "inverted_triangle": "\u25bc", "hex": "\u2b22"}
 METRICS = (("linf", "linf"), ("rmse", "rmse"), ("relative_l2", "relativeL2"))
 LINEAR, LOG = "linear", "log"
-MAX_INDEX_TICKS = 24  # rows up to this many get one tick per row index
+MAX_INDEX_TICKS = 32  # rows up to this many (every query head of common models) get one tick per row index
+LOG_TICK_FORMAT = "%.0e"  # log colour bars: 1e-05, never a bare "10" whose exponent is cut off
 # A browser without a GPU emulates WebGL: each figure compiles shaders and copies every frame to a canvas.
 OUTPUT_BACKEND = "canvas"
 IMAGE_COLUMN = "image"  # the data-source column HoloViews gives an image's colour values
@@ -40,6 +42,25 @@ class Selection(param.Parameterized):
     """What the user picked that more than one view follows; the shell mirrors it in the URL."""
 
     head = param.Integer(default=0, bounds=(0, None), doc="Query head shown by the per-head views.")
+    element = param.Tuple(default=None, length=2, allow_None=True,
+                          doc="(query head, channel) of the output element clicked in a map, or None.")
+    tab = param.String(default="", doc="Slug of a view a link asked to open (the shell switches to it).")
+
+
+def selectable(pane: pn.pane.HoloViews, selection: Selection) -> pn.pane.HoloViews:
+    """Clicking a cell of this query head x channel map pane sets `selection.element` to (head, channel)."""
+    image = pane.object
+    rows, columns = image.dimension_values(2, flat=False).shape
+
+    def clicked(x, y) -> None:
+        if x is None or y is None:
+            return
+        head, channel = int(round(y)), int(round(x))
+        if 0 <= head < rows and 0 <= channel < columns:
+            selection.element = (head, channel)
+
+    hv.streams.Tap(source=image).add_subscriber(clicked)
+    return pane
 
 
 # ---------------------------------------------------------------- text panes
@@ -161,11 +182,21 @@ def grid_map(colour: np.ndarray, fields: Sequence[Field], *, title: str, colour_
     size = {"min_width": MAP_MIN_WIDTH, "responsive": True, "height": height}
     if rows <= MAX_INDEX_TICKS:
         size["yticks"] = list(range(rows))
+    hovered = hover(tooltips, formatters)
+    if logz and colorbar:
+        hovered["hooks"] = [*hovered["hooks"], _log_colour_bar_labels]
     return image.opts(
         title=title, cmap=cmap, clim=clim, logz=logz, colorbar=colorbar, invert_yaxis=True,
-        clipping_colors={"NaN": NAN_COLOUR}, **hover(tooltips, formatters),
+        clipping_colors={"NaN": NAN_COLOUR}, **hovered,
         default_tools=["pan", "wheel_zoom", "box_zoom", "reset", "save"],
         **size)
+
+
+def _log_colour_bar_labels(plot, element) -> None:
+    """Label a log colour bar's ticks as 1e-05 (a fresh formatter per render: models belong to one document)."""
+    bar = plot.handles.get("colorbar")
+    if bar is not None:
+        bar.formatter = PrintfTickFormatter(format=LOG_TICK_FORMAT)
 
 
 # ---------------------------------------------------------------- continuous colour scales
@@ -194,13 +225,15 @@ def colour_scale(arrays: Sequence[np.ndarray], mode: str, what: str) -> ColourSc
     if mode == LOG and positive.size and positive.min() < high:
         low = float(positive.min())
         return ColourScale((low, high), True,
-                           f"Log colour scale from the smallest positive {what} ({low!r}) to the largest "
-                           f"({high!r}); exact zeros are drawn in the lowest colour.{undefined}")
+                           f"Log colour scale from the smallest positive {what} ({short_number(low)}) to the largest "
+                           f"({short_number(high)}); exact zeros are drawn in the lowest colour.{undefined}")
     low = float(finite.min())
     if low == high:
-        return ColourScale((low, low + 1.0), False, f"Every finite {what} equals {low!r} (lowest colour).{undefined}")
+        return ColourScale((low, low + 1.0), False,
+                           f"Every finite {what} equals {short_number(low)} (lowest colour).{undefined}")
     fallback = f"A log scale needs two distinct positive values of {what}; drawn linear. " if mode == LOG else ""
-    return ColourScale((low, high), False, f"{fallback}Linear colour scale from {low!r} to {high!r}.{undefined}")
+    return ColourScale((low, high), False,
+                       f"{fallback}Linear colour scale from {short_number(low)} to {short_number(high)}.{undefined}")
 
 
 # ---------------------------------------------------------------- per-head charts
@@ -212,7 +245,7 @@ def _metric_values(per_head: Sequence[Metrics], attribute: str) -> np.ndarray:
 
 
 def per_head_charts(series: Sequence[tuple[str, Comparison]], floor: tuple[str, Comparison] | None = None,
-                    *, metrics: Sequence[tuple[str, str]] = METRICS) -> list:
+                    *, metrics: Sequence[tuple[str, str]] = METRICS, height: int = CHART_HEIGHT) -> list:
     """One log-y chart per metric: every comparison's per-head values as markers, the noise floor as a dashed line.
 
     Returns [legend, row of charts, note naming the values a log axis cannot draw (zero or null)].
@@ -242,9 +275,11 @@ def per_head_charts(series: Sequence[tuple[str, Comparison]], floor: tuple[str, 
             _count_undrawn(undrawn[floor[0]], raw)
             layers.append(hv.Curve((np.arange(raw.size), np.where(raw > 0, raw, np.nan)), "query head", metric,
                                    label=floor[0]).opts(color=FLOOR_COLOUR, line_dash="dashed", line_width=2))
+        heads_count = len(series[0][1].per_head) if series else 0
+        ticks = {"xticks": list(range(heads_count))} if heads_count <= MAX_INDEX_TICKS else {}
         charts.append(hv.Overlay(layers).opts(
-            title=f"{metric} per query head", logy=True, height=CHART_HEIGHT, min_width=CHART_WIDTH,
-            responsive=True, show_legend=False, show_grid=True, xlabel="query head", ylabel=metric))
+            title=f"{metric}", logy=True, height=height, min_width=CHART_WIDTH,
+            responsive=True, show_legend=False, show_grid=True, xlabel="query head", ylabel=metric, **ticks))
     entries = [f'<span style="color:{colours[label]}">{MARKER_SYMBOLS[markers[label]]}</span> '
                f"{html_summary.esc(label)}" for label in labels]
     if floor is not None:

@@ -1,4 +1,4 @@
-"""Per-head error view: query head x channel maps of |output - reference| on one shared colour scale, and per-head metric charts with the FP64 noise floor; draws only numbers held by the analysis."""
+"""Per-head error view: query head x channel maps of |output - reference| (each its own colour scale, or one shared), with captions saying what dominates each, and per-head metric charts with the FP64 noise floor; draws only numbers held by the analysis."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from explorer.views.common import (
     Field,
     Selection,
     collapsed,
+    hover,
     colour_scale,
     comparison_rows,
     explained,
@@ -27,12 +28,15 @@ from explorer.views.common import (
     per_head_charts,
     per_head_rows,
     plot_pane,
+    selectable,
     ulp_value,
 )
-from explorer.views.html_summary import esc, number, table
+from explorer.views.html_summary import esc, number_cell, table
 
 FULL_HOVER_CELLS = 65_536  # above this many cells per map, the hover carries the error only (keeps the payload small)
-MAX_MAP_COLUMNS = 3  # maps per row; four maps are drawn two by two
+MAX_MAP_COLUMNS = 2  # maps per row: each keeps its title, axes and colour bar readable at 1280 px
+ULP_HEIGHT = 240
+ULP_MIN_WIDTH = 300
 
 
 @dataclass(frozen=True)
@@ -43,22 +47,38 @@ class ErrorMap:
     comparison: Comparison
     ulp: Ulp
     ulp_label: str
+    caption: str
 
 
 def error_maps(numerics: Numerics) -> list[ErrorMap]:
     """The maps in display order: primary, rounded to the output dtype, rounded to the kernel dtype, narrowed-Q."""
     rounded = numerics.rounded_to_output
-    ulp_label = f"ULP (output vs reference rounded to {rounded.dtype})"
-    maps = [ErrorMap("primary reference", numerics.primary, rounded.ulp, ulp_label),
-            ErrorMap(f"rounded to {rounded.dtype}" + (" (identity)" if rounded.identity else ""),
-                     rounded.comparison, rounded.ulp, ulp_label)]
+    dtype = rounded.dtype
+    ulp_label = f"ULP (output vs reference rounded to {dtype})"
+    if rounded.identity:
+        primary_caption = ("Output is float32: |output - primary| is the whole difference; there is no output "
+                           "rounding to separate from it.")
+        rounded_caption = "float32 needs no rounding: this map equals the primary map."
+    else:
+        primary_caption = (f"Output is {dtype}: |output - primary| includes the {dtype} rounding of the reference; "
+                           "the rounded map shows what is left beyond it.")
+        rounded_caption = (f"|output - reference rounded to {dtype}|: what is left beyond the {dtype} rounding "
+                           f"(0 where the output is the rounded reference).")
+    maps = [ErrorMap("primary reference", numerics.primary, rounded.ulp, ulp_label, primary_caption),
+            ErrorMap(f"rounded to {dtype}" + (" (identity)" if rounded.identity else ""),
+                     rounded.comparison, rounded.ulp, ulp_label, rounded_caption)]
     kernel = numerics.rounded_to_kernel
     if kernel is not None:
         maps.append(ErrorMap(f"rounded to kernel {kernel.dtype}", kernel.comparison, kernel.ulp,
-                             f"ULP (in {kernel.dtype} units, output rounded to {kernel.dtype})"))
+                             f"ULP (in {kernel.dtype} units, output rounded to {kernel.dtype})",
+                             f"Against the reference rounded to the record's kernel output dtype {kernel.dtype}: "
+                             f"what is left beyond the {kernel.dtype} rounding."))
     if numerics.narrowed_query is not None:
-        maps.append(ErrorMap("narrowed-Q counterfactual", numerics.narrowed_query.comparison,
-                             rounded.ulp, ulp_label))
+        nq = numerics.narrowed_query
+        maps.append(ErrorMap("narrowed-Q counterfactual", nq.comparison, rounded.ulp, ulp_label,
+                             f"A counterfactual, not the reference: against the reference recomputed from queries "
+                             f"rounded to {nq.dtype}. Smaller values here than on the primary map mean the output "
+                             "sits closer to this computation."))
     return maps
 
 
@@ -73,19 +93,30 @@ def _map(item: ErrorMap, kv_heads: list[int], scale, *, colorbar: bool) -> hv.Im
                     ylabel="query head", clim=scale.clim, logz=scale.logz, cmap=CONTINUOUS_CMAP, colorbar=colorbar)
 
 
-def maps_panel(numerics: Numerics, mode: str) -> pn.Column:
-    """Every error map side by side on one colour scale (`mode` LINEAR or LOG), zoom and pan linked."""
+def maps_panel(numerics: Numerics, mode: str, shared: bool = False, selection: Selection | None = None) -> pn.Column:
+    """Every error map with its caption, each on its own colour scale or on one `shared` scale (`mode` LINEAR or LOG).
+
+    Zoom and pan are linked; clicking a cell selects that element when `selection` is given.
+    """
     maps = error_maps(numerics)
-    scale = colour_scale([m.comparison.abs_error for m in maps], mode, "|output - reference|")
+    what = "|output - reference|"
     kv_heads = [a.kv_head for a in numerics.attention]
-    images = [_map(m, kv_heads, scale, colorbar=i == len(maps) - 1) for i, m in enumerate(maps)]
+    one = colour_scale([m.comparison.abs_error for m in maps], mode, what) if shared else None
+    scales = [one or colour_scale([m.comparison.abs_error], mode, what) for m in maps]
+    cells = []
+    for i, (item, scale) in enumerate(zip(maps, scales)):
+        pane = plot_pane(_map(item, kv_heads, scale, colorbar=not shared or i == len(maps) - 1), linked_axes=True)
+        if selection is not None:
+            selectable(pane, selection)
+        notes = item.caption if shared else f"{item.caption} {scale.note}"
+        cells.append(pn.Column(pane, note(esc(notes), "map-caption"), sizing_mode="stretch_width"))
     reduced = ("" if maps[0].comparison.abs_error.size <= FULL_HOVER_CELLS else
                f" Over {FULL_HOVER_CELLS} cells per map the hover shows the error only.")
-    columns = len(images) if len(images) <= MAX_MAP_COLUMNS else (len(images) + 1) // 2
-    grid = pn.GridBox(*(plot_pane(image, linked_axes=True) for image in images), ncols=columns,
-                      css_classes=["error-maps"], sizing_mode="stretch_width")
-    return pn.Column(grid,
-                     note(esc(scale.note + reduced), "colour-scale-note"), sizing_mode="stretch_width")
+    scale_note = (f"One colour scale for every map. {one.note}" if shared else
+                  "Each map has its own colour scale (compare colours within a map, numbers across maps).")
+    columns = min(len(cells), MAX_MAP_COLUMNS)
+    grid = pn.GridBox(*cells, ncols=columns, css_classes=["error-maps"], sizing_mode="stretch_width")
+    return pn.Column(grid, note(esc(scale_note + reduced), "colour-scale-note"), sizing_mode="stretch_width")
 
 
 def _ulp_table(numerics: Numerics) -> str:
@@ -94,29 +125,49 @@ def _ulp_table(numerics: Numerics) -> str:
         if rounded is None:
             continue
         histogram = ", ".join(f"[{low}, {high}]: {count}" for low, high, count in rounded.ulp.histogram)
-        rows.append((esc(rounded.label), esc(number(rounded.ulp.max)), esc(number(rounded.ulp.p99)),
+        rows.append((esc(rounded.label), number_cell(rounded.ulp.max), number_cell(rounded.ulp.p99),
                      esc(rounded.ulp.nonfinite_pairs), esc(histogram)))
-    return table(("comparison", "max ULP", "p99 ULP", "nonfinite pairs", "histogram [low, high]: count"), rows,
-                 css_class="ulp")
+    return table(("comparison", "max ULP", "p99 ULP", "nonfinite pairs (eligible heads only)",
+                  "histogram [low, high]: count"), rows, css_class="ulp")
+
+
+def _ulp_histogram(rounded) -> hv.Bars:
+    """The ULP histogram of one rounded comparison as bars: one per bucket [low, high]."""
+    buckets = [f"{low}" if low == high else f"{low}-{high}" for low, high, _ in rounded.ulp.histogram]
+    counts = [count for _, _, count in rounded.ulp.histogram]
+    return hv.Bars((buckets, counts), kdims=["ULP distance"], vdims=["elements"]).opts(
+        title=f"ULP distance to the reference rounded to {rounded.dtype}", responsive=True, height=ULP_HEIGHT,
+        min_width=ULP_MIN_WIDTH, xrotation=45, show_grid=True,
+        **hover([("ULP distance", "@{ULP distance}"), ("elements", "@{elements}")], {}))
+
+
+def _ulp_section(numerics: Numerics) -> pn.Row:
+    """The ULP histograms as bar charts with the table beside them."""
+    charts = [plot_pane(_ulp_histogram(r)) for r in (numerics.rounded_to_output, numerics.rounded_to_kernel)
+              if r is not None and r.ulp.histogram]
+    return pn.Row(pn.Column(*charts, sizing_mode="stretch_width"), html_pane(_ulp_table(numerics)),
+                  sizing_mode="stretch_width")
 
 
 def _series(numerics: Numerics) -> list[tuple[str, Comparison]]:
     return [(m.title, m.comparison) for m in error_maps(numerics)]
 
 
-def _body(analysis: Analysis) -> list:
+def _body(analysis: Analysis, selection: Selection) -> list:
     numerics = analysis.numerics
     toggle = pn.widgets.RadioButtonGroup(label="colour scale", options=[LINEAR, LOG], value=LOG, width=160,
                                          css_classes=["colour-scale-toggle"])
+    shared = pn.widgets.Checkbox(label="one colour scale for all maps", value=False, width=240,
+                                 css_classes=["shared-scale-toggle"])
     floor = (f"FP64 noise floor: {numerics.fp64.reference_error.label}", numerics.fp64.reference_error)
     series = _series(numerics)
     labelled = [(c.label, c) for _, c in series]
     return [
         heading("|output - reference| per query head and channel",
-                f"Output dtype {esc(analysis.admission.tensors['output'].dtype)}. One colour scale for all "
-                "maps; hover a cell for its exact values."),
-        pn.Row(pn.pane.HTML("<b>Colour scale</b>", width=100), toggle),
-        pn.panel(pn.bind(maps_panel, numerics, toggle), sizing_mode="stretch_width"),
+                f"Output dtype {esc(analysis.admission.tensors['output'].dtype)}. Hover a cell for its exact "
+                "values; click it for every number behind it."),
+        pn.Row(pn.pane.HTML("<b>Colour scale</b>", width=100), toggle, shared),
+        pn.panel(pn.bind(maps_panel, numerics, toggle, shared, selection), sizing_mode="stretch_width"),
         heading("Per-head metrics",
                 "Each comparison per query head (log y), with the FP64 noise floor of the primary reference "
                 "(dashed): the primary reference's own rounding error against the same formula in FP64."),
@@ -124,7 +175,7 @@ def _body(analysis: Analysis) -> list:
         heading("Global metrics"),
         html_pane(comparison_rows([*labelled, (numerics.fp64.output_error.label, numerics.fp64.output_error),
                                    (floor[0], floor[1])])),
-        heading("ULP distance"), html_pane(_ulp_table(numerics)),
+        heading("ULP distance"), _ulp_section(numerics),
         collapsed("Per-head values of every comparison",
                   html_pane(per_head_rows([*labelled, floor], [a.kv_head for a in numerics.attention]))),
     ]
@@ -132,7 +183,7 @@ def _body(analysis: Analysis) -> list:
 
 def build(analysis: Analysis, selection: Selection) -> pn.Column:
     """The per-head error view of one analysis (explains itself when no reference was computed)."""
-    column = explained(analysis, html_summary.NEEDS_NUMERICS, lambda: _body(analysis),
+    column = explained(analysis, html_summary.NEEDS_NUMERICS, lambda: _body(analysis, selection),
                       "the |output - reference| maps and the per-head metric charts")
     column.css_classes = ["view-errors"]
     return column

@@ -8,10 +8,12 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from explorer.analysis.result import Analysis, Comparison, Metrics
+from explorer.analysis.ranking import noise_floor_ratios, worst_ulp_per_head
+from explorer.analysis.result import Analysis, Comparison, Metrics, Numerics
 from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED, Problem, Reason
 
-LARGEST_HEADS = 3  # heads with the largest primary linf, highlighted in tables and listed in the overview
+LARGEST_HEADS = 3  # heads with the largest primary linf, listed in the notebook summary
+SIGNIFICANT_DIGITS = 4  # digits of a float on screen; hover, tooltip and JSON carry the full value
 NOT_A_NUMBER = "\u2013"  # shown for a null metric; its reason sits beside it
 
 # Neutral colours (background, text): a status is a category, never a verdict.
@@ -20,15 +22,16 @@ STATUS_COLOURS = {
     INCONCLUSIVE: ("#e7e1ee", "#3d2f52"),
     REFUSED: ("#e4e4e4", "#333333"),
 }
-HIGHLIGHT_BACKGROUND = "#fdf1d6"
 TABLE_STYLE = "border-collapse:collapse;font-size:0.9em;margin:0.3em 0 0.8em 0"
 CELL_STYLE = "border:1px solid #d0d0d0;padding:2px 8px;text-align:left;vertical-align:top"
+NEGATIVE_INFINITY_HEADER = '<span style="white-space:nowrap">-inf</span>'  # never broken after its minus sign
+WRAP_STYLE = "overflow-wrap:anywhere"  # long values (hashes, paths) wrap inside their cell instead of widening it
 BOX_STYLE = "padding:0.5em 0.9em;border-left:4px solid #8a8a8a;background:#f5f5f5;margin-bottom:0.6em"
 
 STATUS_MEANING = {
     ANALYZED: "The packet was admitted and every comparison was computed; no inconclusive reason applies.",
     INCONCLUSIVE: "The packet is well-formed, but the reasons below limit what its numbers can be taken to show.",
-    REFUSED: "The packet was refused at admission (packet-v1.md sections 2-5): nothing in it is interpreted "
+    REFUSED: "The packet was refused at admission (the refusal codes below): nothing in it is interpreted "
              "and nothing numeric is computed.",
 }
 # What a view cannot show, and why, keyed by what it needs.
@@ -61,19 +64,29 @@ def number(value: object) -> str:
     return str(value)
 
 
+def short_number(value: object) -> str:
+    """A value for people: floats to SIGNIFICANT_DIGITS significant digits, everything else as `number` prints it."""
+    if isinstance(value, (float, np.floating)) and not isinstance(value, (bool, np.bool_)):
+        return f"{float(value):.{SIGNIFICANT_DIGITS}g}"
+    return number(value)
+
+
+def number_cell(value: object) -> str:
+    """HTML of a value for a table or label: 4 significant digits (never broken at its exponent's minus sign), the
+    full value in the tooltip when they differ."""
+    shown, full = short_number(value), number(value)
+    title = "" if shown == full else f' title="{esc(full)}"'
+    return f'<span class="number" style="white-space:nowrap"{title}>{esc(shown)}</span>'
+
+
 def _plain(value: object) -> object:
     return dict(value) if isinstance(value, Mapping) else str(value)
 
 
-def table(header: Sequence[str], rows: Iterable[Sequence[str]], *, css_class: str = "",
-          highlighted: Iterable[int] = ()) -> str:
-    """An HTML table; cells are already-escaped HTML; rows whose index is in `highlighted` are shaded."""
-    shade = set(highlighted)
+def table(header: Sequence[str], rows: Iterable[Sequence[str]], *, css_class: str = "") -> str:
+    """An HTML table; cells are already-escaped HTML."""
     head = "".join(f'<th style="{CELL_STYLE}">{cell}</th>' for cell in header)
-    body = []
-    for index, row in enumerate(rows):
-        style = f' style="background:{HIGHLIGHT_BACKGROUND}"' if index in shade else ""
-        body.append(f"<tr{style}>" + "".join(f'<td style="{CELL_STYLE}">{cell}</td>' for cell in row) + "</tr>")
+    body = ["<tr>" + "".join(f'<td style="{CELL_STYLE}">{cell}</td>' for cell in row) + "</tr>" for row in rows]
     return (f'<table class="{esc(css_class)}" style="{TABLE_STYLE}"><thead><tr>{head}</tr></thead>'
             f'<tbody>{"".join(body)}</tbody></table>')
 
@@ -82,7 +95,8 @@ def mapping_table(mapping: dict | None, *, css_class: str = "") -> str:
     """A two-column key / value table of a report dict (None: an explicit 'not established')."""
     if mapping is None:
         return '<p><i>Not established for this packet.</i></p>'
-    return table(("field", "value"), ((f"<code>{esc(k)}</code>", esc(number(v))) for k, v in mapping.items()),
+    return table(("field", "value"), ((f"<code>{esc(k)}</code>", f'<span style="{WRAP_STYLE}">{number_cell(v)}</span>')
+                                      for k, v in mapping.items()),
                  css_class=css_class)
 
 
@@ -146,24 +160,40 @@ def largest_heads(comparison: Comparison, count: int = LARGEST_HEADS) -> list[in
 
 
 def metric_cells(m: Metrics) -> list[str]:
-    return [esc(number(m.linf)), esc(number(m.rmse)), esc(number(m.relative_l2)),
+    return [number_cell(m.linf), number_cell(m.rmse), number_cell(m.relative_l2),
             esc(m.undefined_reason) if m.undefined_reason else ""]
 
 
 METRIC_HEADER = ("linf", "rmse", "relativeL2", "undefined reason")
 
 
+def ranked_heads(numerics: Numerics) -> list[int]:
+    """Query heads by primary linf as a multiple of their FP64 noise floor, then by worst ULP, largest first.
+
+    Heads without a ratio (or a ULP distance) follow those with one; ties by head.
+    """
+    ratios, ulps = noise_floor_ratios(numerics), worst_ulp_per_head(numerics)
+
+    def key(h: int) -> tuple:
+        return (ratios[h] is None, -(ratios[h] or 0.0), ulps[h] is None, -(ulps[h] or 0), h)
+
+    return sorted(range(len(ratios)), key=key)
+
+
 def per_head_table(analysis: Analysis, heads: Sequence[int] | None = None) -> str:
-    """Primary per-head metrics (all heads, or `heads` in that order); the largest-linf heads shaded."""
+    """Primary per-head metrics with each head's noise-floor ratio and worst ULP (all heads ranked, or `heads`)."""
     numerics = analysis.numerics
     if numerics is None:
         return ""
     primary = numerics.primary
-    largest = largest_heads(primary)
-    order = list(range(len(primary.per_head))) if heads is None else list(heads)
-    rows = [[str(h), str(numerics.attention[h].kv_head), *metric_cells(primary.per_head[h])] for h in order]
-    shaded = [i for i, h in enumerate(order) if h in largest]
-    return table(("query head", "KV head", *METRIC_HEADER), rows, css_class="per-head-primary", highlighted=shaded)
+    ratios, ulps = noise_floor_ratios(numerics), worst_ulp_per_head(numerics)
+    order = ranked_heads(numerics) if heads is None else list(heads)
+    rows = [[str(h), str(numerics.attention[h].kv_head), *metric_cells(primary.per_head[h])[:3],
+             number_cell(ratios[h]), number_cell(ulps[h]), *metric_cells(primary.per_head[h])[3:]] for h in order]
+    dtype = numerics.rounded_to_output.dtype
+    return table(("query head", "KV head", *METRIC_HEADER[:3], "linf / own FP64 noise floor",
+                  f"max ULP to reference rounded to {esc(dtype)}", METRIC_HEADER[3]), rows,
+                 css_class="per-head-primary")
 
 
 def global_table(analysis: Analysis) -> str:

@@ -31,11 +31,13 @@ from explorer.views.common import (
     named,
     note,
     plot_pane,
+    selectable,
     state,
 )
 from explorer.views.html_summary import esc, table
 
 TOKEN_TENSORS = ("storedKeys", "storedValues")  # drawn head x token, aggregated over channels
+QUERY_HEAD_TENSORS = ("queries", "output")  # query head x channel maps: a click selects that output element
 KIND_CODES = (FINITE, QUIET_NAN, SIGNALING_NAN, POSITIVE_INFINITY, NEGATIVE_INFINITY)
 KIND_NAMES = ("finite", "quiet NaN", "signaling NaN", "+inf", "-inf")
 KIND_COLOURS = ("#f4f4f4", "#9467bd", "#e377c2", "#d62728", "#1f77b4")
@@ -109,40 +111,43 @@ def _counts_table(analysis: Analysis) -> str:
         rows.append((f"<code>{name}</code>", esc(m.dtype), esc(m.nan), esc(m.signaling_nan),
                      esc(m.positive_infinity), esc(m.negative_infinity),
                      "all finite" if m.total == 0 else esc(shown)))
-    return table(("tensor", "dtype", "NaN (quiet and signaling)", "of which signaling NaN", "+inf", "-inf",
+    return table(("tensor", "dtype", "NaN (quiet and signaling)", "of which signaling NaN", "+inf", html_summary.NEGATIVE_INFINITY_HEADER,
                   "first [head, token, channel]"), rows, css_class="nonfinite-counts")
 
 
-def _tensor(analysis: Analysis, name: str) -> list:
+def _tensor(analysis: Analysis, name: str, selection: Selection) -> list:
     nonfinite = analysis.facts.nonfinite[name]
     title = heading(name + (": all finite" if nonfinite.total == 0 else ""))
     if name in TOKEN_TENSORS:
         image, caption = _token_map(nonfinite)
         return [title, plot_pane(image), note(esc(caption))]
     tensor = analysis.admission.tensors[name]
-    return [title, plot_pane(_channel_map(nonfinite, tensor.bits, tensor.dtype))]
+    pane = plot_pane(_channel_map(nonfinite, tensor.bits, tensor.dtype))
+    return [title, selectable(pane, selection) if name in QUERY_HEAD_TENSORS else pane]
 
 
-def _body(analysis: Analysis) -> list:
+def _body(analysis: Analysis, selection: Selection) -> list:
     parts = [heading("Nonfinite counts"), html_pane(_counts_table(analysis))]
     finite = [name for name in TENSOR_NAMES if analysis.facts.nonfinite[name].total == 0]
     if len(finite) == len(TENSOR_NAMES):
-        parts.append(state("<b>All finite</b>: no NaN and no infinity in any element of the six tensors.",
-                           "all-finite"))
+        parts.append(state("<b>All finite</b>: no NaN and no infinity in any element of the six tensors ("
+                           + ", ".join(f"<code>{name}</code>" for name in TENSOR_NAMES) + ").", "all-finite"))
     elif finite:
-        parts.append(state("<b>All finite</b> (no NaN, no infinity): "
-                           + ", ".join(f"<code>{name}</code>" for name in finite) + ".", "tensors-all-finite"))
+        others = [name for name in TENSOR_NAMES if name not in finite]
+        parts.append(note("No NaN and no infinity in " + ", ".join(f"<code>{name}</code>" for name in finite)
+                          + " only; " + ", ".join(f"<code>{name}</code>" for name in others)
+                          + " hold NaN or infinity (counts above).", "tensors-all-finite"))
     parts += [heading("Where", "Queries, output and incoming K/V: one cell per head and channel, coloured by "
                       "kind. Stored K/V: one cell per head and token, coloured by its nonfinite count."),
               html_pane(_legend())]
     for name in TENSOR_NAMES:
-        parts += _tensor(analysis, name)
+        parts += _tensor(analysis, name, selection)
     return parts
 
 
 def build(analysis: Analysis, selection: Selection) -> pn.Column:
     """The nonfinite view of one analysis (explains itself when no tensor facts exist)."""
-    column = explained(analysis, html_summary.NEEDS_FACTS, lambda: _body(analysis),
+    column = explained(analysis, html_summary.NEEDS_FACTS, lambda: _body(analysis, selection),
                       "the NaN and infinity maps and counts of the six tensors")
     column.css_classes = ["view-nonfinite"]
     return column

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from explorer.views import attention, errors, lastrow, narrowed, nonfinite, raw, summary
+from explorer.views import attention, errors, lastrow, narrowed, nonfinite, overview, raw, summary
 from explorer.views.common import Selection
 
 VIEWS = (
+    ("overview", "Overview", overview.build),
     ("summary", "Summary", summary.build),
     ("errors", "Per-head errors", errors.build),
     ("lastrow", "Last-row bits", lastrow.build),

@@ -8,7 +8,7 @@ from explorer.analysis.result import Analysis
 from explorer.packet.model import REFUSED, TENSOR_NAMES
 from explorer.views import html_summary
 from explorer.views.common import Selection, heading, html_pane
-from explorer.views.html_summary import esc, mapping_table, number, table
+from explorer.views.html_summary import esc, mapping_table, number_cell, table
 
 SCALE_BITS_DIGITS = 8  # hex digits of a binary32 pattern
 NOT_INTERPRETED = "Not interpreted: a refused packet's contents are not trusted, so nothing in them is reported."
@@ -19,7 +19,7 @@ def _selection_table(selection: dict | None) -> str:
         return mapping_table(None)
     rows = []
     for key, value in selection.items():
-        shown = esc(number(value))
+        shown = number_cell(value)
         if key == "scaleBits" and isinstance(value, int):
             shown += f" &nbsp;(<code>0x{value:0{SCALE_BITS_DIGITS}X}</code>)"
         rows.append((f"<code>{esc(key)}</code>", shown))
@@ -32,7 +32,8 @@ def _dtypes_table(analysis: Analysis) -> str:
         return "<p><i>Tensor dtypes are not established: the tensor files did not all verify.</i></p>"
     return table(("tensor", "dtype", "shape", "bytes", "sha256 (verified)"),
                  ((f"<code>{name}</code>", esc(tensors[name].dtype), esc(list(tensors[name].shape)),
-                   esc(tensors[name].byte_count), f"<code>{esc(tensors[name].sha256)}</code>")
+                   esc(tensors[name].byte_count),
+                   f'<code style="{html_summary.WRAP_STYLE}">{esc(tensors[name].sha256)}</code>')
                   for name in TENSOR_NAMES),
                  css_class="tensor-dtypes")
 
@@ -55,10 +56,16 @@ def _per_head(analysis: Analysis) -> list:
     if numerics is None:
         return [heading("Per-head primary metrics"),
                 html_pane(f"<p><i>{esc(html_summary.missing_text(analysis, html_summary.NEEDS_NUMERICS))}</i></p>")]
-    largest = ", ".join(str(h) for h in html_summary.largest_heads(numerics.primary))
-    return [heading("Per-head primary metrics", f"{esc(numerics.primary.label)}. Shaded rows: the "
-                    f"{html_summary.LARGEST_HEADS} heads with the largest linf ({largest or 'none defined'})."),
+    return [heading("Per-head primary metrics", f"{esc(numerics.primary.label)}. Sorted by each head's linf as a "
+                    "multiple of its own FP64 noise floor (the primary reference's own rounding error against "
+                    "FP64; a ratio, not a verdict), then by its largest ULP distance to the rounded reference."),
             html_pane(html_summary.global_table(analysis) + html_summary.per_head_table(analysis))]
+
+
+def _side_by_side(left: tuple, right: tuple) -> pn.GridBox:
+    """Two columns of equal share of the width (long values wrap inside their own column, never under the other)."""
+    return pn.GridBox(pn.Column(*left, sizing_mode="stretch_width"), pn.Column(*right, sizing_mode="stretch_width"),
+                      ncols=2, sizing_mode="stretch_width")
 
 
 def build(analysis: Analysis, selection: Selection) -> pn.Column:
@@ -79,12 +86,10 @@ def build(analysis: Analysis, selection: Selection) -> pn.Column:
         parts += [
             *_per_head(analysis),
             heading("Packet"), html_pane(_packet_hashes(analysis)),
-            pn.Row(pn.Column(heading("Identity"), html_pane(_identity(analysis))),
-                   pn.Column(heading("Selection"), html_pane(_selection_table(admission.selection))),
-                   sizing_mode="stretch_width"),
-            pn.Row(pn.Column(heading("Geometry"), html_pane(mapping_table(admission.geometry, css_class="geometry"))),
-                   pn.Column(heading("Sample facts"), html_pane(mapping_table(admission.sample, css_class="sample"))),
-                   sizing_mode="stretch_width"),
+            _side_by_side((heading("Identity"), html_pane(_identity(analysis))),
+                          (heading("Selection"), html_pane(_selection_table(admission.selection)))),
+            _side_by_side((heading("Geometry"), html_pane(mapping_table(admission.geometry, css_class="geometry"))),
+                          (heading("Sample facts"), html_pane(mapping_table(admission.sample, css_class="sample")))),
             heading("Tensors"), html_pane(_dtypes_table(analysis)),
         ]
     return pn.Column(*parts, sizing_mode="stretch_width", css_classes=["view-summary"])

@@ -177,3 +177,52 @@ def test_choosing_the_open_packet_again_reads_it_again(own_root, tmp_path):
     _flip_byte(own_root / "a" / "stored-values.bin")
     shell._choose("a")
     assert shell._shown.status == "refused" and "changed" in _message(shell)
+
+
+def test_overview_is_the_default_tab_and_its_links_open_their_tabs(shell):
+    assert SLUGS[0] == "overview" and shell.tab == "overview"
+    shell._selection.tab = "nonfinite"
+    assert shell.tab == "nonfinite" and shell._tabs.active == SLUGS.index("nonfinite")
+    assert "nonfinite" in _built(shell)
+
+
+def test_a_selected_element_shows_its_panel_and_enters_the_url(shell):
+    shell._open_from_query(f"?packet={ANALYZED_SAMPLE}")
+    shell._selection.element = (5, 3)
+    record = explorer.analyze(ROOT / ANALYZED_SAMPLE).element(5, 3)
+    assert shell._element_box.visible and 'data-element="5,3"' in shell._element_panel.object
+    assert record.output_hex in shell._element_panel.object
+    assert "element=5%2C3" in shell._query_writer.query
+
+
+@pytest.mark.parametrize("value, selected", [("5,3", (5, 3)), ("323", (5, 3))])
+def test_element_query_selects_the_element(shell, value, selected):
+    shell._open_from_query(f"?packet={ANALYZED_SAMPLE}&element={value}")
+    shell._element_from_query(f"?packet={ANALYZED_SAMPLE}&element={value}")
+    assert shell._selection.element == selected and _message(shell) == ""
+
+
+@pytest.mark.parametrize("value, problem", [("5;3", "is not H,C"), ("99,0", "outside the output"),
+                                            ("\u0665,3", "is not H,C"), ("<b>", "is not H,C")])
+def test_an_invalid_element_query_is_ignored_with_a_note(shell, value, problem):
+    search = f"?packet={ANALYZED_SAMPLE}&element={value}"
+    shell._open_from_query(search)
+    shell._element_from_query(search)
+    assert shell._selection.element is None and not shell._element_box.visible
+    assert problem in _message(shell) and "<b>" not in _message(shell)
+
+
+def test_closing_the_element_panel_clears_the_selection_and_the_url(shell):
+    shell._open_from_query(f"?packet={ANALYZED_SAMPLE}")
+    shell._selection.element = (1, 2)
+    shell._element_close.clicks += 1
+    assert shell._selection.element is None and not shell._element_box.visible
+    assert "element=" not in shell._query_writer.query
+
+
+def test_an_invalid_element_note_joins_the_other_notes(shell):
+    search = "?packet=nowhere&element=x"
+    shell._open_from_query(search)
+    shell._element_from_query(search)
+    message = _message(shell)
+    assert "nowhere" in message and "Element &quot;x&quot; is not H,C" in message

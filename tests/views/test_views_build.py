@@ -15,9 +15,9 @@ NEEDS_FACTS = ("lastrow", "nonfinite")
 PLOTTING = {"errors", "lastrow", "nonfinite", "narrowed", "attention"}
 
 
-def test_registry_lists_the_seven_views_in_tab_order():
+def test_registry_lists_the_eight_views_in_tab_order():
     assert [(slug, title) for slug, title, _ in VIEWS] == [
-        ("summary", "Summary"), ("errors", "Per-head errors"), ("lastrow", "Last-row bits"),
+        ("overview", "Overview"), ("summary", "Summary"), ("errors", "Per-head errors"), ("lastrow", "Last-row bits"),
         ("nonfinite", "Nonfinite"), ("narrowed", "Narrowed-Q"), ("attention", "Attention"), ("raw", "Raw")]
     assert all(callable(builder) for _, _, builder in VIEWS)
 

@@ -7,13 +7,15 @@ import re
 
 import numpy as np
 import panel as pn
-from bokeh.models import HoverTool, LinearColorMapper, LogColorMapper
+from bokeh.models import (ColorBar, GlyphRenderer, HoverTool, LinearColorMapper, LogColorMapper, PrintfTickFormatter,
+                          VBar)
 
+from explorer.analysis.ranking import noise_floor_ratios, worst_ulp_per_head
 from explorer.analysis.result import NEGATIVE_INFINITY, POSITIVE_INFINITY
 from explorer.export import report_text
 from explorer.packet.model import TENSOR_NAMES
 from explorer.views import Selection, attention, html_summary, nonfinite
-from explorer.views.common import LINEAR
+from explorer.views.common import LINEAR, LOG, colour_scale
 from views_support import BUILDERS, colour_mappers, images, images_by_title, models, plots, render, text, tooltips
 
 
@@ -30,7 +32,7 @@ def _column(renderer, name) -> np.ndarray:
 # ---------------------------------------------------------------- errors
 
 
-def test_error_maps_draw_the_results_own_errors_on_one_log_scale(analyses):
+def test_error_maps_draw_the_results_own_errors_each_on_its_own_log_scale(analyses):
     numerics = analyses["clean-fp32q-bf16kv"].numerics
     view, document = _build(analyses, "clean-fp32q-bf16kv", "errors")
     maps = images_by_title(document)
@@ -44,14 +46,50 @@ def test_error_maps_draw_the_results_own_errors_on_one_log_scale(analyses):
         np.testing.assert_array_equal(_column(renderer, "output"), comparison.actual)
         np.testing.assert_array_equal(_column(renderer, "reference"), comparison.reference)
         np.testing.assert_array_equal(_column(renderer, "ulp"), numerics.rounded_to_output.ulp.distance)
-    mappers = colour_mappers(document)
-    assert all(isinstance(m, LogColorMapper) for m in mappers)
-    assert len({(m.low, m.high) for m in mappers}) == 1, "one shared colour scale"
+        mapper = renderer.glyph.color_mapper
+        own = colour_scale([comparison.abs_error], LOG, "|output - reference|")
+        assert isinstance(mapper, LogColorMapper) and (mapper.low, mapper.high) == own.clim, title
+    assert len({(m.low, m.high) for m in colour_mappers(document)}) > 1, "each map its own scale"
+    assert len(models(document, ColorBar)) == len(expected), "one colour bar per map"
     labels = tooltips(document)
     for label in ("query head", "channel", "KV head", "output", "reference", "|output - reference|"):
         assert label in labels
     assert any(label.startswith("ULP") for label in labels)
     assert "smallest positive" in text(view)
+
+
+def test_error_maps_can_share_one_scale(analyses):
+    view, _ = _build(analyses, "clean-fp32q-bf16kv", "errors")
+    view.select(pn.widgets.Checkbox)[0].value = True
+    document = render(view)
+    assert len({(m.low, m.high) for m in colour_mappers(document)}) == 1, "one shared colour scale"
+    assert len(models(document, ColorBar)) == 1
+    assert "One colour scale for every map" in text(view)
+
+
+def test_error_map_captions_say_what_dominates(analyses):
+    view, _ = _build(analyses, "qwen36-bf16-t64", "errors")
+    assert ("output is bfloat16: |output - primary| includes the bfloat16 rounding of the reference; "
+            "the rounded map shows what is left beyond it") in text(view).lower()
+    view, _ = _build(analyses, "clean-fp32q-bf16kv", "errors")
+    assert "A counterfactual, not the reference" in text(view)
+
+
+def test_log_colour_bars_print_their_exponents(analyses):
+    _, document = _build(analyses, "injected-error-head5", "errors")
+    bars = models(document, ColorBar)
+    assert bars and all(isinstance(bar.formatter, PrintfTickFormatter) and "e" in bar.formatter.format
+                        for bar in bars)
+
+
+def test_ulp_histogram_is_a_bar_chart_beside_its_table(analyses):
+    numerics = analyses["qwen36-bf16-t64"].numerics
+    _, document = _build(analyses, "qwen36-bf16-t64", "errors")
+    bars = [r for r in models(document, GlyphRenderer) if isinstance(r.glyph, VBar)]
+    assert len(bars) == 1
+    counts = [int(c) for c in bars[0].data_source.data["elements"]]
+    assert counts == [count for _, _, count in numerics.rounded_to_output.ulp.histogram]
+    assert "nonfinite pairs (eligible heads only)" in text(_build(analyses, "qwen36-bf16-t64", "errors")[0])
 
 
 def test_error_maps_switch_to_a_linear_scale(analyses):
@@ -253,12 +291,19 @@ def test_summary_shows_identity_selection_and_limitations(analyses):
         assert f"<code>{name}</code>" in shown
 
 
-def test_summary_shades_the_largest_linf_heads(analyses):
+def test_summary_ranks_heads_by_their_noise_floor_ratio(analyses):
     analysis = analyses["injected-error-head5"]
-    assert html_summary.largest_heads(analysis.numerics.primary)[0] == 5
+    ratios = noise_floor_ratios(analysis.numerics)
+    ulps = worst_ulp_per_head(analysis.numerics)
     view, _ = _build(analyses, "injected-error-head5", "summary")
-    assert "largest linf (5," in text(view)
-    assert html_summary.HIGHLIGHT_BACKGROUND in text(view)
+    table = text(view).split('class="per-head-primary"')[1].split("</table>")[0]
+    heads = [int(h) for h in re.findall(r"<tr><td[^>]*>(\d+)</td>", table)]
+    assert sorted(heads) == list(range(len(ratios)))
+    shown = [ratios[h] for h in heads]
+    assert shown == sorted(shown, reverse=True) and heads[0] == 5
+    assert html_summary.number_cell(ratios[5]) in table and html_summary.number_cell(ulps[5]) in table
+    assert "background" not in table, "no shading"
+    assert "a ratio, not a verdict" in text(view)
 
 
 def test_refused_summary_interprets_nothing(analyses):

@@ -17,8 +17,8 @@ def test_overview_of_an_analyzed_packet_lists_its_largest_linf_heads(analyses):
     page = html_summary.overview_html(analysis)
     assert 'data-status="analyzed"' in page
     assert html_summary.esc(analysis.numerics.primary.label) in page
-    assert repr(analysis.numerics.primary.per_head[5].linf) in page
-    assert page.count('<tr style="background') == html_summary.LARGEST_HEADS
+    assert html_summary.esc(repr(analysis.numerics.primary.per_head[5].linf)) in page  # the full value, as a tooltip
+    assert page.split('class="per-head-primary"')[1].count("<tr><td") == html_summary.LARGEST_HEADS
 
 
 @pytest.mark.parametrize("name, code", [("refused-hash-mismatch", "sha256_mismatch"),
@@ -43,6 +43,19 @@ def test_numbers_are_shown_as_the_report_prints_them():
     assert html_summary.number(True) == "true"
     assert html_summary.number({"a": 1}) == '{"a": 1}'
     assert html_summary.number(7) == "7"
+
+
+def test_short_numbers_keep_four_significant_digits_and_the_full_value_in_the_tooltip():
+    assert html_summary.short_number(0.13175451755523682) == "0.1318"
+    assert html_summary.short_number(np.float32(3.0517578125e-05)) == "3.052e-05"
+    assert html_summary.short_number(1234567.0) == "1.235e+06"
+    assert html_summary.short_number(float("nan")) == "nan"
+    assert html_summary.short_number(12345) == "12345"  # integers are exact counts, never rounded
+    assert html_summary.short_number(None) == html_summary.NOT_A_NUMBER
+    assert html_summary.short_number("bfloat16") == "bfloat16"
+    cell = html_summary.number_cell(0.13175451755523682)
+    assert cell == '<span class="number" style="white-space:nowrap" title="0.13175451755523682">0.1318</span>'
+    assert html_summary.number_cell(0.5) == '<span class="number" style="white-space:nowrap">0.5</span>'  # no tooltip
 
 
 def test_largest_heads_skip_null_metrics_and_break_ties_by_head(analyses):
@@ -71,7 +84,7 @@ def test_colour_scale_linear_and_log():
 @pytest.mark.parametrize("mode", [LINEAR, LOG])
 def test_colour_scale_without_a_range(mode):
     zeros = colour_scale([np.zeros((2, 2))], mode, "x")
-    assert not zeros.logz and zeros.clim == (0.0, 1.0) and "equals 0.0" in zeros.note
+    assert not zeros.logz and zeros.clim == (0.0, 1.0) and "equals 0 " in zeros.note
     one_positive = colour_scale([np.array([0.0, 2.0])], mode, "x")
     assert not one_positive.logz and one_positive.clim == (0.0, 2.0)
     undefined = colour_scale([np.full((2, 2), np.nan)], mode, "x")

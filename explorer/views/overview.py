@@ -1,0 +1,195 @@
+"""Overview view: status, reasons and identity above the four views side by side (error map, last-row bits, nonfinite counts, narrowed-Q), each compact and linked to its tab; draws only numbers held by the analysis."""
+
+from __future__ import annotations
+
+import numpy as np
+import panel as pn
+
+from explorer.analysis.result import Analysis, LastRow, Numerics
+from explorer.packet.dtypes import FIELD_BITS
+from explorer.packet.model import REFUSED, TENSOR_NAMES
+from explorer.views import html_summary, lastrow
+from explorer.views.common import (
+    CONTINUOUS_CMAP,
+    LOG,
+    Field,
+    Selection,
+    colour_scale,
+    grid_map,
+    hex_pattern,
+    html_pane,
+    named,
+    note,
+    per_head_charts,
+    plot_pane,
+    selectable,
+    state,
+    ulp_value,
+)
+from explorer.views.html_summary import esc, short_number, table
+from explorer.views.narrowed import reason_words
+
+MAP_HEIGHT = 215
+ROW_PIXELS = 14  # last-row map pixels per KV head
+LAST_ROW_BASE_HEIGHT = 66
+LAST_ROW_MAX_HEIGHT = 130
+CHART_HEIGHT = 190
+CELL_MARGIN = (4, 4)
+SHA_DIGITS = 12  # packetSHA256 hex digits in the identity line of a refused packet
+CELL_STYLE = {"border": "1px solid #d0d7e0", "border-radius": "4px", "padding": "4px 8px"}
+# (slug, cell title, tab title) of the four cells, in grid order.
+CELLS = (("errors", "Per-head error", "Per-head errors"), ("lastrow", "Last-row bits", "Last-row bits"),
+         ("nonfinite", "Nonfinite", "Nonfinite"), ("narrowed", "Narrowed-Q counterfactual", "Narrowed-Q"))
+
+
+def identity_line(analysis: Analysis) -> str:
+    """One line naming the packet: model, backend, request / output index / layer, phase, geometry, dtypes."""
+    admission = analysis.admission
+    if analysis.status == REFUSED:
+        sha = admission.packet_sha256
+        return (f"<code>{esc(admission.path)}</code> &middot; packetSHA256 "
+                f"<code>{esc(sha[:SHA_DIGITS]) if sha else html_summary.NOT_A_NUMBER}</code> &middot; "
+                "refused: identity not interpreted")
+    parts = []
+    identity, selection, geometry = admission.identity, admission.selection, admission.geometry
+    if identity is not None:
+        parts += [f"model <b>{esc(identity.get('modelID'))}</b>", f"backend {esc(identity.get('backend'))}"]
+    if selection is not None:
+        parts += [f"request {esc(selection.get('requestID'))}", f"output index {esc(selection.get('outputIndex'))}",
+                  f"layer {esc(selection.get('modelLayerIndex'))} (storage {esc(selection.get('storageLayerIndex'))})",
+                  esc(selection.get("phase"))]
+    if geometry is not None:
+        parts.append("QH {queryHeads}, KVH {kvHeads}, D {headDim}, T {tokens}".format(**geometry))
+    if admission.tensors is not None:
+        parts.append(f"output {esc(admission.tensors['output'].dtype)}")
+    return " &middot; ".join(parts) or f"<code>{esc(admission.path)}</code>"
+
+
+def _header(analysis: Analysis) -> pn.pane.HTML:
+    return html_pane(f'<div class="overview-identity" style="margin:0.2em 0">{identity_line(analysis)}</div>'
+                     f'<div class="overview-status">{html_summary.status_html(analysis)}</div>')
+
+
+def _unavailable(analysis: Analysis, needs: str, what: str) -> pn.pane.HTML:
+    return html_pane(f'<p class="overview-unavailable"><b>Not available: {esc(what)}.</b> '
+                     f"{esc(html_summary.missing_text(analysis, needs))}</p>")
+
+
+# ---------------------------------------------------------------- the four cells
+
+
+def _error_map(analysis: Analysis, numerics: Numerics, selection: Selection) -> list:
+    """The map carrying the information: ULP to the rounded reference for a narrow output, else |output - primary|."""
+    rounded = numerics.rounded_to_output
+    dtype = rounded.dtype
+    if rounded.identity:
+        comparison = numerics.primary
+        colour = comparison.abs_error
+        what = "|output - primary|"
+        fields = [Field("error", what, colour), Field("ulp", "ULP (float32)", rounded.ulp.distance, ulp_value)]
+        caption = "Output is float32: |output - primary reference| per query head and channel."
+    else:
+        colour = np.where(rounded.ulp.distance >= 0, rounded.ulp.distance, np.nan).astype(np.float64)
+        what = f"ULP distance in {dtype}"
+        fields = [Field("ulp_colour", what, colour),
+                  Field("error", f"|output - reference rounded to {dtype}|", rounded.comparison.abs_error)]
+        caption = (f"Output is {dtype}: ULP distance to the primary reference rounded (RNE) to {dtype} (its "
+                   f"{dtype} rounding not counted; 0 = the same {dtype} value).")
+    scale = colour_scale([colour], LOG, what)
+    image = grid_map(colour, fields, title=what, colour_label=what, xlabel="channel", ylabel="query head",
+                     clim=scale.clim, logz=scale.logz, cmap=CONTINUOUS_CMAP, height=MAP_HEIGHT)
+    pane = selectable(plot_pane(image.opts(toolbar=None), css_classes=["overview-error-map"]), selection)
+    finite = colour[np.isfinite(colour)]
+    spread = finite.size and finite.min() < finite.max()
+    colours = (f"{'Log' if scale.logz else 'Linear'} colours from {short_number(scale.clim[0])} to "
+               f"{short_number(scale.clim[1])}" if spread else scale.note.split(".")[0])
+    return [pane, note(esc(f"{caption} {colours}; grey: undefined. Click a cell for every number behind it."),
+                       "overview-caption")]
+
+
+def _last_row_map(row: LastRow, name: str) -> list:
+    """One line of counts, and the KV head x channel map of differing fields when any element differs."""
+    line = (f"<b>{esc(name)}</b>: {row.mismatched} of {row.compared} elements differ"
+            + ("" if row.mismatched else " (all bits equal)"))
+    bits = sum(FIELD_BITS[row.dtype])
+    fields = [Field("fields", "fields that differ", row.field_mask, lambda: named(lastrow.FIELD_NAMES)),
+              Field("xor", "XOR", row.xor, lambda: hex_pattern(bits))]
+    height = min(LAST_ROW_BASE_HEIGHT + ROW_PIXELS * row.field_mask.shape[0], LAST_ROW_MAX_HEIGHT)
+    image = grid_map(row.field_mask, fields, title="", colour_label="fields that differ",
+                     xlabel="channel", ylabel="KV head", clim=(-0.5, len(lastrow.FIELD_NAMES) - 0.5),
+                     cmap=list(lastrow.FIELD_COLOURS), colorbar=False, height=height)
+    text = html_pane(f'<div class="overview-last-row">{line}</div>')
+    return [text, plot_pane(image.opts(toolbar=None))] if row.mismatched else [text]
+
+
+def _last_rows(analysis: Analysis) -> list:
+    facts = analysis.facts
+    rows = (facts.last_row_keys, facts.last_row_values)
+    legend = [html_pane(lastrow._legend())] if any(row.mismatched for row in rows) else []
+    return [*_last_row_map(rows[0], "Keys"), *_last_row_map(rows[1], "Values"), *legend]
+
+
+def _nonfinite(analysis: Analysis) -> list:
+    rows, finite = [], []
+    for name in TENSOR_NAMES:
+        m = analysis.facts.nonfinite[name]
+        if m.total == 0:
+            finite.append(name)
+        rows.append((f"<code>{name}</code>", esc(m.dtype), esc(m.nan), esc(m.signaling_nan),
+                     esc(m.positive_infinity), esc(m.negative_infinity)))
+    parts = [html_pane(table(("tensor", "dtype", "NaN", "of which signaling", "+inf", html_summary.NEGATIVE_INFINITY_HEADER), rows,
+                             css_class="overview-nonfinite"))]
+    if len(finite) == len(TENSOR_NAMES):
+        parts.append(note("No NaN and no infinity in any element of the six tensors.", "overview-finite"))
+    elif finite:
+        parts.append(note("No NaN and no infinity in " + ", ".join(f"<code>{n}</code>" for n in finite)
+                          + " (only these).", "overview-finite"))
+    return parts
+
+
+def _narrowed(analysis: Analysis, numerics: Numerics) -> list:
+    nq = numerics.narrowed_query
+    if nq is None:
+        return [state(f'<b>Not applicable</b> (<code class="narrowed-reason">{esc(numerics.narrowed_query_reason)}'
+                      f"</code>): {esc(reason_words(analysis, numerics.narrowed_query_reason))}",
+                      "narrowed-not-applicable")]
+    floor = ("FP64 noise floor of the primary reference", numerics.fp64.reference_error)
+    legend, row, hidden = per_head_charts(
+        [("output vs primary reference", numerics.primary), ("output vs narrowed-Q counterfactual", nq.comparison)],
+        floor, metrics=(("linf", "linf"),), height=CHART_HEIGHT)
+    caption = (f"linf per query head of the output against the primary reference and against the counterfactual "
+               f"(queries rounded to {esc(nq.dtype)} first; a counterfactual, never the reference).")
+    return [legend, row, note(caption, "overview-caption"), hidden]
+
+
+def _cell(slug: str, title: str, tab_title: str, selection: Selection, body: list) -> pn.Column:
+    link = pn.widgets.Button(label=f"{tab_title} tab \u2192", color="light", width=180, height=30,
+                             css_classes=["overview-link"])
+    link.on_click(lambda _event: selection.param.update(tab=slug))
+    header = pn.Row(html_pane(f'<h4 style="margin:0.3em 0">{esc(title)}</h4>'), link,
+                    sizing_mode="stretch_width")
+    return pn.Column(header, *body, sizing_mode="stretch_width", styles=CELL_STYLE, margin=CELL_MARGIN,
+                     css_classes=["overview-cell", f"overview-{slug}"])
+
+
+def _cells(analysis: Analysis, selection: Selection) -> list:
+    numerics, facts = analysis.numerics, analysis.facts
+    needs_numerics, needs_facts = html_summary.NEEDS_NUMERICS, html_summary.NEEDS_FACTS
+    bodies = {
+        "errors": (_error_map(analysis, numerics, selection) if numerics is not None else
+                   [_unavailable(analysis, needs_numerics, "the per-head error map")]),
+        "lastrow": (_last_rows(analysis) if facts is not None else
+                    [_unavailable(analysis, needs_facts, "the last-row bit comparison")]),
+        "nonfinite": (_nonfinite(analysis) if facts is not None else
+                      [_unavailable(analysis, needs_facts, "the nonfinite counts")]),
+        "narrowed": (_narrowed(analysis, numerics) if numerics is not None else
+                     [_unavailable(analysis, needs_numerics, "the narrowed-Q counterfactual")]),
+    }
+    return [_cell(slug, title, tab, selection, bodies[slug]) for slug, title, tab in CELLS]
+
+
+def build(analysis: Analysis, selection: Selection) -> pn.Column:
+    """The overview of one analysis (every status): header, then the four compact views two by two."""
+    grid = pn.GridBox(*_cells(analysis, selection), ncols=2, sizing_mode="stretch_width",
+                      css_classes=["overview-grid"])
+    return pn.Column(_header(analysis), grid, sizing_mode="stretch_width", css_classes=["view-overview"])
