@@ -16,9 +16,12 @@ from panel.custom import JSComponent
 
 import explorer
 from explorer.analysis.result import Analysis
+from explorer.analysis.summary import ERROR
 from explorer.export import EXPORT_DIR_ENV, ExportPaths, choose_export_dir, export_packet
+from explorer.index import PacketIndex
 from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED
 from explorer.ui import catalog
+from explorer.ui.packets import PacketList
 from explorer.views import VIEWS, Selection
 
 log = logging.getLogger(__name__)
@@ -35,6 +38,7 @@ BADGE_COLOURS = {
     ANALYZED: ("#dde5ef", "#1f3550"),
     INCONCLUSIVE: ("#e7e1ee", "#3d2f52"),
     REFUSED: ("#e4e4e4", "#333333"),
+    ERROR: ("#f1e6d8", "#4a3a22"),  # the list only: a summary that could not be made
 }
 BADGE_STYLE = ("display:inline-block;padding:0 0.5em;border-radius:0.6em;font-size:0.85em;font-weight:600;"
                "margin-right:0.5em")
@@ -53,6 +57,10 @@ def parse_options(argv: Sequence[str], environ: Mapping[str, str] = os.environ) 
 
 def _echo(value: str) -> str:
     return html.escape(value[:MAX_QUERY_ECHO] + ("..." if len(value) > MAX_QUERY_ECHO else ""))
+
+
+def _list_badge(status: str) -> str:
+    return badge_html(catalog.Summary("", status, (), None, None, None, None, None, None), "packet-badge")
 
 
 def badge_html(summary: catalog.Summary, css_class: str) -> str:
@@ -98,7 +106,8 @@ class Shell(param.Parameterized):
         super().__init__(**params)
         self.root = root
         self.export_dir = export_dir
-        self.entries = catalog.discover(root)
+        self.index = PacketIndex(root)  # discovered afresh for every session: a packet added later is listed
+        self.entries = self.index.entries
         self._analyses: dict[str, Analysis] = {}
         self._selection: Selection | None = None
         self._query_writer = QueryWriter(width=0, height=0, margin=0)
@@ -112,19 +121,18 @@ class Shell(param.Parameterized):
         self._export_note = pn.pane.HTML("", sizing_mode="stretch_width")
         self._html_download = pn.widgets.FileDownload(visible=False, color="light", width=260)
         self._json_download = pn.widgets.FileDownload(visible=False, color="light", width=260)
-        self._buttons = {entry.name: pn.widgets.Button(label=entry.name, color="light",
-                                                       sizing_mode="stretch_width", margin=(4, 5, 0, 5))
-                         for entry in self.entries}
-        self.sidebar = self._packet_list()
+        self.packets = PacketList(self.index, badge=_list_badge, on_choose=self._choose)
+        self.sidebar = self.packets.panel
         self.main = pn.Column(
             self._query_writer, self._message, self._status,
             pn.Row(self._export_button, self._html_download, self._json_download, sizing_mode="stretch_width"),
             self._export_note, self._tabs, sizing_mode="stretch_width")
         self._tabs.param.watch(self._on_active, "active")
         self._export_button.on_click(self._on_export)
-        for name, button in self._buttons.items():
-            button.on_click(lambda _, name=name: self._choose(name))
-        self._open_from_query(pn.state.location.search if pn.state.location is not None else "")
+        self._initial_query = pn.state.location.search if pn.state.location is not None else ""
+        self.packets.start()
+        self._open_from_query(self._initial_query)
+        self.packets.param.watch(self._on_filled, "filled")
         self.param.watch(self._on_packet, "packet")
         self.param.watch(self._on_tab, "tab")
         self.param.watch(self._on_head, "head")
@@ -135,19 +143,6 @@ class Shell(param.Parameterized):
         if entry.name not in self._analyses:
             self._analyses[entry.name] = explorer.analyze(entry.path)
         return self._analyses[entry.name]
-
-    def _packet_list(self) -> pn.Column:
-        header = pn.pane.HTML(f"<b>{len(self.entries)} packets</b> under <code>{html.escape(str(self.root))}</code>",
-                              sizing_mode="stretch_width")
-        rows = [header]
-        if not self.entries:
-            rows.append(pn.pane.HTML("No directory holding packet.json was found one or two levels below the root."))
-        for entry in self.entries:
-            summary = catalog.summarize(self._analysis(entry))
-            badge = pn.pane.HTML(badge_html(summary, "packet-badge"), margin=(0, 10, 6, 10),
-                                 sizing_mode="stretch_width")
-            rows += [self._buttons[entry.name], badge]
-        return pn.Column(*rows, sizing_mode="stretch_width")
 
     def _choose(self, name: str) -> None:
         self.packet = name
@@ -172,8 +167,8 @@ class Shell(param.Parameterized):
         with param.parameterized.discard_events(self):
             self.tab, self.head = tab, int(head)
         self._tabs.active = SLUGS.index(self.tab)
-        if name is None and self.entries:
-            name = self.entries[0].name
+        if name is None and self.packets.filled:
+            name = self.packets.first_in_order()  # by status and noise-floor ratio; else opened once filled
         if name is not None:
             with param.parameterized.discard_events(self):
                 self.packet = name
@@ -210,8 +205,6 @@ class Shell(param.Parameterized):
                 self.head = 0
         self._selection = Selection(head=self.head)
         self._selection.param.watch(self._on_selection_head, "head")
-        for name, button in self._buttons.items():
-            button.color = "primary" if name == self.packet else "light"
         summary = catalog.summarize(analysis)
         self._status.object = (
             f'<div class="status-line" data-packet="{html.escape(self.packet)}">'
@@ -245,6 +238,10 @@ class Shell(param.Parameterized):
                 self.packet = event.old
             return
         self._say(" ".join(self._open()))
+
+    def _on_filled(self, event: param.parameterized.Event) -> None:
+        if event.new and not self.packet:
+            self._open_from_query(self._initial_query)
 
     def _on_active(self, event: param.parameterized.Event) -> None:
         self.tab = SLUGS[event.new]
