@@ -8,10 +8,11 @@ from explorer.ui.shell import Shell, parse_options
 
 TITLE = "Attention Packet Explorer"
 HEADER_BACKGROUND = "#2f3e4e"
-SIDEBAR_WIDTH = 330
+SIDEBAR_WIDTH = 430  # the packet table: name, status, max head linf, ratio
 
 # BootstrapTemplate serves every asset from this server: no web fonts, no CDN (the browser tests check it).
-pn.extension()
+pn.extension("tabulator")
+pn.config.nthreads = 4  # callbacks and each session's first packet run on threads: no session waits for another's
 
 root, export_dir = parse_options(sys.argv[1:])
 shell = Shell(root, export_dir)

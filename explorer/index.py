@@ -11,10 +11,12 @@ never trusted in place of the hashes.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import multiprocessing
 import threading
 from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -24,6 +26,8 @@ from explorer.analysis.summary import (INTERNAL_ERROR, WORKER_CRASHED, PacketSum
 from explorer.discovery import Entry, discover
 from explorer.packet.admission import admit
 from explorer.workers import WorkerCrashed, default_jobs, map_isolated
+
+log = logging.getLogger(__name__)
 
 SUMMARY_CACHE_ENTRIES = 100_000  # a few hundred bytes each
 KNOWN_KEY_ENTRIES = 100_000  # path -> last verified key, for routing only
@@ -84,16 +88,30 @@ def checked_summary(task: tuple[str, ContentKey | None]) -> Check:
     return content_key(analysis.admission), summary_of(analysis)
 
 
+def _inline(tasks: list[tuple[str, ContentKey | None] | None]) -> Iterator[tuple[int, Check | Exception]]:
+    """Check each task (None: skip) in this thread."""
+    for index, task in enumerate(tasks):
+        if task is None:
+            continue
+        try:
+            yield index, checked_summary(task)
+        except Exception as error:  # a programming error: reported for this packet only
+            yield index, error
+
+
 def _checks(tasks: list[tuple[str, ContentKey | None]]) -> Iterator[tuple[int, Check | Exception]]:
     if len(tasks) <= INLINE_PACKETS:
-        for index, task in enumerate(tasks):
-            try:
-                yield index, checked_summary(task)
-            except Exception as error:  # a programming error: reported for this packet only
-                yield index, error
+        yield from _inline(tasks)
         return
     multiprocessing.get_context(WORKER_START_METHOD).set_forkserver_preload(WORKER_PRELOAD)
-    yield from map_isolated(checked_summary, tasks, jobs=default_jobs(), context=WORKER_START_METHOD)
+    reported: set[int] = set()
+    try:
+        for index, check in map_isolated(checked_summary, tasks, jobs=default_jobs(), context=WORKER_START_METHOD):
+            reported.add(index)
+            yield index, check
+    except (OSError, BrokenProcessPool):  # no worker process could be started at all: check here instead
+        log.exception("packet index: worker processes unavailable, checking in this process")
+        yield from _inline([task if index not in reported else None for index, task in enumerate(tasks)])
 
 
 def _resolved(path: str, check: Check | Exception) -> PacketSummary:
@@ -161,7 +179,14 @@ class PacketIndex:
     def fill_in_background(self, on_summary: Callable[[str, PacketSummary], None],
                            cancelled: Callable[[], bool]) -> Future:
         """`fill` on the process-wide filling thread (fills of several sessions run one after another)."""
-        return _filler.submit(self.fill, on_summary, cancelled)
+        future = _filler.submit(self.fill, on_summary, cancelled)
+        future.add_done_callback(_log_failure)
+        return future
+
+
+def _log_failure(future: Future) -> None:
+    if future.exception() is not None:
+        log.error("packet index: the fill stopped", exc_info=future.exception())
 
 
 def _cached_key(path: str) -> ContentKey | None:

@@ -6,6 +6,7 @@ import argparse
 import html
 import logging
 import os
+import threading
 from pathlib import Path
 from typing import Mapping, Sequence
 from urllib.parse import parse_qsl, urlencode
@@ -130,9 +131,10 @@ class Shell(param.Parameterized):
         self._tabs.param.watch(self._on_active, "active")
         self._export_button.on_click(self._on_export)
         self._initial_query = pn.state.location.search if pn.state.location is not None else ""
+        self._opening = threading.Lock()
         self.packets.start()
-        self._open_from_query(self._initial_query)
-        self.packets.param.watch(self._on_filled, "filled")
+        pn.state.onload(self._open_requested)  # after the first paint when served (on a thread with --num-threads)
+        self.packets.param.watch(self._open_requested, "filled")
         self.param.watch(self._on_packet, "packet")
         self.param.watch(self._on_tab, "tab")
         self.param.watch(self._on_head, "head")
@@ -239,9 +241,11 @@ class Shell(param.Parameterized):
             return
         self._say(" ".join(self._open()))
 
-    def _on_filled(self, event: param.parameterized.Event) -> None:
-        if event.new and not self.packet:
-            self._open_from_query(self._initial_query)
+    def _open_requested(self, *_event) -> None:
+        """Open what the URL asks for; without ?packet=, the first by status and ratio once the list is filled."""
+        with self._opening:
+            if not self.packet:
+                self._open_from_query(self._initial_query)
 
     def _on_active(self, event: param.parameterized.Event) -> None:
         self.tab = SLUGS[event.new]

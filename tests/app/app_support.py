@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import re
 import socket
 import subprocess
 import sys
@@ -135,3 +136,22 @@ def pixel_std(png: bytes) -> float:
 def artifact(name: str) -> Path:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     return ARTIFACTS / name
+
+
+def packet_cell(page, name: str):
+    """The packet-name cell of `name` in the sidebar's packet table (on the page currently shown)."""
+    return page.locator(".tabulator-cell[tabulator-field='packet']", has_text=re.compile(f"^{re.escape(name)}$"))
+
+
+def wait_statuses(page) -> None:
+    """Wait until the packet list knows every packet's status."""
+    page.wait_for_selector(".packet-count-text[data-pending='0']", timeout=PAGE_TIMEOUT_MS)
+
+
+def choose_packet(page, name: str) -> None:
+    """Click `name` in the packet table (searching for it first) and wait for its status line."""
+    search = page.locator(".packet-search input")
+    search.fill(name)
+    packet_cell(page, name).click()
+    page.wait_for_selector(f".status-line[data-packet='{name}']", timeout=PAGE_TIMEOUT_MS)
+    search.fill("")
