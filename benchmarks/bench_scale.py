@@ -128,13 +128,14 @@ def bench_root(browser, root: Path, log: Path, packets: int) -> None:
                   f"(targets {TARGETS['first_render_s']} s / {TARGETS['all_statuses_s']} s)")
             time.sleep(1)
             print(f"server RSS after {session} session(s):           {memory(server.process.pid)}")
+            after_one = rss_mb(server.process.pid) if session == 1 else after_one
         after_three = rss_mb(server.process.pid)
         for page in pages:
             page.close()
         time.sleep(SETTLE_S)
         settled = rss_mb(server.process.pid)
         print(f"server RSS {SETTLE_S} s after closing:             {memory(server.process.pid)}")
-        print(f"  per extra session (avg of 2): {(after_three - idle) / 3:.1f} MB "
+        print(f"  per extra session (sessions 2 and 3, average): {(after_three - after_one) / 2:.1f} MB "
               f"(target <= {TARGETS['per_session_mb']}), settled - idle: {settled - idle:+.1f} MB "
               f"(target within {TARGETS['settled_mb']})")
     finally:

@@ -4,6 +4,7 @@ import sys
 
 import panel as pn
 
+from explorer.ui.memory import release_memory
 from explorer.ui.shell import Shell, parse_options
 
 TITLE = "Attention Packet Explorer"
@@ -14,6 +15,7 @@ SIDEBAR_WIDTH = 430  # the packet table: name, status, max head linf, ratio
 pn.extension("tabulator")
 pn.config.nthreads = 4  # callbacks and each session's first packet run on threads: no session waits for another's
 
+pn.state.on_session_destroyed(release_memory)
 root, export_dir = parse_options(sys.argv[1:])
 shell = Shell(root, export_dir)
 pn.template.BootstrapTemplate(

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from explorer.analysis.analyze import analyze
-from explorer.analysis.ranking import noise_floor_ratios, selection_key, worst_head, worst_ulp_per_head
+from explorer.analysis.ranking import selection_key, worst_head, worst_ulp_per_head
 from explorer.analysis.result import Analysis
 from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED
 
