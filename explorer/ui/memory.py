@@ -20,6 +20,6 @@ def _collect() -> None:
         _malloc_trim(0)
 
 
-def release_memory(_session_context=None) -> None:
+def release_memory(session_context) -> None:
     """A session-destroyed callback: collect and trim the heap shortly after (on the server's loop)."""
     IOLoop.current().call_later(RELEASE_DELAY_S, _collect)
