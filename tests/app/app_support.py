@@ -41,10 +41,11 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def start_server(port: int, log_path: Path, extra_args: list[str] | None = None, env: dict | None = None):
-    """`panel serve explorer/app.py` on `port`, run from the repository root, logging to `log_path`."""
+def start_server(port: int, log_path: Path, extra_args: list[str] | None = None, env: dict | None = None,
+                 serve_args: tuple[str, ...] = ()):
+    """`panel serve explorer/app.py [serve_args]` on `port`, run from the repository root, logging to `log_path`."""
     command = [sys.executable, "-m", "panel", "serve", "explorer/app.py", "--port", str(port),
-               "--address", LOCAL_HOST, f"--allow-websocket-origin={LOCAL_HOST}:{port}"]
+               "--address", LOCAL_HOST, f"--allow-websocket-origin={LOCAL_HOST}:{port}", *serve_args]
     if extra_args:
         command += ["--args", *extra_args]
     with open(log_path, "w", encoding="utf-8") as log:  # the child keeps its own descriptor
