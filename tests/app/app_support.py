@@ -153,6 +153,11 @@ def choose_packet(page, name: str) -> None:
     """Click `name` in the packet table (searching for it first) and wait for its status line."""
     search = page.locator(".packet-search input")
     search.fill(name)
+    page.locator(".packet-count-text", has_text=f'matching "{name}"').wait_for(timeout=PAGE_TIMEOUT_MS)
+    cells = page.locator(".tabulator-cell[tabulator-field='packet']")
+    deadline = time.monotonic() + PAGE_TIMEOUT_MS / 1000
+    while not all(name in text for text in cells.all_inner_texts()) and time.monotonic() < deadline:
+        time.sleep(POLL_INTERVAL_S)  # the filtered rows arrive after the count line
     packet_cell(page, name).click()
     page.wait_for_selector(f".status-line[data-packet='{name}']", timeout=PAGE_TIMEOUT_MS)
     search.fill("")

@@ -61,8 +61,8 @@ def test_search_finds_a_packet_beyond_the_first_page_and_opens_it(page, large_se
                      for cell in page.locator(".tabulator-cell[tabulator-field='packet']").all()}
     target = next(entry.name for entry in reversed(discover(large_root)) if entry.name not in on_first_page)
     page.locator(".packet-search input").fill(target)
+    page.locator(".packet-count-text", has_text="showing 1 of 1 matching").wait_for(timeout=PAGE_TIMEOUT_MS)
     packet_cell(page, target).wait_for(state="visible", timeout=PAGE_TIMEOUT_MS)
-    assert "showing 1 of 1 matching" in _count_text(page)
     packet_cell(page, target).click()
     page.wait_for_selector(f".status-line[data-packet='{target}']", timeout=PAGE_TIMEOUT_MS)
     page.wait_for_url(lambda url: "packet=" in url, timeout=PAGE_TIMEOUT_MS)
