@@ -4,11 +4,12 @@ import sys
 
 import panel as pn
 
+from explorer.ui.memory import release_memory
 from explorer.ui.shell import Shell, parse_options
 
 TITLE = "Attention Packet Explorer"
 HEADER_BACKGROUND = "#2f3e4e"
-SIDEBAR_WIDTH = 330
+SIDEBAR_WIDTH = 430  # the packet table: name, status, max head linf, ratio
 DOCS_HINT = ("<span class='docs-hint' style='font-size:0.85em;color:#dfe6ee'>Packet rules and report keys: "
              "<code style='color:#ffffff'>docs/</code> in the repository</span>")
 # BootstrapTemplate scrolls its main area inside a viewport-high pane (Bootstrap's !important utilities
@@ -23,8 +24,10 @@ PAGE_SCROLL_CSS = """
 """
 
 # BootstrapTemplate serves every asset from this server: no web fonts, no CDN (the browser tests check it).
-pn.extension()
+pn.extension("tabulator")
+pn.config.nthreads = 4  # callbacks and each session's first packet run on threads: no session waits for another's
 
+pn.state.on_session_destroyed(release_memory)
 root, export_dir = parse_options(sys.argv[1:])
 shell = Shell(root, export_dir)
 pn.template.BootstrapTemplate(

@@ -1,4 +1,4 @@
-"""The `explorer` command line (analyze, compare, report, samples); renders the report dict and imports the UI only for `report`."""
+"""The `explorer` command line (analyze, compare, report, samples, triage); renders the report dict and imports the UI only for `report`."""
 
 from __future__ import annotations
 
@@ -466,6 +466,22 @@ def _add_compare(commands) -> None:
     compare.set_defaults(run=_run_compare)
 
 
+def _run_triage(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from explorer.triage import run
+    from explorer.workers import default_jobs
+
+    root = Path(args.root)
+    if not root.is_dir():
+        raise UsageError(f"ROOT {args.root} is not a directory")
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError(f"--jobs {args.jobs}: at least 1")
+    table = run(root.resolve(), jobs=args.jobs or default_jobs(), as_json=args.json)
+    (sys.stderr if args.json else sys.stdout).write("".join(_printable(line) + "\n" for line in table.splitlines()))
+    return EXIT_DONE
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="explorer", description="Admit and analyze attention packets.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {explorer.__version__}")
@@ -495,6 +511,16 @@ def build_parser() -> argparse.ArgumentParser:
                         help="directory to write into (created if needed; default $EXPLORER_EXPORT_DIR or ./exports, "
                              "as the app)")
     report.set_defaults(run=_run_report)
+
+    triage = commands.add_parser(
+        "triage", help="summarize every packet under a root in parallel: statuses, ratios, pairs",
+        description="Every directory holding packet.json one or two levels below ROOT, analyzed in worker "
+                    "processes. Exit status 0 when it ran, whatever the packets' statuses; 2 usage error.")
+    triage.add_argument("root", metavar="ROOT", help="the directory to search for packets")
+    triage.add_argument("--json", action="store_true",
+                        help="one JSON line per packet on stdout (the summary table goes to stderr)")
+    triage.add_argument("--jobs", type=int, metavar="N", help="worker processes (default: all cores)")
+    triage.set_defaults(run=_run_triage)
 
     samples = commands.add_parser("samples", help="write the curated sample packets")
     samples.add_argument("--out", required=True, metavar="DIR", help="directory to write the samples into")

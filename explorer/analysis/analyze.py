@@ -3,17 +3,22 @@
 Admission (reading and hashing every file) runs on every call. The tensor facts,
 numerics and after-numerics reasons are reused when the content key matches: the
 SHA-256 of packet.json and the verified SHA-256 of the metadata file and of every
-tensor file. Paths, sizes and modification times never enter the key.
+tensor file. Paths, sizes and modification times never enter the key. The cache is
+process-wide, bounded in entries and in the bytes of the arrays it holds, and one
+content is computed once even when several threads ask for it at the same time.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from time import perf_counter
-from typing import Iterable, MutableMapping, Sequence
+from typing import Any, Iterable, Mapping, MutableMapping, Sequence
+
+import numpy as np
 
 from explorer.analysis.emulation import EmulatedOutput, emulations_for, expand, normalised_ids
 from explorer.analysis.facts import tensor_facts
@@ -23,6 +28,7 @@ from explorer.packet.admission import admit
 from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED, TENSOR_NAMES, Admission, Reason
 
 CACHE_ENTRIES = 8
+CACHE_BYTES = 256 * 1024 * 1024  # summed nbytes of the arrays of every cached entry
 
 ContentKey = tuple[str, str | None, tuple[str, ...], bool]
 
@@ -34,11 +40,31 @@ class _Computed:
     reasons: tuple[Reason, ...]
 
 
-_cache: OrderedDict[ContentKey, _Computed] = OrderedDict()
+_cache: OrderedDict[ContentKey, tuple[_Computed, int]] = OrderedDict()  # key -> (entry, its array bytes)
 _cache_lock = threading.Lock()
 # Emulations, keyed by the content key plus the normalised ids requested; they reuse the cached numerics.
 EMULATION_CACHE_ENTRIES = 8
 _emulation_cache: OrderedDict[tuple[ContentKey, tuple[str, ...]], tuple[Emulation, ...]] = OrderedDict()
+_computing: dict[ContentKey, threading.Event] = {}  # keys being computed now; set when done
+
+
+def array_bytes(value: Any) -> int:
+    """Summed nbytes of every numpy array reachable through dataclass fields, mappings, tuples and lists."""
+    if isinstance(value, np.ndarray):
+        return value.nbytes
+    if dataclasses.is_dataclass(value):
+        return sum(array_bytes(getattr(value, field.name)) for field in dataclasses.fields(value))
+    if isinstance(value, Mapping):
+        return sum(array_bytes(item) for item in value.values())
+    if isinstance(value, (tuple, list)):
+        return sum(array_bytes(item) for item in value)
+    return 0
+
+
+def cached_bytes() -> int:
+    """The array bytes the cache holds now."""
+    with _cache_lock:
+        return sum(size for _, size in _cache.values())
 
 
 def content_key(admission: Admission) -> ContentKey | None:
@@ -65,6 +91,33 @@ def _compute(admission: Admission, timings: MutableMapping[str, float] | None) -
         return _Computed(facts, None, ())
     numerics = compute_numerics(admission, facts, timings)
     return _Computed(facts, numerics, after_numerics_reasons(facts, numerics))
+
+
+def _cached_or_computed(key: ContentKey, admission: Admission,
+                        timings: MutableMapping[str, float] | None) -> tuple[_Computed, bool]:
+    """(entry, whether it was cached); a key another thread is computing is waited for, not computed twice."""
+    while True:
+        with _cache_lock:
+            held = _cache.get(key)
+            if held is not None:
+                _cache.move_to_end(key)
+                return held[0], True
+            running = _computing.get(key)
+            if running is None:
+                running = _computing[key] = threading.Event()
+                break
+        running.wait()
+    try:
+        computed = _compute(admission, timings)
+        with _cache_lock:
+            _cache[key] = (computed, array_bytes(computed))
+            while len(_cache) > CACHE_ENTRIES or sum(size for _, size in _cache.values()) > CACHE_BYTES:
+                _cache.popitem(last=False)
+    finally:
+        with _cache_lock:
+            del _computing[key]
+        running.set()
+    return computed, False
 
 
 def _status(admission: Admission, reasons: tuple[Reason, ...], numerics: Numerics | None) -> str:
@@ -134,18 +187,9 @@ def analyze(path: str | os.PathLike, *, timings: MutableMapping[str, float] | No
     key = content_key(admission)
     computed = None
     if key is not None:
-        with _cache_lock:
-            computed = _cache.get(key)
-            if computed is not None:
-                _cache.move_to_end(key)
+        computed, hit = _cached_or_computed(key, admission, timings)
         if timings is not None:
-            timings["cached"] = float(computed is not None)
-        if computed is None:
-            computed = _compute(admission, timings)
-            with _cache_lock:
-                _cache[key] = computed
-                while len(_cache) > CACHE_ENTRIES:
-                    _cache.popitem(last=False)
+            timings["cached"] = float(hit)
     facts = None if computed is None else computed.facts
     numerics = None if computed is None else computed.numerics
     reasons = admission.reasons + (() if computed is None else computed.reasons)

@@ -7,6 +7,7 @@ import html
 import logging
 import os
 import re
+import threading
 from pathlib import Path
 from typing import Mapping, Sequence
 from urllib.parse import parse_qsl, urlencode
@@ -19,9 +20,12 @@ from panel.io.location import Location
 import explorer
 from explorer.analysis.element import locate, parse_index
 from explorer.analysis.result import Analysis
+from explorer.analysis.summary import ERROR
 from explorer.export import EXPORT_DIR_ENV, ExportPaths, choose_export_dir, export_packet
+from explorer.index import PacketIndex
 from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED
 from explorer.ui import catalog
+from explorer.ui.packets import PacketList
 from explorer.views import VIEWS, Selection
 from explorer.views.element import element_html
 
@@ -42,6 +46,7 @@ BADGE_COLOURS = {
     ANALYZED: ("#dde5ef", "#1f3550"),
     INCONCLUSIVE: ("#e7e1ee", "#3d2f52"),
     REFUSED: ("#e4e4e4", "#333333"),
+    ERROR: ("#f1e6d8", "#4a3a22"),  # the list only: a summary that could not be made
 }
 BADGE_STYLE = ("display:inline-block;padding:0 0.5em;border-radius:0.6em;font-size:0.85em;font-weight:600;"
                "margin-right:0.5em")
@@ -60,6 +65,10 @@ def parse_options(argv: Sequence[str], environ: Mapping[str, str] = os.environ) 
 
 def _echo(value: str) -> str:
     return html.escape(value[:MAX_QUERY_ECHO] + ("..." if len(value) > MAX_QUERY_ECHO else ""))
+
+
+def _list_badge(status: str) -> str:
+    return badge_html(catalog.Summary("", status, (), None, None, None, None, None, None), "packet-badge")
 
 
 def badge_html(summary: catalog.Summary, css_class: str) -> str:
@@ -132,7 +141,8 @@ class Shell(param.Parameterized):
         super().__init__(**params)
         self.root = root
         self.export_dir = export_dir
-        self.entries = catalog.discover(root)
+        self.index = PacketIndex(root)  # discovered afresh for every session: a packet added later is listed
+        self.entries = self.index.entries
         self._seen: dict[str, tuple] = {}  # packet name -> content_seen of what this session last showed
         self._shown: Analysis | None = None  # the analysis on screen
         self._selection: Selection | None = None
@@ -152,10 +162,8 @@ class Shell(param.Parameterized):
         self._export_note = pn.pane.HTML("", sizing_mode="stretch_width")
         self._html_download = pn.widgets.FileDownload(visible=False, color="light", width=DOWNLOAD_WIDTH)
         self._json_download = pn.widgets.FileDownload(visible=False, color="light", width=DOWNLOAD_WIDTH)
-        self._buttons = {entry.name: pn.widgets.Button(label=entry.name, color="light",
-                                                       sizing_mode="stretch_width", margin=(4, 5, 0, 5))
-                         for entry in self.entries}
-        self.sidebar = self._packet_list()
+        self.packets = PacketList(self.index, badge=_list_badge, on_choose=self._choose)
+        self.sidebar = self.packets.panel
         self.main = pn.Column(
             self._query_writer, self._message, self._status, self._element_box,
             pn.FlexBox(self._export_button, self._html_download, self._json_download, flex_wrap="wrap",
@@ -164,11 +172,12 @@ class Shell(param.Parameterized):
         self._tabs.param.watch(self._on_active, "active")
         self._export_button.on_click(self._on_export)
         self._element_close.on_click(lambda _event: self._selection.param.update(element=None))
-        for name, button in self._buttons.items():
-            button.on_click(lambda _, name=name: self._choose(name))
         location = session_location()
-        self._open_from_query(location.search if location is not None else "")
-        self._element_from_query(location.search if location is not None else "")
+        self._initial_query = location.search if location is not None else ""
+        self._opening = threading.Lock()
+        self.packets.start()
+        pn.state.onload(self._open_requested)  # after the first paint when served (on a thread with --num-threads)
+        self.packets.param.watch(self._open_requested, "filled")
         self.param.watch(self._on_packet, "packet")
         self.param.watch(self._on_tab, "tab")
         self.param.watch(self._on_head, "head")
@@ -179,19 +188,6 @@ class Shell(param.Parameterized):
         """The packet analyzed now: admission re-reads and re-hashes its files on every call (explorer.analyze
         reuses numerics only for the same verified content); nothing is kept by name."""
         return explorer.analyze(entry.path)
-
-    def _packet_list(self) -> pn.Column:
-        header = pn.pane.HTML(f"<b>{len(self.entries)} packets</b> under <code>{html.escape(str(self.root))}</code>",
-                              sizing_mode="stretch_width")
-        rows = [header]
-        if not self.entries:
-            rows.append(pn.pane.HTML("No directory holding packet.json was found one or two levels below the root."))
-        for entry in self.entries:
-            summary = catalog.summarize(self._analysis(entry))
-            badge = pn.pane.HTML(badge_html(summary, "packet-badge"), margin=(0, 10, 6, 10),
-                                 sizing_mode="stretch_width")
-            rows += [self._buttons[entry.name], badge]
-        return pn.Column(*rows, sizing_mode="stretch_width")
 
     def _choose(self, name: str) -> None:
         if name == self.packet:  # choosing the open packet again reads it again
@@ -218,8 +214,8 @@ class Shell(param.Parameterized):
         with param.parameterized.discard_events(self):
             self.tab, self.head = tab, int(head)
         self._tabs.active = SLUGS.index(self.tab)
-        if name is None and self.entries:
-            name = self.entries[0].name
+        if name is None and self.packets.filled:
+            name = self.packets.first_in_order()  # by status and noise-floor ratio; else opened once filled
         if name is not None:
             with param.parameterized.discard_events(self):
                 self.packet = name
@@ -269,8 +265,6 @@ class Shell(param.Parameterized):
         self._selection.param.watch(self._on_selection_element, "element")
         self._selection.param.watch(self._on_selection_tab, "tab")
         self._element_box.visible = False
-        for name, button in self._buttons.items():
-            button.color = "primary" if name == self.packet else "light"
         summary = catalog.summarize(analysis)
         self._status.object = (
             f'<div class="status-line" data-packet="{html.escape(self.packet)}">'
@@ -304,6 +298,14 @@ class Shell(param.Parameterized):
                 self.packet = event.old
             return
         self._say(" ".join(self._open()))
+
+    def _open_requested(self, *_event) -> None:
+        """Open what the URL asks for; without ?packet=, the first by status and ratio once the list is filled."""
+        with self._opening:
+            if not self.packet:
+                self._open_from_query(self._initial_query)
+                if self.packet:
+                    self._element_from_query(self._initial_query)
 
     def _on_active(self, event: param.parameterized.Event) -> None:
         self.tab = SLUGS[event.new]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import re
 import socket
 import subprocess
 import sys
@@ -40,10 +41,11 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def start_server(port: int, log_path: Path, extra_args: list[str] | None = None, env: dict | None = None):
-    """`panel serve explorer/app.py` on `port`, run from the repository root, logging to `log_path`."""
+def start_server(port: int, log_path: Path, extra_args: list[str] | None = None, env: dict | None = None,
+                 serve_args: tuple[str, ...] = ()):
+    """`panel serve explorer/app.py [serve_args]` on `port`, run from the repository root, logging to `log_path`."""
     command = [sys.executable, "-m", "panel", "serve", "explorer/app.py", "--port", str(port),
-               "--address", LOCAL_HOST, f"--allow-websocket-origin={LOCAL_HOST}:{port}"]
+               "--address", LOCAL_HOST, f"--allow-websocket-origin={LOCAL_HOST}:{port}", *serve_args]
     if extra_args:
         command += ["--args", *extra_args]
     with open(log_path, "w", encoding="utf-8") as log:  # the child keeps its own descriptor
@@ -226,3 +228,27 @@ MIN_OVERLAP_PX = 3  # boxes sharing less than this in either direction only touc
 def layout_offenders(page, root_selector: str = "body") -> dict:
     """{leaves, canvases, overlaps, outside, clipped} of the page's visible boxes under `root_selector`."""
     return page.evaluate(LAYOUT_JS, {"rootSelector": root_selector, "minOverlap": MIN_OVERLAP_PX})
+
+
+def packet_cell(page, name: str):
+    """The packet-name cell of `name` in the sidebar's packet table (on the page currently shown)."""
+    return page.locator(".tabulator-cell[tabulator-field='packet']", has_text=re.compile(f"^{re.escape(name)}$"))
+
+
+def wait_statuses(page) -> None:
+    """Wait until the packet list knows every packet's status."""
+    page.wait_for_selector(".packet-count-text[data-pending='0']", timeout=PAGE_TIMEOUT_MS)
+
+
+def choose_packet(page, name: str) -> None:
+    """Click `name` in the packet table (searching for it first) and wait for its status line."""
+    search = page.locator(".packet-search input")
+    search.fill(name)
+    page.locator(".packet-count-text", has_text=f'matching "{name}"').wait_for(timeout=PAGE_TIMEOUT_MS)
+    cells = page.locator(".tabulator-cell[tabulator-field='packet']")
+    deadline = time.monotonic() + PAGE_TIMEOUT_MS / 1000
+    while not all(name in text for text in cells.all_inner_texts()) and time.monotonic() < deadline:
+        time.sleep(POLL_INTERVAL_S)  # the filtered rows arrive after the count line
+    packet_cell(page, name).click()
+    page.wait_for_selector(f".status-line[data-packet='{name}']", timeout=PAGE_TIMEOUT_MS)
+    search.fill("")

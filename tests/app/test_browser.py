@@ -6,12 +6,11 @@ import json
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
-import pytest
-
 import explorer
 from app_support import (MIN_PIXEL_STD, NESTED_PACKET, OUTSIDE_PACKET, PAGE_TIMEOUT_MS, PLOT_SLUGS, VIEWPORT, artifact,
-                         canvas_count, deep_text, layout_offenders, open_packet, outside_requests, pixel_std,
-                         plot_pixel_std, view_locator, wait_view)
+                         canvas_count, choose_packet, deep_text, layout_offenders, open_packet, outside_requests,
+                         packet_cell, pixel_std, plot_pixel_std, view_locator, wait_statuses, wait_view)
+from explorer.analysis.summary import summarize, triage_order
 from explorer.export import LOCAL_URL_PREFIXES, SECTION_CLASS, wait_drawn
 from explorer.samples import CURATED
 from explorer.ui import catalog
@@ -25,6 +24,7 @@ REFUSED_SAMPLE = "refused-hash-mismatch"
 REFUSED_CODE = "sha256_mismatch"
 TITLES = {slug: title for slug, title, _ in VIEWS}
 VIEW_ERROR = "could not be built"
+FIRST_BY_STATUS_AND_RATIO = min(SAMPLES, key=lambda name: triage_order(name, summarize(ROOT / name)))
 
 
 def _query(page) -> dict[str, str]:
@@ -37,13 +37,14 @@ def _click_tab(page, slug: str) -> None:
 
 def test_default_page_lists_every_sample_with_its_status(page, server, requested):
     open_packet(page, server)
+    wait_statuses(page)
     for name in SAMPLES:
-        assert page.get_by_role("button", name=name, exact=True).is_visible()
+        assert packet_cell(page, name).is_visible()
     badges = page.locator(".packet-badge")
     assert badges.count() == len(catalog.discover(ROOT))
     listed = {badge.evaluate("(el) => el.dataset.status") for badge in badges.all()}
     assert listed == set(STATUS.values())
-    first = catalog.discover(ROOT)[0].name
+    first = FIRST_BY_STATUS_AND_RATIO
     assert page.locator(f".status-line[data-packet='{first}']").is_visible()
     page.wait_for_url(lambda url: "packet=" in url, timeout=PAGE_TIMEOUT_MS)  # written after the page loads
     assert _query(page)["packet"] == first
@@ -54,7 +55,7 @@ def test_default_page_lists_every_sample_with_its_status(page, server, requested
 def test_selecting_each_sample_in_the_list_opens_it(page, server, requested):
     open_packet(page, server)
     for name in SAMPLES:
-        page.get_by_role("button", name=name, exact=True).click()
+        choose_packet(page, name)
         view = wait_view(page, name, VIEWS[0][0])
         status = page.locator(f".status-line[data-packet='{name}'] .status-badge")
         assert status.evaluate("(el) => el.dataset.status") == STATUS[name]
@@ -112,8 +113,7 @@ def test_unknown_query_values_are_ignored_with_a_message(page, server):
     page.wait_for_url(lambda url: "tab=nope" not in url, timeout=PAGE_TIMEOUT_MS)
     message = page.locator(".shell-message").inner_text()
     assert "../../etc" in message and "not listed" in message and "nope" in message
-    first = catalog.discover(ROOT)[0].name
-    assert _query(page) == {"packet": first, "tab": VIEWS[0][0], "head": "0"}
+    assert _query(page) == {"packet": FIRST_BY_STATUS_AND_RATIO, "tab": VIEWS[0][0], "head": "0"}
 
 
 def test_export_writes_html_that_loads_offline(page, server, export_dir, browser, requested):
@@ -160,8 +160,9 @@ def test_export_writes_html_that_loads_offline(page, server, export_dir, browser
 def test_a_root_from_the_environment_lists_nested_packets_only(page, nested_server, requested):
     open_packet(page, nested_server, f"?packet=../{OUTSIDE_PACKET}")
     nested = f"group/{NESTED_PACKET}"
+    wait_statuses(page)
     assert page.locator(".packet-badge").count() == 1
-    assert page.get_by_role("button", name=nested, exact=True).is_visible()
+    assert packet_cell(page, nested).is_visible()
     assert page.locator(f".status-line[data-packet='{nested}']").is_visible()
     assert "not listed" in page.locator(".shell-message").inner_text()
     page.wait_for_url(lambda url: "packet=group%2F" in url, timeout=PAGE_TIMEOUT_MS)

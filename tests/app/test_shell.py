@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import explorer
+from explorer.analysis.summary import summarize, triage_order
 from explorer.samples import synthetic_spec, write_packet
 from explorer.ui import catalog
 from explorer.ui.shell import SLUGS, Shell, StringQueryLocation
@@ -23,6 +24,12 @@ def shell(tmp_path) -> Shell:
     return Shell(ROOT, tmp_path / "exports")
 
 
+def _first_by_status_and_ratio() -> str:
+    """The analyzed sample with the largest noise-floor ratio: what the app opens without ?packet=."""
+    names = [entry.name for entry in catalog.discover(ROOT)]
+    return min(names, key=lambda name: triage_order(name, summarize(ROOT / name)))
+
+
 def _built(shell: Shell) -> list[str]:
     return [slug for slug in SLUGS if shell._placeholders[slug].objects]
 
@@ -31,8 +38,8 @@ def _message(shell: Shell) -> str:
     return shell._message.object if shell._message.visible else ""
 
 
-def test_opens_the_first_listed_packet_with_only_the_first_tab_built(shell):
-    assert shell.packet == shell.entries[0].name
+def test_opens_the_first_packet_by_status_and_ratio_with_only_the_first_tab_built(shell):
+    assert shell.packet == _first_by_status_and_ratio() == ANALYZED_SAMPLE
     assert (shell.tab, shell.head) == (SLUGS[0], 0)
     assert _built(shell) == [SLUGS[0]]
     assert _message(shell) == ""
@@ -48,7 +55,7 @@ def test_query_opens_packet_tab_and_head(shell):
 
 def test_unknown_query_values_are_ignored_with_an_escaped_message(shell):
     shell._open_from_query("?packet=../../etc/passwd&tab=<b>x</b>&head=-1")
-    assert shell.packet == shell.entries[0].name
+    assert shell.packet == _first_by_status_and_ratio()
     assert (shell.tab, shell.head) == (SLUGS[0], 0)
     message = _message(shell)
     assert "../../etc/passwd" in message and "not listed" in message

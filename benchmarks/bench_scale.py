@@ -1,0 +1,211 @@
+"""Benchmark of triage and the app at scale; prints numbers only, asserts nothing, writes only a temp dir.
+
+For a generated root of 2,000 small packets: `explorer triage` wall time at
+--jobs 1 and --jobs 2; the served app's first render (the packet table's rows
+visible, and how many statuses were still unknown then) and the time until
+every status is known; server RSS idle, after 1, 2 and 3 open sessions and 60 s
+after they closed. For 8 concurrent sessions on the Qwen3.6-size packet
+(`explorer samples --full`): the slowest session's status line and the server's
+peak RSS. RSS is the server process's own; its worker processes (forkserver and
+summary workers, started only while a list fills) are printed beside it.
+Targets (2-core machine): jobs 2 <= 0.6x jobs 1; first render <= 2 s; every
+status <= 10 s; <= 30 MB per extra session; within 50 MB of idle 60 s after
+closing; slowest Qwen status line <= 8 s; peak RSS <= 600 MB.
+
+    python benchmarks/bench_scale.py [--packets N]
+
+The server runs with --warm, so "idle" already holds the app's imports.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests" / "app"))
+
+from app_support import (APP_PATH, LOCAL_HOST, PAGE_TIMEOUT_MS, VIEWPORT, free_port,  # noqa: E402
+                         start_server, stop_server, wait_until_serving)
+from explorer.export import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
+from explorer.samples import FULL_SAMPLE_NAME, qwen_full_spec, synthetic_spec, with_snapshot, write_packet  # noqa: E402
+
+PACKETS = 2000
+PACKETS_PER_GROUP = 100
+INCONCLUSIVE_EVERY, REFUSED_EVERY = 10, 25  # every 10th packet discarded, every 25th corrupted
+QWEN_SESSIONS = 8
+SETTLE_S = 60  # after the sessions close
+RSS_SAMPLE_S = 0.1
+READY_PATH = "/static/js/bokeh.min.js"
+MB = 1_000_000
+TARGETS = {"jobs_ratio": 0.6, "first_render_s": 2.0, "all_statuses_s": 10.0, "per_session_mb": 30.0,
+           "settled_mb": 50.0, "qwen_status_s": 8.0, "qwen_peak_mb": 600.0}
+
+
+def write_root(root: Path, packets: int) -> None:
+    for index in range(packets):
+        spec = synthetic_spec(seed=index)
+        if index % INCONCLUSIVE_EVERY == 0:
+            spec = with_snapshot(spec, sampleOutcome="discarded")
+        directory = write_packet(root / f"group-{index // PACKETS_PER_GROUP:02d}" / f"packet-{index:05d}", spec)
+        if index % REFUSED_EVERY == 1:
+            output = directory / "output.bin"
+            output.write_bytes(bytes([output.read_bytes()[0] ^ 1]) + output.read_bytes()[1:])
+
+
+def rss_mb(pid: int) -> float:
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as status:
+            return next(int(line.split()[1]) for line in status if line.startswith("VmRSS:")) * 1024 / MB
+    except (OSError, StopIteration):
+        return 0.0
+
+
+def descendants(pid: int) -> list[int]:
+    children = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", encoding="ascii") as stat:
+                    parent = int(stat.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            if parent == pid:
+                children += [int(entry)] + descendants(int(entry))
+    return children
+
+
+def memory(pid: int) -> str:
+    workers = descendants(pid)
+    return f"{rss_mb(pid):7.1f} MB (workers: {len(workers)}, {sum(rss_mb(child) for child in workers):.1f} MB)"
+
+
+def triage_seconds(root: Path, jobs: int) -> float:
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "explorer", "triage", str(root), "--json", "--jobs", str(jobs)],
+                   cwd=REPO, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - started
+
+
+class Server:
+    def __init__(self, root: Path, log: Path):
+        self.port = free_port()
+        self.process = start_server(self.port, log, ["--root", str(root)], serve_args=("--warm",))
+        self.url = f"http://{LOCAL_HOST}:{self.port}{APP_PATH}"
+        wait_until_serving(self.process, f"http://{LOCAL_HOST}:{self.port}{READY_PATH}", log)
+
+    def stop(self) -> None:
+        stop_server(self.process)
+
+
+def bench_root(browser, root: Path, log: Path, packets: int) -> None:
+    server = Server(root, log)
+    try:
+        time.sleep(2)
+        idle = rss_mb(server.process.pid)
+        print(f"server RSS idle:                        {memory(server.process.pid)}")
+        pages = []
+        for session in range(1, 4):
+            page = browser.new_page(viewport=VIEWPORT)
+            started = time.perf_counter()
+            page.goto(server.url, timeout=PAGE_TIMEOUT_MS)
+            page.wait_for_selector(".tabulator-row", timeout=PAGE_TIMEOUT_MS)
+            first_render = time.perf_counter() - started
+            pending = page.locator(".packet-count-text").get_attribute("data-pending")
+            page.wait_for_selector(".packet-count-text[data-pending='0']", timeout=PAGE_TIMEOUT_MS)
+            filled = time.perf_counter() - started
+            page.wait_for_selector(".status-line", timeout=PAGE_TIMEOUT_MS)
+            opened = time.perf_counter() - started
+            pages.append(page)
+            print(f"session {session}: first render {first_render:5.2f} s (statuses unknown then: {pending} of "
+                  f"{packets}), every status {filled:5.2f} s, first packet open {opened:5.2f} s "
+                  f"(targets {TARGETS['first_render_s']} s / {TARGETS['all_statuses_s']} s)")
+            time.sleep(1)
+            print(f"server RSS after {session} session(s):           {memory(server.process.pid)}")
+            if session == 1:
+                after_one = rss_mb(server.process.pid)
+        after_three = rss_mb(server.process.pid)
+        for page in pages:
+            page.close()
+        time.sleep(SETTLE_S)
+        settled = rss_mb(server.process.pid)
+        print(f"server RSS {SETTLE_S} s after closing:             {memory(server.process.pid)}")
+        print(f"  per extra session (sessions 2 and 3, average): {(after_three - after_one) / 2:.1f} MB "
+              f"(target <= {TARGETS['per_session_mb']}), settled - idle: {settled - idle:+.1f} MB "
+              f"(target within {TARGETS['settled_mb']})")
+    finally:
+        server.stop()
+
+
+def bench_qwen(browser, root: Path, log: Path) -> None:
+    server = Server(root, log)
+    peak = [0.0]
+    sampling = threading.Event()
+
+    def sample() -> None:
+        while not sampling.is_set():
+            peak[0] = max(peak[0], rss_mb(server.process.pid))
+            time.sleep(RSS_SAMPLE_S)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        time.sleep(2)
+        print(f"server RSS idle:                        {memory(server.process.pid)}")
+        pages = [browser.new_page(viewport=VIEWPORT) for _ in range(QWEN_SESSIONS)]
+        url = f"{server.url}?packet={FULL_SAMPLE_NAME}"
+        started = time.perf_counter()
+        for page in pages:
+            page.goto(url, wait_until="commit", timeout=PAGE_TIMEOUT_MS)
+        seconds = []
+        for page in pages:
+            page.wait_for_selector(f".status-line[data-packet='{FULL_SAMPLE_NAME}']", timeout=PAGE_TIMEOUT_MS)
+            seconds.append(time.perf_counter() - started)
+        print(f"{QWEN_SESSIONS} concurrent sessions: slowest status line {max(seconds):.2f} s (fastest "
+              f"{min(seconds):.2f} s; target <= {TARGETS['qwen_status_s']} s; the pages are polled in order, "
+              f"so a page's time is an upper bound)")
+        for page in pages:
+            page.close()
+        print(f"server peak RSS: {peak[0]:.1f} MB (target <= {TARGETS['qwen_peak_mb']})")
+        time.sleep(SETTLE_S)
+        print(f"server RSS {SETTLE_S} s after closing:             {memory(server.process.pid)}")
+    finally:
+        sampling.set()
+        server.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--packets", type=int, default=PACKETS)
+    options = parser.parse_args()
+    from playwright.sync_api import sync_playwright
+
+    with tempfile.TemporaryDirectory(prefix="bench-scale-") as scratch:
+        scratch = Path(scratch)
+        root = scratch / "root"
+        write_root(root, options.packets)
+        print(f"{options.packets} packets under {root} (every {INCONCLUSIVE_EVERY}th inconclusive, every "
+              f"{REFUSED_EVERY}th refused); load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
+        one, two = triage_seconds(root, 1), triage_seconds(root, 2)
+        print(f"explorer triage: --jobs 1 {one:.2f} s, --jobs 2 {two:.2f} s, ratio {two / one:.2f} "
+              f"(target <= {TARGETS['jobs_ratio']})")
+        qwen_root = scratch / "qwen"
+        write_packet(qwen_root / FULL_SAMPLE_NAME, qwen_full_spec())
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=list(CHROMIUM_ARGS))
+            try:
+                bench_root(browser, root, scratch / "serve-root.log", options.packets)
+                bench_qwen(browser, qwen_root, scratch / "serve-qwen.log")
+            finally:
+                browser.close()
+        print(f"load average at the end {os.getloadavg()[0]:.2f} (the machine is shared: timings are under load)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,95 @@
+"""summarize(path): the few numbers a packet list or `explorer triage` shows for one packet, picklable and small; no UI.
+
+A summary is read off the one analysis (`analyze`), never recomputed: status,
+codes, backend, the compare-v1 selection key, the head with the largest primary
+linf, that linf as a multiple of the head's FP64 noise floor, and the largest
+ULP distance of the output to the reference rounded to the output dtype. These
+are numbers for sorting and pairing, never verdicts.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from explorer.analysis.analyze import analyze
+from explorer.analysis.ranking import selection_key, worst_head, worst_ulp_per_head
+from explorer.analysis.result import Analysis
+from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED
+
+ERROR = "error"  # not an analysis status: the summary could not be made (a crashed worker), see `codes`
+WORKER_CRASHED = "worker_crashed"
+INTERNAL_ERROR = "internal_error"
+STATUS_ORDER = (ANALYZED, INCONCLUSIVE, REFUSED, ERROR)
+
+SelectionKey = tuple[tuple[str, Any], ...]
+
+
+@dataclass(frozen=True)
+class PacketSummary:
+    """One packet in a list: status, codes and its ranking numbers (None where undefined)."""
+
+    path: str
+    status: str
+    codes: tuple[str, ...]
+    backend: str | None
+    selection: SelectionKey | None
+    worst_head: int | None
+    worst_linf: float | None
+    noise_floor_ratio: float | None
+    worst_ulp: int | None
+
+
+def summary_of(analysis: Analysis) -> PacketSummary:
+    """The summary of an analysis already made (path as it was given to `analyze`)."""
+    admission = analysis.admission
+    codes = tuple(problem.code for problem in admission.refusals) + tuple(reason.code for reason in analysis.reasons)
+    head = linf = ratio = ulp = None
+    if analysis.numerics is not None:
+        head, linf, ratio = worst_head(analysis.numerics)
+        defined_ulps = [value for value in worst_ulp_per_head(analysis.numerics) if value is not None]
+        ulp = max(defined_ulps) if defined_ulps else None
+    return PacketSummary(
+        path=admission.path, status=analysis.status, codes=tuple(dict.fromkeys(codes)),
+        backend=None if admission.identity is None else admission.identity["backend"],
+        selection=selection_key(analysis), worst_head=head, worst_linf=linf, noise_floor_ratio=ratio,
+        worst_ulp=ulp)
+
+
+def summarize(path: str | os.PathLike) -> PacketSummary:
+    """Analyze the packet at `path` and summarize it; pure apart from reading the packet, never raises for content."""
+    return summary_of(analyze(path))
+
+
+def error_summary(path: str | os.PathLike, code: str) -> PacketSummary:
+    """The stand-in for a packet whose summary could not be made (`code`: WORKER_CRASHED or INTERNAL_ERROR)."""
+    return PacketSummary(str(path), ERROR, (code,), None, None, None, None, None, None)
+
+
+def summary_json(summary: PacketSummary) -> dict:
+    """The JSON-ready dict of one summary (camelCase keys; floats at full precision)."""
+    return {
+        "path": summary.path, "status": summary.status, "codes": list(summary.codes), "backend": summary.backend,
+        "selection": None if summary.selection is None else dict(summary.selection),
+        "worstHead": summary.worst_head, "worstLinf": summary.worst_linf,
+        "noiseFloorRatio": summary.noise_floor_ratio, "worstUlp": summary.worst_ulp,
+    }
+
+
+def triage_order(name: str, summary: PacketSummary | None) -> tuple:
+    """Sort key: by status (analyzed, inconclusive, refused, error; unknown last), then the largest ratio first, then name."""
+    if summary is None:
+        return (len(STATUS_ORDER), True, 0.0, name)
+    ratio = summary.noise_floor_ratio
+    return (STATUS_ORDER.index(summary.status), ratio is None, -(ratio or 0.0), name)
+
+
+def selection_groups(named: Iterable[tuple[str, PacketSummary | None]]) -> list[tuple[str, ...]]:
+    """Names of packets sharing one known selection key (compare-v1 section 2), groups of two or more, by name."""
+    groups: dict[SelectionKey, list[str]] = defaultdict(list)
+    for name, summary in named:
+        if summary is not None and summary.selection is not None:
+            groups[summary.selection].append(name)
+    return sorted(tuple(sorted(names)) for names in groups.values() if len(names) > 1)

@@ -1,0 +1,195 @@
+"""PacketIndex: the packets under a root, their summaries filled in the background from one process-wide cache; no UI.
+
+The summary cache is keyed by verified content (`content_key`, the analysis
+cache's key) and holds summaries only, never analyses. Filling an index
+re-admits (re-reads and re-hashes) every packet in worker processes: a packet
+whose verified key is cached costs no analysis, any other is analyzed and
+summarized there. The last key seen for a path only routes that check; it is
+never trusted in place of the hashes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import multiprocessing
+import threading
+from collections import OrderedDict
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+from typing import Callable, Iterator
+
+from explorer.analysis.analyze import ContentKey, analyze, content_key
+from explorer.analysis.summary import (INTERNAL_ERROR, WORKER_CRASHED, PacketSummary, error_summary,
+                                       selection_groups, summary_of, triage_order)
+from explorer.discovery import Entry, discover
+from explorer.packet.admission import admit
+from explorer.workers import WorkerCrashed, default_jobs, map_isolated
+
+log = logging.getLogger(__name__)
+
+SUMMARY_CACHE_ENTRIES = 100_000  # a few hundred bytes each
+KNOWN_KEY_ENTRIES = 100_000  # path -> last verified key, for routing only
+INLINE_PACKETS = 16  # a root this small is checked in the filling thread, without worker processes
+WORKER_START_METHOD = "forkserver"  # never fork a threaded server; workers fork from a clean server process
+WORKER_PRELOAD = ["__main__", "explorer.index"]
+
+Check = tuple[ContentKey | None, PacketSummary | None]
+
+
+class SummaryCache:
+    """A thread-safe, bounded LRU map: verified content key -> summary of that content (or path -> last key)."""
+
+    def __init__(self, capacity: int):
+        self.capacity = capacity
+        self._items: OrderedDict[object, object] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: object) -> object | None:
+        with self._lock:
+            value = self._items.get(key)
+            if value is not None:
+                self._items.move_to_end(key)
+            return value
+
+    def put(self, key: object, value: object) -> None:
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self.capacity:
+                self._items.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._items)
+
+
+SUMMARIES = SummaryCache(SUMMARY_CACHE_ENTRIES)  # shared by every session of the process
+_known_keys = SummaryCache(KNOWN_KEY_ENTRIES)  # str(path) -> the last verified key
+_filler = ThreadPoolExecutor(max_workers=1, thread_name_prefix="packet-index")  # one fill at a time, in order
+
+
+def checked_summary(task: tuple[str, ContentKey | None]) -> Check:
+    """Re-admit the packet at `path`: (its verified key, None) when that is `known`, else (key, a fresh summary).
+
+    Runs in a worker process; pure apart from reading the packet.
+    """
+    path, known = task
+    if known is not None:
+        key = content_key(admit(path))
+        if key == known:
+            return key, None
+    analysis = analyze(path)
+    return content_key(analysis.admission), summary_of(analysis)
+
+
+def _inline(tasks: list[tuple[str, ContentKey | None] | None]) -> Iterator[tuple[int, Check | Exception]]:
+    """Check each task (None: skip) in this thread."""
+    for index, task in enumerate(tasks):
+        if task is None:
+            continue
+        try:
+            yield index, checked_summary(task)
+        except Exception as error:  # a programming error: reported for this packet only
+            yield index, error
+
+
+def _checks(tasks: list[tuple[str, ContentKey | None]]) -> Iterator[tuple[int, Check | Exception]]:
+    if len(tasks) <= INLINE_PACKETS:
+        yield from _inline(tasks)
+        return
+    multiprocessing.get_context(WORKER_START_METHOD).set_forkserver_preload(WORKER_PRELOAD)
+    reported: set[int] = set()
+    try:
+        for index, check in map_isolated(checked_summary, tasks, jobs=default_jobs(), context=WORKER_START_METHOD):
+            reported.add(index)
+            yield index, check
+    except (OSError, BrokenProcessPool):  # no worker process could be started at all: check here instead
+        log.exception("packet index: worker processes unavailable, checking in this process")
+        yield from _inline([task if index not in reported else None for index, task in enumerate(tasks)])
+
+
+def _resolved(path: str, check: Check | Exception) -> PacketSummary:
+    """The summary a check stands for, the process-wide caches updated."""
+    if isinstance(check, Exception):
+        return error_summary(path, WORKER_CRASHED if isinstance(check, WorkerCrashed) else INTERNAL_ERROR)
+    key, fresh = check
+    cached = SUMMARIES.get(key) if fresh is None else None
+    if fresh is None and cached is None:  # evicted meanwhile: summarize here
+        key, fresh = checked_summary((path, None))
+    if key is not None:
+        _known_keys.put(path, key)
+        if fresh is not None:
+            SUMMARIES.put(key, fresh)
+    return fresh if fresh is not None else dataclasses.replace(cached, path=path)
+
+
+class PacketIndex:
+    """The packets under one root as discovered now, and their summaries as they arrive (thread-safe reads)."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.entries: tuple[Entry, ...] = discover(root)
+        self._summaries: dict[str, PacketSummary] = {}
+        self._lock = threading.Lock()
+
+    def summary(self, name: str) -> PacketSummary | None:
+        with self._lock:
+            return self._summaries.get(name)
+
+    @property
+    def complete(self) -> bool:
+        with self._lock:
+            return len(self._summaries) == len(self.entries)
+
+    def ordered_names(self) -> list[str]:
+        """Every name by status (analyzed first), then the largest noise-floor ratio, then name; unknown last."""
+        with self._lock:
+            return sorted((entry.name for entry in self.entries),
+                          key=lambda name: triage_order(name, self._summaries.get(name)))
+
+    def partners(self, name: str) -> tuple[str, ...]:
+        """Other packets under the root with the same known compare-v1 selection key as `name`, by name."""
+        with self._lock:
+            groups = selection_groups(self._summaries.items())
+        return next((tuple(other for other in group if other != name) for group in groups if name in group), ())
+
+    def fill(self, on_summary: Callable[[str, PacketSummary], None] = lambda name, summary: None,
+             cancelled: Callable[[], bool] = lambda: False) -> None:
+        """Check every entry (blocking) and record its summary, calling `on_summary` for each; stops when `cancelled()`."""
+        paths = [str(entry.path) for entry in self.entries]
+        tasks = [(path, _cached_key(path)) for path in paths]
+        checks = _checks(tasks)
+        try:
+            for index, check in checks:
+                if cancelled():
+                    return
+                summary = _resolved(paths[index], check)
+                with self._lock:
+                    self._summaries[self.entries[index].name] = summary
+                on_summary(self.entries[index].name, summary)
+        finally:
+            checks.close()
+
+    def fill_in_background(self, on_summary: Callable[[str, PacketSummary], None],
+                           cancelled: Callable[[], bool]) -> Future:
+        """`fill` on the process-wide filling thread (fills of several sessions run one after another)."""
+        future = _filler.submit(self.fill, on_summary, cancelled)
+        future.add_done_callback(_log_failure)
+        return future
+
+
+def _log_failure(future: Future) -> None:
+    if future.exception() is not None:
+        log.error("packet index: the fill stopped", exc_info=future.exception())
+
+
+def _cached_key(path: str) -> ContentKey | None:
+    """The last verified key of `path` when its summary is still cached (so a match costs no analysis)."""
+    key = _known_keys.get(path)
+    return key if key is not None and SUMMARIES.get(key) is not None else None

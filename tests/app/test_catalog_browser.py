@@ -1,0 +1,87 @@
+"""The packet list at scale in chromium: a root larger than one page says "showing N of M", search reaches any packet, a packet added later appears on reload."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from app_support import (APP_PATH, PAGE_TIMEOUT_MS, artifact, choose_packet, deep_text, outside_requests, packet_cell,
+                         wait_statuses)
+from conftest import _serve
+from explorer.analysis.summary import summarize, triage_order
+from explorer.discovery import ROOT_ENV, discover
+from explorer.samples import injected_error_spec, synthetic_spec, write_packet
+from explorer.ui.packets import PAGE_ROWS
+
+PACKETS = 3 * PAGE_ROWS + 5
+LATE_PACKET = "zz-added-after-startup"
+
+
+@pytest.fixture(scope="module")
+def large_root(tmp_path_factory):
+    """More packets than one page of the list, two levels deep in part, one with a visibly large error."""
+    root = tmp_path_factory.mktemp("large-root")
+    for index in range(PACKETS - 1):
+        group = root / f"group-{index % 3}" if index % 2 else root
+        write_packet(group / f"packet-{index:03d}", synthetic_spec(seed=index))
+    write_packet(root / "packet-injected", injected_error_spec())
+    return root
+
+
+@pytest.fixture(scope="module")
+def large_server(large_root, export_dir):
+    yield from _serve("panel-serve-large.log", {**os.environ, ROOT_ENV: str(large_root)}, export_dir)
+
+
+def _count_text(page) -> str:
+    return deep_text(page.locator(".packet-count-text")).strip()
+
+
+def test_a_root_larger_than_the_list_says_showing_n_of_m_and_opens_the_first_by_ratio(page, large_server,
+                                                                                       large_root, requested):
+    page.goto(large_server + APP_PATH, timeout=PAGE_TIMEOUT_MS)
+    page.wait_for_selector(".tabulator-row", timeout=PAGE_TIMEOUT_MS)
+    assert f"showing {PAGE_ROWS} of {PACKETS}" in _count_text(page)
+    wait_statuses(page)
+    names = [entry.name for entry in discover(large_root)]
+    first = min(names, key=lambda name: triage_order(name, summarize(large_root / name)))
+    assert first == "packet-injected"
+    page.wait_for_selector(f".status-line[data-packet='{first}']", timeout=PAGE_TIMEOUT_MS)
+    assert page.locator(".tabulator-row").count() == PAGE_ROWS
+    assert packet_cell(page, first).is_visible()  # the default order: analyzed, largest ratio first
+    page.screenshot(path=artifact("large-root.png"), full_page=True)
+    assert outside_requests(requested) == []
+
+
+def test_search_finds_a_packet_beyond_the_first_page_and_opens_it(page, large_server, large_root):
+    page.goto(large_server + APP_PATH, timeout=PAGE_TIMEOUT_MS)
+    wait_statuses(page)
+    on_first_page = {deep_text(cell).strip()
+                     for cell in page.locator(".tabulator-cell[tabulator-field='packet']").all()}
+    target = next(entry.name for entry in reversed(discover(large_root)) if entry.name not in on_first_page)
+    page.locator(".packet-search input").fill(target)
+    page.locator(".packet-count-text", has_text="showing 1 of 1 matching").wait_for(timeout=PAGE_TIMEOUT_MS)
+    packet_cell(page, target).wait_for(state="visible", timeout=PAGE_TIMEOUT_MS)
+    packet_cell(page, target).click()
+    page.wait_for_selector(f".status-line[data-packet='{target}']", timeout=PAGE_TIMEOUT_MS)
+    page.wait_for_url(lambda url: "packet=" in url, timeout=PAGE_TIMEOUT_MS)
+    assert page.locator(f".status-line[data-packet='{target}'] .status-badge").get_attribute("data-status") == \
+        summarize(large_root / target).status
+
+
+def test_a_packet_added_after_startup_appears_on_reload(page, large_server, large_root):
+    page.goto(large_server + APP_PATH, timeout=PAGE_TIMEOUT_MS)
+    page.wait_for_selector(".tabulator-row", timeout=PAGE_TIMEOUT_MS)
+    assert f"{PACKETS} packets" in _count_text(page)
+    write_packet(large_root / LATE_PACKET, synthetic_spec(seed=999))
+    try:
+        page.reload(timeout=PAGE_TIMEOUT_MS)
+        page.wait_for_selector(".tabulator-row", timeout=PAGE_TIMEOUT_MS)
+        assert f"{PACKETS + 1} packets" in _count_text(page)
+        wait_statuses(page)
+        choose_packet(page, LATE_PACKET)
+    finally:
+        for path in sorted((large_root / LATE_PACKET).iterdir()):
+            path.unlink()
+        (large_root / LATE_PACKET).rmdir()

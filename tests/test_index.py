@@ -1,0 +1,104 @@
+"""The process-wide summary cache and PacketIndex: verified-content hits cost no analysis, partners, order, paths."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+import explorer.index as index_module
+from explorer.analysis.summary import summarize, triage_order
+from explorer.index import SUMMARIES, PacketIndex, SummaryCache
+from explorer.samples import injected_error_spec, synthetic_spec, with_snapshot, write_packet, write_refused
+
+
+def test_summary_cache_keeps_the_most_recently_used_entries_only():
+    cache = SummaryCache(2)
+    cache.put("a", 1)
+    cache.put("b", 2)
+    assert cache.get("a") == 1  # "a" is now the most recent
+    cache.put("c", 3)
+    assert (cache.get("a"), cache.get("b"), cache.get("c")) == (1, None, 3)
+    assert len(cache) == 2
+    cache.clear()
+    assert len(cache) == 0
+
+
+@pytest.fixture
+def root(tmp_path):
+    SUMMARIES.clear()
+    write_packet(tmp_path / "paged", synthetic_spec(seed=3))
+    write_packet(tmp_path / "contiguous", synthetic_spec(seed=3, backend="contiguous"))
+    write_packet(tmp_path / "group" / "copy-of-paged", synthetic_spec(seed=3))
+    write_packet(tmp_path / "injected", injected_error_spec())
+    write_packet(tmp_path / "discarded", with_snapshot(synthetic_spec(seed=5), sampleOutcome="discarded"))
+    write_refused(tmp_path / "refused")
+    return tmp_path
+
+
+@pytest.fixture
+def analyses(monkeypatch):
+    """Paths analyzed by the index (a cache hit re-admits but never analyzes)."""
+    seen = []
+    real = index_module.analyze
+    monkeypatch.setattr(index_module, "analyze", lambda path: seen.append(str(path)) or real(path))
+    return seen
+
+
+def test_a_fill_gives_what_summarize_gives_and_a_second_fill_analyzes_nothing(root, analyses):
+    first = PacketIndex(root)
+    arrived = []
+    first.fill(lambda name, summary: arrived.append(name))
+    assert sorted(arrived) == sorted(entry.name for entry in first.entries) and first.complete
+    for entry in first.entries:
+        assert first.summary(entry.name) == summarize(entry.path)
+    assert len(analyses) == len(first.entries)
+
+    analyses.clear()
+    second = PacketIndex(root)
+    second.fill()
+    assert analyses == [str(root / "refused")]  # refused content has no key: its admission is its summary
+    assert all(second.summary(e.name) == first.summary(e.name) for e in second.entries)
+
+
+def test_changed_content_is_summarized_again(root, analyses):
+    PacketIndex(root).fill()
+    shutil.rmtree(root / "paged")  # write_packet never overwrites
+    write_packet(root / "paged", injected_error_spec())
+    analyses.clear()
+    index = PacketIndex(root)
+    index.fill()
+    assert sorted(analyses) == sorted([str(root / "paged"), str(root / "refused")])
+    assert index.summary("paged") == summarize(root / "paged")
+
+
+def test_identical_content_under_two_names_keeps_each_path(root):
+    index = PacketIndex(root)
+    index.fill()
+    assert index.summary("paged").path == str(root / "paged")
+    assert index.summary("group/copy-of-paged").path == str(root / "group" / "copy-of-paged")
+
+
+def test_partners_share_the_selection_key(root):
+    index = PacketIndex(root)
+    assert index.partners("paged") == ()  # nothing known before the fill
+    index.fill()
+    assert index.partners("paged") == ("contiguous", "group/copy-of-paged")
+    assert index.partners("contiguous") == ("group/copy-of-paged", "paged")
+    assert index.partners("refused") == () and index.partners("injected") == ()
+
+
+def test_ordered_names_put_analyzed_by_largest_ratio_first(root):
+    index = PacketIndex(root)
+    assert index.ordered_names() == sorted(entry.name for entry in index.entries)  # unknown: by name
+    index.fill()
+    expected = sorted((e.name for e in index.entries), key=lambda n: triage_order(n, summarize(root / n)))
+    assert index.ordered_names() == expected
+    assert expected[0] == "injected" and expected[-1] == "refused"
+    assert index.summary("discarded").status == "inconclusive"
+
+
+def test_a_cancelled_fill_stops(root):
+    index = PacketIndex(root)
+    index.fill(cancelled=lambda: True)
+    assert not index.complete
