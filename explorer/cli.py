@@ -451,6 +451,14 @@ def _run_compare(args: argparse.Namespace) -> int:
     return EXIT_BY_PAIR_STATUS[report["status"]]
 
 
+def _add_report_options(command, report: str, emulate_help: str) -> None:
+    """--json, --output and --emulate, shared by analyze and compare."""
+    command.add_argument("--json", action="store_true", help=f"print the JSON {report} instead of a summary")
+    command.add_argument("--output", metavar="FILE", help=f"also write the JSON {report} to FILE (never overwritten)")
+    command.add_argument("--emulate", action="append", metavar="ID",
+                         help=f"{emulate_help} (repeatable; quote ids with parentheses)")
+
+
 def _add_compare(commands) -> None:
     compare = commands.add_parser(
         "compare", help="compare two captures of one selection (e.g. the paged and the contiguous backend)",
@@ -458,11 +466,8 @@ def _add_compare(commands) -> None:
                     "B are the same packet.json), 1 internal error.")
     compare.add_argument("a", metavar="A", help="side a: a packet directory or its packet.json")
     compare.add_argument("b", metavar="B", help="side b: a packet directory or its packet.json")
-    compare.add_argument("--json", action="store_true", help="print the JSON comparison report instead of a summary")
-    compare.add_argument("--output", metavar="FILE", help="also write the JSON report to FILE (never overwritten)")
-    compare.add_argument("--emulate", action="append", metavar="ID",
-                         help="also run kernel arithmetic emulations and report the emulation x side matrix: "
-                              "'default' or an id as for analyze (repeatable; quote ids with parentheses)")
+    _add_report_options(compare, "comparison report", "also run kernel arithmetic emulations and report the "
+                                                      "emulation x side matrix: 'default' or an id as for analyze")
     compare.set_defaults(run=_run_compare)
 
 
@@ -491,11 +496,8 @@ def build_parser() -> argparse.ArgumentParser:
         "analyze", help="admit and analyze one packet",
         description="Exit status: 0 analyzed, 3 inconclusive, 4 refused, 2 usage error, 1 internal error.")
     analyze.add_argument("packet", metavar="PACKET", help="a packet directory or its packet.json")
-    analyze.add_argument("--json", action="store_true", help="print the JSON report instead of a summary")
-    analyze.add_argument("--output", metavar="FILE", help="also write the JSON report to FILE (never overwritten)")
-    analyze.add_argument("--emulate", action="append", metavar="ID",
-                         help="also run a kernel arithmetic emulation: 'default' (the default set) or an id such as "
-                              "'mlx_two_pass(partialDType=float32)' (repeatable; quote ids with parentheses)")
+    _add_report_options(analyze, "report", "also run kernel arithmetic emulations: 'default' (the default set) or "
+                                           "an id such as 'mlx_two_pass(partialDType=float32)'")
     analyze.add_argument("--element", metavar="H,C",
                          help="also print every number about output element H,C (query head, channel) or N "
                               "(flat index over [QH, D]); not with --json")

@@ -110,3 +110,6 @@ class Views:
         selection = Selection(head=head)
         return pn.Tabs(*((title, builder(self._analysis, selection)) for _, title, builder in VIEWS),
                        dynamic=True, sizing_mode="stretch_width")
+
+
+views_of = Views  # the name explorer.analysis.display.InlineDisplay calls

@@ -74,3 +74,6 @@ class PairViews:
         from explorer.views.pair import build
 
         return build(self._pair)
+
+
+views_of = PairViews  # the name explorer.analysis.display.InlineDisplay calls

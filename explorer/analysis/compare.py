@@ -18,6 +18,7 @@ import numpy as np
 
 from explorer.analysis.analyze import analyze
 from explorer.analysis.compare_emulation import PairEmulations, with_emulations
+from explorer.analysis.display import InlineDisplay
 from explorer.analysis.emulation import expand
 from explorer.analysis.facts import FIRST_LOCATIONS_LIMIT, bit_flips, bit_positions
 from explorer.analysis.metrics import compare as compare_metrics
@@ -163,13 +164,15 @@ class Tokens:
 
 
 @dataclass(frozen=True)
-class Pair:
+class Pair(InlineDisplay):
     """The comparison of two analyses (compare-v1.md). `a` and `b` are the sides' own immutable results.
 
     `selection` holds the selection fields both sides share, as ((name, value), ...) in
     report order; `ladder` maps "a" / "b" to a LadderRow, or None for a side without a
     reference.
     """
+
+    DISPLAY_MODULE = "explorer.pair_notebook"
 
     a: Analysis
     b: Analysis
@@ -196,28 +199,6 @@ class Pair:
         from explorer.analysis.compare_report import build_comparison_report
 
         return build_comparison_report(self)
-
-    # Notebook display (explorer.pair_notebook, imported on use: the core never loads a UI library).
-
-    def _repr_html_(self) -> str:
-        from explorer.pair_notebook import summary_html
-
-        return summary_html(self)
-
-    def _repr_pretty_(self, printer, cycle: bool) -> None:
-        from explorer.pair_notebook import summary_text
-
-        printer.text(summary_text(self))
-
-    @property
-    def views(self):
-        """The pair views for inline display, e.g. `pair.views.bits()`."""
-        from explorer.pair_notebook import PairViews
-
-        return PairViews(self)
-
-    def __panel__(self):
-        return self.views.all()
 
 
 # ---------------------------------------------------------------- sides

@@ -12,6 +12,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from explorer.analysis.display import InlineDisplay
 from explorer.packet.model import Admission, Reason
 
 # Codes of the per-element nonfinite maps (`NonfiniteMap.kinds`).
@@ -233,7 +234,7 @@ class Emulation:
 
 
 @dataclass(frozen=True)
-class Analysis:
+class Analysis(InlineDisplay):
     """The whole analysis of one packet: admission, tensor facts, numerics and final status.
 
     `reasons` holds every inconclusive reason, the admission's first two tables
@@ -241,6 +242,8 @@ class Analysis:
     requested kernel emulations in the order run (None when none was requested or no
     numerics exist); `emulations_requested` their normalised ids (None when none was requested).
     """
+
+    DISPLAY_MODULE = "explorer.notebook"
 
     admission: Admission
     status: str
@@ -267,28 +270,3 @@ class Analysis:
         from explorer.analysis.element import element
 
         return element(self, head, channel)
-
-    # Notebook display (explorer.notebook, imported on use: the core never loads a UI library).
-
-    def _repr_html_(self) -> str:
-        """Compact HTML when the result is the last expression of a Jupyter cell: status, reasons, largest-linf heads."""
-        from explorer.notebook import summary_html
-
-        return summary_html(self)
-
-    def _repr_pretty_(self, printer, cycle: bool) -> None:
-        """One line in IPython's plain-text display, instead of the dataclass repr of every array."""
-        from explorer.notebook import summary_text
-
-        printer.text(summary_text(self))
-
-    @property
-    def views(self):
-        """Every explorer view of this result for inline display, e.g. `result.views.attention(head=5)`."""
-        from explorer.notebook import Views
-
-        return Views(self)
-
-    def __panel__(self):
-        """`pn.panel(result)`: every view in tabs."""
-        return self.views.all()
