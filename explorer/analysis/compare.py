@@ -163,7 +163,7 @@ class Tokens:
         return self.target_a != self.target_b
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Pair(InlineDisplay):
     """The comparison of two analyses (compare-v1.md). `a` and `b` are the sides' own immutable results.
 

@@ -19,6 +19,10 @@ class InlineDisplay:
 
     DISPLAY_MODULE: ClassVar[str]
 
+    def __repr__(self) -> str:
+        """Short: the dataclass repr would print every array (the dataclasses using this set repr=False)."""
+        return f"<{type(self).__name__}: {getattr(self, 'status', '?')}>"
+
     def _repr_html_(self) -> str:
         """Compact HTML when the result is the last expression of a Jupyter cell."""
         return import_module(self.DISPLAY_MODULE).summary_html(self)

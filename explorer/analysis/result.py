@@ -233,7 +233,7 @@ class Emulation:
 # ---------------------------------------------------------------- the result
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Analysis(InlineDisplay):
     """The whole analysis of one packet: admission, tensor facts, numerics and final status.
 
