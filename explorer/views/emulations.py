@@ -239,16 +239,17 @@ class EmulationsView(pn.viewable.Viewer):
     # ------------------------------------------------------------ drawing
 
     def _build(self) -> pn.Column:
-        tensors = self.analysis.admission.tensors
-        if self.analysis.numerics is None or tensors is None:
-            box = html_summary.explanation_html(self.analysis, html_summary.NEEDS_NUMERICS, "the kernel emulations")
-            return pn.Column(html_pane(box), sizing_mode="stretch_width", css_classes=["view-emulations"])
+        box = html_summary.explanation_html(self.analysis, html_summary.NEEDS_NUMERICS, "the kernel emulations")
+        status = [html_pane(box)] if box else []  # every status but analyzed says so first, as in the other views
+        if self.analysis.numerics is None or self.analysis.admission.tensors is None:
+            return pn.Column(*status, sizing_mode="stretch_width", css_classes=["view-emulations"])
         controls = pn.Row(
             pn.widgets.IntInput.from_param(self.param.blocks, label="MLX blocks", width=140),
             pn.widgets.IntInput.from_param(self.param.partition_tokens, label="paged partition tokens", width=180),
             pn.widgets.Select.from_param(self.param.partial_dtype, label="variant partial dtype", width=180),
             sizing_mode="stretch_width")
         return pn.Column(
+            *status,
             heading("Kernel arithmetic emulations",
                     f"Output elements whose bit pattern equals each emulation's (eligible heads only). "
                     f"{esc(ASSUMPTIONS_NOTE)}"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 
 import numpy as np
@@ -95,12 +96,24 @@ def test_without_numerics_the_view_explains_and_computes_nothing(analyses):
     assert view.emulations is None and not view.running and not images_by_title(render(pn.panel(view)))
 
 
-def test_shown_on_a_page_it_computes_in_the_background_with_a_progress_bar(analyses):
+def test_shown_on_a_page_it_computes_in_the_background_with_a_progress_bar(analyses, monkeypatch):
+    import explorer.views.emulations as module
+
     analysis = analyses["clean-fp32q-bf16kv"]
+    release, entered = threading.Event(), threading.Event()
+
+    def held(*args, **kwargs):  # the core's computation, held until the test has looked at the running view
+        entered.set()
+        release.wait(WAIT_SECONDS)
+        return emulations_of(*args, **kwargs)
+
+    monkeypatch.setattr(module, "emulations_of", held)
     view = EmulationsView(analysis)
     view.start()  # what showing the view on a served page does: starts the thread and returns at once
     layout = view.__panel__()
+    assert entered.wait(WAIT_SECONDS) and view.emulations is None
     assert view.running and view._progress.visible and "Computing" in view._progress_note.object
+    release.set()
     deadline = time.monotonic() + WAIT_SECONDS
     while view._progress.visible and time.monotonic() < deadline:  # hidden after the drawing
         time.sleep(0.05)
