@@ -50,6 +50,7 @@ DEFAULT_BLOCKS = KERNELS[MLX_TWO_PASS].parameter("blocks").default
 DEFAULT_PARTITION_TOKENS = KERNELS[PAGED_TWO_PASS].parameter("partitionTokens").default
 DEFAULT_PARTIAL = "float32"  # the partial dtype of the counterfactual variants (the incident's patched kernel)
 ULP_LABEL = "ULP distance (output vs emulation, output dtype units)"
+COLOUR_LABEL = "ULP distance"  # the colour bar's title: short enough for a 16-head map; the hover says the rest
 # URL name -> (the kernel parameter that reads and bounds it, the view's parameter, ASCII shape checked first)
 URL_SETTINGS: Mapping[str, tuple[Parameter, str, re.Pattern]] = {
     "blocks": (KERNELS[MLX_TWO_PASS].parameter("blocks"), "blocks", re.compile(r"[0-9]{1,8}")),
@@ -76,17 +77,26 @@ def requested_ids(blocks: int, partition_tokens: int, partial_dtype: str) -> lis
 def settings_from_query(query: Mapping[str, str]) -> tuple[dict[str, object], list[tuple[str, str, str]]]:
     """The emulation settings a URL query names ({URL name: value}) and (name, text, what it accepts) of each invalid one."""
     settings, problems = {}, []
-    for name, (parameter, _, shape) in URL_SETTINGS.items():
+    for name, (parameter, _, _) in URL_SETTINGS.items():
         text = query.get(name)
         if text is None:
             continue
         try:
-            if shape.fullmatch(text) is None:
-                raise ValueError
-            settings[name] = parameter.read(text)
+            settings[name] = read_setting(name, text)
         except ValueError:
             problems.append((name, text, parameter.accepts))
     return settings, problems
+
+
+def read_setting(name: str, text: str) -> object:
+    """The value of setting `name` (a URL name) written as `text`: ASCII shape first, then the kernel's own limits."""
+    parameter, _, shape = URL_SETTINGS[name]
+    try:
+        if shape.fullmatch(text) is None:
+            raise ValueError
+        return parameter.read(text)
+    except ValueError:
+        raise ValueError(f"{name} {text!r} is not {parameter.accepts}") from None
 
 
 def _hex(bits: int, dtype: str) -> str:
@@ -142,7 +152,7 @@ def difference_map(analysis: Analysis, emulation: Emulation) -> hv.Image:
               Field("emulation", "emulation", emulation.values),
               Field("emulation_bits", "emulation bits", emulation.bits.astype(np.int64), lambda: hex_pattern(bits)),
               Field("ulp", ULP_LABEL, distance, ulp_value)]
-    return grid_map(colour, fields, title=f"output vs {emulation.id}", colour_label=ULP_LABEL, xlabel="channel",
+    return grid_map(colour, fields, title=f"output vs {emulation.id}", colour_label=COLOUR_LABEL, xlabel="channel",
                     ylabel="query head", clim=scale.clim, logz=scale.logz, cmap=CONTINUOUS_CMAP)
 
 
@@ -168,6 +178,7 @@ class EmulationsView(pn.viewable.Viewer):
         self._mode: str | None = None  # "background" once shown on a page, "synchronous" after compute()
         self._progress = pn.indicators.Progress(active=True, visible=False, width=240, css_classes=["emulation-progress"])
         self._progress_note = note("", "emulation-progress-note")
+        self._settings_note = html_pane("", css_classes=["emulation-settings-note"])
         self._tables = html_pane("", css_classes=["emulation-tables"])
         self._choice = pn.widgets.Select(label="map: output vs", options=[], width=380)
         self._map = pn.Column(sizing_mode="stretch_width", css_classes=["emulation-map"])
@@ -243,9 +254,9 @@ class EmulationsView(pn.viewable.Viewer):
         status = [html_pane(box)] if box else []  # every status but analyzed says so first, as in the other views
         if self.analysis.numerics is None or self.analysis.admission.tensors is None:
             return pn.Column(*status, sizing_mode="stretch_width", css_classes=["view-emulations"])
-        controls = pn.Row(
-            pn.widgets.IntInput.from_param(self.param.blocks, label="MLX blocks", width=140),
-            pn.widgets.IntInput.from_param(self.param.partition_tokens, label="paged partition tokens", width=180),
+        controls = pn.FlexBox(
+            self._integer_input("blocks", "MLX blocks", 140),
+            self._integer_input("partitionTokens", "paged partition tokens", 180),
             pn.widgets.Select.from_param(self.param.partial_dtype, label="variant partial dtype", width=180),
             sizing_mode="stretch_width")
         return pn.Column(
@@ -253,11 +264,30 @@ class EmulationsView(pn.viewable.Viewer):
             heading("Kernel arithmetic emulations",
                     f"Output elements whose bit pattern equals each emulation's (eligible heads only). "
                     f"{esc(ASSUMPTIONS_NOTE)}"),
-            controls, pn.Row(self._progress, self._progress_note), self._tables,
+            controls, self._settings_note, pn.Row(self._progress, self._progress_note), self._tables,
             heading("Where the output differs from one emulation", "ULP distance per element (0 = bit-equal; grey: "
                     "not compared). Click a cell for every emulation's value and bits there."),
             self._choice, self._map, self._drilldown,
             sizing_mode="stretch_width", css_classes=["view-emulations"])
+
+    def _integer_input(self, name: str, label: str, width: int) -> pn.widgets.LiteralInput:
+        """A plain text box for integer setting `name` (no spin buttons); a value out of the kernel's limits is
+        refused with a note, the computed set stays."""
+        attribute = URL_SETTINGS[name][1]
+        box = pn.widgets.LiteralInput(label=label, value=getattr(self, attribute), type=int, width=width)
+
+        def typed(event) -> None:
+            try:
+                value = read_setting(name, str(event.new))
+            except ValueError as error:
+                self._settings_note.object = f"<p>{esc(error)}; kept {getattr(self, attribute)}.</p>"
+                return
+            self._settings_note.object = ""
+            setattr(self, attribute, value)
+
+        box.param.watch(typed, "value")
+        self.param.watch(lambda event: setattr(box, "value", event.new), attribute)
+        return box
 
     def _show_running(self, _event=None) -> None:
         self._progress.visible = self.running

@@ -178,3 +178,17 @@ def test_the_drilldown_follows_the_shared_element_selection(analyses):
     assert selection.element == (1, 9) and "Query head 1, channel 9" in view._drilldown.object
     selection.element = (4, 0)  # a click on another view's map
     assert "Query head 4, channel 0" in view._drilldown.object
+
+
+def test_a_typed_setting_outside_the_kernels_limits_is_refused_with_a_note(analyses):
+    view = _computed(analyses["qwen36-bf16-t64"])
+    blocks, partition = (box for box in pn.panel(view).select(pn.widgets.LiteralInput))
+    assert (blocks.value, partition.value) == (DEFAULT_BLOCKS, DEFAULT_PARTITION_TOKENS)
+    blocks.value = 0
+    assert view.blocks == DEFAULT_BLOCKS
+    assert "blocks &#x27;0&#x27; is not an integer from 1 to 65536; kept 128" in view._settings_note.object
+    blocks.value = 32
+    assert view.blocks == 32 and view._settings_note.object == ""
+    assert view.emulations[0].id == "mlx_two_pass(blocks=32)"
+    view.partition_tokens = 64  # set by code: the box follows
+    assert partition.value == 64
