@@ -58,6 +58,8 @@ URL_SETTINGS: Mapping[str, tuple[Parameter, str, re.Pattern]] = {
                         re.compile(r"[0-9]{1,8}")),
     "partialDType": (KERNELS[PAGED_TWO_PASS].parameter("partialDType"), "partial_dtype", re.compile(r"[a-z0-9]{1,16}")),
 }
+BREAKABLE = "word-break:break-all"  # long ids as column headings wrap anywhere instead of widening the page
+SCROLLING = "max-width:100%;overflow-x:auto"  # a table wider than the column scrolls inside it
 ASSUMPTIONS_NOTE = ("Each emulation recomputes the output on the CPU following one kernel's published arithmetic; it "
                     "is a labelled counterfactual, never the reference, and says nothing about the cause by itself.")
 
@@ -111,15 +113,15 @@ def _share(count: int | None, compared: int) -> str:
 
 def bit_equal_tables(emulations: tuple[Emulation, ...], head_dim: int) -> str:
     """Global bit-equal counts, ULP max and p99 of every emulation, then per query head (heads x emulations)."""
-    rows = [(f"<code>{esc(e.id)}</code>", esc(_share(e.bit_equal, e.compared)), esc(html_summary.number(e.ulp.max)),
+    rows = [(f'<code style="{BREAKABLE}">{esc(e.id)}</code>', esc(_share(e.bit_equal, e.compared)), esc(html_summary.number(e.ulp.max)),
              esc(html_summary.number(e.ulp.p99)), esc(e.label)) for e in emulations]
     overview = table(("emulation", "output elements bit-equal", "ULP max", "ULP p99", "label"), rows,
                      css_class="emulation-bit-equal")
     heads = len(emulations[0].bit_equal_per_head) if emulations else 0
-    per_head = table(("query head", *(f"<code>{esc(e.id)}</code>" for e in emulations)),
+    per_head = table(("query head", *(f'<code style="{BREAKABLE}">{esc(e.id)}</code>' for e in emulations)),
                      ((str(h), *(esc(_share(e.bit_equal_per_head[h], head_dim)) for e in emulations))
                       for h in range(heads)), css_class="emulation-bit-equal-per-head")
-    return overview + per_head
+    return f'<div style="{SCROLLING}">{overview}</div><div style="{SCROLLING}">{per_head}</div>'
 
 
 def drilldown_html(analysis: Analysis, emulations: tuple[Emulation, ...], head: int, channel: int) -> str:

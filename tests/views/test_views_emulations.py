@@ -29,7 +29,7 @@ def test_the_tables_hold_every_emulations_bit_equal_counts(analyses):
                                                "paged_two_pass", "single_pass"]  # the default set
     shown = text(pn.panel(view))
     for e in view.emulations:
-        assert f"<code>{e.id}</code>" in shown
+        assert f">{e.id}</code>" in shown
         assert f"{e.bit_equal} of {e.compared} ({100 * e.bit_equal / e.compared:.4g}%)" in shown
         for count in set(e.bit_equal_per_head):
             assert f"{count} of 256" in shown
@@ -132,7 +132,7 @@ def test_the_registry_builder_computes_at_once_outside_a_served_page(analyses):
     shown = text(layout)
     expected = emulations_of(analysis, "default")
     for e in expected:
-        assert f"<code>{e.id}</code>" in shown and f"{e.bit_equal} of {e.compared}" in shown
+        assert f">{e.id}</code>" in shown and f"{e.bit_equal} of {e.compared}" in shown
     assert "Computing" not in shown
     assert list(images_by_title(render(layout))) == [f"output vs {expected[0].id}"]
 
