@@ -7,10 +7,10 @@ writes the ones that differ from the defaults into `Selection.emulation` for the
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import re
 import threading
+from functools import partial
 from typing import Mapping
 
 import holoviews as hv
@@ -215,8 +215,8 @@ class EmulationsView(pn.viewable.Viewer):
     def start(self) -> None:
         """Compute the current set in a background thread; the page stays responsive, a progress bar shows.
 
-        The thread only computes; its results reach the page through this session's document
-        (Panel schedules each model change on the server's event loop), never blocking it.
+        The thread only computes; its results are handed to the session's event loop as one
+        next-tick callback (drawing only), so the loop never waits for the computation.
         """
         self._mode = self._mode or "background"
         with self._lock:
@@ -232,15 +232,21 @@ class EmulationsView(pn.viewable.Viewer):
         except Exception as error:  # a programming error must not leave the progress bar running forever
             log.exception("emulations %s failed", ids)
             found, failure = None, f"The emulations could not be computed: {type(error).__name__}: {error}"
-        with self._lock:
-            current = generation == self._generation
-        if not current:
+        deliver = partial(self._deliver, generation, found, failure)
+        if document is None:
+            deliver()
             return
-        with set_curdoc(document) if document is not None else contextlib.nullcontext():
-            self.emulations = found  # drawn first: the progress bar goes once the tables and map are there
-            self.running = False
-            if failure:
-                self._progress_note.object = esc(failure)
+        with set_curdoc(document):  # on the session's event loop, after the view's own models were made
+            pn.state.execute(deliver, schedule=True)
+
+    def _deliver(self, generation: int, found, failure: str) -> None:
+        with self._lock:
+            if generation != self._generation:
+                return  # the parameters changed meanwhile: a newer computation runs
+        self.emulations = found  # drawn first: the progress bar goes once the tables and map are there
+        self.running = False
+        if failure:
+            self._progress_note.object = esc(failure)
 
     def _restart(self, *_events) -> None:
         self.selection.emulation = self.settings()

@@ -23,6 +23,7 @@ SMALL = "small"
 # The most steps the emulation module allows on the full packet (blocks up to 65536, one-token partitions): several
 # seconds of Python-stepped numpy holding the GIL in turns with the server, so the two sessions really overlap.
 SLOW_SETTINGS = {"blocks": "65536", "partitionTokens": "1"}
+SIDEBAR_TABLE = "tabulator"  # the packet list's header and resize handles: the sidebar's, not this tab's layout
 SHARE = re.compile(r"([0-9]+) of ([0-9]+) \(")
 SPACE = re.compile(r"\s+")
 
@@ -81,7 +82,8 @@ def test_the_tab_shows_the_cores_bit_equal_counts_and_fits_1280_px(browser, serv
         assert _global_counts(page) == _expected(sample(SAMPLE), {})
         found = layout_offenders(page)
         assert found["leaves"] > 0
-        assert found["overlaps"] + found["outside"] + found["clipped"] == []
+        problems = found["overlaps"] + found["outside"] + found["clipped"]
+        assert [problem for problem in problems if SIDEBAR_TABLE not in problem] == []
         assert page.evaluate("document.documentElement.scrollWidth") <= 1280  # nothing widens the page
     finally:
         context.close()
@@ -123,7 +125,7 @@ def test_a_second_session_is_served_while_the_first_computes(browser, full_serve
     try:
         slow = "&".join(f"{name}={value}" for name, value in SLOW_SETTINGS.items())
         open_packet(first, full_server, f"?packet={FULL}&tab=emulations&{slow}")
-        progress = first.locator(".emulation-progress")
+        progress = first.locator("progress.emulation-progress")
         progress.wait_for(state="visible", timeout=PAGE_TIMEOUT_MS)  # the first session is computing now
         assert _tables(first).count() == 0
 
