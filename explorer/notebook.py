@@ -14,7 +14,7 @@ from explorer.views import html_summary
 
 # Accessor methods in the app's tab order; the ones taking `head` follow the selected query head.
 VIEW_CALLS = ("overview()", "summary()", "errors()", "lastrow()", "nonfinite()", "narrowed()", "attention(head=0)",
-              "raw()", "all(head=0)")
+              "emulations()", "raw()", "all(head=0)")
 HINT_STYLE = "color:#555;font-size:0.85em;margin:0.2em 0"
 
 
@@ -93,6 +93,10 @@ class Views:
         """Softmax weights over tokens of query `head`, and diagnostics across heads."""
         return self._build("attention", head)
 
+    def emulations(self):
+        """Every kernel emulation's bit-equal counts, where the output differs from one, and the drill-down (computed now)."""
+        return self._build("emulations")
+
     def raw(self):
         """packet.json, the metadata snapshot and the JSON report."""
         return self._build("raw")
@@ -100,7 +104,7 @@ class Views:
     def all(self, head: int = 0):
         """Every view in tabs, in the app's order, sharing one selected query head.
 
-        Tabs are drawn when first opened (`dynamic`): rendering all seven at once in a
+        Tabs are drawn when first opened (`dynamic`): rendering all nine at once in a
         notebook with inline resources takes Panel tens of seconds, one tab about one.
         """
         import panel as pn

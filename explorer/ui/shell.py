@@ -28,6 +28,7 @@ from explorer.ui import catalog
 from explorer.ui.packets import PacketList
 from explorer.views import VIEWS, Selection
 from explorer.views.element import element_html
+from explorer.views.emulations import settings_from_query
 
 log = logging.getLogger(__name__)
 
@@ -146,6 +147,7 @@ class Shell(param.Parameterized):
         self._seen: dict[str, tuple] = {}  # packet name -> content_seen of what this session last showed
         self._shown: Analysis | None = None  # the analysis on screen
         self._selection: Selection | None = None
+        self._emulation: dict[str, object] = {}  # the Emulations view's non-default parameters, by URL name
         self._query_writer = QueryWriter(width=0, height=0, margin=0)
         self._message = pn.pane.HTML("", visible=False, sizing_mode="stretch_width")
         self._status = pn.pane.HTML("", sizing_mode="stretch_width")
@@ -211,6 +213,9 @@ class Shell(param.Parameterized):
         if HEAD_PATTERN.fullmatch(head) is None:
             notes.append(f"Head &quot;{_echo(head)}&quot; is not a head number; showing head 0.")
             head = "0"
+        self._emulation, problems = settings_from_query(query)
+        notes += [f"{name} &quot;{_echo(text)}&quot; is not {html.escape(accepts)}; using its default."
+                  for name, text, accepts in problems]
         with param.parameterized.discard_events(self):
             self.tab, self.head = tab, int(head)
         self._tabs.active = SLUGS.index(self.tab)
@@ -226,6 +231,7 @@ class Shell(param.Parameterized):
         query = {QUERY_PACKET: self.packet, QUERY_TAB: self.tab, QUERY_HEAD: str(self.head)}
         if self._selection is not None and self._selection.element is not None:
             query[QUERY_ELEMENT] = "{},{}".format(*self._selection.element)
+        query.update((name, str(value)) for name, value in self._emulation.items())
         self._query_writer.query = "?" + urlencode(query)
 
     def _say(self, message_html: str) -> None:
@@ -264,6 +270,8 @@ class Shell(param.Parameterized):
         self._selection.param.watch(self._on_selection_head, "head")
         self._selection.param.watch(self._on_selection_element, "element")
         self._selection.param.watch(self._on_selection_tab, "tab")
+        self._selection.emulation = self._emulation
+        self._selection.param.watch(self._on_selection_emulation, "emulation")
         self._element_box.visible = False
         summary = catalog.summarize(analysis)
         self._status.object = (
@@ -328,6 +336,10 @@ class Shell(param.Parameterized):
     def _on_selection_tab(self, event: param.parameterized.Event) -> None:
         if event.new in SLUGS:
             self.tab = event.new
+
+    def _on_selection_emulation(self, event: param.parameterized.Event) -> None:
+        self._emulation = event.new
+        self._push_url()
 
     def _on_selection_element(self, event: param.parameterized.Event) -> None:
         """Show the element panel of the clicked (head, channel) and write it into the URL."""

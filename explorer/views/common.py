@@ -45,6 +45,8 @@ class Selection(param.Parameterized):
     element = param.Tuple(default=None, length=2, allow_None=True,
                           doc="(query head, channel) of the output element clicked in a map, or None.")
     tab = param.String(default="", doc="Slug of a view a link asked to open (the shell switches to it).")
+    emulation = param.Dict(default={}, doc="Emulation parameters set away from their defaults, by their URL names "
+                                           "(blocks, partitionTokens, partialDType).")
 
 
 def selectable(pane: pn.pane.HoloViews, selection: Selection) -> pn.pane.HoloViews:

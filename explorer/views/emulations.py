@@ -1,20 +1,27 @@
-"""Emulations view: every kernel emulation's bit-equal counts, a [query head x channel] map of where the output differs from the selected one, and an element drill-down; computes in a background thread through the core, draws only.
+"""Emulations view: every kernel emulation's bit-equal counts, a [query head x channel] map of where the output differs from the selected one, and an element drill-down; computes through the core (in a background thread on a served page), draws only.
 
-Not in the views registry yet: the shell wires it (URL parameters included) in a later phase.
+Its parameters live in the URL by the emulation ids' own names (`blocks`, `partitionTokens`,
+`partialDType`): `settings_from_query` reads them with the kernels' own limits, and the view
+writes the ones that differ from the defaults into `Selection.emulation` for the shell to mirror.
 """
 
 from __future__ import annotations
 
+import logging
+import re
 import threading
+from functools import partial
+from typing import Mapping
 
 import holoviews as hv
 import numpy as np
 import panel as pn
 import param
+from panel.io.state import set_curdoc
 
 from explorer.analysis.analyze import emulations_of
 from explorer.analysis.emulation import KERNELS, MLX_TWO_PASS, PAGED_TWO_PASS, SINGLE_PASS
-from explorer.analysis.emulation.kernels import MAX_BLOCKS, MAX_PARTITION_TOKENS
+from explorer.analysis.emulation.kernels import MAX_BLOCKS, MAX_PARTITION_TOKENS, Parameter
 from explorer.analysis.result import Analysis, Emulation
 from explorer.packet.dtypes import DTYPES, ITEM_SIZE
 from explorer.views import html_summary
@@ -22,6 +29,7 @@ from explorer.views.common import (
     CONTINUOUS_CMAP,
     LOG,
     Field,
+    Selection,
     colour_scale,
     grid_map,
     heading,
@@ -34,12 +42,24 @@ from explorer.views.common import (
 )
 from explorer.views.html_summary import esc, table
 
+log = logging.getLogger(__name__)
+
 SIGNIFICANT = "{:.4g}"
 HEX_DIGITS = {dtype: 2 * size for dtype, size in ITEM_SIZE.items()}
 DEFAULT_BLOCKS = KERNELS[MLX_TWO_PASS].parameter("blocks").default
 DEFAULT_PARTITION_TOKENS = KERNELS[PAGED_TWO_PASS].parameter("partitionTokens").default
 DEFAULT_PARTIAL = "float32"  # the partial dtype of the counterfactual variants (the incident's patched kernel)
 ULP_LABEL = "ULP distance (output vs emulation, output dtype units)"
+COLOUR_LABEL = "ULP distance"  # the colour bar's title: short enough for a 16-head map; the hover says the rest
+# URL name -> (the kernel parameter that reads and bounds it, the view's parameter, ASCII shape checked first)
+URL_SETTINGS: Mapping[str, tuple[Parameter, str, re.Pattern]] = {
+    "blocks": (KERNELS[MLX_TWO_PASS].parameter("blocks"), "blocks", re.compile(r"[0-9]{1,8}")),
+    "partitionTokens": (KERNELS[PAGED_TWO_PASS].parameter("partitionTokens"), "partition_tokens",
+                        re.compile(r"[0-9]{1,8}")),
+    "partialDType": (KERNELS[PAGED_TWO_PASS].parameter("partialDType"), "partial_dtype", re.compile(r"[a-z0-9]{1,16}")),
+}
+BREAKABLE = "word-break:break-all"  # long ids as column headings wrap anywhere instead of widening the page
+SCROLLING = "max-width:100%;overflow-x:auto"  # a table wider than the column scrolls inside it
 ASSUMPTIONS_NOTE = ("Each emulation recomputes the output on the CPU following one kernel's published arithmetic; it "
                     "is a labelled counterfactual, never the reference, and says nothing about the cause by itself.")
 
@@ -56,6 +76,31 @@ def requested_ids(blocks: int, partition_tokens: int, partial_dtype: str) -> lis
             SINGLE_PASS]
 
 
+def settings_from_query(query: Mapping[str, str]) -> tuple[dict[str, object], list[tuple[str, str, str]]]:
+    """The emulation settings a URL query names ({URL name: value}) and (name, text, what it accepts) of each invalid one."""
+    settings, problems = {}, []
+    for name, (parameter, _, _) in URL_SETTINGS.items():
+        text = query.get(name)
+        if text is None:
+            continue
+        try:
+            settings[name] = read_setting(name, text)
+        except ValueError:
+            problems.append((name, text, parameter.accepts))
+    return settings, problems
+
+
+def read_setting(name: str, text: str) -> object:
+    """The value of setting `name` (a URL name) written as `text`: ASCII shape first, then the kernel's own limits."""
+    parameter, _, shape = URL_SETTINGS[name]
+    try:
+        if shape.fullmatch(text) is None:
+            raise ValueError
+        return parameter.read(text)
+    except ValueError:
+        raise ValueError(f"{name} {text!r} is not {parameter.accepts}") from None
+
+
 def _hex(bits: int, dtype: str) -> str:
     return f"0x{int(bits):0{HEX_DIGITS[dtype]}X}"
 
@@ -68,15 +113,15 @@ def _share(count: int | None, compared: int) -> str:
 
 def bit_equal_tables(emulations: tuple[Emulation, ...], head_dim: int) -> str:
     """Global bit-equal counts, ULP max and p99 of every emulation, then per query head (heads x emulations)."""
-    rows = [(f"<code>{esc(e.id)}</code>", esc(_share(e.bit_equal, e.compared)), esc(html_summary.number(e.ulp.max)),
+    rows = [(f'<code style="{BREAKABLE}">{esc(e.id)}</code>', esc(_share(e.bit_equal, e.compared)), esc(html_summary.number(e.ulp.max)),
              esc(html_summary.number(e.ulp.p99)), esc(e.label)) for e in emulations]
     overview = table(("emulation", "output elements bit-equal", "ULP max", "ULP p99", "label"), rows,
                      css_class="emulation-bit-equal")
     heads = len(emulations[0].bit_equal_per_head) if emulations else 0
-    per_head = table(("query head", *(f"<code>{esc(e.id)}</code>" for e in emulations)),
+    per_head = table(("query head", *(f'<code style="{BREAKABLE}">{esc(e.id)}</code>' for e in emulations)),
                      ((str(h), *(esc(_share(e.bit_equal_per_head[h], head_dim)) for e in emulations))
                       for h in range(heads)), css_class="emulation-bit-equal-per-head")
-    return overview + per_head
+    return f'<div style="{SCROLLING}">{overview}</div><div style="{SCROLLING}">{per_head}</div>'
 
 
 def drilldown_html(analysis: Analysis, emulations: tuple[Emulation, ...], head: int, channel: int) -> str:
@@ -109,7 +154,7 @@ def difference_map(analysis: Analysis, emulation: Emulation) -> hv.Image:
               Field("emulation", "emulation", emulation.values),
               Field("emulation_bits", "emulation bits", emulation.bits.astype(np.int64), lambda: hex_pattern(bits)),
               Field("ulp", ULP_LABEL, distance, ulp_value)]
-    return grid_map(colour, fields, title=f"output vs {emulation.id}", colour_label=ULP_LABEL, xlabel="channel",
+    return grid_map(colour, fields, title=f"output vs {emulation.id}", colour_label=COLOUR_LABEL, xlabel="channel",
                     ylabel="query head", clim=scale.clim, logz=scale.logz, cmap=CONTINUOUS_CMAP)
 
 
@@ -125,14 +170,17 @@ class EmulationsView(pn.viewable.Viewer):
     emulations = param.Parameter(default=None, doc="The computed emulations (a tuple), None until computed.")
     running = param.Boolean(default=False, doc="True while a computation runs.")
 
-    def __init__(self, analysis: Analysis, **params):
+    def __init__(self, analysis: Analysis, selection: Selection | None = None, **params):
         super().__init__(**params)
         self.analysis = analysis
+        self.selection = selection if selection is not None else Selection()
+        self.param.update({URL_SETTINGS[name][1]: value for name, value in self.selection.emulation.items()})
         self._lock = threading.Lock()
         self._generation = 0
         self._mode: str | None = None  # "background" once shown on a page, "synchronous" after compute()
         self._progress = pn.indicators.Progress(active=True, visible=False, width=240, css_classes=["emulation-progress"])
         self._progress_note = note("", "emulation-progress-note")
+        self._settings_note = html_pane("", css_classes=["emulation-settings-note"])
         self._tables = html_pane("", css_classes=["emulation-tables"])
         self._choice = pn.widgets.Select(label="map: output vs", options=[], width=380)
         self._map = pn.Column(sizing_mode="stretch_width", css_classes=["emulation-map"])
@@ -142,6 +190,7 @@ class EmulationsView(pn.viewable.Viewer):
         self._choice.link(self, value="selected", bidirectional=True)
         self.param.watch(self._restart, ["blocks", "partition_tokens", "partial_dtype"])
         self.param.watch(self._show, ["emulations", "selected"])
+        self.selection.param.watch(self._show_element, "element")
         self.param.watch(self._show_running, ["running"])
         self._layout = self._build()
 
@@ -150,33 +199,57 @@ class EmulationsView(pn.viewable.Viewer):
     def ids(self) -> list[str]:
         return requested_ids(self.blocks, self.partition_tokens, self.partial_dtype)
 
+    def settings(self) -> dict[str, object]:
+        """{URL name: value} of the parameters that differ from their defaults."""
+        return {name: getattr(self, attribute) for name, (_, attribute, _) in URL_SETTINGS.items()
+                if getattr(self, attribute) != self.param[attribute].default}
+
     def compute(self) -> None:
         """Compute the current set now, in this thread (tests, notebooks); later parameter changes do too."""
         self._mode = self._mode or "synchronous"
         with self._lock:
             self._generation += 1
             generation = self._generation
-        self._run(generation, self.ids())
+        self._run(generation, self.ids(), None)
 
     def start(self) -> None:
-        """Compute the current set in a background thread; the page stays responsive, a progress bar shows."""
+        """Compute the current set in a background thread; the page stays responsive, a progress bar shows.
+
+        The thread only computes; its results are handed to the session's event loop as one
+        next-tick callback (drawing only), so the loop never waits for the computation.
+        """
         self._mode = self._mode or "background"
         with self._lock:
             self._generation += 1
             generation = self._generation
         self.running = True
-        threading.Thread(target=self._run, args=(generation, self.ids()), daemon=True,
+        threading.Thread(target=self._run, args=(generation, self.ids(), pn.state.curdoc), daemon=True,
                          name="explorer-emulations").start()
 
-    def _run(self, generation: int, ids: list[str]) -> None:
-        self.running = True
-        found = emulations_of(self.analysis, ids)
-        with self._lock:
-            current = generation == self._generation
-        if current:
-            self.param.update(emulations=found, running=False)
+    def _run(self, generation: int, ids: list[str], document) -> None:
+        try:
+            found, failure = emulations_of(self.analysis, ids), ""
+        except Exception as error:  # a programming error must not leave the progress bar running forever
+            log.exception("emulations %s failed", ids)
+            found, failure = None, f"The emulations could not be computed: {type(error).__name__}: {error}"
+        deliver = partial(self._deliver, generation, found, failure)
+        if document is None:
+            deliver()
+            return
+        with set_curdoc(document):  # on the session's event loop, after the view's own models were made
+            pn.state.execute(deliver, schedule=True)
 
-    def _restart(self, _event=None) -> None:
+    def _deliver(self, generation: int, found, failure: str) -> None:
+        with self._lock:
+            if generation != self._generation:
+                return  # the parameters changed meanwhile: a newer computation runs
+        self.emulations = found  # drawn first: the progress bar goes once the tables and map are there
+        self.running = False
+        if failure:
+            self._progress_note.object = esc(failure)
+
+    def _restart(self, *_events) -> None:
+        self.selection.emulation = self.settings()
         if self._mode == "background":
             self.start()
         elif self._mode == "synchronous":
@@ -185,24 +258,44 @@ class EmulationsView(pn.viewable.Viewer):
     # ------------------------------------------------------------ drawing
 
     def _build(self) -> pn.Column:
-        tensors = self.analysis.admission.tensors
-        if self.analysis.numerics is None or tensors is None:
-            box = html_summary.explanation_html(self.analysis, html_summary.NEEDS_NUMERICS, "the kernel emulations")
-            return pn.Column(html_pane(box), sizing_mode="stretch_width", css_classes=["view-emulations"])
-        controls = pn.Row(
-            pn.widgets.IntInput.from_param(self.param.blocks, label="MLX blocks", width=140),
-            pn.widgets.IntInput.from_param(self.param.partition_tokens, label="paged partition tokens", width=180),
+        box = html_summary.explanation_html(self.analysis, html_summary.NEEDS_NUMERICS, "the kernel emulations")
+        status = [html_pane(box)] if box else []  # every status but analyzed says so first, as in the other views
+        if self.analysis.numerics is None or self.analysis.admission.tensors is None:
+            return pn.Column(*status, sizing_mode="stretch_width", css_classes=["view-emulations"])
+        controls = pn.FlexBox(
+            self._integer_input("blocks", "MLX blocks", 140),
+            self._integer_input("partitionTokens", "paged partition tokens", 180),
             pn.widgets.Select.from_param(self.param.partial_dtype, label="variant partial dtype", width=180),
             sizing_mode="stretch_width")
         return pn.Column(
+            *status,
             heading("Kernel arithmetic emulations",
                     f"Output elements whose bit pattern equals each emulation's (eligible heads only). "
                     f"{esc(ASSUMPTIONS_NOTE)}"),
-            controls, pn.Row(self._progress, self._progress_note), self._tables,
+            controls, self._settings_note, pn.Row(self._progress, self._progress_note), self._tables,
             heading("Where the output differs from one emulation", "ULP distance per element (0 = bit-equal; grey: "
                     "not compared). Click a cell for every emulation's value and bits there."),
             self._choice, self._map, self._drilldown,
             sizing_mode="stretch_width", css_classes=["view-emulations"])
+
+    def _integer_input(self, name: str, label: str, width: int) -> pn.widgets.LiteralInput:
+        """A plain text box for integer setting `name` (no spin buttons); a value out of the kernel's limits is
+        refused with a note, the computed set stays."""
+        attribute = URL_SETTINGS[name][1]
+        box = pn.widgets.LiteralInput(label=label, value=getattr(self, attribute), type=int, width=width)
+
+        def typed(event) -> None:
+            try:
+                value = read_setting(name, str(event.new))
+            except ValueError as error:
+                self._settings_note.object = f"<p>{esc(error)}; kept {getattr(self, attribute)}.</p>"
+                return
+            self._settings_note.object = ""
+            setattr(self, attribute, value)
+
+        box.param.watch(typed, "value")
+        self.param.watch(lambda event: setattr(box, "value", event.new), attribute)
+        return box
 
     def _show_running(self, _event=None) -> None:
         self._progress.visible = self.running
@@ -222,12 +315,23 @@ class EmulationsView(pn.viewable.Viewer):
         self._tap = hv.streams.Tap(source=pane.object, x=None, y=None)
         self._tap.add_subscriber(self._on_tap)
         self._map.objects = [pane]
+        self._show_element()
 
     def _on_tap(self, x=None, y=None) -> None:
         if x is None or y is None or not self.emulations:
             return
         heads, channels = self.emulations[0].bits.shape
         head, channel = int(round(y)), int(round(x))
+        if 0 <= head < heads and 0 <= channel < channels:
+            self.selection.element = (head, channel)  # the shell shows its element panel and writes the URL
+
+    def _show_element(self, _event=None) -> None:
+        """The drill-down of the selected element (a click on any map, or the URL's element=)."""
+        element = self.selection.element
+        if element is None or not self.emulations:
+            return
+        heads, channels = self.emulations[0].bits.shape
+        head, channel = element
         if 0 <= head < heads and 0 <= channel < channels:
             self._drilldown.object = drilldown_html(self.analysis, self.emulations, head, channel)
 
@@ -236,11 +340,18 @@ class EmulationsView(pn.viewable.Viewer):
         self._on_tap(x=channel, y=head)
 
     def __panel__(self) -> pn.viewable.Viewable:
+        """The layout; showing it starts the computation: in the background on a served page, else now."""
         if self._mode is None and self.analysis.numerics is not None:
-            self.start()
+            self.start() if _served() else self.compute()
         return self._layout
 
 
-def build(analysis: Analysis, selection=None) -> EmulationsView:
-    """The Emulations view of one analysis (a registry-style builder; the head selection is not used)."""
-    return EmulationsView(analysis)
+def _served() -> bool:
+    """True inside a `panel serve` session (its document has a session context): the only place a thread helps."""
+    document = pn.state.curdoc
+    return document is not None and document.session_context is not None
+
+
+def build(analysis: Analysis, selection: Selection | None = None) -> pn.viewable.Viewable:
+    """The registry builder: the view's layout, its computation started (see `EmulationsView.__panel__`)."""
+    return EmulationsView(analysis, selection).__panel__()

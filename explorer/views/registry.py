@@ -1,8 +1,8 @@
-"""The views registry: (slug, title, builder) in tab order; each builder(analysis, selection) returns a Panel viewable and computes nothing."""
+"""The views registry: (slug, title, builder) in tab order; each builder(analysis, selection) returns a Panel viewable and computes nothing itself (Emulations asks the core, when opened)."""
 
 from __future__ import annotations
 
-from explorer.views import attention, errors, lastrow, narrowed, nonfinite, overview, raw, summary
+from explorer.views import attention, emulations, errors, lastrow, narrowed, nonfinite, overview, raw, summary
 from explorer.views.common import Selection
 
 VIEWS = (
@@ -13,6 +13,7 @@ VIEWS = (
     ("nonfinite", "Nonfinite", nonfinite.build),
     ("narrowed", "Narrowed-Q", narrowed.build),
     ("attention", "Attention", attention.build),
+    ("emulations", "Emulations", emulations.build),
     ("raw", "Raw", raw.build),
 )
 

@@ -233,3 +233,28 @@ def test_an_invalid_element_note_joins_the_other_notes(shell):
     shell._element_from_query(search)
     message = _message(shell)
     assert "nowhere" in message and "Element &quot;x&quot; is not H,C" in message
+
+
+def test_emulation_settings_round_trip_through_the_url_and_the_view(shell):
+    import panel as pn
+
+    shell._open_from_query(f"?packet={ANALYZED_SAMPLE}&tab=emulations&blocks=64&partitionTokens=128&partialDType=float16")
+    assert _message(shell) == "" and shell._selection.emulation == {"blocks": 64, "partitionTokens": 128,
+                                                                    "partialDType": "float16"}
+    assert "blocks=64&partitionTokens=128&partialDType=float16" in shell._query_writer.query
+    shown = " ".join(str(pane.object) for pane in shell._placeholders["emulations"].select(pn.pane.HTML))
+    assert "mlx_two_pass(blocks=64,partialDType=float16)</code>" in shown  # the view computed with them
+    shell._selection.emulation = {"blocks": 32}  # what the view writes when its parameters change
+    assert "blocks=32" in shell._query_writer.query and "partitionTokens" not in shell._query_writer.query
+    shell.packet = REFUSED_SAMPLE  # another packet keeps the settings
+    assert shell._selection.emulation == {"blocks": 32} and "blocks=32" in shell._query_writer.query
+
+
+@pytest.mark.parametrize("query, problem", [("blocks=0", 'blocks &quot;0&quot; is not an integer from 1 to 65536'),
+                                            ("blocks=%C2%B2", "blocks &quot;\u00b2&quot; is not an integer"),
+                                            ("partitionTokens=99999999", "partitionTokens &quot;99999999&quot;"),
+                                            ("partialDType=%3Cb%3E", "partialDType &quot;&lt;b&gt;&quot; is not")])
+def test_an_invalid_emulation_setting_gets_a_note_and_its_default(shell, query, problem):
+    shell._open_from_query(f"?packet={ANALYZED_SAMPLE}&tab=emulations&{query}")
+    assert problem in _message(shell) and "<b>" not in _message(shell)
+    assert shell._selection.emulation == {} and query.split("=")[0] not in shell._query_writer.query

@@ -10,15 +10,16 @@ from explorer.views import VIEWS, Selection
 from views_support import BUILDERS, plots, render, text
 
 PACKETS = (*CURATED, "tiny", "float32-kv-kernel-bf16", "infinite-queries", "inconclusive-without-facts")
-NEEDS_NUMERICS = ("errors", "narrowed", "attention")
+NEEDS_NUMERICS = ("errors", "narrowed", "attention", "emulations")
 NEEDS_FACTS = ("lastrow", "nonfinite")
-PLOTTING = {"errors", "lastrow", "nonfinite", "narrowed", "attention"}
+PLOTTING = {"errors", "lastrow", "nonfinite", "narrowed", "attention", "emulations"}
 
 
-def test_registry_lists_the_eight_views_in_tab_order():
+def test_registry_lists_the_nine_views_in_tab_order():
     assert [(slug, title) for slug, title, _ in VIEWS] == [
         ("overview", "Overview"), ("summary", "Summary"), ("errors", "Per-head errors"), ("lastrow", "Last-row bits"),
-        ("nonfinite", "Nonfinite"), ("narrowed", "Narrowed-Q"), ("attention", "Attention"), ("raw", "Raw")]
+        ("nonfinite", "Nonfinite"), ("narrowed", "Narrowed-Q"), ("attention", "Attention"), ("emulations", "Emulations"),
+        ("raw", "Raw")]
     assert all(callable(builder) for _, _, builder in VIEWS)
 
 

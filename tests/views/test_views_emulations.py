@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import threading
 import time
 
 import numpy as np
 import panel as pn
 
 from explorer.analysis.analyze import emulations_of
-from explorer.views.emulations import EmulationsView, requested_ids
+from explorer.views.emulations import (DEFAULT_BLOCKS, DEFAULT_PARTITION_TOKENS, URL_SETTINGS, EmulationsView,
+                                       requested_ids, settings_from_query)
 from views_support import images_by_title, render, text, tooltips
 
 WAIT_SECONDS = 120
@@ -27,7 +29,7 @@ def test_the_tables_hold_every_emulations_bit_equal_counts(analyses):
                                                "paged_two_pass", "single_pass"]  # the default set
     shown = text(pn.panel(view))
     for e in view.emulations:
-        assert f"<code>{e.id}</code>" in shown
+        assert f">{e.id}</code>" in shown
         assert f"{e.bit_equal} of {e.compared} ({100 * e.bit_equal / e.compared:.4g}%)" in shown
         for count in set(e.bit_equal_per_head):
             assert f"{count} of 256" in shown
@@ -94,15 +96,99 @@ def test_without_numerics_the_view_explains_and_computes_nothing(analyses):
     assert view.emulations is None and not view.running and not images_by_title(render(pn.panel(view)))
 
 
-def test_shown_on_a_page_it_computes_in_the_background_with_a_progress_bar(analyses):
+def test_shown_on_a_page_it_computes_in_the_background_with_a_progress_bar(analyses, monkeypatch):
+    import explorer.views.emulations as module
+
     analysis = analyses["clean-fp32q-bf16kv"]
+    release, entered = threading.Event(), threading.Event()
+
+    def held(*args, **kwargs):  # the core's computation, held until the test has looked at the running view
+        entered.set()
+        release.wait(WAIT_SECONDS)
+        return emulations_of(*args, **kwargs)
+
+    monkeypatch.setattr(module, "emulations_of", held)
     view = EmulationsView(analysis)
-    layout = view.__panel__()  # what showing the view does: starts the thread and returns at once
+    view.start()  # what showing the view on a served page does: starts the thread and returns at once
+    layout = view.__panel__()
+    assert entered.wait(WAIT_SECONDS) and view.emulations is None
     assert view.running and view._progress.visible and "Computing" in view._progress_note.object
+    release.set()
     deadline = time.monotonic() + WAIT_SECONDS
-    while view.running and time.monotonic() < deadline:
+    while view._progress.visible and time.monotonic() < deadline:  # hidden after the drawing
         time.sleep(0.05)
     assert not view.running and not view._progress.visible
     expected = emulations_of(analysis, requested_ids(view.blocks, view.partition_tokens, view.partial_dtype))
     assert view.emulations is expected  # the core's cached result, not a view-side computation
     assert images_by_title(render(layout))
+
+
+def test_the_registry_builder_computes_at_once_outside_a_served_page(analyses):
+    from explorer.views import VIEWS, Selection
+
+    analysis = analyses["qwen36-bf16-t64"]
+    builder = {slug: builder for slug, _, builder in VIEWS}["emulations"]
+    layout = builder(analysis, Selection())  # an export or a notebook: no session, so no thread and no progress bar
+    shown = text(layout)
+    expected = emulations_of(analysis, "default")
+    for e in expected:
+        assert f">{e.id}</code>" in shown and f"{e.bit_equal} of {e.compared}" in shown
+    assert "Computing" not in shown
+    assert list(images_by_title(render(layout))) == [f"output vs {expected[0].id}"]
+
+
+def test_url_settings_are_read_with_the_kernels_own_limits():
+    settings, problems = settings_from_query({"blocks": "64", "partitionTokens": "128", "partialDType": "float32",
+                                              "head": "3"})
+    assert settings == {"blocks": 64, "partitionTokens": 128, "partialDType": "float32"} and problems == []
+    for name, text_value in (("blocks", "0"), ("blocks", "-1"), ("blocks", "65537"), ("blocks", "\u00b2"),
+                             ("blocks", "12\n"), ("blocks", " 12"), ("blocks", "1" * 5000),
+                             ("partitionTokens", "16777217"), ("partitionTokens", "\u0661\u0662"),
+                             ("partialDType", "float64"), ("partialDType", "Float32")):
+        settings, problems = settings_from_query({name: text_value})
+        accepts = URL_SETTINGS[name][0].accepts
+        assert settings == {} and problems == [(name, text_value, accepts)], (name, text_value)
+    assert settings_from_query({"blocks": "65536"})[0] == {"blocks": 65536}
+
+
+def test_the_selection_carries_the_parameters_both_ways(analyses):
+    from explorer.views import Selection
+
+    selection = Selection(emulation={"blocks": 16, "partialDType": "float16"})
+    view = EmulationsView(analyses["qwen36-bf16-t64"], selection)
+    assert (view.blocks, view.partition_tokens, view.partial_dtype) == (16, DEFAULT_PARTITION_TOKENS, "float16")
+    view.compute()
+    view.partition_tokens = 32
+    assert selection.emulation == {"blocks": 16, "partitionTokens": 32, "partialDType": "float16"}
+    assert view.emulations[2].id == "paged_two_pass(partitionTokens=32)"
+    view.param.update(blocks=DEFAULT_BLOCKS, partition_tokens=DEFAULT_PARTITION_TOKENS, partial_dtype="float32")
+    assert selection.emulation == {}  # the defaults are not written
+
+
+def test_the_drilldown_follows_the_shared_element_selection(analyses):
+    from explorer.views import Selection
+
+    analysis = analyses["qwen36-bf16-t64"]
+    selection = Selection(element=(2, 5))  # e.g. from the URL, before the emulations exist
+    view = EmulationsView(analysis, selection)
+    view.compute()
+    render(pn.panel(view))
+    assert "Query head 2, channel 5" in view._drilldown.object
+    view._tap.event(x=9, y=1)
+    assert selection.element == (1, 9) and "Query head 1, channel 9" in view._drilldown.object
+    selection.element = (4, 0)  # a click on another view's map
+    assert "Query head 4, channel 0" in view._drilldown.object
+
+
+def test_a_typed_setting_outside_the_kernels_limits_is_refused_with_a_note(analyses):
+    view = _computed(analyses["qwen36-bf16-t64"])
+    blocks, partition = (box for box in pn.panel(view).select(pn.widgets.LiteralInput))
+    assert (blocks.value, partition.value) == (DEFAULT_BLOCKS, DEFAULT_PARTITION_TOKENS)
+    blocks.value = 0
+    assert view.blocks == DEFAULT_BLOCKS
+    assert "blocks &#x27;0&#x27; is not an integer from 1 to 65536; kept 128" in view._settings_note.object
+    blocks.value = 32
+    assert view.blocks == 32 and view._settings_note.object == ""
+    assert view.emulations[0].id == "mlx_two_pass(blocks=32)"
+    view.partition_tokens = 64  # set by code: the box follows
+    assert partition.value == 64

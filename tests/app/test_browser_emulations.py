@@ -1,0 +1,142 @@
+"""The Emulations tab in a served app: a progress bar, then the core's bit-equal counts; URL parameters; and a second session served while the first one computes."""
+
+from __future__ import annotations
+
+import os
+import re
+from urllib.parse import parse_qsl
+
+import pytest
+
+import explorer
+from explorer.notebook import sample
+from app_support import (PAGE_TIMEOUT_MS, VIEWPORT, deep_text, layout_offenders, open_packet, outside_requests,
+                         wait_view)
+from explorer.export import EXPORT_DIR_ENV
+from explorer.samples import qwen_full_spec, synthetic_spec, write_packet
+from explorer.ui.catalog import ROOT_ENV
+from explorer.views.emulations import requested_ids
+
+SAMPLE = "qwen36-bf16-t64"
+FULL = "qwen-full"  # the full Qwen3.6 geometry, QH16/KVH2/D256/T5585
+SMALL = "small"
+# The most steps the emulation module allows on the full packet (blocks up to 65536, one-token partitions): several
+# seconds of Python-stepped numpy holding the GIL in turns with the server, so the two sessions really overlap.
+SLOW_SETTINGS = {"blocks": "65536", "partitionTokens": "1"}
+SIDEBAR_TABLE = "tabulator"  # the packet list's header and resize handles: the sidebar's, not this tab's layout
+SHARE = re.compile(r"([0-9]+) of ([0-9]+) \(")
+SPACE = re.compile(r"\s+")
+
+
+def _query(page) -> dict[str, str]:
+    return dict(parse_qsl(page.evaluate("window.location.search").lstrip("?")))
+
+
+def _tables(page):
+    return page.locator(".emulation-bit-equal")
+
+
+def _global_counts(page) -> dict[str, int]:
+    """emulation id -> bit-equal count, read from the rendered global table (one row per emulation)."""
+    rows = _tables(page).first.locator("tr")
+    counts = {}
+    for index in range(1, rows.count()):
+        cells = rows.nth(index).locator("td")
+        counts[SPACE.sub("", deep_text(cells.nth(0)))] = int(SHARE.search(deep_text(cells.nth(1))).group(1))
+    return counts
+
+
+def _expected(path, settings: dict[str, str]) -> dict[str, int]:
+    ids = requested_ids(int(settings.get("blocks", 128)), int(settings.get("partitionTokens", 256)),
+                        settings.get("partialDType", "float32"))
+    return {e.id: e.bit_equal for e in explorer.analyze(path, emulate=ids).emulations}
+
+
+@pytest.fixture(scope="module")
+def full_root(tmp_path_factory):
+    root = tmp_path_factory.mktemp("emulation-root")
+    write_packet(root / FULL, qwen_full_spec())
+    write_packet(root / SMALL, synthetic_spec())
+    return root
+
+
+@pytest.fixture(scope="module")
+def full_server(full_root, export_dir):
+    from conftest import _serve
+
+    env = {key: value for key, value in os.environ.items() if key != EXPORT_DIR_ENV}
+    yield from _serve("panel-serve-emulations.log", {**env, ROOT_ENV: str(full_root)}, export_dir)
+
+
+def test_the_tab_shows_the_cores_bit_equal_counts_and_fits_1280_px(browser, server, requested):
+    context = browser.new_context(viewport={"width": 1280, "height": VIEWPORT["height"]})
+    page = context.new_page()
+    page.set_default_timeout(PAGE_TIMEOUT_MS)
+    page.on("request", lambda request: requested.append(request.url))
+    page.on("websocket", lambda websocket: requested.append(websocket.url))
+    try:
+        open_packet(page, server, f"?packet={SAMPLE}&tab=emulations")
+        wait_view(page, SAMPLE, "emulations")
+        _tables(page).first.wait_for(state="visible", timeout=PAGE_TIMEOUT_MS)
+        page.locator(".emulation-map canvas").first.wait_for(timeout=PAGE_TIMEOUT_MS)
+        assert _global_counts(page) == _expected(sample(SAMPLE), {})
+        found = layout_offenders(page)
+        assert found["leaves"] > 0
+        problems = found["overlaps"] + found["outside"] + found["clipped"]
+        assert [problem for problem in problems if SIDEBAR_TABLE not in problem] == []
+        assert page.evaluate("document.documentElement.scrollWidth") <= 1280  # nothing widens the page
+    finally:
+        context.close()
+    assert outside_requests(requested) == []
+
+
+def test_url_parameters_round_trip_and_an_invalid_one_gets_a_note(page, server, requested):
+    settings = {"blocks": "64", "partitionTokens": "128", "partialDType": "float16"}
+    query = "&".join(f"{name}={value}" for name, value in settings.items())
+    open_packet(page, server, f"?packet={SAMPLE}&tab=emulations&{query}")
+    _tables(page).first.wait_for(state="visible", timeout=PAGE_TIMEOUT_MS)
+    assert _global_counts(page) == _expected(sample(SAMPLE), settings)
+    page.wait_for_function("() => window.location.search.includes('partialDType=float16')")
+    assert {name: _query(page).get(name) for name in settings} == settings
+
+    blocks = page.locator(".view-built-emulations input").first  # typed in the view: recomputed, URL follows
+    blocks.fill("32")
+    blocks.press("Enter")
+    page.wait_for_function("() => window.location.search.includes('blocks=32')")
+    page.locator(".emulation-bit-equal", has_text="mlx_two_pass(blocks=32)").first.wait_for(timeout=PAGE_TIMEOUT_MS)
+    assert _global_counts(page) == _expected(sample(SAMPLE), {**settings, "blocks": "32"})
+
+    open_packet(page, server, f"?packet={SAMPLE}&tab=emulations&blocks=-1&partitionTokens=%C2%B2&partialDType=float16")
+    message = page.locator(".shell-message")
+    message.wait_for(timeout=PAGE_TIMEOUT_MS)
+    text = deep_text(message)
+    assert 'blocks "-1" is not an integer from 1 to 65536' in text
+    assert 'partitionTokens "\u00b2" is not an integer from 1 to 16777216' in text
+    _tables(page).first.wait_for(state="visible", timeout=PAGE_TIMEOUT_MS)
+    assert _global_counts(page) == _expected(sample(SAMPLE), {"partialDType": "float16"})
+    query = _query(page)
+    assert query["partialDType"] == "float16" and "blocks" not in query and "partitionTokens" not in query
+    assert outside_requests(requested) == []
+
+
+def test_a_second_session_is_served_while_the_first_computes(browser, full_server, full_root):
+    first_context, second_context = browser.new_context(viewport=VIEWPORT), browser.new_context(viewport=VIEWPORT)
+    first, second = first_context.new_page(), second_context.new_page()
+    try:
+        slow = "&".join(f"{name}={value}" for name, value in SLOW_SETTINGS.items())
+        open_packet(first, full_server, f"?packet={FULL}&tab=emulations&{slow}")
+        progress = first.locator("progress.emulation-progress")
+        progress.wait_for(state="visible", timeout=PAGE_TIMEOUT_MS)  # the first session is computing now
+        assert _tables(first).count() == 0
+
+        open_packet(second, full_server, f"?packet={SMALL}")  # a new session, opened while the first computes
+        second.wait_for_selector(f".status-line[data-packet='{SMALL}']", timeout=PAGE_TIMEOUT_MS)
+        # ordering: the second session got its status line while the first had not yet drawn its results
+        assert progress.is_visible() and _tables(first).count() == 0
+
+        _tables(first).first.wait_for(state="visible", timeout=PAGE_TIMEOUT_MS)
+        progress.wait_for(state="hidden", timeout=PAGE_TIMEOUT_MS)
+        assert _global_counts(first) == _expected(full_root / FULL, SLOW_SETTINGS)
+    finally:
+        first_context.close()
+        second_context.close()
