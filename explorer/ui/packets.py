@@ -71,7 +71,8 @@ class PacketList(param.Parameterized):
         number = ScientificFormatter(precision=SIGNIFICANT_DIGITS - 1, power_limit_high=0, power_limit_low=0,
                                      nan_format="", null_format="")
         self._table = pn.widgets.Tabulator(
-            self._frame.copy(), pagination="remote", page_size=PAGE_ROWS, disabled=True, selectable=1, layout="fit_columns",
+            self._frame.copy(), pagination="remote", page_size=PAGE_ROWS, disabled=True, selectable=1,
+            layout="fit_columns",
             show_index=False, sorters=list(DEFAULT_SORTERS), hidden_columns=["order"], titles=TITLES,
             header_tooltips=HEADER_TOOLTIPS, widths=WIDTHS, sizing_mode="stretch_width", stylesheets=[TABLE_STYLE],
             formatters={"packet": {"type": "textarea"}, "status": {"type": "html"}, "worst linf": number,

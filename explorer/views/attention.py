@@ -10,6 +10,7 @@ from explorer.analysis.result import Analysis, HeadAttention, Numerics
 from explorer.views import html_summary
 from explorer.views.common import (
     CHART_HEIGHT,
+    CHART_PADDING,
     CHART_WIDTH,
     CONTINUOUS_CMAP,
     LOG,
@@ -30,7 +31,6 @@ from explorer.views.common import (
 from explorer.views.html_summary import esc, number_cell, table
 
 OVERVIEW_COLUMNS = 2  # per-head diagnostic charts side by side (four in one row do not fit at 1280 px)
-CHART_PADDING = 0.05  # the first and last head's markers stay whole inside the frame
 UPRIGHT_OVERVIEW_LABELS = 16  # head labels side by side on a half-width chart; more stand vertical
 MAX_OVERVIEW_CELLS = 250_000  # query head x token weights drawn in one overview map
 WEIGHTS_HEIGHT = 320

@@ -23,6 +23,7 @@ MAP_MIN_WIDTH = 260
 CHART_HEIGHT = 280
 CHART_WIDTH = 230  # three per-head charts and their margins fit the 1280 px window's content column
 CHARTS_PER_ROW = 3
+CHART_PADDING = (0.05, 0.1)  # (x, y) fractions: the first and last head's markers stay whole inside the frame
 UPRIGHT_HEAD_LABELS = 8  # up to this many heads the axis labels stand upright; more stand vertical to fit
 ROW_HEAD_CHARTS = 16  # above this many heads each per-head chart takes a whole row, so every head keeps its label
 CONTINUOUS_CMAP = "viridis"
@@ -258,7 +259,8 @@ def per_head_charts(series: Sequence[tuple[str, Comparison]], floor: tuple[str, 
                     *, metrics: Sequence[tuple[str, str]] = METRICS, height: int = CHART_HEIGHT) -> list:
     """One log-y chart per metric: every comparison's per-head values as markers, the noise floor as a dashed line.
 
-    Returns [legend, row of charts, note naming the values a log axis cannot draw (zero or null)].
+    Returns [legend, grid of charts (CHARTS_PER_ROW a row; one a row above ROW_HEAD_CHARTS heads),
+    note naming the values a log axis cannot draw (zero or null)].
     """
     labels = [label for label, _ in series]
     heads_count = len(series[0][1].per_head) if series else 0
@@ -288,7 +290,7 @@ def per_head_charts(series: Sequence[tuple[str, Comparison]], floor: tuple[str, 
             layers.append(hv.Curve((np.arange(raw.size), np.where(raw > 0, raw, np.nan)), "query head", metric,
                                    label=floor[0]).opts(color=FLOOR_COLOUR, line_dash="dashed", line_width=2))
         charts.append(hv.Overlay(layers).opts(
-            title=f"{metric}", logy=True, height=height, min_width=CHART_WIDTH, padding=(0.05, 0.1),
+            title=f"{metric}", logy=True, height=height, min_width=CHART_WIDTH, padding=CHART_PADDING,
             responsive=True, show_legend=False, show_grid=True, xlabel="query head", ylabel=metric,
             **head_ticks(heads_count, upright)))
     entries = [f'<span style="color:{colours[label]}">{MARKER_SYMBOLS[markers[label]]}</span> '

@@ -9,8 +9,8 @@ from pathlib import Path
 import explorer
 from explorer.analysis import compare as compare_module
 from explorer.analysis import compare_emulation, summary
-from explorer.triage import json_line, triage
 from explorer.discovery import discover
+from explorer.triage import json_line, triage
 from admission_cases import SPEC_REASON_CODES, SPEC_REFUSAL_CODES
 from explorer.analysis import numerics, reference
 from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED
