@@ -30,7 +30,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "app"))
 
 from app_support import (APP_PATH, LOCAL_HOST, PAGE_TIMEOUT_MS, VIEWPORT, free_port,  # noqa: E402
-                         start_server, stop_server, wait_until_serving)
+                         packet_cell, start_server, stop_server, wait_until_serving)
 from explorer.export import CHROMIUM, CHROMIUM_ARGS, DRAWN_JS  # noqa: E402
 from explorer.samples import CURATED, FULL_SAMPLE_NAME, qwen_full_spec, write_packet  # noqa: E402
 from explorer.views import VIEWS  # noqa: E402
@@ -124,7 +124,7 @@ def _click_tab(page, slug: str) -> None:
 def _switch(page, label: str, slug: str) -> None:
     for packet in (OTHER_SAMPLE, FULL_SAMPLE_NAME):
         started = time.perf_counter()
-        page.get_by_role("button", name=packet, exact=True).click()
+        packet_cell(page, packet).click()  # both packets are on the list's first page
         _drawn(page, slug, packet)
         print(f"[{label}] switch to {packet} with the {slug} tab open: {time.perf_counter() - started:.2f} s "
               f"(target <= {TARGET_SWITCH_S} s)")

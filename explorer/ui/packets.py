@@ -5,7 +5,9 @@ ratios arrive from the index's background fill, which asks the session's event l
 (`add_next_tick_callback`, the one thread-safe Document method) to draw them in
 batches, so the page never waits for them. Rows are sorted by status
 (analyzed, inconclusive, refused) and then by the largest ratio, unless the user
-sorts by a column header; a click on a row calls `on_choose` with its name.
+sorts by a column header; a click on a row calls `on_choose` with its name, and
+`highlight(name)` marks the open packet's row (the table's one selected row).
+Numbers show 4 significant digits; hovering a cell shows its full value.
 """
 
 from __future__ import annotations
@@ -29,8 +31,15 @@ PENDING_HTML = '<span class="packet-pending" style="color:#666666">reading ...</
 COLUMNS = ("packet", "status", "worst linf", "ratio", "order")
 DEFAULT_SORTERS = [{"field": "order", "dir": "asc"}, {"field": "ratio", "dir": "desc"}]
 TITLES = {"worst linf": "max head linf", "ratio": "/ noise floor"}
-WIDTHS = {"status": 96, "worst linf": 74, "ratio": 74}  # pixels; the packet name takes the rest and wraps
-TABLE_STYLE = ":host .tabulator { font-size: 0.85em; }"
+WIDTHS = {"status": 92, "worst linf": 78, "ratio": 78}  # pixels; the packet name takes the rest and wraps
+# The sort arrow sits beside a header title (in its margin), never inside the title's box.
+TABLE_STYLE = (":host .tabulator { font-size: 0.85em; } "
+               ":host .tabulator .tabulator-header .tabulator-col.tabulator-sortable .tabulator-col-title "
+               "{ padding-right: 0 !important; margin-right: 22px; width: auto !important; }")
+# Hover: a cell's own value (a number's full precision; the status badge says its word); header titles wrap;
+# the columns fit the sidebar (no resize handles).
+TABLE_CONFIGURATION = {"columnDefaults": {"tooltip": True, "headerWordWrap": True, "resizable": False},
+                       "columns": [{"field": "status", "tooltip": False}]}
 HEADER_TOOLTIPS = {
     "worst linf": "Largest primary per-head linf (output vs the FP32 reference)",
     "ratio": "That head's linf divided by its FP64 noise floor (the reference's own error against FP64)",
@@ -53,6 +62,7 @@ class PacketList(param.Parameterized):
         self._closed = False
         self._flush_pending = False
         self._document = None
+        self._highlighted: str | None = None
         self._rows = {entry.name: row for row, entry in enumerate(index.entries)}
         self._frame = pd.DataFrame({
             "packet": [entry.name for entry in index.entries], "status": PENDING_HTML,
@@ -61,12 +71,13 @@ class PacketList(param.Parameterized):
         number = ScientificFormatter(precision=SIGNIFICANT_DIGITS - 1, power_limit_high=0, power_limit_low=0,
                                      nan_format="", null_format="")
         self._table = pn.widgets.Tabulator(
-            self._frame.copy(), pagination="remote", page_size=PAGE_ROWS, disabled=True, selectable=False,
+            self._frame.copy(), pagination="remote", page_size=PAGE_ROWS, disabled=True, selectable=1,
+            layout="fit_columns",
             show_index=False, sorters=list(DEFAULT_SORTERS), hidden_columns=["order"], titles=TITLES,
             header_tooltips=HEADER_TOOLTIPS, widths=WIDTHS, sizing_mode="stretch_width", stylesheets=[TABLE_STYLE],
             formatters={"packet": {"type": "textarea"}, "status": {"type": "html"}, "worst linf": number,
                         "ratio": number},
-            configuration={"columnDefaults": {"tooltip": True}}, css_classes=["packet-table"])
+            configuration=TABLE_CONFIGURATION, css_classes=["packet-table"])
         self._search = pn.widgets.TextInput(placeholder="Search packet names", sizing_mode="stretch_width",
                                             css_classes=["packet-search"])
         self._table.add_filter(pn.bind(self._matching, query=self._search.param.value_input))
@@ -115,6 +126,7 @@ class PacketList(param.Parameterized):
                     self._badge(summary.status), _number(summary.worst_linf), _number(summary.noise_floor_ratio),
                     STATUS_ORDER.index(summary.status)]
             self._table.value = self._frame.copy()
+            self._select_highlighted()
             self._say_count()
         if self.index.complete and not self.filled:
             self._finish()
@@ -155,6 +167,15 @@ class PacketList(param.Parameterized):
 
     def _on_click(self, event) -> None:
         self._on_choose(self._frame["packet"].iloc[event.row])
+
+    def highlight(self, name: str) -> None:
+        """Mark `name`'s row as the open packet (the shell calls this whenever it shows a packet)."""
+        self._highlighted = name
+        self._select_highlighted()
+
+    def _select_highlighted(self) -> None:
+        row = self._rows.get(self._highlighted)
+        self._table.selection = [] if row is None else [row]
 
     def first_in_order(self) -> str | None:
         """The first packet by status and noise-floor ratio (the default sort), or None for an empty root."""

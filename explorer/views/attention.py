@@ -10,6 +10,7 @@ from explorer.analysis.result import Analysis, HeadAttention, Numerics
 from explorer.views import html_summary
 from explorer.views.common import (
     CHART_HEIGHT,
+    CHART_PADDING,
     CHART_WIDTH,
     CONTINUOUS_CMAP,
     LOG,
@@ -19,6 +20,7 @@ from explorer.views.common import (
     exact_number,
     explained,
     grid_map,
+    head_ticks,
     heading,
     hover,
     html_pane,
@@ -26,9 +28,10 @@ from explorer.views.common import (
     plot_pane,
     state,
 )
-from explorer.views.html_summary import esc, number, table
+from explorer.views.html_summary import esc, number_cell, table
 
 OVERVIEW_COLUMNS = 2  # per-head diagnostic charts side by side (four in one row do not fit at 1280 px)
+UPRIGHT_OVERVIEW_LABELS = 16  # head labels side by side on a half-width chart; more stand vertical
 MAX_OVERVIEW_CELLS = 250_000  # query head x token weights drawn in one overview map
 WEIGHTS_HEIGHT = 320
 LAST_TOKEN_COLOUR = "#d62728"
@@ -39,8 +42,8 @@ OVERVIEW_METRICS = (("entropy", "entropy (nats)", False), ("last_token_weight", 
 
 
 def _diagnostics_rows(entries: tuple[HeadAttention, ...]) -> list:
-    return [(str(a.query_head), str(a.kv_head), esc(number(a.max_logit)), esc(number(a.log_sum_exp)),
-             esc(number(a.entropy)), esc(number(a.last_token_weight)), esc(a.undefined_reason or ""))
+    return [(str(a.query_head), str(a.kv_head), number_cell(a.max_logit), number_cell(a.log_sum_exp),
+             number_cell(a.entropy), number_cell(a.last_token_weight), esc(a.undefined_reason or ""))
             for a in entries]
 
 
@@ -82,7 +85,7 @@ def head_panel(numerics: Numerics, head: int) -> pn.Column:
     weights = numerics.weights[head]
     zeros = int(np.sum(weights == 0))
     top = table(("rank", "token", "weight"),
-                ((str(rank), str(token), esc(number(weight))) for rank, (token, weight) in
+                ((str(rank), str(token), number_cell(weight)) for rank, (token, weight) in
                  enumerate(entry.top_tokens or (), start=1)), css_class="top-tokens")
     parts += [plot_pane(_weights_chart(weights, entry)),
               note(f"{zeros} of {weights.size} weights are exactly zero and cannot be drawn on the log axis."
@@ -104,7 +107,9 @@ def _overview_charts(numerics: Numerics) -> pn.GridBox:
                          {f"@{{{attribute}}}": exact_number})
         charts.append((hv.Curve(data, "query head", attribute) * hv.Scatter(data, "query head", attribute).opts(
             size=7, **on_hover)).opts(title=f"{label} per query head", logy=logy, height=CHART_HEIGHT,
-                                   min_width=CHART_WIDTH, responsive=True, show_grid=True, ylabel=label))
+                                   min_width=CHART_WIDTH, responsive=True, show_grid=True, ylabel=label,
+                                   padding=CHART_PADDING,
+                                   **head_ticks(heads.size, UPRIGHT_OVERVIEW_LABELS)))
     return pn.GridBox(*(plot_pane(c) for c in charts), ncols=OVERVIEW_COLUMNS, sizing_mode="stretch_width")
 
 

@@ -21,7 +21,11 @@ hv.Store.set_current_backend("bokeh")
 MAP_HEIGHT = 260
 MAP_MIN_WIDTH = 260
 CHART_HEIGHT = 280
-CHART_WIDTH = 280
+CHART_WIDTH = 230  # three per-head charts and their margins fit the 1280 px window's content column
+CHARTS_PER_ROW = 3
+CHART_PADDING = (0.05, 0.1)  # (x, y) fractions: the first and last head's markers stay whole inside the frame
+UPRIGHT_HEAD_LABELS = 8  # up to this many heads the axis labels stand upright; more stand vertical to fit
+ROW_HEAD_CHARTS = 16  # above this many heads each per-head chart takes a whole row, so every head keeps its label
 CONTINUOUS_CMAP = "viridis"
 NAN_COLOUR = "#d9d9d9"  # cells whose value is undefined (NaN)
 FLOOR_COLOUR = "#7f7f7f"
@@ -241,6 +245,13 @@ def colour_scale(arrays: Sequence[np.ndarray], mode: str, what: str) -> ColourSc
 # ---------------------------------------------------------------- per-head charts
 
 
+def head_ticks(heads: int, upright: int) -> dict:
+    """Options of a per-head x axis: integer ticks only, every head up to MAX_INDEX_TICKS; the labels stand
+    vertical when there are more than `upright` heads (what the chart's width holds side by side)."""
+    step = -(-heads // MAX_INDEX_TICKS) if heads else 1
+    return {"xticks": list(range(0, heads, step)), **({"xrotation": 90} if heads > upright else {})}
+
+
 def _metric_values(per_head: Sequence[Metrics], attribute: str) -> np.ndarray:
     return np.array([np.nan if getattr(m, attribute) is None else getattr(m, attribute) for m in per_head],
                     dtype=np.float64)
@@ -250,9 +261,12 @@ def per_head_charts(series: Sequence[tuple[str, Comparison]], floor: tuple[str, 
                     *, metrics: Sequence[tuple[str, str]] = METRICS, height: int = CHART_HEIGHT) -> list:
     """One log-y chart per metric: every comparison's per-head values as markers, the noise floor as a dashed line.
 
-    Returns [legend, row of charts, note naming the values a log axis cannot draw (zero or null)].
+    Returns [legend, grid of charts (CHARTS_PER_ROW a row; one a row above ROW_HEAD_CHARTS heads),
+    note naming the values a log axis cannot draw (zero or null)].
     """
     labels = [label for label, _ in series]
+    heads_count = len(series[0][1].per_head) if series else 0
+    upright = UPRIGHT_HEAD_LABELS if heads_count <= ROW_HEAD_CHARTS else MAX_INDEX_TICKS  # one chart a row: room
     colours = {label: SERIES_COLOURS[i % len(SERIES_COLOURS)] for i, label in enumerate(labels)}
     markers = {label: SERIES_MARKERS[i % len(SERIES_MARKERS)] for i, label in enumerate(labels)}
     undrawn = {label: [0, 0] for label in [*labels, *([floor[0]] if floor is not None else [])]}  # zeros, nulls
@@ -277,18 +291,18 @@ def per_head_charts(series: Sequence[tuple[str, Comparison]], floor: tuple[str, 
             _count_undrawn(undrawn[floor[0]], raw)
             layers.append(hv.Curve((np.arange(raw.size), np.where(raw > 0, raw, np.nan)), "query head", metric,
                                    label=floor[0]).opts(color=FLOOR_COLOUR, line_dash="dashed", line_width=2))
-        heads_count = len(series[0][1].per_head) if series else 0
-        ticks = {"xticks": list(range(heads_count))} if heads_count <= MAX_INDEX_TICKS else {}
         charts.append(hv.Overlay(layers).opts(
-            title=f"{metric}", logy=True, height=height, min_width=CHART_WIDTH,
-            responsive=True, show_legend=False, show_grid=True, xlabel="query head", ylabel=metric, **ticks))
+            title=f"{metric}", logy=True, height=height, min_width=CHART_WIDTH, padding=CHART_PADDING,
+            responsive=True, show_legend=False, show_grid=True, xlabel="query head", ylabel=metric,
+            **head_ticks(heads_count, upright)))
     entries = [f'<span style="color:{colours[label]}">{MARKER_SYMBOLS[markers[label]]}</span> '
                f"{html_summary.esc(label)}" for label in labels]
     if floor is not None:
         entries.append(f'<span style="color:{FLOOR_COLOUR}">- - -</span> {html_summary.esc(floor[0])}')
     legend = html_pane('<div class="chart-legend">' + "".join(
         f'<span style="display:inline-block;margin-right:1.5em">{entry}</span>' for entry in entries) + "</div>")
-    row = pn.Row(*(plot_pane(chart) for chart in charts), sizing_mode="stretch_width")
+    row = pn.GridBox(*(plot_pane(chart) for chart in charts), sizing_mode="stretch_width",
+                     ncols=min(len(charts), CHARTS_PER_ROW) if heads_count <= ROW_HEAD_CHARTS else 1)
     hidden = [f"{html_summary.esc(label)}: {zeros} zero, {nulls} null"
               for label, (zeros, nulls) in undrawn.items() if zeros or nulls]
     hidden_note = ("Not drawn on the log axis (exact zeros and null values, counted over all charts; the tables "

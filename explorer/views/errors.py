@@ -82,7 +82,7 @@ def error_maps(numerics: Numerics) -> list[ErrorMap]:
     return maps
 
 
-def _map(item: ErrorMap, kv_heads: list[int], scale, *, colorbar: bool) -> hv.Image:
+def _map(item: ErrorMap, kv_heads: list[int], scale) -> hv.Image:
     c = item.comparison
     fields = [Field("error", "|output - reference|", c.abs_error)]
     if c.abs_error.size <= FULL_HOVER_CELLS:
@@ -90,12 +90,13 @@ def _map(item: ErrorMap, kv_heads: list[int], scale, *, colorbar: bool) -> hv.Im
                   Field("output", "output", c.actual), Field("reference", "reference", c.reference),
                   *fields, Field("ulp", item.ulp_label, item.ulp.distance, ulp_value)]
     return grid_map(c.abs_error, fields, title=item.title, colour_label="|output - reference|", xlabel="channel",
-                    ylabel="query head", clim=scale.clim, logz=scale.logz, cmap=CONTINUOUS_CMAP, colorbar=colorbar)
+                    ylabel="query head", clim=scale.clim, logz=scale.logz, cmap=CONTINUOUS_CMAP)
 
 
 def maps_panel(numerics: Numerics, mode: str, shared: bool = False, selection: Selection | None = None) -> pn.Column:
     """Every error map with its caption, each on its own colour scale or on one `shared` scale (`mode` LINEAR or LOG).
 
+    Every map carries its colour bar (on a shared scale they are equal), so linked maps keep equal plot areas.
     Zoom and pan are linked; clicking a cell selects that element when `selection` is given.
     """
     maps = error_maps(numerics)
@@ -104,8 +105,8 @@ def maps_panel(numerics: Numerics, mode: str, shared: bool = False, selection: S
     one = colour_scale([m.comparison.abs_error for m in maps], mode, what) if shared else None
     scales = [one or colour_scale([m.comparison.abs_error], mode, what) for m in maps]
     cells = []
-    for i, (item, scale) in enumerate(zip(maps, scales)):
-        pane = plot_pane(_map(item, kv_heads, scale, colorbar=not shared or i == len(maps) - 1), linked_axes=True)
+    for item, scale in zip(maps, scales):
+        pane = plot_pane(_map(item, kv_heads, scale), linked_axes=True)
         if selection is not None:
             selectable(pane, selection)
         notes = item.caption if shared else f"{item.caption} {scale.note}"
@@ -136,7 +137,7 @@ def _ulp_histogram(rounded) -> hv.Bars:
     buckets = [f"{low}" if low == high else f"{low}-{high}" for low, high, _ in rounded.ulp.histogram]
     counts = [count for _, _, count in rounded.ulp.histogram]
     return hv.Bars((buckets, counts), kdims=["ULP distance"], vdims=["elements"]).opts(
-        title=f"ULP distance to the reference rounded to {rounded.dtype}", responsive=True, height=ULP_HEIGHT,
+        title=f"{rounded.dtype} ULP histogram", xlabel="ULP distance to the rounded reference", responsive=True, height=ULP_HEIGHT,
         min_width=ULP_MIN_WIDTH, xrotation=45, show_grid=True,
         **hover([("ULP distance", "@{ULP distance}"), ("elements", "@{elements}")], {}))
 

@@ -76,7 +76,9 @@ def number_cell(value: object) -> str:
     full value in the tooltip when they differ."""
     shown, full = short_number(value), number(value)
     title = "" if shown == full else f' title="{esc(full)}"'
-    return f'<span class="number" style="white-space:nowrap"{title}>{esc(shown)}</span>'
+    # A number is never broken; any other value (a hash, a path) wraps inside its cell.
+    numeric = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+    return f'<span class="number" style="{"white-space:nowrap" if numeric else WRAP_STYLE}"{title}>{esc(shown)}</span>'
 
 
 def _plain(value: object) -> object:

@@ -20,6 +20,7 @@ from explorer.views.common import (
     note,
     per_head_charts,
     plot_pane,
+    selectable,
     state,
 )
 from explorer.views.html_summary import esc
@@ -42,17 +43,21 @@ def reason_words(analysis: Analysis, code: str | None) -> str:
     return template.format(queries=tensors["queries"].dtype, storage=tensors["storedKeys"].dtype, code=code)
 
 
-def _difference_map(comparison: Comparison, title: str, actual: str, reference: str, what: str) -> list:
-    """The map titled with the whole difference `what`; its colour bar and hover say DIFFERENCE_LABEL (it fits)."""
+def _difference_map(comparison: Comparison, title: str, actual: str, reference: str, what: str,
+                    selection: Selection) -> list:
+    """The map titled with the whole difference `what`; its colour bar and hover say DIFFERENCE_LABEL (it fits).
+
+    Clicking a cell selects that output element (query head, channel), as on every query head x channel map.
+    """
     scale = colour_scale([comparison.abs_error], LOG, what)
     fields = [Field("actual", actual, comparison.actual), Field("reference", reference, comparison.reference),
               Field("difference", DIFFERENCE_LABEL, comparison.abs_error)]
     image = grid_map(comparison.abs_error, fields, title=title, colour_label=DIFFERENCE_LABEL, xlabel="channel",
                      ylabel="query head", clim=scale.clim, logz=scale.logz, cmap=CONTINUOUS_CMAP)
-    return [plot_pane(image), note(esc(scale.note), "colour-scale-note")]
+    return [selectable(plot_pane(image), selection), note(esc(scale.note), "colour-scale-note")]
 
 
-def _applicable(numerics: Numerics, nq: NarrowedQuery) -> list:
+def _applicable(numerics: Numerics, nq: NarrowedQuery, selection: Selection) -> list:
     floor = (f"FP64 noise floor: {numerics.fp64.reference_error.label}", numerics.fp64.reference_error)
     errors = [("output vs primary reference", numerics.primary), ("output vs narrowed-Q counterfactual", nq.comparison)]
     difference = nq.difference_from_primary
@@ -67,15 +72,15 @@ def _applicable(numerics: Numerics, nq: NarrowedQuery) -> list:
         heading("Difference between the two references", esc(difference.label)),
         *per_head_charts([("counterfactual vs primary reference", difference)]),
         *_difference_map(difference, "|narrowed-Q reference - primary reference|", "narrowed-Q reference",
-                         "primary reference", "|narrowed-Q reference - primary reference|"),
+                         "primary reference", "|narrowed-Q reference - primary reference|", selection),
         heading("Query rounding difference", esc(rounding.label)),
         *per_head_charts([("q' vs q", rounding)]),
         *_difference_map(rounding, "|q' - q| per query head and channel", "q' (narrowed)", "q (original)",
-                         "|q' - q|"),
+                         "|q' - q|", selection),
     ]
 
 
-def _body(analysis: Analysis) -> list:
+def _body(analysis: Analysis, selection: Selection) -> list:
     numerics = analysis.numerics
     if numerics.narrowed_query is None:
         return [heading("Narrowed-Q counterfactual"),
@@ -83,12 +88,12 @@ def _body(analysis: Analysis) -> list:
                       f"</code>): {esc(reason_words(analysis, numerics.narrowed_query_reason))}",
                       "narrowed-not-applicable"),
                 note("The primary reference and the rounded comparisons are in the Per-head errors tab.")]
-    return _applicable(numerics, numerics.narrowed_query)
+    return _applicable(numerics, numerics.narrowed_query, selection)
 
 
 def build(analysis: Analysis, selection: Selection) -> pn.Column:
     """The narrowed-Q view of one analysis (explains itself when no reference was computed)."""
-    column = explained(analysis, html_summary.NEEDS_NUMERICS, lambda: _body(analysis),
+    column = explained(analysis, html_summary.NEEDS_NUMERICS, lambda: _body(analysis, selection),
                       "the narrowed-Q counterfactual beside the primary reference")
     column.css_classes = ["view-narrowed"]
     return column

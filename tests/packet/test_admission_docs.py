@@ -1,11 +1,16 @@
-"""The repository's own docs/: every admission and after-numerics code explained, the report's keys listed, and README/docs pointing only inside the repository."""
+"""The repository's own docs/: every admission and after-numerics code explained, the report's and the comparison report's keys listed, triage's fields, and README/docs pointing only inside the repository."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 import explorer
+from explorer.analysis import compare as compare_module
+from explorer.analysis import compare_emulation, summary
+from explorer.discovery import discover
+from explorer.triage import json_line, triage
 from admission_cases import SPEC_REASON_CODES, SPEC_REFUSAL_CODES
 from explorer.analysis import numerics, reference
 from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED
@@ -40,6 +45,38 @@ def test_the_report_doc_names_every_key_and_undefined_reason_the_report_carries(
         keys |= _keys(explorer.analyze(REPO / "sample_packets" / name).report())
     missing = {key for key in keys | UNDEFINED_CODES if f"`{key}`" not in text and key not in text}
     assert missing == set()
+
+
+def _missing(text: str, keys: set[str]) -> set[str]:
+    return {key for key in keys if f"`{key}`" not in text}
+
+
+PAIRS = (("qwen36-pair-paged", "qwen36-pair-contiguous"), ("qwen36-pair-paged", "qwen36-pair-contiguous-input-differs"),
+         ("qwen36-pair-paged", "qwen36-pair-contiguous-other-layer"), ("refused-hash-mismatch", "fp16-kv"))
+PAIR_CODES = {compare_module.SIDE_INCONCLUSIVE, compare_module.SELECTION_DIFFERS, compare_module.SHAPE_DIFFERS,
+              compare_module.INPUTS_DIFFER, compare_module.SCALE_DIFFERS, compare_module.NO_REFERENCE,
+              compare_emulation.SIDE_REFUSED, compare_emulation.OUTPUT_DTYPES_DIFFER,
+              compare_emulation.SHARED_INPUTS, compare_emulation.EACH_SIDE_INPUTS, compare_module.COMPARED}
+
+
+def test_the_pairs_doc_names_every_key_and_code_of_the_comparison_report():
+    text = "".join((DOCS / name).read_text() for name in ("pairs.md", "report.md"))  # shared blocks: report.md
+    keys = set()
+    for a, b in PAIRS:
+        keys |= _keys(compare_module.compare(REPO / "sample_packets" / a, REPO / "sample_packets" / b,
+                                             emulate="default").report())
+    assert {"emulationMatrix", "emulatedOn", "bitEqual"} <= keys  # the emulation keys were produced
+    assert _missing(text, keys | PAIR_CODES) == set()
+
+
+def test_the_triage_doc_names_every_field_of_a_json_line_and_the_error_codes():
+    text = (DOCS / "triage-and-app.md").read_text()
+    entries = discover(REPO / "sample_packets")[:2]
+    fields = set()
+    for item in triage(entries, jobs=1):
+        fields |= set(json.loads(json_line(item)))
+    assert "noiseFloorRatio" in fields
+    assert _missing(text, fields | {summary.ERROR, summary.WORKER_CRASHED, summary.INTERNAL_ERROR}) == set()
 
 
 def test_readme_and_docs_link_only_inside_the_repository():

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import re
+
+import holoviews as hv
 
 import numpy as np
 import panel as pn
@@ -15,6 +18,7 @@ from explorer.analysis.result import NEGATIVE_INFINITY, POSITIVE_INFINITY
 from explorer.export import report_text
 from explorer.packet.model import TENSOR_NAMES
 from explorer.views import Selection, attention, html_summary, nonfinite
+from explorer.views import common
 from explorer.views.common import LINEAR, LOG, colour_scale
 from views_support import BUILDERS, colour_mappers, images, images_by_title, models, plots, render, text, tooltips
 
@@ -63,7 +67,7 @@ def test_error_maps_can_share_one_scale(analyses):
     view.select(pn.widgets.Checkbox)[0].value = True
     document = render(view)
     assert len({(m.low, m.high) for m in colour_mappers(document)}) == 1, "one shared colour scale"
-    assert len(models(document, ColorBar)) == 1
+    assert len(models(document, ColorBar)) == len(images(document)), "every map keeps its (equal) colour bar"
     assert "One colour scale for every map" in text(view)
 
 
@@ -318,3 +322,57 @@ def test_every_custom_hover_field_has_its_formatter(analyses):
             formatted = [match.group(1) for _, spec in tool.tooltips
                          if (match := re.match(r"^(\$\w+|@\{[^}]+\})\{", spec))]
             assert all(field in tool.formatters for field in formatted), (slug, tool.tooltips)
+
+
+# ---------------------------------------------------------------- per-head axes, narrowed-Q drill-down, tables
+
+
+def _per_head_axes(document) -> list:
+    return [p for p in plots(document) if p.xaxis and p.xaxis[0].axis_label == "query head"]
+
+
+def test_per_head_axes_label_every_head_as_an_integer(analyses):
+    for name, slug in (("qwen36-bf16-t64", "errors"), ("injected-error-head5", "narrowed"),
+                       ("qwen36-bf16-t64", "attention")):
+        heads = len(analyses[name].numerics.attention)
+        _, document = _build(analyses, name, slug)
+        axes = _per_head_axes(document)
+        assert axes, (name, slug)
+        for plot in axes:
+            assert list(plot.xaxis[0].ticker.ticks) == list(range(heads)), (name, slug, plot.title.text)
+
+
+def test_head_ticks_stay_integers_beyond_the_labelled_heads_and_stand_up_when_crowded():
+    assert common.head_ticks(8, common.UPRIGHT_HEAD_LABELS) == {"xticks": list(range(8))}
+    crowded = common.head_ticks(16, common.UPRIGHT_HEAD_LABELS)
+    assert crowded["xticks"] == list(range(16)) and crowded["xrotation"] == 90
+    many = common.head_ticks(64, common.MAX_INDEX_TICKS)["xticks"]
+    assert many == list(range(0, 64, 2)) and len(many) <= common.MAX_INDEX_TICKS
+
+
+def test_per_head_charts_sit_three_a_row_and_one_a_row_above_sixteen_heads(analyses):
+    numerics = analyses["qwen36-bf16-t64"].numerics
+    _, row, _ = common.per_head_charts([("primary", numerics.primary)])
+    assert isinstance(row, pn.GridBox) and row.ncols == common.CHARTS_PER_ROW
+    many = dataclasses.replace(numerics.primary, per_head=numerics.primary.per_head * 3)  # 48 heads
+    _, row, _ = common.per_head_charts([("primary", many)])
+    assert row.ncols == 1
+
+
+def test_narrowed_difference_maps_select_the_clicked_element(analyses):
+    selection = Selection()
+    view = BUILDERS["narrowed"](analyses["injected-error-head5"], selection)
+    panes = [p for p in view.select(pn.pane.HoloViews) if isinstance(p.object, hv.Image)]
+    assert len(panes) == 2  # |narrowed-Q reference - primary reference| and |q' - q|
+    for pane, (head, channel) in zip(panes, ((5, 9), (2, 40))):
+        tap = next(s for s in hv.streams.Stream.registry[pane.object] if isinstance(s, hv.streams.Tap))
+        tap.event(x=channel + 0.2, y=head - 0.3)
+        assert selection.element == (head, channel)
+
+
+def test_attention_tables_show_four_significant_digits_with_the_full_value_on_hover(analyses):
+    entry = analyses["qwen36-bf16-t64"].numerics.attention[0]
+    view, _ = _build(analyses, "qwen36-bf16-t64", "attention")
+    markup = " ".join(p.object for p in view.select(pn.pane.HTML) if isinstance(p.object, str))
+    assert html_summary.number_cell(entry.entropy) in markup
+    assert f'title="{entry.entropy!r}"' in markup and f">{entry.entropy:.4g}<" in markup
