@@ -181,8 +181,15 @@ class PairMode(param.Parameterized):
         pn.state.execute(self._export, schedule="thread" if served else False)  # PNG rendering blocks: a thread
 
     def _export(self) -> None:
+        from explorer.ui.shell import content_seen  # the shell imports this module
+
         names = (self.packet, self.partner)
         pair = explorer.compare(*(catalog.lookup(self.index.entries, n).path for n in names))  # the files now
+        changed = self._pair is not None and any(content_seen(now) != content_seen(shown) for now, shown in
+                                                 zip((pair.a, pair.b), (self._pair.a, self._pair.b)))
+        if changed:
+            self._pair = pair
+            self._show(pair)
         try:
             paths = export_pair(pair, self.export_dir, names=names, png=True)
         except (OSError, RenderError) as error:
@@ -191,6 +198,9 @@ class PairMode(param.Parameterized):
                                         f"</code>: {html.escape(reason)}")
         else:
             self._offer((paths.html, *paths.pngs, paths.report))
+            if changed:
+                self._export_note.object += ('<div class="pair-changed">The files of this pair changed since it was '
+                                             "shown; the view and the export show them as they are now.</div>")
         finally:
             self._export_button.loading = False
 

@@ -8,6 +8,7 @@ import pytest
 
 import explorer
 from explorer.export import SHA_DIGITS, pair_caption_fields
+from explorer.samples import synthetic_spec, write_packet
 from explorer.ui import catalog
 from explorer.ui.pairs import NO_PARTNERS
 from explorer.ui.shell import Shell
@@ -77,3 +78,24 @@ def test_the_pair_caption_names_both_packets_and_what_they_share():
     layers = [str(report["selection"]["modelLayerIndex"]) for report in reports]
     assert layers[0] != layers[1] and fields["layer"] == f"{layers[0]} | {layers[1]}"
     assert fields["model"] == reports[0]["identity"]["modelID"] and fields["exported"] == "2026-01-02 03:04 UTC"
+
+
+def _disk_full(*_args, **_kwargs):
+    raise OSError(28, "No space left on device")
+
+
+def test_the_pair_export_reads_the_files_again_and_redraws_a_pair_whose_files_changed(tmp_path, monkeypatch):
+    root = tmp_path / "root"
+    for name in ("a", "b"):
+        write_packet(root / name, synthetic_spec())
+    shell = Shell(root, tmp_path / "exports")
+    shell._open_from_query("?packet=a&compare=b")
+    shown = shell.pairs._pair
+    monkeypatch.setattr("explorer.ui.pairs.export_pair", _disk_full)
+    packet_json = root / "b" / "packet.json"
+    packet_json.write_text(packet_json.read_text() + "\n")
+    shell.pairs._export()
+    assert shell.pairs._pair is not shown
+    assert shell.pairs._pair.b.admission.packet_sha256 != shown.b.admission.packet_sha256
+    assert "wrote nothing" in shell.pairs._export_note.object and "No space left" in shell.pairs._export_note.object
+    assert not (tmp_path / "exports").exists() or not any((tmp_path / "exports").iterdir())
