@@ -26,6 +26,7 @@ NO_PARTNERS = "No other packet under this root captures the same selection."
 PARTNERS_PENDING = "Statuses are still being read: partners appear as their summaries arrive."
 EXPORT_LABEL = "Export pair: HTML + PNG + JSON"
 DOWNLOAD_WIDTH = 200
+MAX_PARTNER_BUTTONS = 12  # a root of many captures of one selection lists the first ones; compare= opens any
 
 
 def echo(value: str) -> str:
@@ -82,12 +83,15 @@ class PairMode(param.Parameterized):
             return
         names = self.index.partners(self.packet)
         buttons = []
-        for name in names:
+        for name in names[:MAX_PARTNER_BUTTONS]:
             button = pn.widgets.Button(label=name, color="light", css_classes=["partner-button"],
                                        description=f"Compare {self.packet} (a) with {name} (b)")
             button.on_click(lambda _event, other=name: self._clicked(other))
             buttons.append(button)
         pending = "" if self.index.complete else f"<br>{PARTNERS_PENDING}"
+        if len(names) > MAX_PARTNER_BUTTONS:
+            pending += (f"<br>The first {MAX_PARTNER_BUTTONS} by name are shown; <code>?compare=NAME</code> in the "
+                        "URL opens any other.")
         lead = (f"Compare with a packet of the same selection ({len(names)}):" if names
                 else f'<span class="no-partners">{NO_PARTNERS}</span>')
         self._partner_note.object = (f'<div class="partner-note-text" data-partners="{len(names)}" '

@@ -99,3 +99,19 @@ def test_the_pair_export_reads_the_files_again_and_redraws_a_pair_whose_files_ch
     assert shell.pairs._pair.b.admission.packet_sha256 != shown.b.admission.packet_sha256
     assert "wrote nothing" in shell.pairs._export_note.object and "No space left" in shell.pairs._export_note.object
     assert not (tmp_path / "exports").exists() or not any((tmp_path / "exports").iterdir())
+
+
+def test_a_root_of_many_captures_of_one_selection_lists_the_first_partners_only(tmp_path):
+    from explorer.ui.pairs import MAX_PARTNER_BUTTONS
+
+    root = tmp_path / "root"
+    names = [f"p{index:02d}" for index in range(MAX_PARTNER_BUTTONS + 3)]
+    for name in names:
+        write_packet(root / name, synthetic_spec())
+    shell = Shell(root, tmp_path / "exports")
+    shell._open_from_query(f"?packet={names[0]}")
+    labels = [button.label for button in shell.pairs._partner_buttons.objects]
+    assert labels == names[1:MAX_PARTNER_BUTTONS + 1]
+    assert f'data-partners="{len(names) - 1}"' in shell.pairs._partner_note.object
+    shell._open_from_query(f"?packet={names[0]}&compare={names[-1]}")
+    assert shell.pairs.partner == names[-1]
