@@ -29,6 +29,7 @@ import json
 import mimetypes
 import os
 import re
+import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -260,18 +261,11 @@ def _block_network(route) -> None:
         route.abort()
 
 
-def render_pngs(html_path: str | os.PathLike, out_dir: str | os.PathLike, stem: str) -> tuple[Path, ...]:
-    """One PNG per view section of an exported page: `<stem>-<slug>.png`, rendered by /usr/bin/chromium."""
+def _screenshots(html_path: str | os.PathLike, slugs: tuple[str, ...]) -> dict[str, bytes]:
+    """PNG bytes of each `export-view-<slug>` section of an exported page, rendered by /usr/bin/chromium offline."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
     from playwright.sync_api import sync_playwright
 
-    from explorer.views import VIEWS
-
-    out_dir = Path(out_dir)
-    targets = {slug: out_dir / f"{stem}-{slug}{PNG_SUFFIX}" for slug, _, _ in VIEWS}
-    taken = [str(path) for path in targets.values() if os.path.lexists(path)]
-    if taken:
-        raise FileExistsError(f"refusing to overwrite {', '.join(taken)}")
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=list(CHROMIUM_ARGS))
         try:
@@ -279,17 +273,30 @@ def render_pngs(html_path: str | os.PathLike, out_dir: str | os.PathLike, stem: 
             context.route("**/*", _block_network)
             page = context.new_page()
             page.goto(Path(html_path).resolve().as_uri(), timeout=RENDER_TIMEOUT_MS)
-            for slug in targets:
+            for slug in slugs:
                 try:
                     wait_drawn(page, f"{SECTION_CLASS}-{slug}")
                 except PlaywrightTimeout:
                     seconds = RENDER_TIMEOUT_MS // 1000
                     raise RenderError(f"the {slug} view did not finish drawing in {seconds} s") from None
             hide_controls(page)
-            for slug, path in targets.items():
-                _write_new(path, page.locator(f".{SECTION_CLASS}-{slug}").first.screenshot(timeout=RENDER_TIMEOUT_MS))
+            return {slug: page.locator(f".{SECTION_CLASS}-{slug}").first.screenshot(timeout=RENDER_TIMEOUT_MS)
+                    for slug in slugs}
         finally:
             browser.close()
+
+
+def render_pngs(html_path: str | os.PathLike, out_dir: str | os.PathLike, stem: str) -> tuple[Path, ...]:
+    """One PNG per view section of an exported page: `<stem>-<slug>.png`, rendered by /usr/bin/chromium."""
+    from explorer.views import VIEWS
+
+    out_dir = Path(out_dir)
+    targets = {slug: out_dir / f"{stem}-{slug}{PNG_SUFFIX}" for slug, _, _ in VIEWS}
+    taken = [str(path) for path in targets.values() if os.path.lexists(path)]
+    if taken:
+        raise FileExistsError(f"refusing to overwrite {', '.join(taken)}")
+    for slug, png in _screenshots(html_path, tuple(targets)).items():
+        _write_new(targets[slug], png)
     return tuple(targets.values())
 
 
@@ -362,7 +369,26 @@ def comparison_text(pair) -> str:
     return json.dumps(pair.report(), allow_nan=False, indent=REPORT_INDENT) + "\n"
 
 
-def _pair_page(pair, name: str):
+PAIR_SIDE_FIELDS = ("packet", "status", "backend", "packetSHA256")  # caption fields shown once per side
+
+
+def pair_caption_fields(pair, names: tuple[str, str], stamp: str) -> tuple[tuple[str, str], ...]:
+    """The caption band of a pair: both packets (name, status, backend, hash prefix), the pair status, what the
+    two sides share (model, request, output index, layer; 'a | b' where they differ), version and date."""
+    sides = [dict(caption_fields(analysis, name, stamp)) for analysis, name in zip((pair.a, pair.b), names)]
+    per_side = tuple((f"{label} {side}", fields[label]) for side, fields in zip("ab", sides)
+                     for label in PAIR_SIDE_FIELDS)
+    shared = tuple((label, a if a == sides[1][label] else f"{a} | {sides[1][label]}")
+                   for label, a in sides[0].items() if label not in (*PAIR_SIDE_FIELDS, "explorer", "exported"))
+    return (("pair", pair.status), *per_side, *shared, ("explorer", explorer.__version__), ("exported", stamp))
+
+
+def pair_names(pair) -> tuple[str, str]:
+    """The two packets' directory names (sides a and b)."""
+    return packet_name(pair.a), packet_name(pair.b)
+
+
+def _pair_page(pair, name: str, names: tuple[str, str]):
     import panel as pn
 
     from explorer.views.pair import build
@@ -374,23 +400,44 @@ def _pair_page(pair, name: str):
         f"Attention Packet Explorer pair view (explorer {explorer.__version__}, {stamp}): plots keep zoom and hover, "
         "clicks and controls are not live. The comparison JSON beside this file holds the same numbers.</p>",
         sizing_mode="stretch_width")
-    section = pn.Column(build(pair), css_classes=[SECTION_CLASS, f"{SECTION_CLASS}-{PAIR_SECTION}"],
+    view = build(pair)
+    _static(view)
+    caption = pn.pane.HTML(caption_html(pair_caption_fields(pair, names, stamp)), sizing_mode="stretch_width")
+    section = pn.Column(caption, view, css_classes=[SECTION_CLASS, f"{SECTION_CLASS}-{PAIR_SECTION}"],
                         sizing_mode="stretch_width")
     return pn.Column(header, section, sizing_mode="stretch_width")
 
 
-def export_pair(pair, out_dir: str | os.PathLike, *, name: str | None = None) -> ExportPaths:
-    """Write `<a>-vs-<b>.html` (the pair view, inline resources) and `<a>-vs-<b>.comparison.json` into `out_dir`.
+def export_pair(pair, out_dir: str | os.PathLike, *, name: str | None = None, names: tuple[str, str] | None = None,
+                png: bool = False) -> ExportPaths:
+    """Write `<a>-vs-<b>.html` (the pair view, inline resources), `<a>-vs-<b>.comparison.json` and, with `png`,
+    `<a>-vs-<b>-pair.png` (the pair section without toolbars or controls) into `out_dir`, all or none.
 
-    `report` of the returned paths is the comparison JSON. Existing files are never overwritten.
+    `names` are the packets' names in the caption band (default their directory names); `report` of the
+    returned paths is the comparison JSON. Existing files are never overwritten.
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    name = name or f"{packet_name(pair.a)}-vs-{packet_name(pair.b)}"
+    names = names or pair_names(pair)
+    name = name or f"{names[0]}-vs-{names[1]}"
     base = _UNSAFE_NAME.sub("_", name).strip("._") or "pair"
-    stem = _free_stem(out_dir, base, (HTML_SUFFIX, COMPARISON_SUFFIX))
+    png_suffix = f"-{PAIR_SECTION}{PNG_SUFFIX}"
+    stem = _free_stem(out_dir, base, (HTML_SUFFIX, COMPARISON_SUFFIX, png_suffix))
     with _detached():
-        page = _standalone_html(_pair_page(pair, name), title=f"{name} - Attention Packet Explorer")
-    report, html_path = _write_set({out_dir / f"{stem}{COMPARISON_SUFFIX}": comparison_text(pair),
-                                    out_dir / f"{stem}{HTML_SUFFIX}": page})
-    return ExportPaths(html=html_path, report=report)
+        page = _standalone_html(_pair_page(pair, name, names), title=f"{name} - Attention Packet Explorer")
+    files: dict[Path, str | bytes] = {out_dir / f"{stem}{COMPARISON_SUFFIX}": comparison_text(pair),
+                                      out_dir / f"{stem}{HTML_SUFFIX}": page}
+    if png:
+        files[out_dir / f"{stem}{png_suffix}"] = _pair_png(page)
+    written = _write_set(files)
+    return ExportPaths(html=written[1], report=written[0], pngs=written[2:])
+
+
+def _pair_png(page: str) -> bytes:
+    """The pair section of an exported pair page as a PNG (rendered from a private temporary copy of the page)."""
+    if not Path(CHROMIUM).is_file():
+        raise RenderError(f"{CHROMIUM} is missing: install Debian's chromium package to render PNGs")
+    with tempfile.TemporaryDirectory(prefix="explorer-pair-") as scratch:
+        html_path = Path(scratch) / f"pair{HTML_SUFFIX}"
+        html_path.write_text(page, encoding="utf-8")
+        return _screenshots(html_path, (PAIR_SECTION,))[PAIR_SECTION]

@@ -26,6 +26,9 @@ from explorer.index import PacketIndex
 
 PAGE_ROWS = 20
 FLUSH_INTERVAL_MS = 300  # how often arrived summaries are pushed into the session's table
+# Roots up to this many packets are summarized before the first paint (a few ms each once cached), so the first
+# packet by status and ratio opens with the page; larger roots fill in the background.
+SYNCHRONOUS_FILL_PACKETS = 64
 SIGNIFICANT_DIGITS = 4
 PENDING_HTML = '<span class="packet-pending" style="color:#666666">reading ...</span>'
 COLUMNS = ("packet", "status", "worst linf", "ratio", "order")
@@ -91,10 +94,11 @@ class PacketList(param.Parameterized):
     # ------------------------------------------------------------ filling
 
     def start(self) -> None:
-        """Fill the index: in the background when serving a session, else right here (notebooks, tests)."""
+        """Fill the index: in the background when serving a session on a large root, else right here."""
         if not self.index.entries:
             self._finish()
-        elif pn.state.curdoc is not None and pn.state.curdoc.session_context is not None:
+        elif (pn.state.curdoc is not None and pn.state.curdoc.session_context is not None
+              and len(self.index.entries) > SYNCHRONOUS_FILL_PACKETS):
             self._document = pn.state.curdoc
             pn.state.on_session_destroyed(self._close)
             self.index.fill_in_background(self._arrive, lambda: self._closed)

@@ -26,6 +26,8 @@ from explorer.index import PacketIndex
 from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED
 from explorer.ui import catalog
 from explorer.ui.packets import PacketList
+from explorer.ui.pairs import QUERY_COMPARE, PairMode
+from explorer.ui.pairs import echo as _echo
 from explorer.views import VIEWS, Selection
 from explorer.views.element import element_html
 from explorer.views.emulations import settings_from_query
@@ -36,7 +38,6 @@ SLUGS = tuple(slug for slug, _, _ in VIEWS)
 TITLES = {slug: title for slug, title, _ in VIEWS}
 BUILDERS = {slug: builder for slug, _, builder in VIEWS}
 QUERY_PACKET, QUERY_TAB, QUERY_HEAD = "packet", "tab", "head"
-MAX_QUERY_ECHO = 80  # characters of an unknown query value repeated back in a message
 HEAD_PATTERN = re.compile(r"[0-9]{1,6}")  # ASCII digits only: str.isdigit() also accepts '²', which int() refuses
 LINF_FORMAT = "{:.3g}"
 DOWNLOAD_WIDTH = 200  # the download buttons' labels are short; the export note names the files
@@ -62,10 +63,6 @@ def parse_options(argv: Sequence[str], environ: Mapping[str, str] = os.environ) 
     parser.add_argument("--export-dir", help=f"where Export writes (default ${EXPORT_DIR_ENV} or ./exports)")
     options, _ = parser.parse_known_args(list(argv))
     return catalog.choose_root(options.root, environ), choose_export_dir(options.export_dir, environ)
-
-
-def _echo(value: str) -> str:
-    return html.escape(value[:MAX_QUERY_ECHO] + ("..." if len(value) > MAX_QUERY_ECHO else ""))
 
 
 def _list_badge(status: str) -> str:
@@ -165,12 +162,15 @@ class Shell(param.Parameterized):
         self._html_download = pn.widgets.FileDownload(visible=False, color="light", width=DOWNLOAD_WIDTH)
         self._json_download = pn.widgets.FileDownload(visible=False, color="light", width=DOWNLOAD_WIDTH)
         self.packets = PacketList(self.index, badge=_list_badge, on_choose=self._choose)
-        self.sidebar = self.packets.panel
-        self.main = pn.Column(
-            self._query_writer, self._message, self._status, self._element_box,
+        self.pairs = PairMode(self.index, self.packets, export_dir, on_change=self._on_pair)
+        self.sidebar = pn.Column(self.pairs.sidebar, self.packets.panel, sizing_mode="stretch_width")
+        self._single = pn.Column(  # the open packet's views, hidden while a pair is shown
+            self._element_box,
             pn.FlexBox(self._export_button, self._html_download, self._json_download, flex_wrap="wrap",
                        sizing_mode="stretch_width"),
             self._export_note, self._tabs, sizing_mode="stretch_width")
+        self.main = pn.Column(self._query_writer, self._message, self._status, self.pairs.panel, self._single,
+                              sizing_mode="stretch_width")
         self._tabs.param.watch(self._on_active, "active")
         self._export_button.on_click(self._on_export)
         self._element_close.on_click(lambda _event: self._selection.param.update(element=None))
@@ -178,7 +178,11 @@ class Shell(param.Parameterized):
         self._initial_query = location.search if location is not None else ""
         self._opening = threading.Lock()
         self.packets.start()
-        pn.state.onload(self._open_requested)  # after the first paint when served (on a thread with --num-threads)
+        # A link naming its packet, or a list that knows every status already, opens before the first paint: views
+        # and URL changed from an onload callback were lost on about one page load in three. Otherwise the first
+        # packet by status and ratio opens when the list is filled (pushed through the session's own loop).
+        if self._names_listed_packet(self._initial_query) or self.packets.filled:
+            self._open_requested()
         self.packets.param.watch(self._open_requested, "filled")
         self.param.watch(self._on_packet, "packet")
         self.param.watch(self._on_tab, "tab")
@@ -225,6 +229,7 @@ class Shell(param.Parameterized):
             with param.parameterized.discard_events(self):
                 self.packet = name
             notes += self._open()
+        notes += self.pairs.from_query(query.get(QUERY_COMPARE))
         self._say(" ".join(notes))
 
     def _push_url(self) -> None:
@@ -232,7 +237,13 @@ class Shell(param.Parameterized):
         if self._selection is not None and self._selection.element is not None:
             query[QUERY_ELEMENT] = "{},{}".format(*self._selection.element)
         query.update((name, str(value)) for name, value in self._emulation.items())
+        query.update(self.pairs.query())
         self._query_writer.query = "?" + urlencode(query)
+
+    def _on_pair(self) -> None:
+        """A pair opened or closed: the single packet's views hide while it is shown; the URL follows."""
+        self._single.visible = not self.pairs.partner
+        self._push_url()
 
     def _say(self, message_html: str) -> None:
         self._message.object = (f'<div class="shell-message" style="{MESSAGE_STYLE}">{message_html}</div>'
@@ -282,7 +293,8 @@ class Shell(param.Parameterized):
         for slug, placeholder in self._placeholders.items():
             placeholder.param.update(objects=[], css_classes=[f"view-{slug}"])
         self._build(self.tab)
-        self._push_url()
+        self.pairs.show_packet(self.packet)
+        self._on_pair()
         return notes
 
     def _build(self, slug: str) -> None:
@@ -306,6 +318,11 @@ class Shell(param.Parameterized):
                 self.packet = event.old
             return
         self._say(" ".join(self._open()))
+
+    def _names_listed_packet(self, search: str) -> bool:
+        """True when the URL query's `packet=` names a packet listed under this root."""
+        name = dict(parse_qsl(search.lstrip("?"))).get(QUERY_PACKET)
+        return name is not None and catalog.lookup(self.entries, name) is not None
 
     def _open_requested(self, *_event) -> None:
         """Open what the URL asks for; without ?packet=, the first by status and ratio once the list is filled."""

@@ -16,6 +16,7 @@ from explorer.views.html_summary import (
     BOX_STYLE,
     NOT_A_NUMBER,
     STATUS_COLOURS,
+    WRAP_STYLE,
     esc,
     number,
     refusals_table,
@@ -54,9 +55,9 @@ def pair_badge(status: str) -> str:
 def sides_table(pair: Pair) -> str:
     """Each side's packet, status and the fields allowed to differ, side by side."""
     report = {s: side_summary(pair.side(s)) for s in SIDES}
-    rows = [("packet", *(f"<code>{esc(report[s]['path'])}</code>" for s in SIDES)),
+    rows = [("packet", *(f"<code style=\"{WRAP_STYLE}\">{esc(report[s]['path'])}</code>" for s in SIDES)),
             ("status", *(status_badge(report[s]["status"]) for s in SIDES))]
-    rows += [(esc(label), *(esc(number(report[s][key])) for s in SIDES))
+    rows += [(esc(label), *(f'<span style="{WRAP_STYLE}">{esc(number(report[s][key]))}</span>' for s in SIDES))
              for key, label in (("backend", "backend (declared)"), ("dispatch", "dispatch"),
                                 ("outputDType", "output dtype"), ("kernelOutputDType", "kernel output dtype"),
                                 ("packetSHA256", "packet.json SHA-256"))]
@@ -134,23 +135,22 @@ def _metric_cells(m: Metrics) -> list[str]:
 
 
 def ladder_table(pair: Pair) -> str:
-    """One row per side: its global metrics against each reference and the elements equal to the rounded reference."""
+    """The two sides as columns; one row per reference and metric, then the elements equal to the rounded reference
+    (a side without a reference says so)."""
     if pair.ladder is None:
         return "<p><i>No ladder: neither side has a reference (see the status).</i></p>"
-    header = ["side", "backend"]
-    for _, label in LADDER_BLOCKS:
-        header += [f"{label}: {metric}" for _, metric in LADDER_METRICS]
-    header.append("equal to rounded reference")
-    rows = []
-    for side in SIDES:
-        row: LadderRow | None = pair.ladder[side]
-        backend = esc(number(side_summary(pair.side(side))["backend"]))
-        if row is None:
-            rows.append([side, backend, *[NOT_A_NUMBER] * (len(header) - 3), "no reference on this side"])
-            continue
-        cells = [c for attribute, _ in LADDER_BLOCKS for c in _metric_cells(getattr(row, attribute))]
-        rows.append([side, backend, *cells, f"{row.equal_to_rounded_reference} of {row.compared}"])
-    return table(header, rows, css_class="pair-ladder")
+    ladder: dict[str, LadderRow | None] = {side: pair.ladder[side] for side in SIDES}
+    rows = [["backend", *(esc(number(side_summary(pair.side(side))["backend"])) for side in SIDES)]]
+    for attribute, label in LADDER_BLOCKS:
+        missing = [NOT_A_NUMBER] * len(LADDER_METRICS)
+        cells = {side: _metric_cells(getattr(row, attribute)) if row is not None else missing
+                 for side, row in ladder.items()}
+        rows += [[f"{esc(label)}: {esc(metric)}", *(cells[side][index] for side in SIDES)]
+                 for index, (_, metric) in enumerate(LADDER_METRICS)]
+    rows.append(["equal to rounded reference",
+                 *(f"{row.equal_to_rounded_reference} of {row.compared}" if row is not None
+                   else "no reference on this side" for row in ladder.values())])
+    return table(("", "side a", "side b"), rows, css_class="pair-ladder")
 
 
 NEARER_HEADER = ("query head", *(f"nearer {k}" if k in SIDES else k for k in NEARER_KEYS))

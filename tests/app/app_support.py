@@ -230,6 +230,20 @@ def layout_offenders(page, root_selector: str = "body") -> dict:
     return page.evaluate(LAYOUT_JS, {"rootSelector": root_selector, "minOverlap": MIN_OVERLAP_PX})
 
 
+# How many elements matching a selector are shown, across every shadow root.
+VISIBLE_JS = """(selector) => {
+  let count = 0
+  const walk = (root) => {
+    for (const el of root.querySelectorAll("*")) {
+      if (el.matches(selector) && el.getClientRects().length > 0 && getComputedStyle(el).display !== "none") count += 1
+      if (el.shadowRoot) walk(el.shadowRoot)
+    }
+  }
+  walk(document)
+  return count
+}"""
+
+
 def packet_cell(page, name: str):
     """The packet-name cell of `name` in the sidebar's packet table (on the page currently shown)."""
     return page.locator(".tabulator-cell[tabulator-field='packet']", has_text=re.compile(f"^{re.escape(name)}$"))

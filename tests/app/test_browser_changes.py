@@ -11,8 +11,8 @@ import pytest
 from playwright.sync_api import expect
 
 import explorer
-from app_support import (ARTIFACTS, LOCAL_HOST, PAGE_TIMEOUT_MS, free_port, open_packet, start_server, stop_server,
-                         wait_until_serving, APP_PATH)
+from app_support import (ARTIFACTS, LOCAL_HOST, PAGE_TIMEOUT_MS, choose_packet, free_port, open_packet, start_server,
+                         stop_server, wait_until_serving, APP_PATH)
 from explorer.export import EXPORT_DIR_ENV
 from explorer.samples import synthetic_spec, write_packet
 from explorer.ui.catalog import ROOT_ENV
@@ -78,9 +78,8 @@ def test_a_packet_changed_on_disk_shows_its_new_status_and_exports_it(page, chan
     open_packet(page, changing_server, "?packet=a")
     assert _status(page, "a").get_attribute("data-status") == "analyzed"
     _flip_first_byte(changed)
-    page.get_by_role("button", name="b", exact=True).click()
-    page.wait_for_selector(".status-line[data-packet='b']", timeout=PAGE_TIMEOUT_MS)
-    page.get_by_role("button", name="a", exact=True).click()
+    choose_packet(page, "b")
+    choose_packet(page, "a")
     page.wait_for_selector(".status-line[data-packet='a'] .status-badge[data-status='refused']",
                            timeout=PAGE_TIMEOUT_MS)
     assert "changed" in page.locator(".shell-message").inner_text()

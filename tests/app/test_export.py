@@ -11,7 +11,7 @@ import sys
 import pytest
 
 import explorer
-from app_support import MIN_PIXEL_STD, PLOT_SLUGS, REPO, artifact, pixel_std
+from app_support import MIN_PIXEL_STD, PLOT_SLUGS, REPO, VISIBLE_JS, artifact, pixel_std
 from explorer.analysis.ranking import worst_head
 from explorer.export import (CAPTION_CLASS, CONTROL_CLASS, SECTION_CLASS, SHA_DIGITS, UNKNOWN,
                              caption_fields, export_head, export_packet, hide_controls, report_text, wait_drawn)
@@ -84,19 +84,6 @@ def test_report_command_explains_a_refused_packet_and_exits_like_analyze(tmp_pat
     assert report["status"] == "refused"
     assert len(list(tmp_path.glob(f"{name}-*.png"))) == len(VIEWS)
     assert "sha256_mismatch" in (tmp_path / f"{name}.html").read_text()
-
-
-VISIBLE_JS = """(selector) => {
-  let count = 0
-  const walk = (root) => {
-    for (const el of root.querySelectorAll("*")) {
-      if (el.matches(selector) && el.getClientRects().length > 0 && getComputedStyle(el).display !== "none") count += 1
-      if (el.shadowRoot) walk(el.shadowRoot)
-    }
-  }
-  walk(document)
-  return count
-}"""
 
 
 def test_caption_names_packet_status_identity_selection_hash_version_and_date():

@@ -1,0 +1,217 @@
+"""The app's pair mode: the sidebar's partner list of the open packet and the pair view (`?packet=A&compare=B`) with its export; computes no numbers and opens only listed packets."""
+
+from __future__ import annotations
+
+import html
+import logging
+from pathlib import Path
+from typing import Callable
+
+import panel as pn
+import param
+
+import explorer
+from explorer.analysis.compare import Pair, SamePacketError
+from explorer.export import RenderError, export_pair
+from explorer.index import PacketIndex
+from explorer.ui import catalog
+from explorer.ui.packets import PacketList
+
+log = logging.getLogger(__name__)
+
+QUERY_COMPARE = "compare"
+MAX_QUERY_ECHO = 80  # characters of an unknown name repeated back in a note
+PAIR_STATUS_STYLE = "padding:0.3em 0;font-size:1.05em"
+NO_PARTNERS = "No other packet under this root captures the same selection."
+PARTNERS_PENDING = "Statuses are still being read: partners appear as their summaries arrive."
+EXPORT_LABEL = "Export pair: HTML + PNG + JSON"
+DOWNLOAD_WIDTH = 200
+MAX_PARTNER_BUTTONS = 12  # a root of many captures of one selection lists the first ones; compare= opens any
+
+
+def echo(value: str) -> str:
+    """An untrusted name, cut short and escaped for a note."""
+    return html.escape(value[:MAX_QUERY_ECHO] + ("..." if len(value) > MAX_QUERY_ECHO else ""))
+
+
+class PairMode(param.Parameterized):
+    """The partner list of `packet` and, while `partner` is set, the pair view of (packet, partner)."""
+
+    packet = param.String(default="", doc="The open packet (side a of a pair).")
+    partner = param.String(default="", doc="The packet compared with it (side b), '' when no pair is open.")
+
+    def __init__(self, index: PacketIndex, packets: PacketList, export_dir: Path,
+                 on_change: Callable[[], None], **params):
+        super().__init__(**params)
+        self.index = index
+        self.export_dir = export_dir
+        self._on_change = on_change  # the shell rewrites the URL and shows or hides the single-packet views
+        self._pair: Pair | None = None
+        self._partner_note = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["partner-note"])
+        self._partner_buttons = pn.FlexBox(sizing_mode="stretch_width", css_classes=["partner-list"])
+        self.sidebar = pn.Column(self._partner_note, self._partner_buttons, sizing_mode="stretch_width",
+                                 css_classes=["pair-partners"])
+        self._status = pn.pane.HTML("", sizing_mode="stretch_width")
+        self._close = pn.widgets.Button(label="Back to the single packet", color="light", width=210,
+                                        css_classes=["pair-close"])
+        self._export_button = pn.widgets.Button(label=EXPORT_LABEL, color="primary", width=250,
+                                                css_classes=["pair-export"])
+        self._export_note = pn.pane.HTML("", sizing_mode="stretch_width")
+        self._downloads = [pn.widgets.FileDownload(visible=False, color="light", width=DOWNLOAD_WIDTH)
+                           for _ in range(3)]
+        self._view = pn.Column(sizing_mode="stretch_width", css_classes=["pair-view-holder"])
+        self.panel = pn.Column(
+            self._status,
+            pn.FlexBox(self._close, self._export_button, *self._downloads, flex_wrap="wrap",
+                       sizing_mode="stretch_width"),
+            self._export_note, self._view, visible=False, sizing_mode="stretch_width", css_classes=["pair-area"])
+        self._close.on_click(lambda _event: self.close())
+        self._export_button.on_click(self._on_export)
+        packets.param.watch(lambda _event: self.list_partners(), "filled")
+
+    # ------------------------------------------------------------ the partner list
+
+    def show_packet(self, name: str) -> None:
+        """A packet was opened: close any pair and list that packet's partners."""
+        self.packet = name
+        self.close(notify=False)
+        self.list_partners()
+
+    def list_partners(self) -> None:
+        """The open packet's partners as buttons (one click opens the pair), or why there are none."""
+        if not self.packet:
+            return
+        names = self.index.partners(self.packet)
+        buttons = []
+        for name in names[:MAX_PARTNER_BUTTONS]:
+            button = pn.widgets.Button(label=name, color="light", css_classes=["partner-button"],
+                                       description=f"Compare {self.packet} (a) with {name} (b)")
+            button.on_click(lambda _event, other=name: self._clicked(other))
+            buttons.append(button)
+        pending = "" if self.index.complete else f"<br>{PARTNERS_PENDING}"
+        if len(names) > MAX_PARTNER_BUTTONS:
+            pending += (f"<br>The first {MAX_PARTNER_BUTTONS} by name are shown; <code>?compare=NAME</code> in the "
+                        "URL opens any other.")
+        lead = (f"Compare with a packet of the same selection ({len(names)}):" if names
+                else f'<span class="no-partners">{NO_PARTNERS}</span>')
+        self._partner_note.object = (f'<div class="partner-note-text" data-partners="{len(names)}" '
+                                     f'style="font-size:0.9em"><b>Pairs</b> of {html.escape(self.packet)}<br>'
+                                     f"{lead}{pending}</div>")
+        self._partner_buttons.objects = buttons
+
+    def _clicked(self, name: str) -> None:
+        notes = self.open(name)
+        if notes:  # shown under the partner list, where the click happened
+            self._partner_note.object += f'<div class="partner-problem">{" ".join(notes)}</div>'
+
+    # ------------------------------------------------------------ the pair view
+
+    def from_query(self, value: str | None) -> list[str]:
+        """Open the pair named by `compare=` in the URL query; returns notes about it for the message line."""
+        if value is None:
+            return []
+        if not self.packet:
+            return [f"Compare &quot;{echo(value)}&quot; needs an open packet; it was ignored."]
+        return self.open(value)
+
+    def open(self, name: str) -> list[str]:
+        """Open the pair (packet, name), both re-admitted now; returns notes (and shows them when nothing opened)."""
+        problem = self._refusal(name)
+        if problem:
+            return [problem]
+        entry_a, entry_b = (catalog.lookup(self.index.entries, n) for n in (self.packet, name))
+        try:
+            pair = explorer.compare(entry_a.path, entry_b.path)
+        except SamePacketError as error:
+            return [f"Compare &quot;{echo(name)}&quot;: {html.escape(str(error))}; it was ignored."]
+        with pn.io.hold():
+            self._pair = pair
+            self.partner = name
+            self._show(pair)
+            self.panel.visible = True
+            self._on_change()
+        return []
+
+    def _refusal(self, name: str) -> str:
+        if catalog.lookup(self.index.entries, name) is None:
+            return f"Compare &quot;{echo(name)}&quot; is not listed under this root; it was ignored."
+        if name == self.packet:
+            return f"Compare &quot;{echo(name)}&quot; is the open packet itself; it was ignored."
+        return ""
+
+    def _show(self, pair: Pair) -> None:
+        from explorer.views.pair import build
+
+        self._status.object = (
+            f'<div class="pair-status-line" data-a="{html.escape(self.packet)}" data-b="{html.escape(self.partner)}" '
+            f'data-status="{pair.status}" style="{PAIR_STATUS_STYLE}">Pair <b>a</b> {html.escape(self.packet)} '
+            f"&nbsp;vs&nbsp; <b>b</b> {html.escape(self.partner)} &nbsp; (pair status: <b>{pair.status}</b>)</div>")
+        self._export_note.object = ""
+        for download in self._downloads:
+            download.visible = False
+        try:
+            view = build(pair)
+        except Exception as error:  # a programming error in the view must not blank the page
+            log.exception("pair view raised for %s vs %s", self.packet, self.partner)
+            view = pn.pane.HTML(f'<div class="view-error">The pair view could not be built: '
+                                f"{html.escape(type(error).__name__)}: {html.escape(str(error))}</div>")
+        self._view.objects = [view]
+
+    def close(self, notify: bool = True) -> None:
+        """Back to the single packet: the pair view is dropped and `compare=` leaves the URL."""
+        if not self.partner:
+            return
+        with pn.io.hold():
+            self._pair = None
+            self.partner = ""
+            self._view.objects = []
+            self.panel.visible = False
+            if notify:
+                self._on_change()
+
+    def query(self) -> dict[str, str]:
+        """The URL query parameters of the open pair."""
+        return {QUERY_COMPARE: self.partner} if self.partner else {}
+
+    # ------------------------------------------------------------ export
+
+    def _on_export(self, _event) -> None:
+        if self._pair is None:
+            return
+        self._export_button.loading = True
+        self._export_note.object = "Exporting the pair view (the PNG takes a few seconds) ..."
+        document = pn.state.curdoc
+        served = document is not None and document.session_context is not None and pn.state._thread_pool
+        pn.state.execute(self._export, schedule="thread" if served else False)  # PNG rendering blocks: a thread
+
+    def _export(self) -> None:
+        from explorer.ui.shell import content_seen  # the shell imports this module
+
+        names = (self.packet, self.partner)
+        pair = explorer.compare(*(catalog.lookup(self.index.entries, n).path for n in names))  # the files now
+        changed = self._pair is not None and any(content_seen(now) != content_seen(shown) for now, shown in
+                                                 zip((pair.a, pair.b), (self._pair.a, self._pair.b)))
+        if changed:
+            self._pair = pair
+            self._show(pair)
+        try:
+            paths = export_pair(pair, self.export_dir, names=names, png=True)
+        except (OSError, RenderError) as error:
+            reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+            self._export_note.object = (f"The pair export wrote nothing to <code>{html.escape(str(self.export_dir))}"
+                                        f"</code>: {html.escape(reason)}")
+        else:
+            self._offer((paths.html, *paths.pngs, paths.report))
+            if changed:
+                self._export_note.object += ('<div class="pair-changed">The files of this pair changed since it was '
+                                             "shown; the view and the export show them as they are now.</div>")
+        finally:
+            self._export_button.loading = False
+
+    def _offer(self, files: tuple[Path, ...]) -> None:
+        labels = ("Download HTML", "Download PNG", "Download comparison JSON")
+        classes = ("export-html", "export-png", "export-json")
+        for download, path, label in zip(self._downloads, files, labels):
+            download.param.update(file=str(path), filename=path.name, label=label, visible=True)
+        written = ", ".join(f'<code class="{css}">{html.escape(str(path))}</code>' for css, path in zip(classes, files))
+        self._export_note.object = f'<div class="pair-export-note">Written: {written}</div>'

@@ -1,0 +1,117 @@
+"""The app's pair mode without a browser: `compare=` in the URL query, the partner list, closing, and the pair caption band."""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qsl
+
+import pytest
+
+import explorer
+from explorer.export import SHA_DIGITS, pair_caption_fields
+from explorer.samples import synthetic_spec, write_packet
+from explorer.ui import catalog
+from explorer.ui.pairs import NO_PARTNERS
+from explorer.ui.shell import Shell
+
+ROOT = catalog.default_root()
+PAGED, CONTIGUOUS = "qwen36-pair-paged", "qwen36-pair-contiguous"
+INPUT_DIFFERS, OTHER_LAYER = "qwen36-pair-contiguous-input-differs", "qwen36-pair-contiguous-other-layer"
+
+
+@pytest.fixture
+def shell(tmp_path) -> Shell:
+    return Shell(ROOT, tmp_path / "exports")
+
+
+def _url(shell: Shell) -> dict[str, str]:
+    return dict(parse_qsl(shell._query_writer.query.lstrip("?")))
+
+
+def _message(shell: Shell) -> str:
+    return shell._message.object if shell._message.visible else ""
+
+
+def test_compare_in_the_query_opens_the_pair_and_closing_drops_it(shell):
+    shell._open_from_query(f"?packet={PAGED}&compare={CONTIGUOUS}")
+    assert (shell.packet, shell.pairs.partner) == (PAGED, CONTIGUOUS)
+    assert _url(shell)["compare"] == CONTIGUOUS and _message(shell) == ""
+    assert shell.pairs.panel.visible and not shell._single.visible
+    assert shell.pairs._pair.report()["output"] == explorer.compare(ROOT / PAGED, ROOT / CONTIGUOUS).report()["output"]
+    shell.pairs.close()
+    assert "compare" not in _url(shell) and shell._single.visible and not shell.pairs.panel.visible
+
+
+def test_choosing_a_packet_closes_the_pair_and_lists_that_packets_partners(shell):
+    shell._open_from_query(f"?packet={PAGED}&compare={CONTIGUOUS}")
+    shell._choose(OTHER_LAYER)
+    assert shell.pairs.partner == "" and "compare" not in _url(shell)
+    assert NO_PARTNERS in shell.pairs._partner_note.object
+    shell._choose(PAGED)
+    labels = [button.label for button in shell.pairs._partner_buttons.objects]
+    assert labels == [CONTIGUOUS, INPUT_DIFFERS] == list(shell.index.partners(PAGED))
+
+
+@pytest.mark.parametrize("value, problem", [("../" + OTHER_LAYER, "is not listed under this root"),
+                                            (PAGED, "is the open packet itself"),
+                                            ("<b>x</b>", "is not listed under this root")])
+def test_a_compare_that_cannot_be_opened_gives_an_escaped_note(shell, value, problem):
+    shell._open_from_query(f"?packet={PAGED}&compare={value}")
+    assert shell.packet == PAGED and shell.pairs.partner == ""
+    assert problem in _message(shell) and "<b>x</b>" not in _message(shell)
+    assert "compare" not in _url(shell)
+
+
+def test_a_partner_click_opens_the_pair(shell):
+    shell._open_from_query(f"?packet={PAGED}")
+    button = next(b for b in shell.pairs._partner_buttons.objects if b.label == INPUT_DIFFERS)
+    button.clicks += 1
+    assert shell.pairs.partner == INPUT_DIFFERS and _url(shell)["compare"] == INPUT_DIFFERS
+
+
+def test_the_pair_caption_names_both_packets_and_what_they_share():
+    pair = explorer.compare(ROOT / PAGED, ROOT / OTHER_LAYER)
+    fields = dict(pair_caption_fields(pair, (PAGED, OTHER_LAYER), "2026-01-02 03:04 UTC"))
+    reports = [side.report() for side in (pair.a, pair.b)]
+    assert (fields["packet a"], fields["packet b"], fields["pair"]) == (PAGED, OTHER_LAYER, pair.status)
+    assert fields["packetSHA256 a"] == reports[0]["packet"]["packetSHA256"][:SHA_DIGITS]
+    assert fields["backend b"] == reports[1]["identity"]["backend"]
+    layers = [str(report["selection"]["modelLayerIndex"]) for report in reports]
+    assert layers[0] != layers[1] and fields["layer"] == f"{layers[0]} | {layers[1]}"
+    assert fields["model"] == reports[0]["identity"]["modelID"] and fields["exported"] == "2026-01-02 03:04 UTC"
+
+
+def _disk_full(*_args, **_kwargs):
+    raise OSError(28, "No space left on device")
+
+
+def test_the_pair_export_reads_the_files_again_and_redraws_a_pair_whose_files_changed(tmp_path, monkeypatch):
+    root = tmp_path / "root"
+    for name in ("a", "b"):
+        write_packet(root / name, synthetic_spec())
+    shell = Shell(root, tmp_path / "exports")
+    shell._open_from_query("?packet=a&compare=b")
+    shown = shell.pairs._pair
+    monkeypatch.setattr("explorer.ui.pairs.export_pair", _disk_full)
+    packet_json = root / "b" / "packet.json"
+    packet_json.write_text(packet_json.read_text() + "\n")
+    shell.pairs._export()
+    assert shell.pairs._pair is not shown
+    assert shell.pairs._pair.b.admission.packet_sha256 != shown.b.admission.packet_sha256
+    assert "wrote nothing" in shell.pairs._export_note.object and "No space left" in shell.pairs._export_note.object
+    assert not (tmp_path / "exports").exists() or not any((tmp_path / "exports").iterdir())
+
+
+def test_a_root_of_many_captures_of_one_selection_lists_the_first_partners_only(tmp_path):
+    from explorer.ui.pairs import MAX_PARTNER_BUTTONS
+
+    root = tmp_path / "root"
+    names = [f"p{index:02d}" for index in range(MAX_PARTNER_BUTTONS + 3)]
+    for name in names:
+        write_packet(root / name, synthetic_spec())
+    shell = Shell(root, tmp_path / "exports")
+    shell._open_from_query(f"?packet={names[0]}")
+    labels = [button.label for button in shell.pairs._partner_buttons.objects]
+    assert labels == names[1:MAX_PARTNER_BUTTONS + 1]
+    assert f'data-partners="{len(names) - 1}"' in shell.pairs._partner_note.object
+    shell._open_from_query(f"?packet={names[0]}&compare={names[-1]}")
+    assert shell.pairs.partner == names[-1]
