@@ -270,6 +270,7 @@ class Shell(param.Parameterized):
     def _show(self, analysis: Analysis) -> list[str]:
         """Fresh selection, empty tabs, then the active tab built."""
         self._shown = analysis
+        self.packets.highlight(self.packet)
         notes = []
         geometry = analysis.admission.geometry
         if geometry is not None and self.head >= geometry["queryHeads"]:
