@@ -16,6 +16,7 @@ from explorer.export import RenderError, export_pair
 from explorer.index import PacketIndex
 from explorer.ui import catalog
 from explorer.ui.packets import PacketList
+from explorer.views.html_summary import written_note
 
 log = logging.getLogger(__name__)
 
@@ -213,5 +214,4 @@ class PairMode(param.Parameterized):
         classes = ("export-html", "export-png", "export-json")
         for download, path, label in zip(self._downloads, files, labels):
             download.param.update(file=str(path), filename=path.name, label=label, visible=True)
-        written = ", ".join(f'<code class="{css}">{html.escape(str(path))}</code>' for css, path in zip(classes, files))
-        self._export_note.object = f'<div class="pair-export-note">Written: {written}</div>'
+        self._export_note.object = written_note("pair-export-note", zip(classes, files))

@@ -31,6 +31,7 @@ from explorer.ui.pairs import echo as _echo
 from explorer.views import VIEWS, Selection
 from explorer.views.element import element_html
 from explorer.views.emulations import settings_from_query
+from explorer.views.html_summary import written_note
 
 log = logging.getLogger(__name__)
 
@@ -428,6 +429,5 @@ class Shell(param.Parameterized):
         for widget, path, label in ((self._html_download, paths.html, "Download HTML"),
                                     (self._json_download, paths.report, "Download JSON report")):
             widget.param.update(file=str(path), filename=path.name, label=label, visible=True)
-        self._export_note.object = (
-            f'<div class="export-note">Written to <code class="export-html">{html.escape(str(paths.html))}</code> '
-            f'and <code class="export-json">{html.escape(str(paths.report))}</code></div>')
+        self._export_note.object = written_note("export-note", (("export-html", paths.html),
+                                                                ("export-json", paths.report)))

@@ -225,3 +225,10 @@ def overview_html(analysis: Analysis) -> str:
                          f"{per_head_table(analysis, largest)}")
     parts.append("</div>")
     return "".join(parts)
+
+
+def written_note(css_class: str, files) -> str:
+    """The note after an export: one written path per line (`files`: (css class, path) pairs), wrapping anywhere."""
+    lines = "".join(f'<div style="overflow-wrap:anywhere"><code class="{css}">{esc(str(path))}</code></div>'
+                    for css, path in files)
+    return f'<div class="{css_class}">Written:{lines}</div>'
