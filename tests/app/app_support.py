@@ -66,6 +66,19 @@ def wait_until_serving(process, url: str, log_path: Path) -> None:
     raise RuntimeError(f"panel serve did not answer {url} in {SERVER_START_TIMEOUT_S} s:\n{log_path.read_text()}")
 
 
+def serve_app(log_name: str, env: dict[str, str], export_dir):
+    """Run `panel serve explorer/app.py` on a free port with `env` until the session ends; yields its base URL."""
+    port = free_port()
+    log_path = ARTIFACTS / log_name
+    process = start_server(port, log_path, ["--export-dir", str(export_dir)], env=env)
+    base_url = f"http://{LOCAL_HOST}:{port}"
+    try:
+        wait_until_serving(process, base_url + APP_PATH, log_path)
+        yield base_url
+    finally:
+        stop_server(process)
+
+
 def stop_server(process) -> None:
     process.terminate()
     try:

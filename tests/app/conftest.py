@@ -6,8 +6,7 @@ import os
 
 import pytest
 
-from app_support import (APP_PATH, ARTIFACTS, LOCAL_HOST, NESTED_PACKET, OUTSIDE_PACKET, PAGE_TIMEOUT_MS, VIEWPORT,
-                         free_port, start_server, stop_server, wait_until_serving)
+from app_support import ARTIFACTS, NESTED_PACKET, OUTSIDE_PACKET, PAGE_TIMEOUT_MS, VIEWPORT, serve_app
 from explorer.export import CHROMIUM, CHROMIUM_ARGS, EXPORT_DIR_ENV
 from explorer.samples import synthetic_spec, write_packet
 from explorer.ui.catalog import ROOT_ENV
@@ -20,24 +19,11 @@ def export_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("exports")
 
 
-def _serve(log_name: str, env: dict[str, str], export_dir):
-    """Run `panel serve explorer/app.py` on a free port with `env` until the session ends; yields its base URL."""
-    port = free_port()
-    log_path = ARTIFACTS / log_name
-    process = start_server(port, log_path, ["--export-dir", str(export_dir)], env=env)
-    base_url = f"http://{LOCAL_HOST}:{port}"
-    try:
-        wait_until_serving(process, base_url + APP_PATH, log_path)
-        yield base_url
-    finally:
-        stop_server(process)
-
-
 @pytest.fixture(scope="session")
 def server(export_dir):
     """Base URL of `panel serve explorer/app.py` with no root argument (the bundled sample_packets/)."""
     env = {key: value for key, value in os.environ.items() if key not in (ROOT_ENV, EXPORT_DIR_ENV)}
-    yield from _serve("panel-serve.log", env, export_dir)
+    yield from serve_app("panel-serve.log", env, export_dir)
 
 
 @pytest.fixture(scope="session")
@@ -52,7 +38,7 @@ def nested_root(tmp_path_factory):
 @pytest.fixture(scope="session")
 def nested_server(nested_root, export_dir):
     """Base URL of a second `panel serve explorer/app.py` whose root comes from the environment only."""
-    yield from _serve("panel-serve-nested.log", {**os.environ, ROOT_ENV: str(nested_root)}, export_dir)
+    yield from serve_app("panel-serve-nested.log", {**os.environ, ROOT_ENV: str(nested_root)}, export_dir)
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,7 @@ import pytest
 
 import explorer
 from explorer.notebook import sample
-from app_support import (PAGE_TIMEOUT_MS, VIEWPORT, deep_text, layout_offenders, open_packet, outside_requests,
+from app_support import (PAGE_TIMEOUT_MS, VIEWPORT, deep_text, layout_offenders, open_packet, outside_requests, serve_app,
                          wait_view)
 from explorer.export import EXPORT_DIR_ENV
 from explorer.samples import qwen_full_spec, synthetic_spec, write_packet
@@ -62,10 +62,8 @@ def full_root(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def full_server(full_root, export_dir):
-    from conftest import _serve
-
     env = {key: value for key, value in os.environ.items() if key != EXPORT_DIR_ENV}
-    yield from _serve("panel-serve-emulations.log", {**env, ROOT_ENV: str(full_root)}, export_dir)
+    yield from serve_app("panel-serve-emulations.log", {**env, ROOT_ENV: str(full_root)}, export_dir)
 
 
 def test_the_tab_shows_the_cores_bit_equal_counts_and_fits_1280_px(browser, server, requested):

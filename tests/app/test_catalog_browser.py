@@ -7,8 +7,7 @@ import os
 import pytest
 
 from app_support import (APP_PATH, PAGE_TIMEOUT_MS, artifact, choose_packet, deep_text, outside_requests, packet_cell,
-                         wait_statuses)
-from conftest import _serve
+                         serve_app, wait_statuses)
 from explorer.analysis.summary import summarize, triage_order
 from explorer.discovery import ROOT_ENV, discover
 from explorer.samples import injected_error_spec, synthetic_spec, write_packet
@@ -31,7 +30,7 @@ def large_root(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def large_server(large_root, export_dir):
-    yield from _serve("panel-serve-large.log", {**os.environ, ROOT_ENV: str(large_root)}, export_dir)
+    yield from serve_app("panel-serve-large.log", {**os.environ, ROOT_ENV: str(large_root)}, export_dir)
 
 
 def _count_text(page) -> str:
