@@ -13,10 +13,14 @@ from typing import Any, Mapping
 import numpy as np
 
 from explorer.analysis.display import InlineDisplay
+from explorer.packet.dtypes import (  # noqa: F401  (codes of NonfiniteMap.kinds, re-exported for the views)
+    FINITE,
+    NEGATIVE_INFINITY,
+    POSITIVE_INFINITY,
+    QUIET_NAN,
+    SIGNALING_NAN,
+)
 from explorer.packet.model import Admission, Reason
-
-# Codes of the per-element nonfinite maps (`NonfiniteMap.kinds`).
-FINITE, QUIET_NAN, SIGNALING_NAN, POSITIVE_INFINITY, NEGATIVE_INFINITY = 0, 1, 2, 3, 4
 
 
 # ---------------------------------------------------------------- tensor facts

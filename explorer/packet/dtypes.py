@@ -28,13 +28,8 @@ import math
 import ml_dtypes
 import numpy as np
 
-from explorer.analysis.result import (
-    FINITE,
-    NEGATIVE_INFINITY,
-    POSITIVE_INFINITY,
-    QUIET_NAN,
-    SIGNALING_NAN,
-)
+# Codes of a value's kind, as the nonfinite maps of the analysis store them per element.
+FINITE, QUIET_NAN, SIGNALING_NAN, POSITIVE_INFINITY, NEGATIVE_INFINITY = 0, 1, 2, 3, 4
 
 DTYPES = ("float16", "bfloat16", "float32")
 ITEM_SIZE = {"float16": 2, "bfloat16": 2, "float32": 4}
