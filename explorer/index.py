@@ -4,8 +4,16 @@ The summary cache is keyed by verified content (`content_key`, the analysis
 cache's key) and holds summaries only, never analyses. Filling an index
 re-admits (re-reads and re-hashes) every packet in worker processes: a packet
 whose verified key is cached costs no analysis, any other is analyzed and
-summarized there. The last key seen for a path only routes that check; it is
-never trusted in place of the hashes.
+summarized there. The last key seen for a path only routes that check.
+
+A packet is not re-read at all when its stat signature (device, inode, mode,
+size, modification and change times of the directory and of everything in it,
+links not followed) equals the one taken just before its last check, as git's
+index does: any write, rename, link or chmod changes a change time. A packet
+changed less than RACY_SECONDS before its check, or holding more than
+SIGNATURE_MAX_ENTRIES entries, gets no signature and is re-read every time.
+This serves the list's statuses only: opening a packet always re-reads and
+re-hashes it.
 """
 
 from __future__ import annotations
@@ -13,7 +21,10 @@ from __future__ import annotations
 import dataclasses
 import logging
 import multiprocessing
+import os
+import stat
 import threading
+import time
 from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -31,11 +42,16 @@ log = logging.getLogger(__name__)
 
 SUMMARY_CACHE_ENTRIES = 100_000  # a few hundred bytes each
 KNOWN_KEY_ENTRIES = 100_000  # path -> last verified key, for routing only
+SIGNED_ENTRIES = 100_000  # path -> (stat signature, summary) of its last check
+SIGNATURE_MAX_ENTRIES = 64  # directory entries a signed packet may hold (a packet has 8 files)
+SIGNATURE_MAX_DEPTH = 4  # subdirectory levels a signed packet may hold
+RACY_SECONDS = 2.0  # a file changed this recently may change again within the same timestamp tick
 INLINE_PACKETS = 16  # a root this small is checked in the filling thread, without worker processes
 WORKER_START_METHOD = "forkserver"  # never fork a threaded server; workers fork from a clean server process
 WORKER_PRELOAD = ["__main__", "explorer.index"]
 
-Check = tuple[ContentKey | None, PacketSummary | None]
+Signature = tuple[tuple[str, int, int, int, int, int, int], ...]
+Check = tuple[ContentKey | None, PacketSummary | None, Signature | None]
 
 
 class SummaryCache:
@@ -71,21 +87,68 @@ class SummaryCache:
 
 SUMMARIES = SummaryCache(SUMMARY_CACHE_ENTRIES)  # shared by every session of the process
 _known_keys = SummaryCache(KNOWN_KEY_ENTRIES)  # str(path) -> the last verified key
+_signed = SummaryCache(SIGNED_ENTRIES)  # str(path) -> (stat signature, summary) of its last check
 _filler = ThreadPoolExecutor(max_workers=1, thread_name_prefix="packet-index")  # one fill at a time, in order
 
 
+class _Unsigned(Exception):
+    """The directory cannot be signed (too many entries, too deep, unreadable, or changed too recently)."""
+
+
+def stat_signature(path: str) -> Signature | None:
+    """The stat signature of the packet directory at `path` and of everything under it, or None when it has none.
+
+    Reads names and stat results only, never file content; never follows a link (a link's own stat is signed).
+    """
+    signed: list = []
+    newest = 0
+
+    def add(name: str, result: os.stat_result) -> None:
+        nonlocal newest
+        signed.append((name, result.st_dev, result.st_ino, result.st_mode, result.st_size, result.st_mtime_ns,
+                       result.st_ctime_ns))
+        newest = max(newest, result.st_mtime_ns, result.st_ctime_ns)
+        if len(signed) > SIGNATURE_MAX_ENTRIES:
+            raise _Unsigned
+
+    def walk(directory: str, prefix: str, depth: int) -> None:
+        with os.scandir(directory) as listing:
+            entries = sorted(listing, key=lambda entry: entry.name)
+        for entry in entries:
+            result = entry.stat(follow_symlinks=False)
+            add(prefix + entry.name, result)
+            if stat.S_ISDIR(result.st_mode):
+                if depth >= SIGNATURE_MAX_DEPTH:
+                    raise _Unsigned
+                walk(entry.path, f"{prefix}{entry.name}/", depth + 1)
+
+    try:
+        top = os.lstat(path)
+        if not stat.S_ISDIR(top.st_mode):
+            return None
+        add("", top)
+        walk(path, "", 1)
+    except (OSError, _Unsigned):
+        return None
+    if newest > time.time_ns() - RACY_SECONDS * 1e9:
+        return None
+    return tuple(signed)
+
+
 def checked_summary(task: tuple[str, ContentKey | None]) -> Check:
-    """Re-admit the packet at `path`: (its verified key, None) when that is `known`, else (key, a fresh summary).
+    """Re-admit the packet at `path`: (its verified key, None, signature) when that is `known`, else (key, a fresh
+    summary, signature); the stat signature is taken before anything is read.
 
     Runs in a worker process; pure apart from reading the packet.
     """
     path, known = task
+    signature = stat_signature(path)
     if known is not None:
         key = content_key(admit(path))
         if key == known:
-            return key, None
+            return key, None, signature
     analysis = analyze(path)
-    return content_key(analysis.admission), summary_of(analysis)
+    return content_key(analysis.admission), summary_of(analysis), signature
 
 
 def _inline(tasks: list[tuple[str, ContentKey | None] | None]) -> Iterator[tuple[int, Check | Exception]]:
@@ -118,15 +181,27 @@ def _resolved(path: str, check: Check | Exception) -> PacketSummary:
     """The summary a check stands for, the process-wide caches updated."""
     if isinstance(check, Exception):
         return error_summary(path, WORKER_CRASHED if isinstance(check, WorkerCrashed) else INTERNAL_ERROR)
-    key, fresh = check
+    key, fresh, signature = check
     cached = SUMMARIES.get(key) if fresh is None else None
     if fresh is None and cached is None:  # evicted meanwhile: summarize here
-        key, fresh = checked_summary((path, None))
+        key, fresh, signature = checked_summary((path, None))
     if key is not None:
         _known_keys.put(path, key)
         if fresh is not None:
             SUMMARIES.put(key, fresh)
-    return fresh if fresh is not None else dataclasses.replace(cached, path=path)
+    summary = fresh if fresh is not None else dataclasses.replace(cached, path=path)
+    if signature is not None:
+        _signed.put(path, (signature, summary))
+    return summary
+
+
+def _unchanged(path: str) -> PacketSummary | None:
+    """The summary of the last check of `path` when its stat signature has not changed since, else None."""
+    signed = _signed.get(path)
+    if signed is None:
+        return None
+    signature = stat_signature(path)
+    return signed[1] if signature is not None and signature == signed[0] else None
 
 
 class PacketIndex:
@@ -163,18 +238,30 @@ class PacketIndex:
              cancelled: Callable[[], bool] = lambda: False) -> None:
         """Check every entry (blocking) and record its summary, calling `on_summary` for each; stops when `cancelled()`."""
         paths = [str(entry.path) for entry in self.entries]
-        tasks = [(path, _cached_key(path)) for path in paths]
-        checks = _checks(tasks)
+        unchecked = []
+        for index, path in enumerate(paths):
+            if cancelled():
+                return
+            summary = _unchanged(path)
+            if summary is None:
+                unchecked.append(index)
+            else:
+                self._record(index, summary, on_summary)
+        checks = _checks([(paths[index], _cached_key(paths[index])) for index in unchecked])
         try:
-            for index, check in checks:
+            for position, check in checks:
                 if cancelled():
                     return
-                summary = _resolved(paths[index], check)
-                with self._lock:
-                    self._summaries[self.entries[index].name] = summary
-                on_summary(self.entries[index].name, summary)
+                index = unchecked[position]
+                self._record(index, _resolved(paths[index], check), on_summary)
         finally:
             checks.close()
+
+    def _record(self, index: int, summary: PacketSummary, on_summary: Callable[[str, PacketSummary], None]) -> None:
+        name = self.entries[index].name
+        with self._lock:
+            self._summaries[name] = summary
+        on_summary(name, summary)
 
     def fill_in_background(self, on_summary: Callable[[str, PacketSummary], None],
                            cancelled: Callable[[], bool]) -> Future:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 
 import pytest
@@ -102,3 +103,71 @@ def test_a_cancelled_fill_stops(root):
     index = PacketIndex(root)
     index.fill(cancelled=lambda: True)
     assert not index.complete
+
+
+# ---------------------------------------------------------------- stat signatures: unchanged packets are not re-read
+
+
+@pytest.fixture
+def reads(monkeypatch):
+    """Paths admitted or analyzed by the index, with the racy-change window closed (every file counts as settled)."""
+    monkeypatch.setattr(index_module, "RACY_SECONDS", 0.0)
+    seen = []
+    real_admit, real_analyze = index_module.admit, index_module.analyze
+    monkeypatch.setattr(index_module, "admit", lambda path: seen.append(str(path)) or real_admit(path))
+    monkeypatch.setattr(index_module, "analyze", lambda path: seen.append(str(path)) or real_analyze(path))
+    return seen
+
+
+def test_a_packet_whose_stat_signature_is_unchanged_is_not_read_again(root, reads):
+    first = PacketIndex(root)
+    first.fill()
+    assert reads
+    reads.clear()
+    second = PacketIndex(root)
+    arrived = []
+    second.fill(lambda name, summary: arrived.append(name))
+    assert reads == [] and sorted(arrived) == sorted(e.name for e in second.entries)
+    assert all(second.summary(e.name) == first.summary(e.name) for e in second.entries)
+
+
+@pytest.mark.parametrize("change", ["flip a byte in place", "add a file", "chmod"])
+def test_any_change_to_a_packet_directory_reads_it_again(root, reads, change):
+    PacketIndex(root).fill()
+    output = root / "paged" / "output.bin"
+    if change == "flip a byte in place":
+        data = bytearray(output.read_bytes())
+        data[0] ^= 1
+        output.write_bytes(bytes(data))  # same size, same inode
+    elif change == "add a file":
+        (root / "paged" / "notes.txt").write_text("x")
+    else:
+        output.chmod(0o600)
+    reads.clear()
+    index = PacketIndex(root)
+    index.fill()
+    assert sorted(set(reads)) == [str(root / "paged")]
+    assert index.summary("paged") == summarize(root / "paged")
+
+
+def test_recent_crowded_deep_or_missing_directories_have_no_signature(root, monkeypatch):
+    packet = str(root / "paged")
+    assert index_module.stat_signature(packet) is None  # written less than RACY_SECONDS ago
+    monkeypatch.setattr(index_module, "RACY_SECONDS", 0.0)
+    assert index_module.stat_signature(packet) is not None
+    assert index_module.stat_signature(str(root / "nothing-here")) is None
+    assert index_module.stat_signature(str(root / "paged" / "packet.json")) is None  # not a directory
+    deep = root / "paged" / "a" / "b" / "c" / "d"
+    deep.mkdir(parents=True)
+    assert index_module.stat_signature(packet) is None
+    shutil.rmtree(root / "paged" / "a")
+    monkeypatch.setattr(index_module, "SIGNATURE_MAX_ENTRIES", 4)
+    assert index_module.stat_signature(packet) is None
+
+
+def test_a_signature_never_opens_what_it_lists(root, monkeypatch):
+    monkeypatch.setattr(index_module, "RACY_SECONDS", 0.0)
+    os.mkfifo(root / "paged" / "fifo")  # opening it for reading would block
+    (root / "paged" / "link").symlink_to("/dev/zero")
+    signature = index_module.stat_signature(str(root / "paged"))
+    assert {"fifo", "link"} <= {name for name, *_ in signature}

@@ -1,7 +1,8 @@
 """The sidebar's packet list: a paged, searchable, sortable table of a PacketIndex, filled in as summaries arrive; computes nothing.
 
 The names are listed at once (discovery only); statuses, worst linf and noise-floor
-ratios arrive from the index's background fill, which asks the session's event loop
+ratios arrive from the index's background fill (started once the page is drawn, so
+worker processes never compete with the first paint), which asks the session's event loop
 (`add_next_tick_callback`, the one thread-safe Document method) to draw them in
 batches, so the page never waits for them. Rows are sorted by status
 (analyzed, inconclusive, refused) and then by the largest ratio, unless the user
@@ -101,7 +102,8 @@ class PacketList(param.Parameterized):
               and len(self.index.entries) > SYNCHRONOUS_FILL_PACKETS):
             self._document = pn.state.curdoc
             pn.state.on_session_destroyed(self._close)
-            self.index.fill_in_background(self._arrive, lambda: self._closed)
+            # Once the page is drawn: worker processes started earlier would take the cores from the first paint.
+            pn.state.onload(lambda: self.index.fill_in_background(self._arrive, lambda: self._closed))
         else:
             self.index.fill(self._arrive)
             self._flush()
@@ -125,10 +127,12 @@ class PacketList(param.Parameterized):
             arrived, self._arrived = self._arrived, []
             self._flush_pending = False
         if arrived:
-            for name, summary in arrived:
-                self._frame.loc[self._rows[name], ["status", "worst linf", "ratio", "order"]] = [
-                    self._badge(summary.status), _number(summary.worst_linf), _number(summary.noise_floor_ratio),
-                    STATUS_ORDER.index(summary.status)]
+            rows = [self._rows[name] for name, _ in arrived]
+            summaries = [summary for _, summary in arrived]
+            self._frame.loc[rows, "status"] = [self._badge(s.status) for s in summaries]
+            self._frame.loc[rows, "worst linf"] = [_number(s.worst_linf) for s in summaries]
+            self._frame.loc[rows, "ratio"] = [_number(s.noise_floor_ratio) for s in summaries]
+            self._frame.loc[rows, "order"] = [STATUS_ORDER.index(s.status) for s in summaries]
             self._table.value = self._frame.copy()
             self._select_highlighted()
             self._say_count()

@@ -14,6 +14,7 @@ from explorer.views.common import (
     CHART_WIDTH,
     CONTINUOUS_CMAP,
     LOG,
+    MAX_INDEX_TICKS,
     Field,
     Selection,
     colour_scale,
@@ -30,8 +31,6 @@ from explorer.views.common import (
 )
 from explorer.views.html_summary import esc, number_cell, table
 
-OVERVIEW_COLUMNS = 2  # per-head diagnostic charts side by side (four in one row do not fit at 1280 px)
-UPRIGHT_OVERVIEW_LABELS = 16  # head labels side by side on a half-width chart; more stand vertical
 MAX_OVERVIEW_CELLS = 250_000  # query head x token weights drawn in one overview map
 WEIGHTS_HEIGHT = 320
 LAST_TOKEN_COLOUR = "#d62728"
@@ -94,23 +93,29 @@ def head_panel(numerics: Numerics, head: int) -> pn.Column:
     return pn.Column(*parts, sizing_mode="stretch_width")
 
 
-def _overview_charts(numerics: Numerics) -> pn.GridBox:
+def _diagnostic_chart(numerics: Numerics, attribute: str) -> pn.pane.HoloViews:
+    """One attention diagnostic per query head (log y for the last-token weight)."""
+    label, logy = next((label, logy) for name, label, logy in OVERVIEW_METRICS if name == attribute)
     heads = np.arange(len(numerics.attention))
-    charts = []
-    for attribute, label, logy in OVERVIEW_METRICS:
-        values = np.array([np.nan if getattr(a, attribute) is None else getattr(a, attribute)
-                           for a in numerics.attention], dtype=np.float64)
-        if logy:
-            values = np.where(values > 0, values, np.nan)
-        data = {"query head": heads, attribute: values}
-        on_hover = hover([("query head", "@{query head}"), (label, f"@{{{attribute}}}{{custom}}")],
-                         {f"@{{{attribute}}}": exact_number})
-        charts.append((hv.Curve(data, "query head", attribute) * hv.Scatter(data, "query head", attribute).opts(
-            size=7, **on_hover)).opts(title=f"{label} per query head", logy=logy, height=CHART_HEIGHT,
-                                   min_width=CHART_WIDTH, responsive=True, show_grid=True, ylabel=label,
-                                   padding=CHART_PADDING,
-                                   **head_ticks(heads.size, UPRIGHT_OVERVIEW_LABELS)))
-    return pn.GridBox(*(plot_pane(c) for c in charts), ncols=OVERVIEW_COLUMNS, sizing_mode="stretch_width")
+    values = np.array([np.nan if getattr(a, attribute) is None else getattr(a, attribute)
+                       for a in numerics.attention], dtype=np.float64)
+    if logy:
+        values = np.where(values > 0, values, np.nan)
+    data = {"query head": heads, attribute: values}
+    on_hover = hover([("query head", "@{query head}"), (label, f"@{{{attribute}}}{{custom}}")],
+                     {f"@{{{attribute}}}": exact_number})
+    chart = (hv.Curve(data, "query head", attribute) * hv.Scatter(data, "query head", attribute).opts(
+        size=7, **on_hover)).opts(title=f"{label} per query head", logy=logy, height=CHART_HEIGHT,
+                                  min_width=CHART_WIDTH, responsive=True, show_grid=True, ylabel=label,
+                                  padding=CHART_PADDING, **head_ticks(heads.size, MAX_INDEX_TICKS))
+    return plot_pane(chart)
+
+
+def _diagnostic_charts(numerics: Numerics) -> list:
+    """A selector of the diagnostic and its chart across query heads (one figure; the table lists them all)."""
+    choice = pn.widgets.RadioButtonGroup(options={label: name for name, label, _ in OVERVIEW_METRICS},
+                                         value=OVERVIEW_METRICS[0][0], css_classes=["diagnostic-choice"])
+    return [choice, pn.panel(pn.bind(_diagnostic_chart, numerics, choice), sizing_mode="stretch_width")]
 
 
 def _overview_map(numerics: Numerics) -> list:
@@ -144,8 +149,8 @@ def _body(analysis: Analysis, selection: Selection) -> list:
         *fallback,
         _head_selector(numerics, selection),
         pn.panel(pn.bind(head_panel, numerics, selection.param.head), sizing_mode="stretch_width"),
-        heading("Across query heads"),
-        _overview_charts(numerics),
+        heading("Across query heads", "One diagnostic at a time; the table below lists all of them."),
+        *_diagnostic_charts(numerics),
         *_overview_map(numerics),
         html_pane(table(DIAGNOSTICS_HEADER, _diagnostics_rows(numerics.attention), css_class="all-diagnostics")),
     ]

@@ -21,11 +21,9 @@ hv.Store.set_current_backend("bokeh")
 MAP_HEIGHT = 260
 MAP_MIN_WIDTH = 260
 CHART_HEIGHT = 280
-CHART_WIDTH = 230  # three per-head charts and their margins fit the 1280 px window's content column
-CHARTS_PER_ROW = 3
+CHART_WIDTH = 230  # a narrow chart still holds its axes and 8 upright head labels
 CHART_PADDING = (0.05, 0.1)  # (x, y) fractions: the first and last head's markers stay whole inside the frame
-UPRIGHT_HEAD_LABELS = 8  # up to this many heads the axis labels stand upright; more stand vertical to fit
-ROW_HEAD_CHARTS = 16  # above this many heads each per-head chart takes a whole row, so every head keeps its label
+UPRIGHT_HEAD_LABELS = 8  # up to this many heads the axis labels of a half-width chart stand upright; more stand vertical
 CONTINUOUS_CMAP = "viridis"
 NAN_COLOUR = "#d9d9d9"  # cells whose value is undefined (NaN)
 FLOOR_COLOUR = "#7f7f7f"
@@ -257,62 +255,83 @@ def _metric_values(per_head: Sequence[Metrics], attribute: str) -> np.ndarray:
                     dtype=np.float64)
 
 
-def per_head_charts(series: Sequence[tuple[str, Comparison]], floor: tuple[str, Comparison] | None = None,
-                    *, metrics: Sequence[tuple[str, str]] = METRICS, height: int = CHART_HEIGHT) -> list:
-    """One log-y chart per metric: every comparison's per-head values as markers, the noise floor as a dashed line.
+def metric_choice(metrics: Sequence[tuple[str, str]] = METRICS) -> pn.widgets.RadioButtonGroup:
+    """The metric a per-head chart draws (one chart at a time: every figure costs the page a fraction of a second)."""
+    return pn.widgets.RadioButtonGroup(options={metric: attribute for attribute, metric in metrics},
+                                       value=metrics[0][0], css_classes=["metric-choice"], width=110 * len(metrics))
 
-    Returns [legend, grid of charts (CHARTS_PER_ROW a row; one a row above ROW_HEAD_CHARTS heads),
-    note naming the values a log axis cannot draw (zero or null)].
+
+def _per_head_chart(series: Sequence[tuple[str, Comparison]], floor: tuple[str, Comparison] | None,
+                    attribute: str, height: int, upright: int, colours: Mapping[str, str],
+                    markers: Mapping[str, str]) -> list:
+    """[log-y chart of one metric: every comparison's per-head values as markers, the floor dashed; note naming
+    the values a log axis cannot draw (zero or null)]."""
+    metric = dict(METRICS).get(attribute, attribute)
+    heads_count = len(series[0][1].per_head) if series else 0
+    undrawn = {}
+    heads, values, names = [], [], []
+    for label, comparison in series:
+        raw = _metric_values(comparison.per_head, attribute)
+        undrawn[label] = _undrawn(raw)
+        drawn = np.flatnonzero(raw > 0)  # only drawable points: style mappings must align with the glyphs
+        heads.append(drawn)
+        values.append(raw[drawn])
+        names += [label] * drawn.size
+    data = {"query head": np.concatenate(heads), metric: np.concatenate(values), "comparison": names}
+    layers = [hv.Scatter(data, "query head", [metric, "comparison"]).opts(
+        color="comparison", cmap=dict(colours), marker=hv.dim("comparison").categorize(dict(markers)), size=8,
+        alpha=0.85, show_legend=False,
+        **hover([("comparison", "@{comparison}"), ("query head", "@{query head}"),
+                 (metric, f"@{{{metric}}}{{custom}}")], {f"@{{{metric}}}": exact_number}))]
+    if floor is not None:
+        raw = _metric_values(floor[1].per_head, attribute)
+        undrawn[floor[0]] = _undrawn(raw)
+        layers.append(hv.Curve((np.arange(raw.size), np.where(raw > 0, raw, np.nan)), "query head", metric,
+                               label=floor[0]).opts(color=FLOOR_COLOUR, line_dash="dashed", line_width=2))
+    chart = hv.Overlay(layers).opts(
+        title=f"{metric} per query head", logy=True, height=height, min_width=CHART_WIDTH, padding=CHART_PADDING,
+        responsive=True, show_legend=False, show_grid=True, xlabel="query head", ylabel=metric,
+        **head_ticks(heads_count, upright))
+    hidden = [f"{html_summary.esc(label)}: {zeros} zero, {nulls} null"
+              for label, (zeros, nulls) in undrawn.items() if zeros or nulls]
+    hidden_note = (f"Not drawn on the log axis ({metric}; the tables list every value): " + "; ".join(hidden) + "."
+                   if hidden else f"Every {metric} value is positive and drawn.")
+    return [plot_pane(chart), note(hidden_note, "hidden-values")]
+
+
+def per_head_charts(series: Sequence[tuple[str, Comparison]], floor: tuple[str, Comparison] | None = None,
+                    *, metrics: Sequence[tuple[str, str]] = METRICS, height: int = CHART_HEIGHT,
+                    upright: int = MAX_INDEX_TICKS, choice: pn.widgets.RadioButtonGroup | None = None) -> list:
+    """A per-head chart of every comparison in `series`, with the noise floor dashed: [legend, chart and note].
+
+    With several `metrics` the chart draws the one picked in `choice` (a fresh selector above the chart unless
+    the caller shares one between charts); the tables beside the charts list every metric. Head labels stand
+    upright up to `upright` heads (a full-width chart holds every head of common models), vertical above.
     """
     labels = [label for label, _ in series]
-    heads_count = len(series[0][1].per_head) if series else 0
-    upright = UPRIGHT_HEAD_LABELS if heads_count <= ROW_HEAD_CHARTS else MAX_INDEX_TICKS  # one chart a row: room
     colours = {label: SERIES_COLOURS[i % len(SERIES_COLOURS)] for i, label in enumerate(labels)}
     markers = {label: SERIES_MARKERS[i % len(SERIES_MARKERS)] for i, label in enumerate(labels)}
-    undrawn = {label: [0, 0] for label in [*labels, *([floor[0]] if floor is not None else [])]}  # zeros, nulls
-    charts = []
-    for attribute, metric in metrics:
-        heads, values, names = [], [], []
-        for label, comparison in series:
-            raw = _metric_values(comparison.per_head, attribute)
-            _count_undrawn(undrawn[label], raw)
-            drawn = np.flatnonzero(raw > 0)  # only drawable points: style mappings must align with the glyphs
-            heads.append(drawn)
-            values.append(raw[drawn])
-            names += [label] * drawn.size
-        data = {"query head": np.concatenate(heads), metric: np.concatenate(values), "comparison": names}
-        layers = [hv.Scatter(data, "query head", [metric, "comparison"]).opts(
-            color="comparison", cmap=colours, marker=hv.dim("comparison").categorize(markers), size=8,
-            alpha=0.85, show_legend=False,
-            **hover([("comparison", "@{comparison}"), ("query head", "@{query head}"),
-                     (metric, f"@{{{metric}}}{{custom}}")], {f"@{{{metric}}}": exact_number}))]
-        if floor is not None:
-            raw = _metric_values(floor[1].per_head, attribute)
-            _count_undrawn(undrawn[floor[0]], raw)
-            layers.append(hv.Curve((np.arange(raw.size), np.where(raw > 0, raw, np.nan)), "query head", metric,
-                                   label=floor[0]).opts(color=FLOOR_COLOUR, line_dash="dashed", line_width=2))
-        charts.append(hv.Overlay(layers).opts(
-            title=f"{metric}", logy=True, height=height, min_width=CHART_WIDTH, padding=CHART_PADDING,
-            responsive=True, show_legend=False, show_grid=True, xlabel="query head", ylabel=metric,
-            **head_ticks(heads_count, upright)))
     entries = [f'<span style="color:{colours[label]}">{MARKER_SYMBOLS[markers[label]]}</span> '
                f"{html_summary.esc(label)}" for label in labels]
     if floor is not None:
         entries.append(f'<span style="color:{FLOOR_COLOUR}">- - -</span> {html_summary.esc(floor[0])}')
     legend = html_pane('<div class="chart-legend">' + "".join(
         f'<span style="display:inline-block;margin-right:1.5em">{entry}</span>' for entry in entries) + "</div>")
-    row = pn.GridBox(*(plot_pane(chart) for chart in charts), sizing_mode="stretch_width",
-                     ncols=min(len(charts), CHARTS_PER_ROW) if heads_count <= ROW_HEAD_CHARTS else 1)
-    hidden = [f"{html_summary.esc(label)}: {zeros} zero, {nulls} null"
-              for label, (zeros, nulls) in undrawn.items() if zeros or nulls]
-    hidden_note = ("Not drawn on the log axis (exact zeros and null values, counted over all charts; the tables "
-                   "list every value): " + "; ".join(hidden) + ".") if hidden else "Every value is positive and drawn."
-    return [legend, row, note(hidden_note, "hidden-values")]
+    if len(metrics) == 1:
+        chart = pn.Column(*_per_head_chart(series, floor, metrics[0][0], height, upright, colours, markers),
+                          sizing_mode="stretch_width")
+        return [legend, chart]
+    own = choice is None
+    choice = choice or metric_choice(metrics)
+    chart = pn.panel(pn.bind(lambda attribute: pn.Column(
+        *_per_head_chart(series, floor, attribute, height, upright, colours, markers), sizing_mode="stretch_width"),
+        choice), sizing_mode="stretch_width")
+    return [pn.Row(choice, legend, sizing_mode="stretch_width") if own else legend, chart]
 
 
-def _count_undrawn(counts: list[int], values: np.ndarray) -> None:
-    counts[0] += int(np.sum(values == 0))
-    counts[1] += int(np.sum(np.isnan(values)))
+def _undrawn(values: np.ndarray) -> tuple[int, int]:
+    """(exact zeros, nulls) among per-head values: what a log axis cannot draw."""
+    return int(np.sum(values == 0)), int(np.sum(np.isnan(values)))
 
 
 def comparison_rows(series: Sequence[tuple[str, Comparison]]) -> str:

@@ -16,7 +16,6 @@ from explorer.views.common import (
     Field,
     Selection,
     collapsed,
-    hover,
     colour_scale,
     comparison_rows,
     explained,
@@ -35,8 +34,10 @@ from explorer.views.html_summary import esc, number_cell, table
 
 FULL_HOVER_CELLS = 65_536  # above this many cells per map, the hover carries the error only (keeps the payload small)
 MAX_MAP_COLUMNS = 2  # maps per row: each keeps its title, axes and colour bar readable at 1280 px
-ULP_HEIGHT = 240
-ULP_MIN_WIDTH = 300
+ULP_BAR_PIXELS = 180  # the longest ULP histogram bar
+ULP_BAR_COLOUR = "#4c72b0"
+ULP_CHART_WIDTH = 340  # one histogram with its labels and caption
+ULP_TABLE_MIN_WIDTH = 320  # the ULP table beside the histograms wraps below them when narrower
 
 
 @dataclass(frozen=True)
@@ -125,29 +126,39 @@ def _ulp_table(numerics: Numerics) -> str:
     for rounded in (numerics.rounded_to_output, numerics.rounded_to_kernel):
         if rounded is None:
             continue
-        histogram = ", ".join(f"[{low}, {high}]: {count}" for low, high, count in rounded.ulp.histogram)
         rows.append((esc(rounded.label), number_cell(rounded.ulp.max), number_cell(rounded.ulp.p99),
-                     esc(rounded.ulp.nonfinite_pairs), esc(histogram)))
-    return table(("comparison", "max ULP", "p99 ULP", "nonfinite pairs (eligible heads only)",
-                  "histogram [low, high]: count"), rows, css_class="ulp")
+                     esc(rounded.ulp.nonfinite_pairs)))
+    return table(("comparison", "max ULP", "p99 ULP", "nonfinite pairs (eligible heads only)"), rows,
+                 css_class="ulp")
 
 
-def _ulp_histogram(rounded) -> hv.Bars:
-    """The ULP histogram of one rounded comparison as bars: one per bucket [low, high]."""
-    buckets = [f"{low}" if low == high else f"{low}-{high}" for low, high, _ in rounded.ulp.histogram]
-    counts = [count for _, _, count in rounded.ulp.histogram]
-    return hv.Bars((buckets, counts), kdims=["ULP distance"], vdims=["elements"]).opts(
-        title=f"{rounded.dtype} ULP histogram", xlabel="ULP distance to the rounded reference", responsive=True, height=ULP_HEIGHT,
-        min_width=ULP_MIN_WIDTH, xrotation=45, show_grid=True,
-        **hover([("ULP distance", "@{ULP distance}"), ("elements", "@{elements}")], {}))
+def _ulp_bars(rounded) -> str:
+    """The ULP histogram of one rounded comparison as a horizontal bar chart in HTML (bar length linear in the
+    element count, the count printed beside it): a figure's cost in the browser for a handful of bars is not paid."""
+    histogram = rounded.ulp.histogram
+    largest = max(count for _, _, count in histogram) or 1
+    rows = []
+    for low, high, count in histogram:
+        width = 0 if count == 0 else max(1, round(ULP_BAR_PIXELS * count / largest))
+        bucket = f"{low}" if low == high else f"{low}\u2013{high}"
+        rows.append(f'<tr><td style="text-align:right;padding:1px 8px 1px 0;white-space:nowrap">{bucket}</td>'
+                    f'<td style="padding:1px 0;white-space:nowrap"><span class="ulp-bar" data-count="{count}" '
+                    f'style="display:inline-block;width:{width}px;height:0.85em;background:{ULP_BAR_COLOUR};'
+                    f'vertical-align:middle"></span> {count}</td></tr>')
+    return (f'<div class="ulp-histogram" style="margin:0.2em 1.5em 0.6em 0;max-width:{ULP_CHART_WIDTH}px"><b>{esc(rounded.dtype)} ULP histogram'
+            '</b><br><span style="color:#444;font-size:0.9em">elements per ULP distance to the rounded reference '
+            '(bar length linear in the count)</span><table style="border-collapse:collapse;font-size:0.9em;'
+            'margin-top:0.3em"><tr><th style="text-align:right;padding-right:8px">ULP distance</th>'
+            f'<th style="text-align:left">elements</th></tr>{"".join(rows)}</table></div>')
 
 
-def _ulp_section(numerics: Numerics) -> pn.Row:
-    """The ULP histograms as bar charts with the table beside them."""
-    charts = [plot_pane(_ulp_histogram(r)) for r in (numerics.rounded_to_output, numerics.rounded_to_kernel)
-              if r is not None and r.ulp.histogram]
-    return pn.Row(pn.Column(*charts, sizing_mode="stretch_width"), html_pane(_ulp_table(numerics)),
-                  sizing_mode="stretch_width")
+def _ulp_section(numerics: Numerics) -> pn.pane.HTML:
+    """The ULP histograms as bar charts with the table beside them (below them when the window is narrow)."""
+    charts = "".join(_ulp_bars(r) for r in (numerics.rounded_to_output, numerics.rounded_to_kernel)
+                     if r is not None and r.ulp.histogram)
+    return html_pane('<div style="display:flex;flex-wrap:wrap;align-items:flex-start;column-gap:1.5em">'
+                     f'<div style="display:flex;flex-wrap:wrap">{charts}</div>'
+                     f'<div style="flex:1 1 {ULP_TABLE_MIN_WIDTH}px">{_ulp_table(numerics)}</div></div>')
 
 
 def _series(numerics: Numerics) -> list[tuple[str, Comparison]]:

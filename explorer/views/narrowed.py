@@ -17,6 +17,7 @@ from explorer.views.common import (
     grid_map,
     heading,
     html_pane,
+    metric_choice,
     note,
     per_head_charts,
     plot_pane,
@@ -62,19 +63,22 @@ def _applicable(numerics: Numerics, nq: NarrowedQuery, selection: Selection) -> 
     errors = [("output vs primary reference", numerics.primary), ("output vs narrowed-Q counterfactual", nq.comparison)]
     difference = nq.difference_from_primary
     rounding = nq.query_rounding_difference
+    choice = metric_choice()  # one metric for the three per-head charts
     return [
         heading(nq.label, f"q' = round(q, {esc(nq.dtype)}) (round to nearest even), the reference recomputed from "
                 "q' exactly like the primary. A counterfactual beside the primary reference, never the reference."),
         html_pane(comparison_rows([(numerics.primary.label, numerics.primary), (nq.comparison.label, nq.comparison),
                                    (difference.label, difference), (rounding.label, rounding)])),
-        heading("Output error against each reference", "Per query head, log y; FP64 noise floor dashed."),
-        *per_head_charts(errors, floor),
+        heading("Output error against each reference", "Per query head, log y; FP64 noise floor dashed. The "
+                "metric chosen here is drawn by the three per-head charts of this tab."),
+        choice,
+        *per_head_charts(errors, floor, choice=choice),
         heading("Difference between the two references", esc(difference.label)),
-        *per_head_charts([("counterfactual vs primary reference", difference)]),
+        *per_head_charts([("counterfactual vs primary reference", difference)], choice=choice),
         *_difference_map(difference, "|narrowed-Q reference - primary reference|", "narrowed-Q reference",
                          "primary reference", "|narrowed-Q reference - primary reference|", selection),
         heading("Query rounding difference", esc(rounding.label)),
-        *per_head_charts([("q' vs q", rounding)]),
+        *per_head_charts([("q' vs q", rounding)], choice=choice),
         *_difference_map(rounding, "|q' - q| per query head and channel", "q' (narrowed)", "q (original)",
                          "|q' - q|", selection),
     ]

@@ -1,4 +1,4 @@
-"""Nonfinite view: where each of the six tensors holds quiet/signaling NaNs and +/-inf (head x channel, or head x token aggregated over channels), a counts table and an explicit all-finite state; draws only the analysis' NonfiniteMap facts."""
+"""Nonfinite view: a counts table, a map of where each tensor holding quiet/signaling NaNs or +/-inf holds them (head x channel, or head x token aggregated over channels) and one all-finite line per other tensor; draws only the analysis' NonfiniteMap facts."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ COUNT_CMAP = "Reds"
 MAX_TOKEN_CELLS = 200_000  # head x token cells per map; longer histories are drawn in token bins
 SHOWN_LOCATIONS = 10  # first locations listed per tensor (the report holds up to 100)
 ROW_PIXELS = 22
-MAP_BASE_HEIGHT = 110
+MAP_BASE_HEIGHT = 150  # title, axes and a colour bar whose label fits beside even one or two rows
 MAX_MAP_HEIGHT = 460
 
 
@@ -94,7 +94,7 @@ def _token_map(nonfinite: NonfiniteMap) -> tuple[hv.Image, str]:
     total = counts.sum(axis=2).astype(np.int32)
     xlabel = "token" if width == 1 else f"token bin ({width} tokens each)"
     image = grid_map(total, fields, title=f"{nonfinite.tensor}: nonfinite elements per head and token",
-                     colour_label="nonfinite elements", xlabel=xlabel, ylabel="head",
+                     colour_label="count", xlabel=xlabel, ylabel="head",
                      clim=(0, max(int(total.max()), 1)), cmap=COUNT_CMAP, height=_height(heads))
     binned = (f"Drawn in bins of {width} tokens (at most {MAX_TOKEN_CELLS} cells); hover gives each bin's "
               "token range." if width > 1 else "One column per token.")
@@ -116,12 +116,16 @@ def _counts_table(analysis: Analysis) -> str:
 
 
 def _tensor(analysis: Analysis, name: str, selection: Selection) -> list:
+    """The map of one tensor holding NaN or infinity; one line for an all-finite tensor (its map would be blank)."""
     nonfinite = analysis.facts.nonfinite[name]
-    title = heading(name + (": all finite" if nonfinite.total == 0 else ""))
+    tensor = analysis.admission.tensors[name]
+    if nonfinite.total == 0:
+        return [note(f"<b><code>{name}</code>: all finite</b> ({math.prod(tensor.shape)} elements, no NaN and no "
+                     "infinity): no map drawn.", "tensor-all-finite")]
+    title = heading(name)
     if name in TOKEN_TENSORS:
         image, caption = _token_map(nonfinite)
         return [title, plot_pane(image), note(esc(caption))]
-    tensor = analysis.admission.tensors[name]
     pane = plot_pane(_channel_map(nonfinite, tensor.bits, tensor.dtype))
     return [title, selectable(pane, selection) if name in QUERY_HEAD_TENSORS else pane]
 
@@ -137,9 +141,11 @@ def _body(analysis: Analysis, selection: Selection) -> list:
         parts.append(note("No NaN and no infinity in " + ", ".join(f"<code>{name}</code>" for name in finite)
                           + " only; " + ", ".join(f"<code>{name}</code>" for name in others)
                           + " hold NaN or infinity (counts above).", "tensors-all-finite"))
-    parts += [heading("Where", "Queries, output and incoming K/V: one cell per head and channel, coloured by "
-                      "kind. Stored K/V: one cell per head and token, coloured by its nonfinite count."),
-              html_pane(_legend())]
+    parts.append(heading("Where", "Tensors holding NaN or infinity are mapped. Queries, output and incoming K/V: "
+                         "one cell per head and channel, coloured by kind. Stored K/V: one cell per head and token, "
+                         "coloured by its nonfinite count."))
+    if len(finite) < len(TENSOR_NAMES):
+        parts.append(html_pane(_legend()))
     for name in TENSOR_NAMES:
         parts += _tensor(analysis, name, selection)
     return parts

@@ -12,6 +12,7 @@ from explorer.views import html_summary, lastrow
 from explorer.views.common import (
     CONTINUOUS_CMAP,
     LOG,
+    UPRIGHT_HEAD_LABELS,
     Field,
     Selection,
     colour_scale,
@@ -154,12 +155,12 @@ def _narrowed(analysis: Analysis, numerics: Numerics) -> list:
                       f"</code>): {esc(reason_words(analysis, numerics.narrowed_query_reason))}",
                       "narrowed-not-applicable")]
     floor = ("FP64 noise floor of the primary reference", numerics.fp64.reference_error)
-    legend, row, hidden = per_head_charts(
+    legend, chart = per_head_charts(
         [("output vs primary reference", numerics.primary), ("output vs narrowed-Q counterfactual", nq.comparison)],
-        floor, metrics=(("linf", "linf"),), height=CHART_HEIGHT)
+        floor, metrics=(("linf", "linf"),), height=CHART_HEIGHT, upright=UPRIGHT_HEAD_LABELS)
     caption = (f"linf per query head of the output against the primary reference and against the counterfactual "
                f"(queries rounded to {esc(nq.dtype)} first; a counterfactual, never the reference).")
-    return [legend, row, note(caption, "overview-caption"), hidden]
+    return [legend, chart, note(caption, "overview-caption")]
 
 
 def _cell(slug: str, title: str, tab_title: str, selection: Selection, body: list) -> pn.Column:

@@ -30,7 +30,8 @@ POLL_INTERVAL_S = 0.25
 HTTP_TIMEOUT_S = 60
 PAGE_TIMEOUT_MS = 90_000
 VIEWPORT = {"width": 1400, "height": 1000}
-PLOT_SLUGS = ("errors", "lastrow", "nonfinite", "narrowed", "attention")  # views that draw Bokeh plots
+# Views that draw Bokeh plots for an analyzed, all-finite packet (Nonfinite maps only tensors holding NaN or inf).
+PLOT_SLUGS = ("errors", "lastrow", "narrowed", "attention")
 MIN_PIXEL_STD = 8.0  # grey-level standard deviation of a screenshot holding a drawn plot
 NESTED_PACKET, OUTSIDE_PACKET = "nested-packet", "outside-packet"  # in and beside the environment-chosen root
 

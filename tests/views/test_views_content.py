@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import io
 import re
 
@@ -10,14 +9,13 @@ import holoviews as hv
 
 import numpy as np
 import panel as pn
-from bokeh.models import (ColorBar, GlyphRenderer, HoverTool, LinearColorMapper, LogColorMapper, PrintfTickFormatter,
-                          VBar)
+from bokeh.models import ColorBar, HoverTool, LinearColorMapper, LogColorMapper, PrintfTickFormatter
 
 from explorer.analysis.ranking import noise_floor_ratios, worst_ulp_per_head
 from explorer.analysis.result import NEGATIVE_INFINITY, POSITIVE_INFINITY
 from explorer.export import report_text
 from explorer.packet.model import TENSOR_NAMES
-from explorer.views import Selection, attention, html_summary, nonfinite
+from explorer.views import Selection, attention, errors, html_summary, nonfinite
 from explorer.views import common
 from explorer.views.common import LINEAR, LOG, colour_scale
 from views_support import BUILDERS, colour_mappers, images, images_by_title, models, plots, render, text, tooltips
@@ -88,12 +86,14 @@ def test_log_colour_bars_print_their_exponents(analyses):
 
 def test_ulp_histogram_is_a_bar_chart_beside_its_table(analyses):
     numerics = analyses["qwen36-bf16-t64"].numerics
-    _, document = _build(analyses, "qwen36-bf16-t64", "errors")
-    bars = [r for r in models(document, GlyphRenderer) if isinstance(r.glyph, VBar)]
-    assert len(bars) == 1
-    counts = [int(c) for c in bars[0].data_source.data["elements"]]
+    view, _ = _build(analyses, "qwen36-bf16-t64", "errors")
+    shown = text(view)
+    assert shown.count('class="ulp-histogram"') == 1
+    counts = [int(c) for c in re.findall(r'class="ulp-bar" data-count="(\d+)"', shown)]
     assert counts == [count for _, _, count in numerics.rounded_to_output.ulp.histogram]
-    assert "nonfinite pairs (eligible heads only)" in text(_build(analyses, "qwen36-bf16-t64", "errors")[0])
+    widths = [int(w) for w in re.findall(r'class="ulp-bar" data-count="\d+" style="display:inline-block;width:(\d+)px', shown)]
+    assert max(widths) == errors.ULP_BAR_PIXELS and all((w > 0) == (c > 0) for w, c in zip(widths, counts))
+    assert "nonfinite pairs (eligible heads only)" in shown
 
 
 def test_error_maps_switch_to_a_linear_scale(analyses):
@@ -157,10 +157,11 @@ def test_equal_last_rows_say_so(analyses):
 
 def test_all_finite_state(analyses):
     view, document = _build(analyses, "clean-fp32q-bf16kv", "nonfinite")
-    assert 'class="all-finite"' in text(view)
-    maps = images(document)
-    assert len(maps) == len(TENSOR_NAMES)
-    assert not any(_column(renderer, "image").any() for renderer in maps)
+    shown = text(view)
+    assert 'class="all-finite"' in shown
+    assert not images(document), "an all-finite tensor gets a line, not a blank map"
+    for name in TENSOR_NAMES:
+        assert f"<code>{name}</code>: all finite</b>" in shown
 
 
 def test_nonfinite_maps_show_where_the_nans_are(analyses):
@@ -169,7 +170,10 @@ def test_nonfinite_maps_show_where_the_nans_are(analyses):
     shown = text(view)
     assert 'class="tensors-all-finite"' in shown
     maps = images_by_title(document)
-    assert len(maps) == len(TENSOR_NAMES)
+    holding = [name for name in TENSOR_NAMES if facts.nonfinite[name].total]
+    assert sorted(title.split(":")[0] for title in maps) == sorted(holding)
+    for name in set(TENSOR_NAMES) - set(holding):
+        assert f"<code>{name}</code>: all finite</b>" in shown
     stored = facts.nonfinite["storedValues"].per_head_token
     np.testing.assert_array_equal(_column(maps["storedValues: nonfinite elements per head and token"], "image"),
                                   stored.sum(axis=2))
@@ -350,13 +354,28 @@ def test_head_ticks_stay_integers_beyond_the_labelled_heads_and_stand_up_when_cr
     assert many == list(range(0, 64, 2)) and len(many) <= common.MAX_INDEX_TICKS
 
 
-def test_per_head_charts_sit_three_a_row_and_one_a_row_above_sixteen_heads(analyses):
+def test_per_head_chart_draws_the_chosen_metric(analyses):
     numerics = analyses["qwen36-bf16-t64"].numerics
-    _, row, _ = common.per_head_charts([("primary", numerics.primary)])
-    assert isinstance(row, pn.GridBox) and row.ncols == common.CHARTS_PER_ROW
-    many = dataclasses.replace(numerics.primary, per_head=numerics.primary.per_head * 3)  # 48 heads
-    _, row, _ = common.per_head_charts([("primary", many)])
-    assert row.ncols == 1
+    controls, chart = common.per_head_charts([("primary", numerics.primary)])
+    choice = controls.select(pn.widgets.RadioButtonGroup)[0]
+    for attribute, metric in common.METRICS:
+        choice.value = attribute
+        shown = [p for p in plots(render(pn.Column(chart))) if p.title is not None]
+        assert [p.title.text for p in shown] == [f"{metric} per query head"]
+        drawn = next(r.data_source.data for r in shown[0].renderers if metric in r.data_source.data)
+        expected = [getattr(m, attribute) for m in numerics.primary.per_head]
+        np.testing.assert_array_equal(drawn[metric], [v for v in expected if v > 0])
+
+
+def test_shared_metric_choice_drives_every_chart_and_one_metric_needs_no_choice(analyses):
+    numerics = analyses["qwen36-bf16-t64"].numerics
+    choice = common.metric_choice()
+    charts = [common.per_head_charts([(label, numerics.primary)], choice=choice)[1] for label in ("a", "b")]
+    choice.value = "rmse"
+    for chart in charts:
+        assert [p.title.text for p in plots(render(pn.Column(chart)))] == ["rmse per query head"]
+    legend, chart = common.per_head_charts([("a", numerics.primary)], metrics=(("linf", "linf"),))
+    assert not pn.Column(legend, chart).select(pn.widgets.RadioButtonGroup)
 
 
 def test_narrowed_difference_maps_select_the_clicked_element(analyses):

@@ -66,7 +66,7 @@ def test_float32_output_map_is_the_primary_error_and_narrowed_q_is_charted(analy
     view, document, _ = _build(analyses, "injected-error-head5")
     renderer = images_by_title(document)["|output - primary|"]
     np.testing.assert_array_equal(np.asarray(renderer.data_source.data["image"][0]), numerics.primary.abs_error)
-    assert "linf" in {plot.title.text for plot in plots(document)}
+    assert "linf per query head" in {plot.title.text for plot in plots(document)}
     assert "a counterfactual, never the reference" in text(view)
 
 
