@@ -19,6 +19,7 @@ re-hashes it.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import logging
 import multiprocessing
 import os
@@ -42,7 +43,8 @@ log = logging.getLogger(__name__)
 
 SUMMARY_CACHE_ENTRIES = 100_000  # a few hundred bytes each
 KNOWN_KEY_ENTRIES = 100_000  # path -> last verified key, for routing only
-SIGNED_ENTRIES = 100_000  # path -> (stat signature, summary) of its last check
+SIGNED_ENTRIES = 100_000  # path -> (stat signature digest, summary) of its last check
+SIGNATURE_DIGEST_BYTES = 16
 SIGNATURE_MAX_ENTRIES = 64  # directory entries a signed packet may hold (a packet has 8 files)
 SIGNATURE_MAX_DEPTH = 4  # subdirectory levels a signed packet may hold
 RACY_SECONDS = 2.0  # a file changed this recently may change again within the same timestamp tick
@@ -87,7 +89,7 @@ class SummaryCache:
 
 SUMMARIES = SummaryCache(SUMMARY_CACHE_ENTRIES)  # shared by every session of the process
 _known_keys = SummaryCache(KNOWN_KEY_ENTRIES)  # str(path) -> the last verified key
-_signed = SummaryCache(SIGNED_ENTRIES)  # str(path) -> (stat signature, summary) of its last check
+_signed = SummaryCache(SIGNED_ENTRIES)  # str(path) -> (stat signature digest, summary) of its last check
 _filler = ThreadPoolExecutor(max_workers=1, thread_name_prefix="packet-index")  # one fill at a time, in order
 
 
@@ -191,8 +193,13 @@ def _resolved(path: str, check: Check | Exception) -> PacketSummary:
             SUMMARIES.put(key, fresh)
     summary = fresh if fresh is not None else dataclasses.replace(cached, path=path)
     if signature is not None:
-        _signed.put(path, (signature, summary))
+        _signed.put(path, (_digest(signature), summary))
     return summary
+
+
+def _digest(signature: Signature) -> bytes:
+    """16 bytes standing for a signature in the cache (a packet's signature holds about 9 entries of 7 fields)."""
+    return hashlib.blake2b(repr(signature).encode(), digest_size=SIGNATURE_DIGEST_BYTES).digest()
 
 
 def _unchanged(path: str) -> PacketSummary | None:
@@ -201,7 +208,7 @@ def _unchanged(path: str) -> PacketSummary | None:
     if signed is None:
         return None
     signature = stat_signature(path)
-    return signed[1] if signature is not None and signature == signed[0] else None
+    return signed[1] if signature is not None and _digest(signature) == signed[0] else None
 
 
 class PacketIndex:

@@ -302,7 +302,8 @@ def _per_head_chart(series: Sequence[tuple[str, Comparison]], floor: tuple[str, 
 def per_head_charts(series: Sequence[tuple[str, Comparison]], floor: tuple[str, Comparison] | None = None,
                     *, metrics: Sequence[tuple[str, str]] = METRICS, height: int = CHART_HEIGHT,
                     upright: int = MAX_INDEX_TICKS, choice: pn.widgets.RadioButtonGroup | None = None) -> list:
-    """A per-head chart of every comparison in `series`, with the noise floor dashed: [legend, chart and note].
+    """A per-head chart of every comparison in `series`, with the noise floor dashed: [legend (beside its own
+    selector), chart with its note].
 
     With several `metrics` the chart draws the one picked in `choice` (a fresh selector above the chart unless
     the caller shares one between charts); the tables beside the charts list every metric. Head labels stand
@@ -317,15 +318,16 @@ def per_head_charts(series: Sequence[tuple[str, Comparison]], floor: tuple[str, 
         entries.append(f'<span style="color:{FLOOR_COLOUR}">- - -</span> {html_summary.esc(floor[0])}')
     legend = html_pane('<div class="chart-legend">' + "".join(
         f'<span style="display:inline-block;margin-right:1.5em">{entry}</span>' for entry in entries) + "</div>")
+
+    def draw(attribute: str) -> pn.Column:
+        return pn.Column(*_per_head_chart(series, floor, attribute, height, upright, colours, markers),
+                         sizing_mode="stretch_width")
+
     if len(metrics) == 1:
-        chart = pn.Column(*_per_head_chart(series, floor, metrics[0][0], height, upright, colours, markers),
-                          sizing_mode="stretch_width")
-        return [legend, chart]
+        return [legend, draw(metrics[0][0])]
     own = choice is None
     choice = choice or metric_choice(metrics)
-    chart = pn.panel(pn.bind(lambda attribute: pn.Column(
-        *_per_head_chart(series, floor, attribute, height, upright, colours, markers), sizing_mode="stretch_width"),
-        choice), sizing_mode="stretch_width")
+    chart = pn.panel(pn.bind(draw, choice), sizing_mode="stretch_width")
     return [pn.Row(choice, legend, sizing_mode="stretch_width") if own else legend, chart]
 
 
