@@ -264,6 +264,18 @@ def test_attention_explains_missing_heads_and_undefined_weights(analyses):
     assert f"No weights for query head {undefined}" in text(view)
 
 
+def test_attention_diagnostics_draw_the_chosen_one_with_the_results_values(analyses):
+    entries = analyses["qwen36-bf16-t64"].numerics.attention
+    view, _ = _build(analyses, "qwen36-bf16-t64", "attention")
+    choice = next(w for w in view.select(pn.widgets.RadioButtonGroup) if "diagnostic-choice" in w.css_classes)
+    for attribute, label, logy in attention.OVERVIEW_METRICS:
+        choice.value = attribute
+        shown = [p for p in plots(render(view)) if p.title is not None and p.title.text.endswith("per query head")]
+        assert [p.title.text for p in shown] == [f"{label} per query head"]
+        drawn = next(r.data_source.data[attribute] for r in shown[0].renderers if attribute in r.data_source.data)
+        np.testing.assert_array_equal(drawn, [getattr(a, attribute) for a in entries])
+
+
 def test_attention_overview_is_limited(analyses, monkeypatch):
     monkeypatch.setattr(attention, "MAX_OVERVIEW_CELLS", 10)
     view, document = _build(analyses, "clean-fp32q-bf16kv", "attention")
