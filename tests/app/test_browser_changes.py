@@ -11,8 +11,7 @@ import pytest
 from playwright.sync_api import expect
 
 import explorer
-from app_support import (ARTIFACTS, LOCAL_HOST, PAGE_TIMEOUT_MS, choose_packet, free_port, open_packet, start_server,
-                         stop_server, wait_until_serving, APP_PATH)
+from app_support import ARTIFACTS, PAGE_TIMEOUT_MS, choose_packet, open_packet, serve_app
 from explorer.export import EXPORT_DIR_ENV
 from explorer.samples import synthetic_spec, write_packet
 from explorer.ui.catalog import ROOT_ENV
@@ -39,17 +38,8 @@ def changing_exports(tmp_path_factory) -> Path:
 def changing_server(changing_root, changing_exports):
     """`panel serve explorer/app.py` on the test's own root (its files are changed by the tests)."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    port = free_port()
-    log_path = ARTIFACTS / "panel-serve-changing.log"
     env = {key: value for key, value in os.environ.items() if key != EXPORT_DIR_ENV}
-    process = start_server(port, log_path, ["--root", str(changing_root), "--export-dir", str(changing_exports)],
-                           env={**env, ROOT_ENV: str(changing_root)})
-    base_url = f"http://{LOCAL_HOST}:{port}"
-    try:
-        wait_until_serving(process, base_url + APP_PATH, log_path)
-        yield base_url
-    finally:
-        stop_server(process)
+    yield from serve_app("panel-serve-changing.log", {**env, ROOT_ENV: str(changing_root)}, changing_exports)
 
 
 def _flip_first_byte(path: Path) -> None:
