@@ -7,21 +7,18 @@ import numpy as np
 import panel as pn
 
 from explorer.analysis.result import Analysis, HeadAttention, Numerics
-from explorer.views import html_summary
+from explorer.views import head_chart, html_summary
 from explorer.views.common import (
-    CHART_HEIGHT,
-    CHART_PADDING,
     CHART_WIDTH,
     CONTINUOUS_CMAP,
     LOG,
-    MAX_INDEX_TICKS,
     Field,
     Selection,
     colour_scale,
     exact_number,
     explained,
     grid_map,
-    head_ticks,
+    head_chart_pane,
     heading,
     hover,
     html_pane,
@@ -93,22 +90,19 @@ def head_panel(numerics: Numerics, head: int) -> pn.Column:
     return pn.Column(*parts, sizing_mode="stretch_width")
 
 
-def _diagnostic_chart(numerics: Numerics, attribute: str) -> pn.pane.HoloViews:
-    """One attention diagnostic per query head (log y for the last-token weight)."""
+def _diagnostic_chart(numerics: Numerics, attribute: str) -> pn.viewable.Viewable:
+    """One attention diagnostic per query head, markers joined by a line (log y for the last-token weight)."""
     label, logy = next((label, logy) for name, label, logy in OVERVIEW_METRICS if name == attribute)
-    heads = np.arange(len(numerics.attention))
     values = np.array([np.nan if getattr(a, attribute) is None else getattr(a, attribute)
                        for a in numerics.attention], dtype=np.float64)
-    if logy:
-        values = np.where(values > 0, values, np.nan)
-    data = {"query head": heads, attribute: values}
-    on_hover = hover([("query head", "@{query head}"), (label, f"@{{{attribute}}}{{custom}}")],
-                     {f"@{{{attribute}}}": exact_number})
-    chart = (hv.Curve(data, "query head", attribute) * hv.Scatter(data, "query head", attribute).opts(
-        size=7, **on_hover)).opts(title=f"{label} per query head", logy=logy, height=CHART_HEIGHT,
-                                  min_width=CHART_WIDTH, responsive=True, show_grid=True, ylabel=label,
-                                  padding=CHART_PADDING, **head_ticks(heads.size, MAX_INDEX_TICKS))
-    return plot_pane(chart)
+    series = head_chart.Series(label, values, WEIGHT_COLOUR, line="solid")
+    chart = head_chart_pane([series], title=f"{label} per query head", ylabel=label, log=logy)
+    hidden = np.flatnonzero(~head_chart.drawable(values, logy))
+    if not hidden.size:
+        return chart
+    why = "null, or not positive on the log axis" if logy else "null"
+    return pn.Column(chart, note(f"Not drawn ({why}): query heads {', '.join(map(str, hidden))}; the table lists "
+                                 "every value.", "hidden-values"), sizing_mode="stretch_width")
 
 
 def _diagnostic_charts(numerics: Numerics) -> list:

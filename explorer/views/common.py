@@ -13,7 +13,7 @@ import param
 from bokeh.models import CustomJSHover, HoverTool, PrintfTickFormatter
 
 from explorer.analysis.result import Analysis, Comparison, Metrics
-from explorer.views import html_summary
+from explorer.views import head_chart, html_summary
 from explorer.views.html_summary import short_number
 
 hv.Store.set_current_backend("bokeh")
@@ -22,7 +22,6 @@ MAP_HEIGHT = 260
 MAP_MIN_WIDTH = 260
 CHART_HEIGHT = 280
 CHART_WIDTH = 230  # a narrow chart still holds its axes and 8 upright head labels
-CHART_PADDING = (0.05, 0.1)  # (x, y) fractions: the first and last head's markers stay whole inside the frame
 UPRIGHT_HEAD_LABELS = 8  # up to this many heads the axis labels of a half-width chart stand upright; more stand vertical
 CONTINUOUS_CMAP = "viridis"
 NAN_COLOUR = "#d9d9d9"  # cells whose value is undefined (NaN)
@@ -243,11 +242,20 @@ def colour_scale(arrays: Sequence[np.ndarray], mode: str, what: str) -> ColourSc
 # ---------------------------------------------------------------- per-head charts
 
 
-def head_ticks(heads: int, upright: int) -> dict:
-    """Options of a per-head x axis: integer ticks only, every head up to MAX_INDEX_TICKS; the labels stand
-    vertical when there are more than `upright` heads (what the chart's width holds side by side)."""
+def head_ticks(heads: int, upright: int) -> tuple[list[int], bool]:
+    """(ticks, vertical) of a per-head x axis: integer ticks only, every head up to MAX_INDEX_TICKS; the labels
+    stand vertical when there are more than `upright` heads (what the chart's width holds side by side)."""
     step = -(-heads // MAX_INDEX_TICKS) if heads else 1
-    return {"xticks": list(range(0, heads, step)), **({"xrotation": 90} if heads > upright else {})}
+    return list(range(0, heads, step)), heads > upright
+
+
+def head_chart_pane(series: Sequence[head_chart.Series], *, title: str, ylabel: str, log: bool,
+                    upright: int = MAX_INDEX_TICKS, height: int = CHART_HEIGHT) -> pn.pane.HTML:
+    """A per-query-head chart (inline SVG, no Bokeh figure) of `series`, one value per head each."""
+    heads = len(series[0].values) if series else 0
+    ticks, vertical = head_ticks(heads, upright)
+    return html_pane(head_chart.head_chart(series, title=title, ylabel=ylabel, log=log, heads=heads, xticks=ticks,
+                                           vertical_labels=vertical, height=height))
 
 
 def _metric_values(per_head: Sequence[Metrics], attribute: str) -> np.ndarray:
@@ -267,36 +275,19 @@ def _per_head_chart(series: Sequence[tuple[str, Comparison]], floor: tuple[str, 
     """[log-y chart of one metric: every comparison's per-head values as markers, the floor dashed; note naming
     the values a log axis cannot draw (zero or null)]."""
     metric = dict(METRICS).get(attribute, attribute)
-    heads_count = len(series[0][1].per_head) if series else 0
-    undrawn = {}
-    heads, values, names = [], [], []
-    for label, comparison in series:
-        raw = _metric_values(comparison.per_head, attribute)
-        undrawn[label] = _undrawn(raw)
-        drawn = np.flatnonzero(raw > 0)  # only drawable points: style mappings must align with the glyphs
-        heads.append(drawn)
-        values.append(raw[drawn])
-        names += [label] * drawn.size
-    data = {"query head": np.concatenate(heads), metric: np.concatenate(values), "comparison": names}
-    layers = [hv.Scatter(data, "query head", [metric, "comparison"]).opts(
-        color="comparison", cmap=dict(colours), marker=hv.dim("comparison").categorize(dict(markers)), size=8,
-        alpha=0.85, show_legend=False,
-        **hover([("comparison", "@{comparison}"), ("query head", "@{query head}"),
-                 (metric, f"@{{{metric}}}{{custom}}")], {f"@{{{metric}}}": exact_number}))]
+    drawn = [head_chart.Series(label, _metric_values(comparison.per_head, attribute), colours[label],
+                               markers[label]) for label, comparison in series]
     if floor is not None:
-        raw = _metric_values(floor[1].per_head, attribute)
-        undrawn[floor[0]] = _undrawn(raw)
-        layers.append(hv.Curve((np.arange(raw.size), np.where(raw > 0, raw, np.nan)), "query head", metric,
-                               label=floor[0]).opts(color=FLOOR_COLOUR, line_dash="dashed", line_width=2))
-    chart = hv.Overlay(layers).opts(
-        title=f"{metric} per query head", logy=True, height=height, min_width=CHART_WIDTH, padding=CHART_PADDING,
-        responsive=True, show_legend=False, show_grid=True, xlabel="query head", ylabel=metric,
-        **head_ticks(heads_count, upright))
+        drawn.append(head_chart.Series(floor[0], _metric_values(floor[1].per_head, attribute), FLOOR_COLOUR,
+                                       marker=None, line="dashed"))
+    undrawn = {s.label: _undrawn(s.values) for s in drawn}
     hidden = [f"{html_summary.esc(label)}: {zeros} zero, {nulls} null"
               for label, (zeros, nulls) in undrawn.items() if zeros or nulls]
     hidden_note = (f"Not drawn on the log axis ({metric}; the tables list every value): " + "; ".join(hidden) + "."
                    if hidden else f"Every {metric} value is positive and drawn.")
-    return [plot_pane(chart), note(hidden_note, "hidden-values")]
+    chart = head_chart_pane(drawn, title=f"{metric} per query head", ylabel=metric, log=True, upright=upright,
+                            height=height)
+    return [chart, note(hidden_note, "hidden-values")]
 
 
 def per_head_charts(series: Sequence[tuple[str, Comparison]], floor: tuple[str, Comparison] | None = None,

@@ -154,7 +154,7 @@ def artifact(name: str) -> Path:
 
 
 # Layout offenders on the page, Bokeh's and Panel's shadow roots walked. A box is a "leaf": an element with no
-# visible child element, or a whole Bokeh plot (its canvases and overlays are drawn as one). Boxes are cut by every
+# visible child element, a whole Bokeh plot or a whole inline SVG chart (each drawn as one). Boxes are cut by every
 # ancestor that clips (overflow other than visible), so a cell scrolled out of its table is not counted.
 LAYOUT_JS = """({rootSelector, minOverlap}) => {
   const PLOT = /^bk-(Figure|Plot|GridPlot)$/
@@ -190,10 +190,12 @@ LAYOUT_JS = """({rootSelector, minOverlap}) => {
     if (style.display === "none" || style.visibility === "hidden" || parseFloat(style.opacity) === 0) return
     const box = page(el.getBoundingClientRect())
     const shown = intersect(box, clip)
-    if (el.tagName === "CANVAS" && area(box) > 0) canvases.push({el, box})
-    const isPlot = [...el.classList].some((c) => PLOT.test(c))
+    // An inline SVG chart is drawn as one, like a Bokeh plot, and is held to its column like a canvas.
+    const isChart = el instanceof SVGSVGElement && !el.ownerSVGElement
+    if ((el.tagName === "CANVAS" || isChart) && area(box) > 0) canvases.push({el, box})
+    const isPlot = isChart || [...el.classList].some((c) => PLOT.test(c))
     const inner = style.overflowX !== "visible" || style.overflowY !== "visible" ? shown : clip
-    if (isPlot) collectCanvases(el)
+    if (isPlot && !isChart) collectCanvases(el)
     const kids = isPlot ? [] : childrenOf(el)
     const before = leaves.length
     for (const kid of kids) walk(kid, inner)

@@ -7,7 +7,7 @@ import pytest
 from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED
 from explorer.samples import CURATED
 from explorer.views import VIEWS, Selection
-from views_support import BUILDERS, plots, render, text
+from views_support import BUILDERS, head_charts, plots, render, text
 
 PACKETS = (*CURATED, "tiny", "float32-kv-kernel-bf16", "infinite-queries", "inconclusive-without-facts")
 NEEDS_NUMERICS = ("errors", "narrowed", "attention", "emulations")
@@ -48,7 +48,7 @@ def test_view_builds_and_serializes(analyses, name, slug):
     missing_facts = slug in NEEDS_FACTS and analysis.facts is None
     if missing_numerics or missing_facts:
         assert "Not available in this tab" in shown
-        assert not plots(document)
+        assert not plots(document) and not head_charts(view)
     elif slug == "errors" or (slug == "attention" and analysis.status == ANALYZED):
         assert plots(document), "an analyzed packet draws Bokeh plots"
 
@@ -61,7 +61,7 @@ def test_refused_packet_shows_its_codes_and_no_numbers(analyses, slug):
     document = render(view)
     shown = text(view)
     assert "sha256_mismatch" in shown and "/tensors/storedValues/sha256" in shown
-    assert not plots(document)
+    assert not plots(document) and not head_charts(view)
     if slug in (*NEEDS_NUMERICS, *NEEDS_FACTS):
         assert "This packet was refused" in shown
 

@@ -18,7 +18,8 @@ from explorer.packet.model import TENSOR_NAMES
 from explorer.views import Selection, attention, errors, html_summary, nonfinite
 from explorer.views import common
 from explorer.views.common import LINEAR, LOG, colour_scale
-from views_support import BUILDERS, colour_mappers, images, images_by_title, models, plots, render, text, tooltips
+from views_support import (BUILDERS, colour_mappers, head_charts, images, images_by_title, models, plots, render, text,
+                           tooltips)
 
 
 def _build(analyses, name, slug, head=0):
@@ -270,10 +271,11 @@ def test_attention_diagnostics_draw_the_chosen_one_with_the_results_values(analy
     choice = next(w for w in view.select(pn.widgets.RadioButtonGroup) if "diagnostic-choice" in w.css_classes)
     for attribute, label, logy in attention.OVERVIEW_METRICS:
         choice.value = attribute
-        shown = [p for p in plots(render(view)) if p.title is not None and p.title.text.endswith("per query head")]
-        assert [p.title.text for p in shown] == [f"{label} per query head"]
-        drawn = next(r.data_source.data[attribute] for r in shown[0].renderers if attribute in r.data_source.data)
-        np.testing.assert_array_equal(drawn, [getattr(a, attribute) for a in entries])
+        render(view)
+        shown = [c for c in head_charts(view) if c.title.endswith("per query head")]
+        assert [c.title for c in shown] == [f"{label} per query head"]
+        assert shown[0].points == {label: {h: getattr(a, attribute) for h, a in enumerate(entries)}}
+        assert shown[0].y_title == label + (" (log)" if logy else "")
 
 
 def test_attention_overview_is_limited(analyses, monkeypatch):
@@ -343,40 +345,37 @@ def test_every_custom_hover_field_has_its_formatter(analyses):
 # ---------------------------------------------------------------- per-head axes, narrowed-Q drill-down, tables
 
 
-def _per_head_axes(document) -> list:
-    return [p for p in plots(document) if p.xaxis and p.xaxis[0].axis_label == "query head"]
-
-
 def test_per_head_axes_label_every_head_as_an_integer(analyses):
     for name, slug in (("qwen36-bf16-t64", "errors"), ("injected-error-head5", "narrowed"),
                        ("qwen36-bf16-t64", "attention")):
         heads = len(analyses[name].numerics.attention)
-        _, document = _build(analyses, name, slug)
-        axes = _per_head_axes(document)
-        assert axes, (name, slug)
-        for plot in axes:
-            assert list(plot.xaxis[0].ticker.ticks) == list(range(heads)), (name, slug, plot.title.text)
+        view, _ = _build(analyses, name, slug)
+        charts = head_charts(view)
+        assert charts, (name, slug)
+        for chart in charts:
+            assert chart.head_labels == [str(h) for h in range(heads)], (name, slug, chart.title)
 
 
 def test_head_ticks_stay_integers_beyond_the_labelled_heads_and_stand_up_when_crowded():
-    assert common.head_ticks(8, common.UPRIGHT_HEAD_LABELS) == {"xticks": list(range(8))}
-    crowded = common.head_ticks(16, common.UPRIGHT_HEAD_LABELS)
-    assert crowded["xticks"] == list(range(16)) and crowded["xrotation"] == 90
-    many = common.head_ticks(64, common.MAX_INDEX_TICKS)["xticks"]
+    assert common.head_ticks(8, common.UPRIGHT_HEAD_LABELS) == (list(range(8)), False)
+    assert common.head_ticks(16, common.UPRIGHT_HEAD_LABELS) == (list(range(16)), True)
+    many, _ = common.head_ticks(64, common.MAX_INDEX_TICKS)
     assert many == list(range(0, 64, 2)) and len(many) <= common.MAX_INDEX_TICKS
 
 
 def test_per_head_chart_draws_the_chosen_metric(analyses):
-    numerics = analyses["qwen36-bf16-t64"].numerics
-    controls, chart = common.per_head_charts([("primary", numerics.primary)])
+    numerics = analyses["injected-error-head5"].numerics
+    floor = ("floor", numerics.fp64.reference_error)
+    controls, chart = common.per_head_charts([("primary", numerics.primary)], floor)
     choice = controls.select(pn.widgets.RadioButtonGroup)[0]
     for attribute, metric in common.METRICS:
         choice.value = attribute
-        shown = [p for p in plots(render(pn.Column(chart))) if p.title is not None]
-        assert [p.title.text for p in shown] == [f"{metric} per query head"]
-        drawn = next(r.data_source.data for r in shown[0].renderers if metric in r.data_source.data)
-        expected = [getattr(m, attribute) for m in numerics.primary.per_head]
-        np.testing.assert_array_equal(drawn[metric], [v for v in expected if v > 0])
+        render(pn.Column(chart))
+        shown = head_charts(pn.Column(chart))
+        assert [c.title for c in shown] == [f"{metric} per query head"]
+        for label, comparison in (("primary", numerics.primary), floor):
+            expected = [getattr(m, attribute) for m in comparison.per_head]
+            assert shown[0].points[label] == {h: v for h, v in enumerate(expected) if v > 0}
 
 
 def test_shared_metric_choice_drives_every_chart_and_one_metric_needs_no_choice(analyses):
@@ -385,7 +384,8 @@ def test_shared_metric_choice_drives_every_chart_and_one_metric_needs_no_choice(
     charts = [common.per_head_charts([(label, numerics.primary)], choice=choice)[1] for label in ("a", "b")]
     choice.value = "rmse"
     for chart in charts:
-        assert [p.title.text for p in plots(render(pn.Column(chart)))] == ["rmse per query head"]
+        render(pn.Column(chart))
+        assert [c.title for c in head_charts(pn.Column(chart))] == ["rmse per query head"]
     legend, chart = common.per_head_charts([("a", numerics.primary)], metrics=(("linf", "linf"),))
     assert not pn.Column(legend, chart).select(pn.widgets.RadioButtonGroup)
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import xml.etree.ElementTree as ElementTree
+from dataclasses import dataclass
 
 import panel as pn
 from bokeh.document import Document
@@ -66,3 +68,39 @@ def payload_bytes(document: Document) -> int:
     serialized = document.to_json(deferred=True)
     content = json.dumps(serialized.content, default=lambda buffer: buffer.ref)
     return len(content) + sum(len(buffer.to_bytes()) for buffer in serialized.buffers)
+
+
+@dataclass(frozen=True)
+class DrawnChart:
+    """What an SVG per-head chart draws, read back from its markup."""
+
+    title: str
+    head_labels: list[str]
+    y_labels: list[str]
+    y_title: str
+    points: dict[str, dict[int, float]]  # series label -> {query head: value}
+
+
+def head_charts(view) -> list[DrawnChart]:
+    """Every per-head SVG chart in the view's HTML panes (after rendering), parsed as XML (so it is well-formed)."""
+    charts = []
+    for pane in view.select(pn.pane.HTML):
+        markup = str(pane.object)
+        if not markup.startswith('<div class="head-chart">'):
+            continue
+        root = ElementTree.fromstring(markup)
+        title = "".join(next(e for e in root.iter("div") if e.get("class") == "head-chart-title").itertext())
+        axis = next((e for e in root.iter("svg") if e.get("class") == "head-chart-axis"), None)
+        plot = next((e for e in root.iter("svg") if e.get("class") == "head-chart-plot"), None)
+        points: dict[str, dict[int, float]] = {}
+        for point in root.iter("g") if plot is not None else ():
+            if point.get("class") == "head-point":
+                points.setdefault(point.get("data-series"), {})[int(point.get("data-head"))] = float(
+                    point.get("data-value"))
+        charts.append(DrawnChart(
+            title,
+            [t.text for t in plot.findall("text")][:-1] if plot is not None else [],  # the last is the axis label
+            [t.text for t in axis.findall("text")][:-1] if axis is not None else [],
+            axis.findall("text")[-1].text if axis is not None else "",
+            points))
+    return charts

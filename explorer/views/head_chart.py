@@ -1,0 +1,175 @@
+"""Per-query-head charts as inline SVG: one value per head and series, as markers and/or a line on a log or linear y
+axis, the full value in each marker's tooltip; draws the numbers it is given, computes none of the report's.
+
+A chart of a few dozen points needs no Bokeh figure (each costs the page about 0.2 s in the browser): the SVG is
+plain markup, drawn by the browser in the same pass as the page's text, and identical in the app and in exports.
+The plot stretches with its column: x positions are percentages, y positions pixels, so text and markers never
+stretch with the width.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from explorer.views.html_summary import esc, number, short_number
+
+PLOT_TOP = 8  # px above the plot frame (room for a marker at the top value)
+X_AXIS_HEIGHT = 38  # px below the frame: upright head labels and the axis label
+X_AXIS_HEIGHT_VERTICAL = 48  # the same with head labels standing vertical (two-digit heads)
+Y_AXIS_WIDTH = 78  # px left of the frame: tick labels such as -1.235e+04 and the rotated axis label
+VALUE_PADDING = 0.06  # fraction of the frame's height kept free above the largest and below the smallest value
+MAX_Y_TICKS = 6  # y tick labels at most (every k-th decade on a wide log axis)
+NICE_STEPS = (1.0, 2.0, 5.0, 10.0, 20.0, 50.0)  # linear tick steps in powers of ten: the first that fits is used
+FIXED_NOTATION_STEP, FIXED_NOTATION_LIMIT = 1e-4, 1e6  # linear ticks print as 12.5 within these, else as 1.25e+07
+FONT = 'font-family="sans-serif" font-size="11" fill="#333"'
+FRAME_COLOUR = "#9a9a9a"
+GRID_COLOUR = "#e8e8e8"
+DASH_PATTERN = "6 4"
+# Marker outlines centred on (0, 0), about 9 px across; "dot" is a small point on a line.
+MARKER_PATHS = {
+    "circle": "M-4.5,0a4.5,4.5 0 1,0 9,0a4.5,4.5 0 1,0 -9,0z",
+    "square": "M-4,-4h8v8h-8z",
+    "triangle": "M0,-5.2L4.6,3.4H-4.6z",
+    "diamond": "M0,-5.5L5,0L0,5.5L-5,0z",
+    "inverted_triangle": "M0,5.2L4.6,-3.4H-4.6z",
+    "hex": "M-4.6,0L-2.3,-4H2.3L4.6,0L2.3,4H-2.3z",
+    "dot": "M-2.5,0a2.5,2.5 0 1,0 5,0a2.5,2.5 0 1,0 -5,0z",
+}
+HOVER_STYLE = ("<style>.head-point:hover path{stroke:#000;stroke-width:1.5}"
+               ".head-point{cursor:default}</style>")
+
+
+@dataclass(frozen=True)
+class Series:
+    """One series of a chart: a value per query head (NaN for null), drawn as markers, a line, or both."""
+
+    label: str
+    values: np.ndarray
+    colour: str
+    marker: str | None = "circle"  # a MARKER_PATHS key, or None for a line only
+    line: str | None = None  # None, "solid" or "dashed"
+
+
+@dataclass(frozen=True)
+class Axis:
+    """A y axis: maps a value to a fraction of the frame's height and names its ticks."""
+
+    low: float
+    high: float
+    log: bool
+    ticks: tuple[tuple[float, str], ...]  # (value, label), values in data units
+
+    def fraction(self, value: float) -> float:
+        if self.log:
+            value = math.log10(value)
+        return VALUE_PADDING + (1 - 2 * VALUE_PADDING) * (value - self.low) / (self.high - self.low)
+
+
+def drawable(values: np.ndarray, log: bool) -> np.ndarray:
+    """Which values an axis can draw: finite ones, and on a log axis only positive ones."""
+    finite = np.isfinite(values)
+    return finite & (values > 0) if log else finite
+
+
+def log_axis(values: np.ndarray) -> Axis:
+    """Whole decades around the values, a tick at every decade (every k-th when there are many)."""
+    exponents = np.log10(values)
+    low, high = math.floor(float(exponents.min())), math.ceil(float(exponents.max()))
+    if high == low:
+        high += 1
+    step = max(1, math.ceil((high - low) / (MAX_Y_TICKS - 1)))
+    low = high - step * math.ceil((high - low) / step)  # both ends of the axis carry a label
+    ticks = tuple((10.0 ** e, f"{10.0 ** e:.0e}") for e in range(low, high + 1, step))
+    return Axis(float(low), float(high), True, ticks)
+
+
+def linear_axis(values: np.ndarray) -> Axis:
+    """Round ticks (1, 2 or 5 times a power of ten apart), at most MAX_Y_TICKS of them, spanning the values."""
+    low, high = float(values.min()), float(values.max())
+    if low == high:
+        spread = abs(low) * 0.1 or 1.0
+        low, high = low - spread, high + spread
+    power = 10.0 ** math.floor(math.log10((high - low) / (MAX_Y_TICKS - 1)))
+    for step in (s * power for s in NICE_STEPS):
+        first, last = math.floor(low / step), math.ceil(high / step)
+        if last - first < MAX_Y_TICKS:
+            break
+    ticks = tuple((k * step + 0.0, _tick_label(k * step + 0.0, step)) for k in range(first, last + 1))
+    return Axis(first * step, last * step, False, ticks)
+
+
+def _tick_label(value: float, step: float) -> str:
+    """A linear tick as the step's own decimals print it (2.0, 2.5: neighbours never print alike), or to 4
+    significant digits when it is very large or the step very small."""
+    if step >= FIXED_NOTATION_STEP and abs(value) < FIXED_NOTATION_LIMIT:
+        return f"{value:.{max(0, -math.floor(math.log10(step)))}f}"
+    return short_number(value)
+
+
+def head_chart(series: Sequence[Series], *, title: str, ylabel: str, log: bool, heads: int,
+               xticks: Sequence[int], vertical_labels: bool, height: int) -> str:
+    """The chart as HTML: the title, then a fixed-width y axis beside a plot that fills the rest of the row.
+
+    Undrawable values (null, infinite, and zero or negative on a log axis) are left out; the caller says which.
+    Every marker carries `data-series`, `data-head` and `data-value` (the full value) and a tooltip.
+    """
+    shown = [v[drawable(v, log)] for v in (s.values for s in series)]
+    caption = f'<div class="head-chart-title" style="font-weight:bold;margin:0.2em 0 0.1em {Y_AXIS_WIDTH}px">{esc(title)}</div>'
+    if heads == 0 or not any(v.size for v in shown):
+        return (f'<div class="head-chart">{caption}<p class="head-chart-empty" style="color:#444">'
+                f"No value of {esc(ylabel)} can be drawn{' on a log axis' if log else ''}.</p></div>")
+    axis = (log_axis if log else linear_axis)(np.concatenate(shown))
+    below = X_AXIS_HEIGHT_VERTICAL if vertical_labels else X_AXIS_HEIGHT
+    frame = height - PLOT_TOP - below
+
+    def y(value: float) -> str:
+        return f"{PLOT_TOP + frame * (1 - axis.fraction(value)):.1f}"
+
+    def x(head: int) -> str:
+        return f"{100 * (head + 0.5) / heads:.4f}%"
+
+    y_axis = [f'<text x="{Y_AXIS_WIDTH - 6}" y="{y(value)}" dy="0.35em" '
+              f'text-anchor="end" {FONT}>{esc(label)}</text>' for value, label in axis.ticks]
+    y_axis.append(f'<text transform="rotate(-90)" x="{-(PLOT_TOP + frame / 2):.1f}" y="12" text-anchor="middle" '
+                  f"{FONT}>{esc(ylabel)}{' (log)' if log else ''}</text>")
+    plot = [HOVER_STYLE]
+    plot += [f'<line x1="0" x2="100%" y1="{y(value)}" y2="{y(value)}" stroke="{GRID_COLOUR}"/>'
+             for value, _ in axis.ticks]
+    plot += [f'<line x1="{x(h)}" x2="{x(h)}" y1="{PLOT_TOP}" y2="{PLOT_TOP + frame}" stroke="{GRID_COLOUR}"/>'
+             for h in xticks]
+    plot.append(f'<rect x="0.5" y="{PLOT_TOP}" width="100%" height="{frame}" fill="none" stroke="{FRAME_COLOUR}"/>')
+    for s in series:
+        plot += _series_marks(s, x, y, log)
+    label_y = PLOT_TOP + frame + 6
+    plot += [(f'<text x="{x(h)}" y="{label_y}" style="writing-mode:vertical-rl" {FONT}>{h}</text>'
+              if vertical_labels else
+              f'<text x="{x(h)}" y="{label_y + 10}" text-anchor="middle" {FONT}>{h}</text>') for h in xticks]
+    plot.append(f'<text x="50%" y="{height - 4}" text-anchor="middle" {FONT}>query head</text>')
+    return (f'<div class="head-chart">{caption}<div style="display:flex;align-items:flex-start">'
+            f'<svg class="head-chart-axis" width="{Y_AXIS_WIDTH}" height="{height}" style="flex:none">'
+            f'{"".join(y_axis)}</svg>'
+            f'<svg class="head-chart-plot" role="img" aria-label="{esc(title)}" width="100%" height="{height}" '
+            f'style="flex:1 1 auto;min-width:0">{"".join(plot)}</svg></div></div>')
+
+
+def _series_marks(s: Series, x, y, log: bool) -> list[str]:
+    """The line segments between neighbouring drawable heads, then one marker per drawable head."""
+    ok = drawable(s.values, log)
+    marks = []
+    if s.line is not None:
+        dash = f' stroke-dasharray="{DASH_PATTERN}"' if s.line == "dashed" else ""
+        marks += [f'<line x1="{x(h)}" y1="{y(s.values[h])}" x2="{x(h + 1)}" y2="{y(s.values[h + 1])}" '
+                  f'stroke="{s.colour}" stroke-width="2"{dash}/>' for h in range(len(s.values) - 1)
+                  if ok[h] and ok[h + 1]]
+    path = MARKER_PATHS[s.marker or "dot"]
+    for h in np.flatnonzero(ok):
+        value = float(s.values[h])
+        marks.append(f'<g class="head-point" data-series="{esc(s.label)}" data-head="{h}" '
+                     f'data-value="{esc(number(value))}"><title>{esc(s.label)}, query head {h}: '
+                     f'{esc(number(value))}</title><svg x="{x(h)}" y="{y(value)}" overflow="visible">'
+                     f'<path d="{path}" fill="{s.colour}" fill-opacity="0.85"/></svg></g>')
+    return marks
