@@ -155,17 +155,34 @@ def _emulations(key: ContentKey, admission: Admission, numerics: Numerics, ids: 
     return found
 
 
+def _emulation_key(analysis: Analysis, request: str | Iterable[str]) -> tuple[ContentKey, tuple[str, ...]] | None:
+    """The emulation cache's key of `request` on an analysis, None without numerics or verified content."""
+    key = content_key(analysis.admission)
+    if analysis.numerics is None or key is None:
+        return None
+    return key, normalised_ids(request, analysis.admission.tensors["output"].dtype)
+
+
 def emulations_of(analysis: Analysis, request: str | Iterable[str],
                   emulated: Sequence[EmulatedOutput] | None = None) -> tuple[Emulation, ...] | None:
     """The scored emulations of `request` on an existing analysis (None without numerics), cached as analyze's.
 
     `emulated` as for `_emulations`: outputs of the same ids on identical inputs, scored, not run.
     """
-    key = content_key(analysis.admission)
-    if analysis.numerics is None or key is None:
+    found = _emulation_key(analysis, request)
+    if found is None:
         return None
-    ids = normalised_ids(request, analysis.admission.tensors["output"].dtype)
+    key, ids = found
     return _emulations(key, analysis.admission, analysis.numerics, ids, None, emulated)
+
+
+def cached_emulations(analysis: Analysis, request: str | Iterable[str]) -> tuple[Emulation, ...] | None:
+    """The scored emulations of `request` when this content already has them, else None; computes nothing."""
+    found = _emulation_key(analysis, request)
+    if found is None:
+        return None
+    with _cache_lock:
+        return _emulation_cache.get(found)
 
 
 def analyze(path: str | os.PathLike, *, timings: MutableMapping[str, float] | None = None,

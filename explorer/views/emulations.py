@@ -19,7 +19,7 @@ import panel as pn
 import param
 from panel.io.state import set_curdoc
 
-from explorer.analysis.analyze import emulations_of
+from explorer.analysis.analyze import cached_emulations, emulations_of
 from explorer.analysis.emulation import KERNELS, MLX_TWO_PASS, PAGED_TWO_PASS, SINGLE_PASS
 from explorer.analysis.emulation.kernels import MAX_BLOCKS, MAX_PARTITION_TOKENS, Parameter
 from explorer.analysis.result import Analysis, Emulation
@@ -216,12 +216,17 @@ class EmulationsView(pn.viewable.Viewer):
         """Compute the current set in a background thread; the page stays responsive, a progress bar shows.
 
         The thread only computes; its results are handed to the session's event loop as one
-        next-tick callback (drawing only), so the loop never waits for the computation.
+        next-tick callback (drawing only), so the loop never waits for the computation. A set
+        this content already has (another session's, or these settings earlier) is shown at once.
         """
         self._mode = self._mode or "background"
         with self._lock:
             self._generation += 1
             generation = self._generation
+        cached = cached_emulations(self.analysis, self.ids())
+        if cached is not None:
+            self._deliver(generation, cached, "")
+            return
         self.running = True
         threading.Thread(target=self._run, args=(generation, self.ids(), pn.state.curdoc), daemon=True,
                          name="explorer-emulations").start()

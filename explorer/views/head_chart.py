@@ -1,10 +1,9 @@
-"""Per-query-head charts as inline SVG: one value per head and series, as markers and/or a line on a log or linear y
-axis, the full value in each marker's tooltip; draws the numbers it is given, computes none of the report's.
+"""Per-query-head charts as inline SVG markup (markers and lines, log or linear y); draws given numbers only, never imports a UI library or computes a reported number.
 
 A chart of a few dozen points needs no Bokeh figure (each costs the page about 0.2 s in the browser): the SVG is
-plain markup, drawn by the browser in the same pass as the page's text, and identical in the app and in exports.
-The plot stretches with its column: x positions are percentages, y positions pixels, so text and markers never
-stretch with the width.
+plain markup, drawn by the browser with the page's text, the same in the app and in exports, with the full value in
+each marker's tooltip. The plot stretches with its column: x positions are percentages, y positions pixels, so text
+and markers never stretch with the width.
 """
 
 from __future__ import annotations
@@ -118,7 +117,8 @@ def head_chart(series: Sequence[Series], *, title: str, ylabel: str, log: bool, 
     Every marker carries `data-series`, `data-head` and `data-value` (the full value) and a tooltip.
     """
     shown = [v[drawable(v, log)] for v in (s.values for s in series)]
-    caption = f'<div class="head-chart-title" style="font-weight:bold;margin:0.2em 0 0.1em {Y_AXIS_WIDTH}px">{esc(title)}</div>'
+    caption = (f'<div class="head-chart-title" style="font-weight:bold;margin:0.2em 0 0.1em {Y_AXIS_WIDTH}px">'
+               f"{esc(title)}</div>")
     if heads == 0 or not any(v.size for v in shown):
         return (f'<div class="head-chart">{caption}<p class="head-chart-empty" style="color:#444">'
                 f"No value of {esc(ylabel)} can be drawn{' on a log axis' if log else ''}.</p></div>")

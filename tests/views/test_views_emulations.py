@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import threading
 import time
+from types import SimpleNamespace
 
 import numpy as np
 import panel as pn
 
 from explorer.analysis.analyze import emulations_of
-from explorer.views.emulations import (DEFAULT_BLOCKS, DEFAULT_PARTITION_TOKENS, URL_SETTINGS, EmulationsView,
-                                       requested_ids, settings_from_query)
+from explorer.views.emulations import (DEFAULT_BLOCKS, DEFAULT_PARTIAL, DEFAULT_PARTITION_TOKENS, URL_SETTINGS,
+                                       EmulationsView, requested_ids, settings_from_query)
 from views_support import images_by_title, render, text, tooltips
 
 WAIT_SECONDS = 120
@@ -108,6 +109,7 @@ def test_shown_on_a_page_it_computes_in_the_background_with_a_progress_bar(analy
         return emulations_of(*args, **kwargs)
 
     monkeypatch.setattr(module, "emulations_of", held)
+    monkeypatch.setattr(module, "cached_emulations", lambda *args: None)  # as if no session computed them yet
     view = EmulationsView(analysis)
     view.start()  # what showing the view on a served page does: starts the thread and returns at once
     layout = view.__panel__()
@@ -121,6 +123,29 @@ def test_shown_on_a_page_it_computes_in_the_background_with_a_progress_bar(analy
     expected = emulations_of(analysis, requested_ids(view.blocks, view.partition_tokens, view.partial_dtype))
     assert view.emulations is expected  # the core's cached result, not a view-side computation
     assert images_by_title(render(layout))
+
+
+def test_emulations_this_content_already_has_are_shown_at_once_without_a_thread(analyses, monkeypatch):
+    import explorer.views.emulations as module
+
+    analysis = analyses["clean-fp32q-bf16kv"]
+    expected = emulations_of(analysis, requested_ids(DEFAULT_BLOCKS, DEFAULT_PARTITION_TOKENS, DEFAULT_PARTIAL))
+    started = []
+
+    class Recorded:  # a thread that is only recorded, never run
+        def __init__(self, **kwargs):
+            started.append(kwargs)
+
+        def start(self) -> None:
+            pass
+
+    monkeypatch.setattr(module, "threading", SimpleNamespace(Lock=threading.Lock, Thread=Recorded))
+    view = EmulationsView(analysis)
+    view.start()
+    assert view.emulations is expected and not view.running and not view._progress.visible and not started
+    assert images_by_title(render(view.__panel__()))
+    view.blocks = DEFAULT_BLOCKS + 1  # a set not computed yet still goes to a thread
+    assert len(started) == 1 and view.running
 
 
 def test_the_registry_builder_computes_at_once_outside_a_served_page(analyses):
