@@ -300,22 +300,28 @@ def render_pngs(html_path: str | os.PathLike, out_dir: str | os.PathLike, stem: 
     return tuple(targets.values())
 
 
-DRAWN_JS = """(cssClass) => {
-  const find = (view) => {
-    if ((view.model.css_classes || []).includes(cssClass)) return view
-    for (const child of view.children()) {
-      const found = find(child)
+# The Bokeh view whose model carries a CSS class (Panel's css_classes), searched from every root; null if none.
+FIND_VIEW_JS = """const findView = (cssClass) => {
+    const find = (view) => {
+      if ((view.model.css_classes || []).includes(cssClass)) return view
+      for (const child of view.children()) {
+        const found = find(child)
+        if (found !== null) return found
+      }
+      return null
+    }
+    for (const root of window.Bokeh === undefined ? [] : Bokeh.index.roots) {
+      const found = find(root)
       if (found !== null) return found
     }
     return null
-  }
-  if (window.Bokeh === undefined) return false
-  for (const root of Bokeh.index.roots) {
-    const found = find(root)
-    if (found !== null) return found.has_finished()
-  }
-  return false
-}"""
+  }"""
+# True once the view with the CSS class has finished drawing.
+DRAWN_JS = f"""(cssClass) => {{
+  {FIND_VIEW_JS}
+  const view = findView(cssClass)
+  return view !== null && view.has_finished()
+}}"""
 
 
 # Across every shadow root: hides the Bokeh toolbars and the views' controls (marked CONTROL_CLASS by the export)

@@ -156,7 +156,8 @@ class Shell(param.Parameterized):
                                    sizing_mode="stretch_width")
         self._placeholders = {slug: pn.Column(sizing_mode="stretch_width", css_classes=[f"view-{slug}"])
                               for slug in SLUGS}
-        self._tabs = pn.Tabs(*((TITLES[slug], self._placeholders[slug]) for slug in SLUGS), dynamic=True,
+        self._views: dict[str, pn.viewable.Viewable] = {}  # slug -> view of the shown packet, built on first open
+        self._tabs = pn.Tabs(*((TITLES[slug], self._placeholders[slug]) for slug in SLUGS), dynamic=False,
                              sizing_mode="stretch_width")
         self._export_button = pn.widgets.Button(label="Export HTML + JSON", color="primary", width=180)
         self._export_note = pn.pane.HTML("", sizing_mode="stretch_width")
@@ -292,6 +293,7 @@ class Shell(param.Parameterized):
             f"<b>{html.escape(self.packet)}</b> &nbsp; {badge_html(summary, 'status-badge')}</div>")
         self._export_note.object = ""
         self._html_download.visible = self._json_download.visible = False
+        self._views = {}
         for slug, placeholder in self._placeholders.items():
             placeholder.param.update(objects=[], css_classes=[f"view-{slug}"])
         self._build(self.tab)
@@ -300,15 +302,26 @@ class Shell(param.Parameterized):
         return notes
 
     def _build(self, slug: str) -> None:
+        """Show `slug`'s view (built once per packet, kept while the packet is open) and empty every other tab.
+
+        Only the open tab holds a view in the page, as Tabs(dynamic=True) would do; done here because that mode,
+        with callbacks on threads, now and then dropped a view built while its tab was being swapped in (a blank
+        tab until the next packet)."""
         placeholder = self._placeholders[slug]
         if placeholder.objects:
             return
-        try:
-            view = BUILDERS[slug](self._shown, self._selection)
-        except Exception as error:  # a programming error in a view must not take the other tabs down
-            log.exception("view %s raised for packet %s", slug, self.packet)
-            view = pn.pane.HTML(f'<div class="view-error">The {html.escape(TITLES[slug])} view could not be '
-                                f"built: {html.escape(type(error).__name__)}: {html.escape(str(error))}</div>")
+        view = self._views.get(slug)
+        if view is None:
+            try:
+                view = BUILDERS[slug](self._shown, self._selection)
+            except Exception as error:  # a programming error in a view must not take the other tabs down
+                log.exception("view %s raised for packet %s", slug, self.packet)
+                view = pn.pane.HTML(f'<div class="view-error">The {html.escape(TITLES[slug])} view could not be '
+                                    f"built: {html.escape(type(error).__name__)}: {html.escape(str(error))}</div>")
+            self._views[slug] = view
+        for other, holder in self._placeholders.items():
+            if other != slug and holder.objects:
+                holder.param.update(objects=[], css_classes=[f"view-{other}"])
         placeholder.param.update(objects=[view], css_classes=[f"view-{slug}", f"view-built-{slug}"])
 
     # ------------------------------------------------------------ watchers

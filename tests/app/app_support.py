@@ -17,7 +17,7 @@ from urllib.parse import urlparse
 import numpy as np
 from PIL import Image
 
-from explorer.export import wait_drawn
+from explorer.export import FIND_VIEW_JS, wait_drawn
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts" / "app"
@@ -105,6 +105,24 @@ def view_locator(page, slug: str):
     """The built content of one view's tab (present once the server has built it)."""
     return page.locator(f".view-built-{slug}")
 
+
+# findView, and contentOf(view): the model ids of a view's children, which a rebuilt view changes.
+_CONTENT_OF_JS = FIND_VIEW_JS + """
+  const contentOf = (view) => [...view.children()].map((child) => child.model.id).join(",")"""
+# What the view with a CSS class shows now (null if there is none), for REPLACED_JS.
+CONTENT_JS = f"""(cssClass) => {{
+  {_CONTENT_OF_JS}
+  const view = findView(cssClass)
+  return view === null ? null : contentOf(view)
+}}"""
+# True once the view with the CSS class shows content other than `previous` (CONTENT_JS), and not the emptied
+# view between two packets, and has drawn it.
+REPLACED_JS = f"""({{cssClass, previous}}) => {{
+  {_CONTENT_OF_JS}
+  const view = findView(cssClass)
+  const now = view === null ? "" : contentOf(view)
+  return now !== "" && now !== previous && view.has_finished()
+}}"""
 
 def wait_view(page, packet: str, slug: str):
     """Wait until `slug` of `packet` is built and drawn; returns its locator."""

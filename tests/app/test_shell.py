@@ -79,13 +79,15 @@ def test_choosing_an_unlisted_name_keeps_the_open_packet(shell):
 def test_switching_tabs_builds_each_view_once_and_packets_start_afresh(shell):
     for slug in SLUGS:
         shell.tab = slug
-    assert _built(shell) == list(SLUGS)
-    views = [shell._placeholders[slug].objects[0] for slug in SLUGS]
+        assert _built(shell) == [slug]  # only the open tab holds its view in the page
+    assert list(shell._views) == list(SLUGS)
+    views = [shell._views[slug] for slug in SLUGS]
     shell.tab = SLUGS[0]
-    assert shell._placeholders[SLUGS[0]].objects[0] is views[0]
+    assert shell._placeholders[SLUGS[0]].objects[0] is views[0]  # kept for the packet, not built again
     shell._choose(REFUSED_SAMPLE)
     assert shell.packet == REFUSED_SAMPLE
-    assert _built(shell) == [SLUGS[0]]
+    assert _built(shell) == [SLUGS[0]] and list(shell._views) == [SLUGS[0]]
+    assert shell._views[SLUGS[0]] is not views[0]
 
 
 def test_every_view_builds_for_every_sample(shell):
@@ -93,9 +95,8 @@ def test_every_view_builds_for_every_sample(shell):
         shell._choose(entry.name)
         for slug in SLUGS:
             shell.tab = slug
-        assert _built(shell) == list(SLUGS)
-        assert not any("view-error" in str(getattr(shell._placeholders[slug].objects[0], "object", ""))
-                       for slug in SLUGS)
+        assert sorted(shell._views) == sorted(SLUGS)  # the open tab of the previous packet first
+        assert not any("view-error" in str(getattr(view, "object", "")) for view in shell._views.values())
 
 
 def test_head_follows_the_views_selection(shell):
