@@ -49,17 +49,20 @@ class ErrorMap:
     ulp: Ulp
     ulp_label: str
     caption: str
+    same_as_primary: bool = False  # the identity rounding of a float32 output: listed, never drawn a second time
 
 
 def error_maps(numerics: Numerics) -> list[ErrorMap]:
-    """The maps in display order: primary, rounded to the output dtype, rounded to the kernel dtype, narrowed-Q."""
+    """The comparisons in display order: primary, rounded to the output dtype, rounded to the kernel dtype,
+    narrowed-Q (the charts and tables list each; the maps skip the one `same_as_primary`)."""
     rounded = numerics.rounded_to_output
     dtype = rounded.dtype
     ulp_label = f"ULP (output vs reference rounded to {dtype})"
     if rounded.identity:
         primary_caption = ("Output is float32: |output - primary| is the whole difference; there is no output "
-                           "rounding to separate from it.")
-        rounded_caption = "float32 needs no rounding: this map equals the primary map."
+                           "rounding to separate from it (the reference rounded to float32 is the reference itself, "
+                           "so its map would repeat this one and is not drawn).")
+        rounded_caption = ""  # same_as_primary: never drawn
     else:
         primary_caption = (f"Output is {dtype}: |output - primary| includes the {dtype} rounding of the reference; "
                            "the rounded map shows what is left beyond it.")
@@ -67,7 +70,7 @@ def error_maps(numerics: Numerics) -> list[ErrorMap]:
                            f"(0 where the output is the rounded reference).")
     maps = [ErrorMap("primary reference", numerics.primary, rounded.ulp, ulp_label, primary_caption),
             ErrorMap(f"rounded to {dtype}" + (" (identity)" if rounded.identity else ""),
-                     rounded.comparison, rounded.ulp, ulp_label, rounded_caption)]
+                     rounded.comparison, rounded.ulp, ulp_label, rounded_caption, same_as_primary=rounded.identity)]
     kernel = numerics.rounded_to_kernel
     if kernel is not None:
         maps.append(ErrorMap(f"rounded to kernel {kernel.dtype}", kernel.comparison, kernel.ulp,
@@ -100,7 +103,7 @@ def maps_panel(numerics: Numerics, mode: str, shared: bool = False, selection: S
     Every map carries its colour bar (on a shared scale they are equal), so linked maps keep equal plot areas.
     Zoom and pan are linked; clicking a cell selects that element when `selection` is given.
     """
-    maps = error_maps(numerics)
+    maps = [m for m in error_maps(numerics) if not m.same_as_primary]
     what = "|output - reference|"
     kv_heads = [a.kv_head for a in numerics.attention]
     one = colour_scale([m.comparison.abs_error for m in maps], mode, what) if shared else None

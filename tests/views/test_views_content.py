@@ -40,9 +40,9 @@ def test_error_maps_draw_the_results_own_errors_each_on_its_own_log_scale(analys
     view, document = _build(analyses, "clean-fp32q-bf16kv", "errors")
     maps = images_by_title(document)
     expected = {"primary reference": numerics.primary,
-                "rounded to float32 (identity)": numerics.rounded_to_output.comparison,
                 "narrowed-Q counterfactual": numerics.narrowed_query.comparison}
-    assert set(maps) == set(expected)
+    assert set(maps) == set(expected)  # the identity rounding of a float32 output is the primary map: not drawn twice
+    assert numerics.rounded_to_output.identity and "its map would repeat this one" in text(view)
     for title, comparison in expected.items():
         renderer = maps[title]
         np.testing.assert_array_equal(_column(renderer, "image"), comparison.abs_error)
@@ -110,7 +110,7 @@ def test_error_maps_follow_the_comparisons_present(analyses):
     _, qwen = _build(analyses, "qwen36-bf16-t64", "errors")
     assert len(images(qwen)) == 2  # no narrowed-Q counterfactual for bfloat16 queries
     view, kernel = _build(analyses, "float32-kv-kernel-bf16", "errors")
-    assert len(images(kernel)) == 3  # primary, rounded to float32, rounded to the kernel's bfloat16
+    assert len(images(kernel)) == 2  # primary (float32 output: rounding is identity), rounded to the kernel's bfloat16
     assert "rounded to kernel bfloat16" in " ".join(p.title.text for p in plots(kernel) if p.title is not None)
 
 
