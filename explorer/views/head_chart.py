@@ -19,6 +19,7 @@ from explorer.views.html_summary import esc, number, short_number
 PLOT_TOP = 8  # px above the plot frame (room for a marker at the top value)
 X_AXIS_HEIGHT = 38  # px below the frame: upright head labels and the axis label
 X_AXIS_HEIGHT_VERTICAL = 48  # the same with head labels standing vertical (two-digit heads)
+RIGHT_MARGIN = 10  # px right of the frame: its border and a marker at the last head stay whole (drawn overflowing)
 Y_AXIS_WIDTH = 78  # px left of the frame: tick labels such as -1.235e+04 and the rotated axis label
 VALUE_PADDING = 0.06  # fraction of the frame's height kept free above the largest and below the smallest value
 MAX_Y_TICKS = 6  # y tick labels at most (every k-th decade on a wide log axis)
@@ -60,12 +61,14 @@ class Axis:
     low: float
     high: float
     log: bool
-    ticks: tuple[tuple[float, str], ...]  # (value, label), values in data units
+    ticks: tuple[tuple[float, str], ...]  # (position: log10 of the value on a log axis, label)
 
     def fraction(self, value: float) -> float:
-        if self.log:
-            value = math.log10(value)
-        return VALUE_PADDING + (1 - 2 * VALUE_PADDING) * (value - self.low) / (self.high - self.low)
+        """Where a value sits, 0 at the bottom of the frame and 1 at the top."""
+        return self.position_fraction(math.log10(value) if self.log else value)
+
+    def position_fraction(self, position: float) -> float:
+        return VALUE_PADDING + (1 - 2 * VALUE_PADDING) * (position - self.low) / (self.high - self.low)
 
 
 def drawable(values: np.ndarray, log: bool) -> np.ndarray:
@@ -82,7 +85,7 @@ def log_axis(values: np.ndarray) -> Axis:
         high += 1
     step = max(1, math.ceil((high - low) / (MAX_Y_TICKS - 1)))
     low = high - step * math.ceil((high - low) / step)  # both ends of the axis carry a label
-    ticks = tuple((10.0 ** e, f"{10.0 ** e:.0e}") for e in range(low, high + 1, step))
+    ticks = tuple((float(e), f"1e{e:+03d}") for e in range(low, high + 1, step))  # 1e-05 (no underflow at 1e-324)
     return Axis(float(low), float(high), True, ticks)
 
 
@@ -129,19 +132,22 @@ def head_chart(series: Sequence[Series], *, title: str, ylabel: str, log: bool, 
     def y(value: float) -> str:
         return f"{PLOT_TOP + frame * (1 - axis.fraction(value)):.1f}"
 
+    def tick_y(position: float) -> str:
+        return f"{PLOT_TOP + frame * (1 - axis.position_fraction(position)):.1f}"
+
     def x(head: int) -> str:
         return f"{100 * (head + 0.5) / heads:.4f}%"
 
-    y_axis = [f'<text x="{Y_AXIS_WIDTH - 6}" y="{y(value)}" dy="0.35em" '
+    y_axis = [f'<text x="{Y_AXIS_WIDTH - 6}" y="{tick_y(value)}" dy="0.35em" '
               f'text-anchor="end" {FONT}>{esc(label)}</text>' for value, label in axis.ticks]
     y_axis.append(f'<text transform="rotate(-90)" x="{-(PLOT_TOP + frame / 2):.1f}" y="12" text-anchor="middle" '
                   f"{FONT}>{esc(ylabel)}{' (log)' if log else ''}</text>")
     plot = [HOVER_STYLE]
-    plot += [f'<line x1="0" x2="100%" y1="{y(value)}" y2="{y(value)}" stroke="{GRID_COLOUR}"/>'
+    plot += [f'<line x1="0" x2="100%" y1="{tick_y(value)}" y2="{tick_y(value)}" stroke="{GRID_COLOUR}"/>'
              for value, _ in axis.ticks]
     plot += [f'<line x1="{x(h)}" x2="{x(h)}" y1="{PLOT_TOP}" y2="{PLOT_TOP + frame}" stroke="{GRID_COLOUR}"/>'
              for h in xticks]
-    plot.append(f'<rect x="0.5" y="{PLOT_TOP}" width="100%" height="{frame}" fill="none" stroke="{FRAME_COLOUR}"/>')
+    plot.append(f'<rect x="0" y="{PLOT_TOP}" width="100%" height="{frame}" fill="none" stroke="{FRAME_COLOUR}"/>')
     for s in series:
         plot += _series_marks(s, x, y, log)
     label_y = PLOT_TOP + frame + 6
@@ -153,7 +159,8 @@ def head_chart(series: Sequence[Series], *, title: str, ylabel: str, log: bool, 
             f'<svg class="head-chart-axis" width="{Y_AXIS_WIDTH}" height="{height}" style="flex:none">'
             f'{"".join(y_axis)}</svg>'
             f'<svg class="head-chart-plot" role="img" aria-label="{esc(title)}" width="100%" height="{height}" '
-            f'style="flex:1 1 auto;min-width:0">{"".join(plot)}</svg></div></div>')
+            f'style="flex:1 1 auto;min-width:0;overflow:visible;margin-right:{RIGHT_MARGIN}px">{"".join(plot)}</svg>'
+            "</div></div>")
 
 
 def _series_marks(s: Series, x, y, log: bool) -> list[str]:

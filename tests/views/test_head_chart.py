@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ElementTree
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from explorer.views import head_chart
@@ -37,6 +37,7 @@ def _frame(root) -> tuple[float, float]:
     ([1e-5, 1e-5], ["1e-05", "1e-04"]),  # one value on a decade: the decade above added
     ([2e-7, 0.5], ["1e-08", "1e-06", "1e-04", "1e-02", "1e+00"]),  # every 2nd decade
     ([1e-30, 1e-2], ["1e-32", "1e-26", "1e-20", "1e-14", "1e-08", "1e-02"]),  # every 6th decade, both ends labelled
+    ([5e-324], ["1e-324", "1e-323"]),  # the smallest subnormal: labels never underflow to 0
 ])
 def test_log_axis_spans_whole_decades_with_at_most_six_labels_and_both_ends_labelled(values, labels):
     axis = head_chart.log_axis(np.array(values))
@@ -91,6 +92,8 @@ def test_every_head_is_labelled_and_vertical_labels_stand_up():
 
 
 @settings(max_examples=200, deadline=None)
+@example([5e-324], True)
+@example([-1e300, 1e300], False)
 @given(st.lists(st.one_of(st.floats(min_value=-1e300, max_value=1e300), st.just(float("nan"))), min_size=1,
                 max_size=40), st.booleans())
 def test_every_marker_lies_inside_the_frame_and_ticks_rise(values, log):
