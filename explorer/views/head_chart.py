@@ -50,7 +50,7 @@ class Series:
     label: str
     values: np.ndarray
     colour: str
-    marker: str | None = "circle"  # a MARKER_PATHS key, or None for a line only
+    marker: str | None = "circle"  # a MARKER_PATHS key; None: small dots on the line (each keeps its tooltip)
     line: str | None = None  # None, "solid" or "dashed"
 
 
@@ -58,7 +58,7 @@ class Series:
 class Axis:
     """A y axis: maps a value to a fraction of the frame's height and names its ticks."""
 
-    low: float
+    low: float  # positions (log10 of the value on a log axis) at the bottom and top of the range
     high: float
     log: bool
     ticks: tuple[tuple[float, str], ...]  # (position: log10 of the value on a log axis, label)
