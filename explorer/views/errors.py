@@ -54,7 +54,7 @@ class ErrorMap:
 
 def error_maps(numerics: Numerics) -> list[ErrorMap]:
     """The comparisons in display order: primary, rounded to the output dtype, rounded to the kernel dtype,
-    narrowed-Q (the charts and tables list each; the maps skip the one `same_as_primary`)."""
+    narrowed-Q (the tables list each; the maps and the chart skip the one `same_as_primary`)."""
     rounded = numerics.rounded_to_output
     dtype = rounded.dtype
     ulp_label = f"ULP (output vs reference rounded to {dtype})"
@@ -164,8 +164,6 @@ def _ulp_section(numerics: Numerics) -> pn.pane.HTML:
                      f'<div style="flex:1 1 {ULP_TABLE_MIN_WIDTH}px">{_ulp_table(numerics)}</div></div>')
 
 
-def _series(numerics: Numerics) -> list[tuple[str, Comparison]]:
-    return [(m.title, m.comparison) for m in error_maps(numerics)]
 
 
 def _body(analysis: Analysis, selection: Selection) -> list:
@@ -175,8 +173,9 @@ def _body(analysis: Analysis, selection: Selection) -> list:
     shared = pn.widgets.Checkbox(label="one colour scale for all maps", value=False, width=240,
                                  css_classes=["shared-scale-toggle"])
     floor = (f"FP64 noise floor: {numerics.fp64.reference_error.label}", numerics.fp64.reference_error)
-    series = _series(numerics)
-    labelled = [(c.label, c) for _, c in series]
+    maps = error_maps(numerics)
+    labelled = [(m.comparison.label, m.comparison) for m in maps]  # the tables list every comparison
+    charted = [(m.title, m.comparison) for m in maps if not m.same_as_primary]  # the chart, like the maps
     return [
         heading("|output - reference| per query head and channel",
                 f"Output dtype {esc(analysis.admission.tensors['output'].dtype)}. Hover a cell for its exact "
@@ -186,7 +185,7 @@ def _body(analysis: Analysis, selection: Selection) -> list:
         heading("Per-head metrics",
                 "Each comparison per query head (log y), with the FP64 noise floor of the primary reference "
                 "(dashed): the primary reference's own rounding error against the same formula in FP64."),
-        *per_head_charts(series, floor),
+        *per_head_charts(charted, floor),
         heading("Global metrics"),
         html_pane(comparison_rows([*labelled, (numerics.fp64.output_error.label, numerics.fp64.output_error),
                                    (floor[0], floor[1])])),

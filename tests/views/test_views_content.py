@@ -43,6 +43,9 @@ def test_error_maps_draw_the_results_own_errors_each_on_its_own_log_scale(analys
                 "narrowed-Q counterfactual": numerics.narrowed_query.comparison}
     assert set(maps) == set(expected)  # the identity rounding of a float32 output is the primary map: not drawn twice
     assert numerics.rounded_to_output.identity and "its map would repeat this one" in text(view)
+    charted = set(head_charts(view)[0].points)
+    assert "primary reference" in charted and "rounded to float32 (identity)" not in charted  # nor charted twice
+    assert html_summary.esc(numerics.rounded_to_output.comparison.label) in text(view)  # the tables list it
     for title, comparison in expected.items():
         renderer = maps[title]
         np.testing.assert_array_equal(_column(renderer, "image"), comparison.abs_error)
