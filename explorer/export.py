@@ -300,10 +300,11 @@ def render_pngs(html_path: str | os.PathLike, out_dir: str | os.PathLike, stem: 
     return tuple(targets.values())
 
 
-# The Bokeh view whose model carries a CSS class (Panel's css_classes), searched from every root; null if none.
-FIND_VIEW_JS = """const findView = (cssClass) => {
+# findViewWhere(test): the first Bokeh view, from every root, whose model's CSS classes (Panel's css_classes)
+# pass `test`; findView(cssClass): the one carrying that class. Both null if none.
+FIND_VIEW_JS = """const findViewWhere = (test) => {
     const find = (view) => {
-      if ((view.model.css_classes || []).includes(cssClass)) return view
+      if (test(view.model.css_classes || [])) return view
       for (const child of view.children()) {
         const found = find(child)
         if (found !== null) return found
@@ -315,7 +316,8 @@ FIND_VIEW_JS = """const findView = (cssClass) => {
       if (found !== null) return found
     }
     return null
-  }"""
+  }
+  const findView = (cssClass) => findViewWhere((classes) => classes.includes(cssClass))"""
 # True once the view with the CSS class has finished drawing.
 DRAWN_JS = f"""(cssClass) => {{
   {FIND_VIEW_JS}

@@ -288,8 +288,18 @@ def wait_statuses(page) -> None:
     page.wait_for_selector(".packet-count-text[data-pending='0']", timeout=PAGE_TIMEOUT_MS)
 
 
+# [CSS class, content] of the open tab's built view (the one view-built-* in the page), or null.
+OPEN_VIEW_JS = f"""() => {{
+  {_CONTENT_OF_JS}
+  const view = findViewWhere((classes) => classes.some((c) => c.startsWith("view-built-")))
+  return view === null ? null : [view.model.css_classes.find((c) => c.startsWith("view-built-")), contentOf(view)]
+}}"""
+
+
 def choose_packet(page, name: str) -> None:
-    """Click `name` in the packet table (searching for it first) and wait for its status line."""
+    """Click `name` in the packet table (searching for it first); wait for its status line and for the open tab
+    to show the new view (the status line can arrive while the previous packet's view is still drawn)."""
+    shown = page.evaluate(OPEN_VIEW_JS)
     search = page.locator(".packet-search input")
     search.fill(name)
     page.locator(".packet-count-text", has_text=f'matching "{name}"').wait_for(timeout=PAGE_TIMEOUT_MS)
@@ -299,4 +309,7 @@ def choose_packet(page, name: str) -> None:
         time.sleep(POLL_INTERVAL_S)  # the filtered rows arrive after the count line
     packet_cell(page, name).click()
     page.wait_for_selector(f".status-line[data-packet='{name}']", timeout=PAGE_TIMEOUT_MS)
+    if shown is not None:
+        css_class, content = shown
+        page.wait_for_function(REPLACED_JS, arg={"cssClass": css_class, "previous": content}, timeout=PAGE_TIMEOUT_MS)
     search.fill("")
