@@ -164,8 +164,6 @@ def _ulp_section(numerics: Numerics) -> pn.pane.HTML:
                      f'<div style="flex:1 1 {ULP_TABLE_MIN_WIDTH}px">{_ulp_table(numerics)}</div></div>')
 
 
-
-
 def _body(analysis: Analysis, selection: Selection) -> list:
     numerics = analysis.numerics
     toggle = pn.widgets.RadioButtonGroup(label="colour scale", options=[LINEAR, LOG], value=LOG, width=160,
