@@ -30,8 +30,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "app"))
 
-from app_support import (APP_PATH, CONTENT_JS, LOCAL_HOST, PAGE_TIMEOUT_MS, REPLACED_JS, VIEWPORT,  # noqa: E402
-                         free_port, packet_cell, start_server, stop_server, wait_until_serving)
+from app_support import (APP_PATH, LOCAL_HOST, OPEN_VIEW_JS, PAGE_TIMEOUT_MS, VIEWPORT, click_packet,  # noqa: E402
+                         free_port, start_server, stop_server, wait_until_serving)
 from explorer.export import CHROMIUM, CHROMIUM_ARGS, DRAWN_JS  # noqa: E402
 from explorer.samples import CURATED, FULL_SAMPLE_NAME, qwen_full_spec, write_packet  # noqa: E402
 from explorer.views import VIEWS  # noqa: E402
@@ -126,12 +126,9 @@ def _switch(page, label: str, slug: str) -> None:
     """Switch packets both ways with `slug` open; each time counts until the tab shows the new packet's view,
     drawn (the status line may change before the view does, and the old view is drawn meanwhile)."""
     for packet in (OTHER_SAMPLE, FULL_SAMPLE_NAME):
-        previous = page.evaluate(CONTENT_JS, f"view-built-{slug}")
+        shown = page.evaluate(OPEN_VIEW_JS)
         started = time.perf_counter()
-        packet_cell(page, packet).click()  # both packets are on the list's first page
-        page.wait_for_selector(f".status-line[data-packet='{packet}']", timeout=PAGE_TIMEOUT_MS)
-        page.wait_for_function(REPLACED_JS, arg={"cssClass": f"view-built-{slug}", "previous": previous},
-                               timeout=PAGE_TIMEOUT_MS)
+        click_packet(page, packet, shown)  # both packets are on the list's first page
         print(f"[{label}] switch to {packet} with the {slug} tab open: {time.perf_counter() - started:.2f} s "
               f"(target <= {TARGET_SWITCH_S} s)")
 

@@ -124,6 +124,7 @@ REPLACED_JS = f"""({{cssClass, previous}}) => {{
   return now !== "" && now !== previous && view.has_finished()
 }}"""
 
+
 def wait_view(page, packet: str, slug: str):
     """Wait until `slug` of `packet` is built and drawn; returns its locator."""
     page.wait_for_selector(f".status-line[data-packet='{packet}']", timeout=PAGE_TIMEOUT_MS)
@@ -307,9 +308,16 @@ def choose_packet(page, name: str) -> None:
     deadline = time.monotonic() + PAGE_TIMEOUT_MS / 1000
     while not all(name in text for text in cells.all_inner_texts()) and time.monotonic() < deadline:
         time.sleep(POLL_INTERVAL_S)  # the filtered rows arrive after the count line
+    click_packet(page, name, shown)
+    search.fill("")
+
+
+def click_packet(page, name: str, shown=None) -> None:
+    """Click `name` on the packet table's current page and wait until its status line is shown and the open tab
+    shows the new view, drawn. `shown`: OPEN_VIEW_JS evaluated before anything changed (else evaluated here)."""
+    shown = page.evaluate(OPEN_VIEW_JS) if shown is None else shown
     packet_cell(page, name).click()
     page.wait_for_selector(f".status-line[data-packet='{name}']", timeout=PAGE_TIMEOUT_MS)
     if shown is not None:
         css_class, content = shown
         page.wait_for_function(REPLACED_JS, arg={"cssClass": css_class, "previous": content}, timeout=PAGE_TIMEOUT_MS)
-    search.fill("")
