@@ -16,7 +16,7 @@ packet switch <= 1.2 s. On a shared machine the numbers move with the load.
     python benchmarks/bench_app.py
 
 Reuses the browser-test helpers of tests/app/app_support.py (server subprocess,
-free port) and explorer.export's drawn-view check.
+free port) and explorer.export.pages's drawn-view check.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ sys.path.insert(0, str(REPO / "tests" / "app"))
 
 from app_support import (APP_PATH, LOCAL_HOST, OPEN_VIEW_JS, PAGE_TIMEOUT_MS, VIEWPORT, click_packet,  # noqa: E402
                          free_port, start_server, stop_server, wait_until_serving)
-from explorer.export import CHROMIUM, CHROMIUM_ARGS, DRAWN_JS  # noqa: E402
+from explorer.export.pages import CHROMIUM, CHROMIUM_ARGS, DRAWN_JS  # noqa: E402
 from explorer.samples import CURATED, FULL_SAMPLE_NAME, qwen_full_spec, write_packet  # noqa: E402
 from explorer.views import VIEWS  # noqa: E402
 

@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_analyze import timed_process  # noqa: E402
 
 from explorer.analysis.analyze import analyze  # noqa: E402
-from explorer.analysis.compare import compare, pair_of  # noqa: E402
+from explorer.pair.compare import compare, pair_of  # noqa: E402
 from explorer.samples import FULL_PAIR_NAMES, pair_full_spec, write_packet  # noqa: E402
 
 RUNS = 5

@@ -33,7 +33,7 @@ sys.path.insert(0, str(REPO / "tests" / "app"))
 
 from app_support import (APP_PATH, LOCAL_HOST, PAGE_TIMEOUT_MS, VIEWPORT, free_port,  # noqa: E402
                          start_server, stop_server, wait_until_serving)
-from explorer.export import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
+from explorer.export.pages import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
 from explorer.samples import FULL_SAMPLE_NAME, qwen_full_spec, synthetic_spec, with_snapshot, write_packet  # noqa: E402
 
 PACKETS = 2000

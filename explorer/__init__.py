@@ -6,10 +6,10 @@ import os
 from typing import TYPE_CHECKING, Iterable
 
 if TYPE_CHECKING:
-    from explorer.analysis.compare import Pair
+    from explorer.pair.model import Pair
     from explorer.analysis.result import Analysis
 
-__version__ = "0.1.0"
+from explorer.version import __version__
 __all__ = ["analyze", "compare", "__version__"]
 
 
@@ -30,6 +30,6 @@ def compare(a: "str | os.PathLike | Analysis", b: "str | os.PathLike | Analysis"
 
     `emulate` as for analyze: each side's kernel emulations and the emulation x side matrix.
     """
-    from explorer.analysis.compare import compare as _compare
+    from explorer.pair.compare import compare as _compare
 
     return _compare(a, b, emulate=emulate)

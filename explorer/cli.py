@@ -19,7 +19,7 @@ from typing import Any, Sequence  # noqa: E402
 import numpy as np  # noqa: E402
 
 import explorer  # noqa: E402
-from explorer.safeio import write_new  # noqa: E402
+from explorer.export.safeio import write_new  # noqa: E402
 
 EXIT_ANALYZED = 0
 EXIT_DONE = 0  # help, version, samples written
@@ -286,7 +286,7 @@ def _run_analyze(args: argparse.Namespace) -> int:
 
 
 def _run_report(args: argparse.Namespace) -> int:
-    from explorer.export import choose_export_dir, write_report  # loads panel, holoviews, bokeh, playwright only here
+    from explorer.export.pages import choose_export_dir, write_report  # loads panel, holoviews, bokeh, playwright only here
 
     analysis = explorer.analyze(args.packet)
     try:
@@ -437,7 +437,7 @@ def compare_summary(report: dict) -> str:
 
 
 def _run_compare(args: argparse.Namespace) -> int:
-    from explorer.analysis.compare import SamePacketError
+    from explorer.pair.model import SamePacketError
 
     _check_output(args.output)
     _check_emulate(args.emulate)
@@ -474,8 +474,8 @@ def _add_compare(commands) -> None:
 def _run_triage(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from explorer.triage import run
-    from explorer.workers import default_jobs
+    from explorer.catalog.triage import run
+    from explorer.catalog.workers import default_jobs
 
     root = Path(args.root)
     if not root.is_dir():

@@ -16,7 +16,7 @@ import numpy as np
 
 from explorer.packet.dtypes import BITS_DTYPE, promote, round_bits
 from explorer.packet.model import TENSOR_NAMES
-from explorer.safeio import write_new
+from explorer.export.safeio import write_new
 
 SCHEMA = "darkbloom.attention-packet.v1"
 DEFAULT_METADATA_FILE = "attention-metadata.json"
@@ -305,7 +305,7 @@ def write_packet(directory: str | os.PathLike, spec: PacketSpec, *, descriptor: 
                  metadata: bytes | None = None) -> Path:
     """Write the packet into `directory` (created if needed) and return the directory.
 
-    Every file is written whole by explorer.safeio.write_new: nothing existing is
+    Every file is written whole by explorer.export.safeio.write_new: nothing existing is
     replaced (FileExistsError) and no link standing at any name is followed.
     """
     directory = Path(directory)

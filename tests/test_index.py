@@ -7,9 +7,9 @@ import shutil
 
 import pytest
 
-import explorer.index as index_module
-from explorer.analysis.summary import summarize, triage_order
-from explorer.index import SUMMARIES, PacketIndex, SummaryCache
+import explorer.catalog.index as index_module
+from explorer.catalog.summary import summarize, triage_order
+from explorer.catalog.index import SUMMARIES, PacketIndex, SummaryCache
 from explorer.samples import injected_error_spec, synthetic_spec, with_snapshot, write_packet, write_refused
 
 

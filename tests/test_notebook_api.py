@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 import explorer
-from explorer.export import DEFAULT_EXPORT_DIR, EXPORT_DIR_ENV
-from explorer.notebook import VIEW_CALLS, Views, export_dir, sample
+from explorer.export.pages import DEFAULT_EXPORT_DIR, EXPORT_DIR_ENV
+from explorer.notebook.packet import VIEW_CALLS, Views, export_dir, sample
 from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED
 from explorer.samples import write_samples
 from explorer.views import html_summary

@@ -247,7 +247,7 @@ class Analysis(InlineDisplay):
     numerics exist); `emulations_requested` their normalised ids (None when none was requested).
     """
 
-    DISPLAY_MODULE = "explorer.notebook"
+    DISPLAY_MODULE = "explorer.notebook.packet"
 
     admission: Admission
     status: str
@@ -259,7 +259,7 @@ class Analysis(InlineDisplay):
 
     def report(self) -> dict[str, Any]:
         """The JSON-ready report of report-v1.md section 4 (`explorer analyze --json`)."""
-        from explorer.analysis.report import build_report
+        from explorer.analysis.report import build_report  # lazy: the result delegates to its own builder
 
         return build_report(self)
 
@@ -271,6 +271,6 @@ class Analysis(InlineDisplay):
         A packet without numerics gives a record whose reference fields are None and
         whose `missing` says why.
         """
-        from explorer.analysis.element import element
+        from explorer.analysis.element import element  # lazy: the result delegates to its own builder
 
         return element(self, head, channel)

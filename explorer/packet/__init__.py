@@ -1,8 +1,8 @@
 """Packet admission: parsing, files, schema checks and native tensor decoding; never imports UI code.
 
-`from explorer.packet import admit` is resolved lazily: `explorer.analysis.result`
-imports `explorer.packet.model`, and admission imports the analysis result
-constants through `dtypes`, so importing admission here eagerly would be circular.
+`from explorer.packet import admit` is resolved lazily, so that importing one small
+module (`explorer.packet.model`, `explorer.packet.dtypes`) does not load the whole
+admission pipeline with it.
 """
 
 __all__ = ["admit"]

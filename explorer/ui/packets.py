@@ -22,8 +22,8 @@ import panel as pn
 import param
 from bokeh.models.widgets.tables import ScientificFormatter
 
-from explorer.analysis.summary import STATUS_ORDER, PacketSummary
-from explorer.index import PacketIndex
+from explorer.catalog.summary import STATUS_ORDER, PacketSummary
+from explorer.catalog.index import PacketIndex
 
 PAGE_ROWS = 20
 FLUSH_INTERVAL_MS = 300  # how often arrived summaries are pushed into the session's table

@@ -10,29 +10,24 @@ from typing import Callable
 import panel as pn
 import param
 
-import explorer
-from explorer.analysis.compare import Pair, SamePacketError
-from explorer.export import RenderError, export_pair
-from explorer.index import PacketIndex
+from explorer.catalog.index import PacketIndex
+from explorer.export.pages import RenderError, export_pair
+from explorer.pair.compare import compare
+from explorer.pair.model import Pair, SamePacketError
 from explorer.ui import catalog
 from explorer.ui.packets import PacketList
+from explorer.ui.shared import content_seen, echo
 from explorer.views.html_summary import written_note
 
 log = logging.getLogger(__name__)
 
 QUERY_COMPARE = "compare"
-MAX_QUERY_ECHO = 80  # characters of an unknown name repeated back in a note
 PAIR_STATUS_STYLE = "padding:0.3em 0;font-size:1.05em"
 NO_PARTNERS = "No other packet under this root captures the same selection."
 PARTNERS_PENDING = "Statuses are still being read: partners appear as their summaries arrive."
 EXPORT_LABEL = "Export pair: HTML + PNG + JSON"
 DOWNLOAD_WIDTH = 200
 MAX_PARTNER_BUTTONS = 12  # a root of many captures of one selection lists the first ones; compare= opens any
-
-
-def echo(value: str) -> str:
-    """An untrusted name, cut short and escaped for a note."""
-    return html.escape(value[:MAX_QUERY_ECHO] + ("..." if len(value) > MAX_QUERY_ECHO else ""))
 
 
 class PairMode(param.Parameterized):
@@ -122,7 +117,7 @@ class PairMode(param.Parameterized):
             return [problem]
         entry_a, entry_b = (catalog.lookup(self.index.entries, n) for n in (self.packet, name))
         try:
-            pair = explorer.compare(entry_a.path, entry_b.path)
+            pair = compare(entry_a.path, entry_b.path)
         except SamePacketError as error:
             return [f"Compare &quot;{echo(name)}&quot;: {html.escape(str(error))}; it was ignored."]
         with pn.io.hold():
@@ -186,10 +181,9 @@ class PairMode(param.Parameterized):
         pn.state.execute(self._export, schedule="thread" if served else False)  # PNG rendering blocks: a thread
 
     def _export(self) -> None:
-        from explorer.ui.shell import content_seen  # the shell imports this module
 
         names = (self.packet, self.partner)
-        pair = explorer.compare(*(catalog.lookup(self.index.entries, n).path for n in names))  # the files now
+        pair = compare(*(catalog.lookup(self.index.entries, n).path for n in names))  # the files now
         changed = self._pair is not None and any(content_seen(now) != content_seen(shown) for now, shown in
                                                  zip((pair.a, pair.b), (self._pair.a, self._pair.b)))
         if changed:

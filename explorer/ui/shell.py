@@ -17,17 +17,22 @@ import param
 from panel.custom import JSComponent
 from panel.io.location import Location
 
-import explorer
+from explorer.analysis.analyze import analyze
 from explorer.analysis.element import locate, parse_index
 from explorer.analysis.result import Analysis
-from explorer.analysis.summary import ERROR
-from explorer.export import EXPORT_DIR_ENV, ExportPaths, choose_export_dir, export_packet
-from explorer.index import PacketIndex
+from explorer.catalog.index import PacketIndex
+from explorer.catalog.summary import ERROR
+from explorer.export.pages import (
+    EXPORT_DIR_ENV,
+    ExportPaths,
+    choose_export_dir,
+    export_packet,
+)
 from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED
 from explorer.ui import catalog
 from explorer.ui.packets import PacketList
 from explorer.ui.pairs import QUERY_COMPARE, PairMode
-from explorer.ui.pairs import echo as _echo
+from explorer.ui.shared import content_seen, echo
 from explorer.views import VIEWS, Selection
 from explorer.views.element import element_html
 from explorer.views.emulations import settings_from_query
@@ -98,15 +103,6 @@ def session_location() -> Location | None:
     if context is not None and doc not in pn.state._locations:
         pn.state._locations[doc] = StringQueryLocation.from_request(context.request)
     return pn.state.location
-
-
-def content_seen(analysis: Analysis) -> tuple:
-    """What a view of a packet shows, reduced to what changes with its files: status, hashes, refusals."""
-    admission = analysis.admission
-    tensors = admission.tensors or {}
-    return (analysis.status, admission.packet_sha256, admission.metadata_sha256,
-            tuple((p.code, p.field, p.message) for p in admission.refusals),
-            tuple(tensor.sha256 for tensor in tensors.values()))
 
 
 class QueryWriter(JSComponent):
@@ -195,7 +191,7 @@ class Shell(param.Parameterized):
     def _analysis(self, entry: catalog.Entry) -> Analysis:
         """The packet analyzed now: admission re-reads and re-hashes its files on every call (explorer.analyze
         reuses numerics only for the same verified content); nothing is kept by name."""
-        return explorer.analyze(entry.path)
+        return analyze(entry.path)
 
     def _choose(self, name: str) -> None:
         if name == self.packet:  # choosing the open packet again reads it again
@@ -209,18 +205,18 @@ class Shell(param.Parameterized):
         notes = []
         name = query.get(QUERY_PACKET)
         if name is not None and catalog.lookup(self.entries, name) is None:
-            notes.append(f"Packet &quot;{_echo(name)}&quot; is not listed under this root; it was ignored.")
+            notes.append(f"Packet &quot;{echo(name)}&quot; is not listed under this root; it was ignored.")
             name = None
         tab = query.get(QUERY_TAB, SLUGS[0])
         if tab not in SLUGS:
-            notes.append(f"Tab &quot;{_echo(tab)}&quot; does not exist; showing {TITLES[SLUGS[0]]}.")
+            notes.append(f"Tab &quot;{echo(tab)}&quot; does not exist; showing {TITLES[SLUGS[0]]}.")
             tab = SLUGS[0]
         head = query.get(QUERY_HEAD, "0")
         if HEAD_PATTERN.fullmatch(head) is None:
-            notes.append(f"Head &quot;{_echo(head)}&quot; is not a head number; showing head 0.")
+            notes.append(f"Head &quot;{echo(head)}&quot; is not a head number; showing head 0.")
             head = "0"
         self._emulation, problems = settings_from_query(query)
-        notes += [f"{name} &quot;{_echo(text)}&quot; is not {html.escape(accepts)}; using its default."
+        notes += [f"{name} &quot;{echo(text)}&quot; is not {html.escape(accepts)}; using its default."
                   for name, text, accepts in problems]
         with param.parameterized.discard_events(self):
             self.tab, self.head = tab, int(head)
@@ -328,7 +324,7 @@ class Shell(param.Parameterized):
 
     def _on_packet(self, event: param.parameterized.Event) -> None:
         if catalog.lookup(self.entries, event.new) is None:
-            self._say(f"Packet &quot;{_echo(event.new)}&quot; is not listed under this root; it was ignored.")
+            self._say(f"Packet &quot;{echo(event.new)}&quot; is not listed under this root; it was ignored.")
             with param.parameterized.discard_events(self):
                 self.packet = event.old
             return
@@ -390,7 +386,7 @@ class Shell(param.Parameterized):
         problem = self._select_element(value)
         if not problem:
             return
-        note = f"Element &quot;{_echo(value)}&quot; {problem}; it was ignored."
+        note = f"Element &quot;{echo(value)}&quot; {problem}; it was ignored."
         if self._message.visible:  # beside the notes about the other query values
             self._message.object += f'<div class="shell-message" style="{MESSAGE_STYLE}">{note}</div>'
         else:

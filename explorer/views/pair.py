@@ -11,7 +11,7 @@ import numpy as np
 import panel as pn
 import param
 
-from explorer.analysis.compare import SIDES, Pair
+from explorer.pair.model import Pair, SIDES
 from explorer.analysis.result import Analysis
 from explorer.packet.dtypes import FIELD_BITS
 from explorer.views import pair_html

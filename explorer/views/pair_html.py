@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from explorer.analysis.compare import COMPARED, NEARER_KEYS, PAIR_LIMITATIONS, SIDES, LadderRow, Pair
-from explorer.analysis.compare_report import side_summary
+from explorer.pair.model import LadderRow, NEARER_KEYS, PAIR_LIMITATIONS, Pair, SIDES
+from explorer.pair.compare import COMPARED
+from explorer.pair.report import side_summary
 from explorer.analysis.result import Metrics
 from explorer.packet.model import INCONCLUSIVE, REFUSED
 from explorer.views.html_summary import (

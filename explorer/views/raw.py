@@ -7,7 +7,7 @@ import io
 import panel as pn
 
 from explorer.analysis.result import Analysis
-from explorer.export import REPORT_SUFFIX, packet_name, report_text
+from explorer.analysis.report import REPORT_SUFFIX, packet_name, report_text
 from explorer.views.common import Selection, collapsed, explained, heading, html_pane, note
 from explorer.views.html_summary import esc
 

@@ -11,7 +11,7 @@ import pytest
 import explorer
 from explorer import samples
 from explorer.analysis.analyze import analyze, clear_cache
-from explorer.analysis.compare_emulation import (
+from explorer.pair.emulation import (
     EACH_SIDE_INPUTS,
     EACH_SIDE_NOTE,
     NO_REFERENCE,

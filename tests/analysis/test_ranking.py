@@ -9,7 +9,7 @@ import pytest
 
 import explorer
 from explorer.analysis.ranking import SELECTION_FIELDS, noise_floor_ratios, selection_key, worst_head, worst_ulp_per_head
-from explorer.discovery import default_root
+from explorer.catalog.discovery import default_root
 from explorer.samples import INJECTED_HEAD, synthetic_spec, with_snapshot, write_packet
 
 ROOT = default_root()

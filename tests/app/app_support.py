@@ -17,7 +17,7 @@ from urllib.parse import urlparse
 import numpy as np
 from PIL import Image
 
-from explorer.export import FIND_VIEW_JS, wait_drawn
+from explorer.export.pages import FIND_VIEW_JS, wait_drawn
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts" / "app"

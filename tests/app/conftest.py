@@ -7,7 +7,7 @@ import os
 import pytest
 
 from app_support import ARTIFACTS, NESTED_PACKET, OUTSIDE_PACKET, PAGE_TIMEOUT_MS, VIEWPORT, serve_app
-from explorer.export import CHROMIUM, CHROMIUM_ARGS, EXPORT_DIR_ENV
+from explorer.export.pages import CHROMIUM, CHROMIUM_ARGS, EXPORT_DIR_ENV
 from explorer.samples import synthetic_spec, write_packet
 from explorer.ui.catalog import ROOT_ENV
 

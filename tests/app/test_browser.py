@@ -10,8 +10,8 @@ import explorer
 from app_support import (CONTENT_JS, MIN_PIXEL_STD, NESTED_PACKET, OUTSIDE_PACKET, PAGE_TIMEOUT_MS, PLOT_SLUGS, VIEWPORT,
                          artifact, canvas_count, choose_packet, deep_text, layout_offenders, open_packet, outside_requests,
                          packet_cell, pixel_std, plot_pixel_std, view_locator, wait_statuses, wait_view)
-from explorer.analysis.summary import summarize, triage_order
-from explorer.export import LOCAL_URL_PREFIXES, SECTION_CLASS, wait_drawn
+from explorer.catalog.summary import summarize, triage_order
+from explorer.export.pages import LOCAL_URL_PREFIXES, SECTION_CLASS, wait_drawn
 from explorer.samples import CURATED
 from explorer.ui import catalog
 from explorer.views import VIEWS

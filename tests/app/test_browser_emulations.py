@@ -9,10 +9,10 @@ from urllib.parse import parse_qsl
 import pytest
 
 import explorer
-from explorer.notebook import sample
+from explorer.notebook.packet import sample
 from app_support import (PAGE_TIMEOUT_MS, VIEWPORT, deep_text, layout_offenders, open_packet, outside_requests, serve_app,
                          wait_view)
-from explorer.export import EXPORT_DIR_ENV
+from explorer.export.pages import EXPORT_DIR_ENV
 from explorer.samples import qwen_full_spec, synthetic_spec, write_packet
 from explorer.ui.catalog import ROOT_ENV
 from explorer.views.emulations import requested_ids

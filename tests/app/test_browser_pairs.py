@@ -14,9 +14,9 @@ from PIL import Image
 import explorer
 from app_support import (MIN_PIXEL_STD, PAGE_TIMEOUT_MS, VISIBLE_JS, artifact, deep_text, layout_offenders,
                          open_packet, outside_requests, pixel_std, wait_statuses)
-from explorer.export import (CAPTION_CLASS, CONTROL_CLASS, PAIR_SECTION, SECTION_CLASS, SHA_DIGITS, hide_controls,
+from explorer.export.pages import (CAPTION_CLASS, CONTROL_CLASS, PAIR_SECTION, SECTION_CLASS, SHA_DIGITS, hide_controls,
                              wait_drawn)
-from explorer.index import PacketIndex
+from explorer.catalog.index import PacketIndex
 from explorer.ui import catalog
 from explorer.ui.pairs import NO_PARTNERS
 

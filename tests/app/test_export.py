@@ -13,8 +13,9 @@ import pytest
 import explorer
 from app_support import MIN_PIXEL_STD, PLOT_SLUGS, REPO, VISIBLE_JS, artifact, pixel_std
 from explorer.analysis.ranking import worst_head
-from explorer.export import (CAPTION_CLASS, CONTROL_CLASS, SECTION_CLASS, SHA_DIGITS, UNKNOWN,
-                             caption_fields, export_head, export_packet, hide_controls, report_text, wait_drawn)
+from explorer.export.pages import (CAPTION_CLASS, CONTROL_CLASS, SECTION_CLASS, SHA_DIGITS, UNKNOWN,
+                             caption_fields, export_head, export_packet, hide_controls, wait_drawn)
+from explorer.analysis.report import report_text
 from explorer.ui import catalog
 from explorer.views import VIEWS
 
@@ -61,6 +62,7 @@ def _report(packet, out):
                           capture_output=True, text=True, timeout=REPORT_TIMEOUT_S, cwd=REPO)
 
 
+@pytest.mark.browser  # explorer report renders its PNGs in chromium
 def test_report_command_writes_html_json_and_one_png_per_view(tmp_path):
     name = BY_STATUS["analyzed"]
     result = _report(ROOT / name, tmp_path / "out")
@@ -76,6 +78,7 @@ def test_report_command_writes_html_json_and_one_png_per_view(tmp_path):
             assert pixel_std(png.read_bytes()) > MIN_PIXEL_STD, slug
 
 
+@pytest.mark.browser  # explorer report renders its PNGs in chromium
 def test_report_command_explains_a_refused_packet_and_exits_like_analyze(tmp_path):
     name = BY_STATUS["refused"]
     result = _report(ROOT / name, tmp_path)
@@ -136,8 +139,9 @@ def test_exported_page_captions_every_view_and_its_pngs_show_no_toolbar_or_contr
 
 
 def test_report_without_out_writes_where_the_app_and_notebooks_export(tmp_path, monkeypatch):
-    from explorer import cli, export
-    from explorer.notebook import export_dir
+    from explorer import cli
+    from explorer.export import pages as export
+    from explorer.notebook.packet import export_dir
 
     written = []
     monkeypatch.setattr(export, "write_report", lambda analysis, out: written.append(out) or export.ExportPaths(

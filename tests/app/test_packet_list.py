@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 
-from explorer.index import SUMMARIES, PacketIndex
+from explorer.catalog.index import SUMMARIES, PacketIndex
 from explorer.samples import injected_error_spec, synthetic_spec, write_packet
-from explorer.analysis.summary import summarize
+from explorer.catalog.summary import summarize
 from explorer.ui.packets import SIGNIFICANT_DIGITS, TABLE_CONFIGURATION, PacketList
 
 

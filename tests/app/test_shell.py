@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import explorer
-from explorer.analysis.summary import summarize, triage_order
+from explorer.catalog.summary import summarize, triage_order
 from explorer.samples import synthetic_spec, write_packet
 from explorer.ui import catalog
 from explorer.ui.shell import SLUGS, Shell, StringQueryLocation

@@ -7,10 +7,12 @@ import re
 from pathlib import Path
 
 import explorer
-from explorer.analysis import compare as compare_module
-from explorer.analysis import compare_emulation, summary
-from explorer.discovery import discover
-from explorer.triage import json_line, triage
+from explorer.catalog import summary
+from explorer.pair import compare as compare_module
+from explorer.pair import emulation as compare_emulation
+from explorer.pair import model as pair_model
+from explorer.catalog.discovery import discover
+from explorer.catalog.triage import json_line, triage
 from admission_cases import SPEC_REASON_CODES, SPEC_REFUSAL_CODES
 from explorer.analysis import numerics, reference
 from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED
@@ -53,8 +55,8 @@ def _missing(text: str, keys: set[str]) -> set[str]:
 
 PAIRS = (("qwen36-pair-paged", "qwen36-pair-contiguous"), ("qwen36-pair-paged", "qwen36-pair-contiguous-input-differs"),
          ("qwen36-pair-paged", "qwen36-pair-contiguous-other-layer"), ("refused-hash-mismatch", "fp16-kv"))
-PAIR_CODES = {compare_module.SIDE_INCONCLUSIVE, compare_module.SELECTION_DIFFERS, compare_module.SHAPE_DIFFERS,
-              compare_module.INPUTS_DIFFER, compare_module.SCALE_DIFFERS, compare_module.NO_REFERENCE,
+PAIR_CODES = {pair_model.SIDE_INCONCLUSIVE, pair_model.SELECTION_DIFFERS, pair_model.SHAPE_DIFFERS,
+              pair_model.INPUTS_DIFFER, pair_model.SCALE_DIFFERS, pair_model.NO_REFERENCE,
               compare_emulation.SIDE_REFUSED, compare_emulation.OUTPUT_DTYPES_DIFFER,
               compare_emulation.SHARED_INPUTS, compare_emulation.EACH_SIDE_INPUTS, compare_module.COMPARED}
 

@@ -13,8 +13,8 @@ from IPython.lib.pretty import pretty
 
 import explorer
 from explorer import samples
-from explorer.export import COMPARISON_SUFFIX, export_pair
-from explorer.pair_notebook import VIEW_CALLS, PairViews
+from explorer.export.pages import COMPARISON_SUFFIX, export_pair
+from explorer.notebook.pair import VIEW_CALLS, PairViews
 from explorer.views import pair as pair_view
 from explorer.views.pair_html import SIGNIFICANT_DIGITS
 from views_support import colour_mappers, images_by_title, render, text, tooltips

@@ -13,7 +13,7 @@ from bokeh.models import ColorBar, HoverTool, LinearColorMapper, LogColorMapper,
 
 from explorer.analysis.ranking import noise_floor_ratios, worst_ulp_per_head
 from explorer.analysis.result import NEGATIVE_INFINITY, POSITIVE_INFINITY
-from explorer.export import report_text
+from explorer.analysis.report import report_text
 from explorer.packet.model import TENSOR_NAMES
 from explorer.views import Selection, attention, errors, html_summary, nonfinite
 from explorer.views import common

@@ -36,17 +36,16 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Mapping
 
-import explorer
 from explorer.analysis.ranking import worst_head
+from explorer.analysis.report import REPORT_INDENT, REPORT_SUFFIX, packet_name, report_text
 from explorer.analysis.result import Analysis
-from explorer.safeio import write_new
+from explorer.export.safeio import write_new
+from explorer.version import __version__
 
 EXPORT_DIR_ENV = "EXPLORER_EXPORT_DIR"
 DEFAULT_EXPORT_DIR = "exports"
 HTML_SUFFIX = ".html"
-REPORT_SUFFIX = ".report.json"
 PNG_SUFFIX = ".png"
-REPORT_INDENT = 2
 MAX_NAME_ATTEMPTS = 1000  # name-2, name-3, ... before giving up on a free file name
 SECTION_CLASS = "export-view"
 CAPTION_CLASS = "export-caption"
@@ -85,17 +84,6 @@ def choose_export_dir(argument: str | None, environ: Mapping[str, str] = os.envi
     return Path(argument or environ.get(EXPORT_DIR_ENV) or DEFAULT_EXPORT_DIR).expanduser().resolve()
 
 
-def packet_name(analysis: Analysis) -> str:
-    """The packet directory's name (the path as given may be the directory or its packet.json)."""
-    path = Path(analysis.admission.path)
-    return (path.parent if path.name == "packet.json" else path).name or "packet"
-
-
-def report_text(analysis: Analysis) -> str:
-    """The JSON report exactly as `explorer analyze --json` prints it."""
-    return json.dumps(analysis.report(), allow_nan=False, indent=REPORT_INDENT) + "\n"
-
-
 def _export_suffixes() -> tuple[str, ...]:
     from explorer.views import VIEWS
 
@@ -113,7 +101,7 @@ def _free_stem(out_dir: Path, base: str, suffixes: tuple[str, ...] | None = None
 
 
 def _write_new(path: Path, data: str | bytes) -> Path:
-    """One file written whole or not at all, never over an existing name (explorer.safeio)."""
+    """One file written whole or not at all, never over an existing name (explorer.export.safeio)."""
     return write_new(path, data)
 
 
@@ -147,7 +135,7 @@ def caption_fields(analysis: Analysis, name: str, stamp: str) -> tuple[tuple[str
             ("backend", known(identity.get("backend"))), ("request", known(selection.get("requestID"))),
             ("output index", known(selection.get("outputIndex"))), ("layer", known(selection.get("modelLayerIndex"))),
             ("packetSHA256", digest[:SHA_DIGITS] if digest else UNKNOWN),
-            ("explorer", explorer.__version__), ("exported", stamp))
+            ("explorer", __version__), ("exported", stamp))
 
 
 def caption_html(fields: tuple[tuple[str, str], ...]) -> str:
@@ -388,7 +376,7 @@ def pair_caption_fields(pair, names: tuple[str, str], stamp: str) -> tuple[tuple
                      for label in PAIR_SIDE_FIELDS)
     shared = tuple((label, a if a == sides[1][label] else f"{a} | {sides[1][label]}")
                    for label, a in sides[0].items() if label not in (*PAIR_SIDE_FIELDS, "explorer", "exported"))
-    return (("pair", pair.status), *per_side, *shared, ("explorer", explorer.__version__), ("exported", stamp))
+    return (("pair", pair.status), *per_side, *shared, ("explorer", __version__), ("exported", stamp))
 
 
 def pair_names(pair) -> tuple[str, str]:
@@ -405,7 +393,7 @@ def _pair_page(pair, name: str, names: tuple[str, str]):
     header = pn.pane.HTML(
         f"<h1>{html.escape(name)}</h1><p>Side a: <code>{html.escape(pair.a.admission.path)}</code>; side b: "
         f"<code>{html.escape(pair.b.admission.path)}</code>. Pair status: <b>{pair.status}</b>. Static export of the "
-        f"Attention Packet Explorer pair view (explorer {explorer.__version__}, {stamp}): plots keep zoom and hover, "
+        f"Attention Packet Explorer pair view (explorer {__version__}, {stamp}): plots keep zoom and hover, "
         "clicks and controls are not live. The comparison JSON beside this file holds the same numbers.</p>",
         sizing_mode="stretch_width")
     view = build(pair)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from explorer.analysis.compare import Pair
+from explorer.pair.model import Pair
 from explorer.views import pair_html
 
 VIEW_CALLS = ("summary()", "inputs()", "bits()", "heads()", "ladder()", "errors()", "tokens()", "emulations()",

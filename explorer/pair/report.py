@@ -12,7 +12,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from explorer.analysis.compare import (
+from explorer.analysis.blocks import (
+    LIMITATIONS,
+    comparison_block,
+    emulation_block,
+    metrics_block,
+    plain,
+    runtime,
+    ulp_block,
+)
+from explorer.analysis.result import Analysis
+from explorer.pair.model import (
     PAIR_LIMITATIONS,
     SIDES,
     BitDifference,
@@ -21,8 +31,6 @@ from explorer.analysis.compare import (
     OutputDifference,
     Pair,
 )
-from explorer.analysis.report import LIMITATIONS, _comparison, _emulation, _metrics, _plain, _ulp, runtime
-from explorer.analysis.result import Analysis
 
 COMPARISON_SCHEMA = "attention-explorer.comparison.v1"
 
@@ -74,16 +82,16 @@ def _output(pair: Pair) -> dict[str, Any] | None:
         "perHead": None if bitwise is None else bitwise["perHead"],
         "positions": None if bitwise is None else bitwise["positions"],
         "bitFlips": None if bitwise is None else bitwise["bitFlips"],
-        "ulp": None if output.ulp is None else _ulp(output.ulp),
-        "difference": _comparison(output.difference, _group(pair)),
+        "ulp": None if output.ulp is None else ulp_block(output.ulp),
+        "difference": comparison_block(output.difference, _group(pair)),
     }
 
 
 def _ladder_row(row: LadderRow | None) -> dict[str, Any] | None:
     if row is None:
         return None
-    return {"primary": _metrics(row.primary), "roundedToOutputDType": _metrics(row.rounded_to_output),
-            "fp64OutputError": _metrics(row.fp64_output_error),
+    return {"primary": metrics_block(row.primary), "roundedToOutputDType": metrics_block(row.rounded_to_output),
+            "fp64OutputError": metrics_block(row.fp64_output_error),
             "equalToRoundedReference": row.equal_to_rounded_reference, "compared": row.compared}
 
 
@@ -112,7 +120,7 @@ def _side_emulations(analysis: Analysis) -> list[dict[str, Any]] | None:
     """A side's emulation entries exactly as `explorer analyze SIDE --emulate ...` reports them."""
     if analysis.emulations is None:
         return None
-    return [_emulation(e, analysis.admission.geometry["groupSize"]) for e in analysis.emulations]
+    return [emulation_block(e, analysis.admission.geometry["groupSize"]) for e in analysis.emulations]
 
 
 def _emulations(pair: Pair) -> dict[str, Any] | None:
@@ -149,8 +157,8 @@ def build_comparison_report(pair: Pair) -> dict[str, Any]:
         "refusals": [{"side": r.side, "code": r.problem.code, "field": r.problem.field, "message": r.problem.message}
                      for r in pair.refusals],
         "inconclusiveReasons": [{"code": r.code, "message": r.message} for r in pair.reasons],
-        "selection": None if pair.selection is None else {name: _plain(value) for name, value in pair.selection},
-        "selectionDifferences": [{"field": d.field, "a": _plain(d.a), "b": _plain(d.b)}
+        "selection": None if pair.selection is None else {name: plain(value) for name, value in pair.selection},
+        "selectionDifferences": [{"field": d.field, "a": plain(d.a), "b": plain(d.b)}
                                  for d in pair.selection_differences],
         "inputs": _inputs(pair),
         "output": _output(pair),

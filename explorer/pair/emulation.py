@@ -16,17 +16,14 @@ differently); the reason code says which.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable
+from typing import Iterable
 
 import numpy as np
 
 from explorer.analysis.analyze import emulations_of
 from explorer.analysis.emulation import EmulatedOutput, normalised_ids, resolve_all
 from explorer.analysis.result import Analysis, Emulation
-
-if TYPE_CHECKING:
-    from explorer.analysis.compare import Pair
+from explorer.pair.model import MatrixRow, Pair, PairEmulations
 
 SHARED_INPUTS, EACH_SIDE_INPUTS = "shared_inputs", "each_side_inputs"
 EMULATED_TENSORS = ("queries", "storedKeys", "storedValues")
@@ -37,23 +34,6 @@ SHAPE_DIFFERS = "shape_differs"
 OUTPUT_DTYPES_DIFFER = "output_dtypes_differ"
 EACH_SIDE_NOTE = ("the emulated inputs differ (queries, stored keys or values, the scale or the eligible heads): "
                   "each side is scored against the emulations of its own inputs (emulationMatrix.emulatedOn)")
-
-
-@dataclass(frozen=True)
-class MatrixRow:
-    """One emulation scored against side a (`a`) and side b (`b`), each that side's own Emulation entry."""
-
-    a: Emulation
-    b: Emulation
-
-
-@dataclass(frozen=True)
-class PairEmulations:
-    """The matrix of a pair with emulations requested; `rows` None with `reason` when no matrix exists."""
-
-    emulated_on: str | None
-    rows: tuple[MatrixRow, ...] | None
-    reason: str | None
 
 
 def _shared_inputs(pair: Pair) -> bool:

@@ -35,7 +35,7 @@ def summary_text(analysis: Analysis) -> str:
 
 def sample(name: str) -> Path:
     """The directory of the bundled sample packet `name` (sample_packets/ of the repository checkout)."""
-    from explorer.ui.catalog import default_root
+    from explorer.catalog.discovery import default_root
 
     path = default_root() / name
     if not path.is_dir():
@@ -45,7 +45,7 @@ def sample(name: str) -> Path:
 
 def export_dir() -> Path:
     """Where the notebooks export, as the app does: $EXPLORER_EXPORT_DIR, else ./exports (notebooks/exports/)."""
-    from explorer.export import choose_export_dir
+    from explorer.export.pages import choose_export_dir
 
     return choose_export_dir(None)
 

@@ -1,6 +1,6 @@
 """`explorer triage ROOT`: every packet under a root summarized in worker processes, JSON lines and a summary table; never imports the UI.
 
-Discovery is the app's (`explorer.discovery`); each worker runs the pure
+Discovery is the app's (`explorer.catalog.discovery`); each worker runs the pure
 `summarize(path)`, so the same function could be mapped on any other engine.
 A packet whose worker raised or died is reported once with status "error".
 """
@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Sequence, TextIO
 
-from explorer.analysis.summary import (INTERNAL_ERROR, STATUS_ORDER, WORKER_CRASHED, PacketSummary, error_summary,
+from explorer.catalog.summary import (INTERNAL_ERROR, STATUS_ORDER, WORKER_CRASHED, PacketSummary, error_summary,
                                        selection_groups, summarize, summary_json, triage_order)
-from explorer.discovery import Entry, discover
-from explorer.workers import WorkerCrashed, map_isolated
+from explorer.catalog.discovery import Entry, discover
+from explorer.catalog.workers import WorkerCrashed, map_isolated
 
 PROGRESS_WIDTH = 40  # characters of the progress bar
 FLOAT_FORMAT = "{:.4g}"

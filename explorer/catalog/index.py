@@ -33,11 +33,11 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from explorer.analysis.analyze import ContentKey, analyze, content_key
-from explorer.analysis.summary import (INTERNAL_ERROR, WORKER_CRASHED, PacketSummary, error_summary,
+from explorer.catalog.summary import (INTERNAL_ERROR, WORKER_CRASHED, PacketSummary, error_summary,
                                        selection_groups, summary_of, triage_order)
-from explorer.discovery import Entry, discover
+from explorer.catalog.discovery import Entry, discover
 from explorer.packet.admission import admit
-from explorer.workers import WorkerCrashed, default_jobs, map_isolated
+from explorer.catalog.workers import WorkerCrashed, default_jobs, map_isolated
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +50,7 @@ SIGNATURE_MAX_DEPTH = 4  # subdirectory levels a signed packet may hold
 RACY_SECONDS = 2.0  # a file changed this recently may change again within the same timestamp tick
 INLINE_PACKETS = 16  # a root this small is checked in the filling thread, without worker processes
 WORKER_START_METHOD = "forkserver"  # never fork a threaded server; workers fork from a clean server process
-WORKER_PRELOAD = ["__main__", "explorer.index"]
+WORKER_PRELOAD = ["__main__", "explorer.catalog.index"]
 
 Signature = tuple[tuple[str, int, int, int, int, int, int], ...]
 Check = tuple[ContentKey | None, PacketSummary | None, Signature | None]

@@ -1,0 +1,1 @@
+"""Many packets under one root: discovery, the app's packet index, worker processes and triage; never imports UI code."""

@@ -1,0 +1,1 @@
+"""Writing to disk: whole-or-nothing new files (`safeio`) and the offline HTML / PNG / JSON export of packets and pairs (`pages`)."""

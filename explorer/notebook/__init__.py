@@ -1,0 +1,1 @@
+"""Inline display of results in Jupyter (`_repr_html_`, `.views`): the packet's and the pair's; loads the UI libraries only when a view is asked for."""

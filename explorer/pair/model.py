@@ -1,0 +1,207 @@
+"""The Pair result of compare-v1 and its parts, as frozen dataclasses, with the pair's codes and limits; no computation, no I/O, no UI.
+
+`explorer.pair.compare` builds a Pair, `explorer.pair.emulation` adds its emulation
+x side matrix and `explorer.pair.report` serialises it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import numpy as np
+
+from explorer.analysis.display import InlineDisplay
+from explorer.analysis.result import Analysis, Comparison, Emulation, Metrics, Ulp
+from explorer.packet.model import Problem, Reason
+
+SIDES = ("a", "b")
+INPUT_NAMES = ("queries", "storedKeys", "storedValues", "incomingKeys", "incomingValues")
+OUTPUT_POSITIONS_LIMIT = 4096
+
+# Inconclusive reason codes (compare-v1.md section 2), in the order they are listed.
+SIDE_INCONCLUSIVE = "side_inconclusive"
+SELECTION_DIFFERS = "selection_differs"
+SHAPE_DIFFERS = "shape_differs"
+# Why `nearer` is None: the contract's two codes, then the states in which no element-wise comparison exists.
+INPUTS_DIFFER, SCALE_DIFFERS = "inputs_differ", "scale_differs"
+NO_ELEMENTWISE = "shape_differs"
+NO_REFERENCE = "no_reference"
+
+# Per-element codes of `Nearer.map`.
+NEARER_A, NEARER_B, TIE, UNDEFINED = 0, 1, 2, 3
+NEARER_KEYS = ("a", "b", "tie", "undefined")
+
+DIFFERENCE_LABEL = "output a vs output b (b in the role of the reference)"
+SAME_BACKEND_NOTE = "same backend: both packets declare backend {backend}"
+INPUTS_DIFFER_NOTE = ("the inputs differ: the output differences mix input and arithmetic differences, and each "
+                      "side's references are its own")
+OUTPUT_DTYPES_NOTE = ("the output dtypes differ (output.dtypes): the outputs are compared by value only, not bit for "
+                      "bit nor in ULP")
+PAIR_LIMITATIONS = (
+    "A pair shows that two kernels' outputs differ and where, not why.",
+    "Identity fields remain declarations: two packets declaring the same selection are not proven to be "
+    "captures of the same call.",
+)
+
+
+class SamePacketError(ValueError):
+    """Both sides name the same packet.json (same path, link or (st_dev, st_ino)): a usage error, not a pair."""
+
+
+@dataclass(frozen=True)
+class SideRefusal:
+    """One refusal of one side."""
+
+    side: str
+    problem: Problem
+
+
+@dataclass(frozen=True)
+class SelectionDifference:
+    field: str
+    a: Any
+    b: Any
+
+
+@dataclass(frozen=True)
+class BitDifference:
+    """Bitwise comparison of one tensor's native patterns on both sides (same dtype and shape).
+
+    `per_head` counts mismatches along the tensor's head axis; `first_positions` are the
+    first mismatched [head, token, channel] (row-major), at most `limit` of them.
+    """
+
+    tensor: str
+    dtype: str
+    identical: bool
+    compared: int
+    mismatched: int
+    per_head: tuple[int, ...]
+    first_positions: tuple[tuple[int, ...], ...]
+    bit_flips: Mapping[str, int]
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """Byte facts of the five input tensors; `identical` when all five are."""
+
+    identical: bool
+    tensors: Mapping[str, BitDifference]
+
+
+@dataclass(frozen=True)
+class OutputDifference:
+    """Output a against output b. Bitwise fields are None when the output dtypes differ.
+
+    `bits` holds the [QH, D] comparison (positions as [head, channel]); `ulp.distance`
+    is int64 [QH, D] (-1 where a value is nonfinite); `difference.abs_error` is |a - b|.
+    """
+
+    dtype_a: str
+    dtype_b: str
+    dtypes_differ: bool
+    compared: int
+    bits: BitDifference | None
+    differs: np.ndarray | None
+    ulp: Ulp | None
+    difference: Comparison
+
+
+@dataclass(frozen=True)
+class LadderRow:
+    """One side's row of the incident table, read from that side's own analysis."""
+
+    primary: Metrics
+    rounded_to_output: Metrics
+    fp64_output_error: Metrics
+    equal_to_rounded_reference: int
+    compared: int
+
+
+@dataclass(frozen=True)
+class NearerCounts:
+    a: int
+    b: int
+    tie: int
+    undefined: int
+
+
+@dataclass(frozen=True)
+class Nearer:
+    """Which output is nearer the shared primary reference, per element (`map`, int8 codes NEARER_A ...)."""
+
+    global_counts: NearerCounts
+    per_head: tuple[NearerCounts, ...]
+    map: np.ndarray
+
+
+@dataclass(frozen=True)
+class Tokens:
+    """`seed_token` is None when the sides disagree on it (then listed in the selection differences)."""
+
+    seed_token: int | None
+    target_a: int | None
+    target_b: int | None
+
+    @property
+    def differ(self) -> bool:
+        return self.target_a != self.target_b
+
+
+@dataclass(frozen=True, repr=False)
+class Pair(InlineDisplay):
+    """The comparison of two analyses (compare-v1.md). `a` and `b` are the sides' own immutable results.
+
+    `selection` holds the selection fields both sides share, as ((name, value), ...) in
+    report order; `ladder` maps "a" / "b" to a LadderRow, or None for a side without a
+    reference.
+    """
+
+    DISPLAY_MODULE = "explorer.notebook.pair"
+
+    a: Analysis
+    b: Analysis
+    status: str
+    refusals: tuple[SideRefusal, ...]
+    reasons: tuple[Reason, ...]
+    selection: tuple[tuple[str, Any], ...] | None
+    selection_differences: tuple[SelectionDifference, ...]
+    inputs: Inputs | None
+    output: OutputDifference | None
+    ladder: Mapping[str, LadderRow | None] | None
+    nearer: Nearer | None
+    nearer_reason: str | None
+    tokens: Tokens | None
+    notes: tuple[str, ...]
+    emulation: PairEmulations | None = None  # None: no emulation requested (pair/emulation.py)
+
+    def side(self, name: str) -> Analysis:
+        """The analysis of side "a" or "b"."""
+        return {"a": self.a, "b": self.b}[name]
+
+    def report(self) -> dict[str, Any]:
+        """The JSON-ready report of compare-v1.md section 4 (`explorer compare --json`)."""
+        from explorer.pair.report import (
+            build_comparison_report,  # lazy: the result delegates to its own builder
+        )
+
+
+        return build_comparison_report(self)
+
+
+@dataclass(frozen=True)
+class MatrixRow:
+    """One emulation scored against side a (`a`) and side b (`b`), each that side's own Emulation entry."""
+
+    a: Emulation
+    b: Emulation
+
+
+@dataclass(frozen=True)
+class PairEmulations:
+    """The matrix of a pair with emulations requested; `rows` None with `reason` when no matrix exists."""
+
+    emulated_on: str | None
+    rows: tuple[MatrixRow, ...] | None
+    reason: str | None

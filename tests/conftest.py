@@ -1,0 +1,14 @@
+"""Marks the browser tests: every test that drives Debian's chromium (the `browser` fixture, or a file of browser tests) gets the `browser` marker, so `pytest -m "not browser"` is the quick loop."""
+
+from __future__ import annotations
+
+import pytest
+
+BROWSER_FIXTURE = "browser"  # tests/app/conftest.py: chromium through Playwright
+BROWSER_FILE_PREFIXES = ("test_browser", "test_catalog_browser")
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if BROWSER_FIXTURE in getattr(item, "fixturenames", ()) or item.path.name.startswith(BROWSER_FILE_PREFIXES):
+            item.add_marker(pytest.mark.browser)
