@@ -83,7 +83,7 @@ def compute_numerics(
         eligibility(*(_head_has_nonfinite(facts, name) for name in REFERENCE_INPUTS))
     )
 
-    primary = attend(queries, keys, values, scale, eligible, np.float32)
+    primary = attend(queries, keys, values, scale, eligible, np.float32, keep_weights=True)
     reference = readonly(primary.reference)
     exact = readonly(attend(queries, keys, values, scale, eligible, np.float64).reference)
     narrow_dtype, narrow_reason = narrowed_query_plan(tensors["queries"].dtype, tensors["storedKeys"].dtype)
