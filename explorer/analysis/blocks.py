@@ -7,9 +7,9 @@ any later report build their common parts here, so one key is spelled in one pla
 from __future__ import annotations
 
 import platform
+from importlib import metadata
 from typing import Any, Mapping
 
-import ml_dtypes
 import numpy as np
 
 from explorer.analysis.result import Comparison, Emulation, Metrics, Ulp
@@ -93,7 +93,15 @@ def score_block(s: Score) -> dict[str, Any]:
             "headsNotCompared": s.heads_not_compared}
 
 
-def runtime() -> dict[str, str]:
-    """Versions of the explorer, Python, numpy and ml_dtypes."""
+def installed_version(distribution: str) -> str | None:
+    """The installed version of a distribution, read from its metadata without importing it (None if absent)."""
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def runtime() -> dict[str, str | None]:
+    """Versions of the explorer, Python, numpy and ml_dtypes (installed, not imported by the analysis)."""
     return {"explorer": __version__, "python": platform.python_version(),
-            "numpy": np.__version__, "mlDtypes": ml_dtypes.__version__}
+            "numpy": np.__version__, "mlDtypes": installed_version("ml_dtypes")}
