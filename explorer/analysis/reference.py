@@ -96,7 +96,7 @@ def _logits(queries: np.ndarray, keys: np.ndarray, scale: np.floating, out: np.n
     scratch = np.empty(heads * min(step, keys.shape[0]) * head_dim, dtype=queries.dtype)
     for chunk in spans(keys.shape[0], step):
         products = scratch[: heads * (chunk.stop - chunk.start) * head_dim].reshape(heads, -1, head_dim)
-        np.multiply(queries[:, None, :], keys[None, chunk], out=products)
+        np.multiply(queries[:, None, :], keys[None, chunk].astype(queries.dtype, copy=False), out=products)
         np.add.reduce(products, axis=-1, out=out[:, chunk])
     out *= scale
 
@@ -110,24 +110,24 @@ def token_sum(rows: np.ndarray) -> np.ndarray:
     return total
 
 
-def _weighted_values(weights: np.ndarray, values_t: np.ndarray) -> np.ndarray:
-    """[h, D]: sum over tokens of weights[h, t] * values_t[d, t] in token_sum's order, heads in batches."""
+def _weighted_values(weights: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """[h, D]: sum over tokens of weights[h, t] * values[t, d] in token_sum's order, heads in batches."""
     heads, tokens = weights.shape
-    head_dim = values_t.shape[0]
+    head_dim = values.shape[1]
     out = np.empty((heads, head_dim), dtype=weights.dtype)
     batch_heads = min(heads, max(1, PRODUCT_ELEMENTS // (head_dim * TOKEN_BLOCK)))
     scratch = np.empty(batch_heads * head_dim * min(tokens, TOKEN_BLOCK), dtype=weights.dtype)
     partial = np.empty((batch_heads, head_dim), dtype=weights.dtype)
-    for batch in spans(heads, batch_heads):
-        total = out[batch]
-        for index, block in enumerate(spans(tokens, TOKEN_BLOCK)):
+    for index, block in enumerate(spans(tokens, TOKEN_BLOCK)):
+        block_t = np.ascontiguousarray(values[block].T, dtype=weights.dtype)  # [D, tokens of the block]
+        for batch in spans(heads, batch_heads):
             count = batch.stop - batch.start
             products = scratch[: count * head_dim * (block.stop - block.start)].reshape(count, head_dim, -1)
-            np.multiply(weights[batch, None, block], values_t[None, :, block], out=products)
+            np.multiply(weights[batch, None, block], block_t[None], out=products)
             if index == 0:
-                np.add.reduce(products, axis=-1, out=total)
+                np.add.reduce(products, axis=-1, out=out[batch])
             else:
-                total += np.add.reduce(products, axis=-1, out=partial[:count])
+                out[batch] += np.add.reduce(products, axis=-1, out=partial[:count])
     return out
 
 
@@ -162,19 +162,17 @@ def attend(
             heads = kv * group + np.flatnonzero(eligible[kv * group : (kv + 1) * group])
             if heads.size == 0:
                 continue
-            keys_kv = keys[kv].astype(dtype, copy=False)
-            values_t = np.ascontiguousarray(values[kv].T, dtype=dtype)
             for batch in spans(heads.size, max(1, ROW_ELEMENTS // tokens)):
                 rows = heads[batch]
                 logits = np.empty((rows.size, tokens), dtype=dtype)
-                _logits(queries[rows].astype(dtype, copy=False), keys_kv, s, logits)
+                _logits(queries[rows].astype(dtype, copy=False), keys[kv], s, logits)
                 top = logits.max(axis=1)
                 finite = np.isfinite(top) & np.isfinite(logits.min(axis=1))
                 logits -= top[:, None]
                 exponentials = np.exp(logits, out=logits)
                 total = token_sum(exponentials)
                 w = np.divide(exponentials, total[:, None], out=exponentials)
-                reference[rows] = _weighted_values(w, values_t)
+                reference[rows] = _weighted_values(w, values[kv])
                 if keep_weights:
                     weights[rows] = w
                     weights[rows[~finite]] = np.nan

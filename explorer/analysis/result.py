@@ -34,7 +34,7 @@ class NonfiniteMap:
     `kinds` is uint8 with the tensor's shape minus the batch axis, i.e.
     [head, token, channel], holding FINITE / QUIET_NAN / SIGNALING_NAN /
     POSITIVE_INFINITY / NEGATIVE_INFINITY. `nan` counts quiet and signaling NaNs.
-    `per_head_token` is int64 [head, token, 4]: counts of quiet NaN, signaling NaN,
+    `per_head_token` is uint16 [head, token, 4]: counts of quiet NaN, signaling NaN,
     +inf, -inf per (head, token) row, for views that aggregate over channels.
     """
 
