@@ -6,7 +6,11 @@ variant of the same size, it prints: the median wall time of whole-process
 same Python importing numpy and reading and SHA-256-hashing every packet file),
 their ratio, the median in-process split by stage (from the `timings` hook of
 explorer.analysis.analyze.analyze, cache cleared before each run) and the peak
-RSS of the whole analyze process.
+RSS of the whole analyze process. It then prints the import time of every
+third-party package the analyze process loads (`python -X importtime`, median of
+the runs; cumulative: a package's time includes what it imports) with its installed
+version, so that a slow import brought by a newer release shows up. Run it in an
+environment installed the README's way (`pip install -e .`, the newest versions).
 
     python benchmarks/bench_analyze.py
 """
@@ -15,11 +19,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from importlib import metadata
 from pathlib import Path
 
 from explorer.analysis.analyze import analyze, clear_cache
@@ -57,6 +63,44 @@ def timed_process(argv: list[str]) -> tuple[float, float, int]:
     return float(seconds), int(max_rss_kib) / KIB, int(status)
 
 
+IMPORT_LINE = re.compile(r"^import time:\s+(\d+) \|\s+(\d+) \| (\s*)(\S+)$")
+
+
+def third_party_imports(argv: list[str]) -> dict[str, float]:
+    """Seconds per top-level third-party package imported by one run of `argv` under `python -X importtime`.
+
+    The cumulative time of the package's outermost import (what it imports included); the standard
+    library and the explorer itself are left out.
+    """
+    done = subprocess.run([sys.executable, "-X", "importtime", *argv], capture_output=True, text=True)
+    installed = metadata.packages_distributions()
+    seconds: dict[str, tuple[float, int]] = {}
+    for line in done.stderr.splitlines():
+        match = IMPORT_LINE.match(line)
+        if match is None:
+            continue
+        top = match.group(4).split(".")[0]
+        if top not in installed or top in sys.stdlib_module_names or top == "explorer":
+            continue
+        depth = len(match.group(3))
+        if top not in seconds or depth <= seconds[top][1]:  # keep the outermost (last printed) import
+            seconds[top] = (int(match.group(2)) / 1e6, depth)
+    return {name: value for name, (value, _) in seconds.items()}
+
+
+def version_of(package: str) -> str:
+    """The installed version of the distribution providing top-level `package`."""
+    return metadata.version(metadata.packages_distributions()[package][0])
+
+
+def print_imports(packet: Path) -> None:
+    runs = [third_party_imports(["-m", "explorer", "analyze", str(packet), "--json"]) for _ in range(RUNS)]
+    names = sorted(set().union(*runs), key=lambda name: -statistics.median(run.get(name, 0.0) for run in runs))
+    print(f"  third-party imports of the analyze process (cumulative, median of {RUNS}):")
+    for name in names:
+        print(f"    {name:<20} {version_of(name):<12} {statistics.median(run.get(name, 0.0) for run in runs):.3f} s")
+
+
 def in_process_split(packet: Path) -> dict[str, float]:
     timings: dict[str, float] = {}
     clear_cache()
@@ -85,6 +129,7 @@ def bench(name: str, packet: Path) -> None:
         print(f"  in-process {stage + ':':<15}   {statistics.median(s.get(stage, 0.0) for s in splits):.3f} s")
     print(f"  peak RSS whole process (max):  {max(run[1] for run in analyze_runs):.1f} MiB")
     print(f"  peak RSS floor process (max):  {max(run[1] for run in floor_runs):.1f} MiB")
+    print_imports(packet)
 
 
 def main() -> None:

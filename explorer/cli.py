@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 
-# The reference's matrix products are about a millisecond each; on a busy 2-core
-# machine a second BLAS thread costs far more than it saves. Set before numpy loads.
+# The explorer's numbers never use BLAS (docs/report.md); numpy still starts BLAS threads when it
+# loads, which on a busy 2-core machine only cost. Set before numpy loads.
 BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 for _variable in BLAS_THREAD_VARIABLES:
     os.environ.setdefault(_variable, "1")
@@ -19,6 +19,7 @@ from typing import Any, Sequence  # noqa: E402
 import numpy as np  # noqa: E402
 
 import explorer  # noqa: E402
+from explorer.analysis.memory import MEMORY_BOUND_EXCEEDED  # noqa: E402
 from explorer.export.safeio import write_new  # noqa: E402
 
 EXIT_ANALYZED = 0
@@ -546,6 +547,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return args.run(args)
     except UsageError as error:
         print(_printable(f"explorer: usage error: {error}"), file=sys.stderr)
+        return EXIT_USAGE
+    except MemoryError:  # the environment, not the program: analyze itself reports memory_bound_exceeded
+        print(f"explorer: out of memory ({MEMORY_BOUND_EXCEEDED}): the process cannot hold what this command "
+              "needs; see docs/report.md, Memory", file=sys.stderr)
         return EXIT_USAGE
     except Exception as error:  # a programming error, never packet content
         print(_printable(f"explorer: internal error: {type(error).__name__}: {error}"), file=sys.stderr)

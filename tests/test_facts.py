@@ -103,7 +103,7 @@ def test_all_finite():
         assert nonfinite.first_locations == ()
         assert nonfinite.kinds.shape == shape[1:] and nonfinite.kinds.dtype == np.uint8
         assert not nonfinite.kinds.any()
-        assert nonfinite.per_head_token.shape == shape[1:3] + (4,) and nonfinite.per_head_token.dtype == np.int64
+        assert nonfinite.per_head_token.shape == shape[1:3] + (4,) and nonfinite.per_head_token.dtype == np.uint16
         assert not nonfinite.per_head_token.any()
 
 
@@ -126,7 +126,7 @@ def test_each_kind_in_each_tensor(name, kind, kv_dtype):
     assert nonfinite.first_locations == ((0, 0, 3), (head, token, 2))
     assert nonfinite.kinds[head, token, 2] == kind and nonfinite.kinds[0, 0, 3] == kind
     assert np.count_nonzero(nonfinite.kinds != FINITE) == 2
-    expected = np.zeros(nonfinite.per_head_token.shape, np.int64)
+    expected = np.zeros(nonfinite.per_head_token.shape, np.uint16)
     expected[head, token, COLUMN[kind]] += 1
     expected[0, 0, COLUMN[kind]] += 1
     assert np.array_equal(nonfinite.per_head_token, expected)

@@ -16,12 +16,13 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from time import perf_counter
-from typing import Any, Iterable, Mapping, MutableMapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, MutableMapping, Sequence, TypeVar
 
 import numpy as np
 
 from explorer.analysis.emulation import EmulatedOutput, emulations_for, expand, normalised_ids
 from explorer.analysis.facts import tensor_facts
+from explorer.analysis.memory import MEMORY_BOUND_EXCEEDED, MIB, facts_need, numerics_need, shortfall
 from explorer.analysis.numerics import after_numerics_reasons, compute_numerics
 from explorer.analysis.result import Analysis, Emulation, Numerics, TensorFacts
 from explorer.packet.admission import admit
@@ -31,13 +32,15 @@ CACHE_ENTRIES = 8
 CACHE_BYTES = 256 * 1024 * 1024  # summed nbytes of the arrays of every cached entry
 
 ContentKey = tuple[str, str | None, tuple[str, ...], bool]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
 class _Computed:
-    facts: TensorFacts
+    facts: TensorFacts | None
     numerics: Numerics | None
     reasons: tuple[Reason, ...]
+    complete: bool = True  # False when memory was short: such an entry is never cached
 
 
 _cache: OrderedDict[ContentKey, tuple[_Computed, int]] = OrderedDict()  # key -> (entry, its array bytes)
@@ -82,14 +85,32 @@ def clear_cache() -> None:
         _emulation_cache.clear()
 
 
+def _within_memory(compute: Callable[[], T], needed: int, what: str) -> tuple[T | None, Reason | None]:
+    """(compute(), None), or (None, a memory_bound_exceeded reason) when `needed` bytes cannot fit or run out."""
+    message = shortfall(needed, what)
+    if message is None:
+        try:
+            return compute(), None
+        except MemoryError:
+            message = f"the {what} ran out of memory (estimated at up to {needed / MIB:.0f} MiB)"
+    return None, Reason(MEMORY_BOUND_EXCEEDED, f"{message}; they were not computed")
+
+
 def _compute(admission: Admission, timings: MutableMapping[str, float] | None) -> _Computed:
+    """Facts, numerics and reasons; a part that cannot fit in memory is left out with its reason (and not cached)."""
     started = perf_counter()
-    facts = tensor_facts(admission.tensors)
+    facts, shortage = _within_memory(lambda: tensor_facts(admission.tensors), facts_need(admission),
+                                     "tensor facts")
     if timings is not None:
         timings["facts"] = perf_counter() - started
+    if facts is None:
+        return _Computed(None, None, (shortage,), complete=False)
     if not admission.numerics_allowed:
         return _Computed(facts, None, ())
-    numerics = compute_numerics(admission, facts, timings)
+    numerics, shortage = _within_memory(lambda: compute_numerics(admission, facts, timings),
+                                        numerics_need(admission), "references and comparisons")
+    if numerics is None:
+        return _Computed(facts, None, (shortage,), complete=False)
     return _Computed(facts, numerics, after_numerics_reasons(facts, numerics))
 
 
@@ -110,7 +131,8 @@ def _cached_or_computed(key: ContentKey, admission: Admission,
     try:
         computed = _compute(admission, timings)
         with _cache_lock:
-            _cache[key] = (computed, array_bytes(computed))
+            if computed.complete:
+                _cache[key] = (computed, array_bytes(computed))
             while len(_cache) > CACHE_ENTRIES or sum(size for _, size in _cache.values()) > CACHE_BYTES:
                 _cache.popitem(last=False)
     finally:

@@ -7,12 +7,13 @@ any later report build their common parts here, so one key is spelled in one pla
 from __future__ import annotations
 
 import platform
+from importlib import metadata
 from typing import Any, Mapping
 
-import ml_dtypes
 import numpy as np
 
 from explorer.analysis.result import Comparison, Emulation, Metrics, Ulp
+from explorer.analysis.score import Score
 from explorer.version import __version__
 
 # What the analysis does not prove (packet-v1.md section 6, last paragraph, and report-v1.md section 2).
@@ -86,7 +87,21 @@ def emulation_block(e: Emulation, group: int) -> dict[str, Any]:
     }
 
 
-def runtime() -> dict[str, str]:
-    """Versions of the explorer, Python, numpy and ml_dtypes."""
+def score_block(s: Score) -> dict[str, Any]:
+    """The `score` block: the packet score, each query head's and the heads not compared (null scores)."""
+    return {"value": finite(s.value), "perHead": [finite(v) for v in s.per_head],
+            "headsNotCompared": s.heads_not_compared}
+
+
+def installed_version(distribution: str) -> str | None:
+    """The installed version of a distribution, read from its metadata without importing it (None if absent)."""
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def runtime() -> dict[str, str | None]:
+    """Versions of the explorer, Python, numpy and ml_dtypes (installed, not imported by the analysis)."""
     return {"explorer": __version__, "python": platform.python_version(),
-            "numpy": np.__version__, "mlDtypes": ml_dtypes.__version__}
+            "numpy": np.__version__, "mlDtypes": installed_version("ml_dtypes")}

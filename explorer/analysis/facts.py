@@ -21,8 +21,10 @@ from explorer.packet.model import TENSOR_NAMES, NativeTensor
 FIRST_LOCATIONS_LIMIT = 100
 LAST_ROW_POSITIONS_LIMIT = 4096
 
-# `NonfiniteMap.per_head_token` columns, in this kind order.
+# `NonfiniteMap.per_head_token` columns, in this kind order, and its dtype: a count is at most D <= 1,024,
+# and uint16 keeps the map within 4 times the payload of its tensor (8 bytes per row of at least 2 bytes).
 PER_HEAD_TOKEN_KINDS = (QUIET_NAN, SIGNALING_NAN, POSITIVE_INFINITY, NEGATIVE_INFINITY)
+PER_HEAD_TOKEN_DTYPE = np.uint16
 # `LastRow.field_mask` bits.
 SIGN_DIFFERS, EXPONENT_DIFFERS, MANTISSA_DIFFERS = 1, 2, 4
 
@@ -50,10 +52,9 @@ def nonfinite_map(tensor: NativeTensor) -> NonfiniteMap:
     where = np.flatnonzero(flat_kinds)
     found = flat_kinds[where]
     counts = np.bincount(found, minlength=len(_KIND_COLUMN))
-    per_head_token = np.bincount(
-        (where // channels) * len(PER_HEAD_TOKEN_KINDS) + _KIND_COLUMN[found],
-        minlength=heads * tokens * len(PER_HEAD_TOKEN_KINDS),
-    ).reshape(heads, tokens, len(PER_HEAD_TOKEN_KINDS))
+    # Counted only where something is nonfinite: no temporary of the map's size beyond the map itself.
+    per_head_token = np.zeros((heads * tokens, len(PER_HEAD_TOKEN_KINDS)), dtype=PER_HEAD_TOKEN_DTYPE)
+    np.add.at(per_head_token, (where // channels, _KIND_COLUMN[found]), 1)
     first = np.unravel_index(where[:FIRST_LOCATIONS_LIMIT], (heads, tokens, channels))
     return NonfiniteMap(
         tensor=tensor.name,
@@ -64,7 +65,7 @@ def nonfinite_map(tensor: NativeTensor) -> NonfiniteMap:
         negative_infinity=int(counts[NEGATIVE_INFINITY]),
         first_locations=tuple(zip(*(axis.tolist() for axis in first))),
         kinds=_read_only(kinds),
-        per_head_token=_read_only(per_head_token.astype(np.int64)),
+        per_head_token=_read_only(per_head_token.reshape(heads, tokens, len(PER_HEAD_TOKEN_KINDS))),
     )
 
 

@@ -16,6 +16,7 @@ from explorer.analysis.reference import (
     narrowed_query_plan,
 )
 from explorer.analysis.result import Fp64Diagnostic, NarrowedQuery, Numerics, TensorFacts
+from explorer.analysis.score import packet_score
 from explorer.packet.dtypes import narrow, round_bits
 from explorer.packet.model import Admission, Reason
 
@@ -82,7 +83,7 @@ def compute_numerics(
         eligibility(*(_head_has_nonfinite(facts, name) for name in REFERENCE_INPUTS))
     )
 
-    primary = attend(queries, keys, values, scale, eligible, np.float32)
+    primary = attend(queries, keys, values, scale, eligible, np.float32, keep_weights=True)
     reference = readonly(primary.reference)
     exact = readonly(attend(queries, keys, values, scale, eligible, np.float64).reference)
     narrow_dtype, narrow_reason = narrowed_query_plan(tensors["queries"].dtype, tensors["storedKeys"].dtype)
@@ -125,6 +126,8 @@ def compute_numerics(
         output_error=compare(FP64_OUTPUT_ERROR_LABEL, output_values, exact, eligible),
         reference=exact,
     )
+    floors = tuple(block.linf for block in fp64.reference_error.per_head)
+    score = packet_score(primary_comparison.abs_error, reference, floors, output.dtype)
     if timings is not None:
         timings["reference"] = referenced - started
         timings["comparisons"] = perf_counter() - referenced
@@ -138,6 +141,7 @@ def compute_numerics(
         fp64=fp64,
         attention=attention,
         weights=readonly(primary.weights),
+        score=score,
     )
 
 

@@ -1,9 +1,21 @@
 """FP32 / FP64 GQA softmax attention of an admitted packet, per-head eligibility and attention diagnostics; no I/O.
 
-Every evaluation is group-wise: for each KV head one matrix product of its
-eligible query heads against the stored keys, `(q[g, D] @ K[T, D].T) * s`, the
-max-subtracted softmax and one product with the stored values. Repeated K/V are
-never materialised; FP64 evaluations cast one KV head's K and V at a time.
+Every sum is taken in one fixed order, whatever the BLAS library, its threads, the
+process or the machine (no BLAS `matmul` / `dot` is used; numpy's elementwise
+operations and its pairwise `add.reduce` along a contiguous axis are the same
+everywhere for one numpy version):
+
+- a logit `(K[kv, t, :] . q[h, :]) * s` is numpy's pairwise sum of the D products
+  `q[h, d] * K[kv, t, d]` (each rounded to the pass dtype), in channel order, then
+  multiplied by `s`;
+- a sum over tokens (the softmax denominator and each output element
+  `sum_t w[t] * V[kv, t, d]`) is cut into blocks of TOKEN_BLOCK tokens from token 0:
+  numpy's pairwise sum within a block, the block sums added in token order.
+
+Memory stays proportional to the packet: tokens are processed in chunks (a product
+temporary holds at most PRODUCT_ELEMENTS values) and query heads in batches whose
+rows hold at most ROW_ELEMENTS values; neither choice changes any sum's order.
+Repeated K/V are never materialised.
 """
 
 from __future__ import annotations
@@ -16,6 +28,9 @@ from explorer.analysis.result import HeadAttention
 
 TOP_TOKENS = 5
 NARROW_STORAGE_DTYPES = ("float16", "bfloat16")
+TOKEN_BLOCK = 1024  # tokens per block of every sum over tokens: fixes the summation order, never tuned per machine
+PRODUCT_ELEMENTS = 1 << 18  # values in one product temporary ([heads, tokens, D] or [heads, D, tokens])
+ROW_ELEMENTS = 1 << 22  # values in one batch of logit rows [heads, T] (at least one head per batch)
 
 NONFINITE_INPUTS = "nonfinite_inputs"
 NONFINITE_LOGITS = "nonfinite_logits"
@@ -28,14 +43,15 @@ class AttentionPass:
     """One evaluation of the formula for every query head, in one float dtype.
 
     `reference` [QH, D] is NaN for ineligible heads (an eligible head keeps what the
-    formula gives, overflow included); `weights` [QH, T] is NaN for ineligible heads
-    and for heads whose logits overflowed; `logits_finite` bool [QH] is False for
-    both; `max_logit` / `sum_exp` float64 [QH] are the row maximum of the scaled
-    logits and the sum of `exp(logits - max)` (NaN for ineligible heads).
+    formula gives, overflow included); `weights` [QH, T] (None unless asked for) is
+    NaN for ineligible heads and for heads whose logits overflowed; `logits_finite`
+    bool [QH] is False for both; `max_logit` / `sum_exp` float64 [QH] are the row
+    maximum of the scaled logits and the sum of `exp(logits - max)` (NaN for
+    ineligible heads).
     """
 
     reference: np.ndarray
-    weights: np.ndarray
+    weights: np.ndarray | None
     logits_finite: np.ndarray
     max_logit: np.ndarray
     sum_exp: np.ndarray
@@ -68,6 +84,53 @@ def narrowed_query_plan(query_dtype: str, storage_dtype: str) -> tuple[str | Non
     return storage_dtype, None
 
 
+def spans(count: int, size: int) -> list[slice]:
+    """Consecutive slices of at most `size` covering range(count), from 0."""
+    return [slice(start, min(count, start + size)) for start in range(0, count, size)]
+
+
+def _logits(queries: np.ndarray, keys: np.ndarray, scale: np.floating, out: np.ndarray) -> None:
+    """out [h, T] = (pairwise sum over d of queries[h, d] * keys[t, d]) * scale in queries' dtype, tokens in chunks."""
+    heads, head_dim = queries.shape
+    step = max(1, PRODUCT_ELEMENTS // (heads * head_dim))
+    scratch = np.empty(heads * min(step, keys.shape[0]) * head_dim, dtype=queries.dtype)
+    for chunk in spans(keys.shape[0], step):
+        products = scratch[: heads * (chunk.stop - chunk.start) * head_dim].reshape(heads, -1, head_dim)
+        np.multiply(queries[:, None, :], keys[None, chunk].astype(queries.dtype, copy=False), out=products)
+        np.add.reduce(products, axis=-1, out=out[:, chunk])
+    out *= scale
+
+
+def token_sum(rows: np.ndarray) -> np.ndarray:
+    """Sums over the last (token) axis of `rows`: pairwise within each TOKEN_BLOCK block, blocks added in token order."""
+    total = None
+    for block in spans(rows.shape[-1], TOKEN_BLOCK):
+        partial = np.add.reduce(rows[..., block], axis=-1)
+        total = partial if total is None else total + partial
+    return total
+
+
+def _weighted_values(weights: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """[h, D]: sum over tokens of weights[h, t] * values[t, d] in token_sum's order, heads in batches."""
+    heads, tokens = weights.shape
+    head_dim = values.shape[1]
+    out = np.empty((heads, head_dim), dtype=weights.dtype)
+    batch_heads = min(heads, max(1, PRODUCT_ELEMENTS // (head_dim * TOKEN_BLOCK)))
+    scratch = np.empty(batch_heads * head_dim * min(tokens, TOKEN_BLOCK), dtype=weights.dtype)
+    partial = np.empty((batch_heads, head_dim), dtype=weights.dtype)
+    for index, block in enumerate(spans(tokens, TOKEN_BLOCK)):
+        block_t = np.ascontiguousarray(values[block].T, dtype=weights.dtype)  # [D, tokens of the block]
+        for batch in spans(heads, batch_heads):
+            count = batch.stop - batch.start
+            products = scratch[: count * head_dim * (block.stop - block.start)].reshape(count, head_dim, -1)
+            np.multiply(weights[batch, None, block], block_t[None], out=products)
+            if index == 0:
+                np.add.reduce(products, axis=-1, out=out[batch])
+            else:
+                out[batch] += np.add.reduce(products, axis=-1, out=partial[:count])
+    return out
+
+
 def attend(
     queries: np.ndarray,
     keys: np.ndarray,
@@ -75,18 +138,21 @@ def attend(
     scale: float,
     eligible: np.ndarray,
     dtype: type[np.floating],
+    *,
+    keep_weights: bool = False,
 ) -> AttentionPass:
     """Softmax attention of queries [QH, D] over keys / values [KVH, T, D] in `dtype` arithmetic.
 
     Inputs are float32; `scale` is the packet's float32 scale (cast to `dtype`).
     Only eligible heads are evaluated; nonfinite intermediates of eligible heads
-    (overflowing logits) are kept as the formula produces them.
+    (overflowing logits) are kept as the formula produces them. `keep_weights`: also
+    return the softmax weights [QH, T] (else they are never held for all heads at once).
     """
     query_heads, head_dim = queries.shape
     kv_heads, tokens, _ = keys.shape
     group = group_size(query_heads, kv_heads)
     reference = np.full((query_heads, head_dim), np.nan, dtype=dtype)
-    weights = np.full((query_heads, tokens), np.nan, dtype=dtype)
+    weights = np.full((query_heads, tokens), np.nan, dtype=dtype) if keep_weights else None
     logits_finite = np.zeros(query_heads, dtype=bool)
     max_logit = np.full(query_heads, np.nan)
     sum_exp = np.full(query_heads, np.nan)
@@ -96,19 +162,23 @@ def attend(
             heads = kv * group + np.flatnonzero(eligible[kv * group : (kv + 1) * group])
             if heads.size == 0:
                 continue
-            q = queries[heads].astype(dtype, copy=False)
-            k = keys[kv].astype(dtype, copy=False)
-            logits = (q @ k.T) * s
-            top = logits.max(axis=1, keepdims=True)
-            exponentials = np.exp(logits - top)
-            total = exponentials.sum(axis=1, keepdims=True)
-            w = exponentials / total
-            finite = np.isfinite(logits).all(axis=1)
-            reference[heads] = w @ values[kv].astype(dtype, copy=False)
-            weights[heads] = np.where(finite[:, None], w, dtype(np.nan))
-            logits_finite[heads] = finite
-            max_logit[heads] = top[:, 0]
-            sum_exp[heads] = total[:, 0]
+            for batch in spans(heads.size, max(1, ROW_ELEMENTS // tokens)):
+                rows = heads[batch]
+                logits = np.empty((rows.size, tokens), dtype=dtype)
+                _logits(queries[rows].astype(dtype, copy=False), keys[kv], s, logits)
+                top = logits.max(axis=1)
+                finite = np.isfinite(top) & np.isfinite(logits.min(axis=1))
+                logits -= top[:, None]
+                exponentials = np.exp(logits, out=logits)
+                total = token_sum(exponentials)
+                w = np.divide(exponentials, total[:, None], out=exponentials)
+                reference[rows] = _weighted_values(w, values[kv])
+                if keep_weights:
+                    weights[rows] = w
+                    weights[rows[~finite]] = np.nan
+                logits_finite[rows] = finite
+                max_logit[rows] = top
+                sum_exp[rows] = total
     return AttentionPass(reference, weights, logits_finite, max_logit, sum_exp)
 
 
@@ -117,6 +187,15 @@ def _top_tokens(weights: np.ndarray, count: int) -> np.ndarray:
     kth = np.partition(weights, weights.size - count)[weights.size - count]
     candidates = np.flatnonzero(weights >= kth)  # every token tied with the count-th largest, in token order
     return candidates[np.argsort(-weights[candidates], kind="stable")[:count]]
+
+
+def _entropies(weights: np.ndarray) -> np.ndarray:
+    """float64 [QH]: `-sum w ln w` (0 ln 0 = 0) of each row in FP64, in token_sum's order, a block of tokens at a time."""
+    total = np.zeros(weights.shape[0])
+    for block in spans(weights.shape[1], TOKEN_BLOCK):
+        w = weights[:, block].astype(np.float64)
+        total += np.add.reduce(np.where(w > 0, w * np.log(w), 0.0), axis=-1)
+    return 0.0 - total  # 0.0 - 0.0 is +0.0
 
 
 def head_attention(primary: AttentionPass, eligible: np.ndarray, kv_heads: int) -> tuple[HeadAttention, ...]:
@@ -128,10 +207,9 @@ def head_attention(primary: AttentionPass, eligible: np.ndarray, kv_heads: int) 
     query_heads, tokens = primary.weights.shape
     kv_of = kv_head_of(query_heads, kv_heads)
     top_count = min(TOP_TOKENS, tokens)
-    w = primary.weights.astype(np.float64)
     with np.errstate(all="ignore"):
-        entropy = 0.0 - np.where(w > 0, w * np.log(w), 0.0).sum(axis=1)  # 0.0 - 0.0 is +0.0
         log_sum_exp = primary.max_logit + np.log(primary.sum_exp)
+        entropy = _entropies(primary.weights)
     entries = []
     for h in range(query_heads):
         reason = None if primary.logits_finite[h] else (NONFINITE_LOGITS if eligible[h] else NONFINITE_INPUTS)

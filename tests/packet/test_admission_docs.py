@@ -14,7 +14,7 @@ from explorer.pair import model as pair_model
 from explorer.catalog.discovery import discover
 from explorer.catalog.triage import json_line, triage
 from admission_cases import SPEC_REASON_CODES, SPEC_REFUSAL_CODES
-from explorer.analysis import numerics, reference
+from explorer.analysis import memory, numerics, reference
 from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED
 
 REPO = Path(__file__).resolve().parents[2]
@@ -37,7 +37,8 @@ def _keys(value) -> set[str]:
 def test_the_packet_doc_explains_every_refusal_and_inconclusive_code_once():
     text = (DOCS / "packet-format.md").read_text()
     tabled = [code for code in TABLE_CODE.findall(text) if code not in (ANALYZED, INCONCLUSIVE, REFUSED)]
-    assert sorted(tabled) == sorted(SPEC_REFUSAL_CODES | SPEC_REASON_CODES | AFTER_NUMERICS_CODES)
+    assert sorted(tabled) == sorted(SPEC_REFUSAL_CODES | SPEC_REASON_CODES | AFTER_NUMERICS_CODES
+                                    | {memory.MEMORY_BOUND_EXCEEDED})
 
 
 def test_the_report_doc_names_every_key_and_undefined_reason_the_report_carries():
