@@ -11,8 +11,10 @@ from typing import Any
 
 from explorer.analysis.blocks import (
     LIMITATIONS,
+    baseline_block,
     comparison_block,
-    emulation_block,
+    decisive_block,
+    emulation_list,
     finite,
     metrics_block,
     plain,
@@ -102,7 +104,7 @@ def build_report(analysis: Analysis) -> dict[str, Any]:
         "inconclusiveReasons": [{"code": r.code, "message": r.message} for r in analysis.reasons],
         "identity": None, "selection": None, "sample": None, "geometry": None,
         "tensors": None, "lastRow": None, "reference": None, "attention": None,
-        "emulations": None, "emulationsRequested": None,
+        "emulations": None, "emulationsRequested": None, "emulationDecisive": None, "emulationBaseline": None,
         "runtime": runtime(),
         "limitations": list(LIMITATIONS),
     }
@@ -131,7 +133,9 @@ def build_report(analysis: Analysis) -> dict[str, Any]:
         report["reference"] = _reference(numerics, group)
         report["attention"] = {"perHead": [_head_attention(a) for a in numerics.attention]}
         if analysis.emulations is not None:
-            report["emulations"] = [emulation_block(e, group) for e in analysis.emulations]
+            report["emulations"] = emulation_list(analysis.emulations, group)
+            report["emulationDecisive"] = decisive_block(analysis.emulation_counts.decisive)
+            report["emulationBaseline"] = baseline_block(analysis.emulation_counts.baseline)
     if analysis.emulations_requested is not None:
         report["emulationsRequested"] = list(analysis.emulations_requested)
     return report
