@@ -88,9 +88,9 @@ class Kernel:
 
 
 KERNELS: Mapping[str, Kernel] = MappingProxyType({
-    MLX_TWO_PASS: Kernel(MLX_TWO_PASS, "MLX two-pass vector decode kernel (sdpa_vector_2pass)",
+    MLX_TWO_PASS: Kernel(MLX_TWO_PASS, "MLX vector decode kernel with per-block partials and a merge (sdpa_vector_2pass)",
                          (BLOCKS, MLX_PARTIAL, EXP, FMA, SIMD)),
-    MLX_SINGLE_PASS: Kernel(MLX_SINGLE_PASS, "MLX one-pass vector decode kernel (sdpa_vector)", (EXP, FMA, SIMD)),
+    MLX_SINGLE_PASS: Kernel(MLX_SINGLE_PASS, "MLX vector decode kernel without partials (sdpa_vector)", (EXP, FMA, SIMD)),
     MLX_SDPA: Kernel(MLX_SDPA, "the MLX kernel and block count MLX launches for this packet",
                      (DEVICE, MLX_PARTIAL, EXP, FMA, SIMD)),
     PAGED_TWO_PASS: Kernel(PAGED_TWO_PASS, "paged decode kernel (exp2 domain, partitions merged)",

@@ -74,7 +74,7 @@ def mlx_launch(device: str, geometry: Geometry) -> tuple[str, int | None] | NotE
     if not two_pass:
         return "mlx_single_pass", None
     if g.group == MLX_GQA_FACTOR and g.head_dim in MLX_GQA_HEAD_DIMS and g.tokens >= MLX_GQA_MIN_TOKENS:
-        return NotEmulated(GQA_VARIANT, f"MLX launches its two-pass _gqa variant here (QH = 8 x KVH, D {g.head_dim}, "
+        return NotEmulated(GQA_VARIANT, f"MLX launches its sdpa_vector_2pass _gqa variant here (QH = 8 x KVH, D {g.head_dim}, "
                                         f"T {g.tokens} >= {MLX_GQA_MIN_TOKENS}); that variant is not emulated")
     return "mlx_two_pass", mlx_blocks(device, geometry)
 

@@ -25,7 +25,7 @@ from explorer.analysis.emulation.launch import Geometry, NotEmulated
 
 SOURCE_SENTENCES = {
     MLX_TWO_PASS: "Emulated as MLX's sdpa_vector_2pass source computes it: blocks visit strided keys with an online "
-                  "softmax; pass 2 merges them lane-strided (lane l takes blocks l, l + 32, ...), then reduces across "
+                  "softmax; the second kernel merges them lane-strided (lane l takes blocks l, l + 32, ...), then reduces across "
                   "the 32 lanes.",
     MLX_SINGLE_PASS: "Emulated as MLX's sdpa_vector source computes it: 32 simdgroups visit strided keys with an online "
                      "softmax, then their results are scaled and reduced across the 32 simdgroups.",
@@ -115,7 +115,8 @@ class EmulationSpec:
                 value = FMA_VALUES[self.parameters[name]] if name == "fma" else self.parameters[name]
                 sentences.append(HYPOTHESIS_SENTENCES[name][value])
         if self.kernel == SINGLE_PASS:
-            sentences.append("Every float32 operation rounds on its own; exp is correctly rounded; no lanes.")
+            sentences.append("Every float32 operation rounds on its own (a compiler may fuse multiply-adds), every exp "
+                             "is correctly rounded, and the dot products use the 32-lane split and butterfly.")
         sentences.append(self._launch_sentence())
         return tuple(sentences)
 
@@ -132,7 +133,7 @@ class EmulationSpec:
         return f"The launch parameters are assumed to be {values}; the real launch may differ."
 
 
-def _default(kernel: str, name: str, default: Any, shape: PacketShape) -> Any:
+def _default(default: Any, shape: PacketShape) -> Any:
     """A parameter's default for this packet (None when it depends on what is not known)."""
     if default == OUTPUT_DTYPE:
         return shape.output_dtype
@@ -180,7 +181,7 @@ def resolve(requested: RequestedId, shape: PacketShape) -> EmulationSpec:
     given = dict(requested.given)
     values, shown, names = {}, [], []
     for parameter in kernel.parameters:
-        default = _default(kernel.name, parameter.name, parameter.default, shape)
+        default = _default(parameter.default, shape)
         value = given.get(parameter.name, default)
         values[parameter.name] = value
         if parameter.name in given and value != default:
