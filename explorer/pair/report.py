@@ -144,7 +144,7 @@ def _side_baseline(analysis: Analysis) -> dict[str, Any] | None:
     return None if analysis.emulation_counts is None else baseline_block(analysis.emulation_counts.baseline)
 
 
-def _emulation_matrix(pair: Pair) -> dict[str, Any] | None:
+def emulation_matrix_block(pair: Pair) -> dict[str, Any] | None:
     """Per emulation (table order), then the baseline row: output elements of each side bit-equal to it, on the
     decisive elements and on the differing ones."""
     if pair.emulation is None or pair.emulation.rows is None:
@@ -164,7 +164,7 @@ def _emulation_matrix(pair: Pair) -> dict[str, Any] | None:
                          "bitEqualDiffering": {"a": baseline.differing_a, "b": baseline.differing_b}}}
 
 
-def _emulation_differing(pair: Pair) -> dict[str, Any] | None:
+def emulation_differing_block(pair: Pair) -> dict[str, Any] | None:
     """emulationDiffering: the elements where the two outputs differ (with a matrix only)."""
     if pair.emulation is None or pair.emulation.differing is None:
         return None
@@ -194,8 +194,8 @@ def build_comparison_report(pair: Pair) -> dict[str, Any]:
         "emulationsRequested": _per_side(pair, lambda analysis: list(analysis.emulations_requested)),
         "emulationDecisive": _per_side(pair, _side_decisive),
         "emulationBaseline": _per_side(pair, _side_baseline),
-        "emulationDiffering": _emulation_differing(pair),
-        "emulationMatrix": _emulation_matrix(pair),
+        "emulationDiffering": emulation_differing_block(pair),
+        "emulationMatrix": emulation_matrix_block(pair),
         "emulationMatrixReason": None if pair.emulation is None else pair.emulation.reason,
         "notes": list(pair.notes),
         "runtime": runtime(),

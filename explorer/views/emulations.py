@@ -37,6 +37,7 @@ from explorer.views.common import (
     note,
     per_cell,
     plot_pane,
+    served,
     ulp_value,
 )
 from explorer.views.emulation_tables import emulation_table
@@ -420,14 +421,8 @@ class EmulationsView(pn.viewable.Viewer):
     def __panel__(self) -> pn.viewable.Viewable:
         """The layout; showing it starts the computation: in the background on a served page, else now."""
         if self._mode is None and self.analysis.numerics is not None:
-            self.start() if _served() else self.compute()
+            self.start() if served() else self.compute()
         return self._layout
-
-
-def _served() -> bool:
-    """True inside a `panel serve` session (its document has a session context): the only place a thread helps."""
-    document = pn.state.curdoc
-    return document is not None and document.session_context is not None
 
 
 def build(analysis: Analysis, selection: Selection | None = None) -> pn.viewable.Viewable:
