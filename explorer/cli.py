@@ -470,7 +470,8 @@ def _add_compare(commands) -> None:
     compare.add_argument("a", metavar="A", help="side a: a packet directory or its packet.json")
     compare.add_argument("b", metavar="B", help="side b: a packet directory or its packet.json")
     _add_report_options(compare, "comparison report", "also run kernel arithmetic emulations and report the "
-                                                      "emulation x side matrix: 'default' or an id as for analyze")
+                                                      "emulation x side matrix: 'default', 'sweep' or an id as for "
+                                                      "analyze")
     compare.set_defaults(run=_run_compare)
 
 
@@ -499,8 +500,9 @@ def build_parser() -> argparse.ArgumentParser:
         "analyze", help="admit and analyze one packet",
         description="Exit status: 0 analyzed, 3 inconclusive, 4 refused, 2 usage error, 1 internal error.")
     analyze.add_argument("packet", metavar="PACKET", help="a packet directory or its packet.json")
-    _add_report_options(analyze, "report", "also run kernel arithmetic emulations: 'default' (the default set) or "
-                                           "an id such as 'mlx_two_pass(partialDType=float32)'")
+    _add_report_options(analyze, "report", "also run kernel arithmetic emulations: 'default' (the default set), "
+                                           "'sweep' (every launch rule and hypothesis, a few seconds) or an id such "
+                                           "as 'mlx_two_pass(partialDType=float32)'")
     analyze.add_argument("--element", metavar="H,C",
                          help="also print every number about output element H,C (query head, channel) or N "
                               "(flat index over [QH, D]); not with --json")
