@@ -38,9 +38,6 @@ class Hypotheses:
     simd: str = BUTTERFLY
 
 
-PLAIN = Hypotheses()
-
-
 def exp32(x: np.ndarray) -> np.ndarray:
     """float32(exp(float64(x))); exp32(-inf) = 0."""
     return np.exp(x.astype(np.float64)).astype(np.float32)

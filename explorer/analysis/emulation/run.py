@@ -10,7 +10,6 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from explorer.analysis.emulation import arithmetic
-from explorer.analysis.emulation.arithmetic import PLAIN
 from explorer.analysis.emulation.counts import with_counts
 from explorer.analysis.emulation.kernels import MLX_SINGLE_PASS, MLX_TWO_PASS, PAGED_TWO_PASS, SINGLE_PASS
 from explorer.analysis.emulation.launch import Geometry
