@@ -13,16 +13,17 @@ from explorer.notebook.packet import sample
 from app_support import (PAGE_TIMEOUT_MS, VIEWPORT, deep_text, layout_offenders, open_packet, outside_requests, serve_app,
                          wait_view)
 from explorer.export.pages import EXPORT_DIR_ENV
-from explorer.samples import qwen_full_spec, synthetic_spec, write_packet
+from explorer.samples import qwen_spec, synthetic_spec, write_packet
 from explorer.ui.catalog import ROOT_ENV
 from explorer.analysis.emulation import ranked
 from explorer.views.emulations import requested_ids
 
 SAMPLE = "qwen36-bf16-t64"
-FULL = "qwen-full"  # the full Qwen3.6 geometry, QH16/KVH2/D256/T5585
+FULL = "qwen-long"  # the Qwen3.6 geometry at twice the incident's context, QH16/KVH2/D256/T11170
+LONG_TOKENS = 2 * 5585
 SMALL = "small"
-# The sweep on the full packet: seconds of Python-stepped numpy holding the GIL in turns with the server, so the
-# two sessions really overlap.
+# The sweep on the long packet: seconds of Python-stepped numpy holding the GIL in turns with the server, so the
+# two sessions really overlap (on the incident's T5585 it can end before a second session on a busy machine loads).
 SLOW_SETTINGS = {"emulationSet": "sweep"}
 SIDEBAR_TABLE = "tabulator"  # the packet list's header and resize handles: the sidebar's, not this tab's layout
 SHARE = re.compile(r"([0-9]+) of ([0-9]+)")
@@ -63,7 +64,7 @@ def _expected(path, settings: dict[str, str]) -> dict[str, int]:
 @pytest.fixture(scope="module")
 def full_root(tmp_path_factory):
     root = tmp_path_factory.mktemp("emulation-root")
-    write_packet(root / FULL, qwen_full_spec())
+    write_packet(root / FULL, qwen_spec(tokens=LONG_TOKENS))
     write_packet(root / SMALL, synthetic_spec())
     return root
 
