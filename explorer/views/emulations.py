@@ -206,8 +206,9 @@ def difference_map(analysis: Analysis, emulation: Emulation) -> hv.Image:
 
 
 def first_shown(emulations: tuple[Emulation, ...]) -> str:
-    """The emulation the map opens on: the most decisive matches (else bit-equal), ties in request order."""
-    return next(e.id for e in ranked(emulations) if e.bits is not None)
+    """The emulation the map opens on: the most decisive matches (else bit-equal), ties in request order; "" when
+    none has numbers."""
+    return next((e.id for e in ranked(emulations) if e.bits is not None), "")
 
 
 class EmulationsView(pn.viewable.Viewer):
@@ -385,10 +386,13 @@ class EmulationsView(pn.viewable.Viewer):
             return
         drawn = [e.id for e in ranked(emulations) if e.bits is not None]
         self._choice.options = drawn
-        if self.selected not in drawn:
+        if drawn and self.selected not in drawn:
             self.selected = first_shown(emulations)  # the watcher draws again with it
             return
         self._tables.object = bit_equal_tables(self.analysis, emulations, self.counts)
+        if not drawn:  # every entry without numbers: the table says why, there is no map to draw
+            self._map.objects = []
+            return
         by_id = {e.id: e for e in emulations}
         pane = plot_pane(difference_map(self.analysis, by_id[self.selected]))
         self._tap = hv.streams.Tap(source=pane.object, x=None, y=None)
