@@ -1,9 +1,10 @@
 """Benchmark of the kernel emulations on the Qwen3.6-size packet; prints numbers only, asserts nothing, writes only a temp dir.
 
 Prints the median in-process time (wall, and this process's CPU time, which a busy
-machine inflates less) of the default set (numerics cached, as in the
-app: emulations reuse them), of each kernel alone, and the median wall time of
-whole-process `python -m explorer analyze P --json --emulate default` against the
+machine inflates less) of the default set (numerics cached, as in the app: emulations
+reuse them; target <= 0.6 s on two cores), of each kernel and hypothesis alone, of the
+sweep (target <= 3 s), and the median wall time of whole-process
+`python -m explorer analyze P --json --emulate default` and `--emulate sweep` against the
 same command without --emulate; then, on the T5585 backend pair, the median wall time of
 whole-process `python -m explorer compare A B --json --emulate default` against the same
 command without --emulate. BLAS and OpenMP run one thread, as the CLI sets.
@@ -26,11 +27,14 @@ import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 from explorer.analysis.analyze import analyze, clear_cache  # noqa: E402
-from explorer.analysis.emulation import DEFAULT_SET, emulations_for  # noqa: E402
+from explorer.analysis.emulation import DEFAULT_SET, emulations_for, normalised_ids, shape_of  # noqa: E402
 from explorer.samples import FULL_PAIR_NAMES, pair_full_spec, qwen_full_spec, write_packet  # noqa: E402
 
 RUNS = 5
-SINGLE_IDS = ("mlx_two_pass", "mlx_two_pass(partialDType=float32)", "paged_two_pass", "single_pass")
+SINGLE_IDS = ("mlx_two_pass", "mlx_two_pass(partialDType=float32)", "paged_two_pass", "single_pass",
+              "mlx_single_pass", "mlx_sdpa", "mlx_sdpa(device=other)", "paged_two_pass(simdgroups=8)",
+              "mlx_two_pass(exp=exp2_scaled)", "mlx_two_pass(fma=on)", "mlx_two_pass(simd=sequential)",
+              "paged_two_pass(fma=on)")
 
 
 def in_process(packet: Path, request) -> str:
@@ -40,7 +44,8 @@ def in_process(packet: Path, request) -> str:
     wall, cpu = [], []
     for _ in range(RUNS):
         started, started_cpu = time.perf_counter(), time.process_time()
-        emulations_for(tensors, base.admission.scale, numerics.eligible, numerics.primary.reference, request)
+        emulations_for(tensors, base.admission.scale, numerics.eligible, numerics.primary.reference,
+                       numerics.rounded_to_output.rounded_bits, request)
         wall.append(time.perf_counter() - started)
         cpu.append(time.process_time() - started_cpu)
     return f"{statistics.median(wall):.3f} s wall, {statistics.median(cpu):.3f} s CPU"
@@ -66,10 +71,14 @@ def main() -> None:
         print(f"  in-process default set, median of {RUNS}:  {in_process(packet, 'default')}")
         for emulation_id in SINGLE_IDS:
             print(f"  in-process {emulation_id + ':':<36} {in_process(packet, [emulation_id])}")
+        print(f"  in-process sweep ({len(normalised_ids('sweep', shape_of(analyze(packet).admission.tensors)))} "
+              f"emulations), median of {RUNS}:  {in_process(packet, 'sweep')}")
         command = [sys.executable, "-m", "explorer", "analyze", str(packet), "--json"]
         with_emulations = whole_process([*command, "--emulate", "default"])
+        with_sweep = whole_process([*command, "--emulate", "sweep"])
         without = whole_process(command)
         print(f"  whole process analyze --emulate default, median of {RUNS}:  {with_emulations:.3f} s")
+        print(f"  whole process analyze --emulate sweep, median of {RUNS}:    {with_sweep:.3f} s")
         print(f"  whole process analyze (no --emulate), median of {RUNS}:     {without:.3f} s")
         pair(Path(scratch))
 

@@ -142,15 +142,17 @@ def _reference_lines(report: dict) -> list[str]:
 
 
 def _emulation_lines(report: dict) -> list[str]:
+    from explorer.views.emulation_tables import emulation_table
+
     if report["emulationsRequested"] is None:
         return []
     if report["emulations"] is None:
-        return [f"Emulations requested ({', '.join(report['emulationsRequested'])}): not computed, "
+        return [f"Emulations requested ({len(report['emulationsRequested'])}): not computed, "
                 "no reference exists for this packet"]
-    rows = [[e["id"], f"{e['bitEqual']['global']} of {e['compared']}", _number(e["ulp"]["max"])]
-            for e in report["emulations"]]
-    return (["Kernel emulations (counterfactuals, not the reference): output elements bit-equal to each"]
-            + _table(["emulation", "bit-equal", "ULP max"], rows))
+    decisive = report["emulationDecisive"]
+    return (["Kernel emulations (counterfactuals, not the reference), ordered by the decisive elements "
+             f"(where they disagree: {'none computed' if decisive is None else decisive['global']}):"]
+            + _table(*emulation_table(report["emulations"], decisive, report["emulationBaseline"])))
 
 
 def _missing_packet(report: dict) -> str | None:
@@ -398,16 +400,17 @@ def _pair_nearer_lines(report: dict) -> list[str]:
 
 
 def _pair_emulation_lines(report: dict) -> list[str]:
-    """The emulation x side matrix: output elements of each side bit-equal to each emulation."""
+    """The emulation x side matrix: per side, the decisive, differing and all output elements bit-equal to each."""
+    from explorer.views.emulation_tables import pair_emulation_table
+
     if report["emulationsRequested"] is None:
         return []
     matrix = report["emulationMatrix"]
     if matrix is None:
         return [f"Kernel emulations: no emulation x side matrix ({report['emulationMatrixReason']})"]
-    rows = [[row["id"], f"{row['bitEqual']['a']['global']} of {row['compared']['a']}",
-             f"{row['bitEqual']['b']['global']} of {row['compared']['b']}"] for row in matrix["rows"]]
     return ([f"Kernel emulations (counterfactuals, not the reference; emulated on {matrix['emulatedOn']}): "
-             "output elements bit-equal to each"] + _table(["emulation", "bit-equal a", "bit-equal b"], rows))
+             "output elements bit-equal to each"]
+            + _table(*pair_emulation_table(matrix, report["emulationDiffering"], report["emulationDecisive"]["a"])))
 
 
 def compare_summary(report: dict) -> str:
@@ -468,7 +471,8 @@ def _add_compare(commands) -> None:
     compare.add_argument("a", metavar="A", help="side a: a packet directory or its packet.json")
     compare.add_argument("b", metavar="B", help="side b: a packet directory or its packet.json")
     _add_report_options(compare, "comparison report", "also run kernel arithmetic emulations and report the "
-                                                      "emulation x side matrix: 'default' or an id as for analyze")
+                                                      "emulation x side matrix: 'default', 'sweep' or an id as for "
+                                                      "analyze")
     compare.set_defaults(run=_run_compare)
 
 
@@ -497,8 +501,9 @@ def build_parser() -> argparse.ArgumentParser:
         "analyze", help="admit and analyze one packet",
         description="Exit status: 0 analyzed, 3 inconclusive, 4 refused, 2 usage error, 1 internal error.")
     analyze.add_argument("packet", metavar="PACKET", help="a packet directory or its packet.json")
-    _add_report_options(analyze, "report", "also run kernel arithmetic emulations: 'default' (the default set) or "
-                                           "an id such as 'mlx_two_pass(partialDType=float32)'")
+    _add_report_options(analyze, "report", "also run kernel arithmetic emulations: 'default' (the default set), "
+                                           "'sweep' (every launch rule and hypothesis, a few seconds) or an id such "
+                                           "as 'mlx_two_pass(partialDType=float32)'")
     analyze.add_argument("--element", metavar="H,C",
                          help="also print every number about output element H,C (query head, channel) or N "
                               "(flat index over [QH, D]); not with --json")

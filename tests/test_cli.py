@@ -291,14 +291,20 @@ def test_compare_emulate_json_and_matrix_table(capsys):
     code, out, err = run(capsys, "compare", *PAIR, "--json", "--emulate", "default", "--emulate", "mlx_two_pass")
     report = explorer.compare(*PAIR, emulate=["default", "mlx_two_pass"]).report()
     assert (code, err) == (0, "") and json.loads(out) == report
-    assert [row["id"] for row in report["emulationMatrix"]["rows"]] == report["emulationsRequested"]["a"]
+    assert sorted(row["id"] for row in report["emulationMatrix"]["rows"]) == sorted(report["emulationsRequested"]["a"])
     code, out, _ = run(capsys, "compare", *PAIR, "--emulate", "default")
     lines = out.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("Kernel emulations"))
-    assert lines[start + 1].split() == ["emulation", "bit-equal", "a", "bit-equal", "b"]
-    for line, row in zip(lines[start + 2:], report["emulationMatrix"]["rows"]):
-        assert line.split() == [row["id"], str(row["bitEqual"]["a"]["global"]), "of", str(row["compared"]["a"]),
-                                str(row["bitEqual"]["b"]["global"]), "of", str(row["compared"]["b"])]
+    differing = report["emulationDiffering"]["global"]
+    assert lines[start + 1].split()[:4] == ["emulation", "decisive", "a", "(of"]
+    rows = report["emulationMatrix"]["rows"]
+    for line, row in zip(lines[start + 2:], rows):  # table order, then the baseline row
+        assert line.split() == [row["id"], *(str(row[key]["a"]["global"]) for key in ("bitEqualDecisive",)),
+                                str(row["bitEqualDecisive"]["b"]["global"]), str(row["bitEqualDiffering"]["a"]),
+                                str(row["bitEqualDiffering"]["b"]), str(row["bitEqual"]["a"]["global"]),
+                                str(row["bitEqual"]["b"]["global"])]
+    assert lines[start + 2 + len(rows)].split()[:3] == ["rounded", "reference", "(baseline)"]
+    assert f"differing a (of {differing})" in lines[start + 1]
 
 
 def test_compare_emulate_unknown_id_is_a_usage_error(capsys):

@@ -20,11 +20,11 @@ from typing import Any, Callable, Iterable, Mapping, MutableMapping, Sequence, T
 
 import numpy as np
 
-from explorer.analysis.emulation import EmulatedOutput, emulations_for, expand, normalised_ids
+from explorer.analysis.emulation import EmulatedOutput, emulations_for, expand, normalised_ids, shape_of
 from explorer.analysis.facts import tensor_facts
 from explorer.analysis.memory import MEMORY_BOUND_EXCEEDED, MIB, facts_need, numerics_need, shortfall
 from explorer.analysis.numerics import after_numerics_reasons, compute_numerics
-from explorer.analysis.result import Analysis, Emulation, Numerics, TensorFacts
+from explorer.analysis.result import Analysis, Emulation, EmulationCounts, Numerics, TensorFacts
 from explorer.packet.admission import admit
 from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED, TENSOR_NAMES, Admission, Reason
 
@@ -45,9 +45,11 @@ class _Computed:
 
 _cache: OrderedDict[ContentKey, tuple[_Computed, int]] = OrderedDict()  # key -> (entry, its array bytes)
 _cache_lock = threading.Lock()
-# Emulations, keyed by the content key plus the normalised ids requested; they reuse the cached numerics.
+# Emulations (scored, with their counts), keyed by the content key plus the normalised ids requested;
+# they reuse the cached numerics.
 EMULATION_CACHE_ENTRIES = 8
-_emulation_cache: OrderedDict[tuple[ContentKey, tuple[str, ...]], tuple[Emulation, ...]] = OrderedDict()
+Scored = tuple[tuple[Emulation, ...], EmulationCounts]
+_emulation_cache: OrderedDict[tuple[ContentKey, tuple[str, ...]], Scored] = OrderedDict()
 _computing: dict[ContentKey, threading.Event] = {}  # keys being computed now; set when done
 
 
@@ -154,11 +156,12 @@ def _status(admission: Admission, reasons: tuple[Reason, ...], numerics: Numeric
 
 def _emulations(key: ContentKey, admission: Admission, numerics: Numerics, ids: tuple[str, ...],
                 timings: MutableMapping[str, float] | None,
-                emulated: Sequence[EmulatedOutput] | None = None) -> tuple[Emulation, ...]:
-    """The scored emulations `ids` of an analysed packet, computed once per content key and ids.
+                emulated: Sequence[EmulatedOutput] | None = None,
+                progress: Callable[[int, int], None] | None = None) -> Scored:
+    """The scored emulations `ids` of an analysed packet and their counts, computed once per content key and ids.
 
     `emulated`: the emulated outputs of `ids` already run on identical inputs (a pair's other
-    side), scored here instead of run again.
+    side), scored here instead of run again. `progress(done, total)` follows a computation.
     """
     with _cache_lock:
         found = _emulation_cache.get((key, ids))
@@ -166,8 +169,8 @@ def _emulations(key: ContentKey, admission: Admission, numerics: Numerics, ids: 
             _emulation_cache.move_to_end((key, ids))
             return found
     started = perf_counter()
-    found = emulations_for(admission.tensors, admission.scale, numerics.eligible, numerics.primary.reference, ids,
-                           emulated)
+    found = emulations_for(admission.tensors, admission.scale, numerics.eligible, numerics.primary.reference,
+                           numerics.rounded_to_output.rounded_bits, ids, emulated, progress)
     if timings is not None:
         timings["emulations"] = perf_counter() - started
     with _cache_lock:
@@ -182,12 +185,13 @@ def _emulation_key(analysis: Analysis, request: str | Iterable[str]) -> tuple[Co
     key = content_key(analysis.admission)
     if analysis.numerics is None or key is None:
         return None
-    return key, normalised_ids(request, analysis.admission.tensors["output"].dtype)
+    return key, normalised_ids(request, shape_of(analysis.admission.tensors))
 
 
 def emulations_of(analysis: Analysis, request: str | Iterable[str],
-                  emulated: Sequence[EmulatedOutput] | None = None) -> tuple[Emulation, ...] | None:
-    """The scored emulations of `request` on an existing analysis (None without numerics), cached as analyze's.
+                  emulated: Sequence[EmulatedOutput] | None = None,
+                  progress: Callable[[int, int], None] | None = None) -> Scored | None:
+    """The scored emulations of `request` on an existing analysis and their counts (None without numerics), cached as analyze's.
 
     `emulated` as for `_emulations`: outputs of the same ids on identical inputs, scored, not run.
     """
@@ -195,10 +199,10 @@ def emulations_of(analysis: Analysis, request: str | Iterable[str],
     if found is None:
         return None
     key, ids = found
-    return _emulations(key, analysis.admission, analysis.numerics, ids, None, emulated)
+    return _emulations(key, analysis.admission, analysis.numerics, ids, None, emulated, progress)
 
 
-def cached_emulations(analysis: Analysis, request: str | Iterable[str]) -> tuple[Emulation, ...] | None:
+def cached_emulations(analysis: Analysis, request: str | Iterable[str]) -> Scored | None:
     """The scored emulations of `request` when this content already has them, else None; computes nothing."""
     found = _emulation_key(analysis, request)
     if found is None:
@@ -213,8 +217,8 @@ def analyze(path: str | os.PathLike, *, timings: MutableMapping[str, float] | No
 
     When `timings` is given it receives seconds per stage: "admission", and on a
     cache miss "facts", "reference" and "comparisons" (and "emulations" when they
-    are computed); "cached" is 1.0 on a hit, 0.0 otherwise. `emulate` is None, "default"
-    or emulation ids (emulation-v1); an unknown kernel, parameter or value raises
+    are computed); "cached" is 1.0 on a hit, 0.0 otherwise. `emulate` is None, "default",
+    "sweep" or emulation ids (emulation-v1, -v2); an unknown kernel, parameter or value raises
     EmulationIdError before anything is read. Emulations exist only when numerics do.
     """
     if emulate is not None:
@@ -232,11 +236,11 @@ def analyze(path: str | os.PathLike, *, timings: MutableMapping[str, float] | No
     facts = None if computed is None else computed.facts
     numerics = None if computed is None else computed.numerics
     reasons = admission.reasons + (() if computed is None else computed.reasons)
-    ids = emulations = None
+    ids = emulations = counts = None
     if emulate is not None:
-        ids = normalised_ids(emulate, None if admission.tensors is None else admission.tensors["output"].dtype)
+        ids = normalised_ids(emulate, shape_of(admission.tensors))
         if numerics is not None:
-            emulations = _emulations(key, admission, numerics, ids, timings)
+            emulations, counts = _emulations(key, admission, numerics, ids, timings)
     return Analysis(
         admission=admission,
         status=_status(admission, reasons, numerics),
@@ -244,5 +248,6 @@ def analyze(path: str | os.PathLike, *, timings: MutableMapping[str, float] | No
         facts=facts,
         numerics=numerics,
         emulations=emulations,
+        emulation_counts=counts,
         emulations_requested=ids,
     )

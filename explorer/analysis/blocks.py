@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import platform
 from importlib import metadata
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from explorer.analysis.result import Comparison, Emulation, Metrics, Ulp
+from explorer.analysis.emulation import ranked
+from explorer.analysis.result import Baseline, Comparison, Decisive, Emulation, Metrics, Ulp
 from explorer.analysis.score import Score
 from explorer.version import __version__
 
@@ -76,14 +77,24 @@ def ulp_block(u: Ulp) -> dict[str, Any]:
             "histogram": [list(bucket) for bucket in u.histogram]}
 
 
+def count_block(count: int | None, per_head) -> dict[str, Any] | None:
+    """{"global", "perHead"} of a count, or None."""
+    return None if count is None else {"global": count, "perHead": list(per_head)}
+
+
 def emulation_block(e: Emulation, group: int) -> dict[str, Any]:
-    """One emulation entry (emulation-v1 report keys)."""
+    """One emulation entry (emulation-v1 report keys, with v2's resolved, notEmulated and bitEqualDecisive)."""
     return {
         "id": e.id, "kernel": e.kernel, "label": e.label, "parameters": dict(e.parameters),
-        "assumptions": list(e.assumptions), "outputDType": e.output_dtype, "compared": e.compared,
-        "bitEqual": {"global": e.bit_equal, "perHead": list(e.bit_equal_per_head)},
-        "ulp": ulp_block(e.ulp), "vsOutput": comparison_block(e.vs_output, group),
-        "vsPrimaryReference": comparison_block(e.vs_primary_reference, group),
+        "assumptions": list(e.assumptions), "outputDType": e.output_dtype,
+        "resolved": None if e.resolved is None else dict(e.resolved),
+        "notEmulated": e.not_emulated, "notEmulatedCode": e.not_emulated_code, "compared": e.compared,
+        "bitEqual": count_block(e.bit_equal, e.bit_equal_per_head),
+        "bitEqualDecisive": count_block(e.bit_equal_decisive, e.bit_equal_decisive_per_head),
+        "ulp": None if e.ulp is None else ulp_block(e.ulp),
+        "vsOutput": None if e.vs_output is None else comparison_block(e.vs_output, group),
+        "vsPrimaryReference": (None if e.vs_primary_reference is None
+                               else comparison_block(e.vs_primary_reference, group)),
     }
 
 
@@ -99,6 +110,24 @@ def installed_version(distribution: str) -> str | None:
         return metadata.version(distribution)
     except metadata.PackageNotFoundError:
         return None
+
+
+def emulation_list(emulations: Sequence[Emulation], group: int) -> list[dict[str, Any]]:
+    """The report's emulation entries in table order (emulation-v2 section 4: decisive count, else bitEqual)."""
+    return [emulation_block(e, group) for e in ranked(emulations)]
+
+
+def decisive_block(d: Decisive | None) -> dict[str, Any] | None:
+    """emulationDecisive: the elements where the emulations disagree (global, per head, first positions)."""
+    if d is None:
+        return None
+    return {"global": d.count, "perHead": list(d.per_head), "positions": [list(p) for p in d.positions]}
+
+
+def baseline_block(b: Baseline) -> dict[str, Any]:
+    """emulationBaseline: the rounded reference counted like an emulation."""
+    return {"bitEqual": count_block(b.bit_equal, b.bit_equal_per_head),
+            "bitEqualDecisive": count_block(b.bit_equal_decisive, b.bit_equal_decisive_per_head)}
 
 
 def runtime() -> dict[str, str | None]:

@@ -11,8 +11,10 @@ from typing import Any
 
 from explorer.analysis.blocks import (
     LIMITATIONS,
+    baseline_block,
     comparison_block,
-    emulation_block,
+    decisive_block,
+    emulation_list,
     finite,
     metrics_block,
     plain,
@@ -104,7 +106,7 @@ def build_report(analysis: Analysis) -> dict[str, Any]:
         "score": None,
         "identity": None, "selection": None, "sample": None, "geometry": None,
         "tensors": None, "lastRow": None, "reference": None, "attention": None,
-        "emulations": None, "emulationsRequested": None,
+        "emulations": None, "emulationsRequested": None, "emulationDecisive": None, "emulationBaseline": None,
         "runtime": runtime(),
         "limitations": list(LIMITATIONS),
     }
@@ -134,7 +136,9 @@ def build_report(analysis: Analysis) -> dict[str, Any]:
         report["reference"] = _reference(numerics, group)
         report["attention"] = {"perHead": [_head_attention(a) for a in numerics.attention]}
         if analysis.emulations is not None:
-            report["emulations"] = [emulation_block(e, group) for e in analysis.emulations]
+            report["emulations"] = emulation_list(analysis.emulations, group)
+            report["emulationDecisive"] = decisive_block(analysis.emulation_counts.decisive)
+            report["emulationBaseline"] = baseline_block(analysis.emulation_counts.baseline)
     if analysis.emulations_requested is not None:
         report["emulationsRequested"] = list(analysis.emulations_requested)
     return report

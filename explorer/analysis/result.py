@@ -213,12 +213,15 @@ class Numerics:
 
 @dataclass(frozen=True)
 class Emulation:
-    """One kernel-arithmetic emulation scored against the output (emulation-v1 section 3): a counterfactual.
+    """One kernel-arithmetic emulation scored against the output (emulation-v1 section 3, v2 section 6): a counterfactual.
 
     `bit_equal` counts output elements whose bit pattern equals the emulation's over the
     eligible heads (`compared` elements); `bit_equal_per_head[h]` is None for an
     ineligible head. `values` float32 / `bits` native output-dtype patterns [QH, D] are
-    the emulated output (NaN where a head was not emulated).
+    the emulated output (NaN where a head was not emulated). An entry without numbers
+    has `not_emulated` (a sentence) and `not_emulated_code`, and None in every count.
+    `bit_equal_decisive` counts the output's elements equal to it among the decisive
+    ones (None without decisive elements); `resolved` is what mlx_sdpa launched.
     """
 
     id: str
@@ -228,13 +231,50 @@ class Emulation:
     assumptions: tuple[str, ...]
     output_dtype: str
     compared: int
+    bit_equal: int | None
+    bit_equal_per_head: tuple[int | None, ...] | None
+    ulp: Ulp | None
+    vs_output: Comparison | None
+    vs_primary_reference: Comparison | None
+    values: np.ndarray | None
+    bits: np.ndarray | None
+    resolved: Mapping[str, Any] | None = None
+    not_emulated: str | None = None
+    not_emulated_code: str | None = None
+    bit_equal_decisive: int | None = None
+    bit_equal_decisive_per_head: tuple[int | None, ...] | None = None
+
+
+@dataclass(frozen=True)
+class Decisive:
+    """The eligible output elements where the emulations with numbers are not all bit-identical (emulation-v2 section 4).
+
+    `per_head[h]` is None for an ineligible head; `positions` the first 100 [head,
+    channel] in row-major order; `mask` bool [QH, D].
+    """
+
+    count: int
+    per_head: tuple[int | None, ...]
+    positions: tuple[tuple[int, int], ...]
+    mask: np.ndarray
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """The primary reference rounded to the output dtype, counted like an emulation: the table's last row."""
+
     bit_equal: int
     bit_equal_per_head: tuple[int | None, ...]
-    ulp: Ulp
-    vs_output: Comparison
-    vs_primary_reference: Comparison
-    values: np.ndarray
-    bits: np.ndarray
+    bit_equal_decisive: int | None
+    bit_equal_decisive_per_head: tuple[int | None, ...] | None
+
+
+@dataclass(frozen=True)
+class EmulationCounts:
+    """What the emulations of one request tell apart: the decisive elements (None with fewer than two) and the baseline."""
+
+    decisive: Decisive | None
+    baseline: Baseline
 
 
 # ---------------------------------------------------------------- the result
@@ -247,7 +287,8 @@ class Analysis(InlineDisplay):
     `reasons` holds every inconclusive reason, the admission's first two tables
     followed by the after-numerics table, in table order. `emulations` holds the
     requested kernel emulations in the order run (None when none was requested or no
-    numerics exist); `emulations_requested` their normalised ids (None when none was requested).
+    numerics exist); `emulations_requested` their normalised ids (None when none was requested);
+    `emulation_counts` the decisive elements and the baseline of those emulations.
     """
 
     DISPLAY_MODULE = "explorer.notebook.packet"
@@ -259,6 +300,7 @@ class Analysis(InlineDisplay):
     numerics: Numerics | None
     emulations: tuple[Emulation, ...] | None = None
     emulations_requested: tuple[str, ...] | None = None
+    emulation_counts: EmulationCounts | None = None
 
     @property
     def score(self) -> Score | None:

@@ -1,7 +1,9 @@
-"""The emulation x side matrix of a pair (emulation-v1 section 3): each side's emulations, run once when the emulated inputs are identical; reads the sides' analyses and analyze's emulation cache, no I/O, no UI.
+"""The emulation x side matrix of a pair (emulation-v1 section 3, v2 section 4): each side's emulations, run once when the emulated inputs are identical, and the counts on the elements where the sides differ; reads the sides' analyses and analyze's emulation cache, no I/O, no UI.
 
 Reading of the matrix: row `id` says how many output elements of side a, and of
-side b, equal that emulation's output bit for bit. When both sides hold the same
+side b, equal that emulation's output bit for bit, how many of the decisive ones
+(where the emulations disagree) and how many of the differing ones (where the two
+outputs differ: the incident's "all but 1 of the 786"). When both sides hold the same
 emulated inputs (queries, stored keys and values bit for bit, the scale, the
 output dtype and the eligible heads), the emulations run once and both sides are
 scored against the same emulated outputs ("shared_inputs"). When the shapes agree
@@ -10,20 +12,29 @@ but those inputs differ, each side is scored against the emulations of its own i
 "which arithmetic produced this side", but the two columns no longer share one
 emulated output. No matrix exists when a side is refused or has no reference, or
 when the geometry or the output dtypes differ (the ids then normalise
-differently); the reason code says which.
+differently); the reason code says which. Rows are held in request order;
+`ranked_rows` gives the table order.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Iterable
+from typing import Callable, Iterable
 
 import numpy as np
 
 from explorer.analysis.analyze import emulations_of
-from explorer.analysis.emulation import EmulatedOutput, normalised_ids, resolve_all
-from explorer.analysis.result import Analysis, Emulation
-from explorer.pair.model import MatrixRow, Pair, PairEmulations
+from explorer.analysis.emulation import (
+    EmulatedOutput,
+    equal_on,
+    head_counts,
+    normalised_ids,
+    rank_key,
+    resolve_all,
+    shape_of,
+)
+from explorer.analysis.result import Analysis
+from explorer.pair.model import BaselineRow, Differing, MatrixRow, Pair, PairEmulations
 
 SHARED_INPUTS, EACH_SIDE_INPUTS = "shared_inputs", "each_side_inputs"
 EMULATED_TENSORS = ("queries", "storedKeys", "storedValues")
@@ -44,31 +55,51 @@ def _shared_inputs(pair: Pair) -> bool:
             and np.array_equal(a.numerics.eligible, b.numerics.eligible))
 
 
-def _outputs(emulations: tuple[Emulation, ...], output_dtype: str) -> tuple[EmulatedOutput, ...]:
+def _outputs(analysis: Analysis) -> tuple[EmulatedOutput, ...]:
     """The emulated outputs a side's scored emulations hold, to score another side with identical inputs."""
-    specs = resolve_all([e.id for e in emulations], output_dtype)
-    return tuple(EmulatedOutput(spec, output_dtype, e.values, e.bits) for spec, e in zip(specs, emulations, strict=True))
-
-
-def _held(analysis: Analysis, ids: tuple[str, ...]) -> tuple[Emulation, ...] | None:
-    """The side's own emulations when it already holds exactly `ids`."""
-    return analysis.emulations if analysis.emulations_requested == ids else None
+    shape = shape_of(analysis.admission.tensors)
+    specs = resolve_all([e.id for e in analysis.emulations], shape)
+    return tuple(EmulatedOutput(spec, shape.output_dtype, e.values, e.bits)
+                 for spec, e in zip(specs, analysis.emulations, strict=True))
 
 
 def _with(analysis: Analysis, request: str | Iterable[str], emulated: tuple[EmulatedOutput, ...] | None = None,
-          run: bool = True) -> Analysis:
+          run: bool = True, progress: Callable[[int, int], None] | None = None) -> Analysis:
     """The side's analysis carrying the emulations of `request` (what analyze(path, emulate=request) gives).
 
     With `run` False (a refused pair: nothing is compared) only the requested ids are set.
     """
-    tensors = analysis.admission.tensors
-    ids = normalised_ids(request, None if tensors is None else tensors["output"].dtype)
-    found = None
-    if run:
-        found = _held(analysis, ids)
-        if found is None and analysis.numerics is not None:
-            found = emulations_of(analysis, ids, emulated=emulated)
-    return dataclasses.replace(analysis, emulations=found, emulations_requested=ids)
+    ids = normalised_ids(request, shape_of(analysis.admission.tensors))
+    if not run:
+        return dataclasses.replace(analysis, emulations=None, emulation_counts=None, emulations_requested=ids)
+    if analysis.emulations_requested == ids:
+        return analysis
+    found = None if analysis.numerics is None else emulations_of(analysis, ids, emulated, progress)
+    emulations, counts = (None, None) if found is None else found
+    return dataclasses.replace(analysis, emulations=emulations, emulation_counts=counts, emulations_requested=ids)
+
+
+def differing(pair: Pair) -> Differing:
+    """The elements, eligible on both sides, where the two outputs' bit patterns differ (equal output dtypes)."""
+    a, b = (pair.side(side).admission.tensors["output"].bits[0, :, 0, :] for side in ("a", "b"))
+    eligible = pair.a.numerics.eligible & pair.b.numerics.eligible
+    mask = (a != b) & eligible[:, None]
+    count, per_head = head_counts(mask, eligible)
+    mask.flags.writeable = False
+    return Differing(count, per_head, mask)
+
+
+def _on_differing(bits: np.ndarray | None, analysis: Analysis, mask: np.ndarray) -> int | None:
+    """Of the differing elements, how many of this side's output bits equal `bits` (None without numbers)."""
+    if bits is None:
+        return None
+    output = analysis.admission.tensors["output"].bits[0, :, 0, :]
+    return equal_on(bits, output, mask, analysis.numerics.eligible)[0]
+
+
+def ranked_rows(rows: tuple[MatrixRow, ...]) -> tuple[MatrixRow, ...]:
+    """The matrix's table order: by the larger of the two sides' decisive counts (else bitEqual), ties in request order."""
+    return tuple(sorted(rows, key=lambda row: min(rank_key(row.a), rank_key(row.b))))
 
 
 def _reason(pair: Pair) -> str | None:
@@ -81,26 +112,32 @@ def _reason(pair: Pair) -> str | None:
     return None
 
 
-def with_emulations(pair: Pair, request: str | Iterable[str]) -> Pair:
+def with_emulations(pair: Pair, request: str | Iterable[str],
+                    progress: Callable[[int, int], None] | None = None) -> Pair:
     """`pair` whose sides carry the emulations of `request` and the emulation x side matrix (a new Pair).
 
     Side a's emulations come from its analysis or analyze's cache (run on a miss); side b
     is scored against the same emulated outputs when the emulated inputs are identical,
-    else against its own.
+    else against its own. `progress(done, total)` follows side a's computation.
     """
     if pair.refusals:
         return dataclasses.replace(pair, a=_with(pair.a, request, run=False), b=_with(pair.b, request, run=False),
                                    emulation=PairEmulations(None, None, SIDE_REFUSED))
-    a = _with(pair.a, request)
+    a = _with(pair.a, request, progress=progress)
     shared = (a.emulations is not None and pair.b.numerics is not None and pair.inputs is not None
               and not pair.output.dtypes_differ and _shared_inputs(pair))
-    output_dtype = None if pair.output is None else pair.output.dtype_a
-    b = _with(pair.b, request, _outputs(a.emulations, output_dtype) if shared else None)
+    b = _with(pair.b, request, _outputs(a) if shared else None)
     sides = dataclasses.replace(pair, a=a, b=b)
     reason = _reason(sides)
     if reason is not None:
         return dataclasses.replace(sides, emulation=PairEmulations(None, None, reason))
-    rows = tuple(MatrixRow(ea, eb) for ea, eb in zip(a.emulations, b.emulations, strict=True))
+    found = differing(sides)
+    rows = tuple(MatrixRow(ea, eb, _on_differing(ea.bits, a, found.mask), _on_differing(eb.bits, b, found.mask))
+                 for ea, eb in zip(a.emulations, b.emulations, strict=True))
+    baselines = [side.emulation_counts.baseline for side in (a, b)]
+    rounded = [side.numerics.rounded_to_output.rounded_bits for side in (a, b)]
+    baseline = BaselineRow(*baselines, _on_differing(rounded[0], a, found.mask),
+                           _on_differing(rounded[1], b, found.mask))
     notes = sides.notes if shared else (*sides.notes, EACH_SIDE_NOTE)
-    return dataclasses.replace(sides, notes=notes,
-                               emulation=PairEmulations(SHARED_INPUTS if shared else EACH_SIDE_INPUTS, rows, None))
+    return dataclasses.replace(sides, notes=notes, emulation=PairEmulations(
+        SHARED_INPUTS if shared else EACH_SIDE_INPUTS, rows, None, found, baseline))

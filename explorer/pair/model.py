@@ -12,7 +12,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from explorer.analysis.display import InlineDisplay
-from explorer.analysis.result import Analysis, Comparison, Emulation, Metrics, Ulp
+from explorer.analysis.result import Analysis, Baseline, Comparison, Emulation, Metrics, Ulp
 from explorer.packet.model import Problem, Reason
 
 SIDES = ("a", "b")
@@ -189,16 +189,43 @@ class Pair(InlineDisplay):
 
 @dataclass(frozen=True)
 class MatrixRow:
-    """One emulation scored against side a (`a`) and side b (`b`), each that side's own Emulation entry."""
+    """One emulation scored against side a (`a`) and side b (`b`), each that side's own Emulation entry.
+
+    `differing_a` / `differing_b`: of the elements where the two outputs differ, how many
+    of side a's (side b's) equal the emulation (bitEqualDiffering); None without numbers.
+    """
 
     a: Emulation
     b: Emulation
+    differing_a: int | None
+    differing_b: int | None
+
+
+@dataclass(frozen=True)
+class BaselineRow:
+    """The rounded reference counted like an emulation against each side: the matrix's last row."""
+
+    a: Baseline
+    b: Baseline
+    differing_a: int
+    differing_b: int
+
+
+@dataclass(frozen=True)
+class Differing:
+    """The elements (eligible on both sides) where the two outputs' bit patterns differ: count, per head, bool mask [QH, D]."""
+
+    count: int
+    per_head: tuple[int | None, ...]
+    mask: np.ndarray
 
 
 @dataclass(frozen=True)
 class PairEmulations:
-    """The matrix of a pair with emulations requested; `rows` None with `reason` when no matrix exists."""
+    """The matrix of a pair with emulations requested; `rows` (request order) None with `reason` when no matrix exists."""
 
     emulated_on: str | None
     rows: tuple[MatrixRow, ...] | None
     reason: str | None
+    differing: Differing | None = None
+    baseline: BaselineRow | None = None

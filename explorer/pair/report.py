@@ -1,21 +1,26 @@
 """build_comparison_report: the JSON-ready comparison report (compare-v1.md section 4) as a pure serialization of a Pair; no I/O, no UI.
 
 Every float is finite or None (json.dumps(allow_nan=False) holds). Each section is
-one function. The emulation keys (null without an emulation request): "emulations"
-and "emulationsRequested" hold each side's own entries and ids ({"a", "b"}), as
-`explorer analyze SIDE --emulate` reports them; "emulationMatrix" holds, per emulation,
-the elements of each side bit-equal to it ({"emulatedOn", "rows"}), or is null with
-"emulationMatrixReason".
+one function. The emulation keys (null without an emulation request): "emulations",
+"emulationsRequested", "emulationDecisive" and "emulationBaseline" hold each side's own
+({"a", "b"}), as `explorer analyze SIDE --emulate` reports them; "emulationDiffering"
+the elements where the two outputs differ; "emulationMatrix" holds, per emulation in
+table order, the elements of each side bit-equal to it, on the decisive elements and on
+the differing ones, then the baseline row ({"emulatedOn", "rows", "baseline"}), or is
+null with "emulationMatrixReason".
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from explorer.analysis.blocks import (
     LIMITATIONS,
+    baseline_block,
     comparison_block,
-    emulation_block,
+    count_block,
+    decisive_block,
+    emulation_list,
     metrics_block,
     plain,
     runtime,
@@ -31,6 +36,7 @@ from explorer.pair.model import (
     OutputDifference,
     Pair,
 )
+from explorer.pair.emulation import ranked_rows
 
 COMPARISON_SCHEMA = "attention-explorer.comparison.v1"
 
@@ -117,34 +123,52 @@ def _tokens(pair: Pair) -> dict[str, Any] | None:
 
 
 def _side_emulations(analysis: Analysis) -> list[dict[str, Any]] | None:
-    """A side's emulation entries exactly as `explorer analyze SIDE --emulate ...` reports them."""
+    """A side's emulation entries exactly as `explorer analyze SIDE --emulate ...` reports them (table order)."""
     if analysis.emulations is None:
         return None
-    return [emulation_block(e, analysis.admission.geometry["groupSize"]) for e in analysis.emulations]
+    return emulation_list(analysis.emulations, analysis.admission.geometry["groupSize"])
 
 
-def _emulations(pair: Pair) -> dict[str, Any] | None:
+def _per_side(pair: Pair, block: Callable[[Analysis], Any]) -> dict[str, Any] | None:
+    """{a, b} of one emulation key of each side, null without an emulation request."""
     if pair.emulation is None:
         return None
-    return {side: _side_emulations(pair.side(side)) for side in SIDES}
+    return {side: block(pair.side(side)) for side in SIDES}
 
 
-def _emulations_requested(pair: Pair) -> dict[str, Any] | None:
-    if pair.emulation is None:
-        return None
-    return {side: list(pair.side(side).emulations_requested) for side in SIDES}
+def _side_decisive(analysis: Analysis) -> dict[str, Any] | None:
+    return None if analysis.emulation_counts is None else decisive_block(analysis.emulation_counts.decisive)
 
 
-def _emulation_matrix(pair: Pair) -> dict[str, Any] | None:
-    """Per emulation: output elements of side a and of side b bit-equal to it (global, per head), out of `compared`."""
+def _side_baseline(analysis: Analysis) -> dict[str, Any] | None:
+    return None if analysis.emulation_counts is None else baseline_block(analysis.emulation_counts.baseline)
+
+
+def emulation_matrix_block(pair: Pair) -> dict[str, Any] | None:
+    """Per emulation (table order), then the baseline row: output elements of each side bit-equal to it, on the
+    decisive elements and on the differing ones."""
     if pair.emulation is None or pair.emulation.rows is None:
         return None
-    rows = [{"id": row.a.id, "kernel": row.a.kernel, "label": row.a.label,
+    rows = [{"id": row.a.id, "kernel": row.a.kernel, "label": row.a.label, "notEmulated": row.a.not_emulated,
              "compared": {"a": row.a.compared, "b": row.b.compared},
-             "bitEqual": {side: {"global": e.bit_equal, "perHead": list(e.bit_equal_per_head)}
-                          for side, e in zip(SIDES, (row.a, row.b))}}
-            for row in pair.emulation.rows]
-    return {"emulatedOn": pair.emulation.emulated_on, "rows": rows}
+             "bitEqual": {side: count_block(e.bit_equal, e.bit_equal_per_head) for side, e in zip(SIDES, (row.a, row.b))},
+             "bitEqualDecisive": {side: count_block(e.bit_equal_decisive, e.bit_equal_decisive_per_head)
+                                  for side, e in zip(SIDES, (row.a, row.b))},
+             "bitEqualDiffering": {"a": row.differing_a, "b": row.differing_b}}
+            for row in ranked_rows(pair.emulation.rows)]
+    baseline = pair.emulation.baseline
+    blocks = {"a": baseline_block(baseline.a), "b": baseline_block(baseline.b)}
+    return {"emulatedOn": pair.emulation.emulated_on, "rows": rows,
+            "baseline": {"bitEqual": {side: blocks[side]["bitEqual"] for side in SIDES},
+                         "bitEqualDecisive": {side: blocks[side]["bitEqualDecisive"] for side in SIDES},
+                         "bitEqualDiffering": {"a": baseline.differing_a, "b": baseline.differing_b}}}
+
+
+def emulation_differing_block(pair: Pair) -> dict[str, Any] | None:
+    """emulationDiffering: the elements where the two outputs differ (with a matrix only)."""
+    if pair.emulation is None or pair.emulation.differing is None:
+        return None
+    return count_block(pair.emulation.differing.count, pair.emulation.differing.per_head)
 
 
 def build_comparison_report(pair: Pair) -> dict[str, Any]:
@@ -166,9 +190,12 @@ def build_comparison_report(pair: Pair) -> dict[str, Any]:
         "nearerPrimaryReference": _nearer(pair),
         "nearerReason": pair.nearer_reason,
         "tokens": _tokens(pair),
-        "emulations": _emulations(pair),
-        "emulationsRequested": _emulations_requested(pair),
-        "emulationMatrix": _emulation_matrix(pair),
+        "emulations": _per_side(pair, _side_emulations),
+        "emulationsRequested": _per_side(pair, lambda analysis: list(analysis.emulations_requested)),
+        "emulationDecisive": _per_side(pair, _side_decisive),
+        "emulationBaseline": _per_side(pair, _side_baseline),
+        "emulationDiffering": emulation_differing_block(pair),
+        "emulationMatrix": emulation_matrix_block(pair),
         "emulationMatrixReason": None if pair.emulation is None else pair.emulation.reason,
         "notes": list(pair.notes),
         "runtime": runtime(),

@@ -69,6 +69,12 @@ def selectable(pane: pn.pane.HoloViews, selection: Selection) -> pn.pane.HoloVie
 # ---------------------------------------------------------------- text panes
 
 
+def served() -> bool:
+    """True inside a `panel serve` session (its document has a session context): where a thread or a button helps."""
+    document = pn.state.curdoc
+    return document is not None and document.session_context is not None
+
+
 def plot_pane(obj, *, linked_axes: bool = False, **params) -> pn.pane.HoloViews:
     """A HoloViews object as a Panel pane.
 

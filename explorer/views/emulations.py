@@ -1,8 +1,9 @@
-"""Emulations view: every kernel emulation's bit-equal counts, a [query head x channel] map of where the output differs from the selected one, and an element drill-down; computes through the core (in a background thread on a served page), draws only.
+"""Emulations view: every kernel emulation's counts (decisive elements first, the baseline row last), a [query head x channel] map of where the output differs from the selected one on a discrete ULP scale, and an element drill-down; computes through the core (in a background thread with a progress bar on a served page), draws only.
 
 Its parameters live in the URL by the emulation ids' own names (`blocks`, `partitionTokens`,
-`partialDType`): `settings_from_query` reads them with the kernels' own limits, and the view
-writes the ones that differ from the defaults into `Selection.emulation` for the shell to mirror.
+`partialDType`) and `emulationSet` (`settings` or `sweep`): `settings_from_query` reads them
+with the kernels' own limits, and the view writes the ones that differ from the defaults into
+`Selection.emulation` for the shell to mirror.
 """
 
 from __future__ import annotations
@@ -20,17 +21,15 @@ import param
 from panel.io.state import set_curdoc
 
 from explorer.analysis.analyze import cached_emulations, emulations_of
-from explorer.analysis.emulation import KERNELS, MLX_TWO_PASS, PAGED_TWO_PASS, SINGLE_PASS
-from explorer.analysis.emulation.kernels import MAX_BLOCKS, MAX_PARTITION_TOKENS, Parameter
-from explorer.analysis.result import Analysis, Emulation
+from explorer.analysis.blocks import baseline_block, emulation_list
+from explorer.analysis.emulation import KERNELS, MLX_TWO_PASS, PAGED_TWO_PASS, SINGLE_PASS, SWEEP_NAME, ranked
+from explorer.analysis.emulation.kernels import MAX_BLOCKS, MAX_PARTITION_TOKENS, MIN_BLOCKS, Parameter
+from explorer.analysis.result import Analysis, Emulation, EmulationCounts
 from explorer.packet.dtypes import DTYPES, ITEM_SIZE
 from explorer.views import html_summary
 from explorer.views.common import (
-    CONTINUOUS_CMAP,
-    LOG,
     Field,
     Selection,
-    colour_scale,
     grid_map,
     heading,
     hex_pattern,
@@ -38,8 +37,10 @@ from explorer.views.common import (
     note,
     per_cell,
     plot_pane,
+    served,
     ulp_value,
 )
+from explorer.views.emulation_tables import emulation_table
 from explorer.views.html_summary import esc, table
 
 log = logging.getLogger(__name__)
@@ -49,19 +50,36 @@ HEX_DIGITS = {dtype: 2 * size for dtype, size in ITEM_SIZE.items()}
 DEFAULT_BLOCKS = KERNELS[MLX_TWO_PASS].parameter("blocks").default
 DEFAULT_PARTITION_TOKENS = KERNELS[PAGED_TWO_PASS].parameter("partitionTokens").default
 DEFAULT_PARTIAL = "float32"  # the partial dtype of the counterfactual variants (the incident's patched kernel)
+SETTINGS_SET = "settings"  # the view's own five emulations (the default set with the default settings)
+EMULATION_SETS = (SETTINGS_SET, SWEEP_NAME)
 ULP_LABEL = "ULP distance (output vs emulation, output dtype units)"
 COLOUR_LABEL = "ULP distance"  # the colour bar's title: short enough for a 16-head map; the hover says the rest
+# The map's discrete ULP classes: (lowest distance, tick label, colour); 0 (bit-equal) has a colour of its own.
+ULP_CLASSES = ((0, "0", "#f2f2f2"), (1, "1", "#fdbb84"), (2, "2-3", "#fc8d59"), (4, "4-7", "#e34a33"),
+               (8, "8-15", "#b30000"), (16, "16+", "#4a1486"))
+
+
+def _emulation_set(text: str) -> str:
+    if text not in EMULATION_SETS:
+        raise ValueError
+    return text
+
+
+EMULATION_SET = Parameter("emulationSet", SETTINGS_SET, f"one of {', '.join(EMULATION_SETS)}", _emulation_set)
 # URL name -> (the kernel parameter that reads and bounds it, the view's parameter, ASCII shape checked first)
 URL_SETTINGS: Mapping[str, tuple[Parameter, str, re.Pattern]] = {
     "blocks": (KERNELS[MLX_TWO_PASS].parameter("blocks"), "blocks", re.compile(r"[0-9]{1,8}")),
     "partitionTokens": (KERNELS[PAGED_TWO_PASS].parameter("partitionTokens"), "partition_tokens",
                         re.compile(r"[0-9]{1,8}")),
     "partialDType": (KERNELS[PAGED_TWO_PASS].parameter("partialDType"), "partial_dtype", re.compile(r"[a-z0-9]{1,16}")),
+    "emulationSet": (EMULATION_SET, "emulation_set", re.compile(r"[a-z]{1,16}")),
 }
 BREAKABLE = "word-break:break-all"  # long ids as column headings wrap anywhere instead of widening the page
 SCROLLING = "max-width:100%;overflow-x:auto"  # a table wider than the column scrolls inside it
 ASSUMPTIONS_NOTE = ("Each emulation recomputes the output on the CPU following one kernel's published arithmetic; it "
-                    "is a labelled counterfactual, never the reference, and says nothing about the cause by itself.")
+                    "is a labelled counterfactual under stated hypotheses, never the reference, and says nothing "
+                    "about the cause by itself. Read the decisive column first (the elements where the emulations "
+                    "disagree); the last row is the primary reference rounded to the output dtype.")
 
 
 def requested_ids(blocks: int, partition_tokens: int, partial_dtype: str) -> list[str]:
@@ -111,26 +129,37 @@ def _share(count: int | None, compared: int) -> str:
     return f"{count} of {compared} ({SIGNIFICANT.format(100 * count / compared) if compared else '-'}%)"
 
 
-def bit_equal_tables(emulations: tuple[Emulation, ...], head_dim: int) -> str:
-    """Global bit-equal counts, ULP max and p99 of every emulation, then per query head (heads x emulations)."""
-    rows = [(f'<code style="{BREAKABLE}">{esc(e.id)}</code>', esc(_share(e.bit_equal, e.compared)), esc(html_summary.number(e.ulp.max)),
-             esc(html_summary.number(e.ulp.p99)), esc(e.label)) for e in emulations]
-    overview = table(("emulation", "output elements bit-equal", "ULP max", "ULP p99", "label"), rows,
-                     css_class="emulation-bit-equal")
-    heads = len(emulations[0].bit_equal_per_head) if emulations else 0
-    per_head = table(("query head", *(f'<code style="{BREAKABLE}">{esc(e.id)}</code>' for e in emulations)),
-                     ((str(h), *(esc(_share(e.bit_equal_per_head[h], head_dim)) for e in emulations))
-                      for h in range(heads)), css_class="emulation-bit-equal-per-head")
+def _group(analysis: Analysis) -> int:
+    return analysis.admission.geometry["groupSize"]
+
+
+def bit_equal_tables(analysis: Analysis, emulations: tuple[Emulation, ...], counts: EmulationCounts) -> str:
+    """The counts table (decisive, bit-equal, ULP max, note; baseline last) and per query head (heads x emulations)."""
+    head_dim = analysis.admission.tensors["output"].shape[3]
+    entries = emulation_list(emulations, _group(analysis))
+    header, rows = emulation_table(entries, None if counts.decisive is None else {"global": counts.decisive.count},
+                                   baseline_block(counts.baseline))
+    cells = [[f'<code style="{BREAKABLE}">{esc(row[0])}</code>', *(esc(cell) for cell in row[1:])] for row in rows]
+    overview = table([esc(cell) for cell in header], cells, css_class="emulation-bit-equal")
+    shown = [e for e in ranked(emulations) if e.bit_equal_per_head is not None]
+    baseline = counts.baseline.bit_equal_per_head
+    per_head = table(("query head", *(f'<code style="{BREAKABLE}">{esc(e.id)}</code>' for e in shown),
+                      "rounded reference (baseline)"),
+                     ((str(h), *(esc(_share(e.bit_equal_per_head[h], head_dim)) for e in shown),
+                       esc(_share(baseline[h], head_dim))) for h in range(len(baseline))),
+                     css_class="emulation-bit-equal-per-head")
     return f'<div style="{SCROLLING}">{overview}</div><div style="{SCROLLING}">{per_head}</div>'
 
 
 def drilldown_html(analysis: Analysis, emulations: tuple[Emulation, ...], head: int, channel: int) -> str:
-    """The output's value and bit pattern at [head, channel] beside every emulation's."""
+    """The output's value and bit pattern at [head, channel] beside every emulation's (those with numbers, table order)."""
     output = analysis.admission.tensors["output"]
     dtype = output.dtype
     own = output.bits[0, head, 0, channel]
     rows = [("output", esc(repr(float(output.values[0, head, 0, channel]))), f"<code>{_hex(own, dtype)}</code>", "")]
-    for e in emulations:
+    for e in ranked(emulations):
+        if e.bits is None:
+            continue
         equal = "bit-equal" if e.bits[head, channel] == own else f"{e.ulp.distance[head, channel]} ULP apart"
         if e.ulp.distance[head, channel] < 0 and e.bits[head, channel] != own:
             equal = "not compared (ineligible head or nonfinite pair)"
@@ -140,11 +169,27 @@ def drilldown_html(analysis: Analysis, emulations: tuple[Emulation, ...], head: 
             + table(("", "value", "bits", "vs output"), rows, css_class="emulation-drilldown"))
 
 
+def ulp_classes(distance: np.ndarray) -> np.ndarray:
+    """The map's colour class of each ULP distance (index into ULP_CLASSES), NaN where not compared (drawing only)."""
+    lows = np.array([low for low, _, _ in ULP_CLASSES])
+    classes = (np.searchsorted(lows, np.maximum(distance, 0), side="right") - 1).astype(np.float64)
+    return np.where(distance >= 0, classes, np.nan)
+
+
+def _class_colour_bar(plot, element) -> None:
+    """The colour bar's ticks at the class centres, labelled by the ULP ranges."""
+    from bokeh.models import FixedTicker
+
+    bar = plot.handles.get("colorbar")
+    if bar is not None:
+        bar.ticker = FixedTicker(ticks=list(range(len(ULP_CLASSES))))
+        bar.major_label_overrides = {index: label for index, (_, label, _) in enumerate(ULP_CLASSES)}
+
+
 def difference_map(analysis: Analysis, emulation: Emulation) -> hv.Image:
-    """[query head x channel] coloured by the ULP distance between output and `emulation` (0: bit-equal)."""
+    """[query head x channel] coloured by discrete ULP classes between output and `emulation` (0 = bit-equal: its own colour)."""
     distance = emulation.ulp.distance
-    colour = np.where(distance >= 0, distance, np.nan).astype(np.float64)
-    scale = colour_scale([colour], LOG, "ULP distance")
+    colour = ulp_classes(distance)
     output = analysis.admission.tensors["output"]
     bits = ITEM_SIZE[output.dtype] * 8
     kv_heads = [a.kv_head for a in analysis.numerics.attention]
@@ -154,20 +199,31 @@ def difference_map(analysis: Analysis, emulation: Emulation) -> hv.Image:
               Field("emulation", "emulation", emulation.values),
               Field("emulation_bits", "emulation bits", emulation.bits.astype(np.int64), lambda: hex_pattern(bits)),
               Field("ulp", ULP_LABEL, distance, ulp_value)]
-    return grid_map(colour, fields, title=f"output vs {emulation.id}", colour_label=COLOUR_LABEL, xlabel="channel",
-                    ylabel="query head", clim=scale.clim, logz=scale.logz, cmap=CONTINUOUS_CMAP)
+    image = grid_map(colour, fields, title=f"output vs {emulation.id}", colour_label=COLOUR_LABEL, xlabel="channel",
+                     ylabel="query head", clim=(-0.5, len(ULP_CLASSES) - 0.5), logz=False,
+                     cmap=[colour for _, _, colour in ULP_CLASSES])
+    return image.opts(hooks=[*image.opts.get().kwargs.get("hooks", []), _class_colour_bar])
+
+
+def first_shown(emulations: tuple[Emulation, ...]) -> str:
+    """The emulation the map opens on: the most decisive matches (else bit-equal), ties in request order; "" when
+    none has numbers."""
+    return next((e.id for e in ranked(emulations) if e.bits is not None), "")
 
 
 class EmulationsView(pn.viewable.Viewer):
     """The Emulations view of one analysis; computes when first shown, in a background thread."""
 
-    blocks = param.Integer(default=DEFAULT_BLOCKS, bounds=(1, MAX_BLOCKS), doc="Blocks of the MLX kernel.")
+    blocks = param.Integer(default=DEFAULT_BLOCKS, bounds=(MIN_BLOCKS, MAX_BLOCKS), doc="Blocks of the MLX kernel.")
     partition_tokens = param.Integer(default=DEFAULT_PARTITION_TOKENS, bounds=(1, MAX_PARTITION_TOKENS),
                                      doc="Paged kernel partition size in tokens.")
     partial_dtype = param.Selector(default=DEFAULT_PARTIAL, objects=list(DTYPES),
                                    doc="Partial dtype of the counterfactual variant of each kernel with partials.")
+    emulation_set = param.Selector(default=SETTINGS_SET, objects=list(EMULATION_SETS),
+                                   doc="The view's own five emulations, or the sweep (every v2 hypothesis).")
     selected = param.String(default="", doc="The emulation id the difference map shows.")
-    emulations = param.Parameter(default=None, doc="The computed emulations (a tuple), None until computed.")
+    emulations = param.Parameter(default=None, doc="The computed emulations (a tuple, request order), None until computed.")
+    counts = param.Parameter(default=None, doc="Their decisive elements and baseline (EmulationCounts).")
     running = param.Boolean(default=False, doc="True while a computation runs.")
 
     def __init__(self, analysis: Analysis, selection: Selection | None = None, **params):
@@ -188,7 +244,7 @@ class EmulationsView(pn.viewable.Viewer):
                                     css_classes=["emulation-drilldown-pane"])
         self._tap = None
         self._choice.link(self, value="selected", bidirectional=True)
-        self.param.watch(self._restart, ["blocks", "partition_tokens", "partial_dtype"])
+        self.param.watch(self._restart, ["blocks", "partition_tokens", "partial_dtype", "emulation_set"])
         self.param.watch(self._show, ["emulations", "selected"])
         self.selection.param.watch(self._show_element, "element")
         self.param.watch(self._show_running, ["running"])
@@ -197,6 +253,8 @@ class EmulationsView(pn.viewable.Viewer):
     # ------------------------------------------------------------ computation
 
     def ids(self) -> list[str]:
+        if self.emulation_set == SWEEP_NAME:
+            return [SWEEP_NAME]
         return requested_ids(self.blocks, self.partition_tokens, self.partial_dtype)
 
     def settings(self) -> dict[str, object]:
@@ -232,8 +290,13 @@ class EmulationsView(pn.viewable.Viewer):
                          name="explorer-emulations").start()
 
     def _run(self, generation: int, ids: list[str], document) -> None:
+        def progress(done: int, total: int) -> None:
+            if document is not None:
+                with set_curdoc(document):
+                    pn.state.execute(partial(self._show_progress, generation, done, total), schedule=True)
+
         try:
-            found, failure = emulations_of(self.analysis, ids), ""
+            found, failure = emulations_of(self.analysis, ids, progress=progress), ""
         except Exception as error:  # a programming error must not leave the progress bar running forever
             log.exception("emulations %s failed", ids)
             found, failure = None, f"The emulations could not be computed: {type(error).__name__}: {error}"
@@ -248,10 +311,17 @@ class EmulationsView(pn.viewable.Viewer):
         with self._lock:
             if generation != self._generation:
                 return  # the parameters changed meanwhile: a newer computation runs
-        self.emulations = found  # drawn first: the progress bar goes once the tables and map are there
+        emulations, counts = (None, None) if found is None else found
+        self.counts = counts
+        self.emulations = emulations  # drawn first: the progress bar goes once the tables and map are there
         self.running = False
         if failure:
             self._progress_note.object = esc(failure)
+
+    def _show_progress(self, generation: int, done: int, total: int) -> None:
+        if generation == self._generation and self.running:
+            self._progress.param.update(active=False, max=total, value=done)
+            self._progress_note.object = f"Computing emulations on the CPU: {done} of {total} done ..."
 
     def _restart(self, *_events) -> None:
         self.selection.emulation = self.settings()
@@ -268,6 +338,7 @@ class EmulationsView(pn.viewable.Viewer):
         if self.analysis.numerics is None or self.analysis.admission.tensors is None:
             return pn.Column(*status, sizing_mode="stretch_width", css_classes=["view-emulations"])
         controls = pn.FlexBox(
+            pn.widgets.Select.from_param(self.param.emulation_set, label="emulations", width=150),
             self._integer_input("blocks", "MLX blocks", 140),
             self._integer_input("partitionTokens", "paged partition tokens", 180),
             pn.widgets.Select.from_param(self.param.partial_dtype, label="variant partial dtype", width=180),
@@ -275,11 +346,13 @@ class EmulationsView(pn.viewable.Viewer):
         return pn.Column(
             *status,
             heading("Kernel arithmetic emulations",
-                    f"Output elements whose bit pattern equals each emulation's (eligible heads only). "
-                    f"{esc(ASSUMPTIONS_NOTE)}"),
+                    "Output elements whose bit pattern equals each emulation's (eligible heads only), on the decisive "
+                    f"elements and on all of them. {esc(ASSUMPTIONS_NOTE)} The sweep runs every launch rule and "
+                    "arithmetic hypothesis (a few seconds); the other settings apply to the view's own five."),
             controls, self._settings_note, pn.Row(self._progress, self._progress_note), self._tables,
-            heading("Where the output differs from one emulation", "ULP distance per element (0 = bit-equal; grey: "
-                    "not compared). Click a cell for every emulation's value and bits there."),
+            heading("Where the output differs from one emulation", "ULP distance per element in classes: 0 (bit-equal) "
+                    "has a colour of its own, then 1, 2-3, 4-7, 8-15 and 16 or more; grey: not compared. Click a cell "
+                    "for every emulation's value and bits there."),
             self._choice, self._map, self._drilldown,
             sizing_mode="stretch_width", css_classes=["view-emulations"])
 
@@ -303,19 +376,24 @@ class EmulationsView(pn.viewable.Viewer):
         return box
 
     def _show_running(self, _event=None) -> None:
-        self._progress.visible = self.running
-        self._progress_note.object = (f"Computing {len(self.ids())} emulations on the CPU ..." if self.running else "")
+        self._progress.param.update(visible=self.running, active=True, value=-1)
+        request = "the sweep" if self.emulation_set == SWEEP_NAME else f"{len(self.ids())} emulations"
+        self._progress_note.object = f"Computing {request} on the CPU ..." if self.running else ""
 
     def _show(self, _event=None) -> None:
         emulations = self.emulations
-        if not emulations:
+        if not emulations or self.counts is None:
+            return
+        drawn = [e.id for e in ranked(emulations) if e.bits is not None]
+        self._choice.options = drawn
+        if drawn and self.selected not in drawn:
+            self.selected = first_shown(emulations)  # the watcher draws again with it
+            return
+        self._tables.object = bit_equal_tables(self.analysis, emulations, self.counts)
+        if not drawn:  # every entry without numbers: the table says why, there is no map to draw
+            self._map.objects = []
             return
         by_id = {e.id: e for e in emulations}
-        self._choice.options = list(by_id)
-        if self.selected not in by_id:
-            self.selected = emulations[0].id  # the watcher draws again with it
-            return
-        self._tables.object = bit_equal_tables(emulations, self.analysis.admission.tensors["output"].shape[3])
         pane = plot_pane(difference_map(self.analysis, by_id[self.selected]))
         self._tap = hv.streams.Tap(source=pane.object, x=None, y=None)
         self._tap.add_subscriber(self._on_tap)
@@ -325,7 +403,7 @@ class EmulationsView(pn.viewable.Viewer):
     def _on_tap(self, x=None, y=None) -> None:
         if x is None or y is None or not self.emulations:
             return
-        heads, channels = self.emulations[0].bits.shape
+        heads, channels = self.analysis.numerics.eligible.size, self.analysis.admission.tensors["output"].shape[3]
         head, channel = int(round(y)), int(round(x))
         if 0 <= head < heads and 0 <= channel < channels:
             self.selection.element = (head, channel)  # the shell shows its element panel and writes the URL
@@ -335,7 +413,7 @@ class EmulationsView(pn.viewable.Viewer):
         element = self.selection.element
         if element is None or not self.emulations:
             return
-        heads, channels = self.emulations[0].bits.shape
+        heads, channels = self.analysis.numerics.eligible.size, self.analysis.admission.tensors["output"].shape[3]
         head, channel = element
         if 0 <= head < heads and 0 <= channel < channels:
             self._drilldown.object = drilldown_html(self.analysis, self.emulations, head, channel)
@@ -347,14 +425,8 @@ class EmulationsView(pn.viewable.Viewer):
     def __panel__(self) -> pn.viewable.Viewable:
         """The layout; showing it starts the computation: in the background on a served page, else now."""
         if self._mode is None and self.analysis.numerics is not None:
-            self.start() if _served() else self.compute()
+            self.start() if served() else self.compute()
         return self._layout
-
-
-def _served() -> bool:
-    """True inside a `panel serve` session (its document has a session context): the only place a thread helps."""
-    document = pn.state.curdoc
-    return document is not None and document.session_context is not None
 
 
 def build(analysis: Analysis, selection: Selection | None = None) -> pn.viewable.Viewable:

@@ -31,9 +31,11 @@ from explorer.views.common import (
     note,
     per_cell,
     plot_pane,
+    served,
     ulp_value,
 )
 from explorer.views.html_summary import esc, number, table
+from explorer.views.pair_emulations import PairEmulationsSection
 
 # Colours of the bit-difference map by ULP bucket [0], [1], [2, 3], [4, 7], ... (the report's histogram buckets).
 EQUAL_COLOUR = "#f4f4f4"
@@ -260,14 +262,9 @@ def tokens_section(pair: Pair) -> pn.Column:
                      css_classes=["pair-tokens"])
 
 
-def emulations_section(pair: Pair) -> pn.Column:
-    """The emulation x side matrix (drawn only when the pair was compared with emulations)."""
-    parts = [heading("Kernel emulations", "Output elements of each side whose bit pattern equals each emulation's."),
-             html_pane(pair_html.emulation_matrix_html(pair))]
-    markup = pair_html.emulation_matrix_per_head_html(pair)
-    if markup:
-        parts.append(collapsed("Kernel emulations, per query head", html_pane(markup)))
-    return pn.Column(*parts, sizing_mode="stretch_width", css_classes=["pair-emulations"])
+def emulations_section(pair: Pair) -> pn.viewable.Viewable:
+    """The emulation x side matrix with the differing counts; on a served page computed on request (pair_emulations)."""
+    return PairEmulationsSection(pair).__panel__()
 
 
 # name -> (title, section builder), in display order
@@ -288,7 +285,7 @@ def build(pair: Pair) -> pn.Column:
     names = ["summary"] if pair.output is None and pair.ladder is None else list(SECTIONS)
     if pair.output is None:
         names = [n for n in names if n not in ("bits", "heads")]
-    if pair.emulation is None:
-        names = [n for n in names if n != "emulations"]
+    if pair.emulation is None and (pair.output is None or pair.output.dtypes_differ or not served()):
+        names = [n for n in names if n != "emulations"]  # nothing to show, nothing that could be computed here
     return pn.Column(*(SECTIONS[name][1](pair) for name in names), sizing_mode="stretch_width",
                      css_classes=["view-pair"])

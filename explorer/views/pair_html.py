@@ -10,9 +10,12 @@ from typing import Any, Sequence
 
 from explorer.pair.model import LadderRow, NEARER_KEYS, PAIR_LIMITATIONS, Pair, SIDES
 from explorer.pair.compare import COMPARED
-from explorer.pair.report import side_summary
+from explorer.analysis.blocks import decisive_block
+from explorer.pair.emulation import ranked_rows
+from explorer.pair.report import emulation_differing_block, emulation_matrix_block, side_summary
 from explorer.analysis.result import Metrics
 from explorer.packet.model import INCONCLUSIVE, REFUSED
+from explorer.views.emulation_tables import pair_emulation_table
 from explorer.views.html_summary import (
     BOX_STYLE,
     NOT_A_NUMBER,
@@ -186,28 +189,37 @@ def tokens_html(pair: Pair) -> str:
 
 
 def emulation_matrix_html(pair: Pair) -> str:
-    """The emulation x side matrix: per emulation, output elements of side a and of side b bit-equal to it."""
+    """The emulation x side matrix (table order, baseline last): per side, the decisive, differing and all elements
+    whose bit pattern equals each emulation's."""
     emulation = pair.emulation
     if emulation is None:
         return "<p><i>No kernel emulation was requested for this pair.</i></p>"
     if emulation.rows is None:
         return (f'<p class="emulation-matrix-reason">No emulation x side matrix '
                 f"(<code>{esc(emulation.reason)}</code>).</p>")
-    rows = [(f'<code title="{esc(row.a.label)}">{esc(row.a.id)}</code>',
-             *(f"{e.bit_equal} of {e.compared}" for e in (row.a, row.b))) for row in emulation.rows]
+    labels = {row.a.id: row.a.label for row in emulation.rows}
+    decisive = decisive_block(pair.a.emulation_counts.decisive)
+    header, rows = pair_emulation_table(emulation_matrix_block(pair), emulation_differing_block(pair), decisive)
+    cells = [(f'<code title="{esc(labels.get(row[0], row[0]))}">{esc(row[0])}</code>', *(esc(c) for c in row[1:]))
+             for row in rows]
     lead = (f"Emulated on <code>{esc(emulation.emulated_on)}</code>: each emulation is a counterfactual with its "
-            "assumptions listed in the JSON report, never the reference.")
-    return f'<p class="emulation-lead">{lead}</p>' + table(("emulation", "bit-equal a", "bit-equal b"), rows,
+            "assumptions listed in the JSON report, never the reference. <i>Differing</i>: the "
+            f"{emulation.differing.count} elements where the two outputs differ; <i>decisive</i>: those where the "
+            "emulations disagree. The last row is the primary reference rounded to the output dtype.")
+    return f'<p class="emulation-lead">{lead}</p>' + table([esc(h) for h in header], cells,
                                                            css_class="pair-emulation-matrix")
 
 
 def emulation_matrix_per_head_html(pair: Pair) -> str:
-    """The same counts per query head, one column per emulation and side (empty without a matrix)."""
+    """The bit-equal counts per query head, one column per emulation and side in table order, the baseline last."""
     emulation = pair.emulation
     if emulation is None or emulation.rows is None:
         return ""
-    header = ("query head", *(f"{row.a.id}: {side}" for row in emulation.rows for side in SIDES))
-    columns = [e.bit_equal_per_head for row in emulation.rows for e in (row.a, row.b)]
+    shown = [row for row in ranked_rows(emulation.rows) if row.a.bit_equal_per_head is not None]
+    header = ("query head", *(f"{row.a.id}: {side}" for row in shown for side in SIDES),
+              *(f"rounded reference: {side}" for side in SIDES))
+    columns = [*(e.bit_equal_per_head for row in shown for e in (row.a, row.b)),
+               emulation.baseline.a.bit_equal_per_head, emulation.baseline.b.bit_equal_per_head]
     rows = [(str(head), *(esc(number(column[head])) for column in columns)) for head in range(len(columns[0]))]
     return table(header, rows, css_class="pair-emulation-matrix-per-head")
 

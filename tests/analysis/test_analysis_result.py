@@ -24,9 +24,9 @@ VERDICT_WORDS = re.compile(r"\b(pass(es|ed)?|fail(s|ed|ure)?|ok|okay|acceptable|
 
 TOP_KEYS = {"schema", "status", "packet", "refusals", "inconclusiveReasons", "score", "identity", "selection", "sample",
             "geometry", "tensors", "lastRow", "reference", "attention", "emulations",
-            "emulationsRequested", "runtime", "limitations"}
+            "emulationsRequested", "emulationDecisive", "emulationBaseline", "runtime", "limitations"}
 NULL_WHEN_REFUSED = {"score", "identity", "selection", "sample", "geometry", "tensors", "lastRow", "reference",
-                     "attention", "emulations", "emulationsRequested"}
+                     "attention", "emulations", "emulationsRequested", "emulationDecisive", "emulationBaseline"}
 M_KEYS = {"linf", "rmse", "relativeL2", "undefinedReason", "nonfinite"}
 COUNT_KEYS = {"nan", "positiveInfinity", "negativeInfinity"}
 ULP_KEYS = {"max", "p99", "nonfinitePairs", "histogram"}

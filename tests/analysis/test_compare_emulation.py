@@ -19,7 +19,14 @@ from explorer.pair.emulation import (
     SHARED_INPUTS,
     SIDE_REFUSED,
 )
-from explorer.analysis.emulation import EmulationIdError, bit_equal, emulate, inputs_from_tensors, resolve_all
+from explorer.analysis.emulation import (
+    EmulationIdError,
+    bit_equal,
+    emulate,
+    inputs_from_tensors,
+    resolve_all,
+    shape_of,
+)
 from test_analysis_result import VERDICT_WORDS, strings_and_keys
 
 REPO = Path(__file__).resolve().parents[2]
@@ -43,19 +50,22 @@ def _own_bit_equal(path: Path, ids: list[str]) -> list[tuple[int, tuple]]:
     tensors = analysis.admission.tensors
     eligible = analysis.numerics.eligible
     outputs = emulate(inputs_from_tensors(tensors, analysis.admission.scale),
-                      resolve_all(ids, tensors["output"].dtype), eligible)
-    return [bit_equal(e, tensors["output"].bits[0, :, 0, :], eligible) for e in outputs]
+                      resolve_all(ids, shape_of(tensors)), eligible)
+    return [bit_equal(e.bits, tensors["output"].bits[0, :, 0, :], eligible) for e in outputs]
 
 
-def _matrix(report: dict, side: str) -> list[tuple[int, tuple]]:
-    return [(row["bitEqual"][side]["global"], tuple(row["bitEqual"][side]["perHead"]))
-            for row in report["emulationMatrix"]["rows"]]
+def _matrix(report: dict, side: str, ids: list[str] = DEFAULT_IDS) -> list[tuple[int, tuple]]:
+    """The matrix's counts of one side, in the order of `ids` (the rows are in table order)."""
+    rows = {row["id"]: row for row in report["emulationMatrix"]["rows"]}
+    return [(rows[i]["bitEqual"][side]["global"], tuple(rows[i]["bitEqual"][side]["perHead"])) for i in ids]
 
 
 def test_matrix_equals_each_sides_own_bit_equal(pair):
     report = pair.report()
     assert report["emulationMatrix"]["emulatedOn"] == SHARED_INPUTS and report["emulationMatrixReason"] is None
-    assert [row["id"] for row in report["emulationMatrix"]["rows"]] == DEFAULT_IDS
+    # table order: the larger of the two sides' decisive counts, ties in request order
+    assert [row["id"] for row in report["emulationMatrix"]["rows"]] == [
+        "mlx_two_pass", "paged_two_pass", "single_pass", "mlx_two_pass(partialDType=float32)"]
     assert report["emulationsRequested"] == {"a": DEFAULT_IDS, "b": DEFAULT_IDS}
     assert _matrix(report, "a") == _own_bit_equal(PAGED, DEFAULT_IDS)
     assert _matrix(report, "b") == _own_bit_equal(CONTIGUOUS, DEFAULT_IDS)
@@ -100,12 +110,11 @@ def test_inputs_that_differ_score_each_side_against_its_own_inputs():
     report = pair.report()
     assert report["emulationMatrix"]["emulatedOn"] == EACH_SIDE_INPUTS and EACH_SIDE_NOTE in report["notes"]
     ids = ["mlx_two_pass", "paged_two_pass"]
-    assert _matrix(report, "a") == _own_bit_equal(PAGED, ids)
-    assert _matrix(report, "b") == _own_bit_equal(INPUT_DIFFERS, ids)
+    assert _matrix(report, "a", ids) == _own_bit_equal(PAGED, ids)
+    assert _matrix(report, "b", ids) == _own_bit_equal(INPUT_DIFFERS, ids)
     # Each side's own kernel reproduces it from its own inputs, the flipped key included.
     compared = pair.output.compared
-    assert [row["bitEqual"]["b"]["global"] for row in report["emulationMatrix"]["rows"]][0] == compared
-    assert [row["bitEqual"]["a"]["global"] for row in report["emulationMatrix"]["rows"]][1] == compared
+    assert _matrix(report, "b", ids)[0][0] == compared and _matrix(report, "a", ids)[1][0] == compared
     assert not np.array_equal(pair.a.emulations[0].bits, pair.b.emulations[0].bits)
 
 

@@ -17,12 +17,14 @@ from explorer.analysis.emulation import (
     DEFAULT_SET,
     EmulationIdError,
     EmulationInputs,
+    PacketShape,
     bit_equal,
     emulate,
     native_output_bits,
     parse_id,
     resolve_all,
 )
+from explorer.analysis.emulation.launch import Geometry
 from explorer.cli import main
 from explorer.packet.dtypes import promote
 from explorer.samples import (
@@ -40,8 +42,11 @@ FLOAT32_PARTIAL_HEAD_ULPS = 16
 BFLOAT16_PARTIAL_RMSE_FACTOR = 100
 
 
-def _ids(request, output_dtype="bfloat16"):
-    return [spec.id for spec in resolve_all(request, output_dtype)]
+QWEN = Geometry(16, 2, 256, 5585)
+
+
+def _ids(request, output_dtype="bfloat16", geometry=QWEN):
+    return [spec.id for spec in resolve_all(request, PacketShape(output_dtype, geometry))]
 
 
 # ---------------------------------------------------------------- ids
@@ -59,8 +64,18 @@ def test_every_id_form_parses_and_normalises():
     assert _ids("mlx_two_pass(blocks=128,partialDType=bfloat16)") == ["mlx_two_pass"]
     assert _ids("mlx_two_pass(partialDType=bfloat16)", "float32") == ["mlx_two_pass(partialDType=bfloat16)"]
     assert _ids("paged_two_pass(partitionTokens=256,partialDType=float32)") == ["paged_two_pass"]
-    spec = resolve_all("mlx_two_pass", "float16")[0]
-    assert dict(spec.parameters) == {"blocks": 128, "partialDType": "float16"}
+    spec = resolve_all("mlx_two_pass", PacketShape("float16", QWEN))[0]
+    assert dict(spec.parameters) == {"blocks": 128, "partialDType": "float16", "exp": "exact", "fma": "off",
+                                     "simd": "butterfly"}
+    # hypotheses follow the kernel's own parameters, in the order exp, fma, simd
+    assert _ids("mlx_two_pass(simd=sequential,fma=on,exp=exp2_scaled,partialDType=float32)") == [
+        "mlx_two_pass(partialDType=float32,exp=exp2_scaled,fma=on,simd=sequential)"]
+    assert _ids("mlx_two_pass(exp=exact,fma=off,simd=butterfly)") == ["mlx_two_pass"]
+    # the paged default simdgroups is the engine's choice for the geometry (4 on Qwen3.6), unknown without one
+    assert _ids(["paged_two_pass(simdgroups=4)", "paged_two_pass(simdgroups=8)"]) == [
+        "paged_two_pass", "paged_two_pass(simdgroups=8)"]
+    assert _ids("paged_two_pass(simdgroups=4)", None, None) == ["paged_two_pass(simdgroups=4)"]
+    assert _ids("mlx_sdpa(device=s,partialDType=bfloat16)") == ["mlx_sdpa"]
 
 
 def test_duplicates_run_once_at_the_first_position_and_the_default_set():
@@ -76,10 +91,20 @@ def test_duplicates_run_once_at_the_first_position_and_the_default_set():
     ("flash_attention", "unknown emulation kernel 'flash_attention'"),
     ("mlx_two_pass(block=64)", "has no parameter 'block'"),
     ("single_pass(blocks=2)", "single_pass has no parameter 'blocks'"),
-    ("mlx_two_pass(blocks=0)", "blocks='0' is not an integer from 1"),
-    ("mlx_two_pass(blocks=-3)", "is not an integer"),
-    ("mlx_two_pass(blocks=1e3)", "is not an integer"),
-    ("paged_two_pass(partialDType=float64)", "partialDType='float64' is not float16 or bfloat16 or float32"),
+    ("mlx_two_pass(blocks=0)", "'mlx_two_pass(blocks=0)': blocks=0 is not a multiple of 32 from 32 to 1024"),
+    ("mlx_two_pass(blocks=48)", "'mlx_two_pass(blocks=48)': blocks=48 is not a multiple of 32 from 32 to 1024 "
+                                "(MLX rounds its block count up to a multiple of 32)"),
+    ("mlx_two_pass(blocks=2048)", "blocks=2048 is not a multiple of 32 from 32 to 1024"),
+    ("mlx_two_pass(blocks=-3)", "is not a multiple of 32"),
+    ("mlx_two_pass(blocks=1e3)", "is not a multiple of 32"),
+    ("paged_two_pass(partialDType=float64)", "partialDType=float64 is not one of float16, bfloat16, float32"),
+    ("mlx_sdpa(device=x)", "'mlx_sdpa(device=x)': device=x is not one of s, d, other"),
+    ("paged_two_pass(simdgroups=3)", "'paged_two_pass(simdgroups=3)': simdgroups=3 is not one of 1, 2, 4, 8"),
+    ("mlx_two_pass(fma=maybe)", "'mlx_two_pass(fma=maybe)': fma=maybe is not one of off, on"),
+    ("mlx_single_pass(simd=tree)", "simd=tree is not one of butterfly, sequential"),
+    ("mlx_two_pass(exp=fast)", "exp=fast is not one of exact, exp2_scaled"),
+    ("paged_two_pass(exp=exp2_scaled)", "paged_two_pass has no parameter 'exp'"),
+    ("single_pass(fma=on)", "single_pass has no parameter 'fma'"),
     ("mlx_two_pass(blocks=64,blocks=32)", "given twice"),
     ("mlx_two_pass(blocks)", "malformed parameter 'blocks'"),
     ("mlx_two_pass(blocks=64", "malformed emulation id"),
@@ -112,7 +137,7 @@ def qwen_like():
 
 
 def _emulated(inputs, ids):
-    return {e.spec.id: e for e in emulate(inputs, resolve_all(ids, inputs.output_dtype),
+    return {e.spec.id: e for e in emulate(inputs, resolve_all(ids, inputs.shape),
                                           np.ones(inputs.queries.shape[0], dtype=bool))}
 
 
@@ -181,7 +206,8 @@ def test_analyze_caches_emulations_by_content_and_ids_and_reuses_the_numerics(tm
     json.dumps(report, allow_nan=False)
     entry = report["emulations"][0]
     assert set(entry) == {"id", "kernel", "label", "parameters", "assumptions", "outputDType", "compared",
-                          "bitEqual", "ulp", "vsOutput", "vsPrimaryReference"}
+                          "bitEqual", "ulp", "vsOutput", "vsPrimaryReference", "resolved", "notEmulated",
+                          "notEmulatedCode", "bitEqualDecisive"}
     assert entry["bitEqual"]["global"] == sum(entry["bitEqual"]["perHead"])
     assert any("fuse multiply-adds" in sentence for sentence in entry["assumptions"])
     assert report["emulationsRequested"] == ["single_pass", "paged_two_pass"]
@@ -219,16 +245,17 @@ def test_one_run_scores_two_outputs_for_a_pair():
     inputs = EmulationInputs(tensors["queries"][0, :, 0, :], tensors["storedKeys"][0], tensors["storedValues"][0],
                              scale, "bfloat16", "bfloat16", "bfloat16")
     eligible = np.ones(16, dtype=bool)
-    mlx, paged = emulate(inputs, resolve_all(["mlx_two_pass", "paged_two_pass"], "bfloat16"), eligible)
-    assert bit_equal(mlx, a, eligible)[0] == 4096 and bit_equal(paged, b, eligible)[0] == 4096
-    assert bit_equal(mlx, b, eligible)[0] == int(np.count_nonzero(a == b))
+    mlx, paged = emulate(inputs, resolve_all(["mlx_two_pass", "paged_two_pass"], inputs.shape), eligible)
+    assert bit_equal(mlx.bits, a, eligible)[0] == 4096 and bit_equal(paged.bits, b, eligible)[0] == 4096
+    assert bit_equal(mlx.bits, b, eligible)[0] == int(np.count_nonzero(a == b))
 
 
 def test_cli_summary_and_json(tmp_path, capsys):
     packet = write_packet(tmp_path / "p", synthetic_spec(qh=2, kvh=1, tokens=3, head_dim=4, output_dtype="bfloat16"))
-    assert main(["analyze", str(packet), "--emulate", "default", "--emulate", "mlx_two_pass(blocks=2)"]) == 0
+    assert main(["analyze", str(packet), "--emulate", "default", "--emulate", "mlx_two_pass(blocks=64)"]) == 0
     out = capsys.readouterr().out
-    assert "Kernel emulations" in out and "mlx_two_pass(blocks=2)" in out and " of 8" in out
+    assert "Kernel emulations" in out and "mlx_two_pass(blocks=64)" in out and " of 8" in out
+    assert out.index("mlx_two_pass(blocks=64)") < out.index("rounded reference (baseline)")
     assert main(["analyze", str(packet), "--json", "--emulate", "single_pass"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["emulationsRequested"] == ["single_pass"] and report["emulations"][0]["compared"] == 8
@@ -241,7 +268,7 @@ def test_no_verdict_wording_in_emulation_reports(tmp_path):
     from test_analysis_result import VERDICT_WORDS, strings_and_keys
 
     packet = write_packet(tmp_path / "p", synthetic_spec(qh=2, kvh=1, tokens=5, head_dim=32, output_dtype="bfloat16"))
-    report = explorer.analyze(packet, emulate=["default", "mlx_two_pass(blocks=2)",
+    report = explorer.analyze(packet, emulate=["sweep", "mlx_two_pass(blocks=64)",
                                                "paged_two_pass(partitionTokens=2,partialDType=float16)"]).report()
     texts = list(strings_and_keys(report["emulations"]))
     assert texts and not [text for text in texts if VERDICT_WORDS.search(text)]

@@ -1,4 +1,4 @@
-"""The vectorised emulations agree bit for bit with the scalar transcription of the contract, on many geometries and dtype mixes."""
+"""The vectorised emulations agree bit for bit with the scalar transcription of the contract, on every kernel and option of emulation-v2, many geometries and every dtype mix."""
 
 from __future__ import annotations
 
@@ -12,6 +12,22 @@ from emulation_scalar import emulate_head
 from explorer.analysis.emulation import EmulationInputs, emulate, resolve_all
 
 DTYPES = ("float32", "bfloat16", "float16")
+# Every kernel and option: the sweep, then each hypothesis alone and all three together on each kernel.
+EVERY_OPTION = [
+    "sweep",
+    *(f"mlx_single_pass({h})" for h in ("exp=exp2_scaled", "fma=on", "simd=sequential")),
+    "paged_two_pass(partitionTokens=3,partialDType=bfloat16,simdgroups=2)",
+    "paged_two_pass(partitionTokens=1,simdgroups=1)",
+    *(f"mlx_sdpa(device={device},fma=on,simd=sequential)" for device in ("s", "d", "other")),
+]
+# Each kernel once, with every hypothesis at once (the wider head dims, where the scalar code is slow).
+COMPACT = [
+    "default",
+    "mlx_single_pass(exp=exp2_scaled,fma=on,simd=sequential)",
+    "mlx_two_pass(blocks=64,partialDType=float16,exp=exp2_scaled,fma=on,simd=sequential)",
+    "mlx_sdpa(device=other,exp=exp2_scaled)",
+    "paged_two_pass(partitionTokens=5,simdgroups=8,fma=on,simd=sequential)",
+]
 
 
 def _inputs(*, head_dim, tokens, kv_heads, group, dtypes, seed, value_std=0.5, query_std=2.0):
@@ -26,64 +42,79 @@ def _inputs(*, head_dim, tokens, kv_heads, group, dtypes, seed, value_std=0.5, q
 
 
 def _check(inputs: EmulationInputs, ids, heads=None):
-    specs = resolve_all(ids, inputs.output_dtype)
-    query_heads = inputs.queries.shape[0]
-    group = query_heads // inputs.keys.shape[0]
+    """Every emulation of `ids` equals the scalar code on `heads` (all by default); returns the emulated outputs."""
+    specs = resolve_all(ids, inputs.shape)
+    query_heads, kv_heads = inputs.queries.shape[0], inputs.keys.shape[0]
+    group = query_heads // kv_heads
     emulated = emulate(inputs, specs, np.ones(query_heads, dtype=bool))
     dtypes = (inputs.query_dtype, inputs.kv_dtype, inputs.output_dtype)
-    checked = range(query_heads) if heads is None else heads
     for result in emulated:
-        for h in checked:
+        for h in range(query_heads) if heads is None else heads:
             kv = h // group
             expected = emulate_head(result.spec.kernel, dict(result.spec.parameters), inputs.queries[h],
-                                    inputs.keys[kv], inputs.values[kv], inputs.scale, dtypes)
+                                    inputs.keys[kv], inputs.values[kv], inputs.scale, dtypes, (query_heads, kv_heads))
+            if expected is None:
+                assert result.values is None and result.spec.not_emulated is not None, result.spec.id
+                continue
             np.testing.assert_array_equal(result.values[h].view(np.uint32), expected.view(np.uint32),
                                           err_msg=f"{result.spec.id} head {h}")
     return emulated
 
 
-GEOMETRIES = [  # (D, T, KVH, group, heads checked by the scalar code)
-    (64, 1, 2, 4, (0, 7)),
-    (64, 5, 1, 1, None),
-    (80, 5, 2, 4, (0, 7)),
-    (80, 300, 1, 1, None),
-    (256, 5, 1, 8, (0, 7)),
-    (256, 300, 1, 8, (3,)),
-]
-VARIANTS = [
-    "default",
-    "mlx_two_pass(blocks=2)", "mlx_two_pass(blocks=7,partialDType=float16)", "mlx_two_pass(blocks=301)",
-    "paged_two_pass(partitionTokens=3)", "paged_two_pass(partitionTokens=64,partialDType=bfloat16)",
-    "paged_two_pass(partitionTokens=5)", "paged_two_pass(partitionTokens=1)",
+GEOMETRIES = [  # (D, T, KVH, group, heads checked by the scalar code, ids)
+    (64, 1, 2, 4, (0, 7), EVERY_OPTION),
+    (64, 40, 1, 1, None, EVERY_OPTION),
+    (80, 5, 2, 4, (0, 7), EVERY_OPTION),  # D not a multiple of 32: the sequential dot
+    (128, 33, 1, 8, (5,), COMPACT),
+    (256, 5, 1, 8, (7,), COMPACT),
+    (256, 12, 2, 4, (6,), COMPACT),
 ]
 
 
-@pytest.mark.parametrize("head_dim,tokens,kv_heads,group,heads", GEOMETRIES)
-def test_vectorised_matches_scalar_on_geometries(head_dim, tokens, kv_heads, group, heads):
+@pytest.mark.parametrize("head_dim,tokens,kv_heads,group,heads,ids", GEOMETRIES)
+def test_every_kernel_and_option_matches_the_scalar_code(head_dim, tokens, kv_heads, group, heads, ids):
     inputs = _inputs(head_dim=head_dim, tokens=tokens, kv_heads=kv_heads, group=group,
-                     dtypes=("bfloat16", "bfloat16", "bfloat16"), seed=head_dim + tokens)
-    _check(inputs, VARIANTS, heads)
+                     dtypes=("bfloat16", "bfloat16", "float32"), seed=head_dim + tokens)
+    _check(inputs, ids, heads)
 
 
 @pytest.mark.parametrize("dtypes", list(itertools.product(DTYPES, DTYPES, DTYPES)))
-def test_vectorised_matches_scalar_on_every_dtype_mix(dtypes):
-    inputs = _inputs(head_dim=64, tokens=5, kv_heads=2, group=2, dtypes=dtypes, seed=11)
-    _check(inputs, ["default", "mlx_two_pass(partialDType=bfloat16,blocks=2)",
-                    "paged_two_pass(partialDType=float16,partitionTokens=2)"])
+def test_every_dtype_mix_matches_the_scalar_code(dtypes):
+    inputs = _inputs(head_dim=32, tokens=7, kv_heads=2, group=2, dtypes=dtypes, seed=11)
+    _check(inputs, ["default", "mlx_two_pass(partialDType=bfloat16,fma=on)",
+                    "paged_two_pass(partialDType=float16,partitionTokens=2,fma=on)"], heads=(3,))
 
 
-def test_blocks_larger_than_tokens_match_the_literal_loop_over_every_block():
-    # The scalar code loops over all 1000 blocks (most visit no key); the core leaves them out.
-    inputs = _inputs(head_dim=80, tokens=5, kv_heads=1, group=1, dtypes=("float32", "bfloat16", "float32"), seed=5)
-    _check(inputs, ["mlx_two_pass(blocks=1000)", "mlx_two_pass(blocks=1000,partialDType=bfloat16)",
-                    "paged_two_pass(partitionTokens=1000)"])
+# T on both sides of each launch threshold, with the geometry that makes it decide (D 64, one head checked).
+THRESHOLDS = [  # (T, KVH, group, ids)
+    (1023, 1, 1, ["mlx_sdpa", "mlx_sdpa(device=d)"]),  # below 1,024: single pass on large GPUs
+    (1024, 1, 1, ["mlx_sdpa", "mlx_sdpa(device=d,partialDType=float32)"]),  # two-pass, 64 / 128 blocks
+    (1025, 1, 8, ["mlx_sdpa"]),  # s: 128 blocks above 1,024 with n > 4
+    (4095, 1, 4, ["mlx_sdpa(device=other)"]),  # other: single pass below 4,096
+    (4096, 1, 4, ["mlx_sdpa(device=other)"]),  # other: two-pass with GQA from 4,096, 64 blocks
+]
 
 
-def test_the_variants_differ_where_the_arithmetic_differs():
-    # The comparison above is not vacuous: on these inputs the kernels give different bits.
+@pytest.mark.parametrize("tokens,kv_heads,group,ids", THRESHOLDS)
+def test_launch_thresholds_match_the_scalar_code(tokens, kv_heads, group, ids):
+    inputs = _inputs(head_dim=64, tokens=tokens, kv_heads=kv_heads, group=group,
+                     dtypes=("bfloat16", "bfloat16", "bfloat16"), seed=tokens)
+    _check(inputs, ids, heads=(group - 1,))
+
+
+def test_the_gqa_variant_has_no_numbers_in_either():
+    inputs = _inputs(head_dim=64, tokens=8192, kv_heads=1, group=8, dtypes=("bfloat16",) * 3, seed=1)
+    (entry,) = _check(inputs, ["mlx_sdpa"], heads=(0,))
+    assert entry.values is None and entry.spec.not_emulated.code == "mlx_gqa_variant"
+
+
+def test_the_options_differ_where_the_arithmetic_differs():
+    # The comparisons above are not vacuous: on these float32 outputs each option changes bits.
     inputs = _inputs(head_dim=256, tokens=300, kv_heads=1, group=4, dtypes=("bfloat16", "bfloat16", "float32"),
                      seed=3)
-    emulated = {e.spec.id: e.bits for e in emulate(inputs, resolve_all("default", "float32"), np.ones(4, bool))}
-    assert len(emulated) == 3
-    for a, b in itertools.combinations(emulated.values(), 2):
-        assert np.count_nonzero(a != b) > 0
+    ids = ["mlx_two_pass", "mlx_two_pass(exp=exp2_scaled)", "mlx_two_pass(fma=on)", "mlx_two_pass(simd=sequential)",
+           "mlx_two_pass(blocks=64)", "mlx_single_pass", "paged_two_pass", "paged_two_pass(simdgroups=8)",
+           "paged_two_pass(fma=on)", "paged_two_pass(simd=sequential)", "single_pass"]
+    emulated = emulate(inputs, resolve_all(ids, inputs.shape), np.ones(4, bool))
+    for a, b in itertools.combinations(emulated, 2):
+        assert np.count_nonzero(a.bits != b.bits) > 0, (a.spec.id, b.spec.id)

@@ -1,4 +1,4 @@
-"""The Emulations tab in a served app: a progress bar, then the core's bit-equal counts; URL parameters; and a second session served while the first one computes."""
+"""The Emulations tab in a served app: a progress bar, then the core's bit-equal counts in table order with the baseline last; URL parameters (the sweep among them); a second session served while the first one computes; the pair view's matrix computed on request."""
 
 from __future__ import annotations
 
@@ -13,18 +13,21 @@ from explorer.notebook.packet import sample
 from app_support import (PAGE_TIMEOUT_MS, VIEWPORT, deep_text, layout_offenders, open_packet, outside_requests, serve_app,
                          wait_view)
 from explorer.export.pages import EXPORT_DIR_ENV
-from explorer.samples import qwen_full_spec, synthetic_spec, write_packet
+from explorer.samples import qwen_spec, synthetic_spec, write_packet
 from explorer.ui.catalog import ROOT_ENV
+from explorer.analysis.emulation import ranked
 from explorer.views.emulations import requested_ids
 
 SAMPLE = "qwen36-bf16-t64"
-FULL = "qwen-full"  # the full Qwen3.6 geometry, QH16/KVH2/D256/T5585
+FULL = "qwen-long"  # the Qwen3.6 geometry at twice the incident's context, QH16/KVH2/D256/T11170
+LONG_TOKENS = 2 * 5585
 SMALL = "small"
-# The most steps the emulation module allows on the full packet (blocks up to 65536, one-token partitions): several
-# seconds of Python-stepped numpy holding the GIL in turns with the server, so the two sessions really overlap.
-SLOW_SETTINGS = {"blocks": "65536", "partitionTokens": "1"}
+# The sweep on the long packet: seconds of Python-stepped numpy holding the GIL in turns with the server, so the
+# two sessions really overlap (on the incident's T5585 it can end before a second session on a busy machine loads).
+SLOW_SETTINGS = {"emulationSet": "sweep"}
 SIDEBAR_TABLE = "tabulator"  # the packet list's header and resize handles: the sidebar's, not this tab's layout
-SHARE = re.compile(r"([0-9]+) of ([0-9]+) \(")
+SHARE = re.compile(r"([0-9]+) of ([0-9]+)")
+BASELINE = "rounded reference (baseline)"
 SPACE = re.compile(r"\s+")
 
 
@@ -37,25 +40,31 @@ def _tables(page):
 
 
 def _global_counts(page) -> dict[str, int]:
-    """emulation id -> bit-equal count, read from the rendered global table (one row per emulation)."""
+    """emulation id -> bit-equal count, read from the rendered global table (one row per emulation, in table order,
+    then the baseline row)."""
     rows = _tables(page).first.locator("tr")
     counts = {}
     for index in range(1, rows.count()):
         cells = rows.nth(index).locator("td")
-        counts[SPACE.sub("", deep_text(cells.nth(0)))] = int(SHARE.search(deep_text(cells.nth(1))).group(1))
+        counts[SPACE.sub("", deep_text(cells.nth(0)))] = int(SHARE.search(deep_text(cells.nth(2))).group(1))
+    assert list(counts)[-1] == BASELINE.replace(" ", "")
     return counts
 
 
 def _expected(path, settings: dict[str, str]) -> dict[str, int]:
-    ids = requested_ids(int(settings.get("blocks", 128)), int(settings.get("partitionTokens", 256)),
-                        settings.get("partialDType", "float32"))
-    return {e.id: e.bit_equal for e in explorer.analyze(path, emulate=ids).emulations}
+    """The core's counts in table order, then the baseline row (as the rendered table lists them)."""
+    ids = (["sweep"] if settings.get("emulationSet") == "sweep" else
+           requested_ids(int(settings.get("blocks", 128)), int(settings.get("partitionTokens", 256)),
+                         settings.get("partialDType", "float32")))
+    analysis = explorer.analyze(path, emulate=ids)
+    return {**{e.id: e.bit_equal for e in ranked(analysis.emulations)},
+            BASELINE.replace(" ", ""): analysis.emulation_counts.baseline.bit_equal}
 
 
 @pytest.fixture(scope="module")
 def full_root(tmp_path_factory):
     root = tmp_path_factory.mktemp("emulation-root")
-    write_packet(root / FULL, qwen_full_spec())
+    write_packet(root / FULL, qwen_spec(tokens=LONG_TOKENS))
     write_packet(root / SMALL, synthetic_spec())
     return root
 
@@ -77,7 +86,7 @@ def test_the_tab_shows_the_cores_bit_equal_counts_and_fits_1280_px(browser, serv
         wait_view(page, SAMPLE, "emulations")
         _tables(page).first.wait_for(state="visible", timeout=PAGE_TIMEOUT_MS)
         page.locator(".emulation-map canvas").first.wait_for(timeout=PAGE_TIMEOUT_MS)
-        assert _global_counts(page) == _expected(sample(SAMPLE), {})
+        assert list(_global_counts(page).items()) == list(_expected(sample(SAMPLE), {}).items())  # order too
         found = layout_offenders(page)
         assert found["leaves"] > 0
         problems = found["overlaps"] + found["outside"] + found["clipped"]
@@ -108,7 +117,7 @@ def test_url_parameters_round_trip_and_an_invalid_one_gets_a_note(page, server, 
     message = page.locator(".shell-message")
     message.wait_for(timeout=PAGE_TIMEOUT_MS)
     text = deep_text(message)
-    assert 'blocks "-1" is not an integer from 1 to 65536' in text
+    assert 'blocks "-1" is not a multiple of 32 from 32 to 1024' in text
     assert 'partitionTokens "\u00b2" is not an integer from 1 to 16777216' in text
     _tables(page).first.wait_for(state="visible", timeout=PAGE_TIMEOUT_MS)
     assert _global_counts(page) == _expected(sample(SAMPLE), {"partialDType": "float16"})
@@ -138,3 +147,22 @@ def test_a_second_session_is_served_while_the_first_computes(browser, full_serve
     finally:
         first_context.close()
         second_context.close()
+
+
+def test_the_pair_view_computes_the_matrix_on_request(page, server, requested):
+    from test_browser_pairs import CONTIGUOUS, PAGED, PAIR_QUERY, _open_pair
+
+    _open_pair(page, server, PAIR_QUERY)
+    page.locator(".pair-emulations-compute button").first.click()
+    matrix = page.locator("table.pair-emulation-matrix").first
+    matrix.wait_for(state="visible", timeout=PAGE_TIMEOUT_MS)
+    pair = explorer.compare(sample(PAGED), sample(CONTIGUOUS), emulate="default")
+    rows = matrix.locator("tbody tr")
+    shown = [[SPACE.sub(" ", deep_text(rows.nth(i).locator("td").nth(j))).strip() for j in range(7)]
+             for i in range(rows.count())]
+    expected = [[row["id"], *(str(row[key][side]["global"] if key != "bitEqualDiffering" else row[key][side])
+                              for key in ("bitEqualDecisive", "bitEqualDiffering", "bitEqual") for side in "ab")]
+                for row in pair.report()["emulationMatrix"]["rows"]]
+    assert shown[:-1] == expected and shown[-1][0] == BASELINE
+    assert f"differing a (of {pair.emulation.differing.count})" in deep_text(matrix)
+    assert outside_requests(requested) == []

@@ -172,10 +172,15 @@ def test_a_pair_with_emulations_draws_the_matrix(pairs):
     render(view)
     shown = text(view)
     assert "pair-emulation-matrix" in shown and "shared_inputs" in shown
-    for row in pair.emulation.rows:
-        assert f"{row.a.id}</code>" in shown
-        cells = re.findall(rf">{re.escape(row.a.id)}</code></td><td[^>]*>([^<]+)</td><td[^>]*>([^<]+)</td>", shown)
-        assert cells == [(f"{row.a.bit_equal} of {row.a.compared}", f"{row.b.bit_equal} of {row.b.compared}")]
+    cell = "</td><td[^>]*>([^<]+)"
+    for row in pair.emulation.rows:  # per side: decisive, differing, all elements
+        cells = re.findall(rf">{re.escape(row.a.id)}</code>{cell * 6}</td>", shown)
+        assert cells == [tuple(str(n) for n in (row.a.bit_equal_decisive, row.b.bit_equal_decisive, row.differing_a,
+                                                row.differing_b, row.a.bit_equal, row.b.bit_equal))]
+    assert f"differing a (of {pair.emulation.differing.count})" in shown
+    baseline = re.findall(rf">rounded reference \(baseline\)</code>{cell * 6}</td>", shown)
+    assert baseline and baseline[0][4:] == (str(pair.emulation.baseline.a.bit_equal),
+                                            str(pair.emulation.baseline.b.bit_equal))
     assert "pair-emulation-matrix-per-head" in shown
     sections = [c.css_classes for c in view.objects]
     assert ["pair-emulations"] in sections

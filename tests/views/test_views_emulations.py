@@ -10,8 +10,9 @@ import numpy as np
 import panel as pn
 
 from explorer.analysis.analyze import emulations_of
-from explorer.views.emulations import (DEFAULT_BLOCKS, DEFAULT_PARTIAL, DEFAULT_PARTITION_TOKENS, URL_SETTINGS,
-                                       EmulationsView, requested_ids, settings_from_query)
+from explorer.analysis.emulation import ranked
+from explorer.views.emulations import (DEFAULT_BLOCKS, DEFAULT_PARTIAL, DEFAULT_PARTITION_TOKENS, ULP_CLASSES,
+                                       URL_SETTINGS, EmulationsView, requested_ids, settings_from_query, ulp_classes)
 from views_support import images_by_title, render, text, tooltips
 
 WAIT_SECONDS = 120
@@ -23,17 +24,28 @@ def _computed(analysis, **params) -> EmulationsView:
     return view
 
 
-def test_the_tables_hold_every_emulations_bit_equal_counts(analyses):
+def test_the_tables_hold_every_emulations_counts_in_table_order_with_the_baseline_last(analyses):
     analysis = analyses["qwen36-bf16-t64"]
     view = _computed(analysis)
     assert [e.id for e in view.emulations] == ["mlx_two_pass", "mlx_two_pass(partialDType=float32)",
-                                               "paged_two_pass", "single_pass"]  # the default set
+                                               "paged_two_pass", "single_pass"]  # the default set, request order
     shown = text(pn.panel(view))
+    decisive = view.counts.decisive.count
+    order = [shown.index(f">{e.id}</code>") for e in ranked(view.emulations)]
+    assert order == sorted(order) and order[-1] < shown.index("rounded reference (baseline)")
     for e in view.emulations:
-        assert f">{e.id}</code>" in shown
-        assert f"{e.bit_equal} of {e.compared} ({100 * e.bit_equal / e.compared:.4g}%)" in shown
+        assert f"{e.bit_equal_decisive} of {decisive}" in shown and f"{e.bit_equal} of {e.compared}" in shown
         for count in set(e.bit_equal_per_head):
             assert f"{count} of 256" in shown
+    assert f"{view.counts.baseline.bit_equal} of {view.emulations[0].compared}" in shown
+    assert view.selected == ranked(view.emulations)[0].id  # the map opens on the most decisive matches
+
+
+def test_the_map_classes_keep_zero_apart_from_one():
+    distance = np.array([[0, 1, 2, 3, 4, 7, 8, 15, 16, 10**6, -1]])
+    classes = ulp_classes(distance)
+    np.testing.assert_array_equal(classes[0, :-1], [0, 1, 2, 2, 3, 3, 4, 4, 5, 5])
+    assert np.isnan(classes[0, -1]) and len({colour for _, _, colour in ULP_CLASSES}) == len(ULP_CLASSES)
 
 
 def test_the_map_colours_the_ulp_distance_to_the_selected_emulation(analyses):
@@ -45,7 +57,8 @@ def test_the_map_colours_the_ulp_distance_to_the_selected_emulation(analyses):
         assert list(maps) == [f"output vs {emulation.id}"]
         data = maps[f"output vs {emulation.id}"].data_source.data
         distance = emulation.ulp.distance
-        np.testing.assert_array_equal(data["image"][0], np.where(distance >= 0, distance, np.nan))
+        np.testing.assert_array_equal(data["image"][0], ulp_classes(distance))
+        np.testing.assert_array_equal(data["ulp"][0], distance)
         np.testing.assert_array_equal(data["emulation"][0], emulation.values)
         np.testing.assert_array_equal(data["output"][0], analysis.admission.tensors["output"].values[0, :, 0, :])
     labels = tooltips(render(pn.panel(view)))
@@ -71,21 +84,23 @@ def test_ineligible_heads_show_no_count(analyses):
     view = _computed(analysis)
     shown = text(pn.panel(view))
     ineligible = np.flatnonzero(~analysis.numerics.eligible)
-    assert ineligible.size and shown.count("ineligible head") == ineligible.size * len(view.emulations)
+    assert ineligible.size and shown.count("ineligible head") == ineligible.size * (len(view.emulations) + 1)
     view.select_element(int(ineligible[0]), 0)
     assert "not compared" in view._drilldown.object
 
 
 def test_parameters_change_the_emulations_computed(analyses):
     analysis = analyses["qwen36-bf16-t64"]
-    view = _computed(analysis, blocks=16, partition_tokens=32, partial_dtype="float16")
+    view = _computed(analysis, blocks=64, partition_tokens=32, partial_dtype="float16")
     assert [e.id for e in view.emulations] == [
-        "mlx_two_pass(blocks=16)", "mlx_two_pass(blocks=16,partialDType=float16)",
+        "mlx_two_pass(blocks=64)", "mlx_two_pass(blocks=64,partialDType=float16)",
         "paged_two_pass(partitionTokens=32)", "paged_two_pass(partitionTokens=32,partialDType=float16)",
         "single_pass"]
-    view.blocks = 8
-    assert view.emulations[0].id == "mlx_two_pass(blocks=8)"
-    assert "mlx_two_pass(blocks=8)" in text(pn.panel(view))
+    view.blocks = 32
+    assert view.emulations[0].id == "mlx_two_pass(blocks=32)"
+    assert "mlx_two_pass(blocks=32)" in text(pn.panel(view))
+    view.emulation_set = "sweep"
+    assert view.emulations == emulations_of(analysis, "sweep")[0] and len(view.emulations) > 20
     assert requested_ids(128, 256, "float32")[:2] == ["mlx_two_pass(blocks=128)",
                                                      "mlx_two_pass(blocks=128,partialDType=float32)"]
 
@@ -121,7 +136,7 @@ def test_shown_on_a_page_it_computes_in_the_background_with_a_progress_bar(analy
         time.sleep(0.05)
     assert not view.running and not view._progress.visible
     expected = emulations_of(analysis, requested_ids(view.blocks, view.partition_tokens, view.partial_dtype))
-    assert view.emulations is expected  # the core's cached result, not a view-side computation
+    assert view.emulations is expected[0]  # the core's cached result, not a view-side computation
     assert images_by_title(render(layout))
 
 
@@ -142,9 +157,9 @@ def test_emulations_this_content_already_has_are_shown_at_once_without_a_thread(
     monkeypatch.setattr(module, "threading", SimpleNamespace(Lock=threading.Lock, Thread=Recorded))
     view = EmulationsView(analysis)
     view.start()
-    assert view.emulations is expected and not view.running and not view._progress.visible and not started
+    assert view.emulations is expected[0] and not view.running and not view._progress.visible and not started
     assert images_by_title(render(view.__panel__()))
-    view.blocks = DEFAULT_BLOCKS + 1  # a set not computed yet still goes to a thread
+    view.blocks = DEFAULT_BLOCKS + 32  # a set not computed yet still goes to a thread
     assert len(started) == 1 and view.running
 
 
@@ -155,36 +170,38 @@ def test_the_registry_builder_computes_at_once_outside_a_served_page(analyses):
     builder = {slug: builder for slug, _, builder in VIEWS}["emulations"]
     layout = builder(analysis, Selection())  # an export or a notebook: no session, so no thread and no progress bar
     shown = text(layout)
-    expected = emulations_of(analysis, "default")
+    expected, _ = emulations_of(analysis, "default")
     for e in expected:
         assert f">{e.id}</code>" in shown and f"{e.bit_equal} of {e.compared}" in shown
     assert "Computing" not in shown
-    assert list(images_by_title(render(layout))) == [f"output vs {expected[0].id}"]
+    assert list(images_by_title(render(layout))) == [f"output vs {ranked(expected)[0].id}"]
 
 
 def test_url_settings_are_read_with_the_kernels_own_limits():
     settings, problems = settings_from_query({"blocks": "64", "partitionTokens": "128", "partialDType": "float32",
-                                              "head": "3"})
-    assert settings == {"blocks": 64, "partitionTokens": 128, "partialDType": "float32"} and problems == []
-    for name, text_value in (("blocks", "0"), ("blocks", "-1"), ("blocks", "65537"), ("blocks", "\u00b2"),
+                                              "emulationSet": "sweep", "head": "3"})
+    assert settings == {"blocks": 64, "partitionTokens": 128, "partialDType": "float32", "emulationSet": "sweep"}
+    assert problems == []
+    for name, text_value in (("blocks", "0"), ("blocks", "-1"), ("blocks", "48"), ("blocks", "1056"),
+                             ("blocks", "\u00b2"), ("emulationSet", "all"), ("emulationSet", "Sweep"),
                              ("blocks", "12\n"), ("blocks", " 12"), ("blocks", "1" * 5000),
                              ("partitionTokens", "16777217"), ("partitionTokens", "\u0661\u0662"),
                              ("partialDType", "float64"), ("partialDType", "Float32")):
         settings, problems = settings_from_query({name: text_value})
         accepts = URL_SETTINGS[name][0].accepts
         assert settings == {} and problems == [(name, text_value, accepts)], (name, text_value)
-    assert settings_from_query({"blocks": "65536"})[0] == {"blocks": 65536}
+    assert settings_from_query({"blocks": "1024"})[0] == {"blocks": 1024}
 
 
 def test_the_selection_carries_the_parameters_both_ways(analyses):
     from explorer.views import Selection
 
-    selection = Selection(emulation={"blocks": 16, "partialDType": "float16"})
+    selection = Selection(emulation={"blocks": 64, "partialDType": "float16"})
     view = EmulationsView(analyses["qwen36-bf16-t64"], selection)
-    assert (view.blocks, view.partition_tokens, view.partial_dtype) == (16, DEFAULT_PARTITION_TOKENS, "float16")
+    assert (view.blocks, view.partition_tokens, view.partial_dtype) == (64, DEFAULT_PARTITION_TOKENS, "float16")
     view.compute()
     view.partition_tokens = 32
-    assert selection.emulation == {"blocks": 16, "partitionTokens": 32, "partialDType": "float16"}
+    assert selection.emulation == {"blocks": 64, "partitionTokens": 32, "partialDType": "float16"}
     assert view.emulations[2].id == "paged_two_pass(partitionTokens=32)"
     view.param.update(blocks=DEFAULT_BLOCKS, partition_tokens=DEFAULT_PARTITION_TOKENS, partial_dtype="float32")
     assert selection.emulation == {}  # the defaults are not written
@@ -211,7 +228,8 @@ def test_a_typed_setting_outside_the_kernels_limits_is_refused_with_a_note(analy
     assert (blocks.value, partition.value) == (DEFAULT_BLOCKS, DEFAULT_PARTITION_TOKENS)
     blocks.value = 0
     assert view.blocks == DEFAULT_BLOCKS
-    assert "blocks &#x27;0&#x27; is not an integer from 1 to 65536; kept 128" in view._settings_note.object
+    assert ("blocks &#x27;0&#x27; is not a multiple of 32 from 32 to 1024 (MLX rounds its block count up to a "
+            "multiple of 32); kept 128") in view._settings_note.object
     blocks.value = 32
     assert view.blocks == 32 and view._settings_note.object == ""
     assert view.emulations[0].id == "mlx_two_pass(blocks=32)"

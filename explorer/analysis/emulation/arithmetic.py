@@ -1,26 +1,41 @@
 """The emulated kernels' float32 arithmetic, vectorised (KV heads, group heads, blocks, partitions, simdgroups and lanes as array axes); no I/O, no UI.
 
-Every operation is one float32 numpy operation (one rounding, no fused
-multiply-add, no wider accumulator). Python loops run only over the products
-inside one lane, the online-softmax steps inside one block and the butterfly.
-Arrays are laid out [*blocks, KVH, g, ...] so one step of every block is one slice.
+Every operation is one float32 numpy operation (one rounding, no wider accumulator),
+except where a `Hypotheses.fma` fused multiply-add rounds a product and a sum once
+(`fma32`). Python loops run only over the products inside one lane, the
+online-softmax steps inside one block, the blocks of one lane and the reduction
+across lanes. Arrays are laid out [*blocks, KVH, g, ...] so one step of every block
+is one slice.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
 from explorer.packet.dtypes import narrow
 
 LANES = 32
-SIMDGROUPS = 4
 BUTTERFLY_OFFSETS = (16, 8, 4, 2, 1)
 LOG2E = np.array([0x3FB8AA3B], dtype=np.uint32).view(np.float32)[0]  # float32(log2(e))
+EXACT, EXP2_SCALED = "exact", "exp2_scaled"
+BUTTERFLY, SEQUENTIAL = "butterfly", "sequential"
 _ZERO, _ONE = np.float32(0.0), np.float32(1.0)
-# Work sizes that keep the arrays of one step in the CPU cache (speed only; no bit depends on them).
+# Work sizes that keep the arrays of one step in the CPU cache (speed and memory only; no bit depends on them).
 DOT_CHUNK_TOKENS = 512
 STEP_CHUNK_ELEMENTS = 1 << 18
 NARROW_CHUNK_ELEMENTS = 1 << 14
+
+
+@dataclass(frozen=True)
+class Hypotheses:
+    """The arithmetic hypotheses of emulation-v2 section 3: how `exp` is evaluated, fused multiply-adds, the lane reduction."""
+
+    exp: str = EXACT
+    fma: bool = False
+    simd: str = BUTTERFLY
 
 
 def exp32(x: np.ndarray) -> np.ndarray:
@@ -33,19 +48,69 @@ def exp2_32(x: np.ndarray) -> np.ndarray:
     return np.exp2(x.astype(np.float64)).astype(np.float32)
 
 
-def dot(queries: np.ndarray, keys: np.ndarray) -> np.ndarray:
-    """Scores [KVH, g, T] of queries [KVH, g, D] against keys [KVH, T, D]: the lane-split dot with its butterfly.
+def exp2_scaled(x: np.ndarray) -> np.ndarray:
+    """Natural exp(x) as exp2_32(round32(x * float32(log2 e)))."""
+    return exp2_32(x * LOG2E)
 
-    When D % 32 == 0, lane j sums its D/32 contiguous products in order from 0 and the
-    32 lane sums are reduced by the butterfly (only the lanes lane 0 depends on are
-    kept at each step); otherwise the plain sequential sum from 0.
+
+def natural_exp(hypotheses: Hypotheses) -> Callable[[np.ndarray], np.ndarray]:
+    """The natural-domain exp of the MLX kernels under `hypotheses`."""
+    return exp2_scaled if hypotheses.exp == EXP2_SCALED else exp32
+
+
+def fma32(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """round32(a * b + c) with one rounding (float32 operands, broadcast).
+
+    The float64 product of two float32 values is exact; the float64 sum is made round
+    to odd (truncated toward zero, then its last bit set when inexact, the exact error
+    coming from TwoSum), and a round-to-odd float64 rounds to float32 exactly as the
+    exact sum would (53 >= 24 + 2 bits).
+    """
+    product = a.astype(np.float64) * b
+    total = product + c
+    virtual = total - product
+    error = (product - (total - virtual)) + (c - virtual)
+    inexact = (error != 0) & np.isfinite(total)
+    bits = total.view(np.int64)
+    bits -= inexact & ((error < 0) != (total < 0))  # one step toward zero when rounding went away from it
+    bits |= inexact
+    return total.astype(np.float32)
+
+
+def multiply_add(a: np.ndarray, b: np.ndarray, acc: np.ndarray, fused: bool) -> np.ndarray:
+    """acc + a * b: two roundings, or one when `fused`."""
+    return fma32(a, b, acc) if fused else acc + a * b
+
+
+def reduce_lanes(lanes: np.ndarray, simd: str) -> np.ndarray:
+    """The reduction of the 32 lane values on the last axis: the butterfly's lane 0, or the sum in lane order from +0.
+
+    Butterfly: for off in 16, 8, 4, 2, 1 every lane j becomes lane[j] + lane[j ^ off];
+    only the lanes lane 0 depends on are kept at each step (j < off: j ^ off = j + off).
+    """
+    if simd == SEQUENTIAL:
+        total = np.zeros(lanes.shape[:-1], dtype=np.float32)
+        for lane in range(LANES):
+            total = total + lanes[..., lane]
+        return total
+    for offset in BUTTERFLY_OFFSETS:
+        lanes = lanes[..., :offset] + lanes[..., offset : 2 * offset]
+    return lanes[..., 0]
+
+
+def dot(queries: np.ndarray, keys: np.ndarray, hypotheses: Hypotheses) -> np.ndarray:
+    """Scores [KVH, g, T] of queries [KVH, g, D] against keys [KVH, T, D]: the lane-split dot and its lane reduction.
+
+    When D % 32 == 0, lane j sums its D/32 contiguous products in order from +0 and the
+    32 lane sums are reduced (`reduce_lanes`); otherwise the plain sequential sum from +0.
     """
     kv_heads, group, head_dim = queries.shape
     tokens = keys.shape[1]
+    fused = hypotheses.fma
     if head_dim % LANES:
         total = np.zeros((kv_heads, group, tokens), dtype=np.float32)
         for i in range(head_dim):
-            total = total + queries[:, :, None, i] * keys[:, None, :, i]
+            total = multiply_add(queries[:, :, None, i], keys[:, None, :, i], total, fused)
         return total
     per_lane = head_dim // LANES
     q = queries.reshape(kv_heads, group, 1, LANES, per_lane)
@@ -55,14 +120,118 @@ def dot(queries: np.ndarray, keys: np.ndarray) -> np.ndarray:
     for lo in range(0, tokens, DOT_CHUNK_TOKENS):
         chunk = k[:, None, :, lo : lo + DOT_CHUNK_TOKENS]
         lanes = np.zeros((kv_heads, group, chunk.shape[3], LANES), dtype=np.float32)
-        products = np.empty_like(lanes)
-        for i in range(per_lane):
-            np.multiply(q[..., i], chunk[:, :, i], out=products)
-            np.add(lanes, products, out=lanes)
-        for offset in BUTTERFLY_OFFSETS:  # lane j < offset becomes lane[j] + lane[j ^ offset] = lane[j] + lane[j + offset]
-            lanes = lanes[..., :offset] + lanes[..., offset : 2 * offset]
-        scores[:, :, lo : lo + DOT_CHUNK_TOKENS] = lanes[..., 0]
+        if fused:
+            for i in range(per_lane):
+                lanes = fma32(q[..., i], chunk[:, :, i], lanes)
+        else:
+            products = np.empty_like(lanes)
+            for i in range(per_lane):
+                np.multiply(q[..., i], chunk[:, :, i], out=products)
+                np.add(lanes, products, out=lanes)
+        scores[:, :, lo : lo + DOT_CHUNK_TOKENS] = reduce_lanes(lanes, hypotheses.simd)
     return scores
+
+
+def online_softmax(scores: np.ndarray, values: np.ndarray, tokens: np.ndarray, exp, fused: bool
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Online softmax of every block at once, in chunks of steps.
+
+    `scores` [KVH, g, T]; `values` [T, KVH, D + 1] with a last column of ones (so the
+    running sum l is computed by the very operations of o, unless `fused`); `tokens`
+    int [steps, *blocks]: the key each block visits at each step, T where it visits none.
+    Returns m [*blocks, KVH, g] and the state [*blocks, KVH, g, D + 1] (o, then l).
+    A block that visits no key keeps m = -inf, l = 0, o = 0; a step without a key
+    leaves a block's state as it was (up to the sign of a zero). Fused:
+    l = fma(l, f, p) and o = fma(p, v, round32(o * f)).
+    """
+    kv_heads, group, count = scores.shape
+    padded = np.concatenate([scores, np.full((kv_heads, group, 1), -np.inf, dtype=np.float32)], axis=2)
+    rows = np.concatenate([values, np.zeros((1, *values.shape[1:]), dtype=np.float32)])[:, :, None, :]
+    blocks = tokens.shape[1:]
+    m = np.full((*blocks, kv_heads, group), -np.inf, dtype=np.float32)
+    state = np.zeros((*blocks, kv_heads, group, values.shape[2]), dtype=np.float32)
+    per_chunk = max(1, STEP_CHUNK_ELEMENTS // state.size)
+    for lo in range(0, tokens.shape[0], per_chunk):
+        visiting = tokens[lo : lo + per_chunk]
+        c = np.moveaxis(padded[:, :, visiting], (0, 1), (-2, -1))  # [steps, *blocks, KVH, g]
+        valid = (visiting < count)[..., None, None]
+        running = np.maximum.accumulate(np.concatenate([m[None], c]), axis=0)
+        previous, m = running[:-1], running[-1]
+        current = running[1:]
+        f = np.where(valid, np.where(previous == -np.inf, _ZERO, exp(previous - current)), _ONE)[..., None]
+        p = np.where(valid, exp(c - current), _ZERO)[..., None]
+        visited = rows[visiting]  # [steps, *blocks, KVH, 1, D + 1]: each step's rows in one contiguous slice
+        if fused:
+            for step in range(visiting.shape[0]):
+                running_sum = fma32(state[..., -1:], f[step], p[step])
+                state[..., :-1] = fma32(p[step], visited[step][..., :-1], state[..., :-1] * f[step])
+                state[..., -1:] = running_sum
+        else:
+            terms = p * visited  # p * V of these steps, one rounding each
+            for step in range(visiting.shape[0]):
+                np.multiply(state, f[step], out=state)
+                np.add(state, terms[step], out=state)
+    return m, state
+
+
+def block_layout(tokens: int, blocks: int) -> np.ndarray:
+    """[steps, blocks]: block b visits b, b + blocks, ...; T where a block visits no key at a step."""
+    grid = np.arange(max(1, -(-tokens // blocks)) * blocks).reshape(-1, blocks)
+    return np.where(grid < tokens, grid, tokens)
+
+
+def paged_layout(tokens: int, partition_tokens: int, simdgroups: int) -> np.ndarray:
+    """[steps, partitions, simdgroups']: simdgroup r of partition p visits p*P + r, p*P + r + simdgroups, ... below min(T, (p+1)*P).
+
+    A partition of fewer tokens than simdgroups leaves simdgroups without keys; they
+    add exact zeros to the simdgroup merge and are left out.
+    """
+    size = min(partition_tokens, tokens)  # one partition of T tokens either way when P >= T
+    partitions = -(-tokens // size)
+    steps = -(-size // simdgroups)
+    offset = simdgroups * np.arange(steps)[:, None, None] + np.arange(min(simdgroups, size))[None, None, :]
+    token = size * np.arange(partitions)[None, :, None] + offset
+    return np.where((offset < size) & (token < tokens), token, tokens)
+
+
+def stored(values: np.ndarray, dtype: str) -> np.ndarray:
+    """round(values, dtype) promoted back (explorer's own RNE), in cache-sized pieces."""
+    if dtype == "float32":
+        return values
+    flat = np.ascontiguousarray(values).reshape(-1)
+    out = np.empty_like(flat)
+    for lo in range(0, flat.size, NARROW_CHUNK_ELEMENTS):
+        out[lo : lo + NARROW_CHUNK_ELEMENTS] = narrow(flat[lo : lo + NARROW_CHUNK_ELEMENTS], dtype)
+    return out.reshape(values.shape)
+
+
+def _divide(total: np.ndarray) -> np.ndarray:
+    """O / S from a merged [..., D + 1] (O, then S); O itself where S == 0."""
+    numerator, denominator = total[..., :-1], total[..., -1:]
+    return np.where(denominator == 0, numerator, numerator / np.where(denominator == 0, _ONE, denominator))
+
+
+def mlx_merge(m: np.ndarray, state: np.ndarray, partial_dtype: str, hypotheses: Hypotheses) -> np.ndarray:
+    """MLX pass 2 (emulation-v2 section 1): lane l merges blocks l, l + 32, ... in order from +0, then the lane reduction.
+
+    `m` [blocks, KVH, g] and `state` [blocks, KVH, g, D + 1] of a multiple of 32 blocks;
+    o is stored in `partial_dtype`, l in float32. Returns O / S [KVH, g, D].
+    """
+    top = m.max(axis=0)
+    weights = natural_exp(hypotheses)(m - top)[..., None]
+    partials = np.concatenate([stored(state[..., :-1], partial_dtype), state[..., -1:]], axis=-1)
+    per_lane = m.shape[0] // LANES
+    lanes = np.zeros((LANES, *state.shape[1:]), dtype=np.float32)
+    for k in range(per_lane):
+        blocks = slice(k * LANES, (k + 1) * LANES)
+        lanes = multiply_add(weights[blocks], partials[blocks], lanes, hypotheses.fma)
+    return _divide(reduce_lanes(np.moveaxis(lanes, 0, -1), hypotheses.simd))
+
+
+def mlx_single_merge(m: np.ndarray, state: np.ndarray, hypotheses: Hypotheses) -> np.ndarray:
+    """The end of mlx_single_pass: the 32 simdgroups' m, l, o [32, ...] scaled by exp(m - M), each product rounded, then reduced."""
+    weights = natural_exp(hypotheses)(m - m.max(axis=0))[..., None]
+    return _divide(reduce_lanes(np.moveaxis(state * weights, 0, -1), hypotheses.simd))
 
 
 def ordered_sum(terms: np.ndarray) -> np.ndarray:
@@ -71,88 +240,24 @@ def ordered_sum(terms: np.ndarray) -> np.ndarray:
     return np.add.accumulate(np.concatenate([start, terms]), axis=0)[-1]
 
 
-def online_softmax(scores: np.ndarray, values: np.ndarray, tokens: np.ndarray, exp) -> tuple[np.ndarray, np.ndarray]:
-    """Online softmax of every block at once.
-
-    `scores` [KVH, g, T]; `values` [T, KVH, D + 1] with a last column of ones (so the
-    running sum l is computed by the very operations of o); `tokens` int [steps,
-    *blocks]: the key each block visits at each step, T where it visits none.
-    Returns m [*blocks, KVH, g] and the state [*blocks, KVH, g, D + 1] (o, then l).
-    A block that visits no key keeps m = -inf, l = 0, o = 0; a step without a key
-    leaves a block's state as it was (up to the sign of a zero).
-    """
-    kv_heads, group, count = scores.shape
-    padded = np.concatenate([scores, np.full((kv_heads, group, 1), -np.inf, dtype=np.float32)], axis=2)
-    c = np.moveaxis(padded[:, :, tokens], (0, 1), (-2, -1))  # [steps, *blocks, KVH, g]
-    valid = (tokens < count)[..., None, None]
-    m = np.maximum.accumulate(c, axis=0)
-    previous = np.concatenate([np.full_like(m[:1], -np.inf), m[:-1]])
-    f = np.where(valid, np.where(previous == -np.inf, _ZERO, exp(previous - m)), _ONE)[..., None]
-    p = np.where(valid, exp(c - m), _ZERO)[..., None]
-    rows = np.concatenate([values, np.zeros((1, *values.shape[1:]), dtype=np.float32)])[:, :, None, :]
-    visited = rows[tokens]  # [steps, *blocks, KVH, 1, D + 1]: each step's rows in one contiguous slice
-    state = np.zeros((*tokens.shape[1:], kv_heads, group, values.shape[2]), dtype=np.float32)
-    per_chunk = max(1, STEP_CHUNK_ELEMENTS // state.size)
-    for lo in range(0, tokens.shape[0], per_chunk):
-        terms = p[lo : lo + per_chunk] * visited[lo : lo + per_chunk]  # p * V of these steps, one rounding each
-        factors = f[lo : lo + per_chunk]
-        for step in range(terms.shape[0]):
-            np.multiply(state, factors[step], out=state)
-            np.add(state, terms[step], out=state)
-    return m[-1], state
+def ordered_multiply_add(a: np.ndarray, b: np.ndarray, fused: bool) -> np.ndarray:
+    """sum over axis 0 of a * b in increasing index order from +0 (fused: acc = fma(a, b, acc))."""
+    if not fused:
+        return ordered_sum(a * b)
+    total = np.zeros(np.broadcast_shapes(a.shape, b.shape)[1:], dtype=np.float32)
+    for index in range(a.shape[0]):
+        total = fma32(a[index], b[index], total)
+    return total
 
 
-def mlx_layout(tokens: int, blocks: int) -> np.ndarray:
-    """[steps, blocks']: block b visits b, b + blocks, ...; blocks beyond T visit no key and are left out.
-
-    A block without keys stores m = -inf, l = 0, o = 0, so its merge weight is 0 and it
-    adds exact zeros to every sum starting from +0: leaving it out changes no bit.
-    """
-    used = min(blocks, tokens)
-    grid = np.arange(-(-tokens // used) * used).reshape(-1, used)
-    return np.where(grid < tokens, grid, tokens)
-
-
-def paged_layout(tokens: int, partition_tokens: int) -> np.ndarray:
-    """[steps, partitions, simdgroups]: simdgroup r of partition p visits p*P + r, p*P + r + 4, ... below min(T, (p+1)*P).
-
-    A partition of fewer than 4 tokens leaves simdgroups without keys; like blocks
-    without keys they add exact zeros to the simdgroup merge and are left out.
-    """
-    size = min(partition_tokens, tokens)  # one partition of T tokens either way when P >= T
-    partitions = -(-tokens // size)
-    steps = -(-size // SIMDGROUPS)
-    offset = SIMDGROUPS * np.arange(steps)[:, None, None] + np.arange(min(SIMDGROUPS, size))[None, None, :]
-    token = size * np.arange(partitions)[None, :, None] + offset
-    return np.where((offset < size) & (token < tokens), token, tokens)
-
-
-def stored(values: np.ndarray, dtype: str) -> np.ndarray:
-    """round(values, dtype) promoted back (explorer's own RNE), in cache-sized pieces."""
-    flat = np.ascontiguousarray(values).reshape(-1)
-    out = np.empty_like(flat)
-    for lo in range(0, flat.size, NARROW_CHUNK_ELEMENTS):
-        out[lo : lo + NARROW_CHUNK_ELEMENTS] = narrow(flat[lo : lo + NARROW_CHUNK_ELEMENTS], dtype)
-    return out.reshape(values.shape)
-
-
-def mlx_merge(m: np.ndarray, state: np.ndarray, partial_dtype: str) -> np.ndarray:
-    """Step 3 of mlx_two_pass from the blocks' m, l and o (o stored in `partial_dtype`): O / S [KVH, g, D]."""
-    top = m.max(axis=0)
-    weights = exp32(m - top)[..., None]
-    partials = np.concatenate([stored(state[..., :-1], partial_dtype), state[..., -1:]], axis=-1)
-    total = ordered_sum(partials * weights)
-    return total[..., :-1] / total[..., -1:]
-
-
-def paged_merge(m: np.ndarray, state: np.ndarray, partial_dtype: str) -> np.ndarray:
+def paged_merge(m: np.ndarray, state: np.ndarray, partial_dtype: str, fused: bool) -> np.ndarray:
     """Steps 3-4 of paged_two_pass from the simdgroups' m, l and o [partitions, simdgroups, ...]: A * (1 / L) [KVH, g, D]."""
     partition_max = m.max(axis=1)
-    scaled = state * exp2_32(m - partition_max[:, None])[..., None]
-    merged = ordered_sum(np.moveaxis(scaled, 1, 0))  # [partitions, KVH, g, D + 1]
+    scale = exp2_32(m - partition_max[:, None])[..., None]
+    merged = ordered_multiply_add(np.moveaxis(state, 1, 0), np.moveaxis(scale, 1, 0), fused)  # [partitions, ...]
     partials = np.concatenate([stored(merged[..., :-1], partial_dtype), merged[..., -1:]], axis=-1)
     weights = exp2_32(partition_max - partition_max.max(axis=0))[..., None]
-    total = ordered_sum(partials * weights)
+    total = ordered_multiply_add(partials, weights, fused)
     reciprocal = _ONE / total[..., -1:]
     return total[..., :-1] * reciprocal
 

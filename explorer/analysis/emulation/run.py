@@ -1,7 +1,8 @@
-"""Runs resolved emulations on promoted inputs (each kernel's steps shared where they coincide) and scores them against an output; no I/O, no UI."""
+"""Runs resolved emulations on promoted inputs (steps shared between emulations where they coincide, each dropped after its last use) and scores them against an output; no I/O, no UI."""
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -9,15 +10,12 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from explorer.analysis.emulation import arithmetic
-from explorer.analysis.emulation.kernels import (
-    MLX_TWO_PASS,
-    PAGED_TWO_PASS,
-    SINGLE_PASS,
-    EmulationSpec,
-    resolve_all,
-)
+from explorer.analysis.emulation.counts import with_counts
+from explorer.analysis.emulation.kernels import MLX_SINGLE_PASS, MLX_TWO_PASS, PAGED_TWO_PASS, SINGLE_PASS
+from explorer.analysis.emulation.launch import Geometry
+from explorer.analysis.emulation.spec import EmulationSpec, PacketShape, Run, resolve_all
 from explorer.analysis.metrics import compare, readonly, ulp_distance
-from explorer.analysis.result import Emulation
+from explorer.analysis.result import Emulation, EmulationCounts
 from explorer.packet.dtypes import narrow, promote, round_bits
 
 VS_OUTPUT_LABEL = "output vs emulation {id} (a counterfactual, not the reference)"
@@ -36,100 +34,138 @@ class EmulationInputs:
     kv_dtype: str
     output_dtype: str
 
+    @property
+    def shape(self) -> PacketShape:
+        kv_heads, tokens, head_dim = self.keys.shape
+        return PacketShape(self.output_dtype, Geometry(self.queries.shape[0], kv_heads, head_dim, tokens))
+
 
 @dataclass(frozen=True)
 class EmulatedOutput:
-    """One emulation's output: values float32 [QH, D] and native output-dtype bits (NaN rows: heads not emulated)."""
+    """One emulation's output: values float32 [QH, D] and native output-dtype bits (NaN rows: heads not emulated).
+
+    Both are None for an entry without numbers (`spec.not_emulated`).
+    """
 
     spec: EmulationSpec
     output_dtype: str
-    values: np.ndarray
-    bits: np.ndarray
+    values: np.ndarray | None
+    bits: np.ndarray | None
+
+
+def _pass_key(run: Run) -> tuple:
+    """The key of a run's first pass (the block states): runs with equal keys share it."""
+    h = run.hypotheses
+    if run.kernel == PAGED_TWO_PASS:
+        return ("paged", run.partition_tokens, run.simdgroups, h.fma, h.simd)
+    if run.kernel == SINGLE_PASS:
+        return ("single",)
+    return ("mlx", arithmetic.LANES if run.kernel == MLX_SINGLE_PASS else run.blocks, h.exp, h.fma, h.simd)
 
 
 class _Steps:
-    """The steps one run shares between emulations: scores per query rounding and block states per layout."""
+    """The steps one run shares between emulations: scores per query rounding and hypotheses, block states per layout.
 
-    def __init__(self, inputs: EmulationInputs) -> None:
+    Each memoised step is forgotten after the last emulation that needs it, so the
+    memory held at once stays that of a few emulations, not of the whole request.
+    """
+
+    def __init__(self, inputs: EmulationInputs, runs: Sequence[Run]) -> None:
         self.inputs = inputs
         kv_heads = inputs.keys.shape[0]
         self.group = inputs.queries.shape[0] // kv_heads
         ones = np.ones((*inputs.values.shape[:2], 1), dtype=np.float32)
         self.rows = np.ascontiguousarray(np.concatenate([inputs.values, ones], axis=2).transpose(1, 0, 2))
         self._memo: dict[tuple, Any] = {}
+        self._uses = Counter(key for run in runs for key in (_pass_key(run), self._scores_key(run)))
+
+    def _scores_key(self, run: Run) -> tuple:
+        h = run.hypotheses
+        narrowed = run.kernel == PAGED_TWO_PASS and self.inputs.query_dtype != self.inputs.kv_dtype
+        return ("scores", narrowed, h.fma, h.simd)
 
     def _memoised(self, key: tuple, make: Callable[[], Any]) -> Any:
         if key not in self._memo:
             self._memo[key] = make()
         return self._memo[key]
 
-    def _grouped(self, queries: np.ndarray) -> np.ndarray:
-        return queries.reshape(self.inputs.keys.shape[0], self.group, -1)
+    def _used(self, key: tuple) -> None:
+        self._uses[key] -= 1
+        if self._uses[key] <= 0:
+            self._memo.pop(key, None)
 
-    def natural_scores(self) -> np.ndarray:
-        """dot(s * q, K) (mlx_two_pass, single_pass)."""
-        def make():
-            return arithmetic.dot(self._grouped(self.inputs.scale * self.inputs.queries), self.inputs.keys)
-        return self._memoised(("natural",), make)
-
-    def exp2_scores(self) -> np.ndarray:
-        """dot(q' * s, K) * float32(log2 e), q' = q rounded to the keys' dtype when the dtypes differ (paged)."""
+    def _scores(self, run: Run) -> np.ndarray:
+        """dot(s * q, K), or dot(q' * s, K) with q' the queries rounded to the keys' dtype (paged, dtypes differ)."""
+        key = self._scores_key(run)
         inputs = self.inputs
-        narrowed = inputs.query_dtype != inputs.kv_dtype
-        def make():
-            if narrowed:
-                queries = narrow(inputs.queries, inputs.kv_dtype) * inputs.scale
-                scores = arithmetic.dot(self._grouped(queries), inputs.keys)
-            else:
-                scores = self.natural_scores()  # q * s and s * q are the same float32 product
-            return scores * arithmetic.LOG2E
-        return self._memoised(("exp2", narrowed), make)
 
-    def blocks(self, kind: str, size: int) -> tuple[np.ndarray, np.ndarray]:
-        """(m, state) of every block of layout `kind` ("mlx" blocks or "paged" partition tokens) of `size`."""
+        def make():
+            queries = narrow(inputs.queries, inputs.kv_dtype) if key[1] else inputs.queries
+            grouped = (inputs.scale * queries).reshape(inputs.keys.shape[0], self.group, -1)
+            return arithmetic.dot(grouped, inputs.keys, run.hypotheses)
+        return self._memoised(key, make)
+
+    def _states(self, run: Run) -> tuple[np.ndarray, np.ndarray]:
+        """(m, state) of every block of the run's first pass."""
         tokens = self.inputs.keys.shape[1]
-        def make():
-            if kind == "paged":
-                return arithmetic.online_softmax(self.exp2_scores(), self.rows,
-                                                 arithmetic.paged_layout(tokens, size), arithmetic.exp2_32)
-            return arithmetic.online_softmax(self.natural_scores(), self.rows,
-                                             arithmetic.mlx_layout(tokens, size), arithmetic.exp32)
-        return self._memoised((kind, size), make)
+        h = run.hypotheses
 
-    def output(self, spec: EmulationSpec) -> np.ndarray:
+        def make():
+            if run.kernel == PAGED_TWO_PASS:
+                layout = arithmetic.paged_layout(tokens, run.partition_tokens, run.simdgroups)
+                return arithmetic.online_softmax(self._scores(run) * arithmetic.LOG2E, self.rows, layout,
+                                                 arithmetic.exp2_32, h.fma)
+            blocks = _pass_key(run)[1] if run.kernel != SINGLE_PASS else 1
+            return arithmetic.online_softmax(self._scores(run), self.rows, arithmetic.block_layout(tokens, blocks),
+                                             arithmetic.natural_exp(h), h.fma)
+        return self._memoised(_pass_key(run), make)
+
+    def output(self, run: Run) -> np.ndarray:
         """The emulated output before the final rounding, float32 [QH, D]."""
-        p = spec.parameters
-        if spec.kernel == MLX_TWO_PASS:
-            merged = arithmetic.mlx_merge(*self.blocks("mlx", p["blocks"]), p["partialDType"])
-        elif spec.kernel == PAGED_TWO_PASS:
-            merged = arithmetic.paged_merge(*self.blocks("paged", p["partitionTokens"]), p["partialDType"])
-        elif spec.kernel == SINGLE_PASS:
-            merged = arithmetic.single_finish(self.blocks("mlx", 1)[1])
+        m, state = self._states(run)
+        h = run.hypotheses
+        if run.kernel == MLX_TWO_PASS:
+            merged = arithmetic.mlx_merge(m, state, run.partial_dtype, h)
+        elif run.kernel == MLX_SINGLE_PASS:
+            merged = arithmetic.mlx_single_merge(m, state, h)
+        elif run.kernel == PAGED_TWO_PASS:
+            merged = arithmetic.paged_merge(m, state, run.partial_dtype, h.fma)
         else:
-            raise ValueError(f"no arithmetic for kernel {spec.kernel!r}")
+            merged = arithmetic.single_finish(state)
+        self._used(_pass_key(run))
+        self._used(self._scores_key(run))
         return merged.reshape(self.inputs.queries.shape)
 
 
-def emulate(inputs: EmulationInputs, specs: Sequence[EmulationSpec], eligible: np.ndarray) -> tuple[EmulatedOutput, ...]:
+def emulate(inputs: EmulationInputs, specs: Sequence[EmulationSpec], eligible: np.ndarray,
+            progress: Callable[[int, int], None] | None = None) -> tuple[EmulatedOutput, ...]:
     """Every emulation of `specs` on `inputs`; heads not `eligible` hold no result (NaN values and NaN bits).
 
     The array arithmetic runs over every head at once; what it gives for a head not
-    eligible (nonfinite inputs) is discarded, never reported.
+    eligible (nonfinite inputs) is discarded, never reported. An entry whose spec has
+    no run (`not_emulated`) has no values. `progress(done, total)` is called after each.
     """
-    steps = _Steps(inputs)
+    steps = _Steps(inputs, [spec.run for spec in specs if spec.run is not None])
     found = []
     with np.errstate(all="ignore"):
-        for spec in specs:
-            values = np.where(eligible[:, None], steps.output(spec), np.float32(np.nan)).astype(np.float32)
-            bits = round_bits(values, inputs.output_dtype).copy()
-            found.append(EmulatedOutput(spec, inputs.output_dtype, readonly(promote(bits, inputs.output_dtype).copy()),
-                                        readonly(bits)))
+        for index, spec in enumerate(specs):
+            if spec.run is None:
+                found.append(EmulatedOutput(spec, inputs.output_dtype, None, None))
+            else:
+                values = np.where(eligible[:, None], steps.output(spec.run), np.float32(np.nan)).astype(np.float32)
+                bits = round_bits(values, inputs.output_dtype).copy()
+                found.append(EmulatedOutput(spec, inputs.output_dtype,
+                                            readonly(promote(bits, inputs.output_dtype).copy()), readonly(bits)))
+            if progress is not None:
+                progress(index + 1, len(specs))
     return tuple(found)
 
 
-def bit_equal(emulated: EmulatedOutput, output_bits: np.ndarray, eligible: np.ndarray) -> tuple[int, tuple[int | None, ...]]:
-    """(global, per head) counts of output elements whose bit pattern equals the emulation's, eligible heads only."""
-    per_head = np.count_nonzero(output_bits == emulated.bits, axis=1)
+def bit_equal(bits: np.ndarray, output_bits: np.ndarray, eligible: np.ndarray,
+              where: np.ndarray | None = None) -> tuple[int, tuple[int | None, ...]]:
+    """(global, per head) counts of output elements whose bit pattern equals `bits`, eligible heads only (and `where`)."""
+    equal = output_bits == bits
+    per_head = np.count_nonzero(equal if where is None else equal & where, axis=1)
     return (int(per_head[eligible].sum()),
             tuple(int(n) if ok else None for n, ok in zip(per_head, eligible, strict=True)))
 
@@ -138,15 +174,18 @@ def score(emulated: EmulatedOutput, output_values: np.ndarray, output_bits: np.n
           reference: np.ndarray, eligible: np.ndarray) -> Emulation:
     """The report fields of one emulation against one output [QH, D] (values float32, native bits)."""
     spec = emulated.spec
-    global_count, per_head = bit_equal(emulated, output_bits, eligible)
+    refusal = spec.not_emulated
+    common = dict(id=spec.id, kernel=spec.kernel, label=spec.label, parameters=MappingProxyType(dict(spec.parameters)),
+                  assumptions=spec.assumptions(), output_dtype=emulated.output_dtype,
+                  compared=int(np.count_nonzero(eligible)) * output_bits.shape[1], resolved=spec.resolved,
+                  not_emulated=None if refusal is None else refusal.message,
+                  not_emulated_code=None if refusal is None else refusal.code)
+    if emulated.bits is None:
+        return Emulation(**common, bit_equal=None, bit_equal_per_head=None, ulp=None, vs_output=None,
+                         vs_primary_reference=None, values=None, bits=None)
+    global_count, per_head = bit_equal(emulated.bits, output_bits, eligible)
     return Emulation(
-        id=spec.id,
-        kernel=spec.kernel,
-        label=spec.label,
-        parameters=MappingProxyType(dict(spec.parameters)),
-        assumptions=spec.assumptions(),
-        output_dtype=emulated.output_dtype,
-        compared=int(np.count_nonzero(eligible)) * output_bits.shape[1],
+        **common,
         bit_equal=global_count,
         bit_equal_per_head=per_head,
         ulp=ulp_distance(output_bits, emulated.bits, emulated.output_dtype, eligible),
@@ -171,6 +210,14 @@ def inputs_from_tensors(tensors: Mapping[str, Any], scale: float) -> EmulationIn
     )
 
 
+def shape_of(tensors: Mapping[str, Any] | None) -> PacketShape:
+    """The PacketShape of admitted tensors (NativeTensor records), or an unknown one (None: not admitted)."""
+    if tensors is None:
+        return PacketShape(None, None)
+    _, kv_heads, tokens, head_dim = tensors["storedKeys"].shape
+    return PacketShape(tensors["output"].dtype, Geometry(tensors["queries"].shape[1], kv_heads, head_dim, tokens))
+
+
 def native_output_bits(emulation_id: str, tensors: Mapping[str, tuple[str, np.ndarray]], scale: float,
                        output_dtype: str) -> np.ndarray:
     """The emulated output's native bits [1, QH, 1, D] for native inputs, e.g. to write a packet's output.
@@ -178,26 +225,34 @@ def native_output_bits(emulation_id: str, tensors: Mapping[str, tuple[str, np.nd
     `tensors` maps "queries", "storedKeys", "storedValues" to (dtype, bits) in the
     packet's 4-D shapes (explorer.samples.PacketSpec.tensors); `scale` is the float32
     scale. Every head is emulated (nonfinite inputs give what the arithmetic gives).
+    Raises ValueError for an emulation that has no numbers on this geometry.
     """
     (query_dtype, q), (kv_dtype, k), (_, v) = (tensors[name] for name in ("queries", "storedKeys", "storedValues"))
     with np.errstate(invalid="ignore"):
         inputs = EmulationInputs(promote(np.asarray(q), query_dtype)[0, :, 0, :], promote(np.asarray(k), kv_dtype)[0],
                                  promote(np.asarray(v), kv_dtype)[0], np.float32(scale), query_dtype, kv_dtype,
                                  output_dtype)
-    (spec,) = resolve_all(emulation_id, output_dtype)
+    (spec,) = resolve_all(emulation_id, inputs.shape)
+    if spec.run is None:
+        raise ValueError(f"{spec.id} is not emulated on this geometry: {spec.not_emulated.message}")
     (emulated,) = emulate(inputs, [spec], np.ones(inputs.queries.shape[0], dtype=bool))
     return emulated.bits.reshape(1, *emulated.bits.shape[:1], 1, -1).copy()
 
 
 def emulations_for(tensors: Mapping[str, Any], scale: float, eligible: np.ndarray, reference: np.ndarray,
-                   request: str | Iterable[str],
-                   emulated: Sequence[EmulatedOutput] | None = None) -> tuple[Emulation, ...]:
-    """The scored emulations of `request` on one admitted packet (tensors, scale, eligibility, primary reference).
+                   rounded_bits: np.ndarray, request: str | Iterable[str],
+                   emulated: Sequence[EmulatedOutput] | None = None,
+                   progress: Callable[[int, int], None] | None = None) -> tuple[tuple[Emulation, ...], EmulationCounts]:
+    """The scored emulations of `request` on one admitted packet, in request order, and their counts (section 4).
 
-    `emulated`, when given, holds the emulated outputs of `request` already run on inputs
-    identical to these (a pair's other side): they are scored, not run again.
+    `rounded_bits` [QH, D]: the primary reference rounded to the output dtype (the
+    baseline). `emulated`, when given, holds the emulated outputs of `request` already
+    run on inputs identical to these (a pair's other side): they are scored, not run again.
     """
     output = tensors["output"]
     if emulated is None:
-        emulated = emulate(inputs_from_tensors(tensors, scale), resolve_all(request, output.dtype), eligible)
-    return tuple(score(e, output.values[0, :, 0, :], output.bits[0, :, 0, :], reference, eligible) for e in emulated)
+        emulated = emulate(inputs_from_tensors(tensors, scale), resolve_all(request, shape_of(tensors)), eligible,
+                           progress)
+    output_bits = output.bits[0, :, 0, :]
+    scored = tuple(score(e, output.values[0, :, 0, :], output_bits, reference, eligible) for e in emulated)
+    return with_counts(scored, output_bits, rounded_bits, eligible)

@@ -1,0 +1,69 @@
+"""What a count can tell apart (emulation-v2 section 4): the decisive elements, each emulation's count on them, the baseline row and the table order; numpy only, no I/O."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Sequence
+
+import numpy as np
+
+from explorer.analysis.result import Baseline, Decisive, Emulation, EmulationCounts
+
+DECISIVE_POSITIONS = 100  # positions listed in `decisive` (row-major)
+
+
+def head_counts(mask: np.ndarray, eligible: np.ndarray) -> tuple[int, tuple[int | None, ...]]:
+    """(global over eligible heads, per head with None for an ineligible one) counts of a bool mask [QH, D]."""
+    per_head = np.count_nonzero(mask, axis=1)
+    return (int(per_head[eligible].sum()),
+            tuple(int(n) if ok else None for n, ok in zip(per_head, eligible, strict=True)))
+
+
+def decisive(emulations: Sequence[Emulation], eligible: np.ndarray) -> Decisive | None:
+    """The eligible elements where the emulations with numbers are not all bit-identical; None with fewer than two."""
+    held = [e.bits for e in emulations if e.bits is not None]
+    if len(held) < 2:
+        return None
+    first = held[0]
+    mask = np.zeros(first.shape, dtype=bool)
+    for bits in held[1:]:
+        mask |= bits != first
+    mask &= eligible[:, None]
+    count, per_head = head_counts(mask, eligible)
+    positions = tuple((int(h), int(c)) for h, c in np.argwhere(mask)[:DECISIVE_POSITIONS])
+    mask.flags.writeable = False
+    return Decisive(count, per_head, positions, mask)
+
+
+def equal_on(bits: np.ndarray, output_bits: np.ndarray, mask: np.ndarray, eligible: np.ndarray
+             ) -> tuple[int, tuple[int | None, ...]]:
+    """(global, per head) counts of the elements of `mask` where `output_bits` equals `bits` (eligible heads only)."""
+    return head_counts((output_bits == bits) & mask, eligible)
+
+
+def with_counts(emulations: Sequence[Emulation], output_bits: np.ndarray, rounded_bits: np.ndarray,
+                eligible: np.ndarray) -> tuple[tuple[Emulation, ...], EmulationCounts]:
+    """The emulations with their `bit_equal_decisive` set, and the decisive elements and baseline row."""
+    found = decisive(emulations, eligible)
+    counted = tuple(emulations)
+    if found is not None:
+        counted = tuple(e if e.bits is None else dataclasses.replace(
+            e, **dict(zip(("bit_equal_decisive", "bit_equal_decisive_per_head"),
+                          equal_on(e.bits, output_bits, found.mask, eligible)))) for e in emulations)
+    everywhere = np.ones(output_bits.shape, dtype=bool)
+    bit_equal, per_head = equal_on(rounded_bits, output_bits, everywhere, eligible)
+    on_decisive = (None, None) if found is None else equal_on(rounded_bits, output_bits, found.mask, eligible)
+    return counted, EmulationCounts(found, Baseline(bit_equal, per_head, *on_decisive))
+
+
+def rank_key(emulation: Emulation) -> tuple[int, int]:
+    """(0 with numbers, 1 without; minus the count that orders it): bitEqualDecisive, else bitEqual."""
+    if emulation.bit_equal is None:
+        return (1, 0)
+    count = emulation.bit_equal if emulation.bit_equal_decisive is None else emulation.bit_equal_decisive
+    return (0, -count)
+
+
+def ranked(emulations: Sequence[Emulation]) -> tuple[Emulation, ...]:
+    """The table order: by bitEqualDecisive (else bitEqual), largest first, ties in request order; no numbers last."""
+    return tuple(sorted(emulations, key=rank_key))  # sorted is stable: ties keep the request order

@@ -1,0 +1,79 @@
+"""Emulation-id parsing and the expansion of named sets (default, sweep); every error a bounded one-line usage message; no numerics, no I/O."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from explorer.analysis.emulation.kernels import (
+    DEFAULT_SET,
+    DEFAULT_SET_NAME,
+    KERNELS,
+    SWEEP,
+    SWEEP_NAME,
+    EmulationIdError,
+)
+from explorer.packet.bounded import clip, quoted
+
+_ID_PATTERN = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\((.*)\))?\s*$", re.DOTALL)
+_ASSIGNMENT = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*([^\s=]+)\s*$")
+NAMED_SETS = {DEFAULT_SET_NAME: DEFAULT_SET, SWEEP_NAME: SWEEP}
+MAX_REQUESTED_IDS = 256  # ids in one request, named sets expanded (a request is user input)
+
+
+@dataclass(frozen=True)
+class RequestedId:
+    """A parsed id: the kernel and the parameters given in it (validated, in the order given)."""
+
+    kernel: str
+    given: tuple[tuple[str, Any], ...]
+
+
+def parse_id(text: str) -> RequestedId:
+    """Parse `name` or `name(p=v,...)`; raises EmulationIdError naming the id, what is wrong and what is allowed."""
+    if not isinstance(text, str):
+        raise EmulationIdError(f"an emulation id is a string, got {type(text).__name__}")
+    match = _ID_PATTERN.match(text)
+    if match is None:
+        raise EmulationIdError(f"malformed emulation id {quoted(text)}: expected name or name(parameter=value,...)")
+    name, body = match.group(1), match.group(2)
+    if name not in KERNELS:
+        raise EmulationIdError(f"unknown emulation kernel {quoted(name)} in {quoted(text)} (known: "
+                               f"{', '.join(KERNELS)}, or {DEFAULT_SET_NAME!r} or {SWEEP_NAME!r} for a named set)")
+    kernel = KERNELS[name]
+    given: list[tuple[str, Any]] = []
+    for part in body.split(",") if body is not None and body.strip() else ():
+        assignment = _ASSIGNMENT.match(part)
+        if assignment is None:
+            raise EmulationIdError(f"malformed parameter {quoted(part.strip())} in {quoted(text)}: expected name=value")
+        key, value_text = assignment.groups()
+        parameter = kernel.parameter(key)
+        if parameter is None:
+            known = ", ".join(p.name for p in kernel.parameters) or "none"
+            raise EmulationIdError(f"{name} has no parameter {quoted(key)} in {quoted(text)} (its parameters: {known})")
+        if any(key == seen for seen, _ in given):
+            raise EmulationIdError(f"parameter {key!r} is given twice in {quoted(text)}")
+        try:
+            value = parameter.read(value_text)
+        except ValueError:
+            raise EmulationIdError(f"{quoted(text)}: {key}={clip(value_text)} is not {parameter.accepts}") from None
+        given.append((key, value))
+    return RequestedId(name, tuple(given))
+
+
+def expand(request: str | Iterable[str]) -> tuple[RequestedId, ...]:
+    """The parsed ids of a request: ids and named sets ("default", "sweep"), each set expanded in place."""
+    texts = [request] if isinstance(request, str) else list(request)
+    if not texts:
+        raise EmulationIdError("no emulation id given")
+    parsed: list[RequestedId] = []
+    for text in texts:
+        named = NAMED_SETS.get(text.strip()) if isinstance(text, str) else None
+        if named is not None:
+            parsed += expand(list(named))
+        else:
+            parsed.append(parse_id(text))
+        if len(parsed) > MAX_REQUESTED_IDS:
+            raise EmulationIdError(f"more than {MAX_REQUESTED_IDS} emulation ids in one request")
+    return tuple(parsed)

@@ -1,0 +1,100 @@
+"""The pair view's Kernel emulations section: the emulation x side matrix with the differing-element counts, and on a served page the default set or the sweep computed on request in a background thread with a progress bar; computes through the core, draws only.
+
+A pair compared with `emulate=` shows its matrix at once. A pair compared without it
+(the app's pair mode) offers a choice of set and a button; the core's
+`with_emulations` runs in a thread and its result is handed to the session's event loop.
+Outside a served page (exports, notebooks) only what the pair holds is shown.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from functools import partial
+
+import panel as pn
+from panel.io.state import set_curdoc
+
+from explorer.analysis.emulation import DEFAULT_SET_NAME, SWEEP_NAME
+from explorer.pair.emulation import with_emulations
+from explorer.pair.model import Pair
+from explorer.views import pair_html
+from explorer.views.common import collapsed, heading, html_pane, note, served
+from explorer.views.html_summary import esc
+
+log = logging.getLogger(__name__)
+
+SETS = {"the default set": DEFAULT_SET_NAME, "the sweep (a few seconds)": SWEEP_NAME}
+
+
+def matrix_parts(pair: Pair) -> list:
+    """The matrix and its per-head table of a pair that holds emulations (or the sentence saying why not)."""
+    parts = [html_pane(pair_html.emulation_matrix_html(pair), css_classes=["pair-emulation-matrix-pane"])]
+    markup = pair_html.emulation_matrix_per_head_html(pair)
+    if markup:
+        parts.append(collapsed("Kernel emulations, per query head", html_pane(markup)))
+    return parts
+
+
+class PairEmulationsSection(pn.viewable.Viewer):
+    """The section of one pair: its matrix, or (served, none requested yet) a set choice and a Compute button."""
+
+    def __init__(self, pair: Pair, **params):
+        super().__init__(**params)
+        self.pair = pair
+        self._choice = pn.widgets.Select(label="emulations", options=list(SETS), width=220)
+        self._button = pn.widgets.Button(label="Compute the emulation x side matrix", button_type="primary",
+                                         width=280, css_classes=["pair-emulations-compute"])
+        self._progress = pn.indicators.Progress(active=True, visible=False, width=240,
+                                                css_classes=["emulation-progress"])
+        self._progress_note = note("", "emulation-progress-note")
+        self._body = pn.Column(sizing_mode="stretch_width")
+        self._button.on_click(self._start)
+        lead = heading("Kernel emulations", "Output elements of each side whose bit pattern equals each emulation's: "
+                       "on the decisive elements (where the emulations disagree), on the differing ones (where the "
+                       "two outputs differ) and on all of them.")
+        self._layout = pn.Column(lead, self._body, sizing_mode="stretch_width", css_classes=["pair-emulations"])
+        self._show(pair)
+
+    def _show(self, pair: Pair) -> None:
+        if pair.emulation is not None or not served():
+            self._body.objects = matrix_parts(pair)
+            return
+        self._body.objects = [pn.Row(self._choice, self._button), pn.Row(self._progress, self._progress_note)]
+
+    def _start(self, _event=None) -> None:
+        request = SETS[self._choice.value]
+        self._button.disabled = True
+        self._progress.visible = True
+        self._progress_note.object = f"Computing {esc(self._choice.value)} on the CPU ..."
+        threading.Thread(target=self._run, args=(request, pn.state.curdoc), daemon=True,
+                         name="explorer-pair-emulations").start()
+
+    def _run(self, request: str, document) -> None:
+        def progress(done: int, total: int) -> None:
+            with set_curdoc(document):
+                pn.state.execute(partial(self._show_progress, done, total), schedule=True)
+
+        try:
+            found, failure = with_emulations(self.pair, request, progress), ""
+        except Exception as error:  # a programming error must not leave the progress bar running forever
+            log.exception("pair emulations %s failed", request)
+            found, failure = None, f"The emulations could not be computed: {type(error).__name__}: {error}"
+        with set_curdoc(document):
+            pn.state.execute(partial(self._deliver, found, failure), schedule=True)
+
+    def _show_progress(self, done: int, total: int) -> None:
+        self._progress.param.update(active=False, max=total, value=done)
+        self._progress_note.object = f"Computing emulations on the CPU: {done} of {total} done ..."
+
+    def _deliver(self, found: Pair | None, failure: str) -> None:
+        if found is None:
+            self._progress.visible = False
+            self._button.disabled = False
+            self._progress_note.object = esc(failure)
+            return
+        self.pair = found
+        self._body.objects = matrix_parts(found)
+
+    def __panel__(self) -> pn.viewable.Viewable:
+        return self._layout
