@@ -11,6 +11,7 @@ for _variable in BLAS_THREAD_VARIABLES:
     os.environ.setdefault(_variable, "1")
 
 import argparse  # noqa: E402
+import contextlib  # noqa: E402
 import json  # noqa: E402
 import sys  # noqa: E402
 import warnings  # noqa: E402
@@ -20,6 +21,7 @@ import numpy as np  # noqa: E402
 
 import explorer  # noqa: E402
 from explorer.export.safeio import write_new  # noqa: E402
+from explorer.packet.bounded import clip  # noqa: E402
 
 EXIT_ANALYZED = 0
 EXIT_DONE = 0  # help, version, samples written
@@ -211,7 +213,7 @@ def _exact(value: Any) -> str:
 def _check_output(output: str | None) -> None:
     """A usage error when --output names something that exists (it is never overwritten)."""
     if output is not None and os.path.lexists(output):
-        raise UsageError(f"--output {output} already exists; it is never overwritten")
+        raise UsageError(f"--output {clip(output)} already exists; it is never overwritten")
 
 
 def _write_output(output: str | None, text: str) -> None:
@@ -220,9 +222,14 @@ def _write_output(output: str | None, text: str) -> None:
         try:
             write_new(output, text)
         except FileExistsError:
-            raise UsageError(f"--output {output} already exists; it is never overwritten") from None
+            raise UsageError(f"--output {clip(output)} already exists; it is never overwritten") from None
         except OSError as error:
-            raise UsageError(f"cannot write --output {output}: {error.strerror or error}") from None
+            raise UsageError(f"cannot write --output {clip(output)}: {_reason(error)}") from None
+
+
+def _reason(error: OSError) -> str:
+    """An OSError's own words (strerror), else its text, bounded."""
+    return error.strerror or clip(str(error))
 
 
 def _check_emulate(emulate: list[str] | None) -> None:
@@ -286,14 +293,19 @@ def _run_analyze(args: argparse.Namespace) -> int:
 
 
 def _run_report(args: argparse.Namespace) -> int:
-    from explorer.export.pages import choose_export_dir, write_report  # loads panel, holoviews, bokeh, playwright only here
+    # loads panel, holoviews, bokeh, playwright only here
+    from explorer.export.pages import RenderError, choose_export_dir, write_report
 
     analysis = explorer.analyze(args.packet)
+    out = choose_export_dir(args.out)
     try:
-        paths = write_report(analysis, choose_export_dir(args.out))
+        paths = write_report(analysis, out)
+    except RenderError as error:
+        raise UsageError(f"{error}; nothing was written") from None
     except OSError as error:
-        raise UsageError(f"cannot write the report into --out {args.out}: {error.strerror or error}") from None
-    _emit("".join(f"{path}\n" for path in (paths.html, paths.report, *paths.pngs)))
+        raise UsageError(f"cannot write the report into {clip(str(out))}: {_reason(error)}; nothing was written") \
+            from None
+    _emit("".join(_printable(str(path)) + "\n" for path in (paths.html, paths.report, *paths.pngs)))
     return EXIT_BY_STATUS[analysis.status]
 
 
@@ -535,6 +547,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
+    for stream in (sys.stdout, sys.stderr):  # a character the encoding lacks is escaped, never an exit 1
+        with contextlib.suppress(AttributeError, ValueError):
+            stream.reconfigure(errors="backslashreplace")
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
