@@ -32,7 +32,7 @@ from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED
 from explorer.ui import catalog
 from explorer.ui.packets import PacketList
 from explorer.ui.pairs import QUERY_COMPARE, PairMode
-from explorer.ui.shared import content_seen, echo
+from explorer.ui.shared import content_seen, echo, shown_name
 from explorer.views import VIEWS, Selection
 from explorer.views.element import element_html
 from explorer.views.emulations import settings_from_query
@@ -48,6 +48,8 @@ HEAD_PATTERN = re.compile(r"[0-9]{1,6}")  # ASCII digits only: str.isdigit() als
 LINF_FORMAT = "{:.3g}"
 DOWNLOAD_WIDTH = 200  # the download buttons' labels are short; the export note names the files
 QUERY_ELEMENT = "element"  # `element=H,C` (query head, channel) or `element=N` (flat index over [QH, D])
+# A name's bytes that are not UTF-8 (surrogateescape's stand-ins) are percent-encoded as themselves, and read back.
+URL_ERRORS = "surrogateescape"
 
 # Neutral badge colours (background, text): a status is a category, never a verdict.
 BADGE_COLOURS = {
@@ -93,7 +95,7 @@ class StringQueryLocation(Location):
 
     @property
     def query_params(self) -> dict[str, str]:
-        return dict(parse_qsl(self.search[1:]))
+        return dict(parse_qsl(self.search[1:], errors=URL_ERRORS))
 
 
 def session_location() -> Location | None:
@@ -201,7 +203,7 @@ class Shell(param.Parameterized):
     # ------------------------------------------------------------ URL query
 
     def _open_from_query(self, search: str) -> None:
-        query = dict(parse_qsl(search.lstrip("?")))
+        query = dict(parse_qsl(search.lstrip("?"), errors=URL_ERRORS))
         notes = []
         name = query.get(QUERY_PACKET)
         if name is not None and catalog.lookup(self.entries, name) is None:
@@ -236,7 +238,7 @@ class Shell(param.Parameterized):
             query[QUERY_ELEMENT] = "{},{}".format(*self._selection.element)
         query.update((name, str(value)) for name, value in self._emulation.items())
         query.update(self.pairs.query())
-        self._query_writer.query = "?" + urlencode(query)
+        self._query_writer.query = "?" + urlencode(query, errors=URL_ERRORS)
 
     def _on_pair(self) -> None:
         """A pair opened or closed: the single packet's views hide while it is shown; the URL follows."""
@@ -256,7 +258,7 @@ class Shell(param.Parameterized):
         before, self._seen[self.packet] = self._seen.get(self.packet), content_seen(analysis)
         if before is None or before == self._seen[self.packet]:
             return analysis, []
-        return analysis, [f"The files of {html.escape(self.packet)} changed since this session last showed it; "
+        return analysis, [f"The files of {shown_name(self.packet)} changed since this session last showed it; "
                           f"this is its status now: {analysis.status}."]
 
     def _open(self) -> list[str]:
@@ -285,8 +287,8 @@ class Shell(param.Parameterized):
         self._element_box.visible = False
         summary = catalog.summarize(analysis)
         self._status.object = (
-            f'<div class="status-line" data-packet="{html.escape(self.packet)}">'
-            f"<b>{html.escape(self.packet)}</b> &nbsp; {badge_html(summary, 'status-badge')}</div>")
+            f'<div class="status-line" data-packet="{shown_name(self.packet)}">'
+            f"<b>{shown_name(self.packet)}</b> &nbsp; {badge_html(summary, 'status-badge')}</div>")
         self._export_note.object = ""
         self._html_download.visible = self._json_download.visible = False
         self._views = {}
@@ -332,7 +334,7 @@ class Shell(param.Parameterized):
 
     def _names_listed_packet(self, search: str) -> bool:
         """True when the URL query's `packet=` names a packet listed under this root."""
-        name = dict(parse_qsl(search.lstrip("?"))).get(QUERY_PACKET)
+        name = dict(parse_qsl(search.lstrip("?"), errors=URL_ERRORS)).get(QUERY_PACKET)
         return name is not None and catalog.lookup(self.entries, name) is not None
 
     def _open_requested(self, *_event) -> None:
@@ -380,7 +382,7 @@ class Shell(param.Parameterized):
 
     def _element_from_query(self, search: str) -> None:
         """Select the element named by `element=` in the URL query, or add a note saying why it was ignored."""
-        value = dict(parse_qsl(search.lstrip("?"))).get(QUERY_ELEMENT)
+        value = dict(parse_qsl(search.lstrip("?"), errors=URL_ERRORS)).get(QUERY_ELEMENT)
         if value is None or not self.packet or self._selection is None:
             return
         problem = self._select_element(value)
