@@ -185,8 +185,8 @@ def _page(analysis: Analysis, name: str, head: int):
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     caption = caption_html(caption_fields(analysis, name, stamp))
     header = pn.pane.HTML(
-        f"<h1>{html.escape(escaped_bytes(name))}</h1><p>Static export of the Attention Packet Explorer views: plots keep zoom "
-        "and hover, controls are not live. The JSON report beside this file holds the same numbers; the "
+        f"<h1>{html.escape(escaped_bytes(name))}</h1><p>Static export of the Attention Packet Explorer views: plots "
+        "keep zoom and hover, controls are not live. The JSON report beside this file holds the same numbers; the "
         "repository's docs/ explains the packet rules and the report.</p>", sizing_mode="stretch_width")
     sections = []
     for slug, title, builder in VIEWS:
