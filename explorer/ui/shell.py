@@ -28,6 +28,7 @@ from explorer.export.pages import (
     choose_export_dir,
     export_packet,
 )
+from explorer.packet.bounded import clip
 from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED
 from explorer.ui import catalog
 from explorer.ui.packets import PacketList
@@ -442,3 +443,18 @@ class Shell(param.Parameterized):
             widget.param.update(file=str(path), filename=path.name, label=label, visible=True)
         self._export_note.object = written_note("export-note", (("export-html", paths.html),
                                                                 ("export-json", paths.report)))
+
+
+def open_session(root: Path, export_dir: Path) -> tuple[pn.viewable.Viewable, pn.viewable.Viewable]:
+    """(sidebar, main) of one browser session's Shell; when the session cannot be set up at all (a root that cannot
+    be listed, say), a one-line note naming the root and the error instead of a blank page."""
+    try:
+        shell = Shell(root, export_dir)
+    except Exception as error:  # whatever it is, every session would otherwise get an empty page
+        log.exception("the session could not be set up for root %s", root)
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else f"{type(error).__name__}: {error}"
+        note = (f'<div class="shell-message session-failed" style="{MESSAGE_STYLE}">The packets under '
+                f"<code>{shown_name(clip(str(root)))}</code> could not be listed: {shown_name(clip(reason))}. "
+                "Fix the root (or its permissions) and reload the page.</div>")
+        return pn.Column(sizing_mode="stretch_width"), pn.pane.HTML(note, sizing_mode="stretch_width")
+    return shell.sidebar, shell.main

@@ -121,8 +121,8 @@ def _thinned_note(drawn: int, tokens: int) -> list:
     bins = MAX_CURVE_POINTS // 2
     return [note(f"The curve draws {drawn} of {tokens} tokens: {tokens} exceed {MAX_CURVE_POINTS}, so each of {bins} "
                  f"bins of {-(-tokens // bins)} consecutive tokens shows its largest and its smallest positive weight "
-                 "(exact values, no averages); the top tokens and the incoming token are marked at their own "
-                 "positions, and the table and the JSON report hold the numbers.", "thinned-curve")]
+                 "(exact values, no averages; zooming in shows these same points); the top tokens and the incoming "
+                 "token are marked at their own positions.", "thinned-curve")]
 
 
 def _diagnostic_chart(numerics: Numerics, attribute: str) -> pn.viewable.Viewable:
