@@ -518,8 +518,9 @@ def build_parser() -> argparse.ArgumentParser:
     report = commands.add_parser(
         "report", help="write a standalone HTML page, the JSON report and one PNG per view",
         description="Writes <name>.html (every view, opens offline), <name>.report.json and <name>-<view>.png "
-                    "into DIR; existing files are never overwritten. PNGs are rendered by /usr/bin/chromium "
-                    "(Debian package chromium). Exit status as for analyze.")
+                    "into DIR, all of them or none; existing files are never overwritten. PNGs are rendered by "
+                    "/usr/bin/chromium (Debian package chromium). Exit status as for analyze; 2 also when chromium "
+                    "is missing or the files cannot be written (then nothing is written).")
     report.add_argument("packet", metavar="PACKET", help="a packet directory or its packet.json")
     report.add_argument("--out", metavar="DIR",
                         help="directory to write into (created if needed; default $EXPLORER_EXPORT_DIR or ./exports, "
