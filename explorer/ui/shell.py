@@ -430,8 +430,12 @@ class Shell(param.Parameterized):
         try:
             paths = export_packet(analysis, self.export_dir, name=self.packet, head=self.head)
         except OSError as error:
-            self._export_note.object = (f"Export could not write to <code>{html.escape(str(self.export_dir))}"
-                                        f"</code>: {html.escape(error.strerror or str(error))}")
+            self._export_note.object = (f"Export could not write to <code>{shown_name(clip(str(self.export_dir)))}"
+                                        f"</code>: {shown_name(error.strerror or clip(str(error)))}")
+        except Exception as error:  # never leave the note at "Exporting ...": say that nothing was written, and why
+            log.exception("export of %s failed", self.packet)
+            self._export_note.object = (f"Export wrote nothing: {html.escape(type(error).__name__)}: "
+                                        f"{shown_name(clip(str(error)))}")
         else:
             self._offer(paths)
         finally:
