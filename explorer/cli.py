@@ -262,7 +262,7 @@ def _emit(text: str) -> None:
         _discard_stdout()
     except OSError as error:
         _discard_stdout()
-        raise UsageError(f"cannot write to standard output: {error.strerror or error}") from None
+        raise UsageError(f"cannot write to standard output: {_reason(error)}") from None
 
 
 def _check_element(element: str | None, as_json: bool) -> None:
@@ -315,7 +315,7 @@ def _run_samples(args: argparse.Namespace) -> int:
     try:
         written = write_samples(args.out, full=args.full)
     except OSError as error:
-        raise UsageError(f"cannot write samples into --out {args.out}: {error.strerror or error}") from None
+        raise UsageError(f"cannot write samples into --out {clip(args.out)}: {_reason(error)}") from None
     _emit("".join(f"{path}\n" for path in written))
     return EXIT_DONE
 

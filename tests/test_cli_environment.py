@@ -80,6 +80,11 @@ def test_over_long_paths_are_refusals_or_one_bounded_line(tmp_path):
     done = _explorer("report", str(ANALYZED), "--out", long_path)
     assert done.returncode == EXIT_USAGE
     assert "too long" in _one_bounded_line(done.stderr)
+    deep = tmp_path.joinpath(*["d" * 200] * 15) / "p"  # a 3,000-character path that opens
+    shutil.copytree(ANALYZED, deep)
+    done = _explorer("compare", str(deep), str(deep))
+    assert done.returncode == EXIT_USAGE
+    assert "the same packet.json" in _one_bounded_line(done.stderr)
     long_name = tmp_path / ("p" * 250)  # a legal name; the export's stem is cut to MAX_STEM_CHARS
     shutil.copytree(REFUSED, long_name)
     done = _explorer("report", str(long_name), "--out", str(tmp_path / "out"))
