@@ -5,7 +5,7 @@ import sys
 import panel as pn
 
 from explorer.ui.memory import release_memory
-from explorer.ui.shell import Shell, parse_options
+from explorer.ui.shell import open_session, parse_options
 
 TITLE = "Attention Packet Explorer"
 HEADER_BACKGROUND = "#2f3e4e"
@@ -29,9 +29,9 @@ pn.config.nthreads = 4  # callbacks and each session's first packet run on threa
 
 pn.state.on_session_destroyed(release_memory)
 root, export_dir = parse_options(sys.argv[1:])
-shell = Shell(root, export_dir)
+sidebar, main = open_session(root, export_dir)
 pn.template.BootstrapTemplate(
     title=TITLE, header_background=HEADER_BACKGROUND, sidebar_width=SIDEBAR_WIDTH,
-    sidebar=[shell.sidebar], main=[shell.main], header=[pn.pane.HTML(DOCS_HINT, margin=(0, 10))],
+    sidebar=[sidebar], main=[main], header=[pn.pane.HTML(DOCS_HINT, margin=(0, 10))],
     raw_css=[PAGE_SCROLL_CSS],
 ).servable(title=TITLE)

@@ -11,6 +11,7 @@ for _variable in BLAS_THREAD_VARIABLES:
     os.environ.setdefault(_variable, "1")
 
 import argparse  # noqa: E402
+import contextlib  # noqa: E402
 import json  # noqa: E402
 import sys  # noqa: E402
 import warnings  # noqa: E402
@@ -21,6 +22,7 @@ import numpy as np  # noqa: E402
 import explorer  # noqa: E402
 from explorer.analysis.memory import MEMORY_BOUND_EXCEEDED  # noqa: E402
 from explorer.export.safeio import write_new  # noqa: E402
+from explorer.packet.bounded import clip  # noqa: E402
 
 EXIT_ANALYZED = 0
 EXIT_DONE = 0  # help, version, samples written
@@ -214,7 +216,7 @@ def _exact(value: Any) -> str:
 def _check_output(output: str | None) -> None:
     """A usage error when --output names something that exists (it is never overwritten)."""
     if output is not None and os.path.lexists(output):
-        raise UsageError(f"--output {output} already exists; it is never overwritten")
+        raise UsageError(f"--output {clip(output)} already exists; it is never overwritten")
 
 
 def _write_output(output: str | None, text: str) -> None:
@@ -223,9 +225,14 @@ def _write_output(output: str | None, text: str) -> None:
         try:
             write_new(output, text)
         except FileExistsError:
-            raise UsageError(f"--output {output} already exists; it is never overwritten") from None
+            raise UsageError(f"--output {clip(output)} already exists; it is never overwritten") from None
         except OSError as error:
-            raise UsageError(f"cannot write --output {output}: {error.strerror or error}") from None
+            raise UsageError(f"cannot write --output {clip(output)}: {_reason(error)}") from None
+
+
+def _reason(error: OSError) -> str:
+    """An OSError's own words (strerror), else its text, bounded."""
+    return error.strerror or clip(str(error))
 
 
 def _check_emulate(emulate: list[str] | None) -> None:
@@ -258,7 +265,7 @@ def _emit(text: str) -> None:
         _discard_stdout()
     except OSError as error:
         _discard_stdout()
-        raise UsageError(f"cannot write to standard output: {error.strerror or error}") from None
+        raise UsageError(f"cannot write to standard output: {_reason(error)}") from None
 
 
 def _check_element(element: str | None, as_json: bool) -> None:
@@ -289,14 +296,19 @@ def _run_analyze(args: argparse.Namespace) -> int:
 
 
 def _run_report(args: argparse.Namespace) -> int:
-    from explorer.export.pages import choose_export_dir, write_report  # loads panel, holoviews, bokeh, playwright only here
+    # loads panel, holoviews, bokeh, playwright only here
+    from explorer.export.pages import RenderError, choose_export_dir, write_report
 
     analysis = explorer.analyze(args.packet)
+    out = choose_export_dir(args.out)
     try:
-        paths = write_report(analysis, choose_export_dir(args.out))
+        paths = write_report(analysis, out)
+    except RenderError as error:
+        raise UsageError(f"{error}; nothing was written") from None
     except OSError as error:
-        raise UsageError(f"cannot write the report into --out {args.out}: {error.strerror or error}") from None
-    _emit("".join(f"{path}\n" for path in (paths.html, paths.report, *paths.pngs)))
+        raise UsageError(f"cannot write the report into {clip(str(out))}: {_reason(error)}; nothing was written") \
+            from None
+    _emit("".join(_printable(str(path)) + "\n" for path in (paths.html, paths.report, *paths.pngs)))
     return EXIT_BY_STATUS[analysis.status]
 
 
@@ -306,7 +318,7 @@ def _run_samples(args: argparse.Namespace) -> int:
     try:
         written = write_samples(args.out, full=args.full)
     except OSError as error:
-        raise UsageError(f"cannot write samples into --out {args.out}: {error.strerror or error}") from None
+        raise UsageError(f"cannot write samples into --out {clip(args.out)}: {_reason(error)}") from None
     _emit("".join(f"{path}\n" for path in written))
     return EXIT_DONE
 
@@ -512,8 +524,9 @@ def build_parser() -> argparse.ArgumentParser:
     report = commands.add_parser(
         "report", help="write a standalone HTML page, the JSON report and one PNG per view",
         description="Writes <name>.html (every view, opens offline), <name>.report.json and <name>-<view>.png "
-                    "into DIR; existing files are never overwritten. PNGs are rendered by /usr/bin/chromium "
-                    "(Debian package chromium). Exit status as for analyze.")
+                    "into DIR, all of them or none; existing files are never overwritten. PNGs are rendered by "
+                    "/usr/bin/chromium (Debian package chromium). Exit status as for analyze; 2 also when chromium "
+                    "is missing or the files cannot be written (then nothing is written).")
     report.add_argument("packet", metavar="PACKET", help="a packet directory or its packet.json")
     report.add_argument("--out", metavar="DIR",
                         help="directory to write into (created if needed; default $EXPLORER_EXPORT_DIR or ./exports, "
@@ -541,6 +554,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
+    for stream in (sys.stdout, sys.stderr):  # a character the encoding lacks is escaped, never an exit 1
+        with contextlib.suppress(AttributeError, ValueError):
+            stream.reconfigure(errors="backslashreplace")
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

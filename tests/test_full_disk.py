@@ -1,4 +1,4 @@
-"""A full disk never leaves a half-written file: `--output` and the app's Export on a 4 KiB tmpfs in a private mount namespace (root only)."""
+"""A full disk never leaves a half-written file: `--output`, `report` and the app's Export on a small tmpfs in a private mount namespace (root only)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,9 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 ANALYZED = REPO / "sample_packets" / "injected-error-head5"
+REFUSED = REPO / "sample_packets" / "refused-hash-mismatch"  # its report's PNGs render in seconds
+TMPFS_PAGE = 4096  # a tmpfs counts whole pages of file data
+PNG_ROOM_PAGES = 2  # pages left for the PNGs: less than their sum, so the disk fills while they are written
 TMPFS_SIZE = "4k"  # smaller than any report
 REPORT_ONLY_SIZE = "64k"  # the JSON report (about 49 KB) fits, the HTML page (megabytes) does not
 RUN_TIMEOUT_S = 300
@@ -85,3 +88,20 @@ def test_export_on_a_full_disk_says_so_leaves_nothing_and_the_next_export_keeps_
     assert "could not write" in outcome["note"] and outcome["left"] == []
     name = ANALYZED.name
     assert outcome["after"] == [f"{name}.html", f"{name}.report.json"]
+
+
+def test_report_on_a_disk_that_fills_while_pngs_are_written_exits_2_and_leaves_nothing(tmp_path):
+    from explorer.analysis.analyze import analyze
+    from explorer.export.pages import export_packet
+
+    sized = export_packet(analyze(REFUSED), tmp_path / "sizing")  # the HTML and JSON the report writes first
+    pages = sum(-(-path.stat().st_size // TMPFS_PAGE) for path in (sized.html, sized.report))
+    size = (pages + PNG_ROOM_PAGES) * TMPFS_PAGE  # room for the HTML and the JSON, not for every PNG
+    mountpoint = tmp_path / "full"
+    mountpoint.mkdir()
+    done = _on_full_tmpfs(mountpoint, f"{sys.executable} -m explorer report '{REFUSED}' --out '{mountpoint}'",
+                          str(size))
+    assert done.returncode == 2, done.stderr
+    assert "No space left on device" in done.stderr and "nothing was written" in done.stderr
+    assert done.stderr.count("\n") == 1
+    assert _listing(done) == []

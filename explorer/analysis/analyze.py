@@ -25,6 +25,7 @@ from explorer.analysis.facts import tensor_facts
 from explorer.analysis.memory import MEMORY_BOUND_EXCEEDED, MIB, facts_need, numerics_need, shortfall
 from explorer.analysis.numerics import after_numerics_reasons, compute_numerics
 from explorer.analysis.result import Analysis, Emulation, EmulationCounts, Numerics, TensorFacts
+from explorer.analysis.single_flight import SingleFlight
 from explorer.packet.admission import admit
 from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED, TENSOR_NAMES, Admission, Reason
 
@@ -50,7 +51,9 @@ _cache_lock = threading.Lock()
 EMULATION_CACHE_ENTRIES = 8
 Scored = tuple[tuple[Emulation, ...], EmulationCounts]
 _emulation_cache: OrderedDict[tuple[ContentKey, tuple[str, ...]], Scored] = OrderedDict()
-_computing: dict[ContentKey, threading.Event] = {}  # keys being computed now; set when done
+# One computation per key at a time, whichever threads (app sessions) ask for it meanwhile.
+_analyses: SingleFlight[_Computed] = SingleFlight()
+_emulation_runs: SingleFlight[Scored] = SingleFlight()
 
 
 def array_bytes(value: Any) -> int:
@@ -116,32 +119,38 @@ def _compute(admission: Admission, timings: MutableMapping[str, float] | None) -
     return _Computed(facts, numerics, after_numerics_reasons(facts, numerics))
 
 
+def _held(key: ContentKey) -> _Computed | None:
+    with _cache_lock:
+        held = _cache.get(key)
+        if held is None:
+            return None
+        _cache.move_to_end(key)
+        return held[0]
+
+
 def _cached_or_computed(key: ContentKey, admission: Admission,
                         timings: MutableMapping[str, float] | None) -> tuple[_Computed, bool]:
     """(entry, whether it was cached); a key another thread is computing is waited for, not computed twice."""
-    while True:
+    held = _held(key)
+    if held is not None:
+        return held, True
+    computed_here = []
+
+    def computed() -> _Computed:
+        held = _held(key)  # finished by another thread between the look above and this flight
+        if held is not None:
+            return held
+        entry = _compute(admission, timings)
+        computed_here.append(entry)
         with _cache_lock:
-            held = _cache.get(key)
-            if held is not None:
-                _cache.move_to_end(key)
-                return held[0], True
-            running = _computing.get(key)
-            if running is None:
-                running = _computing[key] = threading.Event()
-                break
-        running.wait()
-    try:
-        computed = _compute(admission, timings)
-        with _cache_lock:
-            if computed.complete:
-                _cache[key] = (computed, array_bytes(computed))
+            if entry.complete:
+                _cache[key] = (entry, array_bytes(entry))
             while len(_cache) > CACHE_ENTRIES or sum(size for _, size in _cache.values()) > CACHE_BYTES:
                 _cache.popitem(last=False)
-    finally:
-        with _cache_lock:
-            del _computing[key]
-        running.set()
-    return computed, False
+        return entry
+
+    entry = _analyses.run(key, computed)
+    return entry, not computed_here
 
 
 def _status(admission: Admission, reasons: tuple[Reason, ...], numerics: Numerics | None) -> str:
@@ -163,21 +172,24 @@ def _emulations(key: ContentKey, admission: Admission, numerics: Numerics, ids: 
     `emulated`: the emulated outputs of `ids` already run on identical inputs (a pair's other
     side), scored here instead of run again. `progress(done, total)` follows a computation.
     """
-    with _cache_lock:
-        found = _emulation_cache.get((key, ids))
-        if found is not None:
-            _emulation_cache.move_to_end((key, ids))
-            return found
-    started = perf_counter()
-    found = emulations_for(admission.tensors, admission.scale, numerics.eligible, numerics.primary.reference,
-                           numerics.rounded_to_output.rounded_bits, ids, emulated, progress)
-    if timings is not None:
-        timings["emulations"] = perf_counter() - started
-    with _cache_lock:
-        _emulation_cache[(key, ids)] = found
-        while len(_emulation_cache) > EMULATION_CACHE_ENTRIES:
-            _emulation_cache.popitem(last=False)
-    return found
+    def computed() -> Scored:
+        with _cache_lock:
+            found = _emulation_cache.get((key, ids))
+            if found is not None:
+                _emulation_cache.move_to_end((key, ids))
+                return found
+        started = perf_counter()
+        found = emulations_for(admission.tensors, admission.scale, numerics.eligible, numerics.primary.reference,
+                               numerics.rounded_to_output.rounded_bits, ids, emulated, progress)
+        if timings is not None:
+            timings["emulations"] = perf_counter() - started
+        with _cache_lock:
+            _emulation_cache[(key, ids)] = found
+            while len(_emulation_cache) > EMULATION_CACHE_ENTRIES:
+                _emulation_cache.popitem(last=False)
+        return found
+
+    return _emulation_runs.run((key, ids), computed)
 
 
 def _emulation_key(analysis: Analysis, request: str | Iterable[str]) -> tuple[ContentKey, tuple[str, ...]] | None:

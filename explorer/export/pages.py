@@ -1,4 +1,4 @@
-"""Writes one packet's views as a standalone offline HTML page, its JSON report and one PNG per view; computes no numbers and never overwrites a file.
+"""Writes one packet's views as a standalone offline HTML page, its JSON report and one PNG per view, all or none; computes no numbers and never overwrites a file.
 
 The HTML inlines every script, stylesheet and icon (Bokeh INLINE resources; Panel's
 component stylesheets, which it links from its CDN even in inline mode, are turned
@@ -40,6 +40,7 @@ from explorer.analysis.ranking import worst_head
 from explorer.analysis.report import REPORT_INDENT, REPORT_SUFFIX, packet_name, report_text
 from explorer.analysis.result import Analysis
 from explorer.export.safeio import write_new
+from explorer.packet.bounded import clip, escaped_bytes
 from explorer.version import __version__
 
 EXPORT_DIR_ENV = "EXPLORER_EXPORT_DIR"
@@ -47,6 +48,7 @@ DEFAULT_EXPORT_DIR = "exports"
 HTML_SUFFIX = ".html"
 PNG_SUFFIX = ".png"
 MAX_NAME_ATTEMPTS = 1000  # name-2, name-3, ... before giving up on a free file name
+MAX_STEM_CHARS = 100  # characters of a packet name kept in file names (a name may be 255 bytes, a path 4096)
 SECTION_CLASS = "export-view"
 CAPTION_CLASS = "export-caption"
 CONTROL_CLASS = "export-control"  # widgets of a view: live in the app, hidden in the PNGs
@@ -60,6 +62,7 @@ PAGE_HEIGHT = 1000
 RENDER_TIMEOUT_MS = 60_000  # per view: a static page draws in seconds
 SETTLE_MS = 300  # one more paint after a view reports itself drawn
 CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_INSTALL = "apt-get install chromium"  # Debian's package; Playwright never downloads a browser here
 CHROMIUM_ARGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync")
 LOCAL_URL_PREFIXES = ("file:", "data:", "blob:", "about:")
@@ -67,7 +70,7 @@ _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 class RenderError(RuntimeError):
-    """The PNGs could not be rendered: chromium is missing or a view did not finish drawing."""
+    """The PNGs could not be rendered: chromium is missing or cannot start, or a view did not finish drawing."""
 
 
 @dataclass(frozen=True)
@@ -80,8 +83,17 @@ class ExportPaths:
 
 
 def choose_export_dir(argument: str | None, environ: Mapping[str, str] = os.environ) -> Path:
-    """The export directory: the argument, else $EXPLORER_EXPORT_DIR, else ./exports."""
-    return Path(argument or environ.get(EXPORT_DIR_ENV) or DEFAULT_EXPORT_DIR).expanduser().resolve()
+    """The export directory: the argument, else $EXPLORER_EXPORT_DIR, else ./exports, made absolute.
+
+    os.path.realpath, not Path.resolve: a symlink loop is left in the path (writing there fails with ELOOP)
+    instead of raising RuntimeError."""
+    chosen = argument or environ.get(EXPORT_DIR_ENV) or DEFAULT_EXPORT_DIR
+    return Path(os.path.realpath(os.path.expanduser(chosen)))
+
+
+def stem_base(name: str, fallback: str) -> str:
+    """The file-name stem of a packet or pair name: ASCII letters, digits and ._- only, at most MAX_STEM_CHARS."""
+    return _UNSAFE_NAME.sub("_", name).strip("._")[:MAX_STEM_CHARS] or fallback
 
 
 def _export_suffixes() -> tuple[str, ...]:
@@ -131,7 +143,7 @@ def caption_fields(analysis: Analysis, name: str, stamp: str) -> tuple[tuple[str
     def known(value) -> str:
         return UNKNOWN if value is None else str(value)
 
-    return (("packet", name), ("status", analysis.status), ("model", known(identity.get("modelID"))),
+    return (("packet", escaped_bytes(name)), ("status", analysis.status), ("model", known(identity.get("modelID"))),
             ("backend", known(identity.get("backend"))), ("request", known(selection.get("requestID"))),
             ("output index", known(selection.get("outputIndex"))), ("layer", known(selection.get("modelLayerIndex"))),
             ("packetSHA256", digest[:SHA_DIGITS] if digest else UNKNOWN),
@@ -173,8 +185,8 @@ def _page(analysis: Analysis, name: str, head: int):
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     caption = caption_html(caption_fields(analysis, name, stamp))
     header = pn.pane.HTML(
-        f"<h1>{html.escape(name)}</h1><p>Static export of the Attention Packet Explorer views: plots keep zoom "
-        "and hover, controls are not live. The JSON report beside this file holds the same numbers; the "
+        f"<h1>{html.escape(escaped_bytes(name))}</h1><p>Static export of the Attention Packet Explorer views: plots "
+        "keep zoom and hover, controls are not live. The JSON report beside this file holds the same numbers; the "
         "repository's docs/ explains the packet rules and the report.</p>", sizing_mode="stretch_width")
     sections = []
     for slug, title, builder in VIEWS:
@@ -209,15 +221,23 @@ def _detached():
 
 
 def _standalone_html(viewable, title: str) -> str:
-    """The viewable as one HTML document that loads nothing from anywhere (see the module docstring)."""
+    """The viewable as one HTML document that loads nothing from anywhere (see the module docstring); a byte of a
+    file name that is not UTF-8 anywhere in it is written as \\xNN (bounded.escaped_bytes)."""
     from bokeh.resources import INLINE
     from panel.io.resources import CDN_DIST, LOCAL_DIST
 
     buffer = io.StringIO()
-    viewable.save(buffer, title=title, resources=INLINE, embed=False)
+    viewable.save(buffer, title=escaped_bytes(title), resources=INLINE, embed=False)
     prefixes = "|".join(re.escape(prefix) for prefix in (CDN_DIST, LOCAL_DIST))
     pattern = re.compile(rf"(?:{prefixes})(?P<path>[A-Za-z0-9_./-]+)(?:\?v=[A-Za-z0-9_.]*)?")
-    return pattern.sub(_data_url, buffer.getvalue())
+    return escaped_bytes(pattern.sub(_data_url, buffer.getvalue()))
+
+
+def _packet_html(analysis: Analysis, name: str, head: int | None) -> str:
+    """The standalone page of every view of one packet, opening on `head` (default: export_head)."""
+    with _detached():
+        return _standalone_html(_page(analysis, name, export_head(analysis, head)),
+                                title=f"{name} - Attention Packet Explorer")
 
 
 def export_packet(analysis: Analysis, out_dir: str | os.PathLike, *, name: str | None = None,
@@ -230,10 +250,8 @@ def export_packet(analysis: Analysis, out_dir: str | os.PathLike, *, name: str |
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     name = name or packet_name(analysis)
-    stem = _free_stem(out_dir, _UNSAFE_NAME.sub("_", name).strip("._") or "packet")
-    with _detached():
-        page = _standalone_html(_page(analysis, name, export_head(analysis, head)),
-                                title=f"{name} - Attention Packet Explorer")
+    stem = _free_stem(out_dir, stem_base(name, "packet"))
+    page = _packet_html(analysis, name, head)
     report, html_path = _write_set({out_dir / f"{stem}{REPORT_SUFFIX}": report_text(analysis),
                                     out_dir / f"{stem}{HTML_SUFFIX}": page})
     return ExportPaths(html=html_path, report=report)
@@ -249,8 +267,26 @@ def _block_network(route) -> None:
         route.abort()
 
 
+def require_chromium() -> None:
+    """RenderError naming the package to install when CHROMIUM is not an executable file."""
+    if not (os.path.isfile(CHROMIUM) and os.access(CHROMIUM, os.X_OK)):
+        raise RenderError(f"{CHROMIUM} is missing: PNGs need Debian's chromium package ({CHROMIUM_INSTALL})")
+
+
 def _screenshots(html_path: str | os.PathLike, slugs: tuple[str, ...]) -> dict[str, bytes]:
-    """PNG bytes of each `export-view-<slug>` section of an exported page, rendered by /usr/bin/chromium offline."""
+    """PNG bytes of each `export-view-<slug>` section of an exported page, rendered by /usr/bin/chromium offline;
+    RenderError when chromium is missing or fails, or a view does not draw."""
+    from playwright.sync_api import Error as PlaywrightError
+
+    require_chromium()
+    try:
+        return _rendered(html_path, slugs)
+    except PlaywrightError as error:
+        first_line = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        raise RenderError(f"chromium could not render the page: {clip(first_line)}") from None
+
+
+def _rendered(html_path: str | os.PathLike, slugs: tuple[str, ...]) -> dict[str, bytes]:
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
     from playwright.sync_api import sync_playwright
 
@@ -274,18 +310,13 @@ def _screenshots(html_path: str | os.PathLike, slugs: tuple[str, ...]) -> dict[s
             browser.close()
 
 
-def render_pngs(html_path: str | os.PathLike, out_dir: str | os.PathLike, stem: str) -> tuple[Path, ...]:
-    """One PNG per view section of an exported page: `<stem>-<slug>.png`, rendered by /usr/bin/chromium."""
-    from explorer.views import VIEWS
-
-    out_dir = Path(out_dir)
-    targets = {slug: out_dir / f"{stem}-{slug}{PNG_SUFFIX}" for slug, _, _ in VIEWS}
-    taken = [str(path) for path in targets.values() if os.path.lexists(path)]
-    if taken:
-        raise FileExistsError(f"refusing to overwrite {', '.join(taken)}")
-    for slug, png in _screenshots(html_path, tuple(targets)).items():
-        _write_new(targets[slug], png)
-    return tuple(targets.values())
+def page_screenshots(page: str, slugs: tuple[str, ...]) -> dict[str, bytes]:
+    """PNG bytes of each `export-view-<slug>` section of a standalone page, rendered from a private temporary copy."""
+    require_chromium()
+    with tempfile.TemporaryDirectory(prefix="explorer-render-") as scratch:
+        html_path = Path(scratch) / f"page{HTML_SUFFIX}"
+        html_path.write_text(page, encoding="utf-8")
+        return _screenshots(html_path, slugs)
 
 
 # findViewWhere(test): the first Bokeh view, from every root, whose model's CSS classes (Panel's css_classes)
@@ -346,12 +377,26 @@ def wait_drawn(page, css_class: str, timeout_ms: int = RENDER_TIMEOUT_MS) -> Non
 
 
 def write_report(analysis: Analysis, out_dir: str | os.PathLike) -> ExportPaths:
-    """`explorer report PACKET --out DIR`: the HTML page and JSON report, then one PNG per view."""
-    if not Path(CHROMIUM).is_file():
-        raise RenderError(f"{CHROMIUM} is missing: install Debian's chromium package to render PNGs")
-    paths = export_packet(analysis, out_dir)
-    stem = paths.html.name[: -len(HTML_SUFFIX)]
-    return ExportPaths(html=paths.html, report=paths.report, pngs=render_pngs(paths.html, out_dir, stem))
+    """`explorer report PACKET --out DIR`: the HTML page, the JSON report and one PNG per view, all or none.
+
+    Everything is made in memory first (the PNGs from a private temporary copy of the page), then written by
+    _write_set: a full disk, a taken name or a missing or failing chromium (RenderError, raised before
+    anything is written) leaves no file of this report behind. Only `out_dir` itself may have been created.
+    """
+    from explorer.views import VIEWS
+
+    require_chromium()
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    name = packet_name(analysis)
+    stem = _free_stem(out_dir, stem_base(name, "packet"))
+    page = _packet_html(analysis, name, None)
+    slugs = tuple(slug for slug, _, _ in VIEWS)
+    pngs = page_screenshots(page, slugs)
+    written = _write_set({out_dir / f"{stem}{REPORT_SUFFIX}": report_text(analysis),
+                          out_dir / f"{stem}{HTML_SUFFIX}": page,
+                          **{out_dir / f"{stem}-{slug}{PNG_SUFFIX}": pngs[slug] for slug in slugs}})
+    return ExportPaths(html=written[1], report=written[0], pngs=written[2:])
 
 
 # ---------------------------------------------------------------- a packet pair (compare-v1.md)
@@ -416,7 +461,7 @@ def export_pair(pair, out_dir: str | os.PathLike, *, name: str | None = None, na
     out_dir.mkdir(parents=True, exist_ok=True)
     names = names or pair_names(pair)
     name = name or f"{names[0]}-vs-{names[1]}"
-    base = _UNSAFE_NAME.sub("_", name).strip("._") or "pair"
+    base = stem_base(name, "pair")
     png_suffix = f"-{PAIR_SECTION}{PNG_SUFFIX}"
     stem = _free_stem(out_dir, base, (HTML_SUFFIX, COMPARISON_SUFFIX, png_suffix))
     with _detached():
@@ -431,9 +476,4 @@ def export_pair(pair, out_dir: str | os.PathLike, *, name: str | None = None, na
 
 def _pair_png(page: str) -> bytes:
     """The pair section of an exported pair page as a PNG (rendered from a private temporary copy of the page)."""
-    if not Path(CHROMIUM).is_file():
-        raise RenderError(f"{CHROMIUM} is missing: install Debian's chromium package to render PNGs")
-    with tempfile.TemporaryDirectory(prefix="explorer-pair-") as scratch:
-        html_path = Path(scratch) / f"pair{HTML_SUFFIX}"
-        html_path.write_text(page, encoding="utf-8")
-        return _screenshots(html_path, (PAIR_SECTION,))[PAIR_SECTION]
+    return page_screenshots(page, (PAIR_SECTION,))[PAIR_SECTION]

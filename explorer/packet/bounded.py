@@ -1,4 +1,4 @@
-"""Bounded renderings of untrusted values for messages: long texts and lists cut with a count, huge integers by digit count; never does I/O.
+"""Bounded renderings of untrusted values for messages: long texts and lists cut with a count, huge integers by digit count, undecodable file-name bytes escaped; never does I/O.
 
 A message never formats an unbounded integer (Python refuses to print one of
 more than 4,300 digits) or an unbounded string: the full value stays in the
@@ -8,12 +8,15 @@ structured fields where the contracts keep it.
 from __future__ import annotations
 
 import math
+import re
 from typing import Any, Iterable
 
 MESSAGE_TEXT_CHARS = 120  # characters of a name, path or string value shown in a message
 MESSAGE_INTEGER_DIGITS = 40  # an integer with more digits is shown by its digit count
 MESSAGE_LIST_ITEMS = 8  # items of a list shown in a message
 _LOG10_2 = math.log10(2)
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+UNDECODABLE_BYTES = range(0xDC80, 0xDD00)  # surrogateescape's stand-ins for the bytes 0x80..0xFF of a file name
 
 
 def digit_count(value: int) -> int:
@@ -65,3 +68,14 @@ def shown_list(items: Iterable[Any], limit: int = MESSAGE_LIST_ITEMS) -> str:
     if len(items) > limit:
         text += f", ... ({len(items) - limit} more)"
     return f"[{text}]"
+
+
+def _escaped_surrogate(match: re.Match) -> str:
+    code = ord(match.group())
+    return f"\\x{code - 0xDC00:02x}" if code in UNDECODABLE_BYTES else f"\\u{code:04x}"
+
+
+def escaped_bytes(text: str) -> str:
+    """`text` with every byte a file name could not decode (surrogateescape's lone surrogate) written as \\xNN, any
+    other lone surrogate as \\uNNNN: text that can be encoded as UTF-8 and sent to a browser or a terminal."""
+    return _LONE_SURROGATE.sub(_escaped_surrogate, text)

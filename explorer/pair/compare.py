@@ -22,6 +22,7 @@ from explorer.analysis.metrics import compare as compare_metrics
 from explorer.analysis.metrics import readonly, ulp_distance
 from explorer.analysis.ranking import selection_key
 from explorer.analysis.result import Analysis
+from explorer.packet.bounded import quoted
 from explorer.packet.files import PACKET_JSON
 from explorer.packet.model import INCONCLUSIVE, REFUSED, Reason
 from explorer.pair.emulation import with_emulations
@@ -73,8 +74,8 @@ def _check_distinct(path_a: str, path_b: str) -> None:
     except (OSError, ValueError):
         return  # a side that cannot be opened is refused by its own admission
     if (first.st_dev, first.st_ino) == (second.st_dev, second.st_ino):
-        raise SamePacketError(f"{path_a!r} and {path_b!r} are the same packet.json; compare two captures, or a "
-                              "byte-identical copy in another directory")
+        raise SamePacketError(f"{quoted(os.fsdecode(path_a))} and {quoted(os.fsdecode(path_b))} are the same "
+                              "packet.json; compare two captures, or a byte-identical copy in another directory")
 
 
 def _analysis(side: str | os.PathLike | Analysis) -> Analysis:

@@ -13,10 +13,11 @@ import param
 from explorer.catalog.index import PacketIndex
 from explorer.export.pages import RenderError, export_pair
 from explorer.pair.compare import compare
+from explorer.packet.bounded import escaped_bytes
 from explorer.pair.model import Pair, SamePacketError
 from explorer.ui import catalog
 from explorer.ui.packets import PacketList
-from explorer.ui.shared import content_seen, echo
+from explorer.ui.shared import content_seen, echo, shown_name
 from explorer.views.html_summary import written_note
 
 log = logging.getLogger(__name__)
@@ -80,8 +81,9 @@ class PairMode(param.Parameterized):
         names = self.index.partners(self.packet)
         buttons = []
         for name in names[:MAX_PARTNER_BUTTONS]:
-            button = pn.widgets.Button(label=name, color="light", css_classes=["partner-button"],
-                                       description=f"Compare {self.packet} (a) with {name} (b)")
+            button = pn.widgets.Button(label=escaped_bytes(name), color="light", css_classes=["partner-button"],
+                                       description=f"Compare {escaped_bytes(self.packet)} (a) with "
+                                                   f"{escaped_bytes(name)} (b)")
             button.on_click(lambda _event, other=name: self._clicked(other))
             buttons.append(button)
         pending = "" if self.index.complete else f"<br>{PARTNERS_PENDING}"
@@ -91,7 +93,7 @@ class PairMode(param.Parameterized):
         lead = (f"Compare with a packet of the same selection ({len(names)}):" if names
                 else f'<span class="no-partners">{NO_PARTNERS}</span>')
         self._partner_note.object = (f'<div class="partner-note-text" data-partners="{len(names)}" '
-                                     f'style="font-size:0.9em"><b>Pairs</b> of {html.escape(self.packet)}<br>'
+                                     f'style="font-size:0.9em"><b>Pairs</b> of {shown_name(self.packet)}<br>'
                                      f"{lead}{pending}</div>")
         self._partner_buttons.objects = buttons
 
@@ -139,9 +141,9 @@ class PairMode(param.Parameterized):
         from explorer.views.pair import build
 
         self._status.object = (
-            f'<div class="pair-status-line" data-a="{html.escape(self.packet)}" data-b="{html.escape(self.partner)}" '
-            f'data-status="{pair.status}" style="{PAIR_STATUS_STYLE}">Pair <b>a</b> {html.escape(self.packet)} '
-            f"&nbsp;vs&nbsp; <b>b</b> {html.escape(self.partner)} &nbsp; (pair status: <b>{pair.status}</b>)</div>")
+            f'<div class="pair-status-line" data-a="{shown_name(self.packet)}" data-b="{shown_name(self.partner)}" '
+            f'data-status="{pair.status}" style="{PAIR_STATUS_STYLE}">Pair <b>a</b> {shown_name(self.packet)} '
+            f"&nbsp;vs&nbsp; <b>b</b> {shown_name(self.partner)} &nbsp; (pair status: <b>{pair.status}</b>)</div>")
         self._export_note.object = ""
         for download in self._downloads:
             download.visible = False

@@ -28,11 +28,12 @@ from explorer.export.pages import (
     choose_export_dir,
     export_packet,
 )
+from explorer.packet.bounded import clip
 from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED
 from explorer.ui import catalog
 from explorer.ui.packets import PacketList
 from explorer.ui.pairs import QUERY_COMPARE, PairMode
-from explorer.ui.shared import content_seen, echo
+from explorer.ui.shared import content_seen, echo, shown_name
 from explorer.views import VIEWS, Selection
 from explorer.views.element import element_html
 from explorer.views.emulations import settings_from_query
@@ -48,6 +49,8 @@ HEAD_PATTERN = re.compile(r"[0-9]{1,6}")  # ASCII digits only: str.isdigit() als
 LINF_FORMAT = "{:.3g}"
 DOWNLOAD_WIDTH = 200  # the download buttons' labels are short; the export note names the files
 QUERY_ELEMENT = "element"  # `element=H,C` (query head, channel) or `element=N` (flat index over [QH, D])
+# A name's bytes that are not UTF-8 (surrogateescape's stand-ins) are percent-encoded as themselves, and read back.
+URL_ERRORS = "surrogateescape"
 
 # Neutral badge colours (background, text): a status is a category, never a verdict.
 BADGE_COLOURS = {
@@ -93,7 +96,7 @@ class StringQueryLocation(Location):
 
     @property
     def query_params(self) -> dict[str, str]:
-        return dict(parse_qsl(self.search[1:]))
+        return dict(parse_qsl(self.search[1:], errors=URL_ERRORS))
 
 
 def session_location() -> Location | None:
@@ -201,7 +204,7 @@ class Shell(param.Parameterized):
     # ------------------------------------------------------------ URL query
 
     def _open_from_query(self, search: str) -> None:
-        query = dict(parse_qsl(search.lstrip("?")))
+        query = dict(parse_qsl(search.lstrip("?"), errors=URL_ERRORS))
         notes = []
         name = query.get(QUERY_PACKET)
         if name is not None and catalog.lookup(self.entries, name) is None:
@@ -236,7 +239,7 @@ class Shell(param.Parameterized):
             query[QUERY_ELEMENT] = "{},{}".format(*self._selection.element)
         query.update((name, str(value)) for name, value in self._emulation.items())
         query.update(self.pairs.query())
-        self._query_writer.query = "?" + urlencode(query)
+        self._query_writer.query = "?" + urlencode(query, errors=URL_ERRORS)
 
     def _on_pair(self) -> None:
         """A pair opened or closed: the single packet's views hide while it is shown; the URL follows."""
@@ -256,7 +259,7 @@ class Shell(param.Parameterized):
         before, self._seen[self.packet] = self._seen.get(self.packet), content_seen(analysis)
         if before is None or before == self._seen[self.packet]:
             return analysis, []
-        return analysis, [f"The files of {html.escape(self.packet)} changed since this session last showed it; "
+        return analysis, [f"The files of {shown_name(self.packet)} changed since this session last showed it; "
                           f"this is its status now: {analysis.status}."]
 
     def _open(self) -> list[str]:
@@ -285,8 +288,8 @@ class Shell(param.Parameterized):
         self._element_box.visible = False
         summary = catalog.summarize(analysis)
         self._status.object = (
-            f'<div class="status-line" data-packet="{html.escape(self.packet)}">'
-            f"<b>{html.escape(self.packet)}</b> &nbsp; {badge_html(summary, 'status-badge')}</div>")
+            f'<div class="status-line" data-packet="{shown_name(self.packet)}">'
+            f"<b>{shown_name(self.packet)}</b> &nbsp; {badge_html(summary, 'status-badge')}</div>")
         self._export_note.object = ""
         self._html_download.visible = self._json_download.visible = False
         self._views = {}
@@ -332,7 +335,7 @@ class Shell(param.Parameterized):
 
     def _names_listed_packet(self, search: str) -> bool:
         """True when the URL query's `packet=` names a packet listed under this root."""
-        name = dict(parse_qsl(search.lstrip("?"))).get(QUERY_PACKET)
+        name = dict(parse_qsl(search.lstrip("?"), errors=URL_ERRORS)).get(QUERY_PACKET)
         return name is not None and catalog.lookup(self.entries, name) is not None
 
     def _open_requested(self, *_event) -> None:
@@ -380,7 +383,7 @@ class Shell(param.Parameterized):
 
     def _element_from_query(self, search: str) -> None:
         """Select the element named by `element=` in the URL query, or add a note saying why it was ignored."""
-        value = dict(parse_qsl(search.lstrip("?"))).get(QUERY_ELEMENT)
+        value = dict(parse_qsl(search.lstrip("?"), errors=URL_ERRORS)).get(QUERY_ELEMENT)
         if value is None or not self.packet or self._selection is None:
             return
         problem = self._select_element(value)
@@ -427,8 +430,12 @@ class Shell(param.Parameterized):
         try:
             paths = export_packet(analysis, self.export_dir, name=self.packet, head=self.head)
         except OSError as error:
-            self._export_note.object = (f"Export could not write to <code>{html.escape(str(self.export_dir))}"
-                                        f"</code>: {html.escape(error.strerror or str(error))}")
+            self._export_note.object = (f"Export could not write to <code>{shown_name(clip(str(self.export_dir)))}"
+                                        f"</code>: {shown_name(error.strerror or clip(str(error)))}")
+        except Exception as error:  # never leave the note at "Exporting ...": say that nothing was written, and why
+            log.exception("export of %s failed", self.packet)
+            self._export_note.object = (f"Export wrote nothing: {html.escape(type(error).__name__)}: "
+                                        f"{shown_name(clip(str(error)))}")
         else:
             self._offer(paths)
         finally:
@@ -440,3 +447,18 @@ class Shell(param.Parameterized):
             widget.param.update(file=str(path), filename=path.name, label=label, visible=True)
         self._export_note.object = written_note("export-note", (("export-html", paths.html),
                                                                 ("export-json", paths.report)))
+
+
+def open_session(root: Path, export_dir: Path) -> tuple[pn.viewable.Viewable, pn.viewable.Viewable]:
+    """(sidebar, main) of one browser session's Shell; when the session cannot be set up at all (a root that cannot
+    be listed, say), a one-line note naming the root and the error instead of a blank page."""
+    try:
+        shell = Shell(root, export_dir)
+    except Exception as error:  # whatever it is, every session would otherwise get an empty page
+        log.exception("the session could not be set up for root %s", root)
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else f"{type(error).__name__}: {error}"
+        note = (f'<div class="shell-message session-failed" style="{MESSAGE_STYLE}">The packets under '
+                f"<code>{shown_name(clip(str(root)))}</code> could not be listed: {shown_name(clip(reason))}. "
+                "Fix the root (or its permissions) and reload the page.</div>")
+        return pn.Column(sizing_mode="stretch_width"), pn.pane.HTML(note, sizing_mode="stretch_width")
+    return shell.sidebar, shell.main

@@ -29,6 +29,7 @@ from explorer.views.common import (
 from explorer.views.html_summary import esc, number_cell, table
 
 MAX_OVERVIEW_CELLS = 250_000  # query head x token weights drawn in one overview map
+MAX_CURVE_POINTS = 4_000  # tokens drawn in one head's weight curve; past it, two per bin of consecutive tokens
 WEIGHTS_HEIGHT = 320
 LAST_TOKEN_COLOUR = "#d62728"
 TOP_TOKEN_COLOUR = "#ff7f0e"
@@ -47,20 +48,40 @@ DIAGNOSTICS_HEADER = ("query head", "KV head", "max logit", "logSumExp", "entrop
                       "undefined reason")
 
 
-def _weights_chart(weights: np.ndarray, entry: HeadAttention) -> hv.Overlay:
-    tokens = np.arange(weights.size)
-    drawable = np.where(weights > 0, weights, np.nan)
+def drawn_tokens(weights: np.ndarray, limit: int = MAX_CURVE_POINTS) -> np.ndarray:
+    """The tokens a weight curve draws, ascending: every token up to `limit`; past it, in each of limit // 2 bins of
+    consecutive tokens, the one of largest weight and the one of smallest positive weight (every peak and every
+    trough stays visible on the log axis; the values drawn are the weights themselves, never averages)."""
+    size = weights.size
+    if size <= limit:
+        return np.arange(size)
+    bins = limit // 2
+    width = -(-size // bins)  # the last bin may be shorter; none is empty
+    largest = np.full(bins * width, -np.inf, dtype=weights.dtype)
+    largest[:size] = weights
+    smallest = np.full(bins * width, np.inf, dtype=weights.dtype)
+    smallest[:size] = np.where(weights > 0, weights, np.inf)
+    starts = np.arange(bins) * width
+    chosen = np.concatenate([starts + largest.reshape(bins, width).argmax(axis=1),
+                             starts + smallest.reshape(bins, width).argmin(axis=1)])
+    return np.unique(chosen[chosen < size])
+
+
+def _weights_chart(weights: np.ndarray, entry: HeadAttention, tokens: np.ndarray) -> hv.Overlay:
+    drawable = np.where(weights[tokens] > 0, weights[tokens], np.nan)
     on_hover = hover([("token", "@{token}"), ("weight", "@{weight}{custom}")], {"@{weight}": exact_number})
     curve = hv.Curve((tokens, drawable), "token", "weight", label="softmax weight").opts(
         color=WEIGHT_COLOUR, **on_hover)
     top = [t for t, _ in entry.top_tokens or ()]
+    last = weights.size - 1
     layers = [curve,
               hv.Scatter((np.asarray(top), weights[top]), "token", "weight", label="top tokens").opts(
                   color=TOP_TOKEN_COLOUR, size=8, marker="circle", **on_hover),
-              hv.Scatter(([tokens[-1]], [weights[-1]]), "token", "weight", label="incoming token T-1").opts(
+              hv.Scatter(([last], [weights[last]]), "token", "weight", label="incoming token T-1").opts(
                   color=LAST_TOKEN_COLOUR, size=10, marker="triangle", **on_hover)]
+    drawn = "" if tokens.size == weights.size else f", {tokens.size} of {weights.size} tokens drawn"
     return hv.Overlay(layers).opts(
-        title=f"Softmax weights of query head {entry.query_head} (KV head {entry.kv_head})", logy=True,
+        title=f"Softmax weights of query head {entry.query_head} (KV head {entry.kv_head}){drawn}", logy=True,
         height=WEIGHTS_HEIGHT, responsive=True, min_width=CHART_WIDTH, show_grid=True, legend_position="right",
         padding=(0.02, 0.1),
         xlabel="token", ylabel="weight (log)")
@@ -83,11 +104,25 @@ def head_panel(numerics: Numerics, head: int) -> pn.Column:
     top = table(("rank", "token", "weight"),
                 ((str(rank), str(token), number_cell(weight)) for rank, (token, weight) in
                  enumerate(entry.top_tokens or (), start=1)), css_class="top-tokens")
-    parts += [plot_pane(_weights_chart(weights, entry)),
+    tokens = drawn_tokens(weights)
+    parts += [plot_pane(_weights_chart(weights, entry, tokens)),
               note(f"{zeros} of {weights.size} weights are exactly zero and cannot be drawn on the log axis."
-                   if zeros else "Every weight is positive and drawn."),
+                   if zeros else "Every weight is positive and drawn." if tokens.size == weights.size
+                   else "Every weight is positive."),
+              *_thinned_note(tokens.size, weights.size),
               heading("Top tokens", "Largest weights first, ties by lower token."), html_pane(top)]
     return pn.Column(*parts, sizing_mode="stretch_width")
+
+
+def _thinned_note(drawn: int, tokens: int) -> list:
+    """The caption of a thinned weight curve: what it draws of the head's tokens (none when it draws them all)."""
+    if drawn == tokens:
+        return []
+    bins = MAX_CURVE_POINTS // 2
+    return [note(f"The curve draws {drawn} of {tokens} tokens: {tokens} exceed {MAX_CURVE_POINTS}, so each of {bins} "
+                 f"bins of {-(-tokens // bins)} consecutive tokens shows its largest and its smallest positive weight "
+                 "(exact values, no averages; zooming in shows these same points); the top tokens and the incoming "
+                 "token are marked at their own positions.", "thinned-curve")]
 
 
 def _diagnostic_chart(numerics: Numerics, attribute: str) -> pn.viewable.Viewable:

@@ -10,6 +10,7 @@ import numpy as np
 
 from explorer.analysis.ranking import noise_floor_ratios, worst_ulp_per_head
 from explorer.analysis.result import Analysis, Comparison, Metrics, Numerics
+from explorer.packet.bounded import escaped_bytes
 from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED, Problem, Reason
 
 LARGEST_HEADS = 3  # heads with the largest primary linf, listed in the notebook summary
@@ -47,8 +48,8 @@ MISSING = {
 
 
 def esc(value: object) -> str:
-    """HTML-escaped text of any value."""
-    return html.escape(str(value))
+    """HTML-escaped text of any value (a byte of a file name that is not UTF-8 as \\xNN: see bounded.escaped_bytes)."""
+    return html.escape(escaped_bytes(str(value)))
 
 
 def number(value: object) -> str:

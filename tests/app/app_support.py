@@ -43,9 +43,10 @@ def free_port() -> int:
 
 
 def start_server(port: int, log_path: Path, extra_args: list[str] | None = None, env: dict | None = None,
-                 serve_args: tuple[str, ...] = ()):
-    """`panel serve explorer/app.py [serve_args]` on `port`, run from the repository root, logging to `log_path`."""
-    command = [sys.executable, "-m", "panel", "serve", "explorer/app.py", "--port", str(port),
+                 serve_args: tuple[str, ...] = (), wrapper: tuple[str, ...] = ()):
+    """`panel serve explorer/app.py [serve_args]` on `port`, run from the repository root, logging to `log_path`;
+    `wrapper` is a command prefix (e.g. setpriv dropping privileges)."""
+    command = [*wrapper, sys.executable, "-m", "panel", "serve", "explorer/app.py", "--port", str(port),
                "--address", LOCAL_HOST, f"--allow-websocket-origin={LOCAL_HOST}:{port}", *serve_args]
     if extra_args:
         command += ["--args", *extra_args]
@@ -67,11 +68,12 @@ def wait_until_serving(process, url: str, log_path: Path) -> None:
     raise RuntimeError(f"panel serve did not answer {url} in {SERVER_START_TIMEOUT_S} s:\n{log_path.read_text()}")
 
 
-def serve_app(log_name: str, env: dict[str, str], export_dir):
-    """Run `panel serve explorer/app.py` on a free port with `env` until the session ends; yields its base URL."""
+def serve_app(log_name: str, env: dict[str, str], export_dir, wrapper: tuple[str, ...] = ()):
+    """Run `panel serve explorer/app.py` (after the `wrapper` command prefix) on a free port with `env` until the
+    session ends; yields its base URL."""
     port = free_port()
     log_path = ARTIFACTS / log_name
-    process = start_server(port, log_path, ["--export-dir", str(export_dir)], env=env)
+    process = start_server(port, log_path, ["--export-dir", str(export_dir)], env=env, wrapper=wrapper)
     base_url = f"http://{LOCAL_HOST}:{port}"
     try:
         wait_until_serving(process, base_url + APP_PATH, log_path)
