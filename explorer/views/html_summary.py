@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import html
-import json
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
 
+from explorer.analysis.formatting import MISSING as NOT_A_NUMBER  # noqa: F401  (the views' name for a missing value)
+from explorer.analysis.formatting import full_number as number
+from explorer.analysis.formatting import short_number
 from explorer.analysis.ranking import noise_floor_ratios, worst_ulp_per_head
 from explorer.analysis.result import Analysis, Comparison, Metrics, Numerics
 from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED, Problem, Reason
 
 LARGEST_HEADS = 3  # heads with the largest primary linf, listed in the notebook summary
-SIGNIFICANT_DIGITS = 4  # digits of a float on screen; hover, tooltip and JSON carry the full value
-NOT_A_NUMBER = "\u2013"  # shown for a null metric; its reason sits beside it
 
 # Neutral colours (background, text): a status is a category, never a verdict.
 STATUS_COLOURS = {
@@ -51,26 +51,6 @@ def esc(value: object) -> str:
     return html.escape(str(value))
 
 
-def number(value: object) -> str:
-    """A value as the report prints it: floats in full precision (Python repr), null as a dash."""
-    if value is None:
-        return NOT_A_NUMBER
-    if isinstance(value, (bool, np.bool_)):
-        return "true" if value else "false"
-    if isinstance(value, (float, np.floating)):
-        return repr(float(value))
-    if isinstance(value, (Mapping, list, tuple)):
-        return json.dumps(value, default=_plain)
-    return str(value)
-
-
-def short_number(value: object) -> str:
-    """A value for people: floats to SIGNIFICANT_DIGITS significant digits, everything else as `number` prints it."""
-    if isinstance(value, (float, np.floating)) and not isinstance(value, (bool, np.bool_)):
-        return f"{float(value):.{SIGNIFICANT_DIGITS}g}"
-    return number(value)
-
-
 def number_cell(value: object) -> str:
     """HTML of a value for a table or label: 4 significant digits (never broken at its exponent's minus sign), the
     full value in the tooltip when they differ."""
@@ -79,10 +59,6 @@ def number_cell(value: object) -> str:
     # A number is never broken; any other value (a hash, a path) wraps inside its cell.
     numeric = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
     return f'<span class="number" style="{"white-space:nowrap" if numeric else WRAP_STYLE}"{title}>{esc(shown)}</span>'
-
-
-def _plain(value: object) -> object:
-    return dict(value) if isinstance(value, Mapping) else str(value)
 
 
 def table(header: Sequence[str], rows: Iterable[Sequence[str]], *, css_class: str = "") -> str:

@@ -21,11 +21,11 @@ from explorer.views.html_summary import (
     esc,
     number,
     refusals_table,
+    short_number,
     status_badge,
     table,
 )
 
-SIGNIFICANT_DIGITS = 4
 SHOWN_POSITIONS = 8  # first differing input positions listed per tensor (the report holds up to 100)
 PAIR_STATUS_COLOURS = {COMPARED: STATUS_COLOURS["analyzed"], INCONCLUSIVE: STATUS_COLOURS[INCONCLUSIVE],
                        REFUSED: STATUS_COLOURS[REFUSED]}
@@ -43,7 +43,7 @@ LADDER_METRICS = (("linf", "linf"), ("rmse", "rmse"), ("relative_l2", "relativeL
 def short(value: Any) -> str:
     """A float at 4 significant digits, its full value in the hover title; other values as the report prints them."""
     if isinstance(value, float):
-        return f'<span title="{esc(number(value))}">{esc(f"{value:.{SIGNIFICANT_DIGITS}g}")}</span>'
+        return f'<span title="{esc(number(value))}">{esc(short_number(value))}</span>'
     return esc(number(value))
 
 
