@@ -16,7 +16,7 @@ from explorer import samples
 from explorer.export.pages import COMPARISON_SUFFIX, export_pair
 from explorer.notebook.pair import VIEW_CALLS, PairViews
 from explorer.views import pair as pair_view
-from explorer.views.pair_html import SIGNIFICANT_DIGITS
+from explorer.analysis.formatting import SIGNIFICANT_DIGITS
 from views_support import colour_mappers, images_by_title, render, text, tooltips
 
 REPO = Path(__file__).resolve().parents[2]

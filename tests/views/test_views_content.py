@@ -9,7 +9,7 @@ import holoviews as hv
 
 import numpy as np
 import panel as pn
-from bokeh.models import ColorBar, HoverTool, LinearColorMapper, LogColorMapper, PrintfTickFormatter
+from bokeh.models import ColorBar, HoverTool, LinearColorMapper, LogColorMapper
 
 from explorer.analysis.ranking import noise_floor_ratios, worst_ulp_per_head
 from explorer.analysis.result import NEGATIVE_INFINITY, POSITIVE_INFINITY
@@ -17,7 +17,8 @@ from explorer.analysis.report import report_text
 from explorer.packet.model import TENSOR_NAMES
 from explorer.views import Selection, attention, errors, html_summary, nonfinite
 from explorer.views import common
-from explorer.views.common import LINEAR, LOG, colour_scale
+from explorer.views.common import LINEAR, LOG, NAN_COLOUR, colour_scale
+from explorer.views.scales import ZERO_COLOUR
 from views_support import (BUILDERS, colour_mappers, head_charts, images, images_by_title, models, plots, render, text,
                            tooltips)
 
@@ -81,11 +82,14 @@ def test_error_map_captions_say_what_dominates(analyses):
     assert "A counterfactual, not the reference" in text(view)
 
 
-def test_log_colour_bars_print_their_exponents(analyses):
+def test_log_colour_bars_label_whole_decades_once_and_draw_zeros_apart(analyses):
     _, document = _build(analyses, "injected-error-head5", "errors")
     bars = models(document, ColorBar)
-    assert bars and all(isinstance(bar.formatter, PrintfTickFormatter) and "e" in bar.formatter.format
-                        for bar in bars)
+    assert bars
+    for bar in bars:
+        labels = [bar.major_label_overrides[tick] for tick in bar.ticker.ticks]
+        assert len(set(labels)) == len(labels) and all(label.startswith("1e") for label in labels)
+        assert bar.color_mapper.low_color == ZERO_COLOUR and bar.color_mapper.nan_color == NAN_COLOUR
 
 
 def test_ulp_histogram_is_a_bar_chart_beside_its_table(analyses):

@@ -12,6 +12,7 @@ from explorer.packet.model import TENSOR_NAMES
 from explorer.views import Selection, html_summary, overview
 from explorer.views.element import element_html
 from explorer.views.html_summary import esc, short_number
+from explorer.views.scales import ulp_bucket_codes
 from views_support import head_charts, images, images_by_title, render, text
 
 CELL_SLUGS = [slug for slug, _, _ in overview.CELLS]
@@ -53,9 +54,9 @@ def test_bfloat16_output_map_is_coloured_by_ulp_to_the_rounded_reference(analyse
     renderer = images_by_title(document)["ULP distance in bfloat16"]
     drawn = np.asarray(renderer.data_source.data["image"][0])
     distance = numerics.rounded_to_output.ulp.distance
-    np.testing.assert_array_equal(drawn, np.where(distance >= 0, distance, np.nan))
-    assert max(worst_ulp_per_head(numerics)) == np.nanmax(drawn)
-    assert "Output is bfloat16" in text(view)
+    np.testing.assert_array_equal(drawn, ulp_bucket_codes(distance))  # a discrete scale: 0 has its own colour
+    assert max(worst_ulp_per_head(numerics)) == 0 == np.nanmax(drawn)
+    assert "Output bfloat16" in text(view)
     assert len(images(document)) == 1, "equal last rows are stated, not drawn as blank maps"
     assert text(view).count("(all bits equal)") == 2
     assert "queries_not_float32" in text(view)  # the narrowed-Q cell says why it does not apply
