@@ -46,7 +46,11 @@ BUILDERS = {slug: builder for slug, _, builder in VIEWS}
 QUERY_PACKET, QUERY_TAB, QUERY_HEAD = "packet", "tab", "head"
 HEAD_PATTERN = re.compile(r"[0-9]{1,6}")  # ASCII digits only: str.isdigit() also accepts '²', which int() refuses
 LINF_FORMAT = "{:.3g}"
-DOWNLOAD_WIDTH = 200  # the download buttons' labels are short; the export note names the files
+DOWNLOAD_WIDTH = 200
+EXPORT_LABEL, EXPORT_WIDTH = "Export HTML + PNG + JSON", 210
+ELEMENT_DOCK_STYLE = {"position": "fixed", "bottom": "0", "right": "0", "z-index": "1000", "width": "min(780px, 62vw)",
+                      "max-height": "46vh", "overflow": "auto", "background": "#ffffff",
+                      "box-shadow": "0 -2px 10px rgba(0, 0, 0, 0.25)"}  # the download buttons' labels are short; the export note names the files
 QUERY_ELEMENT = "element"  # `element=H,C` (query head, channel) or `element=N` (flat index over [QH, D])
 
 # Neutral badge colours (background, text): a status is a category, never a verdict.
@@ -148,14 +152,16 @@ class Shell(param.Parameterized):
         self._element_panel = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["element-panel-pane"])
         self._element_close = pn.widgets.Button(label="Close element", color="light", width=130,
                                                 css_classes=["element-close"])
-        self._element_box = pn.Row(self._element_panel, self._element_close, visible=False,
-                                   sizing_mode="stretch_width")
+        # Docked over the bottom of the window: opening it moves nothing on the page (the clicked map stays put).
+        self._element_box = pn.Row(self._element_panel, self._element_close, visible=False, styles=ELEMENT_DOCK_STYLE,
+                                   css_classes=["element-dock"])
         self._placeholders = {slug: pn.Column(sizing_mode="stretch_width", css_classes=[f"view-{slug}"])
                               for slug in SLUGS}
         self._views: dict[str, pn.viewable.Viewable] = {}  # slug -> view of the shown packet, built on first open
         self._tabs = pn.Tabs(*((TITLES[slug], self._placeholders[slug]) for slug in SLUGS), dynamic=False,
                              sizing_mode="stretch_width")
-        self._export_button = pn.widgets.Button(label="Export HTML + JSON", color="primary", width=180)
+        self._export_button = pn.widgets.Button(label=EXPORT_LABEL, color="primary", width=EXPORT_WIDTH,
+                                                css_classes=["packet-export"])
         self._export_note = pn.pane.HTML("", sizing_mode="stretch_width")
         self._html_download = pn.widgets.FileDownload(visible=False, color="light", width=DOWNLOAD_WIDTH)
         self._json_download = pn.widgets.FileDownload(visible=False, color="light", width=DOWNLOAD_WIDTH)
@@ -164,11 +170,11 @@ class Shell(param.Parameterized):
         self.sidebar = pn.Column(self.pairs.sidebar, self.packets.panel, sizing_mode="stretch_width")
         self._single = pn.Column(  # the open packet's views, hidden while a pair is shown
             self._element_box,
-            pn.FlexBox(self._export_button, self._html_download, self._json_download, flex_wrap="wrap",
-                       sizing_mode="stretch_width"),
+            pn.FlexBox(self._html_download, self._json_download, flex_wrap="wrap", sizing_mode="stretch_width"),
             self._export_note, self._tabs, sizing_mode="stretch_width")
-        self.main = pn.Column(self._query_writer, self._message, self._status, self.pairs.panel, self._single,
-                              sizing_mode="stretch_width")
+        self.main = pn.Column(self._query_writer, self._message,
+                              pn.Row(self._status, self._export_button, sizing_mode="stretch_width"),
+                              self.pairs.panel, self._single, sizing_mode="stretch_width")
         self._tabs.param.watch(self._on_active, "active")
         self._export_button.on_click(self._on_export)
         self._element_close.on_click(lambda _event: self._selection.param.update(element=None))
@@ -240,7 +246,7 @@ class Shell(param.Parameterized):
 
     def _on_pair(self) -> None:
         """A pair opened or closed: the single packet's views hide while it is shown; the URL follows."""
-        self._single.visible = not self.pairs.partner
+        self._single.visible = self._export_button.visible = not self.pairs.partner
         self._push_url()
 
     def _say(self, message_html: str) -> None:

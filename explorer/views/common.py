@@ -37,6 +37,8 @@ MAP_FRAME_PIXELS = 75  # of a map's height, what its title and channel axis take
 COLOUR_BAR_OUTLINE = "#999999"
 # A browser without a GPU emulates WebGL: each figure compiles shaders and copies every frame to a canvas.
 OUTPUT_BACKEND = "canvas"
+SELECTED_COLOUR, SELECTED_LINE_WIDTH = "#e8175d", 3  # the outline of the clicked map cell
+COMPACT_FONT = "0.85em"  # legends, hints and captions of compact cells
 HINT_CLASS = "view-hint"  # instructions for the live app: an export leaves them out
 IMAGE_COLUMN = "image"  # the data-source column HoloViews gives an image's colour values
 
@@ -53,7 +55,8 @@ class Selection(param.Parameterized):
 
 
 def selectable(pane: pn.pane.HoloViews, selection: Selection) -> pn.pane.HoloViews:
-    """Clicking a cell of this query head x channel map pane sets `selection.element` to (head, channel)."""
+    """Clicking a cell of this query head x channel map pane sets `selection.element` to (head, channel); the
+    selected cell is outlined on the map (an overlay redrawn alone: the map itself does not move or redraw)."""
     image = pane.object
     rows, columns = image.dimension_values(2, flat=False).shape
 
@@ -64,7 +67,15 @@ def selectable(pane: pn.pane.HoloViews, selection: Selection) -> pn.pane.HoloVie
         if 0 <= head < rows and 0 <= channel < columns:
             selection.element = (head, channel)
 
+    def outline(element) -> hv.Rectangles:
+        inside = element is not None and 0 <= element[0] < rows and 0 <= element[1] < columns
+        cells = [(element[1] - 0.5, element[0] - 0.5, element[1] + 0.5, element[0] + 0.5)] if inside else []
+        return hv.Rectangles(cells, kdims=image.kdims + [f"{d.name} end" for d in image.kdims]).opts(
+            fill_alpha=0, line_color=SELECTED_COLOUR, line_width=SELECTED_LINE_WIDTH, tools=[])
+
     hv.streams.Tap(source=image).add_subscriber(clicked)
+    marker = hv.DynamicMap(outline, streams=[hv.streams.Params(selection, ["element"])])
+    pane.object = image * marker
     return pane
 
 
@@ -97,7 +108,8 @@ def note(markup: str, css_class: str = "view-note") -> pn.pane.HTML:
 
 def hint(markup: str) -> pn.pane.HTML:
     """An instruction about the live app (click, hover, choose): exports leave it out (HINT_CLASS)."""
-    return html_pane(f'<p style="color:#555;margin:0.1em 0;font-size:0.9em">{markup}</p>', css_classes=[HINT_CLASS])
+    return html_pane(f'<p style="color:#555;margin:0;font-size:{COMPACT_FONT}">{markup}</p>', css_classes=[HINT_CLASS],
+                     margin=(0, 10))
 
 
 def state(markup: str, css_class: str) -> pn.pane.HTML:
@@ -303,9 +315,9 @@ def metric_choice(metrics: Sequence[tuple[str, str]] = METRICS) -> pn.widgets.Ra
 
 def _per_head_chart(series: Sequence[tuple[str, Comparison]], floor: tuple[str, Comparison] | None,
                     attribute: str, height: int, upright: int, colours: Mapping[str, str],
-                    markers: Mapping[str, str]) -> list:
+                    markers: Mapping[str, str], compact: bool) -> list:
     """[log-y chart of one metric: every comparison's per-head values as markers, the floor dashed; note naming
-    the values a log axis cannot draw (zero or null)]."""
+    the values a log axis cannot draw (zero or null; `compact`: only when there are some)]."""
     metric = dict(METRICS).get(attribute, attribute)
     drawn = [head_chart.Series(label, _metric_values(comparison.per_head, attribute), colours[label],
                                markers[label]) for label, comparison in series]
@@ -319,18 +331,20 @@ def _per_head_chart(series: Sequence[tuple[str, Comparison]], floor: tuple[str, 
                    if hidden else f"Every {metric} value is positive and drawn.")
     chart = head_chart_pane(drawn, title=f"{metric} per query head", ylabel=metric, log=True, upright=upright,
                             height=height)
-    return [chart, note(hidden_note, "hidden-values")]
+    return [chart] if compact and not hidden else [chart, note(hidden_note, "hidden-values")]
 
 
 def per_head_charts(series: Sequence[tuple[str, Comparison]], floor: tuple[str, Comparison] | None = None,
                     *, metrics: Sequence[tuple[str, str]] = METRICS, height: int = CHART_HEIGHT,
-                    upright: int = MAX_INDEX_TICKS, choice: pn.widgets.RadioButtonGroup | None = None) -> list:
+                    upright: int = MAX_INDEX_TICKS, choice: pn.widgets.RadioButtonGroup | None = None,
+                    compact: bool = False) -> list:
     """A per-head chart of every comparison in `series`, with the noise floor dashed: [legend (beside its own
     selector), chart with its note].
 
     With several `metrics` the chart draws the one picked in `choice` (a fresh selector above the chart unless
     the caller shares one between charts); the tables beside the charts list every metric. Head labels stand
     upright up to `upright` heads (a full-width chart holds every head of common models), vertical above.
+    `compact`: a smaller legend, and no note when every value is drawn (the overview's cells).
     """
     labels = [label for label, _ in series]
     colours = {label: SERIES_COLOURS[i % len(SERIES_COLOURS)] for i, label in enumerate(labels)}
@@ -339,11 +353,13 @@ def per_head_charts(series: Sequence[tuple[str, Comparison]], floor: tuple[str, 
                f"{html_summary.esc(label)}" for label in labels]
     if floor is not None:
         entries.append(f'<span style="color:{FLOOR_COLOUR}">- - -</span> {html_summary.esc(floor[0])}')
-    legend = html_pane('<div class="chart-legend">' + "".join(
-        f'<span style="display:inline-block;margin-right:1.5em">{entry}</span>' for entry in entries) + "</div>")
+    size = f"font-size:{COMPACT_FONT};line-height:1.3" if compact else ""
+    legend = html_pane(f'<div class="chart-legend" style="{size}">' + "".join(
+        f'<span style="display:inline-block;margin-right:1.2em">{entry}</span>' for entry in entries) + "</div>",
+                       margin=(0, 5) if compact else (5, 10))
 
     def draw(attribute: str) -> pn.Column:
-        return pn.Column(*_per_head_chart(series, floor, attribute, height, upright, colours, markers),
+        return pn.Column(*_per_head_chart(series, floor, attribute, height, upright, colours, markers, compact),
                          sizing_mode="stretch_width")
 
     if len(metrics) == 1:

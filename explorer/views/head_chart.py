@@ -29,7 +29,7 @@ FONT = 'font-family="sans-serif" font-size="11" fill="#333"'
 FRAME_COLOUR = "#9a9a9a"
 GRID_COLOUR = "#e8e8e8"
 DASH_PATTERN = "6 4"
-# Marker outlines centred on (0, 0), about 9 px across; "dot" is a small point on a line.
+# Marker outlines centred on (0, 0), about 9 px across; "dot" is a value a line-only series cannot join.
 MARKER_PATHS = {
     "circle": "M-4.5,0a4.5,4.5 0 1,0 9,0a4.5,4.5 0 1,0 -9,0z",
     "square": "M-4,-4h8v8h-8z",
@@ -39,8 +39,8 @@ MARKER_PATHS = {
     "hex": "M-4.6,0L-2.3,-4H2.3L4.6,0L2.3,4H-2.3z",
     "dot": "M-2.5,0a2.5,2.5 0 1,0 5,0a2.5,2.5 0 1,0 -5,0z",
 }
-SLOT_SHARE = 0.6  # of a head's slot, the width over which its markers stand side by side
-MARKER_GROWTH = 0.3  # each later series' markers are this much larger than the one before
+SLOT_SHARE = 0.9  # of a head's slot, the width over which its markers stand side by side
+MARKER_GROWTH = 0.15  # each later series' markers are this much larger than the one before
 OUTLINE_WIDTH = 1.0  # px of white outline around a marker: it stays apart from a marker beneath
 HOVER_STYLE = ("<style>.head-point:hover path{stroke:#000;stroke-width:1.5}"
                ".head-point{cursor:default}</style>")
@@ -53,7 +53,7 @@ class Series:
     label: str
     values: np.ndarray
     colour: str
-    marker: str | None = "circle"  # a MARKER_PATHS key; None: small dots on the line (each keeps its tooltip)
+    marker: str | None = "circle"  # a MARKER_PATHS key; None: the line only (a dot where a value has no neighbour)
     line: str | None = None  # None, "solid" or "dashed"
 
 
@@ -167,9 +167,17 @@ def head_chart(series: Sequence[Series], *, title: str, ylabel: str, log: bool, 
             "</div></div>")
 
 
+def _joined(ok: np.ndarray) -> np.ndarray:
+    """Which drawable heads a line reaches (a drawable neighbour on either side)."""
+    left = np.concatenate([[False], ok[:-1]])
+    right = np.concatenate([ok[1:], [False]])
+    return ok & (left | right)
+
+
 def marker_offsets(series: Sequence[Series], heads: int) -> list[float]:
     """Each series' horizontal offset from its head's centre, in percent of the plot's width: series with markers
-    side by side within the head's slot (so equal values never hide each other), line-only series centred."""
+    stand side by side within the head's slot, so equal values never hide each other (a lone one is centred);
+    line-only series are centred."""
     marked = [index for index, s in enumerate(series) if s.marker is not None]
     step = SLOT_SHARE * 100 / max(heads, 1) / max(len(marked), 1)
     offsets = [0.0] * len(series)
@@ -191,7 +199,8 @@ def _series_marks(s: Series, index: int, offset: float, x, y, log: bool) -> list
                   f'stroke="{s.colour}" stroke-width="2"{dash}/>' for h in range(len(s.values) - 1)
                   if ok[h] and ok[h + 1]]
     path = MARKER_PATHS[s.marker or "dot"]
-    for h in np.flatnonzero(ok):
+    shown = ok if s.marker is not None or s.line is None else ok & ~_joined(ok)
+    for h in np.flatnonzero(shown):
         value = float(s.values[h])
         marks.append(f'<g class="head-point" data-series="{esc(s.label)}" data-head="{h}" '
                      f'data-value="{esc(number(value))}"><title>{esc(s.label)}, query head {h}: '

@@ -10,6 +10,7 @@ from explorer.packet.dtypes import FIELD_BITS
 from explorer.packet.model import REFUSED, TENSOR_NAMES
 from explorer.views import html_summary, lastrow
 from explorer.views.common import (
+    COMPACT_FONT,
     CONTINUOUS_CMAP,
     LOG,
     UPRIGHT_HEAD_LABELS,
@@ -33,14 +34,14 @@ from explorer.views.html_summary import esc, short_number, table
 from explorer.views.narrowed import reason_words
 
 # Compact cells: the four fit the first screen at 1280 x 800; each cell's link opens its full view.
-MAP_HEIGHT = 175
+MAP_HEIGHT = 160
 ROW_PIXELS = 12  # last-row map pixels per KV head
 LAST_ROW_BASE_HEIGHT = 50
 LAST_ROW_MAX_HEIGHT = 100
-CHART_HEIGHT = 150
+CHART_HEIGHT = 125
 LINK_WIDTH, LINK_HEIGHT = 150, 26
 CELL_MARGIN = (3, 3)
-COMPACT_STYLE = "font-size:0.85em;line-height:1.25"
+COMPACT_STYLE = f"font-size:{COMPACT_FONT};line-height:1.25"
 SHA_DIGITS = 12  # packetSHA256 hex digits in the identity line of a refused packet
 CELL_STYLE = {"border": "1px solid #d0d7e0", "border-radius": "4px", "padding": "2px 8px"}
 # (slug, cell title, tab title) of the four cells, in grid order.
@@ -94,8 +95,8 @@ def _error_map(analysis: Analysis, numerics: Numerics, selection: Selection) -> 
         colour = comparison.abs_error
         what = "|output - primary|"
         scale = colour_scale([colour], LOG, what)
-        fields = [Field("error", what, colour), Field("ulp", "ULP (float32)", rounded.ulp.distance, ulp_value)]
-        image = grid_map(colour, fields, title=what, colour_label=what, xlabel="channel", ylabel="query head",
+        fields = [Field("error", "|error|", colour), Field("ulp", "ULP (float32)", rounded.ulp.distance, ulp_value)]
+        image = grid_map(colour, fields, title=what, colour_label="|error|", xlabel="channel", ylabel="query head",
                          clim=scale.clim, logz=scale.logz, cmap=CONTINUOUS_CMAP, height=MAP_HEIGHT)
         finite = colour[np.isfinite(colour)]
         spread = finite.size and finite.min() < finite.max()
@@ -107,11 +108,12 @@ def _error_map(analysis: Analysis, numerics: Numerics, selection: Selection) -> 
         what = f"ULP distance in {dtype}"
         fields = [Field("ulp", what, rounded.ulp.distance, ulp_value),
                   Field("error", f"|output - reference rounded to {dtype}|", rounded.comparison.abs_error)]
-        image = ulp_map(rounded.ulp.distance, fields, title=what, what=f"ULP bucket ({dtype})", height=MAP_HEIGHT)
+        image = ulp_map(rounded.ulp.distance, fields, title=what, what="ULP bucket", height=MAP_HEIGHT)
         caption = (f"Output {dtype}: ULP distance to the primary reference rounded (RNE) to {dtype}; white: 0 (the "
                    f"same {dtype} value), grey: undefined.")
     pane = selectable(plot_pane(image.opts(toolbar=None), css_classes=["overview-error-map"]), selection)
-    return [pane, note(esc(caption), "overview-caption"), hint("Click a cell for every number behind it.")]
+    return [pane, note(f'<span style="{COMPACT_STYLE}">{esc(caption)}</span>', "overview-caption"),
+            hint("Click a cell for every number behind it.")]
 
 
 def _last_row_map(row: LastRow, name: str) -> list:
@@ -161,12 +163,12 @@ def _narrowed(analysis: Analysis, numerics: Numerics) -> list:
         return [state(f'<b>Not applicable</b> (<code class="narrowed-reason">{esc(numerics.narrowed_query_reason)}'
                       f"</code>): {esc(reason_words(analysis, numerics.narrowed_query_reason))}",
                       "narrowed-not-applicable")]
-    floor = ("FP64 noise floor of the primary reference", numerics.fp64.reference_error)
+    floor = ("FP64 noise floor", numerics.fp64.reference_error)
     legend, chart = per_head_charts(
-        [("output vs primary reference", numerics.primary), ("output vs narrowed-Q counterfactual", nq.comparison)],
-        floor, metrics=(("linf", "linf"),), height=CHART_HEIGHT, upright=UPRIGHT_HEAD_LABELS)
-    caption = (f"Output linf per query head against the primary reference and against the counterfactual "
-               f"(queries rounded to {esc(nq.dtype)}; a counterfactual, never the reference).")
+        [("vs primary reference", numerics.primary), ("vs narrowed-Q counterfactual", nq.comparison)],
+        floor, metrics=(("linf", "linf"),), height=CHART_HEIGHT, upright=UPRIGHT_HEAD_LABELS, compact=True)
+    caption = (f"Output linf per head against each reference (counterfactual: queries rounded to {esc(nq.dtype)}; "
+               "never the reference).")
     return [legend, chart, note(f'<span style="{COMPACT_STYLE}">{caption}</span>', "overview-caption")]
 
 
