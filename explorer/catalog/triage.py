@@ -61,7 +61,7 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
 
 
 def summary_table(items: Sequence[Triaged], root: Path, seconds: float, jobs: int) -> str:
-    """Counts per status and code, every packet by status and noise-floor ratio, and the pairs found."""
+    """Counts per status and code, every packet by status and score, and the pairs found."""
     statuses = Counter(item.summary.status for item in items)
     codes = Counter(code for item in items for code in item.summary.codes)
     lines = [f"Triage of {len(items)} packets under {root} ({jobs} worker processes, {seconds:.2f} s)", "",
@@ -72,9 +72,11 @@ def summary_table(items: Sequence[Triaged], root: Path, seconds: float, jobs: in
         lines += ["", "Codes (refusals, inconclusive reasons, errors):"]
         lines += _table(["code", "packets"], [[code, str(count)] for code, count in sorted(codes.items())])
     ordered = sorted(items, key=lambda item: triage_order(item.name, item.summary))
-    lines += ["", "Packets by status, then primary linf / FP64 noise floor of the worst head (largest first):"]
-    lines += _table(["packet", "status", "ratio", "worst linf", "head", "worst ULP", "backend", "codes"],
-                    [[item.name, item.summary.status, _number(item.summary.noise_floor_ratio),
+    lines += ["", "Packets by status, then score (error / allowance of the worst element, largest first):"]
+    lines += _table(["packet", "status", "score", "heads not compared", "ratio", "worst linf", "head", "worst ULP",
+                     "backend", "codes"],
+                    [[item.name, item.summary.status, _number(item.summary.score),
+                      _number(item.summary.heads_not_compared), _number(item.summary.noise_floor_ratio),
                       _number(item.summary.worst_linf), _number(item.summary.worst_head),
                       _number(item.summary.worst_ulp), item.summary.backend or "-", ",".join(item.summary.codes)]
                      for item in ordered])
