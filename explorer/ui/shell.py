@@ -18,6 +18,7 @@ from panel.custom import JSComponent
 from panel.io.location import Location
 
 from explorer.analysis.analyze import analyze
+from explorer.analysis.formatting import short_number
 from explorer.analysis.element import locate, parse_index
 from explorer.analysis.result import Analysis
 from explorer.catalog.index import PacketIndex
@@ -25,8 +26,9 @@ from explorer.catalog.summary import ERROR
 from explorer.export.pages import (
     EXPORT_DIR_ENV,
     ExportPaths,
+    RenderError,
     choose_export_dir,
-    export_packet,
+    write_report,
 )
 from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED
 from explorer.ui import catalog
@@ -45,7 +47,8 @@ TITLES = {slug: title for slug, title, _ in VIEWS}
 BUILDERS = {slug: builder for slug, _, builder in VIEWS}
 QUERY_PACKET, QUERY_TAB, QUERY_HEAD = "packet", "tab", "head"
 HEAD_PATTERN = re.compile(r"[0-9]{1,6}")  # ASCII digits only: str.isdigit() also accepts '²', which int() refuses
-LINF_FORMAT = "{:.3g}"
+SCORE_TITLE = ("score: the largest |output - primary reference| / allowance over the compared heads (allowance: half "
+               "the output dtype's spacing plus the head's FP64 noise floor; docs/report.md)")
 DOWNLOAD_WIDTH = 200
 EXPORT_LABEL, EXPORT_WIDTH = "Export HTML + PNG + JSON", 210
 ELEMENT_DOCK_STYLE = {"position": "fixed", "bottom": "0", "right": "0", "z-index": "1000", "width": "min(780px, 62vw)",
@@ -79,16 +82,18 @@ def _list_badge(status: str) -> str:
     return badge_html(catalog.Summary("", status, (), None, None, None, None, None, None), "packet-badge")
 
 
-def badge_html(summary: catalog.Summary, css_class: str) -> str:
-    """A neutral status badge, plus the worst primary per-head linf when the packet was analyzed."""
+def badge_html(summary: catalog.Summary, css_class: str, heads: int | None = None) -> str:
+    """A neutral status chip carrying the packet's score (error / allowance) when it has one, then the heads not
+    compared (of `heads`) and the status codes."""
     background, colour = BADGE_COLOURS[summary.status]
-    badge = (f'<span class="{css_class}" data-status="{summary.status}" '
-             f'style="{BADGE_STYLE};background:{background};color:{colour}">{summary.status}</span>')
-    if summary.status == ANALYZED and summary.worst_linf is not None:
-        detail = f"max head linf {LINF_FORMAT.format(summary.worst_linf)} (head {summary.worst_head})"
-    else:
-        detail = ", ".join(summary.codes)
-    return f'{badge}<span class="packet-meta" style="{META_STYLE}">{html.escape(detail)}</span>'
+    score = "" if summary.score is None else f" &middot; score {html.escape(short_number(summary.score))}"
+    badge = (f'<span class="{css_class}" data-status="{summary.status}" title="{SCORE_TITLE}" '
+             f'style="{BADGE_STYLE};background:{background};color:{colour}">{summary.status}{score}</span>')
+    details = list(summary.codes)
+    if summary.heads_not_compared:
+        of = "" if heads is None else f" of {heads}"
+        details.insert(0, f"{summary.heads_not_compared}{of} heads not compared")
+    return f'{badge}<span class="packet-meta" style="{META_STYLE}">{html.escape(", ".join(details))}</span>'
 
 
 class StringQueryLocation(Location):
@@ -292,7 +297,8 @@ class Shell(param.Parameterized):
         summary = catalog.summarize(analysis)
         self._status.object = (
             f'<div class="status-line" data-packet="{html.escape(self.packet)}">'
-            f"<b>{html.escape(self.packet)}</b> &nbsp; {badge_html(summary, 'status-badge')}</div>")
+            f"<b>{html.escape(self.packet)}</b> &nbsp; "
+            f"{badge_html(summary, 'status-badge', None if analysis.score is None else analysis.score.heads)}</div>")
         self._export_note.object = ""
         self._html_download.visible = self._json_download.visible = False
         self._views = {}
@@ -422,8 +428,10 @@ class Shell(param.Parameterized):
         if not self.packet:
             return
         self._export_button.loading = True
-        self._export_note.object = "Exporting every view of this packet ..."
-        pn.state.execute(self._export, schedule=True)
+        self._export_note.object = "Exporting every view of this packet (the PNGs take a few seconds) ..."
+        document = pn.state.curdoc
+        served = document is not None and document.session_context is not None and pn.state._thread_pool
+        pn.state.execute(self._export, schedule="thread" if served else True)  # PNG rendering blocks: a thread
 
     def _export(self) -> None:
         analysis, notes = self._current()  # the numbers of the files on disk now
@@ -431,10 +439,11 @@ class Shell(param.Parameterized):
             with pn.io.hold():
                 self._say(" ".join(notes + self._show(analysis)))
         try:
-            paths = export_packet(analysis, self.export_dir, name=self.packet, head=self.head)
-        except OSError as error:
+            paths = write_report(analysis, self.export_dir, name=self.packet, head=self.head)
+        except (OSError, RenderError) as error:
+            reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
             self._export_note.object = (f"Export could not write to <code>{html.escape(str(self.export_dir))}"
-                                        f"</code>: {html.escape(error.strerror or str(error))}")
+                                        f"</code>: {html.escape(reason)}")
         else:
             self._offer(paths)
         finally:
@@ -445,4 +454,5 @@ class Shell(param.Parameterized):
                                     (self._json_download, paths.report, "Download JSON report")):
             widget.param.update(file=str(path), filename=path.name, label=label, visible=True)
         self._export_note.object = written_note("export-note", (("export-html", paths.html),
-                                                                ("export-json", paths.report)))
+                                                                ("export-json", paths.report),
+                                                                *(("export-png", png) for png in paths.pngs)))
