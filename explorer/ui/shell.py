@@ -38,7 +38,7 @@ from explorer.ui.shared import content_seen, echo
 from explorer.views import VIEWS, Selection
 from explorer.views.element import element_html
 from explorer.views.emulations import settings_from_query
-from explorer.views.html_summary import written_note
+from explorer.views.html_summary import ranked_heads, written_note
 
 log = logging.getLogger(__name__)
 
@@ -151,6 +151,7 @@ class Shell(param.Parameterized):
         self._shown: Analysis | None = None  # the analysis on screen
         self._selection: Selection | None = None
         self._emulation: dict[str, object] = {}  # the Emulations view's non-default parameters, by URL name
+        self._head_asked = False  # the URL named the head: the first packet opens on it, not on its worst head
         self._query_writer = QueryWriter(width=0, height=0, margin=0)
         self._message = pn.pane.HTML("", visible=False, sizing_mode="stretch_width")
         self._status = pn.pane.HTML("", sizing_mode="stretch_width")
@@ -222,6 +223,7 @@ class Shell(param.Parameterized):
         if tab not in SLUGS:
             notes.append(f"Tab &quot;{echo(tab)}&quot; does not exist; showing {TITLES[SLUGS[0]]}.")
             tab = SLUGS[0]
+        self._head_asked = QUERY_HEAD in query  # else the packet opens on its worst head
         head = query.get(QUERY_HEAD, "0")
         if HEAD_PATTERN.fullmatch(head) is None:
             notes.append(f"Head &quot;{echo(head)}&quot; is not a head number; showing head 0.")
@@ -281,6 +283,10 @@ class Shell(param.Parameterized):
         self._shown = analysis
         self.packets.highlight(self.packet)
         notes = []
+        if not self._head_asked and analysis.numerics is not None:
+            with param.parameterized.discard_events(self):
+                self.head = ranked_heads(analysis.numerics)[0]  # the head with the largest score
+        self._head_asked = False
         geometry = analysis.admission.geometry
         if geometry is not None and self.head >= geometry["queryHeads"]:
             notes.append(f"Head {self.head} is not a query head of this packet "

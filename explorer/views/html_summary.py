@@ -146,32 +146,32 @@ METRIC_HEADER = ("linf", "rmse", "relativeL2", "undefined reason")
 
 
 def ranked_heads(numerics: Numerics) -> list[int]:
-    """Query heads by primary linf as a multiple of their FP64 noise floor, then by worst ULP, largest first.
-
-    Heads without a ratio (or a ULP distance) follow those with one; ties by head.
-    """
-    ratios, ulps = noise_floor_ratios(numerics), worst_ulp_per_head(numerics)
+    """Query heads by score (error / allowance), then by worst ULP, largest first; heads not compared (no score)
+    follow, ties by head."""
+    scores, ulps = numerics.score.per_head, worst_ulp_per_head(numerics)
 
     def key(h: int) -> tuple:
-        return (ratios[h] is None, -(ratios[h] or 0.0), ulps[h] is None, -(ulps[h] or 0), h)
+        return (scores[h] is None, -(scores[h] or 0.0), ulps[h] is None, -(ulps[h] or 0), h)
 
-    return sorted(range(len(ratios)), key=key)
+    return sorted(range(len(scores)), key=key)
 
 
 def per_head_table(analysis: Analysis, heads: Sequence[int] | None = None) -> str:
-    """Primary per-head metrics with each head's noise-floor ratio and worst ULP (all heads ranked, or `heads`)."""
+    """Primary per-head metrics with each head's score, noise-floor ratio and worst ULP (all heads ranked by score,
+    or `heads`)."""
     numerics = analysis.numerics
     if numerics is None:
         return ""
     primary = numerics.primary
-    ratios, ulps = noise_floor_ratios(numerics), worst_ulp_per_head(numerics)
+    scores, ratios, ulps = numerics.score.per_head, noise_floor_ratios(numerics), worst_ulp_per_head(numerics)
     order = ranked_heads(numerics) if heads is None else list(heads)
-    rows = [[str(h), str(numerics.attention[h].kv_head), *metric_cells(primary.per_head[h])[:3],
-             number_cell(ratios[h]), number_cell(ulps[h]), *metric_cells(primary.per_head[h])[3:]] for h in order]
+    rows = [[str(h), str(numerics.attention[h].kv_head), number_cell(scores[h]),
+             *metric_cells(primary.per_head[h])[:3], number_cell(ratios[h]), number_cell(ulps[h]),
+             *metric_cells(primary.per_head[h])[3:]] for h in order]
     dtype = numerics.rounded_to_output.dtype
-    return table(("query head", "KV head", *METRIC_HEADER[:3], "linf / own FP64 noise floor",
-                  f"max ULP to reference rounded to {esc(dtype)}", METRIC_HEADER[3]), rows,
-                 css_class="per-head-primary")
+    return table(("query head", "KV head", "score (error / allowance)", *METRIC_HEADER[:3],
+                  "linf / own FP64 noise floor", f"max ULP to reference rounded to {esc(dtype)}", METRIC_HEADER[3]),
+                 rows, css_class="per-head-primary")
 
 
 def global_table(analysis: Analysis) -> str:

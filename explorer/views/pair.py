@@ -26,6 +26,7 @@ from explorer.views.common import (
     grid_map,
     heading,
     hex_pattern,
+    hint,
     hover,
     html_pane,
     note,
@@ -157,7 +158,7 @@ class BitDifferenceExplorer(pn.viewable.Viewer):
         self._detail.object = element_html(self._pair, self.head, self.channel)
 
     def __panel__(self):
-        return pn.Column(self._plot, note("Click a cell to show that element below; hover for exact values."),
+        return pn.Column(self._plot, hint("Click a cell to show that element below; hover for exact values."),
                          self._detail, sizing_mode="stretch_width")
 
 
@@ -204,12 +205,23 @@ def error_maps(pair: Pair) -> pn.Column:
 # ---------------------------------------------------------------- sections
 
 
+def findings_section(pair: Pair) -> pn.Column:
+    """What the pair shows, first: input identity, the output elements that differ with their heads, the tokens."""
+    return pn.Column(heading("Findings"), html_pane(pair_html.findings_html(pair)), sizing_mode="stretch_width",
+                     css_classes=["pair-findings-section"])
+
+
 def summary_section(pair: Pair) -> pn.Column:
-    """Status and reasons, the two sides, the selection and the notes."""
+    """Status and reasons, the two sides and the selection."""
     return pn.Column(heading("Pair"), html_pane(pair_html.status_html(pair)), html_pane(pair_html.sides_table(pair)),
                      heading("Selection"), html_pane(pair_html.selection_html(pair)),
-                     heading("Notes and limitations"), html_pane(pair_html.notes_html(pair)),
                      sizing_mode="stretch_width", css_classes=["pair-summary"])
+
+
+def notes_section(pair: Pair) -> pn.Column:
+    """The pair's notes and limitations (after its numbers)."""
+    return pn.Column(heading("Notes and limitations"), html_pane(pair_html.notes_html(pair)),
+                     sizing_mode="stretch_width", css_classes=["pair-notes-section"])
 
 
 def inputs_section(pair: Pair) -> pn.Column:
@@ -272,6 +284,7 @@ def emulations_section(pair: Pair) -> pn.Column:
 
 # name -> (title, section builder), in display order
 SECTIONS = {
+    "findings": ("Findings", findings_section),
     "summary": ("Pair", summary_section),
     "inputs": ("Input identity", inputs_section),
     "bits": ("Output differences", bits_section),
@@ -280,12 +293,13 @@ SECTIONS = {
     "errors": ("|a - ref|, |b - ref|", errors_section),
     "tokens": ("Tokens", tokens_section),
     "emulations": ("Kernel emulations", emulations_section),
+    "notes": ("Notes and limitations", notes_section),
 }
 
 
 def build(pair: Pair) -> pn.Column:
     """The whole pair view: every section, the element-wise ones only when the pair was compared element-wise."""
-    names = ["summary"] if pair.output is None and pair.ladder is None else list(SECTIONS)
+    names = ["findings", "summary", "notes"] if pair.output is None and pair.ladder is None else list(SECTIONS)
     if pair.output is None:
         names = [n for n in names if n not in ("bits", "heads")]
     if pair.emulation is None:

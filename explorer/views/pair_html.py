@@ -131,6 +131,28 @@ def output_lead(pair: Pair) -> str:
             + (f", in query heads (count): {', '.join(heads)}." if heads else "."))
 
 
+def findings_html(pair: Pair) -> str:
+    """The pair's findings in three lines, for its first screen: input identity (naming the tensors that differ),
+    the output elements that differ with their heads, and the target tokens."""
+    if pair.inputs is None:
+        inputs = "Inputs not compared element-wise (a side was refused or the shapes differ)."
+    elif pair.inputs.identical:
+        inputs = "Inputs: all five tensors byte-identical."
+    else:
+        differing = [f"{name} ({t.mismatched} of {t.compared} elements)" for name, t in pair.inputs.tensors.items()
+                     if not t.identical]
+        inputs = "Inputs differ: " + ", ".join(differing) + ". Output differences mix input and arithmetic."
+    tokens = pair.tokens
+    if tokens is None:
+        said = "Tokens not established (a side was refused)."
+    else:
+        said = (f"Target tokens {'differ' if tokens.differ else 'equal'}: a {number(tokens.target_a)}, "
+                f"b {number(tokens.target_b)} (seed {number(tokens.seed_token)}).")
+    lines = [("inputs", inputs), ("output", output_lead(pair)), ("tokens", said)]
+    items = "".join(f'<li class="finding-{key}" style="margin:0.15em 0">{esc(text)}</li>' for key, text in lines)
+    return f'<ul class="pair-findings" style="font-size:1.05em;margin:0.3em 0 0.6em 0;padding-left:1.2em">{items}</ul>'
+
+
 def _metric_cells(m: Metrics) -> list[str]:
     return [short(getattr(m, attribute)) for attribute, _ in LADDER_METRICS]
 

@@ -320,16 +320,19 @@ def test_summary_shows_identity_selection_and_limitations(analyses):
         assert f"<code>{name}</code>" in shown
 
 
-def test_summary_ranks_heads_by_their_noise_floor_ratio(analyses):
+def test_summary_ranks_heads_by_score_with_the_numbers_before_the_limitations(analyses):
     analysis = analyses["injected-error-head5"]
     ratios = noise_floor_ratios(analysis.numerics)
     ulps = worst_ulp_per_head(analysis.numerics)
+    scores = analysis.numerics.score.per_head
     view, _ = _build(analyses, "injected-error-head5", "summary")
     table = text(view).split('class="per-head-primary"')[1].split("</table>")[0]
     heads = [int(h) for h in re.findall(r"<tr><td[^>]*>(\d+)</td>", table)]
     assert sorted(heads) == list(range(len(ratios)))
-    shown = [ratios[h] for h in heads]
+    shown = [scores[h] for h in heads]
     assert shown == sorted(shown, reverse=True) and heads[0] == 5
+    assert html_summary.number_cell(scores[5]) in table
+    assert text(view).index('class="per-head-primary"') < text(view).index('class="limitations"')
     assert html_summary.number_cell(ratios[5]) in table and html_summary.number_cell(ulps[5]) in table
     assert "background" not in table, "no shading"
     assert "a ratio, not a verdict" in text(view)
