@@ -116,11 +116,14 @@ def _reference_lines(report: dict) -> list[str]:
     if reference is None:
         return ["Reference: not computed"]
     primary, rounded = reference["primary"], reference["roundedToOutputDType"]
-    header = ["head", "kv", "linf", "rmse", "relativeL2", "undefined"]
-    rows = [[str(head["queryHead"]), str(head["kvHead"]), *_metric_cells(head)] for head in primary["perHead"]]
-    rows.append(["all", "", *_metric_cells(primary["global"])])
+    scores = (report.get("score") or {}).get("perHead") or [None] * len(primary["perHead"])
+    header = ["head", "kv", "score", "linf", "rmse", "relativeL2", "undefined"]
+    rows = [[str(head["queryHead"]), str(head["kvHead"]), short_number(score), *_metric_cells(head)]
+            for head, score in zip(primary["perHead"], scores)]
+    rows.append(["all", "", short_number(report["score"]["value"]) if report.get("score") else "-",
+                 *_metric_cells(primary["global"])])
     if primary["eligibleGlobal"] is not None:
-        rows.append(["eligible", "", *_metric_cells(primary["eligibleGlobal"])])
+        rows.append(["eligible", "", "", *_metric_cells(primary["eligibleGlobal"])])
     if not rounded["identity"]:
         header.append(f"linf vs {rounded['dtype']}-rounded ref")
         cells = [short_number(block["linf"]) for block in (*rounded["perHead"], rounded["global"])]
@@ -144,6 +147,19 @@ def _emulation_lines(report: dict) -> list[str]:
             + _table(["emulation", "bit-equal", "ULP max"], rows))
 
 
+def _score_lines(report: dict) -> list[str]:
+    """The score line: the packet score (error / allowance) and its head, and the heads not compared."""
+    score = report.get("score")
+    if score is None:
+        return []
+    per_head = score["perHead"]
+    defined = [(value, head) for head, value in enumerate(per_head) if value is not None]
+    head = f" (query head {max(defined, key=lambda pair: (pair[0], -pair[1]))[1]})" if defined else ""
+    missing = (f"; {score['headsNotCompared']} of {len(per_head)} heads not compared"
+               if score["headsNotCompared"] else "")
+    return [f"Score (error / allowance, docs/report.md): {short_number(score['value'])}{head}{missing}"]
+
+
 def _missing_packet(report: dict) -> str | None:
     """The one line for a packet path with nothing there (path_missing of the path itself), else None."""
     refusals = report["refusals"]
@@ -157,7 +173,7 @@ def summary(report: dict) -> str:
     per-head table, then the packet's identity; one line when there is no packet at all."""
     if (line := _missing_packet(report)) is not None:
         return _printable(line) + "\n"
-    lines = [f"Status: {report['status']}"]
+    lines = [f"Status: {report['status']}", *_score_lines(report)]
     if report["refusals"]:
         lines.append(f"Refusals ({len(report['refusals'])}):")
         lines += [f"  {p['code']}  {p['field'] if p['field'] is not None else '(packet.json)'}  {p['message']}"

@@ -355,3 +355,11 @@ def test_refused_side_of_a_pair_names_no_backend(capsys):
     _, out, _ = run(capsys, "compare", str(COMMITTED / "qwen36-pair-paged"), str(COMMITTED / "refused-hash-mismatch"))
     side_b = next(line for line in out.splitlines() if line.startswith("  b:"))
     assert "status refused" in side_b and "backend" not in side_b and "null" not in out
+
+
+def test_summary_gives_the_score_second_and_per_head(capsys):
+    _, out, _ = run(capsys, "analyze", str(COMMITTED / "nan-stored-values"))
+    lines = out.splitlines()
+    score = analyze(COMMITTED / "nan-stored-values").score
+    assert lines[1].startswith("Score (error / allowance") and f"{score.heads_not_compared} of 8 heads" in lines[1]
+    assert " score " in next(line for line in lines if line.strip().startswith("head"))

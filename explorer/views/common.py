@@ -10,7 +10,7 @@ import holoviews.plotting.bokeh  # noqa: F401  (registers the Bokeh backend with
 import numpy as np
 import panel as pn
 import param
-from bokeh.models import CustomJSHover, FixedTicker, HoverTool
+from bokeh.models import BasicTicker, CustomJSHover, FixedTicker, HoverTool
 
 from explorer.analysis.result import Analysis, Comparison, Metrics
 from explorer.views import head_chart, html_summary, scales
@@ -216,6 +216,12 @@ def grid_map(colour: np.ndarray, fields: Sequence[Field], *, title: str, colour_
         clipping_colors=clipping, **hovered,
         default_tools=["pan", "wheel_zoom", "box_zoom", "reset", "save"],
         **size)
+
+
+def integer_y_axis(plot, element) -> None:
+    """A render hook: a count axis ticks whole numbers only (never 0.2, 0.4, ...); a fresh ticker per render."""
+    for axis in plot.state.yaxis:
+        axis.ticker = BasicTicker(min_interval=1)
 
 
 def _colour_bar_ticks(ticks: Sequence[tuple[float, str]]):

@@ -20,6 +20,7 @@ from explorer.views.common import (
     hex_pattern,
     hover,
     html_pane,
+    integer_y_axis,
     named,
     plot_pane,
     state,
@@ -76,7 +77,7 @@ def _histogram(row: LastRow, title: str) -> hv.Overlay:
     boundaries = [hv.VLine(low - 0.5).opts(color="#555555", line_dash="dotted") for _, low, _ in parts[1:]]
     return hv.Overlay(layers + boundaries).opts(
         title=title, invert_xaxis=True, height=HISTOGRAM_HEIGHT, responsive=True, min_width=320,
-        legend_position="top_left", ylabel="elements differing", show_grid=True)
+        legend_position="right", ylabel="elements differing", show_grid=True, hooks=[integer_y_axis])
 
 
 def _facts_table(row: LastRow) -> str:

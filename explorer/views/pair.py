@@ -28,6 +28,7 @@ from explorer.views.common import (
     hex_pattern,
     hint,
     hover,
+    integer_y_axis,
     html_pane,
     note,
     per_cell,
@@ -171,8 +172,13 @@ def mismatch_bars(pair: Pair) -> hv.Bars:
     data = {"query head": [str(h) for h in range(len(per_head))], "elements differing": list(per_head)}
     return hv.Bars(data, "query head", "elements differing").opts(
         title="Differing output elements per query head", color=BAR_COLOUR, height=CHART_HEIGHT, responsive=True,
-        min_width=320, show_grid=True,
-        **hover([("query head", "@{query_head}"), ("elements differing", "@{elements_differing}")], {}))
+        min_width=320, show_grid=True, **_counted(hover([("query head", "@{query_head}"),
+                                                          ("elements differing", "@{elements_differing}")], {})))
+
+
+def _counted(options: dict) -> dict:
+    """Plot options with the count axis ticking whole numbers."""
+    return {**options, "hooks": [*options["hooks"], integer_y_axis]}
 
 
 def error_maps(pair: Pair) -> pn.Column:
