@@ -125,7 +125,7 @@ def element_html(pair: Pair, head: int, channel: int) -> str:
     differs = "" if output.differs is None else ("; bit patterns differ" if output.differs[head, channel]
                                                  else "; bit patterns equal")
     return (f'<p class="element-title"><b>Query head {head}, channel {channel}</b>{differs}{ulp}</p>'
-            + table(("", "value (hover: full precision)", "bits", "dtype"), rows, css_class="pair-element"))
+            + table(("", "value (full precision in its tooltip)", "bits", "dtype"), rows, css_class="pair-element"))
 
 
 class BitDifferenceExplorer(pn.viewable.Viewer):
@@ -255,9 +255,8 @@ def heads_section(pair: Pair) -> pn.Column:
 
 
 def ladder_section(pair: Pair) -> pn.Column:
-    return pn.Column(heading("Ladder", "Each side against its own references (global metrics); hover a number for "
-                             "its full value."),
-                     html_pane(pair_html.ladder_table(pair)),
+    return pn.Column(heading("Ladder", "Each side against its own references (global metrics)."),
+                     hint("Hover a number for its full value."), html_pane(pair_html.ladder_table(pair)),
                      heading("Nearer the primary reference", "Per element, |a - ref| against |b - ref| in FP64."),
                      html_pane(pair_html.nearer_html(pair)), *_nearer_per_head(pair), sizing_mode="stretch_width",
                      css_classes=["pair-ladder"])

@@ -146,6 +146,8 @@ def test_export_writes_html_that_loads_offline(page, server, export_dir, browser
     report_path = Path(page.locator(".export-json").inner_text())
     assert html_path.parent == export_dir and report_path.parent == export_dir
     assert json.loads(report_path.read_text()) == explorer.analyze(ROOT / ANALYZED_SAMPLE).report()
+    pngs = [Path(text) for text in page.locator(".export-png").all_inner_texts()]  # as `explorer report` writes
+    assert len(pngs) >= len(VIEWS) and all(png.parent == export_dir and png.is_file() for png in pngs)
     assert page.get_by_role("button", name="Download HTML").is_visible()
     boxes = [page.get_by_role("button", name=name).bounding_box()
              for name in ("Export HTML + PNG + JSON", "Download HTML", "Download JSON report")]
