@@ -49,11 +49,11 @@ QUERY_PACKET, QUERY_TAB, QUERY_HEAD = "packet", "tab", "head"
 HEAD_PATTERN = re.compile(r"[0-9]{1,6}")  # ASCII digits only: str.isdigit() also accepts '²', which int() refuses
 SCORE_TITLE = ("score: the largest |output - primary reference| / allowance over the compared heads (allowance: half "
                "the output dtype's spacing plus the head's FP64 noise floor; docs/report.md)")
-DOWNLOAD_WIDTH = 200
+DOWNLOAD_WIDTH = 200  # the download buttons' labels are short; the export note names the files
 EXPORT_LABEL, EXPORT_WIDTH = "Export HTML + PNG + JSON", 210
 ELEMENT_DOCK_STYLE = {"position": "fixed", "bottom": "0", "right": "0", "z-index": "1000", "width": "min(780px, 62vw)",
                       "max-height": "46vh", "overflow": "auto", "background": "#ffffff",
-                      "box-shadow": "0 -2px 10px rgba(0, 0, 0, 0.25)"}  # the download buttons' labels are short; the export note names the files
+                      "box-shadow": "0 -2px 10px rgba(0, 0, 0, 0.25)"}
 QUERY_ELEMENT = "element"  # `element=H,C` (query head, channel) or `element=N` (flat index over [QH, D])
 
 # Neutral badge colours (background, text): a status is a category, never a verdict.
