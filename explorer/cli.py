@@ -20,6 +20,7 @@ from typing import Any, Sequence  # noqa: E402
 import numpy as np  # noqa: E402
 
 import explorer  # noqa: E402
+from explorer.analysis.formatting import short_number  # noqa: E402
 from explorer.analysis.memory import MEMORY_BOUND_EXCEEDED  # noqa: E402
 from explorer.export.safeio import write_new  # noqa: E402
 from explorer.packet.bounded import clip  # noqa: E402
@@ -33,7 +34,6 @@ EXIT_REFUSED = 4
 EXIT_BY_STATUS = {"analyzed": EXIT_ANALYZED, "inconclusive": EXIT_INCONCLUSIVE, "refused": EXIT_REFUSED}
 
 JSON_INDENT = 2
-FLOAT_FORMAT = "{:.6g}"
 HEX_WIDTH = 8
 
 
@@ -49,14 +49,6 @@ def _printable(line: str) -> str:
     return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in line)
 
 
-def _number(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, float):
-        return FLOAT_FORMAT.format(value)
-    return str(value)
-
-
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows)]
     return ["  " + "  ".join(str(cell).rjust(width) for cell, width in zip(line, widths)).rstrip()
@@ -64,7 +56,7 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
 
 
 def _metric_cells(block: dict) -> list[str]:
-    return [_number(block["linf"]), _number(block["rmse"]), _number(block["relativeL2"]),
+    return [short_number(block["linf"]), short_number(block["rmse"]), short_number(block["relativeL2"]),
             block["undefinedReason"] or ""]
 
 
@@ -86,7 +78,7 @@ def _selection_lines(report: dict) -> list[str]:
         lines.append(f"Selection: request {selection['requestID']}, output index {selection['outputIndex']}, "
                      f"{selection['phase']}, layer {selection['modelLayerIndex']} "
                      f"(storage {selection['storageLayerIndex']}), offset {selection['offsetBefore']} -> "
-                     f"{selection['offsetAfter']}, scale {_number(selection['scale'])} "
+                     f"{selection['offsetAfter']}, scale {short_number(selection['scale'])} "
                      f"(0x{selection['scaleBits']:0{HEX_WIDTH}X}), dispatch {selection['dispatch']}, "
                      f"kernel output {selection['kernelOutputDType']}")
     if sample is not None:
@@ -118,7 +110,7 @@ def _tensor_lines(report: dict) -> list[str]:
 
 def _ulp_line(block: dict) -> str:
     ulp = block["ulp"]
-    return (f"{block['label']}: ULP max {_number(ulp['max'])}, p99 {_number(ulp['p99'])}, "
+    return (f"{block['label']}: ULP max {short_number(ulp['max'])}, p99 {short_number(ulp['p99'])}, "
             f"nonfinite pairs {ulp['nonfinitePairs']}")
 
 
@@ -127,14 +119,17 @@ def _reference_lines(report: dict) -> list[str]:
     if reference is None:
         return ["Reference: not computed"]
     primary, rounded = reference["primary"], reference["roundedToOutputDType"]
-    header = ["head", "kv", "linf", "rmse", "relativeL2", "undefined"]
-    rows = [[str(head["queryHead"]), str(head["kvHead"]), *_metric_cells(head)] for head in primary["perHead"]]
-    rows.append(["all", "", *_metric_cells(primary["global"])])
+    scores = (report.get("score") or {}).get("perHead") or [None] * len(primary["perHead"])
+    header = ["head", "kv", "score", "linf", "rmse", "relativeL2", "undefined"]
+    rows = [[str(head["queryHead"]), str(head["kvHead"]), short_number(score), *_metric_cells(head)]
+            for head, score in zip(primary["perHead"], scores)]
+    rows.append(["all", "", short_number(report["score"]["value"]) if report.get("score") else "-",
+                 *_metric_cells(primary["global"])])
     if primary["eligibleGlobal"] is not None:
-        rows.append(["eligible", "", *_metric_cells(primary["eligibleGlobal"])])
+        rows.append(["eligible", "", "", *_metric_cells(primary["eligibleGlobal"])])
     if not rounded["identity"]:
         header.append(f"linf vs {rounded['dtype']}-rounded ref")
-        cells = [_number(block["linf"]) for block in (*rounded["perHead"], rounded["global"])]
+        cells = [short_number(block["linf"]) for block in (*rounded["perHead"], rounded["global"])]
         for row, cell in zip(rows, cells + [""]):  # the rounded block has no eligible-heads aggregate
             row.append(cell)
     lines = [f"Reference: {primary['label']}"] + _table(header, rows) + [_ulp_line(rounded)]
@@ -157,6 +152,19 @@ def _emulation_lines(report: dict) -> list[str]:
             + _table(*emulation_table(report["emulations"], decisive, report["emulationBaseline"])))
 
 
+def _score_lines(report: dict) -> list[str]:
+    """The score line: the packet score (error / allowance) and its head, and the heads not compared."""
+    score = report.get("score")
+    if score is None:
+        return []
+    per_head = score["perHead"]
+    defined = [(value, head) for head, value in enumerate(per_head) if value is not None]
+    head = f" (query head {max(defined, key=lambda pair: (pair[0], -pair[1]))[1]})" if defined else ""
+    missing = (f"; {score['headsNotCompared']} of {len(per_head)} heads not compared"
+               if score["headsNotCompared"] else "")
+    return [f"Score (error / allowance, docs/report.md): {short_number(score['value'])}{head}{missing}"]
+
+
 def _missing_packet(report: dict) -> str | None:
     """The one line for a packet path with nothing there (path_missing of the path itself), else None."""
     refusals = report["refusals"]
@@ -166,10 +174,11 @@ def _missing_packet(report: dict) -> str | None:
 
 
 def summary(report: dict) -> str:
-    """The human summary of a report dict (report-v1.md section 4); one line when there is no packet at all."""
+    """The human summary of a report dict (report-v1.md section 4), most telling first: status, score and the
+    per-head table, then the packet's identity; one line when there is no packet at all."""
     if (line := _missing_packet(report)) is not None:
         return _printable(line) + "\n"
-    lines = [f"Packet: {report['packet']['path']}", f"Status: {report['status']}"]
+    lines = [f"Status: {report['status']}", *_score_lines(report)]
     if report["refusals"]:
         lines.append(f"Refusals ({len(report['refusals'])}):")
         lines += [f"  {p['code']}  {p['field'] if p['field'] is not None else '(packet.json)'}  {p['message']}"
@@ -179,8 +188,10 @@ def summary(report: dict) -> str:
         lines.append(f"Inconclusive reasons ({len(report['inconclusiveReasons'])}):")
         lines += [f"  {r['code']}  {r['message']}" for r in report["inconclusiveReasons"]]
     if report["status"] != "refused":
-        lines += _identity_lines(report["identity"]) + _selection_lines(report) + _tensor_lines(report)
         lines += _reference_lines(report) + _emulation_lines(report)
+    lines.append(f"Packet: {report['packet']['path']}")
+    if report["status"] != "refused":
+        lines += _identity_lines(report["identity"]) + _selection_lines(report) + _tensor_lines(report)
     lines.append("Limitations:")
     lines += [f"  - {text}" for text in report["limitations"]]
     return "".join(_printable(line) + "\n" for line in lines)
@@ -330,9 +341,11 @@ SIDES = ("a", "b")
 
 
 def _side_line(name: str, side: dict) -> str:
-    return (f"  {name}: {side['path']}  status {side['status']}, backend {_number(side['backend'])}, dispatch "
-            f"{_number(side['dispatch'])}, output {_number(side['outputDType'])}, "
-            f"kernel output {_number(side['kernelOutputDType'])}")
+    line = f"  {name}: {side['path']}  status {side['status']}"
+    if side["status"] == "refused":
+        return line + " (nothing in it is interpreted)"
+    return (f"{line}, backend {short_number(side['backend'])}, dispatch {short_number(side['dispatch'])}, "
+            f"output {short_number(side['outputDType'])}, kernel output {short_number(side['kernelOutputDType'])}")
 
 
 def _heads_with(per_head: list[int]) -> str:
@@ -363,12 +376,12 @@ def _pair_output_lines(output: dict | None) -> list[str]:
         lines = [f"Output: {output['mismatched']} of {output['compared']} output elements differ ({dtypes['a']} bit "
                  f"patterns), in query heads (count): {_heads_with(output['perHead'])}",
                  f"  bit flips: sign {flips['sign']}, exponent {flips['exponent']}, mantissa {flips['mantissa']}; "
-                 f"ULP distance a vs b: max {_number(ulp['max'])}, p99 {_number(ulp['p99'])}, "
+                 f"ULP distance a vs b: max {short_number(ulp['max'])}, p99 {short_number(ulp['p99'])}, "
                  f"nonfinite pairs {ulp['nonfinitePairs']}",
                  "  ULP histogram: " + ", ".join(f"[{low}, {high}] {count}" for low, high, count in ulp["histogram"])]
     difference = output["difference"]["global"]
     lines.append("  a vs b (b as reference): linf {}, rmse {}, relativeL2 {}{}".format(
-        *(_number(difference[k]) for k in ("linf", "rmse", "relativeL2")),
+        *(short_number(difference[k]) for k in ("linf", "rmse", "relativeL2")),
         f" ({difference['undefinedReason']})" if difference["undefinedReason"] else ""))
     return lines
 
@@ -383,11 +396,11 @@ def _pair_ladder_lines(report: dict) -> list[str]:
     for name in SIDES:
         row = ladder[name]
         if row is None:
-            rows.append([name, _number(report[name]["backend"]), *["-"] * 7])
+            rows.append([name, short_number(report[name]["backend"]), *["-"] * 7])
             continue
-        cells = [_number(row[block][k]) for block in ("primary", "roundedToOutputDType", "fp64OutputError")
+        cells = [short_number(row[block][k]) for block in ("primary", "roundedToOutputDType", "fp64OutputError")
                  for k in ("linf", "rmse")]
-        rows.append([name, _number(report[name]["backend"]), *cells,
+        rows.append([name, short_number(report[name]["backend"]), *cells,
                      f"{row['equalToRoundedReference']} of {row['compared']}"])
     return ["Ladder (each side against its own references, global):"] + _table(header, rows)
 
@@ -398,8 +411,8 @@ def _pair_token_lines(report: dict) -> list[str]:
         return ["Tokens: not established"]
     target = tokens["targetToken"]
     differ = "differ" if tokens["targetTokensDiffer"] else "equal"
-    return [f"Tokens: seed {_number(tokens['seedToken'])} -> target a {_number(target['a'])}, "
-            f"target b {_number(target['b'])} ({differ})"]
+    return [f"Tokens: seed {short_number(tokens['seedToken'])} -> target a {short_number(target['a'])}, "
+            f"target b {short_number(target['b'])} ({differ})"]
 
 
 def _pair_nearer_lines(report: dict) -> list[str]:
@@ -442,7 +455,7 @@ def compare_summary(report: dict) -> str:
         lines += _pair_emulation_lines(report)
         if report["selectionDifferences"]:
             lines.append("Selection differences:")
-            lines += _table(["field", "a", "b"], [[d["field"], _number(d["a"]), _number(d["b"])]
+            lines += _table(["field", "a", "b"], [[d["field"], short_number(d["a"]), short_number(d["b"])]
                                                   for d in report["selectionDifferences"]])
     if report["notes"]:
         lines.append("Notes:")

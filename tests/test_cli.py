@@ -73,7 +73,7 @@ def test_output_is_written_and_never_overwritten(capsys, tmp_path):
     packet = str(COMMITTED / "discarded-sample")
     target = tmp_path / "report.json"
     code, out, _ = run(capsys, "analyze", packet, "--output", str(target))
-    assert code == 3 and out.startswith("Packet:")
+    assert code == 3 and out.startswith("Status: inconclusive")
     assert json.loads(target.read_text()) == analyze(packet).report()
 
     target.write_text("keep me")
@@ -346,3 +346,27 @@ def test_element_usage_errors(capsys, argv, message):
 def test_element_of_a_refused_packet_says_it_is_not_available(capsys):
     code, out, _ = run(capsys, "analyze", str(COMMITTED / "refused-hash-mismatch"), "--element", "0,0")
     assert code == EXIT["refused-hash-mismatch"] and "Element 0,0: not available" in out
+
+
+def test_summary_leads_with_status_and_the_per_head_table(capsys):
+    """Status first, the per-head table before the identity, the limitations last; a missing value prints '-'."""
+    _, out, _ = run(capsys, "analyze", str(COMMITTED / "injected-error-head5"))
+    lines = out.splitlines()
+    assert lines[0] == "Status: analyzed"
+    table, identity = out.index("Reference:"), out.index("Identity (declared")
+    assert table < identity < out.index("Limitations:")
+    assert "null" not in out and "0.1318" in out  # head 5's linf at 4 significant digits
+
+
+def test_refused_side_of_a_pair_names_no_backend(capsys):
+    _, out, _ = run(capsys, "compare", str(COMMITTED / "qwen36-pair-paged"), str(COMMITTED / "refused-hash-mismatch"))
+    side_b = next(line for line in out.splitlines() if line.startswith("  b:"))
+    assert "status refused" in side_b and "backend" not in side_b and "null" not in out
+
+
+def test_summary_gives_the_score_second_and_per_head(capsys):
+    _, out, _ = run(capsys, "analyze", str(COMMITTED / "nan-stored-values"))
+    lines = out.splitlines()
+    score = analyze(COMMITTED / "nan-stored-values").score
+    assert lines[1].startswith("Score (error / allowance") and f"{score.heads_not_compared} of 8 heads" in lines[1]
+    assert " score " in next(line for line in lines if line.strip().startswith("head"))

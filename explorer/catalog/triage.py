@@ -15,13 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Sequence, TextIO
 
+from explorer.analysis.formatting import short_number
 from explorer.catalog.summary import (INTERNAL_ERROR, STATUS_ORDER, WORKER_CRASHED, PacketSummary, error_summary,
                                        selection_groups, summarize, summary_json, triage_order)
 from explorer.catalog.discovery import Entry, discover
 from explorer.catalog.workers import WorkerCrashed, map_isolated
 
 PROGRESS_WIDTH = 40  # characters of the progress bar
-FLOAT_FORMAT = "{:.4g}"
 
 
 @dataclass(frozen=True)
@@ -48,12 +48,6 @@ def json_line(item: Triaged) -> str:
     return json.dumps({"name": item.name, **summary_json(item.summary)}, allow_nan=False)
 
 
-def _number(value: float | int | None) -> str:
-    if value is None:
-        return "-"
-    return FLOAT_FORMAT.format(value) if isinstance(value, float) else str(value)
-
-
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     widths = [max(len(cell) for cell in column) for column in zip(header, *rows)]
     return ["  " + "  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip()
@@ -75,10 +69,10 @@ def summary_table(items: Sequence[Triaged], root: Path, seconds: float, jobs: in
     lines += ["", "Packets by status, then score (error / allowance of the worst element, largest first):"]
     lines += _table(["packet", "status", "score", "heads not compared", "ratio", "worst linf", "head", "worst ULP",
                      "backend", "codes"],
-                    [[item.name, item.summary.status, _number(item.summary.score),
-                      _number(item.summary.heads_not_compared), _number(item.summary.noise_floor_ratio),
-                      _number(item.summary.worst_linf), _number(item.summary.worst_head),
-                      _number(item.summary.worst_ulp), item.summary.backend or "-", ",".join(item.summary.codes)]
+                    [[item.name, item.summary.status, short_number(item.summary.score),
+                      short_number(item.summary.heads_not_compared), short_number(item.summary.noise_floor_ratio),
+                      short_number(item.summary.worst_linf), short_number(item.summary.worst_head),
+                      short_number(item.summary.worst_ulp), item.summary.backend or "-", ",".join(item.summary.codes)]
                      for item in ordered])
     backends = {item.name: item.summary.backend or "-" for item in items}
     groups = selection_groups((item.name, item.summary) for item in items)

@@ -14,9 +14,11 @@ captured as an element screenshot.
 
 Every section opens with a caption band naming the packet, its status, identity,
 selection, hash prefix, explorer version and export date, so a PNG pasted alone
-still says what it shows. Cards and accordions are exported open; at capture time
-the Bokeh toolbars and the views' controls are hidden and scrolling text boxes are
-unrolled, so each PNG holds its whole view and nothing to click.
+still says what it shows. The page holds no control: each setting chosen in the app
+is written as text, cards are plain open sections, buttons and instructions about
+clicking are left out (`static_view`). At capture time the Bokeh toolbars are hidden
+and scrolling text boxes unrolled; a view taller than MAX_PNG_HEIGHT is split into
+numbered parts, each under the caption band.
 """
 
 from __future__ import annotations
@@ -40,7 +42,9 @@ from explorer.analysis.ranking import worst_head
 from explorer.analysis.report import REPORT_INDENT, REPORT_SUFFIX, packet_name, report_text
 from explorer.analysis.result import Analysis
 from explorer.export.safeio import write_new
+from explorer.export.split import split_png
 from explorer.packet.bounded import clip, escaped_bytes
+from explorer.packet.model import REFUSED
 from explorer.version import __version__
 
 EXPORT_DIR_ENV = "EXPLORER_EXPORT_DIR"
@@ -51,13 +55,14 @@ MAX_NAME_ATTEMPTS = 1000  # name-2, name-3, ... before giving up on a free file 
 MAX_STEM_CHARS = 100  # characters of a packet name kept in file names (a name may be 255 bytes, a path 4096)
 SECTION_CLASS = "export-view"
 CAPTION_CLASS = "export-caption"
-CONTROL_CLASS = "export-control"  # widgets of a view: live in the app, hidden in the PNGs
+SETTING_CLASS = "export-setting"  # a control's setting, shown as text on a static page
 SHA_DIGITS = 12  # hex digits of packetSHA256 in the caption band
 UNKNOWN = "unknown"
 CAPTION_STYLE = ("display:flex;flex-wrap:wrap;gap:0.2em 1.2em;padding:0.45em 0.8em;margin:0.3em 0 0.4em 0;"
                  "background:#eef1f5;border-left:4px solid #2f3e4e;font-size:0.9em;color:#1d2733")
 CAPTION_ITEM_STYLE = "white-space:nowrap"
-PAGE_WIDTH = 1400  # CSS pixels of the page the PNGs are taken from
+PAGE_WIDTH = 1280  # CSS pixels of the page the PNGs are taken from: the exported page fits a 1,280 px window
+REFUSED_PNG_VIEW = "summary"  # the one PNG of a refused packet
 PAGE_HEIGHT = 1000
 RENDER_TIMEOUT_MS = 60_000  # per view: a static page draws in seconds
 SETTLE_MS = 300  # one more paint after a view reports itself drawn
@@ -99,7 +104,7 @@ def stem_base(name: str, fallback: str) -> str:
 def _export_suffixes() -> tuple[str, ...]:
     from explorer.views import VIEWS
 
-    return (HTML_SUFFIX, REPORT_SUFFIX, *(f"-{slug}{PNG_SUFFIX}" for slug, _, _ in VIEWS))
+    return (HTML_SUFFIX, REPORT_SUFFIX, *(f"-{slug}{part}{PNG_SUFFIX}" for slug, _, _ in VIEWS for part in ("", "-1")))
 
 
 def _free_stem(out_dir: Path, base: str, suffixes: tuple[str, ...] | None = None) -> str:
@@ -165,16 +170,49 @@ def export_head(analysis: Analysis, head: int | None) -> int:
     return 0 if chosen is None else chosen
 
 
-def _static(view) -> None:
-    """Fit a freshly built view for a static page: every card and accordion open, every control marked for PNGs."""
+def static_view(view):
+    """A freshly built view made fit for a static page: every control replaced by the setting it shows, as text (or
+    left out when it is a button: nothing on the page looks live that is not), every card open as a plain titled
+    column, every bound chart drawn for the settings shown, and every instruction about the live app left out."""
+    import panel as pn
+    from panel.param import ParamFunction, ParamMethod
+
+    from explorer.views.common import HINT_CLASS
+
+    if isinstance(view, pn.widgets.Widget):
+        return _setting(view)
+    if HINT_CLASS in (getattr(view, "css_classes", None) or []):
+        return None
+    if isinstance(view, ParamFunction):
+        return static_view(pn.panel(view.object()))
+    if isinstance(view, ParamMethod):
+        return static_view(pn.panel(view.object()))
+    if isinstance(view, pn.viewable.Viewer):
+        return static_view(view.__panel__())
+    if isinstance(view, pn.Card):
+        title = pn.pane.HTML(f"<h4 style='margin:0.4em 0 0.2em 0'>{html.escape(view.title)}</h4>",
+                             sizing_mode="stretch_width")
+        return static_view(pn.Column(title, *view.objects, sizing_mode="stretch_width", css_classes=view.css_classes))
+    if isinstance(view, pn.layout.ListLike) or isinstance(view, pn.GridBox):
+        view.objects = [part for part in map(static_view, view.objects) if part is not None]
+    return view
+
+
+def _setting(widget):
+    """The value a control shows, as a line of text (None for a button or a download: they do nothing here)."""
     import panel as pn
 
-    for card in view.select(pn.Card):
-        card.collapsed = False
-    for accordion in view.select(pn.Accordion):
-        accordion.active = list(range(len(accordion.objects)))
-    for widget in view.select(pn.widgets.Widget):
-        widget.css_classes = [*widget.css_classes, CONTROL_CLASS]
+    if isinstance(widget, (pn.widgets.Button, pn.widgets.FileDownload)):
+        return None
+    value = widget.value
+    options = getattr(widget, "options", None)
+    shown = next((label for label, option in options.items() if option == value), value) if isinstance(
+        options, Mapping) else value
+    if isinstance(value, bool):
+        shown = "yes" if value else "no"
+    label = widget.name or "shown"
+    return pn.pane.HTML(f'<p class="{SETTING_CLASS}" style="margin:0.2em 0"><b>{html.escape(label)}:</b> '
+                        f"{html.escape(str(shown))}</p>", sizing_mode="stretch_width")
 
 
 def _page(analysis: Analysis, name: str, head: int):
@@ -186,12 +224,12 @@ def _page(analysis: Analysis, name: str, head: int):
     caption = caption_html(caption_fields(analysis, name, stamp))
     header = pn.pane.HTML(
         f"<h1>{html.escape(escaped_bytes(name))}</h1><p>Static export of the Attention Packet Explorer views: plots "
-        "keep zoom and hover, controls are not live. The JSON report beside this file holds the same numbers; the "
-        "repository's docs/ explains the packet rules and the report.</p>", sizing_mode="stretch_width")
+        "keep zoom and hover; each setting chosen in the app is written as text. The JSON report beside this file "
+        "holds the same numbers; the repository's docs/ explains the packet rules and the report.</p>",
+        sizing_mode="stretch_width")
     sections = []
     for slug, title, builder in VIEWS:
-        view = builder(analysis, Selection(head=head))
-        _static(view)
+        view = static_view(builder(analysis, Selection(head=head)))
         heading = pn.pane.HTML(f"{caption}<h2>{html.escape(title)}</h2>", sizing_mode="stretch_width")
         sections.append(pn.Column(heading, view, css_classes=[SECTION_CLASS, f"{SECTION_CLASS}-{slug}"],
                                   sizing_mode="stretch_width"))
@@ -273,7 +311,7 @@ def require_chromium() -> None:
         raise RenderError(f"{CHROMIUM} is missing: PNGs need Debian's chromium package ({CHROMIUM_INSTALL})")
 
 
-def _screenshots(html_path: str | os.PathLike, slugs: tuple[str, ...]) -> dict[str, bytes]:
+def _screenshots(html_path: str | os.PathLike, slugs: tuple[str, ...]) -> dict[str, list[bytes]]:
     """PNG bytes of each `export-view-<slug>` section of an exported page, rendered by /usr/bin/chromium offline;
     RenderError when chromium is missing or fails, or a view does not draw."""
     from playwright.sync_api import Error as PlaywrightError
@@ -286,7 +324,7 @@ def _screenshots(html_path: str | os.PathLike, slugs: tuple[str, ...]) -> dict[s
         raise RenderError(f"chromium could not render the page: {clip(first_line)}") from None
 
 
-def _rendered(html_path: str | os.PathLike, slugs: tuple[str, ...]) -> dict[str, bytes]:
+def _rendered(html_path: str | os.PathLike, slugs: tuple[str, ...]) -> dict[str, list[bytes]]:
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
     from playwright.sync_api import sync_playwright
 
@@ -304,19 +342,45 @@ def _rendered(html_path: str | os.PathLike, slugs: tuple[str, ...]) -> dict[str,
                     seconds = RENDER_TIMEOUT_MS // 1000
                     raise RenderError(f"the {slug} view did not finish drawing in {seconds} s") from None
             hide_controls(page)
-            return {slug: page.locator(f".{SECTION_CLASS}-{slug}").first.screenshot(timeout=RENDER_TIMEOUT_MS)
-                    for slug in slugs}
+            shots = {}
+            for slug in slugs:
+                section = page.locator(f".{SECTION_CLASS}-{slug}").first
+                band = section.locator(f".{CAPTION_CLASS}").first.bounding_box()
+                top = section.bounding_box()["y"]
+                caption = 0 if band is None else round(band["y"] + band["height"] - top)
+                shots[slug] = split_png(section.screenshot(timeout=RENDER_TIMEOUT_MS), caption)
+            return shots
         finally:
             browser.close()
 
 
-def page_screenshots(page: str, slugs: tuple[str, ...]) -> dict[str, bytes]:
-    """PNG bytes of each `export-view-<slug>` section of a standalone page, rendered from a private temporary copy."""
+def page_screenshots(page: str, slugs: tuple[str, ...]) -> dict[str, list[bytes]]:
+    """The PNG parts of each `export-view-<slug>` section of a standalone page (one part unless it is taller than
+    MAX_PNG_HEIGHT), rendered from a private temporary copy of the page."""
     require_chromium()
     with tempfile.TemporaryDirectory(prefix="explorer-render-") as scratch:
         html_path = Path(scratch) / f"page{HTML_SUFFIX}"
         html_path.write_text(page, encoding="utf-8")
         return _screenshots(html_path, slugs)
+
+
+def png_files(out_dir: Path, stem: str, shots: Mapping[str, list[bytes]]) -> dict[Path, bytes]:
+    """Where each section's PNG goes: `<stem>-<slug>.png`, or `<stem>-<slug>-1.png`, `-2.png`, ... for the parts of
+    a section taller than MAX_PNG_HEIGHT."""
+    files = {}
+    for slug, parts in shots.items():
+        names = ([f"{stem}-{slug}{PNG_SUFFIX}"] if len(parts) == 1 else
+                 [f"{stem}-{slug}-{number}{PNG_SUFFIX}" for number in range(1, len(parts) + 1)])
+        files.update({out_dir / name: part for name, part in zip(names, parts)})
+    return files
+
+
+def png_slugs(analysis: Analysis) -> tuple[str, ...]:
+    """The views drawn as PNGs: every view, or for a refused packet the Summary alone (every other view would only
+    repeat that nothing in it is interpreted)."""
+    from explorer.views import VIEWS
+
+    return (REFUSED_PNG_VIEW,) if analysis.status == REFUSED else tuple(slug for slug, _, _ in VIEWS)
 
 
 # findViewWhere(test): the first Bokeh view, from every root, whose model's CSS classes (Panel's css_classes)
@@ -345,7 +409,7 @@ DRAWN_JS = f"""(cssClass) => {{
 }}"""
 
 
-# Across every shadow root: hides the Bokeh toolbars and the views' controls (marked CONTROL_CLASS by the export)
+# Across every shadow root: hides the Bokeh toolbars
 # and lets scrolling text boxes grow to their whole text; returns how many elements it hid.
 HIDE_CONTROLS_JS = """({hide, grow}) => {
   let hidden = 0
@@ -359,7 +423,7 @@ HIDE_CONTROLS_JS = """({hide, grow}) => {
   walk(document)
   return hidden
 }"""
-STATIC_HIDDEN = f".bk-Toolbar, .{CONTROL_CLASS}"
+STATIC_HIDDEN = ".bk-Toolbar"
 STATIC_GROWN = "pre"
 
 
@@ -376,26 +440,24 @@ def wait_drawn(page, css_class: str, timeout_ms: int = RENDER_TIMEOUT_MS) -> Non
     page.wait_for_timeout(SETTLE_MS)
 
 
-def write_report(analysis: Analysis, out_dir: str | os.PathLike) -> ExportPaths:
-    """`explorer report PACKET --out DIR`: the HTML page, the JSON report and one PNG per view, all or none.
+def write_report(analysis: Analysis, out_dir: str | os.PathLike, *, name: str | None = None,
+                 head: int | None = None) -> ExportPaths:
+    """`explorer report PACKET --out DIR` and the app's Export: the HTML page, the JSON report and the PNGs
+    (`png_slugs`), all or none; `name` and `head` as for `export_packet`.
 
     Everything is made in memory first (the PNGs from a private temporary copy of the page), then written by
     _write_set: a full disk, a taken name or a missing or failing chromium (RenderError, raised before
     anything is written) leaves no file of this report behind. Only `out_dir` itself may have been created.
     """
-    from explorer.views import VIEWS
-
     require_chromium()
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    name = packet_name(analysis)
+    name = name or packet_name(analysis)
     stem = _free_stem(out_dir, stem_base(name, "packet"))
-    page = _packet_html(analysis, name, None)
-    slugs = tuple(slug for slug, _, _ in VIEWS)
-    pngs = page_screenshots(page, slugs)
+    page = _packet_html(analysis, name, head)
+    pngs = png_files(out_dir, stem, page_screenshots(page, png_slugs(analysis)))
     written = _write_set({out_dir / f"{stem}{REPORT_SUFFIX}": report_text(analysis),
-                          out_dir / f"{stem}{HTML_SUFFIX}": page,
-                          **{out_dir / f"{stem}-{slug}{PNG_SUFFIX}": pngs[slug] for slug in slugs}})
+                          out_dir / f"{stem}{HTML_SUFFIX}": page, **pngs})
     return ExportPaths(html=written[1], report=written[0], pngs=written[2:])
 
 
@@ -438,11 +500,10 @@ def _pair_page(pair, name: str, names: tuple[str, str]):
     header = pn.pane.HTML(
         f"<h1>{html.escape(name)}</h1><p>Side a: <code>{html.escape(pair.a.admission.path)}</code>; side b: "
         f"<code>{html.escape(pair.b.admission.path)}</code>. Pair status: <b>{pair.status}</b>. Static export of the "
-        f"Attention Packet Explorer pair view (explorer {__version__}, {stamp}): plots keep zoom and hover, "
-        "clicks and controls are not live. The comparison JSON beside this file holds the same numbers.</p>",
+        f"Attention Packet Explorer pair view (explorer {__version__}, {stamp}): plots keep zoom and hover. "
+        "The comparison JSON beside this file holds the same numbers.</p>",
         sizing_mode="stretch_width")
-    view = build(pair)
-    _static(view)
+    view = static_view(build(pair))
     caption = pn.pane.HTML(caption_html(pair_caption_fields(pair, names, stamp)), sizing_mode="stretch_width")
     section = pn.Column(caption, view, css_classes=[SECTION_CLASS, f"{SECTION_CLASS}-{PAIR_SECTION}"],
                         sizing_mode="stretch_width")
@@ -463,17 +524,18 @@ def export_pair(pair, out_dir: str | os.PathLike, *, name: str | None = None, na
     name = name or f"{names[0]}-vs-{names[1]}"
     base = stem_base(name, "pair")
     png_suffix = f"-{PAIR_SECTION}{PNG_SUFFIX}"
-    stem = _free_stem(out_dir, base, (HTML_SUFFIX, COMPARISON_SUFFIX, png_suffix))
+    stem = _free_stem(out_dir, base, (HTML_SUFFIX, COMPARISON_SUFFIX, png_suffix, f"-{PAIR_SECTION}-1{PNG_SUFFIX}"))
     with _detached():
         page = _standalone_html(_pair_page(pair, name, names), title=f"{name} - Attention Packet Explorer")
     files: dict[Path, str | bytes] = {out_dir / f"{stem}{COMPARISON_SUFFIX}": comparison_text(pair),
                                       out_dir / f"{stem}{HTML_SUFFIX}": page}
     if png:
-        files[out_dir / f"{stem}{png_suffix}"] = _pair_png(page)
+        files.update(png_files(out_dir, stem, {PAIR_SECTION: _pair_png(page)}))
     written = _write_set(files)
     return ExportPaths(html=written[1], report=written[0], pngs=written[2:])
 
 
-def _pair_png(page: str) -> bytes:
-    """The pair section of an exported pair page as a PNG (rendered from a private temporary copy of the page)."""
+def _pair_png(page: str) -> list[bytes]:
+    """The pair section of an exported pair page as PNG parts (one unless taller than MAX_PNG_HEIGHT), rendered from
+    a private temporary copy of the page."""
     return page_screenshots(page, (PAIR_SECTION,))[PAIR_SECTION]

@@ -198,16 +198,18 @@ class PairMode(param.Parameterized):
             self._export_note.object = (f"The pair export wrote nothing to <code>{html.escape(str(self.export_dir))}"
                                         f"</code>: {html.escape(reason)}")
         else:
-            self._offer((paths.html, *paths.pngs, paths.report))
+            self._offer(paths.html, paths.pngs, paths.report)
             if changed:
                 self._export_note.object += ('<div class="pair-changed">The files of this pair changed since it was '
                                              "shown; the view and the export show them as they are now.</div>")
         finally:
             self._export_button.loading = False
 
-    def _offer(self, files: tuple[Path, ...]) -> None:
+    def _offer(self, page: Path, pngs: tuple[Path, ...], report: Path) -> None:
+        """Downloads of the page, the (first) PNG and the JSON; the note names every file written."""
         labels = ("Download HTML", "Download PNG", "Download comparison JSON")
-        classes = ("export-html", "export-png", "export-json")
-        for download, path, label in zip(self._downloads, files, labels):
+        for download, path, label in zip(self._downloads, (page, pngs[0], report), labels):
             download.param.update(file=str(path), filename=path.name, label=label, visible=True)
-        self._export_note.object = written_note("pair-export-note", zip(classes, files))
+        self._export_note.object = written_note("pair-export-note", (("export-html", page),
+                                                                     *(("export-png", png) for png in pngs),
+                                                                     ("export-json", report)))

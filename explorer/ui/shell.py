@@ -18,6 +18,7 @@ from panel.custom import JSComponent
 from panel.io.location import Location
 
 from explorer.analysis.analyze import analyze
+from explorer.analysis.formatting import short_number
 from explorer.analysis.element import locate, parse_index
 from explorer.analysis.result import Analysis
 from explorer.catalog.index import PacketIndex
@@ -25,8 +26,9 @@ from explorer.catalog.summary import ERROR
 from explorer.export.pages import (
     EXPORT_DIR_ENV,
     ExportPaths,
+    RenderError,
     choose_export_dir,
-    export_packet,
+    write_report,
 )
 from explorer.packet.bounded import clip
 from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED
@@ -37,7 +39,7 @@ from explorer.ui.shared import content_seen, echo, shown_name
 from explorer.views import VIEWS, Selection
 from explorer.views.element import element_html
 from explorer.views.emulations import settings_from_query
-from explorer.views.html_summary import written_note
+from explorer.views.html_summary import ranked_heads, written_note
 
 log = logging.getLogger(__name__)
 
@@ -46,8 +48,13 @@ TITLES = {slug: title for slug, title, _ in VIEWS}
 BUILDERS = {slug: builder for slug, _, builder in VIEWS}
 QUERY_PACKET, QUERY_TAB, QUERY_HEAD = "packet", "tab", "head"
 HEAD_PATTERN = re.compile(r"[0-9]{1,6}")  # ASCII digits only: str.isdigit() also accepts '²', which int() refuses
-LINF_FORMAT = "{:.3g}"
+SCORE_TITLE = ("score: the largest |output - primary reference| / allowance over the compared heads (allowance: half "
+               "the output dtype's spacing plus the head's FP64 noise floor; docs/report.md)")
 DOWNLOAD_WIDTH = 200  # the download buttons' labels are short; the export note names the files
+EXPORT_LABEL, EXPORT_WIDTH = "Export HTML + PNG + JSON", 210
+ELEMENT_DOCK_STYLE = {"position": "fixed", "bottom": "0", "right": "0", "z-index": "1000", "width": "min(780px, 62vw)",
+                      "max-height": "46vh", "overflow": "auto", "background": "#ffffff",
+                      "box-shadow": "0 -2px 10px rgba(0, 0, 0, 0.25)"}
 QUERY_ELEMENT = "element"  # `element=H,C` (query head, channel) or `element=N` (flat index over [QH, D])
 # A name's bytes that are not UTF-8 (surrogateescape's stand-ins) are percent-encoded as themselves, and read back.
 URL_ERRORS = "surrogateescape"
@@ -78,16 +85,18 @@ def _list_badge(status: str) -> str:
     return badge_html(catalog.Summary("", status, (), None, None, None, None, None, None), "packet-badge")
 
 
-def badge_html(summary: catalog.Summary, css_class: str) -> str:
-    """A neutral status badge, plus the worst primary per-head linf when the packet was analyzed."""
+def badge_html(summary: catalog.Summary, css_class: str, heads: int | None = None) -> str:
+    """A neutral status chip carrying the packet's score (error / allowance) when it has one, then the heads not
+    compared (of `heads`) and the status codes."""
     background, colour = BADGE_COLOURS[summary.status]
-    badge = (f'<span class="{css_class}" data-status="{summary.status}" '
-             f'style="{BADGE_STYLE};background:{background};color:{colour}">{summary.status}</span>')
-    if summary.status == ANALYZED and summary.worst_linf is not None:
-        detail = f"max head linf {LINF_FORMAT.format(summary.worst_linf)} (head {summary.worst_head})"
-    else:
-        detail = ", ".join(summary.codes)
-    return f'{badge}<span class="packet-meta" style="{META_STYLE}">{html.escape(detail)}</span>'
+    score = "" if summary.score is None else f" &middot; score {html.escape(short_number(summary.score))}"
+    badge = (f'<span class="{css_class}" data-status="{summary.status}" title="{SCORE_TITLE}" '
+             f'style="{BADGE_STYLE};background:{background};color:{colour}">{summary.status}{score}</span>')
+    details = list(summary.codes)
+    if summary.heads_not_compared:
+        of = "" if heads is None else f" of {heads}"
+        details.insert(0, f"{summary.heads_not_compared}{of} heads not compared")
+    return f'{badge}<span class="packet-meta" style="{META_STYLE}">{html.escape(", ".join(details))}</span>'
 
 
 class StringQueryLocation(Location):
@@ -145,20 +154,23 @@ class Shell(param.Parameterized):
         self._shown: Analysis | None = None  # the analysis on screen
         self._selection: Selection | None = None
         self._emulation: dict[str, object] = {}  # the Emulations view's non-default parameters, by URL name
+        self._head_asked = False  # the URL named the head: the first packet opens on it, not on its worst head
         self._query_writer = QueryWriter(width=0, height=0, margin=0)
         self._message = pn.pane.HTML("", visible=False, sizing_mode="stretch_width")
         self._status = pn.pane.HTML("", sizing_mode="stretch_width")
         self._element_panel = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["element-panel-pane"])
         self._element_close = pn.widgets.Button(label="Close element", color="light", width=130,
                                                 css_classes=["element-close"])
-        self._element_box = pn.Row(self._element_panel, self._element_close, visible=False,
-                                   sizing_mode="stretch_width")
+        # Docked over the bottom of the window: opening it moves nothing on the page (the clicked map stays put).
+        self._element_box = pn.Row(self._element_panel, self._element_close, visible=False, styles=ELEMENT_DOCK_STYLE,
+                                   css_classes=["element-dock"])
         self._placeholders = {slug: pn.Column(sizing_mode="stretch_width", css_classes=[f"view-{slug}"])
                               for slug in SLUGS}
         self._views: dict[str, pn.viewable.Viewable] = {}  # slug -> view of the shown packet, built on first open
         self._tabs = pn.Tabs(*((TITLES[slug], self._placeholders[slug]) for slug in SLUGS), dynamic=False,
                              sizing_mode="stretch_width")
-        self._export_button = pn.widgets.Button(label="Export HTML + JSON", color="primary", width=180)
+        self._export_button = pn.widgets.Button(label=EXPORT_LABEL, color="primary", width=EXPORT_WIDTH,
+                                                css_classes=["packet-export"])
         self._export_note = pn.pane.HTML("", sizing_mode="stretch_width")
         self._html_download = pn.widgets.FileDownload(visible=False, color="light", width=DOWNLOAD_WIDTH)
         self._json_download = pn.widgets.FileDownload(visible=False, color="light", width=DOWNLOAD_WIDTH)
@@ -167,11 +179,11 @@ class Shell(param.Parameterized):
         self.sidebar = pn.Column(self.pairs.sidebar, self.packets.panel, sizing_mode="stretch_width")
         self._single = pn.Column(  # the open packet's views, hidden while a pair is shown
             self._element_box,
-            pn.FlexBox(self._export_button, self._html_download, self._json_download, flex_wrap="wrap",
-                       sizing_mode="stretch_width"),
+            pn.FlexBox(self._html_download, self._json_download, flex_wrap="wrap", sizing_mode="stretch_width"),
             self._export_note, self._tabs, sizing_mode="stretch_width")
-        self.main = pn.Column(self._query_writer, self._message, self._status, self.pairs.panel, self._single,
-                              sizing_mode="stretch_width")
+        self.main = pn.Column(self._query_writer, self._message,
+                              pn.Row(self._status, self._export_button, sizing_mode="stretch_width"),
+                              self.pairs.panel, self._single, sizing_mode="stretch_width")
         self._tabs.param.watch(self._on_active, "active")
         self._export_button.on_click(self._on_export)
         self._element_close.on_click(lambda _event: self._selection.param.update(element=None))
@@ -214,6 +226,7 @@ class Shell(param.Parameterized):
         if tab not in SLUGS:
             notes.append(f"Tab &quot;{echo(tab)}&quot; does not exist; showing {TITLES[SLUGS[0]]}.")
             tab = SLUGS[0]
+        self._head_asked = QUERY_HEAD in query  # else the packet opens on its worst head
         head = query.get(QUERY_HEAD, "0")
         if HEAD_PATTERN.fullmatch(head) is None:
             notes.append(f"Head &quot;{echo(head)}&quot; is not a head number; showing head 0.")
@@ -243,7 +256,7 @@ class Shell(param.Parameterized):
 
     def _on_pair(self) -> None:
         """A pair opened or closed: the single packet's views hide while it is shown; the URL follows."""
-        self._single.visible = not self.pairs.partner
+        self._single.visible = self._export_button.visible = not self.pairs.partner
         self._push_url()
 
     def _say(self, message_html: str) -> None:
@@ -273,6 +286,10 @@ class Shell(param.Parameterized):
         self._shown = analysis
         self.packets.highlight(self.packet)
         notes = []
+        if not self._head_asked and analysis.numerics is not None:
+            with param.parameterized.discard_events(self):
+                self.head = ranked_heads(analysis.numerics)[0]  # the head with the largest score
+        self._head_asked = False
         geometry = analysis.admission.geometry
         if geometry is not None and self.head >= geometry["queryHeads"]:
             notes.append(f"Head {self.head} is not a query head of this packet "
@@ -289,7 +306,8 @@ class Shell(param.Parameterized):
         summary = catalog.summarize(analysis)
         self._status.object = (
             f'<div class="status-line" data-packet="{shown_name(self.packet)}">'
-            f"<b>{shown_name(self.packet)}</b> &nbsp; {badge_html(summary, 'status-badge')}</div>")
+            f"<b>{shown_name(self.packet)}</b> &nbsp; "
+            f"{badge_html(summary, 'status-badge', None if analysis.score is None else analysis.score.heads)}</div>")
         self._export_note.object = ""
         self._html_download.visible = self._json_download.visible = False
         self._views = {}
@@ -419,8 +437,10 @@ class Shell(param.Parameterized):
         if not self.packet:
             return
         self._export_button.loading = True
-        self._export_note.object = "Exporting every view of this packet ..."
-        pn.state.execute(self._export, schedule=True)
+        self._export_note.object = "Exporting every view of this packet (the PNGs take a few seconds) ..."
+        document = pn.state.curdoc
+        served = document is not None and document.session_context is not None and pn.state._thread_pool
+        pn.state.execute(self._export, schedule="thread" if served else True)  # PNG rendering blocks: a thread
 
     def _export(self) -> None:
         analysis, notes = self._current()  # the numbers of the files on disk now
@@ -428,10 +448,11 @@ class Shell(param.Parameterized):
             with pn.io.hold():
                 self._say(" ".join(notes + self._show(analysis)))
         try:
-            paths = export_packet(analysis, self.export_dir, name=self.packet, head=self.head)
-        except OSError as error:
+            paths = write_report(analysis, self.export_dir, name=self.packet, head=self.head)
+        except (OSError, RenderError) as error:
+            reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
             self._export_note.object = (f"Export could not write to <code>{shown_name(clip(str(self.export_dir)))}"
-                                        f"</code>: {shown_name(error.strerror or clip(str(error)))}")
+                                        f"</code>: {shown_name(clip(reason))}")
         except Exception as error:  # never leave the note at "Exporting ...": say that nothing was written, and why
             log.exception("export of %s failed", self.packet)
             self._export_note.object = (f"Export wrote nothing: {html.escape(type(error).__name__)}: "
@@ -446,7 +467,8 @@ class Shell(param.Parameterized):
                                     (self._json_download, paths.report, "Download JSON report")):
             widget.param.update(file=str(path), filename=path.name, label=label, visible=True)
         self._export_note.object = written_note("export-note", (("export-html", paths.html),
-                                                                ("export-json", paths.report)))
+                                                                ("export-json", paths.report),
+                                                                *(("export-png", png) for png in paths.pngs)))
 
 
 def open_session(root: Path, export_dir: Path) -> tuple[pn.viewable.Viewable, pn.viewable.Viewable]:

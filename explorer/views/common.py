@@ -10,10 +10,10 @@ import holoviews.plotting.bokeh  # noqa: F401  (registers the Bokeh backend with
 import numpy as np
 import panel as pn
 import param
-from bokeh.models import CustomJSHover, HoverTool, PrintfTickFormatter
+from bokeh.models import BasicTicker, CustomJSHover, FixedTicker, HoverTool
 
 from explorer.analysis.result import Analysis, Comparison, Metrics
-from explorer.views import head_chart, html_summary
+from explorer.views import head_chart, html_summary, scales
 from explorer.views.html_summary import short_number
 
 hv.Store.set_current_backend("bokeh")
@@ -32,10 +32,14 @@ MARKER_SYMBOLS = {"circle": "\u25cf", "square": "\u25a0", "triangle": "\u25b2", 
                   "inverted_triangle": "\u25bc", "hex": "\u2b22"}
 METRICS = (("linf", "linf"), ("rmse", "rmse"), ("relative_l2", "relativeL2"))
 LINEAR, LOG = "linear", "log"
-MAX_INDEX_TICKS = 32  # rows up to this many (every query head of common models) get one tick per row index
-LOG_TICK_FORMAT = "%.0e"  # log colour bars: 1e-05, never a bare "10" whose exponent is cut off
+MAX_INDEX_TICKS = 32  # a per-head chart labels every head up to this many, every k-th above
+MAP_FRAME_PIXELS = 75  # of a map's height, what its title and channel axis take (the rest holds the rows)
+COLOUR_BAR_OUTLINE = "#999999"
 # A browser without a GPU emulates WebGL: each figure compiles shaders and copies every frame to a canvas.
 OUTPUT_BACKEND = "canvas"
+SELECTED_COLOUR, SELECTED_LINE_WIDTH = "#e8175d", 3  # the outline of the clicked map cell
+COMPACT_FONT = "0.85em"  # legends, hints and captions of compact cells
+HINT_CLASS = "view-hint"  # instructions for the live app: an export leaves them out
 IMAGE_COLUMN = "image"  # the data-source column HoloViews gives an image's colour values
 
 
@@ -51,7 +55,8 @@ class Selection(param.Parameterized):
 
 
 def selectable(pane: pn.pane.HoloViews, selection: Selection) -> pn.pane.HoloViews:
-    """Clicking a cell of this query head x channel map pane sets `selection.element` to (head, channel)."""
+    """Clicking a cell of this query head x channel map pane sets `selection.element` to (head, channel); the
+    selected cell is outlined on the map (an overlay redrawn alone: the map itself does not move or redraw)."""
     image = pane.object
     rows, columns = image.dimension_values(2, flat=False).shape
 
@@ -62,7 +67,15 @@ def selectable(pane: pn.pane.HoloViews, selection: Selection) -> pn.pane.HoloVie
         if 0 <= head < rows and 0 <= channel < columns:
             selection.element = (head, channel)
 
+    def outline(element) -> hv.Rectangles:
+        inside = element is not None and 0 <= element[0] < rows and 0 <= element[1] < columns
+        cells = [(element[1] - 0.5, element[0] - 0.5, element[1] + 0.5, element[0] + 0.5)] if inside else []
+        return hv.Rectangles(cells, kdims=image.kdims + [f"{d.name} end" for d in image.kdims]).opts(
+            fill_alpha=0, line_color=SELECTED_COLOUR, line_width=SELECTED_LINE_WIDTH, tools=[])
+
     hv.streams.Tap(source=image).add_subscriber(clicked)
+    marker = hv.DynamicMap(outline, streams=[hv.streams.Params(selection, ["element"])])
+    pane.object = image * marker
     return pane
 
 
@@ -97,6 +110,12 @@ def heading(text: str, note: str = "") -> pn.pane.HTML:
 
 def note(markup: str, css_class: str = "view-note") -> pn.pane.HTML:
     return html_pane(f'<p class="{css_class}" style="color:#444;margin:0.2em 0">{markup}</p>')
+
+
+def hint(markup: str) -> pn.pane.HTML:
+    """An instruction about the live app (click, hover, choose): exports leave it out (HINT_CLASS)."""
+    return html_pane(f'<p style="color:#555;margin:0;font-size:{COMPACT_FONT}">{markup}</p>', css_classes=[HINT_CLASS],
+                     margin=(0, 10))
 
 
 def state(markup: str, css_class: str) -> pn.pane.HTML:
@@ -169,12 +188,14 @@ class Field:
 
 def grid_map(colour: np.ndarray, fields: Sequence[Field], *, title: str, colour_label: str, xlabel: str,
              ylabel: str, clim: tuple[float, float], cmap, logz: bool = False, colorbar: bool = True,
-             height: int = MAP_HEIGHT) -> hv.Image:
+             height: int = MAP_HEIGHT, counts: bool = False, categories: Sequence[str] | None = None) -> hv.Image:
     """A rows x columns hv.Image coloured by `colour`; hover gives the cell's row, column and every field exactly.
 
     Row 0 is at the top; the map stretches to the available width (responsive: fixed-size
     figures inside the app's tabs never finish drawing). `colour` is drawn only; the numbers
-    shown are the fields'.
+    shown are the fields'. On a log scale exact zeros are drawn in ZERO_COLOUR and NaN in NAN_COLOUR, both apart
+    from the lowest colour. The colour bar's labels never repeat (`counts`: whole numbers only); with
+    `categories`, `colour` holds category indices, `cmap` one colour each, and the bar names them.
     """
     rows, columns = colour.shape
     # A field showing the colour array itself is sent once, as the drawn image column (not twice).
@@ -188,24 +209,50 @@ def grid_map(colour: np.ndarray, fields: Sequence[Field], *, title: str, colour_
     tooltips = ([(ylabel, "$y{index}"), (xlabel, "$x{index}")]
                 + [(f.label, f"@{{{columns_of[f.name]}}}{{custom}}") for f in fields])
     formatters = {"$x": cell_index, "$y": cell_index, **{f"@{{{columns_of[f.name]}}}": f.formatter for f in fields}}
-    size = {"min_width": MAP_MIN_WIDTH, "responsive": True, "height": height}
-    if rows <= MAX_INDEX_TICKS:
-        size["yticks"] = list(range(rows))
+    size = {"min_width": MAP_MIN_WIDTH, "responsive": True, "height": height,
+            "yticks": scales.index_ticks(rows, height - MAP_FRAME_PIXELS)}
     hovered = hover(tooltips, formatters)
-    if logz and colorbar:
-        hovered["hooks"] = [*hovered["hooks"], _log_colour_bar_labels]
+    if colorbar:
+        ticks = (tuple(enumerate(categories)) if categories is not None else
+                 scales.colour_bar_ticks(*clim, log=logz, integer=counts))
+        hovered["hooks"] = [*hovered["hooks"], _colour_bar_ticks(ticks)]
+    clipping = {"NaN": NAN_COLOUR, **({"min": scales.ZERO_COLOUR} if logz else {})}
     return image.opts(
         title=title, cmap=cmap, clim=clim, logz=logz, colorbar=colorbar, invert_yaxis=True,
-        clipping_colors={"NaN": NAN_COLOUR}, **hovered,
+        clipping_colors=clipping, **hovered,
         default_tools=["pan", "wheel_zoom", "box_zoom", "reset", "save"],
         **size)
 
 
-def _log_colour_bar_labels(plot, element) -> None:
-    """Label a log colour bar's ticks as 1e-05 (a fresh formatter per render: models belong to one document)."""
-    bar = plot.handles.get("colorbar")
-    if bar is not None:
-        bar.formatter = PrintfTickFormatter(format=LOG_TICK_FORMAT)
+def integer_y_axis(plot, element) -> None:
+    """A render hook: a count axis ticks whole numbers only (never 0.2, 0.4, ...); a fresh ticker per render."""
+    for axis in plot.state.yaxis:
+        axis.ticker = BasicTicker(min_interval=1)
+
+
+def _colour_bar_ticks(ticks: Sequence[tuple[float, str]]):
+    """A render hook putting `ticks` (value, label) on a map's colour bar (fresh models per render: a Bokeh model
+    belongs to one document)."""
+    def hook(plot, element) -> None:
+        bar = plot.handles.get("colorbar")
+        if bar is not None:
+            bar.ticker = FixedTicker(ticks=[value for value, _ in ticks])
+            bar.major_label_overrides = {value: label for value, label in ticks}
+            bar.bar_line_color = COLOUR_BAR_OUTLINE  # a white category or zero stays visible on the bar
+
+    return hook
+
+
+def ulp_map(distance: np.ndarray, fields: Sequence[Field], *, title: str, what: str, xlabel: str = "channel",
+            ylabel: str = "query head", height: int = MAP_HEIGHT) -> hv.Image:
+    """A map of ULP distances on the discrete scale of `scales.ULP_BUCKETS`: 0 in its own colour, each bucket
+    named on the colour bar, undefined distances (< 0) in NAN_COLOUR; `what` names the distance."""
+    codes = scales.ulp_bucket_codes(distance)
+    shown = scales.ulp_buckets_shown(codes)
+    labels = [scales.ulp_bucket_label(index) for index in range(shown)]
+    return grid_map(codes, [Field("ulp_bucket", what, codes, lambda: named(labels)), *fields], title=title,
+                    colour_label=what, xlabel=xlabel, ylabel=ylabel, clim=(-0.5, shown - 0.5),
+                    cmap=list(scales.ULP_BUCKET_COLOURS[:shown]), height=height, categories=labels)
 
 
 # ---------------------------------------------------------------- continuous colour scales
@@ -223,7 +270,8 @@ class ColourScale:
 def colour_scale(arrays: Sequence[np.ndarray], mode: str, what: str) -> ColourScale:
     """One colour range over every finite value of `arrays` (presentation only).
 
-    Log mode starts at the smallest positive value; zeros are drawn in the lowest colour.
+    Log mode starts at the smallest positive value; exact zeros are drawn white, apart from every colour of the
+    scale (grid_map).
     """
     finite = np.concatenate([a[np.isfinite(a)].ravel() for a in arrays]) if arrays else np.empty(0)
     undefined = f" Grey cells: {what} undefined (NaN)."
@@ -235,7 +283,7 @@ def colour_scale(arrays: Sequence[np.ndarray], mode: str, what: str) -> ColourSc
         low = float(positive.min())
         return ColourScale((low, high), True,
                            f"Log colour scale from the smallest positive {what} ({short_number(low)}) to the largest "
-                           f"({short_number(high)}); exact zeros are drawn in the lowest colour.{undefined}")
+                           f"({short_number(high)}); exact zeros are white.{undefined}")
     low = float(finite.min())
     if low == high:
         return ColourScale((low, low + 1.0), False,
@@ -249,9 +297,11 @@ def colour_scale(arrays: Sequence[np.ndarray], mode: str, what: str) -> ColourSc
 
 
 def head_ticks(heads: int, upright: int) -> tuple[list[int], bool]:
-    """(ticks, vertical) of a per-head x axis: integer ticks only, every head up to MAX_INDEX_TICKS; the labels
-    stand vertical when there are more than `upright` heads (what the chart's width holds side by side)."""
-    step = -(-heads // MAX_INDEX_TICKS) if heads else 1
+    """(ticks, vertical) of a per-head x axis: integer ticks only. Up to `upright` heads (what the chart's width holds
+    side by side) every head upright; above, the labels stand vertical, which takes half the room: every head up to
+    twice `upright` (and MAX_INDEX_TICKS), every k-th beyond, so neighbouring labels never touch."""
+    room = min(2 * upright, MAX_INDEX_TICKS)
+    step = -(-heads // room) if heads > upright else 1
     return list(range(0, heads, step)), heads > upright
 
 
@@ -277,9 +327,9 @@ def metric_choice(metrics: Sequence[tuple[str, str]] = METRICS) -> pn.widgets.Ra
 
 def _per_head_chart(series: Sequence[tuple[str, Comparison]], floor: tuple[str, Comparison] | None,
                     attribute: str, height: int, upright: int, colours: Mapping[str, str],
-                    markers: Mapping[str, str]) -> list:
+                    markers: Mapping[str, str], compact: bool) -> list:
     """[log-y chart of one metric: every comparison's per-head values as markers, the floor dashed; note naming
-    the values a log axis cannot draw (zero or null)]."""
+    the values a log axis cannot draw (zero or null; `compact`: only when there are some)]."""
     metric = dict(METRICS).get(attribute, attribute)
     drawn = [head_chart.Series(label, _metric_values(comparison.per_head, attribute), colours[label],
                                markers[label]) for label, comparison in series]
@@ -293,18 +343,20 @@ def _per_head_chart(series: Sequence[tuple[str, Comparison]], floor: tuple[str, 
                    if hidden else f"Every {metric} value is positive and drawn.")
     chart = head_chart_pane(drawn, title=f"{metric} per query head", ylabel=metric, log=True, upright=upright,
                             height=height)
-    return [chart, note(hidden_note, "hidden-values")]
+    return [chart] if compact and not hidden else [chart, note(hidden_note, "hidden-values")]
 
 
 def per_head_charts(series: Sequence[tuple[str, Comparison]], floor: tuple[str, Comparison] | None = None,
                     *, metrics: Sequence[tuple[str, str]] = METRICS, height: int = CHART_HEIGHT,
-                    upright: int = MAX_INDEX_TICKS, choice: pn.widgets.RadioButtonGroup | None = None) -> list:
+                    upright: int = MAX_INDEX_TICKS, choice: pn.widgets.RadioButtonGroup | None = None,
+                    compact: bool = False) -> list:
     """A per-head chart of every comparison in `series`, with the noise floor dashed: [legend (beside its own
     selector), chart with its note].
 
     With several `metrics` the chart draws the one picked in `choice` (a fresh selector above the chart unless
     the caller shares one between charts); the tables beside the charts list every metric. Head labels stand
     upright up to `upright` heads (a full-width chart holds every head of common models), vertical above.
+    `compact`: a smaller legend, and no note when every value is drawn (the overview's cells).
     """
     labels = [label for label, _ in series]
     colours = {label: SERIES_COLOURS[i % len(SERIES_COLOURS)] for i, label in enumerate(labels)}
@@ -313,11 +365,13 @@ def per_head_charts(series: Sequence[tuple[str, Comparison]], floor: tuple[str, 
                f"{html_summary.esc(label)}" for label in labels]
     if floor is not None:
         entries.append(f'<span style="color:{FLOOR_COLOUR}">- - -</span> {html_summary.esc(floor[0])}')
-    legend = html_pane('<div class="chart-legend">' + "".join(
-        f'<span style="display:inline-block;margin-right:1.5em">{entry}</span>' for entry in entries) + "</div>")
+    size = f"font-size:{COMPACT_FONT};line-height:1.3" if compact else ""
+    legend = html_pane(f'<div class="chart-legend" style="{size}">' + "".join(
+        f'<span style="display:inline-block;margin-right:1.2em">{entry}</span>' for entry in entries) + "</div>",
+                       margin=(0, 5) if compact else (5, 10))
 
     def draw(attribute: str) -> pn.Column:
-        return pn.Column(*_per_head_chart(series, floor, attribute, height, upright, colours, markers),
+        return pn.Column(*_per_head_chart(series, floor, attribute, height, upright, colours, markers, compact),
                          sizing_mode="stretch_width")
 
     if len(metrics) == 1:

@@ -21,6 +21,7 @@ from explorer.views.common import (
     explained,
     grid_map,
     heading,
+    hint,
     html_pane,
     note,
     per_cell,
@@ -176,8 +177,8 @@ def _body(analysis: Analysis, selection: Selection) -> list:
     charted = [(m.title, m.comparison) for m in maps if not m.same_as_primary]  # the chart, like the maps
     return [
         heading("|output - reference| per query head and channel",
-                f"Output dtype {esc(analysis.admission.tensors['output'].dtype)}. Hover a cell for its exact "
-                "values; click it for every number behind it."),
+                f"Output dtype {esc(analysis.admission.tensors['output'].dtype)}."),
+        hint("Hover a cell for its exact values; click it for every number behind it."),
         pn.Row(pn.pane.HTML("<b>Colour scale</b>", width=100), toggle, shared),
         pn.panel(pn.bind(maps_panel, numerics, toggle, shared, selection), sizing_mode="stretch_width"),
         heading("Per-head metrics",

@@ -29,7 +29,7 @@ FONT = 'font-family="sans-serif" font-size="11" fill="#333"'
 FRAME_COLOUR = "#9a9a9a"
 GRID_COLOUR = "#e8e8e8"
 DASH_PATTERN = "6 4"
-# Marker outlines centred on (0, 0), about 9 px across; "dot" is a small point on a line.
+# Marker outlines centred on (0, 0), about 9 px across; "dot" is a value a line-only series cannot join.
 MARKER_PATHS = {
     "circle": "M-4.5,0a4.5,4.5 0 1,0 9,0a4.5,4.5 0 1,0 -9,0z",
     "square": "M-4,-4h8v8h-8z",
@@ -39,6 +39,9 @@ MARKER_PATHS = {
     "hex": "M-4.6,0L-2.3,-4H2.3L4.6,0L2.3,4H-2.3z",
     "dot": "M-2.5,0a2.5,2.5 0 1,0 5,0a2.5,2.5 0 1,0 -5,0z",
 }
+SLOT_SHARE = 0.9  # of a head's slot, the width over which its markers stand side by side
+MARKER_GROWTH = 0.15  # each later series' markers are this much larger than the one before
+OUTLINE_WIDTH = 1.0  # px of white outline around a marker: it stays apart from a marker beneath
 HOVER_STYLE = ("<style>.head-point:hover path{stroke:#000;stroke-width:1.5}"
                ".head-point{cursor:default}</style>")
 
@@ -50,7 +53,7 @@ class Series:
     label: str
     values: np.ndarray
     colour: str
-    marker: str | None = "circle"  # a MARKER_PATHS key; None: small dots on the line (each keeps its tooltip)
+    marker: str | None = "circle"  # a MARKER_PATHS key; None: the line only (a dot where a value has no neighbour)
     line: str | None = None  # None, "solid" or "dashed"
 
 
@@ -135,8 +138,8 @@ def head_chart(series: Sequence[Series], *, title: str, ylabel: str, log: bool, 
     def tick_y(position: float) -> str:
         return f"{PLOT_TOP + frame * (1 - axis.position_fraction(position)):.1f}"
 
-    def x(head: int) -> str:
-        return f"{100 * (head + 0.5) / heads:.4f}%"
+    def x(head: int, offset: float = 0.0) -> str:
+        return f"{100 * (head + 0.5) / heads + offset:.4f}%"
 
     y_axis = [f'<text x="{Y_AXIS_WIDTH - 6}" y="{tick_y(value)}" dy="0.35em" '
               f'text-anchor="end" {FONT}>{esc(label)}</text>' for value, label in axis.ticks]
@@ -148,8 +151,9 @@ def head_chart(series: Sequence[Series], *, title: str, ylabel: str, log: bool, 
     plot += [f'<line x1="{x(h)}" x2="{x(h)}" y1="{PLOT_TOP}" y2="{PLOT_TOP + frame}" stroke="{GRID_COLOUR}"/>'
              for h in xticks]
     plot.append(f'<rect x="0" y="{PLOT_TOP}" width="100%" height="{frame}" fill="none" stroke="{FRAME_COLOUR}"/>')
-    for s in series:
-        plot += _series_marks(s, x, y, log)
+    offsets = marker_offsets(series, heads)
+    for index in reversed(range(len(series))):  # the first series (the primary) is drawn last: on top
+        plot += _series_marks(series[index], index, offsets[index], x, y, log)
     label_y = PLOT_TOP + frame + 6
     plot += [(f'<text x="{x(h)}" y="{label_y}" style="writing-mode:vertical-rl" {FONT}>{h}</text>'
               if vertical_labels else
@@ -163,20 +167,44 @@ def head_chart(series: Sequence[Series], *, title: str, ylabel: str, log: bool, 
             "</div></div>")
 
 
-def _series_marks(s: Series, x, y, log: bool) -> list[str]:
-    """The line segments between neighbouring drawable heads, then one marker per drawable head."""
+def _joined(ok: np.ndarray) -> np.ndarray:
+    """Which drawable heads a line reaches (a drawable neighbour on either side)."""
+    left = np.concatenate([[False], ok[:-1]])
+    right = np.concatenate([ok[1:], [False]])
+    return ok & (left | right)
+
+
+def marker_offsets(series: Sequence[Series], heads: int) -> list[float]:
+    """Each series' horizontal offset from its head's centre, in percent of the plot's width: series with markers
+    stand side by side within the head's slot, so equal values never hide each other (a lone one is centred);
+    line-only series are centred."""
+    marked = [index for index, s in enumerate(series) if s.marker is not None]
+    step = SLOT_SHARE * 100 / max(heads, 1) / max(len(marked), 1)
+    offsets = [0.0] * len(series)
+    for rank, index in enumerate(marked):
+        offsets[index] = (rank - (len(marked) - 1) / 2) * step
+    return offsets
+
+
+def _series_marks(s: Series, index: int, offset: float, x, y, log: bool) -> list[str]:
+    """The line segments between neighbouring drawable heads, then one marker per drawable head, `offset` percent
+    beside the head's centre; later series (index) get larger markers, so even where slots are too narrow to keep
+    markers apart the one beneath shows around the one on top."""
     ok = drawable(s.values, log)
+    scale = 1 + MARKER_GROWTH * index
     marks = []
     if s.line is not None:
         dash = f' stroke-dasharray="{DASH_PATTERN}"' if s.line == "dashed" else ""
-        marks += [f'<line x1="{x(h)}" y1="{y(s.values[h])}" x2="{x(h + 1)}" y2="{y(s.values[h + 1])}" '
+        marks += [f'<line x1="{x(h, offset)}" y1="{y(s.values[h])}" x2="{x(h + 1, offset)}" y2="{y(s.values[h + 1])}" '
                   f'stroke="{s.colour}" stroke-width="2"{dash}/>' for h in range(len(s.values) - 1)
                   if ok[h] and ok[h + 1]]
     path = MARKER_PATHS[s.marker or "dot"]
-    for h in np.flatnonzero(ok):
+    shown = ok if s.marker is not None or s.line is None else ok & ~_joined(ok)
+    for h in np.flatnonzero(shown):
         value = float(s.values[h])
         marks.append(f'<g class="head-point" data-series="{esc(s.label)}" data-head="{h}" '
                      f'data-value="{esc(number(value))}"><title>{esc(s.label)}, query head {h}: '
-                     f'{esc(number(value))}</title><svg x="{x(h)}" y="{y(value)}" overflow="visible">'
-                     f'<path d="{path}" fill="{s.colour}" fill-opacity="0.85"/></svg></g>')
+                     f'{esc(number(value))}</title><svg x="{x(h, offset)}" y="{y(value)}" '
+                     f'overflow="visible"><path d="{path}" transform="scale({scale:g})" fill="{s.colour}" '
+                     f'fill-opacity="0.9" stroke="#ffffff" stroke-width="{OUTLINE_WIDTH / scale:.2f}"/></svg></g>')
     return marks

@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 import html
-import json
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
 
+from explorer.analysis.formatting import MISSING as NOT_A_NUMBER  # noqa: F401  (the views' name for a missing value)
+from explorer.analysis.formatting import full_number as number
+from explorer.analysis.formatting import short_number
 from explorer.analysis.ranking import noise_floor_ratios, worst_ulp_per_head
 from explorer.analysis.result import Analysis, Comparison, Metrics, Numerics
 from explorer.packet.bounded import escaped_bytes
 from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED, Problem, Reason
 
 LARGEST_HEADS = 3  # heads with the largest primary linf, listed in the notebook summary
-SIGNIFICANT_DIGITS = 4  # digits of a float on screen; hover, tooltip and JSON carry the full value
-NOT_A_NUMBER = "\u2013"  # shown for a null metric; its reason sits beside it
 
 # Neutral colours (background, text): a status is a category, never a verdict.
 STATUS_COLOURS = {
@@ -52,26 +52,6 @@ def esc(value: object) -> str:
     return html.escape(escaped_bytes(str(value)))
 
 
-def number(value: object) -> str:
-    """A value as the report prints it: floats in full precision (Python repr), null as a dash."""
-    if value is None:
-        return NOT_A_NUMBER
-    if isinstance(value, (bool, np.bool_)):
-        return "true" if value else "false"
-    if isinstance(value, (float, np.floating)):
-        return repr(float(value))
-    if isinstance(value, (Mapping, list, tuple)):
-        return json.dumps(value, default=_plain)
-    return str(value)
-
-
-def short_number(value: object) -> str:
-    """A value for people: floats to SIGNIFICANT_DIGITS significant digits, everything else as `number` prints it."""
-    if isinstance(value, (float, np.floating)) and not isinstance(value, (bool, np.bool_)):
-        return f"{float(value):.{SIGNIFICANT_DIGITS}g}"
-    return number(value)
-
-
 def number_cell(value: object) -> str:
     """HTML of a value for a table or label: 4 significant digits (never broken at its exponent's minus sign), the
     full value in the tooltip when they differ."""
@@ -80,10 +60,6 @@ def number_cell(value: object) -> str:
     # A number is never broken; any other value (a hash, a path) wraps inside its cell.
     numeric = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
     return f'<span class="number" style="{"white-space:nowrap" if numeric else WRAP_STYLE}"{title}>{esc(shown)}</span>'
-
-
-def _plain(value: object) -> object:
-    return dict(value) if isinstance(value, Mapping) else str(value)
 
 
 def table(header: Sequence[str], rows: Iterable[Sequence[str]], *, css_class: str = "") -> str:
@@ -171,32 +147,32 @@ METRIC_HEADER = ("linf", "rmse", "relativeL2", "undefined reason")
 
 
 def ranked_heads(numerics: Numerics) -> list[int]:
-    """Query heads by primary linf as a multiple of their FP64 noise floor, then by worst ULP, largest first.
-
-    Heads without a ratio (or a ULP distance) follow those with one; ties by head.
-    """
-    ratios, ulps = noise_floor_ratios(numerics), worst_ulp_per_head(numerics)
+    """Query heads by score (error / allowance), then by worst ULP, largest first; heads not compared (no score)
+    follow, ties by head."""
+    scores, ulps = numerics.score.per_head, worst_ulp_per_head(numerics)
 
     def key(h: int) -> tuple:
-        return (ratios[h] is None, -(ratios[h] or 0.0), ulps[h] is None, -(ulps[h] or 0), h)
+        return (scores[h] is None, -(scores[h] or 0.0), ulps[h] is None, -(ulps[h] or 0), h)
 
-    return sorted(range(len(ratios)), key=key)
+    return sorted(range(len(scores)), key=key)
 
 
 def per_head_table(analysis: Analysis, heads: Sequence[int] | None = None) -> str:
-    """Primary per-head metrics with each head's noise-floor ratio and worst ULP (all heads ranked, or `heads`)."""
+    """Primary per-head metrics with each head's score, noise-floor ratio and worst ULP (all heads ranked by score,
+    or `heads`)."""
     numerics = analysis.numerics
     if numerics is None:
         return ""
     primary = numerics.primary
-    ratios, ulps = noise_floor_ratios(numerics), worst_ulp_per_head(numerics)
+    scores, ratios, ulps = numerics.score.per_head, noise_floor_ratios(numerics), worst_ulp_per_head(numerics)
     order = ranked_heads(numerics) if heads is None else list(heads)
-    rows = [[str(h), str(numerics.attention[h].kv_head), *metric_cells(primary.per_head[h])[:3],
-             number_cell(ratios[h]), number_cell(ulps[h]), *metric_cells(primary.per_head[h])[3:]] for h in order]
+    rows = [[str(h), str(numerics.attention[h].kv_head), number_cell(scores[h]),
+             *metric_cells(primary.per_head[h])[:3], number_cell(ratios[h]), number_cell(ulps[h]),
+             *metric_cells(primary.per_head[h])[3:]] for h in order]
     dtype = numerics.rounded_to_output.dtype
-    return table(("query head", "KV head", *METRIC_HEADER[:3], "linf / own FP64 noise floor",
-                  f"max ULP to reference rounded to {esc(dtype)}", METRIC_HEADER[3]), rows,
-                 css_class="per-head-primary")
+    return table(("query head", "KV head", "score (error / allowance)", *METRIC_HEADER[:3],
+                  "linf / own FP64 noise floor", f"max ULP to reference rounded to {esc(dtype)}", METRIC_HEADER[3]),
+                 rows, css_class="per-head-primary")
 
 
 def global_table(analysis: Analysis) -> str:

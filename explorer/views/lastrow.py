@@ -20,6 +20,7 @@ from explorer.views.common import (
     hex_pattern,
     hover,
     html_pane,
+    integer_y_axis,
     named,
     plot_pane,
     state,
@@ -39,7 +40,7 @@ TOOLBAR_PLACE = "above"  # a map a few rows high has no room for a toolbar stand
 HISTOGRAM_HEIGHT = 260
 
 
-def _legend() -> str:
+def legend_html() -> str:
     swatches = "".join(f'<span style="display:inline-block;margin-right:1em"><span style="display:inline-block;'
                        f'width:0.9em;height:0.9em;background:{colour};border:1px solid #999;vertical-align:middle">'
                        f"</span> {esc(name)}</span>" for name, colour in zip(FIELD_NAMES, FIELD_COLOURS))
@@ -76,7 +77,7 @@ def _histogram(row: LastRow, title: str) -> hv.Overlay:
     boundaries = [hv.VLine(low - 0.5).opts(color="#555555", line_dash="dotted") for _, low, _ in parts[1:]]
     return hv.Overlay(layers + boundaries).opts(
         title=title, invert_xaxis=True, height=HISTOGRAM_HEIGHT, responsive=True, min_width=320,
-        legend_position="top_left", ylabel="elements differing", show_grid=True)
+        legend_position="right", ylabel="elements differing", show_grid=True, hooks=[integer_y_axis])
 
 
 def _facts_table(row: LastRow) -> str:
@@ -98,7 +99,7 @@ def _one(row: LastRow, name: str, noun: str) -> list:
     if row.mismatched == 0:
         parts.append(state(f"<b>All bits equal</b>: the {row.compared} {esc(noun)} elements of the stored "
                            "last row are bitwise identical to the incoming row.", "all-bits-equal"))
-    parts += [html_pane(_legend()),
+    parts += [html_pane(legend_html()),
               plot_pane(_xor_map(row, f"{name}: XOR of stored and incoming, by differing field"))]
     if row.mismatched:
         parts.append(plot_pane(_histogram(row, f"{name}: differing bits per bit position")))

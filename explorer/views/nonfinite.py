@@ -95,7 +95,7 @@ def _token_map(nonfinite: NonfiniteMap) -> tuple[hv.Image, str]:
     xlabel = "token" if width == 1 else f"token bin ({width} tokens each)"
     image = grid_map(total, fields, title=f"{nonfinite.tensor}: nonfinite elements per head and token",
                      colour_label="count", xlabel=xlabel, ylabel="head",
-                     clim=(0, max(int(total.max()), 1)), cmap=COUNT_CMAP, height=_height(heads))
+                     clim=(0, max(int(total.max()), 1)), cmap=COUNT_CMAP, height=_height(heads), counts=True)
     binned = (f"Drawn in bins of {width} tokens (at most {MAX_TOKEN_CELLS} cells); hover gives each bin's "
               "token range." if width > 1 else "One column per token.")
     return image, f"Colour: nonfinite elements over the channels of each head and token. {binned}"

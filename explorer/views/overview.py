@@ -10,6 +10,7 @@ from explorer.packet.dtypes import FIELD_BITS
 from explorer.packet.model import REFUSED, TENSOR_NAMES
 from explorer.views import html_summary, lastrow
 from explorer.views.common import (
+    COMPACT_FONT,
     CONTINUOUS_CMAP,
     LOG,
     UPRIGHT_HEAD_LABELS,
@@ -18,6 +19,7 @@ from explorer.views.common import (
     colour_scale,
     grid_map,
     hex_pattern,
+    hint,
     html_pane,
     named,
     note,
@@ -25,19 +27,23 @@ from explorer.views.common import (
     plot_pane,
     selectable,
     state,
+    ulp_map,
     ulp_value,
 )
 from explorer.views.html_summary import esc, short_number, table
 from explorer.views.narrowed import reason_words
 
-MAP_HEIGHT = 215
-ROW_PIXELS = 14  # last-row map pixels per KV head
-LAST_ROW_BASE_HEIGHT = 66
-LAST_ROW_MAX_HEIGHT = 130
-CHART_HEIGHT = 190
-CELL_MARGIN = (4, 4)
+# Compact cells: the four fit the first screen at 1280 x 800; each cell's link opens its full view.
+MAP_HEIGHT = 160
+ROW_PIXELS = 12  # last-row map pixels per KV head
+LAST_ROW_BASE_HEIGHT = 50
+LAST_ROW_MAX_HEIGHT = 100
+CHART_HEIGHT = 125
+LINK_WIDTH, LINK_HEIGHT = 150, 26
+CELL_MARGIN = (3, 3)
+COMPACT_STYLE = f"font-size:{COMPACT_FONT};line-height:1.25"
 SHA_DIGITS = 12  # packetSHA256 hex digits in the identity line of a refused packet
-CELL_STYLE = {"border": "1px solid #d0d7e0", "border-radius": "4px", "padding": "4px 8px"}
+CELL_STYLE = {"border": "1px solid #d0d7e0", "border-radius": "4px", "padding": "2px 8px"}
 # (slug, cell title, tab title) of the four cells, in grid order.
 CELLS = (("errors", "Per-head error", "Per-head errors"), ("lastrow", "Last-row bits", "Last-row bits"),
          ("nonfinite", "Nonfinite", "Nonfinite"), ("narrowed", "Narrowed-Q counterfactual", "Narrowed-Q"))
@@ -80,32 +86,34 @@ def _unavailable(analysis: Analysis, needs: str, what: str) -> pn.pane.HTML:
 
 
 def _error_map(analysis: Analysis, numerics: Numerics, selection: Selection) -> list:
-    """The map carrying the information: ULP to the rounded reference for a narrow output, else |output - primary|."""
+    """The map carrying the information: ULP to the rounded reference for a narrow output (a discrete scale, 0 in
+    its own colour), else |output - primary| (log colours, zeros white)."""
     rounded = numerics.rounded_to_output
     dtype = rounded.dtype
     if rounded.identity:
         comparison = numerics.primary
         colour = comparison.abs_error
         what = "|output - primary|"
-        fields = [Field("error", what, colour), Field("ulp", "ULP (float32)", rounded.ulp.distance, ulp_value)]
-        caption = "Output is float32: |output - primary reference| per query head and channel."
+        scale = colour_scale([colour], LOG, what)
+        fields = [Field("error", "|error|", colour), Field("ulp", "ULP (float32)", rounded.ulp.distance, ulp_value)]
+        image = grid_map(colour, fields, title=what, colour_label="|error|", xlabel="channel", ylabel="query head",
+                         clim=scale.clim, logz=scale.logz, cmap=CONTINUOUS_CMAP, height=MAP_HEIGHT)
+        finite = colour[np.isfinite(colour)]
+        spread = finite.size and finite.min() < finite.max()
+        colours = (f"{'log' if scale.logz else 'linear'} colours {short_number(scale.clim[0])} to "
+                   f"{short_number(scale.clim[1])}{', white: 0' if scale.logz else ''}" if spread
+                   else scale.note.split(".")[0])
+        caption = f"Output float32: |output - primary reference|, {colours}; grey: undefined."
     else:
-        colour = np.where(rounded.ulp.distance >= 0, rounded.ulp.distance, np.nan).astype(np.float64)
         what = f"ULP distance in {dtype}"
-        fields = [Field("ulp_colour", what, colour),
+        fields = [Field("ulp", what, rounded.ulp.distance, ulp_value),
                   Field("error", f"|output - reference rounded to {dtype}|", rounded.comparison.abs_error)]
-        caption = (f"Output is {dtype}: ULP distance to the primary reference rounded (RNE) to {dtype} (its "
-                   f"{dtype} rounding not counted; 0 = the same {dtype} value).")
-    scale = colour_scale([colour], LOG, what)
-    image = grid_map(colour, fields, title=what, colour_label=what, xlabel="channel", ylabel="query head",
-                     clim=scale.clim, logz=scale.logz, cmap=CONTINUOUS_CMAP, height=MAP_HEIGHT)
+        image = ulp_map(rounded.ulp.distance, fields, title=what, what="ULP bucket", height=MAP_HEIGHT)
+        caption = (f"Output {dtype}: ULP distance to the primary reference rounded (RNE) to {dtype}; white: 0 (the "
+                   f"same {dtype} value), grey: undefined.")
     pane = selectable(plot_pane(image.opts(toolbar=None), css_classes=["overview-error-map"]), selection)
-    finite = colour[np.isfinite(colour)]
-    spread = finite.size and finite.min() < finite.max()
-    colours = (f"{'Log' if scale.logz else 'Linear'} colours from {short_number(scale.clim[0])} to "
-               f"{short_number(scale.clim[1])}" if spread else scale.note.split(".")[0])
-    return [pane, note(esc(f"{caption} {colours}; grey: undefined. Click a cell for every number behind it."),
-                       "overview-caption")]
+    return [pane, note(f'<span style="{COMPACT_STYLE}">{esc(caption)}</span>', "overview-caption"),
+            hint("Click a cell for every number behind it.")]
 
 
 def _last_row_map(row: LastRow, name: str) -> list:
@@ -126,7 +134,7 @@ def _last_row_map(row: LastRow, name: str) -> list:
 def _last_rows(analysis: Analysis) -> list:
     facts = analysis.facts
     rows = (facts.last_row_keys, facts.last_row_values)
-    legend = [html_pane(lastrow._legend())] if any(row.mismatched for row in rows) else []
+    legend = [html_pane(lastrow.legend_html())] if any(row.mismatched for row in rows) else []
     return [*_last_row_map(rows[0], "Keys"), *_last_row_map(rows[1], "Values"), *legend]
 
 
@@ -138,8 +146,9 @@ def _nonfinite(analysis: Analysis) -> list:
             finite.append(name)
         rows.append((f"<code>{name}</code>", esc(m.dtype), esc(m.nan), esc(m.signaling_nan),
                      esc(m.positive_infinity), esc(m.negative_infinity)))
-    parts = [html_pane(table(("tensor", "dtype", "NaN", "of which signaling", "+inf", html_summary.NEGATIVE_INFINITY_HEADER), rows,
-                             css_class="overview-nonfinite"))]
+    counts = table(("tensor", "dtype", "NaN", "of which signaling", "+inf", html_summary.NEGATIVE_INFINITY_HEADER),
+                   rows, css_class="overview-nonfinite")
+    parts = [html_pane(f'<div style="{COMPACT_STYLE}">{counts}</div>')]
     if len(finite) == len(TENSOR_NAMES):
         parts.append(note("No NaN and no infinity in any element of the six tensors.", "overview-finite"))
     elif finite:
@@ -154,21 +163,21 @@ def _narrowed(analysis: Analysis, numerics: Numerics) -> list:
         return [state(f'<b>Not applicable</b> (<code class="narrowed-reason">{esc(numerics.narrowed_query_reason)}'
                       f"</code>): {esc(reason_words(analysis, numerics.narrowed_query_reason))}",
                       "narrowed-not-applicable")]
-    floor = ("FP64 noise floor of the primary reference", numerics.fp64.reference_error)
+    floor = ("FP64 noise floor", numerics.fp64.reference_error)
     legend, chart = per_head_charts(
-        [("output vs primary reference", numerics.primary), ("output vs narrowed-Q counterfactual", nq.comparison)],
-        floor, metrics=(("linf", "linf"),), height=CHART_HEIGHT, upright=UPRIGHT_HEAD_LABELS)
-    caption = (f"linf per query head of the output against the primary reference and against the counterfactual "
-               f"(queries rounded to {esc(nq.dtype)} first; a counterfactual, never the reference).")
-    return [legend, chart, note(caption, "overview-caption")]
+        [("vs primary reference", numerics.primary), ("vs narrowed-Q counterfactual", nq.comparison)],
+        floor, metrics=(("linf", "linf"),), height=CHART_HEIGHT, upright=UPRIGHT_HEAD_LABELS, compact=True)
+    caption = (f"Output linf per head against each reference (counterfactual: queries rounded to {esc(nq.dtype)}; "
+               "never the reference).")
+    return [legend, chart, note(f'<span style="{COMPACT_STYLE}">{caption}</span>', "overview-caption")]
 
 
 def _cell(slug: str, title: str, tab_title: str, selection: Selection, body: list) -> pn.Column:
-    link = pn.widgets.Button(label=f"{tab_title} tab \u2192", color="light", width=180, height=30,
-                             css_classes=["overview-link"])
+    link = pn.widgets.Button(label=f"{tab_title} \u2192", color="light", width=LINK_WIDTH, height=LINK_HEIGHT,
+                             css_classes=["overview-link"], margin=(2, 0))
     link.on_click(lambda _event: selection.param.update(tab=slug))
-    header = pn.Row(html_pane(f'<h4 style="margin:0.3em 0">{esc(title)}</h4>'), link,
-                    sizing_mode="stretch_width")
+    header = pn.Row(html_pane(f'<h4 style="margin:0.25em 0;font-size:1.05em">{esc(title)}</h4>', margin=(0, 0)), link,
+                    sizing_mode="stretch_width", margin=0)
     return pn.Column(header, *body, sizing_mode="stretch_width", styles=CELL_STYLE, margin=CELL_MARGIN,
                      css_classes=["overview-cell", f"overview-{slug}"])
 

@@ -26,7 +26,9 @@ from explorer.views.common import (
     grid_map,
     heading,
     hex_pattern,
+    hint,
     hover,
+    integer_y_axis,
     html_pane,
     note,
     per_cell,
@@ -125,7 +127,7 @@ def element_html(pair: Pair, head: int, channel: int) -> str:
     differs = "" if output.differs is None else ("; bit patterns differ" if output.differs[head, channel]
                                                  else "; bit patterns equal")
     return (f'<p class="element-title"><b>Query head {head}, channel {channel}</b>{differs}{ulp}</p>'
-            + table(("", "value (hover: full precision)", "bits", "dtype"), rows, css_class="pair-element"))
+            + table(("", "value (full precision in its tooltip)", "bits", "dtype"), rows, css_class="pair-element"))
 
 
 class BitDifferenceExplorer(pn.viewable.Viewer):
@@ -159,7 +161,7 @@ class BitDifferenceExplorer(pn.viewable.Viewer):
         self._detail.object = element_html(self._pair, self.head, self.channel)
 
     def __panel__(self):
-        return pn.Column(self._plot, note("Click a cell to show that element below; hover for exact values."),
+        return pn.Column(self._plot, hint("Click a cell to show that element below; hover for exact values."),
                          self._detail, sizing_mode="stretch_width")
 
 
@@ -172,8 +174,13 @@ def mismatch_bars(pair: Pair) -> hv.Bars:
     data = {"query head": [str(h) for h in range(len(per_head))], "elements differing": list(per_head)}
     return hv.Bars(data, "query head", "elements differing").opts(
         title="Differing output elements per query head", color=BAR_COLOUR, height=CHART_HEIGHT, responsive=True,
-        min_width=320, show_grid=True,
-        **hover([("query head", "@{query_head}"), ("elements differing", "@{elements_differing}")], {}))
+        min_width=320, show_grid=True, **_counted(hover([("query head", "@{query_head}"),
+                                                          ("elements differing", "@{elements_differing}")], {})))
+
+
+def _counted(options: dict) -> dict:
+    """Plot options with the count axis ticking whole numbers."""
+    return {**options, "hooks": [*options["hooks"], integer_y_axis]}
 
 
 def error_maps(pair: Pair) -> pn.Column:
@@ -206,12 +213,23 @@ def error_maps(pair: Pair) -> pn.Column:
 # ---------------------------------------------------------------- sections
 
 
+def findings_section(pair: Pair) -> pn.Column:
+    """What the pair shows, first: input identity, the output elements that differ with their heads, the tokens."""
+    return pn.Column(heading("Findings"), html_pane(pair_html.findings_html(pair)), sizing_mode="stretch_width",
+                     css_classes=["pair-findings-section"])
+
+
 def summary_section(pair: Pair) -> pn.Column:
-    """Status and reasons, the two sides, the selection and the notes."""
+    """Status and reasons, the two sides and the selection."""
     return pn.Column(heading("Pair"), html_pane(pair_html.status_html(pair)), html_pane(pair_html.sides_table(pair)),
                      heading("Selection"), html_pane(pair_html.selection_html(pair)),
-                     heading("Notes and limitations"), html_pane(pair_html.notes_html(pair)),
                      sizing_mode="stretch_width", css_classes=["pair-summary"])
+
+
+def notes_section(pair: Pair) -> pn.Column:
+    """The pair's notes and limitations (after its numbers)."""
+    return pn.Column(heading("Notes and limitations"), html_pane(pair_html.notes_html(pair)),
+                     sizing_mode="stretch_width", css_classes=["pair-notes-section"])
 
 
 def inputs_section(pair: Pair) -> pn.Column:
@@ -239,9 +257,8 @@ def heads_section(pair: Pair) -> pn.Column:
 
 
 def ladder_section(pair: Pair) -> pn.Column:
-    return pn.Column(heading("Ladder", "Each side against its own references (global metrics); hover a number for "
-                             "its full value."),
-                     html_pane(pair_html.ladder_table(pair)),
+    return pn.Column(heading("Ladder", "Each side against its own references (global metrics)."),
+                     hint("Hover a number for its full value."), html_pane(pair_html.ladder_table(pair)),
                      heading("Nearer the primary reference", "Per element, |a - ref| against |b - ref| in FP64."),
                      html_pane(pair_html.nearer_html(pair)), *_nearer_per_head(pair), sizing_mode="stretch_width",
                      css_classes=["pair-ladder"])
@@ -269,6 +286,7 @@ def emulations_section(pair: Pair) -> pn.viewable.Viewable:
 
 # name -> (title, section builder), in display order
 SECTIONS = {
+    "findings": ("Findings", findings_section),
     "summary": ("Pair", summary_section),
     "inputs": ("Input identity", inputs_section),
     "bits": ("Output differences", bits_section),
@@ -277,12 +295,13 @@ SECTIONS = {
     "errors": ("|a - ref|, |b - ref|", errors_section),
     "tokens": ("Tokens", tokens_section),
     "emulations": ("Kernel emulations", emulations_section),
+    "notes": ("Notes and limitations", notes_section),
 }
 
 
 def build(pair: Pair) -> pn.Column:
     """The whole pair view: every section, the element-wise ones only when the pair was compared element-wise."""
-    names = ["summary"] if pair.output is None and pair.ladder is None else list(SECTIONS)
+    names = ["findings", "summary", "notes"] if pair.output is None and pair.ladder is None else list(SECTIONS)
     if pair.output is None:
         names = [n for n in names if n not in ("bits", "heads")]
     if pair.emulation is None and (pair.output is None or pair.output.dtypes_differ or not served()):

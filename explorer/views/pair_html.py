@@ -24,11 +24,11 @@ from explorer.views.html_summary import (
     esc,
     number,
     refusals_table,
+    short_number,
     status_badge,
     table,
 )
 
-SIGNIFICANT_DIGITS = 4
 SHOWN_POSITIONS = 8  # first differing input positions listed per tensor (the report holds up to 100)
 PAIR_STATUS_COLOURS = {COMPARED: STATUS_COLOURS["analyzed"], INCONCLUSIVE: STATUS_COLOURS[INCONCLUSIVE],
                        REFUSED: STATUS_COLOURS[REFUSED]}
@@ -46,7 +46,7 @@ LADDER_METRICS = (("linf", "linf"), ("rmse", "rmse"), ("relative_l2", "relativeL
 def short(value: Any) -> str:
     """A float at 4 significant digits, its full value in the hover title; other values as the report prints them."""
     if isinstance(value, float):
-        return f'<span title="{esc(number(value))}">{esc(f"{value:.{SIGNIFICANT_DIGITS}g}")}</span>'
+        return f'<span title="{esc(number(value))}">{esc(short_number(value))}</span>'
     return esc(number(value))
 
 
@@ -132,6 +132,28 @@ def output_lead(pair: Pair) -> str:
     heads = [f"{h} ({n})" for h, n in enumerate(output.bits.per_head) if n]
     return (f"{output.bits.mismatched} of {output.compared} output elements differ ({output.dtype_a} bit patterns)"
             + (f", in query heads (count): {', '.join(heads)}." if heads else "."))
+
+
+def findings_html(pair: Pair) -> str:
+    """The pair's findings in three lines, for its first screen: input identity (naming the tensors that differ),
+    the output elements that differ with their heads, and the target tokens."""
+    if pair.inputs is None:
+        inputs = "Inputs not compared element-wise (a side was refused or the shapes differ)."
+    elif pair.inputs.identical:
+        inputs = "Inputs: all five tensors byte-identical."
+    else:
+        differing = [f"{name} ({t.mismatched} of {t.compared} elements)" for name, t in pair.inputs.tensors.items()
+                     if not t.identical]
+        inputs = "Inputs differ: " + ", ".join(differing) + ". Output differences mix input and arithmetic."
+    tokens = pair.tokens
+    if tokens is None:
+        said = "Tokens not established (a side was refused)."
+    else:
+        said = (f"Target tokens {'differ' if tokens.differ else 'equal'}: a {number(tokens.target_a)}, "
+                f"b {number(tokens.target_b)} (seed {number(tokens.seed_token)}).")
+    lines = [("inputs", inputs), ("output", output_lead(pair)), ("tokens", said)]
+    items = "".join(f'<li class="finding-{key}" style="margin:0.15em 0">{esc(text)}</li>' for key, text in lines)
+    return f'<ul class="pair-findings" style="font-size:1.05em;margin:0.3em 0 0.6em 0;padding-left:1.2em">{items}</ul>'
 
 
 def _metric_cells(m: Metrics) -> list[str]:

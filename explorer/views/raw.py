@@ -12,6 +12,8 @@ from explorer.views.common import Selection, collapsed, explained, heading, html
 from explorer.views.html_summary import esc
 
 JSON_DEPTH = 2  # levels expanded when a JSON pane opens
+# A long JSON line scrolls inside its pane, never widens the page.
+CONTAINED = {"overflow-x": "auto", "overflow-wrap": "anywhere"}
 PRE_STYLE = ("white-space:pre-wrap;word-break:break-all;font-size:0.85em;background:#f7f7f7;padding:0.5em;"
              "max-height:32em;overflow:auto")
 
@@ -30,7 +32,7 @@ def _packet_json(analysis: Analysis) -> list:
 def _snapshot(analysis: Analysis) -> list:
     admission = analysis.admission
     if admission.snapshot is not None:
-        return [pn.pane.JSON(admission.snapshot, depth=JSON_DEPTH, sizing_mode="stretch_width",
+        return [pn.pane.JSON(admission.snapshot, depth=JSON_DEPTH, sizing_mode="stretch_width", styles=CONTAINED,
                              css_classes=["snapshot-json"]),
                 collapsed("Snapshot text as captured", _pre(admission.snapshot_text or "", "snapshot-text"))]
     if admission.snapshot_text is not None:
@@ -48,7 +50,8 @@ def _body(analysis: Analysis) -> list:
     return [
         heading("JSON report", "The numbers every view draws, as <code>explorer analyze --json</code> prints them."),
         download,
-        pn.pane.JSON(report, depth=JSON_DEPTH, sizing_mode="stretch_width", css_classes=["report-json"]),
+        pn.pane.JSON(report, depth=JSON_DEPTH, sizing_mode="stretch_width", styles=CONTAINED,
+                     css_classes=["report-json"]),
         heading("packet.json", "As captured, decoded as UTF-8 (unknown keys included)."),
         *_packet_json(analysis),
         heading("Metadata snapshot", "The parsed CBv2AttentionMetadataSnapshot, every field as captured."),

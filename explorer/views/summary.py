@@ -1,4 +1,4 @@
-"""Summary view: status, every refusal or reason, identity (declared), selection, geometry, sample facts, limitations and the per-head primary table; computes nothing."""
+"""Summary view: status and every refusal or reason, the score and the per-head primary table ranked by score, then identity (declared), selection, geometry, sample facts, and the limitations last; computes nothing."""
 
 from __future__ import annotations
 
@@ -56,10 +56,15 @@ def _per_head(analysis: Analysis) -> list:
     if numerics is None:
         return [heading("Per-head primary metrics"),
                 html_pane(f"<p><i>{esc(html_summary.missing_text(analysis, html_summary.NEEDS_NUMERICS))}</i></p>")]
-    return [heading("Per-head primary metrics", f"{esc(numerics.primary.label)}. Sorted by each head's linf as a "
-                    "multiple of its own FP64 noise floor (the primary reference's own rounding error against "
-                    "FP64; a ratio, not a verdict), then by its largest ULP distance to the rounded reference."),
-            html_pane(html_summary.global_table(analysis) + html_summary.per_head_table(analysis))]
+    score = numerics.score
+    lead = (f"Score (error / allowance) {number_cell(score.value)}"
+            + (f"; {score.heads_not_compared} of {score.heads} heads not compared" if score.heads_not_compared else ""))
+    return [heading("Per-head primary metrics", f"{esc(numerics.primary.label)}. Sorted by each head's score: its "
+                    "largest |output - primary reference| over the allowance (half the output dtype's spacing plus "
+                    "the head's FP64 noise floor; a ratio, not a verdict), then by its largest ULP distance to the "
+                    "rounded reference."),
+            html_pane(f'<p class="summary-score"><b>{lead}</b></p>' + html_summary.global_table(analysis)
+                      + html_summary.per_head_table(analysis))]
 
 
 def _side_by_side(left: tuple, right: tuple) -> pn.GridBox:
@@ -75,8 +80,6 @@ def build(analysis: Analysis, selection: Selection) -> pn.Column:
     parts = [
         heading("Status"),
         html_pane(f'<div class="summary-status">{html_summary.status_html(analysis)}</div>'),
-        heading("What this analysis does not prove"),
-        html_pane(f'<ul class="limitations">{limitations}</ul>'),
     ]
     if refused:
         parts += [heading("Packet"), html_pane(_packet_hashes(analysis)),
@@ -92,4 +95,5 @@ def build(analysis: Analysis, selection: Selection) -> pn.Column:
                           (heading("Sample facts"), html_pane(mapping_table(admission.sample, css_class="sample")))),
             heading("Tensors"), html_pane(_dtypes_table(analysis)),
         ]
+    parts += [heading("What this analysis does not prove"), html_pane(f'<ul class="limitations">{limitations}</ul>')]
     return pn.Column(*parts, sizing_mode="stretch_width", css_classes=["view-summary"])

@@ -323,3 +323,21 @@ def click_packet(page, name: str, shown=None) -> None:
     if shown is not None:
         css_class, content = shown
         page.wait_for_function(REPLACED_JS, arg={"cssClass": css_class, "previous": content}, timeout=PAGE_TIMEOUT_MS)
+
+
+# Every enabled form control (input, button, select, textarea) shown on the page, across every shadow root, as
+# "tag.class" strings: a static export must hold none.
+ENABLED_INPUTS_JS = """() => {
+  const found = []
+  const walk = (root) => {
+    for (const el of root.querySelectorAll("*")) {
+      if (el.matches("input, button, select, textarea") && !el.disabled && el.getClientRects().length > 0) {
+        found.push(el.tagName.toLowerCase() + "." + [...el.classList].join("."))
+      }
+      if (el.shadowRoot) walk(el.shadowRoot)
+    }
+  }
+  walk(document)
+  return found
+}"""
+EXPORT_WIDTH = 1280  # an exported page fits a window this wide

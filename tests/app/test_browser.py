@@ -139,16 +139,18 @@ def test_unknown_query_values_are_ignored_with_a_message(page, server):
 def test_export_writes_html_that_loads_offline(page, server, export_dir, browser, requested):
     open_packet(page, server, f"?packet={ANALYZED_SAMPLE}&tab=errors&head=5")
     wait_view(page, ANALYZED_SAMPLE, "errors")
-    page.get_by_role("button", name="Export HTML + JSON").click()
+    page.get_by_role("button", name="Export HTML + PNG + JSON").click()
     note = page.locator(".export-note")
     note.wait_for(state="visible", timeout=PAGE_TIMEOUT_MS)
     html_path = Path(page.locator(".export-html").inner_text())
     report_path = Path(page.locator(".export-json").inner_text())
     assert html_path.parent == export_dir and report_path.parent == export_dir
     assert json.loads(report_path.read_text()) == explorer.analyze(ROOT / ANALYZED_SAMPLE).report()
+    pngs = [Path(text) for text in page.locator(".export-png").all_inner_texts()]  # as `explorer report` writes
+    assert len(pngs) >= len(VIEWS) and all(png.parent == export_dir and png.is_file() for png in pngs)
     assert page.get_by_role("button", name="Download HTML").is_visible()
     boxes = [page.get_by_role("button", name=name).bounding_box()
-             for name in ("Export HTML + JSON", "Download HTML", "Download JSON report")]
+             for name in ("Export HTML + PNG + JSON", "Download HTML", "Download JSON report")]
     assert all(a["x"] + a["width"] <= b["x"] or a["y"] + a["height"] <= b["y"] for a, b in zip(boxes, boxes[1:]))
     assert layout_offenders(page)["overlaps"] == []
     assert outside_requests(requested) == []

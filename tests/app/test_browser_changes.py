@@ -54,7 +54,7 @@ def _status(page, packet: str):
 
 def _export(page, previous: str | None = None) -> tuple[str, dict]:
     """Click Export and read the report it wrote (once its path differs from the `previous` export's)."""
-    page.get_by_role("button", name="Export HTML + JSON").click()
+    page.get_by_role("button", name="Export HTML + PNG + JSON").click()
     written = page.locator(".export-json")
     if previous is not None:
         expect(written).not_to_have_text(previous, timeout=PAGE_TIMEOUT_MS)

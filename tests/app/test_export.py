@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 import re
 import shutil
 import subprocess
@@ -11,9 +12,12 @@ import sys
 import pytest
 
 import explorer
-from app_support import MIN_PIXEL_STD, PLOT_SLUGS, REPO, VISIBLE_JS, artifact, pixel_std
+from app_support import ENABLED_INPUTS_JS, EXPORT_WIDTH, MIN_PIXEL_STD, PLOT_SLUGS, REPO, VISIBLE_JS, artifact, pixel_std
+from PIL import Image
+
 from explorer.analysis.ranking import worst_head
-from explorer.export.pages import (CAPTION_CLASS, CONTROL_CLASS, SECTION_CLASS, SHA_DIGITS, UNKNOWN,
+from explorer.export.split import MAX_PNG_HEIGHT
+from explorer.export.pages import (CAPTION_CLASS, SECTION_CLASS, SHA_DIGITS, UNKNOWN,
                              caption_fields, export_head, export_packet, hide_controls, wait_drawn)
 from explorer.analysis.report import report_text
 from explorer.ui import catalog
@@ -63,19 +67,23 @@ def _report(packet, out):
 
 
 @pytest.mark.browser  # explorer report renders its PNGs in chromium
-def test_report_command_writes_html_json_and_one_png_per_view(tmp_path):
+def test_report_command_writes_html_json_and_the_pngs_of_every_view_at_most_2000_px_each(tmp_path):
     name = BY_STATUS["analyzed"]
     result = _report(ROOT / name, tmp_path / "out")
     assert result.returncode == EXIT_BY_STATUS["analyzed"], result.stderr
     out = tmp_path / "out"
-    pngs = [out / f"{name}-{slug}.png" for slug, _, _ in VIEWS]
-    assert result.stdout.splitlines() == [str(out / f"{name}.html"), str(out / f"{name}.report.json"),
-                                          *map(str, pngs)]
+    lines = result.stdout.splitlines()
+    assert lines[:2] == [str(out / f"{name}.html"), str(out / f"{name}.report.json")]
+    pngs = [Path(line) for line in lines[2:]]
     assert json.loads((out / f"{name}.report.json").read_text()) == explorer.analyze(ROOT / name).report()
-    for (slug, _, _), png in zip(VIEWS, pngs):
-        shutil.copyfile(png, artifact(f"report-{png.name}"))
+    for slug, _, _ in VIEWS:  # one PNG per view, or its numbered parts
+        parts = [png for png in pngs if png.name == f"{name}-{slug}.png" or png.name.startswith(f"{name}-{slug}-")]
+        assert parts, slug
+        for png in parts:
+            shutil.copyfile(png, artifact(f"report-{png.name}"))
+            assert Image.open(png).height <= MAX_PNG_HEIGHT, png.name
         if slug in PLOT_SLUGS:
-            assert pixel_std(png.read_bytes()) > MIN_PIXEL_STD, slug
+            assert pixel_std(parts[0].read_bytes()) > MIN_PIXEL_STD, slug
 
 
 @pytest.mark.browser  # explorer report renders its PNGs in chromium
@@ -85,7 +93,7 @@ def test_report_command_explains_a_refused_packet_and_exits_like_analyze(tmp_pat
     assert result.returncode == EXIT_BY_STATUS["refused"], result.stderr
     report = json.loads((tmp_path / f"{name}.report.json").read_text())
     assert report["status"] == "refused"
-    assert len(list(tmp_path.glob(f"{name}-*.png"))) == len(VIEWS)
+    assert [png.name for png in tmp_path.glob(f"{name}-*.png")] == [f"{name}-summary.png"]  # one, not seven alike
     assert "sha256_mismatch" in (tmp_path / f"{name}.html").read_text()
 
 
@@ -117,7 +125,7 @@ def test_exported_page_captions_every_view_and_its_pngs_show_no_toolbar_or_contr
     analysis = explorer.analyze(ROOT / BY_STATUS[status])
     paths = export_packet(analysis, tmp_path)
     digest = analysis.report()["packet"]["packetSHA256"][:SHA_DIGITS]
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    context = browser.new_context(viewport={"width": EXPORT_WIDTH, "height": 1000})
     try:
         page = context.new_page()
         page.goto(paths.html.as_uri())
@@ -128,9 +136,10 @@ def test_exported_page_captions_every_view_and_its_pngs_show_no_toolbar_or_contr
             assert BY_STATUS[status] in caption.inner_text() and digest in caption.inner_text(), slug
         has_plots = page.evaluate(VISIBLE_JS, ".bk-Canvas") > 0
         assert (page.evaluate(VISIBLE_JS, ".bk-Toolbar") > 0) == has_plots
-        hidden = hide_controls(page)  # what render_pngs does before its screenshots
-        assert page.evaluate(VISIBLE_JS, f".bk-Toolbar, .{CONTROL_CLASS}") == 0
-        assert hidden > 0  # at least the Raw view's download button
+        assert page.evaluate(ENABLED_INPUTS_JS) == [], "a control on a static page does nothing"
+        assert page.evaluate("document.documentElement.scrollWidth") <= EXPORT_WIDTH
+        hide_controls(page)  # what render_pngs does before its screenshots
+        assert page.evaluate(VISIBLE_JS, ".bk-Toolbar") == 0
         if analysis.admission.snapshot is not None:  # shown in a card the app keeps collapsed
             assert page.locator(".snapshot-text").first.is_visible()
         page.screenshot(path=artifact(f"export-static-{status}.png"), full_page=True)

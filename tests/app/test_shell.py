@@ -40,7 +40,7 @@ def _message(shell: Shell) -> str:
 
 def test_opens_the_first_packet_by_status_and_ratio_with_only_the_first_tab_built(shell):
     assert shell.packet == _first_by_status_and_ratio() == ANALYZED_SAMPLE
-    assert (shell.tab, shell.head) == (SLUGS[0], 0)
+    assert (shell.tab, shell.head) == (SLUGS[0], 5)  # no head in the URL: the packet's worst head (largest score)
     assert _built(shell) == [SLUGS[0]]
     assert _message(shell) == ""
 

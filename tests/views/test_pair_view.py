@@ -16,7 +16,9 @@ from explorer import samples
 from explorer.export.pages import COMPARISON_SUFFIX, export_pair
 from explorer.notebook.pair import VIEW_CALLS, PairViews
 from explorer.views import pair as pair_view
-from explorer.views.pair_html import SIGNIFICANT_DIGITS
+from explorer.views import pair_html
+from explorer.views.pair import build
+from explorer.analysis.formatting import SIGNIFICANT_DIGITS
 from views_support import colour_mappers, images_by_title, render, text, tooltips
 
 REPO = Path(__file__).resolve().parents[2]
@@ -188,3 +190,17 @@ def test_a_pair_with_emulations_draws_the_matrix(pairs):
     reason = text(pair_view.emulations_section(explorer.compare(PAGED, COMMITTED / "qwen36-bf16-t64",
                                                                 emulate="single_pass")))
     assert "shape_differs" in reason and "pair-emulation-matrix" not in reason.replace("emulation-matrix-reason", "")
+
+
+def test_the_pair_view_leads_with_its_findings(pairs):
+    """First: the input identity (naming the tensors that differ), N of M output elements with their heads, the
+    tokens; the notes and limitations come last."""
+    pair = explorer.compare(PAGED, COMMITTED / "qwen36-pair-contiguous-input-differs")
+    view = build(pair)
+    assert "pair-findings-section" in view.objects[0].css_classes
+    assert "pair-notes-section" in view.objects[-1].css_classes
+    findings = pair_html.findings_html(pair)
+    differing = [name for name, t in pair.inputs.tensors.items() if not t.identical]
+    assert differing and all(name in findings for name in differing) and "Inputs differ" in findings
+    assert pair_html.output_lead(pair) in findings and "Target tokens" in findings
+    assert "byte-identical" in pair_html.findings_html(pairs["compared"])

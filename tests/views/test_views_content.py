@@ -9,7 +9,7 @@ import holoviews as hv
 
 import numpy as np
 import panel as pn
-from bokeh.models import ColorBar, HoverTool, LinearColorMapper, LogColorMapper, PrintfTickFormatter
+from bokeh.models import ColorBar, HoverTool, LinearColorMapper, LogColorMapper
 
 from explorer.analysis.ranking import noise_floor_ratios, worst_ulp_per_head
 from explorer.analysis.result import NEGATIVE_INFINITY, POSITIVE_INFINITY
@@ -17,7 +17,8 @@ from explorer.analysis.report import report_text
 from explorer.packet.model import TENSOR_NAMES
 from explorer.views import Selection, attention, errors, html_summary, nonfinite
 from explorer.views import common
-from explorer.views.common import LINEAR, LOG, colour_scale
+from explorer.views.common import LINEAR, LOG, NAN_COLOUR, colour_scale
+from explorer.views.scales import ZERO_COLOUR
 from views_support import (BUILDERS, colour_mappers, head_charts, images, images_by_title, models, plots, render, text,
                            tooltips)
 
@@ -81,11 +82,14 @@ def test_error_map_captions_say_what_dominates(analyses):
     assert "A counterfactual, not the reference" in text(view)
 
 
-def test_log_colour_bars_print_their_exponents(analyses):
+def test_log_colour_bars_label_whole_decades_once_and_draw_zeros_apart(analyses):
     _, document = _build(analyses, "injected-error-head5", "errors")
     bars = models(document, ColorBar)
-    assert bars and all(isinstance(bar.formatter, PrintfTickFormatter) and "e" in bar.formatter.format
-                        for bar in bars)
+    assert bars
+    for bar in bars:
+        labels = [bar.major_label_overrides[tick] for tick in bar.ticker.ticks]
+        assert len(set(labels)) == len(labels) and all(label.startswith("1e") for label in labels)
+        assert bar.color_mapper.low_color == ZERO_COLOUR and bar.color_mapper.nan_color == NAN_COLOUR
 
 
 def test_ulp_histogram_is_a_bar_chart_beside_its_table(analyses):
@@ -316,16 +320,19 @@ def test_summary_shows_identity_selection_and_limitations(analyses):
         assert f"<code>{name}</code>" in shown
 
 
-def test_summary_ranks_heads_by_their_noise_floor_ratio(analyses):
+def test_summary_ranks_heads_by_score_with_the_numbers_before_the_limitations(analyses):
     analysis = analyses["injected-error-head5"]
     ratios = noise_floor_ratios(analysis.numerics)
     ulps = worst_ulp_per_head(analysis.numerics)
+    scores = analysis.numerics.score.per_head
     view, _ = _build(analyses, "injected-error-head5", "summary")
     table = text(view).split('class="per-head-primary"')[1].split("</table>")[0]
     heads = [int(h) for h in re.findall(r"<tr><td[^>]*>(\d+)</td>", table)]
     assert sorted(heads) == list(range(len(ratios)))
-    shown = [ratios[h] for h in heads]
+    shown = [scores[h] for h in heads]
     assert shown == sorted(shown, reverse=True) and heads[0] == 5
+    assert html_summary.number_cell(scores[5]) in table
+    assert text(view).index('class="per-head-primary"') < text(view).index('class="limitations"')
     assert html_summary.number_cell(ratios[5]) in table and html_summary.number_cell(ulps[5]) in table
     assert "background" not in table, "no shading"
     assert "a ratio, not a verdict" in text(view)
@@ -376,9 +383,9 @@ def test_per_head_chart_draws_the_chosen_metric(analyses):
         render(pn.Column(chart))
         shown = head_charts(pn.Column(chart))
         assert [c.title for c in shown] == [f"{metric} per query head"]
-        for label, comparison in (("primary", numerics.primary), floor):
-            expected = [getattr(m, attribute) for m in comparison.per_head]
-            assert shown[0].points[label] == {h: v for h, v in enumerate(expected) if v > 0}
+        expected = [getattr(m, attribute) for m in numerics.primary.per_head]
+        assert shown[0].points["primary"] == {h: v for h, v in enumerate(expected) if v > 0}
+        assert "floor" not in shown[0].points  # the floor is a dashed line, no marker sits on the primary's
 
 
 def test_shared_metric_choice_drives_every_chart_and_one_metric_needs_no_choice(analyses):
@@ -396,10 +403,12 @@ def test_shared_metric_choice_drives_every_chart_and_one_metric_needs_no_choice(
 def test_narrowed_difference_maps_select_the_clicked_element(analyses):
     selection = Selection()
     view = BUILDERS["narrowed"](analyses["injected-error-head5"], selection)
-    panes = [p for p in view.select(pn.pane.HoloViews) if isinstance(p.object, hv.Image)]
-    assert len(panes) == 2  # |narrowed-Q reference - primary reference| and |q' - q|
-    for pane, (head, channel) in zip(panes, ((5, 9), (2, 40))):
-        tap = next(s for s in hv.streams.Stream.registry[pane.object] if isinstance(s, hv.streams.Tap))
+    render(view)
+    images = [next(layer for layer in p.object.last if isinstance(layer, hv.Image))  # beneath the cell outline
+              for p in view.select(pn.pane.HoloViews) if isinstance(p.object, hv.DynamicMap)]
+    assert len(images) == 2  # |narrowed-Q reference - primary reference| and |q' - q|
+    for image, (head, channel) in zip(images, ((5, 9), (2, 40))):
+        tap = next(s for s in hv.streams.Stream.registry[image] if isinstance(s, hv.streams.Tap))
         tap.event(x=channel + 0.2, y=head - 0.3)
         assert selection.element == (head, channel)
 

@@ -12,6 +12,7 @@ from explorer.packet.model import TENSOR_NAMES
 from explorer.views import Selection, html_summary, overview
 from explorer.views.element import element_html
 from explorer.views.html_summary import esc, short_number
+from explorer.views.scales import ulp_bucket_codes
 from views_support import head_charts, images, images_by_title, render, text
 
 CELL_SLUGS = [slug for slug, _, _ in overview.CELLS]
@@ -53,9 +54,9 @@ def test_bfloat16_output_map_is_coloured_by_ulp_to_the_rounded_reference(analyse
     renderer = images_by_title(document)["ULP distance in bfloat16"]
     drawn = np.asarray(renderer.data_source.data["image"][0])
     distance = numerics.rounded_to_output.ulp.distance
-    np.testing.assert_array_equal(drawn, np.where(distance >= 0, distance, np.nan))
-    assert max(worst_ulp_per_head(numerics)) == np.nanmax(drawn)
-    assert "Output is bfloat16" in text(view)
+    np.testing.assert_array_equal(drawn, ulp_bucket_codes(distance))  # a discrete scale: 0 has its own colour
+    assert max(worst_ulp_per_head(numerics)) == 1 == np.nanmax(drawn)  # bucket 1 holds exactly 1 ULP
+    assert "Output bfloat16" in text(view)
     assert len(images(document)) == 1, "equal last rows are stated, not drawn as blank maps"
     assert text(view).count("(all bits equal)") == 2
     assert "queries_not_float32" in text(view)  # the narrowed-Q cell says why it does not apply
@@ -67,8 +68,8 @@ def test_float32_output_map_is_the_primary_error_and_narrowed_q_is_charted(analy
     renderer = images_by_title(document)["|output - primary|"]
     np.testing.assert_array_equal(np.asarray(renderer.data_source.data["image"][0]), numerics.primary.abs_error)
     chart = next(c for c in head_charts(view) if c.title == "linf per query head")
-    assert chart.points["output vs primary reference"] == {h: m.linf for h, m in enumerate(numerics.primary.per_head)}
-    assert "a counterfactual, never the reference" in text(view)
+    assert chart.points["vs primary reference"] == {h: m.linf for h, m in enumerate(numerics.primary.per_head)}
+    assert "never the reference" in text(view)
 
 
 def test_nonfinite_cell_counts_every_tensor_and_names_the_finite_ones(analyses):
@@ -117,7 +118,8 @@ def test_element_panel_lists_the_records_values(analyses):
 def test_clicking_a_query_head_by_channel_cell_selects_that_element(analyses):
     view, _, selection = _build(analyses, "qwen36-bf16-t64")
     pane = next(p for p in view.select(pn.pane.HoloViews) if "overview-error-map" in p.css_classes)
-    tap = next(s for s in hv.streams.Stream.registry[pane.object] if isinstance(s, hv.streams.Tap))
+    image = next(layer for layer in pane.object.last if isinstance(layer, hv.Image))  # beneath the cell outline
+    tap = next(s for s in hv.streams.Stream.registry[image] if isinstance(s, hv.streams.Tap))
     tap.event(x=155.3, y=3.8)  # image coordinates: channel on x, query head on y (cell centres at integers)
     assert selection.element == (4, 155)
     tap.event(x=256.6, y=0.0)  # outside the map: the selection stays

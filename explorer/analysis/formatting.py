@@ -1,0 +1,53 @@
+"""The one number formatter of the app, the command line, triage and the exports: 4 significant digits for people, the full value for hovers; formats given values, never computes or reads one.
+
+Every place that shows a number imports it from here (it sits in the core, below
+every layer that prints), so `5.753e+05` reads the same in a table cell, a
+terminal line, a triage row and a PNG. The JSON reports never use it: they carry
+each float in full (`json.dumps`).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Mapping
+
+import numpy as np
+
+SIGNIFICANT_DIGITS = 4  # digits of a float on screen; hovers, tooltips and JSON carry the full value
+MISSING = "-"  # a value that does not exist (null in the JSON); its reason is said beside it
+
+
+def _is_float(value: object) -> bool:
+    return isinstance(value, (float, np.floating))
+
+
+def _is_bool(value: object) -> bool:
+    return isinstance(value, (bool, np.bool_))
+
+
+def full_number(value: object) -> str:
+    """A value in full: floats as Python's shortest round-trip repr (as the JSON report prints them), null as
+    MISSING, booleans as true/false, lists and mappings as JSON, anything else as str()."""
+    if value is None:
+        return MISSING
+    if _is_bool(value):
+        return "true" if value else "false"
+    if _is_float(value):
+        return repr(float(value))
+    if isinstance(value, np.integer):
+        return str(int(value))
+    if isinstance(value, (Mapping, list, tuple)):
+        return json.dumps(value, default=_plain)
+    return str(value)
+
+
+def short_number(value: object) -> str:
+    """A value for people: a float to SIGNIFICANT_DIGITS significant digits (`0.0002437`, `3100`, `5.753e+05`,
+    `nan`, `inf`), everything else as `full_number` prints it."""
+    if _is_float(value) and not _is_bool(value):
+        return f"{float(value):.{SIGNIFICANT_DIGITS}g}"
+    return full_number(value)
+
+
+def _plain(value: object) -> object:
+    return dict(value) if isinstance(value, Mapping) else str(value)

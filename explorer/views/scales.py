@@ -1,0 +1,93 @@
+"""Display scales of the maps and charts: colour-bar ticks whose labels never repeat, integer ticks for counts, index ticks that stay legible, and the discrete ULP-distance scale in which 0 has its own colour; numpy only, never imports a UI library or computes a reported number."""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+
+MAX_COLOUR_BAR_TICKS = 6  # tick labels on one colour bar at most
+PLAIN_DIGITS = 6  # a rounded label prints without an exponent up to this many digits (100000, then 1e+06)
+MAX_LABEL_DIGITS = 17  # significant digits that tell any two distinct doubles apart
+NICE_STEPS = (1.0, 2.0, 5.0)  # a tick step is one of these times a power of ten
+INDEX_LABEL_PIXELS = 14  # vertical room one index label (a head number) needs to stay apart from the next
+ZERO_COLOUR = "#ffffff"  # exact zeros on a map (equal elements, no error): never a colour of the scale
+# Buckets of a ULP-distance map: (lowest, highest) distance, None: no upper end. 0 comes first, in ZERO_COLOUR.
+ULP_BUCKETS = ((0, 0), (1, 1), (2, 3), (4, 7), (8, 15), (16, 255), (256, 65535), (65536, None))
+ULP_BUCKET_COLOURS = (ZERO_COLOUR, "#fee391", "#fec44f", "#fe9929", "#ec7014", "#cc4c02", "#993404", "#4d1a02")
+MIN_ULP_BUCKETS = 2  # a map always shows 0 and 1 on its colour bar, even when every element is equal
+
+
+def unique_labels(values: Sequence[float]) -> tuple[str, ...]:
+    """Labels of tick values with the fewest significant digits (1 to MAX_LABEL_DIGITS) at which no two repeat."""
+    for digits in range(1, MAX_LABEL_DIGITS + 1):
+        # rounded to `digits` first, then printed plainly: 10 and 20, not 1e+01 and 2e+01
+        labels = tuple(f"{float(f'{value:.{digits}g}'):.{max(digits, PLAIN_DIGITS)}g}" for value in values)
+        if len(set(labels)) == len(labels):
+            return labels
+    return tuple(repr(float(value)) for value in values)
+
+
+def nice_at_least(value: float) -> float:
+    """The smallest 1, 2 or 5 times a power of ten that is at least `value` (> 0)."""
+    power = 10.0 ** math.floor(math.log10(value))
+    return next(step for step in (s * power for s in (*NICE_STEPS, 10.0)) if step >= value * (1 - 1e-12))
+
+
+def nice_step(span: float, most: int, integer: bool = False) -> float:
+    """The round step that cuts `span` into at most `most - 1` steps (at least 1 when `integer`)."""
+    step = nice_at_least(span / max(most - 1, 1)) if span > 0 else 1.0
+    return max(step, 1.0) if integer else step
+
+
+def linear_ticks(low: float, high: float, *, integer: bool = False, most: int = MAX_COLOUR_BAR_TICKS) -> list[float]:
+    """Round tick values within [low, high]: at most `most`, whole numbers when `integer` (counts)."""
+    step = nice_step(high - low, most, integer)
+    first, last = math.ceil(low / step - 1e-9), math.floor(high / step + 1e-9)
+    return [k * step + 0.0 for k in range(first, last + 1)]
+
+
+def colour_bar_ticks(low: float, high: float, *, log: bool = False,
+                     integer: bool = False) -> tuple[tuple[float, str], ...]:
+    """(value, label) ticks of a colour bar from `low` to `high`; no two labels alike.
+
+    A log bar spanning a decade or more ticks whole decades (every k-th when there are many, labelled 1e-05);
+    a narrower one ticks round values as a linear bar does. `integer`: counts, whole numbers only.
+    """
+    if log and low > 0 and math.log10(high) - math.log10(low) >= 1:
+        first, last = math.ceil(math.log10(low) - 1e-9), math.floor(math.log10(high) + 1e-9)
+        stride = max(1, math.ceil((last - first + 1) / MAX_COLOUR_BAR_TICKS))
+        return tuple((10.0 ** e, f"1e{e:+03d}") for e in range(first, last + 1, stride))
+    values = linear_ticks(low, high, integer=integer)
+    return tuple(zip(values, unique_labels(values)))
+
+
+def index_ticks(count: int, pixels: float) -> list[int]:
+    """Ticks 0, k, 2k, ... of `count` rows (heads) drawn over `pixels`: every row while each has
+    INDEX_LABEL_PIXELS, else the smallest round stride (1, 2, 5, 10, ...) whose labels stay apart."""
+    if count <= 0:
+        return []
+    needed = count * INDEX_LABEL_PIXELS / max(pixels, 1.0)
+    stride = 1 if needed <= 1 else int(nice_at_least(needed))
+    return list(range(0, count, stride))
+
+
+def ulp_bucket_codes(distance: np.ndarray) -> np.ndarray:
+    """The ULP_BUCKETS index of each ULP distance (0 for equal, 1 for 1 ULP, ...); NaN where it is undefined (< 0)."""
+    lows = np.array([low for low, _ in ULP_BUCKETS[1:]], dtype=np.float64)
+    codes = np.searchsorted(lows, np.asarray(distance, dtype=np.float64), side="right").astype(np.float64)
+    return np.where(np.asarray(distance) < 0, np.nan, codes)
+
+
+def ulp_bucket_label(index: int) -> str:
+    low, high = ULP_BUCKETS[index]
+    if high is None:
+        return f">= {low}"
+    return str(low) if low == high else f"{low}-{high}"
+
+
+def ulp_buckets_shown(codes: np.ndarray) -> int:
+    """How many buckets a map's colour bar shows: up to the largest present, at least MIN_ULP_BUCKETS."""
+    present = codes[np.isfinite(codes)]
+    return max(MIN_ULP_BUCKETS, int(present.max()) + 1 if present.size else 0)
