@@ -61,7 +61,7 @@ def test_closed_pipes_end_compare_and_report_quietly(tmp_path):
     assert (code, stderr) == (0, b"")
     code, stderr = _closed_pipe_run("report", str(REFUSED), "--out", str(tmp_path))
     assert (code, stderr) == (EXIT_REFUSED, b"")
-    assert len(os.listdir(tmp_path)) == 2 + VIEW_COUNT
+    assert len(os.listdir(tmp_path)) == 3  # HTML, JSON and the one PNG of a refused packet
 
 
 def test_a_full_standard_output_is_one_line_exit_2(tmp_path):

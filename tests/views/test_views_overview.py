@@ -55,7 +55,7 @@ def test_bfloat16_output_map_is_coloured_by_ulp_to_the_rounded_reference(analyse
     drawn = np.asarray(renderer.data_source.data["image"][0])
     distance = numerics.rounded_to_output.ulp.distance
     np.testing.assert_array_equal(drawn, ulp_bucket_codes(distance))  # a discrete scale: 0 has its own colour
-    assert max(worst_ulp_per_head(numerics)) == 1 == np.nanmax(drawn)  # bucket 1 holds exactly 1 ULP
+    assert max(worst_ulp_per_head(numerics)) == np.nanmax(drawn) <= 1  # buckets 0 and 1 hold exactly 0 and 1 ULP
     assert "Output bfloat16" in text(view)
     assert len(images(document)) == 1, "equal last rows are stated, not drawn as blank maps"
     assert text(view).count("(all bits equal)") == 2
