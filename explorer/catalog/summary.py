@@ -22,6 +22,7 @@ from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED
 ERROR = "error"  # not an analysis status: the summary could not be made (a crashed worker), see `codes`
 WORKER_CRASHED = "worker_crashed"
 INTERNAL_ERROR = "internal_error"
+TIMEOUT = "timeout"  # the packet's worker ran past triage's per-packet time limit and was ended
 STATUS_ORDER = (ANALYZED, INCONCLUSIVE, REFUSED, ERROR)
 
 SelectionKey = tuple[tuple[str, Any], ...]
@@ -64,7 +65,7 @@ def summarize(path: str | os.PathLike) -> PacketSummary:
 
 
 def error_summary(path: str | os.PathLike, code: str) -> PacketSummary:
-    """The stand-in for a packet whose summary could not be made (`code`: WORKER_CRASHED or INTERNAL_ERROR)."""
+    """The stand-in for a packet whose summary could not be made (`code`: WORKER_CRASHED, INTERNAL_ERROR, TIMEOUT)."""
     return PacketSummary(str(path), ERROR, (code,), None, None, None, None, None, None)
 
 
