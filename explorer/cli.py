@@ -495,8 +495,8 @@ def _run_triage(args: argparse.Namespace) -> int:
         raise UsageError(f"--timeout {args.timeout}: a positive number of seconds")
     if args.scheduler is not None:
         _check_scheduler(args.scheduler)
-    table, sink = run(root, jobs=args.jobs or default_jobs(), as_json=args.json, timeout=args.timeout,
-                      scheduler=args.scheduler)
+    table, sink = run(root, jobs=args.jobs or default_jobs(), as_json=args.json, out=sys.stdout, err=sys.stderr,
+                      timeout=args.timeout, scheduler=args.scheduler)
     table_sink = Sink(sys.stderr) if args.json else sink
     table_sink.write("".join(_printable(line) + "\n" for line in table.splitlines()))
     error = sink.error or table_sink.error
