@@ -17,6 +17,7 @@ from typing import Any, Iterable
 from explorer.analysis.analyze import analyze
 from explorer.analysis.ranking import selection_key, worst_head, worst_ulp_per_head
 from explorer.analysis.result import Analysis
+from explorer.catalog.workers import WorkerCrashed, WorkerTimedOut
 from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED
 
 ERROR = "error"  # not an analysis status: the summary could not be made (a crashed worker), see `codes`
@@ -62,6 +63,14 @@ def summary_of(analysis: Analysis) -> PacketSummary:
 def summarize(path: str | os.PathLike) -> PacketSummary:
     """Analyze the packet at `path` and summarize it; pure apart from reading the packet, never raises for content."""
     return summary_of(analyze(path))
+
+
+def failed_summary(path: str | os.PathLike, error: Exception) -> PacketSummary:
+    """The stand-in for a packet whose work gave `error` instead of a summary: a timeout, a crashed worker, or
+    anything else raised (internal_error)."""
+    if isinstance(error, WorkerTimedOut):
+        return error_summary(path, TIMEOUT)
+    return error_summary(path, WORKER_CRASHED if isinstance(error, WorkerCrashed) else INTERNAL_ERROR)
 
 
 def error_summary(path: str | os.PathLike, code: str) -> PacketSummary:

@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Callable, Iterator, Sequence, TextIO
 
 from explorer.catalog.discovery import Entry, discover
-from explorer.catalog.summary import (INTERNAL_ERROR, STATUS_ORDER, TIMEOUT, WORKER_CRASHED, PacketSummary,
-                                       error_summary, selection_groups, summarize, summary_json, triage_order)
+from explorer.catalog.summary import (STATUS_ORDER, PacketSummary, failed_summary, selection_groups, summarize,
+                                       summary_json, triage_order)
 from explorer.catalog.limits import DEFAULT_TIMEOUT_S, MAX_JOBS
-from explorer.catalog.workers import WorkerCrashed, WorkerTimedOut, jobs_for, map_isolated
+from explorer.catalog.workers import jobs_for, map_isolated
 
 PROGRESS_WIDTH = 40  # characters of the progress bar
 FLOAT_FORMAT = "{:.4g}"
@@ -34,12 +34,6 @@ class Triaged:
 
     name: str
     summary: PacketSummary
-
-
-def _error_code(error: Exception) -> str:
-    if isinstance(error, WorkerTimedOut):
-        return TIMEOUT
-    return WORKER_CRASHED if isinstance(error, WorkerCrashed) else INTERNAL_ERROR
 
 
 def triage(entries: Sequence[Entry], *, jobs: int, work: Callable[[str], PacketSummary] = summarize,
@@ -59,7 +53,7 @@ def triage(entries: Sequence[Entry], *, jobs: int, work: Callable[[str], PacketS
         results = map_on_cluster(work, paths, scheduler=scheduler, timeout=timeout, on_note=on_note)
     for index, result in results:
         if isinstance(result, Exception):
-            result = error_summary(paths[index], _error_code(result))
+            result = failed_summary(paths[index], result)
         yield Triaged(entries[index].name, result)
 
 
