@@ -13,6 +13,7 @@ import ml_dtypes
 import numpy as np
 
 from explorer.analysis.result import Comparison, Emulation, Metrics, Ulp
+from explorer.analysis.score import Score
 from explorer.version import __version__
 
 # What the analysis does not prove (packet-v1.md section 6, last paragraph, and report-v1.md section 2).
@@ -84,6 +85,12 @@ def emulation_block(e: Emulation, group: int) -> dict[str, Any]:
         "ulp": ulp_block(e.ulp), "vsOutput": comparison_block(e.vs_output, group),
         "vsPrimaryReference": comparison_block(e.vs_primary_reference, group),
     }
+
+
+def score_block(s: Score) -> dict[str, Any]:
+    """The `score` block: the packet score, each query head's and the heads not compared (null scores)."""
+    return {"value": finite(s.value), "perHead": [finite(v) for v in s.per_head],
+            "headsNotCompared": s.heads_not_compared}
 
 
 def runtime() -> dict[str, str]:

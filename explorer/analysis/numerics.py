@@ -16,6 +16,7 @@ from explorer.analysis.reference import (
     narrowed_query_plan,
 )
 from explorer.analysis.result import Fp64Diagnostic, NarrowedQuery, Numerics, TensorFacts
+from explorer.analysis.score import packet_score
 from explorer.packet.dtypes import narrow, round_bits
 from explorer.packet.model import Admission, Reason
 
@@ -125,6 +126,8 @@ def compute_numerics(
         output_error=compare(FP64_OUTPUT_ERROR_LABEL, output_values, exact, eligible),
         reference=exact,
     )
+    floors = tuple(block.linf for block in fp64.reference_error.per_head)
+    score = packet_score(primary_comparison.abs_error, reference, floors, output.dtype)
     if timings is not None:
         timings["reference"] = referenced - started
         timings["comparisons"] = perf_counter() - referenced
@@ -138,6 +141,7 @@ def compute_numerics(
         fp64=fp64,
         attention=attention,
         weights=readonly(primary.weights),
+        score=score,
     )
 
 

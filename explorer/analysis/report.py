@@ -17,6 +17,7 @@ from explorer.analysis.blocks import (
     metrics_block,
     plain,
     runtime,
+    score_block,
     ulp_block,
 )
 from explorer.analysis.result import (
@@ -100,6 +101,7 @@ def build_report(analysis: Analysis) -> dict[str, Any]:
                    "metadataSHA256": admission.metadata_sha256},
         "refusals": [{"code": p.code, "field": p.field, "message": p.message} for p in admission.refusals],
         "inconclusiveReasons": [{"code": r.code, "message": r.message} for r in analysis.reasons],
+        "score": None,
         "identity": None, "selection": None, "sample": None, "geometry": None,
         "tensors": None, "lastRow": None, "reference": None, "attention": None,
         "emulations": None, "emulationsRequested": None,
@@ -128,6 +130,7 @@ def build_report(analysis: Analysis) -> dict[str, Any]:
     numerics = analysis.numerics
     if numerics is not None:
         group = numerics.eligible.size // admission.tensors["storedKeys"].shape[1]
+        report["score"] = score_block(numerics.score)
         report["reference"] = _reference(numerics, group)
         report["attention"] = {"perHead": [_head_attention(a) for a in numerics.attention]}
         if analysis.emulations is not None:

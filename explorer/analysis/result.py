@@ -13,6 +13,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from explorer.analysis.display import InlineDisplay
+from explorer.analysis.score import Score
 from explorer.packet.dtypes import (  # noqa: F401  (codes of NonfiniteMap.kinds, re-exported for the views)
     FINITE,
     NEGATIVE_INFINITY,
@@ -194,7 +195,8 @@ class Numerics:
     """Everything computed once a packet passes the first two inconclusive tables.
 
     `eligible` is bool [QH]; `weights` float32 [QH, T] softmax weights of the primary
-    computation (NaN rows for ineligible heads or overflowing logits).
+    computation (NaN rows for ineligible heads or overflowing logits); `score` the packet
+    score (explorer/analysis/score.py).
     """
 
     eligible: np.ndarray
@@ -206,6 +208,7 @@ class Numerics:
     fp64: Fp64Diagnostic
     attention: tuple[HeadAttention, ...]
     weights: np.ndarray
+    score: Score
 
 
 @dataclass(frozen=True)
@@ -256,6 +259,11 @@ class Analysis(InlineDisplay):
     numerics: Numerics | None
     emulations: tuple[Emulation, ...] | None = None
     emulations_requested: tuple[str, ...] | None = None
+
+    @property
+    def score(self) -> Score | None:
+        """The packet score (error / allowance, explorer/analysis/score.py), None without numerics."""
+        return None if self.numerics is None else self.numerics.score
 
     def report(self) -> dict[str, Any]:
         """The JSON-ready report of report-v1.md section 4 (`explorer analyze --json`)."""

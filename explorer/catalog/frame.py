@@ -4,8 +4,9 @@ The columns are the JSON-line keys (docs/triage-and-app.md), with these dtypes:
 `name`, `path`, `backend` string (backend <NA> when not declared); `status`
 an ordered categorical of STATUS_ORDER; `codes` object (a tuple of strings);
 `selection` object (a dict of the partner fields, or None); `worstHead`,
-`worstUlp` Int64 (<NA> without a reference); `worstLinf`, `noiseFloorRatio`
-float64 (NaN without a reference). Rows are sorted by name.
+`worstUlp`, `headsNotCompared` Int64 (<NA> without a reference);
+`worstLinf`, `noiseFloorRatio`, `score` float64 (NaN when undefined). Rows are
+sorted by name.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from explorer.catalog.workers import default_jobs
 STRING = pd.StringDtype("python")  # holds any name, also one with an undecodable byte
 DTYPES = {"name": STRING, "path": STRING, "status": pd.CategoricalDtype(STATUS_ORDER, ordered=True),
           "codes": object, "backend": STRING, "selection": object, "worstHead": "Int64", "worstLinf": "float64",
-          "noiseFloorRatio": "float64", "worstUlp": "Int64"}
+          "noiseFloorRatio": "float64", "worstUlp": "Int64", "score": "float64", "headsNotCompared": "Int64"}
 
 
 def frame_of(items: list[Triaged]) -> pd.DataFrame:

@@ -42,6 +42,8 @@ class PacketSummary:
     worst_linf: float | None
     noise_floor_ratio: float | None
     worst_ulp: int | None
+    score: float | None = None
+    heads_not_compared: int | None = None
 
 
 def summary_of(analysis: Analysis) -> PacketSummary:
@@ -49,6 +51,7 @@ def summary_of(analysis: Analysis) -> PacketSummary:
     admission = analysis.admission
     codes = tuple(problem.code for problem in admission.refusals) + tuple(reason.code for reason in analysis.reasons)
     head = linf = ratio = ulp = None
+    score = analysis.score
     if analysis.numerics is not None:
         head, linf, ratio = worst_head(analysis.numerics)
         defined_ulps = [value for value in worst_ulp_per_head(analysis.numerics) if value is not None]
@@ -57,7 +60,8 @@ def summary_of(analysis: Analysis) -> PacketSummary:
         path=admission.path, status=analysis.status, codes=tuple(dict.fromkeys(codes)),
         backend=None if admission.identity is None else admission.identity["backend"],
         selection=selection_key(analysis), worst_head=head, worst_linf=linf, noise_floor_ratio=ratio,
-        worst_ulp=ulp)
+        worst_ulp=ulp, score=None if score is None else score.value,
+        heads_not_compared=None if score is None else score.heads_not_compared)
 
 
 def summarize(path: str | os.PathLike) -> PacketSummary:
@@ -85,15 +89,16 @@ def summary_json(summary: PacketSummary) -> dict:
         "selection": None if summary.selection is None else dict(summary.selection),
         "worstHead": summary.worst_head, "worstLinf": summary.worst_linf,
         "noiseFloorRatio": summary.noise_floor_ratio, "worstUlp": summary.worst_ulp,
+        "score": summary.score, "headsNotCompared": summary.heads_not_compared,
     }
 
 
 def triage_order(name: str, summary: PacketSummary | None) -> tuple:
-    """Sort key: by status (analyzed, inconclusive, refused, error; unknown last), then the largest ratio first, then name."""
+    """Sort key: by status (analyzed, inconclusive, refused, error; unknown last), then the largest score first, then name."""
     if summary is None:
         return (len(STATUS_ORDER), True, 0.0, name)
-    ratio = summary.noise_floor_ratio
-    return (STATUS_ORDER.index(summary.status), ratio is None, -(ratio or 0.0), name)
+    score = summary.score
+    return (STATUS_ORDER.index(summary.status), score is None, -(score or 0.0), name)
 
 
 def selection_groups(named: Iterable[tuple[str, PacketSummary | None]]) -> list[tuple[str, ...]]:

@@ -81,7 +81,7 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
 
 def summary_table(items: Sequence[Triaged], root: Path, seconds: float, engine: str,
                   notes: Sequence[str] = ()) -> str:
-    """Counts per status and code, every packet by status and noise-floor ratio, and the pairs found.
+    """Counts per status and code, every packet by status and score, and the pairs found.
 
     `engine` says what ran the work ("2 worker processes", "the Dask scheduler at ..."); `notes` follow it."""
     statuses = Counter(item.summary.status for item in items)
@@ -95,9 +95,11 @@ def summary_table(items: Sequence[Triaged], root: Path, seconds: float, engine: 
         lines += ["", "Codes (refusals, inconclusive reasons, errors):"]
         lines += _table(["code", "packets"], [[code, str(count)] for code, count in sorted(codes.items())])
     ordered = sorted(items, key=lambda item: triage_order(item.name, item.summary))
-    lines += ["", "Packets by status, then primary linf / FP64 noise floor of the worst head (largest first):"]
-    lines += _table(["packet", "status", "ratio", "worst linf", "head", "worst ULP", "backend", "codes"],
-                    [[item.name, item.summary.status, _number(item.summary.noise_floor_ratio),
+    lines += ["", "Packets by status, then score (error / allowance of the worst element, largest first):"]
+    lines += _table(["packet", "status", "score", "heads not compared", "ratio", "worst linf", "head", "worst ULP",
+                     "backend", "codes"],
+                    [[item.name, item.summary.status, _number(item.summary.score),
+                      _number(item.summary.heads_not_compared), _number(item.summary.noise_floor_ratio),
                       _number(item.summary.worst_linf), _number(item.summary.worst_head),
                       _number(item.summary.worst_ulp), item.summary.backend or "-", ",".join(item.summary.codes)]
                      for item in ordered])

@@ -22,11 +22,11 @@ from explorer.samples import CURATED, synthetic_spec, tensor_bytes, values_to_bi
 
 VERDICT_WORDS = re.compile(r"\b(pass(es|ed)?|fail(s|ed|ure)?|ok|okay|acceptable|unacceptable)\b", re.IGNORECASE)
 
-TOP_KEYS = {"schema", "status", "packet", "refusals", "inconclusiveReasons", "identity", "selection", "sample",
+TOP_KEYS = {"schema", "status", "packet", "refusals", "inconclusiveReasons", "score", "identity", "selection", "sample",
             "geometry", "tensors", "lastRow", "reference", "attention", "emulations",
             "emulationsRequested", "runtime", "limitations"}
-NULL_WHEN_REFUSED = {"identity", "selection", "sample", "geometry", "tensors", "lastRow", "reference", "attention",
-                     "emulations", "emulationsRequested"}
+NULL_WHEN_REFUSED = {"score", "identity", "selection", "sample", "geometry", "tensors", "lastRow", "reference",
+                     "attention", "emulations", "emulationsRequested"}
 M_KEYS = {"linf", "rmse", "relativeL2", "undefinedReason", "nonfinite"}
 COUNT_KEYS = {"nan", "positiveInfinity", "negativeInfinity"}
 ULP_KEYS = {"max", "p99", "nonfinitePairs", "histogram"}

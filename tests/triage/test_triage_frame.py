@@ -13,10 +13,10 @@ from explorer.catalog.summary import STATUS_ORDER, summarize
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_packets"
 COLUMNS = ["name", "path", "status", "codes", "backend", "selection", "worstHead", "worstLinf", "noiseFloorRatio",
-           "worstUlp"]
+           "worstUlp", "score", "headsNotCompared"]
 DOCUMENTED = {"name": "string", "path": "string", "status": "category", "codes": "object", "backend": "string",
               "selection": "object", "worstHead": "Int64", "worstLinf": "float64", "noiseFloorRatio": "float64",
-              "worstUlp": "Int64"}
+              "worstUlp": "Int64", "score": "float64", "headsNotCompared": "Int64"}
 
 
 def test_one_row_per_packet_with_the_documented_columns_and_dtypes():
@@ -30,6 +30,7 @@ def test_one_row_per_packet_with_the_documented_columns_and_dtypes():
         assert (row.status, row.codes, row.path) == (summary.status, summary.codes, summary.path)
         assert (None if pd.isna(row.worstLinf) else row.worstLinf) == summary.worst_linf
         assert (None if pd.isna(row.worstUlp) else row.worstUlp) == summary.worst_ulp
+        assert (None if pd.isna(row.score) else row.score) == summary.score
         assert row.selection == (None if summary.selection is None else dict(summary.selection))
 
 
