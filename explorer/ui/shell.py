@@ -136,8 +136,7 @@ class Shell(param.Parameterized):
         super().__init__(**params)
         self.root = root
         self.export_dir = export_dir
-        self.index = PacketIndex(root)  # discovered afresh for every session: a packet added later is listed
-        self.entries = self.index.entries
+        self.index = PacketIndex(root)  # discovered afresh for every session, and rescanned while it lasts
         self._seen: dict[str, tuple] = {}  # packet name -> content_seen of what this session last showed
         self._shown: Analysis | None = None  # the analysis on screen
         self._selection: Selection | None = None
@@ -187,6 +186,11 @@ class Shell(param.Parameterized):
         self.param.watch(self._on_head, "head")
 
     # ------------------------------------------------------------ packet list
+
+    @property
+    def entries(self) -> tuple[catalog.Entry, ...]:
+        """The packets listed now (the list rescans its root while the session lasts)."""
+        return self.index.entries
 
     def _analysis(self, entry: catalog.Entry) -> Analysis:
         """The packet analyzed now: admission re-reads and re-hashes its files on every call (explorer.analyze
