@@ -49,11 +49,14 @@ ORDER_HTML = '<span class="packet-order" data-order="{order}">{badge}</span>'
 # The default order is the rows' own (built sorted), not initial sorters: Tabulator keeps initial sorters beside
 # the one a header click sets, so a click on a column would only reorder within each status.
 TITLES = {"ratio": "/ noise floor"}
-WIDTHS = {"status": 92, "score": 66, "ratio": 66, "worst ULP": 66}  # pixels; the packet name takes the rest, wrapped
-# The sort arrow sits beside a header title (in its margin), never inside the title's box.
+WIDTHS = {"status": 84, "score": 64, "ratio": 64, "worst ULP": 64}  # pixels; the packet name takes the rest, wrapped
+# The sort arrow sits beside a header title (in its margin), never inside the title's box; the 1-pixel filler
+# column Tabulator adds after the last one shows no sort arrow (it would stick out of the sidebar).
 TABLE_STYLE = (":host .tabulator { font-size: 0.85em; } "
                ":host .tabulator .tabulator-header .tabulator-col.tabulator-sortable .tabulator-col-title "
-               "{ padding-right: 0 !important; margin-right: 22px; width: auto !important; }")
+               "{ padding-right: 0 !important; margin-right: 16px; width: auto !important; } "
+               ":host .tabulator .tabulator-header .tabulator-col:not([tabulator-field]) .tabulator-col-sorter "
+               "{ display: none; }")
 # Hover: a cell's own value (a number's full precision; the status badge says its word); header titles wrap;
 # the columns fit the sidebar (no resize handles).
 TABLE_CONFIGURATION = {"columnDefaults": {"tooltip": True, "headerWordWrap": True, "resizable": False},

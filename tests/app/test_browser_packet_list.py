@@ -88,6 +88,10 @@ def test_the_columns_fit_the_sidebar_at_1280_px(browser, server):
             if header.is_visible():
                 box = header.bounding_box()
                 assert box["x"] >= table["x"] - 1 and box["x"] + box["width"] <= table["x"] + table["width"] + 1
+        for arrow in page.locator(".tabulator-col-sorter").all():
+            if arrow.is_visible():  # every sort arrow inside the table
+                box = arrow.bounding_box()
+                assert box["x"] + box["width"] <= table["x"] + table["width"] + 1
         for title in page.locator(".tabulator-col-title").all():
             if title.is_visible():  # no header title cut off inside its column
                 assert title.evaluate("(el) => el.scrollWidth <= el.clientWidth + 1")
