@@ -9,7 +9,7 @@ import os
 import re
 import threading
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 from urllib.parse import parse_qsl, urlencode
 
 import panel as pn
@@ -132,8 +132,11 @@ class Shell(param.Parameterized):
     tab = param.Selector(objects=list(SLUGS), default=SLUGS[0], doc="Slug of the open view.")
     head = param.Integer(default=0, bounds=(0, None), doc="Selected query head.")
 
-    def __init__(self, root: Path, export_dir: Path, **params):
+    def __init__(self, root: Path, export_dir: Path, on_status: Callable[[str], None] = lambda packet: None,
+                 **params):
+        """`on_status(packet)` hears every status line shown (the server's per-session timings)."""
         super().__init__(**params)
+        self._on_status = on_status
         self.root = root
         self.export_dir = export_dir
         self.index = PacketIndex(root)  # discovered afresh for every session, and rescanned while it lasts
@@ -291,6 +294,7 @@ class Shell(param.Parameterized):
         self._status.object = (
             f'<div class="status-line" data-packet="{html.escape(self.packet)}">'
             f"<b>{html.escape(self.packet)}</b> &nbsp; {badge_html(summary, 'status-badge')}</div>")
+        self._on_status(self.packet)
         self._export_note.object = ""
         self._html_download.visible = self._json_download.visible = False
         self._views = {}

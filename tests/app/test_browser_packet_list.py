@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import shutil
 import time
 
 import pytest
 
-from app_support import APP_PATH, PAGE_TIMEOUT_MS, POLL_INTERVAL_S, artifact, packet_cell, serve_app, wait_statuses
+from app_support import APP_PATH, ARTIFACTS, PAGE_TIMEOUT_MS, POLL_INTERVAL_S, artifact, packet_cell, serve_app, wait_statuses
 from explorer.catalog.discovery import ROOT_ENV
 from explorer.catalog.summary import summarize
 from explorer.samples import injected_error_spec, synthetic_spec, write_packet, write_refused
@@ -20,6 +21,7 @@ from explorer.ui.packets import LIST_ORDER, NUMBER_COLUMNS, RESCAN_MS
 # A rescan starts every RESCAN_MS and checks the new packet (a few hundred ms); the list shows it on the next flush.
 WITHIN_MS = 3 * RESCAN_MS
 NARROW = {"width": 1280, "height": 800}
+LIVE_LOG = "panel-serve-live.log"
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +35,7 @@ def live_root(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def live_server(live_root, export_dir):
-    yield from serve_app("panel-serve-live.log", {**os.environ, ROOT_ENV: str(live_root)}, export_dir)
+    yield from serve_app(LIVE_LOG, {**os.environ, ROOT_ENV: str(live_root)}, export_dir)
 
 
 def _column(page, field: str) -> list[str]:
@@ -111,3 +113,13 @@ def test_a_packet_written_and_one_deleted_after_the_page_opened_show_without_a_r
     row = page.locator(".tabulator-row", has=packet_cell(page, "late"))
     row.locator(f".packet-badge[data-status='{summarize(live_root / 'late').status}']").wait_for(timeout=WITHIN_MS)
     assert marker and page.evaluate("() => window.notReloaded === true")  # the same page, never reloaded
+
+
+def test_the_server_logs_each_sessions_timings_once(page, live_server):
+    page.goto(live_server + APP_PATH, timeout=PAGE_TIMEOUT_MS)
+    page.wait_for_selector(".status-line", timeout=PAGE_TIMEOUT_MS)
+    log = (ARTIFACTS / LIVE_LOG).read_text()
+    built = re.findall(r"session (\S+): document built [0-9.]+ s after the page request", log)
+    pushed = re.findall(r"session (\S+): status line of '[^']+' (?:sent with the document|pushed to the open page) "
+                        r"[0-9.]+ s after the page request", log)
+    assert built and sorted(built) == sorted(set(built)) and set(pushed) <= set(built)
