@@ -1,12 +1,14 @@
 """map_isolated(work, items): one pure function over many items in worker processes, a crash, a raise or a hang costing only its own item; no UI, no packet logic.
 
-Each worker process is connected to this one by a pipe and holds one item at a
-time, so the item a dead worker held is known exactly: it is reported as a
-crash (`WorkerCrashed`) and a fresh worker takes the next item. An item still
-running `timeout` seconds after it was handed out (a stopped or looping worker)
-has its worker killed and is reported as `WorkerTimedOut`. An exception raised
-by `work` is reported for its item (`WorkRaised`). Every item is reported
-exactly once.
+Each worker process is connected to this one by a pipe and holds at most
+PIPELINE items, which it works in the order they were sent, so the item a dead
+worker was working on is known exactly: its first unanswered one. That item is
+reported as a crash (`WorkerCrashed`), the items queued behind it go back to
+the pending ones (they never started), and a fresh worker takes over. An item
+still running `timeout` seconds after it started (after the previous answer,
+or when it was sent to an idle worker) has its worker killed (also a stopped
+one) and is reported as `WorkerTimedOut`. An exception raised by `work` is
+reported for its item (`WorkRaised`). Every item is reported exactly once.
 
 At most min(jobs, items, MAX_JOBS) workers run. A worker that cannot be started
 (a process or file limit) leaves the run with the workers it has, said through
@@ -21,7 +23,7 @@ import multiprocessing
 import os
 import time
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from typing import Any, Callable, Iterator, Sequence
 
@@ -30,6 +32,7 @@ from explorer.catalog.limits import DEFAULT_TIMEOUT_S, MAX_JOBS
 log = logging.getLogger(__name__)
 
 STOP_WAIT_S = 2.0  # an idle worker asked to stop gets this long before it is killed
+PIPELINE = 2  # items sent to a worker ahead of its answers, so it never waits for this process between items
 # Each worker does one packet at a time; a second BLAS thread per worker only competes for the cores.
 BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
@@ -80,8 +83,8 @@ def _serve(work: Callable[[Any], Any], connection: Connection) -> None:
 class _Worker:
     process: Any
     connection: Connection
-    index: int | None = None  # the item it holds
-    since: float = 0.0  # when that item was handed out (monotonic)
+    held: deque = field(default_factory=deque)  # the items sent and not answered, in the order it works them
+    since: float = 0.0  # when the first held item started (monotonic)
 
     def stop(self) -> None:
         """Ask it to stop, then kill it if it has not (a stopped or busy worker never reads the request)."""
@@ -89,7 +92,7 @@ class _Worker:
             self.connection.send(None)
         except (OSError, ValueError):
             pass
-        self.process.join(STOP_WAIT_S if self.index is None else 0)
+        self.process.join(0 if self.held else STOP_WAIT_S)
         if self.process.is_alive():
             self.process.kill()
             self.process.join()
@@ -125,10 +128,10 @@ class _Pool:
         self.workers: list[_Worker] = []
 
     def busy(self) -> list[_Worker]:
-        return [worker for worker in self.workers if worker.index is not None]
+        return [worker for worker in self.workers if worker.held]
 
     def grow(self) -> None:
-        """Start workers up to the number wanted (one per item still pending at most)."""
+        """Start workers up to the number wanted (while items are pending)."""
         while self.pending and len(self.workers) < self.wanted:
             started = _start(self.context, self.work)
             if isinstance(started, _Worker):
@@ -140,20 +143,28 @@ class _Pool:
                                              f"worked in this process, one after another, without a time limit")
 
     def hand_out(self) -> None:
-        for worker in self.workers:
-            if worker.index is None and self.pending:
+        """Fill every worker's pipeline, idle workers first."""
+        for worker in sorted(self.workers, key=lambda worker: len(worker.held)):
+            while self.pending and len(worker.held) < PIPELINE and worker in self.workers:
                 index = self.pending.popleft()
                 try:
                     worker.connection.send(self.items[index])
-                except (OSError, ValueError):  # it died while idle: the item was never started
+                except (OSError, ValueError):  # it died: the item never started
                     self.pending.appendleft(index)
-                    self.drop(worker)
-                    continue
-                worker.index, worker.since = index, time.monotonic()
+                    self.retire(worker)
+                    break
+                if not worker.held:
+                    worker.since = time.monotonic()
+                worker.held.append(index)
 
-    def drop(self, worker: _Worker) -> None:
+    def retire(self, worker: _Worker) -> int | None:
+        """Stop and drop a worker; the items it held and had not started go back to the pending ones."""
+        started = worker.held.popleft() if worker.held else None
+        self.pending.extendleft(reversed(worker.held))
+        worker.held.clear()
         worker.stop()
         self.workers.remove(worker)
+        return started
 
     def collect(self) -> Iterator[tuple[int, Any]]:
         """Wait for the first busy worker to answer, die or run out of time; yield what that settles."""
@@ -162,18 +173,18 @@ class _Pool:
         ready = set(wait(waits, timeout=self._until_first_deadline(busy)))
         now = time.monotonic()
         for worker in busy:
-            index = worker.index
             if worker.connection in ready or worker.process.sentinel in ready:
                 try:
                     result = worker.connection.recv()
                 except (EOFError, OSError):  # it died before answering
-                    self.drop(worker)
+                    index = self.retire(worker)
                     yield index, WorkerCrashed(f"the worker process died while working on item {index}")
                     continue
-                worker.index = None
+                index = worker.held.popleft()
+                worker.since = time.monotonic()  # the next held item starts now
                 yield index, result
             elif self.timeout is not None and now - worker.since >= self.timeout:
-                self.drop(worker)
+                index = self.retire(worker)
                 yield index, WorkerTimedOut(f"item {index} ran longer than {self.timeout:g} s")
 
     def _until_first_deadline(self, busy: list[_Worker]) -> float | None:
@@ -206,4 +217,4 @@ def map_isolated(work: Callable[[Any], Any], items: Sequence[Any], *, jobs: int,
                 yield from pool.collect()
     finally:
         for worker in list(pool.workers):
-            pool.drop(worker)
+            pool.retire(worker)
