@@ -18,7 +18,7 @@ Dask local:2 <= 1.3x jobs 2; first render <= 2 s; every status <= 10 s; <= 30
 MB per extra session; within 50 MB of idle 60 s after closing; slowest Qwen view
 <= floor + 4 s; peak RSS <= 600 MB.
 
-    python benchmarks/bench_scale.py [--packets N]
+    python benchmarks/bench_scale.py [--packets N] [--only triage app qwen]
 
 The server runs with --warm, so "idle" already holds the app's imports. The
 machine may be shared: the load average is printed at the start and the end.
@@ -54,6 +54,7 @@ RSS_SAMPLE_S = 0.1
 READY_PATH = "/static/js/bokeh.min.js"
 MB = 1_000_000
 DASK_WORKERS = 2
+PARTS = ("triage", "app", "qwen")  # triage of the root, the app on the root, 8 sessions on the Qwen packet
 TARGETS = {"jobs_ratio": 0.6, "dask_ratio": 1.3, "first_render_s": 2.0, "all_statuses_s": 10.0,
            "per_session_mb": 30.0, "settled_mb": 50.0, "qwen_over_floor_s": 4.0, "qwen_peak_mb": 600.0}
 FLOOR_APP = """import numpy as np
@@ -63,7 +64,7 @@ from bokeh.plotting import figure
 pn.extension()
 plot = figure(width=600, height=400)
 plot.line(np.arange(100), np.sin(np.arange(100) / 10))
-pn.pane.Bokeh(plot, css_classes=["floor-figure"]).servable()
+pn.Column(pn.pane.Bokeh(plot), css_classes=["floor-figure"]).servable()
 """
 TIMING = re.compile(r"session (\S+): (document built|status line of '[^']*' [a-z ]+?) ([0-9.]+) s after the page request")
 
@@ -259,6 +260,8 @@ def bench_qwen(browser, root: Path, log: Path, floor: float) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--packets", type=int, default=PACKETS)
+    parser.add_argument("--only", nargs="+", choices=PARTS, default=list(PARTS),
+                        help="measure only these parts (default: all)")
     options = parser.parse_args()
     from playwright.sync_api import sync_playwright
 
@@ -268,14 +271,17 @@ def main() -> None:
         write_root(root, options.packets)
         print(f"{options.packets} packets under {root} (every {INCONCLUSIVE_EVERY}th inconclusive, every "
               f"{REFUSED_EVERY}th refused); load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
-        bench_triage(root, options.packets)
+        if "triage" in options.only:
+            bench_triage(root, options.packets)
         qwen_root = scratch / "qwen"
         write_packet(qwen_root / FULL_SAMPLE_NAME, qwen_full_spec())
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, args=list(CHROMIUM_ARGS))
             try:
-                bench_root(browser, root, scratch / "serve-root.log", options.packets)
-                bench_qwen(browser, qwen_root, scratch / "serve-qwen.log", bench_floor(browser, scratch))
+                if "app" in options.only:
+                    bench_root(browser, root, scratch / "serve-root.log", options.packets)
+                if "qwen" in options.only:
+                    bench_qwen(browser, qwen_root, scratch / "serve-qwen.log", bench_floor(browser, scratch))
             finally:
                 browser.close()
         print(f"load average at the end {os.getloadavg()[0]:.2f} (the machine is shared: timings are under load)")
