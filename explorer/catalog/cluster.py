@@ -1,7 +1,7 @@
 """map_on_cluster(work, items, scheduler): workers.map_isolated's contract on a dask.distributed cluster; imported only for --scheduler, never by the app.
 
 Every item is one task (`Client.map`, `pure=False`, `retries=0`), results are
-taken as they complete (`as_completed`, gathered concurrently). A task that raised is reported at once
+taken as they complete (`as_completed`). A task that raised is reported at once
 (`WorkRaised`): `retries=0` because `work` is pure and deterministic, so a retry
 could only repeat the exception or hide a flaky one. A task whose worker died is
 re-run by the scheduler on another worker up to its `allowed-failures` setting
@@ -71,13 +71,11 @@ def connect(scheduler: str) -> tuple[Client, LocalCluster | None]:
         raise SchedulerUnavailable(f"{type(error).__name__}: {error}") from None
 
 
-def _outcome(future, result: Any) -> Any:
-    """The item's result, or the exception standing for it (as_completed gathered `result`: for a failed task the
-    (type, exception, traceback) of its error, for a cancelled one the CancelledError)."""
+def _outcome(future) -> Any:
     if future.status == "finished":
-        return result
-    error = result[1] if isinstance(result, tuple) and len(result) == 3 else result
-    if isinstance(error, KilledWorker) or not isinstance(error, Exception):
+        return future.result()
+    error = future.exception() if future.status == "error" else None
+    if isinstance(error, KilledWorker) or error is None:
         return WorkerCrashed(f"the task's worker died ({future.status})")
     return WorkRaised(f"{type(error).__name__}: {error}")
 
@@ -113,14 +111,17 @@ def map_on_cluster(work: Callable[[Any], Any], items: Sequence[Any], *, schedule
         positions = {future.key: index for index, future in enumerate(futures)}
         open_keys = set(positions)
         clock = _Clock(client, timeout)
-        completed = as_completed(futures, with_results=True, raise_errors=False)  # results gathered concurrently
+        completed = as_completed(futures)
         while open_keys:
             batch = completed.next_batch(block=False) if completed.has_ready() else []
-            for future, result in batch:
-                if future.key in open_keys:
+            for future in batch:
+                if future.status == "lost":  # its worker died holding the result: the scheduler computes it again
+                    completed.add(future)
+                elif future.key in open_keys:
                     open_keys.discard(future.key)
+                    outcome = _outcome(future)
                     futures[positions[future.key]] = None  # the cluster may forget it now
-                    yield positions[future.key], _outcome(future, result)
+                    yield positions[future.key], outcome
             for key, worker in clock.overdue(open_keys):
                 open_keys.discard(key)
                 futures[positions[key]].cancel()
