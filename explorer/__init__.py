@@ -1,4 +1,4 @@
-"""Attention Packet Explorer: `analyze(path)` and `compare(a, b)` are the public entry points; importing this never loads the UI."""
+"""Attention Packet Explorer: `analyze(path)`, `compare(a, b)` and `triage(root)` are the public entry points; importing this never loads the UI."""
 
 from __future__ import annotations
 
@@ -6,11 +6,13 @@ import os
 from typing import TYPE_CHECKING, Iterable
 
 if TYPE_CHECKING:
+    import pandas
+
     from explorer.pair.model import Pair
     from explorer.analysis.result import Analysis
 
 from explorer.version import __version__
-__all__ = ["analyze", "compare", "__version__"]
+__all__ = ["analyze", "compare", "triage", "__version__"]
 
 
 def analyze(path: str | os.PathLike, emulate: str | Iterable[str] | None = None) -> "Analysis":
@@ -33,3 +35,15 @@ def compare(a: "str | os.PathLike | Analysis", b: "str | os.PathLike | Analysis"
     from explorer.pair.compare import compare as _compare
 
     return _compare(a, b, emulate=emulate)
+
+
+def triage(root: str | os.PathLike, jobs: int | None = None, scheduler: str | None = None) -> "pandas.DataFrame":
+    """Summarize every packet under `root` as `explorer triage` does, one DataFrame row per packet (columns and
+    dtypes: docs/triage-and-app.md); never raises for packet content.
+
+    `jobs`: local worker processes (default: all cores); `scheduler`: a Dask scheduler address or 'local:N'
+    (needs the `cluster` extra) instead of local processes.
+    """
+    from explorer.catalog.frame import triage_frame
+
+    return triage_frame(root, jobs=jobs, scheduler=scheduler)

@@ -6,6 +6,9 @@ import panel as pn
 
 from explorer.ui.memory import release_memory
 from explorer.ui.shell import open_session, parse_options
+from explorer.ui.timings import SessionTimings, log_info_lines
+
+timings = SessionTimings()  # the script runs once per page request: the session's clock starts here
 
 TITLE = "Attention Packet Explorer"
 HEADER_BACKGROUND = "#2f3e4e"
@@ -27,11 +30,13 @@ PAGE_SCROLL_CSS = """
 pn.extension("tabulator")
 pn.config.nthreads = 4  # callbacks and each session's first packet run on threads: no session waits for another's
 
+log_info_lines()
 pn.state.on_session_destroyed(release_memory)
 root, export_dir = parse_options(sys.argv[1:])
-sidebar, main = open_session(root, export_dir)
+sidebar, main = open_session(root, export_dir, on_status=timings.status_shown)
 pn.template.BootstrapTemplate(
     title=TITLE, header_background=HEADER_BACKGROUND, sidebar_width=SIDEBAR_WIDTH,
     sidebar=[sidebar], main=[main], header=[pn.pane.HTML(DOCS_HINT, margin=(0, 10))],
     raw_css=[PAGE_SCROLL_CSS],
 ).servable(title=TITLE)
+timings.document_built()

@@ -22,6 +22,7 @@ import numpy as np  # noqa: E402
 import explorer  # noqa: E402
 from explorer.analysis.formatting import short_number  # noqa: E402
 from explorer.analysis.memory import MEMORY_BOUND_EXCEEDED  # noqa: E402
+from explorer.catalog.limits import DEFAULT_TIMEOUT_S, MAX_JOBS  # noqa: E402
 from explorer.export.safeio import write_new  # noqa: E402
 from explorer.packet.bounded import clip  # noqa: E402
 
@@ -501,20 +502,52 @@ def _add_compare(commands) -> None:
     compare.set_defaults(run=_run_compare)
 
 
+ROOT_SHOWN = 200  # characters of a ROOT argument echoed in a message
+
+
 def _run_triage(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from explorer.catalog.triage import run
+    from explorer.catalog.triage import Sink, run
     from explorer.catalog.workers import default_jobs
 
-    root = Path(args.root)
-    if not root.is_dir():
-        raise UsageError(f"ROOT {args.root} is not a directory")
+    shown = _printable(args.root[:ROOT_SHOWN]) + ("..." if len(args.root) > ROOT_SHOWN else "")
+    try:
+        root = Path(args.root).resolve()
+        is_directory = root.is_dir()
+    except (OSError, ValueError, RuntimeError) as error:  # too long, a NUL byte, a link loop
+        raise UsageError(f"ROOT {shown}: {getattr(error, 'strerror', None) or error}") from None
+    if not is_directory:
+        raise UsageError(f"ROOT {shown} is not a directory")
     if args.jobs is not None and args.jobs < 1:
         raise UsageError(f"--jobs {args.jobs}: at least 1")
-    table = run(root.resolve(), jobs=args.jobs or default_jobs(), as_json=args.json)
-    (sys.stderr if args.json else sys.stdout).write("".join(_printable(line) + "\n" for line in table.splitlines()))
+    if args.timeout is not None and not 0 < args.timeout < float("inf"):
+        raise UsageError(f"--timeout {args.timeout}: a positive number of seconds")
+    if args.scheduler is not None:
+        _check_scheduler(args.scheduler)
+    table, sink = run(root, jobs=args.jobs or default_jobs(), as_json=args.json, out=sys.stdout, err=sys.stderr,
+                      timeout=args.timeout, scheduler=args.scheduler)
+    table_sink = Sink(sys.stderr) if args.json else sink
+    table_sink.write("".join(_printable(line) + "\n" for line in table.splitlines()))
+    error = sink.error or table_sink.error
+    if error is not None:
+        _discard_stdout()
+        raise UsageError(f"cannot write to standard output: {error.strerror or error}")
+    if not sink.open:  # the reader went away: what is still buffered is dropped quietly
+        _discard_stdout()
     return EXIT_DONE
+
+
+def _check_scheduler(scheduler: str) -> None:
+    """A usage error for a --scheduler that is malformed or cannot be used (Dask missing, local:N out of range)."""
+    try:
+        from explorer.catalog.cluster import local_workers
+    except ImportError as error:
+        raise UsageError(f"--scheduler needs Dask: pip install -e '.[cluster]' ({error})") from None
+    try:
+        local_workers(scheduler)
+    except ValueError as error:
+        raise UsageError(f"--scheduler: {error}") from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -553,7 +586,14 @@ def build_parser() -> argparse.ArgumentParser:
     triage.add_argument("root", metavar="ROOT", help="the directory to search for packets")
     triage.add_argument("--json", action="store_true",
                         help="one JSON line per packet on stdout (the summary table goes to stderr)")
-    triage.add_argument("--jobs", type=int, metavar="N", help="worker processes (default: all cores)")
+    triage.add_argument("--jobs", type=int, metavar="N",
+                        help=f"worker processes (default: all cores; at most one per packet and {MAX_JOBS})")
+    triage.add_argument("--timeout", type=float, metavar="S", default=DEFAULT_TIMEOUT_S,
+                        help=f"seconds one packet may take before its worker is ended and the packet reported as "
+                             f"error, code timeout (default {DEFAULT_TIMEOUT_S:g})")
+    triage.add_argument("--scheduler", metavar="ADDRESS",
+                        help="run on the Dask cluster at ADDRESS (tcp://host:8786), or 'local:N' for a local cluster "
+                             "of N worker processes; needs pip install -e '.[cluster]' and paths the workers can read")
     triage.set_defaults(run=_run_triage)
 
     samples = commands.add_parser("samples", help="write the curated sample packets")

@@ -25,7 +25,7 @@ EXPECTED = {
     "01-quickstart.ipynb": (
         ("status: analyzed", "primary reference: original-Q FP32 softmax attention",
          "What this analysis does not prove:", "exported report equals result.report(): True",
-         'data-status="analyzed"'),
+         'data-status="analyzed"', "12 packets; by status:"),
         8,
         ("clean-fp32q-bf16kv.html", "clean-fp32q-bf16kv.report.json"),
     ),

@@ -37,42 +37,67 @@ def choose_root(argument: str | None, environ: Mapping[str, str] = os.environ) -
 def _inside(path: Path, root: Path) -> bool:
     try:
         return path.resolve().is_relative_to(root)
-    except OSError:
+    except (OSError, RuntimeError):  # RuntimeError: a symlink loop (Python < 3.13)
         return False
 
 
-def _subdirectories(directory: Path) -> list[Path]:
+def _identity(directory: Path) -> tuple[int, int] | None:
+    """(device, inode) of the directory a path leads to (links followed), or None when it cannot be stat'ed."""
     try:
-        children = sorted(directory.iterdir(), key=lambda child: child.name)
+        status = os.stat(directory)
+    except (OSError, ValueError):
+        return None
+    return status.st_dev, status.st_ino
+
+
+def _subdirectories(directory: Path) -> list[Path] | None:
+    """The visible subdirectories, real ones before links, by name; None when the directory cannot be listed."""
+    try:
+        children = sorted(directory.iterdir(), key=lambda child: (child.is_symlink(), child.name))
     except OSError:
-        return []
-    return [child for child in children if not child.name.startswith(".") and child.is_dir()]
+        return None
+    return [child for child in children if not child.name.startswith(".") and os.path.isdir(child)]
 
 
-def _holds_packet_file(directory: Path) -> bool:
-    """packet.json exists and is no directory: a FIFO or a link is listed too, and admission refuses it."""
+def _packet_file(directory: Path) -> bool | None:
+    """True when packet.json exists and is no directory (a FIFO or a link is listed too, and admission refuses it);
+    None when the directory cannot be searched."""
     candidate = directory / PACKET_FILE
-    return os.path.lexists(candidate) and not candidate.is_dir()
+    try:
+        os.lstat(candidate)
+    except FileNotFoundError:
+        return False
+    except (OSError, ValueError):
+        return None
+    return not os.path.isdir(candidate)
 
 
 def discover(root: str | os.PathLike) -> tuple[Entry, ...]:
     """Every directory holding packet.json one or two levels below `root`, sorted by name.
 
     Hidden directories and anything that resolves outside the root (symbolic links)
-    are skipped; a packet directory is not searched further. Nothing is capped:
-    every packet found is returned.
+    are skipped; each directory is visited once (by device and inode), so a link to
+    a directory already seen (the root itself, say) adds nothing. A directory that
+    cannot be searched or listed is listed itself (admission then says why it cannot
+    be read). A packet directory is not searched further. Nothing is capped: every
+    packet found is returned.
     """
     root = Path(root).resolve()
     found: list[Entry] = []
-    pending = deque((child, 1) for child in _subdirectories(root))
+    seen = {_identity(root)}
+    pending = deque((child, 1) for child in _subdirectories(root) or ())
     while pending:
         directory, depth = pending.popleft()
-        if not _inside(directory, root):
+        identity = _identity(directory)
+        if identity is None or identity in seen or not _inside(directory, root):
             continue
-        if _holds_packet_file(directory):
+        seen.add(identity)
+        holds = _packet_file(directory)
+        children = _subdirectories(directory) if holds is False and depth < MAX_DEPTH else []
+        if holds or holds is None or children is None:
             found.append(Entry(directory.relative_to(root).as_posix(), directory))
-        elif depth < MAX_DEPTH:
-            pending.extend((child, depth + 1) for child in _subdirectories(directory))
+        else:
+            pending.extend((child, depth + 1) for child in children)
     return tuple(sorted(found, key=lambda entry: entry.name))
 
 

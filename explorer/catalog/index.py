@@ -28,16 +28,14 @@ import threading
 import time
 from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Callable, Iterator
 
 from explorer.analysis.analyze import ContentKey, analyze, content_key
-from explorer.catalog.summary import (INTERNAL_ERROR, WORKER_CRASHED, PacketSummary, error_summary,
-                                       selection_groups, summary_of, triage_order)
+from explorer.catalog.summary import PacketSummary, failed_summary, selection_groups, summary_of, triage_order
 from explorer.catalog.discovery import Entry, discover
 from explorer.packet.admission import admit
-from explorer.catalog.workers import WorkerCrashed, default_jobs, map_isolated
+from explorer.catalog.workers import default_jobs, map_isolated, work_here
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +47,9 @@ SIGNATURE_MAX_ENTRIES = 64  # directory entries a signed packet may hold (a pack
 SIGNATURE_MAX_DEPTH = 4  # subdirectory levels a signed packet may hold
 RACY_SECONDS = 2.0  # a file changed this recently may change again within the same timestamp tick
 INLINE_PACKETS = 16  # a root this small is checked in the filling thread, without worker processes
+# Analyses the fill runs at once, whatever the core count: each holds up to analyze's memory bound, and the fills
+# of all sessions run one after another on one thread.
+FILL_JOBS = 2
 WORKER_START_METHOD = "forkserver"  # never fork a threaded server; workers fork from a clean server process
 WORKER_PRELOAD = ["__main__", "explorer.catalog.index"]
 
@@ -153,36 +154,22 @@ def checked_summary(task: tuple[str, ContentKey | None]) -> Check:
     return content_key(analysis.admission), summary_of(analysis), signature
 
 
-def _inline(tasks: list[tuple[str, ContentKey | None] | None]) -> Iterator[tuple[int, Check | Exception]]:
-    """Check each task (None: skip) in this thread."""
-    for index, task in enumerate(tasks):
-        if task is None:
-            continue
-        try:
-            yield index, checked_summary(task)
-        except Exception as error:  # a programming error: reported for this packet only
-            yield index, error
-
-
 def _checks(tasks: list[tuple[str, ContentKey | None]]) -> Iterator[tuple[int, Check | Exception]]:
+    """Check every task: a small root in this thread, a larger one in at most FILL_JOBS worker processes (each with
+    triage's per-packet time limit; without any worker process, here too)."""
     if len(tasks) <= INLINE_PACKETS:
-        yield from _inline(tasks)
+        for index, task in enumerate(tasks):
+            yield index, work_here(checked_summary, task)
         return
     multiprocessing.get_context(WORKER_START_METHOD).set_forkserver_preload(WORKER_PRELOAD)
-    reported: set[int] = set()
-    try:
-        for index, check in map_isolated(checked_summary, tasks, jobs=default_jobs(), context=WORKER_START_METHOD):
-            reported.add(index)
-            yield index, check
-    except (OSError, BrokenProcessPool):  # no worker process could be started at all: check here instead
-        log.exception("packet index: worker processes unavailable, checking in this process")
-        yield from _inline([task if index not in reported else None for index, task in enumerate(tasks)])
+    yield from map_isolated(checked_summary, tasks, jobs=min(default_jobs(), FILL_JOBS), context=WORKER_START_METHOD,
+                            on_note=lambda note: log.warning("packet index: %s", note))
 
 
 def _resolved(path: str, check: Check | Exception) -> PacketSummary:
     """The summary a check stands for, the process-wide caches updated."""
     if isinstance(check, Exception):
-        return error_summary(path, WORKER_CRASHED if isinstance(check, WorkerCrashed) else INTERNAL_ERROR)
+        return failed_summary(path, check)
     key, fresh, signature = check
     cached = SUMMARIES.get(key) if fresh is None else None
     if fresh is None and cached is None:  # evicted meanwhile: summarize here
@@ -203,7 +190,10 @@ def _digest(signature: Signature) -> bytes:
 
 
 def _unchanged(path: str) -> PacketSummary | None:
-    """The summary of the last check of `path` when its stat signature has not changed since, else None."""
+    """The summary of the last check of `path` when its stat signature has not changed since, else None.
+
+    A write through a shared memory map can leave every time unchanged: the list says how many of its statuses
+    come from here."""
     signed = _signed.get(path)
     if signed is None:
         return None
@@ -212,22 +202,32 @@ def _unchanged(path: str) -> PacketSummary | None:
 
 
 class PacketIndex:
-    """The packets under one root as discovered now, and their summaries as they arrive (thread-safe reads)."""
+    """The packets under one root as last discovered, and their summaries as they arrive (thread-safe reads).
+
+    `rescan` discovers the root again: a packet that appeared is checked, one that disappeared is forgotten, and
+    every other is checked again unless its stat signature is unchanged (then it costs a few stat calls)."""
 
     def __init__(self, root: Path):
         self.root = root
         self.entries: tuple[Entry, ...] = discover(root)
         self._summaries: dict[str, PacketSummary] = {}
+        self._signed: set[str] = set()  # names whose summary last came from the stat-signature fast path
         self._lock = threading.Lock()
+        self._running: Future | None = None
 
     def summary(self, name: str) -> PacketSummary | None:
         with self._lock:
             return self._summaries.get(name)
 
+    def signed_count(self) -> int:
+        """How many listed statuses come from the stat-signature fast path (their files not re-read)."""
+        with self._lock:
+            return len(self._signed)
+
     @property
     def complete(self) -> bool:
         with self._lock:
-            return len(self._summaries) == len(self.entries)
+            return all(entry.name in self._summaries for entry in self.entries)
 
     def ordered_names(self) -> list[str]:
         """Every name by status (analyzed first), then the largest noise-floor ratio, then name; unknown last."""
@@ -243,39 +243,67 @@ class PacketIndex:
 
     def fill(self, on_summary: Callable[[str, PacketSummary], None] = lambda name, summary: None,
              cancelled: Callable[[], bool] = lambda: False) -> None:
-        """Check every entry (blocking) and record its summary, calling `on_summary` for each; stops when `cancelled()`."""
-        paths = [str(entry.path) for entry in self.entries]
+        """Check every entry (blocking) and record its summary, calling `on_summary` for each new or changed one;
+        stops when `cancelled()`."""
+        entries = self.entries
         unchecked = []
-        for index, path in enumerate(paths):
+        for entry in entries:
             if cancelled():
                 return
-            summary = _unchanged(path)
+            summary = _unchanged(str(entry.path))
             if summary is None:
-                unchecked.append(index)
+                unchecked.append(entry)
             else:
-                self._record(index, summary, on_summary)
-        checks = _checks([(paths[index], _cached_key(paths[index])) for index in unchecked])
+                self._record(entry.name, summary, True, on_summary)
+        checks = _checks([(str(entry.path), _cached_key(str(entry.path))) for entry in unchecked])
         try:
             for position, check in checks:
                 if cancelled():
                     return
-                index = unchecked[position]
-                self._record(index, _resolved(paths[index], check), on_summary)
+                entry = unchecked[position]
+                self._record(entry.name, _resolved(str(entry.path), check), False, on_summary)
         finally:
             checks.close()
 
-    def _record(self, index: int, summary: PacketSummary, on_summary: Callable[[str, PacketSummary], None]) -> None:
-        name = self.entries[index].name
+    def rescan(self, on_summary: Callable[[str, PacketSummary], None] = lambda name, summary: None,
+               cancelled: Callable[[], bool] = lambda: False) -> bool:
+        """Discover the root again, forget the packets gone and fill; True when the listed names changed."""
+        entries = discover(self.root)
         with self._lock:
+            changed = entries != self.entries
+            self.entries = entries
+            names = {entry.name for entry in entries}
+            self._summaries = {name: summary for name, summary in self._summaries.items() if name in names}
+            self._signed &= names
+        self.fill(on_summary, cancelled)
+        return changed
+
+    def _record(self, name: str, summary: PacketSummary, signed: bool,
+                on_summary: Callable[[str, PacketSummary], None]) -> None:
+        with self._lock:
+            same = self._summaries.get(name) == summary
             self._summaries[name] = summary
-        on_summary(name, summary)
+            (self._signed.add if signed else self._signed.discard)(name)
+        if not same:
+            on_summary(name, summary)
 
     def fill_in_background(self, on_summary: Callable[[str, PacketSummary], None],
                            cancelled: Callable[[], bool]) -> Future:
         """`fill` on the process-wide filling thread (fills of several sessions run one after another)."""
-        future = _filler.submit(self.fill, on_summary, cancelled)
-        future.add_done_callback(_log_failure)
-        return future
+        return self._in_background(self.fill, on_summary, cancelled)
+
+    def rescan_in_background(self, on_summary: Callable[[str, PacketSummary], None],
+                             on_rescanned: Callable[[bool], None], cancelled: Callable[[], bool]) -> Future | None:
+        """`rescan` on the filling thread, then `on_rescanned(names changed)`; None (nothing started) while this
+        index's previous fill or rescan still runs."""
+        if self._running is not None and not self._running.done():
+            return None
+        return self._in_background(lambda *args: on_rescanned(self.rescan(*args)), on_summary, cancelled)
+
+    def _in_background(self, task: Callable, *args) -> Future:
+        self._running = _filler.submit(task, *args)
+        self._running.add_done_callback(_log_failure)
+        return self._running
 
 
 def _log_failure(future: Future) -> None:

@@ -17,11 +17,13 @@ from typing import Any, Iterable
 from explorer.analysis.analyze import analyze
 from explorer.analysis.ranking import selection_key, worst_head, worst_ulp_per_head
 from explorer.analysis.result import Analysis
+from explorer.catalog.workers import WorkerCrashed, WorkerTimedOut
 from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED
 
 ERROR = "error"  # not an analysis status: the summary could not be made (a crashed worker), see `codes`
 WORKER_CRASHED = "worker_crashed"
 INTERNAL_ERROR = "internal_error"
+TIMEOUT = "timeout"  # the packet's worker ran past triage's per-packet time limit and was ended
 STATUS_ORDER = (ANALYZED, INCONCLUSIVE, REFUSED, ERROR)
 
 SelectionKey = tuple[tuple[str, Any], ...]
@@ -67,8 +69,16 @@ def summarize(path: str | os.PathLike) -> PacketSummary:
     return summary_of(analyze(path))
 
 
+def failed_summary(path: str | os.PathLike, error: Exception) -> PacketSummary:
+    """The stand-in for a packet whose work gave `error` instead of a summary: a timeout, a crashed worker, or
+    anything else raised (internal_error)."""
+    if isinstance(error, WorkerTimedOut):
+        return error_summary(path, TIMEOUT)
+    return error_summary(path, WORKER_CRASHED if isinstance(error, WorkerCrashed) else INTERNAL_ERROR)
+
+
 def error_summary(path: str | os.PathLike, code: str) -> PacketSummary:
-    """The stand-in for a packet whose summary could not be made (`code`: WORKER_CRASHED or INTERNAL_ERROR)."""
+    """The stand-in for a packet whose summary could not be made (`code`: WORKER_CRASHED, INTERNAL_ERROR, TIMEOUT)."""
     return PacketSummary(str(path), ERROR, (code,), None, None, None, None, None, None)
 
 

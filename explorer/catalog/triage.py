@@ -1,8 +1,11 @@
 """`explorer triage ROOT`: every packet under a root summarized in worker processes, JSON lines and a summary table; never imports the UI.
 
 Discovery is the app's (`explorer.catalog.discovery`); each worker runs the pure
-`summarize(path)`, so the same function could be mapped on any other engine.
-A packet whose worker raised or died is reported once with status "error".
+`summarize(path)`, in local worker processes (`explorer.catalog.workers`) or as
+tasks of a Dask cluster (`explorer.catalog.cluster`, imported only when a
+scheduler is named). A packet whose worker raised, died or ran past the time
+limit is reported once with status "error" and the code internal_error,
+worker_crashed or timeout.
 """
 
 from __future__ import annotations
@@ -16,10 +19,11 @@ from pathlib import Path
 from typing import Callable, Iterator, Sequence, TextIO
 
 from explorer.analysis.formatting import short_number
-from explorer.catalog.summary import (INTERNAL_ERROR, STATUS_ORDER, WORKER_CRASHED, PacketSummary, error_summary,
-                                       selection_groups, summarize, summary_json, triage_order)
 from explorer.catalog.discovery import Entry, discover
-from explorer.catalog.workers import WorkerCrashed, map_isolated
+from explorer.catalog.summary import (STATUS_ORDER, PacketSummary, failed_summary, selection_groups, summarize,
+                                       summary_json, triage_order)
+from explorer.catalog.limits import DEFAULT_TIMEOUT_S, MAX_JOBS
+from explorer.catalog.workers import jobs_for, map_isolated
 
 PROGRESS_WIDTH = 40  # characters of the progress bar
 
@@ -32,20 +36,35 @@ class Triaged:
     summary: PacketSummary
 
 
-def triage(entries: Sequence[Entry], *, jobs: int,
-           work: Callable[[str], PacketSummary] = summarize) -> Iterator[Triaged]:
-    """Yield every entry's summary once, as the workers finish them (an error summary where a worker raised or died)."""
+def triage(entries: Sequence[Entry], *, jobs: int, work: Callable[[str], PacketSummary] = summarize,
+           timeout: float | None = DEFAULT_TIMEOUT_S, scheduler: str | None = None,
+           on_note: Callable[[str], None] = lambda note: None) -> Iterator[Triaged]:
+    """Yield every entry's summary once, as they finish (an error summary where the work raised, died or timed out).
+
+    `scheduler`: None for local worker processes (`jobs` of them at most), else a Dask scheduler address or
+    'local:N'; `on_note` hears how the run deviated from what was asked (fewer workers, a worker not restarted).
+    """
     paths = [str(entry.path) for entry in entries]
-    for index, result in map_isolated(work, paths, jobs=jobs):
+    if scheduler is None:
+        results = map_isolated(work, paths, jobs=jobs, timeout=timeout, on_note=on_note)
+    else:
+        from explorer.catalog.cluster import map_on_cluster  # Dask is imported only for a scheduler
+
+        results = map_on_cluster(work, paths, scheduler=scheduler, timeout=timeout, on_note=on_note)
+    for index, result in results:
         if isinstance(result, Exception):
-            code = WORKER_CRASHED if isinstance(result, WorkerCrashed) else INTERNAL_ERROR
-            result = error_summary(paths[index], code)
+            result = failed_summary(paths[index], result)
         yield Triaged(entries[index].name, result)
 
 
+def json_line_fields(item: Triaged) -> dict:
+    """One packet's JSON-line fields: its name under the root plus the summary's keys."""
+    return {"name": item.name, **summary_json(item.summary)}
+
+
 def json_line(item: Triaged) -> str:
-    """One packet as a JSON line: its name under the root plus the summary's keys."""
-    return json.dumps({"name": item.name, **summary_json(item.summary)}, allow_nan=False)
+    """One packet as a JSON line (a name or path with an undecodable byte keeps it as a \\udcXX escape)."""
+    return json.dumps(json_line_fields(item), allow_nan=False)
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
@@ -54,12 +73,16 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
             for line in (header, *rows)]
 
 
-def summary_table(items: Sequence[Triaged], root: Path, seconds: float, jobs: int) -> str:
-    """Counts per status and code, every packet by status and score, and the pairs found."""
+def summary_table(items: Sequence[Triaged], root: Path, seconds: float, engine: str,
+                  notes: Sequence[str] = ()) -> str:
+    """Counts per status and code, every packet by status and score, and the pairs found.
+
+    `engine` says what ran the work ("2 worker processes", "the Dask scheduler at ..."); `notes` follow it."""
     statuses = Counter(item.summary.status for item in items)
     codes = Counter(code for item in items for code in item.summary.codes)
-    lines = [f"Triage of {len(items)} packets under {root} ({jobs} worker processes, {seconds:.2f} s)", "",
-             "Status counts:"]
+    lines = [f"Triage of {len(items)} packets under {root} ({engine}, {seconds:.2f} s)"]
+    lines += [f"Note: {note}" for note in notes]
+    lines += ["", "Status counts:"]
     lines += _table(["status", "packets"], [[status, str(statuses[status])] for status in STATUS_ORDER
                                             if statuses[status]])
     if codes:
@@ -98,16 +121,57 @@ class Progress:
             self.stream.flush()
 
 
-def run(root: Path, *, jobs: int, as_json: bool, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> str:
-    """Triage every packet under `root`: JSON lines on `out` with `as_json`, progress on `err`; returns the table."""
+class Sink:
+    """A text stream written line by line that never raises: a reader that went away (closed pipe) ends the
+    writing quietly, any other write error (a full device) ends it and is kept in `error`."""
+
+    def __init__(self, stream: TextIO):
+        self.stream, self.open, self.error = stream, True, None
+
+    def write(self, text: str) -> None:
+        if not self.open:
+            return
+        try:
+            self.stream.write(text)
+            self.stream.flush()
+        except BrokenPipeError:
+            self.open = False
+        except OSError as error:
+            self.open, self.error = False, error
+
+
+def engine_text(jobs: int, packets: int, scheduler: str | None) -> str:
+    """What runs the work, as the table's first line says it."""
+    if scheduler is not None:
+        return f"Dask scheduler {scheduler}"
+    used = jobs_for(jobs, packets)
+    return f"{used} worker processes" + (f", --jobs {jobs} capped at one per packet and at most {MAX_JOBS}"
+                                         if used < jobs else "")
+
+
+def run(root: Path, *, jobs: int, as_json: bool, out: TextIO = sys.stdout, err: TextIO = sys.stderr,
+        timeout: float | None = DEFAULT_TIMEOUT_S, scheduler: str | None = None) -> tuple[str, Sink]:
+    """Triage every packet under `root`: JSON lines on `out` with `as_json`, progress on `err`; returns the table
+    and the sink of `out` (whose `error` says whether every line could be written).
+
+    A closed `out` (the reader went away) stops the run after the packets in flight."""
     started = time.perf_counter()
     entries = discover(root)
     progress = Progress(len(entries), err)
-    items = []
-    for item in triage(entries, jobs=jobs):
-        items.append(item)
-        if as_json:
-            out.write(json_line(item) + "\n")
-            out.flush()
-        progress.step()
-    return summary_table(items, root, time.perf_counter() - started, jobs)
+    sink = Sink(out)
+    items, notes = [], []
+    results = triage(entries, jobs=jobs, timeout=timeout, scheduler=scheduler, on_note=notes.append)
+    try:
+        for item in results:
+            items.append(item)
+            if as_json:
+                sink.write(json_line(item) + "\n")
+                if not sink.open and sink.error is None:
+                    notes.append(f"the reader of the JSON lines went away after {len(items)} packets; the run "
+                                 f"stopped there")
+                    break
+            progress.step()
+    finally:
+        results.close()
+    return summary_table(items, root, time.perf_counter() - started, engine_text(jobs, len(entries), scheduler),
+                         notes), sink

@@ -1,29 +1,52 @@
-"""map_isolated(work, items): one pure function over many items in worker processes, a crash costing only its own item; no UI, no packet logic.
+"""map_isolated(work, items): one pure function over many items in worker processes, a crash, a raise or a hang costing only its own item; no UI, no packet logic.
 
-Ordinary `concurrent.futures` process pools. At most IN_FLIGHT_PER_WORKER tasks
-per worker are submitted at a time, so when a worker dies (a segfault, the
-out-of-memory killer) only the few tasks in flight are suspects: each is run
-again alone in a fresh one-worker pool, and one that breaks that pool too is
-reported as a crash. An exception raised by `work` is reported for its item.
-Every item is reported exactly once.
+Each worker process is connected to this one by a pipe and holds at most
+PIPELINE items, which it works in the order they were sent, so the item a dead
+worker was working on is known exactly: its first unanswered one. That item is
+reported as a crash (`WorkerCrashed`), the items queued behind it go back to
+the pending ones (they never started), and a fresh worker takes over. An item
+still running `timeout` seconds after it started (after the previous answer,
+or when it was sent to an idle worker) has its worker killed (also a stopped
+one) and is reported as `WorkerTimedOut`. An exception raised by `work` is
+reported for its item (`WorkRaised`). Every item is reported exactly once.
+
+At most min(jobs, items, MAX_JOBS) workers run. A worker that cannot be started
+(a process or file limit) leaves the run with the workers it has, said through
+`on_note`; when not even one starts, the items are worked in this process, one
+after another and without a time limit (also said).
 """
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import os
+import time
 from collections import deque
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, wait
 from typing import Any, Callable, Iterator, Sequence
 
-IN_FLIGHT_PER_WORKER = 4
+from explorer.catalog.limits import DEFAULT_TIMEOUT_S, MAX_JOBS
+
+log = logging.getLogger(__name__)
+
+STOP_WAIT_S = 2.0  # an idle worker asked to stop gets this long before it is killed
+PIPELINE = 2  # items sent to a worker ahead of its answers, so it never waits for this process between items
 # Each worker does one packet at a time; a second BLAS thread per worker only competes for the cores.
 BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 class WorkerCrashed(Exception):
-    """The worker process running this item died, also when the item ran alone."""
+    """The worker process running this item died."""
+
+
+class WorkerTimedOut(Exception):
+    """The item was still running after the time limit; its worker process was killed."""
+
+
+class WorkRaised(Exception):
+    """`work` raised for this item: the original's type and message (the original need not be picklable)."""
 
 
 def default_jobs() -> int:
@@ -31,47 +54,167 @@ def default_jobs() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
-def _pool(jobs: int, context: str | None) -> ProcessPoolExecutor:
-    for variable in BLAS_THREAD_VARIABLES:  # inherited by workers that load numpy themselves (forkserver, spawn)
-        os.environ.setdefault(variable, "1")
-    return ProcessPoolExecutor(max_workers=jobs,
-                               mp_context=None if context is None else multiprocessing.get_context(context))
+def jobs_for(asked: int, items: int) -> int:
+    """Worker processes for `items` items when `asked` are asked for: at most one per item and MAX_JOBS, at least 1."""
+    return max(1, min(asked, items, MAX_JOBS))
 
 
-def _alone(work: Callable[[Any], Any], item: Any, context: str | None) -> Any:
-    with _pool(1, context) as pool:
+def work_here(work: Callable[[Any], Any], item: Any) -> Any:
+    """work(item), or WorkRaised when it raised."""
+    try:
+        return work(item)
+    except Exception as error:  # raised by `work`: reported for this item only
+        return WorkRaised(f"{type(error).__name__}: {error}")
+
+
+def _serve(work: Callable[[Any], Any], connection: Connection) -> None:
+    """A worker's loop: receive an item, send back its result (or WorkRaised), until None arrives."""
+    while True:
         try:
-            return pool.submit(work, item).result()
-        except BrokenProcessPool:
-            return WorkerCrashed(f"the worker process died while working on {item!r}")
-        except Exception as error:  # raised by `work`: reported for this item only
-            return error
+            item = connection.recv()
+        except (EOFError, OSError):
+            return
+        if item is None:
+            return
+        connection.send(work_here(work, item))
+
+
+@dataclass
+class _Worker:
+    process: Any
+    connection: Connection
+    held: deque = field(default_factory=deque)  # the items sent and not answered, in the order it works them
+    since: float = 0.0  # when the first held item started (monotonic)
+
+    def stop(self) -> None:
+        """Ask it to stop, then kill it if it has not (a stopped or busy worker never reads the request)."""
+        try:
+            self.connection.send(None)
+        except (OSError, ValueError):
+            pass
+        self.process.join(0 if self.held else STOP_WAIT_S)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join()
+        self.connection.close()
+
+
+def _start(context, work: Callable[[Any], Any]) -> _Worker | str:
+    """A started worker, or why none could be started."""
+    try:
+        ours, theirs = context.Pipe()
+    except OSError as error:
+        return f"{type(error).__name__}: {error.strerror or error}"
+    process = context.Process(target=_serve, args=(work, theirs), daemon=True)
+    try:
+        process.start()
+    except OSError as error:
+        ours.close()
+        theirs.close()
+        return f"{type(error).__name__}: {error.strerror or error}"
+    theirs.close()
+    return _Worker(process, ours)
+
+
+class _Pool:
+    """The workers of one map and the items not yet handed out."""
+
+    def __init__(self, work: Callable[[Any], Any], items: Sequence[Any], jobs: int, timeout: float | None,
+                 context: str | None, on_note: Callable[[str], None]):
+        self.work, self.items, self.timeout, self.on_note = work, items, timeout, on_note
+        self.context = multiprocessing.get_context(context)
+        self.most = self.wanted = jobs_for(jobs, len(items))
+        self.pending = deque(range(len(items)))
+        self.workers: list[_Worker] = []
+
+    def busy(self) -> list[_Worker]:
+        return [worker for worker in self.workers if worker.held]
+
+    def grow(self) -> None:
+        """Start workers up to the number wanted (while items are pending)."""
+        while self.pending and len(self.workers) < self.wanted:
+            started = _start(self.context, self.work)
+            if isinstance(started, _Worker):
+                self.workers.append(started)
+                continue
+            self.wanted = len(self.workers)
+            self.on_note(f"only {self.wanted} of {self.most} worker processes could be started ({started})"
+                         if self.wanted else f"no worker process could be started ({started}); the packets are "
+                                             f"worked in this process, one after another, without a time limit")
+
+    def hand_out(self) -> None:
+        """Fill every worker's pipeline, idle workers first."""
+        for worker in sorted(self.workers, key=lambda worker: len(worker.held)):
+            while self.pending and len(worker.held) < PIPELINE and worker in self.workers:
+                index = self.pending.popleft()
+                try:
+                    worker.connection.send(self.items[index])
+                except (OSError, ValueError):  # it died: the item never started
+                    self.pending.appendleft(index)
+                    self.retire(worker)
+                    break
+                if not worker.held:
+                    worker.since = time.monotonic()
+                worker.held.append(index)
+
+    def retire(self, worker: _Worker) -> int | None:
+        """Stop and drop a worker; the items it held and had not started go back to the pending ones."""
+        started = worker.held.popleft() if worker.held else None
+        self.pending.extendleft(reversed(worker.held))
+        worker.held.clear()
+        worker.stop()
+        self.workers.remove(worker)
+        return started
+
+    def collect(self) -> Iterator[tuple[int, Any]]:
+        """Wait for the first busy worker to answer, die or run out of time; yield what that settles."""
+        busy = self.busy()
+        waits = [worker.connection for worker in busy] + [worker.process.sentinel for worker in busy]
+        ready = set(wait(waits, timeout=self._until_first_deadline(busy)))
+        now = time.monotonic()
+        for worker in busy:
+            if worker.connection in ready or worker.process.sentinel in ready:
+                try:
+                    result = worker.connection.recv()
+                except (EOFError, OSError):  # it died before answering
+                    index = self.retire(worker)
+                    yield index, WorkerCrashed(f"the worker process died while working on item {index}")
+                    continue
+                index = worker.held.popleft()
+                worker.since = time.monotonic()  # the next held item starts now
+                yield index, result
+            elif self.timeout is not None and now - worker.since >= self.timeout:
+                index = self.retire(worker)
+                yield index, WorkerTimedOut(f"item {index} ran longer than {self.timeout:g} s")
+
+    def _until_first_deadline(self, busy: list[_Worker]) -> float | None:
+        if self.timeout is None:
+            return None
+        return max(0.0, min(worker.since for worker in busy) + self.timeout - time.monotonic())
 
 
 def map_isolated(work: Callable[[Any], Any], items: Sequence[Any], *, jobs: int,
-                 context: str | None = None) -> Iterator[tuple[int, Any]]:
-    """Yield (index, result) for every item as it finishes; the result is an Exception when `work` raised or crashed.
+                 timeout: float | None = DEFAULT_TIMEOUT_S, context: str | None = None,
+                 on_note: Callable[[str], None] = log.warning) -> Iterator[tuple[int, Any]]:
+    """Yield (index, result) for every item as it finishes; the result is WorkRaised, WorkerCrashed or
+    WorkerTimedOut when the item gave none.
 
-    `context` names the multiprocessing start method (None: the platform default).
+    `context` names the multiprocessing start method (None: the platform default); `timeout` None: no limit.
     """
-    pending = deque(range(len(items)))
-    while pending:
-        suspects: list[int] = []
-        with _pool(jobs, context) as pool:
-            in_flight: dict[Future, int] = {}
-            while (pending or in_flight) and not suspects:
-                while pending and len(in_flight) < jobs * IN_FLIGHT_PER_WORKER:
-                    index = pending.popleft()
-                    in_flight[pool.submit(work, items[index])] = index
-                done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
-                for future in done:
-                    index = in_flight.pop(future)
-                    try:
-                        yield index, future.result()
-                    except BrokenProcessPool:
-                        suspects.append(index)
-                    except Exception as error:  # raised by `work`: reported for this item only
-                        yield index, error
-            suspects += in_flight.values()  # a broken pool fails every task still in flight
-        for index in suspects:
-            yield index, _alone(work, items[index], context)
+    for variable in BLAS_THREAD_VARIABLES:  # inherited by workers that load numpy themselves (forkserver, spawn)
+        os.environ.setdefault(variable, "1")
+    pool = _Pool(work, items, jobs, timeout, context, on_note)
+    try:
+        while pool.pending or pool.busy():
+            pool.grow()
+            if not pool.workers:
+                while pool.pending:
+                    index = pool.pending.popleft()
+                    yield index, work_here(work, items[index])
+                return
+            pool.hand_out()
+            if pool.busy():
+                yield from pool.collect()
+    finally:
+        for worker in list(pool.workers):
+            pool.retire(worker)

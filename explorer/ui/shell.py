@@ -9,7 +9,7 @@ import os
 import re
 import threading
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 from urllib.parse import parse_qsl, urlencode
 
 import panel as pn
@@ -144,12 +144,14 @@ class Shell(param.Parameterized):
     tab = param.Selector(objects=list(SLUGS), default=SLUGS[0], doc="Slug of the open view.")
     head = param.Integer(default=0, bounds=(0, None), doc="Selected query head.")
 
-    def __init__(self, root: Path, export_dir: Path, **params):
+    def __init__(self, root: Path, export_dir: Path, on_status: Callable[[str], None] = lambda packet: None,
+                 **params):
+        """`on_status(packet)` hears every status line shown (the server's per-session timings)."""
         super().__init__(**params)
+        self._on_status = on_status
         self.root = root
         self.export_dir = export_dir
-        self.index = PacketIndex(root)  # discovered afresh for every session: a packet added later is listed
-        self.entries = self.index.entries
+        self.index = PacketIndex(root)  # discovered afresh for every session, and rescanned while it lasts
         self._seen: dict[str, tuple] = {}  # packet name -> content_seen of what this session last showed
         self._shown: Analysis | None = None  # the analysis on screen
         self._selection: Selection | None = None
@@ -202,6 +204,11 @@ class Shell(param.Parameterized):
         self.param.watch(self._on_head, "head")
 
     # ------------------------------------------------------------ packet list
+
+    @property
+    def entries(self) -> tuple[catalog.Entry, ...]:
+        """The packets listed now (the list rescans its root while the session lasts)."""
+        return self.index.entries
 
     def _analysis(self, entry: catalog.Entry) -> Analysis:
         """The packet analyzed now: admission re-reads and re-hashes its files on every call (explorer.analyze
@@ -308,6 +315,7 @@ class Shell(param.Parameterized):
             f'<div class="status-line" data-packet="{shown_name(self.packet)}">'
             f"<b>{shown_name(self.packet)}</b> &nbsp; "
             f"{badge_html(summary, 'status-badge', None if analysis.score is None else analysis.score.heads)}</div>")
+        self._on_status(self.packet)
         self._export_note.object = ""
         self._html_download.visible = self._json_download.visible = False
         self._views = {}
@@ -471,11 +479,13 @@ class Shell(param.Parameterized):
                                                                 *(("export-png", png) for png in paths.pngs)))
 
 
-def open_session(root: Path, export_dir: Path) -> tuple[pn.viewable.Viewable, pn.viewable.Viewable]:
-    """(sidebar, main) of one browser session's Shell; when the session cannot be set up at all (a root that cannot
-    be listed, say), a one-line note naming the root and the error instead of a blank page."""
+def open_session(root: Path, export_dir: Path, on_status: Callable[[str], None] = lambda packet: None,
+                 ) -> tuple[pn.viewable.Viewable, pn.viewable.Viewable]:
+    """(sidebar, main) of one browser session's Shell (`on_status` as for Shell); when the session cannot be set up
+    at all (a root that cannot be listed, say), a one-line note naming the root and the error instead of a blank
+    page."""
     try:
-        shell = Shell(root, export_dir)
+        shell = Shell(root, export_dir, on_status=on_status)
     except Exception as error:  # whatever it is, every session would otherwise get an empty page
         log.exception("the session could not be set up for root %s", root)
         reason = error.strerror if isinstance(error, OSError) and error.strerror else f"{type(error).__name__}: {error}"

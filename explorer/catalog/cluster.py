@@ -1,0 +1,142 @@
+"""map_on_cluster(work, items, scheduler): workers.map_isolated's contract on a dask.distributed cluster; imported only for --scheduler, never by the app.
+
+Every item is one task (`Client.map`, `pure=False`, `retries=0`), results are
+taken as they complete (`as_completed`). A task that raised is reported at once
+(`WorkRaised`): `retries=0` because `work` is pure and deterministic, so a retry
+could only repeat the exception or hide a flaky one. A task whose worker died is
+re-run by the scheduler on another worker up to its `allowed-failures` setting
+(Dask's default 3; `local:N` clusters are started with ALLOWED_FAILURES) and
+then reported as `WorkerCrashed`: a worker's death does not say which of the
+tasks it held caused it, so each gets one more chance elsewhere, as the local
+pool runs a suspect again alone; a crash that recurs is never hidden. A task
+still processing `timeout` seconds after the scheduler first showed it on a
+worker is reported as `WorkerTimedOut` and that worker is restarted through its
+nanny (a worker without one keeps the busy thread, which is noted).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from typing import Any, Callable, Iterator, Sequence
+
+import dask
+from distributed import Client, LocalCluster, as_completed
+from distributed.scheduler import KilledWorker
+
+from explorer.catalog.limits import MAX_JOBS
+from explorer.catalog.workers import WorkerCrashed, WorkerTimedOut, WorkRaised
+
+LOCAL_PREFIX = "local:"  # --scheduler local:N starts a LocalCluster of N worker processes
+ALLOWED_FAILURES = 1  # a local:N cluster re-runs a task whose worker died once, elsewhere
+CONNECT_TIMEOUT_S = 30
+POLL_S = 0.02  # how often finished tasks are taken while none is ready
+PROCESSING_POLL_S = 1.0  # how often the scheduler is asked which task runs where (for the time limit)
+RESTART_TIMEOUT_S = 30
+# One task per worker thread (so a dying worker holds only the task that killed it), one re-run of a task whose
+# worker died, and the cluster's own log kept to what stops it.
+LOCAL_CONFIG = {"distributed.scheduler.allowed-failures": ALLOWED_FAILURES,
+                "distributed.scheduler.worker-saturation": 1.0}
+QUIET = {"DASK_LOGGING__DISTRIBUTED": "critical"}  # workers' own logs: the failures are reported per packet
+
+
+class SchedulerUnavailable(Exception):
+    """The scheduler address could not be reached or a local cluster not started (a one-line reason)."""
+
+
+def local_workers(scheduler: str) -> int | None:
+    """N for 'local:N', None for an address; ValueError when N is not an integer from 1 to MAX_JOBS."""
+    if not scheduler.startswith(LOCAL_PREFIX):
+        return None
+    text = scheduler[len(LOCAL_PREFIX):]
+    if not (text.isascii() and text.isdigit() and len(text) <= len(str(MAX_JOBS)) and 1 <= int(text) <= MAX_JOBS):
+        raise ValueError(f"local:N takes N from 1 to {MAX_JOBS} worker processes")
+    return int(text)
+
+
+def connect(scheduler: str) -> tuple[Client, LocalCluster | None]:
+    """A client of the scheduler at `scheduler`, or of a LocalCluster started for 'local:N'."""
+    workers = local_workers(scheduler)
+    try:
+        if workers is None:
+            return Client(scheduler, timeout=CONNECT_TIMEOUT_S), None
+        os.environ.update(QUIET)  # read by the worker processes as they start (also on restarts)
+        for name in [name for name in logging.root.manager.loggerDict if name.startswith("distributed")]:
+            logging.getLogger(name).setLevel(logging.CRITICAL)
+        with dask.config.set(LOCAL_CONFIG):
+            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
+        return Client(cluster), cluster
+    except (OSError, TimeoutError, ValueError, TypeError, RuntimeError) as error:  # unreachable, malformed, refused
+        raise SchedulerUnavailable(f"{type(error).__name__}: {error}") from None
+
+
+def _outcome(future) -> Any:
+    if future.status == "finished":
+        return future.result()
+    error = future.exception() if future.status == "error" else None
+    if isinstance(error, KilledWorker) or error is None:
+        return WorkerCrashed(f"the task's worker died ({future.status})")
+    return WorkRaised(f"{type(error).__name__}: {error}")
+
+
+class _Clock:
+    """When each task was first seen processing on a worker, and on which."""
+
+    def __init__(self, client: Client, timeout: float | None):
+        self.client, self.timeout = client, timeout
+        self.since: dict[str, tuple[float, str]] = {}
+        self.asked = 0.0
+
+    def overdue(self, open_keys: set[str]) -> list[tuple[str, str]]:
+        """(key, worker) of every open task past the time limit (asks the scheduler at most once a second)."""
+        now = time.monotonic()
+        if self.timeout is None or now - self.asked < PROCESSING_POLL_S:
+            return []
+        self.asked = now
+        for worker, keys in self.client.processing().items():
+            for key in keys:
+                if key in open_keys and key not in self.since:
+                    self.since[key] = (now, worker)
+        return [(key, worker) for key, (since, worker) in self.since.items()
+                if key in open_keys and now - since >= self.timeout]
+
+
+def map_on_cluster(work: Callable[[Any], Any], items: Sequence[Any], *, scheduler: str,
+                   timeout: float | None, on_note: Callable[[str], None]) -> Iterator[tuple[int, Any]]:
+    """Yield (index, result) for every item as its task completes, as workers.map_isolated does."""
+    client, cluster = connect(scheduler)
+    try:
+        futures = client.map(work, list(items), pure=False, retries=0)
+        positions = {future.key: index for index, future in enumerate(futures)}
+        open_keys = set(positions)
+        clock = _Clock(client, timeout)
+        completed = as_completed(futures)
+        while open_keys:
+            batch = completed.next_batch(block=False) if completed.has_ready() else []
+            for future in batch:
+                if future.status == "lost":  # its worker died holding the result: the scheduler computes it again
+                    completed.add(future)
+                elif future.key in open_keys:
+                    open_keys.discard(future.key)
+                    outcome = _outcome(future)
+                    futures[positions[future.key]] = None  # the cluster may forget it now
+                    yield positions[future.key], outcome
+            for key, worker in clock.overdue(open_keys):
+                open_keys.discard(key)
+                futures[positions[key]].cancel()
+                yield positions[key], WorkerTimedOut(f"ran longer than {timeout:g} s on {worker}")
+                _restart(client, worker, on_note)
+            if not batch:
+                time.sleep(POLL_S)
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def _restart(client: Client, worker: str, on_note: Callable[[str], None]) -> None:
+    try:
+        client.restart_workers([worker], timeout=RESTART_TIMEOUT_S)
+    except Exception as error:  # a worker without a nanny, or one that did not come back
+        on_note(f"worker {worker} could not be restarted after a time limit ({type(error).__name__}: {error})")

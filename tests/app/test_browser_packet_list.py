@@ -1,0 +1,125 @@
+"""The packet list in chromium: every column sorts both ways, the default order puts refused and inconclusive first
+then the largest score, the columns fit the sidebar at 1280 px, and packets written or deleted under the root while
+the page is open appear and disappear without a reload."""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import shutil
+import time
+
+import pytest
+
+from app_support import APP_PATH, ARTIFACTS, PAGE_TIMEOUT_MS, POLL_INTERVAL_S, artifact, packet_cell, serve_app, wait_statuses
+from explorer.catalog.discovery import ROOT_ENV
+from explorer.catalog.summary import summarize
+from explorer.samples import injected_error_spec, synthetic_spec, write_packet, write_refused
+from explorer.ui.packets import LIST_ORDER, NUMBER_COLUMNS, RESCAN_MS
+
+# A rescan starts every RESCAN_MS and checks the new packet (a few hundred ms); the list shows it on the next flush.
+WITHIN_MS = 3 * RESCAN_MS
+NARROW = {"width": 1280, "height": 800}
+LIVE_LOG = "panel-serve-live.log"
+
+
+@pytest.fixture(scope="module")
+def live_root(tmp_path_factory):
+    root = tmp_path_factory.mktemp("live-root")
+    write_packet(root / "injected", injected_error_spec())
+    write_packet(root / "plain", synthetic_spec(seed=1))
+    write_refused(root / "refused")
+    return root
+
+
+@pytest.fixture(scope="module")
+def live_server(live_root, export_dir):
+    yield from serve_app(LIVE_LOG, {**os.environ, ROOT_ENV: str(live_root)}, export_dir)
+
+
+def _column(page, field: str) -> list[str]:
+    return page.locator(f".tabulator-cell[tabulator-field='{field}']").all_inner_texts()
+
+
+def _numbers(texts: list[str]) -> list[float]:
+    return [float(text) for text in texts if text.strip()]
+
+
+def _wait_sorted(page, field: str, previous: list[str]) -> list[float]:
+    """The column's numbers once they differ from `previous` and run one way (the server's sorted page arrived)."""
+    deadline = time.monotonic() + PAGE_TIMEOUT_MS / 1000
+    while time.monotonic() < deadline:
+        texts = _column(page, field)
+        values = _numbers(texts)
+        if texts != previous and values in (sorted(values), sorted(values, reverse=True)):
+            return values
+        time.sleep(POLL_INTERVAL_S)
+    raise AssertionError(f"the {field} column did not sort: {texts}")
+
+
+def test_the_default_order_and_sorting_each_numeric_column_both_ways(page, server):
+    page.goto(server + APP_PATH, timeout=PAGE_TIMEOUT_MS)
+    wait_statuses(page)
+    statuses = [badge.get_attribute("data-status") for badge in page.locator(".packet-badge").all()]
+    ranks = [LIST_ORDER.index(status) for status in statuses]
+    assert ranks == sorted(ranks) and statuses[0] == "refused"  # refused, inconclusive (and error) first
+    analyzed = [float(text) for status, text in zip(statuses, _column(page, "score")) if status == "analyzed"]
+    assert analyzed == sorted(analyzed, reverse=True)  # then the largest score first
+    for field in NUMBER_COLUMNS:
+        seen = []
+        for _ in range(2):  # the first click sorts one way, the second the other
+            previous = _column(page, field)
+            page.locator(f".tabulator-col[tabulator-field='{field}'] .tabulator-col-title").first.click()
+            seen.append(_wait_sorted(page, field, previous))
+        ascending, descending = sorted(seen, key=lambda values: values[0])
+        assert len(ascending) >= 2 and all(math.isfinite(v) for v in ascending + descending)
+        assert ascending == sorted(ascending) and descending == sorted(descending, reverse=True), field
+        assert sorted(ascending) == sorted(descending)
+
+
+def test_the_columns_fit_the_sidebar_at_1280_px(browser, server):
+    context = browser.new_context(viewport=NARROW)
+    page = context.new_page()
+    try:
+        page.goto(server + APP_PATH, timeout=PAGE_TIMEOUT_MS)
+        wait_statuses(page)
+        page.screenshot(path=artifact("packet-list-1280.png"))
+        table = page.locator(".packet-table .tabulator").first.bounding_box()
+        for header in page.locator(".tabulator-col").all():
+            if header.is_visible():
+                box = header.bounding_box()
+                assert box["x"] >= table["x"] - 1 and box["x"] + box["width"] <= table["x"] + table["width"] + 1
+        for arrow in page.locator(".tabulator-col-sorter").all():
+            if arrow.is_visible():  # every sort arrow inside the table
+                box = arrow.bounding_box()
+                assert box["x"] + box["width"] <= table["x"] + table["width"] + 1
+        for title in page.locator(".tabulator-col-title").all():
+            if title.is_visible():  # no header title cut off inside its column
+                assert title.evaluate("(el) => el.scrollWidth <= el.clientWidth + 1")
+    finally:
+        context.close()
+
+
+def test_a_packet_written_and_one_deleted_after_the_page_opened_show_without_a_reload(page, live_server, live_root):
+    page.goto(live_server + APP_PATH, timeout=PAGE_TIMEOUT_MS)
+    wait_statuses(page)
+    packet_cell(page, "plain").wait_for(state="visible")
+    marker = page.evaluate("() => { window.notReloaded = true; return window.notReloaded }")
+    write_packet(live_root / "late", synthetic_spec(seed=9))
+    shutil.rmtree(live_root / "plain")
+    packet_cell(page, "late").wait_for(state="visible", timeout=WITHIN_MS)
+    packet_cell(page, "plain").wait_for(state="detached", timeout=WITHIN_MS)
+    row = page.locator(".tabulator-row", has=packet_cell(page, "late"))
+    row.locator(f".packet-badge[data-status='{summarize(live_root / 'late').status}']").wait_for(timeout=WITHIN_MS)
+    assert marker and page.evaluate("() => window.notReloaded === true")  # the same page, never reloaded
+
+
+def test_the_server_logs_each_sessions_timings_once(page, live_server):
+    page.goto(live_server + APP_PATH, timeout=PAGE_TIMEOUT_MS)
+    page.wait_for_selector(".status-line", timeout=PAGE_TIMEOUT_MS)
+    log = (ARTIFACTS / LIVE_LOG).read_text()
+    built = re.findall(r"session (\S+): document built [0-9.]+ s after the page request", log)
+    pushed = re.findall(r"session (\S+): status line of '[^']+' (?:sent with the document|pushed to the open page) "
+                        r"[0-9.]+ s after the page request", log)
+    assert built and sorted(built) == sorted(set(built)) and set(pushed) <= set(built)

@@ -1,0 +1,94 @@
+"""Triage on a Dask cluster: the same JSON lines as the local pool, one error line for a raising task and for a
+killed worker, path_missing for a path the workers cannot see; without a scheduler Dask is never imported."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import cloudpickle
+import pytest
+from distributed import LocalCluster
+
+from explorer.catalog.discovery import Entry, discover
+from explorer.catalog.summary import ERROR, INTERNAL_ERROR, WORKER_CRASHED, summarize
+from explorer.catalog.triage import json_line, triage
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLES = REPO / "sample_packets"
+CRASH_NAME, RAISE_NAME = "fp16-kv", "discarded-sample"
+
+cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the workers cannot import this test module
+
+
+@pytest.fixture(scope="module")
+def scheduler():
+    with LocalCluster(n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None) as cluster:
+        yield cluster.scheduler_address
+
+
+def crashing_summarize(path: str):
+    """summarize, except that one packet kills its worker process and another raises."""
+    if path.endswith(CRASH_NAME):
+        os._exit(70)
+    if path.endswith(RAISE_NAME):
+        raise RuntimeError("a programming error")
+    return summarize(path)
+
+
+def _lines(items) -> list[str]:
+    return sorted(json_line(item) for item in items)
+
+
+def test_the_cluster_gives_the_local_pools_json_lines(scheduler):
+    entries = discover(SAMPLES)
+    assert _lines(triage(entries, jobs=2, scheduler=scheduler)) == _lines(triage(entries, jobs=2))
+
+
+def test_a_raising_task_and_a_killed_worker_each_end_as_one_error_line(scheduler):
+    entries = discover(SAMPLES)
+    items = list(triage(entries, jobs=2, scheduler=scheduler, work=crashing_summarize))
+    assert sorted(item.name for item in items) == [entry.name for entry in entries]
+    errors = {item.name: item.summary.codes for item in items if item.summary.status == ERROR}
+    assert errors == {CRASH_NAME: (WORKER_CRASHED,), RAISE_NAME: (INTERNAL_ERROR,)}
+    others = {item.name: item.summary for item in items if item.name not in errors}
+    assert others == {name: summarize(SAMPLES / name) for name in others}
+
+
+def test_a_path_the_workers_cannot_see_is_that_packets_path_missing(scheduler, tmp_path):
+    missing = Entry("elsewhere", tmp_path / "not-on-the-workers")
+    (item,) = triage([missing], jobs=1, scheduler=scheduler)
+    assert (item.summary.status, item.summary.codes) == ("refused", ("path_missing",))
+
+
+def test_the_command_runs_on_a_local_cluster():
+    completed = subprocess.run([sys.executable, "-m", "explorer", "triage", str(SAMPLES), "--json", "--scheduler",
+                                "local:2"], capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert completed.returncode == 0, completed.stderr
+    assert sorted(json.loads(line)["name"] for line in completed.stdout.splitlines()) == \
+        [entry.name for entry in discover(SAMPLES)]
+    assert "(Dask scheduler local:2," in completed.stderr
+    bad = subprocess.run([sys.executable, "-m", "explorer", "triage", str(SAMPLES), "--scheduler", "local:0"],
+                         capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert bad.returncode == 2 and "local:N takes N from 1 to 64" in bad.stderr
+
+
+NO_DASK = """
+import sys
+import explorer
+from explorer.cli import main
+assert main(["triage", sys.argv[1], "--json", "--jobs", "2"]) == 0
+frame = explorer.triage(sys.argv[1], jobs=2)
+loaded = sorted(name for name in sys.modules if name.split(".")[0] in ("dask", "distributed"))
+print(loaded, file=sys.stderr)
+sys.exit(1 if loaded else 0)
+"""
+
+
+def test_without_a_scheduler_dask_is_never_imported():
+    completed = subprocess.run([sys.executable, "-c", NO_DASK, str(SAMPLES)], capture_output=True, text=True,
+                               cwd=REPO, timeout=300)
+    assert completed.returncode == 0, completed.stderr
