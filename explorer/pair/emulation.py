@@ -44,7 +44,7 @@ def _shared_inputs(pair: Pair) -> bool:
             and np.array_equal(a.numerics.eligible, b.numerics.eligible))
 
 
-def _outputs(emulations: tuple[Emulation, ...], output_dtype: str) -> tuple[EmulatedOutput, ...]:
+def emulated_outputs(emulations: tuple[Emulation, ...], output_dtype: str) -> tuple[EmulatedOutput, ...]:
     """The emulated outputs a side's scored emulations hold, to score another side with identical inputs."""
     specs = resolve_all([e.id for e in emulations], output_dtype)
     return tuple(EmulatedOutput(spec, output_dtype, e.values, e.bits) for spec, e in zip(specs, emulations, strict=True))
@@ -95,7 +95,7 @@ def with_emulations(pair: Pair, request: str | Iterable[str]) -> Pair:
     shared = (a.emulations is not None and pair.b.numerics is not None and pair.inputs is not None
               and not pair.output.dtypes_differ and _shared_inputs(pair))
     output_dtype = None if pair.output is None else pair.output.dtype_a
-    b = _with(pair.b, request, _outputs(a.emulations, output_dtype) if shared else None)
+    b = _with(pair.b, request, emulated_outputs(a.emulations, output_dtype) if shared else None)
     sides = dataclasses.replace(pair, a=a, b=b)
     reason = _reason(sides)
     if reason is not None:
