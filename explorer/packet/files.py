@@ -33,7 +33,7 @@ from explorer.packet.model import Problem
 PACKET_JSON = "packet.json"
 JSON_SIZE_LIMIT = 256 * 1024  # packet.json and the metadata file, by their actual size
 TENSOR_SIZE_LIMIT = 32 * 1024 * 1024  # one tensor, and all six together, by declared size
-READ_CHUNK = 1024 * 1024
+READ_CHUNK = 64 * 1024 * 1024  # above every admitted file's size: one read per file, no joined copy
 OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC  # the last component of a path
 DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC  # every other one
 ROOT_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NONBLOCK | os.O_CLOEXEC  # the packet directory as given

@@ -169,11 +169,14 @@ def _file_problems(arm: str, outcomes: Mapping[str, FileOutcome]) -> list[Proble
             for key, outcome in outcomes.items() if key.startswith(prefix + "/") for problem in outcome.problems]
 
 
-def _decoded(outcome: FileOutcome, dtype: str, shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
-    bits = bits_from_buffer(outcome.data, dtype, shape)
+def _bits(outcome: FileOutcome, dtype: str, shape: tuple[int, ...]) -> np.ndarray:
+    return bits_from_buffer(outcome.data, dtype, shape)
+
+
+def _values(bits: np.ndarray, dtype: str) -> np.ndarray:
     values = promote(bits, dtype)
     values.flags.writeable = False
-    return bits, values
+    return values
 
 
 class _Arm:
@@ -219,15 +222,14 @@ def _arm_result(read: _Arm, outcomes: Mapping[str, FileOutcome], source: Analysi
     if read.checked is None or read.problems:
         return empty
     descriptors = read.checked.tensors
-    bits, values = _decoded(outcomes[f"/{arm}/tensors/output"], descriptors["output"].dtype,
-                            descriptors["output"].shape)
-    bits, values = bits[0, :, 0, :], values[0, :, 0, :]
     dtype = descriptors["output"].dtype
+    bits = _bits(outcomes[f"/{arm}/tensors/output"], dtype, descriptors["output"].shape)[0, :, 0, :]
+    values = _values(bits, dtype)
     packet_tensors = source.admission.tensors
     backs = None
     if len(descriptors) > 1:
-        backs = MappingProxyType({name: readback(name, _decoded(outcomes[f"/{arm}/tensors/{name}"],
-                                                                descriptors[name].dtype, descriptors[name].shape)[0][0],
+        backs = MappingProxyType({name: readback(name, _bits(outcomes[f"/{arm}/tensors/{name}"], descriptors[name].dtype,
+                                                             descriptors[name].shape)[0],
                                                  packet_tensors[name].bits[0]) for name in READBACK_TENSORS})
     numerics = source.numerics
     references = None if numerics is None else arm_references(arm, values, bits, dtype, numerics)
