@@ -579,7 +579,7 @@ CURATED: Mapping[str, tuple[str, Callable[[str | os.PathLike], Path]]] = {
 
 # Runs of the contiguous side (the source packet), to be opened with the paged side as partner.
 REPLAY_SOURCE, REPLAY_PARTNER = "contiguous", "paged"
-REPLAY_RUN_NAMES = {"complete": "replay-qwen36-pair", "failed": "replay-qwen36-pair-segmented-failed",
+REPLAY_RUN_NAMES = {"complete": "replay-qwen36-pair", "exited": "replay-qwen36-pair-segmented-exit-1",
                     "readback": "replay-qwen36-pair-readback-differs"}
 FULL_REPLAY_RUN_NAME = "replay-qwen36-pair-full-t5585"
 
@@ -594,7 +594,7 @@ REPLAY_RUNS: Mapping[str, tuple[str, Callable[[str | os.PathLike], Path]]] = {
         f"Replay run of `{PAIR_NAMES[REPLAY_SOURCE]}`, all three arms: nativeSDPA reproduces the contiguous "
         "capture, both paged arms the paged one; readback byte-exact.",
         lambda directory: write_run(directory, pair_spec(REPLAY_SOURCE), RunVariant())),
-    REPLAY_RUN_NAMES["failed"]: (
+    REPLAY_RUN_NAMES["exited"]: (
         "The same run with pagedSegmented failed (execution.json exit code 1, no pagedSegmented/, no analysis.json).",
         lambda directory: write_run(directory, pair_spec(REPLAY_SOURCE), RunVariant(failed_arm="pagedSegmented"))),
     REPLAY_RUN_NAMES["readback"]: (

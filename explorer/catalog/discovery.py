@@ -24,7 +24,7 @@ class Entry:
 
 def default_root() -> Path:
     """The bundled sample_packets/ next to the package (repository checkout), else under the working directory."""
-    bundled = Path(__file__).resolve().parents[1] / SAMPLES_DIR
+    bundled = Path(__file__).resolve().parents[2] / SAMPLES_DIR
     return bundled if bundled.is_dir() else Path.cwd() / SAMPLES_DIR
 
 
