@@ -182,10 +182,7 @@ class Pair(InlineDisplay):
 
     def report(self) -> dict[str, Any]:
         """The JSON-ready report of compare-v1.md section 4 (`explorer compare --json`)."""
-        from explorer.pair.report import (
-            build_comparison_report,  # lazy: the result delegates to its own builder
-        )
-
+        from explorer.pair.report import build_comparison_report  # lazy: the result delegates to its own builder
 
         return build_comparison_report(self)
 
