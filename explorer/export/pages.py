@@ -424,16 +424,72 @@ def export_pair(pair, out_dir: str | os.PathLike, *, name: str | None = None, na
     files: dict[Path, str | bytes] = {out_dir / f"{stem}{COMPARISON_SUFFIX}": comparison_text(pair),
                                       out_dir / f"{stem}{HTML_SUFFIX}": page}
     if png:
-        files[out_dir / f"{stem}{png_suffix}"] = _pair_png(page)
+        files[out_dir / f"{stem}{png_suffix}"] = _section_png(page, PAIR_SECTION)
     written = _write_set(files)
     return ExportPaths(html=written[1], report=written[0], pngs=written[2:])
 
 
-def _pair_png(page: str) -> bytes:
-    """The pair section of an exported pair page as a PNG (rendered from a private temporary copy of the page)."""
+def _section_png(page: str, section: str) -> bytes:
+    """One section of an exported page (pair, replay) as a PNG, rendered from a private temporary copy of the page."""
     if not Path(CHROMIUM).is_file():
         raise RenderError(f"{CHROMIUM} is missing: install Debian's chromium package to render PNGs")
-    with tempfile.TemporaryDirectory(prefix="explorer-pair-") as scratch:
-        html_path = Path(scratch) / f"pair{HTML_SUFFIX}"
+    with tempfile.TemporaryDirectory(prefix=f"explorer-{section}-") as scratch:
+        html_path = Path(scratch) / f"{section}{HTML_SUFFIX}"
         html_path.write_text(page, encoding="utf-8")
-        return _screenshots(html_path, (PAIR_SECTION,))[PAIR_SECTION]
+        return _screenshots(html_path, (section,))[section]
+
+
+# ---------------------------------------------------------------- a replay run
+
+REPLAY_SUFFIX = ".replay.json"
+REPLAY_SECTION = "replay"
+
+
+def replay_caption_fields(run, name: str, stamp: str) -> tuple[tuple[str, str], ...]:
+    """The caption band of a replay run: the run, its status, the packet's caption fields and the partner."""
+    packet = dict(caption_fields(run.packet, packet_name(run.packet), stamp)) if run.packet is not None else {}
+    shown = tuple((label, value) for label, value in packet.items() if label not in ("status", "explorer", "exported"))
+    partner = packet_name(run.partner) if run.partner is not None else "none"
+    return (("replay run", name), ("replay", run.status), *shown, ("partner", partner), ("explorer", __version__),
+            ("exported", stamp))
+
+
+def _replay_page(run, name: str):
+    import panel as pn
+
+    from explorer.views.replay import build
+
+    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    header = pn.pane.HTML(
+        f"<h1>{html.escape(name)}</h1><p>Replay run <code>{html.escape(run.path)}</code>. Replay status: "
+        f"<b>{run.status}</b>. Static export of the Attention Packet Explorer replay view (explorer {__version__}, "
+        f"{stamp}): plots keep zoom and hover, clicks and controls are not live. The replay JSON beside this file "
+        "holds the same numbers.</p>", sizing_mode="stretch_width")
+    view = build(run)
+    _static(view)
+    caption = pn.pane.HTML(caption_html(replay_caption_fields(run, name, stamp)), sizing_mode="stretch_width")
+    section = pn.Column(caption, view, css_classes=[SECTION_CLASS, f"{SECTION_CLASS}-{REPLAY_SECTION}"],
+                        sizing_mode="stretch_width")
+    return pn.Column(header, section, sizing_mode="stretch_width")
+
+
+def export_replay(run, out_dir: str | os.PathLike, *, name: str | None = None, png: bool = False) -> ExportPaths:
+    """Write `<run>.html` (the replay view, inline resources), `<run>.replay.json` and, with `png`,
+    `<run>-replay.png` into `out_dir`, all or none; existing files are never overwritten.
+
+    `name` is the run's name in the caption band (default its directory name).
+    """
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    name = name or os.path.basename(os.path.normpath(run.path))
+    base = _UNSAFE_NAME.sub("_", name).strip("._") or REPLAY_SECTION
+    png_suffix = f"-{REPLAY_SECTION}{PNG_SUFFIX}"
+    stem = _free_stem(out_dir, base, (HTML_SUFFIX, REPLAY_SUFFIX, png_suffix))
+    with _detached():
+        page = _standalone_html(_replay_page(run, name), title=f"{name} - Attention Packet Explorer")
+    report = json.dumps(run.report(), allow_nan=False, indent=REPORT_INDENT) + "\n"
+    files: dict[Path, str | bytes] = {out_dir / f"{stem}{REPLAY_SUFFIX}": report, out_dir / f"{stem}{HTML_SUFFIX}": page}
+    if png:
+        files[out_dir / f"{stem}{png_suffix}"] = _section_png(page, REPLAY_SECTION)
+    written = _write_set(files)
+    return ExportPaths(html=written[1], report=written[0], pngs=written[2:])
