@@ -49,14 +49,14 @@ def _subdirectories(directory: Path) -> list[Path]:
     return [child for child in children if not child.name.startswith(".") and child.is_dir()]
 
 
-def _holds_packet_file(directory: Path) -> bool:
-    """packet.json exists and is no directory: a FIFO or a link is listed too, and admission refuses it."""
-    candidate = directory / PACKET_FILE
+def _holds(directory: Path, marker: str) -> bool:
+    """`marker` exists and is no directory: a FIFO or a link is listed too, and admission refuses it."""
+    candidate = directory / marker
     return os.path.lexists(candidate) and not candidate.is_dir()
 
 
-def discover(root: str | os.PathLike) -> tuple[Entry, ...]:
-    """Every directory holding packet.json one or two levels below `root`, sorted by name.
+def discover(root: str | os.PathLike, marker: str = PACKET_FILE) -> tuple[Entry, ...]:
+    """Every directory holding `marker` (packet.json; a replay run's input.json) one or two levels below `root`, by name.
 
     Hidden directories and anything that resolves outside the root (symbolic links)
     are skipped; a packet directory is not searched further. Nothing is capped:
@@ -69,7 +69,7 @@ def discover(root: str | os.PathLike) -> tuple[Entry, ...]:
         directory, depth = pending.popleft()
         if not _inside(directory, root):
             continue
-        if _holds_packet_file(directory):
+        if _holds(directory, marker):
             found.append(Entry(directory.relative_to(root).as_posix(), directory))
         elif depth < MAX_DEPTH:
             pending.extend((child, depth + 1) for child in _subdirectories(directory))

@@ -87,21 +87,28 @@ def matrix_html(run: Replay) -> str:
             f'byte-identical outputs; darker shades: more differing elements.</p>')
 
 
+def receipt_text(receipt: dict) -> str:
+    """The receipt in one wrapping line: dispatch and kernel output dtype, pages, partition, segments, the launch."""
+    seconds = receipt["seconds"]
+    launch = "not in execution.json" if receipt["exitCode"] is None and seconds is None else (
+        f"exit code {number(receipt['exitCode'])}" + ("" if seconds is None else f" after {seconds:.4g} s"))
+    return (f"{number(receipt['dispatch'])}, {number(receipt['kernelOutputDType'])}; {number(receipt['pages'])} pages, "
+            f"partition tokens {number(receipt['partitionTokens'])}, {number(receipt['segmentCount'])} segments; "
+            f"{launch}")
+
+
 def arms_table(report: dict) -> str:
     """Each arm's state, codes and receipt."""
     rows = []
     for name, arm in report["arms"].items():
-        receipt = arm["receipt"]
         state = arm["state"] or "not read"
         rows.append((
-            f"<b>{esc(name)}</b>" + (" <i>(the capture's dispatch)</i>" if arm["ownDispatch"] else ""),
+            f"<b>{esc(name)}</b>", "yes" if arm["ownDispatch"] else "no",
             f'<span class="arm-state" data-arm="{esc(name)}" data-state="{esc(state)}" style="padding:0 0.4em;'
             f'background:{ARM_STATE_COLOURS.get(state, "#fff")}">{esc(state)}</span>',
-            " ".join(f"<code>{esc(code)}</code>" for code in arm["codes"]) or "-",
-            *(short(receipt[key]) for key in ("dispatch", "kernelOutputDType", "pages", "partitionTokens",
-                                              "segmentCount", "exitCode", "seconds"))))
-    return table(("arm", "state", "codes", "dispatch", "kernel output", "pages", "partition tokens", "segments",
-                  "exit code", "seconds"), rows, css_class="replay-arms")
+            esc(", ".join(arm["codes"]) or "-"), esc(receipt_text(arm["receipt"]))))
+    return table(("arm", "the capture's dispatch", "state", "codes", "receipt (result.json, execution.json)"), rows,
+                 css_class="replay-arms")
 
 
 def problems_html(report: dict) -> str:
