@@ -20,11 +20,11 @@ for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import statistics  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
-import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_analyze import timed_process  # noqa: E402
+from bench_compare import _median_ms  # noqa: E402
 
 from explorer.analysis.analyze import analyze  # noqa: E402
 from explorer.replay.replay import replay  # noqa: E402
@@ -42,15 +42,6 @@ FLOOR_SCRIPT = (
     "        if path.is_file():\n"
     "            hashlib.sha256(path.read_bytes()).hexdigest()\n"
 )
-
-
-def _median_ms(run, runs: int) -> float:
-    samples = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        run()
-        samples.append((time.perf_counter() - started) * MS)
-    return statistics.median(samples)
 
 
 def main() -> None:
