@@ -1,4 +1,4 @@
-"""Attention Packet Explorer: `analyze(path)`, `compare(a, b)` and `triage(root)` are the public entry points; importing this never loads the UI."""
+"""Attention Packet Explorer: `analyze(path)`, `compare(a, b)`, `replay(run)` and `triage(root)` are the public entry points; importing this never loads the UI."""
 
 from __future__ import annotations
 
@@ -9,10 +9,11 @@ if TYPE_CHECKING:
     import pandas
 
     from explorer.pair.model import Pair
+    from explorer.replay.model import Replay
     from explorer.analysis.result import Analysis
 
 from explorer.version import __version__
-__all__ = ["analyze", "compare", "triage", "__version__"]
+__all__ = ["analyze", "compare", "replay", "triage", "__version__"]
 
 
 def analyze(path: str | os.PathLike, emulate: str | Iterable[str] | None = None) -> "Analysis":
@@ -35,6 +36,20 @@ def compare(a: "str | os.PathLike | Analysis", b: "str | os.PathLike | Analysis"
     from explorer.pair.compare import compare as _compare
 
     return _compare(a, b, emulate=emulate)
+
+
+def replay(run: str | os.PathLike, packet: "str | os.PathLike | Analysis | None" = None,
+           partner: "str | os.PathLike | Analysis | None" = None,
+           emulate: str | Iterable[str] | None = None) -> "Replay":
+    """Read an operator replay run against its packet (and a partner capture) into an immutable Replay (replay-v1.md).
+
+    `packet` defaults to the one packet beside the run whose packet.json hashes to its
+    packetSHA256 (AmbiguousPacketError when two do); `emulate` as for analyze, scored
+    against each arm's output. Never raises for the content of the run or the packets.
+    """
+    from explorer.replay.replay import replay as _replay
+
+    return _replay(run, packet=packet, partner=partner, emulate=emulate)
 
 
 def triage(root: str | os.PathLike, jobs: int | None = None, scheduler: str | None = None) -> "pandas.DataFrame":

@@ -1,4 +1,4 @@
-"""The `explorer` command line (analyze, compare, report, samples, triage); renders the report dict and imports the UI only for `report`."""
+"""The `explorer` command line (analyze, compare, replay, report, samples, triage); renders the report dict and imports the UI only for `report`."""
 
 from __future__ import annotations
 
@@ -503,6 +503,36 @@ def _add_compare(commands) -> None:
 
 
 ROOT_SHOWN = 200  # characters of a ROOT argument echoed in a message
+def _run_replay(args: argparse.Namespace) -> int:
+    from explorer.replay.model import AmbiguousPacketError
+    from explorer.replay.text import summary_lines
+
+    _check_output(args.output)
+    _check_emulate(args.emulate)
+    try:
+        report = explorer.replay(args.run_directory, packet=args.packet, partner=args.partner, emulate=args.emulate).report()
+    except AmbiguousPacketError as error:
+        raise UsageError(str(error)) from None
+    text = json.dumps(report, allow_nan=False, indent=JSON_INDENT) + "\n"
+    _write_output(args.output, text)
+    _emit(text if args.json else "".join(_printable(line) + "\n" for line in summary_lines(report)))
+    return EXIT_BY_STATUS[report["status"]]
+
+
+def _add_replay(commands) -> None:
+    replay = commands.add_parser(
+        "replay", help="read an operator replay run against its packet: every arm's output against every capture",
+        description="Exit status: 0 analyzed, 3 inconclusive, 4 refused, 2 usage error (also: two packets beside "
+                    "RUN match its packetSHA256), 1 internal error.")
+    replay.add_argument("run_directory", metavar="RUN", help="the replay tool's run directory (input.json, ARM/result.json, ...)")
+    replay.add_argument("--packet", metavar="PACKET",
+                        help="the source packet (default: the packet beside RUN whose packet.json hashes to its "
+                             "packetSHA256)")
+    replay.add_argument("--partner", metavar="PACKET",
+                        help="a second capture of the same selection (e.g. the other backend), compared with every arm")
+    _add_report_options(replay, "replay report", "also run kernel arithmetic emulations on the packet and score "
+                                                 "each arm's output against them: 'default' or an id as for analyze")
+    replay.set_defaults(run=_run_replay)
 
 
 def _run_triage(args: argparse.Namespace) -> int:
@@ -602,6 +632,7 @@ def build_parser() -> argparse.ArgumentParser:
                          help="also write the full-size Qwen3.6 packet (QH16/KVH2/D256/T5585, about 11.4 MB)")
     samples.set_defaults(run=_run_samples)
     _add_compare(commands)
+    _add_replay(commands)
     return parser
 
 

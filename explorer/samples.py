@@ -17,6 +17,7 @@ import numpy as np
 from explorer.packet.dtypes import BITS_DTYPE, promote, round_bits
 from explorer.packet.model import TENSOR_NAMES
 from explorer.export.safeio import write_new
+from explorer.replay_samples import RunVariant, run_files
 
 SCHEMA = "darkbloom.attention-packet.v1"
 DEFAULT_METADATA_FILE = "attention-metadata.json"
@@ -301,9 +302,8 @@ def _subdirectory(parent: int, name: str) -> Iterator[int]:
         os.close(fd)
 
 
-def write_packet(directory: str | os.PathLike, spec: PacketSpec, *, descriptor: dict | None = None,
-                 metadata: bytes | None = None) -> Path:
-    """Write the packet into `directory` (created if needed) and return the directory.
+def write_files(directory: str | os.PathLike, files: Mapping[str, bytes]) -> Path:
+    """Write `files` (relative name -> bytes, `/` between directories) into `directory` (created if needed).
 
     Every file is written whole by explorer.export.safeio.write_new: nothing existing is
     replaced (FileExistsError) and no link standing at any name is followed.
@@ -312,7 +312,7 @@ def write_packet(directory: str | os.PathLike, spec: PacketSpec, *, descriptor: 
     directory.mkdir(parents=True, exist_ok=True)
     root = os.open(directory, DIRECTORY_FLAGS)
     try:
-        for relative, data in make_packet_files(spec, descriptor=descriptor, metadata=metadata).items():
+        for relative, data in files.items():
             *parents, name = relative.split("/")
             with contextlib.ExitStack() as opened:
                 here = root
@@ -322,6 +322,12 @@ def write_packet(directory: str | os.PathLike, spec: PacketSpec, *, descriptor: 
     finally:
         os.close(root)
     return directory
+
+
+def write_packet(directory: str | os.PathLike, spec: PacketSpec, *, descriptor: dict | None = None,
+                 metadata: bytes | None = None) -> Path:
+    """Write the packet into `directory` (created if needed) and return the directory; never overwrites (write_files)."""
+    return write_files(directory, make_packet_files(spec, descriptor=descriptor, metadata=metadata))
 
 
 # ---------------------------------------------------------------- curated samples
@@ -569,6 +575,35 @@ CURATED: Mapping[str, tuple[str, Callable[[str | os.PathLike], Path]]] = {
 }
 
 
+# ---------------------------------------------------------------- operator replay runs of the pair
+
+# Runs of the contiguous side (the source packet), to be opened with the paged side as partner.
+REPLAY_SOURCE, REPLAY_PARTNER = "contiguous", "paged"
+REPLAY_RUN_NAMES = {"complete": "replay-qwen36-pair", "exited": "replay-qwen36-pair-segmented-exit-1",
+                    "readback": "replay-qwen36-pair-readback-differs"}
+FULL_REPLAY_RUN_NAME = "replay-qwen36-pair-full-t5585"
+
+
+def write_run(directory: str | os.PathLike, spec: PacketSpec, variant: RunVariant) -> Path:
+    """Write a replay run of the packet `spec` into `directory` (explorer/replay_samples.py makes its files)."""
+    return write_files(directory, run_files(make_packet_files(spec), spec.tensors, _scale(spec), variant))
+
+
+REPLAY_RUNS: Mapping[str, tuple[str, Callable[[str | os.PathLike], Path]]] = {
+    REPLAY_RUN_NAMES["complete"]: (
+        f"Replay run of `{PAIR_NAMES[REPLAY_SOURCE]}`, all three arms: nativeSDPA reproduces the contiguous "
+        "capture, both paged arms the paged one; readback byte-exact.",
+        lambda directory: write_run(directory, pair_spec(REPLAY_SOURCE), RunVariant())),
+    REPLAY_RUN_NAMES["exited"]: (
+        "The same run with pagedSegmented failed (execution.json exit code 1, no pagedSegmented/, no analysis.json).",
+        lambda directory: write_run(directory, pair_spec(REPLAY_SOURCE), RunVariant(failed_arm="pagedSegmented"))),
+    REPLAY_RUN_NAMES["readback"]: (
+        "The same run whose pagedFixed readback of the stored keys differs in the last row (one bit of token T-1).",
+        lambda directory: write_run(directory, pair_spec(REPLAY_SOURCE),
+                                    RunVariant(readback_fault_arm="pagedFixed"))),
+}
+
+
 def samples_readme() -> str:
     """README.md of a samples directory: one line per curated packet."""
     lines = [
@@ -580,6 +615,12 @@ def samples_readme() -> str:
         "",
     ]
     lines += [f"- `{name}`: {description}" for name, (description, _) in CURATED.items()]
+    lines += ["", "Operator replay runs (replay-v1), made by the explorer itself: the arms are its own kernel "
+                  "emulations (nativeSDPA: `mlx_two_pass`,",
+              "pagedFixed and pagedSegmented: `paged_two_pass`), their readback the packet's own K/V bytes. "
+              f"Open one with `explorer replay sample_packets/<run> --partner sample_packets/"
+              f"{PAIR_NAMES[REPLAY_PARTNER]}`.", ""]
+    lines += [f"- `{name}`: {description}" for name, (description, _) in REPLAY_RUNS.items()]
     lines += [
         "",
         f"Compare the backend pair with `explorer compare sample_packets/{PAIR_NAMES['paged']} "
@@ -590,7 +631,8 @@ def samples_readme() -> str:
         f"The full-size Qwen3.6 geometry (QH16/KVH2/D256/T{QWEN_FULL_TOKENS}, all bfloat16, about 11.4 MB)",
         f"is not committed; `explorer samples --out DIR --full` also writes it as `{FULL_SAMPLE_NAME}`.",
         f"`--full` also writes the backend pair at that geometry: `{FULL_PAIR_NAMES['paged']}` and",
-        f"`{FULL_PAIR_NAMES['contiguous']}` (about 11.4 MB each, not committed either).",
+        f"`{FULL_PAIR_NAMES['contiguous']}` (about 11.4 MB each, not committed either), and a complete replay run "
+        f"of the contiguous one, `{FULL_REPLAY_RUN_NAME}`.",
         "",
         "The backend pair's outputs come from the explorer's own kernel emulations (paged: "
         f"`{PAIR_EMULATIONS['paged']}`,",
@@ -603,17 +645,19 @@ def samples_readme() -> str:
 
 
 def write_samples(out: str | os.PathLike, *, full: bool = False) -> list[Path]:
-    """Write every curated packet (and the full-size one when `full`) plus README.md into `out`.
+    """Write every curated packet and replay run (and the full-size ones when `full`) plus README.md into `out`.
 
     Refuses (FileExistsError, nothing written) when `out` already holds any
     name it would write; each packet directory is created afresh.
     """
     out = Path(out)
-    builders = {name: build for name, (_, build) in CURATED.items()}
+    builders = {name: build for name, (_, build) in (*CURATED.items(), *REPLAY_RUNS.items())}
     if full:
         builders[FULL_SAMPLE_NAME] = lambda directory: write_packet(directory, qwen_full_spec())
         builders.update({name: (lambda directory, side=side: write_packet(directory, pair_full_spec(side)))
                          for side, name in FULL_PAIR_NAMES.items()})
+        builders[FULL_REPLAY_RUN_NAME] = lambda directory: write_run(directory, pair_full_spec(REPLAY_SOURCE),
+                                                                     RunVariant())
     out.mkdir(parents=True, exist_ok=True)
     taken = [name for name in (*builders, SAMPLES_README) if os.path.lexists(out / name)]
     if taken:

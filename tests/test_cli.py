@@ -138,8 +138,9 @@ def test_internal_error_is_one_line_exit_1(capsys, monkeypatch):
 def test_samples_command_writes_the_curated_set(capsys, tmp_path):
     code, out, _ = run(capsys, "samples", "--out", str(tmp_path))
     assert code == 0
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([*samples.CURATED, samples.SAMPLES_README])
-    assert out.splitlines() == [str(tmp_path / name) for name in samples.CURATED]
+    written = [*samples.CURATED, *samples.REPLAY_RUNS]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([*written, samples.SAMPLES_README])
+    assert out.splitlines() == [str(tmp_path / name) for name in written]
 
 
 def test_module_and_script_entry_points():

@@ -23,6 +23,7 @@ ALLOWED_LAZY = {
     ("explorer.analysis.result", "explorer.analysis.report"),   # Analysis.report()
     ("explorer.analysis.result", "explorer.analysis.element"),  # Analysis.element()
     ("explorer.pair.model", "explorer.pair.report"),            # Pair.report()
+    ("explorer.replay.model", "explorer.replay.report"),        # Replay.report()
 }
 
 

@@ -66,6 +66,18 @@ EXPECTED = {
         1,
         (),
     ),
+    "05-replay-run.ipynb": (
+        ("status: analyzed - source packet: qwen36-pair-contiguous",
+         "nativeSDPA vs the contiguous capture: 0 of 2048 differ",
+         "pagedFixed vs the paged capture (partner): 0 of 2048 differ",
+         "fixed and segmented byte-identical: True", "readback byte-exact: True",
+         "analysis.json agrees: True", 'class="replay-matrix"',
+         "run with an arm that exited 1: inconclusive ['replay_arm_failed'] - pagedSegmented exit code 1",
+         "readback run: inconclusive ['replay_readback_differs'] - storedKeys: 1 element differs at "
+         "[kvHead, token, channel] [1, 255, 0]"),
+        4,
+        (),
+    ),
 }
 
 

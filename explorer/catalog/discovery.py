@@ -59,10 +59,10 @@ def _subdirectories(directory: Path) -> list[Path] | None:
     return [child for child in children if not child.name.startswith(".") and os.path.isdir(child)]
 
 
-def _packet_file(directory: Path) -> bool | None:
-    """True when packet.json exists and is no directory (a FIFO or a link is listed too, and admission refuses it);
+def _marker_file(directory: Path, marker: str) -> bool | None:
+    """True when `marker` exists and is no directory (a FIFO or a link is listed too, and admission refuses it);
     None when the directory cannot be searched."""
-    candidate = directory / PACKET_FILE
+    candidate = directory / marker
     try:
         os.lstat(candidate)
     except FileNotFoundError:
@@ -72,8 +72,8 @@ def _packet_file(directory: Path) -> bool | None:
     return not os.path.isdir(candidate)
 
 
-def discover(root: str | os.PathLike) -> tuple[Entry, ...]:
-    """Every directory holding packet.json one or two levels below `root`, sorted by name.
+def discover(root: str | os.PathLike, marker: str = PACKET_FILE) -> tuple[Entry, ...]:
+    """Every directory holding `marker` (packet.json; a replay run's input.json) one or two levels below `root`, by name.
 
     Hidden directories and anything that resolves outside the root (symbolic links)
     are skipped; each directory is visited once (by device and inode), so a link to
@@ -92,7 +92,7 @@ def discover(root: str | os.PathLike) -> tuple[Entry, ...]:
         if identity is None or identity in seen or not _inside(directory, root):
             continue
         seen.add(identity)
-        holds = _packet_file(directory)
+        holds = _marker_file(directory, marker)
         children = _subdirectories(directory) if holds is False and depth < MAX_DEPTH else []
         if holds or holds is None or children is None:
             found.append(Entry(directory.relative_to(root).as_posix(), directory))

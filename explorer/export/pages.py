@@ -539,3 +539,57 @@ def _pair_png(page: str) -> list[bytes]:
     """The pair section of an exported pair page as PNG parts (one unless taller than MAX_PNG_HEIGHT), rendered from
     a private temporary copy of the page."""
     return page_screenshots(page, (PAIR_SECTION,))[PAIR_SECTION]
+
+
+# ---------------------------------------------------------------- a replay run
+
+REPLAY_SUFFIX = ".replay.json"
+REPLAY_SECTION = "replay"
+
+
+def replay_caption_fields(run, name: str, stamp: str) -> tuple[tuple[str, str], ...]:
+    """The caption band of a replay run: the run, its status, the packet's caption fields and the partner."""
+    packet = dict(caption_fields(run.packet, packet_name(run.packet), stamp)) if run.packet is not None else {}
+    shown = tuple((label, value) for label, value in packet.items() if label not in ("status", "explorer", "exported"))
+    partner = escaped_bytes(packet_name(run.partner)) if run.partner is not None else "none"
+    return (("replay run", escaped_bytes(name)), ("replay", run.status), *shown, ("partner", partner),
+            ("explorer", __version__), ("exported", stamp))
+
+
+def _replay_page(run, name: str):
+    import panel as pn
+
+    from explorer.views.replay import build
+
+    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    header = pn.pane.HTML(
+        f"<h1>{html.escape(escaped_bytes(name))}</h1><p>Replay run <code>{html.escape(escaped_bytes(run.path))}</code>. "
+        f"Replay status: <b>{run.status}</b>. Static export of the Attention Packet Explorer replay view (explorer "
+        f"{__version__}, {stamp}): plots keep zoom and hover; each setting chosen in the app is written as text. The "
+        "replay JSON beside this file holds the same numbers.</p>", sizing_mode="stretch_width")
+    view = static_view(build(run))
+    caption = pn.pane.HTML(caption_html(replay_caption_fields(run, name, stamp)), sizing_mode="stretch_width")
+    section = pn.Column(caption, view, css_classes=[SECTION_CLASS, f"{SECTION_CLASS}-{REPLAY_SECTION}"],
+                        sizing_mode="stretch_width")
+    return pn.Column(header, section, sizing_mode="stretch_width")
+
+
+def export_replay(run, out_dir: str | os.PathLike, *, name: str | None = None, png: bool = False) -> ExportPaths:
+    """Write `<run>.html` (the replay view, inline resources), `<run>.replay.json` and, with `png`,
+    `<run>-replay.png` (or its numbered parts) into `out_dir`, all or none; existing files are never overwritten.
+
+    `name` is the run's name in the caption band (default its directory name).
+    """
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    name = name or os.path.basename(os.path.normpath(run.path))
+    stem = _free_stem(out_dir, stem_base(name, REPLAY_SECTION),
+                      (HTML_SUFFIX, REPLAY_SUFFIX, f"-{REPLAY_SECTION}{PNG_SUFFIX}", f"-{REPLAY_SECTION}-1{PNG_SUFFIX}"))
+    with _detached():
+        page = _standalone_html(_replay_page(run, name), title=f"{name} - Attention Packet Explorer")
+    report = json.dumps(run.report(), allow_nan=False, indent=REPORT_INDENT) + "\n"
+    files: dict[Path, str | bytes] = {out_dir / f"{stem}{REPLAY_SUFFIX}": report, out_dir / f"{stem}{HTML_SUFFIX}": page}
+    if png:
+        files.update(png_files(out_dir, stem, page_screenshots(page, (REPLAY_SECTION,))))
+    written = _write_set(files)
+    return ExportPaths(html=written[1], report=written[0], pngs=written[2:])

@@ -33,7 +33,7 @@ from explorer.packet.model import Problem
 PACKET_JSON = "packet.json"
 JSON_SIZE_LIMIT = 256 * 1024  # packet.json and the metadata file, by their actual size
 TENSOR_SIZE_LIMIT = 32 * 1024 * 1024  # one tensor, and all six together, by declared size
-READ_CHUNK = 1024 * 1024
+READ_CHUNK = 64 * 1024 * 1024  # above every admitted file's size: one read per file, no joined copy
 OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC  # the last component of a path
 DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC  # every other one
 ROOT_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NONBLOCK | os.O_CLOEXEC  # the packet directory as given
@@ -282,17 +282,23 @@ def _open_root(given: str) -> tuple[PacketRoot | None, Problem | None]:
     return PacketRoot(fd, _root_parts(fd, root)), None
 
 
-def _read_packet_json(root: PacketRoot) -> PacketFile:
+def read_json_file(root: PacketRoot, relative: str) -> PacketFile:
+    """The JSON file `relative` below `root`, walked and read as packet.json is (at most JSON_SIZE_LIMIT bytes).
+
+    `problem` (its field None) carries the section 5 code: path_missing, path_escape,
+    path_not_regular, file_unreadable or json_too_large; the bytes are not parsed.
+    """
     try:
-        fd, status = _open_inside(root, PACKET_JSON)
+        fd, status = _open_inside(root, relative)
     except _Refusal as refusal:
         return PacketFile(root, Problem(refusal.code, None, refusal.message), None, None, None)
     try:
         if status.st_size > JSON_SIZE_LIMIT:
-            raise _Refusal("json_too_large", f"{PACKET_JSON} has {status.st_size} bytes, more than {JSON_SIZE_LIMIT}")
-        data = _read_at_most(fd, JSON_SIZE_LIMIT + 1, PACKET_JSON)
+            raise _Refusal("json_too_large",
+                           f"{quoted(relative)} has {status.st_size} bytes, more than {JSON_SIZE_LIMIT}")
+        data = _read_at_most(fd, JSON_SIZE_LIMIT + 1, relative)
         if len(data) > JSON_SIZE_LIMIT:
-            raise _Refusal("json_too_large", f"{PACKET_JSON} grew past {JSON_SIZE_LIMIT} bytes while being read")
+            raise _Refusal("json_too_large", f"{quoted(relative)} grew past {JSON_SIZE_LIMIT} bytes while being read")
     except _Refusal as refusal:
         return PacketFile(root, Problem(refusal.code, None, refusal.message), None, None, None)
     finally:
@@ -301,19 +307,29 @@ def _read_packet_json(root: PacketRoot) -> PacketFile:
 
 
 @contextmanager
+def open_directory(given: str) -> Iterator[tuple[PacketRoot | None, Problem | None]]:
+    """Open the directory `given` (a packet directory, or a replay run) as the root of every later walk; closed on exit.
+
+    Yields (root, None), or (None, the problem) when it cannot be opened.
+    """
+    root, problem = _open_root(given)
+    if root is None:
+        yield None, problem
+        return
+    try:
+        yield root, None
+    finally:
+        os.close(root.fd)
+
+
+@contextmanager
 def open_packet(given: str) -> Iterator[PacketFile]:
     """Open the packet directory (`given` is it or its packet.json) and read packet.json; closes it on exit.
 
     Every later file of the packet is opened below this one open directory.
     """
-    root, problem = _open_root(given)
-    if root is None:
-        yield PacketFile(None, problem, None, None, None)
-        return
-    try:
-        yield _read_packet_json(root)
-    finally:
-        os.close(root.fd)
+    with open_directory(given) as (root, problem):
+        yield PacketFile(None, problem, None, None, None) if root is None else read_json_file(root, PACKET_JSON)
 
 
 def _read_one(request: FileRequest, fd: int, status: os.stat_result) -> FileOutcome:

@@ -45,9 +45,9 @@ class OversizedInteger:
 
 @dataclass(frozen=True)
 class ParsedJson:
-    """The outcome of parsing: `value` (a dict) when valid, else `error`; `text` when the bytes were UTF-8."""
+    """The outcome of parsing: `value` (a dict for parse_json_object) when valid, else `error`; `text` when the bytes were UTF-8."""
 
-    value: dict | None
+    value: Any
     text: str | None
     error: str | None
 
@@ -136,8 +136,8 @@ def _lone_surrogate(value: Any) -> str | None:
     return next((found for item in items if (found := _lone_surrogate(item)) is not None), None)
 
 
-def parse_json_object(data: bytes) -> ParsedJson:
-    """Parse `data` strictly; the root must be an object. Never raises for any input bytes."""
+def parse_json_value(data: bytes) -> ParsedJson:
+    """Parse `data` strictly, whatever JSON value its root is (a replay's execution.json is an array). Never raises."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
@@ -150,8 +150,14 @@ def parse_json_object(data: bytes) -> ParsedJson:
                            parse_float=_parse_float, parse_constant=_parse_constant)
     except (json.JSONDecodeError, _Rejected, RecursionError) as error:
         return ParsedJson(None, text, str(error))
-    if not isinstance(value, dict):
-        return ParsedJson(None, text, f"the root is {json_type(value)}, not an object")
     if (surrogate := _lone_surrogate(value)) is not None:
         return ParsedJson(None, text, f"a string holds a lone surrogate: {surrogate.encode('utf-8', 'backslashreplace')[:60]!r}")
     return ParsedJson(value, text, None)
+
+
+def parse_json_object(data: bytes) -> ParsedJson:
+    """Parse `data` strictly; the root must be an object. Never raises for any input bytes."""
+    parsed = parse_json_value(data)
+    if parsed.error is None and not isinstance(parsed.value, dict):
+        return ParsedJson(None, parsed.text, f"the root is {json_type(parsed.value)}, not an object")
+    return parsed

@@ -207,7 +207,8 @@ def _capture(problems: Problems, packet: dict) -> tuple[str | None, int | None]:
     return status if held_status else None, total if held_total else None
 
 
-def _tensor(problems: Problems, name: str, entry: Any) -> TensorDescriptor:
+def tensor_descriptor(problems: Problems, name: str, entry: Any) -> TensorDescriptor:
+    """The section 2 rules of one tensor entry (at `/tensors/NAME`); its problems go into `problems`."""
     base = pointer("tensors", name)
     if not problems.check(isinstance(entry, dict), "field_invalid", base, "an object", entry):
         return TensorDescriptor(name, None, None, None, None, None, False, None, False)
@@ -261,7 +262,7 @@ def _tensors(problems: Problems, packet: dict) -> tuple[bool, dict[str, TensorDe
         problems.add("tensor_set_invalid", "/tensors",
                      f"/tensors must hold exactly {', '.join(TENSOR_NAMES)}; missing {missing or 'none'}, "
                      f"unexpected {shown_list(extra) if extra else 'none'}")
-    return not (missing or extra), {name: _tensor(problems, name, section[name]) for name in TENSOR_NAMES
+    return not (missing or extra), {name: tensor_descriptor(problems, name, section[name]) for name in TENSOR_NAMES
                                     if name in section}
 
 

@@ -55,7 +55,7 @@ def _shared_inputs(pair: Pair) -> bool:
             and np.array_equal(a.numerics.eligible, b.numerics.eligible))
 
 
-def _outputs(analysis: Analysis) -> tuple[EmulatedOutput, ...]:
+def emulated_outputs(analysis: Analysis) -> tuple[EmulatedOutput, ...]:
     """The emulated outputs a side's scored emulations hold, to score another side with identical inputs."""
     shape = shape_of(analysis.admission.tensors)
     specs = resolve_all([e.id for e in analysis.emulations], shape)
@@ -126,7 +126,7 @@ def with_emulations(pair: Pair, request: str | Iterable[str],
     a = _with(pair.a, request, progress=progress)
     shared = (a.emulations is not None and pair.b.numerics is not None and pair.inputs is not None
               and not pair.output.dtypes_differ and _shared_inputs(pair))
-    b = _with(pair.b, request, _outputs(a) if shared else None)
+    b = _with(pair.b, request, emulated_outputs(a) if shared else None)
     sides = dataclasses.replace(pair, a=a, b=b)
     reason = _reason(sides)
     if reason is not None:

@@ -35,6 +35,7 @@ from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED
 from explorer.ui import catalog
 from explorer.ui.packets import PacketList
 from explorer.ui.pairs import QUERY_COMPARE, PairMode
+from explorer.ui.replays import QUERY_REPLAY, ReplayMode
 from explorer.ui.shared import content_seen, echo, shown_name
 from explorer.views import VIEWS, Selection
 from explorer.views.element import element_html
@@ -178,14 +179,16 @@ class Shell(param.Parameterized):
         self._json_download = pn.widgets.FileDownload(visible=False, color="light", width=DOWNLOAD_WIDTH)
         self.packets = PacketList(self.index, badge=_list_badge, on_choose=self._choose)
         self.pairs = PairMode(self.index, self.packets, export_dir, on_change=self._on_pair)
-        self.sidebar = pn.Column(self.pairs.sidebar, self.packets.panel, sizing_mode="stretch_width")
+        self.replays = ReplayMode(self.index, self.packets, export_dir, on_change=self._on_pair)
+        self.sidebar = pn.Column(self.pairs.sidebar, self.replays.sidebar, self.packets.panel,
+                                 sizing_mode="stretch_width")
         self._single = pn.Column(  # the open packet's views, hidden while a pair is shown
             self._element_box,
             pn.FlexBox(self._html_download, self._json_download, flex_wrap="wrap", sizing_mode="stretch_width"),
             self._export_note, self._tabs, sizing_mode="stretch_width")
         self.main = pn.Column(self._query_writer, self._message,
                               pn.Row(self._status, self._export_button, sizing_mode="stretch_width"),
-                              self.pairs.panel, self._single, sizing_mode="stretch_width")
+                              self.pairs.panel, self.replays.panel, self._single, sizing_mode="stretch_width")
         self._tabs.param.watch(self._on_active, "active")
         self._export_button.on_click(self._on_export)
         self._element_close.on_click(lambda _event: self._selection.param.update(element=None))
@@ -251,6 +254,7 @@ class Shell(param.Parameterized):
                 self.packet = name
             notes += self._open()
         notes += self.pairs.from_query(query.get(QUERY_COMPARE))
+        notes += self.replays.from_query(query.get(QUERY_REPLAY))
         self._say(" ".join(notes))
 
     def _push_url(self) -> None:
@@ -259,11 +263,12 @@ class Shell(param.Parameterized):
             query[QUERY_ELEMENT] = "{},{}".format(*self._selection.element)
         query.update((name, str(value)) for name, value in self._emulation.items())
         query.update(self.pairs.query())
+        query.update(self.replays.query())
         self._query_writer.query = "?" + urlencode(query, errors=URL_ERRORS)
 
     def _on_pair(self) -> None:
-        """A pair opened or closed: the single packet's views hide while it is shown; the URL follows."""
-        self._single.visible = self._export_button.visible = not self.pairs.partner
+        """A pair or a replay run opened or closed: the single packet's views hide while one is shown; the URL follows."""
+        self._single.visible = self._export_button.visible = not (self.pairs.partner or self.replays.run)
         self._push_url()
 
     def _say(self, message_html: str) -> None:
@@ -323,6 +328,7 @@ class Shell(param.Parameterized):
             placeholder.param.update(objects=[], css_classes=[f"view-{slug}"])
         self._build(self.tab)
         self.pairs.show_packet(self.packet)
+        self.replays.show_packet(self.packet)
         self._on_pair()
         return notes
 

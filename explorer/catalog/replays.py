@@ -1,0 +1,45 @@
+"""The replay runs under one root and the packet each binds to (replay-v1.md section 6): runs are directories holding input.json one or two levels down, bound by packetSHA256; reads only input.json and packet.json files, bounded.
+
+A run binds to the listed packet whose packet.json hashes to its input.json's
+packetSHA256. Both files are read as admission reads them (below their own open
+directory, no link followed out, at most 256 KiB); a run whose input.json cannot be
+read or names no hash binds to nothing and is not listed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from explorer.catalog.discovery import Entry, discover
+from explorer.packet.files import open_directory, open_packet
+from explorer.packet.schema import is_sha256
+from explorer.replay.run import INPUT_JSON, read_json
+
+
+def _bound_hash(run: Path) -> str | None:
+    """input.json's packetSHA256, or None when it cannot be read or is not a hash."""
+    with open_directory(str(run)) as (root, problem):
+        if root is None:
+            return None
+        document = read_json(root, INPUT_JSON)
+    value = None if document.problem is not None else document.value.get("packetSHA256")
+    return value if is_sha256(value) else None
+
+
+def _packet_hash(packet: Path) -> str | None:
+    with open_packet(str(packet)) as file:
+        return file.sha256
+
+
+class RunIndex:
+    """The replay runs under one root as discovered now, each with the packet.json hash it names."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.entries: tuple[Entry, ...] = discover(root, INPUT_JSON)
+        self._bound = {entry.name: _bound_hash(entry.path) for entry in self.entries}
+
+    def runs_of(self, packet: Path) -> tuple[str, ...]:
+        """The names of the runs whose packetSHA256 is this packet's packet.json hash (read now), by name."""
+        digest = _packet_hash(packet)
+        return tuple(name for name, bound in self._bound.items() if digest is not None and bound == digest)

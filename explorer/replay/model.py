@@ -1,0 +1,234 @@
+"""The Replay result of replay-v1 and its parts, as frozen dataclasses, with the run's codes, arms and limits; no computation, no I/O, no UI.
+
+`explorer.replay.run` reads a run directory, `explorer.replay.compute` builds a
+Replay from it and the analyses of its packets, `explorer.replay.report`
+serialises it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import numpy as np
+
+from explorer.analysis.display import InlineDisplay
+from explorer.analysis.result import Analysis, Comparison, Emulation, Ulp
+from explorer.packet.model import INCONCLUSIVE, REFUSED, Problem, Reason
+
+ANALYZED = "analyzed"
+REPLAY_INCONCLUSIVE, REPLAY_REFUSED = INCONCLUSIVE, REFUSED
+
+# The three arms, in report order, with the dispatch each is expected to observe.
+NATIVE, FIXED, SEGMENTED = "nativeSDPA", "pagedFixed", "pagedSegmented"
+ARMS = (NATIVE, FIXED, SEGMENTED)
+PAGED_ARMS = (FIXED, SEGMENTED)
+EXPECTED_DISPATCH = {NATIVE: "contiguous_sdpa", FIXED: "paged_fixed_decode", SEGMENTED: "paged_segmented_decode"}
+READBACK_TENSORS = ("storedKeys", "storedValues")
+ARM_TENSORS = {NATIVE: ("output",), FIXED: ("output", *READBACK_TENSORS), SEGMENTED: ("output", *READBACK_TENSORS)}
+
+# Labels of the matrix rows and columns besides the arms.
+CAPTURE, PARTNER = "capture", "partner"
+
+# Arm states (section 3).
+ABSENT, FAILED, ARM_REFUSED, ADMITTED = "absent", "failed", "refused", "admitted"
+
+# Run-level refusal codes (section 3).
+INPUT_INVALID = "replay_input_invalid"
+PACKET_MISMATCH = "replay_packet_mismatch"
+GEOMETRY_MISMATCH = "replay_geometry_mismatch"
+PACKET_MISSING = "replay_packet_missing"
+# Arm refusal codes (section 3).
+RESULT_INVALID = "replay_result_invalid"
+DISPATCH_MISMATCH = "replay_dispatch_mismatch"
+OFFSET_MISMATCH = "replay_offset_mismatch"
+DTYPE_MISMATCH = "replay_dtype_mismatch"
+PAGE_TABLE_INVALID = "replay_page_table_invalid"
+PARTITION_INVALID = "replay_partition_invalid"
+SEGMENTS_INVALID = "replay_segments_invalid"
+TENSOR_SET_INVALID = "replay_tensor_set_invalid"
+# Inconclusive reasons (sections 4 and 5).
+ARM_ABSENT = "replay_arm_absent"
+ARM_FAILED = "replay_arm_failed"
+ARM_REFUSED_REASON = "replay_arm_refused"
+NOT_REPRODUCING = "replay_not_reproducing"
+READBACK_DIFFERS = "replay_readback_differs"
+OUTPUT_NONFINITE = "replay_output_nonfinite"
+# Reasons about the packets the run is read against (docs/replay.md: the contract leaves them to the explorer).
+PACKET_INCONCLUSIVE = "replay_packet_inconclusive"
+PARTNER_REFUSED = "replay_partner_refused"
+PARTNER_INCONCLUSIVE = "replay_partner_inconclusive"
+PARTNER_SELECTION_DIFFERS = "selection_differs"  # compare-v1's code: the partner captured another selection
+PARTNER_SHAPE_DIFFERS = "shape_differs"  # compare-v1's code: no element-wise comparison with the partner
+
+# Limits and rules of the contract.
+FIRST_POSITIONS_LIMIT = 100
+PAGE_SIZE = 16
+MAX_PAGE_ID = 2**31 - 1
+PARTITION_TOKENS = (64, 128, 256)
+MAX_SEGMENTS = 64
+SEGMENTED_TWO_FROM_TOKENS = 4096  # T above this needs at least two segments
+LINF_RMSE_TOLERANCE = 1e-5  # x max |primary reference|
+RELATIVE_L2_TOLERANCE = 1e-3  # of the larger of the two values
+TOOL_METRICS = ("linf", "rmse", "relativeL2")
+
+REPLAY_LIMITATIONS = (
+    "A replay shows which recomputation reproduces which capture, element by element; it does not say why "
+    "the others differ.",
+    "The readback shows where the supplied K/V bytes landed in the paged cache, not that the original model "
+    "history was correct.",
+    "The run's files are declarations of the replay tool: the explorer checks their bytes against the packet, "
+    "it cannot authenticate the GPU that produced them.",
+)
+
+
+class AmbiguousPacketError(ValueError):
+    """Two or more packets next to the run hash to its packetSHA256 (section 2): a usage error naming them."""
+
+
+@dataclass(frozen=True)
+class OutputDifference:
+    """One output against another, element bit patterns as float32 (exact for every dtype; +0 and -0 differ).
+
+    `per_head` counts differing elements per query head; `first_positions` are the first
+    differing [head, channel] (row-major), at most FIRST_POSITIONS_LIMIT.
+    """
+
+    identical: bool
+    compared: int
+    mismatched: int
+    per_head: tuple[int, ...]
+    first_positions: tuple[tuple[int, int], ...]
+    differs: np.ndarray  # bool [QH, D]
+
+
+@dataclass(frozen=True)
+class Readback:
+    """One stored tensor read back from the paged cache against the packet's: `first` is [kvHead, token, channel]."""
+
+    tensor: str
+    identical: bool
+    mismatched: int
+    first: tuple[int, int, int] | None
+
+
+@dataclass(frozen=True)
+class ArmReferences:
+    """The arm's output against the packet's references (report-v1 blocks C and U) on its eligible heads."""
+
+    primary: Comparison
+    rounded: Comparison
+    fp64: Comparison
+    ulp: Ulp
+    equal_to_rounded_reference: int
+
+
+@dataclass(frozen=True)
+class Receipt:
+    """What the arm says it did (result.json) and how its launch ended (execution.json); None where unknown."""
+
+    dispatch: Any
+    kernel_output_dtype: Any
+    partition_tokens: Any
+    segment_count: Any
+    pages: int | None
+    exit_code: int | None
+    seconds: float | None
+
+
+@dataclass(frozen=True)
+class ToolValue:
+    """One metric of the replay tool's analysis.json beside the explorer's: `agrees` by the contract's tolerances."""
+
+    tool: float | None
+    explorer: float | None
+    agrees: bool
+
+
+@dataclass(frozen=True)
+class ArmResult:
+    """One arm: its state, codes and problems, and the numbers of a readable output (None otherwise).
+
+    `output_values` float32 [QH, D] and `output_bits` (native patterns of `output_dtype`)
+    are the arm's output when it was read; `readback` maps storedKeys / storedValues
+    to their Readback (paged arms with readable tensors).
+    """
+
+    arm: str
+    state: str
+    problems: tuple[Problem, ...]
+    own_dispatch: bool
+    receipt: Receipt
+    output_dtype: str | None
+    output_values: np.ndarray | None
+    output_bits: np.ndarray | None
+    capture: OutputDifference | None
+    partner: OutputDifference | None
+    readback: Mapping[str, Readback] | None
+    references: ArmReferences | None
+    emulations: tuple[Emulation, ...] | None
+    tool_analysis: Mapping[str, Mapping[str, ToolValue]] | None
+
+    @property
+    def codes(self) -> tuple[str, ...]:
+        """The arm's own refusal codes, each once, in the order found."""
+        return tuple(dict.fromkeys(problem.code for problem in self.problems))
+
+    @property
+    def readable(self) -> bool:
+        return self.output_values is not None
+
+
+@dataclass(frozen=True)
+class Matrix:
+    """Elements that differ between every two outputs: `labels` in contract order, `mismatched[i][j]` (symmetric)."""
+
+    labels: tuple[str, ...]
+    mismatched: tuple[tuple[int, ...], ...]
+    compared: int
+
+
+@dataclass(frozen=True, repr=False)
+class Replay(InlineDisplay):
+    """The replay run against its packet (and partner): replay-v1.md's one immutable result.
+
+    `packet` / `partner` are the packets' own analyses (None when not found / not given);
+    `arms` maps every arm name to its ArmResult (refused runs included, every arm absent
+    of numbers); `refusals` are the run-level refusals, `reasons` the inconclusive ones.
+    """
+
+    DISPLAY_MODULE = "explorer.notebook.replay"
+
+    path: str
+    status: str
+    refusals: tuple[Problem, ...]
+    reasons: tuple[Reason, ...]
+    input_sha256: str | None
+    packet_sha256: str | None
+    geometry: Mapping[str, Any] | None
+    packet: Analysis | None
+    partner: Analysis | None
+    arms: Mapping[str, ArmResult]
+    matrix: Matrix | None
+    notes: tuple[str, ...]
+    emulations_requested: tuple[str, ...] | None = None
+
+    @property
+    def codes(self) -> tuple[str, ...]:
+        """Run-level refusal codes (with the source packet's own) of a refused run, or the reasons' codes, each once."""
+        found = (problem.code for problem in self.refusals) if self.refusals else (r.code for r in self.reasons)
+        return tuple(dict.fromkeys(found))
+
+    def output(self, label: str) -> np.ndarray | None:
+        """The float32 [QH, D] output named by a matrix label (capture, partner or an arm), None when unread."""
+        if label == CAPTURE:
+            return None if self.packet is None else self.packet.admission.tensors["output"].values[0, :, 0, :]
+        if label == PARTNER:
+            return None if self.partner is None else self.partner.admission.tensors["output"].values[0, :, 0, :]
+        return self.arms[label].output_values
+
+    def report(self) -> dict[str, Any]:
+        """The JSON-ready report of replay-v1.md section 5 (`explorer replay --json`)."""
+        from explorer.replay.report import build_replay_report  # lazy: the result delegates to its own builder
+
+        return build_replay_report(self)

@@ -1,0 +1,159 @@
+"""Reading a replay run directory with the packet rules: its JSON files (bounded, strict), which arm directories exist, execution.json and analysis.json; walks only inside RUN, never computes numerics.
+
+Every file is opened below the one open run directory by `explorer.packet.files`
+(component by component, no link followed out, regular files only, read at most
+once and hashed as read). The tensor files are verified by `verify_files` with
+their declared length and hash, and aliases between them are refused.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from explorer.packet.bounded import clip, shown
+from explorer.packet.files import PacketRoot, read_json_file
+from explorer.packet.jsonparse import ParsedJson, is_integer, parse_json_object, parse_json_value
+from explorer.packet.model import Problem
+from explorer.replay.checks import ANALYSIS_SCHEMA
+from explorer.replay.model import ARMS, TOOL_METRICS
+
+INPUT_JSON = "input.json"
+RESULT_JSON = "result.json"
+EXECUTION_JSON = "execution.json"
+ANALYSIS_JSON = "analysis.json"
+# analysis.json blocks read for the cross-check: the tool's key -> the explorer's name.
+TOOL_BLOCKS = {"originalQueryReference": "primary", "referenceRoundedToOutputDType": "rounded"}
+
+
+@dataclass(frozen=True)
+class JsonDocument:
+    """One JSON file of the run: `value` when read and parsed, else `problem` (its packet code and message)."""
+
+    problem: Problem | None
+    value: Any
+    sha256: str | None
+    identity: tuple[int, int] | None
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One arm's entry of execution.json."""
+
+    exit_code: int | None
+    failure: str | None
+    seconds: float | None
+
+    @property
+    def failed(self) -> bool:
+        return self.exit_code != 0 or self.failure is not None
+
+
+def read_json(root: PacketRoot, relative: str, parse: Callable[[bytes], ParsedJson] = parse_json_object
+              ) -> JsonDocument:
+    """`relative` read as packet.json is (json_too_large, path_escape, ...) and parsed strictly (json_invalid)."""
+    file = read_json_file(root, relative)
+    if file.problem is not None:
+        return JsonDocument(file.problem, None, None, None)
+    parsed = parse(file.data)
+    if parsed.error is not None:
+        return JsonDocument(Problem("json_invalid", None, f"{relative} is not valid JSON: {clip(parsed.error)}"),
+                            None, file.sha256, file.identity)
+    return JsonDocument(None, parsed.value, file.sha256, file.identity)
+
+
+def read_execution(root: PacketRoot) -> JsonDocument:
+    """execution.json, whose root is an array."""
+    return read_json(root, EXECUTION_JSON, parse_json_value)
+
+
+def arm_present(root: PacketRoot, arm: str) -> bool:
+    """True when anything stands at `ARM` in the run directory (a link is not followed to find out)."""
+    try:
+        os.stat(arm, dir_fd=root.fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True  # something is there; reading its result.json says what
+    return True
+
+
+def _seconds(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(float(value)) else None
+
+
+def launches(document: JsonDocument) -> tuple[dict[str, Launch], tuple[str, ...]]:
+    """Each arm's launch (the last entry naming it) and notes on what was unusable; ({}, note) without the file."""
+    if document.problem is not None:
+        missing = document.problem.code == "path_missing"
+        return {}, () if missing else (f"{EXECUTION_JSON} was not used: {document.problem.message}",)
+    if not isinstance(document.value, list):
+        return {}, (f"{EXECUTION_JSON} was not used: its root is not an array",)
+    found: dict[str, Launch] = {}
+    notes = []
+    for index, entry in enumerate(document.value):
+        arm = entry.get("arm") if isinstance(entry, dict) else None
+        exit_code = entry.get("exitCode") if isinstance(entry, dict) else None
+        failure = entry.get("failure") if isinstance(entry, dict) else None
+        if arm not in ARMS or not (exit_code is None or is_integer(exit_code)) \
+                or not (failure is None or isinstance(failure, str)):
+            notes.append(f"{EXECUTION_JSON} entry {index} was not used: arm {shown(arm)}, exitCode "
+                         f"{shown(exit_code)}, failure {shown(failure)}")
+            continue
+        found[arm] = Launch(exit_code, failure, _seconds(entry.get("seconds")))
+    return found, tuple(notes)
+
+
+def _tool_value(value: Any) -> tuple[bool, float | None]:
+    """(usable, value): a metric of analysis.json is a finite number or null."""
+    if value is None:
+        return True, None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(float(value)):
+        return False, None
+    return True, float(value)
+
+
+def tool_metrics(document: JsonDocument) -> tuple[dict[str, dict[str, dict[str, float | None]]] | None,
+                                                  tuple[str, ...]]:
+    """Per arm {primary|rounded: {linf, rmse, relativeL2}} from analysis.json, or None with a note when unusable.
+
+    An arm the file does not describe (or describes in another shape) is left out, with a note.
+    """
+    if document.problem is not None:
+        if document.problem.code == "path_missing":
+            return None, ()
+        return None, (f"{ANALYSIS_JSON} was not used: {document.problem.message}",)
+    value = document.value
+    if value.get("schema") != ANALYSIS_SCHEMA or not isinstance(value.get("arms"), dict):
+        return None, (f"{ANALYSIS_JSON} was not used: not of schema {ANALYSIS_SCHEMA} with an arms object",)
+    found, notes = {}, []
+    for arm in ARMS:
+        entry = value["arms"].get(arm)
+        blocks = {}
+        for key, name in TOOL_BLOCKS.items():
+            block = entry.get(key) if isinstance(entry, dict) else None
+            metrics = block.get("global") if isinstance(block, dict) else None
+            if not isinstance(metrics, dict):
+                break
+            usable = {metric: _tool_value(metrics.get(metric)) for metric in TOOL_METRICS}
+            if not all(held for held, _ in usable.values()):
+                break
+            blocks[name] = {metric: number for metric, (_, number) in usable.items()}
+        if len(blocks) == len(TOOL_BLOCKS):
+            found[arm] = blocks
+        else:
+            notes.append(f"{ANALYSIS_JSON} gives no usable {' and '.join(TOOL_BLOCKS)} global metrics for {arm}")
+    return found, tuple(notes)
+
+
+def arm_file(arm: str, relative: str) -> str:
+    """The path inside RUN of a file the arm's result.json names."""
+    return f"{arm}/{relative}"
+
+
+def result_path(arm: str) -> str:
+    return arm_file(arm, RESULT_JSON)

@@ -1,0 +1,123 @@
+"""The human summary of a replay report dict (`explorer replay` without --json): the matrix first, then each arm; pure text, no I/O.
+
+Returns lines; the command line escapes what is not printable before writing them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+FLOAT_FORMAT = "{:.4g}"
+LADDER_BLOCKS = (("primary", "FP32 reference"), ("rounded", "rounded reference"), ("fp64", "FP64"))
+
+
+def _number(value: Any) -> str:
+    if value is None:
+        return "-"
+    return FLOAT_FORMAT.format(value) if isinstance(value, float) else str(value)
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows)]
+    return ["  " + "  ".join(str(cell).rjust(width) for cell, width in zip(line, widths)).rstrip()
+            for line in (header, *rows)]
+
+
+def matrix_lines(matrix: dict | None) -> list[str]:
+    """The incident's table: elements that differ between every two outputs."""
+    if matrix is None:
+        return ["Matrix: not computed"]
+    labels = matrix["outputs"]
+    rows = [[label, *map(str, row)] for label, row in zip(labels, matrix["mismatched"])]
+    return ([f"Elements that differ, every output against every other (of {matrix['compared']} each):"]
+            + _table(["", *labels], rows))
+
+
+def _receipt(receipt: dict) -> str:
+    seconds = receipt["seconds"]
+    return (f"    receipt: dispatch {_number(receipt['dispatch'])}, kernel output {_number(receipt['kernelOutputDType'])}, "
+            f"pages {_number(receipt['pages'])}, partition tokens {_number(receipt['partitionTokens'])}, "
+            f"segments {_number(receipt['segmentCount'])}, exit code {_number(receipt['exitCode'])}, "
+            f"{'-' if seconds is None else FLOAT_FORMAT.format(seconds) + ' s'}")
+
+
+def _difference(label: str, difference: dict | None) -> str:
+    if difference is None:
+        return f"{label} not compared"
+    return f"{label} {difference['mismatched']} of {difference['compared']} elements differ"
+
+
+def _readback(readback: dict | None) -> str | None:
+    if readback is None:
+        return None
+    parts = [f"{name} byte-identical" if entry["identical"] else
+             f"{name} {entry['mismatched']} elements differ, first at [kvHead, token, channel] "
+             f"{entry['firstDifference']}" for name, entry in readback.items()]
+    return "    readback: " + "; ".join(parts)
+
+
+def _ladder(references: dict | None) -> list[str]:
+    if references is None:
+        return ["    ladder: no reference (the arm's output was not read, or the packet has no reference)"]
+    cells = [f"{label} linf {_number(references[key]['global']['linf'])} rmse "
+             f"{_number(references[key]['global']['rmse'])}" for key, label in LADDER_BLOCKS]
+    ulp = references["ulp"]
+    return ["    ladder: " + "; ".join(cells),
+            f"      equal to the rounded reference: {references['equalToRoundedReference']}; ULP vs it: max "
+            f"{_number(ulp['max'])}, p99 {_number(ulp['p99'])}"]
+
+
+def _tool(tool: dict | None) -> str:
+    if tool is None:
+        return "    analysis.json: no entry to set beside the explorer's"
+    differing = [f"{block} {metric} (tool {_number(value['tool'])}, explorer {_number(value['explorer'])})"
+                 for block, values in tool.items() for metric, value in values.items() if not value["agrees"]]
+    if not differing:
+        return "    analysis.json: the tool's primary and rounded linf, rmse, relativeL2 agree with the explorer's"
+    return "    analysis.json: differs beyond the tolerance in " + "; ".join(differing)
+
+
+def _arm_lines(name: str, arm: dict) -> list[str]:
+    own = ", the capture's own dispatch" if arm["ownDispatch"] else ""
+    codes = f" ({', '.join(arm['codes'])})" if arm["codes"] else ""
+    lines = [f"  {name}: {arm['state']}{codes}{own}", _receipt(arm["receipt"])]
+    lines += [f"    {p['code']}  {p['pointer'] or ''}  {p['message']}" for p in arm["problems"]]
+    if arm["capture"] is not None:
+        lines.append("    " + _difference("vs capture:", arm["capture"]) + "; " + _difference("vs partner:", arm["partner"]))
+    lines += [line for line in (_readback(arm["readback"]),) if line]
+    if arm["capture"] is not None:
+        lines += _ladder(arm["references"]) + [_tool(arm["toolAnalysis"])]
+    if arm["emulations"] is not None:
+        lines += [f"    emulation {e['id']}: {e['bitEqual']['global']} of {e['compared']} bit-equal"
+                  for e in arm["emulations"]]
+    return lines
+
+
+def _packet(label: str, packet: dict | None) -> str:
+    if packet is None:
+        return f"{label}: none"
+    return f"{label}: {packet['path']} ({packet['status']})"
+
+
+def summary_lines(report: dict) -> list[str]:
+    """The summary of a replay report: run, status, matrix, per arm state / receipt / readback / ladder / tool."""
+    lines = [f"Replay run: {report['run']['path']}", _packet("Packet", report["packet"]),
+             _packet("Partner", report["partner"]), f"Status: {report['status']}"]
+    if report["refusals"]:
+        lines.append(f"Refusals ({len(report['refusals'])}):")
+        lines += [f"  {p['code']}  {p['pointer'] or ''}  {p['message']}" for p in report["refusals"]]
+        lines.append("Nothing was computed: the run cannot be read against its packet.")
+    else:
+        lines += matrix_lines(report["matrix"])
+        if report["reasons"]:
+            lines.append(f"Inconclusive reasons ({len(report['reasons'])}):")
+            lines += [f"  {r['code']}  {r['message']}" for r in report["reasons"]]
+        lines.append("Arms:")
+        for name, arm in report["arms"].items():
+            lines += _arm_lines(name, arm)
+    if report["notes"]:
+        lines.append("Notes:")
+        lines += [f"  - {note}" for note in report["notes"]]
+    lines.append("Limitations:")
+    lines += [f"  - {text}" for text in report["limitations"]]
+    return lines

@@ -1,0 +1,190 @@
+"""The files of synthetic operator replay runs (replay-v1.md section 1) made from a sample packet's files, the arms from the explorer's own kernel emulations; returns bytes, never writes or imports the UI.
+
+What stands in for the GPU: `nativeSDPA` is the emulation `mlx_two_pass`, both paged
+arms `paged_two_pass` (the arithmetic the sample pair's captures were written with),
+their readback the packet's stored K/V bytes. `result.json` is written the way
+Apple's JSON writer writes it (sorted keys, `"key" : value`, `\\/`), and
+`analysis.json` with the tool's metrics computed by the explorer's own code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass
+from typing import Mapping
+
+import numpy as np
+
+from explorer.analysis.emulation import native_output_bits
+from explorer.analysis.metrics import compare
+from explorer.analysis.reference import attend
+from explorer.packet.dtypes import BITS_DTYPE, ITEM_SIZE, promote, round_bits
+from explorer.packet.model import TENSOR_NAMES
+from explorer.replay.checks import ANALYSIS_SCHEMA, INPUT_SCHEMA, RESULT_SCHEMA
+from explorer.replay.model import ARMS, EXPECTED_DISPATCH, NATIVE, PAGE_SIZE, SEGMENTED, SEGMENTED_TWO_FROM_TOKENS
+
+ARM_EMULATIONS = {NATIVE: "mlx_two_pass", "pagedFixed": "paged_two_pass", SEGMENTED: "paged_two_pass"}
+PARTITION_TOKENS = 256  # paged_two_pass's default partition
+FIRST_PAGE_ID = {"pagedFixed": 1, SEGMENTED: 4097}  # the arms' physical pages, counted up from these
+SELECTION_FIELDS = ("requestID", "outputIndex", "phase", "storageLayerIndex", "modelLayerIndex", "offsetBefore",
+                    "offsetAfter", "dispatch")
+ARM_SECONDS = {NATIVE: 0.412, "pagedFixed": 0.538, SEGMENTED: 0.561}
+FAILED_EXIT_CODE = 1
+FAILURE_TEXT = "pagedSegmented exited with status 1 (synthetic failure)"
+TOOL_BINARY = b"synthetic operator replay tool"
+MIB = 1 << 20
+POOL_MINIMUM_BYTES = 8 * MIB
+SPARE_PAGES = 64
+ALLOCATION_MARGIN_BYTES = 16 * MIB
+SEGMENT_TARGET_PAGES = 257
+
+
+@dataclass(frozen=True)
+class RunVariant:
+    """What differs between the sample runs: a failed arm (no directory, exit code, no analysis.json) or a readback fault."""
+
+    failed_arm: str | None = None
+    readback_fault_arm: str | None = None  # its storedKeys read back with the last row's first element flipped
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _pretty(value: object) -> bytes:
+    return (json.dumps(value, indent=2) + "\n").encode()
+
+
+def _apple(value: object) -> bytes:
+    """JSON as Apple's JSONSerialization writes it pretty-printed with sorted keys."""
+    text = json.dumps(value, indent=2, sort_keys=True, separators=(",", " : "))
+    return (text.replace("/", "\\/") + "\n").encode()
+
+
+def _geometry(descriptor: Mapping, tensors: Mapping[str, bytes]) -> dict[str, int]:
+    """input.json's geometry as the replay tool plans it."""
+    _, query_heads, _, head_dim = descriptor["tensors"]["queries"]["shape"]
+    _, kv_heads, length, _ = descriptor["tensors"]["storedKeys"]["shape"]
+    input_bytes = sum(len(tensors[name]) for name in TENSOR_NAMES[:-1])
+    page_bytes = 2 * kv_heads * PAGE_SIZE * head_dim * ITEM_SIZE[descriptor["tensors"]["storedKeys"]["dtype"]]
+    pool = max(POOL_MINIMUM_BYTES, (math.ceil(length / PAGE_SIZE) + SPARE_PAGES) * page_bytes * 2)
+    return {"queryHeads": query_heads, "kvHeads": kv_heads, "length": length, "headDim": head_dim,
+            "inputBytes": input_bytes, "pageSize": PAGE_SIZE, "poolBudgetBytes": pool,
+            "segmentTargetBytes": page_bytes * SEGMENT_TARGET_PAGES,
+            "allocationBoundBytes": input_bytes * 6 + pool * 2 + ALLOCATION_MARGIN_BYTES}
+
+
+def _input(packet_files: Mapping[str, bytes]) -> tuple[dict, dict[str, bytes]]:
+    """input.json's value and the staged tensor files, from the packet's files."""
+    descriptor = json.loads(packet_files["packet.json"])
+    snapshot = json.loads(packet_files[descriptor["metadata"]["file"]])
+    record = snapshot["records"][0]
+    staged = {name: packet_files[descriptor["tensors"][name]["file"]] for name in TENSOR_NAMES}
+    value = {
+        "schema": INPUT_SCHEMA,
+        "packetSHA256": _sha256(packet_files["packet.json"]),
+        "metadataSHA256": descriptor["metadata"]["sha256"],
+        "identity": descriptor["identity"],
+        "selection": {key: record[key] for key in SELECTION_FIELDS},
+        "sampleOutcome": snapshot["sampleOutcome"],
+        "scaleBits": record["scaleBits"],
+        "geometry": _geometry(descriptor, staged),
+        "tensors": {name: {**descriptor["tensors"][name], "file": f"{name}.bin"} for name in TENSOR_NAMES},
+    }
+    return value, staged
+
+
+def _descriptor(name: str, dtype: str, shape: list[int], data: bytes) -> dict:
+    strides = [math.prod(shape[axis + 1:]) for axis in range(len(shape))]
+    return {"file": f"{name}.bin", "dtype": dtype, "byteOrder": "little", "shape": shape, "packedStrides": strides,
+            "byteCount": len(data), "sha256": _sha256(data)}
+
+
+def _arm_files(arm: str, value: dict, input_sha256: str, tensors: Mapping[str, tuple[str, np.ndarray]],
+               outputs: Mapping[str, np.ndarray], readback_fault: bool) -> dict[str, bytes]:
+    """ARM/result.json and the tensor files it names."""
+    length = value["geometry"]["length"]
+    queries_dtype, queries = tensors["queries"]
+    written = {"output": (queries_dtype, outputs[ARM_EMULATIONS[arm]])}
+    if arm != NATIVE:
+        for name in ("storedKeys", "storedValues"):
+            dtype, bits = tensors[name]
+            written[name] = (dtype, bits.copy())
+        if readback_fault:
+            written["storedKeys"][1][0, -1, -1, 0] ^= 1  # last row (KV head KVH-1, token T-1), channel 0
+    data = {name: np.ascontiguousarray(bits, dtype=BITS_DTYPE[dtype]).tobytes() for name, (dtype, bits) in written.items()}
+    paged = arm != NATIVE
+    first_page = FIRST_PAGE_ID.get(arm, 0)
+    result = {
+        "schema": RESULT_SCHEMA,
+        "inputSHA256": input_sha256,
+        "arm": arm,
+        "dispatch": EXPECTED_DISPATCH[arm],
+        "kernelOutputDType": tensors["storedKeys" if paged else "queries"][0],
+        "offset": length,
+        "segmentCount": (2 if length > SEGMENTED_TWO_FROM_TOKENS else 1) if arm == SEGMENTED else 0,
+        "pageTable": list(range(first_page, first_page + math.ceil(length / PAGE_SIZE))) if paged else [],
+        "partitionTokens": PARTITION_TOKENS if paged else None,
+        "partitionGeometrySource": "pinned/partition-rung" if paged else "mlx/fused-sdpa",
+        "geometry": value["geometry"],
+        "tensors": {name: _descriptor(name, dtype, list(bits.shape), data[name])
+                    for name, (dtype, bits) in written.items()},
+    }
+    files = {f"{arm}/result.json": _apple(result)}
+    files.update((f"{arm}/{name}.bin", payload) for name, payload in data.items())
+    return files
+
+
+def _tool_metrics(actual: np.ndarray, reference: np.ndarray, eligible: np.ndarray) -> dict:
+    metrics = compare("tool", actual, reference, eligible).global_metrics
+    return {"global": {"linf": metrics.linf, "rmse": metrics.rmse, "relativeL2": metrics.relative_l2}}
+
+
+def _analysis(value: dict, input_sha256: str, tensors: Mapping[str, tuple[str, np.ndarray]],
+              outputs: Mapping[str, np.ndarray], scale: float) -> dict:
+    """The tool's analysis.json: each arm's output against the FP32 reference and the reference rounded."""
+    promoted = {name: promote(bits, dtype) for name, (dtype, bits) in tensors.items()}
+    eligible = np.ones(promoted["queries"].shape[1], dtype=bool)
+    reference = attend(promoted["queries"][0, :, 0, :], promoted["storedKeys"][0], promoted["storedValues"][0],
+                       scale, eligible, np.float32).reference
+    dtype = tensors["queries"][0]
+    near = promote(round_bits(reference, dtype), dtype)
+    arms = {}
+    for arm in ARMS:
+        actual = promote(outputs[ARM_EMULATIONS[arm]], dtype)[0, :, 0, :]
+        arms[arm] = {"originalQueryReference": _tool_metrics(actual, reference, eligible),
+                     "referenceRoundedToOutputDType": _tool_metrics(actual, near, eligible)}
+    return {"schema": ANALYSIS_SCHEMA, "packetSHA256": value["packetSHA256"], "inputSHA256": input_sha256,
+            "identity": value["identity"], "selection": value["selection"], "arms": arms}
+
+
+def run_files(packet_files: Mapping[str, bytes], tensors: Mapping[str, tuple[str, np.ndarray]], scale: float,
+              variant: RunVariant) -> dict[str, bytes]:
+    """Every file of a replay run of the packet whose files are `packet_files` (relative name -> bytes).
+
+    `tensors` are the packet's (dtype, bits) in their 4-D shapes and `scale` its float32 scale.
+    """
+    value, staged = _input(packet_files)
+    input_bytes = _pretty(value)
+    input_sha256 = _sha256(input_bytes)
+    dtype = tensors["queries"][0]
+    outputs = {emulation: native_output_bits(emulation, tensors, scale, dtype)
+               for emulation in set(ARM_EMULATIONS.values())}
+    files = {"input.json": input_bytes, **{f"{name}.bin": data for name, data in staged.items()}}
+    execution = []
+    for arm in ARMS:
+        failed = arm == variant.failed_arm
+        log = f"{arm}: {'failed' if failed else 'wrote its outputs'} (synthetic run)\n".encode()
+        files[f"{arm}.log"] = log
+        if not failed:
+            files.update(_arm_files(arm, value, input_sha256, tensors, outputs, arm == variant.readback_fault_arm))
+        execution.append({"arm": arm, "argv": ["attention-replay", "--arm", arm, "--input", "input.json"],
+                          "seconds": ARM_SECONDS[arm], "exitCode": FAILED_EXIT_CODE if failed else 0,
+                          "failure": FAILURE_TEXT if failed else None, "binarySHA256": _sha256(TOOL_BINARY),
+                          "logSHA256": _sha256(log), "logHashError": None})
+    files["execution.json"] = _pretty(execution)
+    if variant.failed_arm is None:
+        files["analysis.json"] = _pretty(_analysis(value, input_sha256, tensors, outputs, scale))
+    return files

@@ -1,0 +1,202 @@
+"""The app's replay mode: the sidebar's list of replay runs bound to the open packet and the Replay view (`?packet=NAME&replay=RUN`) with its export; computes no numbers and opens only listed runs of the open packet.
+
+The partner of the view is the first packet of the same selection captured by another
+backend (else any partner), by name; the view says which.
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+from pathlib import Path
+from typing import Callable
+
+import panel as pn
+import param
+
+from explorer.catalog.discovery import lookup
+from explorer.catalog.index import PacketIndex
+from explorer.catalog.replays import RunIndex
+from explorer.export.pages import RenderError, export_replay
+from explorer.replay.model import Replay
+from explorer.replay.replay import replay
+from explorer.ui.packets import PacketList
+from explorer.ui.shared import echo
+from explorer.views.html_summary import written_note
+
+log = logging.getLogger(__name__)
+
+QUERY_REPLAY = "replay"
+REPLAY_STATUS_STYLE = "padding:0.3em 0;font-size:1.05em"
+NO_RUNS = "No replay run under this root binds to this packet."
+EXPORT_LABEL = "Export replay: HTML + PNG + JSON"
+DOWNLOAD_WIDTH = 200
+MAX_RUN_BUTTONS = 12  # the first runs by name; replay= in the URL opens any other listed run of the packet
+
+
+class ReplayMode(param.Parameterized):
+    """The replay runs of `packet` and, while `run` is set, the Replay view of that run."""
+
+    packet = param.String(default="", doc="The open packet (the runs' source).")
+    run = param.String(default="", doc="The replay run shown, '' when none is open.")
+
+    def __init__(self, index: PacketIndex, packets: PacketList, export_dir: Path, on_change: Callable[[], None],
+                 **params):
+        super().__init__(**params)
+        self.index = index
+        self.runs = RunIndex(index.root)
+        self.export_dir = export_dir
+        self._on_change = on_change  # the shell rewrites the URL and shows or hides the single-packet views
+        self._replay: Replay | None = None
+        self._note = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["replay-note"])
+        self._buttons = pn.FlexBox(sizing_mode="stretch_width", css_classes=["replay-list"])
+        self.sidebar = pn.Column(self._note, self._buttons, sizing_mode="stretch_width", css_classes=["replay-runs"])
+        self._status = pn.pane.HTML("", sizing_mode="stretch_width")
+        self._close = pn.widgets.Button(label="Back to the single packet", color="light", width=210,
+                                        css_classes=["replay-close"])
+        self._export_button = pn.widgets.Button(label=EXPORT_LABEL, color="primary", width=260,
+                                                css_classes=["replay-export"])
+        self._export_note = pn.pane.HTML("", sizing_mode="stretch_width")
+        self._downloads = [pn.widgets.FileDownload(visible=False, color="light", width=DOWNLOAD_WIDTH)
+                           for _ in range(3)]
+        self._view = pn.Column(sizing_mode="stretch_width", css_classes=["replay-view-holder"])
+        self.panel = pn.Column(
+            self._status,
+            pn.FlexBox(self._close, self._export_button, *self._downloads, flex_wrap="wrap",
+                       sizing_mode="stretch_width"),
+            self._export_note, self._view, visible=False, sizing_mode="stretch_width", css_classes=["replay-area"])
+        self._close.on_click(lambda _event: self.close())
+        self._export_button.on_click(self._on_export)
+
+    # ------------------------------------------------------------ the run list
+
+    def _bound(self) -> tuple[str, ...]:
+        entry = lookup(self.index.entries, self.packet)
+        return () if entry is None else self.runs.runs_of(entry.path)
+
+    def show_packet(self, name: str) -> None:
+        """A packet was opened: close any run and list the runs bound to that packet."""
+        self.packet = name
+        self.close(notify=False)
+        names = self._bound()
+        buttons = []
+        for run in names[:MAX_RUN_BUTTONS]:
+            button = pn.widgets.Button(label=run, color="light", css_classes=["replay-button"],
+                                       description=f"Open the replay run {run} of {name}")
+            button.on_click(lambda _event, chosen=run: self._clicked(chosen))
+            buttons.append(button)
+        more = (f"<br>The first {MAX_RUN_BUTTONS} by name are shown; <code>?replay=RUN</code> in the URL opens any "
+                "other." if len(names) > MAX_RUN_BUTTONS else "")
+        lead = (f"Replay runs of this packet ({len(names)}):" if names
+                else f'<span class="no-replays">{NO_RUNS}</span>')
+        self._note.object = (f'<div class="replay-note-text" data-runs="{len(names)}" style="font-size:0.9em">'
+                             f"<b>Replay runs</b> of {html.escape(name)}<br>{lead}{more}</div>")
+        self._buttons.objects = buttons
+
+    def _clicked(self, run: str) -> None:
+        notes = self.open(run)
+        if notes:
+            self._note.object += f'<div class="replay-problem">{" ".join(notes)}</div>'
+
+    # ------------------------------------------------------------ the view
+
+    def from_query(self, value: str | None) -> list[str]:
+        """Open the run named by `replay=` in the URL query; returns notes about it for the message line."""
+        if value is None:
+            return []
+        if not self.packet:
+            return [f"Replay &quot;{echo(value)}&quot; needs an open packet; it was ignored."]
+        return self.open(value)
+
+    def _partner(self) -> str | None:
+        """The first partner captured by another backend, else the first partner, by name (None without one)."""
+        names = self.index.partners(self.packet)
+        mine = self.index.summary(self.packet)
+        other = [n for n in names if mine is not None and (s := self.index.summary(n)) is not None
+                 and s.backend != mine.backend]
+        return (other or list(names) or [None])[0]
+
+    def _compute(self, run: str) -> Replay:
+        partner = self._partner()
+        return replay(lookup(self.runs.entries, run).path, packet=lookup(self.index.entries, self.packet).path,
+                      partner=None if partner is None else lookup(self.index.entries, partner).path)
+
+    def open(self, run: str) -> list[str]:
+        """Open the run (re-read now); returns notes (and shows nothing) when it is not a listed run of the packet."""
+        if run not in self._bound():
+            return [f"Replay &quot;{echo(run)}&quot; is not a listed replay run of {html.escape(self.packet)}; "
+                    "it was ignored."]
+        result = self._compute(run)
+        with pn.io.hold():
+            self._replay = result
+            self.run = run
+            self._show(result)
+            self.panel.visible = True
+            self._on_change()
+        return []
+
+    def _show(self, result: Replay) -> None:
+        from explorer.views.replay import build
+
+        partner = "none" if result.partner is None else html.escape(result.report()["partner"]["name"])
+        self._status.object = (
+            f'<div class="replay-status-line" data-packet="{html.escape(self.packet)}" '
+            f'data-run="{html.escape(self.run)}" data-status="{result.status}" style="{REPLAY_STATUS_STYLE}">'
+            f"Replay run <b>{html.escape(self.run)}</b> of {html.escape(self.packet)}, partner {partner} "
+            f"&nbsp; (replay status: <b>{result.status}</b>)</div>")
+        self._export_note.object = ""
+        for download in self._downloads:
+            download.visible = False
+        try:
+            view = build(result)
+        except Exception as error:  # a programming error in the view must not blank the page
+            log.exception("replay view raised for %s", self.run)
+            view = pn.pane.HTML(f'<div class="view-error">The replay view could not be built: '
+                                f"{html.escape(type(error).__name__)}: {html.escape(str(error))}</div>")
+        self._view.objects = [view]
+
+    def close(self, notify: bool = True) -> None:
+        """Back to the single packet: the replay view is dropped and `replay=` leaves the URL."""
+        if not self.run:
+            return
+        with pn.io.hold():
+            self._replay = None
+            self.run = ""
+            self._view.objects = []
+            self.panel.visible = False
+            if notify:
+                self._on_change()
+
+    def query(self) -> dict[str, str]:
+        """The URL query parameters of the open run."""
+        return {QUERY_REPLAY: self.run} if self.run else {}
+
+    # ------------------------------------------------------------ export
+
+    def _on_export(self, _event) -> None:
+        if self._replay is None:
+            return
+        self._export_button.loading = True
+        self._export_note.object = "Exporting the replay view (the PNG takes a few seconds) ..."
+        document = pn.state.curdoc
+        served = document is not None and document.session_context is not None and pn.state._thread_pool
+        pn.state.execute(self._export, schedule="thread" if served else False)  # PNG rendering blocks: a thread
+
+    def _export(self) -> None:
+        result = self._compute(self.run)  # the files now
+        self._replay = result
+        try:
+            paths = export_replay(result, self.export_dir, name=self.run, png=True)
+        except (OSError, RenderError) as error:
+            reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+            self._export_note.object = (f"The replay export wrote nothing to <code>{html.escape(str(self.export_dir))}"
+                                        f"</code>: {html.escape(reason)}")
+        else:
+            labels = ("Download HTML", "Download PNG", "Download replay JSON")
+            files = (paths.html, *paths.pngs, paths.report)
+            for download, path, label in zip(self._downloads, files, labels):
+                download.param.update(file=str(path), filename=path.name, label=label, visible=True)
+            self._export_note.object = written_note("replay-export-note",
+                                                    zip(("export-html", "export-png", "export-json"), files))
+        finally:
+            self._export_button.loading = False

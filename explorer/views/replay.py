@@ -1,0 +1,198 @@
+"""Replay view: an operator replay run against its packet (status, the matrix of differing elements, arm states and receipts, the ladder per arm, a query head x channel map of where the chosen arm differs from the capture and the partner with an element drill-down, the readback); draws only what the Replay result holds.
+
+`build(run)` is the whole view (the app and the export); each `*_section(run)` is one
+part of it (the notebook accessor `run.views.<name>()`).
+"""
+
+from __future__ import annotations
+
+import holoviews as hv
+import numpy as np
+import panel as pn
+import param
+
+from explorer.packet.dtypes import FIELD_BITS
+from explorer.replay.model import Replay
+from explorer.views import replay_html
+from explorer.views.common import Field, grid_map, heading, hex_pattern, html_pane, named, note, per_cell, plot_pane
+
+# Per-element codes of the difference map, with their colours.
+SAME, CAPTURE_ONLY, PARTNER_ONLY, BOTH = 0, 1, 2, 3
+CODE_NAMES = ("equal to both", "differs from the capture", "differs from the partner", "differs from both")
+CODE_COLOURS = ("#f4f4f4", "#e34a33", "#3b7dbf", "#6a1b9a")
+
+
+def difference_codes(run: Replay, arm: str) -> np.ndarray:
+    """int [QH, D]: where the arm's output differs from the capture (1), the partner (2) or both (3)."""
+    result = run.arms[arm]
+    codes = result.capture.differs.astype(np.int8)
+    if result.partner is not None:
+        codes = codes + 2 * result.partner.differs.astype(np.int8)
+    return codes
+
+
+def _legend(with_partner: bool) -> str:
+    shown = [(name, colour) for code, (name, colour) in enumerate(zip(CODE_NAMES, CODE_COLOURS))
+             if with_partner or code in (SAME, CAPTURE_ONLY)]
+    swatches = "".join(f'<span style="display:inline-block;margin-right:1em"><span style="display:inline-block;'
+                       f'width:0.9em;height:0.9em;background:{colour};border:1px solid #999;vertical-align:middle">'
+                       f"</span> {replay_html.esc(name)}</span>" for name, colour in shown)
+    return f'<div class="replay-legend">{swatches}</div>'
+
+
+def difference_map(run: Replay, arm: str) -> hv.Image:
+    """Query head x channel: where `arm` differs from the capture and the partner; hover gives every value exactly."""
+    result = run.arms[arm]
+    codes = difference_codes(run, arm)
+    capture = run.packet.admission.tensors["output"]
+    digits = sum(FIELD_BITS[capture.dtype])
+    fields = [Field("code", "element", codes, lambda: named(CODE_NAMES)),
+              Field("arm", arm, result.output_values),
+              Field("arm_bits", f"{arm} bits", result.output_bits, lambda: hex_pattern(sum(FIELD_BITS[result.output_dtype]))),
+              Field("capture", "capture", capture.values[0, :, 0, :]),
+              Field("capture_bits", "capture bits", capture.bits[0, :, 0, :], lambda: hex_pattern(digits))]
+    if result.partner is not None:
+        partner = run.partner.admission.tensors["output"]
+        fields += [Field("partner", "partner", partner.values[0, :, 0, :]),
+                   Field("partner_bits", "partner bits", partner.bits[0, :, 0, :],
+                         lambda: hex_pattern(sum(FIELD_BITS[partner.dtype])))]
+    kv_heads = np.arange(codes.shape[0]) // run.packet.admission.geometry["groupSize"]
+    fields.insert(0, Field("kv_head", "KV head", per_cell(kv_heads, codes.shape)))
+    return grid_map(codes.astype(float), fields, title=f"Where {arm} differs from the capture"
+                    + (" and the partner" if result.partner is not None else ""), colour_label="element",
+                    xlabel="channel", ylabel="query head", clim=(-0.5, BOTH + 0.5), cmap=list(CODE_COLOURS),
+                    colorbar=False)
+
+
+def _first_difference(run: Replay, arm: str) -> tuple[int, int]:
+    """The first element where the arm differs from the capture, else from the partner, else (0, 0)."""
+    result = run.arms[arm]
+    for difference in (result.capture, result.partner):
+        if difference is not None and difference.first_positions:
+            return difference.first_positions[0]
+    return 0, 0
+
+
+class DifferenceExplorer(pn.viewable.Viewer):
+    """The chosen arm's difference map; a click (tap) on a cell shows that element of every output below."""
+
+    arm = param.String(default="", doc="The arm drawn.")
+    head = param.Integer(default=0, bounds=(0, None), doc="Query head of the element shown.")
+    channel = param.Integer(default=0, bounds=(0, None), doc="Channel of the element shown.")
+
+    def __init__(self, run: Replay, **params):
+        readable = [name for name, arm in run.arms.items() if arm.readable]
+        params.setdefault("arm", readable[0])
+        head, channel = _first_difference(run, params["arm"])
+        params.setdefault("head", int(head))
+        params.setdefault("channel", int(channel))
+        super().__init__(**params)
+        self._run = run
+        self._shape = run.arms[self.arm].output_values.shape
+        self._choice = pn.widgets.RadioButtonGroup(options=readable, value=self.arm, button_type="light",
+                                                   css_classes=["replay-arm-choice"])
+        self._choice.param.watch(lambda event: setattr(self, "arm", event.new), "value")
+        self._legend = html_pane(_legend(run.arms[self.arm].partner is not None))
+        self._plot = plot_pane(difference_map(run, self.arm))
+        self._detail = html_pane(replay_html.element_html(run, self.head, self.channel),
+                                 css_classes=["replay-element-detail"])
+        self._attach()
+
+    def _attach(self) -> None:
+        self.tap = hv.streams.Tap(source=self._plot.object, x=float(self.channel), y=float(self.head))
+        self.tap.add_subscriber(self._on_tap)
+
+    def _on_tap(self, x: float | None = None, y: float | None = None, **_) -> None:
+        if x is None or y is None:
+            return
+        heads, channels = self._shape
+        self.head = min(max(int(round(y)), 0), heads - 1)
+        self.channel = min(max(int(round(x)), 0), channels - 1)
+
+    @param.depends("arm", watch=True)
+    def _redraw(self) -> None:
+        self._plot.object = difference_map(self._run, self.arm).opts(
+            backend_opts={"plot.output_backend": "canvas"}, clone=True)
+        self._attach()
+
+    @param.depends("head", "channel", watch=True)
+    def _show(self) -> None:
+        self._detail.object = replay_html.element_html(self._run, self.head, self.channel)
+
+    def __panel__(self):
+        return pn.Column(self._choice, self._legend, self._plot,
+                         note("Click a cell to show that element of every output below; hover for exact values."),
+                         self._detail, sizing_mode="stretch_width", css_classes=["replay-map"])
+
+
+# ---------------------------------------------------------------- sections
+
+
+def summary_section(run: Replay) -> pn.Column:
+    report = run.report()
+    return pn.Column(heading("Replay run"), html_pane(replay_html.status_html(run)),
+                     html_pane(replay_html.run_table(report)), sizing_mode="stretch_width",
+                     css_classes=["replay-summary"])
+
+
+def matrix_section(run: Replay) -> pn.Column:
+    return pn.Column(heading("Matrix", "Every output against every other, in elements whose bit patterns differ."),
+                     html_pane(replay_html.matrix_html(run)), sizing_mode="stretch_width",
+                     css_classes=["replay-matrix-section"])
+
+
+def arms_section(run: Replay) -> pn.Column:
+    report = run.report()
+    parts = [heading("Arms", "Each arm's state and what it says it did (result.json, execution.json)."),
+             html_pane(replay_html.arms_table(report))]
+    problems = replay_html.problems_html(report)
+    if problems:
+        parts.append(html_pane(problems))
+    return pn.Column(*parts, sizing_mode="stretch_width", css_classes=["replay-arms-section"])
+
+
+def ladder_section(run: Replay) -> pn.Column:
+    return pn.Column(heading("Ladder", "Each arm's output against the packet's references (global metrics); hover a "
+                             "number for its full value; analysis.json: the replay tool's own numbers beside these."),
+                     html_pane(replay_html.ladder_table(run.report())), sizing_mode="stretch_width",
+                     css_classes=["replay-ladder-section"])
+
+
+def map_section(run: Replay) -> pn.Column:
+    parts = [heading("Where an arm differs", "Query head x channel of the chosen arm's output, against the capture "
+                     "and the partner.")]
+    if any(arm.readable for arm in run.arms.values()):
+        parts.append(DifferenceExplorer(run))
+    else:
+        parts.append(note("No arm's output was read: nothing to map."))
+    return pn.Column(*parts, sizing_mode="stretch_width", css_classes=["replay-map-section"])
+
+
+def readback_section(run: Replay) -> pn.Column:
+    return pn.Column(heading("Readback", "The K/V each paged arm read back from its cache, against the packet's."),
+                     html_pane(replay_html.readback_table(run.report())), sizing_mode="stretch_width",
+                     css_classes=["replay-readback-section"])
+
+
+def notes_section(run: Replay) -> pn.Column:
+    return pn.Column(heading("Notes and limitations"), html_pane(replay_html.notes_html(run.report())),
+                     sizing_mode="stretch_width", css_classes=["replay-notes"])
+
+
+# name -> (title, section builder), in display order
+SECTIONS = {
+    "summary": ("Replay run", summary_section),
+    "matrix": ("Matrix", matrix_section),
+    "arms": ("Arms", arms_section),
+    "ladder": ("Ladder", ladder_section),
+    "map": ("Where an arm differs", map_section),
+    "readback": ("Readback", readback_section),
+    "notes": ("Notes", notes_section),
+}
+
+
+def build(run: Replay) -> pn.Column:
+    """The whole replay view: every section (a refused run: its status and notes only)."""
+    names = ["summary", "notes"] if run.matrix is None else list(SECTIONS)
+    return pn.Column(*(SECTIONS[name][1](run) for name in names), sizing_mode="stretch_width",
+                     css_classes=["view-replay"])

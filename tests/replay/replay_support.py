@@ -1,0 +1,67 @@
+"""Helpers of the replay tests: a sample pair and a replay run written into a temporary root, with edits; no assertions."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from pathlib import Path
+from typing import Callable, Mapping
+
+import numpy as np
+
+from explorer import samples
+from explorer.replay_samples import RunVariant, run_files
+
+SOURCE, PARTNER, RUN = "contiguous-capture", "paged-capture", "run"
+
+
+@functools.cache
+def spec(side: str) -> samples.PacketSpec:
+    return samples.pair_spec(side)
+
+
+def scale_of(packet: samples.PacketSpec) -> float:
+    return float(np.uint32(packet.snapshot["records"][0]["scaleBits"]).view(np.float32))
+
+
+@functools.cache
+def _files(variant: RunVariant) -> Mapping[str, bytes]:
+    source = spec("contiguous")
+    return run_files(samples.make_packet_files(source), source.tensors, scale_of(source), variant)
+
+
+def run_of(variant: RunVariant = RunVariant()) -> dict[str, bytes]:
+    """A fresh copy of the files of a sample run of the contiguous capture."""
+    return dict(_files(variant))
+
+
+def write_root(root: Path, files: Mapping[str, bytes] | None = None, partner: bool = True) -> Path:
+    """root/SOURCE (the contiguous capture), root/PARTNER (the paged one) and root/RUN; returns the run."""
+    samples.write_packet(root / SOURCE, spec("contiguous"))
+    if partner:
+        samples.write_packet(root / PARTNER, spec("paged"))
+    return samples.write_files(root / RUN, run_of() if files is None else files)
+
+
+def edit_json(files: dict[str, bytes], name: str, change: Callable[[dict], None]) -> dict[str, bytes]:
+    value = json.loads(files[name])
+    change(value)
+    files[name] = json.dumps(value, indent=2).encode()
+    return files
+
+
+def replace_tensor(files: dict[str, bytes], arm: str, name: str, data: bytes) -> dict[str, bytes]:
+    """The arm's tensor `name` replaced by `data`, its descriptor's hash and length following."""
+    files[f"{arm}/{name}.bin"] = data
+
+    def describe(result: dict) -> None:
+        result["tensors"][name].update(byteCount=len(data), sha256=hashlib.sha256(data).hexdigest())
+
+    return edit_json(files, f"{arm}/result.json", describe)
+
+
+def flip_bit(data: bytes, offset: int, bit: int = 0) -> bytes:
+    changed = bytearray(data)
+    changed[offset] ^= 1 << bit
+    return bytes(changed)

@@ -1,0 +1,166 @@
+"""replay(): the complete sample run, the matrix with a partner, the tool-analysis cross-check, the arm reasons and the report's keys (replay-v1.md sections 4 and 5)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import explorer
+from explorer.replay.model import ARMS
+from explorer.replay_samples import RunVariant
+from replay_support import PARTNER, SOURCE, edit_json, flip_bit, replace_tensor, run_of, write_root
+
+REPORT_KEYS = {"schema", "status", "codes", "refusals", "run", "packet", "partner", "arms", "matrix", "notes"}
+ARM_KEYS = {"state", "codes", "ownDispatch", "receipt", "capture", "partner", "readback", "references",
+            "emulations", "toolAnalysis"}
+
+
+@pytest.fixture
+def root(tmp_path):
+    write_root(tmp_path)
+    return tmp_path
+
+
+def test_complete_run_with_partner_is_analyzed_and_its_matrix_is_the_incident_table(root):
+    result = explorer.replay(root / "run", partner=root / PARTNER)
+    report = result.report()
+    json.dumps(report, allow_nan=False)
+    assert REPORT_KEYS <= set(report) and all(ARM_KEYS <= set(arm) for arm in report["arms"].values())
+    assert (result.status, report["codes"]) == ("analyzed", [])
+    assert report["packet"]["name"] == SOURCE and report["partner"]["name"] == PARTNER
+    matrix = report["matrix"]
+    assert matrix["outputs"] == ["capture", "partner", *ARMS]
+    pair = explorer.compare(root / SOURCE, root / PARTNER).report()["output"]["mismatched"]
+    assert pair > 0
+    m = np.array(matrix["mismatched"])
+    assert (m == m.T).all() and (np.diag(m) == 0).all()
+    native, paged = [0, pair, 0, pair, pair], [pair, 0, pair, 0, 0]
+    assert m.tolist() == [native, paged, native, paged, paged]
+    arms = report["arms"]
+    assert [arms[a]["ownDispatch"] for a in ARMS] == [True, False, False]
+    assert arms["nativeSDPA"]["capture"]["mismatched"] == 0 and arms["nativeSDPA"]["partner"]["mismatched"] == pair
+    assert arms["pagedFixed"]["partner"]["identical"] and arms["pagedFixed"]["capture"]["mismatched"] == pair
+    assert len(arms["pagedFixed"]["capture"]["firstPositions"]) == min(pair, 100)
+    assert sum(arms["pagedFixed"]["capture"]["perHead"]) == pair
+    assert all(b["identical"] for a in ("pagedFixed", "pagedSegmented") for b in arms[a]["readback"].values())
+    assert arms["nativeSDPA"]["readback"] is None
+    assert arms["pagedSegmented"]["receipt"] == {"dispatch": "paged_segmented_decode", "kernelOutputDType": "bfloat16",
+                                                 "partitionTokens": 256, "segmentCount": 1, "pages": 16,
+                                                 "exitCode": 0, "seconds": 0.561}
+    for arm in ARMS:
+        tool = arms[arm]["toolAnalysis"]
+        assert all(value["agrees"] for block in tool.values() for value in block.values())
+        references = arms[arm]["references"]
+        assert set(references) == {"primary", "rounded", "fp64", "ulp", "equalToRoundedReference"}
+
+
+def test_the_native_arm_reproduces_the_capture_ladder_exactly(root):
+    result = explorer.replay(root / "run", partner=root / PARTNER)
+    capture = explorer.analyze(root / SOURCE).report()["reference"]
+    native = result.report()["arms"]["nativeSDPA"]["references"]
+    assert native["primary"]["global"]["linf"] == capture["primary"]["global"]["linf"]
+    assert native["rounded"]["global"]["rmse"] == capture["roundedToOutputDType"]["global"]["rmse"]
+    assert native["fp64"]["global"]["linf"] == capture["fp64"]["outputError"]["global"]["linf"]
+
+
+def test_without_partner_the_matrix_has_no_partner_row(root):
+    report = explorer.replay(root / "run").report()
+    assert report["partner"] is None and report["matrix"]["outputs"] == ["capture", *ARMS]
+    assert all(arm["partner"] is None for arm in report["arms"].values())
+
+
+def test_a_wrong_number_in_analysis_json_is_a_note_and_changes_no_status(tmp_path):
+    def wrong(value):
+        value["arms"]["pagedFixed"]["originalQueryReference"]["global"]["linf"] *= 1.5
+    run = write_root(tmp_path, edit_json(run_of(), "analysis.json", wrong))
+    result = explorer.replay(run)
+    report = result.report()
+    assert report["status"] == "analyzed"
+    linf = report["arms"]["pagedFixed"]["toolAnalysis"]["primary"]["linf"]
+    assert linf["agrees"] is False and linf["tool"] == pytest.approx(1.5 * linf["explorer"])
+    assert report["arms"]["pagedFixed"]["toolAnalysis"]["primary"]["rmse"]["agrees"] is True
+    assert any("pagedFixed primary linf" in note for note in report["notes"])
+
+
+def test_a_missing_or_unreadable_analysis_json_gives_null_tool_analysis(tmp_path):
+    files = run_of()
+    files["analysis.json"] = b'{"schema": "darkbloom.attention-replay-analysis.v1", "arms": 1e400}'
+    report = explorer.replay(write_root(tmp_path, files)).report()
+    assert report["status"] == "analyzed"
+    assert all(arm["toolAnalysis"] is None for arm in report["arms"].values())
+    assert any(note.startswith("analysis.json was not used") for note in report["notes"])
+
+
+def test_failed_sample_arm_has_its_launch_in_the_receipt_and_no_numbers(tmp_path):
+    run = write_root(tmp_path, run_of(RunVariant(failed_arm="pagedSegmented")))
+    report = explorer.replay(run).report()
+    assert (report["status"], report["codes"]) == ("inconclusive", ["replay_arm_failed"])
+    arm = report["arms"]["pagedSegmented"]
+    assert arm["state"] == "failed" and arm["receipt"]["exitCode"] == 1 and arm["capture"] is None
+    assert all(a["toolAnalysis"] is None for a in report["arms"].values())
+    assert report["matrix"]["outputs"] == ["capture", "nativeSDPA", "pagedFixed"]
+
+
+def test_a_failed_arm_whose_files_are_admissible_is_still_compared(tmp_path):
+    def fail(entries):
+        entries[1].update(exitCode=None, failure="killed by signal 9")
+    run = write_root(tmp_path, edit_json(run_of(), "execution.json", fail))
+    report = explorer.replay(run).report()
+    arm = report["arms"]["pagedFixed"]
+    assert arm["state"] == "failed" and arm["receipt"]["exitCode"] is None and arm["capture"] is not None
+    assert "pagedFixed" in report["matrix"]["outputs"] and report["codes"] == ["replay_arm_failed"]
+
+
+def test_readback_differing_in_the_last_row_is_inconclusive(tmp_path):
+    run = write_root(tmp_path, run_of(RunVariant(readback_fault_arm="pagedFixed")))
+    report = explorer.replay(run).report()
+    assert report["codes"] == ["replay_readback_differs"]
+    keys = report["arms"]["pagedFixed"]["readback"]["storedKeys"]
+    assert (keys["identical"], keys["mismatched"], keys["firstDifference"]) == (False, 1, [1, 255, 0])
+    assert report["arms"]["pagedSegmented"]["readback"]["storedKeys"]["identical"]
+
+
+def test_an_own_dispatch_arm_not_reproducing_the_capture(tmp_path):
+    files = run_of()
+    run = write_root(tmp_path, replace_tensor(files, "nativeSDPA", "output",
+                                              flip_bit(files["nativeSDPA/output.bin"], 0)))
+    report = explorer.replay(run).report()
+    assert report["codes"] == ["replay_not_reproducing"]
+    assert report["arms"]["nativeSDPA"]["capture"]["firstPositions"] == [[0, 0]]
+    assert report["matrix"]["mismatched"][0][1] == 1
+
+
+def test_a_nonfinite_arm_output(tmp_path):
+    files = run_of()
+    data = bytearray(files["pagedFixed/output.bin"])
+    data[0:2] = (0x7FC0).to_bytes(2, "little")  # a bfloat16 quiet NaN
+    run = write_root(tmp_path, replace_tensor(files, "pagedFixed", "output", bytes(data)))
+    report = explorer.replay(run).report()
+    assert report["codes"] == ["replay_output_nonfinite"]
+    assert report["arms"]["pagedFixed"]["references"]["primary"]["global"]["undefinedReason"] == "nonfinite_values"
+
+
+def test_emulations_are_scored_against_each_arm(root):
+    report = explorer.replay(root / "run", emulate=["paged_two_pass", "mlx_two_pass"]).report()
+    counts = {arm: {e["kernel"]: e["bitEqual"]["global"] for e in report["arms"][arm]["emulations"]} for arm in ARMS}
+    compared = report["matrix"]["compared"]
+    assert counts["nativeSDPA"]["mlx_two_pass"] == compared and counts["pagedFixed"]["paged_two_pass"] == compared
+    assert counts["nativeSDPA"]["paged_two_pass"] < compared
+
+
+def test_result_json_as_apples_writer_writes_it_is_admitted(root):
+    data = (root / "run" / "pagedFixed" / "result.json").read_bytes()
+    assert b'"arm" : "pagedFixed"' in data and b"\\/" in data
+    assert explorer.replay(root / "run").arms["pagedFixed"].state == "admitted"
+
+
+def test_the_replay_result_is_immutable(root):
+    result = explorer.replay(root / "run")
+    with pytest.raises(Exception):
+        result.status = "analyzed"
+    with pytest.raises(TypeError):
+        result.arms["nativeSDPA"] = None
+    with pytest.raises(ValueError):
+        result.arms["nativeSDPA"].output_values[0, 0] = 1.0
