@@ -101,7 +101,7 @@ def test_undecodable_directory_names_are_compared_and_reported(tmp_path):
     done = _explorer("report", str(packet), "--out", str(tmp_path / "out"))
     assert done.returncode == EXIT_REFUSED and done.stderr == b""
     written = sorted(os.listdir(tmp_path / "out"))
-    assert "bad_name.html" in written and len(written) == 2 + VIEW_COUNT
+    assert "bad_name.html" in written and len(written) == 3  # HTML, JSON and the one PNG of a refused packet
     assert "bad\\xffname" in (tmp_path / "out" / "bad_name.html").read_text(encoding="utf-8")
 
 
