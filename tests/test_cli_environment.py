@@ -56,6 +56,7 @@ def _closed_pipe_run(*argv: str) -> tuple[int, bytes]:
     return process.returncode, stderr
 
 
+@pytest.mark.browser  # renders PNGs in chromium
 def test_closed_pipes_end_compare_and_report_quietly(tmp_path):
     code, stderr = _closed_pipe_run("compare", str(ANALYZED), str(OTHER))
     assert (code, stderr) == (0, b"")
@@ -64,6 +65,7 @@ def test_closed_pipes_end_compare_and_report_quietly(tmp_path):
     assert len(os.listdir(tmp_path)) == 3  # HTML, JSON and the one PNG of a refused packet
 
 
+@pytest.mark.browser  # renders PNGs in chromium
 def test_a_full_standard_output_is_one_line_exit_2(tmp_path):
     with open("/dev/full", "wb") as full:
         for argv in (("compare", str(ANALYZED), str(OTHER)), ("compare", str(ANALYZED), str(OTHER), "--json"),
@@ -73,6 +75,7 @@ def test_a_full_standard_output_is_one_line_exit_2(tmp_path):
             assert "No space left on device" in _one_bounded_line(done.stderr)
 
 
+@pytest.mark.browser  # renders PNGs in chromium
 def test_over_long_paths_are_refusals_or_one_bounded_line(tmp_path):
     long_path = "/tmp/" + "x" * LONG_PATH_CHARS
     done = _explorer("compare", long_path, str(ANALYZED))
@@ -92,6 +95,7 @@ def test_over_long_paths_are_refusals_or_one_bounded_line(tmp_path):
     assert f"{'p' * pages.MAX_STEM_CHARS}.html" in os.listdir(tmp_path / "out")
 
 
+@pytest.mark.browser  # renders PNGs in chromium
 def test_undecodable_directory_names_are_compared_and_reported(tmp_path):
     packet = tmp_path / UNDECODABLE
     shutil.copytree(REFUSED, packet)
@@ -143,6 +147,7 @@ def locked():
             (base / name).chmod(stat.S_IRWXU)
 
 
+@pytest.mark.browser  # renders PNGs in chromium
 @pytest.mark.skipif(os.geteuid() != 0, reason="runs the command as `nobody`, which needs the tests to run as root")
 def test_unreadable_and_unsearchable_directories_are_refused_or_one_line_as_nobody(locked):
     for name in ("closed", "searchless"):
@@ -173,6 +178,7 @@ def test_a_missing_browser_is_one_line_exit_2_naming_the_package_and_nothing_is_
     assert not out.exists() or os.listdir(out) == []
 
 
+@pytest.mark.browser  # renders PNGs in chromium
 def test_an_output_encoding_without_the_characters_escapes_them(tmp_path):
     packet = write_packet(tmp_path / "non-ascii", synthetic_spec(model_id=NON_ASCII_MODEL))
     ascii_only = {"PYTHONIOENCODING": "ascii"}

@@ -62,6 +62,7 @@ def test_output_on_a_full_disk_exits_2_and_leaves_nothing(tmp_path):
     assert _listing(done) == []
 
 
+@pytest.mark.browser  # renders PNGs in chromium
 @pytest.mark.parametrize("size", [TMPFS_SIZE, REPORT_ONLY_SIZE])
 def test_export_on_a_full_disk_says_so_leaves_nothing_and_the_next_export_keeps_the_name(tmp_path, size):
     mountpoint = tmp_path / "full"
@@ -92,6 +93,7 @@ def test_export_on_a_full_disk_says_so_leaves_nothing_and_the_next_export_keeps_
     assert pngs and all(file.startswith(f"{name}-") for file in pngs)
 
 
+@pytest.mark.browser  # renders PNGs in chromium
 def test_report_on_a_disk_that_fills_while_pngs_are_written_exits_2_and_leaves_nothing(tmp_path):
     from explorer.analysis.analyze import analyze
     from explorer.export.pages import export_packet

@@ -107,6 +107,7 @@ def test_head_follows_the_views_selection(shell):
     assert shell._selection.head == 4
 
 
+@pytest.mark.browser  # renders PNGs in chromium
 def test_export_writes_html_and_report_and_offers_them(shell, tmp_path):
     shell._choose(ANALYZED_SAMPLE)
     shell._on_export(None)
@@ -167,6 +168,7 @@ def test_reopening_a_changed_packet_shows_its_new_status_with_a_note(own_root, t
     assert [p.code for p in shell._shown.admission.refusals] == ["sha256_mismatch"]
 
 
+@pytest.mark.browser  # renders PNGs in chromium
 def test_export_writes_the_content_on_disk_now(own_root, tmp_path):
     shell = Shell(own_root, tmp_path / "exports")
     shell._choose("a")
