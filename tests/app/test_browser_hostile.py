@@ -69,10 +69,12 @@ def test_a_non_utf8_directory_name_is_listed_opened_kept_in_the_url_and_exported
     wait_view(page, SHOWN_NAME.replace("\\", "\\\\"), "overview")
 
     before = set(os.listdir(export_dir))
-    page.get_by_role("button", name="Export HTML + JSON").click()
-    page.locator(".export-note").first.wait_for(timeout=PAGE_TIMEOUT_MS)
+    page.get_by_role("button", name="Export HTML + PNG + JSON").click()
+    page.locator(".export-html").first.wait_for(timeout=PAGE_TIMEOUT_MS)  # the note lists the files once written
     written = set(os.listdir(export_dir)) - before
-    assert written == {f"{EXPORT_STEM}.html", f"{EXPORT_STEM}.report.json"}
+    pngs = {name for name in written if name.endswith(".png")}  # the app's Export writes the PNGs too
+    assert written - pngs == {f"{EXPORT_STEM}.html", f"{EXPORT_STEM}.report.json"}
+    assert pngs and all(name.startswith(f"{EXPORT_STEM}-") for name in pngs)
     assert SHOWN_NAME in (export_dir / f"{EXPORT_STEM}.html").read_text(encoding="utf-8")
     page.screenshot(path=artifact("undecodable-name.png"), full_page=True)
 
