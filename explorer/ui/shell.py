@@ -70,6 +70,8 @@ BADGE_COLOURS = {
 BADGE_STYLE = ("display:inline-block;padding:0 0.5em;border-radius:0.6em;font-size:0.85em;font-weight:600;"
                "margin-right:0.5em")
 META_STYLE = "font-size:0.85em;color:#444444"
+# Each part of the status line is its own box, so a long list of codes wraps below, never over, the name and chip.
+STATUS_LINE_STYLE = "display:flex;flex-wrap:wrap;align-items:baseline;gap:0.2em 0.6em"
 MESSAGE_STYLE = "padding:0.4em 0.8em;border-left:4px solid #8a8a8a;background:#f3f3f3"
 
 
@@ -317,8 +319,8 @@ class Shell(param.Parameterized):
         self._element_box.visible = False
         summary = catalog.summarize(analysis)
         self._status.object = (
-            f'<div class="status-line" data-packet="{shown_name(self.packet)}">'
-            f"<b>{shown_name(self.packet)}</b> &nbsp; "
+            f'<div class="status-line" data-packet="{shown_name(self.packet)}" style="{STATUS_LINE_STYLE}">'
+            f"<b>{shown_name(self.packet)}</b>"
             f"{badge_html(summary, 'status-badge', None if analysis.score is None else analysis.score.heads)}</div>")
         self._on_status(self.packet)
         self._export_note.object = ""

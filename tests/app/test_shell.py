@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from explorer.ui.shell import SLUGS, Shell, StringQueryLocation
 
 ROOT = catalog.default_root()
 ANALYZED_SAMPLE = "injected-error-head5"
+EXPORT_WAIT_S = 300  # the export runs on a thread when Panel has a session pool: wait for it, never time it
 REFUSED_SAMPLE = "refused-hash-mismatch"
 
 
@@ -36,6 +38,14 @@ def _built(shell: Shell) -> list[str]:
 
 def _message(shell: Shell) -> str:
     return shell._message.object if shell._message.visible else ""
+
+
+def _export(shell: Shell) -> None:
+    """Click Export and wait until the export (on the event loop or a thread) has finished."""
+    shell._on_export(None)
+    deadline = time.monotonic() + EXPORT_WAIT_S
+    while shell._export_button.loading and time.monotonic() < deadline:
+        time.sleep(0.1)
 
 
 def test_opens_the_first_packet_by_status_and_ratio_with_only_the_first_tab_built(shell):
@@ -110,7 +120,7 @@ def test_head_follows_the_views_selection(shell):
 @pytest.mark.browser  # renders PNGs in chromium
 def test_export_writes_html_and_report_and_offers_them(shell, tmp_path):
     shell._choose(ANALYZED_SAMPLE)
-    shell._on_export(None)
+    _export(shell)
     html_path = tmp_path / "exports" / f"{ANALYZED_SAMPLE}.html"
     report_path = tmp_path / "exports" / f"{ANALYZED_SAMPLE}.report.json"
     assert html_path.is_file() and report_path.is_file()
@@ -173,7 +183,7 @@ def test_export_writes_the_content_on_disk_now(own_root, tmp_path):
     shell = Shell(own_root, tmp_path / "exports")
     shell._choose("a")
     _flip_byte(own_root / "a" / "stored-values.bin")  # changed after it was shown, not re-opened
-    shell._on_export(None)
+    _export(shell)
     report = json.loads((tmp_path / "exports" / "a.report.json").read_text())
     assert report["status"] == "refused" and report == explorer.analyze(own_root / "a").report()
     on_disk = hashlib.sha256((own_root / "a" / "stored-values.bin").read_bytes()).hexdigest()
