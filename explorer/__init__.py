@@ -22,9 +22,9 @@ def analyze(path: str | os.PathLike, emulate: str | Iterable[str] | None = None)
     `emulate`: None (no kernel emulation), "default" (the default set) or a list of
     emulation ids such as "mlx_two_pass(partialDType=float32)".
     """
-    from explorer.analysis.analyze import analyze as _analyze
+    from explorer.analysis.analyze import analyze as analyze_packet
 
-    return _analyze(path, emulate=emulate)
+    return analyze_packet(path, emulate=emulate)
 
 
 def compare(a: "str | os.PathLike | Analysis", b: "str | os.PathLike | Analysis",
@@ -33,9 +33,9 @@ def compare(a: "str | os.PathLike | Analysis", b: "str | os.PathLike | Analysis"
 
     `emulate` as for analyze: each side's kernel emulations and the emulation x side matrix.
     """
-    from explorer.pair.compare import compare as _compare
+    from explorer.pair.compare import compare as compare_pair
 
-    return _compare(a, b, emulate=emulate)
+    return compare_pair(a, b, emulate=emulate)
 
 
 def replay(run: str | os.PathLike, packet: "str | os.PathLike | Analysis | None" = None,
@@ -47,9 +47,9 @@ def replay(run: str | os.PathLike, packet: "str | os.PathLike | Analysis | None"
     packetSHA256 (AmbiguousPacketError when two do); `emulate` as for analyze, scored
     against each arm's output. Never raises for the content of the run or the packets.
     """
-    from explorer.replay.replay import replay as _replay
+    from explorer.replay.replay import replay as read_replay
 
-    return _replay(run, packet=packet, partner=partner, emulate=emulate)
+    return read_replay(run, packet=packet, partner=partner, emulate=emulate)
 
 
 def triage(root: str | os.PathLike, jobs: int | None = None, scheduler: str | None = None) -> "pandas.DataFrame":
