@@ -32,6 +32,7 @@ import mimetypes
 import os
 import re
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -317,8 +318,12 @@ def _screenshots(html_path: str | os.PathLike, slugs: tuple[str, ...]) -> dict[s
     from playwright.sync_api import Error as PlaywrightError
 
     require_chromium()
+    # Playwright's sync API refuses a thread that runs an asyncio loop (a Jupyter kernel, a test session holding
+    # a browser, a served callback): render on a thread of our own, whichever thread asked.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="explorer-png") as renderer:
+        rendering = renderer.submit(_rendered, html_path, slugs)
     try:
-        return _rendered(html_path, slugs)
+        return rendering.result()
     except PlaywrightError as error:
         first_line = (str(error).strip().splitlines() or [type(error).__name__])[0]
         raise RenderError(f"chromium could not render the page: {clip(first_line)}") from None

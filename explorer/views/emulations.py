@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
+import time
 from functools import partial
 from typing import Mapping
 
@@ -295,11 +296,15 @@ class EmulationsView(pn.viewable.Viewer):
                 with set_curdoc(document):
                     pn.state.execute(partial(self._show_progress, generation, done, total), schedule=True)
 
+        started = time.perf_counter()
         try:
             found, failure = emulations_of(self.analysis, ids, progress=progress), ""
         except Exception as error:  # a programming error must not leave the progress bar running forever
             log.exception("emulations %s failed", ids)
             found, failure = None, f"The emulations could not be computed: {type(error).__name__}: {error}"
+        context = document.session_context if document is not None else None
+        log.info("session %s: emulations %s computed in %.3f s on a background thread",
+                 context.id if context is not None else "-", ",".join(ids), time.perf_counter() - started)
         deliver = partial(self._deliver, generation, found, failure)
         if document is None:
             deliver()

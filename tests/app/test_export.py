@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 import re
@@ -18,7 +19,8 @@ from PIL import Image
 from explorer.analysis.ranking import worst_head
 from explorer.export.split import MAX_PNG_HEIGHT
 from explorer.export.pages import (CAPTION_CLASS, SECTION_CLASS, SHA_DIGITS, UNKNOWN,
-                             caption_fields, export_head, export_packet, hide_controls, wait_drawn)
+                             caption_fields, export_head, export_packet, hide_controls, wait_drawn,
+                             write_report)
 from explorer.analysis.report import report_text
 from explorer.ui import catalog
 from explorer.views import VIEWS
@@ -95,6 +97,20 @@ def test_report_command_explains_a_refused_packet_and_exits_like_analyze(tmp_pat
     assert report["status"] == "refused"
     assert [png.name for png in tmp_path.glob(f"{name}-*.png")] == [f"{name}-summary.png"]  # one, not seven alike
     assert "sha256_mismatch" in (tmp_path / f"{name}.html").read_text()
+
+
+@pytest.mark.browser  # renders PNGs in chromium
+def test_pngs_are_written_from_a_thread_running_an_asyncio_loop(tmp_path):
+    """A Jupyter cell runs inside an asyncio loop, where Playwright's sync API refuses to start: the PNGs render on
+    a thread of their own."""
+    analysis = explorer.analyze(ROOT / BY_STATUS["analyzed"])
+
+    async def in_a_cell():
+        return write_report(analysis, tmp_path, name="cell", head=None)
+
+    paths = asyncio.run(in_a_cell())
+    assert paths.html.is_file() and paths.report.is_file() and len(paths.pngs) >= len(VIEWS)
+    assert all(pixel_std(png.read_bytes()) > 0 for png in paths.pngs)
 
 
 def test_caption_names_packet_status_identity_selection_hash_version_and_date():
