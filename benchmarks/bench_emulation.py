@@ -26,6 +26,7 @@ import tempfile  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
+from bench_analyze import PROCESS_ENV  # noqa: E402
 from explorer.analysis.analyze import analyze, clear_cache  # noqa: E402
 from explorer.analysis.emulation import DEFAULT_SET, emulations_for, normalised_ids, shape_of  # noqa: E402
 from explorer.samples import FULL_PAIR_NAMES, pair_full_spec, qwen_full_spec, write_packet  # noqa: E402
@@ -55,7 +56,7 @@ def whole_process(argv: list[str]) -> float:
     runs = []
     for _ in range(RUNS):
         started = time.perf_counter()
-        subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=PROCESS_ENV, check=False)
         runs.append(time.perf_counter() - started)
     return statistics.median(runs)
 

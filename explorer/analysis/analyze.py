@@ -25,6 +25,7 @@ from explorer.analysis.facts import tensor_facts
 from explorer.analysis.memory import MEMORY_BOUND_EXCEEDED, MIB, facts_need, numerics_need, shortfall
 from explorer.analysis.numerics import after_numerics_reasons, compute_numerics
 from explorer.analysis.result import Analysis, Emulation, EmulationCounts, Numerics, TensorFacts
+from explorer.analysis.shared_references import clear_references
 from explorer.analysis.single_flight import SingleFlight
 from explorer.packet.admission import admit
 from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED, TENSOR_NAMES, Admission, Reason
@@ -84,10 +85,11 @@ def content_key(admission: Admission) -> ContentKey | None:
 
 
 def clear_cache() -> None:
-    """Forget every cached analysis."""
+    """Forget every cached analysis (and the references shared between packets with the same inputs)."""
     with _cache_lock:
         _cache.clear()
         _emulation_cache.clear()
+    clear_references()
 
 
 def _within_memory(compute: Callable[[], T], needed: int, what: str) -> tuple[T | None, Reason | None]:

@@ -10,14 +10,14 @@ import numpy as np
 from explorer.analysis.metrics import compare, readonly, rounded
 from explorer.analysis.reference import (
     NONFINITE_LOGITS,
-    attend,
     eligibility,
     head_attention,
     narrowed_query_plan,
 )
 from explorer.analysis.result import Fp64Diagnostic, NarrowedQuery, Numerics, TensorFacts
 from explorer.analysis.score import packet_score
-from explorer.packet.dtypes import narrow, round_bits
+from explorer.analysis.shared_references import references
+from explorer.packet.dtypes import round_bits
 from explorer.packet.model import Admission, Reason
 
 LAST_ROW_MISMATCH = "last_row_mismatch"
@@ -73,23 +73,18 @@ def compute_numerics(
     started = perf_counter()
     tensors = admission.tensors
     queries = tensors["queries"].values[0, :, 0, :]
-    keys = tensors["storedKeys"].values[0]
-    values = tensors["storedValues"].values[0]
+    kv_heads = tensors["storedKeys"].shape[1]
     output = tensors["output"]
     output_values = output.values[0, :, 0, :]
-    kv_heads = keys.shape[0]
     scale = admission.scale
     eligible = readonly(
         eligibility(*(_head_has_nonfinite(facts, name) for name in REFERENCE_INPUTS))
     )
 
-    primary = attend(queries, keys, values, scale, eligible, np.float32, keep_weights=True)
-    reference = readonly(primary.reference)
-    exact = readonly(attend(queries, keys, values, scale, eligible, np.float64).reference)
     narrow_dtype, narrow_reason = narrowed_query_plan(tensors["queries"].dtype, tensors["storedKeys"].dtype)
-    if narrow_dtype is not None:
-        narrowed_queries = readonly(narrow(queries, narrow_dtype))
-        narrowed_reference = readonly(attend(narrowed_queries, keys, values, scale, eligible, np.float32).reference)
+    shared = references(tensors, scale, eligible, narrow_dtype)  # a partner with the same inputs computed them
+    primary, reference, exact = shared.primary, shared.primary.reference, shared.exact
+    narrowed_queries, narrowed_reference = shared.narrowed_queries, shared.narrowed_reference
     attention = head_attention(primary, eligible, kv_heads)
     referenced = perf_counter()
 

@@ -7,7 +7,7 @@ import time
 
 import explorer.analysis.analyze as analyze_module
 from explorer.analysis.analyze import analyze, array_bytes, cached_bytes, clear_cache
-from explorer.samples import synthetic_spec, write_packet
+from explorer.samples import pair_input_differs_spec, pair_spec, synthetic_spec, write_packet
 
 
 def test_the_cache_is_bounded_in_bytes(tmp_path, monkeypatch):
@@ -55,4 +55,32 @@ def test_concurrent_requests_for_one_content_compute_it_once(tmp_path, monkeypat
         thread.join()
     assert len(computed) == 1
     assert len({id(result.numerics) for result in results}) == 1
+    clear_cache()
+
+
+def test_two_captures_with_the_same_inputs_share_their_references_bit_for_bit(tmp_path):
+    """A pair's captures differ only in their outputs: the second reuses the first's reference arrays, and those are
+    the arrays a fresh computation of the second alone gives, bit for bit."""
+    clear_cache()
+    paged, contiguous = (write_packet(tmp_path / side, pair_spec(side)) for side in ("paged", "contiguous"))
+    first, second = analyze(paged).numerics, analyze(contiguous).numerics
+    assert second.primary.reference is first.primary.reference and second.fp64.reference is first.fp64.reference
+    assert second.weights is first.weights
+    clear_cache()
+    alone = analyze(contiguous).numerics
+    assert alone.primary.reference is not first.primary.reference
+    for shared, fresh in ((second.primary.reference, alone.primary.reference), (second.fp64.reference,
+                          alone.fp64.reference), (second.weights, alone.weights), (second.primary.abs_error,
+                          alone.primary.abs_error)):
+        assert shared.tobytes() == fresh.tobytes()
+    clear_cache()
+
+
+def test_captures_whose_inputs_differ_get_their_own_references(tmp_path):
+    clear_cache()
+    contiguous = write_packet(tmp_path / "contiguous", pair_spec("contiguous"))
+    differing = write_packet(tmp_path / "differing", pair_input_differs_spec())
+    first, second = analyze(contiguous).numerics, analyze(differing).numerics
+    assert second.primary.reference is not first.primary.reference
+    assert second.primary.reference.tobytes() != first.primary.reference.tobytes()
     clear_cache()

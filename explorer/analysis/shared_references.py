@@ -1,0 +1,100 @@
+"""The references of one input set, computed once for every packet that holds those inputs; no I/O, no UI.
+
+Two captures of one selection (a pair, a replay run's packet and partner) usually carry byte-identical
+queries, keys and values and differ only in their output. The FP32, FP64 and narrowed-Q references are
+functions of those inputs, the scale and the eligible heads alone, so they are keyed by the verified
+SHA-256, dtype and shape of each input tensor, the scale's bits and the eligible mask, and the second
+packet reuses the first one's arrays (read-only, never copied). The numbers are the same arrays, bit for
+bit, as a fresh computation would give.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Hashable, Mapping
+
+import numpy as np
+
+from explorer.analysis.metrics import readonly
+from explorer.analysis.reference import AttentionPass, attend
+from explorer.analysis.single_flight import SingleFlight
+from explorer.packet.dtypes import narrow
+from explorer.packet.model import NativeTensor
+
+REFERENCE_CACHE_ENTRIES = 4  # input sets kept: a pair or a replay needs one, an app session a few
+REFERENCE_CACHE_BYTES = 256 * 1024 * 1024  # summed array bytes kept (the weights are QH x T float32)
+INPUT_TENSORS = ("queries", "storedKeys", "storedValues")  # what the references read
+
+
+@dataclass(frozen=True)
+class References:
+    """The primary FP32 pass (weights kept), the FP64 reference, and the narrowed queries and their FP32
+    reference (None when the packet has no narrowed-Q counterfactual)."""
+
+    primary: AttentionPass
+    exact: np.ndarray
+    narrowed_queries: np.ndarray | None
+    narrowed_reference: np.ndarray | None
+
+    def nbytes(self) -> int:
+        arrays = (self.primary.reference, self.primary.weights, self.exact, self.narrowed_queries,
+                  self.narrowed_reference)
+        return sum(array.nbytes for array in arrays if array is not None)
+
+
+_cache: OrderedDict[Hashable, References] = OrderedDict()
+_lock = threading.Lock()
+_flights: SingleFlight[References] = SingleFlight()
+
+
+def _key(tensors: Mapping[str, NativeTensor], scale: float, eligible: np.ndarray,
+         narrow_dtype: str | None) -> Hashable:
+    inputs = tuple((tensors[name].sha256, tensors[name].dtype, tuple(tensors[name].shape)) for name in INPUT_TENSORS)
+    return inputs, np.float32(scale).tobytes(), eligible.tobytes(), narrow_dtype
+
+
+def _computed(tensors: Mapping[str, NativeTensor], scale: float, eligible: np.ndarray,
+              narrow_dtype: str | None) -> References:
+    queries = tensors["queries"].values[0, :, 0, :]
+    keys, values = tensors["storedKeys"].values[0], tensors["storedValues"].values[0]
+    primary = attend(queries, keys, values, scale, eligible, np.float32, keep_weights=True)
+    readonly(primary.reference)
+    if primary.weights is not None:
+        readonly(primary.weights)
+    exact = readonly(attend(queries, keys, values, scale, eligible, np.float64).reference)
+    narrowed_queries = narrowed_reference = None
+    if narrow_dtype is not None:
+        narrowed_queries = readonly(narrow(queries, narrow_dtype))
+        narrowed_reference = readonly(attend(narrowed_queries, keys, values, scale, eligible, np.float32).reference)
+    return References(primary, exact, narrowed_queries, narrowed_reference)
+
+
+def references(tensors: Mapping[str, NativeTensor], scale: float, eligible: np.ndarray,
+               narrow_dtype: str | None) -> References:
+    """The references of these verified inputs, from the cache when a packet with the same inputs had them."""
+    key = _key(tensors, scale, eligible, narrow_dtype)
+
+    def computed() -> References:
+        with _lock:
+            held = _cache.get(key)
+            if held is not None:
+                _cache.move_to_end(key)
+                return held
+        found = _computed(tensors, scale, eligible, narrow_dtype)
+        if found.nbytes() <= REFERENCE_CACHE_BYTES:
+            with _lock:
+                _cache[key] = found
+                while len(_cache) > REFERENCE_CACHE_ENTRIES or sum(r.nbytes() for r in _cache.values()) > \
+                        REFERENCE_CACHE_BYTES:
+                    _cache.popitem(last=False)
+        return found
+
+    return _flights.run(key, computed)
+
+
+def clear_references() -> None:
+    """Forget every kept reference."""
+    with _lock:
+        _cache.clear()
