@@ -1,4 +1,4 @@
-"""Marks the browser tests: every test that drives Debian's chromium (the `browser` fixture, or a file of browser tests) gets the `browser` marker, so `pytest -m "not browser"` is the quick loop."""
+"""Marks the browser tests: every test that drives Debian's chromium (the `browser` fixture, or a file of browser tests) gets the `browser` marker, so `pytest -m "not browser"` is the quick loop; runs the longest files first, so that parallel workers (`-n 2`) finish together."""
 
 from __future__ import annotations
 
@@ -6,9 +6,11 @@ import pytest
 
 BROWSER_FIXTURE = "browser"  # tests/app/conftest.py: chromium through Playwright
 BROWSER_FILE_PREFIXES = ("test_browser", "test_catalog_browser")
+LONGEST_FIRST = ("test_notebooks.py",)  # each notebook runs tens of seconds in a kernel of its own
 
 
 def pytest_collection_modifyitems(items):
     for item in items:
         if BROWSER_FIXTURE in getattr(item, "fixturenames", ()) or item.path.name.startswith(BROWSER_FILE_PREFIXES):
             item.add_marker(pytest.mark.browser)
+    items.sort(key=lambda item: item.path.name not in LONGEST_FIRST)  # stable: every file keeps its own order
