@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -108,7 +109,8 @@ def test_pngs_are_written_from_a_thread_running_an_asyncio_loop(tmp_path):
     async def in_a_cell():
         return write_report(analysis, tmp_path, name="cell", head=None)
 
-    paths = asyncio.run(in_a_cell())
+    with ThreadPoolExecutor(max_workers=1) as kernel:  # not this thread: it may hold the session's browser loop
+        paths = kernel.submit(asyncio.run, in_a_cell()).result()
     assert paths.html.is_file() and paths.report.is_file() and len(paths.pngs) >= len(VIEWS)
     assert all(pixel_std(png.read_bytes()) > 0 for png in paths.pngs)
 

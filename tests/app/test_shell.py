@@ -18,6 +18,7 @@ from explorer.ui.shell import SLUGS, Shell, StringQueryLocation
 ROOT = catalog.default_root()
 ANALYZED_SAMPLE = "injected-error-head5"
 EXPORT_WAIT_S = 300  # the export runs on a thread when Panel has a session pool: wait for it, never time it
+INCONCLUSIVE_SAMPLE = "nan-stored-values"
 REFUSED_SAMPLE = "refused-hash-mismatch"
 
 
@@ -100,9 +101,10 @@ def test_switching_tabs_builds_each_view_once_and_packets_start_afresh(shell):
     assert shell._views[SLUGS[0]] is not views[0]
 
 
-def test_every_view_builds_for_every_sample(shell):
-    for entry in shell.entries:
-        shell._choose(entry.name)
+def test_every_view_builds_in_the_shell_for_each_status(shell):
+    """The shell's wiring per status (tests/views/test_views_build.py builds every view of every sample)."""
+    for name in (ANALYZED_SAMPLE, INCONCLUSIVE_SAMPLE, REFUSED_SAMPLE):
+        shell._choose(name)
         for slug in SLUGS:
             shell.tab = slug
         assert sorted(shell._views) == sorted(SLUGS)  # the open tab of the previous packet first
