@@ -5,8 +5,9 @@ with every query head over a long one-channel history (QH256/KVH1/D1/T195312) an
 packet with T = 8,388,000 (QH1/KVH1/D1). For each, the peak RSS, wall time and exit status of one
 whole-process run of `analyze --json`, `compare A COPY --json`, `compare A COPY --emulate default --json`
 and `report --out DIR` (its PNGs need /usr/bin/chromium), printed beside the bound of docs/report.md
-("Memory"): the loaded interpreter plus the analysis bound for `analyze`, plus twice it for `compare`.
-Emulations and the report's views are outside that bound; their peaks are printed as measured.
+("Memory"): the loaded interpreter plus the analysis bound for `analyze`, plus twice it for `compare`, plus
+the default set's request bound (docs/emulations.md, "Memory bound") with `--emulate default` and for
+`report` (its Emulations view runs the default set), which also holds its page (`REPORT_PAGE_BYTES`).
 
     python benchmarks/bench_memory.py
 """
@@ -20,7 +21,10 @@ from pathlib import Path
 
 from bench_analyze import timed_process
 
+from explorer.analysis.emulation import resolve_all, shape_of
+from explorer.analysis.emulation.launch import request_bound
 from explorer.analysis.memory import BASE_BYTES, MIB, analysis_bound
+from explorer.export.pages import REPORT_PAGE_BYTES
 from explorer.packet.admission import admit
 from explorer.samples import qwen_full_spec, synthetic_spec, write_packet
 
@@ -37,6 +41,13 @@ def _bound(packet: Path) -> int:
     return BASE_BYTES + analysis_bound(admit(packet))
 
 
+def _request_bound(packet: Path) -> int:
+    """The default set's request bound (docs/emulations.md, "Memory bound") on the packet at `packet`."""
+    shape = shape_of(admit(packet).tensors)
+    blocks = max(spec.run.parallel_blocks(shape.geometry) for spec in resolve_all("default", shape) if spec.run)
+    return request_bound(shape.geometry, blocks)
+
+
 def _line(label: str, argv: list[str], bound: int | None) -> None:
     seconds, peak_mib, status = timed_process(argv)
     limit = "-" if bound is None else f"{bound / MIB:.0f} MiB"
@@ -51,14 +62,17 @@ def bench(name: str, packet: Path, copy: Path, out: Path) -> None:
     explorer = [sys.executable, "-m", "explorer"]
     _line("analyze --json", [*explorer, "analyze", str(packet), "--json"], bound)
     _line("compare --json", [*explorer, "compare", str(packet), str(copy), "--json"], 2 * bound - BASE_BYTES)
+    emulations = _request_bound(packet)
     _line("compare --emulate default", [*explorer, "compare", str(packet), str(copy), "--json", "--emulate",
-                                        "default"], None)
-    _line("report --out DIR", [*explorer, "report", str(packet), "--out", str(out)], None)
+                                        "default"], 2 * bound - BASE_BYTES + emulations)
+    _line("report --out DIR", [*explorer, "report", str(packet), "--out", str(out)],
+          bound + emulations + REPORT_PAGE_BYTES)
 
 
 def main() -> None:
     print(f"python {sys.version.split()[0]}; bound = {BASE_BYTES / MIB:.0f} MiB loaded interpreter "
-          f"+ analysis bound (docs/report.md, Memory); compare: twice the analysis bound")
+          f"+ analysis bound (docs/report.md, Memory); compare: twice the analysis bound; with emulations (and "
+          f"report, whose Emulations view runs the default set) plus the request bound (docs/emulations.md)")
     with tempfile.TemporaryDirectory(prefix="bench-memory-") as scratch:
         for index, (name, spec) in enumerate(PACKETS.items()):
             packet = write_packet(Path(scratch) / f"packet-{index}", spec())

@@ -65,6 +65,10 @@ CAPTION_ITEM_STYLE = "white-space:nowrap"
 PAGE_WIDTH = 1280  # CSS pixels of the page the PNGs are taken from: the exported page fits a 1,280 px window
 REFUSED_PNG_VIEW = "summary"  # the one PNG of a refused packet
 PAGE_HEIGHT = 1000
+# What `report` holds beyond the analysis and its emulations (docs/report.md, "Memory"): the plotting libraries, every
+# view's Bokeh document and the page itself in memory before anything is written (measured 225-240 MiB; the views
+# send bounded data whatever the geometry, see the attention curve's thinning).
+REPORT_PAGE_BYTES = 256 * 1024 * 1024
 RENDER_TIMEOUT_MS = 60_000  # per view: a static page draws in seconds
 SETTLE_MS = 300  # one more paint after a view reports itself drawn
 CHROMIUM = "/usr/bin/chromium"

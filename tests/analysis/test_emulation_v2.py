@@ -273,3 +273,19 @@ def test_a_huge_id_gives_a_bounded_message(tmp_path, capsys):
         assert main(["analyze", str(packet), "--emulate", text]) == 2
         error = capsys.readouterr().err
         assert error.count("\n") == 1 and len(error) < 4 * MESSAGE_TEXT_CHARS + 200, len(error)
+
+
+def test_work_chunks_never_change_a_bit(tmp_path, monkeypatch):
+    """The sequential dot (D not a multiple of 32) runs in chunks of tokens and the online softmax reads the
+    scores chunk by chunk: chunks of 7 tokens and of 5 steps give the bits of the default chunking."""
+    from explorer.analysis.emulation import arithmetic
+
+    packet = write_packet(tmp_path / "p", synthetic_spec(qh=4, kvh=2, tokens=100, head_dim=3, output_dtype="float32"))
+    request = ["mlx_two_pass(blocks=32)", "paged_two_pass(partitionTokens=16)", "single_pass", "mlx_single_pass"]
+    default = explorer.analyze(packet, emulate=request)
+    explorer.analysis.analyze.clear_cache()
+    monkeypatch.setattr(arithmetic, "SEQUENTIAL_CHUNK_ELEMENTS", 7 * 4)  # 7 tokens of 4 heads
+    monkeypatch.setattr(arithmetic, "STEP_CHUNK_ELEMENTS", 1)
+    chunked = explorer.analyze(packet, emulate=request)
+    assert [e.bits.tobytes() for e in default.emulations] == [e.bits.tobytes() for e in chunked.emulations]
+    explorer.analysis.analyze.clear_cache()

@@ -25,6 +25,7 @@ BUTTERFLY, SEQUENTIAL = "butterfly", "sequential"
 _ZERO, _ONE = np.float32(0.0), np.float32(1.0)
 # Work sizes that keep the arrays of one step in the CPU cache (speed and memory only; no bit depends on them).
 DOT_CHUNK_TOKENS = 512
+SEQUENTIAL_CHUNK_ELEMENTS = 1 << 18  # scores per chunk of the sequential dot (D not a multiple of 32)
 STEP_CHUNK_ELEMENTS = 1 << 18
 NARROW_CHUNK_ELEMENTS = 1 << 14
 
@@ -108,10 +109,14 @@ def dot(queries: np.ndarray, keys: np.ndarray, hypotheses: Hypotheses) -> np.nda
     tokens = keys.shape[1]
     fused = hypotheses.fma
     if head_dim % LANES:
-        total = np.zeros((kv_heads, group, tokens), dtype=np.float32)
-        for i in range(head_dim):
-            total = multiply_add(queries[:, :, None, i], keys[:, None, :, i], total, fused)
-        return total
+        scores = np.empty((kv_heads, group, tokens), dtype=np.float32)
+        step = max(1, SEQUENTIAL_CHUNK_ELEMENTS // (kv_heads * group))  # temporaries of one chunk of tokens, not all
+        for lo in range(0, tokens, step):
+            total = np.zeros((kv_heads, group, min(step, tokens - lo)), dtype=np.float32)
+            for i in range(head_dim):
+                total = multiply_add(queries[:, :, None, i], keys[:, None, lo : lo + step, i], total, fused)
+            scores[:, :, lo : lo + step] = total
+        return scores
     per_lane = head_dim // LANES
     q = queries.reshape(kv_heads, group, 1, LANES, per_lane)
     # [KVH, D/32, T, 32]: the i-th product of every lane of every key is one contiguous slice.
@@ -132,11 +137,13 @@ def dot(queries: np.ndarray, keys: np.ndarray, hypotheses: Hypotheses) -> np.nda
     return scores
 
 
-def online_softmax(scores: np.ndarray, values: np.ndarray, tokens: np.ndarray, exp, fused: bool
-                   ) -> tuple[np.ndarray, np.ndarray]:
+def online_softmax(scores: np.ndarray, values: np.ndarray, tokens: np.ndarray, exp, fused: bool,
+                   factor: np.float32 | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Online softmax of every block at once, in chunks of steps.
 
-    `scores` [KVH, g, T]; `values` [T, KVH, D + 1] with a last column of ones (so the
+    `scores` [KVH, g, T], multiplied by `factor` (float32, one rounding) as each chunk
+    reads them when a factor is given, so no scaled copy of every score is made;
+    `values` [T, KVH, D + 1] with a last column of ones (so the
     running sum l is computed by the very operations of o, unless `fused`); `tokens`
     int [steps, *blocks]: the key each block visits at each step, T where it visits none.
     Returns m [*blocks, KVH, g] and the state [*blocks, KVH, g, D + 1] (o, then l).
@@ -145,7 +152,6 @@ def online_softmax(scores: np.ndarray, values: np.ndarray, tokens: np.ndarray, e
     l = fma(l, f, p) and o = fma(p, v, round32(o * f)).
     """
     kv_heads, group, count = scores.shape
-    padded = np.concatenate([scores, np.full((kv_heads, group, 1), -np.inf, dtype=np.float32)], axis=2)
     rows = np.concatenate([values, np.zeros((1, *values.shape[1:]), dtype=np.float32)])[:, :, None, :]
     blocks = tokens.shape[1:]
     m = np.full((*blocks, kv_heads, group), -np.inf, dtype=np.float32)
@@ -153,8 +159,11 @@ def online_softmax(scores: np.ndarray, values: np.ndarray, tokens: np.ndarray, e
     per_chunk = max(1, STEP_CHUNK_ELEMENTS // state.size)
     for lo in range(0, tokens.shape[0], per_chunk):
         visiting = tokens[lo : lo + per_chunk]
-        c = np.moveaxis(padded[:, :, visiting], (0, 1), (-2, -1))  # [steps, *blocks, KVH, g]
         valid = (visiting < count)[..., None, None]
+        read = np.moveaxis(scores[:, :, np.minimum(visiting, count - 1)], (0, 1), (-2, -1))  # [steps, *blocks, KVH, g]
+        if factor is not None:
+            read = read * factor
+        c = np.where(valid, read, np.float32(-np.inf))  # a step without a key reads -inf (no padded copy of the scores)
         running = np.maximum.accumulate(np.concatenate([m[None], c]), axis=0)
         previous, m = running[:-1], running[-1]
         current = running[1:]

@@ -19,6 +19,8 @@ FLOAT32_BYTES = 4
 # An emulation's working memory: the scores [QH, T] plus this many copies of its block states [B, QH, D + 1].
 STATE_COPIES = 5
 EMULATION_MEMORY_BYTES = 512 * 1024 * 1024  # an emulation whose estimate exceeds this is refused, not run
+REQUEST_SCORE_COPIES = 2  # [QH, T] float32 scores a request holds at once (measured at most 1.5)
+REQUEST_SCRATCH_BYTES = 64 * 1024 * 1024  # chunk temporaries (a float64 fused dot of 2**18 scores), outputs, counts
 
 GQA_VARIANT, UNFUSED, PAGED_SHAPE, MEMORY_BOUND = ("mlx_gqa_variant", "mlx_unfused", "paged_shape_refused",
                                                    "memory_bound")
@@ -104,6 +106,16 @@ def memory_estimate(geometry: Geometry, parallel_blocks: int) -> int:
     g = geometry
     return FLOAT32_BYTES * (g.query_heads * g.tokens
                             + STATE_COPIES * parallel_blocks * g.query_heads * (g.head_dim + 1))
+
+
+def request_bound(geometry: Geometry, parallel_blocks: int) -> int:
+    """Bytes a request of emulations holds at once (docs/emulations.md, "Memory bound"), `parallel_blocks` being the
+    largest of its runs: the runs sharing scores go one after another, so one [QH, T] array of scores and its
+    scaled chunks live at a time (REQUEST_SCORE_COPIES of it), the largest run's states, and scratch."""
+    g = geometry
+    return (REQUEST_SCORE_COPIES * FLOAT32_BYTES * g.query_heads * g.tokens
+            + memory_estimate(geometry, parallel_blocks) - FLOAT32_BYTES * g.query_heads * g.tokens
+            + REQUEST_SCRATCH_BYTES)
 
 
 def memory_refusal(geometry: Geometry, parallel_blocks: int) -> NotEmulated | None:

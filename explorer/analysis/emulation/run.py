@@ -94,6 +94,18 @@ class _Steps:
         if self._uses[key] <= 0:
             self._memo.pop(key, None)
 
+    def order(self, specs: Sequence[EmulationSpec]) -> list[int]:
+        """The indices of `specs` in the order to run them: those sharing scores together, then those sharing a
+        first pass, so that one [QH, T] array of scores is held at a time (the results keep the request's order)."""
+        def first_seen(keys: list) -> list[int]:
+            seen: dict[tuple, int] = {}
+            return [seen.setdefault(key, len(seen)) for key in keys]
+
+        runs = [spec.run for spec in specs]
+        scores = first_seen([() if run is None else self._scores_key(run) for run in runs])
+        passes = first_seen([() if run is None else _pass_key(run) for run in runs])
+        return sorted(range(len(specs)), key=lambda index: (scores[index], passes[index], index))
+
     def _scores(self, run: Run) -> np.ndarray:
         """dot(s * q, K), or dot(q' * s, K) with q' the queries rounded to the keys' dtype (paged, dtypes differ)."""
         key = self._scores_key(run)
@@ -113,8 +125,8 @@ class _Steps:
         def make():
             if run.kernel == PAGED_TWO_PASS:
                 layout = arithmetic.paged_layout(tokens, run.partition_tokens, run.simdgroups)
-                return arithmetic.online_softmax(self._scores(run) * arithmetic.LOG2E, self.rows, layout,
-                                                 arithmetic.exp2_32, h.fma)
+                return arithmetic.online_softmax(self._scores(run), self.rows, layout, arithmetic.exp2_32, h.fma,
+                                                 factor=arithmetic.LOG2E)
             blocks = _pass_key(run)[1] if run.kernel != SINGLE_PASS else 1
             return arithmetic.online_softmax(self._scores(run), self.rows, arithmetic.block_layout(tokens, blocks),
                                              arithmetic.natural_exp(h), h.fma)
@@ -146,19 +158,20 @@ def emulate(inputs: EmulationInputs, specs: Sequence[EmulationSpec], eligible: n
     no run (`not_emulated`) has no values. `progress(done, total)` is called after each.
     """
     steps = _Steps(inputs, [spec.run for spec in specs if spec.run is not None])
-    found = []
+    found: dict[int, EmulatedOutput] = {}
     with np.errstate(all="ignore"):
-        for index, spec in enumerate(specs):
+        for done, index in enumerate(steps.order(specs), start=1):
+            spec = specs[index]
             if spec.run is None:
-                found.append(EmulatedOutput(spec, inputs.output_dtype, None, None))
+                found[index] = EmulatedOutput(spec, inputs.output_dtype, None, None)
             else:
                 values = np.where(eligible[:, None], steps.output(spec.run), np.float32(np.nan)).astype(np.float32)
                 bits = round_bits(values, inputs.output_dtype).copy()
-                found.append(EmulatedOutput(spec, inputs.output_dtype,
-                                            readonly(promote(bits, inputs.output_dtype).copy()), readonly(bits)))
+                found[index] = EmulatedOutput(spec, inputs.output_dtype,
+                                              readonly(promote(bits, inputs.output_dtype).copy()), readonly(bits))
             if progress is not None:
-                progress(index + 1, len(specs))
-    return tuple(found)
+                progress(done, len(specs))
+    return tuple(found[index] for index in range(len(specs)))
 
 
 def bit_equal(bits: np.ndarray, output_bits: np.ndarray, eligible: np.ndarray,
