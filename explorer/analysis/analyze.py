@@ -11,6 +11,7 @@ content is computed once even when several threads ask for it at the same time.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import threading
 from collections import OrderedDict
@@ -31,6 +32,8 @@ from explorer.packet.admission import admit
 from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED, TENSOR_NAMES, Admission, Reason
 
 CACHE_ENTRIES = 8
+log = logging.getLogger(__name__)  # INFO lines reach the served app's log (explorer/ui/timings.py)
+SHA_LOG_DIGITS = 12
 CACHE_BYTES = 256 * 1024 * 1024  # summed nbytes of the arrays of every cached entry
 
 ContentKey = tuple[str, str | None, tuple[str, ...], bool]
@@ -183,8 +186,10 @@ def _emulations(key: ContentKey, admission: Admission, numerics: Numerics, ids: 
         started = perf_counter()
         found = emulations_for(admission.tensors, admission.scale, numerics.eligible, numerics.primary.reference,
                                numerics.rounded_to_output.rounded_bits, ids, emulated, progress)
+        seconds = perf_counter() - started
         if timings is not None:
-            timings["emulations"] = perf_counter() - started
+            timings["emulations"] = seconds
+        log.info("emulations %s of packet %s computed in %.3f s", ",".join(ids), key[0][:SHA_LOG_DIGITS], seconds)
         with _cache_lock:
             _emulation_cache[(key, ids)] = found
             while len(_emulation_cache) > EMULATION_CACHE_ENTRIES:

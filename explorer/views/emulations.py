@@ -303,7 +303,7 @@ class EmulationsView(pn.viewable.Viewer):
             log.exception("emulations %s failed", ids)
             found, failure = None, f"The emulations could not be computed: {type(error).__name__}: {error}"
         context = document.session_context if document is not None else None
-        log.info("session %s: emulations %s computed in %.3f s on a background thread",
+        log.info("session %s: emulations %s ready after %.3f s on a background thread",
                  context.id if context is not None else "-", ",".join(ids), time.perf_counter() - started)
         deliver = partial(self._deliver, generation, found, failure)
         if document is None:

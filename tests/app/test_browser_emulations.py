@@ -33,6 +33,7 @@ SPACE = re.compile(r"\s+")
 FULL_SERVER_LOG = "panel-serve-emulations.log"
 LOG_STAMP = "%Y-%m-%d %H:%M:%S,%f"  # the server log's asctime (explorer.ui.timings.LOG_FORMAT)
 LOG_STAMP_CHARS = 23
+CORE_COMPUTED = re.compile(r"emulations mlx_two_pass\(blocks=64\),\S* of packet \w+ computed in ")
 
 
 def _query(page) -> dict[str, str]:
@@ -160,11 +161,36 @@ def test_a_second_session_is_served_while_the_first_computes(browser, full_serve
         progress.wait_for(state="hidden", timeout=PAGE_TIMEOUT_MS)
         assert _global_counts(first) == _expected(full_root / FULL, SLOW_SETTINGS)
         second_served = _logged_at(log_path, start, re.compile(f"status line of '{SMALL}'"))
-        first_computed = _logged_at(log_path, start, re.compile("emulations sweep computed in"))
+        first_computed = _logged_at(log_path, start, re.compile("emulations sweep ready after"))
         assert second_served < first_computed
     finally:
         first_context.close()
         second_context.close()
+
+
+def test_three_sessions_opening_the_same_emulations_share_one_computation(browser, full_server, full_root):
+    """Three browser sessions ask for the same emulations at once: the server computes them once (the core logs each
+    computation) and every session draws the core's counts."""
+    settings = {"blocks": "64"}  # a set no other test of this server computes
+    log_path, start = ARTIFACTS / FULL_SERVER_LOG, (ARTIFACTS / FULL_SERVER_LOG).stat().st_size
+    query = "&".join(f"{name}={value}" for name, value in settings.items())
+    contexts = [browser.new_context(viewport=VIEWPORT) for _ in range(3)]
+    try:
+        pages = [context.new_page() for context in contexts]
+        for page in pages:  # all three requested before any has loaded
+            page.goto(f"{full_server}/app?packet={FULL}&tab=emulations&{query}", wait_until="commit",
+                      timeout=PAGE_TIMEOUT_MS)
+        expected = _expected(full_root / FULL, settings)
+        for page in pages:
+            _tables(page).first.wait_for(state="visible", timeout=PAGE_TIMEOUT_MS)
+            assert _global_counts(page) == expected
+        with open(log_path, encoding="utf-8") as log:  # the core names the ids normalised, the 64 blocks first
+            log.seek(start)
+            computed = [line for line in log if CORE_COMPUTED.search(line)]
+        assert len(computed) == 1, computed
+    finally:
+        for context in contexts:
+            context.close()
 
 
 def test_the_pair_view_computes_the_matrix_on_request(page, server, requested):
