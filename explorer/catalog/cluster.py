@@ -1,9 +1,15 @@
 """map_on_cluster(work, items, scheduler): workers.map_isolated's contract on a dask.distributed cluster; imported only for --scheduler, never by the app.
 
-Every item is one task (`Client.map`, `pure=False`, `retries=0`), results are
-taken as they complete (`as_completed`). A task that raised is reported at once
-(`WorkRaised`): `retries=0` because `work` is pure and deterministic, so a retry
-could only repeat the exception or hide a flaky one. A task whose worker died is
+Items go to the cluster in batches of up to BATCH_ITEMS (`Client.map`, `pure=False`,
+`retries=0`): Dask costs a few milliseconds per task, as much as a small packet's
+analysis, so a batch pays it once. Results are taken as batches complete
+(`as_completed`). An item whose `work` raised is reported at once (`WorkRaised`)
+and its batch goes on: `retries=0` because `work` is pure and deterministic, so a
+retry could only repeat the exception or hide a flaky one. A batch that fails as a
+whole (its worker died, or the batch ran past the per-item time limit) is split:
+each of its items runs again as a task of its own, under the rules below, so a
+crash or a hang is reported for the one item that causes it (at the cost of
+running the batch's finished items once more). A task whose worker died is
 re-run by the scheduler on another worker up to its `allowed-failures` setting
 (Dask's default 3; `local:N` clusters are started with ALLOWED_FAILURES) and
 then reported as `WorkerCrashed`: a worker's death does not say which of the
@@ -28,6 +34,8 @@ from distributed.scheduler import KilledWorker
 from explorer.catalog.limits import MAX_JOBS
 from explorer.catalog.workers import WorkerCrashed, WorkerTimedOut, WorkRaised
 
+BATCH_ITEMS = 64  # items per task at most; fewer when there are few items per worker (every worker kept busy)
+BATCHES_PER_WORKER = 4  # at least this many batches per worker thread, so that the last ones end together
 LOCAL_PREFIX = "local:"  # --scheduler local:N starts a LocalCluster of N worker processes
 ALLOWED_FAILURES = 1  # a local:N cluster re-runs a task whose worker died once, elsewhere
 CONNECT_TIMEOUT_S = 30
@@ -88,7 +96,7 @@ class _Clock:
         self.since: dict[str, tuple[float, str]] = {}
         self.asked = 0.0
 
-    def overdue(self, open_keys: set[str]) -> list[tuple[str, str]]:
+    def overdue(self, open_tasks: dict[str, list[int]]) -> list[tuple[str, str]]:
         """(key, worker) of every open task past the time limit (asks the scheduler at most once a second)."""
         now = time.monotonic()
         if self.timeout is None or now - self.asked < PROCESSING_POLL_S:
@@ -96,38 +104,75 @@ class _Clock:
         self.asked = now
         for worker, keys in self.client.processing().items():
             for key in keys:
-                if key in open_keys and key not in self.since:
+                if key in open_tasks and key not in self.since:
                     self.since[key] = (now, worker)
         return [(key, worker) for key, (since, worker) in self.since.items()
-                if key in open_keys and now - since >= self.timeout]
+                if key in open_tasks and now - since >= self.timeout]
+
+
+def run_batch(work: Callable[[Any], Any], items: Sequence[Any]) -> list[tuple[bool, Any]]:
+    """(True, result) or (False, "Type: message") of `work` on each item, in order: one task on a worker."""
+    done = []
+    for item in items:
+        try:
+            done.append((True, work(item)))
+        except Exception as error:  # reported for this item only; the batch goes on
+            done.append((False, f"{type(error).__name__}: {error}"))
+    return done
+
+
+def batch_size(items: int, workers: int) -> int:
+    """Items per batch: BATCH_ITEMS, or fewer so that every worker thread gets BATCHES_PER_WORKER batches."""
+    return max(1, min(BATCH_ITEMS, items // (BATCHES_PER_WORKER * max(1, workers))))
 
 
 def map_on_cluster(work: Callable[[Any], Any], items: Sequence[Any], *, scheduler: str,
                    timeout: float | None, on_note: Callable[[str], None]) -> Iterator[tuple[int, Any]]:
-    """Yield (index, result) for every item as its task completes, as workers.map_isolated does."""
+    """Yield (index, result) for every item as its batch completes, as workers.map_isolated does."""
     client, cluster = connect(scheduler)
     try:
-        futures = client.map(work, list(items), pure=False, retries=0)
-        positions = {future.key: index for index, future in enumerate(futures)}
-        open_keys = set(positions)
+        items = list(items)
+        size = batch_size(len(items), sum(client.nthreads().values()))
+        groups = [list(range(lo, min(lo + size, len(items)))) for lo in range(0, len(items), size)]
+        futures: dict[str, Any] = {}
+        open_tasks: dict[str, list[int]] = {}  # key -> the item indices of that task
+        completed = as_completed()
+
+        def submit(indices_of_tasks: list[list[int]]) -> None:
+            batches = [[items[index] for index in indices] for indices in indices_of_tasks]
+            for indices, future in zip(indices_of_tasks, client.map(run_batch, [work] * len(batches), batches,
+                                                                     pure=False, retries=0), strict=True):
+                futures[future.key], open_tasks[future.key] = future, indices
+                completed.add(future)
+
+        submit(groups)
         clock = _Clock(client, timeout)
-        completed = as_completed(futures)
-        while open_keys:
-            batch = completed.next_batch(block=False) if completed.has_ready() else []
-            for future in batch:
+        while open_tasks:
+            ready = completed.next_batch(block=False) if completed.has_ready() else []
+            for future in ready:
                 if future.status == "lost":  # its worker died holding the result: the scheduler computes it again
                     completed.add(future)
-                elif future.key in open_keys:
-                    open_keys.discard(future.key)
-                    outcome = _outcome(future)
-                    futures[positions[future.key]] = None  # the cluster may forget it now
-                    yield positions[future.key], outcome
-            for key, worker in clock.overdue(open_keys):
-                open_keys.discard(key)
-                futures[positions[key]].cancel()
-                yield positions[key], WorkerTimedOut(f"ran longer than {timeout:g} s on {worker}")
+                    continue
+                indices = open_tasks.pop(future.key, None)
+                if indices is None:
+                    continue
+                del futures[future.key]  # the cluster may forget it now
+                if future.status == "finished":
+                    for index, (ok, value) in zip(indices, future.result(), strict=True):
+                        yield index, value if ok else WorkRaised(value)
+                elif len(indices) > 1:  # the batch failed as a whole: find the item that makes it fail
+                    submit([[index] for index in indices])
+                else:
+                    yield indices[0], _outcome(future)
+            for key, worker in clock.overdue(open_tasks):
+                indices = open_tasks.pop(key)
+                futures.pop(key).cancel()
                 _restart(client, worker, on_note)
-            if not batch:
+                if len(indices) > 1:
+                    submit([[index] for index in indices])
+                else:
+                    yield indices[0], WorkerTimedOut(f"ran longer than {timeout:g} s on {worker}")
+            if not ready:
                 time.sleep(POLL_S)
     finally:
         client.close()

@@ -1,5 +1,6 @@
 """Triage on a Dask cluster: the same JSON lines as the local pool, one error line for a raising task and for a
-killed worker, path_missing for a path the workers cannot see; without a scheduler Dask is never imported."""
+killed worker, path_missing for a path the workers cannot see, batches split so that a crash, a raise or a hang
+costs only its own item; without a scheduler Dask is never imported."""
 
 from __future__ import annotations
 
@@ -7,15 +8,18 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import cloudpickle
 import pytest
 from distributed import LocalCluster
 
+from explorer.catalog.cluster import BATCH_ITEMS, BATCHES_PER_WORKER, batch_size, map_on_cluster
 from explorer.catalog.discovery import Entry, discover
 from explorer.catalog.summary import ERROR, INTERNAL_ERROR, WORKER_CRASHED, summarize
 from explorer.catalog.triage import json_line, triage
+from explorer.catalog.workers import WorkerCrashed, WorkerTimedOut, WorkRaised
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "sample_packets"
@@ -92,3 +96,35 @@ def test_without_a_scheduler_dask_is_never_imported():
     completed = subprocess.run([sys.executable, "-c", NO_DASK, str(SAMPLES)], capture_output=True, text=True,
                                cwd=REPO, timeout=300)
     assert completed.returncode == 0, completed.stderr
+
+
+CRASHING_ITEM, RAISING_ITEM, HANGING_ITEM = 7, 13, 21
+
+
+def squaring_work(item: int) -> int:
+    """item squared, except that one item kills its worker, one raises and one hangs."""
+    if item == CRASHING_ITEM:
+        os._exit(70)
+    if item == RAISING_ITEM:
+        raise ValueError("thirteen")
+    if item == HANGING_ITEM:
+        time.sleep(600)
+    return item * item
+
+
+def test_batches_are_split_so_a_crash_a_raise_and_a_hang_cost_only_their_own_item():
+    items = list(range(40))
+    assert batch_size(len(items), 2) == 5  # so several items share each batch
+    results = dict(map_on_cluster(squaring_work, items, scheduler="local:2", timeout=2, on_note=lambda note: None))
+    assert sorted(results) == items
+    assert isinstance(results.pop(CRASHING_ITEM), WorkerCrashed)
+    assert isinstance(results.pop(HANGING_ITEM), WorkerTimedOut)
+    raised = results.pop(RAISING_ITEM)
+    assert isinstance(raised, WorkRaised) and str(raised) == "ValueError: thirteen"
+    assert results == {item: item * item for item in results}
+
+
+def test_batches_hold_at_most_batch_items_and_give_every_worker_several():
+    assert batch_size(2_000, 2) == BATCH_ITEMS
+    assert batch_size(12, 2) == 1 and batch_size(0, 2) == 1
+    assert batch_size(100, 4) == 100 // (BATCHES_PER_WORKER * 4)
