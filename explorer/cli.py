@@ -15,7 +15,7 @@ import contextlib  # noqa: E402
 import json  # noqa: E402
 import sys  # noqa: E402
 import warnings  # noqa: E402
-from typing import Any, Sequence  # noqa: E402
+from typing import Any, Callable, Sequence  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -231,6 +231,14 @@ def _check_output(output: str | None) -> None:
         raise UsageError(f"--output {clip(output)} already exists; it is never overwritten")
 
 
+def _deliver(args: argparse.Namespace, report: dict, summary_text: Callable[[], str]) -> None:
+    """The JSON report to --output and on stdout with --json, else the text summary: the indented JSON (Python's
+    slow pure encoder) is made only when one of them asks for it."""
+    text = json.dumps(report, allow_nan=False, indent=JSON_INDENT) + "\n" if args.json or args.output is not None else ""
+    _write_output(args.output, text)
+    _emit(text if args.json else summary_text())
+
+
 def _write_output(output: str | None, text: str) -> None:
     """Write `text` to a new --output file, whole or not at all (never overwritten)."""
     if output is not None:
@@ -299,11 +307,8 @@ def _run_analyze(args: argparse.Namespace) -> int:
     _check_element(args.element, args.json)
     analysis = explorer.analyze(args.packet, emulate=args.emulate)
     report = analysis.report()
-    text = json.dumps(report, allow_nan=False, indent=JSON_INDENT) + "\n"
-    _write_output(args.output, text)
-    extra = "" if args.element is None else "".join(
-        _printable(line) + "\n" for line in element_lines(analysis, args.element))
-    _emit(text if args.json else summary(report) + extra)
+    _deliver(args, report, lambda: summary(report) + ("" if args.element is None else "".join(
+        _printable(line) + "\n" for line in element_lines(analysis, args.element))))
     return EXIT_BY_STATUS[report["status"]]
 
 
@@ -475,9 +480,7 @@ def _run_compare(args: argparse.Namespace) -> int:
         report = explorer.compare(args.a, args.b, emulate=args.emulate).report()
     except SamePacketError as error:
         raise UsageError(str(error)) from None
-    text = json.dumps(report, allow_nan=False, indent=JSON_INDENT) + "\n"
-    _write_output(args.output, text)
-    _emit(text if args.json else compare_summary(report))
+    _deliver(args, report, lambda: compare_summary(report))
     return EXIT_BY_PAIR_STATUS[report["status"]]
 
 
@@ -513,9 +516,7 @@ def _run_replay(args: argparse.Namespace) -> int:
         report = explorer.replay(args.run_directory, packet=args.packet, partner=args.partner, emulate=args.emulate).report()
     except AmbiguousPacketError as error:
         raise UsageError(str(error)) from None
-    text = json.dumps(report, allow_nan=False, indent=JSON_INDENT) + "\n"
-    _write_output(args.output, text)
-    _emit(text if args.json else "".join(_printable(line) + "\n" for line in summary_lines(report)))
+    _deliver(args, report, lambda: "".join(_printable(line) + "\n" for line in summary_lines(report)))
     return EXIT_BY_STATUS[report["status"]]
 
 
