@@ -257,9 +257,9 @@ def _reason(error: OSError) -> str:
 
 def _check_emulate(emulate: list[str] | None) -> None:
     """A usage error for an unknown kernel, parameter or value, before any packet is read."""
-    from explorer.analysis.emulation import EmulationIdError, expand
-
     if emulate is not None:
+        from explorer.analysis.emulation import EmulationIdError, expand
+
         try:
             expand(emulate)
         except EmulationIdError as error:

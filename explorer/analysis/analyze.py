@@ -17,11 +17,10 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from time import perf_counter
-from typing import Any, Callable, Iterable, Mapping, MutableMapping, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, MutableMapping, Sequence, TypeVar
 
 import numpy as np
 
-from explorer.analysis.emulation import EmulatedOutput, emulations_for, expand, normalised_ids, shape_of
 from explorer.analysis.facts import tensor_facts
 from explorer.analysis.memory import MEMORY_BOUND_EXCEEDED, MIB, facts_need, numerics_need, shortfall
 from explorer.analysis.numerics import after_numerics_reasons, compute_numerics
@@ -30,6 +29,9 @@ from explorer.analysis.shared_references import clear_references
 from explorer.analysis.single_flight import SingleFlight
 from explorer.packet.admission import admit
 from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED, TENSOR_NAMES, Admission, Reason
+
+if TYPE_CHECKING:
+    from explorer.analysis.emulation import EmulatedOutput
 
 CACHE_ENTRIES = 8
 log = logging.getLogger(__name__)  # INFO lines reach the served app's log (explorer/ui/timings.py)
@@ -178,6 +180,8 @@ def _emulations(key: ContentKey, admission: Admission, numerics: Numerics, ids: 
     side), scored here instead of run again. `progress(done, total)` follows a computation.
     """
     def computed() -> Scored:
+        from explorer.analysis.emulation import emulations_for  # the emulation machinery loads when first asked for
+
         with _cache_lock:
             found = _emulation_cache.get((key, ids))
             if found is not None:
@@ -201,6 +205,8 @@ def _emulations(key: ContentKey, admission: Admission, numerics: Numerics, ids: 
 
 def _emulation_key(analysis: Analysis, request: str | Iterable[str]) -> tuple[ContentKey, tuple[str, ...]] | None:
     """The emulation cache's key of `request` on an analysis, None without numerics or verified content."""
+    from explorer.analysis.emulation import normalised_ids, shape_of
+
     key = content_key(analysis.admission)
     if analysis.numerics is None or key is None:
         return None
@@ -241,6 +247,9 @@ def analyze(path: str | os.PathLike, *, timings: MutableMapping[str, float] | No
     EmulationIdError before anything is read. Emulations exist only when numerics do.
     """
     if emulate is not None:
+        # the emulation machinery (about a tenth of the analysis modules' import time) loads only when asked for
+        from explorer.analysis.emulation import expand, normalised_ids, shape_of
+
         expand(emulate)  # an unknown kernel, parameter or value fails before anything is read
     started = perf_counter()
     admission = admit(path)

@@ -6,7 +6,7 @@ The bound (docs/report.md, "Memory"): beyond the interpreter with numpy and the 
     ADMISSION_PER_PAYLOAD_BYTE x payload                          (the files read, float32 promotions)
   + FACTS_PER_PAYLOAD_BYTE x payload                              (nonfinite maps, last rows)
   + WEIGHT_BYTES x QH x T                                         (the softmax weights the result keeps)
-  + PASS_ROW_BYTES x max(ROW_ELEMENTS, T)                         (one batch of logit rows, FP64)
+  + PASS_THREADS x PASS_ROW_BYTES x max(ROW_ELEMENTS, T)          (a batch of logit rows per thread, FP64)
   + OUTPUT_ELEMENT_BYTES x QH x D                                 (references and comparisons, [QH, D] arrays)
   + SCRATCH_BYTES                                                 (product temporaries, token blocks)
 
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import resource
 
-from explorer.analysis.reference import PRODUCT_ELEMENTS, ROW_ELEMENTS, TOKEN_BLOCK
+from explorer.analysis.reference import PASS_THREADS, PRODUCT_ELEMENTS, ROW_ELEMENTS, TOKEN_BLOCK
 from explorer.packet.model import TENSOR_NAMES, Admission
 
 MIB = 1 << 20
@@ -29,10 +29,10 @@ FACTS_PER_PAYLOAD_BYTE = 5  # kinds (1 byte per element), a bool temporary, 8-by
 WEIGHT_BYTES = 4  # float32 softmax weights [QH, T] held by the result
 PASS_ROW_BYTES = 8  # one FP64 row batch of logits / weights
 OUTPUT_ELEMENT_BYTES = 256  # about thirty float64 / int64 [QH, D] arrays: references, comparisons, ULP maps
-# FP64 product temporaries and value blocks, transient copies, and what the allocator keeps after freeing them
-SCRATCH_BYTES = 8 * (2 * PRODUCT_ELEMENTS + 1024 * TOKEN_BLOCK) + 64 * MIB
+# FP64 product temporaries and value blocks of each thread, transient copies, and what the allocator keeps after freeing them
+SCRATCH_BYTES = PASS_THREADS * 8 * (2 * PRODUCT_ELEMENTS + 1024 * TOKEN_BLOCK) + 64 * MIB
 BASE_BYTES = 64 * MIB  # the interpreter with numpy and the explorer loaded (RSS), outside the bound
-CEILING_BYTES = 768 * MIB  # no admitted packet's analysis needs more (586 MiB at most within the packet limits)
+CEILING_BYTES = 768 * MIB  # no admitted packet's analysis needs more (662 MiB at most within the packet limits)
 MEMORY_BOUND_EXCEEDED = "memory_bound_exceeded"
 _PAGE_BYTES = resource.getpagesize()
 _STATM = "/proc/self/statm"
@@ -56,7 +56,7 @@ def facts_bytes(payload: int) -> int:
 
 def numerics_bytes(query_heads: int, tokens: int, head_dim: int) -> int:
     """The most the references, comparisons and diagnostics allocate for this geometry (weights included)."""
-    return (WEIGHT_BYTES * query_heads * tokens + PASS_ROW_BYTES * max(ROW_ELEMENTS, tokens)
+    return (WEIGHT_BYTES * query_heads * tokens + PASS_THREADS * PASS_ROW_BYTES * max(ROW_ELEMENTS, tokens)
             + OUTPUT_ELEMENT_BYTES * query_heads * head_dim + SCRATCH_BYTES)
 
 

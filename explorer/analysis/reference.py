@@ -15,12 +15,17 @@ everywhere for one numpy version):
 Memory stays proportional to the packet: tokens are processed in chunks (a product
 temporary holds at most PRODUCT_ELEMENTS values) and query heads in batches whose
 rows hold at most ROW_ELEMENTS values; neither choice changes any sum's order.
-Repeated K/V are never materialised.
+Repeated K/V are never materialised. Up to PASS_THREADS batches run at once on
+threads (numpy releases the GIL inside its loops): each head's numbers come from
+the same operations in the same order whichever thread runs its batch.
 """
 
 from __future__ import annotations
 
+import math
+import threading
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -31,6 +36,7 @@ NARROW_STORAGE_DTYPES = ("float16", "bfloat16")
 TOKEN_BLOCK = 1024  # tokens per block of every sum over tokens: fixes the summation order, never tuned per machine
 PRODUCT_ELEMENTS = 1 << 18  # values in one product temporary ([heads, tokens, D] or [heads, D, tokens])
 ROW_ELEMENTS = 1 << 22  # values in one batch of logit rows [heads, T] (at least one head per batch)
+PASS_THREADS = 2  # head batches evaluated at once (each holds its own logit rows and product temporaries)
 
 NONFINITE_INPUTS = "nonfinite_inputs"
 NONFINITE_LOGITS = "nonfinite_logits"
@@ -131,6 +137,51 @@ def _weighted_values(weights: np.ndarray, values: np.ndarray) -> np.ndarray:
     return out
 
 
+def _head_batches(eligible: np.ndarray, group: int, tokens: int) -> list[tuple[int, np.ndarray]]:
+    """(KV head, eligible query heads) batches: within one KV group, at most ROW_ELEMENTS // T heads (at least
+    one) and at most a PASS_THREADS-th of all eligible heads, so that the threads share the work."""
+    size = max(1, min(ROW_ELEMENTS // tokens, math.ceil(np.count_nonzero(eligible) / PASS_THREADS)))
+    batches = []
+    for kv in range(len(eligible) // group):
+        heads = kv * group + np.flatnonzero(eligible[kv * group : (kv + 1) * group])
+        batches.extend((kv, heads[batch]) for batch in spans(heads.size, size))
+    return batches
+
+
+def _run_on_threads(evaluate: Callable[[int, np.ndarray], None], batches: list[tuple[int, np.ndarray]]) -> None:
+    """evaluate(*batch) for every batch, on up to PASS_THREADS threads taking batches in turn (the calling
+    thread alone when no other can start); the first exception (a MemoryError) is raised here once every
+    thread has stopped."""
+    pending = iter(batches)
+    lock = threading.Lock()
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        while not errors:
+            with lock:
+                batch = next(pending, None)
+            if batch is None:
+                return
+            try:
+                evaluate(*batch)
+            except BaseException as error:  # handed to the calling thread
+                errors.append(error)
+
+    helpers = []
+    for _ in range(min(PASS_THREADS, len(batches)) - 1):
+        helper = threading.Thread(target=work, daemon=True)
+        try:
+            helper.start()
+        except RuntimeError:  # no room for a thread's stack (an address-space limit): fewer threads, same bits
+            break
+        helpers.append(helper)
+    work()
+    for helper in helpers:
+        helper.join()
+    if errors:
+        raise errors[0]
+
+
 def attend(
     queries: np.ndarray,
     keys: np.ndarray,
@@ -157,28 +208,26 @@ def attend(
     max_logit = np.full(query_heads, np.nan)
     sum_exp = np.full(query_heads, np.nan)
     s = dtype(scale)
-    with np.errstate(all="ignore"):
-        for kv in range(kv_heads):
-            heads = kv * group + np.flatnonzero(eligible[kv * group : (kv + 1) * group])
-            if heads.size == 0:
-                continue
-            for batch in spans(heads.size, max(1, ROW_ELEMENTS // tokens)):
-                rows = heads[batch]
-                logits = np.empty((rows.size, tokens), dtype=dtype)
-                _logits(queries[rows].astype(dtype, copy=False), keys[kv], s, logits)
-                top = logits.max(axis=1)
-                finite = np.isfinite(top) & np.isfinite(logits.min(axis=1))
-                logits -= top[:, None]
-                exponentials = np.exp(logits, out=logits)
-                total = token_sum(exponentials)
-                w = np.divide(exponentials, total[:, None], out=exponentials)
-                reference[rows] = _weighted_values(w, values[kv])
-                if keep_weights:
-                    weights[rows] = w
-                    weights[rows[~finite]] = np.nan
-                logits_finite[rows] = finite
-                max_logit[rows] = top
-                sum_exp[rows] = total
+
+    def evaluate(kv: int, rows: np.ndarray) -> None:
+        with np.errstate(all="ignore"):
+            logits = np.empty((rows.size, tokens), dtype=dtype)
+            _logits(queries[rows].astype(dtype, copy=False), keys[kv], s, logits)
+            top = logits.max(axis=1)
+            finite = np.isfinite(top) & np.isfinite(logits.min(axis=1))
+            logits -= top[:, None]
+            exponentials = np.exp(logits, out=logits)
+            total = token_sum(exponentials)
+            w = np.divide(exponentials, total[:, None], out=exponentials)
+            reference[rows] = _weighted_values(w, values[kv])
+            if keep_weights:
+                weights[rows] = w
+                weights[rows[~finite]] = np.nan
+            logits_finite[rows] = finite
+            max_logit[rows] = top
+            sum_exp[rows] = total
+
+    _run_on_threads(evaluate, _head_batches(eligible, group, tokens))
     return AttentionPass(reference, weights, logits_finite, max_logit, sum_exp)
 
 

@@ -22,6 +22,7 @@ NaN always stays a NaN, and a signaling NaN stays signaling. Consequently
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -77,8 +78,9 @@ def bits_from_buffer(buf: bytes | bytearray | memoryview, dtype: str, shape: tup
     return bits
 
 
+@functools.cache
 def _float16_promotion_table() -> np.ndarray:
-    """float32 bit patterns of all 65,536 float16 patterns, by integer arithmetic."""
+    """float32 bit patterns of all 65,536 float16 patterns, by integer arithmetic (built on first use)."""
     bits = np.arange(1 << 16, dtype=np.uint32)
     sign_mask, exponent_mask, mantissa_mask = field_masks("float16")
     mantissa_bits = FIELD_BITS["float16"][2]
@@ -103,9 +105,6 @@ def _float16_promotion_table() -> np.ndarray:
     return table
 
 
-_FLOAT16_TO_FLOAT32 = _float16_promotion_table()
-
-
 def promote(bits: np.ndarray, dtype: str) -> np.ndarray:
     """The exact float32 values of `dtype` bit patterns (same shape).
 
@@ -113,7 +112,7 @@ def promote(bits: np.ndarray, dtype: str) -> np.ndarray:
     """
     bits = _checked_bits(bits, dtype)
     if dtype == "float16":
-        return _FLOAT16_TO_FLOAT32[bits]
+        return _float16_promotion_table()[bits]
     if dtype == "bfloat16":
         return (bits.astype(np.uint32) << 16).view(np.float32)
     return bits.view(np.float32)

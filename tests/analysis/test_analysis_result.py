@@ -14,6 +14,7 @@ import pytest
 from analysis_support import make_admission
 
 from explorer.analysis.analyze import analyze, clear_cache
+from explorer.analysis.blocks import installed_version
 from explorer.analysis.facts import tensor_facts
 from explorer.analysis.numerics import after_numerics_reasons, compute_numerics
 from explorer.analysis.report import LIMITATIONS, build_report
@@ -184,6 +185,19 @@ def test_analyzed_report_shape(curated):
     assert all(set(row) == LAST_ROW_KEYS for row in report["lastRow"].values())
     assert set(report["runtime"]) == {"explorer", "python", "numpy", "mlDtypes"}
     assert report["limitations"] == list(LIMITATIONS)
+
+
+@pytest.mark.parametrize("distribution", ["ml_dtypes", "ml-dtypes", "numpy", "attention-packet-explorer", "Pillow",
+                                          "pytest-xdist", "no-such-distribution"])
+def test_installed_versions_are_what_importlib_metadata_reads(distribution):
+    from importlib import metadata
+
+    try:
+        expected = metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        expected = None
+    installed_version.cache_clear()
+    assert installed_version(distribution) == expected
 
 
 def test_kernel_dtype_block_for_the_bfloat16_qwen_sample(curated):

@@ -1,4 +1,5 @@
-"""The same report whatever BLAS does: `analyze --json` under 1 and 2 BLAS threads, in-process and in a triage worker."""
+"""The same report whatever BLAS does: `analyze --json` under 1 and 2 BLAS threads, in-process and in a triage worker;
+the same attention pass on one thread or several."""
 
 from __future__ import annotations
 
@@ -6,11 +7,15 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from explorer.analysis import reference
 from explorer.analysis.analyze import analyze, clear_cache
+from explorer.analysis.reference import attend
 from explorer.analysis.report import report_text
 from explorer.catalog.workers import map_isolated
 from explorer.samples import qwen_full_spec, write_packet
@@ -52,3 +57,48 @@ def test_reports_are_byte_identical_under_any_blas_threads_and_in_a_worker(packe
     assert printed["1"] == printed["2"]
     assert in_worker == printed["1"]
     assert printed_report(str(packet)) == printed["1"]  # this process: the app's and the notebooks' way
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("query_heads, kv_heads", [(16, 2), (8, 1), (6, 6), (3, 1)])
+def test_attention_passes_give_the_same_bits_on_one_thread_or_several(monkeypatch, dtype, query_heads, kv_heads):
+    rng = np.random.default_rng(query_heads * 10 + kv_heads)
+    queries = rng.standard_normal((query_heads, 64)).astype(np.float32)
+    keys, values = (rng.standard_normal((kv_heads, 3001, 64)).astype(np.float32) for _ in range(2))
+    eligible = np.ones(query_heads, dtype=bool)
+    eligible[query_heads // 2] = False  # an ineligible head in the middle of a batch
+    passes = {}
+    for threads in (1, 2, 3):
+        monkeypatch.setattr(reference, "PASS_THREADS", threads)
+        passes[threads] = attend(queries, keys, values, 0.125, eligible, dtype, keep_weights=True)
+    for threads in (2, 3):
+        for field in ("reference", "weights", "logits_finite", "max_logit", "sum_exp"):
+            one, many = getattr(passes[1], field), getattr(passes[threads], field)
+            assert one.tobytes() == many.tobytes(), (threads, field)
+    assert np.isnan(passes[1].reference[query_heads // 2]).all()
+
+
+def test_an_error_on_a_pass_thread_reaches_the_caller_after_every_thread_stopped(monkeypatch):
+    monkeypatch.setattr(reference, "PASS_THREADS", 2)
+    seen = []
+
+    def evaluate(kv, rows):
+        seen.append(kv)
+        if kv == 1:
+            raise MemoryError("no room for the logits")
+
+    threads_before = threading.active_count()
+    with pytest.raises(MemoryError, match="no room"):
+        reference._run_on_threads(evaluate, [(kv, np.arange(1)) for kv in range(4)])
+    assert 1 in seen and threading.active_count() == threads_before
+
+
+def test_a_pass_runs_on_the_calling_thread_when_no_thread_can_start(monkeypatch):
+    def refused(self):
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(reference, "PASS_THREADS", 4)
+    monkeypatch.setattr(threading.Thread, "start", refused)
+    done = []
+    reference._run_on_threads(lambda kv, rows: done.append((kv, threading.get_ident())), [(kv, None) for kv in range(5)])
+    assert [kv for kv, _ in done] == list(range(5)) and {ident for _, ident in done} == {threading.get_ident()}

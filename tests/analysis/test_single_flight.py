@@ -6,6 +6,7 @@ import threading
 import time
 
 from explorer.analysis import analyze as analyze_module
+from explorer.analysis import emulation
 from explorer.analysis.analyze import analyze, clear_cache, emulations_of
 from explorer.analysis.single_flight import SingleFlight
 from explorer.samples import synthetic_spec, write_packet
@@ -35,14 +36,14 @@ def test_identical_emulations_asked_at_once_are_computed_once_and_shared(tmp_pat
     clear_cache()
     analysis = analyze(write_packet(tmp_path / "p", synthetic_spec()))
     runs = []
-    real = analyze_module.emulations_for
+    real = emulation.emulations_for
 
     def slow(*args):
         runs.append(args[-2])
         time.sleep(OVERLAP_S)
         return real(*args)
 
-    monkeypatch.setattr(analyze_module, "emulations_for", slow)
+    monkeypatch.setattr(emulation, "emulations_for", slow)  # analyze imports it when first asked for
     results = _at_once(lambda: emulations_of(analysis, "default"))
     assert len(runs) == 1
     assert len({id(result) for result in results}) == 1 and len(results) == THREADS

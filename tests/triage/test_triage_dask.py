@@ -12,10 +12,11 @@ import time
 from pathlib import Path
 
 import cloudpickle
+import dask
 import pytest
 from distributed import LocalCluster
 
-from explorer.catalog.cluster import BATCH_ITEMS, BATCHES_PER_WORKER, batch_size, map_on_cluster
+from explorer.catalog.cluster import BATCH_ITEMS, BATCHES_PER_WORKER, LOCAL_CONFIG, batch_size, map_on_cluster
 from explorer.catalog.discovery import Entry, discover
 from explorer.catalog.summary import ERROR, INTERNAL_ERROR, WORKER_CRASHED, summarize
 from explorer.catalog.triage import json_line, triage
@@ -30,7 +31,9 @@ cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the workers canno
 
 @pytest.fixture(scope="module")
 def scheduler():
-    with LocalCluster(n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None) as cluster:
+    """A cluster set up as `--scheduler local:2` sets up its own (a task whose worker died re-runs once)."""
+    with dask.config.set(LOCAL_CONFIG), LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
+                                                     dashboard_address=None) as cluster:
         yield cluster.scheduler_address
 
 
@@ -112,10 +115,10 @@ def squaring_work(item: int) -> int:
     return item * item
 
 
-def test_batches_are_split_so_a_crash_a_raise_and_a_hang_cost_only_their_own_item():
+def test_batches_are_split_so_a_crash_a_raise_and_a_hang_cost_only_their_own_item(scheduler):
     items = list(range(40))
     assert batch_size(len(items), 2) == 5  # so several items share each batch
-    results = dict(map_on_cluster(squaring_work, items, scheduler="local:2", timeout=2, on_note=lambda note: None))
+    results = dict(map_on_cluster(squaring_work, items, scheduler=scheduler, timeout=2, on_note=lambda note: None))
     assert sorted(results) == items
     assert isinstance(results.pop(CRASHING_ITEM), WorkerCrashed)
     assert isinstance(results.pop(HANGING_ITEM), WorkerTimedOut)
