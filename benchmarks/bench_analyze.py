@@ -31,7 +31,7 @@ from pathlib import Path
 from explorer.analysis.analyze import analyze, clear_cache
 from explorer.samples import qwen_full_spec, write_packet
 
-RUNS = 5
+RUNS = 11  # whole processes of each kind: a shared machine's load moves single runs by a third
 KIB = 1024
 VARIANTS = {
     "all-bfloat16": {"query_dtype": "bfloat16", "output_dtype": "bfloat16"},

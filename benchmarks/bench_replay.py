@@ -33,7 +33,7 @@ from explorer.replay.replay import replay  # noqa: E402
 from explorer.replay_samples import RunVariant  # noqa: E402
 from explorer.samples import FULL_PAIR_NAMES, FULL_REPLAY_RUN_NAME, pair_full_spec, write_packet, write_run  # noqa: E402
 
-RUNS = 5
+RUNS = 11  # whole processes of each kind: a shared machine's load moves single runs by a third
 IN_PROCESS_RUNS = 20
 MS = 1000.0
 FLOOR_SCRIPT = (
@@ -55,9 +55,11 @@ def main() -> None:
         print(f"run {run.name} of {source.name}, partner {partner.name} ({megabytes:.1f} MB on disk)")
 
         command = [sys.executable, "-m", "explorer", "replay", str(run), "--partner", str(partner), "--json"]
-        replay_runs = [timed_process(command) for _ in range(RUNS)]
-        floor_runs = [timed_process([sys.executable, "-c", FLOOR_SCRIPT, str(run), str(source), str(partner)])
-                      for _ in range(RUNS)]
+        floor_command = [sys.executable, "-c", FLOOR_SCRIPT, str(run), str(source), str(partner)]
+        replay_runs, floor_runs = [], []
+        for _ in range(RUNS):  # interleaved, so that a change in machine load hits both alike
+            replay_runs.append(timed_process(command))
+            floor_runs.append(timed_process(floor_command))
         statuses = {status for _, _, status in replay_runs}
         replay_s = statistics.median(seconds for seconds, _, _ in replay_runs)
         floor_s = statistics.median(seconds for seconds, _, _ in floor_runs)

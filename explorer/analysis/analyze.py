@@ -11,7 +11,6 @@ content is computed once even when several threads ask for it at the same time.
 from __future__ import annotations
 
 import dataclasses
-import logging
 import os
 import threading
 from collections import OrderedDict
@@ -34,7 +33,7 @@ if TYPE_CHECKING:
     from explorer.analysis.emulation import EmulatedOutput
 
 CACHE_ENTRIES = 8
-log = logging.getLogger(__name__)  # INFO lines reach the served app's log (explorer/ui/timings.py)
+LOGGER_NAME = __name__  # INFO lines reach the served app's log (explorer/ui/timings.py)
 SHA_LOG_DIGITS = 12
 CACHE_BYTES = 256 * 1024 * 1024  # summed nbytes of the arrays of every cached entry
 
@@ -193,7 +192,10 @@ def _emulations(key: ContentKey, admission: Admission, numerics: Numerics, ids: 
         seconds = perf_counter() - started
         if timings is not None:
             timings["emulations"] = seconds
-        log.info("emulations %s of packet %s computed in %.3f s", ",".join(ids), key[0][:SHA_LOG_DIGITS], seconds)
+        import logging  # imported here: a command that computes no emulation never loads it
+
+        logging.getLogger(LOGGER_NAME).info("emulations %s of packet %s computed in %.3f s", ",".join(ids),
+                                            key[0][:SHA_LOG_DIGITS], seconds)
         with _cache_lock:
             _emulation_cache[(key, ids)] = found
             while len(_emulation_cache) > EMULATION_CACHE_ENTRIES:

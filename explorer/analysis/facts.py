@@ -17,9 +17,11 @@ from explorer.analysis.result import (
 )
 from explorer.packet.dtypes import FIELD_BITS, ITEM_SIZE, field_masks, nonfinite_kinds
 from explorer.packet.model import TENSOR_NAMES, NativeTensor
+from explorer.packet.parallel import run_on_threads
 
 FIRST_LOCATIONS_LIMIT = 100
 LAST_ROW_POSITIONS_LIMIT = 4096
+FACTS_THREADS = 2  # tensors whose nonfinite maps are made at once (numpy releases the interpreter lock)
 
 # `NonfiniteMap.per_head_token` columns, in this kind order, and its dtype: a count is at most D <= 1,024,
 # and uint16 keeps the map within 4 times the payload of its tensor (8 bytes per row of at least 2 bytes).
@@ -123,9 +125,11 @@ def last_row(stored: NativeTensor, incoming: NativeTensor) -> LastRow:
 
 
 def tensor_facts(tensors: Mapping[str, NativeTensor]) -> TensorFacts:
-    """Nonfinite maps of the six tensors (in TENSOR_NAMES order) and the last-row checks of keys and values."""
+    """Nonfinite maps of the six tensors (in TENSOR_NAMES order, FACTS_THREADS tensors at once) and the last-row
+    checks of keys and values."""
+    maps = run_on_threads(lambda name: nonfinite_map(tensors[name]), TENSOR_NAMES, FACTS_THREADS)
     return TensorFacts(
-        nonfinite={name: nonfinite_map(tensors[name]) for name in TENSOR_NAMES},
+        nonfinite=dict(zip(TENSOR_NAMES, maps, strict=True)),
         last_row_keys=last_row(tensors["storedKeys"], tensors["incomingKeys"]),
         last_row_values=last_row(tensors["storedValues"], tensors["incomingValues"]),
     )

@@ -23,13 +23,12 @@ the same operations in the same order whichever thread runs its batch.
 from __future__ import annotations
 
 import math
-import threading
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
 from explorer.analysis.result import HeadAttention
+from explorer.packet.parallel import run_on_threads
 
 TOP_TOKENS = 5
 NARROW_STORAGE_DTYPES = ("float16", "bfloat16")
@@ -148,40 +147,6 @@ def _head_batches(eligible: np.ndarray, group: int, tokens: int) -> list[tuple[i
     return batches
 
 
-def _run_on_threads(evaluate: Callable[[int, np.ndarray], None], batches: list[tuple[int, np.ndarray]]) -> None:
-    """evaluate(*batch) for every batch, on up to PASS_THREADS threads taking batches in turn (the calling
-    thread alone when no other can start); the first exception (a MemoryError) is raised here once every
-    thread has stopped."""
-    pending = iter(batches)
-    lock = threading.Lock()
-    errors: list[BaseException] = []
-
-    def work() -> None:
-        while not errors:
-            with lock:
-                batch = next(pending, None)
-            if batch is None:
-                return
-            try:
-                evaluate(*batch)
-            except BaseException as error:  # handed to the calling thread
-                errors.append(error)
-
-    helpers = []
-    for _ in range(min(PASS_THREADS, len(batches)) - 1):
-        helper = threading.Thread(target=work, daemon=True)
-        try:
-            helper.start()
-        except RuntimeError:  # no room for a thread's stack (an address-space limit): fewer threads, same bits
-            break
-        helpers.append(helper)
-    work()
-    for helper in helpers:
-        helper.join()
-    if errors:
-        raise errors[0]
-
-
 def attend(
     queries: np.ndarray,
     keys: np.ndarray,
@@ -227,7 +192,7 @@ def attend(
             max_logit[rows] = top
             sum_exp[rows] = total
 
-    _run_on_threads(evaluate, _head_batches(eligible, group, tokens))
+    run_on_threads(lambda batch: evaluate(*batch), _head_batches(eligible, group, tokens), PASS_THREADS)
     return AttentionPass(reference, weights, logits_finite, max_logit, sum_exp)
 
 

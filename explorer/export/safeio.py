@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import secrets
 from pathlib import Path
 
 TEMP_PREFIX = ".explorer-"
@@ -40,7 +39,7 @@ def write_new(path: str | os.PathLike, data: str | bytes, *, dir_fd: int | None 
     payload = data.encode("utf-8") if isinstance(data, str) else bytes(data)
     directory = os.open(path.parent, DIRECTORY_FLAGS) if dir_fd is None else dir_fd
     name = path.name if dir_fd is None else os.fspath(path)
-    temp = f"{TEMP_PREFIX}{secrets.token_hex(TEMP_TOKEN_BYTES)}{TEMP_SUFFIX}"
+    temp = f"{TEMP_PREFIX}{os.urandom(TEMP_TOKEN_BYTES).hex()}{TEMP_SUFFIX}"
     try:
         fd = os.open(temp, CREATE_FLAGS, NEW_FILE_MODE, dir_fd=directory)
         try:

@@ -114,7 +114,9 @@ def promote(bits: np.ndarray, dtype: str) -> np.ndarray:
     if dtype == "float16":
         return _float16_promotion_table()[bits]
     if dtype == "bfloat16":
-        return (bits.astype(np.uint32) << 16).view(np.float32)
+        widened = bits.astype(np.uint32)
+        widened <<= 16  # in place: one new array, not two
+        return widened.view(np.float32)
     return bits.view(np.float32)
 
 

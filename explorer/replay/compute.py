@@ -13,10 +13,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from explorer.analysis.blocks import finite
-from explorer.analysis.emulation import score
 from explorer.analysis.metrics import compare, readonly, rounded
 from explorer.analysis.result import Analysis, Emulation, Numerics
-from explorer.pair.emulation import emulated_outputs
 from explorer.replay.model import (
     FIRST_POSITIONS_LIMIT,
     LINF_RMSE_TOLERANCE,
@@ -77,6 +75,10 @@ def arm_emulations(packet: Analysis, values: np.ndarray, bits: np.ndarray, dtype
     """The packet's emulations scored against the arm's output (None without them or in another output dtype)."""
     if packet.emulations is None or packet.admission.tensors["output"].dtype != dtype:
         return None
+    # the emulation machinery (and the pair's emulated outputs) load only for a replay with emulations
+    from explorer.analysis.emulation import score
+    from explorer.pair.emulation import emulated_outputs
+
     numerics = packet.numerics
     return tuple(score(emulated, values, bits, numerics.primary.reference, numerics.eligible)
                  for emulated in emulated_outputs(packet))

@@ -16,7 +16,6 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 
 from explorer.analysis.analyze import analyze
-from explorer.analysis.emulation import expand
 from explorer.analysis.ranking import selection_key
 from explorer.analysis.result import Analysis
 from explorer.packet.bounded import quoted, shown_list
@@ -314,6 +313,8 @@ def replay(run: str | os.PathLike, packet: Source | None = None, partner: Source
     the content of the run or of the packets.
     """
     if emulate is not None:
+        from explorer.analysis.emulation import expand  # loaded only when emulations are asked for, as in analyze
+
         expand(emulate)
     path = os.fspath(run)
     with open_directory(path) as (root, problem):

@@ -16,6 +16,7 @@ import pytest
 from explorer.analysis import reference
 from explorer.analysis.analyze import analyze, clear_cache
 from explorer.analysis.reference import attend
+from explorer.packet.parallel import run_on_threads
 from explorer.analysis.report import report_text
 from explorer.catalog.workers import map_isolated
 from explorer.samples import qwen_full_spec, write_packet
@@ -78,8 +79,7 @@ def test_attention_passes_give_the_same_bits_on_one_thread_or_several(monkeypatc
     assert np.isnan(passes[1].reference[query_heads // 2]).all()
 
 
-def test_an_error_on_a_pass_thread_reaches_the_caller_after_every_thread_stopped(monkeypatch):
-    monkeypatch.setattr(reference, "PASS_THREADS", 2)
+def test_an_error_on_a_worker_thread_reaches_the_caller_after_every_thread_stopped():
     seen = []
 
     def evaluate(kv, rows):
@@ -89,16 +89,14 @@ def test_an_error_on_a_pass_thread_reaches_the_caller_after_every_thread_stopped
 
     threads_before = threading.active_count()
     with pytest.raises(MemoryError, match="no room"):
-        reference._run_on_threads(evaluate, [(kv, np.arange(1)) for kv in range(4)])
+        run_on_threads(lambda batch: evaluate(*batch), [(kv, np.arange(1)) for kv in range(4)], 2)
     assert 1 in seen and threading.active_count() == threads_before
 
 
-def test_a_pass_runs_on_the_calling_thread_when_no_thread_can_start(monkeypatch):
+def test_the_work_runs_on_the_calling_thread_when_no_thread_can_start(monkeypatch):
     def refused(self):
         raise RuntimeError("can't start new thread")
 
-    monkeypatch.setattr(reference, "PASS_THREADS", 4)
     monkeypatch.setattr(threading.Thread, "start", refused)
-    done = []
-    reference._run_on_threads(lambda kv, rows: done.append((kv, threading.get_ident())), [(kv, None) for kv in range(5)])
-    assert [kv for kv, _ in done] == list(range(5)) and {ident for _, ident in done} == {threading.get_ident()}
+    done = run_on_threads(lambda item: (item, threading.get_ident()), list(range(5)), 4)
+    assert [item for item, _ in done] == list(range(5)) and {ident for _, ident in done} == {threading.get_ident()}

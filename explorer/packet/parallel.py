@@ -1,0 +1,49 @@
+"""Runs one function over a list of items on a few threads, results in item order; no I/O of its own, no numbers.
+
+For work that releases the interpreter lock (reading files, SHA-256, numpy loops): what each
+item gives never depends on which thread ran it or on how many there were.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Callable, Sequence, TypeVar
+
+Item = TypeVar("Item")
+Result = TypeVar("Result")
+
+
+def run_on_threads(work: Callable[[Item], Result], items: Sequence[Item], threads: int) -> list[Result]:
+    """[work(item) for item in items], on up to `threads` threads taking items in turn (the calling thread alone
+    when no other can start, e.g. under an address-space limit); the first exception is raised here once every
+    thread has stopped, and no item is started after it."""
+    results: list[Result | None] = [None] * len(items)
+    pending = iter(range(len(items)))
+    lock = threading.Lock()
+    errors: list[BaseException] = []
+
+    def take_items() -> None:
+        while not errors:
+            with lock:
+                index = next(pending, None)
+            if index is None:
+                return
+            try:
+                results[index] = work(items[index])
+            except BaseException as error:  # handed to the calling thread
+                errors.append(error)
+
+    helpers = []
+    for _ in range(min(threads, len(items)) - 1):
+        helper = threading.Thread(target=take_items, daemon=True)
+        try:
+            helper.start()
+        except RuntimeError:  # no room for another thread's stack: fewer threads, same results
+            break
+        helpers.append(helper)
+    take_items()
+    for helper in helpers:
+        helper.join()
+    if errors:
+        raise errors[0]
+    return results  # type: ignore[return-value]  (every slot filled when nothing raised)
