@@ -3,6 +3,10 @@
 Arrays held here are read-only numpy arrays. Per-head tuples are indexed by query
 head (or KV head for `perKvHead`). Nothing here is a verdict: only numbers,
 labels and reasons.
+
+A class holding numpy arrays (directly or in a field) is declared `eq=False`: `==` between two of them is
+identity, as for the arrays' own truth value, and they hash by identity (field-wise equality could only
+raise on an array, and generating it costs every process start).
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from explorer.packet.model import Admission, Reason
 # ---------------------------------------------------------------- tensor facts
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class NonfiniteMap:
     """Nonfinite counts of one tensor, its first locations and the full per-element map.
 
@@ -53,7 +57,7 @@ class NonfiniteMap:
         return self.nan + self.positive_infinity + self.negative_infinity
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class LastRow:
     """Bitwise comparison of stored[0, :, T-1, :] against incoming[0, :, 0, :] (keys or values).
 
@@ -79,7 +83,7 @@ class LastRow:
     bit_position_counts: np.ndarray
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class TensorFacts:
     """Facts reported for every packet whose six files verified and geometry holds."""
 
@@ -107,7 +111,7 @@ class Metrics:
     nonfinite_reference: Mapping[str, int]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Comparison:
     """A comparison `C` of an actual [QH, D] tensor against a reference [QH, D].
 
@@ -126,7 +130,7 @@ class Comparison:
     abs_error: np.ndarray
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Ulp:
     """ULP distance between output and a rounded reference (report-v1.md `U`).
 
@@ -141,7 +145,7 @@ class Ulp:
     distance: np.ndarray
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Rounded:
     """The primary reference rounded (RNE) to `dtype` and promoted back, compared with the output."""
 
@@ -153,7 +157,7 @@ class Rounded:
     rounded_bits: np.ndarray
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class NarrowedQuery:
     """The narrowed-Q counterfactual: q' = round(q, storage dtype), reference recomputed from q'."""
 
@@ -166,7 +170,7 @@ class NarrowedQuery:
     reference: np.ndarray
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Fp64Diagnostic:
     """The same formula in FP64: the primary reference's own rounding, never a replacement."""
 
@@ -190,7 +194,7 @@ class HeadAttention:
     undefined_reason: str | None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Numerics:
     """Everything computed once a packet passes the first two inconclusive tables.
 
@@ -211,7 +215,7 @@ class Numerics:
     score: Score
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Emulation:
     """One kernel-arithmetic emulation scored against the output (emulation-v1 section 3, v2 section 6): a counterfactual.
 
@@ -245,7 +249,7 @@ class Emulation:
     bit_equal_decisive_per_head: tuple[int | None, ...] | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Decisive:
     """The eligible output elements where the emulations with numbers are not all bit-identical (emulation-v2 section 4).
 
@@ -269,7 +273,7 @@ class Baseline:
     bit_equal_decisive_per_head: tuple[int | None, ...] | None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class EmulationCounts:
     """What the emulations of one request tell apart: the decisive elements (None with fewer than two) and the baseline."""
 
@@ -280,7 +284,7 @@ class EmulationCounts:
 # ---------------------------------------------------------------- the result
 
 
-@dataclass(frozen=True, repr=False)
+@dataclass(frozen=True, repr=False, eq=False)
 class Analysis(InlineDisplay):
     """The whole analysis of one packet: admission, tensor facts, numerics and final status.
 

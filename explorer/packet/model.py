@@ -1,4 +1,8 @@
-"""Plain frozen records produced by packet admission; no I/O, no numerics, no UI."""
+"""Plain frozen records produced by packet admission; no I/O, no numerics, no UI.
+
+The records holding arrays (NativeTensor, Admission) are `eq=False`: equality is identity, as in
+explorer.analysis.result.
+"""
 
 from __future__ import annotations
 
@@ -31,7 +35,7 @@ class Reason:
     message: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class NativeTensor:
     """One verified tensor: its native bit patterns and their exact FP32 promotion.
 
@@ -48,7 +52,7 @@ class NativeTensor:
     values: np.ndarray
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Admission:
     """Everything admission established about one packet (packet-v1.md sections 2-6).
 

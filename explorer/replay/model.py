@@ -2,7 +2,8 @@
 
 `explorer.replay.run` reads a run directory, `explorer.replay.compute` builds a
 Replay from it and the analyses of its packets, `explorer.replay.report`
-serialises it.
+serialises it. Classes holding arrays are `eq=False` (identity equality), as in
+explorer.analysis.result.
 """
 
 from __future__ import annotations
@@ -86,7 +87,7 @@ class AmbiguousPacketError(ValueError):
     """Two or more packets next to the run hash to its packetSHA256 (section 2): a usage error naming them."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class OutputDifference:
     """One output against another, element bit patterns as float32 (exact for every dtype; +0 and -0 differ).
 
@@ -112,7 +113,7 @@ class Readback:
     first: tuple[int, int, int] | None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ArmReferences:
     """The arm's output against the packet's references (report-v1 blocks C and U) on its eligible heads."""
 
@@ -145,7 +146,7 @@ class ToolValue:
     agrees: bool
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ArmResult:
     """One arm: its state, codes and problems, and the numbers of a readable output (None otherwise).
 
@@ -188,7 +189,7 @@ class Matrix:
     compared: int
 
 
-@dataclass(frozen=True, repr=False)
+@dataclass(frozen=True, repr=False, eq=False)
 class Replay(InlineDisplay):
     """The replay run against its packet (and partner): replay-v1.md's one immutable result.
 

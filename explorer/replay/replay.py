@@ -227,9 +227,10 @@ def _arm_result(read: _Arm, outcomes: Mapping[str, FileOutcome], source: Analysi
     packet_tensors = source.admission.tensors
     backs = None
     if len(descriptors) > 1:
-        backs = MappingProxyType({name: readback(name, _bits(outcomes[f"/{arm}/tensors/{name}"], descriptors[name].dtype,
-                                                             descriptors[name].shape)[0],
-                                                 packet_tensors[name].bits[0]) for name in READBACK_TENSORS})
+        backs = MappingProxyType({name: readback(
+            name, _bits(outcomes[f"/{arm}/tensors/{name}"], descriptors[name].dtype, descriptors[name].shape)[0],
+            packet_tensors[name].bits[0], outcomes[f"/{arm}/tensors/{name}"].sha256 == packet_tensors[name].sha256)
+            for name in READBACK_TENSORS})
     numerics = source.numerics
     references = None if numerics is None else arm_references(arm, values, bits, dtype, numerics)
     partner_output = None if partner is None else partner.admission.tensors["output"].values[0, :, 0, :]
