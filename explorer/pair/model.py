@@ -1,7 +1,8 @@
 """The Pair result of compare-v1 and its parts, as frozen dataclasses, with the pair's codes and limits; no computation, no I/O, no UI.
 
 `explorer.pair.compare` builds a Pair, `explorer.pair.emulation` adds its emulation
-x side matrix and `explorer.pair.report` serialises it.
+x side matrix and `explorer.pair.report` serialises it. Classes holding arrays are `eq=False` (identity
+equality), as in explorer.analysis.result.
 """
 
 from __future__ import annotations
@@ -90,7 +91,7 @@ class Inputs:
     tensors: Mapping[str, BitDifference]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class OutputDifference:
     """Output a against output b. Bitwise fields are None when the output dtypes differ.
 
@@ -127,7 +128,7 @@ class NearerCounts:
     undefined: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Nearer:
     """Which output is nearer the shared primary reference, per element (`map`, int8 codes NEARER_A ...)."""
 
@@ -149,7 +150,7 @@ class Tokens:
         return self.target_a != self.target_b
 
 
-@dataclass(frozen=True, repr=False)
+@dataclass(frozen=True, repr=False, eq=False)
 class Pair(InlineDisplay):
     """The comparison of two analyses (compare-v1.md). `a` and `b` are the sides' own immutable results.
 
@@ -187,7 +188,7 @@ class Pair(InlineDisplay):
         return build_comparison_report(self)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class MatrixRow:
     """One emulation scored against side a (`a`) and side b (`b`), each that side's own Emulation entry.
 
@@ -211,7 +212,7 @@ class BaselineRow:
     differing_b: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Differing:
     """The elements (eligible on both sides) where the two outputs' bit patterns differ: count, per head, bool mask [QH, D]."""
 
@@ -220,7 +221,7 @@ class Differing:
     mask: np.ndarray
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class PairEmulations:
     """The matrix of a pair with emulations requested; `rows` (request order) None with `reason` when no matrix exists."""
 
