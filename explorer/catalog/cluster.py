@@ -6,7 +6,7 @@ analysis, so a batch pays it once. Results are taken as batches complete
 (`as_completed`). An item whose `work` raised is reported at once (`WorkRaised`)
 and its batch goes on: `retries=0` because `work` is pure and deterministic, so a
 retry could only repeat the exception or hide a flaky one. A batch that fails as a
-whole (its worker died, or the batch ran past the per-item time limit) is split:
+whole (its worker died, or it ran past the per-item time limit times its items) is split:
 each of its items runs again as a task of its own, under the rules below, so a
 crash or a hang is reported for the one item that causes it (at the cost of
 running the batch's finished items once more). A task whose worker died is
@@ -97,7 +97,8 @@ class _Clock:
         self.asked = 0.0
 
     def overdue(self, open_tasks: dict[str, list[int]]) -> list[tuple[str, str]]:
-        """(key, worker) of every open task past the time limit (asks the scheduler at most once a second)."""
+        """(key, worker) of every open task past its time limit, the per-item limit times its items (asks the
+        scheduler at most once a second)."""
         now = time.monotonic()
         if self.timeout is None or now - self.asked < PROCESSING_POLL_S:
             return []
@@ -107,7 +108,7 @@ class _Clock:
                 if key in open_tasks and key not in self.since:
                     self.since[key] = (now, worker)
         return [(key, worker) for key, (since, worker) in self.since.items()
-                if key in open_tasks and now - since >= self.timeout]
+                if key in open_tasks and now - since >= self.timeout * len(open_tasks[key])]
 
 
 def run_batch(work: Callable[[Any], Any], items: Sequence[Any]) -> list[tuple[bool, Any]]:

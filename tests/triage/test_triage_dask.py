@@ -16,7 +16,7 @@ import dask
 import pytest
 from distributed import LocalCluster
 
-from explorer.catalog.cluster import BATCH_ITEMS, BATCHES_PER_WORKER, LOCAL_CONFIG, batch_size, map_on_cluster
+from explorer.catalog.cluster import BATCH_ITEMS, BATCHES_PER_WORKER, LOCAL_CONFIG, _Clock, batch_size, map_on_cluster
 from explorer.catalog.discovery import Entry, discover
 from explorer.catalog.summary import ERROR, INTERNAL_ERROR, WORKER_CRASHED, summarize
 from explorer.catalog.triage import json_line, triage
@@ -131,3 +131,14 @@ def test_batches_hold_at_most_batch_items_and_give_every_worker_several():
     assert batch_size(2_000, 2) == BATCH_ITEMS
     assert batch_size(12, 2) == 1 and batch_size(0, 2) == 1
     assert batch_size(100, 4) == 100 // (BATCHES_PER_WORKER * 4)
+
+
+def test_a_batch_has_the_per_item_limit_times_its_items():
+    class Processing:
+        def processing(self):
+            return {"tcp://worker": ["batch", "single"]}
+
+    clock = _Clock(Processing(), timeout=2.0)
+    started = time.monotonic() - 5.0  # both tasks have run 5 s: past 2 s for one item, not past 8 s for four
+    clock.since = {"batch": (started, "tcp://worker"), "single": (started, "tcp://worker")}
+    assert clock.overdue({"batch": [0, 1, 2, 3], "single": [4]}) == [("single", "tcp://worker")]
