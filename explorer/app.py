@@ -3,6 +3,7 @@
 import sys
 
 import panel as pn
+import panel.io.resources as panel_resources
 
 from explorer.ui.memory import release_memory
 from explorer.ui.shell import open_session, parse_options
@@ -28,6 +29,10 @@ PAGE_SCROLL_CSS = """
 
 # BootstrapTemplate serves every asset from this server: no web fonts, no CDN (the browser tests check it).
 pn.extension("tabulator")
+# Panel adds Bokeh's MathJax bundle (1.8 MB of JavaScript that every page parses) whenever a page holds an HTML
+# pane, in case its text is TeX; no text of the explorer is. Bokeh's own test (MathText models, TeX in axis labels,
+# titles and divs) still adds it when a model needs it. Measured: 0.1-0.3 s of browser CPU per page.
+panel_resources._panel_use_mathjax = lambda roots: False
 pn.config.nthreads = 4  # callbacks and each session's first packet run on threads: no session waits for another's
 
 log_info_lines()

@@ -290,9 +290,9 @@ def _emit(text: str) -> None:
 
 def _check_element(element: str | None, as_json: bool) -> None:
     """A usage error for an --element that is not H,C or a flat index, or that comes with --json."""
-    from explorer.analysis.element import parse_index
-
     if element is not None:
+        from explorer.analysis.element import parse_index
+
         if as_json:
             raise UsageError("--element prints into the summary; --json prints exactly the report")
         try:

@@ -17,6 +17,7 @@ import numpy as np
 from explorer.packet.dtypes import BITS_DTYPE, promote, round_bits
 from explorer.packet.model import TENSOR_NAMES
 from explorer.export.safeio import write_new
+from explorer.packet.record import Record
 from explorer.replay_samples import RunVariant, run_files
 
 SCHEMA = "darkbloom.attention-packet.v1"
@@ -58,8 +59,8 @@ QWEN_SMALL_TOKENS = 64
 FULL_SAMPLE_NAME = "qwen36-bf16-full-t5585"
 
 
-@dataclass(frozen=True)
-class PacketSpec:
+@dataclass(frozen=True, repr=False)
+class PacketSpec(Record):
     """Everything needed to write one packet: descriptor parts, the snapshot and native tensor bits.
 
     `tensors` maps each of the six tensor names to (dtype, bits) where bits is a

@@ -28,6 +28,7 @@ from explorer.analysis.shared_references import clear_references
 from explorer.analysis.single_flight import SingleFlight
 from explorer.packet.admission import admit
 from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED, TENSOR_NAMES, Admission, Reason
+from explorer.packet.record import Record
 
 if TYPE_CHECKING:
     from explorer.analysis.emulation import EmulatedOutput
@@ -41,8 +42,8 @@ ContentKey = tuple[str, str | None, tuple[str, ...], bool]
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
-class _Computed:
+@dataclass(frozen=True, repr=False)
+class _Computed(Record):
     facts: TensorFacts | None
     numerics: Numerics | None
     reasons: tuple[Reason, ...]
@@ -63,14 +64,16 @@ _emulation_runs: SingleFlight[Scored] = SingleFlight()
 
 def array_bytes(value: Any) -> int:
     """Summed nbytes of every numpy array reachable through dataclass fields, mappings, tuples and lists."""
+    if value is None or isinstance(value, (str, int, float, np.generic)):  # most of the walk: settled first
+        return 0
     if isinstance(value, np.ndarray):
         return value.nbytes
+    if isinstance(value, (tuple, list)):
+        return sum(array_bytes(item) for item in value)
     if dataclasses.is_dataclass(value):
         return sum(array_bytes(getattr(value, field.name)) for field in dataclasses.fields(value))
     if isinstance(value, Mapping):
         return sum(array_bytes(item) for item in value.values())
-    if isinstance(value, (tuple, list)):
-        return sum(array_bytes(item) for item in value)
     return 0
 
 

@@ -17,6 +17,7 @@ import numpy as np
 
 from explorer.analysis.result import Analysis, Comparison, Rounded, Ulp
 from explorer.packet.dtypes import FIELD_BITS
+from explorer.packet.record import Record
 
 NO_TENSORS = ("no element values: the packet's tensor files did not all verify (refused or unreadable), "
               "so nothing in them is interpreted")
@@ -27,8 +28,8 @@ INDEX_PATTERN = re.compile(r"([0-9]{1,9})(?:,([0-9]{1,9}))?", re.ASCII)
 INELIGIBLE = "the head is ineligible (NaN or infinity in its queries, keys or values): no reference"
 
 
-@dataclass(frozen=True)
-class RoundedElement:
+@dataclass(frozen=True, repr=False)
+class RoundedElement(Record):
     """The primary reference of one element rounded (RNE) to `dtype`, and the output's distance to it."""
 
     dtype: str
@@ -39,8 +40,8 @@ class RoundedElement:
     ulp: int | None
 
 
-@dataclass(frozen=True)
-class Element:
+@dataclass(frozen=True, repr=False)
+class Element(Record):
     """Everything about output element [head, channel]: values, native patterns, differences, ULP distances.
 
     Reference fields are None when `missing` says why (no numerics for the packet,

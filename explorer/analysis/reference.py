@@ -29,6 +29,7 @@ import numpy as np
 
 from explorer.analysis.result import HeadAttention
 from explorer.packet.parallel import run_on_threads
+from explorer.packet.record import Record
 
 TOP_TOKENS = 5
 NARROW_STORAGE_DTYPES = ("float16", "bfloat16")
@@ -43,8 +44,8 @@ QUERIES_NOT_FLOAT32 = "queries_not_float32"
 STORAGE_NOT_NARROW = "storage_not_narrow"
 
 
-@dataclass(frozen=True)
-class AttentionPass:
+@dataclass(frozen=True, repr=False)
+class AttentionPass(Record):
     """One evaluation of the formula for every query head, in one float dtype.
 
     `reference` [QH, D] is NaN for ineligible heads (an eligible head keeps what the

@@ -26,13 +26,14 @@ from explorer.packet.dtypes import (  # noqa: F401  (codes of NonfiniteMap.kinds
     SIGNALING_NAN,
 )
 from explorer.packet.model import Admission, Reason
+from explorer.packet.record import Record
 
 
 # ---------------------------------------------------------------- tensor facts
 
 
-@dataclass(frozen=True, eq=False)
-class NonfiniteMap:
+@dataclass(frozen=True, repr=False, eq=False)
+class NonfiniteMap(Record):
     """Nonfinite counts of one tensor, its first locations and the full per-element map.
 
     `kinds` is uint8 with the tensor's shape minus the batch axis, i.e.
@@ -57,8 +58,8 @@ class NonfiniteMap:
         return self.nan + self.positive_infinity + self.negative_infinity
 
 
-@dataclass(frozen=True, eq=False)
-class LastRow:
+@dataclass(frozen=True, repr=False, eq=False)
+class LastRow(Record):
     """Bitwise comparison of stored[0, :, T-1, :] against incoming[0, :, 0, :] (keys or values).
 
     `stored_bits`, `incoming_bits`, `xor` are the native unsigned patterns [KVH, D];
@@ -83,8 +84,8 @@ class LastRow:
     bit_position_counts: np.ndarray
 
 
-@dataclass(frozen=True, eq=False)
-class TensorFacts:
+@dataclass(frozen=True, repr=False, eq=False)
+class TensorFacts(Record):
     """Facts reported for every packet whose six files verified and geometry holds."""
 
     nonfinite: Mapping[str, NonfiniteMap]
@@ -95,8 +96,8 @@ class TensorFacts:
 # ---------------------------------------------------------------- numerics
 
 
-@dataclass(frozen=True)
-class Metrics:
+@dataclass(frozen=True, repr=False)
+class Metrics(Record):
     """One metric block `M` of report-v1.md: FP64 linf / rmse / relativeL2, or None with a reason.
 
     `nonfinite_actual` / `nonfinite_reference` are {"nan", "positiveInfinity",
@@ -111,8 +112,8 @@ class Metrics:
     nonfinite_reference: Mapping[str, int]
 
 
-@dataclass(frozen=True, eq=False)
-class Comparison:
+@dataclass(frozen=True, repr=False, eq=False)
+class Comparison(Record):
     """A comparison `C` of an actual [QH, D] tensor against a reference [QH, D].
 
     `per_head[h]` is the block of query head h (undefined_reason "nonfinite_inputs"
@@ -130,8 +131,8 @@ class Comparison:
     abs_error: np.ndarray
 
 
-@dataclass(frozen=True, eq=False)
-class Ulp:
+@dataclass(frozen=True, repr=False, eq=False)
+class Ulp(Record):
     """ULP distance between output and a rounded reference (report-v1.md `U`).
 
     `distance` is int64 [QH, D], -1 where undefined (nonfinite pair or ineligible head).
@@ -145,8 +146,8 @@ class Ulp:
     distance: np.ndarray
 
 
-@dataclass(frozen=True, eq=False)
-class Rounded:
+@dataclass(frozen=True, repr=False, eq=False)
+class Rounded(Record):
     """The primary reference rounded (RNE) to `dtype` and promoted back, compared with the output."""
 
     label: str
@@ -157,8 +158,8 @@ class Rounded:
     rounded_bits: np.ndarray
 
 
-@dataclass(frozen=True, eq=False)
-class NarrowedQuery:
+@dataclass(frozen=True, repr=False, eq=False)
+class NarrowedQuery(Record):
     """The narrowed-Q counterfactual: q' = round(q, storage dtype), reference recomputed from q'."""
 
     label: str
@@ -170,8 +171,8 @@ class NarrowedQuery:
     reference: np.ndarray
 
 
-@dataclass(frozen=True, eq=False)
-class Fp64Diagnostic:
+@dataclass(frozen=True, repr=False, eq=False)
+class Fp64Diagnostic(Record):
     """The same formula in FP64: the primary reference's own rounding, never a replacement."""
 
     label: str
@@ -180,8 +181,8 @@ class Fp64Diagnostic:
     reference: np.ndarray
 
 
-@dataclass(frozen=True)
-class HeadAttention:
+@dataclass(frozen=True, repr=False)
+class HeadAttention(Record):
     """Attention diagnostics of one query head (values None with `undefined_reason`)."""
 
     query_head: int
@@ -194,8 +195,8 @@ class HeadAttention:
     undefined_reason: str | None
 
 
-@dataclass(frozen=True, eq=False)
-class Numerics:
+@dataclass(frozen=True, repr=False, eq=False)
+class Numerics(Record):
     """Everything computed once a packet passes the first two inconclusive tables.
 
     `eligible` is bool [QH]; `weights` float32 [QH, T] softmax weights of the primary
@@ -215,8 +216,8 @@ class Numerics:
     score: Score
 
 
-@dataclass(frozen=True, eq=False)
-class Emulation:
+@dataclass(frozen=True, repr=False, eq=False)
+class Emulation(Record):
     """One kernel-arithmetic emulation scored against the output (emulation-v1 section 3, v2 section 6): a counterfactual.
 
     `bit_equal` counts output elements whose bit pattern equals the emulation's over the
@@ -249,8 +250,8 @@ class Emulation:
     bit_equal_decisive_per_head: tuple[int | None, ...] | None = None
 
 
-@dataclass(frozen=True, eq=False)
-class Decisive:
+@dataclass(frozen=True, repr=False, eq=False)
+class Decisive(Record):
     """The eligible output elements where the emulations with numbers are not all bit-identical (emulation-v2 section 4).
 
     `per_head[h]` is None for an ineligible head; `positions` the first 100 [head,
@@ -263,8 +264,8 @@ class Decisive:
     mask: np.ndarray
 
 
-@dataclass(frozen=True)
-class Baseline:
+@dataclass(frozen=True, repr=False)
+class Baseline(Record):
     """The primary reference rounded to the output dtype, counted like an emulation: the table's last row."""
 
     bit_equal: int
@@ -273,8 +274,8 @@ class Baseline:
     bit_equal_decisive_per_head: tuple[int | None, ...] | None
 
 
-@dataclass(frozen=True, eq=False)
-class EmulationCounts:
+@dataclass(frozen=True, repr=False, eq=False)
+class EmulationCounts(Record):
     """What the emulations of one request tell apart: the decisive elements (None with fewer than two) and the baseline."""
 
     decisive: Decisive | None

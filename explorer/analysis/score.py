@@ -21,12 +21,13 @@ from typing import Sequence
 import numpy as np
 
 from explorer.packet.dtypes import FIELD_BITS
+from explorer.packet.record import Record
 
 ROUNDING_ALLOWANCE = 0.5  # in units of the output dtype's spacing: what round-to-nearest may move a value
 
 
-@dataclass(frozen=True)
-class Score:
+@dataclass(frozen=True, repr=False)
+class Score(Record):
     """The packet score and its per-head parts (None: the head is not compared).
 
     A head is not compared when it has no reference (ineligible), when its output or

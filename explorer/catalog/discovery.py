@@ -8,14 +8,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
+from explorer.packet.record import Record
+
 PACKET_FILE = "packet.json"
 MAX_DEPTH = 2  # a packet is a directory one or two levels below the root
 ROOT_ENV = "EXPLORER_PACKET_ROOT"
 SAMPLES_DIR = "sample_packets"
 
 
-@dataclass(frozen=True)
-class Entry:
+@dataclass(frozen=True, repr=False)
+class Entry(Record):
     """One listed packet: its name (a '/'-separated path relative to the root) and its directory."""
 
     name: str

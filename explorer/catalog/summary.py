@@ -19,6 +19,7 @@ from explorer.analysis.ranking import selection_key, worst_head, worst_ulp_per_h
 from explorer.analysis.result import Analysis
 from explorer.catalog.workers import WorkerCrashed, WorkerTimedOut
 from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED
+from explorer.packet.record import Record
 
 ERROR = "error"  # not an analysis status: the summary could not be made (a crashed worker), see `codes`
 WORKER_CRASHED = "worker_crashed"
@@ -29,8 +30,8 @@ STATUS_ORDER = (ANALYZED, INCONCLUSIVE, REFUSED, ERROR)
 SelectionKey = tuple[tuple[str, Any], ...]
 
 
-@dataclass(frozen=True)
-class PacketSummary:
+@dataclass(frozen=True, repr=False)
+class PacketSummary(Record):
     """One packet in a list: status, codes and its ranking numbers (None where undefined)."""
 
     path: str

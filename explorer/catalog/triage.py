@@ -24,12 +24,13 @@ from explorer.catalog.summary import (STATUS_ORDER, PacketSummary, failed_summar
                                        summary_json, triage_order)
 from explorer.catalog.limits import DEFAULT_TIMEOUT_S, MAX_JOBS
 from explorer.catalog.workers import jobs_for, map_isolated
+from explorer.packet.record import Record
 
 PROGRESS_WIDTH = 40  # characters of the progress bar
 
 
-@dataclass(frozen=True)
-class Triaged:
+@dataclass(frozen=True, repr=False)
+class Triaged(Record):
     """One packet's line of the triage: its name under the root and its summary."""
 
     name: str

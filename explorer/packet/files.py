@@ -30,6 +30,7 @@ from typing import Iterator, Sequence
 from explorer.packet.bounded import quoted
 from explorer.packet.model import Problem
 from explorer.packet.parallel import run_on_threads
+from explorer.packet.record import Record
 
 PACKET_JSON = "packet.json"
 JSON_SIZE_LIMIT = 256 * 1024  # packet.json and the metadata file, by their actual size
@@ -47,8 +48,8 @@ _FILE_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S
                (stat.S_ISLNK, "a symbolic link"))
 
 
-@dataclass(frozen=True)
-class FileRequest:
+@dataclass(frozen=True, repr=False)
+class FileRequest(Record):
     """One descriptor's file: `key` is the descriptor's JSON pointer (e.g. `/tensors/queries`).
 
     `byte_count` None means open and check only (the declared length is unusable);
@@ -63,8 +64,8 @@ class FileRequest:
     json_file: bool = False
 
 
-@dataclass(frozen=True)
-class FileOutcome:
+@dataclass(frozen=True, repr=False)
+class FileOutcome(Record):
     """What section 5 established about one file: its problems and, when read, the bytes and their hash.
 
     `data` is set only when exactly `byte_count` bytes were read; `verified` when
@@ -77,8 +78,8 @@ class FileOutcome:
     verified: bool
 
 
-@dataclass(frozen=True)
-class PacketRoot:
+@dataclass(frozen=True, repr=False)
+class PacketRoot(Record):
     """The open packet directory: its descriptor and the components of its own path (for absolute link targets)."""
 
     fd: int
@@ -92,8 +93,8 @@ class PacketRoot:
         return parts[len(self.parts):]
 
 
-@dataclass(frozen=True)
-class PacketFile:
+@dataclass(frozen=True, repr=False)
+class PacketFile(Record):
     """packet.json as read: the open packet directory, the bytes, their hash and the file's identity."""
 
     root: PacketRoot | None

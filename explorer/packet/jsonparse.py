@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from explorer.packet.bounded import quoted
+from explorer.packet.record import Record
 
 MAX_DEPTH = 64
 MAX_INT_DIGITS = 4000
@@ -32,8 +33,8 @@ _SCANNED = re.compile(r'["\\\[\]{}]')
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-@dataclass(frozen=True)
-class OversizedInteger:
+@dataclass(frozen=True, repr=False)
+class OversizedInteger(Record):
     """A JSON integer literal with more than MAX_INT_DIGITS digits, kept only by its digit count."""
 
     digits: int
@@ -43,8 +44,8 @@ class OversizedInteger:
         return f"{'-' if self.negative else ''}<integer of {self.digits} digits>"
 
 
-@dataclass(frozen=True)
-class ParsedJson:
+@dataclass(frozen=True, repr=False)
+class ParsedJson(Record):
     """The outcome of parsing: `value` (a dict for parse_json_object) when valid, else `error`; `text` when the bytes were UTF-8."""
 
     value: Any

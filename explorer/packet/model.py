@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from explorer.packet.record import Record
+
 import numpy as np
 
 TENSOR_NAMES = ("queries", "storedKeys", "storedValues", "incomingKeys", "incomingValues", "output")
@@ -18,8 +20,8 @@ INCONCLUSIVE = "inconclusive"
 ANALYZED = "analyzed"
 
 
-@dataclass(frozen=True)
-class Problem:
+@dataclass(frozen=True, repr=False)
+class Problem(Record):
     """One refusal: a stable code, the JSON pointer at fault (or None) and free text."""
 
     code: str
@@ -27,16 +29,16 @@ class Problem:
     message: str
 
 
-@dataclass(frozen=True)
-class Reason:
+@dataclass(frozen=True, repr=False)
+class Reason(Record):
     """One inconclusive reason: a stable code and free text."""
 
     code: str
     message: str
 
 
-@dataclass(frozen=True, eq=False)
-class NativeTensor:
+@dataclass(frozen=True, repr=False, eq=False)
+class NativeTensor(Record):
     """One verified tensor: its native bit patterns and their exact FP32 promotion.
 
     `bits` is uint16 (float16, bfloat16) or uint32 (float32) holding the packet's
@@ -52,8 +54,8 @@ class NativeTensor:
     values: np.ndarray
 
 
-@dataclass(frozen=True, eq=False)
-class Admission:
+@dataclass(frozen=True, repr=False, eq=False)
+class Admission(Record):
     """Everything admission established about one packet (packet-v1.md sections 2-6).
 
     `refusals` is sorted by (code, field). `reasons` holds the inconclusive reasons

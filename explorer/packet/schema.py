@@ -19,6 +19,7 @@ from explorer.packet.dtypes import DTYPES, ITEM_SIZE
 from explorer.packet.files import JSON_SIZE_LIMIT, TENSOR_SIZE_LIMIT, relative_path_problem
 from explorer.packet.jsonparse import is_integer, json_type
 from explorer.packet.model import TENSOR_NAMES, Problem
+from explorer.packet.record import Record
 
 SCHEMA = "darkbloom.attention-packet.v1"
 BACKENDS = ("paged", "contiguous")
@@ -77,8 +78,8 @@ class Problems:
         return holds
 
 
-@dataclass(frozen=True)
-class TensorDescriptor:
+@dataclass(frozen=True, repr=False)
+class TensorDescriptor(Record):
     """One tensor entry of packet.json, each part None when it broke its rule.
 
     `valid` is False when the entry has any section 2 problem (it then takes no
@@ -98,8 +99,8 @@ class TensorDescriptor:
     byte_count_valid: bool
 
 
-@dataclass(frozen=True)
-class Descriptor:
+@dataclass(frozen=True, repr=False)
+class Descriptor(Record):
     """packet.json after the section 2 field rules: the values that held their rule (None otherwise)."""
 
     problems: tuple[Problem, ...]

@@ -25,6 +25,7 @@ from explorer.packet.bounded import quoted, shown, shown_int
 from explorer.packet.dtypes import DTYPES
 from explorer.packet.jsonparse import is_integer
 from explorer.packet.model import Problem
+from explorer.packet.record import Record
 from explorer.packet.schema import MISSING, Descriptor, Problems, integer_in, pointer
 
 MAX_RECORDS = 128
@@ -50,8 +51,8 @@ SAMPLE_KEYS = ("forwardSucceeded", "sampleOutcome", "seedToken", "targetToken", 
 RECORD = ("records", 0)
 
 
-@dataclass(frozen=True)
-class Snapshot:
+@dataclass(frozen=True, repr=False)
+class Snapshot(Record):
     """The interpreted snapshot.
 
     `record` is `records[0]` when it has no structural problem (else None);

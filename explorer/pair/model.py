@@ -15,6 +15,7 @@ import numpy as np
 from explorer.analysis.display import InlineDisplay
 from explorer.analysis.result import Analysis, Baseline, Comparison, Emulation, Metrics, Ulp
 from explorer.packet.model import Problem, Reason
+from explorer.packet.record import Record
 
 SIDES = ("a", "b")
 INPUT_NAMES = ("queries", "storedKeys", "storedValues", "incomingKeys", "incomingValues")
@@ -50,23 +51,23 @@ class SamePacketError(ValueError):
     """Both sides name the same packet.json (same path, link or (st_dev, st_ino)): a usage error, not a pair."""
 
 
-@dataclass(frozen=True)
-class SideRefusal:
+@dataclass(frozen=True, repr=False)
+class SideRefusal(Record):
     """One refusal of one side."""
 
     side: str
     problem: Problem
 
 
-@dataclass(frozen=True)
-class SelectionDifference:
+@dataclass(frozen=True, repr=False)
+class SelectionDifference(Record):
     field: str
     a: Any
     b: Any
 
 
-@dataclass(frozen=True)
-class BitDifference:
+@dataclass(frozen=True, repr=False)
+class BitDifference(Record):
     """Bitwise comparison of one tensor's native patterns on both sides (same dtype and shape).
 
     `per_head` counts mismatches along the tensor's head axis; `first_positions` are the
@@ -83,16 +84,16 @@ class BitDifference:
     bit_flips: Mapping[str, int]
 
 
-@dataclass(frozen=True)
-class Inputs:
+@dataclass(frozen=True, repr=False)
+class Inputs(Record):
     """Byte facts of the five input tensors; `identical` when all five are."""
 
     identical: bool
     tensors: Mapping[str, BitDifference]
 
 
-@dataclass(frozen=True, eq=False)
-class OutputDifference:
+@dataclass(frozen=True, repr=False, eq=False)
+class OutputDifference(Record):
     """Output a against output b. Bitwise fields are None when the output dtypes differ.
 
     `bits` holds the [QH, D] comparison (positions as [head, channel]); `ulp.distance`
@@ -109,8 +110,8 @@ class OutputDifference:
     difference: Comparison
 
 
-@dataclass(frozen=True)
-class LadderRow:
+@dataclass(frozen=True, repr=False)
+class LadderRow(Record):
     """One side's row of the incident table, read from that side's own analysis."""
 
     primary: Metrics
@@ -120,16 +121,16 @@ class LadderRow:
     compared: int
 
 
-@dataclass(frozen=True)
-class NearerCounts:
+@dataclass(frozen=True, repr=False)
+class NearerCounts(Record):
     a: int
     b: int
     tie: int
     undefined: int
 
 
-@dataclass(frozen=True, eq=False)
-class Nearer:
+@dataclass(frozen=True, repr=False, eq=False)
+class Nearer(Record):
     """Which output is nearer the shared primary reference, per element (`map`, int8 codes NEARER_A ...)."""
 
     global_counts: NearerCounts
@@ -137,8 +138,8 @@ class Nearer:
     map: np.ndarray
 
 
-@dataclass(frozen=True)
-class Tokens:
+@dataclass(frozen=True, repr=False)
+class Tokens(Record):
     """`seed_token` is None when the sides disagree on it (then listed in the selection differences)."""
 
     seed_token: int | None
@@ -188,8 +189,8 @@ class Pair(InlineDisplay):
         return build_comparison_report(self)
 
 
-@dataclass(frozen=True, eq=False)
-class MatrixRow:
+@dataclass(frozen=True, repr=False, eq=False)
+class MatrixRow(Record):
     """One emulation scored against side a (`a`) and side b (`b`), each that side's own Emulation entry.
 
     `differing_a` / `differing_b`: of the elements where the two outputs differ, how many
@@ -202,8 +203,8 @@ class MatrixRow:
     differing_b: int | None
 
 
-@dataclass(frozen=True)
-class BaselineRow:
+@dataclass(frozen=True, repr=False)
+class BaselineRow(Record):
     """The rounded reference counted like an emulation against each side: the matrix's last row."""
 
     a: Baseline
@@ -212,8 +213,8 @@ class BaselineRow:
     differing_b: int
 
 
-@dataclass(frozen=True, eq=False)
-class Differing:
+@dataclass(frozen=True, repr=False, eq=False)
+class Differing(Record):
     """The elements (eligible on both sides) where the two outputs' bit patterns differ: count, per head, bool mask [QH, D]."""
 
     count: int
@@ -221,8 +222,8 @@ class Differing:
     mask: np.ndarray
 
 
-@dataclass(frozen=True, eq=False)
-class PairEmulations:
+@dataclass(frozen=True, repr=False, eq=False)
+class PairEmulations(Record):
     """The matrix of a pair with emulations requested; `rows` (request order) None with `reason` when no matrix exists."""
 
     emulated_on: str | None

@@ -18,6 +18,7 @@ from typing import Any, Mapping
 from explorer.packet.bounded import shown
 from explorer.packet.jsonparse import is_integer
 from explorer.packet.model import TENSOR_NAMES, Admission, Problem
+from explorer.packet.record import Record
 from explorer.packet.schema import MISSING, Problems, TensorDescriptor, is_sha256, pointer, tensor_descriptor
 from explorer.replay.model import (
     ARM_TENSORS,
@@ -57,8 +58,8 @@ INPUT_TENSORS = TENSOR_NAMES[:-1]  # the five inputs: inputBytes sums their byte
 STAGED_SUFFIX = ".bin"
 
 
-@dataclass(frozen=True)
-class InputFile:
+@dataclass(frozen=True, repr=False)
+class InputFile(Record):
     """input.json after its field rules: the parsed value (None when a rule broke) and the tensor descriptors."""
 
     problems: tuple[Problem, ...]
@@ -169,8 +170,8 @@ def geometry_mismatches(geometry: Mapping[str, Any], admission: Admission) -> tu
 # ---------------------------------------------------------------- result.json
 
 
-@dataclass(frozen=True)
-class ResultFile:
+@dataclass(frozen=True, repr=False)
+class ResultFile(Record):
     """An arm's result.json after its rules: the tensor descriptors that may be read (file, byteCount, sha256 valid)."""
 
     problems: tuple[Problem, ...]

@@ -16,6 +16,7 @@ import numpy as np
 from explorer.analysis.display import InlineDisplay
 from explorer.analysis.result import Analysis, Comparison, Emulation, Ulp
 from explorer.packet.model import INCONCLUSIVE, REFUSED, Problem, Reason
+from explorer.packet.record import Record
 
 ANALYZED = "analyzed"
 REPLAY_INCONCLUSIVE, REPLAY_REFUSED = INCONCLUSIVE, REFUSED
@@ -87,8 +88,8 @@ class AmbiguousPacketError(ValueError):
     """Two or more packets next to the run hash to its packetSHA256 (section 2): a usage error naming them."""
 
 
-@dataclass(frozen=True, eq=False)
-class OutputDifference:
+@dataclass(frozen=True, repr=False, eq=False)
+class OutputDifference(Record):
     """One output against another, element bit patterns as float32 (exact for every dtype; +0 and -0 differ).
 
     `per_head` counts differing elements per query head; `first_positions` are the first
@@ -103,8 +104,8 @@ class OutputDifference:
     differs: np.ndarray  # bool [QH, D]
 
 
-@dataclass(frozen=True)
-class Readback:
+@dataclass(frozen=True, repr=False)
+class Readback(Record):
     """One stored tensor read back from the paged cache against the packet's: `first` is [kvHead, token, channel]."""
 
     tensor: str
@@ -113,8 +114,8 @@ class Readback:
     first: tuple[int, int, int] | None
 
 
-@dataclass(frozen=True, eq=False)
-class ArmReferences:
+@dataclass(frozen=True, repr=False, eq=False)
+class ArmReferences(Record):
     """The arm's output against the packet's references (report-v1 blocks C and U) on its eligible heads."""
 
     primary: Comparison
@@ -124,8 +125,8 @@ class ArmReferences:
     equal_to_rounded_reference: int
 
 
-@dataclass(frozen=True)
-class Receipt:
+@dataclass(frozen=True, repr=False)
+class Receipt(Record):
     """What the arm says it did (result.json) and how its launch ended (execution.json); None where unknown."""
 
     dispatch: Any
@@ -137,8 +138,8 @@ class Receipt:
     seconds: float | None
 
 
-@dataclass(frozen=True)
-class ToolValue:
+@dataclass(frozen=True, repr=False)
+class ToolValue(Record):
     """One metric of the replay tool's analysis.json beside the explorer's: `agrees` by the contract's tolerances."""
 
     tool: float | None
@@ -146,8 +147,8 @@ class ToolValue:
     agrees: bool
 
 
-@dataclass(frozen=True, eq=False)
-class ArmResult:
+@dataclass(frozen=True, repr=False, eq=False)
+class ArmResult(Record):
     """One arm: its state, codes and problems, and the numbers of a readable output (None otherwise).
 
     `output_values` float32 [QH, D] and `output_bits` (native patterns of `output_dtype`)
@@ -180,8 +181,8 @@ class ArmResult:
         return self.output_values is not None
 
 
-@dataclass(frozen=True)
-class Matrix:
+@dataclass(frozen=True, repr=False)
+class Matrix(Record):
     """Elements that differ between every two outputs: `labels` in contract order, `mismatched[i][j]` (symmetric)."""
 
     labels: tuple[str, ...]

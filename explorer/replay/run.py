@@ -17,6 +17,7 @@ from explorer.packet.bounded import clip, shown
 from explorer.packet.files import PacketRoot, read_json_file
 from explorer.packet.jsonparse import ParsedJson, is_integer, parse_json_object, parse_json_value
 from explorer.packet.model import Problem
+from explorer.packet.record import Record
 from explorer.replay.checks import ANALYSIS_SCHEMA
 from explorer.replay.model import ARMS, TOOL_METRICS
 
@@ -28,8 +29,8 @@ ANALYSIS_JSON = "analysis.json"
 TOOL_BLOCKS = {"originalQueryReference": "primary", "referenceRoundedToOutputDType": "rounded"}
 
 
-@dataclass(frozen=True)
-class JsonDocument:
+@dataclass(frozen=True, repr=False)
+class JsonDocument(Record):
     """One JSON file of the run: `value` when read and parsed, else `problem` (its packet code and message)."""
 
     problem: Problem | None
@@ -38,8 +39,8 @@ class JsonDocument:
     identity: tuple[int, int] | None
 
 
-@dataclass(frozen=True)
-class Launch:
+@dataclass(frozen=True, repr=False)
+class Launch(Record):
     """One arm's entry of execution.json."""
 
     exit_code: int | None

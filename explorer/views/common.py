@@ -13,6 +13,7 @@ import param
 from bokeh.models import BasicTicker, CustomJSHover, FixedTicker, HoverTool
 
 from explorer.analysis.result import Analysis, Comparison, Metrics
+from explorer.packet.record import Record
 from explorer.views import head_chart, html_summary, scales
 from explorer.views.html_summary import short_number
 
@@ -176,8 +177,8 @@ def hover(tooltips: Sequence[tuple[str, str]], formatters: Mapping[str, Callable
     return {"tools": ["hover"], "hover_tooltips": list(tooltips), "hooks": [add_formatters]}
 
 
-@dataclass(frozen=True)
-class Field:
+@dataclass(frozen=True, repr=False)
+class Field(Record):
     """One hover line of a grid map: a per-cell array, its label and its formatter factory."""
 
     name: str
@@ -258,8 +259,8 @@ def ulp_map(distance: np.ndarray, fields: Sequence[Field], *, title: str, what: 
 # ---------------------------------------------------------------- continuous colour scales
 
 
-@dataclass(frozen=True)
-class ColourScale:
+@dataclass(frozen=True, repr=False)
+class ColourScale(Record):
     """Display limits of one shared colour scale, and the sentence saying how it was chosen."""
 
     clim: tuple[float, float]

@@ -8,6 +8,7 @@ import holoviews as hv
 import panel as pn
 
 from explorer.analysis.result import Analysis, Comparison, Numerics, Ulp
+from explorer.packet.record import Record
 from explorer.views import html_summary
 from explorer.views.common import (
     CONTINUOUS_CMAP,
@@ -41,8 +42,8 @@ ULP_CHART_WIDTH = 340  # one histogram with its labels and caption
 ULP_TABLE_MIN_WIDTH = 320  # the ULP table beside the histograms wraps below them when narrower
 
 
-@dataclass(frozen=True)
-class ErrorMap:
+@dataclass(frozen=True, repr=False)
+class ErrorMap(Record):
     """One map: a comparison of the output against a reference, and the ULP distance shown beside it."""
 
     title: str

@@ -14,6 +14,7 @@ from typing import Sequence
 
 import numpy as np
 
+from explorer.packet.record import Record
 from explorer.views.html_summary import esc, number, short_number
 
 PLOT_TOP = 8  # px above the plot frame (room for a marker at the top value)
@@ -46,8 +47,8 @@ HOVER_STYLE = ("<style>.head-point:hover path{stroke:#000;stroke-width:1.5}"
                ".head-point{cursor:default}</style>")
 
 
-@dataclass(frozen=True)
-class Series:
+@dataclass(frozen=True, repr=False)
+class Series(Record):
     """One series of a chart: a value per query head (NaN for null), drawn as markers, a line, or both."""
 
     label: str
@@ -57,8 +58,8 @@ class Series:
     line: str | None = None  # None, "solid" or "dashed"
 
 
-@dataclass(frozen=True)
-class Axis:
+@dataclass(frozen=True, repr=False)
+class Axis(Record):
     """A y axis: maps a value to a fraction of the frame's height and names its ticks."""
 
     low: float  # positions (log10 of the value on a log axis) at the bottom and top of the range

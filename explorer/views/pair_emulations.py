@@ -43,7 +43,7 @@ class PairEmulationsSection(pn.viewable.Viewer):
         super().__init__(**params)
         self.pair = pair
         self._choice = pn.widgets.Select(label="emulations", options=list(SETS), width=220)
-        self._button = pn.widgets.Button(label="Compute the emulation x side matrix", button_type="primary",
+        self._button = pn.widgets.Button(label="Compute the emulation x side matrix", color="primary",
                                          width=280, css_classes=["pair-emulations-compute"])
         self._progress = pn.indicators.Progress(active=True, visible=False, width=240,
                                                 css_classes=["emulation-progress"])

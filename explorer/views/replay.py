@@ -89,7 +89,7 @@ class DifferenceExplorer(pn.viewable.Viewer):
         super().__init__(**params)
         self._run = run
         self._shape = run.arms[self.arm].output_values.shape
-        self._choice = pn.widgets.RadioButtonGroup(options=readable, value=self.arm, button_type="light",
+        self._choice = pn.widgets.RadioButtonGroup(options=readable, value=self.arm, color="light",
                                                    css_classes=["replay-arm-choice"])
         self._choice.param.watch(lambda event: setattr(self, "arm", event.new), "value")
         self._legend = html_pane(_legend(run.arms[self.arm].partner is not None))

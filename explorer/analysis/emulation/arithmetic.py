@@ -16,6 +16,7 @@ from typing import Callable
 import numpy as np
 
 from explorer.packet.dtypes import narrow
+from explorer.packet.record import Record
 
 LANES = 32
 BUTTERFLY_OFFSETS = (16, 8, 4, 2, 1)
@@ -30,8 +31,8 @@ STEP_CHUNK_ELEMENTS = 1 << 18
 NARROW_CHUNK_ELEMENTS = 1 << 14
 
 
-@dataclass(frozen=True)
-class Hypotheses:
+@dataclass(frozen=True, repr=False)
+class Hypotheses(Record):
     """The arithmetic hypotheses of emulation-v2 section 3: how `exp` is evaluated, fused multiply-adds, the lane reduction."""
 
     exp: str = EXACT

@@ -9,6 +9,7 @@ from typing import Any, Callable, Mapping
 
 from explorer.analysis.emulation.arithmetic import BUTTERFLY, EXACT, EXP2_SCALED, SEQUENTIAL
 from explorer.packet.dtypes import DTYPES
+from explorer.packet.record import Record
 
 DEFAULT_SET_NAME, SWEEP_NAME = "default", "sweep"
 MLX_TWO_PASS, MLX_SINGLE_PASS, MLX_SDPA = "mlx_two_pass", "mlx_single_pass", "mlx_sdpa"
@@ -29,8 +30,8 @@ class EmulationIdError(ValueError):
     """An emulation id names an unknown kernel, parameter or value (a usage error, never packet content)."""
 
 
-@dataclass(frozen=True)
-class Parameter:
+@dataclass(frozen=True, repr=False)
+class Parameter(Record):
     """One parameter of a kernel: its name, default, what it accepts (said in errors) and how a value text is read."""
 
     name: str
@@ -75,8 +76,8 @@ FMA = Parameter("fma", "off", f"one of {_listed(FMA_VALUES)}", _one_of(tuple(FMA
 SIMD = Parameter("simd", BUTTERFLY, f"one of {BUTTERFLY}, {SEQUENTIAL}", _one_of((BUTTERFLY, SEQUENTIAL)))
 
 
-@dataclass(frozen=True)
-class Kernel:
+@dataclass(frozen=True, repr=False)
+class Kernel(Record):
     """One emulated kernel: its name, a one-line description and its parameters in their listed order."""
 
     name: str

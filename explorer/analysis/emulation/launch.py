@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from explorer.packet.record import Record
+
 MLX_VECTOR_HEAD_DIMS = (64, 96, 128, 256)  # MLX's vector kernels; D 192 is routed to unfused attention for one token
 MLX_GQA_HEAD_DIMS = (64, 128)  # the `_gqa` two-pass variant's head dims
 MLX_GQA_FACTOR = 8
@@ -26,8 +28,8 @@ GQA_VARIANT, UNFUSED, PAGED_SHAPE, MEMORY_BOUND = ("mlx_gqa_variant", "mlx_unfus
                                                    "memory_bound")
 
 
-@dataclass(frozen=True)
-class Geometry:
+@dataclass(frozen=True, repr=False)
+class Geometry(Record):
     """QH, KVH, D and T of a packet (what every launch rule reads)."""
 
     query_heads: int
@@ -40,8 +42,8 @@ class Geometry:
         return self.query_heads // self.kv_heads
 
 
-@dataclass(frozen=True)
-class NotEmulated:
+@dataclass(frozen=True, repr=False)
+class NotEmulated(Record):
     """Why an entry has no numbers: a code and a sentence."""
 
     code: str

@@ -17,13 +17,14 @@ from explorer.analysis.emulation.spec import EmulationSpec, PacketShape, Run, re
 from explorer.analysis.metrics import compare, readonly, ulp_distance
 from explorer.analysis.result import Emulation, EmulationCounts
 from explorer.packet.dtypes import narrow, promote, round_bits
+from explorer.packet.record import Record
 
 VS_OUTPUT_LABEL = "output vs emulation {id} (a counterfactual, not the reference)"
 VS_REFERENCE_LABEL = "emulation {id} vs primary reference"
 
 
-@dataclass(frozen=True)
-class EmulationInputs:
+@dataclass(frozen=True, repr=False)
+class EmulationInputs(Record):
     """What every kernel reads: promoted q [QH, D], K / V [KVH, T, D] (float32), the float32 scale and the dtypes."""
 
     queries: np.ndarray
@@ -40,8 +41,8 @@ class EmulationInputs:
         return PacketShape(self.output_dtype, Geometry(self.queries.shape[0], kv_heads, head_dim, tokens))
 
 
-@dataclass(frozen=True)
-class EmulatedOutput:
+@dataclass(frozen=True, repr=False)
+class EmulatedOutput(Record):
     """One emulation's output: values float32 [QH, D] and native output-dtype bits (NaN rows: heads not emulated).
 
     Both are None for an entry without numbers (`spec.not_emulated`).

@@ -22,6 +22,7 @@ from explorer.analysis.emulation.kernels import (
     SINGLE_PASS,
 )
 from explorer.analysis.emulation.launch import Geometry, NotEmulated
+from explorer.packet.record import Record
 
 SOURCE_SENTENCES = {
     MLX_TWO_PASS: "Emulated as MLX's sdpa_vector_2pass source computes it: blocks visit strided keys with an online "
@@ -47,16 +48,16 @@ HYPOTHESIS_SENTENCES = {
 }
 
 
-@dataclass(frozen=True)
-class PacketShape:
+@dataclass(frozen=True, repr=False)
+class PacketShape(Record):
     """What resolving an id reads from a packet: the output dtype and the geometry (None when not admitted)."""
 
     output_dtype: str | None
     geometry: Geometry | None
 
 
-@dataclass(frozen=True)
-class Run:
+@dataclass(frozen=True, repr=False)
+class Run(Record):
     """What an emulation computes: the arithmetic kernel, its launch values and its hypotheses."""
 
     kernel: str
@@ -78,8 +79,8 @@ class Run:
         return 1
 
 
-@dataclass(frozen=True)
-class EmulationSpec:
+@dataclass(frozen=True, repr=False)
+class EmulationSpec(Record):
     """A resolved emulation: kernel, every parameter's value (listed order), the normalised id and what runs.
 
     `run` is None with `not_emulated` when the launch rule or the memory bound leaves the
