@@ -1,8 +1,6 @@
 """`python -m explorer`: the same command line as the `explorer` script; no logic of its own."""
 
-import sys
-
-from explorer.cli import main
+from explorer.cli import run
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

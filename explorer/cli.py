@@ -12,10 +12,11 @@ for _variable in BLAS_THREAD_VARIABLES:
 
 import argparse  # noqa: E402
 import contextlib  # noqa: E402
+import gc  # noqa: E402
 import json  # noqa: E402
 import sys  # noqa: E402
 import warnings  # noqa: E402
-from typing import Any, Callable, Sequence  # noqa: E402
+from typing import Any, Callable, NoReturn, Sequence  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -635,6 +636,19 @@ def build_parser() -> argparse.ArgumentParser:
     _add_compare(commands)
     _add_replay(commands)
     return parser
+
+
+def run() -> NoReturn:
+    """The `explorer` script and `python -m explorer`: main(), then exit.
+
+    gc.freeze() first: the interpreter's exit would otherwise garbage-collect every object the command made,
+    modules and classes included, 40 to 100 ms of a Qwen-size analyze. Frozen objects are still freed as the
+    interpreter clears its modules; only a reference cycle left behind is not (the process is ending). Standard
+    output and error are flushed as always, atexit callbacks run as always.
+    """
+    status = main()
+    gc.freeze()
+    sys.exit(status)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
