@@ -51,6 +51,7 @@ def test_default_page_lists_every_sample_with_its_status(page, server, requested
     assert _query(page)["packet"] == first
     page.screenshot(path=artifact("default-page.png"), full_page=True)
     assert outside_requests(requested) == []
+    assert not [url for url in requested if "mathjax" in url.lower()]  # no TeX on any page (explorer/app.py)
 
 
 def test_a_tab_opened_right_after_a_packet_switch_always_shows_its_view(page, server):
