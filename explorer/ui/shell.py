@@ -181,7 +181,7 @@ class Shell(param.Parameterized):
         self._json_download = pn.widgets.FileDownload(visible=False, color="light", width=DOWNLOAD_WIDTH)
         self.packets = PacketList(self.index, badge=_list_badge, on_choose=self._choose)
         self.pairs = PairMode(self.index, self.packets, export_dir, on_change=self._on_pair)
-        self.replays = ReplayMode(self.index, self.packets, export_dir, on_change=self._on_pair)
+        self.replays = ReplayMode(self.index, self.packets, export_dir, on_change=self._on_replay)
         self.sidebar = pn.Column(self.pairs.sidebar, self.replays.sidebar, self.packets.panel,
                                  sizing_mode="stretch_width")
         self._single = pn.Column(  # the open packet's views, hidden while a pair is shown
@@ -269,6 +269,18 @@ class Shell(param.Parameterized):
         self._query_writer.query = "?" + urlencode(query, errors=URL_ERRORS)
 
     def _on_pair(self) -> None:
+        """A pair opened or closed: an open replay run gives way to it (one view beside the packet at a time)."""
+        if self.pairs.partner:
+            self.replays.close(notify=False)
+        self._on_mode()
+
+    def _on_replay(self) -> None:
+        """A replay run opened or closed: an open pair gives way to it (one view beside the packet at a time)."""
+        if self.replays.run:
+            self.pairs.close(notify=False)
+        self._on_mode()
+
+    def _on_mode(self) -> None:
         """A pair or a replay run opened or closed: the single packet's views hide while one is shown; the URL follows."""
         self._single.visible = self._export_button.visible = not (self.pairs.partner or self.replays.run)
         self._push_url()
@@ -331,7 +343,7 @@ class Shell(param.Parameterized):
         self._build(self.tab)
         self.pairs.show_packet(self.packet)
         self.replays.show_packet(self.packet)
-        self._on_pair()
+        self._on_mode()
         return notes
 
     def _build(self, slug: str) -> None:

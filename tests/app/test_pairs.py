@@ -115,3 +115,20 @@ def test_a_root_of_many_captures_of_one_selection_lists_the_first_partners_only(
     assert f'data-partners="{len(names) - 1}"' in shell.pairs._partner_note.object
     shell._open_from_query(f"?packet={names[0]}&compare={names[-1]}")
     assert shell.pairs.partner == names[-1]
+
+
+def test_a_pair_and_a_replay_run_give_way_to_each_other(shell):
+    """One view beside the packet at a time: opening a replay run closes the open pair, and the reverse."""
+    run = "replay-qwen36-pair"
+    shell._open_from_query(f"?packet={CONTIGUOUS}&compare={PAGED}")
+    assert shell.pairs.partner == PAGED
+    assert shell.replays.open(run) == []
+    assert (shell.pairs.partner, shell.replays.run) == ("", run)
+    assert shell.replays.panel.visible and not shell.pairs.panel.visible and not shell._single.visible
+    assert _url(shell).get("replay") == run and "compare" not in _url(shell)
+    assert shell.pairs.open(PAGED) == []
+    assert (shell.pairs.partner, shell.replays.run) == (PAGED, "")
+    assert shell.pairs.panel.visible and not shell.replays.panel.visible and not shell._single.visible
+    assert _url(shell).get("compare") == PAGED and "replay" not in _url(shell)
+    shell.pairs.close()
+    assert shell._single.visible and not shell.pairs.panel.visible and not shell.replays.panel.visible
