@@ -14,9 +14,9 @@ from typing import Callable, Iterator, Mapping
 
 import numpy as np
 
+from explorer.export.safeio import write_new
 from explorer.packet.dtypes import BITS_DTYPE, promote, round_bits
 from explorer.packet.model import TENSOR_NAMES
-from explorer.export.safeio import write_new
 from explorer.packet.record import Record
 from explorer.replay_samples import RunVariant, run_files
 
