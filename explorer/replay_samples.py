@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from dataclasses import dataclass
 from typing import Mapping
 
 import numpy as np
@@ -22,7 +21,7 @@ from explorer.analysis.metrics import compare
 from explorer.analysis.reference import attend
 from explorer.packet.dtypes import BITS_DTYPE, ITEM_SIZE, promote, round_bits
 from explorer.packet.model import TENSOR_NAMES
-from explorer.packet.record import Record
+from explorer.packet.record import Record, record
 from explorer.replay.checks import ANALYSIS_SCHEMA, INPUT_SCHEMA, RESULT_SCHEMA
 from explorer.replay.model import ARMS, EXPECTED_DISPATCH, NATIVE, PAGE_SIZE, SEGMENTED, SEGMENTED_TWO_FROM_TOKENS
 
@@ -42,7 +41,7 @@ ALLOCATION_MARGIN_BYTES = 16 * MIB
 SEGMENT_TARGET_PAGES = 257
 
 
-@dataclass(frozen=True, repr=False)
+@record
 class RunVariant(Record):
     """What differs between the sample runs: a failed arm (no directory, exit code, no analysis.json) or a readback fault."""
 

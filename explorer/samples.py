@@ -8,7 +8,7 @@ import errno
 import hashlib
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Callable, Iterator, Mapping
 
@@ -17,7 +17,7 @@ import numpy as np
 from explorer.export.safeio import write_new
 from explorer.packet.dtypes import BITS_DTYPE, promote, round_bits
 from explorer.packet.model import TENSOR_NAMES
-from explorer.packet.record import Record
+from explorer.packet.record import Record, record
 from explorer.replay_samples import RunVariant, run_files
 
 SCHEMA = "darkbloom.attention-packet.v1"
@@ -59,7 +59,7 @@ QWEN_SMALL_TOKENS = 64
 FULL_SAMPLE_NAME = "qwen36-bf16-full-t5585"
 
 
-@dataclass(frozen=True, repr=False)
+@record
 class PacketSpec(Record):
     """Everything needed to write one packet: descriptor parts, the snapshot and native tensor bits.
 

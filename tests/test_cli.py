@@ -67,6 +67,22 @@ def test_usage_errors_exit_2(capsys, argv):
 def test_help_exits_0(capsys):
     code, out, _ = run(capsys, "analyze", "--help")
     assert code == 0 and "PACKET" in out
+    code, out, _ = run(capsys, "--help")
+    assert code == 0 and all(f"    {name}" in out for name in cli.COMMANDS)
+
+
+@pytest.mark.parametrize("argv", [
+    ["analyze", "--help"], ["compare", "a"], ["triage", "--help"], ["replay", "--help"], ["samples", "--out"],
+    ["report", "p", "--out"], ["analyze", "p", "--bogus"], ["--version"],
+])
+def test_a_named_command_gets_the_messages_of_the_whole_parser(capsys, argv):
+    """The parser built for the one command a line names says what the parser of every command says."""
+    said = []
+    for parser in (cli.build_parser(), cli.build_parser(argv[0] if argv[0] in cli.COMMANDS else None)):
+        with pytest.raises(SystemExit) as exit_:
+            parser.parse_args(argv)
+        said.append((exit_.value.code, *capsys.readouterr()))
+    assert said[0] == said[1] and said[0][1] + said[0][2] != ""
 
 
 def test_output_is_written_and_never_overwritten(capsys, tmp_path):

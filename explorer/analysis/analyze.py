@@ -14,7 +14,6 @@ import dataclasses
 import os
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
 from time import perf_counter
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, MutableMapping, Sequence, TypeVar
 
@@ -28,7 +27,7 @@ from explorer.analysis.shared_references import clear_references
 from explorer.analysis.single_flight import SingleFlight
 from explorer.packet.admission import admit
 from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED, TENSOR_NAMES, Admission, Reason
-from explorer.packet.record import Record
+from explorer.packet.record import Record, record
 
 if TYPE_CHECKING:
     from explorer.analysis.emulation import EmulatedOutput
@@ -42,7 +41,7 @@ ContentKey = tuple[str, str | None, tuple[str, ...], bool]
 T = TypeVar("T")
 
 
-@dataclass(frozen=True, repr=False)
+@record
 class _Computed(Record):
     facts: TensorFacts | None
     numerics: Numerics | None

@@ -9,8 +9,10 @@ from __future__ import annotations
 from importlib import import_module
 from typing import ClassVar
 
+from explorer.packet.record import Record
 
-class InlineDisplay:
+
+class InlineDisplay(Record):
     """Mixin: `_repr_html_`, `_repr_pretty_`, `.views` and `__panel__` from the module named DISPLAY_MODULE.
 
     That module provides `summary_html(result)`, `summary_text(result)` and

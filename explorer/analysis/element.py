@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from explorer.analysis.result import Analysis, Comparison, Rounded, Ulp
 from explorer.packet.dtypes import FIELD_BITS
-from explorer.packet.record import Record
+from explorer.packet.record import Record, record
 
 NO_TENSORS = ("no element values: the packet's tensor files did not all verify (refused or unreadable), "
               "so nothing in them is interpreted")
@@ -28,7 +27,7 @@ INDEX_PATTERN = re.compile(r"([0-9]{1,9})(?:,([0-9]{1,9}))?", re.ASCII)
 INELIGIBLE = "the head is ineligible (NaN or infinity in its queries, keys or values): no reference"
 
 
-@dataclass(frozen=True, repr=False)
+@record
 class RoundedElement(Record):
     """The primary reference of one element rounded (RNE) to `dtype`, and the output's distance to it."""
 
@@ -40,7 +39,7 @@ class RoundedElement(Record):
     ulp: int | None
 
 
-@dataclass(frozen=True, repr=False)
+@record
 class Element(Record):
     """Everything about output element [head, channel]: values, native patterns, differences, ULP distances.
 

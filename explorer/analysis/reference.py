@@ -23,13 +23,12 @@ the same operations in the same order whichever thread runs its batch.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
 from explorer.analysis.result import HeadAttention
 from explorer.packet.parallel import run_on_threads
-from explorer.packet.record import Record
+from explorer.packet.record import Record, record
 
 TOP_TOKENS = 5
 NARROW_STORAGE_DTYPES = ("float16", "bfloat16")
@@ -44,7 +43,7 @@ QUERIES_NOT_FLOAT32 = "queries_not_float32"
 STORAGE_NOT_NARROW = "storage_not_narrow"
 
 
-@dataclass(frozen=True, repr=False)
+@record
 class AttentionPass(Record):
     """One evaluation of the formula for every query head, in one float dtype.
 

@@ -4,14 +4,12 @@ Arrays held here are read-only numpy arrays. Per-head tuples are indexed by quer
 head (or KV head for `perKvHead`). Nothing here is a verdict: only numbers,
 labels and reasons.
 
-A class holding numpy arrays (directly or in a field) is declared `eq=False`: `==` between two of them is
-identity, as for the arrays' own truth value, and they hash by identity (field-wise equality could only
-raise on an array, and generating it costs every process start).
+A record holding numpy arrays (directly or in a field) is declared `@record(eq=False)`: `==` between two of
+them is identity, as for the arrays' own truth value (explorer/packet/record.py).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Mapping
 
 import numpy as np
@@ -26,13 +24,13 @@ from explorer.packet.dtypes import (  # noqa: F401  (codes of NonfiniteMap.kinds
     SIGNALING_NAN,
 )
 from explorer.packet.model import Admission, Reason
-from explorer.packet.record import Record
+from explorer.packet.record import Record, record
 
 
 # ---------------------------------------------------------------- tensor facts
 
 
-@dataclass(frozen=True, repr=False, eq=False)
+@record(eq=False)
 class NonfiniteMap(Record):
     """Nonfinite counts of one tensor, its first locations and the full per-element map.
 
@@ -58,7 +56,7 @@ class NonfiniteMap(Record):
         return self.nan + self.positive_infinity + self.negative_infinity
 
 
-@dataclass(frozen=True, repr=False, eq=False)
+@record(eq=False)
 class LastRow(Record):
     """Bitwise comparison of stored[0, :, T-1, :] against incoming[0, :, 0, :] (keys or values).
 
@@ -84,7 +82,7 @@ class LastRow(Record):
     bit_position_counts: np.ndarray
 
 
-@dataclass(frozen=True, repr=False, eq=False)
+@record(eq=False)
 class TensorFacts(Record):
     """Facts reported for every packet whose six files verified and geometry holds."""
 
@@ -96,7 +94,7 @@ class TensorFacts(Record):
 # ---------------------------------------------------------------- numerics
 
 
-@dataclass(frozen=True, repr=False)
+@record
 class Metrics(Record):
     """One metric block `M` of report-v1.md: FP64 linf / rmse / relativeL2, or None with a reason.
 
@@ -112,7 +110,7 @@ class Metrics(Record):
     nonfinite_reference: Mapping[str, int]
 
 
-@dataclass(frozen=True, repr=False, eq=False)
+@record(eq=False)
 class Comparison(Record):
     """A comparison `C` of an actual [QH, D] tensor against a reference [QH, D].
 
@@ -131,7 +129,7 @@ class Comparison(Record):
     abs_error: np.ndarray
 
 
-@dataclass(frozen=True, repr=False, eq=False)
+@record(eq=False)
 class Ulp(Record):
     """ULP distance between output and a rounded reference (report-v1.md `U`).
 
@@ -146,7 +144,7 @@ class Ulp(Record):
     distance: np.ndarray
 
 
-@dataclass(frozen=True, repr=False, eq=False)
+@record(eq=False)
 class Rounded(Record):
     """The primary reference rounded (RNE) to `dtype` and promoted back, compared with the output."""
 
@@ -158,7 +156,7 @@ class Rounded(Record):
     rounded_bits: np.ndarray
 
 
-@dataclass(frozen=True, repr=False, eq=False)
+@record(eq=False)
 class NarrowedQuery(Record):
     """The narrowed-Q counterfactual: q' = round(q, storage dtype), reference recomputed from q'."""
 
@@ -171,7 +169,7 @@ class NarrowedQuery(Record):
     reference: np.ndarray
 
 
-@dataclass(frozen=True, repr=False, eq=False)
+@record(eq=False)
 class Fp64Diagnostic(Record):
     """The same formula in FP64: the primary reference's own rounding, never a replacement."""
 
@@ -181,7 +179,7 @@ class Fp64Diagnostic(Record):
     reference: np.ndarray
 
 
-@dataclass(frozen=True, repr=False)
+@record
 class HeadAttention(Record):
     """Attention diagnostics of one query head (values None with `undefined_reason`)."""
 
@@ -195,7 +193,7 @@ class HeadAttention(Record):
     undefined_reason: str | None
 
 
-@dataclass(frozen=True, repr=False, eq=False)
+@record(eq=False)
 class Numerics(Record):
     """Everything computed once a packet passes the first two inconclusive tables.
 
@@ -216,7 +214,7 @@ class Numerics(Record):
     score: Score
 
 
-@dataclass(frozen=True, repr=False, eq=False)
+@record(eq=False)
 class Emulation(Record):
     """One kernel-arithmetic emulation scored against the output (emulation-v1 section 3, v2 section 6): a counterfactual.
 
@@ -250,7 +248,7 @@ class Emulation(Record):
     bit_equal_decisive_per_head: tuple[int | None, ...] | None = None
 
 
-@dataclass(frozen=True, repr=False, eq=False)
+@record(eq=False)
 class Decisive(Record):
     """The eligible output elements where the emulations with numbers are not all bit-identical (emulation-v2 section 4).
 
@@ -264,7 +262,7 @@ class Decisive(Record):
     mask: np.ndarray
 
 
-@dataclass(frozen=True, repr=False)
+@record
 class Baseline(Record):
     """The primary reference rounded to the output dtype, counted like an emulation: the table's last row."""
 
@@ -274,7 +272,7 @@ class Baseline(Record):
     bit_equal_decisive_per_head: tuple[int | None, ...] | None
 
 
-@dataclass(frozen=True, repr=False, eq=False)
+@record(eq=False)
 class EmulationCounts(Record):
     """What the emulations of one request tell apart: the decisive elements (None with fewer than two) and the baseline."""
 
@@ -285,7 +283,7 @@ class EmulationCounts(Record):
 # ---------------------------------------------------------------- the result
 
 
-@dataclass(frozen=True, repr=False, eq=False)
+@record(eq=False)
 class Analysis(InlineDisplay):
     """The whole analysis of one packet: admission, tensor facts, numerics and final status.
 

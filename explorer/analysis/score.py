@@ -15,18 +15,17 @@ dtype scores at most 1; an element k output ULPs away scores about 2k.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
 
 from explorer.packet.dtypes import FIELD_BITS
-from explorer.packet.record import Record
+from explorer.packet.record import Record, record
 
 ROUNDING_ALLOWANCE = 0.5  # in units of the output dtype's spacing: what round-to-nearest may move a value
 
 
-@dataclass(frozen=True, repr=False)
+@record
 class Score(Record):
     """The packet score and its per-head parts (None: the head is not compared).
 

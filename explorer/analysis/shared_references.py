@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
 from typing import Hashable, Mapping
 
 import numpy as np
@@ -22,14 +21,14 @@ from explorer.analysis.reference import AttentionPass, attend
 from explorer.analysis.single_flight import SingleFlight
 from explorer.packet.dtypes import narrow
 from explorer.packet.model import NativeTensor
-from explorer.packet.record import Record
+from explorer.packet.record import Record, record
 
 REFERENCE_CACHE_ENTRIES = 4  # input sets kept: a pair or a replay needs one, an app session a few
 REFERENCE_CACHE_BYTES = 256 * 1024 * 1024  # summed array bytes kept (the weights are QH x T float32)
 INPUT_TENSORS = ("queries", "storedKeys", "storedValues")  # what the references read
 
 
-@dataclass(frozen=True, repr=False)
+@record
 class References(Record):
     """The primary FP32 pass (weights kept), the FP64 reference, and the narrowed queries and their FP32
     reference (None when the packet has no narrowed-Q counterfactual)."""

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import os
 from collections import deque
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
-from explorer.packet.record import Record
+from explorer.packet.record import Record, record
 
 PACKET_FILE = "packet.json"
 MAX_DEPTH = 2  # a packet is a directory one or two levels below the root
@@ -16,7 +15,7 @@ ROOT_ENV = "EXPLORER_PACKET_ROOT"
 SAMPLES_DIR = "sample_packets"
 
 
-@dataclass(frozen=True, repr=False)
+@record
 class Entry(Record):
     """One listed packet: its name (a '/'-separated path relative to the root) and its directory."""
 

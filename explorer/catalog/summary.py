@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
-from dataclasses import dataclass
 from typing import Any, Iterable
 
 from explorer.analysis.analyze import analyze
@@ -19,7 +18,7 @@ from explorer.analysis.ranking import selection_key, worst_head, worst_ulp_per_h
 from explorer.analysis.result import Analysis
 from explorer.catalog.workers import WorkerCrashed, WorkerTimedOut
 from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED
-from explorer.packet.record import Record
+from explorer.packet.record import Record, record
 
 ERROR = "error"  # not an analysis status: the summary could not be made (a crashed worker), see `codes`
 WORKER_CRASHED = "worker_crashed"
@@ -30,7 +29,7 @@ STATUS_ORDER = (ANALYZED, INCONCLUSIVE, REFUSED, ERROR)
 SelectionKey = tuple[tuple[str, Any], ...]
 
 
-@dataclass(frozen=True, repr=False)
+@record
 class PacketSummary(Record):
     """One packet in a list: status, codes and its ranking numbers (None where undefined)."""
 

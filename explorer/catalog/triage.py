@@ -14,7 +14,6 @@ import json
 import sys
 import time
 from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Sequence, TextIO
 
@@ -24,12 +23,12 @@ from explorer.catalog.summary import (STATUS_ORDER, PacketSummary, failed_summar
                                        summary_json, triage_order)
 from explorer.catalog.limits import DEFAULT_TIMEOUT_S, MAX_JOBS
 from explorer.catalog.workers import jobs_for, map_isolated
-from explorer.packet.record import Record
+from explorer.packet.record import Record, record
 
 PROGRESS_WIDTH = 40  # characters of the progress bar
 
 
-@dataclass(frozen=True, repr=False)
+@record
 class Triaged(Record):
     """One packet's line of the triage: its name under the root and its summary."""
 

@@ -24,13 +24,12 @@ import os
 import stat
 from collections import deque
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Iterator, Sequence
 
 from explorer.packet.bounded import quoted
 from explorer.packet.model import Problem
 from explorer.packet.parallel import run_on_threads
-from explorer.packet.record import Record
+from explorer.packet.record import Record, record
 
 PACKET_JSON = "packet.json"
 JSON_SIZE_LIMIT = 256 * 1024  # packet.json and the metadata file, by their actual size
@@ -48,7 +47,7 @@ _FILE_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S
                (stat.S_ISLNK, "a symbolic link"))
 
 
-@dataclass(frozen=True, repr=False)
+@record
 class FileRequest(Record):
     """One descriptor's file: `key` is the descriptor's JSON pointer (e.g. `/tensors/queries`).
 
@@ -64,7 +63,7 @@ class FileRequest(Record):
     json_file: bool = False
 
 
-@dataclass(frozen=True, repr=False)
+@record
 class FileOutcome(Record):
     """What section 5 established about one file: its problems and, when read, the bytes and their hash.
 
@@ -78,7 +77,7 @@ class FileOutcome(Record):
     verified: bool
 
 
-@dataclass(frozen=True, repr=False)
+@record
 class PacketRoot(Record):
     """The open packet directory: its descriptor and the components of its own path (for absolute link targets)."""
 
@@ -93,7 +92,7 @@ class PacketRoot(Record):
         return parts[len(self.parts):]
 
 
-@dataclass(frozen=True, repr=False)
+@record
 class PacketFile(Record):
     """packet.json as read: the open packet directory, the bytes, their hash and the file's identity."""
 

@@ -19,11 +19,10 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from explorer.packet.bounded import quoted
-from explorer.packet.record import Record
+from explorer.packet.record import Record, record
 
 MAX_DEPTH = 64
 MAX_INT_DIGITS = 4000
@@ -33,7 +32,7 @@ _SCANNED = re.compile(r'["\\\[\]{}]')
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-@dataclass(frozen=True, repr=False)
+@record
 class OversizedInteger(Record):
     """A JSON integer literal with more than MAX_INT_DIGITS digits, kept only by its digit count."""
 
@@ -44,7 +43,7 @@ class OversizedInteger(Record):
         return f"{'-' if self.negative else ''}<integer of {self.digits} digits>"
 
 
-@dataclass(frozen=True, repr=False)
+@record
 class ParsedJson(Record):
     """The outcome of parsing: `value` (a dict for parse_json_object) when valid, else `error`; `text` when the bytes were UTF-8."""
 

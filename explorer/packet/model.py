@@ -6,12 +6,11 @@ explorer.analysis.result.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Mapping
 
 import numpy as np
 
-from explorer.packet.record import Record
+from explorer.packet.record import Record, record
 
 TENSOR_NAMES = ("queries", "storedKeys", "storedValues", "incomingKeys", "incomingValues", "output")
 
@@ -20,7 +19,7 @@ INCONCLUSIVE = "inconclusive"
 ANALYZED = "analyzed"
 
 
-@dataclass(frozen=True, repr=False)
+@record
 class Problem(Record):
     """One refusal: a stable code, the JSON pointer at fault (or None) and free text."""
 
@@ -29,7 +28,7 @@ class Problem(Record):
     message: str
 
 
-@dataclass(frozen=True, repr=False)
+@record
 class Reason(Record):
     """One inconclusive reason: a stable code and free text."""
 
@@ -37,7 +36,7 @@ class Reason(Record):
     message: str
 
 
-@dataclass(frozen=True, repr=False, eq=False)
+@record(eq=False)
 class NativeTensor(Record):
     """One verified tensor: its native bit patterns and their exact FP32 promotion.
 
@@ -54,7 +53,7 @@ class NativeTensor(Record):
     values: np.ndarray
 
 
-@dataclass(frozen=True, repr=False, eq=False)
+@record(eq=False)
 class Admission(Record):
     """Everything admission established about one packet (packet-v1.md sections 2-6).
 

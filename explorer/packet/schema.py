@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
 from typing import Any, Mapping
 
 from explorer.packet.bounded import clip, quoted, shown, shown_int, shown_list
@@ -19,7 +18,7 @@ from explorer.packet.dtypes import DTYPES, ITEM_SIZE
 from explorer.packet.files import JSON_SIZE_LIMIT, TENSOR_SIZE_LIMIT, relative_path_problem
 from explorer.packet.jsonparse import is_integer, json_type
 from explorer.packet.model import TENSOR_NAMES, Problem
-from explorer.packet.record import Record
+from explorer.packet.record import Record, record
 
 SCHEMA = "darkbloom.attention-packet.v1"
 BACKENDS = ("paged", "contiguous")
@@ -78,7 +77,7 @@ class Problems:
         return holds
 
 
-@dataclass(frozen=True, repr=False)
+@record
 class TensorDescriptor(Record):
     """One tensor entry of packet.json, each part None when it broke its rule.
 
@@ -99,7 +98,7 @@ class TensorDescriptor(Record):
     byte_count_valid: bool
 
 
-@dataclass(frozen=True, repr=False)
+@record
 class Descriptor(Record):
     """packet.json after the section 2 field rules: the values that held their rule (None otherwise)."""
 

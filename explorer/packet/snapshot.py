@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import math
 import struct
-from dataclasses import dataclass
 from typing import Any, Mapping
 
 from explorer.packet.bounded import quoted, shown, shown_int
 from explorer.packet.dtypes import DTYPES
 from explorer.packet.jsonparse import is_integer
 from explorer.packet.model import Problem
-from explorer.packet.record import Record
+from explorer.packet.record import Record, record
 from explorer.packet.schema import MISSING, Descriptor, Problems, integer_in, pointer
 
 MAX_RECORDS = 128
@@ -51,7 +50,7 @@ SAMPLE_KEYS = ("forwardSucceeded", "sampleOutcome", "seedToken", "targetToken", 
 RECORD = ("records", 0)
 
 
-@dataclass(frozen=True, repr=False)
+@record
 class Snapshot(Record):
     """The interpreted snapshot.
 

@@ -7,7 +7,6 @@ equality), as in explorer.analysis.result.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Mapping
 
 import numpy as np
@@ -15,7 +14,7 @@ import numpy as np
 from explorer.analysis.display import InlineDisplay
 from explorer.analysis.result import Analysis, Baseline, Comparison, Emulation, Metrics, Ulp
 from explorer.packet.model import Problem, Reason
-from explorer.packet.record import Record
+from explorer.packet.record import Record, record
 
 SIDES = ("a", "b")
 INPUT_NAMES = ("queries", "storedKeys", "storedValues", "incomingKeys", "incomingValues")
@@ -51,7 +50,7 @@ class SamePacketError(ValueError):
     """Both sides name the same packet.json (same path, link or (st_dev, st_ino)): a usage error, not a pair."""
 
 
-@dataclass(frozen=True, repr=False)
+@record
 class SideRefusal(Record):
     """One refusal of one side."""
 
@@ -59,14 +58,14 @@ class SideRefusal(Record):
     problem: Problem
 
 
-@dataclass(frozen=True, repr=False)
+@record
 class SelectionDifference(Record):
     field: str
     a: Any
     b: Any
 
 
-@dataclass(frozen=True, repr=False)
+@record
 class BitDifference(Record):
     """Bitwise comparison of one tensor's native patterns on both sides (same dtype and shape).
 
@@ -84,7 +83,7 @@ class BitDifference(Record):
     bit_flips: Mapping[str, int]
 
 
-@dataclass(frozen=True, repr=False)
+@record
 class Inputs(Record):
     """Byte facts of the five input tensors; `identical` when all five are."""
 
@@ -92,7 +91,7 @@ class Inputs(Record):
     tensors: Mapping[str, BitDifference]
 
 
-@dataclass(frozen=True, repr=False, eq=False)
+@record(eq=False)
 class OutputDifference(Record):
     """Output a against output b. Bitwise fields are None when the output dtypes differ.
 
@@ -110,7 +109,7 @@ class OutputDifference(Record):
     difference: Comparison
 
 
-@dataclass(frozen=True, repr=False)
+@record
 class LadderRow(Record):
     """One side's row of the incident table, read from that side's own analysis."""
 
@@ -121,7 +120,7 @@ class LadderRow(Record):
     compared: int
 
 
-@dataclass(frozen=True, repr=False)
+@record
 class NearerCounts(Record):
     a: int
     b: int
@@ -129,7 +128,7 @@ class NearerCounts(Record):
     undefined: int
 
 
-@dataclass(frozen=True, repr=False, eq=False)
+@record(eq=False)
 class Nearer(Record):
     """Which output is nearer the shared primary reference, per element (`map`, int8 codes NEARER_A ...)."""
 
@@ -138,7 +137,7 @@ class Nearer(Record):
     map: np.ndarray
 
 
-@dataclass(frozen=True, repr=False)
+@record
 class Tokens(Record):
     """`seed_token` is None when the sides disagree on it (then listed in the selection differences)."""
 
@@ -151,7 +150,7 @@ class Tokens(Record):
         return self.target_a != self.target_b
 
 
-@dataclass(frozen=True, repr=False, eq=False)
+@record(eq=False)
 class Pair(InlineDisplay):
     """The comparison of two analyses (compare-v1.md). `a` and `b` are the sides' own immutable results.
 
@@ -189,7 +188,7 @@ class Pair(InlineDisplay):
         return build_comparison_report(self)
 
 
-@dataclass(frozen=True, repr=False, eq=False)
+@record(eq=False)
 class MatrixRow(Record):
     """One emulation scored against side a (`a`) and side b (`b`), each that side's own Emulation entry.
 
@@ -203,7 +202,7 @@ class MatrixRow(Record):
     differing_b: int | None
 
 
-@dataclass(frozen=True, repr=False)
+@record
 class BaselineRow(Record):
     """The rounded reference counted like an emulation against each side: the matrix's last row."""
 
@@ -213,7 +212,7 @@ class BaselineRow(Record):
     differing_b: int
 
 
-@dataclass(frozen=True, repr=False, eq=False)
+@record(eq=False)
 class Differing(Record):
     """The elements (eligible on both sides) where the two outputs' bit patterns differ: count, per head, bool mask [QH, D]."""
 
@@ -222,7 +221,7 @@ class Differing(Record):
     mask: np.ndarray
 
 
-@dataclass(frozen=True, repr=False, eq=False)
+@record(eq=False)
 class PairEmulations(Record):
     """The matrix of a pair with emulations requested; `rows` (request order) None with `reason` when no matrix exists."""
 

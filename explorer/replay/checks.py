@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass
 from typing import Any, Mapping
 
 from explorer.packet.bounded import shown
 from explorer.packet.jsonparse import is_integer
 from explorer.packet.model import TENSOR_NAMES, Admission, Problem
-from explorer.packet.record import Record
+from explorer.packet.record import Record, record
 from explorer.packet.schema import MISSING, Problems, TensorDescriptor, is_sha256, pointer, tensor_descriptor
 from explorer.replay.model import (
     ARM_TENSORS,
@@ -58,7 +57,7 @@ INPUT_TENSORS = TENSOR_NAMES[:-1]  # the five inputs: inputBytes sums their byte
 STAGED_SUFFIX = ".bin"
 
 
-@dataclass(frozen=True, repr=False)
+@record
 class InputFile(Record):
     """input.json after its field rules: the parsed value (None when a rule broke) and the tensor descriptors."""
 
@@ -170,7 +169,7 @@ def geometry_mismatches(geometry: Mapping[str, Any], admission: Admission) -> tu
 # ---------------------------------------------------------------- result.json
 
 
-@dataclass(frozen=True, repr=False)
+@record
 class ResultFile(Record):
     """An arm's result.json after its rules: the tensor descriptors that may be read (file, byteCount, sha256 valid)."""
 

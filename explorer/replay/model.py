@@ -8,7 +8,6 @@ explorer.analysis.result.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Mapping
 
 import numpy as np
@@ -16,7 +15,7 @@ import numpy as np
 from explorer.analysis.display import InlineDisplay
 from explorer.analysis.result import Analysis, Comparison, Emulation, Ulp
 from explorer.packet.model import INCONCLUSIVE, REFUSED, Problem, Reason
-from explorer.packet.record import Record
+from explorer.packet.record import Record, record
 
 ANALYZED = "analyzed"
 REPLAY_INCONCLUSIVE, REPLAY_REFUSED = INCONCLUSIVE, REFUSED
@@ -88,7 +87,7 @@ class AmbiguousPacketError(ValueError):
     """Two or more packets next to the run hash to its packetSHA256 (section 2): a usage error naming them."""
 
 
-@dataclass(frozen=True, repr=False, eq=False)
+@record(eq=False)
 class OutputDifference(Record):
     """One output against another, element bit patterns as float32 (exact for every dtype; +0 and -0 differ).
 
@@ -104,7 +103,7 @@ class OutputDifference(Record):
     differs: np.ndarray  # bool [QH, D]
 
 
-@dataclass(frozen=True, repr=False)
+@record
 class Readback(Record):
     """One stored tensor read back from the paged cache against the packet's: `first` is [kvHead, token, channel]."""
 
@@ -114,7 +113,7 @@ class Readback(Record):
     first: tuple[int, int, int] | None
 
 
-@dataclass(frozen=True, repr=False, eq=False)
+@record(eq=False)
 class ArmReferences(Record):
     """The arm's output against the packet's references (report-v1 blocks C and U) on its eligible heads."""
 
@@ -125,7 +124,7 @@ class ArmReferences(Record):
     equal_to_rounded_reference: int
 
 
-@dataclass(frozen=True, repr=False)
+@record
 class Receipt(Record):
     """What the arm says it did (result.json) and how its launch ended (execution.json); None where unknown."""
 
@@ -138,7 +137,7 @@ class Receipt(Record):
     seconds: float | None
 
 
-@dataclass(frozen=True, repr=False)
+@record
 class ToolValue(Record):
     """One metric of the replay tool's analysis.json beside the explorer's: `agrees` by the contract's tolerances."""
 
@@ -147,7 +146,7 @@ class ToolValue(Record):
     agrees: bool
 
 
-@dataclass(frozen=True, repr=False, eq=False)
+@record(eq=False)
 class ArmResult(Record):
     """One arm: its state, codes and problems, and the numbers of a readable output (None otherwise).
 
@@ -181,7 +180,7 @@ class ArmResult(Record):
         return self.output_values is not None
 
 
-@dataclass(frozen=True, repr=False)
+@record
 class Matrix(Record):
     """Elements that differ between every two outputs: `labels` in contract order, `mismatched[i][j]` (symmetric)."""
 
@@ -190,7 +189,7 @@ class Matrix(Record):
     compared: int
 
 
-@dataclass(frozen=True, repr=False, eq=False)
+@record(eq=False)
 class Replay(InlineDisplay):
     """The replay run against its packet (and partner): replay-v1.md's one immutable result.
 

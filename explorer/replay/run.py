@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
 from typing import Any, Callable
 
 from explorer.packet.bounded import clip, shown
 from explorer.packet.files import PacketRoot, read_json_file
 from explorer.packet.jsonparse import ParsedJson, is_integer, parse_json_object, parse_json_value
 from explorer.packet.model import Problem
-from explorer.packet.record import Record
+from explorer.packet.record import Record, record
 from explorer.replay.checks import ANALYSIS_SCHEMA
 from explorer.replay.model import ARMS, TOOL_METRICS
 
@@ -29,7 +28,7 @@ ANALYSIS_JSON = "analysis.json"
 TOOL_BLOCKS = {"originalQueryReference": "primary", "referenceRoundedToOutputDType": "rounded"}
 
 
-@dataclass(frozen=True, repr=False)
+@record
 class JsonDocument(Record):
     """One JSON file of the run: `value` when read and parsed, else `problem` (its packet code and message)."""
 
@@ -39,7 +38,7 @@ class JsonDocument(Record):
     identity: tuple[int, int] | None
 
 
-@dataclass(frozen=True, repr=False)
+@record
 class Launch(Record):
     """One arm's entry of execution.json."""
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
 import holoviews as hv
@@ -13,7 +12,7 @@ import param
 from bokeh.models import BasicTicker, CustomJSHover, FixedTicker, HoverTool
 
 from explorer.analysis.result import Analysis, Comparison, Metrics
-from explorer.packet.record import Record
+from explorer.packet.record import Record, record
 from explorer.views import head_chart, html_summary, scales
 from explorer.views.html_summary import short_number
 
@@ -177,7 +176,7 @@ def hover(tooltips: Sequence[tuple[str, str]], formatters: Mapping[str, Callable
     return {"tools": ["hover"], "hover_tooltips": list(tooltips), "hooks": [add_formatters]}
 
 
-@dataclass(frozen=True, repr=False)
+@record
 class Field(Record):
     """One hover line of a grid map: a per-cell array, its label and its formatter factory."""
 
@@ -259,7 +258,7 @@ def ulp_map(distance: np.ndarray, fields: Sequence[Field], *, title: str, what: 
 # ---------------------------------------------------------------- continuous colour scales
 
 
-@dataclass(frozen=True, repr=False)
+@record
 class ColourScale(Record):
     """Display limits of one shared colour scale, and the sentence saying how it was chosen."""
 

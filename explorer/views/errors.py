@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 import holoviews as hv
 import panel as pn
 
 from explorer.analysis.result import Analysis, Comparison, Numerics, Ulp
-from explorer.packet.record import Record
+from explorer.packet.record import Record, record
 from explorer.views import html_summary
 from explorer.views.common import (
     CONTINUOUS_CMAP,
@@ -42,7 +41,7 @@ ULP_CHART_WIDTH = 340  # one histogram with its labels and caption
 ULP_TABLE_MIN_WIDTH = 320  # the ULP table beside the histograms wraps below them when narrower
 
 
-@dataclass(frozen=True, repr=False)
+@record
 class ErrorMap(Record):
     """One map: a comparison of the output against a reference, and the ULP distance shown beside it."""
 

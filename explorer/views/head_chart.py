@@ -9,12 +9,11 @@ and markers never stretch with the width.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
 
-from explorer.packet.record import Record
+from explorer.packet.record import Record, record
 from explorer.views.html_summary import esc, number, short_number
 
 PLOT_TOP = 8  # px above the plot frame (room for a marker at the top value)
@@ -47,7 +46,7 @@ HOVER_STYLE = ("<style>.head-point:hover path{stroke:#000;stroke-width:1.5}"
                ".head-point{cursor:default}</style>")
 
 
-@dataclass(frozen=True, repr=False)
+@record
 class Series(Record):
     """One series of a chart: a value per query head (NaN for null), drawn as markers, a line, or both."""
 
@@ -58,7 +57,7 @@ class Series(Record):
     line: str | None = None  # None, "solid" or "dashed"
 
 
-@dataclass(frozen=True, repr=False)
+@record
 class Axis(Record):
     """A y axis: maps a value to a fraction of the frame's height and names its ticks."""
 

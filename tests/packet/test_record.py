@@ -1,23 +1,27 @@
-"""The shared record repr (explorer/packet/record.py) is the repr dataclasses would generate."""
+"""The shared record methods (explorer/packet/record.py) behave as the ones `@dataclass(frozen=True)` generates."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import pickle
 from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
 
-from explorer.analysis.result import Metrics
-from explorer.packet.record import Record
+from explorer.analysis.result import Analysis, Metrics, NonfiniteMap
+from explorer.packet.model import Reason
+from explorer.packet.record import Record, record
 
 
-@dataclass(frozen=True, repr=False)
+@record
 class Shared(Record):
     name: str
     count: int
     values: tuple = ()
     hidden: float = field(default=0.5, repr=False)
+    listed: list = field(default_factory=list, compare=False)
 
 
 @dataclass(frozen=True)
@@ -26,22 +30,85 @@ class Generated:
     count: int
     values: tuple = ()
     hidden: float = field(default=0.5, repr=False)
+    listed: list = field(default_factory=list, compare=False)
 
 
-@pytest.mark.parametrize("arguments", [("a", 1), ("quote'\"", -3, (1.5, None, "x")), ("", 0, (np.float32(2),), 9.0)])
+@record(eq=False)
+class Holding(Record):
+    array: np.ndarray
+    label: str = "x"
+
+
+ARGUMENTS = [("a", 1), ("quote'\"", -3, (1.5, None, "x")), ("", 0, (np.float32(2),), 9.0)]
+
+
+@pytest.mark.parametrize("arguments", ARGUMENTS)
 def test_the_shared_repr_is_the_generated_one(arguments):
     expected = repr(Generated(*arguments)).replace("Generated(", "Shared(", 1)
     assert repr(Shared(*arguments)) == expected
 
 
+@pytest.mark.parametrize("arguments", ARGUMENTS)
+def test_equality_and_hash_are_the_generated_ones(arguments):
+    changed = (arguments[0] + "!", *arguments[1:])
+    assert (Shared(*arguments) == Shared(*arguments)) is (Generated(*arguments) == Generated(*arguments)) is True
+    assert (Shared(*arguments) == Shared(*changed)) is (Generated(*arguments) == Generated(*changed)) is False
+    assert hash(Shared(*arguments)) == hash(Generated(*arguments))  # both hash the tuple of compared fields
+    assert Shared(*arguments) == Shared(*arguments, listed=[1])  # compare=False fields are left out
+    assert Shared(*arguments) != Generated(*arguments) and Shared(*arguments) != arguments
+    assert len({Shared(*arguments), Shared(*arguments)}) == 1
+
+
 def test_records_stay_frozen_and_nest():
-    record = Shared("outer", 2, (Shared("inner", 1),))
-    assert repr(record) == "Shared(name='outer', count=2, values=(Shared(name='inner', count=1, values=()),))"
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        record.count = 3  # type: ignore[misc]
+    nested = Shared("outer", 2, (Shared("inner", 1),))
+    assert repr(nested) == ("Shared(name='outer', count=2, values=(Shared(name='inner', count=1, values=(), listed=[]),), "
+                            "listed=[])")
+    for name in ("count", "name", "listed", "not_a_field", "__dict__"):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(nested, name, 3)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            delattr(nested, name)
+    assert nested.count == 2 and "not_a_field" not in vars(nested)
 
 
-def test_an_explorer_record_uses_it():
+def test_defaults_replace_copy_and_pickle_keep_the_fields():
+    made = Shared("a", 1)
+    assert (made.values, made.hidden, made.listed) == ((), 0.5, []) and made.listed is not Shared("b", 2).listed
+    replaced = dataclasses.replace(made, count=5)
+    assert (replaced.name, replaced.count) == ("a", 5) and made.count == 1
+    for twin in (copy.copy(made), copy.deepcopy(made), pickle.loads(pickle.dumps(made))):
+        assert twin == made and twin is not made
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            twin.count = 0  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        Shared("a")  # type: ignore[call-arg]  # the generated __init__ checks its arguments
+
+
+def test_a_record_holding_arrays_compares_and_hashes_by_identity():
+    array = np.arange(3.0)
+    one, twin = Holding(array), Holding(array)
+    assert one == one and one != twin and not (one == twin)
+    assert hash(one) == object.__hash__(one) and len({one, twin}) == 2
+    restored = pickle.loads(pickle.dumps(one))
+    assert np.array_equal(restored.array, array) and restored != one
+
+
+def test_record_requires_the_base():
+    with pytest.raises(TypeError, match="must derive from Record"):
+        @record
+        class Plain:
+            x: int
+
+
+def test_explorer_records_use_the_shared_methods():
     metrics = Metrics(*(0.0 for _ in dataclasses.fields(Metrics)))
-    assert type(metrics).__repr__ is Record.__repr__
+    assert type(metrics).__repr__ is Record.__repr__ and type(metrics).__eq__ is Record.__eq__
     assert repr(metrics).startswith("Metrics(") and "=" in repr(metrics)
+    assert metrics == Metrics(*(0.0 for _ in dataclasses.fields(Metrics)))
+    assert Reason("a", "b") == Reason("a", "b") and hash(Reason("a", "b")) == hash(Reason("a", "b"))
+    for holder in (NonfiniteMap, Analysis):
+        assert holder.__eq__ is object.__eq__ and holder.__hash__ is object.__hash__
+    for name in ("__init__", "__setattr__", "__delattr__", "__eq__", "__hash__", "__repr__"):
+        generated = [cls.__name__ for cls in (Metrics, NonfiniteMap, Reason) if name != "__init__" and name in vars(cls)
+                     and vars(cls)[name] not in (object.__eq__, object.__hash__)]
+        assert generated == [], name  # only __init__ is generated per class

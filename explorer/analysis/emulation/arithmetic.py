@@ -10,13 +10,12 @@ is one slice.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 
 from explorer.packet.dtypes import narrow
-from explorer.packet.record import Record
+from explorer.packet.record import Record, record
 
 LANES = 32
 BUTTERFLY_OFFSETS = (16, 8, 4, 2, 1)
@@ -31,7 +30,7 @@ STEP_CHUNK_ELEMENTS = 1 << 18
 NARROW_CHUNK_ELEMENTS = 1 << 14
 
 
-@dataclass(frozen=True, repr=False)
+@record
 class Hypotheses(Record):
     """The arithmetic hypotheses of emulation-v2 section 3: how `exp` is evaluated, fused multiply-adds, the lane reduction."""
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any, Iterable
 
 from explorer.analysis.emulation.kernels import (
@@ -15,7 +14,7 @@ from explorer.analysis.emulation.kernels import (
     EmulationIdError,
 )
 from explorer.packet.bounded import clip, quoted
-from explorer.packet.record import Record
+from explorer.packet.record import Record, record
 
 _ID_PATTERN = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\((.*)\))?\s*$", re.DOTALL)
 _ASSIGNMENT = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*([^\s=]+)\s*$")
@@ -23,7 +22,7 @@ NAMED_SETS = {DEFAULT_SET_NAME: DEFAULT_SET, SWEEP_NAME: SWEEP}
 MAX_REQUESTED_IDS = 256  # ids in one request, named sets expanded (a request is user input)
 
 
-@dataclass(frozen=True, repr=False)
+@record
 class RequestedId(Record):
     """A parsed id: the kernel and the parameters given in it (validated, in the order given)."""
 

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Callable, Mapping
 
 from explorer.analysis.emulation.arithmetic import BUTTERFLY, EXACT, EXP2_SCALED, SEQUENTIAL
 from explorer.packet.dtypes import DTYPES
-from explorer.packet.record import Record
+from explorer.packet.record import Record, record
 
 DEFAULT_SET_NAME, SWEEP_NAME = "default", "sweep"
 MLX_TWO_PASS, MLX_SINGLE_PASS, MLX_SDPA = "mlx_two_pass", "mlx_single_pass", "mlx_sdpa"
@@ -30,7 +29,7 @@ class EmulationIdError(ValueError):
     """An emulation id names an unknown kernel, parameter or value (a usage error, never packet content)."""
 
 
-@dataclass(frozen=True, repr=False)
+@record
 class Parameter(Record):
     """One parameter of a kernel: its name, default, what it accepts (said in errors) and how a value text is read."""
 
@@ -76,7 +75,7 @@ FMA = Parameter("fma", "off", f"one of {_listed(FMA_VALUES)}", _one_of(tuple(FMA
 SIMD = Parameter("simd", BUTTERFLY, f"one of {BUTTERFLY}, {SEQUENTIAL}", _one_of((BUTTERFLY, SEQUENTIAL)))
 
 
-@dataclass(frozen=True, repr=False)
+@record
 class Kernel(Record):
     """One emulated kernel: its name, a one-line description and its parameters in their listed order."""
 

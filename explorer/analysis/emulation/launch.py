@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
-from explorer.packet.record import Record
+from explorer.packet.record import Record, record
 
 MLX_VECTOR_HEAD_DIMS = (64, 96, 128, 256)  # MLX's vector kernels; D 192 is routed to unfused attention for one token
 MLX_GQA_HEAD_DIMS = (64, 128)  # the `_gqa` two-pass variant's head dims
@@ -28,7 +27,7 @@ GQA_VARIANT, UNFUSED, PAGED_SHAPE, MEMORY_BOUND = ("mlx_gqa_variant", "mlx_unfus
                                                    "memory_bound")
 
 
-@dataclass(frozen=True, repr=False)
+@record
 class Geometry(Record):
     """QH, KVH, D and T of a packet (what every launch rule reads)."""
 
@@ -42,7 +41,7 @@ class Geometry(Record):
         return self.query_heads // self.kv_heads
 
 
-@dataclass(frozen=True, repr=False)
+@record
 class NotEmulated(Record):
     """Why an entry has no numbers: a code and a sentence."""
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -17,13 +16,13 @@ from explorer.analysis.emulation.spec import EmulationSpec, PacketShape, Run, re
 from explorer.analysis.metrics import compare, readonly, ulp_distance
 from explorer.analysis.result import Emulation, EmulationCounts
 from explorer.packet.dtypes import narrow, promote, round_bits
-from explorer.packet.record import Record
+from explorer.packet.record import Record, record
 
 VS_OUTPUT_LABEL = "output vs emulation {id} (a counterfactual, not the reference)"
 VS_REFERENCE_LABEL = "emulation {id} vs primary reference"
 
 
-@dataclass(frozen=True, repr=False)
+@record
 class EmulationInputs(Record):
     """What every kernel reads: promoted q [QH, D], K / V [KVH, T, D] (float32), the float32 scale and the dtypes."""
 
@@ -41,7 +40,7 @@ class EmulationInputs(Record):
         return PacketShape(self.output_dtype, Geometry(self.queries.shape[0], kv_heads, head_dim, tokens))
 
 
-@dataclass(frozen=True, repr=False)
+@record
 class EmulatedOutput(Record):
     """One emulation's output: values float32 [QH, D] and native output-dtype bits (NaN rows: heads not emulated).
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Iterable, Mapping
 
@@ -22,7 +21,7 @@ from explorer.analysis.emulation.kernels import (
     SINGLE_PASS,
 )
 from explorer.analysis.emulation.launch import Geometry, NotEmulated
-from explorer.packet.record import Record
+from explorer.packet.record import Record, record
 
 SOURCE_SENTENCES = {
     MLX_TWO_PASS: "Emulated as MLX's sdpa_vector_2pass source computes it: blocks visit strided keys with an online "
@@ -48,7 +47,7 @@ HYPOTHESIS_SENTENCES = {
 }
 
 
-@dataclass(frozen=True, repr=False)
+@record
 class PacketShape(Record):
     """What resolving an id reads from a packet: the output dtype and the geometry (None when not admitted)."""
 
@@ -56,7 +55,7 @@ class PacketShape(Record):
     geometry: Geometry | None
 
 
-@dataclass(frozen=True, repr=False)
+@record
 class Run(Record):
     """What an emulation computes: the arithmetic kernel, its launch values and its hypotheses."""
 
@@ -79,7 +78,7 @@ class Run(Record):
         return 1
 
 
-@dataclass(frozen=True, repr=False)
+@record
 class EmulationSpec(Record):
     """A resolved emulation: kernel, every parameter's value (listed order), the normalised id and what runs.
 
