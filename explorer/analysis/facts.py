@@ -46,12 +46,22 @@ def _read_only(array: np.ndarray) -> np.ndarray:
     return array
 
 
+def _all_finite(values: np.ndarray) -> bool:
+    """Whether every element is finite: NaN and infinities reach the minimum or the maximum (two passes without a
+    temporary, against four over the bits; the promotion to float32 keeps every NaN and infinity)."""
+    return values.size == 0 or bool(np.isfinite(values.min()) and np.isfinite(values.max()))
+
+
 def nonfinite_map(tensor: NativeTensor) -> NonfiniteMap:
     """Nonfinite counts, first locations and per-element / per-(head, token) maps of one tensor."""
     heads, tokens, channels = tensor.shape[1:]
-    kinds = nonfinite_kinds(tensor.bits[0], tensor.dtype)
+    if _all_finite(tensor.values):
+        kinds = np.zeros(tensor.shape[1:], dtype=np.uint8)  # all FINITE (0): pages untouched until a view reads them
+        where = np.zeros(0, dtype=np.intp)
+    else:
+        kinds = nonfinite_kinds(tensor.bits[0], tensor.dtype)
+        where = np.flatnonzero(kinds)
     flat_kinds = kinds.reshape(-1)
-    where = np.flatnonzero(flat_kinds)
     found = flat_kinds[where]
     counts = np.bincount(found, minlength=len(_KIND_COLUMN))
     # Counted only where something is nonfinite: no temporary of the map's size beyond the map itself.

@@ -9,43 +9,85 @@ or `@record(eq=False)` for a record holding numpy arrays (directly or in a field
 `==` is then identity, as for the arrays' own truth value, and the record hashes
 by identity (field-wise equality could only raise on an array).
 
-`record` is `dataclass(repr=False, eq=False)`: the dataclass generates and compiles
-only `__init__`. Immutability, the repr (`Name(field=value, ...)`), `==` and hash
-are the ones `@dataclass(frozen=True)` would generate, written once here: Python
-3.11 compiles each generated method at every process start, and a command defines
-35 to 50 records (about 0.3 ms per method, 15 to 20 ms of a Qwen-size analyze).
-A record is immutable once `__init__` has set its fields: assigning or deleting any
-attribute raises `dataclasses.FrozenInstanceError`, as for a frozen dataclass.
+`record` is `dataclass(init=False, repr=False, eq=False)`: the class gets its
+fields (`dataclasses.fields`, `replace`, `is_dataclass` work) and no generated
+method. `__init__`, immutability, the repr (`Name(field=value, ...)`), `==` and
+hash behave as `@dataclass(frozen=True)` generates them and are written once here:
+Python 3.11 compiles every generated method at every process start, about 0.3 ms
+each, and a command defines 35 to 50 records (40 ms of a Qwen-size analyze; 5 ms
+now). A record is immutable once made: assigning or deleting any attribute raises
+`dataclasses.FrozenInstanceError`. Fields take positional or keyword arguments,
+defaults and default factories; `init=False`, keyword-only and `InitVar` fields
+are not supported (`record` refuses them).
 """
 
 from __future__ import annotations
 
-from dataclasses import FrozenInstanceError, dataclass, field, fields
+import inspect
+from dataclasses import MISSING, FrozenInstanceError, dataclass, field, fields
 from typing import Any, Callable, TypeVar, dataclass_transform, overload
 
 RecordType = TypeVar("RecordType", bound=type)
 
 
+class _Factory:
+    """The default shown in a record's signature for a field with a default factory (as dataclasses shows it)."""
+
+    def __repr__(self) -> str:
+        return "<factory>"
+
+
+class _Signature:
+    """`Name.__signature__`, built on first use from the fields (what `help()` and Jupyter's `Name?` show)."""
+
+    def __get__(self, instance: object, owner: type) -> inspect.Signature:
+        parameters = [inspect.Parameter(
+            item.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=item.type,
+            default=_Factory() if item.default_factory is not MISSING else
+            inspect.Parameter.empty if item.default is MISSING else item.default) for item in fields(owner)]
+        return inspect.Signature(parameters, return_annotation=None)
+
+
 class Record:
-    """Base of the records: frozen after `__init__`, the dataclass repr, field-wise `==` and hash, shared."""
+    """Base of the records: `__init__`, frozen, the dataclass repr, field-wise `==` and hash, shared."""
 
     __slots__ = ()
+    __signature__ = _Signature()
+    __record_parameters__: tuple[tuple[str, ...], dict[str, Callable[[], Any] | None]]  # set by record()
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        names, defaults = self.__record_parameters__
+        made = type(self).__qualname__
+        if len(args) > len(names):
+            raise TypeError(f"{made}() takes {len(names)} arguments but {len(args)} were given")
+        values = dict(zip(names, args))
+        for name, value in kwargs.items():
+            if name not in defaults:
+                raise TypeError(f"{made}() got an unexpected keyword argument {name!r}")
+            if name in values:
+                raise TypeError(f"{made}() got multiple values for argument {name!r}")
+            values[name] = value
+        if len(values) < len(names):
+            for name in names:
+                if name not in values:
+                    if defaults[name] is None:
+                        raise TypeError(f"{made}() missing required argument {name!r}")
+                    values[name] = defaults[name]()
+            values = {name: values[name] for name in names}
+        self.__dict__.update(values)
 
     def __setattr__(self, name: str, value: Any) -> None:
-        # The generated __init__ sets each field once; nothing else may set anything.
-        if name in self.__dict__ or name not in self.__dataclass_fields__:
-            raise FrozenInstanceError(f"cannot assign to field {name!r}")
-        object.__setattr__(self, name, value)
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
 
     def __delattr__(self, name: str) -> None:
         raise FrozenInstanceError(f"cannot delete field {name!r}")
 
     def __repr__(self) -> str:
-        shown = ", ".join(f"{field.name}={getattr(self, field.name)!r}" for field in fields(self) if field.repr)
+        shown = ", ".join(f"{item.name}={getattr(self, item.name)!r}" for item in fields(self) if item.repr)
         return f"{type(self).__qualname__}({shown})"
 
     def _compared(self) -> tuple:
-        return tuple(getattr(self, field.name) for field in fields(self) if field.compare)
+        return tuple(getattr(self, item.name) for item in fields(self) if item.compare)
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
@@ -54,6 +96,16 @@ class Record:
 
     def __hash__(self) -> int:
         return hash(self._compared())
+
+
+def _default(item: Any) -> Callable[[], Any] | None:
+    """What makes a field's value when no argument gives it: its factory, its default, or None (required)."""
+    if item.default_factory is not MISSING:
+        return item.default_factory
+    if item.default is not MISSING:
+        value = item.default
+        return lambda: value
+    return None
 
 
 @overload
@@ -69,7 +121,16 @@ def record(cls=None, /, *, eq=True):
     def made(cls: RecordType) -> RecordType:
         if not issubclass(cls, Record):
             raise TypeError(f"{cls.__qualname__} must derive from Record")
-        cls = dataclass(cls, repr=False, eq=False)
+        cls = dataclass(cls, init=False, repr=False, eq=False)
+        declared = fields(cls)
+        init_only = [name for name, item in cls.__dataclass_fields__.items()
+                     if item not in declared and "ClassVar" not in str(item.type)]  # InitVar pseudo-fields
+        unsupported = init_only + [item.name for item in declared if not item.init or item.kw_only is True]
+        if unsupported:
+            raise TypeError(f"{cls.__qualname__}: init=False, keyword-only and InitVar fields are not supported "
+                            f"by record: {', '.join(unsupported)}")
+        cls.__record_parameters__ = (tuple(item.name for item in declared), {item.name: _default(item)
+                                                                              for item in declared})
         if not eq:
             cls.__eq__, cls.__hash__ = object.__eq__, object.__hash__
         return cls

@@ -112,3 +112,21 @@ def test_explorer_records_use_the_shared_methods():
         generated = [cls.__name__ for cls in (Metrics, NonfiniteMap, Reason) if name != "__init__" and name in vars(cls)
                      and vars(cls)[name] not in (object.__eq__, object.__hash__)]
         assert generated == [], name  # only __init__ is generated per class
+
+
+@pytest.mark.parametrize("body", [
+    "x: int = field(default=0, init=False)", "x: int = field(kw_only=True)", "x: dataclasses.InitVar[int]",
+    "_: dataclasses.KW_ONLY\n    x: int",
+])
+def test_record_refuses_fields_its_init_does_not_support(body):
+    # Annotations are strings here (this module's future import): dataclasses resolves them in this module.
+    namespace = {"__name__": __name__, "record": record, "Record": Record, "field": field}
+    with pytest.raises(TypeError, match="not supported"):
+        exec(f"@record\nclass Odd(Record):\n    {body}\n", namespace)
+
+
+def test_the_signature_is_the_dataclass_one():
+    import inspect
+
+    assert str(inspect.signature(Shared)) == str(inspect.signature(Generated))
+    assert list(inspect.signature(Metrics).parameters) == [item.name for item in dataclasses.fields(Metrics)]
