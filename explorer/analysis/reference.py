@@ -155,20 +155,23 @@ def attend(
     eligible: np.ndarray,
     dtype: type[np.floating],
     *,
-    keep_weights: bool = False,
+    keep_weights: bool | np.ndarray = False,
 ) -> AttentionPass:
     """Softmax attention of queries [QH, D] over keys / values [KVH, T, D] in `dtype` arithmetic.
 
     Inputs are float32; `scale` is the packet's float32 scale (cast to `dtype`).
     Only eligible heads are evaluated; nonfinite intermediates of eligible heads
     (overflowing logits) are kept as the formula produces them. `keep_weights`: also
-    return the softmax weights [QH, T] (else they are never held for all heads at once).
+    return the softmax weights, [QH, T] for True, or for a bool mask [QH] the kept
+    heads' rows in head order (else they are never held for all heads at once).
     """
     query_heads, head_dim = queries.shape
     kv_heads, tokens, _ = keys.shape
     group = group_size(query_heads, kv_heads)
     reference = np.full((query_heads, head_dim), np.nan, dtype=dtype)
-    weights = np.full((query_heads, tokens), np.nan, dtype=dtype) if keep_weights else None
+    kept = np.broadcast_to(np.asarray(keep_weights, dtype=bool), (query_heads,))
+    weight_row = np.cumsum(kept) - 1  # the row of `weights` holding each kept head
+    weights = np.full((int(np.count_nonzero(kept)), tokens), np.nan, dtype=dtype) if kept.any() else None
     logits_finite = np.zeros(query_heads, dtype=bool)
     max_logit = np.full(query_heads, np.nan)
     sum_exp = np.full(query_heads, np.nan)
@@ -185,15 +188,41 @@ def attend(
             total = token_sum(exponentials)
             w = np.divide(exponentials, total[:, None], out=exponentials)
             reference[rows] = _weighted_values(w, values[kv])
-            if keep_weights:
-                weights[rows] = w
-                weights[rows[~finite]] = np.nan
+            if weights is not None:
+                held = kept[rows]
+                weights[weight_row[rows[held]]] = w[held]
+                weights[weight_row[rows[held & ~finite]]] = np.nan
             logits_finite[rows] = finite
             max_logit[rows] = top
             sum_exp[rows] = total
 
     run_on_threads(lambda batch: evaluate(*batch), _head_batches(eligible, group, tokens), PASS_THREADS)
     return AttentionPass(reference, weights, logits_finite, max_logit, sum_exp)
+
+
+def attend_two(first: np.ndarray, second: np.ndarray, keys: np.ndarray, values: np.ndarray, scale: float,
+               eligible: np.ndarray, dtype: type[np.floating]) -> tuple[AttentionPass, np.ndarray]:
+    """`attend(first, ..., keep_weights=True)` and `attend(second, ...).reference`, bit for bit, in one pass.
+
+    Each KV group's heads of `second` join the batches of its heads of `first`, so that one product
+    temporary and one transposed value block serve both (a Qwen-size float32-query packet's primary and
+    narrowed passes: 52 -> 46 ms); every head's numbers are the same operations either way.
+    """
+    query_heads = first.shape[0]
+    kv_heads = keys.shape[0]
+    group = group_size(query_heads, kv_heads)
+
+    def stacked(a: np.ndarray, b: np.ndarray) -> np.ndarray:  # per KV group: its heads of a, then of b
+        rest = a.shape[1:]
+        return np.concatenate([a.reshape(kv_heads, group, *rest), b.reshape(kv_heads, group, *rest)],
+                              axis=1).reshape(2 * query_heads, *rest)
+
+    firsts = stacked(np.ones(query_heads, dtype=bool), np.zeros(query_heads, dtype=bool))
+    both = attend(stacked(first, second), keys, values, scale, stacked(eligible, eligible), dtype,
+                  keep_weights=firsts)
+    primary = AttentionPass(both.reference[firsts], both.weights, both.logits_finite[firsts],
+                            both.max_logit[firsts], both.sum_exp[firsts])
+    return primary, both.reference[~firsts]
 
 
 def _top_tokens(weights: np.ndarray, count: int) -> np.ndarray:

@@ -17,7 +17,7 @@ from typing import Hashable, Mapping
 import numpy as np
 
 from explorer.analysis.metrics import readonly
-from explorer.analysis.reference import AttentionPass, attend
+from explorer.analysis.reference import AttentionPass, attend, attend_two
 from explorer.analysis.single_flight import SingleFlight
 from explorer.packet.dtypes import narrow
 from explorer.packet.model import NativeTensor
@@ -59,15 +59,17 @@ def _computed(tensors: Mapping[str, NativeTensor], scale: float, eligible: np.nd
               narrow_dtype: str | None) -> References:
     queries = tensors["queries"].values[0, :, 0, :]
     keys, values = tensors["storedKeys"].values[0], tensors["storedValues"].values[0]
-    primary = attend(queries, keys, values, scale, eligible, np.float32, keep_weights=True)
+    narrowed_queries = narrowed_reference = None
+    if narrow_dtype is None:
+        primary = attend(queries, keys, values, scale, eligible, np.float32, keep_weights=True)
+    else:
+        narrowed_queries = readonly(narrow(queries, narrow_dtype))
+        primary, narrowed_reference = attend_two(queries, narrowed_queries, keys, values, scale, eligible, np.float32)
+        readonly(narrowed_reference)
     readonly(primary.reference)
     if primary.weights is not None:
         readonly(primary.weights)
     exact = readonly(attend(queries, keys, values, scale, eligible, np.float64).reference)
-    narrowed_queries = narrowed_reference = None
-    if narrow_dtype is not None:
-        narrowed_queries = readonly(narrow(queries, narrow_dtype))
-        narrowed_reference = readonly(attend(narrowed_queries, keys, values, scale, eligible, np.float32).reference)
     return References(primary, exact, narrowed_queries, narrowed_reference)
 
 

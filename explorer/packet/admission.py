@@ -35,6 +35,7 @@ from explorer.packet.bounded import quoted, shown_int, shown_list
 from explorer.packet.files import FileOutcome, FileRequest, PacketFile, open_packet, verify_files
 from explorer.packet.jsonparse import parse_json_object
 from explorer.packet.model import TENSOR_NAMES, Admission, NativeTensor, Problem, Reason
+from explorer.packet.parallel import run_on_threads
 from explorer.packet.schema import Descriptor, check_descriptor, payload_limits, pointer, tensor_geometry
 from explorer.packet.snapshot import PRESENCE_FLAGS, Snapshot, check_snapshot, visible_range_problems
 
@@ -51,6 +52,7 @@ CPU_MAX_HEAD_DIM = 1024
 CPU_MAX_MULTIPLY_ADDS = 100_000_000
 CONFIRMED_OUTCOME = "confirmed"
 COMPLETED_EVALUATION = "completed"
+PROMOTION_THREADS = 2  # tensors promoted to float32 at once (numpy's loops and page faults run beside each other)
 
 
 def _problem_order(problem: Problem) -> tuple[str, bool, str]:
@@ -100,14 +102,15 @@ def _tensors(descriptor: Descriptor, outcomes: Mapping[str, FileOutcome]) -> dic
     files = {name: outcomes.get(pointer("tensors", name)) for name in TENSOR_NAMES}
     if not all(outcome is not None and outcome.verified for outcome in files.values()):
         return None
-    tensors = {}
-    for name, outcome in files.items():
-        entry = descriptor.tensors[name]
+
+    def native(name: str) -> NativeTensor:
+        entry, outcome = descriptor.tensors[name], files[name]
         bits = bits_from_buffer(outcome.data, entry.dtype, entry.shape)
         values = promote(bits, entry.dtype)
         values.flags.writeable = False
-        tensors[name] = NativeTensor(name, entry.dtype, entry.shape, entry.byte_count, outcome.sha256, bits, values)
-    return tensors
+        return NativeTensor(name, entry.dtype, entry.shape, entry.byte_count, outcome.sha256, bits, values)
+
+    return dict(zip(TENSOR_NAMES, run_on_threads(native, TENSOR_NAMES, PROMOTION_THREADS), strict=True))
 
 
 def _applying(*conditions: tuple[bool, str]) -> str:

@@ -40,7 +40,7 @@ from hypothesis import strategies as st
 
 from explorer.analysis.facts import tensor_facts
 from explorer.analysis.numerics import after_numerics_reasons, compute_numerics
-from explorer.analysis.reference import AttentionPass, attend, head_attention, narrowed_query_plan
+from explorer.analysis.reference import AttentionPass, attend, attend_two, head_attention, narrowed_query_plan
 
 FP32 = (2.0**-24, 2.0**-149)  # (unit roundoff, smallest subnormal)
 FP64 = (2.0**-53, 2.0**-1074)
@@ -305,6 +305,32 @@ def test_attend_is_group_wise_and_fp64_matches_formula():
     assert np.isnan(single.reference[1]).all()
     exact = oracle(q, k, v, 0.5)
     assert np.allclose(single.reference[eligible], exact[eligible], rtol=1e-13, atol=1e-15)
+
+
+@pytest.mark.parametrize("tokens", [3, 1500])  # 1500: more than one token block and one product chunk
+def test_attend_two_gives_both_passes_bit_for_bit(tokens):
+    rng = np.random.default_rng(12)
+    q = rng.normal(size=(8, 16)).astype(np.float32)
+    q[5, 0] = np.inf  # nonfinite logits: weights NaN, logits_finite False
+    second = (q * np.float32(1.5)).astype(np.float32)
+    k = rng.normal(size=(2, tokens, 16)).astype(np.float32)
+    v = rng.normal(size=(2, tokens, 16)).astype(np.float32)
+    eligible = np.array([True, True, False, True, True, True, True, False])
+    primary, reference = attend_two(q, second, k, v, 0.25, eligible, np.float32)
+    alone = attend(q, k, v, 0.25, eligible, np.float32, keep_weights=True)
+    for name in ("reference", "weights", "logits_finite", "max_logit", "sum_exp"):
+        assert np.array_equal(getattr(primary, name), getattr(alone, name), equal_nan=name != "logits_finite"), name
+    assert np.array_equal(reference, attend(second, k, v, 0.25, eligible, np.float32).reference, equal_nan=True)
+    assert not primary.logits_finite[5] and np.isnan(primary.weights[5]).all()
+
+
+def test_attend_keeps_the_weights_of_the_masked_heads_in_head_order():
+    rng = np.random.default_rng(13)
+    q, k, v = (rng.normal(size=shape).astype(np.float32) for shape in ((4, 3), (2, 5, 3), (2, 5, 3)))
+    every = attend(q, k, v, 0.5, np.ones(4, dtype=bool), np.float32, keep_weights=True)
+    masked = attend(q, k, v, 0.5, np.ones(4, dtype=bool), np.float32, keep_weights=np.array([False, True, False, True]))
+    assert masked.weights.shape == (2, 5) and np.array_equal(masked.weights, every.weights[[1, 3]])
+    assert attend(q, k, v, 0.5, np.ones(4, dtype=bool), np.float32).weights is None
 
 
 @pytest.mark.parametrize("query_dtype", DTYPE_NAMES)
