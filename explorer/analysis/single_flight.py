@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
 from typing import Callable, Generic, Hashable, TypeVar
 
 Result = TypeVar("Result")
 
 
-@dataclass
 class _Flight(Generic[Result]):
-    done: threading.Event = field(default_factory=threading.Event)
-    result: Result | None = None
-    error: BaseException | None = None
+    """One computation under way: who waits for it waits on `done`, then reads `result` or `error`.
+
+    A plain class, not a dataclass: it needs no generated method, and generating them costs every start.
+    """
+
+    __slots__ = ("done", "result", "error")
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.result: Result | None = None
+        self.error: BaseException | None = None
 
 
 class SingleFlight(Generic[Result]):
