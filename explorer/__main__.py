@@ -1,6 +1,6 @@
 """`python -m explorer`: the same command line as the `explorer` script; no logic of its own."""
 
-from explorer.cli import run
+from explorer.launch import run
 
 if __name__ == "__main__":
     run()

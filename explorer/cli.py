@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-import os
+from explorer.packet.admission import ReadAhead
+from explorer.packet.parallel import single_threaded_blas
 
-# The explorer's numbers never use BLAS (docs/report.md); numpy still starts BLAS threads when it
-# loads, which on a busy 2-core machine only cost. Set before numpy loads.
-BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
-for _variable in BLAS_THREAD_VARIABLES:
-    os.environ.setdefault(_variable, "1")
+single_threaded_blas()  # before numpy loads, for callers of main() too
 
 import argparse  # noqa: E402
 import contextlib  # noqa: E402
-import gc  # noqa: E402
 import json  # noqa: E402
+import os  # noqa: E402
 import sys  # noqa: E402
 import warnings  # noqa: E402
-from typing import Any, Callable, NoReturn, Sequence  # noqa: E402
+from typing import Any, Callable, Sequence  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -306,7 +303,9 @@ def _run_analyze(args: argparse.Namespace) -> int:
     _check_output(args.output)
     _check_emulate(args.emulate)
     _check_element(args.element, args.json)
-    analysis = explorer.analyze(args.packet, emulate=args.emulate)
+    from explorer.analysis.analyze import analyze
+
+    analysis = analyze(args.packet, emulate=args.emulate, admission=args.admitted)
     report = analysis.report()
     _deliver(args, report, lambda: summary(report) + ("" if args.element is None else "".join(
         _printable(line) + "\n" for line in element_lines(analysis, args.element))))
@@ -660,43 +659,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-# glibc's malloc returns every freed block of 128 KiB or more to the kernel, and the next temporary of that size
-# faults its pages in afresh: about 0.3 ms per MB on this project's machines (several times that on a virtual
-# machine whose host has reclaimed the memory), 3,300 faults in the references of a Qwen-size packet. A command
-# keeps freed blocks below MMAP_THRESHOLD_BYTES for reuse instead; the peak resident size is unchanged.
-M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # mallopt parameters (glibc's malloc.h)
-MMAP_THRESHOLD_BYTES = 32 << 20  # glibc's largest: blocks of this size and more are still mapped and unmapped
-TRIM_THRESHOLD_BYTES = 1 << 30  # free memory kept at the top of the heap before it is given back
-
-
-def _reuse_freed_memory() -> None:
-    """Tune glibc's malloc of this process to reuse freed blocks (nothing elsewhere: musl, macOS, Windows)."""
-    if not sys.platform.startswith("linux"):
-        return
-    import ctypes  # already loaded by numpy
-
-    with contextlib.suppress(OSError, AttributeError):
-        libc = ctypes.CDLL(None)
-        libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)
-        libc.mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES)
-
-
-def run() -> NoReturn:
-    """The `explorer` script and `python -m explorer`: main(), then exit.
-
-    The process's malloc keeps freed blocks for reuse (_reuse_freed_memory). gc.freeze() first: the interpreter's exit would otherwise garbage-collect every object the command made,
-    modules and classes included, 40 to 100 ms of a Qwen-size analyze. Frozen objects are still freed as the
-    interpreter clears its modules; only a reference cycle left behind is not (the process is ending). Standard
-    output and error are flushed as always, atexit callbacks run as always.
-    """
-    _reuse_freed_memory()
-    status = main()
-    gc.freeze()
-    sys.exit(status)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit status."""
+def main(argv: Sequence[str] | None = None, *, ahead: ReadAhead | None = None) -> int:
+    """Run the command line; returns the exit status. `ahead`: the packet being read ahead (explorer/launch.py)."""
     for stream in (sys.stdout, sys.stderr):  # a character the encoding lacks is escaped, never an exit 1
         with contextlib.suppress(AttributeError, ValueError):
             stream.reconfigure(errors="backslashreplace")
@@ -706,6 +670,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser(named).parse_args(arguments)
     except SystemExit as exit_:
         return EXIT_USAGE if exit_.code else EXIT_DONE
+    args.admitted = ahead.admission_of(args.packet) if ahead is not None and args.command == "analyze" else None
     try:
         with warnings.catch_warnings(), np.errstate(all="ignore"):  # numeric warnings never reach the terminal
             warnings.simplefilter("ignore")

@@ -145,7 +145,7 @@ def test_internal_error_is_one_line_exit_1(capsys, monkeypatch):
     def broken(path, **options):
         raise RuntimeError("simulated bug")
 
-    monkeypatch.setattr(explorer, "analyze", broken)
+    monkeypatch.setattr("explorer.analysis.analyze.analyze", broken)
     code, out, err = run(capsys, "analyze", str(COMMITTED / "clean-fp32q-bf16kv"))
     assert code == 1 and out == ""
     assert err == "explorer: internal error: RuntimeError: simulated bug\n"

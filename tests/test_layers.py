@@ -1,8 +1,8 @@
 """The package's layering, read from the source: no import of a higher layer, no import circle, no other module's underscore names.
 
 Layers, lowest first (docs/architecture.md): version < packet < analysis < pair = replay
-< catalog < views < export = notebook < ui < the entry points (app, cli, samples,
-the package's __init__ and __main__). Every import statement counts, also one inside a
+< catalog < views < export = notebook < ui < the entry points (app, cli, launch,
+samples, the package's __init__ and __main__). Every import statement counts, also one inside a
 function or under TYPE_CHECKING; the only tolerated back-references are the lazy
 delegations listed in ALLOWED_LAZY, each a result's own method importing its own builder.
 """
@@ -17,7 +17,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "explorer"
 LAYERS = {"version": 0, "packet": 1, "analysis": 2, "pair": 3, "replay": 3, "catalog": 4, "views": 5,
           "export": 6, "notebook": 6, "ui": 7}
-TOP = 8  # app, cli, samples, __init__, __main__
+TOP = 8  # app, cli, launch, samples, __init__, __main__
 # (importing module, imported module): a result's method delegating to its own builder, imported lazily.
 ALLOWED_LAZY = {
     ("explorer.analysis.result", "explorer.analysis.report"),   # Analysis.report()

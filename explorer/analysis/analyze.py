@@ -241,14 +241,15 @@ def cached_emulations(analysis: Analysis, request: str | Iterable[str]) -> Score
 
 
 def analyze(path: str | os.PathLike, *, timings: MutableMapping[str, float] | None = None,
-            emulate: str | Iterable[str] | None = None) -> Analysis:
+            emulate: str | Iterable[str] | None = None, admission: Admission | None = None) -> Analysis:
     """The analysis of the packet at `path` (a directory or its packet.json); never raises for packet content.
 
     When `timings` is given it receives seconds per stage: "admission", and on a
     cache miss "facts", "reference" and "comparisons" (and "emulations" when they
     are computed); "cached" is 1.0 on a hit, 0.0 otherwise. `emulate` is None, "default",
     "sweep" or emulation ids (emulation-v1, -v2); an unknown kernel, parameter or value raises
-    EmulationIdError before anything is read. Emulations exist only when numerics do.
+    EmulationIdError before anything is read. Emulations exist only when numerics do. `admission`: the
+    admission of `path` this process made earlier (the command line reads the packet ahead, explorer/launch.py).
     """
     if emulate is not None:
         # the emulation machinery (about a tenth of the analysis modules' import time) loads only when asked for
@@ -256,7 +257,8 @@ def analyze(path: str | os.PathLike, *, timings: MutableMapping[str, float] | No
 
         expand(emulate)  # an unknown kernel, parameter or value fails before anything is read
     started = perf_counter()
-    admission = admit(path)
+    if admission is None:
+        admission = admit(path)
     if timings is not None:
         timings["admission"] = perf_counter() - started
     key = content_key(admission)

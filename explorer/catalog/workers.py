@@ -28,13 +28,13 @@ from multiprocessing.connection import Connection, wait
 from typing import Any, Callable, Iterator, Sequence
 
 from explorer.catalog.limits import DEFAULT_TIMEOUT_S, MAX_JOBS
+from explorer.packet.parallel import single_threaded_blas
 
 log = logging.getLogger(__name__)
 
 STOP_WAIT_S = 2.0  # an idle worker asked to stop gets this long before it is killed
 PIPELINE = 2  # items sent to a worker ahead of its answers, so it never waits for this process between items
 # Each worker does one packet at a time; a second BLAS thread per worker only competes for the cores.
-BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 class WorkerCrashed(Exception):
@@ -201,8 +201,7 @@ def map_isolated(work: Callable[[Any], Any], items: Sequence[Any], *, jobs: int,
 
     `context` names the multiprocessing start method (None: the platform default); `timeout` None: no limit.
     """
-    for variable in BLAS_THREAD_VARIABLES:  # inherited by workers that load numpy themselves (forkserver, spawn)
-        os.environ.setdefault(variable, "1")
+    single_threaded_blas()  # inherited by workers that load numpy themselves (forkserver, spawn)
     pool = _Pool(work, items, jobs, timeout, context, on_note)
     try:
         while pool.pending or pool.busy():

@@ -27,10 +27,11 @@ report of a refused packet shows none of them (report-v1.md section 4).
 
 from __future__ import annotations
 
+import contextlib
 import os
+import threading
 from typing import Any, Mapping
 
-from explorer.packet.dtypes import bits_from_buffer, promote
 from explorer.packet.bounded import quoted, shown_int, shown_list
 from explorer.packet.files import FileOutcome, FileRequest, PacketFile, open_packet, verify_files
 from explorer.packet.jsonparse import parse_json_object
@@ -99,6 +100,8 @@ def _interpret_metadata(outcome: FileOutcome | None, descriptor: Descriptor
 
 def _tensors(descriptor: Descriptor, outcomes: Mapping[str, FileOutcome]) -> dict[str, NativeTensor] | None:
     """The six native tensors, when every file verified (geometry is checked by the caller)."""
+    from explorer.packet.dtypes import bits_from_buffer, promote  # numpy loads only now (explorer/launch.py)
+
     files = {name: outcomes.get(pointer("tensors", name)) for name in TENSOR_NAMES}
     if not all(outcome is not None and outcome.verified for outcome in files.values()):
         return None
@@ -209,3 +212,23 @@ def _admit_open(given: str, packet: PacketFile) -> Admission:
         scale=snapshot.scale if snapshot else None,
         kernel_output_dtype=selection["kernelOutputDType"] if selection else None,
     )
+
+
+class ReadAhead:
+    """`admit(path)` on a thread of its own: the command line starts it before numpy and the analysis load
+    (explorer/launch.py), so that reading and hashing the files overlaps loading them."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._admission: Admission | None = None
+        self._thread = threading.Thread(target=self._admit, name="explorer-read-ahead", daemon=True)
+        self._thread.start()
+
+    def _admit(self) -> None:
+        with contextlib.suppress(Exception):  # admission never raises for content; the command admits again
+            self._admission = admit(self.path)
+
+    def admission_of(self, path: str) -> Admission | None:
+        """The admission of `path` once it is done; None for another path or when admitting raised."""
+        self._thread.join()
+        return self._admission if path == self.path else None

@@ -27,13 +27,11 @@ import math
 
 import numpy as np
 
+from explorer.packet.formats import DTYPES, FIELD_BITS, ITEM_SIZE  # noqa: F401  (re-exported)
+
 # Codes of a value's kind, as the nonfinite maps of the analysis store them per element.
 FINITE, QUIET_NAN, SIGNALING_NAN, POSITIVE_INFINITY, NEGATIVE_INFINITY = 0, 1, 2, 3, 4
 
-DTYPES = ("float16", "bfloat16", "float32")
-ITEM_SIZE = {"float16": 2, "bfloat16": 2, "float32": 4}
-# (sign, exponent, mantissa) field widths in bits.
-FIELD_BITS = {"bfloat16": (1, 8, 7), "float16": (1, 5, 10), "float32": (1, 8, 23)}
 # Unsigned integer type holding each format's bit patterns (little-endian in packets).
 BITS_DTYPE = {"float16": np.dtype("<u2"), "bfloat16": np.dtype("<u2"), "float32": np.dtype("<u4")}
 

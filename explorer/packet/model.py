@@ -6,11 +6,12 @@ explorer.analysis.result.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Mapping
 
 from explorer.packet.record import Record, record
+
+if TYPE_CHECKING:  # only in annotations: reading a packet's files needs no numpy (explorer/packet/formats.py)
+    import numpy as np
 
 TENSOR_NAMES = ("queries", "storedKeys", "storedValues", "incomingKeys", "incomingValues", "output")
 

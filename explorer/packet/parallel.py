@@ -1,4 +1,4 @@
-"""Runs one function over a list of items on a few threads, results in item order; no I/O of its own, no numbers.
+"""Runs one function over a list of items on a few threads, results in item order; asks BLAS for one thread; no I/O, no numbers.
 
 For work that releases the interpreter lock (reading files, SHA-256, numpy loops): what each
 item gives never depends on which thread ran it or on how many there were.
@@ -6,11 +6,23 @@ item gives never depends on which thread ran it or on how many there were.
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import Callable, Sequence, TypeVar
 
+# The explorer's numbers never use BLAS (docs/report.md); numpy still starts BLAS threads when it loads, which
+# on a busy 2-core machine only cost.
+BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
 Item = TypeVar("Item")
 Result = TypeVar("Result")
+
+
+def single_threaded_blas() -> None:
+    """Ask BLAS for one thread (unless the environment says otherwise): effective before numpy loads, and in
+    the worker processes started afterwards, which inherit the environment."""
+    for variable in BLAS_THREAD_VARIABLES:
+        os.environ.setdefault(variable, "1")
 
 
 def run_on_threads(work: Callable[[Item], Result], items: Sequence[Item], threads: int) -> list[Result]:

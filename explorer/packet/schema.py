@@ -14,8 +14,8 @@ import re
 from typing import Any, Mapping
 
 from explorer.packet.bounded import clip, quoted, shown, shown_int, shown_list
-from explorer.packet.dtypes import DTYPES, ITEM_SIZE
 from explorer.packet.files import JSON_SIZE_LIMIT, TENSOR_SIZE_LIMIT, relative_path_problem
+from explorer.packet.formats import DTYPES, ITEM_SIZE
 from explorer.packet.jsonparse import is_integer, json_type
 from explorer.packet.model import TENSOR_NAMES, Problem
 from explorer.packet.record import Record, record

@@ -21,7 +21,7 @@ import struct
 from typing import Any, Mapping
 
 from explorer.packet.bounded import quoted, shown, shown_int
-from explorer.packet.dtypes import DTYPES
+from explorer.packet.formats import DTYPES
 from explorer.packet.jsonparse import is_integer
 from explorer.packet.model import Problem
 from explorer.packet.record import Record, record

@@ -98,7 +98,7 @@ def test_a_memory_error_anywhere_is_a_one_line_error_not_exit_1(monkeypatch, cap
     def exhausted(*args, **kwargs):
         raise MemoryError()
 
-    monkeypatch.setattr(explorer.cli.explorer, "analyze", exhausted)
+    monkeypatch.setattr("explorer.analysis.analyze.analyze", exhausted)
     code = explorer.cli.main(["analyze", str(REPO / "sample_packets" / "clean-fp32q-bf16kv"), "--json"])
     captured = capsys.readouterr()
     assert code == 2 and captured.out == ""
