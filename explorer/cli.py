@@ -20,8 +20,6 @@ import numpy as np  # noqa: E402
 import explorer  # noqa: E402
 from explorer.analysis.formatting import short_number  # noqa: E402
 from explorer.analysis.memory import MEMORY_BOUND_EXCEEDED  # noqa: E402
-from explorer.catalog.limits import DEFAULT_TIMEOUT_S, MAX_JOBS  # noqa: E402
-from explorer.export.safeio import write_new  # noqa: E402
 from explorer.packet.bounded import clip  # noqa: E402
 
 EXIT_ANALYZED = 0
@@ -240,6 +238,8 @@ def _deliver(args: argparse.Namespace, report: dict, summary_text: Callable[[], 
 def _write_output(output: str | None, text: str) -> None:
     """Write `text` to a new --output file, whole or not at all (never overwritten)."""
     if output is not None:
+        from explorer.export.safeio import write_new  # only a line with --output loads it
+
         try:
             write_new(output, text)
         except FileExistsError:
@@ -612,6 +612,8 @@ def _add_report(commands) -> None:
 
 
 def _add_triage(commands) -> None:
+    from explorer.catalog.limits import DEFAULT_TIMEOUT_S, MAX_JOBS  # only a triage line (or help) loads them
+
     triage = commands.add_parser(
         "triage", help="summarize every packet under a root in parallel: statuses, ratios, pairs",
         description="Every directory holding packet.json one or two levels below ROOT, analyzed in worker "

@@ -41,8 +41,8 @@ def _nonfinite_counts(values: np.ndarray) -> np.ndarray:
     ).astype(np.int64)
 
 
-def _count_mapping(counts: np.ndarray) -> Mapping[str, int]:
-    return MappingProxyType(dict(zip(NONFINITE_COUNT_KEYS, (int(c) for c in counts), strict=True)))
+def _count_mapping(counts: list[int]) -> Mapping[str, int]:
+    return MappingProxyType(dict(zip(NONFINITE_COUNT_KEYS, counts, strict=True)))
 
 
 class _RowStatistics:
@@ -69,20 +69,30 @@ class _RowStatistics:
 
     def block(self, rows: np.ndarray, inputs_finite: bool) -> Metrics:
         """The metric block over `rows` (an index array); None metrics with a reason where undefined."""
-        actual_counts = self.nonfinite_actual[rows].sum(axis=0)
-        reference_counts = self.nonfinite_reference[rows].sum(axis=0)
-        counts = (_count_mapping(actual_counts), _count_mapping(reference_counts))
-        if not inputs_finite:
-            return Metrics(None, None, None, NONFINITE_INPUTS, *counts)
-        if actual_counts.any() or reference_counts.any():
-            return Metrics(None, None, None, NONFINITE_VALUES, *counts)
-        sum_squares = float(self.sum_squares[rows].sum())
-        reference_squares = float(self.reference_squares[rows].sum())
-        rmse = math.sqrt(sum_squares / (rows.size * self.columns))
-        linf = float(self.linf[rows].max())
-        if reference_squares == 0.0:
-            return Metrics(linf, rmse, None, ZERO_REFERENCE_NORM, *counts)
-        return Metrics(linf, rmse, math.sqrt(sum_squares) / math.sqrt(reference_squares), None, *counts)
+        return _metrics(self.nonfinite_actual[rows].sum(axis=0).tolist(),
+                        self.nonfinite_reference[rows].sum(axis=0).tolist(), inputs_finite,
+                        float(self.linf[rows].max()), float(self.sum_squares[rows].sum()),
+                        float(self.reference_squares[rows].sum()), rows.size * self.columns)
+
+    def row_blocks(self, eligible: np.ndarray) -> tuple[Metrics, ...]:
+        """`block` of every single row, read from the per-row statistics at once (a row's sums are its own)."""
+        rows = zip(self.nonfinite_actual.tolist(), self.nonfinite_reference.tolist(), eligible.tolist(),
+                   self.linf.tolist(), self.sum_squares.tolist(), self.reference_squares.tolist(), strict=True)
+        return tuple(_metrics(*row, self.columns) for row in rows)
+
+
+def _metrics(actual_counts: list[int], reference_counts: list[int], inputs_finite: bool, linf: float,
+             sum_squares: float, reference_squares: float, count: int) -> Metrics:
+    """One metric block from the statistics of its rows (`count` elements)."""
+    counts = (_count_mapping(actual_counts), _count_mapping(reference_counts))
+    if not inputs_finite:
+        return Metrics(None, None, None, NONFINITE_INPUTS, *counts)
+    if any(actual_counts) or any(reference_counts):
+        return Metrics(None, None, None, NONFINITE_VALUES, *counts)
+    rmse = math.sqrt(sum_squares / count)
+    if reference_squares == 0.0:
+        return Metrics(linf, rmse, None, ZERO_REFERENCE_NORM, *counts)
+    return Metrics(linf, rmse, math.sqrt(sum_squares) / math.sqrt(reference_squares), None, *counts)
 
 
 def compare(
@@ -104,7 +114,7 @@ def compare(
     stats = _RowStatistics(actual, reference, eligible, actual_computed, reference_computed)
     heads = np.arange(eligible.size)
     eligible_heads = np.flatnonzero(eligible)
-    per_head = tuple(stats.block(heads[h : h + 1], bool(eligible[h])) for h in heads)
+    per_head = stats.row_blocks(eligible)
     global_metrics = stats.block(heads, bool(eligible.all()))
     eligible_global = stats.block(eligible_heads, True) if 0 < eligible_heads.size < eligible.size else None
     abs_error = np.where(stats.pair_finite & eligible[:, None], stats.abs_diff, np.nan)

@@ -249,3 +249,21 @@ def test_last_row_mismatch_reason():
     reasons = after_numerics_reasons(facts, compute_numerics(admission, facts))
     assert [r.code for r in reasons] == ["last_row_mismatch"]
     assert "1 of 8 value elements" in reasons[0].message
+
+
+def test_the_per_head_blocks_are_the_blocks_of_single_rows():
+    """`row_blocks` reads every head's block from the per-row statistics; it equals `block` of that one row."""
+    from explorer.analysis.metrics import _RowStatistics
+
+    rng = np.random.default_rng(21)
+    actual = rng.normal(size=(6, 8))
+    reference = rng.normal(size=(6, 8))
+    actual[1, 3], reference[2, 0], reference[4] = np.nan, np.inf, 0.0  # nonfinite values, a zero reference norm
+    eligible = np.array([True, True, True, False, True, True])
+    stats = _RowStatistics(actual, reference, eligible, actual_computed=False, reference_computed=True)
+    rows = stats.row_blocks(eligible)
+    assert len(rows) == 6
+    for head, metrics in enumerate(rows):
+        assert metrics == stats.block(np.array([head]), bool(eligible[head])), head
+    assert [m.undefined_reason for m in rows] == [None, "nonfinite_values", "nonfinite_values", "nonfinite_inputs",
+                                                  "zero_reference_norm", None]
