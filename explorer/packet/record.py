@@ -17,8 +17,9 @@ Python 3.11 compiles every generated method at every process start, about 0.3 ms
 each, and a command defines 35 to 50 records (40 ms of a Qwen-size analyze; 5 ms
 now). A record is immutable once made: assigning or deleting any attribute raises
 `dataclasses.FrozenInstanceError`. Fields take positional or keyword arguments,
-defaults and default factories; `init=False`, keyword-only and `InitVar` fields
-are not supported (`record` refuses them).
+defaults and default factories, and `__post_init__` is called (it sets derived
+values with `object.__setattr__`, as in a frozen dataclass); `init=False`,
+keyword-only and `InitVar` fields are not supported (`record` refuses them).
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ class Record:
     __slots__ = ()
     __signature__ = _Signature()
     __record_parameters__: tuple[tuple[str, ...], dict[str, Callable[[], Any] | None]]  # set by record()
+    __record_post_init__: bool  # set by record()
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         names, defaults = self.__record_parameters__
@@ -75,6 +77,8 @@ class Record:
                     values[name] = defaults[name]()
             values = {name: values[name] for name in names}
         self.__dict__.update(values)
+        if self.__record_post_init__:
+            self.__post_init__()
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise FrozenInstanceError(f"cannot assign to field {name!r}")
@@ -129,6 +133,7 @@ def record(cls=None, /, *, eq=True):
         if unsupported:
             raise TypeError(f"{cls.__qualname__}: init=False, keyword-only and InitVar fields are not supported "
                             f"by record: {', '.join(unsupported)}")
+        cls.__record_post_init__ = hasattr(cls, "__post_init__")  # called as the dataclass __init__ would
         cls.__record_parameters__ = (tuple(item.name for item in declared), {item.name: _default(item)
                                                                               for item in declared})
         if not eq:

@@ -130,3 +130,16 @@ def test_the_signature_is_the_dataclass_one():
 
     assert str(inspect.signature(Shared)) == str(inspect.signature(Generated))
     assert list(inspect.signature(Metrics).parameters) == [item.name for item in dataclasses.fields(Metrics)]
+
+
+def test_post_init_runs_as_in_a_frozen_dataclass():
+    @record
+    class Derived(Record):
+        values: tuple
+        total: float = 0.0
+
+        def __post_init__(self):
+            object.__setattr__(self, "total", float(sum(self.values)))
+
+    assert Derived((1, 2.5)).total == 3.5 and Derived(values=()).total == 0.0
+    assert dataclasses.replace(Derived((1,)), values=(4, 4)).total == 8.0
