@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import html
-import logging
 from pathlib import Path
 from typing import Callable
 
@@ -16,18 +15,16 @@ from explorer.pair.compare import compare
 from explorer.packet.bounded import escaped_bytes
 from explorer.pair.model import Pair, SamePacketError
 from explorer.ui import catalog
+from explorer.ui.area import ModeArea
 from explorer.ui.packets import PacketList
 from explorer.ui.shared import content_seen, echo, shown_name
 from explorer.views.html_summary import written_note
-
-log = logging.getLogger(__name__)
 
 QUERY_COMPARE = "compare"
 PAIR_STATUS_STYLE = "padding:0.3em 0;font-size:1.05em"
 NO_PARTNERS = "No other packet under this root captures the same selection."
 PARTNERS_PENDING = "Statuses are still being read: partners appear as their summaries arrive."
-EXPORT_LABEL = "Export pair: HTML + PNG + JSON"
-DOWNLOAD_WIDTH = 200
+EXPORT_LABEL, EXPORT_WIDTH = "Export pair: HTML + PNG + JSON", 250
 MAX_PARTNER_BUTTONS = 12  # a root of many captures of one selection lists the first ones; compare= opens any
 
 
@@ -45,25 +42,11 @@ class PairMode(param.Parameterized):
         self._on_change = on_change  # the shell rewrites the URL and shows or hides the single-packet views
         self._pair: Pair | None = None
         self._partner_note = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["partner-note"])
-        self._partner_buttons = pn.FlexBox(sizing_mode="stretch_width", css_classes=["partner-list"])
-        self.sidebar = pn.Column(self._partner_note, self._partner_buttons, sizing_mode="stretch_width",
-                                 css_classes=["pair-partners"])
-        self._status = pn.pane.HTML("", sizing_mode="stretch_width")
-        self._close = pn.widgets.Button(label="Back to the single packet", color="light", width=210,
-                                        css_classes=["pair-close"])
-        self._export_button = pn.widgets.Button(label=EXPORT_LABEL, color="primary", width=250,
-                                                css_classes=["pair-export"])
-        self._export_note = pn.pane.HTML("", sizing_mode="stretch_width")
-        self._downloads = [pn.widgets.FileDownload(visible=False, color="light", width=DOWNLOAD_WIDTH)
-                           for _ in range(3)]
-        self._view = pn.Column(sizing_mode="stretch_width", css_classes=["pair-view-holder"])
-        self.panel = pn.Column(
-            self._status,
-            pn.FlexBox(self._close, self._export_button, *self._downloads, flex_wrap="wrap",
-                       sizing_mode="stretch_width"),
-            self._export_note, self._view, visible=False, sizing_mode="stretch_width", css_classes=["pair-area"])
-        self._close.on_click(lambda _event: self.close())
-        self._export_button.on_click(self._on_export)
+        self.partner_buttons: list[pn.widgets.Button] = []
+        self.sidebar = pn.Column(self._partner_note, sizing_mode="stretch_width", css_classes=["pair-partners"])
+        self.area = ModeArea("pair", export_label=EXPORT_LABEL, export_width=EXPORT_WIDTH, on_close=self.close,
+                             on_export=self._on_export)
+        self.panel = self.area.panel
         packets.param.watch(lambda _event: self.list_partners(), "filled")
 
     # ------------------------------------------------------------ the partner list
@@ -95,7 +78,10 @@ class PairMode(param.Parameterized):
         self._partner_note.object = (f'<div class="partner-note-text" data-partners="{len(names)}" '
                                      f'style="font-size:0.9em"><b>Pairs</b> of {shown_name(self.packet)}<br>'
                                      f"{lead}{pending}</div>")
-        self._partner_buttons.objects = buttons
+        self.partner_buttons = buttons
+        # A box for the buttons only when there are some: most packets have no partner, and a box costs each session.
+        self.sidebar.objects = [self._partner_note, *([pn.FlexBox(*buttons, sizing_mode="stretch_width",
+                                                                  css_classes=["partner-list"])] if buttons else [])]
 
     def _clicked(self, name: str) -> None:
         notes = self.open(name)
@@ -126,7 +112,6 @@ class PairMode(param.Parameterized):
             self._pair = pair
             self.partner = name
             self._show(pair)
-            self.panel.visible = True
             self._on_change()
         return []
 
@@ -140,20 +125,11 @@ class PairMode(param.Parameterized):
     def _show(self, pair: Pair) -> None:
         from explorer.views.pair import build
 
-        self._status.object = (
+        self.area.show(
             f'<div class="pair-status-line" data-a="{shown_name(self.packet)}" data-b="{shown_name(self.partner)}" '
             f'data-status="{pair.status}" style="{PAIR_STATUS_STYLE}">Pair <b>a</b> {shown_name(self.packet)} '
-            f"&nbsp;vs&nbsp; <b>b</b> {shown_name(self.partner)} &nbsp; (pair status: <b>{pair.status}</b>)</div>")
-        self._export_note.object = ""
-        for download in self._downloads:
-            download.visible = False
-        try:
-            view = build(pair)
-        except Exception as error:  # a programming error in the view must not blank the page
-            log.exception("pair view raised for %s vs %s", self.packet, self.partner)
-            view = pn.pane.HTML(f'<div class="view-error">The pair view could not be built: '
-                                f"{html.escape(type(error).__name__)}: {html.escape(str(error))}</div>")
-        self._view.objects = [view]
+            f"&nbsp;vs&nbsp; <b>b</b> {shown_name(self.partner)} &nbsp; (pair status: <b>{pair.status}</b>)</div>",
+            lambda: build(pair), "pair view")
 
     def close(self, notify: bool = True) -> None:
         """Back to the single packet: the pair view is dropped and `compare=` leaves the URL."""
@@ -162,8 +138,7 @@ class PairMode(param.Parameterized):
         with pn.io.hold():
             self._pair = None
             self.partner = ""
-            self._view.objects = []
-            self.panel.visible = False
+            self.area.hide()
             if notify:
                 self._on_change()
 
@@ -173,11 +148,11 @@ class PairMode(param.Parameterized):
 
     # ------------------------------------------------------------ export
 
-    def _on_export(self, _event) -> None:
+    def _on_export(self) -> None:
         if self._pair is None:
             return
-        self._export_button.loading = True
-        self._export_note.object = "Exporting the pair view (the PNG takes a few seconds) ..."
+        self.area.export_button.loading = True
+        self.area.export_note.object = "Exporting the pair view (the PNG takes a few seconds) ..."
         document = pn.state.curdoc
         served = document is not None and document.session_context is not None and pn.state._thread_pool
         pn.state.execute(self._export, schedule="thread" if served else False)  # PNG rendering blocks: a thread
@@ -195,21 +170,20 @@ class PairMode(param.Parameterized):
             paths = export_pair(pair, self.export_dir, names=names, png=True)
         except (OSError, RenderError) as error:
             reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
-            self._export_note.object = (f"The pair export wrote nothing to <code>{html.escape(str(self.export_dir))}"
+            self.area.export_note.object = (f"The pair export wrote nothing to <code>{html.escape(str(self.export_dir))}"
                                         f"</code>: {html.escape(reason)}")
         else:
             self._offer(paths.html, paths.pngs, paths.report)
             if changed:
-                self._export_note.object += ('<div class="pair-changed">The files of this pair changed since it was '
+                self.area.export_note.object += ('<div class="pair-changed">The files of this pair changed since it was '
                                              "shown; the view and the export show them as they are now.</div>")
         finally:
-            self._export_button.loading = False
+            self.area.export_button.loading = False
 
     def _offer(self, page: Path, pngs: tuple[Path, ...], report: Path) -> None:
         """Downloads of the page, the (first) PNG and the JSON; the note names every file written."""
-        labels = ("Download HTML", "Download PNG", "Download comparison JSON")
-        for download, path, label in zip(self._downloads, (page, pngs[0], report), labels):
-            download.param.update(file=str(path), filename=path.name, label=label, visible=True)
-        self._export_note.object = written_note("pair-export-note", (("export-html", page),
+        self.area.downloads.offer(((page, "Download HTML"), (pngs[0], "Download PNG"),
+                                   (report, "Download comparison JSON")))
+        self.area.export_note.object = written_note("pair-export-note", (("export-html", page),
                                                                      *(("export-png", png) for png in pngs),
                                                                      ("export-json", report)))

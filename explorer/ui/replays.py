@@ -7,7 +7,6 @@ backend (else any partner), by name; the view says which.
 from __future__ import annotations
 
 import html
-import logging
 from pathlib import Path
 from typing import Callable
 
@@ -20,17 +19,15 @@ from explorer.catalog.replays import RunIndex
 from explorer.export.pages import RenderError, export_replay
 from explorer.replay.model import Replay
 from explorer.replay.replay import replay
+from explorer.ui.area import ModeArea
 from explorer.ui.packets import PacketList
 from explorer.ui.shared import echo
 from explorer.views.html_summary import written_note
 
-log = logging.getLogger(__name__)
-
 QUERY_REPLAY = "replay"
 REPLAY_STATUS_STYLE = "padding:0.3em 0;font-size:1.05em"
 NO_RUNS = "No replay run under this root binds to this packet."
-EXPORT_LABEL = "Export replay: HTML + PNG + JSON"
-DOWNLOAD_WIDTH = 200
+EXPORT_LABEL, EXPORT_WIDTH = "Export replay: HTML + PNG + JSON", 260
 MAX_RUN_BUTTONS = 12  # the first runs by name; replay= in the URL opens any other listed run of the packet
 
 
@@ -49,24 +46,11 @@ class ReplayMode(param.Parameterized):
         self._on_change = on_change  # the shell rewrites the URL and shows or hides the single-packet views
         self._replay: Replay | None = None
         self._note = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["replay-note"])
-        self._buttons = pn.FlexBox(sizing_mode="stretch_width", css_classes=["replay-list"])
-        self.sidebar = pn.Column(self._note, self._buttons, sizing_mode="stretch_width", css_classes=["replay-runs"])
-        self._status = pn.pane.HTML("", sizing_mode="stretch_width")
-        self._close = pn.widgets.Button(label="Back to the single packet", color="light", width=210,
-                                        css_classes=["replay-close"])
-        self._export_button = pn.widgets.Button(label=EXPORT_LABEL, color="primary", width=260,
-                                                css_classes=["replay-export"])
-        self._export_note = pn.pane.HTML("", sizing_mode="stretch_width")
-        self._downloads = [pn.widgets.FileDownload(visible=False, color="light", width=DOWNLOAD_WIDTH)
-                           for _ in range(3)]
-        self._view = pn.Column(sizing_mode="stretch_width", css_classes=["replay-view-holder"])
-        self.panel = pn.Column(
-            self._status,
-            pn.FlexBox(self._close, self._export_button, *self._downloads, flex_wrap="wrap",
-                       sizing_mode="stretch_width"),
-            self._export_note, self._view, visible=False, sizing_mode="stretch_width", css_classes=["replay-area"])
-        self._close.on_click(lambda _event: self.close())
-        self._export_button.on_click(self._on_export)
+        self.run_buttons: list[pn.widgets.Button] = []
+        self.sidebar = pn.Column(self._note, sizing_mode="stretch_width", css_classes=["replay-runs"])
+        self.area = ModeArea("replay", export_label=EXPORT_LABEL, export_width=EXPORT_WIDTH, on_close=self.close,
+                             on_export=self._on_export)
+        self.panel = self.area.panel
 
     # ------------------------------------------------------------ the run list
 
@@ -91,7 +75,10 @@ class ReplayMode(param.Parameterized):
                 else f'<span class="no-replays">{NO_RUNS}</span>')
         self._note.object = (f'<div class="replay-note-text" data-runs="{len(names)}" style="font-size:0.9em">'
                              f"<b>Replay runs</b> of {html.escape(name)}<br>{lead}{more}</div>")
-        self._buttons.objects = buttons
+        self.run_buttons = buttons
+        # A box for the buttons only when there are some: most packets have no run, and a box costs each session.
+        self.sidebar.objects = [self._note, *([pn.FlexBox(*buttons, sizing_mode="stretch_width",
+                                                          css_classes=["replay-list"])] if buttons else [])]
 
     def _clicked(self, run: str) -> None:
         notes = self.open(run)
@@ -131,7 +118,6 @@ class ReplayMode(param.Parameterized):
             self._replay = result
             self.run = run
             self._show(result)
-            self.panel.visible = True
             self._on_change()
         return []
 
@@ -139,21 +125,12 @@ class ReplayMode(param.Parameterized):
         from explorer.views.replay import build
 
         partner = "none" if result.partner is None else html.escape(result.report()["partner"]["name"])
-        self._status.object = (
+        self.area.show(
             f'<div class="replay-status-line" data-packet="{html.escape(self.packet)}" '
             f'data-run="{html.escape(self.run)}" data-status="{result.status}" style="{REPLAY_STATUS_STYLE}">'
             f"Replay run <b>{html.escape(self.run)}</b> of {html.escape(self.packet)}, partner {partner} "
-            f"&nbsp; (replay status: <b>{result.status}</b>)</div>")
-        self._export_note.object = ""
-        for download in self._downloads:
-            download.visible = False
-        try:
-            view = build(result)
-        except Exception as error:  # a programming error in the view must not blank the page
-            log.exception("replay view raised for %s", self.run)
-            view = pn.pane.HTML(f'<div class="view-error">The replay view could not be built: '
-                                f"{html.escape(type(error).__name__)}: {html.escape(str(error))}</div>")
-        self._view.objects = [view]
+            f"&nbsp; (replay status: <b>{result.status}</b>)</div>",
+            lambda: build(result), "replay view")
 
     def close(self, notify: bool = True) -> None:
         """Back to the single packet: the replay view is dropped and `replay=` leaves the URL."""
@@ -162,8 +139,7 @@ class ReplayMode(param.Parameterized):
         with pn.io.hold():
             self._replay = None
             self.run = ""
-            self._view.objects = []
-            self.panel.visible = False
+            self.area.hide()
             if notify:
                 self._on_change()
 
@@ -173,11 +149,11 @@ class ReplayMode(param.Parameterized):
 
     # ------------------------------------------------------------ export
 
-    def _on_export(self, _event) -> None:
+    def _on_export(self) -> None:
         if self._replay is None:
             return
-        self._export_button.loading = True
-        self._export_note.object = "Exporting the replay view (the PNG takes a few seconds) ..."
+        self.area.export_button.loading = True
+        self.area.export_note.object = "Exporting the replay view (the PNG takes a few seconds) ..."
         document = pn.state.curdoc
         served = document is not None and document.session_context is not None and pn.state._thread_pool
         pn.state.execute(self._export, schedule="thread" if served else False)  # PNG rendering blocks: a thread
@@ -189,14 +165,12 @@ class ReplayMode(param.Parameterized):
             paths = export_replay(result, self.export_dir, name=self.run, png=True)
         except (OSError, RenderError) as error:
             reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
-            self._export_note.object = (f"The replay export wrote nothing to <code>{html.escape(str(self.export_dir))}"
+            self.area.export_note.object = (f"The replay export wrote nothing to <code>{html.escape(str(self.export_dir))}"
                                         f"</code>: {html.escape(reason)}")
         else:
-            labels = ("Download HTML", "Download PNG", "Download replay JSON")
             files = (paths.html, *paths.pngs, paths.report)
-            for download, path, label in zip(self._downloads, files, labels):
-                download.param.update(file=str(path), filename=path.name, label=label, visible=True)
-            self._export_note.object = written_note("replay-export-note",
+            self.area.downloads.offer(zip(files, ("Download HTML", "Download PNG", "Download replay JSON")))
+            self.area.export_note.object = written_note("replay-export-note",
                                                     zip(("export-html", "export-png", "export-json"), files))
         finally:
-            self._export_button.loading = False
+            self.area.export_button.loading = False

@@ -33,6 +33,7 @@ from explorer.export.pages import (
 from explorer.packet.bounded import clip
 from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED
 from explorer.ui import catalog
+from explorer.ui.area import Downloads
 from explorer.ui.packets import PacketList
 from explorer.ui.pairs import QUERY_COMPARE, PairMode
 from explorer.ui.replays import QUERY_REPLAY, ReplayMode
@@ -51,7 +52,6 @@ QUERY_PACKET, QUERY_TAB, QUERY_HEAD = "packet", "tab", "head"
 HEAD_PATTERN = re.compile(r"[0-9]{1,6}")  # ASCII digits only: str.isdigit() also accepts '²', which int() refuses
 SCORE_TITLE = ("score: the largest |output - primary reference| / allowance over the compared heads (allowance: half "
                "the output dtype's spacing plus the head's FP64 noise floor; docs/report.md)")
-DOWNLOAD_WIDTH = 200  # the download buttons' labels are short; the export note names the files
 EXPORT_LABEL, EXPORT_WIDTH = "Export HTML + PNG + JSON", 210
 ELEMENT_DOCK_STYLE = {"position": "fixed", "bottom": "0", "right": "0", "z-index": "1000", "width": "min(780px, 62vw)",
                       "max-height": "46vh", "overflow": "auto", "background": "#ffffff",
@@ -163,12 +163,7 @@ class Shell(param.Parameterized):
         self._query_writer = QueryWriter(width=0, height=0, margin=0)
         self._message = pn.pane.HTML("", visible=False, sizing_mode="stretch_width")
         self._status = pn.pane.HTML("", sizing_mode="stretch_width")
-        self._element_panel = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["element-panel-pane"])
-        self._element_close = pn.widgets.Button(label="Close element", color="light", width=130,
-                                                css_classes=["element-close"])
-        # Docked over the bottom of the window: opening it moves nothing on the page (the clicked map stays put).
-        self._element_box = pn.Row(self._element_panel, self._element_close, visible=False, styles=ELEMENT_DOCK_STYLE,
-                                   css_classes=["element-dock"])
+        self._element_box: pn.Row | None = None  # the element dock, made when an element is first selected
         self._placeholders = {slug: pn.Column(sizing_mode="stretch_width", css_classes=[f"view-{slug}"])
                               for slug in SLUGS}
         self._views: dict[str, pn.viewable.Viewable] = {}  # slug -> view of the shown packet, built on first open
@@ -177,23 +172,19 @@ class Shell(param.Parameterized):
         self._export_button = pn.widgets.Button(label=EXPORT_LABEL, color="primary", width=EXPORT_WIDTH,
                                                 css_classes=["packet-export"])
         self._export_note = pn.pane.HTML("", sizing_mode="stretch_width")
-        self._html_download = pn.widgets.FileDownload(visible=False, color="light", width=DOWNLOAD_WIDTH)
-        self._json_download = pn.widgets.FileDownload(visible=False, color="light", width=DOWNLOAD_WIDTH)
+        self._downloads = Downloads("packet-downloads")
         self.packets = PacketList(self.index, badge=_list_badge, on_choose=self._choose)
         self.pairs = PairMode(self.index, self.packets, export_dir, on_change=self._on_pair)
         self.replays = ReplayMode(self.index, self.packets, export_dir, on_change=self._on_replay)
         self.sidebar = pn.Column(self.pairs.sidebar, self.replays.sidebar, self.packets.panel,
                                  sizing_mode="stretch_width")
         self._single = pn.Column(  # the open packet's views, hidden while a pair is shown
-            self._element_box,
-            pn.FlexBox(self._html_download, self._json_download, flex_wrap="wrap", sizing_mode="stretch_width"),
-            self._export_note, self._tabs, sizing_mode="stretch_width")
+            self._downloads.panel, self._export_note, self._tabs, sizing_mode="stretch_width")
         self.main = pn.Column(self._query_writer, self._message,
                               pn.Row(self._status, self._export_button, sizing_mode="stretch_width"),
                               self.pairs.panel, self.replays.panel, self._single, sizing_mode="stretch_width")
         self._tabs.param.watch(self._on_active, "active")
         self._export_button.on_click(self._on_export)
-        self._element_close.on_click(lambda _event: self._selection.param.update(element=None))
         location = session_location()
         self._initial_query = location.search if location is not None else ""
         self._opening = threading.Lock()
@@ -328,7 +319,8 @@ class Shell(param.Parameterized):
         self._selection.param.watch(self._on_selection_tab, "tab")
         self._selection.emulation = self._emulation
         self._selection.param.watch(self._on_selection_emulation, "emulation")
-        self._element_box.visible = False
+        if self._element_box is not None:
+            self._element_box.visible = False
         summary = catalog.summarize(analysis)
         self._status.object = (
             f'<div class="status-line" data-packet="{shown_name(self.packet)}" style="{STATUS_LINE_STYLE}">'
@@ -336,7 +328,7 @@ class Shell(param.Parameterized):
             f"{badge_html(summary, 'status-badge', None if analysis.score is None else analysis.score.heads)}</div>")
         self._on_status(self.packet)
         self._export_note.object = ""
-        self._html_download.visible = self._json_download.visible = False
+        self._downloads.clear()
         self._views = {}
         for slug, placeholder in self._placeholders.items():
             placeholder.param.update(objects=[], css_classes=[f"view-{slug}"])
@@ -421,9 +413,21 @@ class Shell(param.Parameterized):
     def _on_selection_element(self, event: param.parameterized.Event) -> None:
         """Show the element panel of the clicked (head, channel) and write it into the URL."""
         with pn.io.hold():
-            self._element_panel.object = "" if event.new is None else element_html(self._shown, *event.new)
-            self._element_box.visible = event.new is not None
+            if event.new is not None and self._element_box is None:
+                self._make_element_dock()
+            if self._element_box is not None:
+                self._element_box[0].object = "" if event.new is None else element_html(self._shown, *event.new)
+                self._element_box.visible = event.new is not None
             self._push_url()
+
+    def _make_element_dock(self) -> None:
+        """The element panel with its Close button, docked over the bottom of the window: opening it moves nothing on
+        the page (the clicked map stays put)."""
+        panel = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["element-panel-pane"])
+        close = pn.widgets.Button(label="Close element", color="light", width=130, css_classes=["element-close"])
+        close.on_click(lambda _event: self._selection.param.update(element=None))
+        self._element_box = pn.Row(panel, close, visible=False, styles=ELEMENT_DOCK_STYLE, css_classes=["element-dock"])
+        self._single.insert(0, self._element_box)
 
     # ------------------------------------------------------------ element query
 
@@ -491,9 +495,7 @@ class Shell(param.Parameterized):
             self._export_button.loading = False
 
     def _offer(self, paths: ExportPaths) -> None:
-        for widget, path, label in ((self._html_download, paths.html, "Download HTML"),
-                                    (self._json_download, paths.report, "Download JSON report")):
-            widget.param.update(file=str(path), filename=path.name, label=label, visible=True)
+        self._downloads.offer(((paths.html, "Download HTML"), (paths.report, "Download JSON report")))
         self._export_note.object = written_note("export-note", (("export-html", paths.html),
                                                                 ("export-json", paths.report),
                                                                 *(("export-png", png) for png in paths.pngs)))

@@ -22,11 +22,11 @@ from explorer.views.common import (
     hint,
     html_pane,
     named,
-    note,
+    note_markup,
     per_head_charts,
     plot_pane,
     selectable,
-    state,
+    state_markup,
     ulp_map,
     ulp_value,
 )
@@ -43,7 +43,10 @@ LINK_WIDTH, LINK_HEIGHT = 150, 26
 CELL_MARGIN = (3, 3)
 COMPACT_STYLE = f"font-size:{COMPACT_FONT};line-height:1.25"
 SHA_DIGITS = 12  # packetSHA256 hex digits in the identity line of a refused packet
-CELL_STYLE = {"border": "1px solid #d0d7e0", "border-radius": "4px", "padding": "2px 8px"}
+# The link sits in the cell's top right corner, over the title's line (a row for the two cost every session more).
+CELL_STYLE = {"border": "1px solid #d0d7e0", "border-radius": "4px", "padding": "2px 8px", "position": "relative"}
+LINK_STYLE = {"position": "absolute", "top": "2px", "right": "6px", "z-index": "1"}
+TITLE_STYLE = f"margin:0.25em 0;font-size:1.05em;min-height:{LINK_HEIGHT}px;line-height:{LINK_HEIGHT}px"
 # (slug, cell title, tab title) of the four cells, in grid order.
 CELLS = (("errors", "Per-head error", "Per-head errors"), ("lastrow", "Last-row bits", "Last-row bits"),
          ("nonfinite", "Nonfinite", "Nonfinite"), ("narrowed", "Narrowed-Q counterfactual", "Narrowed-Q"))
@@ -77,9 +80,9 @@ def _header(analysis: Analysis) -> pn.pane.HTML:
                      f'<div class="overview-status">{html_summary.status_html(analysis)}</div>')
 
 
-def _unavailable(analysis: Analysis, needs: str, what: str) -> pn.pane.HTML:
-    return html_pane(f'<p class="overview-unavailable"><b>Not available: {esc(what)}.</b> '
-                     f"{esc(html_summary.missing_text(analysis, needs))}</p>")
+def _unavailable(analysis: Analysis, needs: str, what: str) -> str:
+    return (f'<p class="overview-unavailable"><b>Not available: {esc(what)}.</b> '
+            f"{esc(html_summary.missing_text(analysis, needs))}</p>")
 
 
 # ---------------------------------------------------------------- the four cells
@@ -111,8 +114,10 @@ def _error_map(analysis: Analysis, numerics: Numerics, selection: Selection) -> 
         image = ulp_map(rounded.ulp.distance, fields, title=what, what="ULP bucket", height=MAP_HEIGHT)
         caption = (f"Output {dtype}: ULP distance to the primary reference rounded (RNE) to {dtype}; white: 0 (the "
                    f"same {dtype} value), grey: undefined.")
-    pane = selectable(plot_pane(image.opts(toolbar=None), css_classes=["overview-error-map"]), selection)
-    return [pane, note(f'<span style="{COMPACT_STYLE}">{esc(caption)}</span>', "overview-caption"),
+    # No toolbar and no tools but hover (and the click): a compact cell, its full view one click away.
+    pane = selectable(plot_pane(image.opts(toolbar=None, default_tools=[]), css_classes=["overview-error-map"]),
+                      selection)
+    return [pane, note_markup(f'<span style="{COMPACT_STYLE}">{esc(caption)}</span>', "overview-caption"),
             hint("Click a cell for every number behind it.")]
 
 
@@ -127,14 +132,14 @@ def _last_row_map(row: LastRow, name: str) -> list:
     image = grid_map(row.field_mask, fields, title="", colour_label="fields that differ",
                      xlabel="channel", ylabel="KV head", clim=(-0.5, len(lastrow.FIELD_NAMES) - 0.5),
                      cmap=list(lastrow.FIELD_COLOURS), colorbar=False, height=height)
-    text = html_pane(f'<div class="overview-last-row">{line}</div>')
-    return [text, plot_pane(image.opts(toolbar=None))] if row.mismatched else [text]
+    text = f'<div class="overview-last-row">{line}</div>'
+    return [text, plot_pane(image.opts(toolbar=None, default_tools=[]))] if row.mismatched else [text]
 
 
 def _last_rows(analysis: Analysis) -> list:
     facts = analysis.facts
     rows = (facts.last_row_keys, facts.last_row_values)
-    legend = [html_pane(lastrow.legend_html())] if any(row.mismatched for row in rows) else []
+    legend = [lastrow.legend_html()] if any(row.mismatched for row in rows) else []
     return [*_last_row_map(rows[0], "Keys"), *_last_row_map(rows[1], "Values"), *legend]
 
 
@@ -148,19 +153,19 @@ def _nonfinite(analysis: Analysis) -> list:
                      esc(m.positive_infinity), esc(m.negative_infinity)))
     counts = table(("tensor", "dtype", "NaN", "of which signaling", "+inf", html_summary.NEGATIVE_INFINITY_HEADER),
                    rows, css_class="overview-nonfinite")
-    parts = [html_pane(f'<div style="{COMPACT_STYLE}">{counts}</div>')]
+    parts = [f'<div style="{COMPACT_STYLE}">{counts}</div>']
     if len(finite) == len(TENSOR_NAMES):
-        parts.append(note("No NaN and no infinity in any element of the six tensors.", "overview-finite"))
+        parts.append(note_markup("No NaN and no infinity in any element of the six tensors.", "overview-finite"))
     elif finite:
-        parts.append(note("No NaN and no infinity in " + ", ".join(f"<code>{n}</code>" for n in finite)
-                          + " (only these).", "overview-finite"))
+        parts.append(note_markup("No NaN and no infinity in " + ", ".join(f"<code>{n}</code>" for n in finite)
+                                 + " (only these).", "overview-finite"))
     return parts
 
 
 def _narrowed(analysis: Analysis, numerics: Numerics) -> list:
     nq = numerics.narrowed_query
     if nq is None:
-        return [state(f'<b>Not applicable</b> (<code class="narrowed-reason">{esc(numerics.narrowed_query_reason)}'
+        return [state_markup(f'<b>Not applicable</b> (<code class="narrowed-reason">{esc(numerics.narrowed_query_reason)}'
                       f"</code>): {esc(reason_words(analysis, numerics.narrowed_query_reason))}",
                       "narrowed-not-applicable")]
     floor = ("FP64 noise floor", numerics.fp64.reference_error)
@@ -169,16 +174,27 @@ def _narrowed(analysis: Analysis, numerics: Numerics) -> list:
         floor, metrics=(("linf", "linf"),), height=CHART_HEIGHT, upright=UPRIGHT_HEAD_LABELS, compact=True)
     caption = (f"Output linf per head against each reference (counterfactual: queries rounded to {esc(nq.dtype)}; "
                "never the reference).")
-    return [legend, chart, note(f'<span style="{COMPACT_STYLE}">{caption}</span>', "overview-caption")]
+    return [legend, chart, note_markup(f'<span style="{COMPACT_STYLE}">{caption}</span>', "overview-caption")]
 
 
 def _cell(slug: str, title: str, tab_title: str, selection: Selection, body: list) -> pn.Column:
+    """The cell's link, then its title and `body`: HTML markup (str) and panes, each run of markup one pane (every
+    pane costs each session's page a few milliseconds of server time)."""
     link = pn.widgets.Button(label=f"{tab_title} \u2192", color="light", width=LINK_WIDTH, height=LINK_HEIGHT,
-                             css_classes=["overview-link"], margin=(2, 0))
+                             css_classes=["overview-link"], margin=0, styles=LINK_STYLE)
     link.on_click(lambda _event: selection.param.update(tab=slug))
-    header = pn.Row(html_pane(f'<h4 style="margin:0.25em 0;font-size:1.05em">{esc(title)}</h4>', margin=(0, 0)), link,
-                    sizing_mode="stretch_width", margin=0)
-    return pn.Column(header, *body, sizing_mode="stretch_width", styles=CELL_STYLE, margin=CELL_MARGIN,
+    parts: list = [link]
+    markup = f'<h4 style="{TITLE_STYLE}">{esc(title)}</h4>'
+    for part in body:
+        if isinstance(part, str):
+            markup += part
+            continue
+        parts.append(html_pane(markup, margin=(0, 0)))
+        parts.append(part)
+        markup = ""
+    if markup:
+        parts.append(html_pane(markup, margin=(0, 0)))
+    return pn.Column(*parts, sizing_mode="stretch_width", styles=CELL_STYLE, margin=CELL_MARGIN,
                      css_classes=["overview-cell", f"overview-{slug}"])
 
 

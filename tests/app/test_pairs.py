@@ -47,7 +47,7 @@ def test_choosing_a_packet_closes_the_pair_and_lists_that_packets_partners(shell
     assert shell.pairs.partner == "" and "compare" not in _url(shell)
     assert NO_PARTNERS in shell.pairs._partner_note.object
     shell._choose(PAGED)
-    labels = [button.label for button in shell.pairs._partner_buttons.objects]
+    labels = [button.label for button in shell.pairs.partner_buttons]
     assert labels == [CONTIGUOUS, INPUT_DIFFERS] == list(shell.index.partners(PAGED))
 
 
@@ -63,7 +63,7 @@ def test_a_compare_that_cannot_be_opened_gives_an_escaped_note(shell, value, pro
 
 def test_a_partner_click_opens_the_pair(shell):
     shell._open_from_query(f"?packet={PAGED}")
-    button = next(b for b in shell.pairs._partner_buttons.objects if b.label == INPUT_DIFFERS)
+    button = next(b for b in shell.pairs.partner_buttons if b.label == INPUT_DIFFERS)
     button.clicks += 1
     assert shell.pairs.partner == INPUT_DIFFERS and _url(shell)["compare"] == INPUT_DIFFERS
 
@@ -97,7 +97,7 @@ def test_the_pair_export_reads_the_files_again_and_redraws_a_pair_whose_files_ch
     shell.pairs._export()
     assert shell.pairs._pair is not shown
     assert shell.pairs._pair.b.admission.packet_sha256 != shown.b.admission.packet_sha256
-    assert "wrote nothing" in shell.pairs._export_note.object and "No space left" in shell.pairs._export_note.object
+    assert "wrote nothing" in shell.pairs.area.export_note.object and "No space left" in shell.pairs.area.export_note.object
     assert not (tmp_path / "exports").exists() or not any((tmp_path / "exports").iterdir())
 
 
@@ -110,7 +110,7 @@ def test_a_root_of_many_captures_of_one_selection_lists_the_first_partners_only(
         write_packet(root / name, synthetic_spec())
     shell = Shell(root, tmp_path / "exports")
     shell._open_from_query(f"?packet={names[0]}")
-    labels = [button.label for button in shell.pairs._partner_buttons.objects]
+    labels = [button.label for button in shell.pairs.partner_buttons]
     assert labels == names[1:MAX_PARTNER_BUTTONS + 1]
     assert f'data-partners="{len(names) - 1}"' in shell.pairs._partner_note.object
     shell._open_from_query(f"?packet={names[0]}&compare={names[-1]}")

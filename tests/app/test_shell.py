@@ -127,8 +127,8 @@ def test_export_writes_html_and_report_and_offers_them(shell, tmp_path):
     report_path = tmp_path / "exports" / f"{ANALYZED_SAMPLE}.report.json"
     assert html_path.is_file() and report_path.is_file()
     assert json.loads(report_path.read_text()) == explorer.analyze(ROOT / ANALYZED_SAMPLE).report()
-    assert shell._html_download.visible and shell._html_download.file == str(html_path)
-    assert shell._json_download.visible and shell._json_download.file == str(report_path)
+    offered = {download.label: download.file for download in shell._downloads.offered}
+    assert offered == {"Download HTML": str(html_path), "Download JSON report": str(report_path)}
     assert str(html_path) in shell._export_note.object
 
 
@@ -138,7 +138,7 @@ def test_export_into_an_unwritable_place_says_so(tmp_path):
     shell = Shell(ROOT, blocker / "exports")
     shell._on_export(None)
     assert "could not write" in shell._export_note.object
-    assert not shell._html_download.visible
+    assert not shell._downloads.offered
 
 
 # ---------------------------------------------------------------- hostile queries, changed files
@@ -212,8 +212,8 @@ def test_a_selected_element_shows_its_panel_and_enters_the_url(shell):
     shell._open_from_query(f"?packet={ANALYZED_SAMPLE}")
     shell._selection.element = (5, 3)
     record = explorer.analyze(ROOT / ANALYZED_SAMPLE).element(5, 3)
-    assert shell._element_box.visible and 'data-element="5,3"' in shell._element_panel.object
-    assert record.output_hex in shell._element_panel.object
+    panel = shell._element_box[0].object
+    assert shell._element_box.visible and 'data-element="5,3"' in panel and record.output_hex in panel
     assert "element=5%2C3" in shell._query_writer.query
 
 
@@ -230,14 +230,14 @@ def test_an_invalid_element_query_is_ignored_with_a_note(shell, value, problem):
     search = f"?packet={ANALYZED_SAMPLE}&element={value}"
     shell._open_from_query(search)
     shell._element_from_query(search)
-    assert shell._selection.element is None and not shell._element_box.visible
+    assert shell._selection.element is None and shell._element_box is None  # never made
     assert problem in _message(shell) and "<b>" not in _message(shell)
 
 
 def test_closing_the_element_panel_clears_the_selection_and_the_url(shell):
     shell._open_from_query(f"?packet={ANALYZED_SAMPLE}")
     shell._selection.element = (1, 2)
-    shell._element_close.clicks += 1
+    shell._element_box[1].clicks += 1
     assert shell._selection.element is None and not shell._element_box.visible
     assert "element=" not in shell._query_writer.query
 

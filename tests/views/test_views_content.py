@@ -404,8 +404,8 @@ def test_narrowed_difference_maps_select_the_clicked_element(analyses):
     selection = Selection()
     view = BUILDERS["narrowed"](analyses["injected-error-head5"], selection)
     render(view)
-    images = [next(layer for layer in p.object.last if isinstance(layer, hv.Image))  # beneath the cell outline
-              for p in view.select(pn.pane.HoloViews) if isinstance(p.object, hv.DynamicMap)]
+    images = [p.object for p in view.select(pn.pane.HoloViews)
+              if isinstance(p.object, hv.Image) and p.object.kdims[1].name == "query head"]
     assert len(images) == 2  # |narrowed-Q reference - primary reference| and |q' - q|
     for image, (head, channel) in zip(images, ((5, 9), (2, 40))):
         tap = next(s for s in hv.streams.Stream.registry[image] if isinstance(s, hv.streams.Tap))

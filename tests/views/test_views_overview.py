@@ -118,7 +118,7 @@ def test_element_panel_lists_the_records_values(analyses):
 def test_clicking_a_query_head_by_channel_cell_selects_that_element(analyses):
     view, _, selection = _build(analyses, "qwen36-bf16-t64")
     pane = next(p for p in view.select(pn.pane.HoloViews) if "overview-error-map" in p.css_classes)
-    image = next(layer for layer in pane.object.last if isinstance(layer, hv.Image))  # beneath the cell outline
+    image = pane.object
     tap = next(s for s in hv.streams.Stream.registry[image] if isinstance(s, hv.streams.Tap))
     tap.event(x=155.3, y=3.8)  # image coordinates: channel on x, query head on y (cell centres at integers)
     assert selection.element == (4, 155)

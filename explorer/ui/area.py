@@ -1,0 +1,94 @@
+"""Parts of the page made only when first used (a view's area, the downloads an export offers): every widget on a page costs each session server time; computes nothing.
+
+Measured on this 2-core machine: a Panel widget or pane costs 3 to 5 ms of the
+server's one interpreter per session (made, turned into Bokeh models, sent),
+a FileDownload more. Eight sessions opening at once queue behind one another
+for it, so a part that most sessions never show is made when one first does.
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+from pathlib import Path
+from typing import Callable, Iterable
+
+import panel as pn
+
+log = logging.getLogger(__name__)
+
+DOWNLOAD_WIDTH = 200  # the download buttons' labels are short; the export note names the files
+CLOSE_LABEL, CLOSE_WIDTH = "Back to the single packet", 210
+
+
+class Downloads:
+    """Download buttons for the files an export wrote, made when they are offered (none before the first export)."""
+
+    def __init__(self, css_class: str):
+        self.panel = pn.Row(sizing_mode="stretch_width", css_classes=[css_class])
+
+    def offer(self, files: Iterable[tuple[Path, str]]) -> None:
+        """One button per (path, label), replacing any offered before."""
+        self.panel.objects = [pn.widgets.FileDownload(file=str(path), filename=path.name, label=label, color="light",
+                                                      width=DOWNLOAD_WIDTH) for path, label in files]
+
+    def clear(self) -> None:
+        self.panel.objects = []
+
+    @property
+    def offered(self) -> list[pn.widgets.FileDownload]:
+        return list(self.panel.objects)
+
+
+class ModeArea:
+    """The area of a view shown instead of the single packet's (a pair, a replay run): its status line, Back and
+    Export buttons, the export's note and downloads, then the view. Empty and hidden until it first opens."""
+
+    def __init__(self, kind: str, *, export_label: str, export_width: int, on_close: Callable[[], None],
+                 on_export: Callable[[], None]):
+        """`kind` names its CSS classes (`{kind}-area`, `{kind}-close`, `{kind}-export`, `{kind}-view-holder`)."""
+        self.kind = kind
+        self._export_label, self._export_width = export_label, export_width
+        self._on_close, self._on_export = on_close, on_export
+        self.panel = pn.Column(visible=False, sizing_mode="stretch_width", css_classes=[f"{kind}-area"])
+        self._made = False
+
+    def _make(self) -> None:
+        self.status = pn.pane.HTML("", sizing_mode="stretch_width")
+        close = pn.widgets.Button(label=CLOSE_LABEL, color="light", width=CLOSE_WIDTH, css_classes=[f"{self.kind}-close"])
+        close.on_click(lambda _event: self._on_close())
+        self.export_button = pn.widgets.Button(label=self._export_label, color="primary", width=self._export_width,
+                                               css_classes=[f"{self.kind}-export"])
+        self.export_button.on_click(lambda _event: self._on_export())
+        self.export_note = pn.pane.HTML("", sizing_mode="stretch_width")
+        self.downloads = Downloads(f"{self.kind}-downloads")
+        self.view = pn.Column(sizing_mode="stretch_width", css_classes=[f"{self.kind}-view-holder"])
+        self.panel.objects = [self.status, pn.Row(close, self.export_button), self.export_note,
+                              self.downloads.panel, self.view]
+        self._made = True
+
+    def show(self, status_html: str, build: Callable[[], pn.viewable.Viewable], what: str) -> None:
+        """Show the status line and the view `build` makes (`what` names it in a note when building raises)."""
+        if not self._made:
+            self._make()
+        self.status.object = status_html
+        self.export_note.object = ""
+        self.downloads.clear()
+        try:
+            view = build()
+        except Exception as error:  # a programming error in the view must not blank the page
+            log.exception("the %s could not be built", what)
+            view = pn.pane.HTML(f'<div class="view-error">The {html.escape(what)} could not be built: '
+                                f"{html.escape(type(error).__name__)}: {html.escape(str(error))}</div>")
+        self.view.objects = [view]
+        self.panel.visible = True
+
+    def hide(self) -> None:
+        """Drop the view (its models leave the page) and hide the area."""
+        if self._made:
+            self.view.objects = []
+        self.panel.visible = False
+
+    @property
+    def shown(self) -> bool:
+        return self.panel.visible
