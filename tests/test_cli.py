@@ -85,6 +85,22 @@ def test_a_named_command_gets_the_messages_of_the_whole_parser(capsys, argv):
     assert said[0] == said[1] and said[0][1] + said[0][2] != ""
 
 
+@pytest.mark.parametrize("columns", [None, "60", "200", "0", "wide"])
+def test_help_is_as_wide_as_argparse_makes_it(monkeypatch, columns):
+    """The help formatter reads the width shutil would give argparse (stdout is no terminal here)."""
+    import argparse
+
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    assert cli.HelpFormatter("explorer")._width == argparse.HelpFormatter("explorer")._width
+    parsers = [cli.build_parser(), cli.build_parser("analyze")]
+    assert all(isinstance(p._get_formatter(), cli.HelpFormatter) for p in parsers)
+    subcommand = parsers[1]._subparsers._group_actions[0].choices["analyze"]
+    assert isinstance(subcommand._get_formatter(), cli.HelpFormatter)
+
+
 def test_output_is_written_and_never_overwritten(capsys, tmp_path):
     packet = str(COMMITTED / "discarded-sample")
     target = tmp_path / "report.json"

@@ -66,6 +66,19 @@ def test_reading_a_packet_loads_no_numpy():
     assert done.stdout.strip() == "False"
 
 
+def test_an_analyze_line_loads_no_shutil():
+    """argparse's help width is read without shutil (and its bz2 and lzma): a command that prints no help skips them."""
+    code = ("import sys; sys.modules.pop('shutil', None)  # some site hooks load it at start-up\n"
+            "from explorer.launch import run\n"
+            "sys.argv = ['explorer', 'analyze', sys.argv[1], '--json']\n"
+            "try:\n    run()\n"
+            "except SystemExit:\n    pass\n"
+            "print('shutil' in sys.modules, file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", code, str(ANALYZED)], capture_output=True, text=True, cwd=REPO,
+                          check=True)
+    assert done.stderr.strip().splitlines()[-1] == "False"
+
+
 def test_the_script_prints_what_main_prints(capsys):
     from explorer.cli import main
 
