@@ -46,7 +46,9 @@ SHA_DIGITS = 12  # packetSHA256 hex digits in the identity line of a refused pac
 # The link sits in the cell's top right corner, over the title's line (a row for the two cost every session more).
 CELL_STYLE = {"border": "1px solid #d0d7e0", "border-radius": "4px", "padding": "2px 8px", "position": "relative"}
 LINK_STYLE = {"position": "absolute", "top": "2px", "right": "6px", "z-index": "1"}
-TITLE_STYLE = f"margin:0.25em 0;font-size:1.05em;min-height:{LINK_HEIGHT}px;line-height:{LINK_HEIGHT}px"
+# The title's box ends left of the link (a box under the link would overlap it, even where no letter does).
+TITLE_STYLE = (f"margin:0.25em {LINK_WIDTH + 12}px 0.25em 0;font-size:1.05em;min-height:{LINK_HEIGHT}px;"
+               f"line-height:{LINK_HEIGHT}px")
 # (slug, cell title, tab title) of the four cells, in grid order.
 CELLS = (("errors", "Per-head error", "Per-head errors"), ("lastrow", "Last-row bits", "Last-row bits"),
          ("nonfinite", "Nonfinite", "Nonfinite"), ("narrowed", "Narrowed-Q counterfactual", "Narrowed-Q"))
