@@ -82,12 +82,23 @@ def selectable(pane: pn.pane.HoloViews, selection: Selection) -> pn.pane.HoloVie
 
     def redraw(event: param.parameterized.Event) -> None:
         for source in sources:
-            source.data = cells(event.new)
+            set_data(source, cells(event.new))
 
     hv.streams.Tap(source=image).add_subscriber(clicked)
     selection.param.watch(redraw, "element")
     pane.object = image.opts(hooks=[*image.opts.get().kwargs.get("hooks", []), add_outline])
     return pane
+
+
+def set_data(source: ColumnDataSource, data: dict) -> None:
+    """Give a figure's data source new data: at once, or on the next tick of its server session's loop when it has
+    one (a session's callbacks run on threads that do not hold the document's lock; Bokeh allows only
+    add_next_tick_callback from them)."""
+    document = source.document
+    if document is None or document.session_context is None:
+        source.data = data
+    else:
+        document.add_next_tick_callback(lambda: setattr(source, "data", data))
 
 
 # ---------------------------------------------------------------- text panes

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from playwright.sync_api import expect
 
 from app_support import PAGE_TIMEOUT_MS, artifact, open_packet, wait_view
 
@@ -40,7 +41,13 @@ def test_clicking_a_map_cell_leaves_the_map_where_it_was_and_outlines_the_cell(p
     panel.wait_for(state="visible", timeout=PAGE_TIMEOUT_MS)
     page.wait_for_timeout(500)  # the outline is drawn by the next paint of the map's own overlay
     assert canvas.bounding_box() == before, "the element panel moved the map"
-    assert canvas.screenshot() != pixels_before, "the clicked cell is not marked on the map"
+    outlined = canvas.screenshot()
+    assert outlined != pixels_before, "the clicked cell is not marked on the map"
+    first = panel.get_attribute("data-element")
+    page.mouse.click(before["x"] + before["width"] * 0.6, before["y"] + before["height"] * 0.3)  # another cell
+    expect(panel).not_to_have_attribute("data-element", first, timeout=PAGE_TIMEOUT_MS)  # a second click selects too
+    page.wait_for_timeout(500)
+    assert canvas.screenshot() not in (outlined, pixels_before), "the outline did not move to the second cell"
     page.screenshot(path=artifact("first-screen-element-1280x800.png"))
 
 
