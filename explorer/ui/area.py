@@ -40,6 +40,12 @@ class Downloads:
         return list(self.panel.objects)
 
 
+def note_and_buttons(note: pn.pane.HTML, buttons: list[pn.widgets.Button], css_class: str) -> list:
+    """A sidebar list's parts: its note, then a box of its buttons only when there are some (most packets have no
+    partner and no replay run, and an empty box would still cost every session)."""
+    return [note, *([pn.FlexBox(*buttons, sizing_mode="stretch_width", css_classes=[css_class])] if buttons else [])]
+
+
 class ModeArea:
     """The area of a view shown instead of the single packet's (a pair, a replay run): its status line, Back and
     Export buttons, the export's note and downloads, then the view. Empty and hidden until it first opens."""
@@ -88,7 +94,3 @@ class ModeArea:
         if self._made:
             self.view.objects = []
         self.panel.visible = False
-
-    @property
-    def shown(self) -> bool:
-        return self.panel.visible

@@ -15,7 +15,7 @@ from explorer.pair.compare import compare
 from explorer.packet.bounded import escaped_bytes
 from explorer.pair.model import Pair, SamePacketError
 from explorer.ui import catalog
-from explorer.ui.area import ModeArea
+from explorer.ui.area import ModeArea, note_and_buttons
 from explorer.ui.packets import PacketList
 from explorer.ui.shared import content_seen, echo, shown_name
 from explorer.views.html_summary import written_note
@@ -79,9 +79,7 @@ class PairMode(param.Parameterized):
                                      f'style="font-size:0.9em"><b>Pairs</b> of {shown_name(self.packet)}<br>'
                                      f"{lead}{pending}</div>")
         self.partner_buttons = buttons
-        # A box for the buttons only when there are some: most packets have no partner, and a box costs each session.
-        self.sidebar.objects = [self._partner_note, *([pn.FlexBox(*buttons, sizing_mode="stretch_width",
-                                                                  css_classes=["partner-list"])] if buttons else [])]
+        self.sidebar.objects = note_and_buttons(self._partner_note, buttons, "partner-list")
 
     def _clicked(self, name: str) -> None:
         notes = self.open(name)

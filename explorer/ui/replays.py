@@ -19,7 +19,7 @@ from explorer.catalog.replays import RunIndex
 from explorer.export.pages import RenderError, export_replay
 from explorer.replay.model import Replay
 from explorer.replay.replay import replay
-from explorer.ui.area import ModeArea
+from explorer.ui.area import ModeArea, note_and_buttons
 from explorer.ui.packets import PacketList
 from explorer.ui.shared import echo
 from explorer.views.html_summary import written_note
@@ -46,7 +46,6 @@ class ReplayMode(param.Parameterized):
         self._on_change = on_change  # the shell rewrites the URL and shows or hides the single-packet views
         self._replay: Replay | None = None
         self._note = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["replay-note"])
-        self.run_buttons: list[pn.widgets.Button] = []
         self.sidebar = pn.Column(self._note, sizing_mode="stretch_width", css_classes=["replay-runs"])
         self.area = ModeArea("replay", export_label=EXPORT_LABEL, export_width=EXPORT_WIDTH, on_close=self.close,
                              on_export=self._on_export)
@@ -75,10 +74,7 @@ class ReplayMode(param.Parameterized):
                 else f'<span class="no-replays">{NO_RUNS}</span>')
         self._note.object = (f'<div class="replay-note-text" data-runs="{len(names)}" style="font-size:0.9em">'
                              f"<b>Replay runs</b> of {html.escape(name)}<br>{lead}{more}</div>")
-        self.run_buttons = buttons
-        # A box for the buttons only when there are some: most packets have no run, and a box costs each session.
-        self.sidebar.objects = [self._note, *([pn.FlexBox(*buttons, sizing_mode="stretch_width",
-                                                          css_classes=["replay-list"])] if buttons else [])]
+        self.sidebar.objects = note_and_buttons(self._note, buttons, "replay-list")
 
     def _clicked(self, run: str) -> None:
         notes = self.open(run)

@@ -167,16 +167,17 @@ def _nonfinite(analysis: Analysis) -> list:
 def _narrowed(analysis: Analysis, numerics: Numerics) -> list:
     nq = numerics.narrowed_query
     if nq is None:
-        return [state_markup(f'<b>Not applicable</b> (<code class="narrowed-reason">{esc(numerics.narrowed_query_reason)}'
-                      f"</code>): {esc(reason_words(analysis, numerics.narrowed_query_reason))}",
-                      "narrowed-not-applicable")]
+        reason = numerics.narrowed_query_reason
+        return [state_markup(f'<b>Not applicable</b> (<code class="narrowed-reason">{esc(reason)}</code>): '
+                             f"{esc(reason_words(analysis, reason))}", "narrowed-not-applicable")]
     floor = ("FP64 noise floor", numerics.fp64.reference_error)
     legend, chart = per_head_charts(
         [("vs primary reference", numerics.primary), ("vs narrowed-Q counterfactual", nq.comparison)],
         floor, metrics=(("linf", "linf"),), height=CHART_HEIGHT, upright=UPRIGHT_HEAD_LABELS, compact=True)
     caption = (f"Output linf per head against each reference (counterfactual: queries rounded to {esc(nq.dtype)}; "
                "never the reference).")
-    return [legend, chart, note_markup(f'<span style="{COMPACT_STYLE}">{caption}</span>', "overview-caption")]
+    # The legend's markup joins the title's pane (one pane fewer per session).
+    return [legend.object, chart, note_markup(f'<span style="{COMPACT_STYLE}">{caption}</span>', "overview-caption")]
 
 
 def _cell(slug: str, title: str, tab_title: str, selection: Selection, body: list) -> pn.Column:
@@ -187,15 +188,15 @@ def _cell(slug: str, title: str, tab_title: str, selection: Selection, body: lis
     link.on_click(lambda _event: selection.param.update(tab=slug))
     parts: list = [link]
     markup = f'<h4 style="{TITLE_STYLE}">{esc(title)}</h4>'
-    for part in body:
+    for part in [*body, None]:  # None: the end, which closes the last run of markup
         if isinstance(part, str):
             markup += part
             continue
-        parts.append(html_pane(markup, margin=(0, 0)))
-        parts.append(part)
-        markup = ""
-    if markup:
-        parts.append(html_pane(markup, margin=(0, 0)))
+        if markup:
+            parts.append(html_pane(markup, margin=(0, 0)))
+            markup = ""
+        if part is not None:
+            parts.append(part)
     return pn.Column(*parts, sizing_mode="stretch_width", styles=CELL_STYLE, margin=CELL_MARGIN,
                      css_classes=["overview-cell", f"overview-{slug}"])
 

@@ -132,3 +132,13 @@ def test_selection_element_is_a_pair_or_none():
     selection.element = (4, 155)
     with pytest.raises(ValueError):
         selection.element = (1, 2, 3)
+
+
+def test_each_cell_is_its_link_and_one_pane_per_run_of_text(analyses):
+    """Every pane costs each session's page server time: a cell never holds an empty or a split text pane."""
+    for name, analysis in analyses.items():
+        for slug, cell in _cells(overview.build(analysis, Selection())).items():
+            assert isinstance(cell.objects[0], pn.widgets.Button), (name, slug)
+            kinds = [isinstance(part, pn.pane.HTML) and "view-hint" not in part.css_classes for part in cell.objects]
+            assert not any(a and b for a, b in zip(kinds, kinds[1:])), (name, slug)
+            assert all(part.object for part in cell.objects if isinstance(part, pn.pane.HTML)), (name, slug)
