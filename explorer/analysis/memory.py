@@ -8,7 +8,7 @@ The bound (docs/report.md, "Memory"): beyond the interpreter with numpy and the 
   + WEIGHT_BYTES x QH x T                                         (the softmax weights the result keeps)
   + PASS_THREADS x PASS_ROW_BYTES x max(ROW_ELEMENTS, T)          (a batch of logit rows per thread, FP64)
   + OUTPUT_ELEMENT_BYTES x QH x D                                 (references and comparisons, [QH, D] arrays)
-  + SCRATCH_BYTES                                                 (product temporaries, token blocks)
+  + SCRATCH_BYTES                                                 (cast key chunks, token blocks)  
 
 bytes. The packet limits (payload <= 32 MiB, `2 QH T D <= 1e8`, QH <= 256, D <= 1,024) cap it at
 CEILING_BYTES. Before computing, `analyze` checks the facts' and the numerics' parts against the room
@@ -29,7 +29,7 @@ FACTS_PER_PAYLOAD_BYTE = 5  # kinds (1 byte per element), a bool temporary, 8-by
 WEIGHT_BYTES = 4  # float32 softmax weights [QH, T] held by the result
 PASS_ROW_BYTES = 8  # one FP64 row batch of logits / weights
 OUTPUT_ELEMENT_BYTES = 256  # about thirty float64 / int64 [QH, D] arrays: references, comparisons, ULP maps
-# FP64 product temporaries and value blocks of each thread, transient copies, and what the allocator keeps after freeing them
+# FP64 key chunks and value blocks of each thread, transient copies, and what the allocator keeps after freeing them
 SCRATCH_BYTES = PASS_THREADS * 8 * (2 * PRODUCT_ELEMENTS + 1024 * TOKEN_BLOCK) + 64 * MIB
 BASE_BYTES = 64 * MIB  # the interpreter with numpy and the explorer loaded (RSS), outside the bound
 CEILING_BYTES = 768 * MIB  # no admitted packet's analysis needs more (662 MiB at most within the packet limits)

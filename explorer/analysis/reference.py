@@ -2,22 +2,25 @@
 
 Every sum is taken in one fixed order, whatever the BLAS library, its threads, the
 process or the machine (no BLAS `matmul` / `dot` is used; numpy's elementwise
-operations and its pairwise `add.reduce` along a contiguous axis are the same
-everywhere for one numpy version):
+operations, its `einsum` loop and its pairwise `add.reduce` are compiled C code, the
+same everywhere for one numpy build):
 
-- a logit `(K[kv, t, :] . q[h, :]) * s` is numpy's pairwise sum of the D products
-  `q[h, d] * K[kv, t, d]` (each rounded to the pass dtype), in channel order, then
-  multiplied by `s`;
-- a sum over tokens (the softmax denominator and each output element
-  `sum_t w[t] * V[kv, t, d]`) is cut into blocks of TOKEN_BLOCK tokens from token 0:
-  numpy's pairwise sum within a block, the block sums added in token order.
+- a logit `(K[kv, t, :] . q[h, :]) * s` is numpy's einsum dot product of the two
+  length-D rows in the pass dtype (`dot_rows`), then multiplied by `s`;
+- each output element `sum_t w[t] * V[kv, t, d]` is cut into blocks of TOKEN_BLOCK
+  tokens from token 0: an einsum dot product within a block, the block sums added
+  in token order;
+- the softmax denominator is a token sum in the same blocks, numpy's pairwise sum
+  within each (`token_sum`).
 
-Memory stays proportional to the packet: tokens are processed in chunks (a product
-temporary holds at most PRODUCT_ELEMENTS values) and query heads in batches whose
-rows hold at most ROW_ELEMENTS values; neither choice changes any sum's order.
-Repeated K/V are never materialised. Up to PASS_THREADS batches run at once on
-threads (numpy releases the GIL inside its loops): each head's numbers come from
-the same operations in the same order whichever thread runs its batch.
+Each dot product is one einsum call on one head's row, so a head's numbers never
+depend on which heads share its batch. Memory stays proportional to the packet:
+tokens are processed in chunks (a cast key chunk holds at most PRODUCT_ELEMENTS
+values) and query heads in batches whose rows hold at most ROW_ELEMENTS values;
+neither choice changes any sum's order. Repeated K/V are never materialised. Up to
+PASS_THREADS batches run at once on threads (numpy releases the GIL inside its
+loops): each head's numbers come from the same operations in the same order
+whichever thread runs its batch.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from explorer.packet.record import Record, record
 TOP_TOKENS = 5
 NARROW_STORAGE_DTYPES = ("float16", "bfloat16")
 TOKEN_BLOCK = 1024  # tokens per block of every sum over tokens: fixes the summation order, never tuned per machine
-PRODUCT_ELEMENTS = 1 << 18  # values in one product temporary ([heads, tokens, D] or [heads, D, tokens])
+PRODUCT_ELEMENTS = 1 << 18  # values in one key chunk cast to the pass dtype ([tokens, D])
 ROW_ELEMENTS = 1 << 22  # values in one batch of logit rows [heads, T] (at least one head per batch)
 PASS_THREADS = 2  # head batches evaluated at once (each holds its own logit rows and product temporaries)
 
@@ -94,15 +97,28 @@ def spans(count: int, size: int) -> list[slice]:
     return [slice(start, min(count, start + size)) for start in range(0, count, size)]
 
 
+def dot_rows(matrix: np.ndarray, vector: np.ndarray, out: np.ndarray) -> None:
+    """out[i] = sum over j of matrix[i, j] * vector[j]: numpy's einsum loop (never BLAS), in `out`'s dtype.
+
+    All three share one dtype and `matrix` is C-contiguous, so einsum runs its own unbuffered C loop over
+    `j` for each `i` (docs/report.md, "One summation order"): the same order for every call of one shape.
+    """
+    np.einsum("ij,j->i", matrix, vector, out=out, optimize=False)
+
+
 def _logits(queries: np.ndarray, keys: np.ndarray, scale: np.floating, out: np.ndarray) -> None:
-    """out [h, T] = (pairwise sum over d of queries[h, d] * keys[t, d]) * scale in queries' dtype, tokens in chunks."""
+    """out [h, T] = (keys[t, :] . queries[h, :]) * scale in queries' dtype, one head at a time, tokens in chunks."""
     heads, head_dim = queries.shape
-    step = max(1, PRODUCT_ELEMENTS // (heads * head_dim))
-    scratch = np.empty(heads * min(step, keys.shape[0]) * head_dim, dtype=queries.dtype)
+    step = max(1, PRODUCT_ELEMENTS // head_dim)
+    cast = keys.dtype != queries.dtype
+    scratch = np.empty(min(step, keys.shape[0]) * head_dim, dtype=queries.dtype) if cast else None
     for chunk in spans(keys.shape[0], step):
-        products = scratch[: heads * (chunk.stop - chunk.start) * head_dim].reshape(heads, -1, head_dim)
-        np.multiply(queries[:, None, :], keys[None, chunk].astype(queries.dtype, copy=False), out=products)
-        np.add.reduce(products, axis=-1, out=out[:, chunk])
+        block = keys[chunk]
+        if cast:
+            block = scratch[: block.size].reshape(block.shape)
+            block[...] = keys[chunk]
+        for head in range(heads):
+            dot_rows(block, queries[head], out[head, chunk])
     out *= scale
 
 
@@ -116,23 +132,19 @@ def token_sum(rows: np.ndarray) -> np.ndarray:
 
 
 def _weighted_values(weights: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """[h, D]: sum over tokens of weights[h, t] * values[t, d] in token_sum's order, heads in batches."""
+    """[h, D]: sum over tokens of weights[h, t] * values[t, d], blocks of TOKEN_BLOCK tokens added in token order."""
     heads, tokens = weights.shape
     head_dim = values.shape[1]
     out = np.empty((heads, head_dim), dtype=weights.dtype)
-    batch_heads = min(heads, max(1, PRODUCT_ELEMENTS // (head_dim * TOKEN_BLOCK)))
-    scratch = np.empty(batch_heads * head_dim * min(tokens, TOKEN_BLOCK), dtype=weights.dtype)
-    partial = np.empty((batch_heads, head_dim), dtype=weights.dtype)
+    partial = np.empty(head_dim, dtype=weights.dtype)
     for index, block in enumerate(spans(tokens, TOKEN_BLOCK)):
         block_t = np.ascontiguousarray(values[block].T, dtype=weights.dtype)  # [D, tokens of the block]
-        for batch in spans(heads, batch_heads):
-            count = batch.stop - batch.start
-            products = scratch[: count * head_dim * (block.stop - block.start)].reshape(count, head_dim, -1)
-            np.multiply(weights[batch, None, block], block_t[None], out=products)
+        for head in range(heads):
             if index == 0:
-                np.add.reduce(products, axis=-1, out=out[batch])
+                dot_rows(block_t, weights[head, block], out[head])
             else:
-                out[batch] += np.add.reduce(products, axis=-1, out=partial[:count])
+                dot_rows(block_t, weights[head, block], partial)
+                out[head] += partial
     return out
 
 
@@ -204,9 +216,9 @@ def attend_two(first: np.ndarray, second: np.ndarray, keys: np.ndarray, values: 
                eligible: np.ndarray, dtype: type[np.floating]) -> tuple[AttentionPass, np.ndarray]:
     """`attend(first, ..., keep_weights=True)` and `attend(second, ...).reference`, bit for bit, in one pass.
 
-    Each KV group's heads of `second` join the batches of its heads of `first`, so that one product
-    temporary and one transposed value block serve both (a Qwen-size float32-query packet's primary and
-    narrowed passes: 52 -> 46 ms); every head's numbers are the same operations either way.
+    Each KV group's heads of `second` join the batches of its heads of `first`, so that one transposed
+    value block serves both (a Qwen-size float32-query packet's primary and narrowed passes: 12.3 ->
+    9.4 ms); every head's numbers are the same operations either way.
     """
     query_heads = first.shape[0]
     kv_heads = keys.shape[0]

@@ -79,6 +79,28 @@ def test_attention_passes_give_the_same_bits_on_one_thread_or_several(monkeypatc
     assert np.isnan(passes[1].reference[query_heads // 2]).all()
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_heads_numbers_do_not_depend_on_the_heads_beside_it(monkeypatch, dtype):
+    """Each dot product is one einsum call on one head's row: evaluated alone, in a batch of one or in a
+    batch of all its group, and from keys not 16-byte aligned, a head gets the same bits."""
+    rng = np.random.default_rng(7)
+    queries = rng.standard_normal((8, 96)).astype(np.float32)
+    keys, values = (rng.standard_normal((2, 2500, 96)).astype(np.float32) for _ in range(2))
+    together = attend(queries, keys, values, 0.1, np.ones(8, dtype=bool), dtype, keep_weights=True)
+    monkeypatch.setattr(reference, "ROW_ELEMENTS", 1)  # batches of one head
+    for head in range(8):
+        alone = np.zeros(8, dtype=bool)
+        alone[head] = True
+        single = attend(queries, keys, values, 0.1, alone, dtype, keep_weights=True)
+        assert single.reference[head].tobytes() == together.reference[head].tobytes(), head
+        assert single.weights[head].tobytes() == together.weights[head].tobytes(), head
+    moved = np.empty(keys.size + 1, dtype=np.float32)[1:].reshape(keys.shape)  # 4 bytes past an allocation
+    moved[...] = keys
+    assert moved.ctypes.data % 16 != 0
+    assert attend(queries, moved, values, 0.1, np.ones(8, dtype=bool), dtype).reference.tobytes() == \
+        together.reference.tobytes()
+
+
 def test_an_error_on_a_worker_thread_reaches_the_caller_after_every_thread_stopped():
     seen = []
 
