@@ -178,6 +178,19 @@ def test_a_missing_browser_is_one_line_exit_2_naming_the_package_and_nothing_is_
     assert not out.exists() or os.listdir(out) == []
 
 
+def test_a_missing_playwright_is_one_line_exit_2_naming_the_extra_and_nothing_is_written(tmp_path, capsys,
+                                                                                       monkeypatch):
+    """`pip install -e .` brings no Playwright: `report` says what to install instead of an internal error."""
+    monkeypatch.setattr(pages, "PLAYWRIGHT_MODULE", "no_such_playwright_module")
+    out = tmp_path / "out"
+    assert cli.main(["report", str(ANALYZED), "--out", str(out)]) == EXIT_USAGE
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    line = _one_bounded_line(captured.err)
+    assert "Playwright is not installed" in line and ".[export]" in line and "nothing was written" in line
+    assert not out.exists() or os.listdir(out) == []
+
+
 @pytest.mark.browser  # renders PNGs in chromium
 def test_an_output_encoding_without_the_characters_escapes_them(tmp_path):
     packet = write_packet(tmp_path / "non-ascii", synthetic_spec(model_id=NON_ASCII_MODEL))

@@ -26,6 +26,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import html
+import importlib.util
 import io
 import json
 import mimetypes
@@ -73,6 +74,8 @@ RENDER_TIMEOUT_MS = 60_000  # per view: a static page draws in seconds
 SETTLE_MS = 300  # one more paint after a view reports itself drawn
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_INSTALL = "apt-get install chromium"  # Debian's package; Playwright never downloads a browser here
+PLAYWRIGHT_MODULE = "playwright"
+PLAYWRIGHT_INSTALL = "pip install -e '.[export]', or pip install playwright; no browser is downloaded"
 CHROMIUM_ARGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync")
 LOCAL_URL_PREFIXES = ("file:", "data:", "blob:", "about:")
@@ -311,9 +314,12 @@ def _block_network(route) -> None:
 
 
 def require_chromium() -> None:
-    """RenderError naming the package to install when CHROMIUM is not an executable file."""
+    """RenderError naming what to install when CHROMIUM is not an executable file or Playwright is not installed
+    (`pip install -e .` does not bring it: the `export` extra does)."""
     if not (os.path.isfile(CHROMIUM) and os.access(CHROMIUM, os.X_OK)):
         raise RenderError(f"{CHROMIUM} is missing: PNGs need Debian's chromium package ({CHROMIUM_INSTALL})")
+    if importlib.util.find_spec(PLAYWRIGHT_MODULE) is None:
+        raise RenderError(f"Playwright is not installed: PNGs need it to drive {CHROMIUM} ({PLAYWRIGHT_INSTALL})")
 
 
 def _screenshots(html_path: str | os.PathLike, slugs: tuple[str, ...]) -> dict[str, list[bytes]]:
