@@ -131,20 +131,42 @@ def token_sum(rows: np.ndarray) -> np.ndarray:
     return total
 
 
+def _block_groups(tokens: int, head_dim: int) -> list[tuple[slice, int, int]]:
+    """(tokens, blocks, tokens per block) of consecutive TOKEN_BLOCK blocks taken together: as many whole
+    blocks as keep a group's [blocks, D, tokens per block] copy within PRODUCT_ELEMENTS values (at least one),
+    then the last, shorter block alone."""
+    per_group = max(1, PRODUCT_ELEMENTS // (head_dim * TOKEN_BLOCK))
+    whole = tokens // TOKEN_BLOCK
+    groups = [(slice(first * TOKEN_BLOCK, (first + count) * TOKEN_BLOCK), count, TOKEN_BLOCK)
+              for first, count in ((start.start, start.stop - start.start) for start in spans(whole, per_group))]
+    if tokens % TOKEN_BLOCK:
+        groups.append((slice(whole * TOKEN_BLOCK, tokens), 1, tokens % TOKEN_BLOCK))
+    return groups
+
+
 def _weighted_values(weights: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """[h, D]: sum over tokens of weights[h, t] * values[t, d], blocks of TOKEN_BLOCK tokens added in token order."""
+    """[h, D]: sum over tokens of weights[h, t] * values[t, d], blocks of TOKEN_BLOCK tokens added in token order.
+
+    A block's sum is an einsum dot product of the head's weights with the value channel; the block sums are
+    folded from token 0 by `np.add.accumulate` (each one added to the total so far), so that a group of
+    blocks costs one einsum and one fold per head: the same sums as one block at a time.
+    """
     heads, tokens = weights.shape
     head_dim = values.shape[1]
     out = np.empty((heads, head_dim), dtype=weights.dtype)
-    partial = np.empty(head_dim, dtype=weights.dtype)
-    for index, block in enumerate(spans(tokens, TOKEN_BLOCK)):
-        block_t = np.ascontiguousarray(values[block].T, dtype=weights.dtype)  # [D, tokens of the block]
+    groups = _block_groups(tokens, head_dim)
+    folded = np.empty((1 + max(count for _, count, _ in groups), head_dim), dtype=weights.dtype)
+    for index, (span, count, length) in enumerate(groups):
+        # [blocks, D, tokens of a block], in the pass dtype
+        blocks = np.ascontiguousarray(values[span].reshape(count, length, head_dim).transpose(0, 2, 1),
+                                      dtype=weights.dtype)
         for head in range(heads):
-            if index == 0:
-                dot_rows(block_t, weights[head, block], out[head])
-            else:
-                dot_rows(block_t, weights[head, block], partial)
-                out[head] += partial
+            np.einsum("bdt,bt->bd", blocks, weights[head, span].reshape(count, length), out=folded[1 : 1 + count],
+                      optimize=False)
+            rows = folded[1 : 1 + count] if index == 0 else folded[: 1 + count]
+            if index:
+                rows[0] = out[head]
+            out[head] = np.add.accumulate(rows, axis=0)[-1]
     return out
 
 

@@ -4,6 +4,7 @@ the same attention pass on one thread or several."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -99,6 +100,22 @@ def test_a_heads_numbers_do_not_depend_on_the_heads_beside_it(monkeypatch, dtype
     assert moved.ctypes.data % 16 != 0
     assert attend(queries, moved, values, 0.1, np.ones(8, dtype=bool), dtype).reference.tobytes() == \
         together.reference.tobytes()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("head_dim", [1, 3, 64])
+def test_token_blocks_give_the_same_sums_one_at_a_time_or_in_groups(monkeypatch, dtype, head_dim):
+    rng = np.random.default_rng(head_dim)
+    weights = rng.random((3, 5000)).astype(dtype)  # 4 whole blocks of 1,024 tokens and a shorter one
+    values = rng.standard_normal((5000, head_dim)).astype(np.float32)
+    grouped = reference._weighted_values(weights, values)
+    monkeypatch.setattr(reference, "PRODUCT_ELEMENTS", 1)  # one block per group
+    assert max(count for _, count, _ in reference._block_groups(5000, head_dim)) == 1
+    one_at_a_time = reference._weighted_values(weights, values)
+    assert grouped.tobytes() == one_at_a_time.tobytes()
+    exact = [[math.fsum(float(w) * float(v) for w, v in zip(weights[h], values[:, d])) for d in range(head_dim)]
+             for h in range(3)]
+    np.testing.assert_allclose(grouped, exact, rtol=1e-4 if dtype is np.float32 else 1e-12)
 
 
 def test_an_error_on_a_worker_thread_reaches_the_caller_after_every_thread_stopped():
