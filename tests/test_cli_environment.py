@@ -117,6 +117,7 @@ AS_NOBODY = textwrap.dedent("""
     import argparse, gettext, json, locale, os, pwd, sys
     import explorer.analysis.element, explorer.analysis.emulation, explorer.cli, explorer.export.pages
     import explorer.pair.compare, explorer.pair.model
+    import playwright.sync_api  # root's site-packages may be closed to nobody; a user's own install is not
     from explorer.views import VIEWS
     user = pwd.getpwnam("nobody")
     os.setgroups([])

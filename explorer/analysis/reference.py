@@ -38,7 +38,7 @@ NARROW_STORAGE_DTYPES = ("float16", "bfloat16")
 TOKEN_BLOCK = 1024  # tokens per block of every sum over tokens: fixes the summation order, never tuned per machine
 PRODUCT_ELEMENTS = 1 << 18  # values in one key chunk cast to the pass dtype ([tokens, D])
 ROW_ELEMENTS = 1 << 22  # values in one batch of logit rows [heads, T] (at least one head per batch)
-PASS_THREADS = 2  # head batches evaluated at once (each holds its own logit rows and product temporaries)
+PASS_THREADS = 2  # head batches evaluated at once (each holds its own logit rows, key chunk and value blocks)
 
 NONFINITE_INPUTS = "nonfinite_inputs"
 NONFINITE_LOGITS = "nonfinite_logits"
@@ -137,8 +137,8 @@ def _block_groups(tokens: int, head_dim: int) -> list[tuple[slice, int, int]]:
     then the last, shorter block alone."""
     per_group = max(1, PRODUCT_ELEMENTS // (head_dim * TOKEN_BLOCK))
     whole = tokens // TOKEN_BLOCK
-    groups = [(slice(first * TOKEN_BLOCK, (first + count) * TOKEN_BLOCK), count, TOKEN_BLOCK)
-              for first, count in ((start.start, start.stop - start.start) for start in spans(whole, per_group))]
+    groups = [(slice(blocks.start * TOKEN_BLOCK, blocks.stop * TOKEN_BLOCK), blocks.stop - blocks.start, TOKEN_BLOCK)
+              for blocks in spans(whole, per_group)]
     if tokens % TOKEN_BLOCK:
         groups.append((slice(whole * TOKEN_BLOCK, tokens), 1, tokens % TOKEN_BLOCK))
     return groups
@@ -147,9 +147,10 @@ def _block_groups(tokens: int, head_dim: int) -> list[tuple[slice, int, int]]:
 def _weighted_values(weights: np.ndarray, values: np.ndarray) -> np.ndarray:
     """[h, D]: sum over tokens of weights[h, t] * values[t, d], blocks of TOKEN_BLOCK tokens added in token order.
 
-    A block's sum is an einsum dot product of the head's weights with the value channel; the block sums are
-    folded from token 0 by `np.add.accumulate` (each one added to the total so far), so that a group of
-    blocks costs one einsum and one fold per head: the same sums as one block at a time.
+    A block's sum is an einsum dot product of the head's weights with the value channel (the loop of
+    `dot_rows`, over a block's tokens for each block and channel); the block sums are folded from token 0 by
+    `np.add.accumulate` (each one added to the total so far), so that a group of blocks costs one einsum and
+    one fold per head: the same sums as one block at a time.
     """
     heads, tokens = weights.shape
     head_dim = values.shape[1]
