@@ -11,7 +11,9 @@ same everywhere for one numpy build):
   tokens from token 0: an einsum dot product within a block, the block sums added
   in token order;
 - the softmax denominator is a token sum in the same blocks, numpy's pairwise sum
-  within each (`token_sum`).
+  within each (`token_sum`);
+- `exp` and `log` are the explorer's own (`elementary`: IEEE-exact steps, float64,
+  rounded once to the pass dtype), not numpy's, whose loop depends on the CPU.
 
 Each dot product is one einsum call on one head's row, so a head's numbers never
 depend on which heads share its batch. Memory stays proportional to the packet:
@@ -29,6 +31,7 @@ import math
 
 import numpy as np
 
+from explorer.analysis import elementary
 from explorer.analysis.result import HeadAttention
 from explorer.packet.parallel import run_on_threads
 from explorer.packet.record import Record, record
@@ -219,7 +222,7 @@ def attend(
             top = logits.max(axis=1)
             finite = np.isfinite(top) & np.isfinite(logits.min(axis=1))
             logits -= top[:, None]
-            exponentials = np.exp(logits, out=logits)
+            exponentials = elementary.exp(logits, out=logits)
             total = token_sum(exponentials)
             w = np.divide(exponentials, total[:, None], out=exponentials)
             reference[rows] = _weighted_values(w, values[kv])
@@ -272,7 +275,7 @@ def _entropies(weights: np.ndarray) -> np.ndarray:
     total = np.zeros(weights.shape[0])
     for block in spans(weights.shape[1], TOKEN_BLOCK):
         w = weights[:, block].astype(np.float64)
-        total += np.add.reduce(np.where(w > 0, w * np.log(w), 0.0), axis=-1)
+        total += np.add.reduce(np.where(w > 0, w * elementary.log(w), 0.0), axis=-1)
     return 0.0 - total  # 0.0 - 0.0 is +0.0
 
 
@@ -286,7 +289,7 @@ def head_attention(primary: AttentionPass, eligible: np.ndarray, kv_heads: int) 
     kv_of = kv_head_of(query_heads, kv_heads)
     top_count = min(TOP_TOKENS, tokens)
     with np.errstate(all="ignore"):
-        log_sum_exp = primary.max_logit + np.log(primary.sum_exp)
+        log_sum_exp = primary.max_logit + elementary.log(primary.sum_exp)
         entropy = _entropies(primary.weights)
     entries = []
     for h in range(query_heads):

@@ -36,12 +36,22 @@ def packets(tmp_path_factory) -> dict[str, Path]:
     return {name: write_packet(root / name, qwen_full_spec(**dtypes)) for name, dtypes in PACKETS.items()}
 
 
-def _cli_report(packet: Path, blas_threads: str) -> str:
+def _cli_report(packet: Path, blas_threads: str, *options: str, disabled_cpu_features: str = "") -> str:
     environment = {**os.environ, "PYTHONPATH": str(REPO), "OPENBLAS_NUM_THREADS": blas_threads,
-                   "OMP_NUM_THREADS": blas_threads, "MKL_NUM_THREADS": blas_threads}
-    done = subprocess.run([sys.executable, "-m", "explorer", "analyze", str(packet), "--json"],
+                   "OMP_NUM_THREADS": blas_threads, "MKL_NUM_THREADS": blas_threads,
+                   "NPY_DISABLE_CPU_FEATURES": disabled_cpu_features}
+    done = subprocess.run([sys.executable, "-m", "explorer", "analyze", str(packet), "--json", *options],
                           capture_output=True, text=True, env=environment, check=True)
     return done.stdout
+
+
+def _older_cpus() -> dict[str, str]:
+    """NPY_DISABLE_CPU_FEATURES values under which numpy runs its loops as on older CPUs: each tail of the dispatch
+    targets this CPU has turned off (on an AVX-512 machine: without AVX-512, then without AVX2 as well)."""
+    from numpy._core import _multiarray_umath
+
+    found = [name for name in _multiarray_umath.__cpu_dispatch__ if _multiarray_umath.__cpu_features__.get(name)]
+    return {" ".join(found[start:]): " ".join(found[start:]) for start in range(len(found))}
 
 
 def printed_report(path: str) -> str:
@@ -59,6 +69,17 @@ def test_reports_are_byte_identical_under_any_blas_threads_and_in_a_worker(packe
     assert printed["1"] == printed["2"]
     assert in_worker == printed["1"]
     assert printed_report(str(packet)) == printed["1"]  # this process: the app's and the notebooks' way
+
+
+@pytest.mark.parametrize("name", PACKETS)
+def test_reports_are_byte_identical_whatever_loops_numpy_picks_for_the_cpu(packets, name):
+    """numpy's exp and log round differently with AVX-512, AVX2 or neither; the explorer's reports (the emulations'
+    numbers included) do not, so two machines with one numpy give the same bytes."""
+    if not _older_cpus():
+        pytest.skip("numpy has no CPU-specific loop to turn off on this machine")
+    here = _cli_report(packets[name], "1", "--emulate", "default")
+    for disabled in _older_cpus():
+        assert _cli_report(packets[name], "1", "--emulate", "default", disabled_cpu_features=disabled) == here, disabled
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

@@ -14,6 +14,7 @@ from typing import Callable
 
 import numpy as np
 
+from explorer.analysis import elementary
 from explorer.packet.dtypes import narrow
 from explorer.packet.record import Record, record
 
@@ -40,13 +41,13 @@ class Hypotheses(Record):
 
 
 def exp32(x: np.ndarray) -> np.ndarray:
-    """float32(exp(float64(x))); exp32(-inf) = 0."""
-    return np.exp(x.astype(np.float64)).astype(np.float32)
+    """float32(exp(float64(x))); exp32(-inf) = 0 (the explorer's own exp: the same bits on every CPU)."""
+    return elementary.exp(x, out=np.empty(np.shape(x), dtype=np.float32))
 
 
 def exp2_32(x: np.ndarray) -> np.ndarray:
-    """float32(exp2(float64(x)))."""
-    return np.exp2(x.astype(np.float64)).astype(np.float32)
+    """float32(exp2(float64(x))) (the explorer's own exp2: the same bits on every CPU)."""
+    return elementary.exp2(x, out=np.empty(np.shape(x), dtype=np.float32))
 
 
 def exp2_scaled(x: np.ndarray) -> np.ndarray:

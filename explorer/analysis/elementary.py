@@ -1,0 +1,209 @@
+"""exp, exp2 and log of float64 arrays from IEEE-exact numpy operations, the same bits on every CPU; no I/O.
+
+numpy's own `exp`, `exp2` and `log` choose their loop by the CPU they run on (AVX-512,
+AVX2 or the C library), and these round differently: one packet gave other float64
+noise floors and entropies where AVX-512 was missing, and other float32 softmax
+weights without AVX2. Here every step is an operation IEEE 754 defines to the bit
+(+, -, *, /, rint, frexp, integer shifts, a table lookup), so every CPU gives the same
+bits. The results are within one or two units in the last place of the true values
+(tests/analysis/test_elementary.py checks them against 60-digit decimal arithmetic);
+rounded to float32 they give the correctly rounded float32 exp for every bfloat16 and
+float16 input tried.
+
+- exp(x) = 2^(x / ln2): x = (32 k + j) ln2 / 32 + r with |r| <= ln2 / 64 (ln2 / 32 in two
+  parts, so the reduction is exact); exp(r) by its Taylor series to r^6 / 6! in Horner's
+  order, times 2^(j/32) from a table (made once with exact decimal arithmetic), times 2^k.
+- exp2(x): the same with x = k + j / 32 + f and r = f ln2.
+- log(x): x = m 2^e with sqrt(1/2) <= m < sqrt(2), f = m - 1, s = f / (2 + f):
+  log(m) = f - (f^2/2 - s (f^2/2 + R)) with R = 2 (s^2/3 + s^4/5 + ... + s^22/23) (fdlibm's
+  arrangement); plus e ln2 in two parts.
+
+Arrays go through in chunks of CHUNK_ELEMENTS (a few float64 temporaries of that size); each result is
+rounded once into the caller's `out` (float32 for a float32 pass).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from decimal import Context
+
+import numpy as np
+
+CHUNK_ELEMENTS = 1 << 16  # 512 KiB float64 temporaries: few enough numpy calls that two threads share the interpreter well
+TABLE_BITS = 5  # 2^(j / 32) for j < 32 come from a table
+TABLE_SIZE = 1 << TABLE_BITS
+LN2 = 0.6931471805599453  # float64(ln 2)
+# ln2 / 32 in two parts: the high part has 33 significant bits, so n * high is exact for |n| < 2^20
+LN2_BY_TABLE_HIGH = float.fromhex("0x1.62e42fefp-6")
+LN2_BY_TABLE_LOW = float.fromhex("0x1.473de6af278edp-39")
+TABLE_BY_LN2 = TABLE_SIZE / LN2
+EXP_COEFFICIENTS = tuple(1.0 / math.factorial(n) for n in range(6, -1, -1))  # |r| <= ln2/64: next term < 4e-18
+EXP_INPUT_LIMIT = 1100.0  # beyond +-this exp is inf or 0 whatever is done; keeps n a small integer
+EXP2_INPUT_LIMIT = 1600.0
+LN2_HIGH = float.fromhex("0x1.62e42feep-1")  # ln 2 in two parts (fdlibm's), e * LN2_HIGH exact for |e| < 2^11
+LN2_LOW = float.fromhex("0x1.a39ef35793c76p-33")
+LOG_COEFFICIENTS = tuple(2.0 / (2 * n + 1) for n in range(11, 0, -1))  # R / s^2 in powers of s^2, highest first
+SQRT_HALF = math.sqrt(0.5)
+_DECIMAL = Context(prec=40)
+
+
+@functools.cache
+def _powers_table() -> np.ndarray:
+    """float64(2^(j / 32)) for j = 0..31, correctly rounded (decimal arithmetic, the same on every machine)."""
+    two = _DECIMAL.create_decimal(2)
+    return np.array([float(_DECIMAL.power(two, _DECIMAL.divide(j, TABLE_SIZE))) for j in range(TABLE_SIZE)])
+
+
+def _power_of_two(exponent: np.ndarray) -> np.ndarray:
+    """2.0 ** exponent (int64 from -1022 to 1023) as float64, made from its bits."""
+    return ((exponent + 1023) << 52).view(np.float64)
+
+
+class _Workspace:
+    """The float64, int64 and bool arrays of one chunk, made once per call: every step writes into them (`out=`),
+    so a chunk allocates nothing and a shortage of memory is numpy's MemoryError at the start, never a failure
+    inside a ufunc."""
+
+    def __init__(self, size: int):
+        self.floats = np.empty((6, size))
+        self.integers = np.empty((2, size), dtype=np.int64)
+        self.flags = np.empty((2, size), dtype=bool)
+
+    def of(self, count: int) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
+        return ([row[:count] for row in self.floats], [row[:count] for row in self.integers],
+                [row[:count] for row in self.flags])
+
+
+def _scaled(r: np.ndarray, n: np.ndarray, work: _Workspace) -> np.ndarray:
+    """exp(r) * 2^(n / 32) (n integral float64), in the workspace's `p` row."""
+    (_, _, _, p, t, _), (i, k), _ = work.of(r.size)
+    np.multiply(r, EXP_COEFFICIENTS[0], out=p)
+    for coefficient in EXP_COEFFICIENTS[1:-1]:
+        p += coefficient
+        p *= r
+    p += EXP_COEFFICIENTS[-1]
+    np.copyto(i, n, casting="unsafe")  # n is integral
+    np.right_shift(i, TABLE_BITS, out=k)
+    np.bitwise_and(i, TABLE_SIZE - 1, out=i)
+    if -1000 <= k.min() and k.max() <= 1000:  # 2^(j/32) * 2^k is a normal float64: add k to the table's exponent
+        scale = t.view(np.int64)
+        np.take(_powers_table().view(np.int64), i, out=scale, mode="wrap")
+        np.left_shift(k, 52, out=k)
+        scale += k
+        p *= t
+        return p
+    p *= _powers_table().take(i)
+    first = np.clip(k, -1022, 1023)
+    p *= _power_of_two(first)
+    with np.errstate(over="ignore"):  # 2^k in two normal factors: a result in or below the subnormal range is
+        p *= _power_of_two(k - first)  # rounded once, at the end
+    return p
+
+
+def _exp_chunk(x: np.ndarray, work: _Workspace, limit: float = EXP_INPUT_LIMIT, binary: bool = False) -> np.ndarray:
+    """exp (or exp2 when `binary`) of the workspace's chunk `x` (which it overwrites)."""
+    (_, n, r, _, t, _), _, (nan, _) = work.of(x.size)
+    np.isnan(x, out=nan)
+    saved = x[nan] if nan.any() else None  # NaN stays the NaN it was
+    np.fmin(x, limit, out=x)  # NaN becomes a limit here, and is put back at the end
+    np.fmax(x, -limit, out=x)
+    if binary:
+        np.multiply(x, TABLE_SIZE, out=n)
+        np.rint(n, out=n)
+        np.divide(n, TABLE_SIZE, out=r)
+        np.subtract(x, r, out=r)  # exact
+        r *= LN2
+    else:
+        np.multiply(x, TABLE_BY_LN2, out=n)
+        np.rint(n, out=n)
+        np.multiply(n, LN2_BY_TABLE_HIGH, out=r)
+        np.subtract(x, r, out=r)
+        np.multiply(n, LN2_BY_TABLE_LOW, out=t)
+        r -= t
+    p = _scaled(r, n, work)
+    if saved is not None:
+        p[nan] = saved
+    return p
+
+
+def _exp2_chunk(x: np.ndarray, work: _Workspace) -> np.ndarray:
+    return _exp_chunk(x, work, EXP2_INPUT_LIMIT, binary=True)
+
+
+def _log_chunk(x: np.ndarray, work: _Workspace) -> np.ndarray:
+    """log of the workspace's chunk `x` (which it overwrites)."""
+    (_, e, s, f, z, half_square), (exponent, _), (low, special) = work.of(x.size)
+    q = x
+    every = bool(x.min() > 0) and bool(x.max() < np.inf)  # NaN fails both
+    saved = None
+    if not every:
+        np.greater(x, 0, out=low)
+        np.less(x, np.inf, out=special)
+        np.logical_and(low, special, out=low)
+        np.logical_not(low, out=special)
+        saved = x[special]
+        x[special] = 1.0
+    exponent = exponent.view(np.intc)[: x.size]
+    np.frexp(x, out=(f, exponent))  # x = m 2^e, 0.5 <= m < 1
+    np.less(f, SQRT_HALF, out=low)
+    np.multiply(f, 2.0, out=f, where=low)  # exact
+    f -= 1.0  # exact
+    np.subtract(exponent, low, out=exponent, casting="unsafe")
+    np.copyto(e, exponent)
+    np.add(f, 2.0, out=s)
+    np.divide(f, s, out=s)
+    np.multiply(s, s, out=z)
+    np.multiply(z, LOG_COEFFICIENTS[0], out=q)
+    q += LOG_COEFFICIENTS[1]
+    for coefficient in LOG_COEFFICIENTS[2:]:
+        q *= z
+        q += coefficient
+    np.multiply(f, 0.5, out=half_square)
+    half_square *= f
+    # e * LN2_HIGH - ((half_square - (s * (half_square + z * q) + e * LN2_LOW)) - f), one operation at a time
+    q *= z
+    q += half_square
+    q *= s
+    np.multiply(e, LN2_LOW, out=z)
+    q += z
+    np.subtract(half_square, q, out=q)
+    q -= f
+    np.multiply(e, LN2_HIGH, out=half_square)
+    np.subtract(half_square, q, out=q)
+    if saved is not None:  # log(0) = -inf, log(inf) = inf, NaN below 0 and for NaN
+        q[special] = np.where(saved == 0, -np.inf, np.where(saved == np.inf, np.inf, np.nan))
+    return q
+
+
+def _elementwise(chunk_function, x: np.ndarray, out: np.ndarray | None) -> np.ndarray:
+    """`chunk_function` over float64 chunks of `x`, each result rounded once into `out` (float64 when None; it
+    must be C-contiguous and may be `x` itself)."""
+    x = np.asarray(x)
+    if out is None:
+        out = np.empty(x.shape, dtype=np.float64)
+    if out.shape != x.shape or not out.flags.c_contiguous:
+        raise ValueError("out must be a C-contiguous array of the input's shape")
+    flat_in, flat_out = x.reshape(-1), out.reshape(-1)
+    work = _Workspace(min(flat_in.size, CHUNK_ELEMENTS))
+    for start in range(0, flat_in.size, CHUNK_ELEMENTS):
+        chunk = slice(start, start + CHUNK_ELEMENTS)
+        values = work.floats[0][: flat_in[chunk].size]
+        np.copyto(values, flat_in[chunk])
+        flat_out[chunk] = chunk_function(values, work)
+    return out
+
+
+def exp(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """e ** x elementwise, computed in float64: exp(-inf) = 0, exp(inf) = inf, NaN stays NaN."""
+    return _elementwise(_exp_chunk, x, out)
+
+
+def exp2(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """2 ** x elementwise, computed in float64: exp2(-inf) = 0, exp2(inf) = inf, NaN stays NaN."""
+    return _elementwise(_exp2_chunk, x, out)
+
+
+def log(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """The natural logarithm elementwise, computed in float64: log(0) = -inf, log(inf) = inf, NaN below 0."""
+    return _elementwise(_log_chunk, x, out)
