@@ -12,25 +12,23 @@ float16 input tried.
 
 - exp(x) = 2^(x / ln2): x = (32 k + j) ln2 / 32 + r with |r| <= ln2 / 64 (ln2 / 32 in two
   parts, so the reduction is exact); exp(r) by its Taylor series to r^6 / 6! in Horner's
-  order, times 2^(j/32) from a table (made once with exact decimal arithmetic), times 2^k.
+  order, times 2^(j/32) from a table (written out here, checked against 40-digit decimals), times 2^k.
 - exp2(x): the same with x = k + j / 32 + f and r = f ln2.
 - log(x): x = m 2^e with sqrt(1/2) <= m < sqrt(2), f = m - 1, s = f / (2 + f):
   log(m) = f - (f^2/2 - s (f^2/2 + R)) with R = 2 (s^2/3 + s^4/5 + ... + s^22/23) (fdlibm's
   arrangement); plus e ln2 in two parts.
 
-Arrays go through in chunks of CHUNK_ELEMENTS (a few float64 temporaries of that size); each result is
-rounded once into the caller's `out` (float32 for a float32 pass).
+Arrays go through in chunks of CHUNK_ELEMENTS, in a workspace of that many elements per row made once per
+call (`_Workspace`); each result is rounded once into the caller's `out` (float32 for a float32 pass).
 """
 
 from __future__ import annotations
 
-import functools
 import math
-from decimal import Context
 
 import numpy as np
 
-CHUNK_ELEMENTS = 1 << 16  # 512 KiB float64 temporaries: few enough numpy calls that two threads share the interpreter well
+CHUNK_ELEMENTS = 1 << 16  # 512 KiB rows: few numpy calls per array, so two threads share the interpreter well
 TABLE_BITS = 5  # 2^(j / 32) for j < 32 come from a table
 TABLE_SIZE = 1 << TABLE_BITS
 LN2 = 0.6931471805599453  # float64(ln 2)
@@ -45,14 +43,20 @@ LN2_HIGH = float.fromhex("0x1.62e42feep-1")  # ln 2 in two parts (fdlibm's), e *
 LN2_LOW = float.fromhex("0x1.a39ef35793c76p-33")
 LOG_COEFFICIENTS = tuple(2.0 / (2 * n + 1) for n in range(11, 0, -1))  # R / s^2 in powers of s^2, highest first
 SQRT_HALF = math.sqrt(0.5)
-_DECIMAL = Context(prec=40)
+POWERS_HEX = (  # float64(2^(j / 32)) for j = 0..31, correctly rounded (tests/analysis/test_elementary.py)
+    "0x1.0000000000000p+0", "0x1.059b0d3158574p+0", "0x1.0b5586cf9890fp+0", "0x1.11301d0125b51p+0",
+    "0x1.172b83c7d517bp+0", "0x1.1d4873168b9aap+0", "0x1.2387a6e756238p+0", "0x1.29e9df51fdee1p+0",
+    "0x1.306fe0a31b715p+0", "0x1.371a7373aa9cbp+0", "0x1.3dea64c123422p+0", "0x1.44e086061892dp+0",
+    "0x1.4bfdad5362a27p+0", "0x1.5342b569d4f82p+0", "0x1.5ab07dd485429p+0", "0x1.6247eb03a5585p+0",
+    "0x1.6a09e667f3bcdp+0", "0x1.71f75e8ec5f74p+0", "0x1.7a11473eb0187p+0", "0x1.82589994cce13p+0",
+    "0x1.8ace5422aa0dbp+0", "0x1.93737b0cdc5e5p+0", "0x1.9c49182a3f090p+0", "0x1.a5503b23e255dp+0",
+    "0x1.ae89f995ad3adp+0", "0x1.b7f76f2fb5e47p+0", "0x1.c199bdd85529cp+0", "0x1.cb720dcef9069p+0",
+    "0x1.d5818dcfba487p+0", "0x1.dfc97337b9b5fp+0", "0x1.ea4afa2a490dap+0", "0x1.f50765b6e4540p+0",
+)
 
 
-@functools.cache
-def _powers_table() -> np.ndarray:
-    """float64(2^(j / 32)) for j = 0..31, correctly rounded (decimal arithmetic, the same on every machine)."""
-    two = _DECIMAL.create_decimal(2)
-    return np.array([float(_DECIMAL.power(two, _DECIMAL.divide(j, TABLE_SIZE))) for j in range(TABLE_SIZE)])
+POWERS = np.array([float.fromhex(text) for text in POWERS_HEX])
+POWER_BITS = POWERS.view(np.int64)
 
 
 def _power_of_two(exponent: np.ndarray) -> np.ndarray:
@@ -88,12 +92,12 @@ def _scaled(r: np.ndarray, n: np.ndarray, work: _Workspace) -> np.ndarray:
     np.bitwise_and(i, TABLE_SIZE - 1, out=i)
     if -1000 <= k.min() and k.max() <= 1000:  # 2^(j/32) * 2^k is a normal float64: add k to the table's exponent
         scale = t.view(np.int64)
-        np.take(_powers_table().view(np.int64), i, out=scale, mode="wrap")
+        np.take(POWER_BITS, i, out=scale, mode="wrap")
         np.left_shift(k, 52, out=k)
         scale += k
         p *= t
         return p
-    p *= _powers_table().take(i)
+    p *= POWERS.take(i)
     first = np.clip(k, -1022, 1023)
     p *= _power_of_two(first)
     with np.errstate(over="ignore"):  # 2^k in two normal factors: a result in or below the subnormal range is

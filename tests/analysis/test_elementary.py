@@ -55,6 +55,12 @@ def test_float32_exp_of_every_16_bit_input_is_correctly_rounded(dtype):
     assert (elementary.exp(values.astype(np.float64)).astype(np.float32) == exact).all()
 
 
+def test_the_table_holds_the_correctly_rounded_powers_of_two():
+    two = DECIMAL.create_decimal(2)
+    expected = [float(DECIMAL.power(two, DECIMAL.divide(j, elementary.TABLE_SIZE))) for j in range(elementary.TABLE_SIZE)]
+    assert elementary.POWERS.tolist() == expected
+
+
 def test_special_values_are_numpys():
     x = np.array([-np.inf, np.inf, np.nan, 0.0, -0.0, -746.0, 710.0, -1e300, 1e300])
     with np.errstate(over="ignore"):
