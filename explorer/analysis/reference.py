@@ -167,10 +167,9 @@ def _weighted_values(weights: np.ndarray, values: np.ndarray) -> np.ndarray:
         for head in range(heads):
             np.einsum("bdt,bt->bd", blocks, weights[head, span].reshape(count, length), out=folded[1 : 1 + count],
                       optimize=False)
-            rows = folded[1 : 1 + count] if index == 0 else folded[: 1 + count]
-            if index:
-                rows[0] = out[head]
-            out[head] = np.add.accumulate(rows, axis=0)[-1]
+            if index:  # the total so far leads the fold; the first group starts from its first block's sum
+                folded[0] = out[head]
+            out[head] = np.add.accumulate(folded[(0 if index else 1) : 1 + count], axis=0)[-1]
     return out
 
 

@@ -45,13 +45,13 @@ def _cli_report(packet: Path, blas_threads: str, *options: str, disabled_cpu_fea
     return done.stdout
 
 
-def _older_cpus() -> dict[str, str]:
+def _older_cpus() -> list[str]:
     """NPY_DISABLE_CPU_FEATURES values under which numpy runs its loops as on older CPUs: each tail of the dispatch
     targets this CPU has turned off (on an AVX-512 machine: without AVX-512, then without AVX2 as well)."""
     from numpy._core import _multiarray_umath
 
     found = [name for name in _multiarray_umath.__cpu_dispatch__ if _multiarray_umath.__cpu_features__.get(name)]
-    return {" ".join(found[start:]): " ".join(found[start:]) for start in range(len(found))}
+    return [" ".join(found[start:]) for start in range(len(found))]
 
 
 def printed_report(path: str) -> str:
