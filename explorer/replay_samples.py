@@ -4,7 +4,10 @@ What stands in for the GPU: `nativeSDPA` is the emulation `mlx_two_pass`, both p
 arms `paged_two_pass` (the arithmetic the sample pair's captures were written with),
 their readback the packet's stored K/V bytes. `result.json` is written the way
 Apple's JSON writer writes it (sorted keys, `"key" : value`, `\\/`), and
-`analysis.json` with the tool's metrics computed by the explorer's own code.
+`analysis.json` as the tool's collector writes it (global and per-head metrics of each
+arm against the FP32 reference and the reference rounded), against the tool's own
+correct FP32 reference: here the same formula evaluated in float64 and rounded once to
+float32, which is not the explorer's float32 reference bit for bit (docs/replay.md).
 """
 
 from __future__ import annotations
@@ -137,18 +140,29 @@ def _arm_files(arm: str, value: dict, input_sha256: str, tensors: Mapping[str, t
     return files
 
 
+def _plain(metrics) -> dict:
+    return {"linf": metrics.linf, "rmse": metrics.rmse, "relativeL2": metrics.relative_l2}
+
+
 def _tool_metrics(actual: np.ndarray, reference: np.ndarray, eligible: np.ndarray) -> dict:
-    metrics = compare("tool", actual, reference, eligible).global_metrics
-    return {"global": {"linf": metrics.linf, "rmse": metrics.rmse, "relativeL2": metrics.relative_l2}}
+    comparison = compare("tool", actual, reference, eligible)
+    return {"global": _plain(comparison.global_metrics),
+            "perHead": [{"queryHead": head, **_plain(metrics)} for head, metrics in enumerate(comparison.per_head)]}
+
+
+def tool_reference(tensors: Mapping[str, tuple[str, np.ndarray]], scale: float) -> np.ndarray:
+    """The tool's FP32 reference [QH, D]: the attention formula in float64, rounded once to float32."""
+    promoted = {name: promote(bits, dtype) for name, (dtype, bits) in tensors.items()}
+    eligible = np.ones(promoted["queries"].shape[1], dtype=bool)
+    return attend(promoted["queries"][0, :, 0, :], promoted["storedKeys"][0], promoted["storedValues"][0],
+                  scale, eligible, np.float64).reference.astype(np.float32)
 
 
 def _analysis(value: dict, input_sha256: str, tensors: Mapping[str, tuple[str, np.ndarray]],
               outputs: Mapping[str, np.ndarray], scale: float) -> dict:
     """The tool's analysis.json: each arm's output against the FP32 reference and the reference rounded."""
-    promoted = {name: promote(bits, dtype) for name, (dtype, bits) in tensors.items()}
-    eligible = np.ones(promoted["queries"].shape[1], dtype=bool)
-    reference = attend(promoted["queries"][0, :, 0, :], promoted["storedKeys"][0], promoted["storedValues"][0],
-                       scale, eligible, np.float32).reference
+    reference = tool_reference(tensors, scale)
+    eligible = np.ones(reference.shape[0], dtype=bool)
     dtype = tensors["queries"][0]
     near = promote(round_bits(reference, dtype), dtype)
     arms = {}

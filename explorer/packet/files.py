@@ -284,8 +284,8 @@ def _open_root(given: str) -> tuple[PacketRoot | None, Problem | None]:
     return PacketRoot(fd, _root_parts(fd, root)), None
 
 
-def read_json_file(root: PacketRoot, relative: str) -> PacketFile:
-    """The JSON file `relative` below `root`, walked and read as packet.json is (at most JSON_SIZE_LIMIT bytes).
+def read_json_file(root: PacketRoot, relative: str, limit: int = JSON_SIZE_LIMIT) -> PacketFile:
+    """The JSON file `relative` below `root`, walked and read as packet.json is (at most `limit` bytes).
 
     `problem` (its field None) carries the section 5 code: path_missing, path_escape,
     path_not_regular, file_unreadable or json_too_large; the bytes are not parsed.
@@ -295,12 +295,11 @@ def read_json_file(root: PacketRoot, relative: str) -> PacketFile:
     except _Refusal as refusal:
         return PacketFile(root, Problem(refusal.code, None, refusal.message), None, None, None)
     try:
-        if status.st_size > JSON_SIZE_LIMIT:
-            raise _Refusal("json_too_large",
-                           f"{quoted(relative)} has {status.st_size} bytes, more than {JSON_SIZE_LIMIT}")
-        data = _read_at_most(fd, JSON_SIZE_LIMIT + 1, relative)
-        if len(data) > JSON_SIZE_LIMIT:
-            raise _Refusal("json_too_large", f"{quoted(relative)} grew past {JSON_SIZE_LIMIT} bytes while being read")
+        if status.st_size > limit:
+            raise _Refusal("json_too_large", f"{quoted(relative)} has {status.st_size} bytes, more than {limit}")
+        data = _read_at_most(fd, limit + 1, relative)
+        if len(data) > limit:
+            raise _Refusal("json_too_large", f"{quoted(relative)} grew past {limit} bytes while being read")
     except _Refusal as refusal:
         return PacketFile(root, Problem(refusal.code, None, refusal.message), None, None, None)
     finally:

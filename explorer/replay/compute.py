@@ -1,4 +1,4 @@
-"""The numbers of a replay (replay-v1.md section 4): each arm's output against the captures, the references and the emulations, the readback, the matrix and the tool-analysis cross-check; pure, no I/O.
+"""The numbers of a replay (replay-v1.md section 4): each arm's output against the captures, the references and the emulations, the readback and the matrix; pure, no I/O.
 
 Outputs are compared by the bit patterns of their exact float32 promotions: for one
 dtype that is the native bit comparison (promotion is exact and one-to-one), +0 and
@@ -7,27 +7,20 @@ dtype that is the native bit comparison (promotion is exact and one-to-one), +0 
 
 from __future__ import annotations
 
-from types import MappingProxyType
-from typing import Any, Mapping, Sequence
+from typing import Sequence
 
 import numpy as np
 
-from explorer.analysis.blocks import finite
 from explorer.analysis.metrics import compare, readonly, rounded
 from explorer.analysis.result import Analysis, Emulation, Numerics
 from explorer.replay.model import (
     FIRST_POSITIONS_LIMIT,
-    LINF_RMSE_TOLERANCE,
-    RELATIVE_L2_TOLERANCE,
-    TOOL_METRICS,
     ArmReferences,
     Matrix,
     OutputDifference,
     Readback,
-    ToolValue,
 )
 
-METRIC_ATTRIBUTES = {"linf": "linf", "rmse": "rmse", "relativeL2": "relative_l2"}  # report key -> Metrics field
 PRIMARY_LABEL = "replay arm {arm} output vs primary reference (original-Q FP32 softmax attention)"
 ROUNDED_LABEL = "replay arm {arm} output vs primary reference rounded (RNE) to {dtype}; ULP in {dtype} units"
 FP64_LABEL = "replay arm {arm} output vs the same formula evaluated in FP64 (diagnostic, not the reference)"
@@ -90,37 +83,6 @@ def arm_emulations(packet: Analysis, values: np.ndarray, bits: np.ndarray, dtype
                  for emulated in emulated_outputs(packet))
 
 
-def _agrees(metric: str, tool: float | None, mine: float | None, reference_scale: float) -> bool:
-    if tool is None or mine is None:
-        return tool is None and mine is None
-    if metric == "relativeL2":
-        return abs(tool - mine) <= RELATIVE_L2_TOLERANCE * max(abs(tool), abs(mine))
-    return abs(tool - mine) <= LINF_RMSE_TOLERANCE * reference_scale
-
-
-def reference_scale(numerics: Numerics) -> float:
-    """max |primary reference| over the eligible heads' finite values (0 when there are none)."""
-    reference = numerics.primary.reference[numerics.eligible]
-    finite = np.abs(reference[np.isfinite(reference)])
-    return float(finite.max()) if finite.size else 0.0
-
-
-def tool_check(tool: Mapping[str, Mapping[str, float | None]], references: ArmReferences | None,
-               scale: float) -> Mapping[str, Mapping[str, ToolValue]]:
-    """The tool's primary and rounded global metrics beside the explorer's, with `agrees` per metric."""
-    mine = {"primary": references.primary.global_metrics if references else None,
-            "rounded": references.rounded.global_metrics if references else None}
-    found = {}
-    for block, metrics in tool.items():
-        explorer_block = mine[block]
-        values = {}
-        for metric in TOOL_METRICS:
-            ours = None if explorer_block is None else finite(getattr(explorer_block, METRIC_ATTRIBUTES[metric]))
-            values[metric] = ToolValue(metrics[metric], ours, _agrees(metric, metrics[metric], ours, scale))
-        found[block] = MappingProxyType(values)
-    return MappingProxyType(found)
-
-
 def matrix(outputs: Sequence[tuple[str, np.ndarray]]) -> Matrix:
     """Elements differing between every two of the labelled float32 [QH, D] outputs (symmetric, diagonal 0)."""
     patterns = [float32_patterns(values) for _, values in outputs]
@@ -129,13 +91,3 @@ def matrix(outputs: Sequence[tuple[str, np.ndarray]]) -> Matrix:
     return Matrix(tuple(label for label, _ in outputs), tuple(tuple(row) for row in counts),
                   int(patterns[0].size) if patterns else 0)
 
-
-def tool_notes(arm: str, check: Mapping[str, Mapping[str, ToolValue]]) -> list[str]:
-    """One note per metric where the tool's analysis.json and the explorer differ beyond the tolerance."""
-    return [f"analysis.json {arm} {block} {metric}: tool {_shown(value.tool)}, explorer {_shown(value.explorer)} "
-            f"(beyond the contract's tolerance)"
-            for block, values in check.items() for metric, value in values.items() if not value.agrees]
-
-
-def _shown(value: Any) -> str:
-    return "null" if value is None else f"{value:.6g}"

@@ -69,8 +69,9 @@ MAX_PAGE_ID = 2**31 - 1
 PARTITION_TOKENS = (64, 128, 256)
 MAX_SEGMENTS = 64
 SEGMENTED_TWO_FROM_TOKENS = 4096  # T above this needs at least two segments
-LINF_RMSE_TOLERANCE = 1e-5  # x max |primary reference|
-RELATIVE_L2_TOLERANCE = 1e-3  # of the larger of the two values
+# Two correct FP32 references differ per element by about this times max |primary reference| (docs/report.md).
+REFERENCE_SPREAD = 1e-5
+NOISE_FLOOR_SIDES = 2  # a second reference as far from FP64 as the explorer's, on the other side
 TOOL_METRICS = ("linf", "rmse", "relativeL2")
 
 REPLAY_LIMITATIONS = (
@@ -139,11 +140,18 @@ class Receipt(Record):
 
 @record
 class ToolValue(Record):
-    """One metric of the replay tool's analysis.json beside the explorer's: `agrees` by the contract's tolerances."""
+    """One metric of the replay tool's analysis.json beside the explorer's (explorer/replay/agreement.py).
+
+    `low` / `high`: what the tool can report when its FP32 reference is another correct one
+    (None without both numbers; `high` None also when unbounded); `agrees`: the tool's
+    number lies in that range, or both are None.
+    """
 
     tool: float | None
     explorer: float | None
     agrees: bool
+    low: float | None
+    high: float | None
 
 
 @record(eq=False)

@@ -31,16 +31,8 @@ from explorer.replay.checks import (
     geometry_mismatches,
     packet_mismatches,
 )
-from explorer.replay.compute import (
-    arm_emulations,
-    arm_references,
-    matrix,
-    output_difference,
-    readback,
-    reference_scale,
-    tool_check,
-    tool_notes,
-)
+from explorer.replay.agreement import element_bounds, tool_check, tool_notes
+from explorer.replay.compute import arm_emulations, arm_references, matrix, output_difference, readback
 from explorer.replay.discovery import discover
 from explorer.replay.model import (
     ABSENT,
@@ -74,13 +66,13 @@ from explorer.replay.model import (
     Replay,
 )
 from explorer.replay.run import (
-    ANALYSIS_JSON,
     INPUT_JSON,
     JsonDocument,
     Launch,
     arm_file,
     arm_present,
     launches,
+    read_analysis,
     read_execution,
     read_json,
     result_path,
@@ -189,7 +181,7 @@ class _Arm:
 def _read_arms(root: PacketRoot, document: JsonDocument, geometry: Mapping[str, Any], source: Analysis
                ) -> tuple[list[_Arm], dict[str, FileOutcome], tuple[str, ...]]:
     launched, notes = launches(read_execution(root))
-    arms, requests = [], []
+    arms, requests = [], {}
     for arm in ARMS:
         launch = launched.get(arm)
         if not arm_present(root, arm):
@@ -201,10 +193,13 @@ def _read_arms(root: PacketRoot, document: JsonDocument, geometry: Mapping[str, 
                 continue
         problems, checked, value = _result(root, arm, document.sha256, geometry, source)
         if checked is not None:
-            requests += _requests(arm, checked)
+            requests[arm] = _requests(arm, checked)
         state = FAILED if launch is not None and launch.failed else ARM_REFUSED if problems else ADMITTED
         arms.append(_Arm(arm, state, problems, _receipt(value, launch), checked))
-    outcomes = verify_files(root, document.identity, requests)
+    # One descriptor set at a time: an alias within an arm is refused, two arms' byte-identical files
+    # hard-linked to each other (what a dedup tool leaves) are each verified (docs/replay.md).
+    outcomes = {key: outcome for arm_requests in requests.values()
+                for key, outcome in verify_files(root, document.identity, arm_requests).items()}
     for read in arms:
         read.problems += _file_problems(read.arm, outcomes)
         if read.state == ADMITTED and read.problems:
@@ -213,7 +208,7 @@ def _read_arms(root: PacketRoot, document: JsonDocument, geometry: Mapping[str, 
 
 
 def _arm_result(read: _Arm, outcomes: Mapping[str, FileOutcome], source: Analysis, partner: Analysis | None,
-                tools: Mapping[str, Any] | None, scale: float) -> ArmResult:
+                tools: Mapping[str, Any] | None) -> ArmResult:
     arm = read.arm
     own = EXPECTED_DISPATCH[arm] == source.admission.selection["dispatch"]
     empty = ArmResult(arm, read.state, tuple(read.problems), own, read.receipt, None, None, None, None, None, None,
@@ -234,6 +229,8 @@ def _arm_result(read: _Arm, outcomes: Mapping[str, FileOutcome], source: Analysi
     numerics = source.numerics
     references = None if numerics is None else arm_references(arm, values, bits, dtype, numerics)
     partner_output = None if partner is None else partner.admission.tensors["output"].values[0, :, 0, :]
+    tool = None if tools is None or arm not in tools else tool_check(
+        tools[arm], references, None if references is None else element_bounds(references, numerics, dtype))
     return ArmResult(
         arm=arm, state=read.state, problems=tuple(read.problems), own_dispatch=own, receipt=read.receipt,
         output_dtype=dtype, output_values=values, output_bits=bits,
@@ -241,7 +238,7 @@ def _arm_result(read: _Arm, outcomes: Mapping[str, FileOutcome], source: Analysi
         partner=None if partner_output is None else output_difference(values, partner_output),
         readback=backs, references=references,
         emulations=None if numerics is None else arm_emulations(source, values, bits, dtype),
-        tool_analysis=None if tools is None or arm not in tools else tool_check(tools[arm], references, scale),
+        tool_analysis=tool,
     )
 
 
@@ -351,9 +348,8 @@ def _replay_open(path: str, root: PacketRoot, packet: Source | None, partner: So
     reasons = _packet_reasons(source, partner_analysis)
     comparable, shape_reasons = _comparable_partner(source, partner_analysis)
     reads, outcomes, notes = _read_arms(root, document, value["geometry"], source)
-    tools, tool_file_notes = tool_metrics(read_json(root, ANALYSIS_JSON))
-    scale = 0.0 if source.numerics is None else reference_scale(source.numerics)
-    arms = {read.arm: _arm_result(read, outcomes, source, comparable, tools, scale) for read in reads}
+    tools, tool_file_notes = tool_metrics(read_analysis(root))
+    arms = {read.arm: _arm_result(read, outcomes, source, comparable, tools) for read in reads}
     reasons += shape_reasons + _arm_reasons(arms)
     outputs = [(CAPTURE, source.admission.tensors["output"].values[0, :, 0, :])]
     if comparable is not None:

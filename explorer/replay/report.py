@@ -58,7 +58,8 @@ def _references(arm: ArmResult, group: int) -> dict[str, Any] | None:
 def _tool(arm: ArmResult) -> dict[str, Any] | None:
     if arm.tool_analysis is None:
         return None
-    return {block: {metric: {"tool": value.tool, "explorer": value.explorer, "agrees": value.agrees}
+    return {block: {metric: {"tool": value.tool, "explorer": value.explorer, "agrees": value.agrees,
+                             "range": None if value.low is None else [value.low, value.high]}
                     for metric, value in values.items()} for block, values in arm.tool_analysis.items()}
 
 

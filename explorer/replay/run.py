@@ -12,8 +12,9 @@ import math
 import os
 from typing import Any, Callable
 
+from explorer.packet.admission import CPU_MAX_QUERY_HEADS
 from explorer.packet.bounded import clip, shown
-from explorer.packet.files import PacketRoot, read_json_file
+from explorer.packet.files import JSON_SIZE_LIMIT, PacketRoot, read_json_file
 from explorer.packet.jsonparse import ParsedJson, is_integer, parse_json_object, parse_json_value
 from explorer.packet.model import Problem
 from explorer.packet.record import Record, record
@@ -26,6 +27,21 @@ EXECUTION_JSON = "execution.json"
 ANALYSIS_JSON = "analysis.json"
 # analysis.json blocks read for the cross-check: the tool's key -> the explorer's name.
 TOOL_BLOCKS = {"originalQueryReference": "primary", "referenceRoundedToOutputDType": "rounded"}
+
+# The bound on analysis.json: what the tool writes for the largest admissible geometry (docs/replay.md).
+# Per query head it writes one metric entry in each of 3 arms x 4 comparisons (FP32 reference, rounded,
+# narrowed-Q counterfactual and its difference from the reference), 3 arm-against-arm comparisons and
+# one reference-stage entry; an entry pretty-printed (queryHead, kvHead, three floats of at most 24
+# characters, an undefinedReason, two nonfinite count objects) stays under 1 KiB. Each arm's result.json
+# is echoed as its receipt: admitted at most JSON_SIZE_LIMIT bytes, and nesting it deeper adds at most
+# as many bytes of indentation as the shortest line has, so at most twice that. Identity, selection,
+# the global blocks and the limitations fit in 64 KiB. At 256 query heads: 4 MiB + 1.5 MiB + 64 KiB.
+ANALYSIS_ENTRIES_PER_HEAD = 3 * 4 + 3 + 1
+ANALYSIS_ENTRY_BYTES = 1024
+ANALYSIS_RECEIPT_BYTES = 2 * JSON_SIZE_LIMIT
+ANALYSIS_FIXED_BYTES = 64 * 1024
+ANALYSIS_JSON_LIMIT = (CPU_MAX_QUERY_HEADS * ANALYSIS_ENTRIES_PER_HEAD * ANALYSIS_ENTRY_BYTES
+                       + len(ARMS) * ANALYSIS_RECEIPT_BYTES + ANALYSIS_FIXED_BYTES)
 
 
 @record
@@ -51,10 +67,10 @@ class Launch(Record):
         return self.exit_code != 0 or self.failure is not None
 
 
-def read_json(root: PacketRoot, relative: str, parse: Callable[[bytes], ParsedJson] = parse_json_object
-              ) -> JsonDocument:
-    """`relative` read as packet.json is (json_too_large, path_escape, ...) and parsed strictly (json_invalid)."""
-    file = read_json_file(root, relative)
+def read_json(root: PacketRoot, relative: str, parse: Callable[[bytes], ParsedJson] = parse_json_object,
+              limit: int = JSON_SIZE_LIMIT) -> JsonDocument:
+    """`relative` read as packet.json is (json_too_large past `limit`, path_escape, ...) and parsed strictly (json_invalid)."""
+    file = read_json_file(root, relative, limit)
     if file.problem is not None:
         return JsonDocument(file.problem, None, None, None)
     parsed = parse(file.data)
@@ -67,6 +83,11 @@ def read_json(root: PacketRoot, relative: str, parse: Callable[[bytes], ParsedJs
 def read_execution(root: PacketRoot) -> JsonDocument:
     """execution.json, whose root is an array."""
     return read_json(root, EXECUTION_JSON, parse_json_value)
+
+
+def read_analysis(root: PacketRoot) -> JsonDocument:
+    """analysis.json, at most ANALYSIS_JSON_LIMIT bytes (its size checked before it is read)."""
+    return read_json(root, ANALYSIS_JSON, limit=ANALYSIS_JSON_LIMIT)
 
 
 def arm_present(root: PacketRoot, arm: str) -> bool:

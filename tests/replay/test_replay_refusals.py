@@ -10,7 +10,7 @@ import pytest
 import explorer
 from explorer import samples
 from explorer.packet import files as packet_files
-from replay_support import SOURCE, edit_json, replace_tensor, run_of, write_root
+from replay_support import PARTNER, SOURCE, edit_json, replace_tensor, run_of, write_root
 
 HOSTILE_JSON_BYTES = 300 * 1024
 MESSAGE_CEILING = 2_000  # characters: far above any bounded message, far below what was echoed
@@ -218,14 +218,30 @@ def test_a_tensor_linked_out_of_the_run(tmp_path):
     assert arm_of(run, "nativeSDPA")["codes"] == ["path_escape"]
 
 
-def test_two_arms_naming_one_file_are_refused_as_aliases(tmp_path):
+def test_two_arms_byte_identical_files_hard_linked_to_each_other_are_each_verified(tmp_path):
+    """What a dedup tool leaves: pagedSegmented's readback files are hard links to pagedFixed's identical ones."""
+    run = write_root(tmp_path)
+    for name in ("storedKeys", "storedValues", "output"):
+        os.remove(run / "pagedSegmented" / f"{name}.bin")
+        os.link(run / "pagedFixed" / f"{name}.bin", run / "pagedSegmented" / f"{name}.bin")
+    assert os.stat(run / "pagedSegmented" / "storedKeys.bin").st_nlink == 2
+    report = explorer.replay(run, partner=tmp_path / PARTNER).report()
+    assert (report["status"], report["codes"]) == ("analyzed", [])
+    segmented = report["arms"]["pagedSegmented"]
+    assert segmented["state"] == "admitted" and segmented["codes"] == []
+    assert all(b["identical"] for b in segmented["readback"].values())
+
+
+def test_a_file_linked_to_an_arms_own_other_file_is_an_alias(tmp_path):
+    """Within one descriptor set two names for one file stay a refusal, even with the descriptors matching."""
     files = run_of()
-    files.pop("pagedSegmented/output.bin")
-    files = replace_tensor(files, "pagedSegmented", "output", files["pagedFixed/output.bin"])
-    files.pop("pagedSegmented/output.bin")
+    keys = files["pagedFixed/storedKeys.bin"]
+    files = replace_tensor(files, "pagedFixed", "storedValues", keys)
+    files.pop("pagedFixed/storedValues.bin")
     run = write_root(tmp_path, files)
-    os.link(run / "pagedFixed" / "output.bin", run / "pagedSegmented" / "output.bin")
-    assert arm_of(run, "pagedSegmented")["codes"] == ["path_duplicate"]
+    os.link(run / "pagedFixed" / "storedKeys.bin", run / "pagedFixed" / "storedValues.bin")
+    assert arm_of(run, "pagedFixed")["codes"] == ["path_duplicate"]
+    assert arm_of(run, "pagedSegmented")["codes"] == []
 
 
 def test_an_arm_file_that_changes_while_it_is_read(tmp_path, monkeypatch):

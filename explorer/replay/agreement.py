@@ -1,0 +1,148 @@
+"""When the replay tool's analysis.json agrees with the explorer: the range a second correct FP32 reference can give each metric (docs/replay.md); pure numpy, no I/O.
+
+The tool computes its metrics against its own FP32 reference r', the explorer
+against its own r. Two correct FP32 references differ per element by at most
+
+    spread = max(REFERENCE_SPREAD x max |r|, NOISE_FLOOR_SIDES x floor)
+
+(`floor`: the explorer's FP64 noise floor, the largest |r - r64|; r' may sit as far
+from the FP64 value as r, on the other side). Each element of the reference a
+metric is taken against can then move by a bound b: `spread` for the FP32
+reference; for the reference rounded to the output dtype, the largest move of
+round(x) for x within `spread` of r (0 where no rounding boundary is that near,
+one output ULP where the rounding can flip, `spread` itself for float32). With
+B = the bounds over the compared elements and R = the explorer's reference there,
+by the triangle inequality the tool's value lies in
+
+    linf        [linf - max B, linf + max B]
+    rmse        [rmse - rms B, rmse + rms B]
+    relativeL2  [(e - |B|) / (|R| + |B|), (e + |B|) / (|R| - |B|)]   e = relativeL2 x |R|, |.| the L2 norm
+
+(lower ends at least 0; no upper end for relativeL2 when |B| >= |R|). A tool number
+inside its range agrees.
+"""
+
+from __future__ import annotations
+
+import math
+from types import MappingProxyType
+from typing import Any, Mapping
+
+import numpy as np
+
+from explorer.analysis.blocks import finite
+from explorer.analysis.result import Comparison, Metrics, Numerics
+from explorer.packet.dtypes import promote, round_bits
+from explorer.packet.record import Record, record
+from explorer.replay.model import NOISE_FLOOR_SIDES, REFERENCE_SPREAD, TOOL_METRICS, ArmReferences, ToolValue
+
+METRIC_ATTRIBUTES = {"linf": "linf", "rmse": "rmse", "relativeL2": "relative_l2"}  # report key -> Metrics field
+
+
+@record(eq=False)
+class ElementBounds(Record):
+    """How far each compared element of one reference can move under a second correct reference.
+
+    `bounds` and `reference` are float64 over the compared elements (eligible heads, finite reference), flat.
+    """
+
+    bounds: np.ndarray
+    reference: np.ndarray
+
+    def metric_range(self, metric: str, value: float) -> tuple[float, float | None]:
+        """(low, high) of what the tool can report for `metric` when the explorer reports `value`; high None: unbounded."""
+        if metric == "linf":
+            slack = float(self.bounds.max()) if self.bounds.size else 0.0
+            return max(0.0, value - slack), value + slack
+        if metric == "rmse":
+            slack = math.sqrt(float(np.mean(self.bounds ** 2))) if self.bounds.size else 0.0
+            return max(0.0, value - slack), value + slack
+        norm, slack = float(np.linalg.norm(self.reference)), float(np.linalg.norm(self.bounds))
+        error = value * norm
+        return max(0.0, error - slack) / (norm + slack), (error + slack) / (norm - slack) if norm > slack else None
+
+
+def reference_spread(numerics: Numerics) -> float:
+    """How far two correct FP32 references of the packet can differ in one element (the module docstring)."""
+    eligible = numerics.eligible
+    reference = np.abs(numerics.primary.reference[eligible].astype(np.float64))
+    floor = numerics.fp64.reference_error.abs_error[eligible]
+    scale = float(reference[np.isfinite(reference)].max(initial=0.0))
+    noise = float(floor[np.isfinite(floor)].max(initial=0.0))
+    return max(REFERENCE_SPREAD * scale, NOISE_FLOOR_SIDES * noise)
+
+
+def _compared(comparison: Comparison, eligible: np.ndarray) -> np.ndarray:
+    """The block's reference over its compared elements (eligible heads, finite values), float64, flat."""
+    reference = comparison.reference[eligible].astype(np.float64)
+    return reference[np.isfinite(reference)]
+
+
+def _rounding_moves(primary: np.ndarray, near: np.ndarray, dtype: str, spread: float) -> np.ndarray:
+    """Per element, the largest |round(x) - near| for x within `spread` of the FP32 reference `primary` (float64).
+
+    Rounding is monotone, so the ends of the interval give the largest move; each end is
+    taken as the float32 at or beyond it, so the float32 step before rounding never hides a flip.
+    """
+    moves = []
+    for direction in (-1.0, 1.0):
+        end = primary + direction * spread
+        end32 = end.astype(np.float32)
+        short = direction * (end32.astype(np.float64) - end) < 0
+        end32 = np.where(short, np.nextafter(end32, np.float32(direction * np.inf)), end32)
+        moves.append(np.abs(promote(round_bits(end32, dtype), dtype).astype(np.float64) - near))
+    return np.maximum(*moves)
+
+
+def element_bounds(references: ArmReferences, numerics: Numerics, dtype: str) -> Mapping[str, ElementBounds]:
+    """The bounds of the FP32 (`primary`) and rounded (`rounded`) references for an arm of output dtype `dtype`."""
+    eligible, spread = numerics.eligible, reference_spread(numerics)
+    primary = _compared(references.primary, eligible)
+    both_finite = np.isfinite(references.primary.reference[eligible]) & np.isfinite(references.rounded.reference[eligible])
+    near = references.rounded.reference[eligible][both_finite].astype(np.float64)
+    exact = references.primary.reference[eligible][both_finite].astype(np.float64)
+    return MappingProxyType({
+        "primary": ElementBounds(np.full(primary.shape, spread), primary),
+        "rounded": ElementBounds(_rounding_moves(exact, near, dtype, spread), near),
+    })
+
+
+def _value(metrics: Metrics | None, metric: str) -> float | None:
+    return None if metrics is None else finite(getattr(metrics, METRIC_ATTRIBUTES[metric]))
+
+
+def tool_check(tool: Mapping[str, Mapping[str, float | None]], references: ArmReferences | None,
+               bounds: Mapping[str, ElementBounds] | None) -> Mapping[str, Mapping[str, ToolValue]]:
+    """The tool's primary and rounded global metrics beside the explorer's, each with its range and `agrees`."""
+    mine = {"primary": references.primary.global_metrics if references else None,
+            "rounded": references.rounded.global_metrics if references else None}
+    found = {}
+    for block, metrics in tool.items():
+        values = {}
+        for metric in TOOL_METRICS:
+            theirs, ours = metrics[metric], _value(mine[block], metric)
+            if theirs is None or ours is None or bounds is None:
+                values[metric] = ToolValue(theirs, ours, theirs is None and ours is None, None, None)
+                continue
+            low, high = bounds[block].metric_range(metric, ours)
+            values[metric] = ToolValue(theirs, ours, low <= theirs and (high is None or theirs <= high), low, high)
+        found[block] = MappingProxyType(values)
+    return MappingProxyType(found)
+
+
+def tool_notes(arm: str, check: Mapping[str, Mapping[str, ToolValue]]) -> list[str]:
+    """One note per metric where the tool's analysis.json lies outside what two correct FP32 references can give."""
+    return [f"analysis.json {arm} {block} {metric}: tool {_shown(value.tool)}, explorer {_shown(value.explorer)} "
+            f"({_range(value)})"
+            for block, values in check.items() for metric, value in values.items() if not value.agrees]
+
+
+def _range(value: ToolValue) -> str:
+    if value.low is None:
+        return "one of the two is null"
+    high = "no upper end" if value.high is None else _shown(value.high)
+    return f"outside [{_shown(value.low)}, {high}], what a second correct FP32 reference can give"
+
+
+def _shown(value: Any) -> str:
+    return "null" if value is None else f"{value:.6g}"
