@@ -19,10 +19,11 @@ from typing import Mapping
 
 import numpy as np
 
+from explorer.analysis.blocks import comparison_block
 from explorer.analysis.emulation import native_output_bits
 from explorer.analysis.metrics import compare
 from explorer.analysis.reference import attend
-from explorer.packet.dtypes import BITS_DTYPE, ITEM_SIZE, promote, round_bits
+from explorer.packet.dtypes import BITS_DTYPE, ITEM_SIZE, narrow, promote, round_bits
 from explorer.packet.model import TENSOR_NAMES
 from explorer.packet.record import Record, record
 from explorer.replay.checks import ANALYSIS_SCHEMA, INPUT_SCHEMA, RESULT_SCHEMA
@@ -42,6 +43,8 @@ POOL_MINIMUM_BYTES = 8 * MIB
 SPARE_PAGES = 64
 ALLOCATION_MARGIN_BYTES = 16 * MIB
 SEGMENT_TARGET_PAGES = 257
+SAME_INPUT_PAIRS = (("pagedFixed", NATIVE), (SEGMENTED, NATIVE), (SEGMENTED, "pagedFixed"))
+TOOL_LIMITATION = "Synthetic run made by the explorer: no GPU ran."
 
 
 @record
@@ -140,38 +143,55 @@ def _arm_files(arm: str, value: dict, input_sha256: str, tensors: Mapping[str, t
     return files
 
 
-def _plain(metrics) -> dict:
-    return {"linf": metrics.linf, "rmse": metrics.rmse, "relativeL2": metrics.relative_l2}
+def tool_reference(tensors: Mapping[str, tuple[str, np.ndarray]], scale: float, queries: np.ndarray | None = None
+                   ) -> np.ndarray:
+    """The tool's FP32 reference [QH, D]: the attention formula in float64, rounded once to float32.
 
-
-def _tool_metrics(actual: np.ndarray, reference: np.ndarray, eligible: np.ndarray) -> dict:
-    comparison = compare("tool", actual, reference, eligible)
-    return {"global": _plain(comparison.global_metrics),
-            "perHead": [{"queryHead": head, **_plain(metrics)} for head, metrics in enumerate(comparison.per_head)]}
-
-
-def tool_reference(tensors: Mapping[str, tuple[str, np.ndarray]], scale: float) -> np.ndarray:
-    """The tool's FP32 reference [QH, D]: the attention formula in float64, rounded once to float32."""
+    `queries` float32 [QH, D] replace the packet's (the narrowed-Q counterfactual).
+    """
     promoted = {name: promote(bits, dtype) for name, (dtype, bits) in tensors.items()}
-    eligible = np.ones(promoted["queries"].shape[1], dtype=bool)
-    return attend(promoted["queries"][0, :, 0, :], promoted["storedKeys"][0], promoted["storedValues"][0],
-                  scale, eligible, np.float64).reference.astype(np.float32)
+    query = promoted["queries"][0, :, 0, :] if queries is None else queries
+    eligible = np.ones(query.shape[0], dtype=bool)
+    return attend(query, promoted["storedKeys"][0], promoted["storedValues"][0], scale, eligible,
+                  np.float64).reference.astype(np.float32)
 
 
-def _analysis(value: dict, input_sha256: str, tensors: Mapping[str, tuple[str, np.ndarray]],
-              outputs: Mapping[str, np.ndarray], scale: float) -> dict:
-    """The tool's analysis.json: each arm's output against the FP32 reference and the reference rounded."""
-    reference = tool_reference(tensors, scale)
+def analysis_document(value: dict, input_sha256: str, tensors: Mapping[str, tuple[str, np.ndarray]], scale: float,
+                      arm_outputs: Mapping[str, np.ndarray], reference: np.ndarray) -> dict:
+    """The tool's analysis.json as its collector writes it (without the receipts), against its FP32 `reference`.
+
+    Per arm (native bits [1, QH, 1, D] in `arm_outputs`): the output against the reference and
+    against the reference rounded to the output dtype, byte identity with the capture and, for
+    float32 queries over narrow K/V, the narrowed-Q counterfactual; then the arms against each other.
+    """
+    dtype, queries = tensors["queries"]
+    kv_dtype = tensors["storedKeys"][0]
+    group = queries.shape[1] // tensors["storedKeys"][1].shape[1]
     eligible = np.ones(reference.shape[0], dtype=bool)
-    dtype = tensors["queries"][0]
     near = promote(round_bits(reference, dtype), dtype)
+    narrowed = None
+    if dtype == "float32" and kv_dtype != "float32":
+        narrowed = tool_reference(tensors, scale, narrow(promote(queries, dtype)[0, :, 0, :], kv_dtype))
+    values = {arm: promote(bits, dtype)[0, :, 0, :] for arm, bits in arm_outputs.items()}
+
+    def block(actual: np.ndarray, against: np.ndarray) -> dict:
+        return comparison_block(compare("tool", actual, against, eligible), group)
+
     arms = {}
-    for arm in ARMS:
-        actual = promote(outputs[ARM_EMULATIONS[arm]], dtype)[0, :, 0, :]
-        arms[arm] = {"originalQueryReference": _tool_metrics(actual, reference, eligible),
-                     "referenceRoundedToOutputDType": _tool_metrics(actual, near, eligible)}
-    return {"schema": ANALYSIS_SCHEMA, "packetSHA256": value["packetSHA256"], "inputSHA256": input_sha256,
-            "identity": value["identity"], "selection": value["selection"], "arms": arms}
+    for arm, actual in values.items():
+        entry = {"originalQueryReference": block(actual, reference),
+                 "referenceRoundedToOutputDType": block(actual, near),
+                 "capturedOutputByteIdentity": bool(np.array_equal(arm_outputs[arm], tensors["output"][1]))}
+        if narrowed is not None:
+            entry["narrowedQueryCounterfactual"] = {"comparison": block(actual, narrowed),
+                                                    "differenceFromOriginalReference": block(narrowed, reference)}
+        arms[arm] = entry
+    pairs = [(a, b) for a, b in SAME_INPUT_PAIRS if a in values and b in values]
+    return {"schema": ANALYSIS_SCHEMA, "status": "analyzed", "inconclusiveReasons": [],
+            "packetSHA256": value["packetSHA256"], "inputSHA256": input_sha256, "identity": value["identity"],
+            "selection": value["selection"], "arms": arms,
+            "sameInputOperatorComparisons": {f"{a}_versus_{b}": block(values[a], values[b]) for a, b in pairs},
+            "limitations": [TOOL_LIMITATION]}
 
 
 def run_files(packet_files: Mapping[str, bytes], tensors: Mapping[str, tuple[str, np.ndarray]], scale: float,
@@ -200,5 +220,7 @@ def run_files(packet_files: Mapping[str, bytes], tensors: Mapping[str, tuple[str
                           "logSHA256": _sha256(log), "logHashError": None})
     files["execution.json"] = _pretty(execution)
     if variant.failed_arm is None:
-        files["analysis.json"] = _pretty(_analysis(value, input_sha256, tensors, outputs, scale))
+        arm_outputs = {arm: outputs[ARM_EMULATIONS[arm]] for arm in ARMS}
+        files["analysis.json"] = _pretty(analysis_document(value, input_sha256, tensors, scale, arm_outputs,
+                                                           tool_reference(tensors, scale)))
     return files

@@ -78,7 +78,7 @@ def _compared(comparison: Comparison, eligible: np.ndarray) -> np.ndarray:
     return reference[np.isfinite(reference)]
 
 
-def _rounding_moves(primary: np.ndarray, near: np.ndarray, dtype: str, spread: float) -> np.ndarray:
+def rounding_moves(primary: np.ndarray, near: np.ndarray, dtype: str, spread: float) -> np.ndarray:
     """Per element, the largest |round(x) - near| for x within `spread` of the FP32 reference `primary` (float64).
 
     Rounding is monotone, so the ends of the interval give the largest move; each end is
@@ -103,7 +103,7 @@ def element_bounds(references: ArmReferences, numerics: Numerics, dtype: str) ->
     exact = references.primary.reference[eligible][both_finite].astype(np.float64)
     return MappingProxyType({
         "primary": ElementBounds(np.full(primary.shape, spread), primary),
-        "rounded": ElementBounds(_rounding_moves(exact, near, dtype, spread), near),
+        "rounded": ElementBounds(rounding_moves(exact, near, dtype, spread), near),
     })
 
 
