@@ -580,8 +580,9 @@ def _replay_page(run, name: str):
     header = pn.pane.HTML(
         f"<h1>{html.escape(escaped_bytes(name))}</h1><p>Replay run <code>{html.escape(escaped_bytes(run.path))}</code>. "
         f"Replay status: <b>{run.status}</b>. Static export of the Attention Packet Explorer replay view (explorer "
-        f"{__version__}, {stamp}): plots keep zoom and hover; each setting chosen in the app is written as text. The "
-        "replay JSON beside this file holds the same numbers.</p>", sizing_mode="stretch_width")
+        f"{__version__}, {stamp}): each setting chosen in the app is written as text, numbers at 4 significant "
+        "digits. The replay JSON beside this file holds the same numbers at full precision.</p>",
+        sizing_mode="stretch_width")
     view = static_view(build(run))
     caption = pn.pane.HTML(caption_html(replay_caption_fields(run, name, stamp)), sizing_mode="stretch_width")
     section = pn.Column(caption, view, css_classes=[SECTION_CLASS, f"{SECTION_CLASS}-{REPLAY_SECTION}"],

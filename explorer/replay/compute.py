@@ -7,6 +7,7 @@ dtype that is the native bit comparison (promotion is exact and one-to-one), +0 
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Sequence
 
 import numpy as np
@@ -60,13 +61,24 @@ def arm_references(arm: str, values: np.ndarray, bits: np.ndarray, dtype: str, n
     eligible, reference = numerics.eligible, numerics.primary.reference
     near = rounded(ROUNDED_LABEL.format(arm=arm, dtype=dtype), dtype, values, bits, reference, eligible)
     equal = int(np.count_nonzero((bits == near.rounded_bits)[eligible]))
-    return ArmReferences(
-        primary=compare(PRIMARY_LABEL.format(arm=arm), values, reference, eligible),
-        rounded=near.comparison,
-        fp64=compare(FP64_LABEL.format(arm=arm), values, numerics.fp64.reference, eligible),
-        ulp=near.ulp,
-        equal_to_rounded_reference=equal,
-    )
+    primary = compare(PRIMARY_LABEL.format(arm=arm), values, reference, eligible)
+    fp64 = compare(FP64_LABEL.format(arm=arm), values, numerics.fp64.reference, eligible)
+    worst = {"primary": worst_position(primary.abs_error), "rounded": worst_position(near.comparison.abs_error),
+             "fp64": worst_position(fp64.abs_error), "ulp": worst_position(near.ulp.distance)}
+    return ArmReferences(primary=primary, rounded=near.comparison, fp64=fp64, ulp=near.ulp,
+                         equal_to_rounded_reference=equal, worst=MappingProxyType(worst))
+
+
+def worst_position(values: np.ndarray) -> tuple[int, int] | None:
+    """[query head, channel] of the largest defined value of a [QH, D] map (the first in row-major order on a tie).
+
+    Undefined elements are NaN (error maps) or negative (ULP distances); None when none is defined.
+    """
+    defined = np.where(np.isnan(values), -1, values) if values.dtype.kind == "f" else values
+    if defined.size == 0 or defined.max() < 0:
+        return None
+    head, channel = np.unravel_index(int(np.argmax(defined)), defined.shape)
+    return int(head), int(channel)
 
 
 def arm_emulations(packet: Analysis, values: np.ndarray, bits: np.ndarray, dtype: str

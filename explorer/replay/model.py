@@ -123,6 +123,7 @@ class ArmReferences(Record):
     fp64: Comparison
     ulp: Ulp
     equal_to_rounded_reference: int
+    worst: Mapping[str, tuple[int, int] | None]  # primary / rounded / fp64 / ulp -> [query head, channel] of the max
 
 
 @record

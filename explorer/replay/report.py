@@ -16,6 +16,7 @@ from explorer.analysis.blocks import LIMITATIONS, comparison_block, emulation_bl
 from explorer.analysis.result import Analysis
 from explorer.packet.model import Problem
 from explorer.replay.model import REPLAY_LIMITATIONS, ArmResult, OutputDifference, Replay
+from explorer.replay.reading import matrix_sentence
 
 REPLAY_SCHEMA = "explorer.replay-report.v1"
 
@@ -52,7 +53,8 @@ def _references(arm: ArmResult, group: int) -> dict[str, Any] | None:
     return {"primary": comparison_block(references.primary, group),
             "rounded": comparison_block(references.rounded, group),
             "fp64": comparison_block(references.fp64, group), "ulp": ulp_block(references.ulp),
-            "equalToRoundedReference": references.equal_to_rounded_reference}
+            "equalToRoundedReference": references.equal_to_rounded_reference,
+            "worstAt": {key: None if where is None else list(where) for key, where in references.worst.items()}}
 
 
 def _tool(arm: ArmResult) -> dict[str, Any] | None:
@@ -99,7 +101,8 @@ def build_replay_report(run: Replay) -> dict[str, Any]:
         "arms": {name: _arm(arm, group) for name, arm in run.arms.items()},
         "matrix": None if matrix is None else {"outputs": list(matrix.labels),
                                                "mismatched": [list(row) for row in matrix.mismatched],
-                                               "compared": matrix.compared},
+                                               "compared": matrix.compared,
+                                               "sentence": matrix_sentence(matrix, run.arms)},
         "emulationsRequested": None if run.emulations_requested is None else list(run.emulations_requested),
         "notes": list(run.notes),
         "runtime": runtime(),

@@ -24,13 +24,19 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
 
 
 def matrix_lines(matrix: dict | None) -> list[str]:
-    """The incident's table: elements that differ between every two outputs."""
+    """The incident's table, led by its reading in one sentence: elements that differ between every two outputs."""
     if matrix is None:
         return ["Matrix: not computed"]
     labels = matrix["outputs"]
     rows = [[label, *map(str, row)] for label, row in zip(labels, matrix["mismatched"])]
-    return ([f"Elements that differ, every output against every other (of {matrix['compared']} each):"]
+    return ([f"Reading: {matrix['sentence']}",
+             f"Elements that differ, every output against every other (of {matrix['compared']} each):"]
             + _table(["", *labels], rows))
+
+
+def where(position: list[int] | None) -> str:
+    """' at query head H, channel C' for a worst value's [head, channel], '' when it has none."""
+    return "" if position is None else f" at query head {position[0]}, channel {position[1]}"
 
 
 def _receipt(receipt: dict) -> str:
@@ -59,12 +65,13 @@ def _readback(readback: dict | None) -> str | None:
 def _ladder(references: dict | None) -> list[str]:
     if references is None:
         return ["    ladder: no reference (the arm's output was not read, or the packet has no reference)"]
-    cells = [f"{label} linf {_number(references[key]['global']['linf'])} rmse "
-             f"{_number(references[key]['global']['rmse'])}" for key, label in LADDER_BLOCKS]
+    worst = references["worstAt"]
+    lines = [f"    ladder (linf: largest |output - reference|, where it is):"]
+    lines += [f"      vs {label}: linf {_number(references[key]['global']['linf'])}{where(worst[key])}, rmse "
+              f"{_number(references[key]['global']['rmse'])}" for key, label in LADDER_BLOCKS]
     ulp = references["ulp"]
-    return ["    ladder: " + "; ".join(cells),
-            f"      equal to the rounded reference: {references['equalToRoundedReference']}; ULP vs it: max "
-            f"{_number(ulp['max'])}, p99 {_number(ulp['p99'])}"]
+    return lines + [f"      equal to the rounded reference: {references['equalToRoundedReference']}; ULP vs it: max "
+                    f"{_number(ulp['max'])}{where(worst['ulp'])}, p99 {_number(ulp['p99'])}"]
 
 
 def _tool(tool: dict | None) -> str:
@@ -73,8 +80,9 @@ def _tool(tool: dict | None) -> str:
     differing = [f"{block} {metric} (tool {_number(value['tool'])}, explorer {_number(value['explorer'])})"
                  for block, values in tool.items() for metric, value in values.items() if not value["agrees"]]
     if not differing:
-        return "    analysis.json: the tool's primary and rounded linf, rmse, relativeL2 agree with the explorer's"
-    return "    analysis.json: differs beyond the tolerance in " + "; ".join(differing)
+        return ("    analysis.json: the tool's primary and rounded linf, rmse, relativeL2 lie within what a second "
+                "correct FP32 reference can give around the explorer's")
+    return ("    analysis.json: outside what a second correct FP32 reference can give, in " + "; ".join(differing))
 
 
 def _arm_lines(name: str, arm: dict) -> list[str]:

@@ -14,12 +14,25 @@ import param
 from explorer.packet.dtypes import FIELD_BITS
 from explorer.replay.model import Replay
 from explorer.views import replay_html
-from explorer.views.common import Field, grid_map, heading, hex_pattern, html_pane, named, note, per_cell, plot_pane
+from explorer.views.common import (
+    Field,
+    grid_map,
+    heading,
+    hex_pattern,
+    hint,
+    html_pane,
+    named,
+    note,
+    per_cell,
+    plot_pane,
+    state,
+)
 
 # Per-element codes of the difference map, with their colours.
 SAME, CAPTURE_ONLY, PARTNER_ONLY, BOTH = 0, 1, 2, 3
 CODE_NAMES = ("equal to both", "differs from the capture", "differs from the partner", "differs from both")
 CODE_COLOURS = ("#f4f4f4", "#e34a33", "#3b7dbf", "#6a1b9a")
+ARM_CHOICE_LABEL = "arm drawn"  # the map's arm choice, written as "arm drawn: NAME" in an export
 
 
 def difference_codes(run: Replay, arm: str) -> np.ndarray:
@@ -89,8 +102,8 @@ class DifferenceExplorer(pn.viewable.Viewer):
         super().__init__(**params)
         self._run = run
         self._shape = run.arms[self.arm].output_values.shape
-        self._choice = pn.widgets.RadioButtonGroup(options=readable, value=self.arm, color="light",
-                                                   css_classes=["replay-arm-choice"])
+        self._choice = pn.widgets.RadioButtonGroup(label=ARM_CHOICE_LABEL, options=readable, value=self.arm,
+                                                   color="light", css_classes=["replay-arm-choice"])
         self._choice.param.watch(lambda event: setattr(self, "arm", event.new), "value")
         self._legend = html_pane(_legend(run.arms[self.arm].partner is not None))
         self._plot = plot_pane(difference_map(run, self.arm))
@@ -121,7 +134,8 @@ class DifferenceExplorer(pn.viewable.Viewer):
 
     def __panel__(self):
         return pn.Column(self._choice, self._legend, self._plot,
-                         note("Click a cell to show that element of every output below; hover for exact values."),
+                         hint("Click a cell to show that element of every output below; hover a cell for exact "
+                              "values."),
                          self._detail, sizing_mode="stretch_width", css_classes=["replay-map"])
 
 
@@ -130,9 +144,11 @@ class DifferenceExplorer(pn.viewable.Viewer):
 
 def summary_section(run: Replay) -> pn.Column:
     report = run.report()
-    return pn.Column(heading("Replay run"), html_pane(replay_html.status_html(run)),
-                     html_pane(replay_html.run_table(report)), sizing_mode="stretch_width",
-                     css_classes=["replay-summary"])
+    parts = [heading("Replay run")]
+    if report["matrix"] is not None:
+        parts.append(state(replay_html.reading_html(report), "replay-reading"))
+    parts += [html_pane(replay_html.status_html(run)), html_pane(replay_html.run_table(report))]
+    return pn.Column(*parts, sizing_mode="stretch_width", css_classes=["replay-summary"])
 
 
 def matrix_section(run: Replay) -> pn.Column:
@@ -152,8 +168,11 @@ def arms_section(run: Replay) -> pn.Column:
 
 
 def ladder_section(run: Replay) -> pn.Column:
-    return pn.Column(heading("Ladder", "Each arm's output against the packet's references (global metrics); hover a "
-                             "number for its full value; analysis.json: the replay tool's own numbers beside these."),
+    return pn.Column(heading("Ladder", "Each arm's output against the packet's references (global metrics, 4 "
+                             "significant digits; a linf and the ULP max with the element where they are). "
+                             "analysis.json: whether the replay tool's own numbers lie within what a second correct "
+                             "FP32 reference can give around these (docs/replay.md)."),
+                     hint("Hover a number for its full value."),
                      html_pane(replay_html.ladder_table(run.report())), sizing_mode="stretch_width",
                      css_classes=["replay-ladder-section"])
 

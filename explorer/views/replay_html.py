@@ -1,7 +1,7 @@
 """The replay's tables as plain HTML strings (status, matrix, arm states and receipts, ladder, readback, one element); stdlib and numpy only, never imports a UI library or computes a reported number.
 
-Everything shown is read from the Replay result or its report dict; floats at 4
-significant digits with the full value in the hover title.
+Everything drawn is read from the Replay result or its report dict; floats at 4
+significant digits with the full value in the element's title attribute.
 """
 
 from __future__ import annotations
@@ -50,7 +50,12 @@ def run_table(report: dict) -> str:
         packet = report[key]
         rows.append((key, "none" if packet is None else
                      f"<code>{esc(packet['path'])}</code> ({status_badge(packet['status'])})"))
-    return table(("", ""), rows, css_class="replay-run")
+    return table(("field", "value"), rows, css_class="replay-run")
+
+
+def reading_html(report: dict) -> str:
+    """The matrix in one sentence (computed by the replay layer), leading the view."""
+    return f'<b>Matrix:</b> {esc(report["matrix"]["sentence"])}'
 
 
 def _count_colour(count: int, largest: int) -> tuple[str, str]:
@@ -122,6 +127,13 @@ def _metric(block: dict | None, key: str) -> str:
     return "-" if block is None else short(block["global"][key])
 
 
+def _at(references: dict, key: str) -> str:
+    """'at query head H, channel C' of a worst value, small, under it ('' without one)."""
+    where = references["worstAt"][key]
+    return "" if where is None else (f'<br><span class="worst-at" style="font-size:0.85em;color:#555">at query head '
+                                     f"{where[0]}, channel {where[1]}</span>")
+
+
 def ladder_table(report: dict) -> str:
     """Each arm's output against the FP32, rounded and FP64 references, and whether the tool's analysis agrees."""
     rows = []
@@ -132,9 +144,10 @@ def ladder_table(report: dict) -> str:
                                                               for v in block.values()) else "differs")
         rows.append((esc(name),
                      *(_metric(None if references is None else references[block], key)
+                       + ("" if references is None or key != "linf" else _at(references, block))
                        for block in ("primary", "rounded", "fp64") for key in ("linf", "rmse")),
                      "-" if references is None else esc(str(references["equalToRoundedReference"])),
-                     "-" if references is None else short(references["ulp"]["max"]),
+                     "-" if references is None else short(references["ulp"]["max"]) + _at(references, "ulp"),
                      f'<span class="tool-agreement" data-arm="{esc(name)}">{agreement}</span>'))
     return table(("arm", "vs FP32 linf", "rmse", "vs rounded linf", "rmse", "vs FP64 linf", "rmse",
                   "equal to rounded ref", "ULP max", "analysis.json"), rows, css_class="replay-ladder")
@@ -147,7 +160,7 @@ def readback_table(report: dict) -> str:
             for name, arm in report["arms"].items() if arm["readback"] is not None
             for tensor, entry in arm["readback"].items()]
     if not rows:
-        return "<p><i>No paged arm was read: no readback to show.</i></p>"
+        return "<p><i>No paged arm was read: there is no readback.</i></p>"
     return table(("arm", "tensor", "readback"), rows, css_class="replay-readback")
 
 
@@ -176,4 +189,4 @@ def element_html(run: Replay, head: int, channel: int) -> str:
             rows.append((esc(name), short(float(arm.output_values[head, channel])),
                          _pattern(arm.output_dtype, arm.output_bits[head, channel]), esc(arm.output_dtype)))
     return (f'<p class="element-title"><b>Query head {head}, channel {channel}</b></p>'
-            + table(("output", "value (hover: full precision)", "bits", "dtype"), rows, css_class="replay-element"))
+            + table(("output", "value", "bits", "dtype"), rows, css_class="replay-element"))

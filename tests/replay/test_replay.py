@@ -53,7 +53,15 @@ def test_complete_run_with_partner_is_analyzed_and_its_matrix_is_the_incident_ta
         tool = arms[arm]["toolAnalysis"]
         assert all(value["agrees"] for block in tool.values() for value in block.values())
         references = arms[arm]["references"]
-        assert set(references) == {"primary", "rounded", "fp64", "ulp", "equalToRoundedReference"}
+        assert set(references) == {"primary", "rounded", "fp64", "ulp", "equalToRoundedReference", "worstAt"}
+        found = result.arms[arm].references
+        head, channel = references["worstAt"]["primary"]
+        assert found.primary.abs_error[head, channel] == references["primary"]["global"]["linf"]
+        head, channel = references["worstAt"]["ulp"]
+        assert found.ulp.distance[head, channel] == references["ulp"]["max"]
+    assert matrix["sentence"] == ("nativeSDPA reproduces the capture bit for bit; pagedFixed and pagedSegmented "
+                                  "reproduce the partner bit for bit; pagedFixed and pagedSegmented are "
+                                  "byte-identical.")
 
 
 def test_the_native_arm_reproduces_the_capture_ladder_exactly(root):
@@ -165,3 +173,25 @@ def test_the_replay_result_is_immutable(root):
         result.arms["nativeSDPA"] = None
     with pytest.raises(ValueError):
         result.arms["nativeSDPA"].output_values[0, 0] = 1.0
+
+
+def test_the_matrix_sentence_names_arms_by_what_their_rows_say():
+    from types import MappingProxyType
+
+    from explorer.replay.model import Matrix
+    from explorer.replay.reading import matrix_sentence
+
+    labels = ("capture", "nativeSDPA", "pagedFixed", "pagedSegmented")
+    same = Matrix(labels, tuple((0,) * 4 for _ in labels), 64)
+    assert matrix_sentence(same, {}) == ("nativeSDPA, pagedFixed and pagedSegmented reproduce the capture bit for "
+                                         "bit; all three arms are byte-identical.")
+    apart = Matrix(labels, ((0, 0, 5, 1200), (0, 0, 5, 1200), (5, 5, 0, 1201), (1200, 1200, 1201, 0)), 2048)
+    assert matrix_sentence(apart, {}) == (
+        "nativeSDPA reproduces the capture bit for bit; pagedFixed differs from the capture in 5 of 2,048 elements; "
+        "pagedSegmented differs from the capture in 1,200 of 2,048 elements; no two arms are byte-identical.")
+    failed = MappingProxyType({"pagedSegmented": type("Arm", (), {"state": "refused"})()})
+    two = Matrix(labels[:3], ((0, 0, 0), (0, 0, 0), (0, 0, 0)), 64)
+    assert matrix_sentence(two, failed) == ("nativeSDPA and pagedFixed reproduce the capture bit for bit; nativeSDPA "
+                                            "and pagedFixed are byte-identical; pagedSegmented has no output "
+                                            "(refused).")
+    assert matrix_sentence(None, {}) is None
