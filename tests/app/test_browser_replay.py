@@ -26,6 +26,7 @@ WIDTHS, LAYOUT_HEIGHT = (1280, 1920), 900
 PACKET_TABLE = "tabulator"  # class prefix of the sidebar's packet table (Tabulator) in a layout offender
 CLICK_AT = (0.5, 0.5)  # fractions of the map's canvas
 POLL_MS = 250
+LIVE_WORDS = re.compile(r"\b(click\w*|hover\w*|tooltips?|shown)\b", re.IGNORECASE)  # an export speaks as a page
 
 
 def _open_run(page, base_url: str, query: str = REPLAY_QUERY, run: str = RUN):
@@ -77,6 +78,9 @@ def test_the_replay_view_draws_the_matrix_arms_ladder_map_and_readback(page, ser
                  "paged_segmented_decode", "analysis.json"):
         assert part in text, part
     assert view.locator("canvas").count() > 0
+    reading = page.locator(".replay-reading").first
+    assert " ".join(deep_text(reading).split()) == f"Matrix: {run.report()['matrix']['sentence']}"
+    assert reading.bounding_box()["y"] < page.locator(".replay-matrix").first.bounding_box()["y"]
     assert outside_requests(requested) == []
 
 
@@ -128,6 +132,9 @@ def test_replay_export_writes_a_captioned_page_a_png_and_the_report(page, server
         wait_drawn(exported, section)
         caption = exported.locator(f".{section} .{CAPTION_CLASS}").first.inner_text()
         assert RUN in caption and CONTIGUOUS in caption and PAGED in caption
+        shown = " ".join(deep_text(exported.locator(f".{section}").first).split())
+        assert report["matrix"]["sentence"] in shown and "arm drawn: nativeSDPA" in shown
+        assert LIVE_WORDS.findall(shown) == []
     finally:
         context.close()
 
