@@ -50,7 +50,16 @@ class ElementBounds(Record):
     reference: np.ndarray
 
     def metric_range(self, metric: str, value: float) -> tuple[float, float | None]:
-        """(low, high) of what the tool can report for `metric` when the explorer reports `value`; high None: unbounded."""
+        """(low, high) of what the tool can report for `metric` when the explorer reports `value`; high None: unbounded.
+
+        A bound that overflowed (a rounding past the dtype's largest value) leaves the range open above and at 0 below.
+        """
+        low, high = self._range(metric, value)
+        if not math.isfinite(low) or (high is not None and not math.isfinite(high)):
+            return 0.0, None
+        return low, high
+
+    def _range(self, metric: str, value: float) -> tuple[float, float | None]:
         if metric == "linf":
             slack = float(self.bounds.max()) if self.bounds.size else 0.0
             return max(0.0, value - slack), value + slack

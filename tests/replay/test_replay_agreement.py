@@ -163,3 +163,12 @@ def test_the_largest_per_head_entry_fits_the_bounds_derivation():
     for key in ("comparison", "narrowedQueryCounterfactual", "pagedSegmented", "arms"):
         nested = {key: nested}
     assert len(json.dumps(nested, indent=2)) < ANALYSIS_ENTRY_BYTES  # the entry with the wrappers above it
+
+
+def test_a_rounding_past_the_largest_value_leaves_the_range_open_and_json_finite():
+    largest = 65504.0  # float16
+    primary = np.array([largest])
+    moves = rounding_moves(primary, primary, "float16", 64.0)
+    assert np.isinf(moves).all()
+    assert ElementBounds(moves, primary).metric_range("linf", 1.0) == (0.0, None)
+    assert ElementBounds(moves, primary).metric_range("relativeL2", 1.0) == (0.0, None)
