@@ -10,10 +10,11 @@ HINT_STYLE = "color:#555;font-size:0.85em;margin:0.2em 0"
 
 
 def summary_html(run: Replay) -> str:
-    """The rich display of a run: status and reasons, the matrix, the arms, and the views."""
+    """The rich display of a run: the matrix's sentence, status and reasons, the matrix, the arms, and the views."""
     report = run.report()
     calls = ", ".join(f"<code>.views.{call}</code>" for call in VIEW_CALLS)
-    parts = [replay_html.status_html(run), replay_html.run_table(report)]
+    lead = [] if run.matrix is None else [f'<p class="replay-reading">{replay_html.reading_html(report)}</p>']
+    parts = [*lead, replay_html.status_html(run), replay_html.run_table(report)]
     if run.matrix is not None:
         parts += [replay_html.matrix_html(run), replay_html.arms_table(report)]
     return "".join(parts) + f'<p class="views-hint" style="{HINT_STYLE}">Inline views: {calls}.</p>'

@@ -195,3 +195,9 @@ def test_the_matrix_sentence_names_arms_by_what_their_rows_say():
                                             "and pagedFixed are byte-identical; pagedSegmented has no output "
                                             "(refused).")
     assert matrix_sentence(None, {}) is None
+
+
+def test_the_notebook_display_leads_with_the_matrix_sentence(root):
+    run = explorer.replay(root / "run", partner=root / PARTNER)
+    shown = run._repr_html_()
+    assert shown.startswith(f'<p class="replay-reading"><b>Matrix:</b> {run.report()["matrix"]["sentence"]}</p>')
