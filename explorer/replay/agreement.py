@@ -1,4 +1,6 @@
-"""When the replay tool's analysis.json agrees with the explorer: the range a second correct FP32 reference can give each metric (docs/replay.md); pure numpy, no I/O.
+"""When the replay tool's analysis.json agrees with the explorer's numbers; pure numpy, no I/O.
+
+Each metric gets the range a second correct FP32 reference can give it (docs/replay.md).
 
 The tool computes its metrics against its own FP32 reference r', the explorer
 against its own r. Two correct FP32 references differ per element by at most
@@ -107,9 +109,9 @@ def element_bounds(references: ArmReferences, numerics: Numerics, dtype: str) ->
     """The bounds of the FP32 (`primary`) and rounded (`rounded`) references for an arm of output dtype `dtype`."""
     eligible, spread = numerics.eligible, reference_spread(numerics)
     primary = _compared(references.primary, eligible)
-    both_finite = np.isfinite(references.primary.reference[eligible]) & np.isfinite(references.rounded.reference[eligible])
-    near = references.rounded.reference[eligible][both_finite].astype(np.float64)
-    exact = references.primary.reference[eligible][both_finite].astype(np.float64)
+    exact, near = references.primary.reference[eligible], references.rounded.reference[eligible]
+    both_finite = np.isfinite(exact) & np.isfinite(near)
+    exact, near = exact[both_finite].astype(np.float64), near[both_finite].astype(np.float64)
     return MappingProxyType({
         "primary": ElementBounds(np.full(primary.shape, spread), primary),
         "rounded": ElementBounds(rounding_moves(exact, near, dtype, spread), near),

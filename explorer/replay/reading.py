@@ -1,5 +1,6 @@
-"""The replay matrix read in one sentence (which arm reproduces which capture, which arms are byte-identical); pure, from the Matrix and the arm states only.
+"""The replay matrix read in one sentence; pure, from the Matrix and the arm states only.
 
+Which arm reproduces which capture, and which arms are byte-identical:
 "nativeSDPA reproduces the capture bit for bit; pagedFixed and pagedSegmented reproduce the
 partner bit for bit; pagedFixed and pagedSegmented are byte-identical." Arms that read the
 same are named together; an arm that reproduces neither capture says by how many elements

@@ -1,4 +1,7 @@
-"""The tool's analysis.json against the explorer's numbers: agreement within what a second correct FP32 reference can give, and the file's size bound (docs/replay.md)."""
+"""The tool's analysis.json beside the explorer's numbers: agreement and the file's size bound.
+
+Agreement means within what a second correct FP32 reference can give (docs/replay.md).
+"""
 
 from __future__ import annotations
 

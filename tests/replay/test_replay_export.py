@@ -1,4 +1,8 @@
-"""The replay export speaks as a page, not as the live app: no click, hover, tooltip or "shown" words in what it displays, the matrix's sentence leads it, and its info table has a header (docs/architecture.md, views)."""
+"""The replay export speaks as a page, not as the live app (docs/architecture.md, views).
+
+No click, hover, tooltip or "shown" words in what it displays; the matrix's sentence leads
+it; its info table has a header.
+"""
 
 from __future__ import annotations
 
