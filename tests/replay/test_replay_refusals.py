@@ -219,17 +219,19 @@ def test_a_tensor_linked_out_of_the_run(tmp_path):
 
 
 def test_two_arms_byte_identical_files_hard_linked_to_each_other_are_each_verified(tmp_path):
-    """What a dedup tool leaves: pagedSegmented's readback files are hard links to pagedFixed's identical ones."""
+    """What a dedup tool leaves: every byte-identical file of another descriptor set hard-linked to one copy."""
     run = write_root(tmp_path)
-    for name in ("storedKeys", "storedValues", "output"):
-        os.remove(run / "pagedSegmented" / f"{name}.bin")
-        os.link(run / "pagedFixed" / f"{name}.bin", run / "pagedSegmented" / f"{name}.bin")
-    assert os.stat(run / "pagedSegmented" / "storedKeys.bin").st_nlink == 2
+    links = [(".", "pagedFixed", "storedKeys"), (".", "nativeSDPA", "output")]  # to the staged copies, and
+    links += [("pagedFixed", "pagedSegmented", name) for name in ("storedKeys", "storedValues", "output")]
+    for source, target, name in links:
+        assert (run / source / f"{name}.bin").read_bytes() == (run / target / f"{name}.bin").read_bytes()
+        os.remove(run / target / f"{name}.bin")
+        os.link(run / source / f"{name}.bin", run / target / f"{name}.bin")
+    assert os.stat(run / "pagedSegmented" / "storedKeys.bin").st_nlink == 3
     report = explorer.replay(run, partner=tmp_path / PARTNER).report()
     assert (report["status"], report["codes"]) == ("analyzed", [])
-    segmented = report["arms"]["pagedSegmented"]
-    assert segmented["state"] == "admitted" and segmented["codes"] == []
-    assert all(b["identical"] for b in segmented["readback"].values())
+    assert all(arm["state"] == "admitted" and arm["codes"] == [] for arm in report["arms"].values())
+    assert all(b["identical"] for b in report["arms"]["pagedSegmented"]["readback"].values())
 
 
 def test_a_file_linked_to_an_arms_own_other_file_is_an_alias(tmp_path):
