@@ -102,18 +102,46 @@ def test_a_real_difference_is_still_flagged(tmp_path):
     assert any("outside [" in note for note in report["notes"])
 
 
-def test_the_fp32_noise_floor_agrees_where_an_arm_equals_the_tools_reference(tmp_path):
-    packet = samples.synthetic_spec(qh=4, kvh=2, tokens=96, head_dim=32, query_dtype="float32",
-                                    output_dtype="float32", backend="contiguous", seed=5)
-    tool = tool_reference(packet.tensors, scale_of(packet))
-    outputs = {arm: tool.view(np.uint32).reshape(1, 4, 1, 32) for arm in ARMS}
+def _float32_packet() -> samples.PacketSpec:
+    return samples.synthetic_spec(qh=4, kvh=2, tokens=96, head_dim=32, query_dtype="float32",
+                                  output_dtype="float32", backend="contiguous", seed=5)
+
+
+def _numpy_float32_attention(packet: samples.PacketSpec) -> np.ndarray:
+    """A third correct FP32 reference [QH, D]: numpy's float32 matrix products and exp, in their own order."""
+    promoted = {name: promote(bits, dtype) for name, (dtype, bits) in packet.tensors.items()}
+    queries, keys, values = (promoted[name][0] for name in ("queries", "storedKeys", "storedValues"))
+    group = queries.shape[0] // keys.shape[0]
+    logits = np.einsum("htd,hd->ht", np.repeat(keys, group, axis=0), queries[:, 0, :]) * np.float32(scale_of(packet))
+    weights = np.exp(logits - logits.max(axis=1, keepdims=True))
+    weights /= weights.sum(axis=1, keepdims=True)
+    return np.einsum("ht,htd->hd", weights, np.repeat(values, group, axis=0)).astype(np.float32)
+
+
+def _noise_floor_run(tmp_path, arm_output: np.ndarray):
+    packet = _float32_packet()
+    outputs = {arm: arm_output.view(np.uint32).reshape(1, 4, 1, 32) for arm in ARMS}
     samples.write_packet(tmp_path / "packet", packet)
+    tool = tool_reference(packet.tensors, scale_of(packet))
     run = samples.write_files(tmp_path / "run", with_tool_analysis(spec_run(packet), packet, tool, outputs))
-    report = explorer.replay(run).report()
+    return explorer.replay(run).report()
+
+
+def test_the_fp32_noise_floor_agrees_where_an_arm_equals_the_tools_reference(tmp_path):
+    packet = _float32_packet()
+    report = _noise_floor_run(tmp_path, tool_reference(packet.tensors, scale_of(packet)))
     primary = report["arms"]["pagedFixed"]["toolAnalysis"]["primary"]["relativeL2"]
     assert primary["tool"] == 0.0 and 0.0 < primary["explorer"] < 1e-6  # 0 vs the explorer's noise floor
     _assert_all_agree(report)
     assert _former_rule_flags(report)
+
+
+def test_the_fp32_noise_floor_agrees_where_an_arm_is_a_third_correct_reference(tmp_path):
+    report = _noise_floor_run(tmp_path, _numpy_float32_attention(_float32_packet()))
+    primary = report["arms"]["pagedFixed"]["toolAnalysis"]["primary"]["relativeL2"]
+    assert 0.0 < primary["tool"] < 1e-6 and 0.0 < primary["explorer"] < 1e-6 and primary["tool"] != primary["explorer"]
+    _assert_all_agree(report)
+    assert _former_rule_flags(report)  # e.g. 2.1e-07 vs 1.2e-07
 
 
 def test_the_incident_geometry_on_all_three_arms(tmp_path):
