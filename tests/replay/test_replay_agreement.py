@@ -13,6 +13,7 @@ import pytest
 
 import explorer
 from explorer import samples
+from explorer.packet.admission import CPU_MAX_QUERY_HEADS
 from explorer.packet.dtypes import promote, round_bits
 from explorer.packet.files import JSON_SIZE_LIMIT
 from explorer.replay.agreement import ElementBounds, rounding_moves
@@ -172,6 +173,14 @@ def test_a_qh64_float32_query_analysis_json_over_256_kib_is_read(tmp_path):
     report = explorer.replay(run).report()
     assert all(arm["toolAnalysis"] is not None for arm in report["arms"].values())
     assert not [note for note in report["notes"] if note.startswith("analysis.json")]
+
+
+def test_at_the_largest_admissible_geometry_the_file_stays_under_its_bound_and_is_read(tmp_path):
+    run = _float32_query_run(tmp_path, CPU_MAX_QUERY_HEADS)  # float32 queries: narrowed-Q blocks too
+    size = os.path.getsize(run / "analysis.json")
+    assert size <= CPU_MAX_QUERY_HEADS * ANALYSIS_ENTRIES_PER_HEAD * ANALYSIS_ENTRY_BYTES < ANALYSIS_JSON_LIMIT
+    report = explorer.replay(run).report()
+    assert all(arm["toolAnalysis"] is not None for arm in report["arms"].values())
 
 
 def test_an_analysis_json_over_the_bound_is_a_note_checked_before_reading(tmp_path):
