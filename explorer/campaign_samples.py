@@ -28,7 +28,7 @@ import numpy as np
 from explorer.packet.dtypes import promote
 from explorer.samples import (DISPATCH, OUTPUT_INDEX, QWEN_KV_HEADS, QWEN_QUERY_HEADS, SEED_TOKEN, PacketSpec,
                               attention_output, synthetic_spec, values_to_bits, with_record, with_snapshot,
-                              with_tensor, write_packet)
+                              with_tensor, write_packet, write_samples)
 from explorer.packet.record import Record, record
 
 BACKENDS = ("paged", "contiguous")
@@ -171,24 +171,35 @@ def _spec(shape: CampaignShape, backend: str, step: int, layer: int, tensors: Ma
     return with_snapshot(spec, configuration=configuration, seedToken=seed_token, targetToken=target_token)
 
 
-def write_campaign(directory: str | os.PathLike, shape: CampaignShape = SAMPLE_SHAPE) -> list[Path]:
+def write_campaign(directory: str | os.PathLike, shape: CampaignShape = SAMPLE_SHAPE) -> Path:
     """Write every packet of the campaign into `directory` (one sub-directory each); never overwrites."""
     directory = Path(directory)
-    return [write_packet(directory / name, spec) for name, spec in campaign_specs(shape).items()]
+    for name, spec in campaign_specs(shape).items():
+        write_packet(directory / name, spec)
+    return directory
 
 
-def campaign_readme_lines(name: str, shape: CampaignShape) -> list[str]:
-    """The samples README's paragraph on one campaign."""
+def description(shape: CampaignShape) -> str:
+    """The samples README's line on a campaign of this shape."""
     step, layer = shape.origin
     missing_step, missing_layer = shape.missing
     geometry = f"QH{shape.query_heads}/KVH{shape.kv_heads}/D{shape.head_dim}, all bfloat16"
-    return [
-        f"- `{name}/`: a capture campaign of one request on two backends ({', '.join(BACKENDS)}), "
-        f"{shape.layers} layers x {shape.steps} steps ({geometry}), one packet per backend, layer and step "
-        f"(`<backend>-o<outputIndex>-l<layer>`). The {BACKENDS[1]} kernel truncates its output to bfloat16 at "
-        f"step {OUTPUT_INDEX + step}, layer {layer} (the origin: inputs identical, outputs differ by at most 1 "
-        f"ULP); later cells inherit differing inputs; the sampled tokens differ at step "
-        f"{OUTPUT_INDEX + shape.diverge_step}, so the seed tokens differ from step "
-        f"{OUTPUT_INDEX + shape.diverge_step + 1}; step {OUTPUT_INDEX + missing_step}, layer {missing_layer} is not "
-        f"captured on {BACKENDS[1]}. Open it with `explorer campaign sample_packets/{name}`.",
-    ]
+    return (f"A capture campaign of one request on two backends ({', '.join(BACKENDS)}), {shape.layers} layers x "
+            f"{shape.steps} steps ({geometry}), one packet per backend, layer and step "
+            f"(`<backend>-o<outputIndex>-l<layer>`). The {BACKENDS[1]} kernel truncates its output to bfloat16 at "
+            f"step {OUTPUT_INDEX + step}, layer {layer} (the origin: inputs identical, outputs differ by at most 1 "
+            f"ULP); later cells inherit differing inputs; the sampled tokens differ at step "
+            f"{OUTPUT_INDEX + shape.diverge_step}, so the seed tokens differ from step "
+            f"{OUTPUT_INDEX + shape.diverge_step + 1}; step {OUTPUT_INDEX + missing_step}, layer {missing_layer} is "
+            f"not captured on {BACKENDS[1]}. Open it with `explorer campaign DIR/<this directory>`.")
+
+
+CURATED_CAMPAIGNS = {CURATED_NAME: (description(CURATED_SHAPE),
+                                    lambda directory: write_campaign(directory, CURATED_SHAPE))}
+SAMPLE_CAMPAIGNS = {SAMPLE_NAME: (description(SAMPLE_SHAPE), lambda directory: write_campaign(directory))}
+
+
+def write_all_samples(out: str | os.PathLike, *, full: bool = False, campaign: bool = False) -> list[Path]:
+    """`explorer samples`: the curated samples with the curated campaign, and the larger campaign with `campaign`."""
+    extra = {**CURATED_CAMPAIGNS, **(SAMPLE_CAMPAIGNS if campaign else {})}
+    return write_samples(out, full=full, extra=extra)

@@ -360,10 +360,10 @@ def _run_report(args: argparse.Namespace) -> int:
 
 
 def _run_samples(args: argparse.Namespace) -> int:
-    from explorer.samples import write_samples
+    from explorer.campaign_samples import write_all_samples
 
     try:
-        written = write_samples(args.out, full=args.full)
+        written = write_all_samples(args.out, full=args.full, campaign=args.campaign)
     except OSError as error:
         raise UsageError(f"cannot write samples into --out {clip(args.out)}: {_reason(error)}") from None
     _emit("".join(f"{path}\n" for path in written))
@@ -678,6 +678,8 @@ def _add_samples(commands) -> None:
     samples.add_argument("--out", required=True, metavar="DIR", help="directory to write the samples into")
     samples.add_argument("--full", action="store_true",
                          help="also write the full-size Qwen3.6 packet (QH16/KVH2/D256/T5585, about 11.4 MB)")
+    samples.add_argument("--campaign", action="store_true",
+                         help="also write a synthetic capture campaign (2 backends x 4 layers x 3 steps, QH16/KVH2/D64)")
     samples.set_defaults(run=_run_samples)
 
 
