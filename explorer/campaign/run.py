@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterator, Sequence
 from explorer.campaign.collect import cell_pair, member_of
 from explorer.campaign.grid import Campaign, campaigns_of, listed, needs_pair, origin_of
 from explorer.campaign.model import CellPair, Member
-from explorer.catalog.discovery import discover
+from explorer.catalog.discovery import Entry, discover
 from explorer.catalog.limits import DEFAULT_TIMEOUT_S
 from explorer.catalog.summary import ERROR, failed_summary
 from explorer.catalog.workers import map_isolated
@@ -39,17 +39,18 @@ class CampaignRun(Record):
 
 
 def map_anywhere(work: Callable[[Any], Any], items: Sequence[Any], *, jobs: int, scheduler: str | None,
-                 timeout: float | None, on_note: Callable[[str], None]) -> Iterator[tuple[int, Any]]:
-    """(index, result) of `work` on every item, in local worker processes or on the Dask cluster at `scheduler`."""
+                 timeout: float | None, on_note: Callable[[str], None],
+                 context: str | None = None) -> Iterator[tuple[int, Any]]:
+    """(index, result) of `work` on every item, in local worker processes (`context`: their start method) or on
+    the Dask cluster at `scheduler`."""
     if scheduler is None:
-        return map_isolated(work, items, jobs=jobs, timeout=timeout, on_note=on_note)
+        return map_isolated(work, items, jobs=jobs, timeout=timeout, context=context, on_note=on_note)
     from explorer.catalog.cluster import map_on_cluster  # Dask is imported only for a scheduler
 
     return map_on_cluster(work, items, scheduler=scheduler, timeout=timeout, on_note=on_note)
 
 
-def _members(root: str | os.PathLike, run: Callable, progress: Progress) -> list[Member]:
-    entries = discover(root)
+def _members(entries: Sequence[Entry], run: Callable, progress: Progress) -> list[Member]:
     paths = [str(entry.path) for entry in entries]
     members: list[Member | None] = [None] * len(paths)
     step = progress(len(paths))
@@ -95,15 +96,17 @@ def run_campaigns(root: str | os.PathLike, *, jobs: int, scheduler: str | None =
                   timeout: float | None = DEFAULT_TIMEOUT_S, request: str | None = None,
                   backends: tuple[str, str] | None = None, emulate: tuple[str, ...] | None = None,
                   progress: Progress = lambda total: (lambda: None),
-                  on_note: Callable[[str], None] = lambda note: None) -> CampaignRun:
-    """Every campaign under `root` with its cells' states and counts; never raises for packet content."""
+                  on_note: Callable[[str], None] = lambda note: None, entries: Sequence[Entry] | None = None,
+                  context: str | None = None) -> CampaignRun:
+    """Every campaign under `root` (among `entries` when given, else every packet discovered) with its cells'
+    states and counts; never raises for packet content. `context`: the local workers' start method."""
     notes: list[str] = []
 
     def run(work: Callable[[Any], Any], items: Sequence[Any]) -> Iterator[tuple[int, Any]]:
-        return map_anywhere(work, items, jobs=jobs, scheduler=scheduler, timeout=timeout,
+        return map_anywhere(work, items, jobs=jobs, scheduler=scheduler, timeout=timeout, context=context,
                             on_note=lambda note: (notes.append(note), on_note(note)))
 
-    members = _members(root, run, progress)
+    members = _members(discover(root) if entries is None else entries, run, progress)
     campaigns, placement_notes = campaigns_of(members, request=request, backends=backends)
     notes += placement_notes
     failed = [member.name for member in members if member.status == ERROR]
