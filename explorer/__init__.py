@@ -73,7 +73,7 @@ def campaign(root: str | os.PathLike, jobs: int | None = None, scheduler: str | 
     `request`: only that requestID; `backends`: the two backends to compare; `emulate` as for analyze, run on each
     campaign's first outputs-differ cell; `jobs` / `scheduler` as for triage.
     """
-    from explorer.campaign.frame import campaign_frame
+    from explorer.campaigns.frame import campaign_frame
 
     ids = None if emulate is None else ((emulate,) if isinstance(emulate, str) else tuple(emulate))
     return campaign_frame(root, jobs=jobs, scheduler=scheduler, request=request,

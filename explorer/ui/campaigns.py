@@ -2,7 +2,7 @@
 
 The campaigns are listed from the packet index's summaries (packets sharing model,
 artifact, input and request, two or more of them). Opening one runs the campaign
-computation (explorer/campaign/) on that campaign's packets only: in this process
+computation (explorer/campaigns/) on that campaign's packets only: in this process
 for a few packets, else in worker processes started from a clean server process
 (never a fork of the threaded server). The last reports are kept per root and
 content, so going back to a campaign after its pair redraws it at once.
@@ -20,10 +20,10 @@ from typing import Any, Callable
 import panel as pn
 import param
 
-from explorer.campaign.grid import campaign_id
-from explorer.campaign.model import KEY_FIELDS
-from explorer.campaign.report import build_campaign_report
-from explorer.campaign.run import run_campaigns
+from explorer.campaigns.grid import campaign_id
+from explorer.campaigns.model import KEY_FIELDS
+from explorer.campaigns.report import build_campaign_report
+from explorer.campaigns.run import run_campaigns
 from explorer.catalog.discovery import lookup
 from explorer.catalog.index import FILL_JOBS, INLINE_PACKETS, WORKER_START_METHOD, PacketIndex
 from explorer.export.safeio import write_new

@@ -13,7 +13,7 @@ from typing import Any, Callable
 import holoviews as hv
 import panel as pn
 
-from explorer.campaign.model import STATES
+from explorer.campaigns.model import STATES
 from explorer.views.common import hint, html_pane, plot_pane
 from explorer.views.html_summary import esc, short_number
 

@@ -1,4 +1,4 @@
-"""The campaign report (JSON, attention-explorer.campaign.v1), its origin sentence and the command line's grid; no UI.
+"""The campaign report (JSON, attention-explorer.campaigns.v1), its origin sentence and the command line's grid; no UI.
 
 Keys and meanings are docs/campaigns.md's. Counts are integers or null; nothing
 here is a verdict: the origin says where bytes first differ, not which backend is
@@ -11,9 +11,9 @@ from typing import Any
 
 from explorer.analysis.blocks import runtime
 from explorer.analysis.formatting import short_number
-from explorer.campaign.grid import Campaign, Cell, Origin, listed, origin_of
-from explorer.campaign.model import KEY_FIELDS, SCHEMA, STATE_CODES, STATES
-from explorer.campaign.run import CampaignRun
+from explorer.campaigns.grid import Campaign, Cell, Origin, listed, origin_of
+from explorer.campaigns.model import KEY_FIELDS, SCHEMA, STATE_CODES, STATES
+from explorer.campaigns.run import CampaignRun
 
 LIMITATIONS = (
     "a campaign shows where the two backends' bytes first differ among the captured cells, not why; a kernel "

@@ -18,7 +18,7 @@ from typing import Any
 
 import pandas as pd
 
-from explorer.campaign.model import KEY_FIELDS, STATES
+from explorer.campaigns.model import KEY_FIELDS, STATES
 from explorer.catalog.limits import DEFAULT_TIMEOUT_S
 
 COLUMNS = ("campaign", *KEY_FIELDS, "outputIndex", "modelLayerIndex", "state", "packets", "inputsDiffering",
@@ -45,8 +45,8 @@ def campaign_frame(root: str | os.PathLike, *, jobs: int | None = None, schedule
                    timeout: float | None = DEFAULT_TIMEOUT_S, request: str | None = None,
                    backends: tuple[str, str] | None = None, emulate: tuple[str, ...] | None = None) -> pd.DataFrame:
     """Find and grid every campaign under `root` (local worker processes, or the Dask scheduler at `scheduler`)."""
-    from explorer.campaign.report import build_campaign_report
-    from explorer.campaign.run import run_campaigns
+    from explorer.campaigns.report import build_campaign_report
+    from explorer.campaigns.run import run_campaigns
     from explorer.catalog.workers import default_jobs
 
     run = run_campaigns(root, jobs=jobs or default_jobs(), scheduler=scheduler, timeout=timeout, request=request,

@@ -16,9 +16,9 @@ import dataclasses
 import os
 from typing import Any, Callable, Iterator, Sequence
 
-from explorer.campaign.collect import cell_pair, member_of
-from explorer.campaign.grid import Campaign, campaigns_of, listed, needs_pair, origin_of
-from explorer.campaign.model import CellPair, Member
+from explorer.campaigns.collect import cell_pair, member_of
+from explorer.campaigns.grid import Campaign, campaigns_of, listed, needs_pair, origin_of
+from explorer.campaigns.model import CellPair, Member
 from explorer.catalog.discovery import Entry, discover
 from explorer.catalog.limits import DEFAULT_TIMEOUT_S
 from explorer.catalog.summary import ERROR, failed_summary

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from explorer.analysis.analyze import analyze
 from explorer.catalog.summary import summary_of
-from explorer.campaign.model import KEY_FIELDS, CellPair, Member
+from explorer.campaigns.model import KEY_FIELDS, CellPair, Member
 from explorer.pair.compare import compare
 from explorer.pair.model import INPUT_NAMES
 

@@ -14,7 +14,7 @@ from collections import Counter, defaultdict
 from types import MappingProxyType
 from typing import Iterable, Mapping, Sequence
 
-from explorer.campaign.model import (DUPLICATE, IDENTICAL, INPUTS_DIFFER, MISSING, OUTPUTS_DIFFER, REFUSED_STATE,
+from explorer.campaigns.model import (DUPLICATE, IDENTICAL, INPUTS_DIFFER, MISSING, OUTPUTS_DIFFER, REFUSED_STATE,
                                      TOKENS_DIFFER, CampaignKey, CellPair, Member)
 from explorer.catalog.summary import ERROR
 from explorer.packet.model import REFUSED
