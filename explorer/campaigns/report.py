@@ -179,3 +179,47 @@ def campaign_text(report: dict[str, Any]) -> list[str]:
     lines.append(f"{len(report['campaigns'])} campaigns among {report['packets']} packets under {report['root']}")
     lines += [f"Note: {note}" for note in report["notes"]]
     return lines
+
+
+def _cell_line(block: dict[str, Any]) -> str:
+    packets = "; ".join(f"{backend}: `{'`, `'.join(names)}`" for backend, names in block["packets"].items())
+    return f"step {block['outputIndex']}, layer {block['modelLayerIndex']} ({packets})"
+
+
+def findings_markdown(campaign: dict[str, Any]) -> str:
+    """A campaign's write-up (`NAME.findings.md`): the origin sentence, the first cells with their numbers, the
+    coverage and the notes, every number as the report holds it."""
+    key = campaign["key"]
+    lines = [f"# Campaign {campaign['id']}: request {key['requestID']}, {' vs '.join(campaign['backends'])}", "",
+             f"Model `{key['modelID']}`, artifact `{key['artifactSHA256']}`, input `{key['inputSHA256']}`.", "",
+             campaign["originSentence"], ""]
+    first = campaign["firstOutputsDiffer"]
+    if first is not None:
+        lines += ["## First outputs-differ cell (inputs byte-identical)", "", f"- cell: {_cell_line(first)}",
+                  f"- output elements differing: {short_number(first['elementsDiffering'])} of "
+                  f"{short_number(first['compared'])}; max ULP distance {short_number(first['maxUlp'])}"]
+        nearer = first["nearerPrimaryReference"]
+        lines.append("- nearer the shared primary reference: " + (", ".join(
+            f"{side} {short_number(count)}" for side, count in nearer.items()) if nearer is not None
+            else f"not defined ({first['nearerReason']})"))
+        if first["reproducedBy"] is not None:
+            lines += [f"- reproduced bit for bit on {side} by: " + (", ".join(f"`{ident}`" for ident in ids) or "none")
+                      for side, ids in first["reproducedBy"].items()]
+        lines.append("")
+    inputs = campaign["firstInputsDiffer"]
+    if inputs is not None:
+        tensors = ", ".join(f"{name} {short_number(count)}" for name, count in (inputs["tensors"] or {}).items())
+        lines += ["## First inputs-differ cell", "", f"- cell: {_cell_line(inputs)}",
+                  f"- differing input elements: {tensors or '-'}", f"- {inputs['explanation']}", ""]
+    tokens = campaign["firstTokensDiffer"]
+    if tokens is not None:
+        lines += ["## First token divergence", "", f"- step {tokens['outputIndex']}: seed tokens " + ", ".join(
+            f"{backend} {token}" for backend, token in tokens["seedTokens"].items()), ""]
+    coverage = campaign["coverage"]
+    lines += ["## Coverage", "", f"- steps: {', '.join(map(str, coverage['steps'])) or '-'}",
+              f"- layers: {', '.join(map(str, coverage['layers'])) or '-'}",
+              f"- cells per backend: {', '.join(f'{b} {n}' for b, n in coverage['cellsPerBackend'].items()) or '-'}",
+              f"- missing cells: {len(coverage['missing'])}; before the origin: {len(coverage['gapsBeforeOrigin'])}"]
+    lines += [f"- note: {note}" for note in campaign["notes"]]
+    lines += ["", "## Limitations", ""] + [f"- {text}" for text in LIMITATIONS]
+    return "\n".join(lines) + "\n"

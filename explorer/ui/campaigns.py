@@ -11,7 +11,6 @@ content, so going back to a campaign after its pair redraws it at once.
 from __future__ import annotations
 
 import html
-import json
 import threading
 from collections import OrderedDict
 from pathlib import Path
@@ -26,14 +25,15 @@ from explorer.campaigns.report import build_campaign_report
 from explorer.campaigns.run import run_campaigns
 from explorer.catalog.discovery import lookup
 from explorer.catalog.index import FILL_JOBS, INLINE_PACKETS, WORKER_START_METHOD, PacketIndex
-from explorer.export.safeio import write_new
+from explorer.export.pages import CAMPAIGN_SUFFIX, FINDINGS_SUFFIX, RenderError, export_campaign
 from explorer.ui.area import ModeArea, note_and_buttons
 from explorer.ui.packets import PacketList
 from explorer.ui.shared import echo
-from explorer.views.html_summary import esc
+from explorer.views.common import served
+from explorer.views.html_summary import esc, written_note
 
 QUERY_CAMPAIGN, QUERY_CELL = "campaign", "cell"
-EXPORT_LABEL, EXPORT_WIDTH = "Export campaign JSON", 200
+EXPORT_LABEL, EXPORT_WIDTH = "Export campaign: HTML + PNG + JSON + findings", 330
 MAX_CAMPAIGN_BUTTONS = 12
 REPORT_CACHE_ENTRIES = 4  # campaign reports kept per process (a few hundred bytes per cell)
 STATUS_STYLE = "padding:0.3em 0;font-size:1.05em"
@@ -201,14 +201,23 @@ class CampaignMode(param.Parameterized):
     def _on_export(self) -> None:
         if self._report is None:
             return
-        path = self.export_dir / f"{self._report['id']}.campaign.json"
+        self.area.export_button.loading = True
+        self.area.export_note.object = "Exporting the campaign (the PNG takes a few seconds) ..."
+        pn.state.execute(self._export, schedule="thread" if served() else False)  # PNG rendering blocks: a thread
+
+    def _export(self) -> None:
         try:
-            self.export_dir.mkdir(parents=True, exist_ok=True)
-            write_new(path, json.dumps(self._report, indent=1, allow_nan=False) + "\n")
-        except OSError as error:
+            paths = export_campaign(self._report, self.export_dir, png=True)
+        except (OSError, RenderError) as error:
+            reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
             self.area.export_note.object = (f"The campaign export wrote nothing to "
-                                            f"<code>{html.escape(str(path))}</code>: "
-                                            f"{html.escape(error.strerror or str(error))}")
-            return
-        self.area.downloads.offer(((path, "Download campaign JSON"),))
-        self.area.export_note.object = f'<div class="campaign-export-note">Wrote <code>{html.escape(str(path))}</code></div>'
+                                            f"<code>{html.escape(str(self.export_dir))}</code>: {html.escape(reason)}")
+        else:
+            findings = paths.report.with_name(paths.report.name.replace(CAMPAIGN_SUFFIX, FINDINGS_SUFFIX))
+            self.area.downloads.offer(((paths.html, "Download HTML"), (paths.report, "Download campaign JSON"),
+                                       (findings, "Download findings")))
+            self.area.export_note.object = written_note("campaign-export-note", (
+                ("export-html", paths.html), ("export-json", paths.report), ("export-findings", findings),
+                *(("export-png", png) for png in paths.pngs)))
+        finally:
+            self.area.export_button.loading = False

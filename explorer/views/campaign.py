@@ -20,19 +20,21 @@ from explorer.views.html_summary import esc, short_number
 # One colour per state (categorical, never a scale): differences warm, agreement grey, gaps pale.
 STATE_COLOURS = {"duplicate": "#bcbd22", "missing": "#ffffff", "refused": "#595959", "tokens_differ": "#8c6bb1",
                  "inputs_differ": "#fdae6b", "outputs_differ": "#d62728", "identical": "#e3e3e3"}
+CELL_EDGE = "#c8c8c8"  # every cell outlined, so a missing (white) cell shows as a gap in the grid
 LABEL_COLOURS = {"refused": "#ffffff", "outputs_differ": "#ffffff", "tokens_differ": "#ffffff"}
 CELL_WIDTH_PX = 52
 CELL_HEIGHT_PX = 16  # 32 layers fit the first screen of a 1280 x 800 window
 MIN_CELL_WIDTH_PX = 28
 MAX_GRID_WIDTH_PX = 860  # the main area beside the sidebar at 1280 px
 AXIS_MARGIN_PX = (70, 50)  # room for the axes' labels and ticks (x, y)
+MIN_GRID_HEIGHT_PX = 150  # a grid of a few layers still shows its axis label whole
 LABEL_FONT = "7pt"
 GRID_CLASS = "campaign-grid"
 
 
 def _sizes(steps: int, layers: int) -> tuple[int, int]:
     width = max(MIN_CELL_WIDTH_PX, min(CELL_WIDTH_PX, (MAX_GRID_WIDTH_PX - AXIS_MARGIN_PX[0]) // max(steps, 1)))
-    return steps * width + AXIS_MARGIN_PX[0], layers * CELL_HEIGHT_PX + AXIS_MARGIN_PX[1]
+    return steps * width + AXIS_MARGIN_PX[0], max(MIN_GRID_HEIGHT_PX, layers * CELL_HEIGHT_PX + AXIS_MARGIN_PX[1])
 
 
 def legend_html() -> str:
@@ -64,11 +66,11 @@ def grid(campaign: dict[str, Any]) -> hv.Overlay:
     vdims = ["colour", "state", "step", "layer", "outputs", "ulp", "inputs", "codes", "label", "ink", "cx", "cy"]
     width, height = _sizes(len(steps), len(layers))
     rectangles = hv.Rectangles(records, kdims=["x0", "y0", "x1", "y1"], vdims=vdims).opts(
-        color="colour", line_color="#ffffff", line_width=1, width=width, height=height,
+        color="colour", line_color=CELL_EDGE, line_width=1, width=width, height=height,
         xlim=(-0.5, len(steps) - 0.5), ylim=(-0.5, len(layers) - 0.5), invert_yaxis=True,
         xticks=[(index, str(step)) for step, index in column.items()],
         yticks=[(index, str(layer)) for layer, index in row.items()],
-        xlabel="step (outputIndex)", ylabel="layer (modelLayerIndex)", tools=["hover", "tap"],
+        xlabel="step (outputIndex)", ylabel="layer", tools=["hover", "tap"],
         hover_tooltips=[("step", "@step"), ("layer", "@layer"), ("state", "@state"),
                         ("output elements differing", "@outputs"), ("max ULP", "@ulp"),
                         ("inputs differing", "@inputs"), ("codes", "@codes")],
@@ -84,7 +86,7 @@ def build(campaign: dict[str, Any], on_cell: Callable[[int, int], None] | None =
                        f'style="font-size:1.0em;margin:0.2em 0">{esc(campaign["originSentence"])}</div>'),
              html_pane(legend_html())]
     if campaign["cells"]:
-        pane = plot_pane(grid(campaign), css_classes=[GRID_CLASS])
+        pane = plot_pane(grid(campaign), css_classes=[GRID_CLASS], sizing_mode="fixed")
         if on_cell is not None:
             steps, layers = campaign["coverage"]["steps"], campaign["coverage"]["layers"]
 
