@@ -288,8 +288,10 @@ class Shell(param.Parameterized):
 
     def _open_pair(self, a: str, b: str) -> list[str]:
         """Open the pair (a, b) of a campaign's cell: packet a, then b as its partner; returns notes."""
-        if self.packet != a:
-            self.packet = a
+        if self.packet != a:  # opened here: the URL's campaign is opened before the packet watcher exists
+            with param.parameterized.discard_events(self):
+                self.packet = a
+            self._say(" ".join(self._open()))
         return self.pairs.open(b)
 
     def _on_mode(self) -> None:
