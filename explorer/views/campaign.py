@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import holoviews as hv
+import pandas as pd
 import panel as pn
 
 from explorer.campaigns.model import STATES
@@ -106,3 +107,16 @@ def build(campaign: dict[str, Any], on_cell: Callable[[int, int], None] | None =
         parts.append(html_pane("".join(f'<div class="campaign-note" style="font-size:0.85em">{esc(note)}</div>'
                                        for note in notes)))
     return pn.Column(*parts, sizing_mode="stretch_width", css_classes=["campaign-view"])
+
+
+def campaign_of(frame, campaign: str | None = None) -> dict[str, Any]:
+    """One campaign of an `explorer.campaign(root)` DataFrame as the report entry `build` draws: its attributes
+    (`frame.attrs["campaigns"]`, the first or the one with id `campaign`) and its rows as the cells."""
+    chosen = next(entry for entry in frame.attrs["campaigns"] if campaign is None or entry["id"] == campaign)
+    rows = frame[frame["campaign"] == chosen["id"]]
+    cells = [{"outputIndex": int(row.outputIndex), "modelLayerIndex": int(row.modelLayerIndex), "state": row.state,
+              "packets": row.packets, "inputsDiffering": row.inputsDiffering,
+              "outputsDiffering": None if row.outputsDiffering is pd.NA else int(row.outputsDiffering),
+              "maxUlp": None if row.maxUlp is pd.NA else int(row.maxUlp), "codes": list(row.codes)}
+             for row in rows.itertuples(index=False)]
+    return {**chosen, "cells": cells}
