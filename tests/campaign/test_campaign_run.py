@@ -98,3 +98,33 @@ def test_the_same_report_from_the_local_pool_and_from_local_2(root):
     dask = build_campaign_report(run_campaigns(root, jobs=2, scheduler="local:2", emulate=("default",)))
     assert _without_runtime(local) == _without_runtime(dask)
     assert local["campaigns"][0]["firstOutputsDiffer"]["emulations"]
+
+
+def test_samples_campaign_writes_the_larger_campaign_with_the_same_events(tmp_path):
+    from explorer.campaign_samples import SAMPLE_NAME, SAMPLE_SHAPE
+
+    done = subprocess.run([sys.executable, "-m", "explorer", "samples", "--out", str(tmp_path), "--campaign"],
+                          capture_output=True, text=True, check=False, cwd=REPO)
+    assert done.returncode == 0, done.stderr
+    assert SAMPLE_SHAPE.layers >= 4 and SAMPLE_SHAPE.steps >= 3 and SAMPLE_SHAPE.query_heads == 16
+    (campaign,) = build_campaign_report(run_campaigns(tmp_path / SAMPLE_NAME, jobs=2))["campaigns"]
+    first = campaign["firstOutputsDiffer"]
+    assert (first["outputIndex"], first["modelLayerIndex"]) == (OUTPUT_INDEX + SAMPLE_SHAPE.origin[0],
+                                                                SAMPLE_SHAPE.origin[1])
+    assert campaign["firstTokensDiffer"]["outputIndex"] == OUTPUT_INDEX + SAMPLE_SHAPE.diverge_step + 1
+    assert len(campaign["coverage"]["missing"]) == 1
+    states = {cell["state"] for cell in campaign["cells"]}
+    assert states == {"identical", "outputs_differ", "inputs_differ", "tokens_differ", "missing"}
+
+
+def test_every_sample_packet_is_analyzed_and_inputs_follow_the_outputs(root):
+    """Each packet is valid, and the stored keys of a later step really hold the earlier step's rows: the row a
+    backend wrote at step s, layer l is the incoming row of its packet at (s, l) and a stored row at (s + 1, l)."""
+    report = build_campaign_report(run_campaigns(root, jobs=2))
+    codes = {code for cell in report["campaigns"][0]["cells"] for code in cell["codes"]}
+    assert codes == {"selection_differs"}  # only the pairs of the cells whose seed tokens differ
+    assert {explorer.analyze(path).status for path in (root / CURATED_NAME).iterdir()} == {"analyzed"}
+    earlier = explorer.analyze(root / CURATED_NAME / "contiguous-o62-l2").admission.tensors
+    later = explorer.analyze(root / CURATED_NAME / "contiguous-o63-l2").admission.tensors
+    assert (later["storedKeys"].bits[:, :, :-1, :] == earlier["storedKeys"].bits).all()
+    assert (later["storedKeys"].bits[:, :, -1:, :] == later["incomingKeys"].bits).all()

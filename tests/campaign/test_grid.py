@@ -131,3 +131,18 @@ def test_origin_record_is_read_off_states_only():
     origin = origin_of(campaign)
     assert origin.first_outputs_differ.position == (0, 1) and origin.first_inputs_differ.position == (1, 0)
     assert origin.explained is True and origin.gaps_before == ()
+
+
+def test_a_hundred_thousand_packets_of_many_requests_stay_summaries(tmp_path):
+    """10^5 placed packets of 50 requests on two backends (with duplicates) grid in seconds; every cell gets a
+    state."""
+    members = [member(backend, step, layer, key=("m", "a", "i", request), name=f"{request}-{backend}-{step}-{layer}")
+               for request in range(50) for step in range(25) for layer in range(40)
+               for backend in ("paged", "contiguous")]
+    members += [member("paged", 0, 0, key=("m", "a", "i", 0), name="0-paged-0-0-copy")]
+    campaigns, notes = campaigns_of(members)
+    assert len(campaigns) == 50 and notes == ()
+    assert sum(len(campaign.cells) for campaign in campaigns) == 50 * 25 * 40
+    first = next(campaign for campaign in campaigns if campaign.key[3] == 0)
+    assert first.cells[0].state == "duplicate" and first.cells[0].packets["paged"] == ("0-paged-0-0", "0-paged-0-0-copy")
+    assert "cells hold two packets of one backend" in first.notes[0]
