@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Mapping
+from typing import Iterator, Mapping
 
 import numpy as np
 
@@ -54,7 +54,7 @@ class CampaignShape(Record):
     prefill_tokens: int
     origin: tuple[int, int]  # (step, layer) where the second backend truncates
     diverge_step: int  # the step whose sampled tokens differ (seed tokens differ from the next step on)
-    missing: tuple[int, int]  # (step, layer) not captured on the second backend
+    missing: tuple[int, int] | None  # (step, layer) not captured on the second backend, None: every cell captured
 
 
 SAMPLE_SHAPE = CampaignShape(layers=4, steps=3, query_heads=QWEN_QUERY_HEADS, kv_heads=QWEN_KV_HEADS, head_dim=64,
@@ -108,8 +108,9 @@ def _sample(cdf: np.ndarray, draw: float) -> int:
     return TOKEN_BASE + int(min(np.searchsorted(cdf, draw, side="right"), len(cdf) - 1))
 
 
-def campaign_specs(shape: CampaignShape) -> dict[str, PacketSpec]:
-    """Every packet of the campaign, name -> spec (the MISSING cell left out on the second backend)."""
+def campaign_specs(shape: CampaignShape) -> Iterator[tuple[str, PacketSpec]]:
+    """Every packet of the campaign as (name, spec), step by step (the MISSING cell left out on the second
+    backend); one step's packets are held at a time."""
     rng = np.random.default_rng(CAMPAIGN_SEED)
     embed = rng.normal(0.0, 1.0, (VOCABULARY, HIDDEN))
     unembed = rng.normal(0.0, 1.0 / np.sqrt(HIDDEN), (VOCABULARY, HIDDEN))
@@ -117,7 +118,6 @@ def campaign_specs(shape: CampaignShape) -> dict[str, PacketSpec]:
     scale = float(np.float32(1.0 / np.sqrt(shape.head_dim)))
     caches = {backend: [(_bits(w["prefill_k"]), _bits(w["prefill_v"])) for w in weights] for backend in BACKENDS}
     tokens = {backend: SEED_TOKEN for backend in BACKENDS}
-    specs: dict[str, PacketSpec] = {}
     for step in range(shape.steps):
         hidden = {backend: embed[(tokens[backend] - TOKEN_BASE) % VOCABULARY].copy() for backend in BACKENDS}
         captured = {backend: [] for backend in BACKENDS}
@@ -151,10 +151,9 @@ def campaign_specs(shape: CampaignShape) -> dict[str, PacketSpec]:
             for layer, tensors in enumerate(captured[backend]):
                 if backend == BACKENDS[1] and (step, layer) == shape.missing:
                     continue
-                specs[packet_name(backend, step, layer)] = _spec(shape, backend, step, layer, tensors, scale,
-                                                                 tokens[backend], targets[backend])
+                yield packet_name(backend, step, layer), _spec(shape, backend, step, layer, tensors, scale,
+                                                               tokens[backend], targets[backend])
         tokens = targets
-    return specs
 
 
 def _spec(shape: CampaignShape, backend: str, step: int, layer: int, tensors: Mapping[str, tuple[str, np.ndarray]],
@@ -174,7 +173,7 @@ def _spec(shape: CampaignShape, backend: str, step: int, layer: int, tensors: Ma
 def write_campaign(directory: str | os.PathLike, shape: CampaignShape = SAMPLE_SHAPE) -> Path:
     """Write every packet of the campaign into `directory` (one sub-directory each); never overwrites."""
     directory = Path(directory)
-    for name, spec in campaign_specs(shape).items():
+    for name, spec in campaign_specs(shape):
         write_packet(directory / name, spec)
     return directory
 
