@@ -1,19 +1,29 @@
-"""The two pure functions a campaign runs in worker processes: one packet's placement, one cell's pair numbers; no UI.
+"""The pure functions a campaign runs in worker processes: one packet's placement, one cell's counts; no UI.
 
 `member_of(path)` analyzes the packet exactly as triage's summary does and keeps
 where it sits (the campaign key, the cell, the seed token, the backend) and the
-sha256 of every tensor's native bytes, which admission verified. `cell_pair(task)`
-compares a cell's two packets as `explorer compare` does and keeps its counts.
-Both return small picklable records and never raise for packet content.
+sha256 of every tensor's native bytes, which admission verified. `cell_counts(task)`
+reads a cell's two packets again and counts what a compare-v1 pair counts: per input
+tensor and for the output the elements whose bit patterns differ, and the largest
+ULP distance between the outputs (the same functions `explorer compare` uses, on the
+same verified bytes; no reference is needed for them). `cell_pair(task)` is the whole
+pair (`explorer compare`), with emulations when asked: it runs for each campaign's
+first outputs-differ cell, whose findings need the references. All return small
+picklable records and never raise for packet content.
 """
 
 from __future__ import annotations
 
+import numpy as np
+
 from explorer.analysis.analyze import analyze
+from explorer.analysis.metrics import ulp_distance
 from explorer.catalog.summary import summary_of
 from explorer.campaigns.model import KEY_FIELDS, CellPair, Member
-from explorer.pair.compare import compare
-from explorer.pair.model import INPUT_NAMES
+from explorer.packet.admission import admit
+from explorer.packet.model import REFUSED
+from explorer.pair.compare import COMPARED, PAIR_INCONCLUSIVE, compare
+from explorer.pair.model import INPUT_NAMES, SHAPE_DIFFERS
 
 CellTask = tuple[str, str, tuple[str, ...] | None]  # path of side a, path of side b, emulation ids or None
 
@@ -37,8 +47,30 @@ def member_of(path: str) -> Member:
         output_digest=None if tensors is None else tensors["output"].sha256)
 
 
+def cell_counts(task: tuple[str, str]) -> CellPair:
+    """The differing elements per input tensor and of the output, and the outputs' largest ULP distance, of a
+    cell's two packets (admitted again now)."""
+    a, b = (admit(path) for path in task)
+    if a.refused or b.refused or a.tensors is None or b.tensors is None:
+        codes = tuple(dict.fromkeys(problem.code for side in (a, b) for problem in side.refusals))
+        return CellPair(REFUSED, codes, {}, None, None, None, None, None, None)
+    first, second = a.tensors, b.tensors
+    if any((first[name].shape, first[name].dtype) != (second[name].shape, second[name].dtype)
+           for name in INPUT_NAMES) or first["output"].shape != second["output"].shape:
+        return CellPair(PAIR_INCONCLUSIVE, (SHAPE_DIFFERS,), {}, None, None, None, None, None, None)
+    differing = {name: int(np.count_nonzero(first[name].bits != second[name].bits)) for name in INPUT_NAMES
+                 if first[name].sha256 != second[name].sha256}
+    output_a, output_b = first["output"], second["output"]
+    bits_a, bits_b = output_a.bits[0, :, 0, :], output_b.bits[0, :, 0, :]
+    if output_a.dtype != output_b.dtype:  # compared by value only in a pair: no bit or ULP counts
+        return CellPair(COMPARED, (), differing, None, int(bits_a.size), None, None, None, None)
+    ulp = ulp_distance(bits_a, bits_b, output_a.dtype, np.ones(bits_a.shape[0], dtype=bool))
+    return CellPair(COMPARED, (), differing, int(np.count_nonzero(bits_a != bits_b)), int(bits_a.size), ulp.max,
+                    None, None, None)
+
+
 def cell_pair(task: CellTask) -> CellPair:
-    """The compare-v1 pair of a cell's two packets, reduced to the counts the grid and the origin show."""
+    """The compare-v1 pair of a cell's two packets, reduced to the counts and findings the origin shows."""
     path_a, path_b, emulate = task
     pair = compare(path_a, path_b, emulate=emulate)
     codes = tuple(dict.fromkeys([refusal.problem.code for refusal in pair.refusals] +

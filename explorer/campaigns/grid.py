@@ -18,11 +18,11 @@ from explorer.campaigns.model import (DUPLICATE, IDENTICAL, INPUTS_DIFFER, MISSI
                                      TOKENS_DIFFER, CampaignKey, CellPair, Member)
 from explorer.catalog.summary import ERROR
 from explorer.packet.model import REFUSED
+from explorer.pair.model import INPUT_NAMES
 from explorer.packet.record import Record, record
 
 ID_DIGITS = 12  # hex digits of a campaign's id
 NAMES_IN_NOTE = 5  # packet names a note lists before "and N more"
-INPUT_TENSORS = ("queries", "storedKeys", "storedValues", "incomingKeys", "incomingValues")
 
 
 @record
@@ -105,7 +105,7 @@ def _differing_inputs(sides: Sequence[Sequence[Member]]) -> tuple[str, ...]:
     if any(len(side) != 1 or side[0].input_digests is None for side in sides):
         return ()
     a, b = sides[0][0].input_digests, sides[1][0].input_digests
-    return tuple(name for name, first, second in zip(INPUT_TENSORS, a, b) if first != second)
+    return tuple(name for name, first, second in zip(INPUT_NAMES, a, b) if first != second)
 
 
 def _chosen_backends(counts: Counter, asked: tuple[str, str] | None) -> tuple[tuple[str, ...], list[str]]:

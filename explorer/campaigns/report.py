@@ -12,7 +12,8 @@ from typing import Any
 from explorer.analysis.blocks import runtime
 from explorer.analysis.formatting import short_number
 from explorer.campaigns.grid import Campaign, Cell, Origin, listed, origin_of
-from explorer.campaigns.model import KEY_FIELDS, SCHEMA, STATE_CODES, STATES
+from explorer.campaigns.model import (DUPLICATE, IDENTICAL, KEY_FIELDS, MISSING, REFUSED_STATE, SCHEMA, STATE_CODES,
+                                      STATES)
 from explorer.campaigns.run import CampaignRun
 
 LIMITATIONS = (
@@ -30,18 +31,18 @@ def _where(cell: Cell | None) -> dict[str, Any] | None:
 
 
 def cell_json(cell: Cell) -> dict[str, Any]:
-    """One cell of `cells[]`."""
-    pair = cell.pair
-    differing = ({name: None for name in cell.inputs_differ} if pair is None
-                 else {name: count for name, count in pair.inputs_differing.items()})
-    if pair is None and cell.state in ("identical", "outputs_differ"):
-        differing = {}
+    """One cell of `cells[]`: the pair's counts; an identical cell's are zero (its digests), a cell without a pair
+    (duplicate, missing, refused) has none; a pair that failed leaves the differing tensors' counts null."""
+    pair, compared = cell.pair, cell.state not in (DUPLICATE, MISSING, REFUSED_STATE)
+    if cell.state == IDENTICAL:
+        differing, outputs, ulp = {}, 0, 0
+    elif pair is None:
+        differing, outputs, ulp = {name: None for name in cell.inputs_differ} if compared else None, None, None
+    else:
+        differing, outputs, ulp = dict(pair.inputs_differing), pair.outputs_differing, pair.max_ulp
     return {"outputIndex": cell.output_index, "modelLayerIndex": cell.layer, "state": cell.state,
             "packets": {backend: list(names) for backend, names in cell.packets.items()},
-            "inputsDiffering": differing if cell.state not in ("missing", "duplicate", "refused") else None,
-            "outputsDiffering": 0 if cell.state == "identical" else None if pair is None else pair.outputs_differing,
-            "maxUlp": 0 if cell.state == "identical" else None if pair is None else pair.max_ulp,
-            "codes": list(cell.codes)}
+            "inputsDiffering": differing, "outputsDiffering": outputs, "maxUlp": ulp, "codes": list(cell.codes)}
 
 
 def _outputs_block(campaign: Campaign, cell: Cell | None) -> dict[str, Any] | None:
@@ -79,7 +80,7 @@ def _coverage(campaign: Campaign, origin: Origin) -> dict[str, Any]:
         "uncapturedLayers": [layer for layer in range(0, layers[-1]) if layer not in set(layers)] if layers else [],
         "missing": [{"outputIndex": cell.output_index, "modelLayerIndex": cell.layer,
                      "absentOn": [backend for backend, names in cell.packets.items() if not names]}
-                    for cell in cells if cell.state == "missing"],
+                    for cell in cells if cell.state == MISSING],
         "gapsBeforeOrigin": [{"outputIndex": cell.output_index, "modelLayerIndex": cell.layer, "state": cell.state}
                              for cell in origin.gaps_before],
     }
@@ -112,8 +113,8 @@ def origin_sentence(campaign: Campaign, origin: Origin, coverage: dict[str, Any]
     if tokens is not None:
         parts.append(f"The seed tokens first differ at step {tokens.output_index}.")
     if first is None and inputs is None and tokens is None:
-        parts.append(f"All {len(campaign.cells) - len(coverage['missing'])} cells captured on both backends are "
-                     "byte-identical.")
+        identical = sum(cell.state == IDENTICAL for cell in campaign.cells)
+        parts.append(f"All {identical} cells compared are byte-identical on both backends.")
     if origin.gaps_before:
         parts.append(f"{len(origin.gaps_before)} cells before it are missing, duplicated or refused "
                      f"({listed([_at(cell) for cell in origin.gaps_before])}): the real origin may be hidden there.")

@@ -4,10 +4,10 @@ The two passes run as `explorer triage` runs its summaries: local worker process
 (`explorer.catalog.workers.map_isolated`) or tasks of a Dask cluster
 (`explorer.catalog.cluster.map_on_cluster`, imported only for a scheduler), with
 triage's limits. A packet whose work raised, died or ran out of time is in no
-campaign and said so in a note; a cell whose pair did shows its state without counts
-and the code. Only cells whose bytes differ are compared (an identical cell's counts
-are zero by its digests); the first outputs-differ cell of each campaign gets the
-requested emulations.
+campaign and said so in a note; a cell whose comparison did shows its state without
+counts and the code. Only cells whose bytes differ are read again (an identical
+cell's counts are zero by its digests), for their counts; the first outputs-differ
+cell of each campaign is compared as a whole pair, with the requested emulations.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import dataclasses
 import os
 from typing import Any, Callable, Iterator, Sequence
 
-from explorer.campaigns.collect import cell_pair, member_of
+from explorer.campaigns.collect import cell_counts, cell_pair, member_of
 from explorer.campaigns.grid import Campaign, campaigns_of, listed, needs_pair, origin_of
 from explorer.campaigns.model import CellPair, Member
 from explorer.catalog.discovery import Entry, discover
@@ -65,23 +65,25 @@ def _members(entries: Sequence[Entry], run: Callable, progress: Progress) -> lis
 
 def _with_pairs(campaigns: tuple[Campaign, ...], members: list[Member], run: Callable, progress: Progress,
                 emulate: tuple[str, ...] | None, notes: list[str]) -> tuple[Campaign, ...]:
+    """Every cell whose bytes differ gets its counts (cell_counts); each campaign's first outputs-differ cell
+    its whole pair (cell_pair, with the emulations asked for)."""
     paths = {member.name: member.path for member in members}
     tasks, places = [], []
     for number, campaign in enumerate(campaigns):
         origin = origin_of(campaign).first_outputs_differ
         for index, cell in enumerate(campaign.cells):
             if needs_pair(cell):
-                a, b = (paths[cell.packets[backend][0]] for backend in campaign.backends)
-                tasks.append((a, b, emulate if cell is origin else None))
+                sides = tuple(paths[cell.packets[backend][0]] for backend in campaign.backends)
+                tasks.append((cell_pair, (*sides, emulate)) if cell is origin else (cell_counts, sides))
                 places.append((number, index))
     cells = [list(campaign.cells) for campaign in campaigns]
     failed = []
     step = progress(len(tasks))
-    for task_index, result in run(cell_pair, tasks):
+    for task_index, result in run(run_task, tasks):
         number, index = places[task_index]
         cell = cells[number][index]
         if isinstance(result, Exception):
-            code = failed_summary(tasks[task_index][0], result).codes
+            code = failed_summary(tasks[task_index][1][0], result).codes
             failed.append(f"step {cell.output_index} layer {cell.layer}")
             result = CellPair(ERROR, code, {}, None, None, None, None, None, None)
         cells[number][index] = dataclasses.replace(cell, pair=result,
@@ -90,6 +92,12 @@ def _with_pairs(campaigns: tuple[Campaign, ...], members: list[Member], run: Cal
     if failed:
         notes.append(f"{len(failed)} cells could not be compared (their counts are missing): {listed(failed)}")
     return tuple(dataclasses.replace(campaign, cells=tuple(row)) for campaign, row in zip(campaigns, cells))
+
+
+def run_task(task: tuple[Callable[[Any], CellPair], Any]) -> CellPair:
+    """One cell's work: (cell_counts, paths) or (cell_pair, (paths..., emulate)); module-level, so picklable."""
+    work, argument = task
+    return work(argument)
 
 
 def run_campaigns(root: str | os.PathLike, *, jobs: int, scheduler: str | None = None,

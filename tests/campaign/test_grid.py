@@ -87,7 +87,7 @@ def test_origin_at_the_last_cell():
 def test_no_origin_all_identical():
     found = report(grid(2, 2))
     assert found["firstOutputsDiffer"] is found["firstInputsDiffer"] is found["firstTokensDiffer"] is None
-    assert "All 4 cells captured on both backends are byte-identical" in found["originSentence"]
+    assert "All 4 cells compared are byte-identical on both backends." in found["originSentence"]
 
 
 def test_origin_hidden_behind_a_missing_cell():
