@@ -43,6 +43,7 @@ ROOT_NAME = "bench-campaign-qh16-kvh2-d256-t512-36x8"
 DONE_MARK = ".complete"  # written last: a root without it was interrupted and is written again
 TARGETS = {"campaign_over_triage": 1.5, "view_s": 2.0}
 VIEWPORT = {"width": 1280, "height": 800}
+LONG_MS = 30 * 60_000  # the first session fills the list and computes the campaign
 
 
 def campaign_root() -> Path:
@@ -80,15 +81,24 @@ def bench_cli(root: Path, jobs: int, runs: int) -> None:
     print(f"campaign / triage: {ratio:.2f}x (target <= {TARGETS['campaign_over_triage']}x)")
 
 
-def _open(browser, url: str) -> float:
+def _open(browser, url: str, ident: str) -> tuple[float, float]:
+    """(seconds from navigation to the grid drawn, seconds from a click on the sidebar's campaign button, the
+    packet list filled, to the grid drawn)."""
     context = browser.new_context(viewport=VIEWPORT)
     page = context.new_page()
     try:
         started = time.perf_counter()
-        page.goto(url, timeout=PAGE_TIMEOUT_MS * 20)
-        page.wait_for_selector(".campaign-status-line", timeout=PAGE_TIMEOUT_MS * 20)
+        page.goto(f"{url}?campaign={ident}", timeout=LONG_MS)
+        page.wait_for_selector(".campaign-status-line", timeout=LONG_MS)
         wait_drawn(page, GRID_CLASS, PAGE_TIMEOUT_MS)
-        return time.perf_counter() - started
+        navigated = time.perf_counter() - started
+        page.goto(url, timeout=LONG_MS)
+        page.wait_for_selector(f".campaign-{ident}", timeout=LONG_MS)
+        started = time.perf_counter()
+        page.locator(f".campaign-{ident} button").click()
+        page.wait_for_selector(".campaign-status-line", timeout=LONG_MS)
+        wait_drawn(page, GRID_CLASS, PAGE_TIMEOUT_MS)
+        return navigated, time.perf_counter() - started
     finally:
         context.close()
 
@@ -103,14 +113,15 @@ def bench_app(root: Path) -> None:
     try:
         wait_until_serving(process, base + APP_PATH, log)
         ident = _campaign_id(root)
-        url = f"{base}{APP_PATH}?campaign={ident}"
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, args=list(CHROMIUM_ARGS))
-            first = _open(browser, url)
-            second = _open(browser, url)
+            first = _open(browser, f"{base}{APP_PATH}", ident)
+            second = _open(browser, f"{base}{APP_PATH}", ident)
             browser.close()
-        print(f"app, first session (campaign computed in the server, then drawn): {first:.1f} s")
-        print(f"app, second session (report exists, grid drawn): {second:.2f} s (target <= {TARGETS['view_s']} s)")
+        print(f"app, first session: ?campaign= to the grid drawn {first[0]:.1f} s (the list filled, the campaign "
+              f"computed in the server); then a click on its sidebar button to the grid drawn {first[1]:.2f} s")
+        print(f"app, second session: ?campaign= to the grid drawn {second[0]:.2f} s; a click on the sidebar button "
+              f"to the grid drawn {second[1]:.2f} s (target <= {TARGETS['view_s']} s once the summaries exist)")
     finally:
         stop_server(process)
 

@@ -731,7 +731,7 @@ def _add_campaign(commands) -> None:
                     "named (docs/campaigns.md). Exit status 0 when it ran, whatever the states; 2 usage error.")
     campaign.add_argument("root", metavar="ROOT", help="the directory to search for packets")
     campaign.add_argument("--json", action="store_true",
-                          help="print the JSON report (attention-explorer.campaigns.v1) instead of the grids")
+                          help="print the JSON report (attention-explorer.campaign.v1) instead of the grids")
     campaign.add_argument("--request", metavar="ID", help="only the campaign(s) of this requestID")
     campaign.add_argument("--backends", metavar="A,B",
                           help="the two backends to compare (default: the two with the most packets)")

@@ -10,7 +10,7 @@ from typing import Any, Mapping
 
 from explorer.packet.record import Record, record
 
-SCHEMA = "attention-explorer.campaigns.v1"
+SCHEMA = "attention-explorer.campaign.v1"
 
 DUPLICATE = "duplicate"
 MISSING = "missing"

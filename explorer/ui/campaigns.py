@@ -112,7 +112,7 @@ class CampaignMode(param.Parameterized):
     # ------------------------------------------------------------ the grid
 
     def _computed(self, ident: str, names: list[str]) -> dict[str, Any] | None:
-        entries = [lookup(self.index.entries, name) for name in names]
+        entries = [entry for entry in (lookup(self.index.entries, name) for name in names) if entry is not None]
         signature = (str(self.index.root), ident, tuple((name, self.index.summary(name)) for name in names))
         with _reports_lock:
             if signature in _reports:

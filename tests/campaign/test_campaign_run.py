@@ -58,7 +58,7 @@ def test_command_line_json_and_text(root):
                           capture_output=True, text=True, check=False, cwd=REPO)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
-    assert report["schema"] == "attention-explorer.campaigns.v1"
+    assert report["schema"] == "attention-explorer.campaign.v1"
     keys = {"outputIndex", "modelLayerIndex", "state", "packets", "inputsDiffering", "outputsDiffering", "maxUlp",
             "codes"}
     assert all(set(cell) == keys for cell in report["campaigns"][0]["cells"])
