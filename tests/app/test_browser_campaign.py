@@ -93,8 +93,8 @@ def test_the_grid_is_listed_drawn_fits_the_first_screen_and_a_click_opens_the_pa
 
 
 def test_cell_in_the_url_opens_that_pair_and_unknown_values_are_noted(page, server, campaign):
-    _open_campaign(page, server, campaign, f"&cell={OUTPUT_INDEX + 1},2")
-    a, b = (f"{CURATED_NAME}/{backend}-o{OUTPUT_INDEX + 1}-l2" for backend in BACKENDS)
+    _open_campaign(page, server, campaign, f"&cell={OUTPUT_INDEX},1")
+    a, b = (f"{CURATED_NAME}/{backend}-o{OUTPUT_INDEX}-l1" for backend in BACKENDS)
     page.wait_for_selector(f".pair-status-line[data-a='{a}'][data-b='{b}']", timeout=PAGE_TIMEOUT_MS)
     open_packet(page, server, "?campaign=c000000000000")
     page.wait_for_selector(".shell-message", timeout=PAGE_TIMEOUT_MS)

@@ -44,8 +44,8 @@ def test_the_sample_campaign_has_the_origin_it_was_built_with(root):
     missing_step, missing_layer = CURATED_SHAPE.missing
     assert campaign["coverage"]["missing"] == [{"outputIndex": OUTPUT_INDEX + missing_step,
                                                 "modelLayerIndex": missing_layer, "absentOn": ["contiguous"]}]
-    assert all(cell["state"] == "tokens_differ" for cell in campaign["cells"]
-               if cell["outputIndex"] > OUTPUT_INDEX + CURATED_SHAPE.diverge_step)
+    later = {cell["state"] for cell in campaign["cells"] if cell["outputIndex"] > OUTPUT_INDEX + CURATED_SHAPE.diverge_step}
+    assert later == {"tokens_differ", "missing"}
 
 
 def test_the_committed_campaign_is_the_curated_one():
@@ -124,17 +124,17 @@ def test_every_sample_packet_is_analyzed_and_inputs_follow_the_outputs(root):
     report = build_campaign_report(run_campaigns(root, jobs=2))
     assert {code for cell in report["campaigns"][0]["cells"] for code in cell["codes"]} == set()
     assert {explorer.analyze(path).status for path in (root / CURATED_NAME).iterdir()} == {"analyzed"}
-    earlier = explorer.analyze(root / CURATED_NAME / "contiguous-o62-l2").admission.tensors
-    later = explorer.analyze(root / CURATED_NAME / "contiguous-o63-l2").admission.tensors
+    earlier = explorer.analyze(root / CURATED_NAME / "paged-o62-l1").admission.tensors
+    later = explorer.analyze(root / CURATED_NAME / "paged-o63-l1").admission.tensors
     assert (later["storedKeys"].bits[:, :, :-1, :] == earlier["storedKeys"].bits).all()
     assert (later["storedKeys"].bits[:, :, -1:, :] == later["incomingKeys"].bits).all()
 
 
-@pytest.mark.parametrize("step, layer", [(0, 2), (1, 2), (2, 0), (2, 3)])
+@pytest.mark.parametrize("step, layer", [(0, 0), (0, 1), (1, 0)])  # outputs differ, inputs differ, tokens differ
 def test_a_cells_counts_are_its_pairs_numbers(root, step, layer):
     """cell_counts reads only the two admissions; its counts equal those of `explorer compare` on the cell."""
     sides = tuple(str(root / CURATED_NAME / f"{backend}-o{OUTPUT_INDEX + step}-l{layer}") for backend in BACKENDS)
     counts, pair = cell_counts(sides), cell_pair((*sides, None))
     assert (counts.inputs_differing, counts.outputs_differing, counts.max_ulp, counts.compared) == \
         (pair.inputs_differing, pair.outputs_differing, pair.max_ulp, pair.compared)
-    assert counts.outputs_differing is not None and counts.inputs_differing
+    assert counts.outputs_differing > 0 and bool(counts.inputs_differing) == ((step, layer) != (0, 0))
