@@ -33,7 +33,8 @@ LABEL_FONT = "7pt"
 GRID_CLASS = "campaign-grid"
 
 
-def _sizes(steps: int, layers: int) -> tuple[int, int]:
+def grid_size(steps: int, layers: int) -> tuple[int, int]:
+    """The grid's width and height in pixels: its cells and the room of its axes."""
     width = max(MIN_CELL_WIDTH_PX, min(CELL_WIDTH_PX, (MAX_GRID_WIDTH_PX - AXIS_MARGIN_PX[0]) // max(steps, 1)))
     return steps * width + AXIS_MARGIN_PX[0], max(MIN_GRID_HEIGHT_PX, layers * CELL_HEIGHT_PX + AXIS_MARGIN_PX[1])
 
@@ -65,7 +66,7 @@ def grid(campaign: dict[str, Any]) -> hv.Overlay:
                         short_number(cell["maxUlp"]), differing or "-", " ".join(cell["codes"]) or "-",
                         _label(cell), LABEL_COLOURS.get(cell["state"], "#222222"), x, y))
     vdims = ["colour", "state", "step", "layer", "outputs", "ulp", "inputs", "codes", "label", "ink", "cx", "cy"]
-    width, height = _sizes(len(steps), len(layers))
+    width, height = grid_size(len(steps), len(layers))
     rectangles = hv.Rectangles(records, kdims=["x0", "y0", "x1", "y1"], vdims=vdims).opts(
         color="colour", line_color=CELL_EDGE, line_width=1, width=width, height=height,
         xlim=(-0.5, len(steps) - 0.5), ylim=(-0.5, len(layers) - 0.5), invert_yaxis=True,

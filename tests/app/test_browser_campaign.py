@@ -14,7 +14,7 @@ from explorer.campaigns.report import build_campaign_report
 from explorer.campaigns.run import run_campaigns
 from explorer.export.pages import FIND_VIEW_JS, wait_drawn
 from explorer.ui import catalog
-from explorer.views.campaign import GRID_CLASS, _sizes
+from explorer.views.campaign import GRID_CLASS, grid_size
 
 ROOT = catalog.default_root()
 FIRST_SCREEN = {"width": 1280, "height": 800}
@@ -71,7 +71,7 @@ def test_the_grid_is_listed_drawn_fits_the_first_screen_and_a_click_opens_the_pa
         grid = page.locator(f".{GRID_CLASS}").first.bounding_box()
         assert grid["y"] + grid["height"] <= FIRST_SCREEN["height"] and grid["x"] + grid["width"] <= FIRST_SCREEN["width"]
         # the largest grid of the first screen: the same top left, the grid's own size for 16 steps x 32 layers
-        width, height = _sizes(*LARGEST_FIRST_SCREEN)
+        width, height = grid_size(*LARGEST_FIRST_SCREEN)
         assert grid["y"] + height <= FIRST_SCREEN["height"] and grid["x"] + width <= FIRST_SCREEN["width"]
         assert page.locator(".packet-badge").count() > 0  # the sidebar's packet list is still there
         step, layer = CURATED_SHAPE.origin
