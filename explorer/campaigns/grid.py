@@ -76,9 +76,9 @@ def _is_index(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def listed(names: Sequence[str]) -> str:
+def listed(names: Sequence[str], separator: str = ", ") -> str:
     """Up to NAMES_IN_NOTE names, then how many more."""
-    shown = ", ".join(names[:NAMES_IN_NOTE])
+    shown = separator.join(names[:NAMES_IN_NOTE])
     return shown + (f" and {len(names) - NAMES_IN_NOTE} more" if len(names) > NAMES_IN_NOTE else "")
 
 

@@ -112,12 +112,16 @@ def origin_sentence(campaign: Campaign, origin: Origin, coverage: dict[str, Any]
                         "captured cells."))
     if tokens is not None:
         parts.append(f"The seed tokens first differ at step {tokens.output_index}.")
-    if first is None and inputs is None and tokens is None:
+    bound = first or inputs or tokens
+    if bound is None:
         identical = sum(cell.state == IDENTICAL for cell in campaign.cells)
-        parts.append(f"All {identical} cells compared are byte-identical on both backends.")
+        parts.append(f"All {identical} cells compared are byte-identical on both backends." if identical else
+                     "No cell holds one packet of each backend to compare.")
     if origin.gaps_before:
-        parts.append(f"{len(origin.gaps_before)} cells before it are missing, duplicated or refused "
-                     f"({listed([_at(cell) for cell in origin.gaps_before])}): the real origin may be hidden there.")
+        where = "before it " if bound is not None else ""
+        parts.append(f"{len(origin.gaps_before)} cells {where}are missing, duplicated or refused "
+                     f"({listed([_at(cell) for cell in origin.gaps_before], '; ')}): "
+                     f"{'the real' if bound is not None else 'an'} origin may be hidden there.")
     if coverage["uncapturedLayers"]:
         parts.append(f"Layers {listed([str(layer) for layer in coverage['uncapturedLayers']])} were not captured.")
     return " ".join(parts)
@@ -172,6 +176,10 @@ def campaign_text(report: dict[str, Any]) -> list[str]:
     lines = []
     for campaign in report["campaigns"]:
         key = campaign["key"]
+        if len(campaign["backends"]) < 2:
+            lines += [f"Campaign {campaign['id']}: model {key['modelID']}, request {key['requestID']}: one backend "
+                      f"only ({', '.join(campaign['backends']) or '-'}), no grid", ""]
+            continue
         lines += [campaign["originSentence"],
                   f"Campaign {campaign['id']}: model {key['modelID']}, request {key['requestID']}, backends "
                   f"{' vs '.join(campaign['backends'])}"]
