@@ -111,13 +111,17 @@ class CampaignMode(param.Parameterized):
 
     # ------------------------------------------------------------ the grid
 
+    def _signature(self, ident: str, names: list[str]) -> tuple:
+        return str(self.index.root), ident, tuple((name, self.index.summary(name)) for name in names)
+
     def _computed(self, ident: str, names: list[str]) -> dict[str, Any] | None:
-        entries = [entry for entry in (lookup(self.index.entries, name) for name in names) if entry is not None]
-        signature = (str(self.index.root), ident, tuple((name, self.index.summary(name)) for name in names))
+        """The campaign's report entry: kept from an earlier session for the same contents, else computed now."""
+        signature = self._signature(ident, names)
         with _reports_lock:
             if signature in _reports:
                 _reports.move_to_end(signature)
                 return _reports[signature]
+        entries = [entry for entry in (lookup(self.index.entries, name) for name in names) if entry is not None]
         inline = len(entries) <= INLINE_PACKETS
         run = run_campaigns(self.index.root, jobs=1 if inline else FILL_JOBS, entries=entries,
                             context=None if inline else WORKER_START_METHOD)
@@ -130,11 +134,32 @@ class CampaignMode(param.Parameterized):
         return found
 
     def open(self, ident: str, cell: str | None = None) -> list[str]:
-        """Show the grid of campaign `ident` (or, with `cell`, that cell's pair); returns notes."""
+        """Show the grid of campaign `ident` (or, with `cell`, that cell's pair); returns notes.
+
+        A campaign of more than INLINE_PACKETS packets not computed yet is computed on a thread of the server
+        (the page says so meanwhile) and opened when it is done, unless another campaign was opened since."""
         group = self._groups().get(ident)
         if group is None:
             return [f"Campaign &quot;{echo(ident)}&quot; is not listed under this root; it was ignored."]
-        report = self._computed(ident, group[1])
+        names = group[1]
+        with _reports_lock:
+            known = self._signature(ident, names) in _reports
+        if not known and len(names) > INLINE_PACKETS and served():
+            self._report, self.campaign, self.cell = None, ident, ""
+            self.area.show(f'<div class="campaign-pending" style="{STATUS_STYLE}">Computing the campaign of '
+                           f"{len(names)} packets in worker processes; the grid follows here.</div>",
+                           lambda: pn.pane.HTML("", sizing_mode="stretch_width"), "campaign view")
+            self._on_change()
+            pn.state.execute(lambda: self._opened_when_computed(ident, names, cell), schedule="thread")
+            return []
+        return self._open_report(ident, self._computed(ident, names), cell)
+
+    def _opened_when_computed(self, ident: str, names: list[str], cell: str | None) -> None:
+        report = self._computed(ident, names)
+        if self.campaign == ident and self._report is None:  # nothing else was opened meanwhile
+            self._say(self._open_report(ident, report, cell))
+
+    def _open_report(self, ident: str, report: dict[str, Any] | None, cell: str | None) -> list[str]:
         if report is None:
             return [f"Campaign &quot;{echo(ident)}&quot; could not be formed from its packets; it was ignored."]
         self._report = report
