@@ -1,4 +1,4 @@
-"""Attention Packet Explorer: `analyze(path)`, `compare(a, b)`, `replay(run)` and `triage(root)` are the public entry points; importing this never loads the UI."""
+"""Attention Packet Explorer: `analyze(path)`, `compare(a, b)`, `replay(run)`, `triage(root)` and `campaign(root)` are the public entry points; importing this never loads the UI."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from explorer.analysis.result import Analysis
 
 from explorer.version import __version__
-__all__ = ["analyze", "compare", "replay", "triage", "__version__"]
+__all__ = ["analyze", "compare", "replay", "triage", "campaign", "__version__"]
 
 
 def analyze(path: str | os.PathLike, emulate: str | Iterable[str] | None = None) -> "Analysis":
@@ -62,3 +62,19 @@ def triage(root: str | os.PathLike, jobs: int | None = None, scheduler: str | No
     from explorer.catalog.frame import triage_frame
 
     return triage_frame(root, jobs=jobs, scheduler=scheduler)
+
+
+def campaign(root: str | os.PathLike, jobs: int | None = None, scheduler: str | None = None,
+             request: str | None = None, backends: tuple[str, str] | None = None,
+             emulate: str | Iterable[str] | None = None) -> "pandas.DataFrame":
+    """Every capture campaign under `root` as `explorer campaign` finds it: one DataFrame row per cell, the origins in
+    `df.attrs["campaigns"]` (columns and keys: docs/campaigns.md); never raises for packet content.
+
+    `request`: only that requestID; `backends`: the two backends to compare; `emulate` as for analyze, run on each
+    campaign's first outputs-differ cell; `jobs` / `scheduler` as for triage.
+    """
+    from explorer.campaigns.frame import campaign_frame
+
+    ids = None if emulate is None else ((emulate,) if isinstance(emulate, str) else tuple(emulate))
+    return campaign_frame(root, jobs=jobs, scheduler=scheduler, request=request,
+                          backends=None if backends is None else tuple(backends), emulate=ids)

@@ -1,4 +1,4 @@
-"""The `explorer` command line (analyze, compare, replay, report, samples, triage); renders the report dict and imports the UI only for `report`."""
+"""The `explorer` command line (analyze, compare, replay, report, samples, triage, campaign); renders the report dict and imports the UI only for `report`."""
 
 from __future__ import annotations
 
@@ -360,10 +360,10 @@ def _run_report(args: argparse.Namespace) -> int:
 
 
 def _run_samples(args: argparse.Namespace) -> int:
-    from explorer.samples import write_samples
+    from explorer.campaign_samples import write_all_samples
 
     try:
-        written = write_samples(args.out, full=args.full)
+        written = write_all_samples(args.out, full=args.full, campaign=args.campaign)
     except OSError as error:
         raise UsageError(f"cannot write samples into --out {clip(args.out)}: {_reason(error)}") from None
     _emit("".join(f"{path}\n" for path in written))
@@ -568,11 +568,9 @@ def _add_replay(commands) -> None:
     replay.set_defaults(run=_run_replay)
 
 
-def _run_triage(args: argparse.Namespace) -> int:
+def _checked_root(args: argparse.Namespace):
+    """ROOT resolved, after the usage checks of ROOT, --jobs, --timeout and --scheduler (triage and campaign)."""
     from pathlib import Path
-
-    from explorer.catalog.triage import Sink, run
-    from explorer.catalog.workers import default_jobs
 
     shown = _printable(args.root[:ROOT_SHOWN]) + ("..." if len(args.root) > ROOT_SHOWN else "")
     try:
@@ -588,6 +586,14 @@ def _run_triage(args: argparse.Namespace) -> int:
         raise UsageError(f"--timeout {args.timeout}: a positive number of seconds")
     if args.scheduler is not None:
         _check_scheduler(args.scheduler)
+    return root
+
+
+def _run_triage(args: argparse.Namespace) -> int:
+    from explorer.catalog.triage import Sink, run
+    from explorer.catalog.workers import default_jobs
+
+    root = _checked_root(args)
     table, sink = run(root, jobs=args.jobs or default_jobs(), as_json=args.json, out=sys.stdout, err=sys.stderr,
                       timeout=args.timeout, scheduler=args.scheduler)
     table_sink = Sink(sys.stderr) if args.json else sink
@@ -642,8 +648,6 @@ def _add_report(commands) -> None:
 
 
 def _add_triage(commands) -> None:
-    from explorer.catalog.limits import DEFAULT_TIMEOUT_S, MAX_JOBS  # only a triage line (or help) loads them
-
     triage = commands.add_parser(
         "triage", help="summarize every packet under a root in parallel: statuses, ratios, pairs",
         description="Every directory holding packet.json one or two levels below ROOT, analyzed in worker "
@@ -651,15 +655,22 @@ def _add_triage(commands) -> None:
     triage.add_argument("root", metavar="ROOT", help="the directory to search for packets")
     triage.add_argument("--json", action="store_true",
                         help="one JSON line per packet on stdout (the summary table goes to stderr)")
-    triage.add_argument("--jobs", type=int, metavar="N",
-                        help=f"worker processes (default: all cores; at most one per packet and {MAX_JOBS})")
-    triage.add_argument("--timeout", type=float, metavar="S", default=DEFAULT_TIMEOUT_S,
-                        help=f"seconds one packet may take before its worker is ended and the packet reported as "
-                             f"error, code timeout (default {DEFAULT_TIMEOUT_S:g})")
-    triage.add_argument("--scheduler", metavar="ADDRESS",
-                        help="run on the Dask cluster at ADDRESS (tcp://host:8786), or 'local:N' for a local cluster "
-                             "of N worker processes; needs pip install -e '.[cluster]' and paths the workers can read")
+    _add_run_options(triage)
     triage.set_defaults(run=_run_triage)
+
+
+def _add_run_options(command) -> None:
+    """--jobs, --timeout and --scheduler, shared by triage and campaign."""
+    from explorer.catalog.limits import DEFAULT_TIMEOUT_S, MAX_JOBS  # only a triage line (or help) loads them
+
+    command.add_argument("--jobs", type=int, metavar="N",
+                         help=f"worker processes (default: all cores; at most one per packet and {MAX_JOBS})")
+    command.add_argument("--timeout", type=float, metavar="S", default=DEFAULT_TIMEOUT_S,
+                         help=f"seconds one packet may take before its worker is ended and the packet reported as "
+                              f"error, code timeout (default {DEFAULT_TIMEOUT_S:g})")
+    command.add_argument("--scheduler", metavar="ADDRESS",
+                         help="run on the Dask cluster at ADDRESS (tcp://host:8786), or 'local:N' for a local cluster "
+                              "of N worker processes; needs pip install -e '.[cluster]' and paths the workers can read")
 
 
 def _add_samples(commands) -> None:
@@ -667,12 +678,73 @@ def _add_samples(commands) -> None:
     samples.add_argument("--out", required=True, metavar="DIR", help="directory to write the samples into")
     samples.add_argument("--full", action="store_true",
                          help="also write the full-size Qwen3.6 packet (QH16/KVH2/D256/T5585, about 11.4 MB)")
+    samples.add_argument("--campaign", action="store_true",
+                         help="also write a synthetic capture campaign (2 backends x 4 layers x 3 steps, QH16/KVH2/D64)")
     samples.set_defaults(run=_run_samples)
+
+
+# ---------------------------------------------------------------- explorer campaign (docs/campaigns.md)
+
+
+def _run_campaign(args: argparse.Namespace) -> int:
+    import json
+    import time
+
+    from explorer.campaigns.report import build_campaign_report, campaign_text
+    from explorer.campaigns.run import run_campaigns
+    from explorer.catalog.triage import Progress, Sink, engine_text
+    from explorer.catalog.workers import default_jobs
+
+    root = _checked_root(args)
+    _check_emulate(args.emulate)
+    backends = None
+    if args.backends is not None:
+        backends = tuple(part.strip() for part in args.backends.split(","))
+        if len(backends) != 2 or not all(backends) or backends[0] == backends[1]:
+            raise UsageError(f"--backends {clip(args.backends)}: two different backends, A,B")
+    jobs = args.jobs or default_jobs()
+    started = time.perf_counter()
+    run = run_campaigns(root, jobs=jobs, scheduler=args.scheduler, timeout=args.timeout, request=args.request,
+                        backends=backends, emulate=None if args.emulate is None else tuple(args.emulate),
+                        progress=lambda total: Progress(total, sys.stderr).step)
+    report = build_campaign_report(run)
+    sink = Sink(sys.stdout)
+    if args.json:
+        sink.write(json.dumps(report, allow_nan=False) + "\n")
+    else:
+        lines = campaign_text(report)
+        lines.append(f"({engine_text(jobs, run.packets, args.scheduler)}, {time.perf_counter() - started:.2f} s)")
+        sink.write("".join(_printable(line) + "\n" for line in lines))
+    if sink.error is not None:
+        _discard_stdout()
+        raise UsageError(f"cannot write to standard output: {sink.error.strerror or sink.error}")
+    if not sink.open:
+        _discard_stdout()
+    return EXIT_DONE
+
+
+def _add_campaign(commands) -> None:
+    campaign = commands.add_parser(
+        "campaign", help="grid one request captured on two backends at many layers and steps; name where it diverges",
+        description="Every packet one or two levels below ROOT, grouped by model, artifact, input and request; each "
+                    "campaign's cells (steps x layers) get a state and the first kernel-originated difference is "
+                    "named (docs/campaigns.md). Exit status 0 when it ran, whatever the states; 2 usage error.")
+    campaign.add_argument("root", metavar="ROOT", help="the directory to search for packets")
+    campaign.add_argument("--json", action="store_true",
+                          help="print the JSON report (attention-explorer.campaign.v1) instead of the grids")
+    campaign.add_argument("--request", metavar="ID", help="only the campaign(s) of this requestID")
+    campaign.add_argument("--backends", metavar="A,B",
+                          help="the two backends to compare (default: the two with the most packets)")
+    campaign.add_argument("--emulate", action="append", metavar="ID",
+                          help="run kernel emulations on each campaign's first outputs-differ cell: 'default' or an "
+                               "id as for analyze (repeatable)")
+    _add_run_options(campaign)
+    campaign.set_defaults(run=_run_campaign)
 
 
 # The subcommands in the order `explorer --help` lists them.
 COMMANDS = {"analyze": _add_analyze, "report": _add_report, "triage": _add_triage, "samples": _add_samples,
-            "compare": _add_compare, "replay": _add_replay}
+            "compare": _add_compare, "replay": _add_replay, "campaign": _add_campaign}
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:

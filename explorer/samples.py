@@ -605,8 +605,11 @@ REPLAY_RUNS: Mapping[str, tuple[str, Callable[[str | os.PathLike], Path]]] = {
 }
 
 
-def samples_readme() -> str:
-    """README.md of a samples directory: one line per curated packet."""
+NO_EXTRA: Mapping[str, tuple[str, Callable[[str | os.PathLike], Path]]] = {}  # write_samples' default: none
+
+
+def samples_readme(extra: Mapping[str, tuple[str, Callable[[str | os.PathLike], Path]]] = NO_EXTRA) -> str:
+    """README.md of a samples directory: one line per curated packet (and per `extra` sample, a campaign)."""
     lines = [
         "# Sample packets",
         "",
@@ -642,17 +645,20 @@ def samples_readme() -> str:
         "(`explorer compare A B --emulate default`); real captures are the real test.",
         "",
     ]
-    return "\n".join(lines)
+    lines += [f"- `{name}/`: {description}" for name, (description, _) in extra.items()]
+    return "\n".join(lines + ([""] if extra else []))
 
 
-def write_samples(out: str | os.PathLike, *, full: bool = False) -> list[Path]:
-    """Write every curated packet and replay run (and the full-size ones when `full`) plus README.md into `out`.
+def write_samples(out: str | os.PathLike, *, full: bool = False,
+                  extra: Mapping[str, tuple[str, Callable[[str | os.PathLike], Path]]] = NO_EXTRA) -> list[Path]:
+    """Write every curated packet and replay run (and the full-size ones when `full`, and the `extra` samples: name
+    -> (description, builder), the campaigns of explorer/campaign_samples.py) plus README.md into `out`.
 
     Refuses (FileExistsError, nothing written) when `out` already holds any
     name it would write; each packet directory is created afresh.
     """
     out = Path(out)
-    builders = {name: build for name, (_, build) in (*CURATED.items(), *REPLAY_RUNS.items())}
+    builders = {name: build for name, (_, build) in (*CURATED.items(), *REPLAY_RUNS.items(), *extra.items())}
     if full:
         builders[FULL_SAMPLE_NAME] = lambda directory: write_packet(directory, qwen_full_spec())
         builders.update({name: (lambda directory, side=side: write_packet(directory, pair_full_spec(side)))
@@ -668,5 +674,5 @@ def write_samples(out: str | os.PathLike, *, full: bool = False) -> list[Path]:
     for name, build in builders.items():
         (out / name).mkdir()  # never through a link, never an existing directory
         written.append(build(out / name))
-    write_new(out / SAMPLES_README, samples_readme())
+    write_new(out / SAMPLES_README, samples_readme(extra))
     return written

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import explorer
-from explorer import cli, samples
+from explorer import campaign_samples, cli, samples
 from explorer.analysis.analyze import analyze
 
 REPO = Path(__file__).resolve().parents[1]
@@ -170,7 +170,7 @@ def test_internal_error_is_one_line_exit_1(capsys, monkeypatch):
 def test_samples_command_writes_the_curated_set(capsys, tmp_path):
     code, out, _ = run(capsys, "samples", "--out", str(tmp_path))
     assert code == 0
-    written = [*samples.CURATED, *samples.REPLAY_RUNS]
+    written = [*samples.CURATED, *samples.REPLAY_RUNS, *campaign_samples.CURATED_CAMPAIGNS]
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([*written, samples.SAMPLES_README])
     assert out.splitlines() == [str(tmp_path / name) for name in written]
 

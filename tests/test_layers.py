@@ -1,7 +1,7 @@
 """The package's layering, read from the source: no import of a higher layer, no import circle, no other module's underscore names.
 
 Layers, lowest first (docs/architecture.md): version < packet < analysis < pair = replay
-< catalog < views < export = notebook < ui < the entry points (app, cli, launch,
+< catalog < campaigns < views < export = notebook < ui < the entry points (app, cli, launch,
 samples, the package's __init__ and __main__). Every import statement counts, also one inside a
 function or under TYPE_CHECKING; the only tolerated back-references are the lazy
 delegations listed in ALLOWED_LAZY, each a result's own method importing its own builder.
@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "explorer"
-LAYERS = {"version": 0, "packet": 1, "analysis": 2, "pair": 3, "replay": 3, "catalog": 4, "views": 5,
-          "export": 6, "notebook": 6, "ui": 7}
-TOP = 8  # app, cli, launch, samples, __init__, __main__
+LAYERS = {"version": 0, "packet": 1, "analysis": 2, "pair": 3, "replay": 3, "catalog": 4, "campaigns": 5,
+          "views": 6, "export": 7, "notebook": 7, "ui": 8}
+TOP = 9  # app, cli, launch, samples, __init__, __main__
 # (importing module, imported module): a result's method delegating to its own builder, imported lazily.
 ALLOWED_LAZY = {
     ("explorer.analysis.result", "explorer.analysis.report"),   # Analysis.report()

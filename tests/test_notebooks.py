@@ -25,7 +25,7 @@ EXPECTED = {
     "01-quickstart.ipynb": (
         ("status: analyzed", "primary reference: original-Q FP32 softmax attention",
          "What this analysis does not prove:", "exported report equals result.report(): True",
-         'data-status="analyzed"', "12 packets; by status:"),
+         'data-status="analyzed"', "19 packets; by status:"),
         8,
         ("clean-fp32q-bf16kv.html", "clean-fp32q-bf16kv.report.json"),
     ),
@@ -77,6 +77,18 @@ EXPECTED = {
          "[kvHead, token, channel] [1, 255, 0]"),
         4,
         (),
+    ),
+    "06-campaign.ipynb": (
+        ("The first kernel-originated difference is at step 62, layer 0 (inputs byte-identical, outputs differ: "
+         "14 of 32 output elements differ, max 1 ULP)", "inherited from the kernel difference before it",
+         "The seed tokens first differ at step 63", "first inputs-differ cell: 62 1 inherited",
+         "missing: [{'outputIndex': 63, 'modelLayerIndex': 1, 'absentOn': ['contiguous']}]",
+         "nearer the primary reference: {'paged': 14, 'contiguous': 0, 'tie': 18, 'undefined': 0}",
+         "reproduced bit for bit on contiguous by: none of the emulations run", "## First outputs-differ cell",
+         'data-status="compared"'),
+        3,
+        ("campaign-cf1fb907d12b2.html", "campaign-cf1fb907d12b2.campaign.json", "campaign-cf1fb907d12b2.findings.md",
+         "paged-o62-l0-vs-contiguous-o62-l0.html"),
     ),
 }
 

@@ -10,7 +10,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from explorer import samples
+from explorer import campaign_samples, samples
 from explorer.analysis.analyze import analyze
 from explorer.packet.model import TENSOR_NAMES
 
@@ -73,7 +73,7 @@ def test_generation_is_deterministic(tmp_path):
 
 
 def test_committed_sample_packets_match_generator(tmp_path):
-    samples.write_samples(tmp_path)
+    campaign_samples.write_all_samples(tmp_path)  # `explorer samples`: the curated packets and the curated campaign
     committed = {name: data for name, data in tree(COMMITTED).items()
                  if not name.startswith(samples.FULL_SAMPLE_NAME + "/")}
     assert committed == tree(tmp_path)

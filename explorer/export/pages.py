@@ -609,3 +609,59 @@ def export_replay(run, out_dir: str | os.PathLike, *, name: str | None = None, p
         files.update(png_files(out_dir, stem, page_screenshots(page, (REPLAY_SECTION,))))
     written = _write_set(files)
     return ExportPaths(html=written[1], report=written[0], pngs=written[2:])
+
+
+# ---------------------------------------------------------------- a capture campaign (docs/campaigns.md)
+
+CAMPAIGN_SUFFIX = ".campaign.json"
+FINDINGS_SUFFIX = ".findings.md"
+CAMPAIGN_SECTION = "campaign"
+
+
+def _campaign_page(campaign: dict, name: str):
+    import panel as pn
+
+    from explorer.views.campaign import build
+
+    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    key = campaign["key"]
+    header = pn.pane.HTML(
+        f"<h1>{html.escape(escaped_bytes(name))}</h1><p>Campaign {html.escape(campaign['id'])} of request "
+        f"<b>{html.escape(str(key['requestID']))}</b>, model {html.escape(str(key['modelID']))}, backends "
+        f"{html.escape(' vs '.join(campaign['backends']))}. Static export of the Attention Packet Explorer campaign "
+        f"view (explorer {__version__}, {stamp}); the campaign JSON and the findings beside this file hold the same "
+        "numbers.</p>", sizing_mode="stretch_width")
+    caption = pn.pane.HTML(caption_html((("campaign", campaign["id"]), ("request", str(key["requestID"])),
+                                         ("model", escaped_bytes(str(key["modelID"]))),
+                                         ("backends", " vs ".join(campaign["backends"])),
+                                         ("explorer", __version__), ("exported", stamp))), sizing_mode="stretch_width")
+    section = pn.Column(caption, static_view(build(campaign)),
+                        css_classes=[SECTION_CLASS, f"{SECTION_CLASS}-{CAMPAIGN_SECTION}"], sizing_mode="stretch_width")
+    return pn.Column(header, section, sizing_mode="stretch_width")
+
+
+def export_campaign(campaign: dict, out_dir: str | os.PathLike, *, name: str | None = None,
+                    png: bool = False) -> ExportPaths:
+    """Write `<name>.html` (the campaign view), `<name>.campaign.json` (one campaign of the report),
+    `<name>.findings.md` (its write-up) and, with `png`, `<name>-campaign.png` into `out_dir`, all or none.
+
+    `campaign` is one entry of the campaign report's `campaigns`; `report` of the returned paths is the JSON, the
+    findings file is beside it with FINDINGS_SUFFIX. Existing files are never overwritten.
+    """
+    from explorer.campaigns.report import findings_markdown
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    name = name or f"campaign-{campaign['id']}"
+    stem = _free_stem(out_dir, stem_base(name, CAMPAIGN_SECTION),
+                      (HTML_SUFFIX, CAMPAIGN_SUFFIX, FINDINGS_SUFFIX, f"-{CAMPAIGN_SECTION}{PNG_SUFFIX}",
+                       f"-{CAMPAIGN_SECTION}-1{PNG_SUFFIX}"))
+    with _detached():
+        page = _standalone_html(_campaign_page(campaign, name), title=f"{name} - Attention Packet Explorer")
+    files: dict[Path, str | bytes] = {
+        out_dir / f"{stem}{CAMPAIGN_SUFFIX}": json.dumps(campaign, allow_nan=False, indent=REPORT_INDENT) + "\n",
+        out_dir / f"{stem}{HTML_SUFFIX}": page, out_dir / f"{stem}{FINDINGS_SUFFIX}": findings_markdown(campaign)}
+    if png:
+        files.update(png_files(out_dir, stem, page_screenshots(page, (CAMPAIGN_SECTION,))))
+    written = _write_set(files)
+    return ExportPaths(html=written[1], report=written[0], pngs=written[3:])

@@ -35,6 +35,7 @@ from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED
 from explorer.ui import catalog
 from explorer.ui.area import Downloads
 from explorer.ui.packets import PacketList
+from explorer.ui.campaigns import QUERY_CAMPAIGN, QUERY_CELL, CampaignMode
 from explorer.ui.pairs import QUERY_COMPARE, PairMode
 from explorer.ui.replays import QUERY_REPLAY, ReplayMode
 from explorer.ui.shared import content_seen, echo, shown_name
@@ -176,13 +177,16 @@ class Shell(param.Parameterized):
         self.packets = PacketList(self.index, badge=_list_badge, on_choose=self._choose)
         self.pairs = PairMode(self.index, self.packets, export_dir, on_change=self._on_pair)
         self.replays = ReplayMode(self.index, self.packets, export_dir, on_change=self._on_replay)
-        self.sidebar = pn.Column(self.pairs.sidebar, self.replays.sidebar, self.packets.panel,
+        self.campaigns = CampaignMode(self.index, self.packets, export_dir, on_change=self._on_campaign,
+                                      on_pair=self._open_pair)
+        self.sidebar = pn.Column(self.pairs.sidebar, self.replays.sidebar, self.campaigns.sidebar, self.packets.panel,
                                  sizing_mode="stretch_width")
         self._single = pn.Column(  # the open packet's views, hidden while a pair is shown
             self._downloads.panel, self._export_note, self._tabs, sizing_mode="stretch_width")
         self.main = pn.Column(self._query_writer, self._message,
                               pn.Row(self._status, self._export_button, sizing_mode="stretch_width"),
-                              self.pairs.panel, self.replays.panel, self._single, sizing_mode="stretch_width")
+                              self.pairs.panel, self.replays.panel, self.campaigns.panel, self._single,
+                              sizing_mode="stretch_width")
         self._tabs.param.watch(self._on_active, "active")
         self._export_button.on_click(self._on_export)
         location = session_location()
@@ -248,6 +252,7 @@ class Shell(param.Parameterized):
             notes += self._open()
         notes += self.pairs.from_query(query.get(QUERY_COMPARE))
         notes += self.replays.from_query(query.get(QUERY_REPLAY))
+        notes += self.campaigns.from_query(query.get(QUERY_CAMPAIGN), query.get(QUERY_CELL))
         self._say(" ".join(notes))
 
     def _push_url(self) -> None:
@@ -257,12 +262,15 @@ class Shell(param.Parameterized):
         query.update((name, str(value)) for name, value in self._emulation.items())
         query.update(self.pairs.query())
         query.update(self.replays.query())
+        query.update(self.campaigns.query())
         self._query_writer.query = "?" + urlencode(query, errors=URL_ERRORS)
 
     def _on_pair(self) -> None:
         """A pair opened or closed: an open replay run gives way to it (one view beside the packet at a time)."""
         if self.pairs.partner:
             self.replays.close(notify=False)
+        else:
+            self.campaigns.leave()
         self._on_mode()
 
     def _on_replay(self) -> None:
@@ -271,9 +279,26 @@ class Shell(param.Parameterized):
             self.pairs.close(notify=False)
         self._on_mode()
 
+    def _on_campaign(self) -> None:
+        """A campaign's grid opened or closed: an open pair or replay run gives way to it."""
+        if self.campaigns.shown:
+            self.pairs.close(notify=False)
+            self.replays.close(notify=False)
+        self._on_mode()
+
+    def _open_pair(self, a: str, b: str) -> list[str]:
+        """Open the pair (a, b) of a campaign's cell: packet a, then b as its partner; returns notes."""
+        if self.packet != a:  # opened here: the URL's campaign is opened before the packet watcher exists
+            with param.parameterized.discard_events(self):
+                self.packet = a
+            self._say(" ".join(self._open()))
+        return self.pairs.open(b)
+
     def _on_mode(self) -> None:
-        """A pair or a replay run opened or closed: the single packet's views hide while one is shown; the URL follows."""
-        self._single.visible = self._export_button.visible = not (self.pairs.partner or self.replays.run)
+        """A pair, a replay run or a campaign opened or closed: the single packet's views hide while one is shown; the
+        URL follows."""
+        self._single.visible = self._export_button.visible = not (self.pairs.partner or self.replays.run
+                                                                  or self.campaigns.shown)
         self._push_url()
 
     def _say(self, message_html: str) -> None:
@@ -335,6 +360,7 @@ class Shell(param.Parameterized):
         self._build(self.tab)
         self.pairs.show_packet(self.packet)
         self.replays.show_packet(self.packet)
+        self.campaigns.leave()
         self._on_mode()
         return notes
 

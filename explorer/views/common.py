@@ -117,8 +117,9 @@ def plot_pane(obj, *, linked_axes: bool = False, **params) -> pn.pane.HoloViews:
     dimension name (Panel links such panes across a layout); other plots keep their own ranges.
     Plots draw on a 2D canvas (OUTPUT_BACKEND), not HoloViews' default WebGL.
     """
+    params.setdefault("sizing_mode", "stretch_width")  # a plot of fixed pixel size passes "fixed"
     return pn.pane.HoloViews(obj.opts(backend_opts={"plot.output_backend": OUTPUT_BACKEND}, clone=True),
-                             sizing_mode="stretch_width", linked_axes=linked_axes, **params)
+                             linked_axes=linked_axes, **params)
 
 
 def html_pane(markup: str, **params) -> pn.pane.HTML:

@@ -1,0 +1,93 @@
+"""The pure functions a campaign runs in worker processes: one packet's placement, one cell's counts; no UI.
+
+`member_of(path)` analyzes the packet exactly as triage's summary does and keeps
+where it sits (the campaign key, the cell, the seed token, the backend) and the
+sha256 of every tensor's native bytes, which admission verified. `cell_counts(task)`
+reads a cell's two packets again and counts what a compare-v1 pair counts: per input
+tensor and for the output the elements whose bit patterns differ, and the largest
+ULP distance between the outputs (the same functions `explorer compare` uses, on the
+same verified bytes; no reference is needed for them). `cell_pair(task)` is the whole
+pair (`explorer compare`), with emulations when asked: it runs for each campaign's
+first outputs-differ cell, whose findings need the references. All return small
+picklable records and never raise for packet content.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from explorer.analysis.analyze import analyze
+from explorer.analysis.metrics import ulp_distance
+from explorer.catalog.summary import summary_of
+from explorer.campaigns.model import KEY_FIELDS, CellPair, Member
+from explorer.packet.admission import admit
+from explorer.packet.model import REFUSED
+from explorer.pair.compare import COMPARED, PAIR_INCONCLUSIVE, compare
+from explorer.pair.model import INPUT_NAMES, SHAPE_DIFFERS
+
+CellTask = tuple[str, str, tuple[str, ...] | None]  # path of side a, path of side b, emulation ids or None
+
+
+def member_of(path: str) -> Member:
+    """Analyze the packet at `path` and place it (name filled in by the caller)."""
+    analysis = analyze(path)
+    summary = summary_of(analysis)
+    admission = analysis.admission
+    identity, selection, sample = admission.identity, admission.selection, admission.sample
+    placed = None not in (identity, selection, sample)
+    key = tuple({**identity, **selection}[field] for field in KEY_FIELDS) if placed else None
+    tensors = admission.tensors
+    return Member(
+        name="", path=summary.path, status=summary.status, codes=summary.codes,
+        backend=None if identity is None else identity["backend"], key=key,
+        output_index=selection["outputIndex"] if placed else None,
+        layer=selection["modelLayerIndex"] if placed else None,
+        seed_token=sample["seedToken"] if placed else None,
+        input_digests=None if tensors is None else tuple(tensors[name].sha256 for name in INPUT_NAMES),
+        output_digest=None if tensors is None else tensors["output"].sha256)
+
+
+def cell_counts(task: tuple[str, str]) -> CellPair:
+    """The differing elements per input tensor and of the output, and the outputs' largest ULP distance, of a
+    cell's two packets (admitted again now)."""
+    a, b = (admit(path) for path in task)
+    if a.refused or b.refused or a.tensors is None or b.tensors is None:
+        codes = tuple(dict.fromkeys(problem.code for side in (a, b) for problem in side.refusals))
+        return CellPair(REFUSED, codes, {}, None, None, None, None, None, None)
+    first, second = a.tensors, b.tensors
+    if any((first[name].shape, first[name].dtype) != (second[name].shape, second[name].dtype)
+           for name in INPUT_NAMES) or first["output"].shape != second["output"].shape:
+        return CellPair(PAIR_INCONCLUSIVE, (SHAPE_DIFFERS,), {}, None, None, None, None, None, None)
+    differing = {name: int(np.count_nonzero(first[name].bits != second[name].bits)) for name in INPUT_NAMES
+                 if first[name].sha256 != second[name].sha256}
+    output_a, output_b = first["output"], second["output"]
+    bits_a, bits_b = output_a.bits[0, :, 0, :], output_b.bits[0, :, 0, :]
+    if output_a.dtype != output_b.dtype:  # compared by value only in a pair: no bit or ULP counts
+        return CellPair(COMPARED, (), differing, None, int(bits_a.size), None, None, None, None)
+    ulp = ulp_distance(bits_a, bits_b, output_a.dtype, np.ones(bits_a.shape[0], dtype=bool))
+    return CellPair(COMPARED, (), differing, int(np.count_nonzero(bits_a != bits_b)), int(bits_a.size), ulp.max,
+                    None, None, None)
+
+
+def cell_pair(task: CellTask) -> CellPair:
+    """The compare-v1 pair of a cell's two packets, reduced to the counts and findings the origin shows."""
+    path_a, path_b, emulate = task
+    pair = compare(path_a, path_b, emulate=emulate)
+    codes = tuple(dict.fromkeys([refusal.problem.code for refusal in pair.refusals] +
+                                [reason.code for reason in pair.reasons]))
+    inputs = pair.inputs
+    differing = {} if inputs is None else {name: tensor.mismatched for name, tensor in inputs.tensors.items()
+                                           if not tensor.identical}
+    output = pair.output
+    bits = None if output is None else output.bits
+    nearer = None if pair.nearer is None else {name: getattr(pair.nearer.global_counts, name)
+                                               for name in ("a", "b", "tie", "undefined")}
+    rows = None if pair.emulation is None or pair.emulation.rows is None else pair.emulation.rows
+    return CellPair(
+        status=pair.status, codes=codes, inputs_differing=differing,
+        outputs_differing=None if bits is None else bits.mismatched,
+        compared=None if output is None else output.compared,
+        max_ulp=None if output is None or output.ulp is None else output.ulp.max,
+        nearer=nearer, nearer_reason=pair.nearer_reason,
+        emulations=None if rows is None else tuple((row.a.id, row.a.bit_equal, row.b.bit_equal, row.a.compared,
+                                                    row.b.compared) for row in rows))

@@ -1,0 +1,199 @@
+"""Campaigns from placed packets: grouping by request, the cells in causal order, their states and the origin; pure.
+
+Everything here reads `Member` and `CellPair` records only (summaries and counts,
+never tensors), so a grid of 10^5 packets stays small. The state of a cell is
+decided from the sides' statuses, seed tokens and tensor digests; its pair adds the
+element counts. The rules are docs/campaigns.md's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter, defaultdict
+from types import MappingProxyType
+from typing import Iterable, Mapping, Sequence
+
+from explorer.campaigns.model import (DUPLICATE, IDENTICAL, INPUTS_DIFFER, MISSING, OUTPUTS_DIFFER, REFUSED_STATE,
+                                     TOKENS_DIFFER, CampaignKey, CellPair, Member)
+from explorer.catalog.summary import ERROR
+from explorer.packet.model import REFUSED
+from explorer.pair.model import INPUT_NAMES
+from explorer.packet.record import Record, record
+
+ID_DIGITS = 12  # hex digits of a campaign's id
+NAMES_IN_NOTE = 5  # packet names a note lists before "and N more"
+
+
+@record
+class Cell(Record):
+    """One (outputIndex, modelLayerIndex) of a campaign: its state, its packets per backend and its pair's numbers."""
+
+    output_index: int
+    layer: int
+    state: str
+    packets: Mapping[str, tuple[str, ...]]
+    codes: tuple[str, ...]
+    seed_tokens: Mapping[str, object]
+    inputs_differ: tuple[str, ...]  # the input tensors whose digests differ
+    pair: CellPair | None = None
+
+    @property
+    def position(self) -> tuple[int, int]:
+        return self.output_index, self.layer
+
+
+@record
+class Campaign(Record):
+    """One request's packets: the two backends compared, every cell in causal order, and notes."""
+
+    id: str
+    key: CampaignKey
+    backends: tuple[str, ...]
+    packets_per_backend: Mapping[str, int]
+    cells: tuple[Cell, ...]
+    notes: tuple[str, ...]
+
+
+@record
+class Origin(Record):
+    """Where the campaign's differences start (docs/campaigns.md, "The origin")."""
+
+    first_outputs_differ: Cell | None
+    first_inputs_differ: Cell | None
+    explained: bool | None  # an outputs-differ cell precedes the first inputs-differ cell
+    first_tokens_differ: Cell | None
+    gaps_before: tuple[Cell, ...]  # missing, duplicate or refused cells before the origin (all, without one)
+
+
+def campaign_id(key: CampaignKey) -> str:
+    """A short stable name of a campaign for URLs: 'c' and the first hex digits of its key's sha256."""
+    text = json.dumps([str(part) for part in key])
+    return "c" + hashlib.sha256(text.encode()).hexdigest()[:ID_DIGITS]
+
+
+def _is_index(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def listed(names: Sequence[str], separator: str = ", ") -> str:
+    """Up to NAMES_IN_NOTE names, then how many more."""
+    shown = separator.join(names[:NAMES_IN_NOTE])
+    return shown + (f" and {len(names) - NAMES_IN_NOTE} more" if len(names) > NAMES_IN_NOTE else "")
+
+
+def cell_state(sides: Sequence[Sequence[Member]]) -> tuple[str, tuple[str, ...]]:
+    """The state of a cell from the packets of each of its two backends, and the codes it shows."""
+    codes = tuple(dict.fromkeys(code for side in sides for member in side for code in member.codes))
+    if any(len(side) > 1 for side in sides):
+        return DUPLICATE, codes
+    if any(not side for side in sides):
+        return MISSING, codes
+    a, b = sides[0][0], sides[1][0]
+    if REFUSED in (a.status, b.status) or a.input_digests is None or b.input_digests is None:
+        return REFUSED_STATE, codes
+    if a.seed_token != b.seed_token:
+        return TOKENS_DIFFER, codes
+    if a.input_digests != b.input_digests:
+        return INPUTS_DIFFER, codes
+    if a.output_digest != b.output_digest:
+        return OUTPUTS_DIFFER, codes
+    return IDENTICAL, codes
+
+
+def _differing_inputs(sides: Sequence[Sequence[Member]]) -> tuple[str, ...]:
+    if any(len(side) != 1 or side[0].input_digests is None for side in sides):
+        return ()
+    a, b = sides[0][0].input_digests, sides[1][0].input_digests
+    return tuple(name for name, first, second in zip(INPUT_NAMES, a, b) if first != second)
+
+
+def _chosen_backends(counts: Counter, asked: tuple[str, str] | None) -> tuple[tuple[str, ...], list[str]]:
+    """The two backends of the grid (asked, else the two with the most packets), and notes on the choice."""
+    ranked = sorted(counts, key=lambda backend: (-counts[backend], backend))
+    if len(ranked) < 2:
+        return tuple(ranked), [f"one backend only ({ranked[0] if ranked else '-'}): no grid; capture the request "
+                               "on a second backend to compare"]
+    if asked is not None:
+        absent = [backend for backend in asked if backend not in counts]
+        if absent:
+            return tuple(ranked[:2]), [f"--backends {','.join(asked)}: {', '.join(absent)} has no packet in this "
+                                       f"campaign; compared {ranked[0]} and {ranked[1]} (the most packets)"]
+        chosen = tuple(asked)
+    else:
+        chosen = tuple(ranked[:2])
+    others = [backend for backend in ranked if backend not in chosen]
+    notes = [f"{len(ranked)} backends ({', '.join(ranked)}): compared {chosen[0]} and {chosen[1]}; "
+             f"choose others with --backends A,B"] if others else []
+    return chosen, notes
+
+
+def build_campaign(key: CampaignKey, members: Sequence[Member], asked: tuple[str, str] | None = None) -> Campaign:
+    """The campaign of one key's packets, every cell's state decided, no pair numbers yet."""
+    counts = Counter(member.backend for member in members)
+    backends, notes = _chosen_backends(counts, asked)
+    cells: list[Cell] = []
+    if len(backends) == 2:
+        by_cell: dict[tuple[int, int], dict[str, list[Member]]] = defaultdict(lambda: {b: [] for b in backends})
+        for member in members:
+            if member.backend in backends:
+                by_cell[(member.output_index, member.layer)][member.backend].append(member)
+        for (step, layer), per_backend in sorted(by_cell.items()):
+            sides = [per_backend[backend] for backend in backends]
+            state, codes = cell_state(sides)
+            cells.append(Cell(step, layer, state,
+                              MappingProxyType({b: tuple(m.name for m in per_backend[b]) for b in backends}),
+                              codes, MappingProxyType({b: per_backend[b][0].seed_token for b in backends
+                                                       if per_backend[b]}),
+                              _differing_inputs(sides)))
+        duplicates = [cell for cell in cells if cell.state == DUPLICATE]
+        if duplicates:
+            notes.append(f"{len(duplicates)} cells hold two packets of one backend (state duplicate, not compared): "
+                         + listed([f"step {c.output_index} layer {c.layer}" for c in duplicates]))
+    return Campaign(campaign_id(key), key, backends, MappingProxyType(dict(counts)), tuple(cells), tuple(notes))
+
+
+def campaigns_of(members: Iterable[Member], *, request: str | None = None,
+                 backends: tuple[str, str] | None = None) -> tuple[tuple[Campaign, ...], tuple[str, ...]]:
+    """Every campaign among `members` (only request `request` when given), by key; and the run's notes
+    (packets in no campaign, and why)."""
+    groups: dict[CampaignKey, list[Member]] = defaultdict(list)
+    unplaced: list[str] = []
+    unindexed: list[str] = []
+    for member in members:
+        if member.status == ERROR:
+            continue  # said by the run: its summary could not be made
+        if member.key is None or member.backend is None:
+            unplaced.append(member.name)
+        elif not (_is_index(member.output_index) and _is_index(member.layer)):
+            unindexed.append(member.name)
+        elif request is None or str(member.key[3]) == request:
+            groups[member.key].append(member)
+    notes = []
+    if unplaced:
+        notes.append(f"{len(unplaced)} packets are in no campaign (their identity, selection or sample was not "
+                     f"established): {listed(sorted(unplaced))}")
+    if unindexed:
+        notes.append(f"{len(unindexed)} packets are in no campaign (outputIndex or modelLayerIndex is not an "
+                     f"integer): {listed(sorted(unindexed))}")
+    if request is not None and not groups:
+        notes.append(f"no campaign has requestID {request}")
+    ordered = sorted(groups.items(), key=lambda item: tuple(str(part) for part in item[0]))
+    return tuple(build_campaign(key, group, backends) for key, group in ordered), tuple(notes)
+
+
+def needs_pair(cell: Cell) -> bool:
+    """A cell whose two packets are compared: both present and read, and their bytes differ somewhere."""
+    return cell.state in (TOKENS_DIFFER, INPUTS_DIFFER, OUTPUTS_DIFFER)
+
+
+def origin_of(campaign: Campaign) -> Origin:
+    """The first outputs-differ, inputs-differ and tokens-differ cells in causal order, and the gaps before."""
+    first = {state: next((cell for cell in campaign.cells if cell.state == state), None)
+             for state in (OUTPUTS_DIFFER, INPUTS_DIFFER, TOKENS_DIFFER)}
+    outputs, inputs = first[OUTPUTS_DIFFER], first[INPUTS_DIFFER]
+    explained = None if inputs is None else outputs is not None and outputs.position < inputs.position
+    bound = outputs or inputs or first[TOKENS_DIFFER]
+    gaps = tuple(cell for cell in campaign.cells if cell.state in (MISSING, DUPLICATE, REFUSED_STATE)
+                 and (bound is None or cell.position < bound.position))
+    return Origin(outputs, inputs, explained, first[TOKENS_DIFFER], gaps)

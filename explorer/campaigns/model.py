@@ -1,0 +1,72 @@
+"""The campaign's frozen records: one packet's placement, one cell's pair numbers, the cell states; no I/O, no UI.
+
+A cell is one (outputIndex, modelLayerIndex) of one campaign; its state is the
+first row of the precedence table (docs/campaigns.md) that holds.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from explorer.packet.record import Record, record
+
+SCHEMA = "attention-explorer.campaign.v1"
+
+DUPLICATE = "duplicate"
+MISSING = "missing"
+REFUSED_STATE = "refused"
+TOKENS_DIFFER = "tokens_differ"
+INPUTS_DIFFER = "inputs_differ"
+OUTPUTS_DIFFER = "outputs_differ"
+IDENTICAL = "identical"
+# The precedence of the states, highest first (docs/campaigns.md, "Cell states").
+STATES = (DUPLICATE, MISSING, REFUSED_STATE, TOKENS_DIFFER, INPUTS_DIFFER, OUTPUTS_DIFFER, IDENTICAL)
+# One character per state in the command line's grid.
+STATE_CODES = {DUPLICATE: "D", MISSING: ".", REFUSED_STATE: "R", TOKENS_DIFFER: "T", INPUTS_DIFFER: "i",
+               OUTPUTS_DIFFER: "O", IDENTICAL: "="}
+
+KEY_FIELDS = ("modelID", "artifactSHA256", "inputSHA256", "requestID")
+CampaignKey = tuple[Any, Any, Any, Any]  # the values of KEY_FIELDS
+
+
+@record
+class Member(Record):
+    """One packet as a campaign sees it: where it sits and the digests of its tensors' native bytes.
+
+    `key`, `output_index`, `layer`, `seed_token` and `backend` are None when admission did not
+    establish them (then the packet is in no campaign); `input_digests` (the five inputs in
+    compare-v1 order) and `output_digest` are None without verified tensors.
+    """
+
+    name: str
+    path: str
+    status: str
+    codes: tuple[str, ...]
+    backend: str | None
+    key: CampaignKey | None
+    output_index: Any
+    layer: Any
+    seed_token: Any
+    input_digests: tuple[str, ...] | None
+    output_digest: str | None
+
+
+@record
+class CellPair(Record):
+    """The numbers of one cell's compare-v1 pair (side a = the campaign's first backend); never arrays.
+
+    `inputs_differing` maps each input tensor whose bytes differ to its mismatched element count
+    (None when no element-wise comparison exists); `nearer` maps "a", "b", "tie", "undefined" to
+    counts when both sides share one reference; `emulations` holds (id, bitEqual a, bitEqual b,
+    compared a, compared b) per emulation when emulations were requested.
+    """
+
+    status: str
+    codes: tuple[str, ...]
+    inputs_differing: Mapping[str, int | None]
+    outputs_differing: int | None
+    compared: int | None
+    max_ulp: int | None
+    nearer: Mapping[str, int] | None
+    nearer_reason: str | None
+    emulations: tuple[tuple[str, int | None, int | None, int, int], ...] | None

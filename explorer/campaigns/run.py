@@ -1,0 +1,125 @@
+"""run_campaigns(root): place every packet under a root, then compare the cells that differ, locally or on Dask; no UI.
+
+The two passes run as `explorer triage` runs its summaries: local worker processes
+(`explorer.catalog.workers.map_isolated`) or tasks of a Dask cluster
+(`explorer.catalog.cluster.map_on_cluster`, imported only for a scheduler), with
+triage's limits. A packet whose work raised, died or ran out of time is in no
+campaign and said so in a note; a cell whose comparison did shows its state without
+counts and the code. Only cells whose bytes differ are read again (an identical
+cell's counts are zero by its digests), for their counts; the first outputs-differ
+cell of each campaign is compared as a whole pair, with the requested emulations.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Any, Callable, Iterator, Sequence
+
+from explorer.campaigns.collect import cell_counts, cell_pair, member_of
+from explorer.campaigns.grid import Campaign, campaigns_of, listed, needs_pair, origin_of
+from explorer.campaigns.model import CellPair, Member
+from explorer.catalog.discovery import Entry, discover
+from explorer.catalog.limits import DEFAULT_TIMEOUT_S
+from explorer.catalog.summary import ERROR, failed_summary
+from explorer.catalog.workers import map_isolated
+from explorer.packet.record import Record, record
+
+Progress = Callable[[int], Callable[[], None]]  # given a pass's item count, the function to call per finished item
+
+
+@record
+class CampaignRun(Record):
+    """Every campaign under a root, the notes of the run, and the packets and pairs counted."""
+
+    root: str
+    packets: int
+    campaigns: tuple[Campaign, ...]
+    notes: tuple[str, ...]
+
+
+def map_anywhere(work: Callable[[Any], Any], items: Sequence[Any], *, jobs: int, scheduler: str | None,
+                 timeout: float | None, on_note: Callable[[str], None],
+                 context: str | None = None) -> Iterator[tuple[int, Any]]:
+    """(index, result) of `work` on every item, in local worker processes (`context`: their start method) or on
+    the Dask cluster at `scheduler`."""
+    if scheduler is None:
+        return map_isolated(work, items, jobs=jobs, timeout=timeout, context=context, on_note=on_note)
+    from explorer.catalog.cluster import map_on_cluster  # Dask is imported only for a scheduler
+
+    return map_on_cluster(work, items, scheduler=scheduler, timeout=timeout, on_note=on_note)
+
+
+def _members(entries: Sequence[Entry], run: Callable, progress: Progress) -> list[Member]:
+    paths = [str(entry.path) for entry in entries]
+    members: list[Member | None] = [None] * len(paths)
+    step = progress(len(paths))
+    for index, result in run(member_of, paths):
+        if isinstance(result, Exception):
+            failed = failed_summary(paths[index], result)
+            result = Member("", failed.path, ERROR, failed.codes, None, None, None, None, None, None, None)
+        members[index] = dataclasses.replace(result, name=entries[index].name)
+        step()
+    return members
+
+
+def _with_pairs(campaigns: tuple[Campaign, ...], members: list[Member], run: Callable, progress: Progress,
+                emulate: tuple[str, ...] | None, notes: list[str]) -> tuple[Campaign, ...]:
+    """Every cell whose bytes differ gets its counts (cell_counts); each campaign's first outputs-differ cell
+    its whole pair (cell_pair, with the emulations asked for)."""
+    paths = {member.name: member.path for member in members}
+    tasks, places = [], []
+    for number, campaign in enumerate(campaigns):
+        origin = origin_of(campaign).first_outputs_differ
+        for index, cell in enumerate(campaign.cells):
+            if needs_pair(cell):
+                sides = tuple(paths[cell.packets[backend][0]] for backend in campaign.backends)
+                tasks.append((cell_pair, (*sides, emulate)) if cell is origin else (cell_counts, sides))
+                places.append((number, index))
+    cells = [list(campaign.cells) for campaign in campaigns]
+    failed = []
+    step = progress(len(tasks))
+    for task_index, result in run(run_task, tasks):
+        number, index = places[task_index]
+        cell = cells[number][index]
+        if isinstance(result, Exception):
+            code = failed_summary(tasks[task_index][1][0], result).codes
+            failed.append(f"step {cell.output_index} layer {cell.layer}")
+            result = CellPair(ERROR, code, {}, None, None, None, None, None, None)
+        cells[number][index] = dataclasses.replace(cell, pair=result,
+                                                   codes=tuple(dict.fromkeys(cell.codes + result.codes)))
+        step()
+    if failed:
+        notes.append(f"{len(failed)} cells could not be compared (their counts are missing): {listed(failed)}")
+    return tuple(dataclasses.replace(campaign, cells=tuple(row)) for campaign, row in zip(campaigns, cells))
+
+
+def run_task(task: tuple[Callable[[Any], CellPair], Any]) -> CellPair:
+    """One cell's work: (cell_counts, paths) or (cell_pair, (paths..., emulate)); module-level, so picklable."""
+    work, argument = task
+    return work(argument)
+
+
+def run_campaigns(root: str | os.PathLike, *, jobs: int, scheduler: str | None = None,
+                  timeout: float | None = DEFAULT_TIMEOUT_S, request: str | None = None,
+                  backends: tuple[str, str] | None = None, emulate: tuple[str, ...] | None = None,
+                  progress: Progress = lambda total: (lambda: None),
+                  on_note: Callable[[str], None] = lambda note: None, entries: Sequence[Entry] | None = None,
+                  context: str | None = None) -> CampaignRun:
+    """Every campaign under `root` (among `entries` when given, else every packet discovered) with its cells'
+    states and counts; never raises for packet content. `context`: the local workers' start method."""
+    notes: list[str] = []
+
+    def run(work: Callable[[Any], Any], items: Sequence[Any]) -> Iterator[tuple[int, Any]]:
+        return map_anywhere(work, items, jobs=jobs, scheduler=scheduler, timeout=timeout, context=context,
+                            on_note=lambda note: (notes.append(note), on_note(note)))
+
+    members = _members(discover(root) if entries is None else entries, run, progress)
+    campaigns, placement_notes = campaigns_of(members, request=request, backends=backends)
+    notes += placement_notes
+    failed = [member.name for member in members if member.status == ERROR]
+    if failed:
+        notes.append(f"{len(failed)} packets could not be summarized (a worker raised, died or ran out of time): "
+                     f"{listed(sorted(failed))}")
+    campaigns = _with_pairs(campaigns, members, run, progress, emulate, notes)
+    return CampaignRun(os.fspath(root), len(members), campaigns, tuple(dict.fromkeys(notes)))

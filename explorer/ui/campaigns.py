@@ -1,0 +1,248 @@
+"""The app's campaign mode: the sidebar's list of campaigns under the root and the Campaign view (`?campaign=ID`), whose cells open their pair (`&cell=STEP,LAYER`); computes no numbers itself.
+
+The campaigns are listed from the packet index's summaries (packets sharing model,
+artifact, input and request, two or more of them). Opening one runs the campaign
+computation (explorer/campaigns/) on that campaign's packets only: in this process
+for a few packets, else in worker processes started from a clean server process
+(never a fork of the threaded server). The last reports are kept per root and
+content, so going back to a campaign after its pair redraws it at once.
+"""
+
+from __future__ import annotations
+
+import html
+import threading
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any, Callable
+
+import panel as pn
+import param
+
+from explorer.campaigns.grid import campaign_id
+from explorer.campaigns.model import KEY_FIELDS
+from explorer.campaigns.report import build_campaign_report
+from explorer.campaigns.run import run_campaigns
+from explorer.catalog.discovery import lookup
+from explorer.catalog.index import FILL_JOBS, INLINE_PACKETS, WORKER_START_METHOD, PacketIndex
+from explorer.export.pages import CAMPAIGN_SUFFIX, FINDINGS_SUFFIX, RenderError, export_campaign
+from explorer.ui.area import ModeArea, note_and_buttons
+from explorer.ui.packets import PacketList
+from explorer.ui.shared import echo
+from explorer.views.common import served
+from explorer.views.html_summary import esc, written_note
+
+QUERY_CAMPAIGN, QUERY_CELL = "campaign", "cell"
+EXPORT_LABEL, EXPORT_WIDTH = "Export campaign: HTML + PNG + JSON + findings", 330
+MAX_CAMPAIGN_BUTTONS = 12
+REPORT_CACHE_ENTRIES = 4  # campaign reports kept per process (a few hundred bytes per cell)
+STATUS_STYLE = "padding:0.3em 0;font-size:1.05em"
+NO_CAMPAIGNS = "No request is captured in two or more packets under this root."
+
+_reports: OrderedDict[tuple, dict[str, Any]] = OrderedDict()
+_reports_lock = threading.Lock()
+
+
+def _key(selection: tuple | None) -> tuple | None:
+    if selection is None:
+        return None
+    fields = dict(selection)
+    return tuple(fields[name] for name in KEY_FIELDS)
+
+
+class CampaignMode(param.Parameterized):
+    """The campaign list and, while `campaign` is set, its grid (or the pair of its cell `cell`)."""
+
+    campaign = param.String(default="", doc="The open campaign's id, '' when none.")
+    cell = param.String(default="", doc="'STEP,LAYER' of the cell whose pair is open, '' when the grid shows.")
+
+    def __init__(self, index: PacketIndex, packets: PacketList, export_dir: Path,
+                 on_change: Callable[[], None], on_pair: Callable[[str, str], list[str]], **params):
+        """`on_pair(a, b)` opens the pair of packets a and b (the shell's pair mode) and returns notes."""
+        super().__init__(**params)
+        self.index, self.export_dir = index, export_dir
+        self._on_change, self._on_pair = on_change, on_pair
+        self._report: dict[str, Any] | None = None
+        self.opening_pair = False
+        self._note = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["campaign-note-list"])
+        self.buttons: list[pn.widgets.Button] = []
+        self.sidebar = pn.Column(self._note, sizing_mode="stretch_width", css_classes=["campaign-list"])
+        self.area = ModeArea("campaign", export_label=EXPORT_LABEL, export_width=EXPORT_WIDTH, on_close=self.close,
+                             on_export=self._on_export)
+        self.panel = self.area.panel
+        packets.param.watch(lambda _event: self.list_campaigns(), "filled")
+        self.list_campaigns()
+
+    @property
+    def shown(self) -> bool:
+        """The grid is on screen (not a cell's pair)."""
+        return bool(self.campaign) and not self.cell
+
+    # ------------------------------------------------------------ the list
+
+    def _groups(self) -> dict[str, tuple[tuple, list[str]]]:
+        groups: dict[str, tuple[tuple, list[str]]] = {}
+        for entry in self.index.entries:
+            summary = self.index.summary(entry.name)
+            key = _key(None if summary is None else summary.selection)
+            if key is not None:
+                groups.setdefault(campaign_id(key), (key, []))[1].append(entry.name)
+        return {ident: group for ident, group in groups.items() if len(group[1]) > 1}
+
+    def list_campaigns(self) -> None:
+        """One button per campaign (request and model, packet count)."""
+        groups = sorted(self._groups().items(), key=lambda item: (str(item[1][0][3]), str(item[1][0][0])))
+        buttons = []
+        for ident, (key, names) in groups[:MAX_CAMPAIGN_BUTTONS]:
+            button = pn.widgets.Button(label=f"request {key[3]} · {key[0]} ({len(names)})", color="light",
+                                       css_classes=["campaign-button", f"campaign-{ident}"],
+                                       description=f"Open the campaign grid of request {key[3]}")
+            button.on_click(lambda _event, chosen=ident: self._say(self.open(chosen)))
+            buttons.append(button)
+        lead = f"Campaigns ({len(groups)}):" if groups else f'<span class="no-campaigns">{NO_CAMPAIGNS}</span>'
+        self._note.object = (f'<div class="campaign-note-text" data-campaigns="{len(groups)}" '
+                             f'style="font-size:0.9em"><b>Campaigns</b> under this root<br>{lead}</div>')
+        self.buttons = buttons
+        self.sidebar.objects = note_and_buttons(self._note, buttons, "campaign-buttons")
+
+    def _say(self, notes: list[str]) -> None:
+        if notes:
+            self._note.object += f'<div class="campaign-problem">{" ".join(notes)}</div>'
+
+    # ------------------------------------------------------------ the grid
+
+    def _signature(self, ident: str, names: list[str]) -> tuple:
+        return str(self.index.root), ident, tuple((name, self.index.summary(name)) for name in names)
+
+    def _computed(self, ident: str, names: list[str]) -> dict[str, Any] | None:
+        """The campaign's report entry: kept from an earlier session for the same contents, else computed now."""
+        signature = self._signature(ident, names)
+        with _reports_lock:
+            if signature in _reports:
+                _reports.move_to_end(signature)
+                return _reports[signature]
+        entries = [entry for entry in (lookup(self.index.entries, name) for name in names) if entry is not None]
+        inline = len(entries) <= INLINE_PACKETS
+        run = run_campaigns(self.index.root, jobs=1 if inline else FILL_JOBS, entries=entries,
+                            context=None if inline else WORKER_START_METHOD)
+        report = build_campaign_report(run)
+        found = next((campaign for campaign in report["campaigns"] if campaign["id"] == ident), None)
+        with _reports_lock:
+            _reports[signature] = found
+            while len(_reports) > REPORT_CACHE_ENTRIES:
+                _reports.popitem(last=False)
+        return found
+
+    def open(self, ident: str, cell: str | None = None) -> list[str]:
+        """Show the grid of campaign `ident` (or, with `cell`, that cell's pair); returns notes.
+
+        A campaign of more than INLINE_PACKETS packets not computed yet is computed on a thread of the server
+        (the page says so meanwhile) and opened when it is done, unless another campaign was opened since."""
+        group = self._groups().get(ident)
+        if group is None:
+            return [f"Campaign &quot;{echo(ident)}&quot; is not listed under this root; it was ignored."]
+        names = group[1]
+        with _reports_lock:
+            known = self._signature(ident, names) in _reports
+        if not known and len(names) > INLINE_PACKETS and served():
+            self._report, self.campaign, self.cell = None, ident, ""
+            self.area.show(f'<div class="campaign-pending" style="{STATUS_STYLE}">Computing the campaign of '
+                           f"{len(names)} packets in worker processes; the grid follows here.</div>",
+                           lambda: pn.pane.HTML("", sizing_mode="stretch_width"), "campaign view")
+            self._on_change()
+            pn.state.execute(lambda: self._opened_when_computed(ident, names, cell), schedule="thread")
+            return []
+        return self._open_report(ident, self._computed(ident, names), cell)
+
+    def _opened_when_computed(self, ident: str, names: list[str], cell: str | None) -> None:
+        report = self._computed(ident, names)
+        if self.campaign == ident and self._report is None:  # nothing else was opened meanwhile
+            self._say(self._open_report(ident, report, cell))
+
+    def _open_report(self, ident: str, report: dict[str, Any] | None, cell: str | None) -> list[str]:
+        if report is None:
+            return [f"Campaign &quot;{echo(ident)}&quot; could not be formed from its packets; it was ignored."]
+        self._report = report
+        self.campaign, self.cell = ident, ""
+        if cell is not None:
+            return self.open_cell(cell)
+        self._show()
+        self._on_change()
+        return []
+
+    def _show(self) -> None:
+        from explorer.views.campaign import build
+
+        report = self._report
+        key = report["key"]
+        self.area.show(f'<div class="campaign-status-line" data-campaign="{esc(report["id"])}" '
+                       f'style="{STATUS_STYLE}">Campaign of request <b>{esc(key["requestID"])}</b>, model '
+                       f'{esc(key["modelID"])}: {esc(" vs ".join(report["backends"]))}</div>',
+                       lambda: build(report, on_cell=lambda step, layer: self._say(self.open_cell(f"{step},{layer}"))),
+                       "campaign view")
+
+    def open_cell(self, text: str) -> list[str]:
+        """Open the pair of the cell 'STEP,LAYER' of the open campaign; returns notes."""
+        cell = next((cell for cell in self._report["cells"]
+                     if f"{cell['outputIndex']},{cell['modelLayerIndex']}" == text), None)
+        if cell is None:
+            return [f"Cell &quot;{echo(text)}&quot; is not in this campaign; it was ignored."]
+        names = [cell["packets"][backend] for backend in self._report["backends"]]
+        if any(len(side) != 1 for side in names):
+            return [f"Cell {html.escape(text)} is {cell['state']}: it has no pair to open."]
+        self.opening_pair = True
+        try:
+            notes = self._on_pair(names[0][0], names[1][0])
+        finally:
+            self.opening_pair = False
+        if not notes:
+            self.cell = text
+            self.area.hide()
+            self._on_change()
+        return notes
+
+    def from_query(self, ident: str | None, cell: str | None) -> list[str]:
+        """Open what `campaign=` and `cell=` in the URL ask for."""
+        return [] if ident is None else self.open(ident, cell)
+
+    def leave(self) -> None:
+        """Another packet or pair was opened by hand: the campaign is no longer open."""
+        if self.opening_pair or not self.campaign:
+            return
+        self.campaign, self.cell = "", ""
+        self.area.hide()
+
+    def close(self) -> None:
+        self.leave()
+        self._on_change()
+
+    def query(self) -> dict[str, str]:
+        if not self.campaign:
+            return {}
+        return {QUERY_CAMPAIGN: self.campaign, **({QUERY_CELL: self.cell} if self.cell else {})}
+
+    # ------------------------------------------------------------ export
+
+    def _on_export(self) -> None:
+        if self._report is None:
+            return
+        self.area.export_button.loading = True
+        self.area.export_note.object = "Exporting the campaign (the PNG takes a few seconds) ..."
+        pn.state.execute(self._export, schedule="thread" if served() else False)  # PNG rendering blocks: a thread
+
+    def _export(self) -> None:
+        try:
+            paths = export_campaign(self._report, self.export_dir, png=True)
+        except (OSError, RenderError) as error:
+            reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+            self.area.export_note.object = (f"The campaign export wrote nothing to "
+                                            f"<code>{html.escape(str(self.export_dir))}</code>: {html.escape(reason)}")
+        else:
+            findings = paths.report.with_name(paths.report.name.replace(CAMPAIGN_SUFFIX, FINDINGS_SUFFIX))
+            self.area.downloads.offer(((paths.html, "Download HTML"), (paths.report, "Download campaign JSON"),
+                                       (findings, "Download findings")))
+            self.area.export_note.object = written_note("campaign-export-note", (
+                ("export-html", paths.html), ("export-json", paths.report), ("export-findings", findings),
+                *(("export-png", png) for png in paths.pngs)))
+        finally:
+            self.area.export_button.loading = False

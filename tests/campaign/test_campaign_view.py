@@ -1,0 +1,50 @@
+"""The Campaign view draws the report's cells without computing: one rectangle per cell in its state's colour, the
+differing-element count as its label, the origin sentence above; its size keeps 32 layers x 16 steps on one screen."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from explorer.campaigns.grid import campaigns_of
+from explorer.campaigns.model import STATES, CellPair, Member
+from explorer.campaigns.report import campaign_json
+from explorer.views.campaign import CELL_HEIGHT_PX, MAX_GRID_WIDTH_PX, STATE_COLOURS, build, grid, grid_size
+
+INPUTS = ("q", "k", "v", "ik", "iv")
+
+
+def _member(backend: str, layer: int, output: str) -> Member:
+    return Member(f"{backend}-{layer}", f"/x/{backend}-{layer}", "analyzed", (), backend, ("m", "a", "i", 1), 0,
+                  layer, 7, INPUTS, output)
+
+
+def _campaign():
+    members = [_member("paged", layer, "o") for layer in range(3)]
+    members += [_member("contiguous", 0, "o"), _member("contiguous", 1, "x")]  # layer 2 missing
+    (campaign,), _ = campaigns_of(members)
+    counted = dataclasses.replace(campaign.cells[1], pair=CellPair("compared", (), {}, 1234, 4096, 1, None, None, None))
+    return campaign_json(dataclasses.replace(campaign, cells=(campaign.cells[0], counted, campaign.cells[2])))
+
+
+def test_every_state_has_its_own_colour():
+    assert set(STATE_COLOURS) == set(STATES) and len(set(STATE_COLOURS.values())) == len(STATES)
+
+
+def test_one_rectangle_per_cell_coloured_by_state_labelled_by_count():
+    campaign = _campaign()
+    rectangles, labels = grid(campaign).values()
+    assert [cell["state"] for cell in campaign["cells"]] == ["identical", "outputs_differ", "missing"]
+    assert list(rectangles.dimension_values("colour")) == [STATE_COLOURS[cell["state"]] for cell in campaign["cells"]]
+    assert list(labels.dimension_values("label")) == ["", "1234", ""]
+
+
+def test_the_view_shows_the_origin_sentence_first():
+    campaign = _campaign()
+    view = build(campaign)
+    assert campaign["originSentence"].startswith("The first kernel-originated difference is at step 0, layer 1")
+    assert "step 0, layer 1" in view.objects[0].object and "campaign-legend" in view.objects[1].object
+
+
+def test_thirty_two_layers_by_sixteen_steps_fit_the_main_area():
+    width, height = grid_size(16, 32)
+    assert width <= MAX_GRID_WIDTH_PX and height == 32 * CELL_HEIGHT_PX + 50
