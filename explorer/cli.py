@@ -471,7 +471,7 @@ def _pair_emulation_lines(report: dict) -> list[str]:
         return [f"Kernel emulations: no emulation x side matrix ({report['emulationMatrixReason']})"]
     return ([f"Kernel emulations (counterfactuals, not the reference; emulated on {matrix['emulatedOn']}): "
              "output elements bit-equal to each"]
-            + _table(*pair_emulation_table(matrix, report["emulationDiffering"], report["emulationDecisive"]["a"])))
+            + _table(*pair_emulation_table(matrix, report["emulationDiffering"], report["emulationDecisive"])))
 
 
 def compare_summary(report: dict) -> str:

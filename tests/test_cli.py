@@ -340,6 +340,16 @@ def test_compare_emulate_json_and_matrix_table(capsys):
     assert f"differing a (of {differing})" in lines[start + 1]
 
 
+def test_compare_emulate_decisive_columns_stand_under_each_sides_own_count(capsys):
+    """Inputs differ: each side's emulations run on its own inputs, so each decisive column has its own total."""
+    pair = (PAIR[0], str(COMMITTED / samples.PAIR_NAMES["input-differs"]))
+    own = [analyze(path, emulate="default").emulation_counts.decisive.count for path in pair]
+    assert own[0] != own[1]  # the case of the bug: side a's total printed over both columns
+    code, out, _ = run(capsys, "compare", *pair, "--emulate", "default")
+    header = next(line for line in out.splitlines() if line.split()[:2] == ["emulation", "decisive"])
+    assert f"decisive a (of {own[0]})" in header and f"decisive b (of {own[1]})" in header
+
+
 def test_compare_emulate_unknown_id_is_a_usage_error(capsys):
     for bad in ("bogus", "mlx_two_pass(blocks=0)", "paged_two_pass(colour=red)"):
         code, out, err = run(capsys, "compare", *PAIR, "--emulate", bad)

@@ -140,6 +140,11 @@ def _side_decisive(analysis: Analysis) -> dict[str, Any] | None:
     return None if analysis.emulation_counts is None else decisive_block(analysis.emulation_counts.decisive)
 
 
+def emulation_decisive_block(pair: Pair) -> dict[str, Any] | None:
+    """emulationDecisive: each side's decisive elements ({"a", "b"}), null without an emulation request."""
+    return _per_side(pair, _side_decisive)
+
+
 def _side_baseline(analysis: Analysis) -> dict[str, Any] | None:
     return None if analysis.emulation_counts is None else baseline_block(analysis.emulation_counts.baseline)
 
@@ -192,7 +197,7 @@ def build_comparison_report(pair: Pair) -> dict[str, Any]:
         "tokens": _tokens(pair),
         "emulations": _per_side(pair, _side_emulations),
         "emulationsRequested": _per_side(pair, lambda analysis: list(analysis.emulations_requested)),
-        "emulationDecisive": _per_side(pair, _side_decisive),
+        "emulationDecisive": emulation_decisive_block(pair),
         "emulationBaseline": _per_side(pair, _side_baseline),
         "emulationDiffering": emulation_differing_block(pair),
         "emulationMatrix": emulation_matrix_block(pair),

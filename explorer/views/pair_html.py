@@ -10,9 +10,13 @@ from typing import Any, Sequence
 
 from explorer.pair.model import LadderRow, NEARER_KEYS, PAIR_LIMITATIONS, Pair, SIDES
 from explorer.pair.compare import COMPARED
-from explorer.analysis.blocks import decisive_block
 from explorer.pair.emulation import ranked_rows
-from explorer.pair.report import emulation_differing_block, emulation_matrix_block, side_summary
+from explorer.pair.report import (
+    emulation_decisive_block,
+    emulation_differing_block,
+    emulation_matrix_block,
+    side_summary,
+)
 from explorer.analysis.result import Metrics
 from explorer.packet.model import INCONCLUSIVE, REFUSED
 from explorer.views.emulation_tables import pair_emulation_table
@@ -220,8 +224,8 @@ def emulation_matrix_html(pair: Pair) -> str:
         return (f'<p class="emulation-matrix-reason">No emulation x side matrix '
                 f"(<code>{esc(emulation.reason)}</code>).</p>")
     labels = {row.a.id: row.a.label for row in emulation.rows}
-    decisive = decisive_block(pair.a.emulation_counts.decisive)
-    header, rows = pair_emulation_table(emulation_matrix_block(pair), emulation_differing_block(pair), decisive)
+    header, rows = pair_emulation_table(emulation_matrix_block(pair), emulation_differing_block(pair),
+                                        emulation_decisive_block(pair))
     cells = [(f'<code title="{esc(labels.get(row[0], row[0]))}">{esc(row[0])}</code>', *(esc(c) for c in row[1:]))
              for row in rows]
     lead = (f"Emulated on <code>{esc(emulation.emulated_on)}</code>: each emulation is a counterfactual with its "

@@ -204,3 +204,12 @@ def test_the_pair_view_leads_with_its_findings(pairs):
     assert differing and all(name in findings for name in differing) and "Inputs differ" in findings
     assert pair_html.output_lead(pair) in findings and "Target tokens" in findings
     assert "byte-identical" in pair_html.findings_html(pairs["compared"])
+
+
+def test_decisive_columns_stand_under_each_sides_own_count():
+    """A pair whose inputs differ: the matrix's header gives each side's decisive total, not side a's twice."""
+    pair = explorer.compare(PAGED, COMMITTED / samples.PAIR_NAMES["input-differs"], emulate="default")
+    own = [pair.side(side).emulation_counts.decisive.count for side in ("a", "b")]
+    assert own[0] != own[1]
+    markup = pair_html.emulation_matrix_html(pair)
+    assert f"decisive a (of {own[0]})" in markup and f"decisive b (of {own[1]})" in markup
