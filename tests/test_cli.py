@@ -273,8 +273,9 @@ def test_compare_summary_leads_with_the_incident_table(capsys):
     assert code == 0
     lines = out.splitlines()
     order = [next(i for i, line in enumerate(lines) if line.startswith(prefix))
-             for prefix in ("Status: compared", "Inputs: all five tensors byte-identical", "Output: ", "Ladder",
-                            "Tokens: ", "Limitations:")]
+             for prefix in ("Status: compared", "Findings:", "  - Nearer the primary reference: a ",
+                            "  - Equal to the primary reference rounded", "Inputs: all five tensors byte-identical",
+                            "Output: ", "Nearer", "Ladder", "Tokens: ", "Limitations:")]
     assert order == sorted(order)
     output = report["output"]
     assert f"{output['mismatched']} of {output['compared']} output elements differ" in out

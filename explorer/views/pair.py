@@ -11,6 +11,7 @@ import numpy as np
 import panel as pn
 import param
 
+from explorer.pair.findings import output_sentence
 from explorer.pair.model import Pair, SIDES
 from explorer.analysis.result import Analysis
 from explorer.packet.dtypes import FIELD_BITS
@@ -214,7 +215,7 @@ def error_maps(pair: Pair) -> pn.Column:
 
 
 def findings_section(pair: Pair) -> pn.Column:
-    """What the pair shows, first: input identity, the output elements that differ with their heads, the tokens."""
+    """What the pair shows, first: which side is off (nearer, rounded, emulations), then what differs and where."""
     return pn.Column(heading("Findings"), html_pane(pair_html.findings_html(pair)), sizing_mode="stretch_width",
                      css_classes=["pair-findings-section"])
 
@@ -238,7 +239,7 @@ def inputs_section(pair: Pair) -> pn.Column:
 
 
 def bits_section(pair: Pair) -> pn.Column:
-    parts = [heading("Output differences", esc(pair_html.output_lead(pair)))]
+    parts = [heading("Output differences", esc(output_sentence(pair)))]
     if pair.output is None:
         return pn.Column(*parts, sizing_mode="stretch_width", css_classes=["pair-bits"])
     if pair.output.bits is not None:

@@ -102,9 +102,9 @@ def test_the_allowance_adds_the_head_noise_floor():
 def test_samples_scores_in_the_report():
     injected = analyze(SAMPLES / "injected-error-head5")
     report = injected.report()
-    assert list(report["score"]) == ["value", "perHead", "headsNotCompared"]
+    assert list(report["score"]) == ["value", "perHead", "headsNotCompared", "worstHead"]
     assert report["score"]["value"] == injected.score.value == max(injected.score.per_head)
-    assert int(np.argmax(report["score"]["perHead"])) == 5
+    assert int(np.argmax(report["score"]["perHead"])) == 5 == report["score"]["worstHead"]
     json.dumps(report, allow_nan=False)
     nan = analyze(SAMPLES / "nan-stored-values")
     assert nan.score.heads_not_compared == 4
