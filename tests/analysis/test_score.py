@@ -13,7 +13,7 @@ from explorer import analyze
 from explorer.analysis.facts import tensor_facts
 from explorer.analysis.numerics import compute_numerics
 from explorer.analysis.score import packet_score, spacing
-from explorer.catalog.summary import summarize, summary_json, triage_order
+from explorer.catalog.summary import summarize, summary_json, list_order
 from explorer.packet.dtypes import round_bits
 from explorer.packet.model import ANALYZED
 
@@ -114,10 +114,10 @@ def test_samples_scores_in_the_report():
         assert analysis.score is None and analysis.report()["score"] is None
 
 
-def test_triage_orders_the_samples_by_score_within_each_status():
+def test_list_orders_the_samples_by_score_within_each_status():
     names = sorted(p.parent.name for p in SAMPLES.glob("*/packet.json"))
     summaries = {name: summarize(SAMPLES / name) for name in names}
-    ordered = sorted(names, key=lambda name: triage_order(name, summaries[name]))
+    ordered = sorted(names, key=lambda name: list_order(name, summaries[name]))
     analyzed = [name for name in ordered if summaries[name].status == ANALYZED]
     assert analyzed[0] == "injected-error-head5"
     assert analyzed.index("qwen36-bf16-t64") >= len(analyzed) // 2

@@ -10,7 +10,7 @@ import explorer
 from app_support import (CONTENT_JS, MIN_PIXEL_STD, NESTED_PACKET, OUTSIDE_PACKET, PAGE_TIMEOUT_MS, PLOT_SLUGS, VIEWPORT,
                          artifact, canvas_count, choose_packet, deep_text, layout_offenders, open_packet, outside_requests,
                          packet_cell, pixel_std, plot_pixel_std, view_locator, wait_statuses, wait_view)
-from explorer.catalog.summary import summarize, triage_order
+from explorer.catalog.summary import summarize, list_order
 from explorer.export.pages import LOCAL_URL_PREFIXES, SECTION_CLASS, wait_drawn
 from explorer.samples import CURATED
 from explorer.ui import catalog
@@ -25,7 +25,7 @@ REFUSED_SAMPLE = "refused-hash-mismatch"
 REFUSED_CODE = "sha256_mismatch"
 TITLES = {slug: title for slug, title, _ in VIEWS}
 VIEW_ERROR = "could not be built"
-FIRST_BY_STATUS_AND_RATIO = min(SAMPLES, key=lambda name: triage_order(name, summarize(ROOT / name)))
+FIRST_BY_STATUS_AND_RATIO = min(SAMPLES, key=lambda name: list_order(name, summarize(ROOT / name)))
 
 
 def _query(page) -> dict[str, str]:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import explorer
-from explorer.catalog.summary import summarize, triage_order
+from explorer.catalog.summary import summarize, list_order
 from explorer.samples import synthetic_spec, write_packet
 from explorer.ui import catalog
 from explorer.ui.shell import SLUGS, Shell, StringQueryLocation
@@ -30,7 +30,7 @@ def shell(tmp_path) -> Shell:
 def _first_by_status_and_ratio() -> str:
     """The analyzed sample with the largest noise-floor ratio: what the app opens without ?packet=."""
     names = [entry.name for entry in catalog.discover(ROOT)]
-    return min(names, key=lambda name: triage_order(name, summarize(ROOT / name)))
+    return min(names, key=lambda name: list_order(name, summarize(ROOT / name)))
 
 
 def _built(shell: Shell) -> list[str]:
