@@ -70,16 +70,17 @@ def location_block(at: tuple[int, int] | None) -> dict[str, int] | None:
 
 
 def linf_at(c: Comparison, metrics: Metrics) -> dict[str, int] | None:
-    """Where the global or eligible-heads block `metrics` of `c` has its linf; None when its linf is None.
+    """Where the global or eligible-heads block `metrics` of `c` has its linf; None when its linf is None or 0 (then
+    no element stands out).
 
     Every element such a block covers has its |error| in c.abs_error (NaN elsewhere), so its linf is the
     largest defined value there."""
-    return None if metrics.linf is None else location_block(largest_at(c.abs_error))
+    return None if not metrics.linf else location_block(largest_at(c.abs_error))
 
 
 def head_linf_at(c: Comparison, head: int) -> dict[str, int] | None:
-    """Where query head `head` of `c` has its linf; None when that head's linf is None."""
-    if c.per_head[head].linf is None:
+    """Where query head `head` of `c` has its linf; None when that head's linf is None or 0."""
+    if not c.per_head[head].linf:
         return None
     return location_block((head, largest_at(c.abs_error[head:head + 1])[1]))
 
@@ -103,7 +104,7 @@ def comparison_block(c: Comparison, group: int) -> dict[str, Any]:
 
 def ulp_block(u: Ulp) -> dict[str, Any]:
     """The ULP block (report-v1 U): max and where it is (`maxAt`), p99, nonfinite pairs and the histogram."""
-    return {"max": u.max, "maxAt": location_block(None if u.max is None else largest_at(u.distance)), "p99": u.p99,
+    return {"max": u.max, "maxAt": location_block(largest_at(u.distance) if u.max else None), "p99": u.p99,
             "nonfinitePairs": u.nonfinite_pairs, "histogram": [list(bucket) for bucket in u.histogram]}
 
 

@@ -11,15 +11,14 @@ the views, the command line and the findings file draw them as they are.
 
 from __future__ import annotations
 
-from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
 from explorer.analysis.blocks import linf_at, location_block
+from explorer.analysis.findings import Finding, finding, largest_error_finding, reproducing
 from explorer.analysis.formatting import at_text, short_number
 from explorer.analysis.metrics import largest_at
 from explorer.pair.emulation import EACH_SIDE_INPUTS
 from explorer.pair.model import INPUTS_DIFFER, NO_ELEMENTWISE, NO_REFERENCE, SCALE_DIFFERS, SIDES, Pair
-from explorer.packet.record import Record, record
 
 # Why no nearer count exists, in words (the codes of Pair.nearer_reason).
 NEARER_REASONS = {
@@ -32,29 +31,16 @@ NEARER_REASONS = {
 DECIDING = ("nearer", "rounded", "emulations")
 
 
-@record
-class Finding(Record):
-    """One sentence of the findings: `key` names the fact, `numbers` holds the values the sentence states."""
-
-    key: str
-    text: str
-    numbers: Mapping[str, Any]
-
-
-def _finding(key: str, text: str, **numbers: Any) -> Finding:
-    return Finding(key, text, MappingProxyType(numbers))
-
-
 def nearer_finding(pair: Pair) -> Finding:
     """Elements nearer the shared primary reference, per side, or why there is no such count."""
     nearer = pair.nearer
     if nearer is None:
         reason = pair.nearer_reason
-        return _finding("nearer", f"Nearer the primary reference: not computed ({reason}: "
+        return finding("nearer", f"Nearer the primary reference: not computed ({reason}: "
                                   f"{NEARER_REASONS.get(reason, reason)}).", reason=reason)
     c = nearer.global_counts
     total = c.a + c.b + c.tie + c.undefined
-    return _finding("nearer", f"Nearer the primary reference: a {c.a}, b {c.b} of {total} elements "
+    return finding("nearer", f"Nearer the primary reference: a {c.a}, b {c.b} of {total} elements "
                               f"(equally near {c.tie}, undefined {c.undefined}).",
                     a=c.a, b=c.b, tie=c.tie, undefined=c.undefined, compared=total)
 
@@ -63,7 +49,7 @@ def rounded_finding(pair: Pair) -> Finding:
     """Each side's elements equal to its primary reference rounded to its output dtype."""
     ladder = pair.ladder
     if ladder is None:
-        return _finding("rounded", "Equal to the rounded reference: not computed (neither side has a reference).")
+        return finding("rounded", "Equal to the rounded reference: not computed (neither side has a reference).")
     rows = {side: ladder[side] for side in SIDES}
     output = pair.output
     dtype = (output.dtype_a if output is not None and not output.dtypes_differ else "each side's output dtype")
@@ -75,7 +61,7 @@ def rounded_finding(pair: Pair) -> Finding:
                            else f"{side}: no reference" for side, row in rows.items())
     numbers = {side: None if row is None else row.equal_to_rounded_reference for side, row in rows.items()}
     numbers.update({f"compared{side.upper()}": None if row is None else row.compared for side, row in rows.items()})
-    return _finding("rounded", f"Equal to the primary reference rounded to {dtype}: {counts}.", **numbers)
+    return finding("rounded", f"Equal to the primary reference rounded to {dtype}: {counts}.", **numbers)
 
 
 def _ids(ids: list[str]) -> str:
@@ -86,39 +72,34 @@ def emulations_finding(pair: Pair) -> Finding:
     """Per side, the emulations that reproduce it bit for bit, else the one with the most bit-equal elements."""
     emulation = pair.emulation
     if emulation is None:
-        return _finding("emulations", "Which emulation reproduces each side: not computed (no emulation was "
+        return finding("emulations", "Which emulation reproduces each side: not computed (no emulation was "
                                       "requested for this pair).")
     if emulation.rows is None:
-        return _finding("emulations", f"Which emulation reproduces each side: no emulation x side matrix "
+        return finding("emulations", f"Which emulation reproduces each side: no emulation x side matrix "
                                       f"({emulation.reason}).", reason=emulation.reason)
     parts, numbers = [], {}
     for side in SIDES:
-        entries = [getattr(row, side) for row in emulation.rows if getattr(row, side).bit_equal is not None]
-        if not entries:
+        found = reproducing([getattr(row, side) for row in emulation.rows])
+        if found is None:
             parts.append(f"side {side}: no emulation has numbers")
             continue
-        compared = entries[0].compared
-        full = [e.id for e in entries if e.bit_equal == compared]
-        if full:
-            parts.append(f"side {side}: {_ids(full)}, bit for bit ({compared} of {compared})")
-            numbers[side] = {"ids": full, "bitEqual": compared, "compared": compared}
-            continue
-        best = max(entries, key=lambda e: e.bit_equal)  # the first in request order on a tie
-        parts.append(f"side {side}: none bit for bit; the nearest is {best.id} ({best.bit_equal} of {compared})")
-        numbers[side] = {"ids": [best.id], "bitEqual": best.bit_equal, "compared": compared}
+        ids, bit_equal, compared = found
+        parts.append(f"side {side}: {_ids(ids)}, bit for bit ({compared} of {compared})" if bit_equal == compared
+                     else f"side {side}: none bit for bit; the nearest is {ids[0]} ({bit_equal} of {compared})")
+        numbers[side] = {"ids": ids, "bitEqual": bit_equal, "compared": compared}
     own = " (each side against the emulations of its own inputs)" if emulation.emulated_on == EACH_SIDE_INPUTS else ""
-    return _finding("emulations", f"Which emulation reproduces each side{own}: " + "; ".join(parts) + ".", **numbers)
+    return finding("emulations", f"Which emulation reproduces each side{own}: " + "; ".join(parts) + ".", **numbers)
 
 
 def inputs_finding(pair: Pair) -> Finding:
     """The input identity, naming the tensors that differ."""
     if pair.inputs is None:
-        return _finding("inputs", "Inputs not compared element-wise (a side was refused or the shapes differ).")
+        return finding("inputs", "Inputs not compared element-wise (a side was refused or the shapes differ).")
     if pair.inputs.identical:
-        return _finding("inputs", "Inputs: all five tensors byte-identical.", identical=True)
+        return finding("inputs", "Inputs: all five tensors byte-identical.", identical=True)
     differing = {name: (t.mismatched, t.compared) for name, t in pair.inputs.tensors.items() if not t.identical}
     listed = ", ".join(f"{name} ({n} of {m} elements)" for name, (n, m) in differing.items())
-    return _finding("inputs", f"Inputs differ: {listed}. Output differences mix input and arithmetic.",
+    return finding("inputs", f"Inputs differ: {listed}. Output differences mix input and arithmetic.",
                     identical=False, differing={name: n for name, (n, _) in differing.items()})
 
 
@@ -140,12 +121,12 @@ def output_finding(pair: Pair) -> Finding:
     output = pair.output
     text = output_sentence(pair)
     if output is None:
-        return _finding("output", text)
+        return finding("output", text)
     difference = output.difference
     numbers: dict[str, Any] = {"mismatched": None if output.bits is None else output.bits.mismatched,
                                "compared": output.compared}
     where = []
-    if difference.global_metrics.linf is not None:
+    if difference.global_metrics.linf:
         at = linf_at(difference, difference.global_metrics)
         where.append(f"the largest |a - b| is {short_number(difference.global_metrics.linf)}{at_text(at)}")
         numbers.update(linf=difference.global_metrics.linf, linfAt=at)
@@ -155,7 +136,7 @@ def output_finding(pair: Pair) -> Finding:
         numbers.update(ulpMax=output.ulp.max, ulpMaxAt=at)
     if where and (output.bits is None or output.bits.mismatched):
         text += " " + "; ".join(where)[0].upper() + "; ".join(where)[1:] + "."
-    return _finding("output", text, **numbers)
+    return finding("output", text, **numbers)
 
 
 def errors_finding(pair: Pair) -> Finding | None:
@@ -163,26 +144,22 @@ def errors_finding(pair: Pair) -> Finding | None:
     parts, numbers = [], {}
     for side in SIDES:
         numerics = pair.side(side).numerics
-        if numerics is None:
+        found = None if numerics is None else largest_error_finding(numerics)
+        if found is None:
             continue
-        primary = numerics.primary
-        block = primary.global_metrics if primary.eligible_global is None else primary.eligible_global
-        if block.linf is None:
-            continue
-        at = linf_at(primary, block)
-        parts.append(f"|{side} - ref| {short_number(block.linf)}{at_text(at)}")
-        numbers[side] = {"linf": block.linf, "linfAt": at}
+        parts.append(f"|{side} - ref| {short_number(found.numbers['linf'])}{at_text(found.numbers['linfAt'])}")
+        numbers[side] = dict(found.numbers)
     if not parts:
         return None
-    return _finding("errors", "Largest error against each side's own primary reference: " + "; ".join(parts) + ".",
-                    **numbers)
+    return finding("errors", "Largest error against each side's own primary reference: " + "; ".join(parts) + ".",
+                   **numbers)
 
 
 def tokens_finding(pair: Pair) -> Finding:
     tokens = pair.tokens
     if tokens is None:
-        return _finding("tokens", "Tokens not established (a side was refused).")
-    return _finding("tokens", f"Target tokens {'differ' if tokens.differ else 'equal'}: "
+        return finding("tokens", "Tokens not established (a side was refused).")
+    return finding("tokens", f"Target tokens {'differ' if tokens.differ else 'equal'}: "
                               f"a {short_number(tokens.target_a)}, b {short_number(tokens.target_b)} "
                               f"(seed {short_number(tokens.seed_token)}).",
                     targetA=tokens.target_a, targetB=tokens.target_b, seed=tokens.seed_token)
@@ -192,7 +169,7 @@ def pair_findings(pair: Pair) -> tuple[Finding, ...]:
     """The pair's findings in reading order: the deciding facts (DECIDING) first, then what and where."""
     if pair.refusals:
         sides = sorted({r.side for r in pair.refusals})
-        return (_finding("refused", f"Side {' and '.join(sides)} refused at admission: nothing is compared.",
+        return (finding("refused", f"Side {' and '.join(sides)} refused at admission: nothing is compared.",
                          sides=sides),)
     found = [nearer_finding(pair), rounded_finding(pair), emulations_finding(pair), inputs_finding(pair),
              output_finding(pair), errors_finding(pair), tokens_finding(pair)]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import panel as pn
 
+from explorer.analysis.findings import largest_error_finding, ulp_finding
 from explorer.analysis.result import Analysis, LastRow, Numerics
 from explorer.packet.dtypes import FIELD_BITS
 from explorer.packet.model import REFUSED, TENSOR_NAMES
@@ -90,6 +91,13 @@ def _unavailable(analysis: Analysis, needs: str, what: str) -> str:
 # ---------------------------------------------------------------- the four cells
 
 
+def _where(numerics: Numerics) -> str:
+    """The caption's last sentences: the largest ULP distance and the largest |output - reference|, each at its
+    element (explorer.analysis.findings)."""
+    found = [ulp_finding(numerics), largest_error_finding(numerics)]
+    return "".join(f" {f.text}" for f in found if f is not None)
+
+
 def _error_map(analysis: Analysis, numerics: Numerics, selection: Selection) -> list:
     """The map carrying the information: ULP to the rounded reference for a narrow output (a discrete scale, 0 in
     its own colour), else |output - primary| (log colours, zeros white)."""
@@ -108,14 +116,14 @@ def _error_map(analysis: Analysis, numerics: Numerics, selection: Selection) -> 
         colours = (f"{'log' if scale.logz else 'linear'} colours {short_number(scale.clim[0])} to "
                    f"{short_number(scale.clim[1])}{', white: 0' if scale.logz else ''}" if spread
                    else scale.note.split(".")[0])
-        caption = f"Output float32: |output - primary reference|, {colours}; grey: undefined."
+        caption = f"Output float32: |output - primary reference|, {colours}; grey: undefined.{_where(numerics)}"
     else:
         what = f"ULP distance in {dtype}"
         fields = [Field("ulp", what, rounded.ulp.distance, ulp_value),
                   Field("error", f"|output - reference rounded to {dtype}|", rounded.comparison.abs_error)]
         image = ulp_map(rounded.ulp.distance, fields, title=what, what="ULP bucket", height=MAP_HEIGHT)
         caption = (f"Output {dtype}: ULP distance to the primary reference rounded (RNE) to {dtype}; white: 0 (the "
-                   f"same {dtype} value), grey: undefined.")
+                   f"same {dtype} value), grey: undefined.{_where(numerics)}")
     # No toolbar and no tools but hover (and the click): a compact cell, its full view one click away.
     pane = selectable(plot_pane(image.opts(toolbar=None, default_tools=[]), css_classes=["overview-error-map"]),
                       selection)

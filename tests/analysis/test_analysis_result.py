@@ -143,9 +143,10 @@ def check_metrics(m: dict) -> None:
 
 
 def check_located(m: dict, head: int | None = None) -> None:
-    """A metrics block with `linfAt`: null exactly when linf is, else an element (of `head` for a head's block)."""
+    """A metrics block with `linfAt`: null exactly when linf is null or 0, else an element (of `head` for a head's
+    block)."""
     at = m["linfAt"]
-    assert (at is None) == (m["linf"] is None)
+    assert (at is None) == (not m["linf"])
     if at is not None:
         assert set(at) == {"queryHead", "channel"} and at["queryHead"] == (at["queryHead"] if head is None else head)
     check_metrics({k: v for k, v in m.items() if k != "linfAt"})
