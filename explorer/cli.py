@@ -364,7 +364,7 @@ def _run_report(args: argparse.Namespace) -> int:
     except OSError as error:
         raise UsageError(f"cannot write the report into {clip(str(out))}: {_reason(error)}; nothing was written") \
             from None
-    _emit("".join(_printable(str(path)) + "\n" for path in (paths.html, paths.report, *paths.pngs)))
+    _emit("".join(_printable(str(path)) + "\n" for path in (paths.html, paths.report, *paths.pngs, paths.findings)))
     return EXIT_BY_STATUS[analysis.status]
 
 

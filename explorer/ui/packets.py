@@ -39,10 +39,11 @@ RESCAN_MS = 5_000  # how often an open list rescans its root (each unchanged pac
 SYNCHRONOUS_FILL_PACKETS = 64
 SIGNIFICANT_DIGITS = 4
 PENDING_HTML = '<span class="packet-pending" style="color:#666666">reading ...</span>'
-PENDING_ORDER = len(STATUS_ORDER)  # a status not known yet sorts last
+LIST_ORDER = STATUS_ORDER  # the one order of every packet list (catalog.summary.list_order), not an order of its own
+PENDING_ORDER = len(LIST_ORDER)
 NUMBER_COLUMNS = ("score", "ratio", "worst ULP")
 COLUMNS = ("packet", "status", *NUMBER_COLUMNS)
-# A status cell starts with its place in STATUS_ORDER, so sorting the status column follows STATUS_ORDER.
+# A status cell starts with its place in LIST_ORDER, so sorting the status column follows LIST_ORDER.
 ORDER_HTML = '<span class="packet-order" data-order="{order}">{badge}</span>'
 # The default order is the rows' own (built sorted), not initial sorters: Tabulator keeps initial sorters beside
 # the one a header click sets, so a click on a column would only reorder within each status.
@@ -129,7 +130,7 @@ class PacketList(param.Parameterized):
     def _status_html(self, summary: PacketSummary | None) -> str:
         if summary is None:
             return ORDER_HTML.format(order=PENDING_ORDER, badge=PENDING_HTML)
-        return ORDER_HTML.format(order=STATUS_ORDER.index(summary.status), badge=self._badge(summary.status))
+        return ORDER_HTML.format(order=LIST_ORDER.index(summary.status), badge=self._badge(summary.status))
 
     # ------------------------------------------------------------ filling and rescanning
 

@@ -91,13 +91,6 @@ def _unavailable(analysis: Analysis, needs: str, what: str) -> str:
 # ---------------------------------------------------------------- the four cells
 
 
-def _where(numerics: Numerics) -> str:
-    """The caption's last sentences: the largest ULP distance and the largest |output - reference|, each at its
-    element (explorer.analysis.findings)."""
-    found = [ulp_finding(numerics), largest_error_finding(numerics)]
-    return "".join(f" {f.text}" for f in found if f is not None)
-
-
 def _error_map(analysis: Analysis, numerics: Numerics, selection: Selection) -> list:
     """The map carrying the information: ULP to the rounded reference for a narrow output (a discrete scale, 0 in
     its own colour), else |output - primary| (log colours, zeros white)."""
@@ -116,14 +109,14 @@ def _error_map(analysis: Analysis, numerics: Numerics, selection: Selection) -> 
         colours = (f"{'log' if scale.logz else 'linear'} colours {short_number(scale.clim[0])} to "
                    f"{short_number(scale.clim[1])}{', white: 0' if scale.logz else ''}" if spread
                    else scale.note.split(".")[0])
-        caption = f"Output float32: |output - primary reference|, {colours}; grey: undefined.{_where(numerics)}"
+        caption = f"Output float32: |output - primary reference|, {colours}; grey: undefined."
     else:
         what = f"ULP distance in {dtype}"
         fields = [Field("ulp", what, rounded.ulp.distance, ulp_value),
                   Field("error", f"|output - reference rounded to {dtype}|", rounded.comparison.abs_error)]
         image = ulp_map(rounded.ulp.distance, fields, title=what, what="ULP bucket", height=MAP_HEIGHT)
         caption = (f"Output {dtype}: ULP distance to the primary reference rounded (RNE) to {dtype}; white: 0 (the "
-                   f"same {dtype} value), grey: undefined.{_where(numerics)}")
+                   f"same {dtype} value), grey: undefined.")
     # No toolbar and no tools but hover (and the click): a compact cell, its full view one click away.
     pane = selectable(plot_pane(image.opts(toolbar=None, default_tools=[]), css_classes=["overview-error-map"]),
                       selection)
@@ -209,11 +202,18 @@ def _cell(slug: str, title: str, tab_title: str, selection: Selection, body: lis
                      css_classes=["overview-cell", f"overview-{slug}"])
 
 
+def _where_caption(numerics: Numerics) -> str:
+    """The error map's last caption: the largest ULP distance and the largest |output - reference|, each at its
+    element (explorer.analysis.findings)."""
+    found = " ".join(f.text for f in (ulp_finding(numerics), largest_error_finding(numerics)) if f is not None)
+    return note_markup(f'<span style="{COMPACT_STYLE}">{esc(found)}</span>', "overview-caption overview-where")
+
+
 def _cells(analysis: Analysis, selection: Selection) -> list:
     numerics, facts = analysis.numerics, analysis.facts
     needs_numerics, needs_facts = html_summary.NEEDS_NUMERICS, html_summary.NEEDS_FACTS
     bodies = {
-        "errors": (_error_map(analysis, numerics, selection) if numerics is not None else
+        "errors": ([*_error_map(analysis, numerics, selection), _where_caption(numerics)] if numerics is not None else
                    [_unavailable(analysis, needs_numerics, "the per-head error map")]),
         "lastrow": (_last_rows(analysis) if facts is not None else
                     [_unavailable(analysis, needs_facts, "the last-row bit comparison")]),

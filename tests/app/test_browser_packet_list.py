@@ -16,8 +16,7 @@ from app_support import APP_PATH, ARTIFACTS, PAGE_TIMEOUT_MS, POLL_INTERVAL_S, a
 from explorer.catalog.discovery import ROOT_ENV
 from explorer.catalog.summary import summarize
 from explorer.samples import injected_error_spec, synthetic_spec, write_packet, write_refused
-from explorer.catalog.summary import STATUS_ORDER
-from explorer.ui.packets import NUMBER_COLUMNS, RESCAN_MS
+from explorer.ui.packets import LIST_ORDER, NUMBER_COLUMNS, RESCAN_MS
 
 # A rescan starts every RESCAN_MS and checks the new packet (a few hundred ms); the list shows it on the next flush.
 WITHIN_MS = 3 * RESCAN_MS
@@ -63,7 +62,7 @@ def test_the_default_order_and_sorting_each_numeric_column_both_ways(page, serve
     page.goto(server + APP_PATH, timeout=PAGE_TIMEOUT_MS)
     wait_statuses(page)
     statuses = [badge.get_attribute("data-status") for badge in page.locator(".packet-badge").all()]
-    ranks = [STATUS_ORDER.index(status) for status in statuses]
+    ranks = [LIST_ORDER.index(status) for status in statuses]
     assert ranks == sorted(ranks) and statuses[0] == "analyzed"  # triage's order: analyzed first
     analyzed = [float(text) for status, text in zip(statuses, _column(page, "score")) if status == "analyzed"]
     assert analyzed == sorted(analyzed, reverse=True)  # then the largest score first

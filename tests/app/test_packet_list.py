@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import html
 import math
 import os
 import shutil
 
 from explorer.catalog.index import SUMMARIES, PacketIndex
 from explorer.samples import injected_error_spec, synthetic_spec, write_packet, write_refused
-from explorer.catalog.summary import STATUS_ORDER, summarize
-from explorer.ui.packets import (NUMBER_COLUMNS, PENDING_HTML, SIGNIFICANT_DIGITS, TABLE_CONFIGURATION,
+from explorer.catalog.summary import summarize
+from explorer.ui.packets import (LIST_ORDER, NUMBER_COLUMNS, PENDING_HTML, SIGNIFICANT_DIGITS, TABLE_CONFIGURATION,
                                  PacketList)
 
 
@@ -95,7 +94,7 @@ def test_every_numeric_column_sorts_both_ways_and_the_status_column_in_list_orde
     packets = _filled_list(tmp_path)
     table = packets._table
     table.sorters = [{"field": "status", "dir": "asc"}]
-    assert list(table.current_view["packet"])[-1] == "refused" and STATUS_ORDER.index("refused") == 2
+    assert list(table.current_view["packet"])[-1] == "refused" and LIST_ORDER.index("refused") == 2
     for column in NUMBER_COLUMNS:
         for direction in ("asc", "desc"):
             table.sorters = [{"field": column, "dir": direction}]
@@ -124,6 +123,7 @@ def test_a_name_with_a_byte_that_is_not_utf8_and_an_unreadable_directory_are_lis
 def test_the_list_triage_and_the_first_packet_share_one_order():
     """The sidebar's rows, `explorer triage`'s table and the packet the app opens first follow list_order: analyzed
     first by the largest score, then inconclusive, refused, error (docs/triage-and-app.md)."""
+    import html
     from pathlib import Path
 
     from explorer.catalog.triage import Triaged, summary_table
@@ -135,8 +135,8 @@ def test_the_list_triage_and_the_first_packet_share_one_order():
     rows = [html.unescape(name) for name in packets._table.value["packet"]]
     summaries = {name: summarize(root / name) for name in rows}
     statuses = [summaries[name].status for name in rows]
-    assert statuses[0] == "analyzed" and [STATUS_ORDER.index(s) for s in statuses] == sorted(
-        STATUS_ORDER.index(s) for s in statuses)
+    assert statuses[0] == "analyzed" and [LIST_ORDER.index(s) for s in statuses] == sorted(
+        LIST_ORDER.index(s) for s in statuses)
     scores = [summaries[name].score for name in rows if summaries[name].status == "analyzed"]
     assert scores == sorted(scores, reverse=True)
     assert packets.first_in_order() == rows[0]

@@ -142,19 +142,3 @@ def test_each_cell_is_its_link_and_one_pane_per_run_of_text(analyses):
             kinds = [isinstance(part, pn.pane.HTML) and "view-hint" not in part.css_classes for part in cell.objects]
             assert not any(a and b for a, b in zip(kinds, kinds[1:])), (name, slug)
             assert all(part.object for part in cell.objects if isinstance(part, pn.pane.HTML)), (name, slug)
-
-
-def test_the_error_map_caption_names_where_the_worst_values_are(analyses):
-    """The injected error sits in head 5 (samples.py): the caption names the element of the largest ULP distance
-    and of the largest |output - reference|, the elements the report's maxAt and linfAt name."""
-    analysis = analyses["injected-error-head5"]
-    view, _, _ = _build(analyses, "injected-error-head5")
-    caption = text(_cells(view)["errors"])
-    report = analysis.report()["reference"]
-    ulp_at = report["roundedToOutputDType"]["ulp"]["maxAt"]
-    linf_at = report["primary"]["global"]["linfAt"]
-    assert ulp_at["queryHead"] == linf_at["queryHead"] == 5
-    assert (f"ULP max {report['roundedToOutputDType']['ulp']['max']} at query head 5, channel {ulp_at['channel']}"
-            in caption)
-    assert (f"Largest |output - primary reference|: {short_number(report['primary']['global']['linf'])} at query "
-            f"head 5, channel {linf_at['channel']}") in caption
