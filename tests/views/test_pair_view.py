@@ -238,3 +238,31 @@ def test_decisive_columns_stand_under_each_sides_own_count():
     assert own[0] != own[1]
     markup = pair_html.emulation_matrix_html(pair)
     assert f"decisive a (of {own[0]})" in markup and f"decisive b (of {own[1]})" in markup
+
+
+def test_emulations_computed_on_the_page_update_the_findings(monkeypatch):
+    """On a served page the matrix is computed on request; once it arrives the findings say which emulation
+    reproduces each side."""
+    heard = []
+
+    def section(pair, on_computed=lambda pair: None):
+        heard.append(on_computed)
+        return pair_view.pn.Column()
+
+    monkeypatch.setattr(pair_view, "served", lambda: True)
+    monkeypatch.setattr(pair_view, "emulations_section", section)
+    view = build(explorer.compare(PAGED, CONTIGUOUS))
+    findings = next(part for part in view.objects if "pair-findings-section" in part.css_classes)
+    assert "not computed (no emulation was requested" in text(findings)
+    heard[0](explorer.compare(PAGED, CONTIGUOUS, emulate="default"))
+    assert "side b: mlx_two_pass, bit for bit (2048 of 2048)" in text(findings)
+
+
+def test_the_emulations_section_hands_the_computed_pair_on():
+    from explorer.views.pair_emulations import PairEmulationsSection
+
+    heard = []
+    section = PairEmulationsSection(explorer.compare(PAGED, CONTIGUOUS), on_computed=heard.append)
+    found = explorer.compare(PAGED, CONTIGUOUS, emulate="single_pass")
+    section._deliver(found, "")
+    assert heard == [found] and section.pair is found
