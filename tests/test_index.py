@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 import explorer.catalog.index as index_module
-from explorer.catalog.summary import summarize, list_order
+from explorer.catalog.summary import list_order, summarize
 from explorer.catalog.index import SUMMARIES, PacketIndex, SummaryCache
 from explorer.samples import injected_error_spec, synthetic_spec, with_snapshot, write_packet, write_refused
 

@@ -13,7 +13,7 @@ from explorer import analyze
 from explorer.analysis.facts import tensor_facts
 from explorer.analysis.numerics import compute_numerics
 from explorer.analysis.score import packet_score, spacing
-from explorer.catalog.summary import summarize, summary_json, list_order
+from explorer.catalog.summary import list_order, summarize, summary_json
 from explorer.packet.dtypes import round_bits
 from explorer.packet.model import ANALYZED
 

@@ -7,7 +7,7 @@ from urllib.parse import parse_qs, urlparse
 
 import explorer
 from app_support import MIN_PIXEL_STD, PAGE_TIMEOUT_MS, artifact, deep_text, open_packet, pixel_std, wait_view
-from explorer.catalog.summary import summarize, list_order
+from explorer.catalog.summary import list_order, summarize
 from explorer.ui import catalog
 from explorer.views.html_summary import short_number
 

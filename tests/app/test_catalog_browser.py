@@ -8,7 +8,7 @@ import pytest
 
 from app_support import (APP_PATH, PAGE_TIMEOUT_MS, artifact, choose_packet, deep_text, outside_requests, packet_cell,
                          serve_app, wait_statuses)
-from explorer.catalog.summary import summarize, list_order
+from explorer.catalog.summary import list_order, summarize
 from explorer.catalog.discovery import ROOT_ENV, discover
 from explorer.samples import injected_error_spec, synthetic_spec, write_packet
 from explorer.ui.packets import PAGE_ROWS

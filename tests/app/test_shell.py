@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import explorer
-from explorer.catalog.summary import summarize, list_order
+from explorer.catalog.summary import list_order, summarize
 from explorer.samples import synthetic_spec, write_packet
 from explorer.ui import catalog
 from explorer.ui.shell import SLUGS, Shell, StringQueryLocation
