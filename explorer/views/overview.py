@@ -6,6 +6,7 @@ import numpy as np
 import panel as pn
 
 from explorer.analysis.findings import largest_error_finding, ulp_finding
+from explorer.analysis.formatting import at_text
 from explorer.analysis.result import Analysis, LastRow, Numerics
 from explorer.packet.dtypes import FIELD_BITS
 from explorer.packet.model import REFUSED, TENSOR_NAMES
@@ -205,8 +206,15 @@ def _cell(slug: str, title: str, tab_title: str, selection: Selection, body: lis
 def _where_caption(numerics: Numerics) -> str:
     """The error map's last caption: the largest ULP distance and the largest |output - reference|, each at its
     element (explorer.analysis.findings)."""
-    found = " ".join(f.text for f in (ulp_finding(numerics), largest_error_finding(numerics)) if f is not None)
-    return note_markup(f'<span style="{COMPACT_STYLE}">{esc(found)}</span>', "overview-caption overview-where")
+    ulp, largest = ulp_finding(numerics), largest_error_finding(numerics)
+    parts = [] if ulp is None else [f"ULP max {ulp.numbers['max']}{at_text(ulp.numbers['maxAt'])}"]
+    if largest is not None:
+        parts.append(f"largest |output - primary reference| {short_number(largest.numbers['linf'])}"
+                     f"{at_text(largest.numbers['linfAt'])}")
+    if not parts:
+        return ""
+    markup = f'<span style="{COMPACT_STYLE}">{esc("; ".join(parts))}.</span>'
+    return note_markup(markup, "overview-caption overview-where")
 
 
 def _cells(analysis: Analysis, selection: Selection) -> list:
