@@ -18,7 +18,7 @@ from typing import Any, Callable, Sequence  # noqa: E402
 import numpy as np  # noqa: E402
 
 import explorer  # noqa: E402
-from explorer.analysis.formatting import short_number  # noqa: E402
+from explorer.analysis.formatting import at_text, short_number  # noqa: E402
 from explorer.analysis.memory import MEMORY_BOUND_EXCEEDED  # noqa: E402
 from explorer.packet.bounded import clip  # noqa: E402
 
@@ -137,8 +137,17 @@ def _tensor_lines(report: dict) -> list[str]:
 
 def _ulp_line(block: dict) -> str:
     ulp = block["ulp"]
-    return (f"{block['label']}: ULP max {short_number(ulp['max'])}, p99 {short_number(ulp['p99'])}, "
-            f"nonfinite pairs {ulp['nonfinitePairs']}")
+    return (f"{block['label']}: ULP max {short_number(ulp['max'])}{at_text(ulp['maxAt'])}, "
+            f"p99 {short_number(ulp['p99'])}, nonfinite pairs {ulp['nonfinitePairs']}")
+
+
+def _largest_error_line(primary: dict) -> list[str]:
+    """The largest |output - primary reference| and its element (over the eligible heads when only some are)."""
+    block = primary["global"] if primary["eligibleGlobal"] is None else primary["eligibleGlobal"]
+    if block["linf"] is None:
+        return []
+    over = "" if primary["eligibleGlobal"] is None else " (eligible heads)"
+    return [f"Largest |output - primary reference|{over}: {short_number(block['linf'])}{at_text(block['linfAt'])}"]
 
 
 def _reference_lines(report: dict) -> list[str]:
@@ -159,7 +168,8 @@ def _reference_lines(report: dict) -> list[str]:
         cells = [short_number(block["linf"]) for block in (*rounded["perHead"], rounded["global"])]
         for row, cell in zip(rows, cells + [""]):  # the rounded block has no eligible-heads aggregate
             row.append(cell)
-    lines = [f"Reference: {primary['label']}"] + _table(header, rows) + [_ulp_line(rounded)]
+    lines = ([f"Reference: {primary['label']}"] + _table(header, rows) + _largest_error_line(primary)
+             + [_ulp_line(rounded)])
     if reference["roundedToKernelOutputDType"] is not None:
         lines.append(_ulp_line(reference["roundedToKernelOutputDType"]))
     return lines
@@ -185,8 +195,7 @@ def _score_lines(report: dict) -> list[str]:
     if score is None:
         return []
     per_head = score["perHead"]
-    defined = [(value, head) for head, value in enumerate(per_head) if value is not None]
-    head = f" (query head {max(defined, key=lambda pair: (pair[0], -pair[1]))[1]})" if defined else ""
+    head = "" if score["worstHead"] is None else f" (query head {score['worstHead']})"
     missing = (f"; {score['headsNotCompared']} of {len(per_head)} heads not compared"
                if score["headsNotCompared"] else "")
     return [f"Score (error / allowance, docs/report.md): {short_number(score['value'])}{head}{missing}"]
@@ -355,7 +364,7 @@ def _run_report(args: argparse.Namespace) -> int:
     except OSError as error:
         raise UsageError(f"cannot write the report into {clip(str(out))}: {_reason(error)}; nothing was written") \
             from None
-    _emit("".join(_printable(str(path)) + "\n" for path in (paths.html, paths.report, *paths.pngs)))
+    _emit("".join(_printable(str(path)) + "\n" for path in (paths.html, paths.report, *paths.pngs, paths.findings)))
     return EXIT_BY_STATUS[analysis.status]
 
 
@@ -412,12 +421,14 @@ def _pair_output_lines(output: dict | None) -> list[str]:
         lines = [f"Output: {output['mismatched']} of {output['compared']} output elements differ ({dtypes['a']} bit "
                  f"patterns), in query heads (count): {_heads_with(output['perHead'])}",
                  f"  bit flips: sign {flips['sign']}, exponent {flips['exponent']}, mantissa {flips['mantissa']}; "
-                 f"ULP distance a vs b: max {short_number(ulp['max'])}, p99 {short_number(ulp['p99'])}, "
+                 f"ULP distance a vs b: max {short_number(ulp['max'])}{at_text(ulp['maxAt'])}, "
+                 f"p99 {short_number(ulp['p99'])}, "
                  f"nonfinite pairs {ulp['nonfinitePairs']}",
                  "  ULP histogram: " + ", ".join(f"[{low}, {high}] {count}" for low, high, count in ulp["histogram"])]
     difference = output["difference"]["global"]
-    lines.append("  a vs b (b as reference): linf {}, rmse {}, relativeL2 {}{}".format(
-        *(short_number(difference[k]) for k in ("linf", "rmse", "relativeL2")),
+    lines.append("  a vs b (b as reference): linf {}{}, rmse {}, relativeL2 {}{}".format(
+        short_number(difference["linf"]), at_text(difference["linfAt"]),
+        *(short_number(difference[k]) for k in ("rmse", "relativeL2")),
         f" ({difference['undefinedReason']})" if difference["undefinedReason"] else ""))
     return lines
 
@@ -438,7 +449,10 @@ def _pair_ladder_lines(report: dict) -> list[str]:
                  for k in ("linf", "rmse")]
         rows.append([name, short_number(report[name]["backend"]), *cells,
                      f"{row['equalToRoundedReference']} of {row['compared']}"])
-    return ["Ladder (each side against its own references, global):"] + _table(header, rows)
+    where = [f"{name} {short_number(ladder[name]['primary']['linf'])}{at_text(ladder[name]['primary']['linfAt'])}"
+             for name in SIDES if ladder[name] is not None and ladder[name]["primary"]["linf"] is not None]
+    return (["Ladder (each side against its own references, global):"] + _table(header, rows)
+            + (["  largest |side - primary reference|: " + "; ".join(where)] if where else []))
 
 
 def _pair_token_lines(report: dict) -> list[str]:
@@ -471,12 +485,16 @@ def _pair_emulation_lines(report: dict) -> list[str]:
         return [f"Kernel emulations: no emulation x side matrix ({report['emulationMatrixReason']})"]
     return ([f"Kernel emulations (counterfactuals, not the reference; emulated on {matrix['emulatedOn']}): "
              "output elements bit-equal to each"]
-            + _table(*pair_emulation_table(matrix, report["emulationDiffering"], report["emulationDecisive"]["a"])))
+            + _table(*pair_emulation_table(matrix, report["emulationDiffering"], report["emulationDecisive"])))
 
 
-def compare_summary(report: dict) -> str:
-    """The human summary of a comparison report (compare-v1.md section 4)."""
+def compare_summary(report: dict, findings: Sequence[str] = ()) -> str:
+    """The human summary of a comparison report (compare-v1.md section 4), led by the pair's finding sentences
+    (explorer.pair.findings: which side is off first)."""
     lines = ["Pair:", _side_line("a", report["a"]), _side_line("b", report["b"]), f"Status: {report['status']}"]
+    if findings:
+        lines.append("Findings:")
+        lines += [f"  - {text}" for text in findings]
     if report["refusals"]:
         lines.append(f"Refusals ({len(report['refusals'])}):")
         lines += [f"  side {p['side']}: {p['code']}  {p['field'] if p['field'] is not None else '(packet.json)'}  "
@@ -487,7 +505,7 @@ def compare_summary(report: dict) -> str:
         lines += [f"  {r['code']}  {r['message']}" for r in report["inconclusiveReasons"]]
     if report["status"] != "refused":
         lines += _pair_input_lines(report["inputs"]) + _pair_output_lines(report["output"])
-        lines += _pair_ladder_lines(report) + _pair_token_lines(report) + _pair_nearer_lines(report)
+        lines += _pair_nearer_lines(report) + _pair_ladder_lines(report) + _pair_token_lines(report)
         lines += _pair_emulation_lines(report)
         if report["selectionDifferences"]:
             lines.append("Selection differences:")
@@ -502,15 +520,17 @@ def compare_summary(report: dict) -> str:
 
 
 def _run_compare(args: argparse.Namespace) -> int:
+    from explorer.pair.findings import pair_findings
     from explorer.pair.model import SamePacketError
 
     _check_output(args.output)
     _check_emulate(args.emulate)
     try:
-        report = explorer.compare(args.a, args.b, emulate=args.emulate).report()
+        pair = explorer.compare(args.a, args.b, emulate=args.emulate)
     except SamePacketError as error:
         raise UsageError(str(error)) from None
-    _deliver(args, report, lambda: compare_summary(report))
+    report = pair.report()
+    _deliver(args, report, lambda: compare_summary(report, [finding.text for finding in pair_findings(pair)]))
     return EXIT_BY_PAIR_STATUS[report["status"]]
 
 

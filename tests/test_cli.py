@@ -273,8 +273,9 @@ def test_compare_summary_leads_with_the_incident_table(capsys):
     assert code == 0
     lines = out.splitlines()
     order = [next(i for i, line in enumerate(lines) if line.startswith(prefix))
-             for prefix in ("Status: compared", "Inputs: all five tensors byte-identical", "Output: ", "Ladder",
-                            "Tokens: ", "Limitations:")]
+             for prefix in ("Status: compared", "Findings:", "  - Nearer the primary reference: a ",
+                            "  - Equal to the primary reference rounded", "Inputs: all five tensors byte-identical",
+                            "Output: ", "Nearer", "Ladder", "Tokens: ", "Limitations:")]
     assert order == sorted(order)
     output = report["output"]
     assert f"{output['mismatched']} of {output['compared']} output elements differ" in out
@@ -338,6 +339,16 @@ def test_compare_emulate_json_and_matrix_table(capsys):
                                 str(row["bitEqual"]["b"]["global"])]
     assert lines[start + 2 + len(rows)].split()[:3] == ["rounded", "reference", "(baseline)"]
     assert f"differing a (of {differing})" in lines[start + 1]
+
+
+def test_compare_emulate_decisive_columns_stand_under_each_sides_own_count(capsys):
+    """Inputs differ: each side's emulations run on its own inputs, so each decisive column has its own total."""
+    pair = (PAIR[0], str(COMMITTED / samples.PAIR_NAMES["input-differs"]))
+    own = [analyze(path, emulate="default").emulation_counts.decisive.count for path in pair]
+    assert own[0] != own[1]  # the case of the bug: side a's total printed over both columns
+    code, out, _ = run(capsys, "compare", *pair, "--emulate", "default")
+    header = next(line for line in out.splitlines() if line.split()[:2] == ["emulation", "decisive"])
+    assert f"decisive a (of {own[0]})" in header and f"decisive b (of {own[1]})" in header
 
 
 def test_compare_emulate_unknown_id_is_a_usage_error(capsys):

@@ -89,7 +89,7 @@ def test_export_on_a_full_disk_says_so_leaves_nothing_and_the_next_export_keeps_
     assert "could not write" in outcome["note"] and outcome["left"] == []
     name = ANALYZED.name
     pngs = [file for file in outcome["after"] if file.endswith(".png")]  # the app's Export writes the PNGs too
-    assert sorted(set(outcome["after"]) - set(pngs)) == [f"{name}.html", f"{name}.report.json"]
+    assert sorted(set(outcome["after"]) - set(pngs)) == [f"{name}.findings.md", f"{name}.html", f"{name}.report.json"]
     assert pngs and all(file.startswith(f"{name}-") for file in pngs)
 
 

@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 import explorer.catalog.index as index_module
-from explorer.catalog.summary import summarize, triage_order
+from explorer.catalog.summary import list_order, summarize
 from explorer.catalog.index import SUMMARIES, PacketIndex, SummaryCache
 from explorer.samples import injected_error_spec, synthetic_spec, with_snapshot, write_packet, write_refused
 
@@ -93,7 +93,7 @@ def test_ordered_names_put_analyzed_by_largest_ratio_first(root):
     index = PacketIndex(root)
     assert index.ordered_names() == sorted(entry.name for entry in index.entries)  # unknown: by name
     index.fill()
-    expected = sorted((e.name for e in index.entries), key=lambda n: triage_order(n, summarize(root / n)))
+    expected = sorted((e.name for e in index.entries), key=lambda n: list_order(n, summarize(root / n)))
     assert index.ordered_names() == expected
     assert expected[0] == "injected" and expected[-1] == "refused"
     assert index.summary("discarded").status == "inconclusive"

@@ -15,6 +15,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from explorer.analysis.metrics import largest_at
 from explorer.analysis.result import Baseline, Comparison, Decisive, Emulation, Metrics, Ulp
 from explorer.analysis.score import Score
 from explorer.version import __version__
@@ -63,20 +64,48 @@ def metrics_block(m: Metrics) -> dict[str, Any]:
     }
 
 
+def location_block(at: tuple[int, int] | None) -> dict[str, int] | None:
+    """Where a worst value sits: {"queryHead", "channel"} of the output [QH, D], or None (docs/report.md)."""
+    return None if at is None else {"queryHead": at[0], "channel": at[1]}
+
+
+def linf_at(c: Comparison, metrics: Metrics) -> dict[str, int] | None:
+    """Where the global or eligible-heads block `metrics` of `c` has its linf; None when its linf is None or 0 (then
+    no element stands out).
+
+    Every element such a block covers has its |error| in c.abs_error (NaN elsewhere), so its linf is the
+    largest defined value there."""
+    return None if not metrics.linf else location_block(largest_at(c.abs_error))
+
+
+def head_linf_at(c: Comparison, head: int) -> dict[str, int] | None:
+    """Where query head `head` of `c` has its linf; None when that head's linf is None or 0."""
+    if not c.per_head[head].linf:
+        return None
+    return location_block((head, largest_at(c.abs_error[head:head + 1])[1]))
+
+
+def global_block(c: Comparison) -> dict[str, Any]:
+    """The global metrics block of `c` with `linfAt`, the element of its largest |actual - reference|."""
+    return {**metrics_block(c.global_metrics), "linfAt": linf_at(c, c.global_metrics)}
+
+
 def per_head_block(c: Comparison, group: int) -> list[dict[str, Any]]:
-    """One metrics block per query head, with its query and KV head index (`group` query heads per KV head)."""
-    return [{**metrics_block(m), "queryHead": h, "kvHead": h // group} for h, m in enumerate(c.per_head)]
+    """One metrics block per query head, with its query and KV head index (`group` query heads per KV head) and the
+    element of its linf (`linfAt`)."""
+    return [{**metrics_block(m), "queryHead": h, "kvHead": h // group, "linfAt": head_linf_at(c, h)}
+            for h, m in enumerate(c.per_head)]
 
 
 def comparison_block(c: Comparison, group: int) -> dict[str, Any]:
-    """The comparison block (report-v1 C): global metrics and the per-head list."""
-    return {"global": metrics_block(c.global_metrics), "perHead": per_head_block(c, group)}
+    """The comparison block (report-v1 C): global metrics and the per-head list, each with the element of its linf."""
+    return {"global": global_block(c), "perHead": per_head_block(c, group)}
 
 
 def ulp_block(u: Ulp) -> dict[str, Any]:
-    """The ULP block (report-v1 U): max, p99, nonfinite pairs and the histogram."""
-    return {"max": u.max, "p99": u.p99, "nonfinitePairs": u.nonfinite_pairs,
-            "histogram": [list(bucket) for bucket in u.histogram]}
+    """The ULP block (report-v1 U): max and where it is (`maxAt`), p99, nonfinite pairs and the histogram."""
+    return {"max": u.max, "maxAt": location_block(largest_at(u.distance) if u.max else None), "p99": u.p99,
+            "nonfinitePairs": u.nonfinite_pairs, "histogram": [list(bucket) for bucket in u.histogram]}
 
 
 def count_block(count: int | None, per_head) -> dict[str, Any] | None:

@@ -51,3 +51,10 @@ def short_number(value: object) -> str:
 
 def _plain(value: object) -> object:
     return dict(value) if isinstance(value, Mapping) else str(value)
+
+
+def at_text(at: Mapping[str, int] | None) -> str:
+    """Where a worst value sits, as a phrase to follow it (" at query head 5, channel 17"); "" when nowhere.
+
+    `at` is a report's location block ({"queryHead", "channel"}, docs/report.md)."""
+    return "" if at is None else f" at query head {at['queryHead']}, channel {at['channel']}"

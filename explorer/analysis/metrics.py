@@ -129,6 +129,16 @@ def compare(
     )
 
 
+def largest_at(values: np.ndarray) -> tuple[int, int] | None:
+    """(query head, channel) of the largest defined value of a [QH, D] array, the first in row-major order on a tie;
+    None when nothing is defined. Undefined: NaN (an |error| with no reference) or negative (a ULP distance of -1)."""
+    defined = np.asarray(values, dtype=np.float64) >= 0  # False for NaN
+    if not defined.any():
+        return None
+    head, channel = np.unravel_index(np.argmax(np.where(defined, values, -1)), values.shape)
+    return int(head), int(channel)
+
+
 def _bucket_bounds(index: int) -> tuple[int, int]:
     return (0, 0) if index == 0 else (1 << (index - 1), (1 << index) - 1)
 

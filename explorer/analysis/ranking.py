@@ -44,6 +44,22 @@ def worst_ulp_per_head(numerics: Numerics) -> tuple[int | None, ...]:
     return tuple(int(value) if value >= 0 else None for value in worst)
 
 
+def ranked_heads(numerics: Numerics) -> list[int]:
+    """Query heads by score (error / allowance), then by worst ULP, largest first; heads not compared (no score)
+    follow, ties by head. The first is the packet's worst head everywhere (the app, analyze, triage's worstHead)."""
+    scores, ulps = numerics.score.per_head, worst_ulp_per_head(numerics)
+
+    def key(h: int) -> tuple:
+        return (scores[h] is None, -(scores[h] or 0.0), ulps[h] is None, -(ulps[h] or 0), h)
+
+    return sorted(range(len(scores)), key=key)
+
+
+def worst_score_head(numerics: Numerics) -> int | None:
+    """The head with the largest score (ties: the larger worst ULP, then the lower head), None when none is compared."""
+    return ranked_heads(numerics)[0] if numerics.score.value is not None else None
+
+
 def worst_head(numerics: Numerics) -> tuple[int | None, float | None, float | None]:
     """(head, primary linf, noise-floor ratio) of the head with the largest defined primary linf, or Nones."""
     defined = [(m.linf, h) for h, m in enumerate(numerics.primary.per_head) if m.linf is not None]

@@ -16,12 +16,14 @@ from explorer.analysis.blocks import (
     decisive_block,
     emulation_list,
     finite,
+    linf_at,
     metrics_block,
     plain,
     runtime,
     score_block,
     ulp_block,
 )
+from explorer.analysis.ranking import worst_score_head
 from explorer.analysis.result import (
     Analysis,
     HeadAttention,
@@ -50,7 +52,8 @@ def _reference(n: Numerics, group: int) -> dict[str, Any]:
         "primary": {
             "label": primary.label,
             **comparison_block(primary, group),
-            "eligibleGlobal": None if primary.eligible_global is None else metrics_block(primary.eligible_global),
+            "eligibleGlobal": None if primary.eligible_global is None else {
+                **metrics_block(primary.eligible_global), "linfAt": linf_at(primary, primary.eligible_global)},
         },
         "roundedToOutputDType": _rounded(n.rounded_to_output, group),
         "roundedToKernelOutputDType": _rounded(n.rounded_to_kernel, group),
@@ -132,7 +135,7 @@ def build_report(analysis: Analysis) -> dict[str, Any]:
     numerics = analysis.numerics
     if numerics is not None:
         group = numerics.eligible.size // admission.tensors["storedKeys"].shape[1]
-        report["score"] = score_block(numerics.score)
+        report["score"] = {**score_block(numerics.score), "worstHead": worst_score_head(numerics)}
         report["reference"] = _reference(numerics, group)
         report["attention"] = {"perHead": [_head_attention(a) for a in numerics.attention]}
         if analysis.emulations is not None:

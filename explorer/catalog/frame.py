@@ -4,7 +4,7 @@ The columns are the JSON-line keys (docs/triage-and-app.md), with these dtypes:
 `name`, `path`, `backend` string (backend <NA> when not declared); `status`
 an ordered categorical of STATUS_ORDER; `codes` object (a tuple of strings);
 `selection` object (a dict of the partner fields, or None); `worstHead`,
-`worstUlp`, `headsNotCompared` Int64 (<NA> without a reference);
+`worstLinfHead`, `worstUlp`, `headsNotCompared` Int64 (<NA> without a reference);
 `worstLinf`, `noiseFloorRatio`, `score` float64 (NaN when undefined). Rows are
 sorted by name.
 """
@@ -23,7 +23,8 @@ from explorer.catalog.workers import default_jobs
 
 STRING = pd.StringDtype("python")  # holds any name, also one with an undecodable byte
 DTYPES = {"name": STRING, "path": STRING, "status": pd.CategoricalDtype(STATUS_ORDER, ordered=True),
-          "codes": object, "backend": STRING, "selection": object, "worstHead": "Int64", "worstLinf": "float64",
+          "codes": object, "backend": STRING, "selection": object, "worstHead": "Int64", "worstLinfHead": "Int64",
+          "worstLinf": "float64",
           "noiseFloorRatio": "float64", "worstUlp": "Int64", "score": "float64", "headsNotCompared": "Int64"}
 
 

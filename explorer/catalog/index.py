@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from explorer.analysis.analyze import ContentKey, analyze, content_key
-from explorer.catalog.summary import PacketSummary, failed_summary, selection_groups, summary_of, triage_order
+from explorer.catalog.summary import PacketSummary, failed_summary, list_order, selection_groups, summary_of
 from explorer.catalog.discovery import Entry, discover
 from explorer.packet.admission import admit
 from explorer.catalog.workers import default_jobs, map_isolated, work_here
@@ -230,10 +230,10 @@ class PacketIndex:
             return all(entry.name in self._summaries for entry in self.entries)
 
     def ordered_names(self) -> list[str]:
-        """Every name by status (analyzed first), then the largest noise-floor ratio, then name; unknown last."""
+        """Every name in the one list order (catalog.summary.list_order: analyzed first, by score); unknown last."""
         with self._lock:
             return sorted((entry.name for entry in self.entries),
-                          key=lambda name: triage_order(name, self._summaries.get(name)))
+                          key=lambda name: list_order(name, self._summaries.get(name)))
 
     def partners(self, name: str) -> tuple[str, ...]:
         """Other packets under the root with the same known compare-v1 selection key as `name`, by name."""

@@ -1,10 +1,12 @@
 """summarize(path): the few numbers a packet list or `explorer triage` shows for one packet, picklable and small; no UI.
 
 A summary is read off the one analysis (`analyze`), never recomputed: status,
-codes, backend, the compare-v1 selection key, the head with the largest primary
-linf, that linf as a multiple of the head's FP64 noise floor, and the largest
-ULP distance of the output to the reference rounded to the output dtype. These
-are numbers for sorting and pairing, never verdicts.
+codes, backend, the compare-v1 selection key, the packet's worst head (the largest
+score, as `analyze` and the app name it), the head with the largest primary linf,
+that linf as a multiple of the head's FP64 noise floor, and the largest ULP distance
+of the output to the reference rounded to the output dtype. These are numbers for
+sorting and pairing, never verdicts. `list_order` is the one order of every packet
+list: `explorer triage`'s table and the app's sidebar (docs/triage-and-app.md).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from collections import defaultdict
 from typing import Any, Iterable
 
 from explorer.analysis.analyze import analyze
-from explorer.analysis.ranking import selection_key, worst_head, worst_ulp_per_head
+from explorer.analysis.ranking import selection_key, worst_head, worst_score_head, worst_ulp_per_head
 from explorer.analysis.result import Analysis
 from explorer.catalog.workers import WorkerCrashed, WorkerTimedOut
 from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED
@@ -24,6 +26,8 @@ ERROR = "error"  # not an analysis status: the summary could not be made (a cras
 WORKER_CRASHED = "worker_crashed"
 INTERNAL_ERROR = "internal_error"
 TIMEOUT = "timeout"  # the packet's worker ran past triage's per-packet time limit and was ended
+# The order of statuses in every packet list (triage's table, the app's sidebar): analyzed first, whose numbers
+# rank them, then what could not be analyzed; a packet whose status is not known yet comes last.
 STATUS_ORDER = (ANALYZED, INCONCLUSIVE, REFUSED, ERROR)
 
 SelectionKey = tuple[tuple[str, Any], ...]
@@ -31,7 +35,11 @@ SelectionKey = tuple[tuple[str, Any], ...]
 
 @record
 class PacketSummary(Record):
-    """One packet in a list: status, codes and its ranking numbers (None where undefined)."""
+    """One packet in a list: status, codes and its ranking numbers (None where undefined).
+
+    `worst_head` is the head with the largest score (analysis.ranking.worst_score_head); `worst_linf_head` the
+    head with the largest primary linf, whose linf and noise-floor ratio are `worst_linf` and `noise_floor_ratio`.
+    """
 
     path: str
     status: str
@@ -44,16 +52,18 @@ class PacketSummary(Record):
     worst_ulp: int | None
     score: float | None = None
     heads_not_compared: int | None = None
+    worst_linf_head: int | None = None
 
 
 def summary_of(analysis: Analysis) -> PacketSummary:
     """The summary of an analysis already made (path as it was given to `analyze`)."""
     admission = analysis.admission
     codes = tuple(problem.code for problem in admission.refusals) + tuple(reason.code for reason in analysis.reasons)
-    head = linf = ratio = ulp = None
+    head = linf_head = linf = ratio = ulp = None
     score = analysis.score
     if analysis.numerics is not None:
-        head, linf, ratio = worst_head(analysis.numerics)
+        head = worst_score_head(analysis.numerics)
+        linf_head, linf, ratio = worst_head(analysis.numerics)
         defined_ulps = [value for value in worst_ulp_per_head(analysis.numerics) if value is not None]
         ulp = max(defined_ulps) if defined_ulps else None
     return PacketSummary(
@@ -61,7 +71,7 @@ def summary_of(analysis: Analysis) -> PacketSummary:
         backend=None if admission.identity is None else admission.identity["backend"],
         selection=selection_key(analysis), worst_head=head, worst_linf=linf, noise_floor_ratio=ratio,
         worst_ulp=ulp, score=None if score is None else score.value,
-        heads_not_compared=None if score is None else score.heads_not_compared)
+        heads_not_compared=None if score is None else score.heads_not_compared, worst_linf_head=linf_head)
 
 
 def summarize(path: str | os.PathLike) -> PacketSummary:
@@ -87,14 +97,16 @@ def summary_json(summary: PacketSummary) -> dict:
     return {
         "path": summary.path, "status": summary.status, "codes": list(summary.codes), "backend": summary.backend,
         "selection": None if summary.selection is None else dict(summary.selection),
-        "worstHead": summary.worst_head, "worstLinf": summary.worst_linf,
+        "worstHead": summary.worst_head, "worstLinfHead": summary.worst_linf_head, "worstLinf": summary.worst_linf,
         "noiseFloorRatio": summary.noise_floor_ratio, "worstUlp": summary.worst_ulp,
         "score": summary.score, "headsNotCompared": summary.heads_not_compared,
     }
 
 
-def triage_order(name: str, summary: PacketSummary | None) -> tuple:
-    """Sort key: by status (analyzed, inconclusive, refused, error; unknown last), then the largest score first, then name."""
+def list_order(name: str, summary: PacketSummary | None) -> tuple:
+    """The one sort key of every packet list (triage's table, the app's sidebar and the packet it opens first):
+    by status (STATUS_ORDER: analyzed, inconclusive, refused, error; unknown last), then the largest score first
+    (a packet without a score after those with one), then the name."""
     if summary is None:
         return (len(STATUS_ORDER), True, 0.0, name)
     score = summary.score

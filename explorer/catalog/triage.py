@@ -19,8 +19,8 @@ from typing import Callable, Iterator, Sequence, TextIO
 
 from explorer.analysis.formatting import short_number
 from explorer.catalog.discovery import Entry, discover
-from explorer.catalog.summary import (STATUS_ORDER, PacketSummary, failed_summary, selection_groups, summarize,
-                                       summary_json, triage_order)
+from explorer.catalog.summary import (STATUS_ORDER, PacketSummary, failed_summary, list_order, selection_groups,
+                                       summarize, summary_json)
 from explorer.catalog.limits import DEFAULT_TIMEOUT_S, MAX_JOBS
 from explorer.catalog.workers import jobs_for, map_isolated
 from explorer.packet.record import Record, record
@@ -88,13 +88,14 @@ def summary_table(items: Sequence[Triaged], root: Path, seconds: float, engine: 
     if codes:
         lines += ["", "Codes (refusals, inconclusive reasons, errors):"]
         lines += _table(["code", "packets"], [[code, str(count)] for code, count in sorted(codes.items())])
-    ordered = sorted(items, key=lambda item: triage_order(item.name, item.summary))
+    ordered = sorted(items, key=lambda item: list_order(item.name, item.summary))
     lines += ["", "Packets by status, then score (error / allowance of the worst element, largest first):"]
-    lines += _table(["packet", "status", "score", "heads not compared", "ratio", "worst linf", "head", "worst ULP",
-                     "backend", "codes"],
+    lines += _table(["packet", "status", "score", "worst head", "heads not compared", "ratio", "worst linf",
+                     "linf head", "worst ULP", "backend", "codes"],
                     [[item.name, item.summary.status, short_number(item.summary.score),
-                      short_number(item.summary.heads_not_compared), short_number(item.summary.noise_floor_ratio),
-                      short_number(item.summary.worst_linf), short_number(item.summary.worst_head),
+                      short_number(item.summary.worst_head), short_number(item.summary.heads_not_compared),
+                      short_number(item.summary.noise_floor_ratio), short_number(item.summary.worst_linf),
+                      short_number(item.summary.worst_linf_head),
                       short_number(item.summary.worst_ulp), item.summary.backend or "-", ",".join(item.summary.codes)]
                      for item in ordered])
     backends = {item.name: item.summary.backend or "-" for item in items}

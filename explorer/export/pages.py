@@ -40,9 +40,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Mapping
 
-from explorer.analysis.ranking import worst_head
+from explorer.analysis.ranking import worst_score_head
 from explorer.analysis.report import REPORT_INDENT, REPORT_SUFFIX, packet_name, report_text
 from explorer.analysis.result import Analysis
+from explorer.export.findings import FINDINGS_SUFFIX, packet_markdown, pair_markdown, replay_markdown
 from explorer.export.safeio import write_new
 from explorer.export.split import split_png
 from explorer.packet.bounded import clip, escaped_bytes
@@ -93,6 +94,7 @@ class ExportPaths:
     html: Path
     report: Path
     pngs: tuple[Path, ...] = ()
+    findings: Path | None = None  # NAME.findings.md (explorer.export.findings), beside the PNGs it links
 
 
 def choose_export_dir(argument: str | None, environ: Mapping[str, str] = os.environ) -> Path:
@@ -112,7 +114,8 @@ def stem_base(name: str, fallback: str) -> str:
 def _export_suffixes() -> tuple[str, ...]:
     from explorer.views import VIEWS
 
-    return (HTML_SUFFIX, REPORT_SUFFIX, *(f"-{slug}{part}{PNG_SUFFIX}" for slug, _, _ in VIEWS for part in ("", "-1")))
+    return (HTML_SUFFIX, REPORT_SUFFIX, FINDINGS_SUFFIX,
+            *(f"-{slug}{part}{PNG_SUFFIX}" for slug, _, _ in VIEWS for part in ("", "-1")))
 
 
 def _free_stem(out_dir: Path, base: str, suffixes: tuple[str, ...] | None = None) -> str:
@@ -144,6 +147,52 @@ def _write_set(files: Mapping[Path, str | bytes]) -> tuple[Path, ...]:
     return tuple(written)
 
 
+def _stamp() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _view_titles() -> dict[str, str]:
+    from explorer.views import VIEWS
+
+    return {slug: title for slug, title, _ in VIEWS}
+
+
+def _with_findings(written: tuple[Path, ...], markdown) -> ExportPaths:
+    """The export just written (JSON, HTML, PNGs) and its `<stem>.findings.md` beside it, whose text is
+    `markdown(stem, png file names)`; when the findings file cannot be written the export's other files are removed
+    (all or none) and the error raised."""
+    report, page, pngs = written[0], written[1], written[2:]
+    stem = page.name[:-len(HTML_SUFFIX)]
+    try:
+        findings = _write_new(page.parent / f"{stem}{FINDINGS_SUFFIX}", markdown(stem, [p.name for p in pngs]))
+    except BaseException:
+        for path in written:
+            with contextlib.suppress(OSError):
+                path.unlink()
+        raise
+    return ExportPaths(html=page, report=report, pngs=pngs, findings=findings)
+
+
+def shown_emulations(analysis: Analysis) -> Analysis:
+    """The analysis an export's JSON serializes: with the emulations its Emulations view shows (the view's default
+    set, computed once and cached by analyze), so the JSON beside the Emulations PNG holds the counts it shows
+    (docs/report.md, "Exports"). Unchanged without numerics or when it already holds that set."""
+    import dataclasses
+
+    from explorer.analysis.analyze import emulations_of
+    from explorer.analysis.emulation import normalised_ids, shape_of
+    from explorer.views.emulations import EmulationsView
+
+    if analysis.numerics is None:
+        return analysis
+    request = EmulationsView(analysis).ids()
+    ids = normalised_ids(request, shape_of(analysis.admission.tensors))
+    if analysis.emulations_requested == ids:
+        return analysis
+    emulations, counts = emulations_of(analysis, request)
+    return dataclasses.replace(analysis, emulations=emulations, emulation_counts=counts, emulations_requested=ids)
+
+
 # ---------------------------------------------------------------- the page
 
 
@@ -171,10 +220,11 @@ def caption_html(fields: tuple[tuple[str, str], ...]) -> str:
 
 
 def export_head(analysis: Analysis, head: int | None) -> int:
-    """The query head the exported views open on: the one chosen, else the head with the largest primary linf."""
+    """The query head the exported views open on: the one chosen, else the packet's worst head (the largest score, the
+    head the app opens on)."""
     if head is not None:
         return head
-    chosen = worst_head(analysis.numerics)[0] if analysis.numerics is not None else None
+    chosen = worst_score_head(analysis.numerics) if analysis.numerics is not None else None
     return 0 if chosen is None else chosen
 
 
@@ -288,19 +338,18 @@ def _packet_html(analysis: Analysis, name: str, head: int | None) -> str:
 
 def export_packet(analysis: Analysis, out_dir: str | os.PathLike, *, name: str | None = None,
                   head: int | None = None) -> ExportPaths:
-    """Write `<name>.html` (every view, inline resources) and `<name>.report.json` into `out_dir`.
+    """Write `<name>.html` (every view, inline resources), `<name>.report.json` (with the emulations the page shows)
+    and `<name>.findings.md` into `out_dir`, all or none.
 
-    `head` is the query head the views open on (default: the head with the largest
-    primary linf). Existing files are never overwritten: the name gets a -2, -3, ... suffix instead.
+    `head` is the query head the views open on (default: the largest-score head). Existing files are never
+    overwritten: the name gets a -2, -3, ... suffix instead.
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     name = name or packet_name(analysis)
     stem = _free_stem(out_dir, stem_base(name, "packet"))
     page = _packet_html(analysis, name, head)
-    report, html_path = _write_set({out_dir / f"{stem}{REPORT_SUFFIX}": report_text(analysis),
-                                    out_dir / f"{stem}{HTML_SUFFIX}": page})
-    return ExportPaths(html=html_path, report=report)
+    return _packet_files(analysis, out_dir, stem, name, head, page, {})
 
 
 # ---------------------------------------------------------------- PNGs
@@ -471,9 +520,18 @@ def write_report(analysis: Analysis, out_dir: str | os.PathLike, *, name: str | 
     stem = _free_stem(out_dir, stem_base(name, "packet"))
     page = _packet_html(analysis, name, head)
     pngs = png_files(out_dir, stem, page_screenshots(page, png_slugs(analysis)))
-    written = _write_set({out_dir / f"{stem}{REPORT_SUFFIX}": report_text(analysis),
+    return _packet_files(analysis, out_dir, stem, name, head, page, pngs)
+
+
+def _packet_files(analysis: Analysis, out_dir: Path, stem: str, name: str, head: int | None, page: str,
+                  pngs: Mapping[Path, bytes]) -> ExportPaths:
+    """Write one packet's export: its JSON (with the emulations the page shows), the page, the PNGs and the
+    findings file, all or none."""
+    shown = shown_emulations(analysis)
+    written = _write_set({out_dir / f"{stem}{REPORT_SUFFIX}": report_text(shown),
                           out_dir / f"{stem}{HTML_SUFFIX}": page, **pngs})
-    return ExportPaths(html=written[1], report=written[0], pngs=written[2:])
+    return _with_findings(written, lambda stem, png_names: packet_markdown(
+        shown, caption_fields(analysis, name, _stamp()), stem, png_names, export_head(analysis, head), _view_titles()))
 
 
 # ---------------------------------------------------------------- a packet pair (compare-v1.md)
@@ -539,7 +597,8 @@ def export_pair(pair, out_dir: str | os.PathLike, *, name: str | None = None, na
     name = name or f"{names[0]}-vs-{names[1]}"
     base = stem_base(name, "pair")
     png_suffix = f"-{PAIR_SECTION}{PNG_SUFFIX}"
-    stem = _free_stem(out_dir, base, (HTML_SUFFIX, COMPARISON_SUFFIX, png_suffix, f"-{PAIR_SECTION}-1{PNG_SUFFIX}"))
+    stem = _free_stem(out_dir, base, (HTML_SUFFIX, COMPARISON_SUFFIX, FINDINGS_SUFFIX, png_suffix,
+                                      f"-{PAIR_SECTION}-1{PNG_SUFFIX}"))
     with _detached():
         page = _standalone_html(_pair_page(pair, name, names), title=f"{name} - Attention Packet Explorer")
     files: dict[Path, str | bytes] = {out_dir / f"{stem}{COMPARISON_SUFFIX}": comparison_text(pair),
@@ -547,7 +606,8 @@ def export_pair(pair, out_dir: str | os.PathLike, *, name: str | None = None, na
     if png:
         files.update(png_files(out_dir, stem, {PAIR_SECTION: _pair_png(page)}))
     written = _write_set(files)
-    return ExportPaths(html=written[1], report=written[0], pngs=written[2:])
+    return _with_findings(written, lambda stem, png_names: pair_markdown(
+        pair, pair_caption_fields(pair, names, _stamp()), name, stem, png_names, {PAIR_SECTION: "Pair view"}))
 
 
 def _pair_png(page: str) -> list[bytes]:
@@ -600,7 +660,8 @@ def export_replay(run, out_dir: str | os.PathLike, *, name: str | None = None, p
     out_dir.mkdir(parents=True, exist_ok=True)
     name = name or os.path.basename(os.path.normpath(run.path))
     stem = _free_stem(out_dir, stem_base(name, REPLAY_SECTION),
-                      (HTML_SUFFIX, REPLAY_SUFFIX, f"-{REPLAY_SECTION}{PNG_SUFFIX}", f"-{REPLAY_SECTION}-1{PNG_SUFFIX}"))
+                      (HTML_SUFFIX, REPLAY_SUFFIX, FINDINGS_SUFFIX, f"-{REPLAY_SECTION}{PNG_SUFFIX}",
+                       f"-{REPLAY_SECTION}-1{PNG_SUFFIX}"))
     with _detached():
         page = _standalone_html(_replay_page(run, name), title=f"{name} - Attention Packet Explorer")
     report = json.dumps(run.report(), allow_nan=False, indent=REPORT_INDENT) + "\n"
@@ -608,13 +669,13 @@ def export_replay(run, out_dir: str | os.PathLike, *, name: str | None = None, p
     if png:
         files.update(png_files(out_dir, stem, page_screenshots(page, (REPLAY_SECTION,))))
     written = _write_set(files)
-    return ExportPaths(html=written[1], report=written[0], pngs=written[2:])
+    return _with_findings(written, lambda stem, png_names: replay_markdown(
+        run, replay_caption_fields(run, name, _stamp()), name, stem, png_names, {REPLAY_SECTION: "Replay view"}))
 
 
 # ---------------------------------------------------------------- a capture campaign (docs/campaigns.md)
 
 CAMPAIGN_SUFFIX = ".campaign.json"
-FINDINGS_SUFFIX = ".findings.md"
 CAMPAIGN_SECTION = "campaign"
 
 
@@ -664,4 +725,4 @@ def export_campaign(campaign: dict, out_dir: str | os.PathLike, *, name: str | N
     if png:
         files.update(png_files(out_dir, stem, page_screenshots(page, (CAMPAIGN_SECTION,))))
     written = _write_set(files)
-    return ExportPaths(html=written[1], report=written[0], pngs=written[3:])
+    return ExportPaths(html=written[1], report=written[0], pngs=written[3:], findings=written[2])

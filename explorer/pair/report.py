@@ -21,7 +21,7 @@ from explorer.analysis.blocks import (
     count_block,
     decisive_block,
     emulation_list,
-    metrics_block,
+    global_block,
     plain,
     runtime,
     ulp_block,
@@ -93,11 +93,14 @@ def _output(pair: Pair) -> dict[str, Any] | None:
     }
 
 
-def _ladder_row(row: LadderRow | None) -> dict[str, Any] | None:
+def _ladder_row(row: LadderRow | None, analysis: Analysis) -> dict[str, Any] | None:
+    """One side's ladder row: its global blocks (each with `linfAt`, read from the side's own comparisons)."""
     if row is None:
         return None
-    return {"primary": metrics_block(row.primary), "roundedToOutputDType": metrics_block(row.rounded_to_output),
-            "fp64OutputError": metrics_block(row.fp64_output_error),
+    numerics = analysis.numerics
+    return {"primary": global_block(numerics.primary),
+            "roundedToOutputDType": global_block(numerics.rounded_to_output.comparison),
+            "fp64OutputError": global_block(numerics.fp64.output_error),
             "equalToRoundedReference": row.equal_to_rounded_reference, "compared": row.compared}
 
 
@@ -138,6 +141,11 @@ def _per_side(pair: Pair, block: Callable[[Analysis], Any]) -> dict[str, Any] | 
 
 def _side_decisive(analysis: Analysis) -> dict[str, Any] | None:
     return None if analysis.emulation_counts is None else decisive_block(analysis.emulation_counts.decisive)
+
+
+def emulation_decisive_block(pair: Pair) -> dict[str, Any] | None:
+    """emulationDecisive: each side's decisive elements ({"a", "b"}), null without an emulation request."""
+    return _per_side(pair, _side_decisive)
 
 
 def _side_baseline(analysis: Analysis) -> dict[str, Any] | None:
@@ -186,13 +194,14 @@ def build_comparison_report(pair: Pair) -> dict[str, Any]:
                                  for d in pair.selection_differences],
         "inputs": _inputs(pair),
         "output": _output(pair),
-        "ladder": None if pair.ladder is None else {side: _ladder_row(pair.ladder[side]) for side in SIDES},
+        "ladder": None if pair.ladder is None else {side: _ladder_row(pair.ladder[side], pair.side(side))
+                                                      for side in SIDES},
         "nearerPrimaryReference": _nearer(pair),
         "nearerReason": pair.nearer_reason,
         "tokens": _tokens(pair),
         "emulations": _per_side(pair, _side_emulations),
         "emulationsRequested": _per_side(pair, lambda analysis: list(analysis.emulations_requested)),
-        "emulationDecisive": _per_side(pair, _side_decisive),
+        "emulationDecisive": emulation_decisive_block(pair),
         "emulationBaseline": _per_side(pair, _side_baseline),
         "emulationDiffering": emulation_differing_block(pair),
         "emulationMatrix": emulation_matrix_block(pair),

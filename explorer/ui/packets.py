@@ -9,8 +9,9 @@ index rescans its root on the filling thread: packets that appeared are listed a
 checked, packets gone are dropped, and only packets whose stat signature changed are
 read again (one still being written has no signature yet, so it is listed as what it
 is now and read again at the next rescan); the table changes in place, without a page
-reload. Rows are sorted refused, inconclusive and error first, then analyzed, each by
-the largest score, unless the user sorts by a column header (every column, both
+reload. Rows are in the one list order of `explorer.catalog.summary.list_order`
+(analyzed, inconclusive, refused, error, each by the largest score; the order of
+`explorer triage`), unless the user sorts by a column header (every column, both
 directions). A click on a row calls `on_choose` with its name, and `highlight(name)`
 marks the open packet's row. Numbers show 4 significant digits; hovering a cell shows
 its full value. A name with a byte that is not UTF-8 is shown with that byte escaped.
@@ -28,8 +29,7 @@ import param
 from bokeh.models.widgets.tables import ScientificFormatter
 
 from explorer.catalog.index import PacketIndex
-from explorer.catalog.summary import ERROR, PacketSummary
-from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED
+from explorer.catalog.summary import STATUS_ORDER, PacketSummary, list_order
 
 PAGE_ROWS = 20
 FLUSH_INTERVAL_MS = 300  # how often arrived summaries are pushed into the session's table
@@ -39,8 +39,7 @@ RESCAN_MS = 5_000  # how often an open list rescans its root (each unchanged pac
 SYNCHRONOUS_FILL_PACKETS = 64
 SIGNIFICANT_DIGITS = 4
 PENDING_HTML = '<span class="packet-pending" style="color:#666666">reading ...</span>'
-# The list's default order: what needs a look first (refused, inconclusive, error), then analyzed; unknown last.
-LIST_ORDER = (REFUSED, INCONCLUSIVE, ERROR, ANALYZED)
+LIST_ORDER = STATUS_ORDER  # the one order of every packet list (catalog.summary.list_order), not an order of its own
 PENDING_ORDER = len(LIST_ORDER)
 NUMBER_COLUMNS = ("score", "ratio", "worst ULP")
 COLUMNS = ("packet", "status", *NUMBER_COLUMNS)
@@ -234,16 +233,9 @@ class PacketList(param.Parameterized):
         self._table.selection = [self._names.index(self._highlighted)] if self._highlighted in self._names else []
 
     def first_in_order(self) -> str | None:
-        """The first analyzed packet by score (triage's order), or None for an empty root."""
+        """The list's first row (list_order: the analyzed packet with the largest score), None for an empty root."""
         names = self.index.ordered_names()
         return names[0] if names else None
-
-
-def list_order(name: str, summary: PacketSummary | None) -> tuple:
-    """The list's default sort key: LIST_ORDER (unknown last), then the largest score, then the name."""
-    if summary is None:
-        return (PENDING_ORDER, True, 0.0, name)
-    return (LIST_ORDER.index(summary.status), summary.score is None, -(summary.score or 0.0), name)
 
 
 def _number(value: float | int | None) -> float:

@@ -245,7 +245,7 @@ class Shell(param.Parameterized):
             self.tab, self.head = tab, int(head)
         self._tabs.active = SLUGS.index(self.tab)
         if name is None and self.packets.filled:
-            name = self.packets.first_in_order()  # by status and noise-floor ratio; else opened once filled
+            name = self.packets.first_in_order()  # the list's first row; else opened once filled
         if name is not None:
             with param.parameterized.discard_events(self):
                 self.packet = name

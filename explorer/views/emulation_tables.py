@@ -48,16 +48,17 @@ def emulation_table(emulations: Sequence[dict[str, Any]], decisive: dict[str, An
 
 
 def pair_emulation_table(matrix: dict[str, Any], differing: dict[str, Any] | None,
-                         decisive: dict[str, Any] | None) -> tuple[list[str], list[list[str]]]:
+                         decisive: dict[str, dict[str, Any] | None]) -> tuple[list[str], list[list[str]]]:
     """(header, rows) of a pair's emulation x side matrix: per side decisive, differing and all elements; baseline last.
 
-    `decisive` is side a's emulationDecisive (the same elements as side b's when the
-    emulations ran on shared inputs).
+    `decisive` is the report's emulationDecisive, {"a": ..., "b": ...}: each side's decisive
+    column stands under its own count (the two differ when the emulations ran on each
+    side's own inputs).
     """
-    on, apart = _global(decisive), _global(differing)
+    on, apart = {side: _global(decisive[side]) for side in SIDES}, _global(differing)
     rows_in = matrix["rows"]
     compared = rows_in[0]["compared"] if rows_in else {"a": None, "b": None}
-    header = ["emulation", *(f"decisive {side} (of {on})" for side in SIDES),
+    header = ["emulation", *(f"decisive {side} (of {on[side]})" for side in SIDES),
               *(f"differing {side} (of {apart})" for side in SIDES),
               *(f"bit-equal {side} (of {compared[side]})" for side in SIDES)]
 

@@ -10,7 +10,7 @@ import numpy as np
 from explorer.analysis.formatting import MISSING as NOT_A_NUMBER  # noqa: F401  (the views' name for a missing value)
 from explorer.analysis.formatting import full_number as number
 from explorer.analysis.formatting import short_number
-from explorer.analysis.ranking import noise_floor_ratios, worst_ulp_per_head
+from explorer.analysis.ranking import noise_floor_ratios, ranked_heads, worst_ulp_per_head
 from explorer.analysis.result import Analysis, Comparison, Metrics, Numerics
 from explorer.packet.bounded import escaped_bytes
 from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED, Problem, Reason
@@ -144,17 +144,6 @@ def metric_cells(m: Metrics) -> list[str]:
 
 
 METRIC_HEADER = ("linf", "rmse", "relativeL2", "undefined reason")
-
-
-def ranked_heads(numerics: Numerics) -> list[int]:
-    """Query heads by score (error / allowance), then by worst ULP, largest first; heads not compared (no score)
-    follow, ties by head."""
-    scores, ulps = numerics.score.per_head, worst_ulp_per_head(numerics)
-
-    def key(h: int) -> tuple:
-        return (scores[h] is None, -(scores[h] or 0.0), ulps[h] is None, -(ulps[h] or 0), h)
-
-    return sorted(range(len(scores)), key=key)
 
 
 def per_head_table(analysis: Analysis, heads: Sequence[int] | None = None) -> str:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import panel as pn
 
+from explorer.analysis.findings import largest_error_finding, ulp_finding
+from explorer.analysis.formatting import at_text
 from explorer.analysis.result import Analysis, LastRow, Numerics
 from explorer.packet.dtypes import FIELD_BITS
 from explorer.packet.model import REFUSED, TENSOR_NAMES
@@ -201,11 +203,25 @@ def _cell(slug: str, title: str, tab_title: str, selection: Selection, body: lis
                      css_classes=["overview-cell", f"overview-{slug}"])
 
 
+def _where_caption(numerics: Numerics) -> str:
+    """The error map's last caption: the largest ULP distance and the largest |output - reference|, each at its
+    element (explorer.analysis.findings)."""
+    ulp, largest = ulp_finding(numerics), largest_error_finding(numerics)
+    parts = [] if ulp is None else [f"ULP max {ulp.numbers['max']}{at_text(ulp.numbers['maxAt'])}"]
+    if largest is not None:
+        parts.append(f"largest |output - primary reference| {short_number(largest.numbers['linf'])}"
+                     f"{at_text(largest.numbers['linfAt'])}")
+    if not parts:
+        return ""
+    markup = f'<span style="{COMPACT_STYLE}">{esc("; ".join(parts))}.</span>'
+    return note_markup(markup, "overview-caption overview-where")
+
+
 def _cells(analysis: Analysis, selection: Selection) -> list:
     numerics, facts = analysis.numerics, analysis.facts
     needs_numerics, needs_facts = html_summary.NEEDS_NUMERICS, html_summary.NEEDS_FACTS
     bodies = {
-        "errors": (_error_map(analysis, numerics, selection) if numerics is not None else
+        "errors": ([*_error_map(analysis, numerics, selection), _where_caption(numerics)] if numerics is not None else
                    [_unavailable(analysis, needs_numerics, "the per-head error map")]),
         "lastrow": (_last_rows(analysis) if facts is not None else
                     [_unavailable(analysis, needs_facts, "the last-row bit comparison")]),

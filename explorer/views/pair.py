@@ -11,6 +11,7 @@ import numpy as np
 import panel as pn
 import param
 
+from explorer.pair.findings import output_sentence
 from explorer.pair.model import Pair, SIDES
 from explorer.analysis.result import Analysis
 from explorer.packet.dtypes import FIELD_BITS
@@ -214,7 +215,7 @@ def error_maps(pair: Pair) -> pn.Column:
 
 
 def findings_section(pair: Pair) -> pn.Column:
-    """What the pair shows, first: input identity, the output elements that differ with their heads, the tokens."""
+    """What the pair shows, first: which side is off (nearer, rounded, emulations), then what differs and where."""
     return pn.Column(heading("Findings"), html_pane(pair_html.findings_html(pair)), sizing_mode="stretch_width",
                      css_classes=["pair-findings-section"])
 
@@ -238,7 +239,7 @@ def inputs_section(pair: Pair) -> pn.Column:
 
 
 def bits_section(pair: Pair) -> pn.Column:
-    parts = [heading("Output differences", esc(pair_html.output_lead(pair)))]
+    parts = [heading("Output differences", esc(output_sentence(pair)))]
     if pair.output is None:
         return pn.Column(*parts, sizing_mode="stretch_width", css_classes=["pair-bits"])
     if pair.output.bits is not None:
@@ -279,9 +280,10 @@ def tokens_section(pair: Pair) -> pn.Column:
                      css_classes=["pair-tokens"])
 
 
-def emulations_section(pair: Pair) -> pn.viewable.Viewable:
-    """The emulation x side matrix with the differing counts; on a served page computed on request (pair_emulations)."""
-    return PairEmulationsSection(pair).__panel__()
+def emulations_section(pair: Pair, on_computed=lambda pair: None) -> pn.viewable.Viewable:
+    """The emulation x side matrix with the differing counts; on a served page computed on request (pair_emulations),
+    `on_computed(pair)` then hearing the pair with its emulations."""
+    return PairEmulationsSection(pair, on_computed).__panel__()
 
 
 # name -> (title, section builder), in display order
@@ -306,5 +308,9 @@ def build(pair: Pair) -> pn.Column:
         names = [n for n in names if n not in ("bits", "heads")]
     if pair.emulation is None and (pair.output is None or pair.output.dtypes_differ or not served()):
         names = [n for n in names if n != "emulations"]  # nothing to show, nothing that could be computed here
-    return pn.Column(*(SECTIONS[name][1](pair) for name in names), sizing_mode="stretch_width",
-                     css_classes=["view-pair"])
+    sections = {name: SECTIONS[name][1](pair) for name in names if name != "emulations"}
+    if "emulations" in names:  # emulations computed on the page: the findings then say which reproduces each side
+        findings = sections["findings"].objects[1]
+        sections["emulations"] = emulations_section(
+            pair, lambda found: setattr(findings, "object", pair_html.findings_html(found)))
+    return pn.Column(*(sections[name] for name in names), sizing_mode="stretch_width", css_classes=["view-pair"])

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 from functools import partial
+from typing import Callable
 
 import panel as pn
 from panel.io.state import set_curdoc
@@ -37,11 +38,15 @@ def matrix_parts(pair: Pair) -> list:
 
 
 class PairEmulationsSection(pn.viewable.Viewer):
-    """The section of one pair: its matrix, or (served, none requested yet) a set choice and a Compute button."""
+    """The section of one pair: its matrix, or (served, none requested yet) a set choice and a Compute button.
 
-    def __init__(self, pair: Pair, **params):
+    `on_computed(pair)` hears the pair with its emulations once computed on the page (the view's findings say
+    then which emulation reproduces each side)."""
+
+    def __init__(self, pair: Pair, on_computed: Callable[[Pair], None] = lambda pair: None, **params):
         super().__init__(**params)
         self.pair = pair
+        self._on_computed = on_computed
         self._choice = pn.widgets.Select(label="emulations", options=list(SETS), width=220)
         self._button = pn.widgets.Button(label="Compute the emulation x side matrix", color="primary",
                                          width=280, css_classes=["pair-emulations-compute"])
@@ -95,6 +100,7 @@ class PairEmulationsSection(pn.viewable.Viewer):
             return
         self.pair = found
         self._body.objects = matrix_parts(found)
+        self._on_computed(found)
 
     def __panel__(self) -> pn.viewable.Viewable:
         return self._layout

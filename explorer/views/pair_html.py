@@ -10,9 +10,14 @@ from typing import Any, Sequence
 
 from explorer.pair.model import LadderRow, NEARER_KEYS, PAIR_LIMITATIONS, Pair, SIDES
 from explorer.pair.compare import COMPARED
-from explorer.analysis.blocks import decisive_block
 from explorer.pair.emulation import ranked_rows
-from explorer.pair.report import emulation_differing_block, emulation_matrix_block, side_summary
+from explorer.pair.findings import DECIDING, pair_findings
+from explorer.pair.report import (
+    emulation_decisive_block,
+    emulation_differing_block,
+    emulation_matrix_block,
+    side_summary,
+)
 from explorer.analysis.result import Metrics
 from explorer.packet.model import INCONCLUSIVE, REFUSED
 from explorer.views.emulation_tables import pair_emulation_table
@@ -121,38 +126,13 @@ def inputs_table(pair: Pair) -> str:
                     css_class="pair-inputs"))
 
 
-def output_lead(pair: Pair) -> str:
-    """The incident sentence: N of M output elements differ, and the heads carrying them."""
-    output = pair.output
-    if output is None:
-        return "Outputs not compared element-wise."
-    if output.bits is None:
-        return (f"The output dtypes differ ({output.dtype_a} vs {output.dtype_b}): the {output.compared} output "
-                "elements are compared by value only.")
-    heads = [f"{h} ({n})" for h, n in enumerate(output.bits.per_head) if n]
-    return (f"{output.bits.mismatched} of {output.compared} output elements differ ({output.dtype_a} bit patterns)"
-            + (f", in query heads (count): {', '.join(heads)}." if heads else "."))
-
-
 def findings_html(pair: Pair) -> str:
-    """The pair's findings in three lines, for its first screen: input identity (naming the tensors that differ),
-    the output elements that differ with their heads, and the target tokens."""
-    if pair.inputs is None:
-        inputs = "Inputs not compared element-wise (a side was refused or the shapes differ)."
-    elif pair.inputs.identical:
-        inputs = "Inputs: all five tensors byte-identical."
-    else:
-        differing = [f"{name} ({t.mismatched} of {t.compared} elements)" for name, t in pair.inputs.tensors.items()
-                     if not t.identical]
-        inputs = "Inputs differ: " + ", ".join(differing) + ". Output differences mix input and arithmetic."
-    tokens = pair.tokens
-    if tokens is None:
-        said = "Tokens not established (a side was refused)."
-    else:
-        said = (f"Target tokens {'differ' if tokens.differ else 'equal'}: a {number(tokens.target_a)}, "
-                f"b {number(tokens.target_b)} (seed {number(tokens.seed_token)}).")
-    lines = [("inputs", inputs), ("output", output_lead(pair)), ("tokens", said)]
-    items = "".join(f'<li class="finding-{key}" style="margin:0.15em 0">{esc(text)}</li>' for key, text in lines)
+    """The pair's findings (explorer.pair.findings), for its first screen: first the facts that say which side is
+    off (nearer the primary reference, equal to the rounded reference, which emulation reproduces each side), then
+    the input identity, the output elements that differ and where, each side's largest error and the tokens."""
+    items = "".join(f'<li class="finding-{esc(f.key)}" style="margin:0.15em 0">'
+                    f'{"<b>" + esc(f.text) + "</b>" if f.key in DECIDING else esc(f.text)}</li>'
+                    for f in pair_findings(pair))
     return f'<ul class="pair-findings" style="font-size:1.05em;margin:0.3em 0 0.6em 0;padding-left:1.2em">{items}</ul>'
 
 
@@ -220,8 +200,8 @@ def emulation_matrix_html(pair: Pair) -> str:
         return (f'<p class="emulation-matrix-reason">No emulation x side matrix '
                 f"(<code>{esc(emulation.reason)}</code>).</p>")
     labels = {row.a.id: row.a.label for row in emulation.rows}
-    decisive = decisive_block(pair.a.emulation_counts.decisive)
-    header, rows = pair_emulation_table(emulation_matrix_block(pair), emulation_differing_block(pair), decisive)
+    header, rows = pair_emulation_table(emulation_matrix_block(pair), emulation_differing_block(pair),
+                                        emulation_decisive_block(pair))
     cells = [(f'<code title="{esc(labels.get(row[0], row[0]))}">{esc(row[0])}</code>', *(esc(c) for c in row[1:]))
              for row in rows]
     lead = (f"Emulated on <code>{esc(emulation.emulated_on)}</code>: each emulation is a counterfactual with its "
@@ -252,10 +232,10 @@ def notes_html(pair: Pair) -> str:
 
 
 def overview_html(pair: Pair) -> str:
-    """A compact, self-contained HTML summary: status, sides, inputs, the output sentence, ladder, tokens."""
-    parts = [f'<div class="pair-overview" style="{BOX_STYLE}">', status_html(pair), sides_table(pair)]
+    """A compact, self-contained HTML summary: status, the findings, sides, inputs, ladder, tokens."""
+    parts = [f'<div class="pair-overview" style="{BOX_STYLE}">', status_html(pair), findings_html(pair),
+             sides_table(pair)]
     if pair.status != REFUSED:
-        parts += [inputs_table(pair), f'<p class="output-lead"><b>{esc(output_lead(pair))}</b></p>',
-                  ladder_table(pair), tokens_html(pair)]
+        parts += [inputs_table(pair), ladder_table(pair), tokens_html(pair)]
     parts.append("</div>")
     return "".join(parts)

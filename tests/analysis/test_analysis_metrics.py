@@ -267,3 +267,37 @@ def test_the_per_head_blocks_are_the_blocks_of_single_rows():
         assert metrics == stats.block(np.array([head]), bool(eligible[head])), head
     assert [m.undefined_reason for m in rows] == [None, "nonfinite_values", "nonfinite_values", "nonfinite_inputs",
                                                   "zero_reference_norm", None]
+
+
+# ---------------------------------------------------------------- where the worst values are
+
+
+def test_largest_at_skips_undefined_values_and_takes_the_first_on_a_tie():
+    from explorer.analysis.metrics import largest_at
+
+    errors = np.array([[0.5, np.nan, 2.0], [2.0, 1.0, np.nan]])
+    assert largest_at(errors) == (0, 2)  # 2.0 twice: the first in row-major order
+    assert largest_at(np.array([[-1, 3, 7], [7, -1, 0]], dtype=np.int64)) == (0, 2)  # -1: an undefined ULP distance
+    assert largest_at(np.full((2, 2), np.nan)) is None and largest_at(np.full((1, 3), -1)) is None
+
+
+def test_report_locations_name_the_element_of_each_worst_value():
+    """The injected error sits in head 5 (samples.py): every location key points at an element of head 5 whose
+    |error| (ULP distance) is the block's linf (max), and a head's linfAt lies in that head."""
+    from pathlib import Path
+
+    import explorer
+
+    analysis = explorer.analyze(Path(__file__).resolve().parents[2] / "sample_packets" / "injected-error-head5")
+    report = analysis.report()
+    primary, rounded = report["reference"]["primary"], report["reference"]["roundedToOutputDType"]
+    errors = analysis.numerics.primary.abs_error
+    at = primary["global"]["linfAt"]
+    assert at["queryHead"] == 5 and errors[at["queryHead"], at["channel"]] == primary["global"]["linf"]
+    for head, entry in enumerate(primary["perHead"]):
+        assert entry["linfAt"]["queryHead"] == head
+        assert errors[head, entry["linfAt"]["channel"]] == entry["linf"] == np.max(errors[head])
+    ulp = rounded["ulp"]
+    distance = analysis.numerics.rounded_to_output.ulp.distance
+    assert ulp["maxAt"]["queryHead"] == 5 and distance[ulp["maxAt"]["queryHead"], ulp["maxAt"]["channel"]] == ulp["max"]
+    assert report["score"]["worstHead"] == 5

@@ -30,7 +30,7 @@ NULL_WHEN_REFUSED = {"score", "identity", "selection", "sample", "geometry", "te
                      "attention", "emulations", "emulationsRequested", "emulationDecisive", "emulationBaseline"}
 M_KEYS = {"linf", "rmse", "relativeL2", "undefinedReason", "nonfinite"}
 COUNT_KEYS = {"nan", "positiveInfinity", "negativeInfinity"}
-ULP_KEYS = {"max", "p99", "nonfinitePairs", "histogram"}
+ULP_KEYS = {"max", "maxAt", "p99", "nonfinitePairs", "histogram"}
 ROUNDED_KEYS = {"label", "dtype", "identity", "global", "perHead", "ulp"}
 ATTENTION_KEYS = {"queryHead", "kvHead", "maxLogit", "logSumExp", "entropy", "lastTokenWeight", "topTokens",
                   "undefinedReason"}
@@ -142,12 +142,22 @@ def check_metrics(m: dict) -> None:
         assert None not in (m["linf"], m["rmse"], m["relativeL2"])
 
 
+def check_located(m: dict, head: int | None = None) -> None:
+    """A metrics block with `linfAt`: null exactly when linf is null or 0, else an element (of `head` for a head's
+    block)."""
+    at = m["linfAt"]
+    assert (at is None) == (not m["linf"])
+    if at is not None:
+        assert set(at) == {"queryHead", "channel"} and at["queryHead"] == (at["queryHead"] if head is None else head)
+    check_metrics({k: v for k, v in m.items() if k != "linfAt"})
+
+
 def check_comparison(c: dict, query_heads: int, group: int, extra: set[str] = frozenset()) -> None:
     assert set(c) == {"global", "perHead"} | extra
-    check_metrics(c["global"])
+    check_located(c["global"])
     assert [(e["queryHead"], e["kvHead"]) for e in c["perHead"]] == [(h, h // group) for h in range(query_heads)]
     for entry in c["perHead"]:
-        check_metrics({k: v for k, v in entry.items() if k not in ("queryHead", "kvHead")})
+        check_located({k: v for k, v in entry.items() if k not in ("queryHead", "kvHead")}, entry["queryHead"])
 
 
 def test_analyzed_report_shape(curated):

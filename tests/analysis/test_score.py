@@ -13,7 +13,7 @@ from explorer import analyze
 from explorer.analysis.facts import tensor_facts
 from explorer.analysis.numerics import compute_numerics
 from explorer.analysis.score import packet_score, spacing
-from explorer.catalog.summary import summarize, summary_json, triage_order
+from explorer.catalog.summary import list_order, summarize, summary_json
 from explorer.packet.dtypes import round_bits
 from explorer.packet.model import ANALYZED
 
@@ -102,9 +102,9 @@ def test_the_allowance_adds_the_head_noise_floor():
 def test_samples_scores_in_the_report():
     injected = analyze(SAMPLES / "injected-error-head5")
     report = injected.report()
-    assert list(report["score"]) == ["value", "perHead", "headsNotCompared"]
+    assert list(report["score"]) == ["value", "perHead", "headsNotCompared", "worstHead"]
     assert report["score"]["value"] == injected.score.value == max(injected.score.per_head)
-    assert int(np.argmax(report["score"]["perHead"])) == 5
+    assert int(np.argmax(report["score"]["perHead"])) == 5 == report["score"]["worstHead"]
     json.dumps(report, allow_nan=False)
     nan = analyze(SAMPLES / "nan-stored-values")
     assert nan.score.heads_not_compared == 4
@@ -114,10 +114,10 @@ def test_samples_scores_in_the_report():
         assert analysis.score is None and analysis.report()["score"] is None
 
 
-def test_triage_orders_the_samples_by_score_within_each_status():
+def test_list_orders_the_samples_by_score_within_each_status():
     names = sorted(p.parent.name for p in SAMPLES.glob("*/packet.json"))
     summaries = {name: summarize(SAMPLES / name) for name in names}
-    ordered = sorted(names, key=lambda name: triage_order(name, summaries[name]))
+    ordered = sorted(names, key=lambda name: list_order(name, summaries[name]))
     analyzed = [name for name in ordered if summaries[name].status == ANALYZED]
     assert analyzed[0] == "injected-error-head5"
     assert analyzed.index("qwen36-bf16-t64") >= len(analyzed) // 2

@@ -73,7 +73,7 @@ def test_a_non_utf8_directory_name_is_listed_opened_kept_in_the_url_and_exported
     page.locator(".export-html").first.wait_for(timeout=PAGE_TIMEOUT_MS)  # the note lists the files once written
     written = set(os.listdir(export_dir)) - before
     pngs = {name for name in written if name.endswith(".png")}  # the app's Export writes the PNGs too
-    assert written - pngs == {f"{EXPORT_STEM}.html", f"{EXPORT_STEM}.report.json"}
+    assert written - pngs == {f"{EXPORT_STEM}.html", f"{EXPORT_STEM}.report.json", f"{EXPORT_STEM}.findings.md"}
     assert pngs and all(name.startswith(f"{EXPORT_STEM}-") for name in pngs)
     assert SHOWN_NAME in (export_dir / f"{EXPORT_STEM}.html").read_text(encoding="utf-8")
     page.screenshot(path=artifact("undecodable-name.png"), full_page=True)

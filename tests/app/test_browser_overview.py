@@ -7,7 +7,7 @@ from urllib.parse import parse_qs, urlparse
 
 import explorer
 from app_support import MIN_PIXEL_STD, PAGE_TIMEOUT_MS, artifact, deep_text, open_packet, pixel_std, wait_view
-from explorer.catalog.summary import summarize, triage_order
+from explorer.catalog.summary import list_order, summarize
 from explorer.ui import catalog
 from explorer.views.html_summary import short_number
 
@@ -47,7 +47,7 @@ def test_the_default_page_draws_the_overview(page, server):
     _narrow(page)
     open_packet(page, server)
     first = min((entry.name for entry in catalog.discover(ROOT)),
-                key=lambda name: triage_order(name, summarize(ROOT / name)))  # by status, then noise-floor ratio
+                key=lambda name: list_order(name, summarize(ROOT / name)))  # the list's first row
     view = wait_view(page, first, "overview")
     canvases = view.locator("canvas")
     assert canvases.count() >= 1  # the error map (last-row maps only when bits differ)

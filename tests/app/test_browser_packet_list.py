@@ -63,7 +63,7 @@ def test_the_default_order_and_sorting_each_numeric_column_both_ways(page, serve
     wait_statuses(page)
     statuses = [badge.get_attribute("data-status") for badge in page.locator(".packet-badge").all()]
     ranks = [LIST_ORDER.index(status) for status in statuses]
-    assert ranks == sorted(ranks) and statuses[0] == "refused"  # refused, inconclusive (and error) first
+    assert ranks == sorted(ranks) and statuses[0] == "analyzed"  # triage's order: analyzed first
     analyzed = [float(text) for status, text in zip(statuses, _column(page, "score")) if status == "analyzed"]
     assert analyzed == sorted(analyzed, reverse=True)  # then the largest score first
     for field in NUMBER_COLUMNS:

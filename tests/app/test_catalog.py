@@ -74,7 +74,7 @@ def test_the_bundled_samples_are_all_listed():
     assert set(CURATED) <= set(names)
 
 
-def test_summary_gives_the_largest_primary_head_linf_and_every_code():
+def test_summary_gives_the_worst_head_the_largest_primary_head_linf_and_every_code():
     for name in CURATED:
         analysis = explorer.analyze(catalog.default_root() / name)
         summary = catalog.summarize(analysis)
@@ -85,6 +85,11 @@ def test_summary_gives_the_largest_primary_head_linf_and_every_code():
         defined = [value for value in linfs if value is not None]
         if defined:
             assert summary.worst_linf == max(defined)
-            assert linfs[summary.worst_head] == max(defined)
+            assert linfs[summary.worst_linf_head] == max(defined)
         else:
-            assert summary.worst_linf is None and summary.worst_head is None
+            assert summary.worst_linf is None and summary.worst_linf_head is None
+        # worstHead means what analyze and the app mean: the head with the largest score
+        score = analysis.report()["score"]
+        assert summary.worst_head == (None if score is None else score["worstHead"])
+        if score is not None and score["value"] is not None:
+            assert score["perHead"][summary.worst_head] == score["value"]

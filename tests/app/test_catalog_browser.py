@@ -8,7 +8,7 @@ import pytest
 
 from app_support import (APP_PATH, PAGE_TIMEOUT_MS, artifact, choose_packet, deep_text, outside_requests, packet_cell,
                          serve_app, wait_statuses)
-from explorer.catalog.summary import summarize, triage_order
+from explorer.catalog.summary import list_order, summarize
 from explorer.catalog.discovery import ROOT_ENV, discover
 from explorer.samples import injected_error_spec, synthetic_spec, write_packet
 from explorer.ui.packets import PAGE_ROWS
@@ -44,7 +44,7 @@ def test_a_root_larger_than_the_list_says_showing_n_of_m_and_opens_the_first_by_
     assert f"showing {PAGE_ROWS} of {PACKETS}" in _count_text(page)
     wait_statuses(page)
     names = [entry.name for entry in discover(large_root)]
-    first = min(names, key=lambda name: triage_order(name, summarize(large_root / name)))
+    first = min(names, key=lambda name: list_order(name, summarize(large_root / name)))
     assert first == "packet-injected"
     page.wait_for_selector(f".status-line[data-packet='{first}']", timeout=PAGE_TIMEOUT_MS)
     assert page.locator(".tabulator-row").count() == PAGE_ROWS

@@ -17,10 +17,9 @@ import explorer
 from app_support import ENABLED_INPUTS_JS, EXPORT_WIDTH, MIN_PIXEL_STD, PLOT_SLUGS, REPO, VISIBLE_JS, artifact, pixel_std
 from PIL import Image
 
-from explorer.analysis.ranking import worst_head
 from explorer.export.split import MAX_PNG_HEIGHT
 from explorer.export.pages import (CAPTION_CLASS, SECTION_CLASS, SHA_DIGITS, UNKNOWN,
-                             caption_fields, export_head, export_packet, hide_controls, wait_drawn,
+                             caption_fields, export_head, export_packet, shown_emulations, hide_controls, wait_drawn,
                              write_report)
 from explorer.analysis.report import report_text
 from explorer.ui import catalog
@@ -43,8 +42,10 @@ def test_export_writes_a_self_contained_page_and_the_report(tmp_path, status):
     analysis = explorer.analyze(ROOT / name)
     paths = export_packet(analysis, tmp_path)
     assert (paths.html, paths.report, paths.pngs) == (tmp_path / f"{name}.html", tmp_path / f"{name}.report.json", ())
-    assert paths.report.read_text() == report_text(analysis)
-    assert json.loads(paths.report.read_text()) == analysis.report()
+    assert paths.findings == tmp_path / f"{name}.findings.md"
+    shown = shown_emulations(analysis)  # the JSON holds the emulations the page's Emulations view shows
+    assert paths.report.read_text() == report_text(shown)
+    assert json.loads(paths.report.read_text()) == shown.report()
     page = paths.html.read_text()
     assert REMOTE_REFERENCE.findall(SCRIPT_CODE.sub("", page)) == []
     for slug, _, _ in VIEWS:
@@ -77,8 +78,13 @@ def test_report_command_writes_html_json_and_the_pngs_of_every_view_at_most_2000
     out = tmp_path / "out"
     lines = result.stdout.splitlines()
     assert lines[:2] == [str(out / f"{name}.html"), str(out / f"{name}.report.json")]
-    pngs = [Path(line) for line in lines[2:]]
-    assert json.loads((out / f"{name}.report.json").read_text()) == explorer.analyze(ROOT / name).report()
+    pngs = [Path(line) for line in lines[2:-1]]
+    assert lines[-1] == str(out / f"{name}.findings.md")
+    report = json.loads((out / f"{name}.report.json").read_text())
+    assert report == shown_emulations(explorer.analyze(ROOT / name)).report()
+    assert report["emulations"] is not None  # the Emulations PNG's counts are in the JSON beside it
+    findings = (out / f"{name}.findings.md").read_text()
+    assert all(f"]({png.name})" in findings for png in pngs)  # every PNG linked, relative to the findings file
     for slug, _, _ in VIEWS:  # one PNG per view, or its numbered parts
         parts = [png for png in pngs if png.name == f"{name}-{slug}.png" or png.name.startswith(f"{name}-{slug}-")]
         assert parts, slug
@@ -130,9 +136,9 @@ def test_caption_names_packet_status_identity_selection_hash_version_and_date():
     assert refused["status"] == "refused" and refused["model"] == refused["layer"] == UNKNOWN
 
 
-def test_exports_open_on_the_head_with_the_largest_primary_linf_unless_one_was_chosen():
+def test_exports_open_on_the_head_with_the_largest_score_unless_one_was_chosen():
     analysis = explorer.analyze(ROOT / BY_STATUS["analyzed"])
-    worst = worst_head(analysis.numerics)[0]
+    worst = analysis.report()["score"]["worstHead"]
     assert export_head(analysis, None) == worst and worst != 0
     assert export_head(analysis, 2) == 2
     assert export_head(explorer.analyze(ROOT / BY_STATUS["refused"]), None) == 0

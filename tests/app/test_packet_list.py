@@ -94,7 +94,7 @@ def test_every_numeric_column_sorts_both_ways_and_the_status_column_in_list_orde
     packets = _filled_list(tmp_path)
     table = packets._table
     table.sorters = [{"field": "status", "dir": "asc"}]
-    assert list(table.current_view["packet"])[0] == "refused" and LIST_ORDER[0] == "refused"
+    assert list(table.current_view["packet"])[-1] == "refused" and LIST_ORDER.index("refused") == 2
     for column in NUMBER_COLUMNS:
         for direction in ("asc", "desc"):
             table.sorters = [{"field": column, "dir": direction}]
@@ -118,3 +118,28 @@ def test_a_name_with_a_byte_that_is_not_utf8_and_an_unreadable_directory_are_lis
     packets.highlight(odd)
     assert packets._table.selection == [packets._names.index(odd)]
     packets._table.value.to_json()  # what goes to the browser encodes (a surrogate would not)
+
+
+def test_the_list_triage_and_the_first_packet_share_one_order():
+    """The sidebar's rows, `explorer triage`'s table and the packet the app opens first follow list_order: analyzed
+    first by the largest score, then inconclusive, refused, error (docs/triage-and-app.md)."""
+    import html
+    from pathlib import Path
+
+    from explorer.catalog.triage import Triaged, summary_table
+
+    root = Path(__file__).resolve().parents[2] / "sample_packets"
+    SUMMARIES.clear()
+    packets = PacketList(PacketIndex(root), badge=lambda status: status, on_choose=lambda name: None)
+    packets.start()
+    rows = [html.unescape(name) for name in packets._table.value["packet"]]
+    summaries = {name: summarize(root / name) for name in rows}
+    statuses = [summaries[name].status for name in rows]
+    assert statuses[0] == "analyzed" and [LIST_ORDER.index(s) for s in statuses] == sorted(
+        LIST_ORDER.index(s) for s in statuses)
+    scores = [summaries[name].score for name in rows if summaries[name].status == "analyzed"]
+    assert scores == sorted(scores, reverse=True)
+    assert packets.first_in_order() == rows[0]
+    table = summary_table([Triaged(name, summaries[name]) for name in sorted(rows)], root, 0.0, "test")
+    listed = table.split("Packets by status")[1].split("Pairs (")[0].splitlines()[2:]
+    assert [line.split()[0] for line in listed if line.strip()] == rows

@@ -12,10 +12,12 @@ from explorer.catalog.frame import DTYPES
 from explorer.catalog.summary import STATUS_ORDER, summarize
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_packets"
-COLUMNS = ["name", "path", "status", "codes", "backend", "selection", "worstHead", "worstLinf", "noiseFloorRatio",
+COLUMNS = ["name", "path", "status", "codes", "backend", "selection", "worstHead", "worstLinfHead",
+           "worstLinf", "noiseFloorRatio",
            "worstUlp", "score", "headsNotCompared"]
 DOCUMENTED = {"name": "string", "path": "string", "status": "category", "codes": "object", "backend": "string",
-              "selection": "object", "worstHead": "Int64", "worstLinf": "float64", "noiseFloorRatio": "float64",
+              "selection": "object", "worstHead": "Int64", "worstLinfHead": "Int64",
+              "worstLinf": "float64", "noiseFloorRatio": "float64",
               "worstUlp": "Int64", "score": "float64", "headsNotCompared": "Int64"}
 
 

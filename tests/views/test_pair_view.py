@@ -15,6 +15,7 @@ import explorer
 from explorer import samples
 from explorer.export.pages import COMPARISON_SUFFIX, export_pair
 from explorer.notebook.pair import VIEW_CALLS, PairViews
+from explorer.pair.findings import DECIDING, output_sentence, pair_findings
 from explorer.views import pair as pair_view
 from explorer.views import pair_html
 from explorer.views.pair import build
@@ -202,5 +203,66 @@ def test_the_pair_view_leads_with_its_findings(pairs):
     findings = pair_html.findings_html(pair)
     differing = [name for name, t in pair.inputs.tensors.items() if not t.identical]
     assert differing and all(name in findings for name in differing) and "Inputs differ" in findings
-    assert pair_html.output_lead(pair) in findings and "Target tokens" in findings
+    assert output_sentence(pair) in findings and "Target tokens" in findings
     assert "byte-identical" in pair_html.findings_html(pairs["compared"])
+
+
+def test_the_findings_lead_with_which_side_is_off(pairs):
+    """Nearer, rounded and the emulation that reproduces each side come first, with the pair's own numbers."""
+    pair = explorer.compare(PAGED, CONTIGUOUS, emulate="default")
+    found = pair_findings(pair)
+    assert [f.key for f in found[:3]] == list(DECIDING)
+    counts = pair.nearer.global_counts
+    assert found[0].text.startswith(f"Nearer the primary reference: a {counts.a}, b {counts.b} of 2048")
+    ladder = pair.ladder
+    assert (f"a {ladder['a'].equal_to_rounded_reference} vs b {ladder['b'].equal_to_rounded_reference} of "
+            f"{ladder['a'].compared}") in found[1].text
+    # By construction (samples.py) the paged packet is the paged kernel's emulation, the contiguous one MLX's.
+    assert "side a: paged_two_pass and single_pass, bit for bit (2048 of 2048)" in found[2].text
+    assert "side b: mlx_two_pass, bit for bit (2048 of 2048)" in found[2].text
+    markup = pair_html.findings_html(pair)
+    assert all(markup.index(f"finding-{key}") < markup.index("finding-inputs") for key in DECIDING)
+    # Where: the largest |a - b| is named with its element, which holds that value.
+    output = next(f for f in found if f.key == "output")
+    at = output.numbers["linfAt"]
+    assert f"at query head {at['queryHead']}, channel {at['channel']}" in output.text
+    assert pair.output.difference.abs_error[at["queryHead"], at["channel"]] == output.numbers["linf"]
+    refused = pair_findings(pairs["refused"])
+    assert [f.key for f in refused] == ["refused"] and "Side b refused" in refused[0].text
+
+
+def test_decisive_columns_stand_under_each_sides_own_count():
+    """A pair whose inputs differ: the matrix's header gives each side's decisive total, not side a's twice."""
+    pair = explorer.compare(PAGED, COMMITTED / samples.PAIR_NAMES["input-differs"], emulate="default")
+    own = [pair.side(side).emulation_counts.decisive.count for side in ("a", "b")]
+    assert own[0] != own[1]
+    markup = pair_html.emulation_matrix_html(pair)
+    assert f"decisive a (of {own[0]})" in markup and f"decisive b (of {own[1]})" in markup
+
+
+def test_emulations_computed_on_the_page_update_the_findings(monkeypatch):
+    """On a served page the matrix is computed on request; once it arrives the findings say which emulation
+    reproduces each side."""
+    heard = []
+
+    def section(pair, on_computed=lambda pair: None):
+        heard.append(on_computed)
+        return pair_view.pn.Column()
+
+    monkeypatch.setattr(pair_view, "served", lambda: True)
+    monkeypatch.setattr(pair_view, "emulations_section", section)
+    view = build(explorer.compare(PAGED, CONTIGUOUS))
+    findings = next(part for part in view.objects if "pair-findings-section" in part.css_classes)
+    assert "not computed (no emulation was requested" in text(findings)
+    heard[0](explorer.compare(PAGED, CONTIGUOUS, emulate="default"))
+    assert "side b: mlx_two_pass, bit for bit (2048 of 2048)" in text(findings)
+
+
+def test_the_emulations_section_hands_the_computed_pair_on():
+    from explorer.views.pair_emulations import PairEmulationsSection
+
+    heard = []
+    section = PairEmulationsSection(explorer.compare(PAGED, CONTIGUOUS), on_computed=heard.append)
+    found = explorer.compare(PAGED, CONTIGUOUS, emulate="single_pass")
+    section._deliver(found, "")
+    assert heard == [found] and section.pair is found

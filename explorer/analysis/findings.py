@@ -1,0 +1,141 @@
+"""A packet's findings: one sentence per fact with its numbers, each worst value with the element where it is; no I/O, no UI.
+
+The sentences are the ones the overview's captions, the command line and the
+findings file (`NAME.findings.md`, docs/report.md) quote: status and reasons, the
+score and its head, the largest |output - primary reference| and the largest ULP
+distance to the rounded reference, each at its element, the last-row check, the
+nonfinite counts and, when computed, the emulations that reproduce the output.
+Numbers are printed by explorer.analysis.formatting; they state, never judge.
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+from typing import Any, Mapping
+
+from explorer.analysis.blocks import linf_at, location_block
+from explorer.analysis.formatting import at_text, short_number
+from explorer.analysis.metrics import largest_at
+from explorer.analysis.ranking import worst_score_head
+from explorer.analysis.result import Analysis, Numerics
+from explorer.packet.model import REFUSED, TENSOR_NAMES
+from explorer.packet.record import Record, record
+
+
+@record
+class Finding(Record):
+    """One sentence of the findings: `key` names the fact, `numbers` holds the values the sentence states."""
+
+    key: str
+    text: str
+    numbers: Mapping[str, Any]
+
+
+def finding(key: str, text: str, **numbers: Any) -> Finding:
+    """A Finding whose numbers are the keyword arguments (read-only)."""
+    return Finding(key, text, MappingProxyType(numbers))
+
+
+def largest_error_finding(numerics: Numerics) -> Finding | None:
+    """The largest |output - primary reference| (over the eligible heads when only some are) at its element."""
+    primary = numerics.primary
+    block = primary.global_metrics if primary.eligible_global is None else primary.eligible_global
+    if block.linf is None:
+        return None
+    at = linf_at(primary, block)
+    over = "" if primary.eligible_global is None else " (eligible heads)"
+    return finding("largestError", f"Largest |output - primary reference|{over}: {short_number(block.linf)}"
+                                   f"{at_text(at)}.", linf=block.linf, linfAt=at)
+
+
+def ulp_finding(numerics: Numerics) -> Finding | None:
+    """The largest ULP distance of the output to the primary reference rounded to the output dtype, at its element."""
+    rounded = numerics.rounded_to_output
+    ulp = rounded.ulp
+    if ulp.max is None:
+        return None
+    if ulp.max == 0:
+        return finding("ulp", f"ULP max 0: every compared element equals the primary reference rounded to "
+                              f"{rounded.dtype}.", max=0, maxAt=None, p99=ulp.p99)
+    at = location_block(largest_at(ulp.distance))
+    return finding("ulp", f"ULP max {ulp.max}{at_text(at)} (p99 {ulp.p99}) against the primary reference rounded "
+                          f"to {rounded.dtype}.", max=ulp.max, maxAt=at, p99=ulp.p99)
+
+
+def _status(analysis: Analysis) -> Finding:
+    if analysis.status == REFUSED:
+        codes = [p.code for p in analysis.admission.refusals]
+        return finding("status", f"Refused at admission ({', '.join(dict.fromkeys(codes))}): nothing numeric was "
+                                 "computed, the packet cannot be trusted.", status=analysis.status, codes=codes)
+    codes = [r.code for r in analysis.reasons]
+    if codes:
+        return finding("status", f"Inconclusive ({', '.join(dict.fromkeys(codes))}): what the packet allows is "
+                                 "still computed.", status=analysis.status, codes=codes)
+    return finding("status", f"Status {analysis.status}.", status=analysis.status, codes=[])
+
+
+def _score(numerics: Numerics) -> Finding | None:
+    score = numerics.score
+    if score.value is None:
+        return None
+    head = worst_score_head(numerics)
+    missing = f"; {score.heads_not_compared} of {score.heads} heads not compared" if score.heads_not_compared else ""
+    return finding("score", f"Score (error / allowance) {short_number(score.value)} at query head {head}{missing}.",
+                   score=score.value, worstHead=head, headsNotCompared=score.heads_not_compared)
+
+
+def _last_row(analysis: Analysis) -> Finding:
+    facts = analysis.facts
+    keys, values = facts.last_row_keys, facts.last_row_values
+    return finding("lastRow", f"Last row: keys {keys.mismatched} of {keys.compared} elements differ, values "
+                              f"{values.mismatched} of {values.compared}.",
+                   keys=keys.mismatched, values=values.mismatched, compared=keys.compared)
+
+
+def _nonfinite(analysis: Analysis) -> Finding:
+    counts = {name: analysis.facts.nonfinite[name] for name in TENSOR_NAMES}
+    holding = {name: m for name, m in counts.items() if m.total}
+    if not holding:
+        return finding("nonfinite", "No NaN and no infinity in any of the six tensors.", tensors={})
+    listed = "; ".join(f"{name}: NaN {m.nan}, +inf {m.positive_infinity}, -inf {m.negative_infinity}"
+                       for name, m in holding.items())
+    return finding("nonfinite", f"NaN or infinity in {listed}.",
+                   tensors={name: m.total for name, m in holding.items()})
+
+
+def reproducing(emulations) -> tuple[list[str], int, int] | None:
+    """(ids, bit-equal, compared) of the emulations that reproduce an output bit for bit, else of the one with the
+    most bit-equal elements (the first in request order on a tie); None when no emulation has numbers."""
+    entries = [e for e in emulations or () if e.bit_equal is not None]
+    if not entries:
+        return None
+    compared = entries[0].compared
+    full = [e.id for e in entries if e.bit_equal == compared]
+    if full:
+        return full, compared, compared
+    best = max(entries, key=lambda e: e.bit_equal)
+    return [best.id], best.bit_equal, compared
+
+
+def _emulations(analysis: Analysis) -> Finding | None:
+    found = reproducing(analysis.emulations)
+    if found is None:
+        return None
+    ids, bit_equal, compared = found
+    text = (f"Reproduces the output bit for bit ({compared} of {compared}): {', '.join(ids)}." if bit_equal == compared
+            else f"No emulation reproduces the output bit for bit; the nearest is {ids[0]} ({bit_equal} of "
+                 f"{compared}).")
+    return finding("emulations", text, ids=ids, bitEqual=bit_equal, compared=compared)
+
+
+def packet_findings(analysis: Analysis) -> tuple[Finding, ...]:
+    """The packet's findings in reading order (only the status for a refused packet)."""
+    found = [_status(analysis)]
+    if analysis.status == REFUSED:
+        return tuple(found)
+    numerics = analysis.numerics
+    if numerics is not None:
+        found += [_score(numerics), largest_error_finding(numerics), ulp_finding(numerics), _emulations(analysis)]
+    if analysis.facts is not None:
+        found += [_last_row(analysis), _nonfinite(analysis)]
+    return tuple(f for f in found if f is not None)
