@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 BASELINE_LABEL = "rounded reference (baseline)"
+REAL_LIBRARY = "the real library, on this machine"  # an mlx_run row: not an emulation
 SIDES = ("a", "b")
 
 
@@ -20,6 +21,10 @@ def _of(count: int | None, total: int | None) -> str:
 
 
 def _note(entry: dict[str, Any]) -> str:
+    library = entry.get("library")
+    if entry.get("kernel") == "mlx_run":
+        ran = f": {library['name']} {library['version']} on the {library['device']}" if library else ""
+        return REAL_LIBRARY + ran + (f"; no numbers: {entry['notEmulated']}" if entry.get("notEmulated") else "")
     if entry.get("notEmulated"):
         return f"not emulated: {entry['notEmulated']}"
     resolved = entry.get("resolved")
@@ -66,6 +71,7 @@ def pair_emulation_table(matrix: dict[str, Any], differing: dict[str, Any] | Non
                 *(_of(row["bitEqualDiffering"][side], None) for side in SIDES),
                 *(_of(_global(row["bitEqual"][side]), None) for side in SIDES)]
 
-    rows = [[row["id"] + (" (not emulated)" if row.get("notEmulated") else ""), *cells(row)] for row in rows_in]
+    rows = [[row["id"] + (f" ({REAL_LIBRARY})" if row.get("kernel") == "mlx_run" else
+                          " (not emulated)" if row.get("notEmulated") else ""), *cells(row)] for row in rows_in]
     rows.append([BASELINE_LABEL, *cells(matrix["baseline"])])
     return header, rows

@@ -238,14 +238,15 @@ def single_pass(q, K, V, s, out_dtype):
 
 # ---------------------------------------------------------------- launch rules, from the contract's text
 
-def mlx_launch(device: str, qh: int, kvh: int, d: int, t: int):
-    """("mlx_two_pass", blocks), ("mlx_single_pass", None), or None (the _gqa variant or unfused: no numbers)."""
+def mlx_launch(device: str, qh: int, kvh: int, d: int, t: int, build: str = "engine"):
+    """("mlx_two_pass", blocks), ("mlx_single_pass", None), or None (upstream's _gqa variant or unfused: not here)."""
     n = qh // kvh
-    if d not in (64, 96, 128, 256) or n > 32:
+    engine_d512 = build == "engine" and d == 512
+    if device == "cpu" or (d not in (64, 96, 128, 256) and not engine_d512) or n > 32:
         return None
-    if not ((device in ("s", "d") and t >= 1024) or (kvh < qh and t >= 4096)):
+    if not (engine_d512 or (device in ("s", "d") and t >= 1024) or (kvh < qh and t >= 4096)):
         return ("mlx_single_pass", None)
-    if qh == 8 * kvh and d in (64, 128) and t >= 8192:
+    if build == "upstream" and qh == 8 * kvh and d in (64, 128) and t >= 8192:
         return None
     if device == "s":
         blocks = 64
@@ -285,7 +286,7 @@ def emulate_head(kernel: str, params: dict, q, K, V, s, dtypes, geometry) -> np.
     hyp = {"exp": params.get("exp", "exact"), "fma": params.get("fma", "off") == "on",
            "simd": params.get("simd", "butterfly")}
     if kernel == "mlx_sdpa":
-        chosen = mlx_launch(params["device"], geometry[0], geometry[1], len(q), len(K))
+        chosen = mlx_launch(params["device"], geometry[0], geometry[1], len(q), len(K), params["build"])
         if chosen is None:
             return None
         kernel, blocks = chosen
@@ -295,6 +296,8 @@ def emulate_head(kernel: str, params: dict, q, K, V, s, dtypes, geometry) -> np.
     elif kernel == "mlx_single_pass":
         row = mlx_single_pass(q, K, V, s, out_dtype, hyp)
     elif kernel == "paged_two_pass":
+        if len(q) not in (64, 128, 256, 512) or out_dtype != kv_dtype:
+            return None  # the engine refuses the head dim; the kernel writes the stored keys' dtype only
         row = paged_two_pass(q, K, V, s, out_dtype, query_dtype, kv_dtype, params["partitionTokens"],
                              params["partialDType"], params["simdgroups"], hyp)
     else:
