@@ -45,15 +45,16 @@ def rounded(values: np.ndarray, dtype: str) -> np.ndarray:
 def mlx_exp(x: np.ndarray) -> np.ndarray:
     """MLX CPU's exp of float32 `x`, bit for bit: 2^floor(y + 0.5) times a degree-6 polynomial of the fraction."""
     x = np.asarray(x, dtype=np.float32)
-    y = x * MLX_EXP_LOG2E
-    whole = np.floor(y.astype(np.float64) + 0.5).astype(np.float32)  # float + double 0.5 in the source: exact
-    fraction = y - whole
-    polynomial = np.full(x.shape, MLX_EXP_COEFFICIENTS[0], dtype=np.float32)
-    for coefficient in MLX_EXP_COEFFICIENTS[1:]:
-        polynomial = fma32(polynomial, fraction, coefficient)
-    exponent = np.clip(np.nan_to_num(whole), -FLOAT32_EXPONENT_BIAS, FLOAT32_EXPONENT_BIAS + 1).astype(np.int32)
-    power = ((exponent + FLOAT32_EXPONENT_BIAS) << FLOAT32_MANTISSA_BITS).view(np.float32)
-    result = np.where(np.isnan(x), x, power * polynomial)
+    with np.errstate(invalid="ignore", over="ignore"):  # nonfinite x: the selects below give MLX's answer
+        y = x * MLX_EXP_LOG2E
+        whole = np.floor(y.astype(np.float64) + 0.5).astype(np.float32)  # float + double 0.5 in the source: exact
+        fraction = y - whole
+        polynomial = np.full(x.shape, MLX_EXP_COEFFICIENTS[0], dtype=np.float32)
+        for coefficient in MLX_EXP_COEFFICIENTS[1:]:
+            polynomial = fma32(polynomial, fraction, coefficient)
+        exponent = np.clip(np.nan_to_num(whole), -FLOAT32_EXPONENT_BIAS, FLOAT32_EXPONENT_BIAS + 1).astype(np.int32)
+        power = ((exponent + FLOAT32_EXPONENT_BIAS) << FLOAT32_MANTISSA_BITS).view(np.float32)
+        result = np.where(np.isnan(x), x, power * polynomial)
     result = np.where(x > MLX_EXP_LIMIT, np.float32(np.inf), result)
     return np.where(x < -MLX_EXP_LIMIT, np.float32(0.0), result)
 
