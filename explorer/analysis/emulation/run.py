@@ -214,10 +214,9 @@ class _Steps:
     def _unfused(self, run: Run) -> np.ndarray:
         """mlx_unfused: MLX's composition in the promoted dtype, its output rounded to it [KVH, g, D]."""
         inputs = self.inputs
-        promoted = inputs.promoted_dtype
-        grouped = unfused.rounded(inputs.queries, promoted).reshape(inputs.keys.shape[0], self.group, -1)
-        out = unfused.unfused(grouped, unfused.rounded(inputs.keys, promoted), unfused.rounded(inputs.values, promoted),
-                              inputs.scale, promoted, run.device, run.hypotheses)
+        promoted = inputs.promoted_dtype  # at least as wide as every input dtype: casting the inputs to it is exact
+        grouped = inputs.queries.reshape(inputs.keys.shape[0], self.group, -1)
+        out = unfused.unfused(grouped, inputs.keys, inputs.values, inputs.scale, promoted, run.device, run.hypotheses)
         return unfused.rounded(out, promoted)
 
     def output(self, run: Run) -> np.ndarray:

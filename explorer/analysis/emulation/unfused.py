@@ -68,13 +68,14 @@ def _sequential_sum(terms: np.ndarray) -> np.ndarray:
 def _weighted_sequential(weights: np.ndarray, values: np.ndarray) -> np.ndarray:
     """sum over t of w[t] * V[t], [KVH, g, D], in token order from +0 (weights [KVH, g, T], values [KVH, T, D])."""
     kv_heads, group, tokens = weights.shape
-    total = np.zeros((1, kv_heads, group, values.shape[2]), dtype=np.float32)
+    total = np.zeros((kv_heads, group, values.shape[2]), dtype=np.float32)
     step = max(1, WEIGHTED_CHUNK_ELEMENTS // total.size)
     for lo in range(0, tokens, step):
         terms = (np.moveaxis(weights[:, :, lo : lo + step], 2, 0)[..., None]
                  * np.moveaxis(values[:, lo : lo + step], 1, 0)[:, :, None, :])
-        total = np.add.accumulate(np.concatenate([total, terms]), axis=0)[-1:]
-    return total[0]
+        for term in terms:
+            np.add(total, term, out=total)
+    return total
 
 
 def _weighted_lanes(weights: np.ndarray, values: np.ndarray, simd: str) -> np.ndarray:
