@@ -71,7 +71,6 @@ def pair_emulation_table(matrix: dict[str, Any], differing: dict[str, Any] | Non
                 *(_of(row["bitEqualDiffering"][side], None) for side in SIDES),
                 *(_of(_global(row["bitEqual"][side]), None) for side in SIDES)]
 
-    rows = [[row["id"] + (f" ({REAL_LIBRARY})" if row.get("kernel") == "mlx_run" else
-                          " (not emulated)" if row.get("notEmulated") else ""), *cells(row)] for row in rows_in]
+    rows = [[row["id"] + (" (not emulated)" if row.get("notEmulated") else ""), *cells(row)] for row in rows_in]
     rows.append([BASELINE_LABEL, *cells(matrix["baseline"])])
     return header, rows
