@@ -2,8 +2,9 @@
 
 Prints the median in-process time (wall, and this process's CPU time, which a busy
 machine inflates less) of the default set (numerics cached, as in the app: emulations
-reuse them; target <= 0.6 s on two cores), of each kernel and hypothesis alone, of the
-sweep (target <= 3 s), and the median wall time of whole-process
+reuse them; target <= 0.6 s on two cores), of each kernel and hypothesis alone (mlx_unfused
+on both devices and mlx_run, the installed MLX, among them), of the sweep (target <= 3 s of
+CPU), and the median wall time of whole-process
 `python -m explorer analyze P --json --emulate default` and `--emulate sweep` against the
 same command without --emulate; then, on the T5585 backend pair, the median wall time of
 whole-process `python -m explorer compare A B --json --emulate default` against the same
@@ -28,14 +29,15 @@ from pathlib import Path  # noqa: E402
 
 from bench_analyze import PROCESS_ENV  # noqa: E402
 from explorer.analysis.analyze import analyze, clear_cache  # noqa: E402
-from explorer.analysis.emulation import DEFAULT_SET, emulations_for, normalised_ids, shape_of  # noqa: E402
+from explorer.analysis.emulation import emulations_for, normalised_ids, shape_of  # noqa: E402
 from explorer.samples import FULL_PAIR_NAMES, pair_full_spec, qwen_full_spec, write_packet  # noqa: E402
 
 RUNS = 5
 SINGLE_IDS = ("mlx_two_pass", "mlx_two_pass(partialDType=float32)", "paged_two_pass", "single_pass",
-              "mlx_single_pass", "mlx_sdpa", "mlx_sdpa(device=other)", "paged_two_pass(simdgroups=8)",
+              "mlx_single_pass", "mlx_sdpa", "mlx_sdpa(device=other)", "mlx_sdpa(build=upstream)",
+              "paged_two_pass(simdgroups=8)", "paged_two_pass(dispatcher=early)",
               "mlx_two_pass(exp=exp2_scaled)", "mlx_two_pass(fma=on)", "mlx_two_pass(simd=sequential)",
-              "paged_two_pass(fma=on)")
+              "paged_two_pass(fma=on)", "mlx_unfused", "mlx_unfused(device=gpu)", "mlx_run")
 
 
 def in_process(packet: Path, request) -> str:
@@ -68,7 +70,7 @@ def main() -> None:
         packet = write_packet(Path(scratch) / "qwen36-bf16-full-t5585", qwen_full_spec())
         clear_cache()
         print(f"packet QH16/KVH2/D256/T5585 all bfloat16, status {analyze(packet).status}")
-        print(f"  default set {', '.join(DEFAULT_SET)}")
+        print(f"  default set {', '.join(normalised_ids('default', shape_of(analyze(packet).admission.tensors)))}")
         print(f"  in-process default set, median of {RUNS}:  {in_process(packet, 'default')}")
         for emulation_id in SINGLE_IDS:
             print(f"  in-process {emulation_id + ':':<36} {in_process(packet, [emulation_id])}")

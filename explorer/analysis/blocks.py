@@ -114,7 +114,7 @@ def count_block(count: int | None, per_head) -> dict[str, Any] | None:
 
 
 def emulation_block(e: Emulation, group: int) -> dict[str, Any]:
-    """One emulation entry (emulation-v1 report keys, with v2's resolved, notEmulated and bitEqualDecisive)."""
+    """One emulation entry (emulation-v1 report keys, v2's resolved, notEmulated and bitEqualDecisive, v3's library)."""
     return {
         "id": e.id, "kernel": e.kernel, "label": e.label, "parameters": dict(e.parameters),
         "assumptions": list(e.assumptions), "outputDType": e.output_dtype,
@@ -126,6 +126,7 @@ def emulation_block(e: Emulation, group: int) -> dict[str, Any]:
         "vsOutput": None if e.vs_output is None else comparison_block(e.vs_output, group),
         "vsPrimaryReference": (None if e.vs_primary_reference is None
                                else comparison_block(e.vs_primary_reference, group)),
+        "library": None if e.library is None else dict(e.library),
     }
 
 

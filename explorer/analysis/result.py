@@ -224,7 +224,8 @@ class Emulation(Record):
     the emulated output (NaN where a head was not emulated). An entry without numbers
     has `not_emulated` (a sentence) and `not_emulated_code`, and None in every count.
     `bit_equal_decisive` counts the output's elements equal to it among the decisive
-    ones (None without decisive elements); `resolved` is what mlx_sdpa launched.
+    ones (None without decisive elements); `resolved` is what mlx_sdpa launched;
+    `library` names the real library an mlx_run entry ran (None for an emulation).
     """
 
     id: str
@@ -246,6 +247,7 @@ class Emulation(Record):
     not_emulated_code: str | None = None
     bit_equal_decisive: int | None = None
     bit_equal_decisive_per_head: tuple[int | None, ...] | None = None
+    library: Mapping[str, Any] | None = None  # mlx_run: {"name", "version", "device"} of the real library that ran
 
 
 @record(eq=False)

@@ -5,7 +5,8 @@ side b, equal that emulation's output bit for bit, how many of the decisive ones
 (where the emulations disagree) and how many of the differing ones (where the two
 outputs differ: the incident's "all but 1 of the 786"). When both sides hold the same
 emulated inputs (queries, stored keys and values bit for bit, the scale, the
-output dtype and the eligible heads), the emulations run once and both sides are
+output dtype and the eligible heads; the incoming rows, which the paged kernel and a
+real MLX run read at token T-1), the emulations run once and both sides are
 scored against the same emulated outputs ("shared_inputs"). When the shapes agree
 but those inputs differ, each side is scored against the emulations of its own inputs
 ("each_side_inputs", also said in the pair's notes): each count still answers
@@ -31,13 +32,15 @@ from explorer.analysis.emulation import (
     normalised_ids,
     rank_key,
     resolve_all,
+    reused,
     shape_of,
 )
 from explorer.analysis.result import Analysis
 from explorer.pair.model import BaselineRow, Differing, MatrixRow, Pair, PairEmulations
 
 SHARED_INPUTS, EACH_SIDE_INPUTS = "shared_inputs", "each_side_inputs"
-EMULATED_TENSORS = ("queries", "storedKeys", "storedValues")
+EMULATED_TENSORS = ("queries", "storedKeys", "storedValues", "incomingKeys", "incomingValues")  # the paged kernel
+# and a real run read token T-1 from the incoming row
 # Why a pair's emulation matrix is None (the report's "emulationMatrixReason").
 SIDE_REFUSED = "side_refused"
 NO_REFERENCE = "no_reference"
@@ -59,8 +62,7 @@ def emulated_outputs(analysis: Analysis) -> tuple[EmulatedOutput, ...]:
     """The emulated outputs a side's scored emulations hold, to score another side with identical inputs."""
     shape = shape_of(analysis.admission.tensors)
     specs = resolve_all([e.id for e in analysis.emulations], shape)
-    return tuple(EmulatedOutput(spec, shape.output_dtype, e.values, e.bits)
-                 for spec, e in zip(specs, analysis.emulations, strict=True))
+    return tuple(reused(spec, e) for spec, e in zip(specs, analysis.emulations, strict=True))
 
 
 def _with(analysis: Analysis, request: str | Iterable[str], emulated: tuple[EmulatedOutput, ...] | None = None,

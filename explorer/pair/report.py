@@ -158,6 +158,7 @@ def emulation_matrix_block(pair: Pair) -> dict[str, Any] | None:
     if pair.emulation is None or pair.emulation.rows is None:
         return None
     rows = [{"id": row.a.id, "kernel": row.a.kernel, "label": row.a.label, "notEmulated": row.a.not_emulated,
+             "library": None if row.a.library is None else dict(row.a.library),
              "compared": {"a": row.a.compared, "b": row.b.compared},
              "bitEqual": {side: count_block(e.bit_equal, e.bit_equal_per_head) for side, e in zip(SIDES, (row.a, row.b))},
              "bitEqualDecisive": {side: count_block(e.bit_equal_decisive, e.bit_equal_decisive_per_head)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 BASELINE_LABEL = "rounded reference (baseline)"
+REAL_LIBRARY = "the real library, on this machine"  # an mlx_run row: not an emulation
 SIDES = ("a", "b")
 
 
@@ -20,6 +21,10 @@ def _of(count: int | None, total: int | None) -> str:
 
 
 def _note(entry: dict[str, Any]) -> str:
+    library = entry.get("library")
+    if entry.get("kernel") == "mlx_run":
+        ran = f": {library['name']} {library['version']} on the {library['device']}" if library else ""
+        return REAL_LIBRARY + ran + (f"; no numbers: {entry['notEmulated']}" if entry.get("notEmulated") else "")
     if entry.get("notEmulated"):
         return f"not emulated: {entry['notEmulated']}"
     resolved = entry.get("resolved")

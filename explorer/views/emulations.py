@@ -23,8 +23,21 @@ from panel.io.state import set_curdoc
 
 from explorer.analysis.analyze import cached_emulations, emulations_of
 from explorer.analysis.blocks import baseline_block, emulation_list
-from explorer.analysis.emulation import KERNELS, MLX_TWO_PASS, PAGED_TWO_PASS, SINGLE_PASS, SWEEP_NAME, ranked
-from explorer.analysis.emulation.kernels import MAX_BLOCKS, MAX_PARTITION_TOKENS, MIN_BLOCKS, Parameter
+from explorer.analysis.emulation import (
+    KERNELS,
+    MLX_RUN,
+    MLX_TWO_PASS,
+    PAGED_TWO_PASS,
+    SINGLE_PASS,
+    SWEEP_NAME,
+    ranked,
+)
+from explorer.analysis.emulation.kernels import (
+    MAX_BLOCKS,
+    MAX_PARTITION_TOKENS,
+    MIN_BLOCKS,
+    Parameter,
+)
 from explorer.analysis.result import Analysis, Emulation, EmulationCounts
 from explorer.packet.dtypes import DTYPES, ITEM_SIZE
 from explorer.views import html_summary
@@ -51,7 +64,7 @@ HEX_DIGITS = {dtype: 2 * size for dtype, size in ITEM_SIZE.items()}
 DEFAULT_BLOCKS = KERNELS[MLX_TWO_PASS].parameter("blocks").default
 DEFAULT_PARTITION_TOKENS = KERNELS[PAGED_TWO_PASS].parameter("partitionTokens").default
 DEFAULT_PARTIAL = "float32"  # the partial dtype of the counterfactual variants (the incident's patched kernel)
-SETTINGS_SET = "settings"  # the view's own five emulations (the default set with the default settings)
+SETTINGS_SET = "settings"  # the view's own emulations and the real library (the default set with the defaults)
 EMULATION_SETS = (SETTINGS_SET, SWEEP_NAME)
 ULP_LABEL = "ULP distance (output vs emulation, output dtype units)"
 COLOUR_LABEL = "ULP distance"  # the colour bar's title: short enough for a 16-head map; the hover says the rest
@@ -84,7 +97,8 @@ ASSUMPTIONS_NOTE = ("Each emulation recomputes the output on the CPU following o
 
 
 def requested_ids(blocks: int, partition_tokens: int, partial_dtype: str) -> list[str]:
-    """The view's set: each kernel with partials, with its own partials and with `partial_dtype` partials, and single_pass.
+    """The view's set: each kernel with partials, with its own partials and with `partial_dtype` partials, single_pass,
+    and mlx_run (the real library on this machine: a row of its own, which says so when MLX is not installed).
 
     With the defaults (128 blocks, 256-token partitions, float32) it is the default set.
     """
@@ -92,7 +106,7 @@ def requested_ids(blocks: int, partition_tokens: int, partial_dtype: str) -> lis
             f"{MLX_TWO_PASS}(blocks={blocks},partialDType={partial_dtype})",
             f"{PAGED_TWO_PASS}(partitionTokens={partition_tokens})",
             f"{PAGED_TWO_PASS}(partitionTokens={partition_tokens},partialDType={partial_dtype})",
-            SINGLE_PASS]
+            SINGLE_PASS, MLX_RUN]
 
 
 def settings_from_query(query: Mapping[str, str]) -> tuple[dict[str, object], list[tuple[str, str, str]]]:
@@ -221,7 +235,7 @@ class EmulationsView(pn.viewable.Viewer):
     partial_dtype = param.Selector(default=DEFAULT_PARTIAL, objects=list(DTYPES),
                                    doc="Partial dtype of the counterfactual variant of each kernel with partials.")
     emulation_set = param.Selector(default=SETTINGS_SET, objects=list(EMULATION_SETS),
-                                   doc="The view's own five emulations, or the sweep (every v2 hypothesis).")
+                                   doc="The view's own emulations and the real library, or the sweep (every v2 hypothesis).")
     selected = param.String(default="", doc="The emulation id the difference map shows.")
     emulations = param.Parameter(default=None, doc="The computed emulations (a tuple, request order), None until computed.")
     counts = param.Parameter(default=None, doc="Their decisive elements and baseline (EmulationCounts).")
@@ -353,7 +367,7 @@ class EmulationsView(pn.viewable.Viewer):
             heading("Kernel arithmetic emulations",
                     "Output elements whose bit pattern equals each emulation's (eligible heads only), on the decisive "
                     f"elements and on all of them. {esc(ASSUMPTIONS_NOTE)} The sweep runs every launch rule and "
-                    "arithmetic hypothesis (a few seconds); the other settings apply to the view's own five."),
+                    "arithmetic hypothesis (a few seconds); the other settings apply to the view's own set."),
             controls, self._settings_note, pn.Row(self._progress, self._progress_note), self._tables,
             heading("Where the output differs from one emulation", "ULP distance per element in classes: 0 (bit-equal) "
                     "has a colour of its own, then 1, 2-3, 4-7, 8-15 and 16 or more; grey: not compared. Click a cell "

@@ -1,4 +1,4 @@
-"""A slow scalar transcription of emulation-v1 and -v2 (sections 1-3), written from the contract text (not from the vectorised core).
+"""A slow scalar transcription of emulation-v1 to -v3 (the kernels' arithmetic and launch rules), written from the contract text and docs/emulations.md (not from the vectorised core).
 
 Every value is a numpy.float32 scalar and every operation one float32 operation, or
 one exactly rounded fused multiply-add (rational arithmetic) where fma=on; loops follow
@@ -141,18 +141,47 @@ def mlx_pass1(qs, K, V, blocks, hyp):
     return states
 
 
-def mlx_two_pass(q, K, V, s, out_dtype, blocks, partial_dtype, hyp):
+def mlx_gqa_pass1(qs, K, V, blocks, hpt, hyp):
+    """Upstream's sdpa_vector_2pass_1_gqa for one head: block b's contiguous chunk in HPT sub-chunks, merged in order."""
+    exp, fused, d = natural(hyp), hyp["fma"], len(qs)
+    finite_min = F32(np.finfo(F32).min)
+    chunk = -(-len(K) // blocks)
+    sub = -(-chunk // hpt)
+    states = []
+    for b in range(blocks):
+        end = min(len(K), b * chunk + chunk)
+        parts = []
+        for c in range(hpt):
+            state = (NEG_INF, ZERO, [ZERO] * d)
+            for t in range(b * chunk + c * sub, min(end, b * chunk + (c + 1) * sub)):
+                state = softmax_step(state, dot(qs, K[t], hyp), V[t], exp, fused)
+            m, l, o = state
+            parts.append((finite_min if m == -np.inf else m, l, o))
+        top = finite_min
+        for m, _, _ in parts:
+            top = F32(max(top, m))
+        denominator, numerator = ZERO, [ZERO] * d
+        for m, l, o in parts:
+            inverse = F32(F32(1.0) / l) if l > 0 else ZERO
+            w = F32(l * exp(F32(m - top)))
+            denominator = madd(denominator, w, F32(1.0), fused)
+            numerator = [madd(numerator[i], w, F32(o[i] * inverse), fused) for i in range(d)]
+        states.append((top, denominator, numerator))
+    return states
+
+
+def mlx_two_pass(q, K, V, s, out_dtype, blocks, partial_dtype, hyp, gqa_hpt=None):
     d = len(q)
     qs = [F32(s * q[i]) for i in range(d)]
     exp = natural(hyp)
-    states = mlx_pass1(qs, K, V, blocks, hyp)
+    states = mlx_pass1(qs, K, V, blocks, hyp) if gqa_hpt is None else mlx_gqa_pass1(qs, K, V, blocks, gqa_hpt, hyp)
     maxes = [m for m, _, _ in states]
     sums = [l for _, l, _ in states]
     partials = [[rnd(x, partial_dtype) for x in o] for _, _, o in states]
+    n = blocks // 32  # pass 2 reads the blocks 32 at a time: a tail is dropped
     big_m = NEG_INF
-    for value in maxes:
+    for value in maxes[: 32 * n]:
         big_m = F32(max(big_m, value))
-    n = blocks // 32
     lane_d = []
     for lane in range(32):
         acc = ZERO
@@ -238,15 +267,15 @@ def single_pass(q, K, V, s, out_dtype):
 
 # ---------------------------------------------------------------- launch rules, from the contract's text
 
-def mlx_launch(device: str, qh: int, kvh: int, d: int, t: int):
-    """("mlx_two_pass", blocks), ("mlx_single_pass", None), or None (the _gqa variant or unfused: no numbers)."""
+def mlx_launch(device: str, qh: int, kvh: int, d: int, t: int, build: str = "engine"):
+    """("mlx_two_pass", blocks), ("mlx_single_pass", None), or None (upstream's _gqa variant or unfused: not here)."""
     n = qh // kvh
-    if d not in (64, 96, 128, 256) or n > 32:
+    engine_d512 = build == "engine" and d == 512
+    if device == "cpu" or (d not in (64, 96, 128, 256) and not engine_d512) or n > 32:
         return None
-    if not ((device in ("s", "d") and t >= 1024) or (kvh < qh and t >= 4096)):
-        return ("mlx_single_pass", None)
-    if qh == 8 * kvh and d in (64, 128) and t >= 8192:
-        return None
+    if not (engine_d512 or (device in ("s", "d") and t >= 1024) or (kvh < qh and t >= 4096)):
+        return ("mlx_single_pass", None, None)
+    gqa = {64: 8, 128: 4}.get(d) if build == "upstream" and qh == 8 * kvh and t >= 8192 else None
     if device == "s":
         blocks = 64
         if t > 1024 and n > 4:
@@ -261,7 +290,7 @@ def mlx_launch(device: str, qh: int, kvh: int, d: int, t: int):
             blocks = 1024
     else:
         blocks = 64 if n >= 4 else 32
-    return ("mlx_two_pass", blocks)
+    return ("mlx_two_pass", blocks, gqa)
 
 
 def paged_simdgroups(qh: int, kvh: int, d: int):
@@ -285,16 +314,18 @@ def emulate_head(kernel: str, params: dict, q, K, V, s, dtypes, geometry) -> np.
     hyp = {"exp": params.get("exp", "exact"), "fma": params.get("fma", "off") == "on",
            "simd": params.get("simd", "butterfly")}
     if kernel == "mlx_sdpa":
-        chosen = mlx_launch(params["device"], geometry[0], geometry[1], len(q), len(K))
+        chosen = mlx_launch(params["device"], geometry[0], geometry[1], len(q), len(K), params["build"])
         if chosen is None:
             return None
-        kernel, blocks = chosen
-        params = {**params, "blocks": blocks}
+        kernel, blocks, gqa = chosen
+        params = {**params, "blocks": blocks, "gqa": gqa}
     if kernel == "mlx_two_pass":
-        row = mlx_two_pass(q, K, V, s, out_dtype, params["blocks"], params["partialDType"], hyp)
+        row = mlx_two_pass(q, K, V, s, out_dtype, params["blocks"], params["partialDType"], hyp, params.get("gqa"))
     elif kernel == "mlx_single_pass":
         row = mlx_single_pass(q, K, V, s, out_dtype, hyp)
     elif kernel == "paged_two_pass":
+        if len(q) not in (64, 128, 256, 512) or out_dtype != kv_dtype:
+            return None  # the engine refuses the head dim; the kernel writes the stored keys' dtype only
         row = paged_two_pass(q, K, V, s, out_dtype, query_dtype, kv_dtype, params["partitionTokens"],
                              params["partialDType"], params["simdgroups"], hyp)
     else:

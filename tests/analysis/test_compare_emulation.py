@@ -36,7 +36,7 @@ CONTIGUOUS = COMMITTED / samples.PAIR_NAMES["contiguous"]
 INPUT_DIFFERS = COMMITTED / samples.PAIR_NAMES["input-differs"]
 SIDES = ("a", "b")
 MATRIX_KEYS = ("emulations", "emulationsRequested", "emulationMatrix", "emulationMatrixReason")
-DEFAULT_IDS = ["mlx_two_pass", "mlx_two_pass(partialDType=float32)", "paged_two_pass", "single_pass"]
+DEFAULT_IDS = ["mlx_two_pass", "mlx_two_pass(partialDType=float32)", "paged_two_pass", "single_pass", "mlx_run"]
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +65,7 @@ def test_matrix_equals_each_sides_own_bit_equal(pair):
     assert report["emulationMatrix"]["emulatedOn"] == SHARED_INPUTS and report["emulationMatrixReason"] is None
     # table order: the larger of the two sides' decisive counts, ties in request order
     assert [row["id"] for row in report["emulationMatrix"]["rows"]] == [
-        "mlx_two_pass", "paged_two_pass", "single_pass", "mlx_two_pass(partialDType=float32)"]
+        "mlx_two_pass", "paged_two_pass", "single_pass", "mlx_two_pass(partialDType=float32)", "mlx_run"]
     assert report["emulationsRequested"] == {"a": DEFAULT_IDS, "b": DEFAULT_IDS}
     assert _matrix(report, "a") == _own_bit_equal(PAGED, DEFAULT_IDS)
     assert _matrix(report, "b") == _own_bit_equal(CONTIGUOUS, DEFAULT_IDS)

@@ -45,6 +45,11 @@ def _cli_report(packet: Path, blas_threads: str, *options: str, disabled_cpu_fea
     return done.stdout
 
 
+# The default set (with mlx_run, the real library, whose CPU path is sequential) and the v3 emulations.
+EMULATE = ("--emulate", "default", "--emulate", "mlx_unfused", "--emulate", "mlx_unfused(device=gpu)",
+           "--emulate", "mlx_sdpa(build=upstream)", "--emulate", "paged_two_pass(dispatcher=early)")
+
+
 def _older_cpus() -> list[str]:
     """NPY_DISABLE_CPU_FEATURES values under which numpy runs its loops as on older CPUs: each tail of the dispatch
     targets this CPU has turned off (on an AVX-512 machine: without AVX-512, then without AVX2 as well)."""
@@ -77,9 +82,14 @@ def test_reports_are_byte_identical_whatever_loops_numpy_picks_for_the_cpu(packe
     numbers included) do not, so two machines with one numpy give the same bytes."""
     if not _older_cpus():
         pytest.skip("numpy has no CPU-specific loop to turn off on this machine")
-    here = _cli_report(packets[name], "1", "--emulate", "default")
+    here = _cli_report(packets[name], "1", *EMULATE)
     for disabled in _older_cpus():
-        assert _cli_report(packets[name], "1", "--emulate", "default", disabled_cpu_features=disabled) == here, disabled
+        assert _cli_report(packets[name], "1", *EMULATE, disabled_cpu_features=disabled) == here, disabled
+
+
+def test_the_v3_emulations_give_the_same_bytes_on_one_thread_or_several(packets):
+    packet = packets[next(iter(PACKETS))]
+    assert _cli_report(packet, "1", *EMULATE) == _cli_report(packet, "2", *EMULATE)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

@@ -13,12 +13,10 @@ import explorer
 from explorer.analysis.emulation import SWEEP, PacketShape, decisive, normalised_ids, ranked, resolve_all, with_counts
 from explorer.analysis.emulation.launch import (
     EMULATION_MEMORY_BYTES,
-    GQA_VARIANT,
     MEMORY_BOUND,
     PAGED_SHAPE,
-    UNFUSED,
     Geometry,
-    NotEmulated,
+    Launch,
     memory_estimate,
     mlx_launch,
     paged_simdgroups,
@@ -32,11 +30,11 @@ from explorer.samples import synthetic_spec, write_packet
 
 # (T, QH, KVH) -> expected (kernel, blocks) per device class "s", "d", "other", written from the contract's text.
 S, D, OTHER = "s", "d", "other"
-SINGLE = ("mlx_single_pass", None)
+SINGLE = Launch("mlx_single_pass")
 
 
 def two(blocks):
-    return ("mlx_two_pass", blocks)
+    return Launch("mlx_two_pass", blocks)
 
 
 LAUNCH_TABLE = [  # (T, QH, KVH, {device: expected}), D 128 unless the _gqa case needs another
@@ -61,25 +59,47 @@ LAUNCH_TABLE = [  # (T, QH, KVH, {device: expected}), D 128 unless the _gqa case
 ]
 
 
+@pytest.mark.parametrize("build", ["engine", "upstream"])
 @pytest.mark.parametrize("tokens,query_heads,kv_heads,expected", LAUNCH_TABLE)
-def test_mlx_launch_rule_per_device_class(tokens, query_heads, kv_heads, expected):
-    geometry = Geometry(query_heads, kv_heads, 128, tokens)
-    assert {device: mlx_launch(device, geometry) for device in expected} == expected
+def test_mlx_launch_rule_per_device_class(tokens, query_heads, kv_heads, expected, build):
+    geometry = Geometry(query_heads, kv_heads, 128, tokens)  # no _gqa case here: both builds agree
+    assert {device: mlx_launch(device, geometry, build) for device in expected} == expected
 
 
-@pytest.mark.parametrize("head_dim,tokens,code", [
-    (64, 8192, GQA_VARIANT), (128, 8192, GQA_VARIANT), (64, 8191, None), (96, 8192, None), (256, 8192, None),
-])
-def test_the_gqa_variant_is_not_emulated(head_dim, tokens, code):
+@pytest.mark.parametrize("head_dim,tokens,hpt", [(64, 8192, 8), (128, 8192, 4), (64, 8191, None), (96, 8192, None),
+                                                 (256, 8192, None)])
+def test_upstream_launches_its_gqa_variant_and_the_engine_build_has_none(head_dim, tokens, hpt):
     for device in (S, D, OTHER):
-        found = mlx_launch(device, Geometry(16, 2, head_dim, tokens))  # QH = 8 x KVH
-        assert (found.code if isinstance(found, NotEmulated) else None) == code
+        geometry = Geometry(16, 2, head_dim, tokens)  # QH = 8 x KVH
+        upstream, engine = mlx_launch(device, geometry, "upstream"), mlx_launch(device, geometry, "engine")
+        assert upstream.kernel == engine.kernel == "mlx_two_pass" and upstream.blocks == engine.blocks
+        assert upstream.gqa_heads_per_simdgroup == hpt and engine.gqa_heads_per_simdgroup is None
 
 
-@pytest.mark.parametrize("head_dim,query_heads", [(192, 8), (80, 8), (512, 8), (128, 66)])
-def test_unfused_attention_is_not_emulated(head_dim, query_heads):
-    found = mlx_launch(S, Geometry(query_heads, 2, head_dim, 100))
-    assert isinstance(found, NotEmulated) and found.code == UNFUSED
+@pytest.mark.parametrize("head_dim,query_heads,engine", [
+    (192, 8, Launch("mlx_unfused", device="gpu")), (80, 8, Launch("mlx_unfused", device="gpu")),
+    (512, 8, Launch("mlx_two_pass", 64)),  # the engine's build has D 512 two-pass kernels at every T
+    (128, 66, Launch("mlx_unfused", device="gpu")),
+])
+def test_unfused_branches_resolve_to_mlx_unfused_on_the_gpu(head_dim, query_heads, engine):
+    geometry = Geometry(query_heads, 2, head_dim, 100)
+    assert mlx_launch(S, geometry, "upstream") == Launch("mlx_unfused", device="gpu")
+    assert mlx_launch(S, geometry, "engine") == engine
+
+
+def test_the_cpu_always_runs_mlx_unfused():
+    for build in ("engine", "upstream"):
+        for geometry in (Geometry(16, 2, 128, 9000), Geometry(8, 8, 80, 1), Geometry(8, 1, 512, 4096)):
+            assert mlx_launch("cpu", geometry, build) == Launch("mlx_unfused", device="cpu")
+
+
+@pytest.mark.parametrize("blocks,upstream,engine", [(48, 64, 48), (64, 64, 64), (1, 32, 1), (1000, 1024, 1000)])
+def test_each_build_reads_mlx_sdpa_blocks_its_own_way(blocks, upstream, engine):
+    geometry = Geometry(16, 16, 128, 4096)
+    assert mlx_launch(S, geometry, "upstream", blocks) == Launch("mlx_two_pass", upstream)
+    assert mlx_launch(S, geometry, "engine", blocks) == Launch("mlx_two_pass", engine)
+    (spec,) = resolve_all(f"mlx_sdpa(blocks={blocks})", PacketShape("bfloat16", geometry))
+    assert spec.run.blocks == engine and spec.resolved["build"] == "engine"
 
 
 # (QH, KVH, D) -> the engine's simdgroups, from hpt and the 32 KiB threadgroup budget.
@@ -101,7 +121,9 @@ def test_paged_simdgroups_rule(query_heads, kv_heads, head_dim, expected):
 
 def test_a_shape_the_engine_refuses_has_no_numbers():
     (spec,) = resolve_all("paged_two_pass", PacketShape("float32", Geometry(2, 1, 4096, 10)))
-    assert spec.run is None and spec.not_emulated.code == PAGED_SHAPE
+    assert spec.run is None and spec.not_emulated.code == "paged_head_dim_refused"  # no kernel for D 4096
+    assert paged_simdgroups(Geometry(2, 1, 4096, 10)) is None  # nor would a simdgroup fit
+    assert PAGED_SHAPE != spec.not_emulated.code
 
 
 # ---------------------------------------------------------------- decisive and baseline, known by hand
@@ -175,14 +197,17 @@ def test_decisive_counts_on_a_real_pair_and_the_differing_elements():
 QWEN = PacketShape("bfloat16", Geometry(16, 2, 256, 5585))
 QWEN_SWEEP = [
     "mlx_two_pass", "mlx_two_pass(partialDType=float32)", "paged_two_pass", "single_pass",
+    "mlx_run",  # in the default set where MLX is importable; the sweep always has it
     "mlx_sdpa", "mlx_sdpa(partialDType=float32)", "mlx_sdpa(device=d)", "mlx_sdpa(device=d,partialDType=float32)",
     "mlx_sdpa(device=other)", "mlx_sdpa(device=other,partialDType=float32)",
+    "mlx_sdpa(device=cpu)", "mlx_unfused", "mlx_unfused(device=gpu)",
     "mlx_single_pass",
     "mlx_two_pass(blocks=32)", "mlx_two_pass(blocks=32,partialDType=float32)",
     "mlx_two_pass(blocks=64)", "mlx_two_pass(blocks=64,partialDType=float32)",
     "mlx_two_pass(blocks=256)", "mlx_two_pass(blocks=256,partialDType=float32)",
     "paged_two_pass(partitionTokens=64)", "paged_two_pass(partitionTokens=128)",
     "paged_two_pass(simdgroups=8)",  # simdgroups=4 is the engine's choice here: the default, already listed
+    "paged_two_pass(dispatcher=early)",  # its simdgroups (2 here) are its own default
     "mlx_two_pass(exp=exp2_scaled)", "mlx_two_pass(fma=on)", "mlx_two_pass(simd=sequential)",
     "mlx_two_pass(partialDType=float32,exp=exp2_scaled)", "mlx_two_pass(partialDType=float32,fma=on)",
     "mlx_two_pass(partialDType=float32,simd=sequential)",
@@ -211,26 +236,34 @@ def test_analyze_runs_the_sweep(tmp_path):
     order = [(e["bitEqualDecisive"] or e["bitEqual"])["global"] for e in report["emulations"]]
     assert order == sorted(order, reverse=True)
     sdpa = next(e for e in report["emulations"] if e["id"] == "mlx_sdpa")
-    assert sdpa["resolved"] == {"kernel": "mlx_single_pass", "blocks": None}
+    assert sdpa["resolved"] == {"kernel": "mlx_single_pass", "blocks": None, "build": "engine", "device": None,
+                                "gqaHeadsPerSimdgroup": None}
+    cpu = next(e for e in report["emulations"] if e["id"] == "mlx_sdpa(device=cpu)")
+    unfused = next(e for e in report["emulations"] if e["id"] == "mlx_unfused")
+    assert cpu["resolved"]["kernel"] == "mlx_unfused" and cpu["bitEqual"] == unfused["bitEqual"]
+    run = next(e for e in report["emulations"] if e["id"] == "mlx_run")
+    assert run["library"]["name"] == "mlx" and run["bitEqual"] == unfused["bitEqual"]
 
 
 # ---------------------------------------------------------------- entries without numbers
 
 
-def test_the_gqa_variant_packet_gets_an_entry_without_numbers(tmp_path):
+def test_the_gqa_variant_is_emulated_where_the_build_has_it(tmp_path):
     spec = synthetic_spec(qh=8, kvh=1, tokens=8192, head_dim=64, output_dtype="bfloat16")
     packet = write_packet(tmp_path / "gqa", spec)
-    report = explorer.analyze(packet, emulate=["mlx_sdpa", "single_pass", "mlx_sdpa(device=d)"]).report()
-    assert [e["id"] for e in report["emulations"]][-2:] == ["mlx_sdpa", "mlx_sdpa(device=d)"]  # last, request order
-    entry = report["emulations"][-1]
-    assert entry["notEmulatedCode"] == GQA_VARIANT and "_gqa" in entry["notEmulated"]
-    assert all(entry[key] is None for key in ("bitEqual", "bitEqualDecisive", "ulp", "vsOutput", "resolved"))
-    assert report["emulationDecisive"] is None  # one emulation with numbers
+    report = explorer.analyze(packet, emulate=["mlx_sdpa", "mlx_sdpa(build=upstream)",
+                                               "mlx_two_pass(blocks=128)"]).report()
+    found = {e["id"]: e for e in report["emulations"]}
+    upstream, engine = found["mlx_sdpa(build=upstream)"], found["mlx_sdpa"]
+    assert upstream["resolved"]["gqaHeadsPerSimdgroup"] == 8 and upstream["bitEqual"] is not None
+    assert any("_gqa" in sentence for sentence in upstream["assumptions"])
+    assert engine["resolved"]["gqaHeadsPerSimdgroup"] is None  # the engine's build has no _gqa launch
+    assert engine["bitEqual"] == found["mlx_two_pass"]["bitEqual"]
     json.dumps(report, allow_nan=False)
 
 
 def test_an_emulation_beyond_the_memory_bound_is_refused_before_allocating():
-    hostile = Geometry(256, 1, 1, 195_312)
+    hostile = Geometry(8, 1, 64, 195_312)
     (spec,) = resolve_all("paged_two_pass(partitionTokens=1)", PacketShape("float16", hostile))
     assert spec.run is None and spec.not_emulated.code == MEMORY_BOUND
     assert memory_estimate(hostile, 195_312) > EMULATION_MEMORY_BYTES
@@ -243,7 +276,7 @@ def test_a_refused_emulation_reports_its_code_on_a_packet(tmp_path, monkeypatch)
     from explorer.analysis.emulation import launch
 
     monkeypatch.setattr(launch, "EMULATION_MEMORY_BYTES", 1)  # everything is beyond this bound
-    packet = write_packet(tmp_path / "p", synthetic_spec(qh=2, kvh=1, tokens=5, head_dim=32))
+    packet = write_packet(tmp_path / "p", synthetic_spec(qh=2, kvh=1, tokens=5, head_dim=64, output_dtype="bfloat16"))
     report = explorer.analyze(packet, emulate="default").report()
     assert {e["notEmulatedCode"] for e in report["emulations"]} == {MEMORY_BOUND}
 
@@ -252,12 +285,16 @@ def test_a_refused_emulation_reports_its_code_on_a_packet(tmp_path, monkeypatch)
 
 
 @pytest.mark.parametrize("text,allowed", [
-    ("mlx_two_pass(blocks=48)", "a multiple of 32 from 32 to 1024"),
-    ("mlx_sdpa(device=x)", "one of s, d, other"),
+    ("mlx_two_pass(blocks=0)", "an integer from 1 to 1024"),
+    ("mlx_sdpa(device=x)", "one of s, d, other, cpu"),
+    ("mlx_sdpa(build=fork)", "one of engine, upstream"),
+    ("mlx_unfused(device=s)", "one of cpu, gpu"),
+    ("mlx_run(device=tpu)", "one of default, cpu, gpu"),
+    ("paged_two_pass(dispatcher=old)", "one of current, early"),
     ("paged_two_pass(simdgroups=3)", "one of 1, 2, 4, 8"),
     ("mlx_two_pass(fma=maybe)", "one of off, on"),
     ("mlx_two_pass(warp=1)", "its parameters: blocks, partialDType, exp, fma, simd"),
-    ("flash(x=1)", "known: mlx_two_pass, mlx_single_pass, mlx_sdpa, paged_two_pass, single_pass"),
+    ("flash(x=1)", "known: mlx_two_pass, mlx_single_pass, mlx_sdpa, mlx_unfused, mlx_run, paged_two_pass, single_pass"),
 ])
 def test_bad_ids_are_usage_errors_naming_the_id_and_the_allowed_values(tmp_path, text, allowed):
     missing = tmp_path / "no-such-packet"  # independent of packet content: nothing is read
@@ -280,12 +317,21 @@ def test_work_chunks_never_change_a_bit(tmp_path, monkeypatch):
     scores chunk by chunk: chunks of 7 tokens and of 5 steps give the bits of the default chunking."""
     from explorer.analysis.emulation import arithmetic
 
-    packet = write_packet(tmp_path / "p", synthetic_spec(qh=4, kvh=2, tokens=100, head_dim=3, output_dtype="float32"))
-    request = ["mlx_two_pass(blocks=32)", "paged_two_pass(partitionTokens=16)", "single_pass", "mlx_single_pass"]
-    default = explorer.analyze(packet, emulate=request)
+    from explorer.analysis.emulation import unfused
+
+    packets = [write_packet(tmp_path / f"d{head_dim}", synthetic_spec(qh=4, kvh=2, tokens=100, head_dim=head_dim,
+                                                                      output_dtype="float32", kv_dtype="float32"))
+               for head_dim in (3, 64)]  # the paged kernel runs only for D 64, 128, 256, 512
+    request = ["mlx_two_pass(blocks=32)", "paged_two_pass(partitionTokens=16)", "single_pass", "mlx_single_pass",
+               "mlx_unfused", "mlx_unfused(device=gpu)"]
+    default = [explorer.analyze(packet, emulate=request) for packet in packets]
     explorer.analysis.analyze.clear_cache()
     monkeypatch.setattr(arithmetic, "SEQUENTIAL_CHUNK_ELEMENTS", 7 * 4)  # 7 tokens of 4 heads
     monkeypatch.setattr(arithmetic, "STEP_CHUNK_ELEMENTS", 1)
-    chunked = explorer.analyze(packet, emulate=request)
-    assert [e.bits.tobytes() for e in default.emulations] == [e.bits.tobytes() for e in chunked.emulations]
+    monkeypatch.setattr(unfused, "WEIGHTED_CHUNK_ELEMENTS", 1)
+    chunked = [explorer.analyze(packet, emulate=request) for packet in packets]
+    for before, after in zip(default, chunked, strict=True):
+        assert [e.bits.tobytes() for e in before.emulations if e.bits is not None] == [
+            e.bits.tobytes() for e in after.emulations if e.bits is not None]
+    assert sum(e.bits is not None for result in default for e in result.emulations) == 2 * len(request) - 1
     explorer.analysis.analyze.clear_cache()

@@ -28,8 +28,10 @@ def test_the_tables_hold_every_emulations_counts_in_table_order_with_the_baselin
     analysis = analyses["qwen36-bf16-t64"]
     view = _computed(analysis)
     assert [e.id for e in view.emulations] == ["mlx_two_pass", "mlx_two_pass(partialDType=float32)",
-                                               "paged_two_pass", "single_pass"]  # the default set, request order
+                                               "paged_two_pass", "single_pass", "mlx_run"]  # the default set
     shown = text(pn.panel(view))
+    run = next(e for e in view.emulations if e.id == "mlx_run")  # a row of its own: the real library, here
+    assert f"the real library, on this machine: mlx {run.library['version']} on the cpu" in shown
     decisive = view.counts.decisive.count
     order = [shown.index(f">{e.id}</code>") for e in ranked(view.emulations)]
     assert order == sorted(order) and order[-1] < shown.index("rounded reference (baseline)")
@@ -84,7 +86,8 @@ def test_ineligible_heads_show_no_count(analyses):
     view = _computed(analysis)
     shown = text(pn.panel(view))
     ineligible = np.flatnonzero(~analysis.numerics.eligible)
-    assert ineligible.size and shown.count("ineligible head") == ineligible.size * (len(view.emulations) + 1)
+    with_numbers = sum(e.bit_equal_per_head is not None for e in view.emulations)
+    assert ineligible.size and shown.count("ineligible head") == ineligible.size * (with_numbers + 1)
     view.select_element(int(ineligible[0]), 0)
     assert "not compared" in view._drilldown.object
 
@@ -95,7 +98,7 @@ def test_parameters_change_the_emulations_computed(analyses):
     assert [e.id for e in view.emulations] == [
         "mlx_two_pass(blocks=64)", "mlx_two_pass(blocks=64,partialDType=float16)",
         "paged_two_pass(partitionTokens=32)", "paged_two_pass(partitionTokens=32,partialDType=float16)",
-        "single_pass"]
+        "single_pass", "mlx_run"]
     view.blocks = 32
     assert view.emulations[0].id == "mlx_two_pass(blocks=32)"
     assert "mlx_two_pass(blocks=32)" in text(pn.panel(view))
@@ -182,7 +185,7 @@ def test_url_settings_are_read_with_the_kernels_own_limits():
                                               "emulationSet": "sweep", "head": "3"})
     assert settings == {"blocks": 64, "partitionTokens": 128, "partialDType": "float32", "emulationSet": "sweep"}
     assert problems == []
-    for name, text_value in (("blocks", "0"), ("blocks", "-1"), ("blocks", "48"), ("blocks", "1056"),
+    for name, text_value in (("blocks", "0"), ("blocks", "-1"), ("blocks", "1025"), ("blocks", "1056"),
                              ("blocks", "\u00b2"), ("emulationSet", "all"), ("emulationSet", "Sweep"),
                              ("blocks", "12\n"), ("blocks", " 12"), ("blocks", "1" * 5000),
                              ("partitionTokens", "16777217"), ("partitionTokens", "\u0661\u0662"),
@@ -191,6 +194,7 @@ def test_url_settings_are_read_with_the_kernels_own_limits():
         accepts = URL_SETTINGS[name][0].accepts
         assert settings == {} and problems == [(name, text_value, accepts)], (name, text_value)
     assert settings_from_query({"blocks": "1024"})[0] == {"blocks": 1024}
+    assert settings_from_query({"blocks": "48"})[0] == {"blocks": 48}  # pass 2 merges the first 32 of them
 
 
 def test_the_selection_carries_the_parameters_both_ways(analyses):
@@ -228,8 +232,8 @@ def test_a_typed_setting_outside_the_kernels_limits_is_refused_with_a_note(analy
     assert (blocks.value, partition.value) == (DEFAULT_BLOCKS, DEFAULT_PARTITION_TOKENS)
     blocks.value = 0
     assert view.blocks == DEFAULT_BLOCKS
-    assert ("blocks &#x27;0&#x27; is not a multiple of 32 from 32 to 1024 (MLX rounds its block count up to a "
-            "multiple of 32); kept 128") in view._settings_note.object
+    assert ("blocks &#x27;0&#x27; is not an integer from 1 to 1024 (pass 2 merges the first multiple of 32 of "
+            "them); kept 128") in view._settings_note.object
     blocks.value = 32
     assert view.blocks == 32 and view._settings_note.object == ""
     assert view.emulations[0].id == "mlx_two_pass(blocks=32)"

@@ -1,4 +1,4 @@
-"""Kernel arithmetic emulations (emulation-v1 and -v2): which kernel's arithmetic reproduces an output, element by element, and what the counts tell apart; no I/O, no UI.
+"""Kernel arithmetic emulations and real library runs: which kernel's arithmetic reproduces an output, element by element, and what the counts tell apart; no I/O, no UI.
 
 The next callers use: `resolve_all(request, shape)` (ids -> specs, EmulationIdError for
 unknown kernels, parameters or values), `emulate(inputs, specs, eligible)` (run once),
@@ -6,15 +6,24 @@ unknown kernels, parameters or values), `emulate(inputs, specs, eligible)` (run 
 `ranked(...)` (the table order) and `native_output_bits(id, tensors, scale, output_dtype)`.
 """
 
-from explorer.analysis.emulation.counts import decisive, equal_on, head_counts, rank_key, ranked, with_counts
+from explorer.analysis.emulation.counts import (
+    decisive,
+    equal_on,
+    head_counts,
+    rank_key,
+    ranked,
+    with_counts,
+)
 from explorer.analysis.emulation.ids import expand, parse_id
 from explorer.analysis.emulation.kernels import (
     DEFAULT_SET,
     DEFAULT_SET_NAME,
     KERNELS,
+    MLX_RUN,
     MLX_SDPA,
     MLX_SINGLE_PASS,
     MLX_TWO_PASS,
+    MLX_UNFUSED,
     PAGED_TWO_PASS,
     SINGLE_PASS,
     SWEEP,
@@ -29,15 +38,23 @@ from explorer.analysis.emulation.run import (
     emulations_for,
     inputs_from_tensors,
     native_output_bits,
+    reused,
     score,
     shape_of,
 )
-from explorer.analysis.emulation.spec import EmulationSpec, PacketShape, normalised_ids, resolve, resolve_all
+from explorer.analysis.emulation.spec import (
+    EmulationSpec,
+    PacketShape,
+    normalised_ids,
+    resolve,
+    resolve_all,
+)
 
 __all__ = [
     "decisive", "equal_on", "head_counts", "rank_key", "ranked", "with_counts", "expand", "parse_id", "DEFAULT_SET",
-    "DEFAULT_SET_NAME", "KERNELS", "MLX_SDPA", "MLX_SINGLE_PASS", "MLX_TWO_PASS", "PAGED_TWO_PASS", "SINGLE_PASS",
+    "DEFAULT_SET_NAME", "KERNELS", "MLX_SDPA", "MLX_SINGLE_PASS", "MLX_TWO_PASS", "MLX_UNFUSED", "MLX_RUN",
+    "PAGED_TWO_PASS", "SINGLE_PASS",
     "SWEEP", "SWEEP_NAME", "EmulationIdError", "EmulatedOutput", "EmulationInputs", "bit_equal", "emulate",
-    "emulations_for", "inputs_from_tensors", "native_output_bits", "score", "shape_of", "EmulationSpec",
+    "emulations_for", "inputs_from_tensors", "native_output_bits", "reused", "score", "shape_of", "EmulationSpec",
     "PacketShape", "normalised_ids", "resolve", "resolve_all",
 ]

@@ -100,6 +100,20 @@ def reduce_lanes(lanes: np.ndarray, simd: str) -> np.ndarray:
     return lanes[..., 0]
 
 
+def sequential_dot(queries: np.ndarray, keys: np.ndarray, fused: bool = False) -> np.ndarray:
+    """Scores [KVH, g, T] of queries [KVH, g, D] against keys [KVH, T, D]: the plain sum over D in order from +0."""
+    kv_heads, group, head_dim = queries.shape
+    tokens = keys.shape[1]
+    scores = np.empty((kv_heads, group, tokens), dtype=np.float32)
+    step = max(1, SEQUENTIAL_CHUNK_ELEMENTS // (kv_heads * group))  # temporaries of one chunk of tokens, not all
+    for lo in range(0, tokens, step):
+        total = np.zeros((kv_heads, group, min(step, tokens - lo)), dtype=np.float32)
+        for i in range(head_dim):
+            total = multiply_add(queries[:, :, None, i], keys[:, None, lo : lo + step, i], total, fused)
+        scores[:, :, lo : lo + step] = total
+    return scores
+
+
 def dot(queries: np.ndarray, keys: np.ndarray, hypotheses: Hypotheses) -> np.ndarray:
     """Scores [KVH, g, T] of queries [KVH, g, D] against keys [KVH, T, D]: the lane-split dot and its lane reduction.
 
@@ -110,14 +124,7 @@ def dot(queries: np.ndarray, keys: np.ndarray, hypotheses: Hypotheses) -> np.nda
     tokens = keys.shape[1]
     fused = hypotheses.fma
     if head_dim % LANES:
-        scores = np.empty((kv_heads, group, tokens), dtype=np.float32)
-        step = max(1, SEQUENTIAL_CHUNK_ELEMENTS // (kv_heads * group))  # temporaries of one chunk of tokens, not all
-        for lo in range(0, tokens, step):
-            total = np.zeros((kv_heads, group, min(step, tokens - lo)), dtype=np.float32)
-            for i in range(head_dim):
-                total = multiply_add(queries[:, :, None, i], keys[:, None, lo : lo + step, i], total, fused)
-            scores[:, :, lo : lo + step] = total
-        return scores
+        return sequential_dot(queries, keys, fused)
     per_lane = head_dim // LANES
     q = queries.reshape(kv_heads, group, 1, LANES, per_lane)
     # [KVH, D/32, T, 32]: the i-th product of every lane of every key is one contiguous slice.
@@ -204,6 +211,38 @@ def paged_layout(tokens: int, partition_tokens: int, simdgroups: int) -> np.ndar
     return np.where((offset < size) & (token < tokens), token, tokens)
 
 
+def gqa_layout(tokens: int, blocks: int, heads_per_simdgroup: int) -> np.ndarray:
+    """[steps, blocks, HPT]: upstream's `_gqa` pass 1, block b's contiguous chunk of ceil(T / blocks) keys split into
+    HPT sub-chunks of ceil(chunk / HPT) keys, each visited in order; T where a sub-chunk visits none."""
+    chunk = -(-tokens // blocks)
+    sub = max(1, -(-chunk // heads_per_simdgroup))
+    block_start = chunk * np.arange(blocks)[None, :, None]
+    start = block_start + sub * np.arange(heads_per_simdgroup)[None, None, :]
+    token = start + np.arange(sub)[:, None, None]
+    end = np.minimum(np.minimum(tokens, block_start + chunk), start + sub)
+    return np.where(token < end, token, tokens)
+
+
+def gqa_block_merge(m: np.ndarray, state: np.ndarray, hypotheses: Hypotheses) -> tuple[np.ndarray, np.ndarray]:
+    """The end of upstream's `_gqa` pass 1: each head's HPT sub-chunks [blocks, HPT, ...] merged in sub-chunk order.
+
+    A sub-chunk's output is normalised first (o * (1 / l), 0 when l is 0); w = l * exp(m - M)
+    with M the largest sub-chunk maximum (from float32's finite minimum); the block stores
+    M, the sum of w and the sum of w * normalised o (each from +0 in sub-chunk order).
+    """
+    finite_min = np.finfo(np.float32).min
+    m = np.where(m == -np.inf, finite_min, m)
+    top = np.maximum(m.max(axis=1), finite_min)
+    sums = state[..., -1:]
+    inverse = np.where(sums > 0, _ONE / np.where(sums > 0, sums, _ONE), _ZERO)
+    normalised = state[..., :-1] * inverse
+    weights = sums * natural_exp(hypotheses)(m - top[:, None])[..., None]
+    denominator = ordered_multiply_add(np.moveaxis(weights, 1, 0), np.ones_like(np.moveaxis(weights, 1, 0)),
+                                       hypotheses.fma)
+    numerator = ordered_multiply_add(np.moveaxis(weights, 1, 0), np.moveaxis(normalised, 1, 0), hypotheses.fma)
+    return top, np.concatenate([numerator, denominator], axis=-1)
+
+
 def stored(values: np.ndarray, dtype: str) -> np.ndarray:
     """round(values, dtype) promoted back (explorer's own RNE), in cache-sized pieces."""
     if dtype == "float32":
@@ -224,9 +263,14 @@ def _divide(total: np.ndarray) -> np.ndarray:
 def mlx_merge(m: np.ndarray, state: np.ndarray, partial_dtype: str, hypotheses: Hypotheses) -> np.ndarray:
     """MLX pass 2 (emulation-v2 section 1): lane l merges blocks l, l + 32, ... in order from +0, then the lane reduction.
 
-    `m` [blocks, KVH, g] and `state` [blocks, KVH, g, D + 1] of a multiple of 32 blocks;
+    `m` [blocks, KVH, g] and `state` [blocks, KVH, g, D + 1]; only the first multiple of
+    32 blocks are merged (none: the output is 0, as the source's S == 0 case gives);
     o is stored in `partial_dtype`, l in float32. Returns O / S [KVH, g, D].
     """
+    merged = (m.shape[0] // LANES) * LANES  # pass 2 reads blocks in chunks of 32: a tail is dropped, as in the source
+    if merged == 0:
+        return np.zeros(state.shape[1:-1] + (state.shape[-1] - 1,), dtype=np.float32)
+    m, state = m[:merged], state[:merged]
     top = m.max(axis=0)
     weights = natural_exp(hypotheses)(m - top)[..., None]
     partials = np.concatenate([stored(state[..., :-1], partial_dtype), state[..., -1:]], axis=-1)

@@ -5,10 +5,12 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable
 
+from explorer.analysis.emulation import library
 from explorer.analysis.emulation.kernels import (
     DEFAULT_SET,
     DEFAULT_SET_NAME,
     KERNELS,
+    MLX_RUN,
     SWEEP,
     SWEEP_NAME,
     EmulationIdError,
@@ -18,7 +20,14 @@ from explorer.packet.record import Record, record
 
 _ID_PATTERN = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\((.*)\))?\s*$", re.DOTALL)
 _ASSIGNMENT = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*([^\s=]+)\s*$")
-NAMED_SETS = {DEFAULT_SET_NAME: DEFAULT_SET, SWEEP_NAME: SWEEP}
+
+
+def named_set(name: str) -> tuple[str, ...] | None:
+    """The ids of a named set: `default` (with mlx_run when MLX is importable here), `sweep`; None for another name."""
+    if name == DEFAULT_SET_NAME:
+        return DEFAULT_SET + ((MLX_RUN,) if library.available() else ())
+    return SWEEP if name == SWEEP_NAME else None
+
 MAX_REQUESTED_IDS = 256  # ids in one request, named sets expanded (a request is user input)
 
 
@@ -69,7 +78,7 @@ def expand(request: str | Iterable[str]) -> tuple[RequestedId, ...]:
         raise EmulationIdError("no emulation id given")
     parsed: list[RequestedId] = []
     for text in texts:
-        named = NAMED_SETS.get(text.strip()) if isinstance(text, str) else None
+        named = named_set(text.strip()) if isinstance(text, str) else None
         if named is not None:
             parsed += expand(list(named))
         else:

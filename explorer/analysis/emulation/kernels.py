@@ -6,17 +6,33 @@ import re
 from types import MappingProxyType
 from typing import Any, Callable, Mapping
 
-from explorer.analysis.emulation.arithmetic import BUTTERFLY, EXACT, EXP2_SCALED, SEQUENTIAL
+from explorer.analysis.emulation.arithmetic import (
+    BUTTERFLY,
+    EXACT,
+    EXP2_SCALED,
+    SEQUENTIAL,
+)
 from explorer.packet.dtypes import DTYPES
 from explorer.packet.record import Record, record
 
 DEFAULT_SET_NAME, SWEEP_NAME = "default", "sweep"
 MLX_TWO_PASS, MLX_SINGLE_PASS, MLX_SDPA = "mlx_two_pass", "mlx_single_pass", "mlx_sdpa"
+MLX_UNFUSED, MLX_RUN = "mlx_unfused", "mlx_run"
 PAGED_TWO_PASS, SINGLE_PASS = "paged_two_pass", "single_pass"
-MIN_BLOCKS, MAX_BLOCKS, BLOCKS_MULTIPLE = 32, 1024, 32  # MLX rounds MLX_SDPA_BLOCKS up to a multiple of 32
+MIN_BLOCKS, MAX_BLOCKS = 1, 1024  # MLX_SDPA_BLOCKS as a build may read it (upstream rounds it up to a multiple of 32)
 MAX_PARTITION_TOKENS = 1 << 24  # an id is user input: this keeps it a sane request
 SIMDGROUP_CHOICES = (1, 2, 4, 8)
-DEVICES = ("s", "d", "other")
+GPU_CLASSES = ("s", "d", "other")  # the last letter of the GPU architecture name
+CPU, GPU = "cpu", "gpu"
+DEVICES = (*GPU_CLASSES, CPU)  # mlx_sdpa's devices: a GPU class, or MLX's CPU backend
+UNFUSED_DEVICES = (CPU, GPU)
+DEFAULT_DEVICE = "default"  # mlx_run: the GPU on Apple silicon, the CPU elsewhere
+RUN_DEVICES = (DEFAULT_DEVICE, CPU, GPU)
+ENGINE, UPSTREAM = "engine", "upstream"
+BUILDS = (ENGINE, UPSTREAM)
+CURRENT, EARLY = "current", "early"
+DISPATCHERS = (CURRENT, EARLY)
+LAUNCH_RULE = "the build's launch rule"  # the default of mlx_sdpa's blocks (MLX_SDPA_BLOCKS unset)
 OUTPUT_DTYPE = "the output tensor's dtype"  # the default of a parameter that follows the packet's output dtype
 ENGINE_CHOICE = "the engine's choice for this geometry"  # the default of the paged kernel's simdgroups
 HYPOTHESES = ("exp", "fma", "simd")  # the arithmetic hypotheses' parameter names (emulation-v2 section 3)
@@ -59,17 +75,22 @@ def _listed(values) -> str:
     return ", ".join(map(str, values))
 
 
-BLOCKS = Parameter("blocks", 128, f"a multiple of {BLOCKS_MULTIPLE} from {MIN_BLOCKS} to {MAX_BLOCKS} (MLX rounds "
-                   f"its block count up to a multiple of {BLOCKS_MULTIPLE})",
-                   _integer(MIN_BLOCKS, MAX_BLOCKS, BLOCKS_MULTIPLE))
+BLOCKS = Parameter("blocks", 128, f"an integer from {MIN_BLOCKS} to {MAX_BLOCKS} (pass 2 merges the first multiple of "
+                   "32 of them)", _integer(MIN_BLOCKS, MAX_BLOCKS))
+SDPA_BLOCKS = Parameter("blocks", LAUNCH_RULE, f"an integer from {MIN_BLOCKS} to {MAX_BLOCKS} (MLX_SDPA_BLOCKS as "
+                        "the build reads it)", _integer(MIN_BLOCKS, MAX_BLOCKS))
 PARTITION_TOKENS = Parameter("partitionTokens", 256, f"an integer from 1 to {MAX_PARTITION_TOKENS}",
                              _integer(1, MAX_PARTITION_TOKENS))
 MLX_PARTIAL = Parameter("partialDType", OUTPUT_DTYPE, f"one of {_listed(DTYPES)}", _one_of(DTYPES))
 PAGED_PARTIAL = Parameter("partialDType", "float32", f"one of {_listed(DTYPES)}", _one_of(DTYPES))
 SIMDGROUPS = Parameter("simdgroups", ENGINE_CHOICE, f"one of {_listed(SIMDGROUP_CHOICES)}",
                        lambda text: int(_one_of(tuple(map(str, SIMDGROUP_CHOICES)))(text)))
-DEVICE = Parameter("device", "s", f"one of {_listed(DEVICES)} (the last letter of the GPU architecture name)",
+DEVICE = Parameter("device", "s", f"one of {_listed(DEVICES)} (a GPU's architecture letter, or MLX's CPU backend)",
                    _one_of(DEVICES))
+BUILD = Parameter("build", ENGINE, f"one of {_listed(BUILDS)}", _one_of(BUILDS))
+UNFUSED_DEVICE = Parameter("device", CPU, f"one of {_listed(UNFUSED_DEVICES)}", _one_of(UNFUSED_DEVICES))
+RUN_DEVICE = Parameter("device", DEFAULT_DEVICE, f"one of {_listed(RUN_DEVICES)}", _one_of(RUN_DEVICES))
+DISPATCHER = Parameter("dispatcher", CURRENT, f"one of {_listed(DISPATCHERS)}", _one_of(DISPATCHERS))
 EXP = Parameter("exp", EXACT, f"one of {EXACT}, {EXP2_SCALED}", _one_of((EXACT, EXP2_SCALED)))
 FMA = Parameter("fma", "off", f"one of {_listed(FMA_VALUES)}", _one_of(tuple(FMA_VALUES)))
 SIMD = Parameter("simd", BUTTERFLY, f"one of {BUTTERFLY}, {SEQUENTIAL}", _one_of((BUTTERFLY, SEQUENTIAL)))
@@ -92,9 +113,13 @@ KERNELS: Mapping[str, Kernel] = MappingProxyType({
                          (BLOCKS, MLX_PARTIAL, EXP, FMA, SIMD)),
     MLX_SINGLE_PASS: Kernel(MLX_SINGLE_PASS, "MLX vector decode kernel without partials (sdpa_vector)", (EXP, FMA, SIMD)),
     MLX_SDPA: Kernel(MLX_SDPA, "the MLX kernel and block count MLX launches for this packet",
-                     (DEVICE, MLX_PARTIAL, EXP, FMA, SIMD)),
+                     (DEVICE, BUILD, SDPA_BLOCKS, MLX_PARTIAL, EXP, FMA, SIMD)),
+    MLX_UNFUSED: Kernel(MLX_UNFUSED, "MLX unfused attention (scale, matmul, precise softmax, matmul)",
+                        (UNFUSED_DEVICE, SIMD)),
+    MLX_RUN: Kernel(MLX_RUN, "installed MLX library run on the packet's inputs (mx.fast.scaled_dot_product_attention)",
+                    (RUN_DEVICE,)),
     PAGED_TWO_PASS: Kernel(PAGED_TWO_PASS, "paged decode kernel (exp2 domain, partitions merged)",
-                           (PARTITION_TOKENS, PAGED_PARTIAL, SIMDGROUPS, FMA, SIMD)),
+                           (PARTITION_TOKENS, PAGED_PARTIAL, DISPATCHER, SIMDGROUPS, FMA, SIMD)),
     SINGLE_PASS: Kernel(SINGLE_PASS, "single online softmax over all keys (no blocks)", ()),
 })
 
@@ -102,11 +127,15 @@ DEFAULT_SET = (MLX_TWO_PASS, f"{MLX_TWO_PASS}(partialDType=float32)", PAGED_TWO_
 _F32 = "partialDType=float32"
 SWEEP = (
     DEFAULT_SET_NAME,
-    *(f"{MLX_SDPA}(device={device}{suffix})" for device in DEVICES for suffix in ("", f",{_F32}")),
+    *(f"{MLX_SDPA}(device={device}{suffix})" for device in GPU_CLASSES for suffix in ("", f",{_F32}")),
+    f"{MLX_SDPA}(device={CPU})",
+    *(f"{MLX_UNFUSED}(device={device})" for device in UNFUSED_DEVICES),
+    MLX_RUN,
     MLX_SINGLE_PASS,
     *(f"{MLX_TWO_PASS}(blocks={blocks}{suffix})" for blocks in (32, 64, 256) for suffix in ("", f",{_F32}")),
     *(f"{PAGED_TWO_PASS}(partitionTokens={tokens})" for tokens in (64, 128)),
     *(f"{PAGED_TWO_PASS}(simdgroups={simdgroups})" for simdgroups in (4, 8)),
+    f"{PAGED_TWO_PASS}(dispatcher={EARLY})",
     *(f"{MLX_TWO_PASS}({prefix}{hypothesis})" for prefix in ("", f"{_F32},")
       for hypothesis in (f"exp={EXP2_SCALED}", "fma=on", f"simd={SEQUENTIAL}")),
     *(f"{PAGED_TWO_PASS}({hypothesis})" for hypothesis in ("fma=on", f"simd={SEQUENTIAL}")),

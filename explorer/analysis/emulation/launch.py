@@ -1,14 +1,18 @@
-"""What the real kernels launch for a packet's geometry (emulation-v2 sections 1-2: MLX's kernel and block choice, the paged kernel's simdgroups) and each emulation's memory estimate; pure functions, no numerics, no I/O."""
+"""What the real kernels launch for a packet's geometry (MLX's kernel and block choice per build, the paged kernel's simdgroups per dispatcher) and each emulation's memory estimate; pure functions, no numerics, no I/O.
+
+The builds and dispatchers, and the sources each rule was read from, are in docs/emulations.md.
+"""
 
 from __future__ import annotations
-
 
 from explorer.packet.record import Record, record
 
 MLX_VECTOR_HEAD_DIMS = (64, 96, 128, 256)  # MLX's vector kernels; D 192 is routed to unfused attention for one token
-MLX_GQA_HEAD_DIMS = (64, 128)  # the `_gqa` two-pass variant's head dims
+MLX_ENGINE_TWO_PASS_HEAD_DIM = 512  # the engine's build runs two-pass kernels for it at every T
+MLX_GQA_HEADS_PER_SIMDGROUP = {64: 8, 128: 4}  # upstream's `_gqa` two-pass variant: head dim -> HPT
 MLX_GQA_FACTOR = 8
 MLX_GQA_MIN_TOKENS = 8192
+MLX_BLOCKS_MULTIPLE = 32  # upstream rounds MLX_SDPA_BLOCKS up to a multiple of it; the engine's build does not
 MLX_MAX_GQA_FACTOR = 32  # beyond it MLX runs unfused attention
 MLX_LARGE_DEVICES = ("s", "d")  # last letter of the GPU architecture name: the large GPUs
 MLX_LARGE_TWO_PASS_TOKENS = 1024  # large GPUs run the two-pass kernel from this many tokens
@@ -16,6 +20,7 @@ MLX_GQA_TWO_PASS_TOKENS = 4096  # any GPU runs it from this many tokens when KVH
 PAGED_THREADGROUP_BYTES = 32768  # the paged dispatcher's threadgroup-memory budget
 PAGED_HEADS_PER_THREADGROUP_WIDTH = 1024  # hpt <= max(1, this / D)
 PAGED_SIMDGROUP_CHOICES = (8, 4, 2, 1)
+PAGED_HEAD_DIMS = (64, 128, 256, 512)  # the paged kernel's instantiations; the engine refuses other head dims
 FLOAT32_BYTES = 4
 # An emulation's working memory: the scores [QH, T] plus this many copies of its block states [B, QH, D + 1].
 STATE_COPIES = 5
@@ -23,8 +28,12 @@ EMULATION_MEMORY_BYTES = 512 * 1024 * 1024  # an emulation whose estimate exceed
 REQUEST_SCORE_COPIES = 2  # [QH, T] float32 scores a request holds at once (measured at most 1.5)
 REQUEST_SCRATCH_BYTES = 64 * 1024 * 1024  # chunk temporaries (a float64 fused dot of 2**18 scores), outputs, counts
 
-GQA_VARIANT, UNFUSED, PAGED_SHAPE, MEMORY_BOUND = ("mlx_gqa_variant", "mlx_unfused", "paged_shape_refused",
-                                                   "memory_bound")
+PAGED_SHAPE, PAGED_HEAD_DIM, PAGED_OUTPUT_DTYPE, MEMORY_BOUND = ("paged_shape_refused", "paged_head_dim_refused",
+                                                                  "paged_output_dtype", "memory_bound")
+NO_LIBRARY, LIBRARY_FAILED = "library_not_installed", "library_failed"
+# mlx_run's working memory: MLX's unfused composition holds the scores, the softmax and its input copies at once.
+LIBRARY_SCORE_COPIES = 3  # [QH, T] scores, their softmax, and a temporary of the softmax
+LIBRARY_KV_COPIES = 4  # K and V as given, and as cast to the promoted dtype
 
 
 @record
@@ -65,21 +74,42 @@ def mlx_blocks(device: str, geometry: Geometry) -> int:
     return 64 if n >= 4 else 32
 
 
-def mlx_launch(device: str, geometry: Geometry) -> tuple[str, int | None] | NotEmulated:
-    """(kernel, blocks) MLX launches for one query token without a mask on `device`, or why it is not emulated."""
+@record
+class Launch(Record):
+    """What MLX launches for one query token: the kernel, its blocks, the unfused device, the `_gqa` variant's HPT."""
+
+    kernel: str
+    blocks: int | None = None
+    device: str | None = None
+    gqa_heads_per_simdgroup: int | None = None
+
+
+def mlx_blocks_read(build: str, blocks: int) -> int:
+    """MLX_SDPA_BLOCKS as `build` reads it: upstream rounds it up to a multiple of 32, the engine's build takes it as is."""
+    if build == "upstream":
+        return -(-blocks // MLX_BLOCKS_MULTIPLE) * MLX_BLOCKS_MULTIPLE
+    return blocks
+
+
+def mlx_launch(device: str, geometry: Geometry, build: str = "engine", blocks: int | None = None) -> Launch:
+    """What `build` of MLX launches for one query token without a mask on `device` (a GPU class or "cpu").
+
+    `blocks`: MLX_SDPA_BLOCKS when set (None: the build's own choice).
+    """
     g = geometry
-    if g.head_dim not in MLX_VECTOR_HEAD_DIMS or g.group > MLX_MAX_GQA_FACTOR:
-        return NotEmulated(UNFUSED, f"MLX runs unfused attention for D {g.head_dim} with QH/KVH {g.group} (its vector "
-                                    f"kernels take D in {', '.join(map(str, MLX_VECTOR_HEAD_DIMS))} and QH/KVH up to "
-                                    f"{MLX_MAX_GQA_FACTOR}); unfused attention is not emulated")
-    two_pass = ((device in MLX_LARGE_DEVICES and g.tokens >= MLX_LARGE_TWO_PASS_TOKENS)
+    if device == "cpu":
+        return Launch("mlx_unfused", device="cpu")
+    engine_d512 = build == "engine" and g.head_dim == MLX_ENGINE_TWO_PASS_HEAD_DIM
+    if (g.head_dim not in MLX_VECTOR_HEAD_DIMS and not engine_d512) or g.group > MLX_MAX_GQA_FACTOR:
+        return Launch("mlx_unfused", device="gpu")
+    two_pass = (engine_d512 or (device in MLX_LARGE_DEVICES and g.tokens >= MLX_LARGE_TWO_PASS_TOKENS)
                 or (g.kv_heads < g.query_heads and g.tokens >= MLX_GQA_TWO_PASS_TOKENS))
     if not two_pass:
-        return "mlx_single_pass", None
-    if g.group == MLX_GQA_FACTOR and g.head_dim in MLX_GQA_HEAD_DIMS and g.tokens >= MLX_GQA_MIN_TOKENS:
-        return NotEmulated(GQA_VARIANT, f"MLX launches its sdpa_vector_2pass _gqa variant here (QH = 8 x KVH, D {g.head_dim}, "
-                                        f"T {g.tokens} >= {MLX_GQA_MIN_TOKENS}); that variant is not emulated")
-    return "mlx_two_pass", mlx_blocks(device, geometry)
+        return Launch("mlx_single_pass")
+    chosen = mlx_blocks(device, geometry) if blocks is None else mlx_blocks_read(build, blocks)
+    gqa = (build == "upstream" and g.group == MLX_GQA_FACTOR and g.tokens >= MLX_GQA_MIN_TOKENS
+           and g.head_dim in MLX_GQA_HEADS_PER_SIMDGROUP)
+    return Launch("mlx_two_pass", chosen, gqa_heads_per_simdgroup=MLX_GQA_HEADS_PER_SIMDGROUP[g.head_dim] if gqa else None)
 
 
 def paged_heads_per_threadgroup(geometry: Geometry) -> int:
@@ -88,18 +118,46 @@ def paged_heads_per_threadgroup(geometry: Geometry) -> int:
     return max(h for h in range(1, n + 1) if n % h == 0 and (h == 1 or h * d <= PAGED_HEADS_PER_THREADGROUP_WIDTH))
 
 
-def paged_simdgroups(geometry: Geometry) -> int | None:
-    """The engine's simdgroups: the first of 8, 4, 2, 1 whose threadgroup memory fits; None when none fits."""
-    hpt, d = paged_heads_per_threadgroup(geometry), geometry.head_dim
+def paged_simdgroups(geometry: Geometry, dispatcher: str = "current") -> int | None:
+    """The engine's simdgroups: the first of 8, 4, 2, 1 whose threadgroup memory fits.
+
+    `current`: heads per threadgroup `hpt` (paged_heads_per_threadgroup), None when none
+    fits; `early`: the whole GQA factor as the heads, falling back to 1 simdgroup.
+    """
+    d = geometry.head_dim
+    hpt = paged_heads_per_threadgroup(geometry) if dispatcher == "current" else geometry.group
     for simdgroups in PAGED_SIMDGROUP_CHOICES:
         if FLOAT32_BYTES * (hpt * d + simdgroups * hpt * (d + 2)) <= PAGED_THREADGROUP_BYTES:
             return simdgroups
-    return None
+    return None if dispatcher == "current" else 1
 
 
 def paged_refusal(geometry: Geometry) -> NotEmulated:
     return NotEmulated(PAGED_SHAPE, f"the paged dispatcher refuses D {geometry.head_dim} with QH/KVH {geometry.group}: "
                                     f"not even one simdgroup fits its {PAGED_THREADGROUP_BYTES}-byte threadgroup memory")
+
+
+def paged_head_dim_refusal(geometry: Geometry) -> NotEmulated | None:
+    """The engine's refusal of a head dim its paged kernel has no instantiation for, else None."""
+    if geometry.head_dim in PAGED_HEAD_DIMS:
+        return None
+    return NotEmulated(PAGED_HEAD_DIM, f"the engine refuses head dim {geometry.head_dim} for its paged kernel (it runs "
+                                       f"only for D {', '.join(map(str, PAGED_HEAD_DIMS))}); this kernel cannot have run")
+
+
+def paged_output_refusal(kv_dtype: str, output_dtype: str) -> NotEmulated | None:
+    """The paged kernel writes its output in the stored keys' dtype: a refusal when the packet's output is another."""
+    if kv_dtype == output_dtype:
+        return None
+    return NotEmulated(PAGED_OUTPUT_DTYPE, f"the paged kernel writes its output in the stored keys' dtype ({kv_dtype}); "
+                                           f"this kernel cannot have written a {output_dtype} output")
+
+
+def library_estimate(geometry: Geometry) -> int:
+    """Bytes a real MLX run holds at once (float32 bound): LIBRARY_SCORE_COPIES scores and LIBRARY_KV_COPIES of K / V."""
+    g = geometry
+    return FLOAT32_BYTES * (LIBRARY_SCORE_COPIES * g.query_heads * g.tokens
+                            + LIBRARY_KV_COPIES * g.kv_heads * g.tokens * g.head_dim)
 
 
 def memory_estimate(geometry: Geometry, parallel_blocks: int) -> int:
@@ -119,11 +177,11 @@ def request_bound(geometry: Geometry, parallel_blocks: int) -> int:
             + REQUEST_SCRATCH_BYTES)
 
 
-def memory_refusal(geometry: Geometry, parallel_blocks: int) -> NotEmulated | None:
-    """A refusal when the estimate of `parallel_blocks` block states exceeds EMULATION_MEMORY_BYTES, else None."""
-    needed = memory_estimate(geometry, parallel_blocks)
+def memory_refusal(geometry: Geometry, parallel_blocks: int, needed: int | None = None) -> NotEmulated | None:
+    """A refusal when the estimate (of `parallel_blocks` block states, or `needed` bytes) exceeds EMULATION_MEMORY_BYTES."""
+    what = "the library's run" if needed is not None else f"{parallel_blocks} parallel block states"
+    needed = memory_estimate(geometry, parallel_blocks) if needed is None else needed
     if needed <= EMULATION_MEMORY_BYTES:
         return None
-    return NotEmulated(MEMORY_BOUND, f"{parallel_blocks} parallel block states would need about "
-                                     f"{needed / 2**20:.0f} MiB, above the emulation bound of "
-                                     f"{EMULATION_MEMORY_BYTES // 2**20} MiB; not run")
+    return NotEmulated(MEMORY_BOUND, f"{what} would need about {needed / 2**20:.0f} MiB, above the emulation "
+                                     f"bound of {EMULATION_MEMORY_BYTES // 2**20} MiB; not run")

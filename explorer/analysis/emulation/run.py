@@ -8,11 +8,25 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from explorer.analysis.emulation import arithmetic
+from explorer.analysis.emulation import arithmetic, library, unfused
 from explorer.analysis.emulation.counts import with_counts
-from explorer.analysis.emulation.kernels import MLX_SINGLE_PASS, MLX_TWO_PASS, PAGED_TWO_PASS, SINGLE_PASS
-from explorer.analysis.emulation.launch import Geometry
-from explorer.analysis.emulation.spec import EmulationSpec, PacketShape, Run, resolve_all
+from explorer.analysis.emulation.kernels import (
+    MLX_RUN,
+    MLX_SINGLE_PASS,
+    MLX_TWO_PASS,
+    MLX_UNFUSED,
+    PAGED_TWO_PASS,
+    SINGLE_PASS,
+    UPSTREAM,
+)
+from explorer.analysis.emulation.launch import Geometry, NotEmulated
+from explorer.analysis.emulation.spec import (
+    EmulationSpec,
+    PacketShape,
+    Run,
+    launch_resolved,
+    resolve_all,
+)
 from explorer.analysis.metrics import compare, readonly, ulp_distance
 from explorer.analysis.result import Emulation, EmulationCounts
 from explorer.packet.dtypes import narrow, promote, round_bits
@@ -20,11 +34,19 @@ from explorer.packet.record import Record, record
 
 VS_OUTPUT_LABEL = "output vs emulation {id} (a counterfactual, not the reference)"
 VS_REFERENCE_LABEL = "emulation {id} vs primary reference"
+ROW_SENTENCES = {
+    True: "Row read at token T-1: the incoming K/V row, which differs bitwise from the stored row T-1 on this packet.",
+    False: "Row read at token T-1: the incoming K/V row, bitwise equal to the stored row T-1 on this packet.",
+}
 
 
 @record
 class EmulationInputs(Record):
-    """What every kernel reads: promoted q [QH, D], K / V [KVH, T, D] (float32), the float32 scale and the dtypes."""
+    """What every kernel reads: promoted q [QH, D], K / V [KVH, T, D] (float32), the float32 scale and the dtypes.
+
+    `incoming_keys` / `incoming_values` [KVH, D]: the incoming row (what the paged kernel and
+    a real run read at token T-1); None: the stored row T-1.
+    """
 
     queries: np.ndarray
     keys: np.ndarray
@@ -33,11 +55,38 @@ class EmulationInputs(Record):
     query_dtype: str
     kv_dtype: str
     output_dtype: str
+    incoming_keys: np.ndarray | None = None
+    incoming_values: np.ndarray | None = None
 
     @property
     def shape(self) -> PacketShape:
         kv_heads, tokens, head_dim = self.keys.shape
-        return PacketShape(self.output_dtype, Geometry(self.queries.shape[0], kv_heads, head_dim, tokens))
+        return PacketShape(self.output_dtype, Geometry(self.queries.shape[0], kv_heads, head_dim, tokens), self.kv_dtype)
+
+    @property
+    def promoted_dtype(self) -> str:
+        """MLX's result_type of q, k and v: their dtype when they agree, else float32."""
+        return self.query_dtype if self.query_dtype == self.kv_dtype else "float32"
+
+    def incoming_row(self, stored: np.ndarray, incoming: np.ndarray | None) -> np.ndarray | None:
+        """The incoming row when it differs bitwise from the stored row T-1, else None."""
+        if incoming is None or np.array_equal(incoming.view(np.uint32), stored[:, -1].view(np.uint32)):
+            return None
+        return incoming
+
+    @property
+    def incoming_differs(self) -> bool:
+        return (self.incoming_row(self.keys, self.incoming_keys) is not None
+                or self.incoming_row(self.values, self.incoming_values) is not None)
+
+    def withincoming_row(self, stored: np.ndarray, incoming: np.ndarray | None) -> np.ndarray:
+        """`stored` [KVH, T, D] with row T-1 replaced by the incoming row (a copy only when they differ)."""
+        different = self.incoming_row(stored, incoming)
+        if different is None:
+            return stored
+        written = stored.copy()
+        written[:, -1] = different
+        return written
 
 
 @record
@@ -51,6 +100,10 @@ class EmulatedOutput(Record):
     output_dtype: str
     values: np.ndarray | None
     bits: np.ndarray | None
+    library: Mapping[str, Any] | None = None  # mlx_run: {name, version, device}
+    failure: Any = None  # mlx_run: the NotEmulated of a library that is missing or raised
+    incoming_read: bool | None = None  # paged_two_pass and mlx_run: the incoming row differed and was read at T-1
+    resolved: Mapping[str, Any] | None = None  # mlx_run: what MLX's launch rule runs on the device that ran
 
 
 def _pass_key(run: Run) -> tuple:
@@ -60,7 +113,10 @@ def _pass_key(run: Run) -> tuple:
         return ("paged", run.partition_tokens, run.simdgroups, h.fma, h.simd)
     if run.kernel == SINGLE_PASS:
         return ("single",)
-    return ("mlx", arithmetic.LANES if run.kernel == MLX_SINGLE_PASS else run.blocks, h.exp, h.fma, h.simd)
+    if run.kernel in (MLX_UNFUSED, MLX_RUN):
+        return (run.kernel, run.device, h.exp, h.simd)
+    return ("mlx", arithmetic.LANES if run.kernel == MLX_SINGLE_PASS else run.blocks, run.gqa_heads_per_simdgroup,
+            h.exp, h.fma, h.simd)
 
 
 class _Steps:
@@ -76,13 +132,27 @@ class _Steps:
         self.group = inputs.queries.shape[0] // kv_heads
         ones = np.ones((*inputs.values.shape[:2], 1), dtype=np.float32)
         self.rows = np.ascontiguousarray(np.concatenate([inputs.values, ones], axis=2).transpose(1, 0, 2))
+        self._paged_rows: np.ndarray | None = None
         self._memo: dict[tuple, Any] = {}
         self._uses = Counter(key for run in runs for key in (_pass_key(run), self._scores_key(run)))
 
     def _scores_key(self, run: Run) -> tuple:
+        if run.kernel in (MLX_UNFUSED, MLX_RUN):
+            return ("own scores",)  # computes its own scores
         h = run.hypotheses
-        narrowed = run.kernel == PAGED_TWO_PASS and self.inputs.query_dtype != self.inputs.kv_dtype
-        return ("scores", narrowed, h.fma, h.simd)
+        paged = run.kernel == PAGED_TWO_PASS
+        narrowed = paged and self.inputs.query_dtype != self.inputs.kv_dtype
+        return ("scores", narrowed, paged and self.inputs.incoming_differs, h.fma, h.simd)
+
+    def paged_rows(self) -> np.ndarray:
+        """The value rows the paged kernel reads: row T-1 from the incoming values."""
+        inputs = self.inputs
+        if inputs.incoming_row(inputs.values, inputs.incoming_values) is None:
+            return self.rows
+        if self._paged_rows is None:
+            self._paged_rows = self.rows.copy()
+            self._paged_rows[-1, :, :-1] = inputs.incoming_values
+        return self._paged_rows
 
     def _memoised(self, key: tuple, make: Callable[[], Any]) -> Any:
         if key not in self._memo:
@@ -114,7 +184,11 @@ class _Steps:
         def make():
             queries = narrow(inputs.queries, inputs.kv_dtype) if key[1] else inputs.queries
             grouped = (inputs.scale * queries).reshape(inputs.keys.shape[0], self.group, -1)
-            return arithmetic.dot(grouped, inputs.keys, run.hypotheses)
+            scores = arithmetic.dot(grouped, inputs.keys, run.hypotheses)
+            if key[2]:  # the paged kernel reads token T-1 from the incoming keys
+                incoming = inputs.withincoming_row(inputs.keys, inputs.incoming_keys)[:, -1:]
+                scores[:, :, -1:] = arithmetic.dot(grouped, incoming, run.hypotheses)
+            return scores
         return self._memoised(key, make)
 
     def _states(self, run: Run) -> tuple[np.ndarray, np.ndarray]:
@@ -125,15 +199,32 @@ class _Steps:
         def make():
             if run.kernel == PAGED_TWO_PASS:
                 layout = arithmetic.paged_layout(tokens, run.partition_tokens, run.simdgroups)
-                return arithmetic.online_softmax(self._scores(run), self.rows, layout, arithmetic.exp2_32, h.fma,
-                                                 factor=arithmetic.LOG2E)
+                return arithmetic.online_softmax(self._scores(run), self.paged_rows(), layout, arithmetic.exp2_32,
+                                                 h.fma, factor=arithmetic.LOG2E)
             blocks = _pass_key(run)[1] if run.kernel != SINGLE_PASS else 1
+            if run.gqa_heads_per_simdgroup:
+                layout = arithmetic.gqa_layout(tokens, blocks, run.gqa_heads_per_simdgroup)
+                m, state = arithmetic.online_softmax(self._scores(run), self.rows, layout, arithmetic.natural_exp(h),
+                                                     h.fma)
+                return arithmetic.gqa_block_merge(m, state, h)
             return arithmetic.online_softmax(self._scores(run), self.rows, arithmetic.block_layout(tokens, blocks),
                                              arithmetic.natural_exp(h), h.fma)
         return self._memoised(_pass_key(run), make)
 
+    def _unfused(self, run: Run) -> np.ndarray:
+        """mlx_unfused: MLX's composition in the promoted dtype, its output rounded to it [KVH, g, D]."""
+        inputs = self.inputs
+        promoted = inputs.promoted_dtype  # at least as wide as every input dtype: casting the inputs to it is exact
+        grouped = inputs.queries.reshape(inputs.keys.shape[0], self.group, -1)
+        out = unfused.unfused(grouped, inputs.keys, inputs.values, inputs.scale, promoted, run.device, run.hypotheses)
+        return unfused.rounded(out, promoted)
+
     def output(self, run: Run) -> np.ndarray:
         """The emulated output before the final rounding, float32 [QH, D]."""
+        if run.kernel == MLX_UNFUSED:
+            out = self._memoised(_pass_key(run), lambda: self._unfused(run))
+            self._used(_pass_key(run))
+            return out.reshape(self.inputs.queries.shape)
         m, state = self._states(run)
         h = run.hypotheses
         if run.kernel == MLX_TWO_PASS:
@@ -149,29 +240,58 @@ class _Steps:
         return merged.reshape(self.inputs.queries.shape)
 
 
+def _library_output(inputs: EmulationInputs, spec: EmulationSpec, eligible: np.ndarray) -> EmulatedOutput:
+    """mlx_run: the installed library on the packet's inputs, row T-1 from the incoming K/V as the cache holds it."""
+    found = library.run(inputs.queries, inputs.withincoming_row(inputs.keys, inputs.incoming_keys),
+                        inputs.withincoming_row(inputs.values, inputs.incoming_values), inputs.scale,
+                        (inputs.query_dtype, inputs.kv_dtype), spec.run.device)
+    if found.values is None:
+        return EmulatedOutput(spec, inputs.output_dtype, None, None, failure=found.not_emulated)
+    values = np.where(eligible[:, None], found.values, np.float32(np.nan)).astype(np.float32)
+    bits = round_bits(values, inputs.output_dtype).copy()
+    return EmulatedOutput(spec, inputs.output_dtype, readonly(promote(bits, inputs.output_dtype).copy()),
+                          readonly(bits), library=found.library, incoming_read=inputs.incoming_differs,
+                          resolved=launch_resolved(found.launch_device, inputs.shape.geometry, UPSTREAM))
+
+
 def emulate(inputs: EmulationInputs, specs: Sequence[EmulationSpec], eligible: np.ndarray,
             progress: Callable[[int, int], None] | None = None) -> tuple[EmulatedOutput, ...]:
     """Every emulation of `specs` on `inputs`; heads not `eligible` hold no result (NaN values and NaN bits).
 
     The array arithmetic runs over every head at once; what it gives for a head not
     eligible (nonfinite inputs) is discarded, never reported. An entry whose spec has
-    no run (`not_emulated`) has no values. `progress(done, total)` is called after each.
+    no run (`not_emulated`) has no values; mlx_run calls the installed library.
+    `progress(done, total)` is called after each.
     """
-    steps = _Steps(inputs, [spec.run for spec in specs if spec.run is not None])
+    steps = _Steps(inputs, [spec.run for spec in specs if spec.run is not None and spec.kernel != MLX_RUN])
     found: dict[int, EmulatedOutput] = {}
     with np.errstate(all="ignore"):
         for done, index in enumerate(steps.order(specs), start=1):
             spec = specs[index]
             if spec.run is None:
                 found[index] = EmulatedOutput(spec, inputs.output_dtype, None, None)
+            elif spec.kernel == MLX_RUN:
+                found[index] = _library_output(inputs, spec, eligible)
             else:
                 values = np.where(eligible[:, None], steps.output(spec.run), np.float32(np.nan)).astype(np.float32)
                 bits = round_bits(values, inputs.output_dtype).copy()
-                found[index] = EmulatedOutput(spec, inputs.output_dtype,
-                                              readonly(promote(bits, inputs.output_dtype).copy()), readonly(bits))
+                found[index] = EmulatedOutput(
+                    spec, inputs.output_dtype, readonly(promote(bits, inputs.output_dtype).copy()), readonly(bits),
+                    incoming_read=inputs.incoming_differs if spec.kernel == PAGED_TWO_PASS else None)
             if progress is not None:
                 progress(done, len(specs))
     return tuple(found[index] for index in range(len(specs)))
+
+
+def reused(spec: EmulationSpec, scored: Emulation) -> EmulatedOutput:
+    """The emulated output a scored entry holds (to score another output on identical inputs without running again)."""
+    failure = None
+    if spec.not_emulated is None and scored.not_emulated is not None:
+        failure = NotEmulated(scored.not_emulated_code, scored.not_emulated)
+    read = next((flag for flag, sentence in ROW_SENTENCES.items() if sentence in scored.assumptions), None)
+    return EmulatedOutput(spec, scored.output_dtype, scored.values, scored.bits, library=scored.library,
+                          failure=failure, incoming_read=read,
+                          resolved=scored.resolved if scored.library is not None else None)
 
 
 def bit_equal(bits: np.ndarray, output_bits: np.ndarray, eligible: np.ndarray,
@@ -187,12 +307,16 @@ def score(emulated: EmulatedOutput, output_values: np.ndarray, output_bits: np.n
           reference: np.ndarray, eligible: np.ndarray) -> Emulation:
     """The report fields of one emulation against one output [QH, D] (values float32, native bits)."""
     spec = emulated.spec
-    refusal = spec.not_emulated
+    refusal = spec.not_emulated or emulated.failure
+    assumptions = spec.assumptions()
+    if emulated.incoming_read is not None:
+        assumptions += (ROW_SENTENCES[emulated.incoming_read],)
     common = dict(id=spec.id, kernel=spec.kernel, label=spec.label, parameters=MappingProxyType(dict(spec.parameters)),
-                  assumptions=spec.assumptions(), output_dtype=emulated.output_dtype,
-                  compared=int(np.count_nonzero(eligible)) * output_bits.shape[1], resolved=spec.resolved,
+                  assumptions=assumptions, output_dtype=emulated.output_dtype,
+                  compared=int(np.count_nonzero(eligible)) * output_bits.shape[1],
+                  resolved=spec.resolved if emulated.resolved is None else emulated.resolved,
                   not_emulated=None if refusal is None else refusal.message,
-                  not_emulated_code=None if refusal is None else refusal.code)
+                  not_emulated_code=None if refusal is None else refusal.code, library=emulated.library)
     if emulated.bits is None:
         return Emulation(**common, bit_equal=None, bit_equal_per_head=None, ulp=None, vs_output=None,
                          vs_primary_reference=None, values=None, bits=None)
@@ -220,6 +344,8 @@ def inputs_from_tensors(tensors: Mapping[str, Any], scale: float) -> EmulationIn
         query_dtype=tensors["queries"].dtype,
         kv_dtype=tensors["storedKeys"].dtype,
         output_dtype=tensors["output"].dtype,
+        incoming_keys=tensors["incomingKeys"].values[0, :, 0, :],
+        incoming_values=tensors["incomingValues"].values[0, :, 0, :],
     )
 
 
@@ -228,27 +354,33 @@ def shape_of(tensors: Mapping[str, Any] | None) -> PacketShape:
     if tensors is None:
         return PacketShape(None, None)
     _, kv_heads, tokens, head_dim = tensors["storedKeys"].shape
-    return PacketShape(tensors["output"].dtype, Geometry(tensors["queries"].shape[1], kv_heads, head_dim, tokens))
+    return PacketShape(tensors["output"].dtype, Geometry(tensors["queries"].shape[1], kv_heads, head_dim, tokens),
+                       tensors["storedKeys"].dtype)
 
 
 def native_output_bits(emulation_id: str, tensors: Mapping[str, tuple[str, np.ndarray]], scale: float,
                        output_dtype: str) -> np.ndarray:
     """The emulated output's native bits [1, QH, 1, D] for native inputs, e.g. to write a packet's output.
 
-    `tensors` maps "queries", "storedKeys", "storedValues" to (dtype, bits) in the
-    packet's 4-D shapes (explorer.samples.PacketSpec.tensors); `scale` is the float32
-    scale. Every head is emulated (nonfinite inputs give what the arithmetic gives).
-    Raises ValueError for an emulation that has no numbers on this geometry.
+    `tensors` maps "queries", "storedKeys", "storedValues" (and optionally "incomingKeys",
+    "incomingValues") to (dtype, bits) in the packet's 4-D shapes
+    (explorer.samples.PacketSpec.tensors); `scale` is the float32 scale. Every head is
+    emulated (nonfinite inputs give what the arithmetic gives). Raises ValueError for an
+    emulation that has no numbers on this geometry.
     """
     (query_dtype, q), (kv_dtype, k), (_, v) = (tensors[name] for name in ("queries", "storedKeys", "storedValues"))
+    incoming = [promote(np.asarray(tensors[name][1]), kv_dtype)[0, :, 0, :] if name in tensors else None
+                for name in ("incomingKeys", "incomingValues")]
     with np.errstate(invalid="ignore"):
         inputs = EmulationInputs(promote(np.asarray(q), query_dtype)[0, :, 0, :], promote(np.asarray(k), kv_dtype)[0],
                                  promote(np.asarray(v), kv_dtype)[0], np.float32(scale), query_dtype, kv_dtype,
-                                 output_dtype)
+                                 output_dtype, *incoming)
     (spec,) = resolve_all(emulation_id, inputs.shape)
     if spec.run is None:
         raise ValueError(f"{spec.id} is not emulated on this geometry: {spec.not_emulated.message}")
     (emulated,) = emulate(inputs, [spec], np.ones(inputs.queries.shape[0], dtype=bool))
+    if emulated.bits is None:
+        raise ValueError(f"{spec.id} gave no numbers: {emulated.failure.message}")
     return emulated.bits.reshape(1, *emulated.bits.shape[:1], 1, -1).copy()
 
 

@@ -1,0 +1,83 @@
+"""mlx_run: the installed MLX library's scaled_dot_product_attention on a packet's exact inputs (imported only when asked); no I/O beyond the library call.
+
+Its numbers are whatever that library computes on this machine (docs/emulations.md, "mlx_run"):
+MLX on the CPU runs the composition `mlx_unfused(device=cpu)` emulates; on Apple silicon the
+default device is the GPU and the real Metal kernels run.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from types import MappingProxyType
+from typing import Any, Mapping
+
+import numpy as np
+
+from explorer.analysis.emulation.launch import LIBRARY_FAILED, NO_LIBRARY, NotEmulated
+from explorer.packet.record import Record, record
+
+LIBRARY_NAME = "mlx"
+INSTALL_HINT = "pip install -e '.[mlx]'"
+MLX_DTYPES = ("float16", "bfloat16", "float32")  # the names mlx.core uses for the packet's dtypes
+MAX_MESSAGE_CHARACTERS = 200  # of the library's own error message
+
+
+@record
+class LibraryRun(Record):
+    """A real run: the output float32 [QH, D] in the library's output dtype, or why there is none; the library."""
+
+    values: np.ndarray | None
+    output_dtype: str | None
+    library: Mapping[str, Any] | None
+    not_emulated: NotEmulated | None
+    launch_device: str | None = None  # "cpu", or the GPU's architecture letter class (s, d, other) for its launch rule
+
+
+def available() -> bool:
+    """Whether MLX can be imported here (without importing it)."""
+    try:
+        return importlib.util.find_spec("mlx.core") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def missing() -> NotEmulated:
+    return NotEmulated(NO_LIBRARY, f"MLX is not installed here; install the extra with {INSTALL_HINT} to run the real "
+                                   "library on this packet")
+
+
+def _gpu_class(mx: Any) -> str:
+    """The GPU's class for MLX's launch rule: the last letter of its architecture name (s, d), else "other"."""
+    letter = str(mx.metal.device_info().get("architecture", ""))[-1:]
+    return letter if letter in ("s", "d") else "other"
+
+
+def run(queries: np.ndarray, keys: np.ndarray, values: np.ndarray, scale: np.float32,
+        dtypes: tuple[str, str], device: str) -> LibraryRun:
+    """mx.fast.scaled_dot_product_attention(q, k, v, scale) on `device` ("default", "cpu" or "gpu").
+
+    queries [QH, D], keys / values [KVH, T, D]: float32 values of the query and KV dtypes
+    (`dtypes`), cast back to those dtypes exactly. A library that is missing or raises
+    (including running out of memory) gives a LibraryRun without values that says so.
+    """
+    if not available():
+        return LibraryRun(None, None, None, missing())
+    try:
+        import mlx.core as mx
+
+        query_dtype, kv_dtype = (getattr(mx, name) for name in dtypes)
+        target = mx.default_device() if device == "default" else getattr(mx, device)
+        with mx.stream(target):
+            q = mx.array(queries[None, :, None, :]).astype(query_dtype)
+            k = mx.array(keys[None]).astype(kv_dtype)
+            v = mx.array(values[None]).astype(kv_dtype)
+            out = mx.fast.scaled_dot_product_attention(q, k, v, scale=float(scale))
+            result = np.array(out.astype(mx.float32))[0, :, 0, :]
+        on_gpu = target == mx.gpu
+        library = MappingProxyType({"name": LIBRARY_NAME, "version": mx.__version__, "device": "gpu" if on_gpu else "cpu"})
+        return LibraryRun(result, str(out.dtype).rsplit(".", 1)[-1], library, None,
+                          _gpu_class(mx) if on_gpu else "cpu")
+    except (RuntimeError, ValueError, MemoryError, TypeError) as error:
+        text = " ".join(str(error).split())[:MAX_MESSAGE_CHARACTERS]
+        return LibraryRun(None, None, None, NotEmulated(LIBRARY_FAILED, f"MLX raised on this packet ({device}): "
+                                                                        f"{type(error).__name__}: {text}"))

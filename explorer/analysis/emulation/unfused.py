@@ -1,0 +1,124 @@
+"""MLX's unfused attention composition (scale, matmul, precise softmax, matmul, each rounded to the promoted dtype) on its CPU backend, and as modelled on its GPU; numpy only, no I/O.
+
+The CPU backend's arithmetic is read from MLX's sources (docs/emulations.md, "mlx_unfused"):
+float32 matmuls go to the reference BLAS, whose loops sum the products of one output element
+in order from +0; float16 / bfloat16 matmuls go to MLX's `simd_gemm` with a float32
+accumulator and SIMD width 1 on x86-64 (the same sequential order); the precise softmax works
+in float32 with MLX's own polynomial `exp` (`simd/math.h`), a sequential sum and one
+reciprocal. Every step here is an IEEE operation numpy does to the bit on every CPU.
+The GPU model's reduction orders are assumptions (the `exp` and `simd` hypotheses).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from explorer.analysis.emulation.arithmetic import (
+    LANES,
+    Hypotheses,
+    dot,
+    fma32,
+    natural_exp,
+    reduce_lanes,
+    sequential_dot,
+)
+from explorer.packet.dtypes import narrow
+
+# MLX's exp (simd/math.h, after Cephes): 2^y with y = x * 1.442695 split at floor(y + 0.5); the fraction's
+# polynomial in Horner's order with fused multiply-adds, highest coefficient first.
+MLX_EXP_LOG2E = np.float32(1.442695)
+MLX_EXP_COEFFICIENTS = tuple(np.float32(c) for c in (
+    1.535336188319500e-4, 1.339887440266574e-3, 9.618437357674640e-3, 5.550332471162809e-2,
+    2.402264791363012e-1, 6.931472028550421e-1, 1.0))
+MLX_EXP_LIMIT = np.float32(88.0)  # above it: inf; below minus it: 0
+FLOAT32_EXPONENT_BIAS, FLOAT32_MANTISSA_BITS = 127, 23
+SOFTMAX_READS = 4  # the GPU softmax kernel: consecutive elements one thread reads (SOFTMAX_N_READS)
+SOFTMAX_THREADS = 1024  # threads of its threadgroup: 32 simdgroups of 32 lanes
+WEIGHTED_CHUNK_ELEMENTS = 1 << 18  # products of the weighted sum made at once (speed and memory only)
+
+
+def rounded(values: np.ndarray, dtype: str) -> np.ndarray:
+    """float32 `values` rounded to `dtype` and promoted back (RNE); float32 unchanged."""
+    return values if dtype == "float32" else narrow(np.ascontiguousarray(values), dtype)
+
+
+def mlx_exp(x: np.ndarray) -> np.ndarray:
+    """MLX CPU's exp of float32 `x`, bit for bit: 2^floor(y + 0.5) times a degree-6 polynomial of the fraction."""
+    x = np.asarray(x, dtype=np.float32)
+    with np.errstate(invalid="ignore", over="ignore"):  # nonfinite x: the selects below give MLX's answer
+        y = x * MLX_EXP_LOG2E
+        whole = np.floor(y.astype(np.float64) + 0.5).astype(np.float32)  # float + double 0.5 in the source: exact
+        fraction = y - whole
+        polynomial = np.full(x.shape, MLX_EXP_COEFFICIENTS[0], dtype=np.float32)
+        for coefficient in MLX_EXP_COEFFICIENTS[1:]:
+            polynomial = fma32(polynomial, fraction, coefficient)
+        exponent = np.clip(np.nan_to_num(whole), -FLOAT32_EXPONENT_BIAS, FLOAT32_EXPONENT_BIAS + 1).astype(np.int32)
+        power = ((exponent + FLOAT32_EXPONENT_BIAS) << FLOAT32_MANTISSA_BITS).view(np.float32)
+        result = np.where(np.isnan(x), x, power * polynomial)
+    result = np.where(x > MLX_EXP_LIMIT, np.float32(np.inf), result)
+    return np.where(x < -MLX_EXP_LIMIT, np.float32(0.0), result)
+
+
+def _sequential_sum(terms: np.ndarray) -> np.ndarray:
+    """Sum over the last axis in index order from +0, every addition rounded to float32."""
+    start = np.zeros((*terms.shape[:-1], 1), dtype=np.float32)
+    return np.add.accumulate(np.concatenate([start, terms], axis=-1), axis=-1)[..., -1]
+
+
+def _weighted_sequential(weights: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """sum over t of w[t] * V[t], [KVH, g, D], in token order from +0 (weights [KVH, g, T], values [KVH, T, D])."""
+    kv_heads, group, tokens = weights.shape
+    total = np.zeros((kv_heads, group, values.shape[2]), dtype=np.float32)
+    step = max(1, WEIGHTED_CHUNK_ELEMENTS // total.size)
+    for lo in range(0, tokens, step):
+        terms = (np.moveaxis(weights[:, :, lo : lo + step], 2, 0)[..., None]
+                 * np.moveaxis(values[:, lo : lo + step], 1, 0)[:, :, None, :])
+        for term in terms:
+            np.add(total, term, out=total)
+    return total
+
+
+def _weighted_lanes(weights: np.ndarray, values: np.ndarray, simd: str) -> np.ndarray:
+    """The GPU model's sum over t of w[t] * V[t]: lane l sums tokens l, l + 32, ... in order, then the lane reduction."""
+    kv_heads, group, tokens = weights.shape
+    lanes = np.zeros((LANES, kv_heads, group, values.shape[2]), dtype=np.float32)
+    for lo in range(0, tokens, LANES):
+        count = min(LANES, tokens - lo)
+        terms = (np.moveaxis(weights[:, :, lo : lo + count], 2, 0)[..., None]
+                 * np.moveaxis(values[:, lo : lo + count], 1, 0)[:, :, None, :])
+        lanes[:count] += terms
+    return reduce_lanes(np.moveaxis(lanes, 0, -1), simd)
+
+
+def _gpu_normaliser(exps: np.ndarray, simd: str) -> np.ndarray:
+    """The GPU softmax kernel's sum of exps [KVH, g, T]: each thread sums its SOFTMAX_READS consecutive values (its
+    reads of every pass in order), then the lanes of each simdgroup, then the simdgroups, each by `simd`."""
+    per_pass = SOFTMAX_READS * SOFTMAX_THREADS
+    passes = max(1, -(-exps.shape[-1] // per_pass))
+    padded = np.zeros((*exps.shape[:-1], passes * per_pass), dtype=np.float32)
+    padded[..., : exps.shape[-1]] = exps
+    threads = padded.reshape(*exps.shape[:-1], passes, SOFTMAX_THREADS, SOFTMAX_READS)
+    per_thread = _sequential_sum(np.moveaxis(threads, -3, -2).reshape(*exps.shape[:-1], SOFTMAX_THREADS, -1))
+    simdgroups = reduce_lanes(per_thread.reshape(*exps.shape[:-1], SOFTMAX_THREADS // LANES, LANES), simd)
+    return reduce_lanes(simdgroups, simd)
+
+
+def unfused(queries: np.ndarray, keys: np.ndarray, values: np.ndarray, scale: np.float32, promoted: str,
+            device: str, hypotheses: Hypotheses) -> np.ndarray:
+    """The composition's output [KVH, g, D] before its final rounding to `promoted` (P, the inputs' result type).
+
+    queries [KVH, g, D], keys / values [KVH, T, D]: float32 values of dtype P already.
+    """
+    scaled = rounded(queries * rounded(np.asarray([scale], dtype=np.float32), promoted)[0], promoted)
+    if device == "cpu":
+        scores = rounded(sequential_dot(scaled, keys), promoted)
+        exps = mlx_exp(scores - scores.max(axis=-1, keepdims=True))
+        normaliser = _sequential_sum(exps)
+    else:
+        scores = rounded(dot(scaled, keys, Hypotheses(simd=hypotheses.simd)), promoted)
+        exps = natural_exp(hypotheses)(scores - scores.max(axis=-1, keepdims=True))
+        normaliser = _gpu_normaliser(exps, hypotheses.simd)
+    weights = rounded(exps * (np.float32(1.0) / normaliser)[..., None], promoted)
+    if device == "cpu":
+        return _weighted_sequential(weights, values)
+    return _weighted_lanes(weights, values, hypotheses.simd)
