@@ -5,6 +5,7 @@ import sys
 import panel as pn
 import panel.io.resources as panel_resources
 
+from explorer.ui.closed import quiet_closed_clients
 from explorer.ui.memory import release_memory
 from explorer.ui.shell import open_session, parse_options
 from explorer.ui.timings import SessionTimings, log_info_lines
@@ -36,6 +37,7 @@ panel_resources._panel_use_mathjax = lambda roots: False
 pn.config.nthreads = 4  # callbacks and each session's first packet run on threads: no session waits for another's
 
 log_info_lines()
+quiet_closed_clients()  # a browser closed mid-update: one log line, not a traceback
 pn.state.on_session_destroyed(release_memory)
 root, export_dir = parse_options(sys.argv[1:])
 sidebar, main = open_session(root, export_dir, on_status=timings.status_shown)

@@ -33,6 +33,7 @@ import mimetypes
 import os
 import re
 import tempfile
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -79,6 +80,10 @@ PLAYWRIGHT_INSTALL = "pip install -e '.[export]', or pip install playwright; no 
 CHROMIUM_ARGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync")
 LOCAL_URL_PREFIXES = ("file:", "data:", "blob:", "about:")
+# Building and saving an export's views goes through process-wide state of HoloViews, Bokeh and Panel (the plotting
+# renderer, the resource mode): two renderings at once on two threads corrupted each other (HoloViews' _update_title
+# met a str). One export renders its page at a time; the PNGs (chromium, a process of its own) are taken outside.
+RENDERING = threading.RLock()
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -122,6 +127,22 @@ def _free_stem(out_dir: Path, base: str, suffixes: tuple[str, ...] | None = None
         stem = base if attempt == 1 else f"{base}-{attempt}"
         if not any(os.path.lexists(out_dir / f"{stem}{suffix}") for suffix in suffixes):
             return stem
+    raise FileExistsError(f"no free export name for {base} in {out_dir}")
+
+
+def _write_named(out_dir: Path, base: str, files: Mapping[str, str | bytes],
+                 suffixes: tuple[str, ...] | None = None) -> tuple[Path, ...]:
+    """Every file of one export (`files`: suffix -> content) under the first free stem, all or none.
+
+    The name is reserved by the export's first file: `write_new` links it only while its name is free, so of two
+    exports that chose the same stem at the same moment exactly one gets it; the other, having written nothing,
+    takes the next free stem. Every export is written, under a name of its own."""
+    for _ in range(MAX_NAME_ATTEMPTS):
+        stem = _free_stem(out_dir, base, suffixes)
+        try:
+            return _write_set({out_dir / f"{stem}{suffix}": data for suffix, data in files.items()})
+        except FileExistsError:
+            continue  # another export took the stem between the look and the write
     raise FileExistsError(f"no free export name for {base} in {out_dir}")
 
 
@@ -257,12 +278,13 @@ def _data_url(match: re.Match) -> str:
 @contextmanager
 def _detached():
     """Panel state of its own for an export: a private document (no session design, stylesheet cache or
-    template config of a running app leaks in) and inline resource mode (restored afterwards)."""
+    template config of a running app leaks in) and inline resource mode (restored afterwards), one export at a
+    time (RENDERING)."""
     from bokeh.document import Document
     from panel.io.resources import set_resource_mode
     from panel.io.state import set_curdoc
 
-    with set_curdoc(Document()), set_resource_mode("inline"):
+    with RENDERING, set_curdoc(Document()), set_resource_mode("inline"):
         yield
 
 
@@ -296,10 +318,9 @@ def export_packet(analysis: Analysis, out_dir: str | os.PathLike, *, name: str |
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     name = name or packet_name(analysis)
-    stem = _free_stem(out_dir, stem_base(name, "packet"))
     page = _packet_html(analysis, name, head)
-    report, html_path = _write_set({out_dir / f"{stem}{REPORT_SUFFIX}": report_text(analysis),
-                                    out_dir / f"{stem}{HTML_SUFFIX}": page})
+    report, html_path = _write_named(out_dir, stem_base(name, "packet"),
+                                     {REPORT_SUFFIX: report_text(analysis), HTML_SUFFIX: page})
     return ExportPaths(html=html_path, report=report)
 
 
@@ -379,14 +400,14 @@ def page_screenshots(page: str, slugs: tuple[str, ...]) -> dict[str, list[bytes]
         return _screenshots(html_path, slugs)
 
 
-def png_files(out_dir: Path, stem: str, shots: Mapping[str, list[bytes]]) -> dict[Path, bytes]:
-    """Where each section's PNG goes: `<stem>-<slug>.png`, or `<stem>-<slug>-1.png`, `-2.png`, ... for the parts of
-    a section taller than MAX_PNG_HEIGHT."""
+def png_suffixes(shots: Mapping[str, list[bytes]]) -> dict[str, bytes]:
+    """The file-name ending of each section's PNG after the export's stem: `-<slug>.png`, or `-<slug>-1.png`,
+    `-2.png`, ... for the parts of a section taller than MAX_PNG_HEIGHT."""
     files = {}
     for slug, parts in shots.items():
-        names = ([f"{stem}-{slug}{PNG_SUFFIX}"] if len(parts) == 1 else
-                 [f"{stem}-{slug}-{number}{PNG_SUFFIX}" for number in range(1, len(parts) + 1)])
-        files.update({out_dir / name: part for name, part in zip(names, parts)})
+        names = ([f"-{slug}{PNG_SUFFIX}"] if len(parts) == 1 else
+                 [f"-{slug}-{number}{PNG_SUFFIX}" for number in range(1, len(parts) + 1)])
+        files.update(zip(names, parts))
     return files
 
 
@@ -468,11 +489,10 @@ def write_report(analysis: Analysis, out_dir: str | os.PathLike, *, name: str | 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     name = name or packet_name(analysis)
-    stem = _free_stem(out_dir, stem_base(name, "packet"))
     page = _packet_html(analysis, name, head)
-    pngs = png_files(out_dir, stem, page_screenshots(page, png_slugs(analysis)))
-    written = _write_set({out_dir / f"{stem}{REPORT_SUFFIX}": report_text(analysis),
-                          out_dir / f"{stem}{HTML_SUFFIX}": page, **pngs})
+    pngs = png_suffixes(page_screenshots(page, png_slugs(analysis)))
+    written = _write_named(out_dir, stem_base(name, "packet"),
+                           {REPORT_SUFFIX: report_text(analysis), HTML_SUFFIX: page, **pngs})
     return ExportPaths(html=written[1], report=written[0], pngs=written[2:])
 
 
@@ -538,15 +558,13 @@ def export_pair(pair, out_dir: str | os.PathLike, *, name: str | None = None, na
     names = names or pair_names(pair)
     name = name or f"{names[0]}-vs-{names[1]}"
     base = stem_base(name, "pair")
-    png_suffix = f"-{PAIR_SECTION}{PNG_SUFFIX}"
-    stem = _free_stem(out_dir, base, (HTML_SUFFIX, COMPARISON_SUFFIX, png_suffix, f"-{PAIR_SECTION}-1{PNG_SUFFIX}"))
+    taken = (HTML_SUFFIX, COMPARISON_SUFFIX, f"-{PAIR_SECTION}{PNG_SUFFIX}", f"-{PAIR_SECTION}-1{PNG_SUFFIX}")
     with _detached():
         page = _standalone_html(_pair_page(pair, name, names), title=f"{name} - Attention Packet Explorer")
-    files: dict[Path, str | bytes] = {out_dir / f"{stem}{COMPARISON_SUFFIX}": comparison_text(pair),
-                                      out_dir / f"{stem}{HTML_SUFFIX}": page}
+    files: dict[str, str | bytes] = {COMPARISON_SUFFIX: comparison_text(pair), HTML_SUFFIX: page}
     if png:
-        files.update(png_files(out_dir, stem, {PAIR_SECTION: _pair_png(page)}))
-    written = _write_set(files)
+        files.update(png_suffixes({PAIR_SECTION: _pair_png(page)}))
+    written = _write_named(out_dir, base, files, taken)
     return ExportPaths(html=written[1], report=written[0], pngs=written[2:])
 
 
@@ -598,13 +616,12 @@ def export_replay(run, out_dir: str | os.PathLike, *, name: str | None = None, p
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     name = name or os.path.basename(os.path.normpath(run.path))
-    stem = _free_stem(out_dir, stem_base(name, REPLAY_SECTION),
-                      (HTML_SUFFIX, REPLAY_SUFFIX, f"-{REPLAY_SECTION}{PNG_SUFFIX}", f"-{REPLAY_SECTION}-1{PNG_SUFFIX}"))
+    taken = (HTML_SUFFIX, REPLAY_SUFFIX, f"-{REPLAY_SECTION}{PNG_SUFFIX}", f"-{REPLAY_SECTION}-1{PNG_SUFFIX}")
     with _detached():
         page = _standalone_html(_replay_page(run, name), title=f"{name} - Attention Packet Explorer")
     report = json.dumps(run.report(), allow_nan=False, indent=REPORT_INDENT) + "\n"
-    files: dict[Path, str | bytes] = {out_dir / f"{stem}{REPLAY_SUFFIX}": report, out_dir / f"{stem}{HTML_SUFFIX}": page}
+    files: dict[str, str | bytes] = {REPLAY_SUFFIX: report, HTML_SUFFIX: page}
     if png:
-        files.update(png_files(out_dir, stem, page_screenshots(page, (REPLAY_SECTION,))))
-    written = _write_set(files)
+        files.update(png_suffixes(page_screenshots(page, (REPLAY_SECTION,))))
+    written = _write_named(out_dir, stem_base(name, REPLAY_SECTION), files, taken)
     return ExportPaths(html=written[1], report=written[0], pngs=written[2:])

@@ -23,17 +23,12 @@ from explorer.analysis.element import locate, parse_index
 from explorer.analysis.result import Analysis
 from explorer.catalog.index import PacketIndex
 from explorer.catalog.summary import ERROR
-from explorer.export.pages import (
-    EXPORT_DIR_ENV,
-    ExportPaths,
-    RenderError,
-    choose_export_dir,
-    write_report,
-)
+from explorer.export.pages import EXPORT_DIR_ENV, ExportPaths, choose_export_dir, write_report
 from explorer.packet.bounded import clip
 from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED
 from explorer.ui import catalog
 from explorer.ui.area import Downloads
+from explorer.ui.exporting import run_export
 from explorer.ui.packets import PacketList
 from explorer.ui.pairs import QUERY_COMPARE, PairMode
 from explorer.ui.replays import QUERY_REPLAY, ReplayMode
@@ -53,6 +48,7 @@ HEAD_PATTERN = re.compile(r"[0-9]{1,6}")  # ASCII digits only: str.isdigit() als
 SCORE_TITLE = ("score: the largest |output - primary reference| / allowance over the compared heads (allowance: half "
                "the output dtype's spacing plus the head's FP64 noise floor; docs/report.md)")
 EXPORT_LABEL, EXPORT_WIDTH = "Export HTML + PNG + JSON", 210
+EXPORT_BUSY = "Exporting every view of this packet (the PNGs take a few seconds) ..."
 ELEMENT_DOCK_STYLE = {"position": "fixed", "bottom": "0", "right": "0", "z-index": "1000", "width": "min(780px, 62vw)",
                       "max-height": "46vh", "overflow": "auto", "background": "#ffffff",
                       "box-shadow": "0 -2px 10px rgba(0, 0, 0, 0.25)"}
@@ -465,34 +461,24 @@ class Shell(param.Parameterized):
     # ------------------------------------------------------------ export
 
     def _on_export(self, _event) -> None:
-        """Show that the export runs, then run it on the next tick so the browser sees that first."""
+        """Export the open packet as its files are now (explorer.ui.exporting runs it off the event loop)."""
         if not self.packet:
             return
-        self._export_button.loading = True
-        self._export_note.object = "Exporting every view of this packet (the PNGs take a few seconds) ..."
-        document = pn.state.curdoc
-        served = document is not None and document.session_context is not None and pn.state._thread_pool
-        pn.state.execute(self._export, schedule="thread" if served else True)  # PNG rendering blocks: a thread
+        name, head = self.packet, self.head
 
-    def _export(self) -> None:
-        analysis, notes = self._current()  # the numbers of the files on disk now
-        if notes:
-            with pn.io.hold():
-                self._say(" ".join(notes + self._show(analysis)))
-        try:
-            paths = write_report(analysis, self.export_dir, name=self.packet, head=self.head)
-        except (OSError, RenderError) as error:
-            reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
-            self._export_note.object = (f"Export could not write to <code>{shown_name(clip(str(self.export_dir)))}"
-                                        f"</code>: {shown_name(clip(reason))}")
-        except Exception as error:  # never leave the note at "Exporting ...": say that nothing was written, and why
-            log.exception("export of %s failed", self.packet)
-            self._export_note.object = (f"Export wrote nothing: {html.escape(type(error).__name__)}: "
-                                        f"{shown_name(clip(str(error)))}")
-        else:
+        def work() -> tuple[Analysis, list[str], ExportPaths]:
+            analysis, notes = self._current()  # the numbers of the files on disk now
+            return analysis, notes, write_report(analysis, self.export_dir, name=name, head=head)
+
+        def finish(result: tuple[Analysis, list[str], ExportPaths]) -> None:
+            analysis, notes, paths = result
+            if notes and name == self.packet:
+                with pn.io.hold():
+                    self._say(" ".join(notes + self._show(analysis)))
             self._offer(paths)
-        finally:
-            self._export_button.loading = False
+
+        run_export(self._export_button, self._export_note, what="Export", busy=EXPORT_BUSY,
+                   export_dir=self.export_dir, work=work, finish=finish)
 
     def _offer(self, paths: ExportPaths) -> None:
         self._downloads.offer(((paths.html, "Download HTML"), (paths.report, "Download JSON report")))
