@@ -3,8 +3,8 @@
 The HTML inlines every script, stylesheet and icon (Bokeh INLINE resources; Panel's
 component stylesheets, which it links from its CDN even in inline mode, are turned
 into data: URLs), so the page opens with no network at all. It is a static snapshot
-of each view's state at export time: plots keep zoom, pan and hover, widgets are not
-live.
+of each view's state at export time: plots still zoom, pan and give exact values,
+widgets are not live.
 
 PNGs need system packages, no browser download: Debian's `chromium` package
 (`apt-get install chromium`, /usr/bin/chromium) driven headless by Playwright for
@@ -202,12 +202,15 @@ def export_head(analysis: Analysis, head: int | None) -> int:
 def static_view(view):
     """A freshly built view made fit for a static page: every control replaced by the setting it shows, as text (or
     left out when it is a button: nothing on the page looks live that is not), every card open as a plain titled
-    column, every bound chart drawn for the settings shown, and every instruction about the live app left out."""
+    column, every bound chart drawn for the settings shown, and every instruction about the live app, progress
+    indicator and part hidden at export time left out."""
     import panel as pn
     from panel.param import ParamFunction, ParamMethod
 
     from explorer.views.common import HINT_CLASS
 
+    if not getattr(view, "visible", True) or isinstance(view, pn.widgets.indicators.Indicator):
+        return None  # hidden in the app at export time, or a live progress indicator: nothing to show on a page
     if isinstance(view, pn.widgets.Widget):
         return _setting(view)
     if HINT_CLASS in (getattr(view, "css_classes", None) or []):
@@ -239,7 +242,9 @@ def _setting(widget):
         options, Mapping) else value
     if isinstance(value, bool):
         shown = "yes" if value else "no"
-    label = widget.name or "shown"
+    if not widget.name:
+        return None  # a value without a name would say nothing on a page
+    label = widget.name
     return pn.pane.HTML(f'<p class="{SETTING_CLASS}" style="margin:0.2em 0"><b>{html.escape(label)}:</b> '
                         f"{html.escape(str(shown))}</p>", sizing_mode="stretch_width")
 
@@ -252,9 +257,10 @@ def _page(analysis: Analysis, name: str, head: int):
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     caption = caption_html(caption_fields(analysis, name, stamp))
     header = pn.pane.HTML(
-        f"<h1>{html.escape(escaped_bytes(name))}</h1><p>Static export of the Attention Packet Explorer views: plots "
-        "keep zoom and hover; each setting chosen in the app is written as text. The JSON report beside this file "
-        "holds the same numbers; the repository's docs/ explains the packet rules and the report.</p>",
+        f"<h1>{html.escape(escaped_bytes(name))}</h1><p>Static export of the Attention Packet Explorer views: the "
+        "plots still zoom, pan and give each cell's exact values; each setting chosen in the app is written as text. "
+        "The JSON report beside this file holds the same numbers; the repository's docs/ explains the packet rules "
+        "and the report.</p>",
         sizing_mode="stretch_width")
     sections = []
     for slug, title, builder in VIEWS:
@@ -535,7 +541,8 @@ def _pair_page(pair, name: str, names: tuple[str, str]):
     header = pn.pane.HTML(
         f"<h1>{html.escape(name)}</h1><p>Side a: <code>{html.escape(pair.a.admission.path)}</code>; side b: "
         f"<code>{html.escape(pair.b.admission.path)}</code>. Pair status: <b>{pair.status}</b>. Static export of the "
-        f"Attention Packet Explorer pair view (explorer {__version__}, {stamp}): plots keep zoom and hover. "
+        f"Attention Packet Explorer pair view (explorer {__version__}, {stamp}): the plots still zoom, pan and give "
+        "each cell's exact values. "
         "The comparison JSON beside this file holds the same numbers.</p>",
         sizing_mode="stretch_width")
     view = static_view(build(pair))
@@ -598,7 +605,8 @@ def _replay_page(run, name: str):
     header = pn.pane.HTML(
         f"<h1>{html.escape(escaped_bytes(name))}</h1><p>Replay run <code>{html.escape(escaped_bytes(run.path))}</code>. "
         f"Replay status: <b>{run.status}</b>. Static export of the Attention Packet Explorer replay view (explorer "
-        f"{__version__}, {stamp}): plots keep zoom and hover; each setting chosen in the app is written as text. The "
+        f"{__version__}, {stamp}): the plots still zoom, pan and give each cell's exact values; each setting chosen "
+        "in the app is written as text. The "
         "replay JSON beside this file holds the same numbers.</p>", sizing_mode="stretch_width")
     view = static_view(build(run))
     caption = pn.pane.HTML(caption_html(replay_caption_fields(run, name, stamp)), sizing_mode="stretch_width")

@@ -1,4 +1,6 @@
-"""A browser that went away while an update was on its way is one line in the server log, not a traceback; other errors keep theirs.
+"""A browser that closed while an update was on its way: one server log line, not a traceback.
+
+Other errors keep their traceback.
 
 When a page closes (an ordinary tab close, a reload), an update already queued for it
 meets a closed websocket: asyncio reports the sending task's WebSocketClosedError as

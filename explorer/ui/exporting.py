@@ -1,4 +1,6 @@
-"""The app's one export runner (packet, pair and replay Export buttons): the work on the app's own threads, the answer on the page; computes nothing itself.
+"""The app's one export runner for the packet, pair and replay Export buttons; computes nothing.
+
+The work runs on the app's own threads, the answer comes back on the page.
 
 An export renders HTML and PNGs for seconds, so it never runs on the session's event
 loop. In a served session the button's handler hands Panel a coroutine

@@ -116,13 +116,13 @@ def maps_panel(numerics: Numerics, mode: str, shared: bool = False, selection: S
             selectable(pane, selection)
         notes = item.caption if shared else f"{item.caption} {scale.note}"
         cells.append(pn.Column(pane, note(esc(notes), "map-caption"), sizing_mode="stretch_width"))
-    reduced = ("" if maps[0].comparison.abs_error.size <= FULL_HOVER_CELLS else
-               f" Over {FULL_HOVER_CELLS} cells per map the hover shows the error only.")
+    reduced = ([] if maps[0].comparison.abs_error.size <= FULL_HOVER_CELLS else
+               [hint(f"Over {FULL_HOVER_CELLS} cells per map the hover shows the error only.")])
     scale_note = (f"One colour scale for every map. {one.note}" if shared else
                   "Each map has its own colour scale (compare colours within a map, numbers across maps).")
     columns = min(len(cells), MAX_MAP_COLUMNS)
     grid = pn.GridBox(*cells, ncols=columns, css_classes=["error-maps"], sizing_mode="stretch_width")
-    return pn.Column(grid, note(esc(scale_note + reduced), "colour-scale-note"), sizing_mode="stretch_width")
+    return pn.Column(grid, note(esc(scale_note), "colour-scale-note"), *reduced, sizing_mode="stretch_width")
 
 
 def _ulp_table(numerics: Numerics) -> str:

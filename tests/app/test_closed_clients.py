@@ -1,4 +1,4 @@
-"""A browser that closed while an update was on its way is one server log line, not a traceback (explorer.ui.closed); other errors keep their traceback."""
+"""A browser closed mid-update is one server log line (explorer.ui.closed); other errors keep a traceback."""
 
 from __future__ import annotations
 
