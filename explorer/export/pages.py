@@ -73,6 +73,8 @@ PAGE_HEIGHT = 1000
 REPORT_PAGE_BYTES = 256 * 1024 * 1024
 RENDER_TIMEOUT_MS = 60_000  # per view: a static page draws in seconds
 SETTLE_MS = 300  # one more paint after a view reports itself drawn
+VIEW_TITLE = "h2"  # a section's view title, under its caption band: every PNG part repeats both
+SUBHEADINGS = "h3, h4"  # headings inside a view (and the titles of its cards): a part continuing one repeats it
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_INSTALL = "apt-get install chromium"  # Debian's package; Playwright never downloads a browser here
 PLAYWRIGHT_MODULE = "playwright"
@@ -387,13 +389,25 @@ def _rendered(html_path: str | os.PathLike, slugs: tuple[str, ...]) -> dict[str,
             shots = {}
             for slug in slugs:
                 section = page.locator(f".{SECTION_CLASS}-{slug}").first
-                band = section.locator(f".{CAPTION_CLASS}").first.bounding_box()
                 top = section.bounding_box()["y"]
-                caption = 0 if band is None else round(band["y"] + band["height"] - top)
-                shots[slug] = split_png(section.screenshot(timeout=RENDER_TIMEOUT_MS), caption)
+                boxes = [(round(box["y"] - top), round(box["y"] + box["height"] - top))
+                         for box in (heading.bounding_box() for heading in section.locator(SUBHEADINGS).all())
+                         if box is not None and box["height"] > 0]
+                shots[slug] = split_png(section.screenshot(timeout=RENDER_TIMEOUT_MS),
+                                        _title_height(section, top), headings=boxes)
             return shots
         finally:
             browser.close()
+
+
+def _title_height(section, top: float) -> int:
+    """Rows of a section's title band: its caption band and, under it, the view's title (h2) when it has one."""
+    bottom = 0
+    for selector in (f".{CAPTION_CLASS}", VIEW_TITLE):
+        box = section.locator(selector).first.bounding_box() if section.locator(selector).count() else None
+        if box is not None:
+            bottom = max(bottom, round(box["y"] + box["height"] - top))
+    return bottom
 
 
 def page_screenshots(page: str, slugs: tuple[str, ...]) -> dict[str, list[bytes]]:
