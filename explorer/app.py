@@ -19,13 +19,16 @@ DOCS_HINT = ("<span class='docs-hint' style='font-size:0.85em;color:#dfe6ee'>Pac
              "<code style='color:#ffffff'>docs/</code> in the repository</span>")
 # BootstrapTemplate scrolls its main area inside a viewport-high pane (Bootstrap's !important utilities
 # vh-100 / mh-100 / overflow-hidden); these rules let the whole page grow and scroll instead, so a browser's
-# full-page screenshot holds the whole view. min-width 0 keeps the main column beside the sidebar (a flex item
+# full-page screenshot holds the whole view. The top bar scrolls with the page instead of sticking to the window's top:
+# a sticky bar was stamped over the content of a full-page screenshot taken after scrolling (Chromium draws it where
+# the window was). min-width 0 keeps the main column beside the sidebar (a flex item
 # whose overflow is visible would otherwise be as wide as its widest plot's minimum and wrap below it).
 PAGE_SCROLL_CSS = """
 #container.vh-100 { height: auto !important; min-height: 100vh; overflow: visible !important; }
 #content.overflow-hidden { height: auto; overflow: visible !important; flex: 1 0 auto; }
 #main.mh-100 { max-height: none !important; overflow: visible; min-width: 0; }
 #sidebar { height: auto; overflow: visible; }
+#header.sticky-top { position: relative !important; }
 """
 
 # BootstrapTemplate serves every asset from this server: no web fonts, no CDN (the browser tests check it).

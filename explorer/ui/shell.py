@@ -68,6 +68,12 @@ BADGE_STYLE = ("display:inline-block;padding:0 0.5em;border-radius:0.6em;font-si
 META_STYLE = "font-size:0.85em;color:#444444"
 # Each part of the status line is its own box, so a long list of codes wraps below, never over, the name and chip.
 STATUS_LINE_STYLE = "display:flex;flex-wrap:wrap;align-items:baseline;gap:0.2em 0.6em"
+# Every tab's label in view at 1280 px (nine labels in the main column beside the 430 px sidebar): tighter labels, and
+# the label row wraps instead of scrolling its last labels past the window's edge when the column is narrower still.
+TABS_CSS = """
+.bk-headers-wrapper { flex-wrap: wrap !important; overflow-x: visible !important; }
+.bk-tab { padding: 4px 10px !important; font-size: 0.93em; }
+"""
 MESSAGE_STYLE = "padding:0.4em 0.8em;border-left:4px solid #8a8a8a;background:#f3f3f3"
 
 
@@ -164,7 +170,7 @@ class Shell(param.Parameterized):
                               for slug in SLUGS}
         self._views: dict[str, pn.viewable.Viewable] = {}  # slug -> view of the shown packet, built on first open
         self._tabs = pn.Tabs(*((TITLES[slug], self._placeholders[slug]) for slug in SLUGS), dynamic=False,
-                             sizing_mode="stretch_width")
+                             sizing_mode="stretch_width", stylesheets=[TABS_CSS])
         self._export_button = pn.widgets.Button(label=EXPORT_LABEL, color="primary", width=EXPORT_WIDTH,
                                                 css_classes=["packet-export"])
         self._export_note = pn.pane.HTML("", sizing_mode="stretch_width")
