@@ -240,10 +240,10 @@ def _setting(widget):
         return None
     value = widget.value
     options = getattr(widget, "options", None)
-    shown = next((label for label, option in options.items() if option == value), value) if isinstance(
-        options, Mapping) else value
-    if isinstance(value, bool):
-        shown = "yes" if value else "no"
+    if isinstance(options, Mapping):  # the label the control shows for its value
+        shown = next((label for label, option in options.items() if option == value), value)
+    else:
+        shown = ("yes" if value else "no") if isinstance(value, bool) else value
     if not widget.name:
         return None  # a value without a name would say nothing on a page
     label = widget.name

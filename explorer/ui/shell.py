@@ -234,8 +234,9 @@ class Shell(param.Parameterized):
         self._head_asked = QUERY_HEAD in query  # else the packet opens on its worst head
         head = query.get(QUERY_HEAD, "0")
         if HEAD_PATTERN.fullmatch(head) is None:
-            notes.append(f"Head &quot;{echo(head)}&quot; is not a head number; showing head 0.")
-            head = "0"
+            notes.append(f"Head &quot;{echo(head)}&quot; is not a head number; showing the head with the largest "
+                         "score.")
+            head, self._head_asked = "0", False
         self._emulation, problems = settings_from_query(query)
         notes += [f"{name} &quot;{echo(text)}&quot; is not {html.escape(accepts)}; using its default."
                   for name, text, accepts in problems]
@@ -305,16 +306,17 @@ class Shell(param.Parameterized):
         self._shown = analysis
         self.packets.highlight(self.packet)
         notes = []
-        if not self._head_asked and analysis.numerics is not None:
+        worst = ranked_heads(analysis.numerics)[0] if analysis.numerics is not None else 0  # the largest score
+        if not self._head_asked:
             with param.parameterized.discard_events(self):
-                self.head = ranked_heads(analysis.numerics)[0]  # the head with the largest score
+                self.head = worst
         self._head_asked = False
         geometry = analysis.admission.geometry
         if geometry is not None and self.head >= geometry["queryHeads"]:
             notes.append(f"Head {self.head} is not a query head of this packet "
-                         f"(0..{geometry['queryHeads'] - 1}); showing head 0.")
+                         f"(0..{geometry['queryHeads'] - 1}); showing head {worst}, the one with the largest score.")
             with param.parameterized.discard_events(self):
-                self.head = 0
+                self.head = worst
         self._selection = Selection(head=self.head)
         self._selection.param.watch(self._on_selection_head, "head")
         self._selection.param.watch(self._on_selection_element, "element")

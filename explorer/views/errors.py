@@ -33,6 +33,7 @@ from explorer.views.common import (
 )
 from explorer.views.html_summary import esc, number_cell, table
 
+SHARED_OPTIONS = {"a scale per map": False, "one scale for all maps": True}
 FULL_HOVER_CELLS = 65_536  # above this many cells per map, the hover carries the error only (keeps the payload small)
 MAX_MAP_COLUMNS = 2  # maps per row: each keeps its title, axes and colour bar readable at 1280 px
 ULP_BAR_PIXELS = 180  # the longest ULP histogram bar
@@ -169,8 +170,10 @@ def _body(analysis: Analysis, selection: Selection) -> list:
     numerics = analysis.numerics
     toggle = pn.widgets.RadioButtonGroup(label="colour scale", options=[LINEAR, LOG], value=LOG, width=160,
                                          css_classes=["colour-scale-toggle"])
-    shared = pn.widgets.Checkbox(label="one colour scale for all maps", value=False, width=240,
-                                 css_classes=["shared-scale-toggle"])
+    # Two labelled buttons, not a checkbox: Bokeh's checkbox label is not part of its control (a click on the words
+    # did nothing), a button is clicked wherever its words are.
+    shared = pn.widgets.RadioButtonGroup(label="maps", options=SHARED_OPTIONS, value=False, width=300,
+                                         css_classes=["shared-scale-toggle"])
     floor = (f"FP64 noise floor: {numerics.fp64.reference_error.label}", numerics.fp64.reference_error)
     maps = error_maps(numerics)
     labelled = [(m.comparison.label, m.comparison) for m in maps]  # the tables list every comparison

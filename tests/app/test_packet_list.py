@@ -118,3 +118,22 @@ def test_a_name_with_a_byte_that_is_not_utf8_and_an_unreadable_directory_are_lis
     packets.highlight(odd)
     assert packets._table.selection == [packets._names.index(odd)]
     packets._table.value.to_json()  # what goes to the browser encodes (a surrogate would not)
+
+
+def test_sorting_by_status_keeps_the_score_order_within_each_status(tmp_path):
+    """Tabulator sorts the status column by its cell text: each cell leads with its status's place, then its row's
+    place in the default order, so a sort by status is the default order (scores largest first within a status)."""
+    SUMMARIES.clear()
+    for seed in range(3):
+        write_packet(tmp_path / f"plain-{seed}", synthetic_spec(seed=seed + 3))
+    write_packet(tmp_path / "injected", injected_error_spec())
+    write_refused(tmp_path / "refused")
+    packets = PacketList(PacketIndex(tmp_path), badge=lambda status: status, on_choose=lambda name: None)
+    packets.start()
+    table = packets._table.value
+    shuffled = list(reversed(range(len(table))))  # a sort owes nothing to the rows' order before it (Tabulator's)
+    by_status = sorted(shuffled, key=lambda row: table["status"][row])
+    assert by_status == list(range(len(table)))  # the rows are built in the default order
+    analyzed = [row for row in by_status if "analyzed" in table["status"][row]]
+    scores = [table["score"][row] for row in analyzed]
+    assert len(analyzed) == 4 and scores == sorted(scores, reverse=True)
