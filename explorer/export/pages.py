@@ -393,8 +393,8 @@ def _rendered(html_path: str | os.PathLike, slugs: tuple[str, ...]) -> dict[str,
                 boxes = [(round(box["y"] - top), round(box["y"] + box["height"] - top))
                          for box in (heading.bounding_box() for heading in section.locator(SUBHEADINGS).all())
                          if box is not None and box["height"] > 0]
-                shots[slug] = split_png(section.screenshot(timeout=RENDER_TIMEOUT_MS),
-                                        _title_height(section, top), headings=boxes)
+                title = _title_height(section, top)  # measured before the screenshot scrolls the page
+                shots[slug] = split_png(section.screenshot(timeout=RENDER_TIMEOUT_MS), title, headings=boxes)
             return shots
         finally:
             browser.close()
