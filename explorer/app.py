@@ -7,7 +7,7 @@ import panel.io.resources as panel_resources
 
 from explorer.ui.closed import quiet_closed_clients
 from explorer.ui.memory import release_memory
-from explorer.ui.shell import open_session, parse_options
+from explorer.ui.shell import open_session, page_location, parse_options
 from explorer.ui.timings import SessionTimings, log_info_lines
 
 timings = SessionTimings()  # the script runs once per page request: the session's clock starts here
@@ -48,5 +48,5 @@ pn.template.BootstrapTemplate(
     title=TITLE, header_background=HEADER_BACKGROUND, sidebar_width=SIDEBAR_WIDTH,
     sidebar=[sidebar], main=[main], header=[pn.pane.HTML(DOCS_HINT, margin=(0, 10))],
     raw_css=[PAGE_SCROLL_CSS],
-).servable(title=TITLE)
+).servable(title=TITLE, location=page_location())  # query parameters kept as strings
 timings.document_built()

@@ -4,7 +4,7 @@ Every part is at most MAX_PNG_HEIGHT pixels tall. A part after the first starts 
 a copy of the view's title band (the caption band naming the packet and the view's
 title) and, when it does not itself start with a heading, a copy of the heading it
 continues (the last heading above its first row), so no part shows a figure or a
-table without its title (docs/report.md, "Exports").
+table without its title (docs/triage-and-app.md, "The app's Export").
 
 A part ends just above a heading when one lies in the lower half of the room the
 part has; else at the lowest blank pixel row there (one colour across the whole

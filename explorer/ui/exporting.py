@@ -10,7 +10,7 @@ sets the note, the downloads and the button (Panel sends widget changes made the
 the browser itself). Outside a served session (tests, a notebook) the work runs at
 once. Whatever the work raises, the note says that nothing was written and why, and
 the button comes back: no click is left without an answer (docs/triage-and-app.md,
-"Export").
+"The app's Export").
 """
 
 from __future__ import annotations

@@ -104,22 +104,29 @@ def badge_html(summary: catalog.Summary, css_class: str, heads: int | None = Non
     return f'{badge}<span class="packet-meta" style="{META_STYLE}">{html.escape(", ".join(details))}</span>'
 
 
+def session_query() -> str:
+    """This session's URL query ('?'-prefixed, '' outside a session), read from the page request through Panel's public
+    `pn.state.session_args` (the request's bytes, decoded as URL_ERRORS keeps a byte that is not UTF-8)."""
+    arguments = pn.state.session_args
+    pairs = [(name, values[-1].decode("utf-8", URL_ERRORS)) for name, values in arguments.items() if values]
+    return "?" + urlencode(pairs, errors=URL_ERRORS) if pairs else ""
+
+
 class StringQueryLocation(Location):
-    """pn.state.location whose query parameters stay strings: Panel's own parsing calls int() on anything
-    str.isdigit() accepts ('²', 5,000 digits), which raises and would leave the page blank."""
+    """A Location whose query parameters stay strings: Panel's own parsing calls int() on anything str.isdigit()
+    accepts ('²', 5,000 digits), which raised and left the page blank."""
 
     @property
     def query_params(self) -> dict[str, str]:
         return dict(parse_qsl(self.search[1:], errors=URL_ERRORS))
 
 
-def session_location() -> Location | None:
-    """This session's location, made a StringQueryLocation before Panel makes its own (None outside a session)."""
-    doc = pn.state.curdoc
-    context = doc.session_context if doc is not None else None
-    if context is not None and doc not in pn.state._locations:
-        pn.state._locations[doc] = StringQueryLocation.from_request(context.request)
-    return pn.state.location
+def page_location() -> Location | bool:
+    """The Location the app's template gets (`servable(location=...)`, Panel's public way to give a page its own):
+    a StringQueryLocation of this session's request, or True (Panel's own) outside a session."""
+    document = pn.state.curdoc
+    context = document.session_context if document is not None else None
+    return StringQueryLocation.from_request(context.request) if context is not None else True
 
 
 class QueryWriter(JSComponent):
@@ -187,8 +194,7 @@ class Shell(param.Parameterized):
                               self.pairs.panel, self.replays.panel, self._single, sizing_mode="stretch_width")
         self._tabs.param.watch(self._on_active, "active")
         self._export_button.on_click(self._on_export)
-        location = session_location()
-        self._initial_query = location.search if location is not None else ""
+        self._initial_query = session_query()
         self._opening = threading.Lock()
         self.packets.start()
         # A link naming its packet, or a list that knows every status already, opens before the first paint: views

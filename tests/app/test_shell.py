@@ -6,14 +6,16 @@ import hashlib
 import json
 import time
 from pathlib import Path
+from urllib.parse import parse_qsl
 
+import panel as pn
 import pytest
 
 import explorer
 from explorer.catalog.summary import summarize, triage_order
 from explorer.samples import synthetic_spec, write_packet
 from explorer.ui import catalog
-from explorer.ui.shell import SLUGS, Shell, StringQueryLocation
+from explorer.ui.shell import SLUGS, Shell, StringQueryLocation, session_query
 from explorer.views.html_summary import ranked_heads
 
 ROOT = catalog.default_root()
@@ -161,6 +163,16 @@ def _worst_of_open(shell: Shell) -> int:
 def test_panel_location_parsing_never_raises_on_the_query():
     location = StringQueryLocation(search="?x=%C2%B2&head=" + "9" * 5_000)
     assert location.query_params == {"x": "²", "head": "9" * 5_000}
+
+
+def test_the_session_query_keeps_every_value_as_text_and_a_byte_that_is_not_utf8(monkeypatch):
+    arguments = {"x": [b"\xc2\xb2"], "head": [b"9" * 5_000], "packet": [b"bad\xffname"]}
+    monkeypatch.setattr(type(pn.state), "session_args", property(lambda state: arguments))
+    query = session_query()
+    assert dict(parse_qsl(query[1:], errors="surrogateescape")) == {
+        "x": "²", "head": "9" * 5_000, "packet": b"bad\xffname".decode("utf-8", "surrogateescape")}
+    monkeypatch.setattr(type(pn.state), "session_args", property(lambda state: {}))
+    assert session_query() == ""
 
 
 def _flip_byte(path: Path) -> None:
