@@ -353,8 +353,8 @@ class EmulationsView(pn.viewable.Viewer):
             heading("Kernel arithmetic emulations",
                     "Output elements whose bit pattern equals each emulation's (eligible heads only), on the decisive "
                     f"elements and on all of them. {esc(ASSUMPTIONS_NOTE)} The sweep runs every launch rule and "
-                    "arithmetic hypothesis (a few seconds); the other settings apply to the default set: the MLX and paged "
-                    "two-pass kernels and the single-pass kernel, each listed once per distinct partial dtype."),
+                    "arithmetic hypothesis (a few seconds); the other settings apply to the default set: the MLX and "
+                    "paged two-pass kernels and the single-pass kernel, each listed once per distinct partial dtype."),
             controls, self._settings_note, pn.Row(self._progress, self._progress_note), self._tables,
             heading("Where the output differs from one emulation", "ULP distance per element in classes: 0 (bit-equal) "
                     "has a colour of its own, then 1, 2-3, 4-7, 8-15 and 16 or more; grey: not compared."),

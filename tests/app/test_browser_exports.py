@@ -1,4 +1,4 @@
-"""Exports from the served app: three sessions clicking Export at one moment all get theirs, and a page closed mid-update leaves no traceback."""
+"""Exports from the served app: three sessions exporting at once all get theirs; a page closed mid-update, no traceback."""
 
 from __future__ import annotations
 
