@@ -5,8 +5,9 @@ import sys
 import panel as pn
 import panel.io.resources as panel_resources
 
+from explorer.ui.closed import quiet_closed_clients
 from explorer.ui.memory import release_memory
-from explorer.ui.shell import open_session, parse_options
+from explorer.ui.shell import open_session, page_location, parse_options
 from explorer.ui.timings import SessionTimings, log_info_lines
 
 timings = SessionTimings()  # the script runs once per page request: the session's clock starts here
@@ -18,13 +19,16 @@ DOCS_HINT = ("<span class='docs-hint' style='font-size:0.85em;color:#dfe6ee'>Pac
              "<code style='color:#ffffff'>docs/</code> in the repository</span>")
 # BootstrapTemplate scrolls its main area inside a viewport-high pane (Bootstrap's !important utilities
 # vh-100 / mh-100 / overflow-hidden); these rules let the whole page grow and scroll instead, so a browser's
-# full-page screenshot holds the whole view. min-width 0 keeps the main column beside the sidebar (a flex item
+# full-page screenshot holds the whole view. The top bar scrolls with the page instead of sticking to the window's top:
+# a sticky bar was stamped over the content of a full-page screenshot taken after scrolling (Chromium draws it where
+# the window was). min-width 0 keeps the main column beside the sidebar (a flex item
 # whose overflow is visible would otherwise be as wide as its widest plot's minimum and wrap below it).
 PAGE_SCROLL_CSS = """
 #container.vh-100 { height: auto !important; min-height: 100vh; overflow: visible !important; }
 #content.overflow-hidden { height: auto; overflow: visible !important; flex: 1 0 auto; }
 #main.mh-100 { max-height: none !important; overflow: visible; min-width: 0; }
 #sidebar { height: auto; overflow: visible; }
+#header.sticky-top { position: relative !important; }
 """
 
 # BootstrapTemplate serves every asset from this server: no web fonts, no CDN (the browser tests check it).
@@ -36,6 +40,7 @@ panel_resources._panel_use_mathjax = lambda roots: False
 pn.config.nthreads = 4  # callbacks and each session's first packet run on threads: no session waits for another's
 
 log_info_lines()
+quiet_closed_clients()  # a browser closed mid-update: one log line, not a traceback
 pn.state.on_session_destroyed(release_memory)
 root, export_dir = parse_options(sys.argv[1:])
 sidebar, main = open_session(root, export_dir, on_status=timings.status_shown)
@@ -43,5 +48,5 @@ pn.template.BootstrapTemplate(
     title=TITLE, header_background=HEADER_BACKGROUND, sidebar_width=SIDEBAR_WIDTH,
     sidebar=[sidebar], main=[main], header=[pn.pane.HTML(DOCS_HINT, margin=(0, 10))],
     raw_css=[PAGE_SCROLL_CSS],
-).servable(title=TITLE)
+).servable(title=TITLE, location=page_location())  # query parameters kept as strings
 timings.document_built()

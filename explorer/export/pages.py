@@ -3,8 +3,8 @@
 The HTML inlines every script, stylesheet and icon (Bokeh INLINE resources; Panel's
 component stylesheets, which it links from its CDN even in inline mode, are turned
 into data: URLs), so the page opens with no network at all. It is a static snapshot
-of each view's state at export time: plots keep zoom, pan and hover, widgets are not
-live.
+of each view's state at export time: plots still zoom, pan and give exact values,
+widgets are not live.
 
 PNGs need system packages, no browser download: Debian's `chromium` package
 (`apt-get install chromium`, /usr/bin/chromium) driven headless by Playwright for
@@ -33,6 +33,7 @@ import mimetypes
 import os
 import re
 import tempfile
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -73,6 +74,8 @@ PAGE_HEIGHT = 1000
 REPORT_PAGE_BYTES = 256 * 1024 * 1024
 RENDER_TIMEOUT_MS = 60_000  # per view: a static page draws in seconds
 SETTLE_MS = 300  # one more paint after a view reports itself drawn
+VIEW_TITLE = "h2"  # a section's view title, under its caption band: every PNG part repeats both
+SUBHEADINGS = "h3, h4"  # headings inside a view (and the titles of its cards): a part continuing one repeats it
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_INSTALL = "apt-get install chromium"  # Debian's package; Playwright never downloads a browser here
 PLAYWRIGHT_MODULE = "playwright"
@@ -80,6 +83,10 @@ PLAYWRIGHT_INSTALL = "pip install -e '.[export]', or pip install playwright; no 
 CHROMIUM_ARGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync")
 LOCAL_URL_PREFIXES = ("file:", "data:", "blob:", "about:")
+# Building and saving an export's views goes through process-wide state of HoloViews, Bokeh and Panel (the plotting
+# renderer, the resource mode): two renderings at once on two threads corrupted each other (HoloViews' _update_title
+# met a str). One export renders its page at a time; the PNGs (chromium, a process of its own) are taken outside.
+RENDERING = threading.RLock()
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -125,6 +132,22 @@ def _free_stem(out_dir: Path, base: str, suffixes: tuple[str, ...] | None = None
         stem = base if attempt == 1 else f"{base}-{attempt}"
         if not any(os.path.lexists(out_dir / f"{stem}{suffix}") for suffix in suffixes):
             return stem
+    raise FileExistsError(f"no free export name for {base} in {out_dir}")
+
+
+def _write_named(out_dir: Path, base: str, files: Mapping[str, str | bytes],
+                 suffixes: tuple[str, ...] | None = None) -> tuple[Path, ...]:
+    """Every file of one export (`files`: suffix -> content) under the first free stem, all or none.
+
+    The name is reserved by the export's first file: `write_new` links it only while its name is free, so of two
+    exports that chose the same stem at the same moment exactly one gets it; the other, having written nothing,
+    takes the next free stem. Every export is written, under a name of its own."""
+    for _ in range(MAX_NAME_ATTEMPTS):
+        stem = _free_stem(out_dir, base, suffixes)
+        try:
+            return _write_set({out_dir / f"{stem}{suffix}": data for suffix, data in files.items()})
+        except FileExistsError:
+            continue  # another export took the stem between the look and the write
     raise FileExistsError(f"no free export name for {base} in {out_dir}")
 
 
@@ -231,12 +254,15 @@ def export_head(analysis: Analysis, head: int | None) -> int:
 def static_view(view):
     """A freshly built view made fit for a static page: every control replaced by the setting it shows, as text (or
     left out when it is a button: nothing on the page looks live that is not), every card open as a plain titled
-    column, every bound chart drawn for the settings shown, and every instruction about the live app left out."""
+    column, every bound chart drawn for the settings shown, and every instruction about the live app, progress
+    indicator and part hidden at export time left out."""
     import panel as pn
     from panel.param import ParamFunction, ParamMethod
 
     from explorer.views.common import HINT_CLASS
 
+    if not getattr(view, "visible", True) or isinstance(view, pn.widgets.indicators.Indicator):
+        return None  # hidden in the app at export time, or a live progress indicator: nothing to show on a page
     if isinstance(view, pn.widgets.Widget):
         return _setting(view)
     if HINT_CLASS in (getattr(view, "css_classes", None) or []):
@@ -264,11 +290,13 @@ def _setting(widget):
         return None
     value = widget.value
     options = getattr(widget, "options", None)
-    shown = next((label for label, option in options.items() if option == value), value) if isinstance(
-        options, Mapping) else value
-    if isinstance(value, bool):
-        shown = "yes" if value else "no"
-    label = widget.name or "shown"
+    if isinstance(options, Mapping):  # the label the control shows for its value
+        shown = next((label for label, option in options.items() if option == value), value)
+    else:
+        shown = ("yes" if value else "no") if isinstance(value, bool) else value
+    if not widget.name:
+        return None  # a value without a name would say nothing on a page
+    label = widget.name
     return pn.pane.HTML(f'<p class="{SETTING_CLASS}" style="margin:0.2em 0"><b>{html.escape(label)}:</b> '
                         f"{html.escape(str(shown))}</p>", sizing_mode="stretch_width")
 
@@ -281,9 +309,10 @@ def _page(analysis: Analysis, name: str, head: int):
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     caption = caption_html(caption_fields(analysis, name, stamp))
     header = pn.pane.HTML(
-        f"<h1>{html.escape(escaped_bytes(name))}</h1><p>Static export of the Attention Packet Explorer views: plots "
-        "keep zoom and hover; each setting chosen in the app is written as text. The JSON report beside this file "
-        "holds the same numbers; the repository's docs/ explains the packet rules and the report.</p>",
+        f"<h1>{html.escape(escaped_bytes(name))}</h1><p>Static export of the Attention Packet Explorer views: the "
+        "plots still zoom, pan and give each cell's exact values; each setting chosen in the app is written as text. "
+        "The JSON report beside this file holds the same numbers; the repository's docs/ explains the packet rules "
+        "and the report.</p>",
         sizing_mode="stretch_width")
     sections = []
     for slug, title, builder in VIEWS:
@@ -307,12 +336,13 @@ def _data_url(match: re.Match) -> str:
 @contextmanager
 def _detached():
     """Panel state of its own for an export: a private document (no session design, stylesheet cache or
-    template config of a running app leaks in) and inline resource mode (restored afterwards)."""
+    template config of a running app leaks in) and inline resource mode (restored afterwards), one export at a
+    time (RENDERING)."""
     from bokeh.document import Document
     from panel.io.resources import set_resource_mode
     from panel.io.state import set_curdoc
 
-    with set_curdoc(Document()), set_resource_mode("inline"):
+    with RENDERING, set_curdoc(Document()), set_resource_mode("inline"):
         yield
 
 
@@ -347,9 +377,8 @@ def export_packet(analysis: Analysis, out_dir: str | os.PathLike, *, name: str |
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     name = name or packet_name(analysis)
-    stem = _free_stem(out_dir, stem_base(name, "packet"))
     page = _packet_html(analysis, name, head)
-    return _packet_files(analysis, out_dir, stem, name, head, page, {})
+    return _packet_files(analysis, out_dir, name, head, page, {})
 
 
 # ---------------------------------------------------------------- PNGs
@@ -409,13 +438,25 @@ def _rendered(html_path: str | os.PathLike, slugs: tuple[str, ...]) -> dict[str,
             shots = {}
             for slug in slugs:
                 section = page.locator(f".{SECTION_CLASS}-{slug}").first
-                band = section.locator(f".{CAPTION_CLASS}").first.bounding_box()
                 top = section.bounding_box()["y"]
-                caption = 0 if band is None else round(band["y"] + band["height"] - top)
-                shots[slug] = split_png(section.screenshot(timeout=RENDER_TIMEOUT_MS), caption)
+                boxes = [(round(box["y"] - top), round(box["y"] + box["height"] - top))
+                         for box in (heading.bounding_box() for heading in section.locator(SUBHEADINGS).all())
+                         if box is not None and box["height"] > 0]
+                title = _title_height(section, top)  # measured before the screenshot scrolls the page
+                shots[slug] = split_png(section.screenshot(timeout=RENDER_TIMEOUT_MS), title, headings=boxes)
             return shots
         finally:
             browser.close()
+
+
+def _title_height(section, top: float) -> int:
+    """Rows of a section's title band: its caption band and, under it, the view's title (h2) when it has one."""
+    bottom = 0
+    for selector in (f".{CAPTION_CLASS}", VIEW_TITLE):
+        box = section.locator(selector).first.bounding_box() if section.locator(selector).count() else None
+        if box is not None:
+            bottom = max(bottom, round(box["y"] + box["height"] - top))
+    return bottom
 
 
 def page_screenshots(page: str, slugs: tuple[str, ...]) -> dict[str, list[bytes]]:
@@ -428,14 +469,14 @@ def page_screenshots(page: str, slugs: tuple[str, ...]) -> dict[str, list[bytes]
         return _screenshots(html_path, slugs)
 
 
-def png_files(out_dir: Path, stem: str, shots: Mapping[str, list[bytes]]) -> dict[Path, bytes]:
-    """Where each section's PNG goes: `<stem>-<slug>.png`, or `<stem>-<slug>-1.png`, `-2.png`, ... for the parts of
-    a section taller than MAX_PNG_HEIGHT."""
+def png_suffixes(shots: Mapping[str, list[bytes]]) -> dict[str, bytes]:
+    """The file-name ending of each section's PNG after the export's stem: `-<slug>.png`, or `-<slug>-1.png`,
+    `-2.png`, ... for the parts of a section taller than MAX_PNG_HEIGHT."""
     files = {}
     for slug, parts in shots.items():
-        names = ([f"{stem}-{slug}{PNG_SUFFIX}"] if len(parts) == 1 else
-                 [f"{stem}-{slug}-{number}{PNG_SUFFIX}" for number in range(1, len(parts) + 1)])
-        files.update({out_dir / name: part for name, part in zip(names, parts)})
+        names = ([f"-{slug}{PNG_SUFFIX}"] if len(parts) == 1 else
+                 [f"-{slug}-{number}{PNG_SUFFIX}" for number in range(1, len(parts) + 1)])
+        files.update(zip(names, parts))
     return files
 
 
@@ -517,19 +558,18 @@ def write_report(analysis: Analysis, out_dir: str | os.PathLike, *, name: str | 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     name = name or packet_name(analysis)
-    stem = _free_stem(out_dir, stem_base(name, "packet"))
     page = _packet_html(analysis, name, head)
-    pngs = png_files(out_dir, stem, page_screenshots(page, png_slugs(analysis)))
-    return _packet_files(analysis, out_dir, stem, name, head, page, pngs)
+    pngs = png_suffixes(page_screenshots(page, png_slugs(analysis)))
+    return _packet_files(analysis, out_dir, name, head, page, pngs)
 
 
-def _packet_files(analysis: Analysis, out_dir: Path, stem: str, name: str, head: int | None, page: str,
-                  pngs: Mapping[Path, bytes]) -> ExportPaths:
-    """Write one packet's export: its JSON (with the emulations the page shows), the page, the PNGs and the
-    findings file, all or none."""
+def _packet_files(analysis: Analysis, out_dir: Path, name: str, head: int | None, page: str,
+                  pngs: Mapping[str, bytes]) -> ExportPaths:
+    """Write one packet's export under a free stem: its JSON (with the emulations the page shows), the page, the
+    PNGs and the findings file, all or none."""
     shown = shown_emulations(analysis)
-    written = _write_set({out_dir / f"{stem}{REPORT_SUFFIX}": report_text(shown),
-                          out_dir / f"{stem}{HTML_SUFFIX}": page, **pngs})
+    written = _write_named(out_dir, stem_base(name, "packet"),
+                           {REPORT_SUFFIX: report_text(shown), HTML_SUFFIX: page, **pngs})
     return _with_findings(written, lambda stem, png_names: packet_markdown(
         shown, caption_fields(analysis, name, _stamp()), stem, png_names, export_head(analysis, head), _view_titles()))
 
@@ -573,7 +613,8 @@ def _pair_page(pair, name: str, names: tuple[str, str]):
     header = pn.pane.HTML(
         f"<h1>{html.escape(name)}</h1><p>Side a: <code>{html.escape(pair.a.admission.path)}</code>; side b: "
         f"<code>{html.escape(pair.b.admission.path)}</code>. Pair status: <b>{pair.status}</b>. Static export of the "
-        f"Attention Packet Explorer pair view (explorer {__version__}, {stamp}): plots keep zoom and hover. "
+        f"Attention Packet Explorer pair view (explorer {__version__}, {stamp}): the plots still zoom, pan and give "
+        "each cell's exact values. "
         "The comparison JSON beside this file holds the same numbers.</p>",
         sizing_mode="stretch_width")
     view = static_view(build(pair))
@@ -596,16 +637,14 @@ def export_pair(pair, out_dir: str | os.PathLike, *, name: str | None = None, na
     names = names or pair_names(pair)
     name = name or f"{names[0]}-vs-{names[1]}"
     base = stem_base(name, "pair")
-    png_suffix = f"-{PAIR_SECTION}{PNG_SUFFIX}"
-    stem = _free_stem(out_dir, base, (HTML_SUFFIX, COMPARISON_SUFFIX, FINDINGS_SUFFIX, png_suffix,
-                                      f"-{PAIR_SECTION}-1{PNG_SUFFIX}"))
+    taken = (HTML_SUFFIX, COMPARISON_SUFFIX, FINDINGS_SUFFIX, f"-{PAIR_SECTION}{PNG_SUFFIX}",
+             f"-{PAIR_SECTION}-1{PNG_SUFFIX}")
     with _detached():
         page = _standalone_html(_pair_page(pair, name, names), title=f"{name} - Attention Packet Explorer")
-    files: dict[Path, str | bytes] = {out_dir / f"{stem}{COMPARISON_SUFFIX}": comparison_text(pair),
-                                      out_dir / f"{stem}{HTML_SUFFIX}": page}
+    files: dict[str, str | bytes] = {COMPARISON_SUFFIX: comparison_text(pair), HTML_SUFFIX: page}
     if png:
-        files.update(png_files(out_dir, stem, {PAIR_SECTION: _pair_png(page)}))
-    written = _write_set(files)
+        files.update(png_suffixes({PAIR_SECTION: _pair_png(page)}))
+    written = _write_named(out_dir, base, files, taken)
     return _with_findings(written, lambda stem, png_names: pair_markdown(
         pair, pair_caption_fields(pair, names, _stamp()), name, stem, png_names, {PAIR_SECTION: "Pair view"}))
 
@@ -659,16 +698,15 @@ def export_replay(run, out_dir: str | os.PathLike, *, name: str | None = None, p
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     name = name or os.path.basename(os.path.normpath(run.path))
-    stem = _free_stem(out_dir, stem_base(name, REPLAY_SECTION),
-                      (HTML_SUFFIX, REPLAY_SUFFIX, FINDINGS_SUFFIX, f"-{REPLAY_SECTION}{PNG_SUFFIX}",
-                       f"-{REPLAY_SECTION}-1{PNG_SUFFIX}"))
+    taken = (HTML_SUFFIX, REPLAY_SUFFIX, FINDINGS_SUFFIX, f"-{REPLAY_SECTION}{PNG_SUFFIX}",
+             f"-{REPLAY_SECTION}-1{PNG_SUFFIX}")
     with _detached():
         page = _standalone_html(_replay_page(run, name), title=f"{name} - Attention Packet Explorer")
     report = json.dumps(run.report(), allow_nan=False, indent=REPORT_INDENT) + "\n"
-    files: dict[Path, str | bytes] = {out_dir / f"{stem}{REPLAY_SUFFIX}": report, out_dir / f"{stem}{HTML_SUFFIX}": page}
+    files: dict[str, str | bytes] = {REPLAY_SUFFIX: report, HTML_SUFFIX: page}
     if png:
-        files.update(png_files(out_dir, stem, page_screenshots(page, (REPLAY_SECTION,))))
-    written = _write_set(files)
+        files.update(png_suffixes(page_screenshots(page, (REPLAY_SECTION,))))
+    written = _write_named(out_dir, stem_base(name, REPLAY_SECTION), files, taken)
     return _with_findings(written, lambda stem, png_names: replay_markdown(
         run, replay_caption_fields(run, name, _stamp()), name, stem, png_names, {REPLAY_SECTION: "Replay view"}))
 
@@ -714,15 +752,14 @@ def export_campaign(campaign: dict, out_dir: str | os.PathLike, *, name: str | N
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     name = name or f"campaign-{campaign['id']}"
-    stem = _free_stem(out_dir, stem_base(name, CAMPAIGN_SECTION),
-                      (HTML_SUFFIX, CAMPAIGN_SUFFIX, FINDINGS_SUFFIX, f"-{CAMPAIGN_SECTION}{PNG_SUFFIX}",
-                       f"-{CAMPAIGN_SECTION}-1{PNG_SUFFIX}"))
+    taken = (HTML_SUFFIX, CAMPAIGN_SUFFIX, FINDINGS_SUFFIX, f"-{CAMPAIGN_SECTION}{PNG_SUFFIX}",
+             f"-{CAMPAIGN_SECTION}-1{PNG_SUFFIX}")
     with _detached():
         page = _standalone_html(_campaign_page(campaign, name), title=f"{name} - Attention Packet Explorer")
-    files: dict[Path, str | bytes] = {
-        out_dir / f"{stem}{CAMPAIGN_SUFFIX}": json.dumps(campaign, allow_nan=False, indent=REPORT_INDENT) + "\n",
-        out_dir / f"{stem}{HTML_SUFFIX}": page, out_dir / f"{stem}{FINDINGS_SUFFIX}": findings_markdown(campaign)}
+    files: dict[str, str | bytes] = {
+        CAMPAIGN_SUFFIX: json.dumps(campaign, allow_nan=False, indent=REPORT_INDENT) + "\n",
+        HTML_SUFFIX: page, FINDINGS_SUFFIX: findings_markdown(campaign)}
     if png:
-        files.update(png_files(out_dir, stem, page_screenshots(page, (CAMPAIGN_SECTION,))))
-    written = _write_set(files)
+        files.update(png_suffixes(page_screenshots(page, (CAMPAIGN_SECTION,))))
+    written = _write_named(out_dir, stem_base(name, CAMPAIGN_SECTION), files, taken)
     return ExportPaths(html=written[1], report=written[0], pngs=written[3:], findings=written[2])

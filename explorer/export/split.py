@@ -1,19 +1,31 @@
-"""Splits a tall PNG of one view into numbered parts at most MAX_PNG_HEIGHT pixels tall, each under the view's caption band, cutting where a row is blank; Pillow only, never reads or writes a file.
+"""Splits a tall PNG of one view into numbered parts, each carrying its titles; Pillow only, no file I/O.
 
-A part ends at the lowest blank pixel row (one colour across the whole width: the
-gap between two plots or paragraphs) in the lower half of the room it has, so a
-chart is cut only when no gap exists there.
+Every part is at most MAX_PNG_HEIGHT pixels tall. A part after the first starts with
+a copy of the view's title band (the caption band naming the packet and the view's
+title) and, when it does not itself start with a heading, a copy of the heading it
+continues (the last heading above its first row), so no part shows a figure or a
+table without its title (docs/triage-and-app.md, "The app's Export").
+
+A part ends just above a heading when one lies in the lower half of the room the
+part has; else at the lowest blank pixel row there (one colour across the whole
+width: the gap between two plots or paragraphs), never within KEEP_WITH_HEADING rows
+under a heading (a heading stays with the start of what it titles); a chart is cut
+only when no such place exists.
 """
 
 from __future__ import annotations
 
 import io
+from typing import Sequence
 
 import numpy as np
 from PIL import Image
 
 MAX_PNG_HEIGHT = 2000  # pixels of one exported PNG at most; a taller view is split into numbered parts
 CUT_WINDOW = 0.5  # a cut is looked for in the lower half of the room a part has
+KEEP_WITH_HEADING = 120  # rows under a heading that stay in its part: never a heading alone at a part's end
+STARTS_WITH_HEADING = 12  # a part whose first heading is this close to its top needs no copy of the one before
+MAX_TITLE_SHARE = 0.5  # the copied title rows take at most this share of a part
 
 
 def _blank_rows(pixels: np.ndarray) -> np.ndarray:
@@ -21,17 +33,42 @@ def _blank_rows(pixels: np.ndarray) -> np.ndarray:
     return np.all(pixels == pixels[:, :1, :], axis=(1, 2))
 
 
-def cut_rows(blank: np.ndarray, start: int, room: int) -> list[int]:
-    """Row indices where parts end: from `start`, each part at most `room` rows, ending after the lowest blank row
-    of its lower half (else exactly at `room`)."""
+def _cut_places(blank: np.ndarray, headings: Sequence[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
+    """(preferred, allowed) row masks: a part may end after row r where allowed[r]; preferred rows sit just above a
+    heading."""
+    height = len(blank)
+    allowed, preferred = blank.copy(), np.zeros(height, dtype=bool)
+    for top, bottom in headings:
+        allowed[max(top, 0):min(bottom + KEEP_WITH_HEADING, height)] = False
+        if 0 < top <= height:
+            preferred[top - 1] = allowed[top - 1] = True
+    return preferred, allowed
+
+
+def cut_rows(blank: np.ndarray, start: int, room: int, headings: Sequence[tuple[int, int]] = ()) -> list[int]:
+    """Row indices where parts end: from `start`, each part at most `room` rows, ending just above a heading (of
+    `headings`, (top, bottom) rows) or after the lowest allowed blank row of its lower half (else exactly at
+    `room`)."""
+    preferred, allowed = _cut_places(blank, headings)
     cuts, height = [], len(blank)
     while height - start > room:
         low, high = start + int(room * (1 - CUT_WINDOW)), start + room
-        candidates = np.flatnonzero(blank[low:high])
+        candidates = np.flatnonzero(preferred[low:high])
+        if not candidates.size:
+            candidates = np.flatnonzero(allowed[low:high])
         end = low + int(candidates[-1]) + 1 if candidates.size else high
         cuts.append(end)
         start = end
     return cuts
+
+
+def continued_heading(headings: Sequence[tuple[int, int]], start: int) -> tuple[int, int] | None:
+    """The heading a part starting at row `start` continues: the last one above it, unless the part itself begins
+    with a heading."""
+    if any(start <= top < start + STARTS_WITH_HEADING for top, _ in headings):
+        return None
+    above = [(top, bottom) for top, bottom in headings if bottom <= start]
+    return max(above) if above else None
 
 
 def _png(image: Image.Image) -> bytes:
@@ -40,27 +77,40 @@ def _png(image: Image.Image) -> bytes:
     return buffer.getvalue()
 
 
-def split_png(png: bytes, caption_height: int, max_height: int = MAX_PNG_HEIGHT) -> list[bytes]:
-    """`png` itself when it is at most `max_height` tall; else parts, the first as it starts (with its caption band
-    of `caption_height` rows), every later one under a copy of that band, each at most `max_height` tall."""
+def split_png(png: bytes, caption_height: int, max_height: int = MAX_PNG_HEIGHT,
+              headings: Sequence[tuple[int, int]] = ()) -> list[bytes]:
+    """`png` itself when it is at most `max_height` tall; else parts, the first as it starts (with its title band of
+    `caption_height` rows), every later one under a copy of that band and of the heading it continues
+    (`headings`: (top, bottom) rows of the view's headings), each at most `max_height` tall."""
     image = Image.open(io.BytesIO(png)).convert("RGB")
     width, height = image.size
     if height <= max_height:
         return [png]
-    caption_height = min(max(caption_height, 0), max_height // 2)
+    caption_height = min(max(caption_height, 0), int(max_height * MAX_TITLE_SHARE) // 2)
+    headings = sorted((int(top), int(bottom)) for top, bottom in headings
+                      if caption_height <= top < bottom <= height
+                      and bottom - top <= int(max_height * MAX_TITLE_SHARE) // 2)
+    tallest = max((bottom - top for top, bottom in headings), default=0)
     blank = _blank_rows(np.asarray(image))
-    first = cut_rows(blank, 0, max_height)[:1]
-    ends = first + cut_rows(blank, first[0], max_height - caption_height)
+    first = cut_rows(blank, 0, max_height, headings)[:1]
+    ends = first + cut_rows(blank, first[0], max_height - caption_height - tallest, headings)
     caption = image.crop((0, 0, width, caption_height))
     parts, top = [], 0
     for index, bottom in enumerate([*ends, height]):
         body = image.crop((0, top, width, bottom))
         if index == 0:
             parts.append(_png(body))
-        else:
-            part = Image.new("RGB", (width, caption_height + body.height), "white")
-            part.paste(caption, (0, 0))
-            part.paste(body, (0, caption_height))
-            parts.append(_png(part))
+            top = bottom
+            continue
+        titles = [caption]
+        heading = continued_heading(headings, top)
+        if heading is not None:
+            titles.append(image.crop((0, heading[0], width, heading[1])))
+        part = Image.new("RGB", (width, sum(t.height for t in titles) + body.height), "white")
+        row = 0
+        for piece in (*titles, body):
+            part.paste(piece, (0, row))
+            row += piece.height
+        parts.append(_png(part))
         top = bottom
     return parts

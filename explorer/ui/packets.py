@@ -43,8 +43,9 @@ LIST_ORDER = STATUS_ORDER  # the one order of every packet list (catalog.summary
 PENDING_ORDER = len(LIST_ORDER)
 NUMBER_COLUMNS = ("score", "ratio", "worst ULP")
 COLUMNS = ("packet", "status", *NUMBER_COLUMNS)
-# A status cell starts with its place in LIST_ORDER, so sorting the status column follows LIST_ORDER.
-ORDER_HTML = '<span class="packet-order" data-order="{order}">{badge}</span>'
+# A status cell starts with its place in LIST_ORDER and then its row's place in the default order (by score within a
+# status), so sorting the status column gives the default order back, scores still ordered within each status.
+ORDER_HTML = '<span class="packet-order" data-order="{order}:{rank:0{digits}d}">{badge}</span>'
 # The default order is the rows' own (built sorted), not initial sorters: Tabulator keeps initial sorters beside
 # the one a header click sets, so a click on a column would only reorder within each status.
 TITLES = {"ratio": "/ noise floor"}
@@ -121,16 +122,19 @@ class PacketList(param.Parameterized):
         self._pending = sum(summary is None for summary in summaries)
         return pd.DataFrame({
             "packet": pd.Series([shown_name(name) for name in self._names], dtype=object),
-            "status": pd.Series([self._status_html(summary) for summary in summaries], dtype=object),
+            "status": pd.Series([self._status_html(summary, rank, len(str(len(summaries))))
+                                 for rank, summary in enumerate(summaries)], dtype=object),
             "score": pd.Series([_number(s and s.score) for s in summaries], dtype="float64"),
             "ratio": pd.Series([_number(s and s.noise_floor_ratio) for s in summaries], dtype="float64"),
             "worst ULP": pd.Series([_number(s and s.worst_ulp) for s in summaries], dtype="float64"),
         }, columns=list(COLUMNS))
 
-    def _status_html(self, summary: PacketSummary | None) -> str:
+    def _status_html(self, summary: PacketSummary | None, rank: int, digits: int) -> str:
+        """The status cell of the row at `rank` in the default order (`digits`: the rank's width, for sorting)."""
         if summary is None:
-            return ORDER_HTML.format(order=PENDING_ORDER, badge=PENDING_HTML)
-        return ORDER_HTML.format(order=LIST_ORDER.index(summary.status), badge=self._badge(summary.status))
+            return ORDER_HTML.format(order=PENDING_ORDER, rank=rank, digits=digits, badge=PENDING_HTML)
+        return ORDER_HTML.format(order=LIST_ORDER.index(summary.status), rank=rank, digits=digits,
+                                 badge=self._badge(summary.status))
 
     # ------------------------------------------------------------ filling and rescanning
 

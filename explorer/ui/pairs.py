@@ -10,12 +10,13 @@ import panel as pn
 import param
 
 from explorer.catalog.index import PacketIndex
-from explorer.export.pages import RenderError, export_pair
+from explorer.export.pages import ExportPaths, export_pair
 from explorer.pair.compare import compare
 from explorer.packet.bounded import escaped_bytes
 from explorer.pair.model import Pair, SamePacketError
 from explorer.ui import catalog
 from explorer.ui.area import ModeArea, note_and_buttons
+from explorer.ui.exporting import run_export
 from explorer.ui.packets import PacketList
 from explorer.ui.shared import content_seen, echo, shown_name
 from explorer.views.html_summary import written_note
@@ -25,6 +26,7 @@ PAIR_STATUS_STYLE = "padding:0.3em 0;font-size:1.05em"
 NO_PARTNERS = "No other packet under this root captures the same selection."
 PARTNERS_PENDING = "Statuses are still being read: partners appear as their summaries arrive."
 EXPORT_LABEL, EXPORT_WIDTH = "Export pair: HTML + PNG + JSON", 250
+EXPORT_BUSY = "Exporting the pair view (the PNG takes a few seconds) ..."
 MAX_PARTNER_BUTTONS = 12  # a root of many captures of one selection lists the first ones; compare= opens any
 
 
@@ -147,36 +149,34 @@ class PairMode(param.Parameterized):
     # ------------------------------------------------------------ export
 
     def _on_export(self) -> None:
+        """Export the open pair as its files are now (explorer.ui.exporting runs it off the event loop); a pair whose
+        files changed since it was shown is drawn again."""
         if self._pair is None:
             return
-        self.area.export_button.loading = True
-        self.area.export_note.object = "Exporting the pair view (the PNG takes a few seconds) ..."
-        document = pn.state.curdoc
-        served = document is not None and document.session_context is not None and pn.state._thread_pool
-        pn.state.execute(self._export, schedule="thread" if served else False)  # PNG rendering blocks: a thread
+        names, shown = (self.packet, self.partner), self._pair
+        now: list[Pair] = []  # the pair as its files are now, once the work has read them
 
-    def _export(self) -> None:
+        def work() -> ExportPaths:
+            now.append(compare(*(catalog.lookup(self.index.entries, n).path for n in names)))
+            return export_pair(now[0], self.export_dir, names=names, png=True)
 
-        names = (self.packet, self.partner)
-        pair = compare(*(catalog.lookup(self.index.entries, n).path for n in names))  # the files now
-        changed = self._pair is not None and any(content_seen(now) != content_seen(shown) for now, shown in
-                                                 zip((pair.a, pair.b), (self._pair.a, self._pair.b)))
-        if changed:
-            self._pair = pair
-            self._show(pair)
-        try:
-            paths = export_pair(pair, self.export_dir, names=names, png=True)
-        except (OSError, RenderError) as error:
-            reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
-            self.area.export_note.object = (f"The pair export wrote nothing to <code>{html.escape(str(self.export_dir))}"
-                                        f"</code>: {html.escape(reason)}")
-        else:
+        def changed() -> bool:
+            return bool(now) and any(content_seen(fresh) != content_seen(before)
+                                     for fresh, before in zip((now[0].a, now[0].b), (shown.a, shown.b)))
+
+        def redraw() -> None:  # also when the export failed: the view shows the files as they are now
+            if changed() and self._pair is shown:
+                self._pair = now[0]
+                self._show(now[0])
+
+        def finish(paths: ExportPaths) -> None:
             self._offer(paths.html, paths.pngs, paths.report)
-            if changed:
-                self.area.export_note.object += ('<div class="pair-changed">The files of this pair changed since it was '
-                                             "shown; the view and the export show them as they are now.</div>")
-        finally:
-            self.area.export_button.loading = False
+            if changed():
+                self.area.export_note.object += ('<div class="pair-changed">The files of this pair changed since it '
+                                                 "was shown; the view and the export show them as they are now.</div>")
+
+        run_export(self.area.export_button, self.area.export_note, what="The pair export", busy=EXPORT_BUSY,
+                   export_dir=self.export_dir, work=work, finish=finish, settled=redraw)
 
     def _offer(self, page: Path, pngs: tuple[Path, ...], report: Path) -> None:
         """Downloads of the page, the (first) PNG and the JSON; the note names every file written."""

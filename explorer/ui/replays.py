@@ -16,10 +16,11 @@ import param
 from explorer.catalog.discovery import lookup
 from explorer.catalog.index import PacketIndex
 from explorer.catalog.replays import RunIndex
-from explorer.export.pages import RenderError, export_replay
+from explorer.export.pages import ExportPaths, export_replay
 from explorer.replay.model import Replay
 from explorer.replay.replay import replay
 from explorer.ui.area import ModeArea, note_and_buttons
+from explorer.ui.exporting import run_export
 from explorer.ui.packets import PacketList
 from explorer.ui.shared import echo
 from explorer.views.html_summary import written_note
@@ -28,6 +29,7 @@ QUERY_REPLAY = "replay"
 REPLAY_STATUS_STYLE = "padding:0.3em 0;font-size:1.05em"
 NO_RUNS = "No replay run under this root binds to this packet."
 EXPORT_LABEL, EXPORT_WIDTH = "Export replay: HTML + PNG + JSON", 260
+EXPORT_BUSY = "Exporting the replay view (the PNG takes a few seconds) ..."
 MAX_RUN_BUTTONS = 12  # the first runs by name; replay= in the URL opens any other listed run of the packet
 
 
@@ -146,27 +148,23 @@ class ReplayMode(param.Parameterized):
     # ------------------------------------------------------------ export
 
     def _on_export(self) -> None:
+        """Export the open run as its files are now (explorer.ui.exporting runs it off the event loop)."""
         if self._replay is None:
             return
-        self.area.export_button.loading = True
-        self.area.export_note.object = "Exporting the replay view (the PNG takes a few seconds) ..."
-        document = pn.state.curdoc
-        served = document is not None and document.session_context is not None and pn.state._thread_pool
-        pn.state.execute(self._export, schedule="thread" if served else False)  # PNG rendering blocks: a thread
+        run = self.run
 
-    def _export(self) -> None:
-        result = self._compute(self.run)  # the files now
-        self._replay = result
-        try:
-            paths = export_replay(result, self.export_dir, name=self.run, png=True)
-        except (OSError, RenderError) as error:
-            reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
-            self.area.export_note.object = (f"The replay export wrote nothing to <code>{html.escape(str(self.export_dir))}"
-                                        f"</code>: {html.escape(reason)}")
-        else:
+        def work() -> tuple[Replay, ExportPaths]:
+            result = self._compute(run)  # the files now
+            return result, export_replay(result, self.export_dir, name=run, png=True)
+
+        def finish(outcome: tuple[Replay, ExportPaths]) -> None:
+            result, paths = outcome
+            if self.run == run:
+                self._replay = result
             files = (paths.html, *paths.pngs, paths.report)
             self.area.downloads.offer(zip(files, ("Download HTML", "Download PNG", "Download replay JSON")))
             self.area.export_note.object = written_note("replay-export-note",
-                                                    zip(("export-html", "export-png", "export-json"), files))
-        finally:
-            self.area.export_button.loading = False
+                                                        zip(("export-html", "export-png", "export-json"), files))
+
+        run_export(self.area.export_button, self.area.export_note, what="The replay export", busy=EXPORT_BUSY,
+                   export_dir=self.export_dir, work=work, finish=finish)

@@ -23,17 +23,12 @@ from explorer.analysis.element import locate, parse_index
 from explorer.analysis.result import Analysis
 from explorer.catalog.index import PacketIndex
 from explorer.catalog.summary import ERROR
-from explorer.export.pages import (
-    EXPORT_DIR_ENV,
-    ExportPaths,
-    RenderError,
-    choose_export_dir,
-    write_report,
-)
+from explorer.export.pages import EXPORT_DIR_ENV, ExportPaths, choose_export_dir, write_report
 from explorer.packet.bounded import clip
 from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED
 from explorer.ui import catalog
 from explorer.ui.area import Downloads
+from explorer.ui.exporting import run_export
 from explorer.ui.packets import PacketList
 from explorer.ui.campaigns import QUERY_CAMPAIGN, QUERY_CELL, CampaignMode
 from explorer.ui.pairs import QUERY_COMPARE, PairMode
@@ -54,6 +49,7 @@ HEAD_PATTERN = re.compile(r"[0-9]{1,6}")  # ASCII digits only: str.isdigit() als
 SCORE_TITLE = ("score: the largest |output - primary reference| / allowance over the compared heads (allowance: half "
                "the output dtype's spacing plus the head's FP64 noise floor; docs/report.md)")
 EXPORT_LABEL, EXPORT_WIDTH = "Export HTML + PNG + JSON", 210
+EXPORT_BUSY = "Exporting every view of this packet (the PNGs take a few seconds) ..."
 ELEMENT_DOCK_STYLE = {"position": "fixed", "bottom": "0", "right": "0", "z-index": "1000", "width": "min(780px, 62vw)",
                       "max-height": "46vh", "overflow": "auto", "background": "#ffffff",
                       "box-shadow": "0 -2px 10px rgba(0, 0, 0, 0.25)"}
@@ -73,6 +69,12 @@ BADGE_STYLE = ("display:inline-block;padding:0 0.5em;border-radius:0.6em;font-si
 META_STYLE = "font-size:0.85em;color:#444444"
 # Each part of the status line is its own box, so a long list of codes wraps below, never over, the name and chip.
 STATUS_LINE_STYLE = "display:flex;flex-wrap:wrap;align-items:baseline;gap:0.2em 0.6em"
+# Every tab's label in view at 1280 px (nine labels in the main column beside the 430 px sidebar): tighter labels, and
+# the label row wraps instead of scrolling its last labels past the window's edge when the column is narrower still.
+TABS_CSS = """
+.bk-headers-wrapper { flex-wrap: wrap !important; overflow-x: visible !important; }
+.bk-tab { padding: 4px 10px !important; font-size: 0.93em; }
+"""
 MESSAGE_STYLE = "padding:0.4em 0.8em;border-left:4px solid #8a8a8a;background:#f3f3f3"
 
 
@@ -103,22 +105,29 @@ def badge_html(summary: catalog.Summary, css_class: str, heads: int | None = Non
     return f'{badge}<span class="packet-meta" style="{META_STYLE}">{html.escape(", ".join(details))}</span>'
 
 
+def session_query() -> str:
+    """This session's URL query ('?'-prefixed, '' outside a session), read from the page request through Panel's public
+    `pn.state.session_args` (the request's bytes, decoded as URL_ERRORS keeps a byte that is not UTF-8)."""
+    arguments = pn.state.session_args
+    pairs = [(name, values[-1].decode("utf-8", URL_ERRORS)) for name, values in arguments.items() if values]
+    return "?" + urlencode(pairs, errors=URL_ERRORS) if pairs else ""
+
+
 class StringQueryLocation(Location):
-    """pn.state.location whose query parameters stay strings: Panel's own parsing calls int() on anything
-    str.isdigit() accepts ('²', 5,000 digits), which raises and would leave the page blank."""
+    """A Location whose query parameters stay strings: Panel's own parsing calls int() on anything str.isdigit()
+    accepts ('²', 5,000 digits), which raised and left the page blank."""
 
     @property
     def query_params(self) -> dict[str, str]:
         return dict(parse_qsl(self.search[1:], errors=URL_ERRORS))
 
 
-def session_location() -> Location | None:
-    """This session's location, made a StringQueryLocation before Panel makes its own (None outside a session)."""
-    doc = pn.state.curdoc
-    context = doc.session_context if doc is not None else None
-    if context is not None and doc not in pn.state._locations:
-        pn.state._locations[doc] = StringQueryLocation.from_request(context.request)
-    return pn.state.location
+def page_location() -> Location | bool:
+    """The Location the app's template gets (`servable(location=...)`, Panel's public way to give a page its own):
+    a StringQueryLocation of this session's request, or True (Panel's own) outside a session."""
+    document = pn.state.curdoc
+    context = document.session_context if document is not None else None
+    return StringQueryLocation.from_request(context.request) if context is not None else True
 
 
 class QueryWriter(JSComponent):
@@ -169,7 +178,7 @@ class Shell(param.Parameterized):
                               for slug in SLUGS}
         self._views: dict[str, pn.viewable.Viewable] = {}  # slug -> view of the shown packet, built on first open
         self._tabs = pn.Tabs(*((TITLES[slug], self._placeholders[slug]) for slug in SLUGS), dynamic=False,
-                             sizing_mode="stretch_width")
+                             sizing_mode="stretch_width", stylesheets=[TABS_CSS])
         self._export_button = pn.widgets.Button(label=EXPORT_LABEL, color="primary", width=EXPORT_WIDTH,
                                                 css_classes=["packet-export"])
         self._export_note = pn.pane.HTML("", sizing_mode="stretch_width")
@@ -189,8 +198,7 @@ class Shell(param.Parameterized):
                               sizing_mode="stretch_width")
         self._tabs.param.watch(self._on_active, "active")
         self._export_button.on_click(self._on_export)
-        location = session_location()
-        self._initial_query = location.search if location is not None else ""
+        self._initial_query = session_query()
         self._opening = threading.Lock()
         self.packets.start()
         # A link naming its packet, or a list that knows every status already, opens before the first paint: views
@@ -236,8 +244,9 @@ class Shell(param.Parameterized):
         self._head_asked = QUERY_HEAD in query  # else the packet opens on its worst head
         head = query.get(QUERY_HEAD, "0")
         if HEAD_PATTERN.fullmatch(head) is None:
-            notes.append(f"Head &quot;{echo(head)}&quot; is not a head number; showing head 0.")
-            head = "0"
+            notes.append(f"Head &quot;{echo(head)}&quot; is not a head number; showing the head with the largest "
+                         "score.")
+            head, self._head_asked = "0", False
         self._emulation, problems = settings_from_query(query)
         notes += [f"{name} &quot;{echo(text)}&quot; is not {html.escape(accepts)}; using its default."
                   for name, text, accepts in problems]
@@ -328,16 +337,17 @@ class Shell(param.Parameterized):
         self._shown = analysis
         self.packets.highlight(self.packet)
         notes = []
-        if not self._head_asked and analysis.numerics is not None:
+        worst = ranked_heads(analysis.numerics)[0] if analysis.numerics is not None else 0  # the largest score
+        if not self._head_asked:
             with param.parameterized.discard_events(self):
-                self.head = ranked_heads(analysis.numerics)[0]  # the head with the largest score
+                self.head = worst
         self._head_asked = False
         geometry = analysis.admission.geometry
         if geometry is not None and self.head >= geometry["queryHeads"]:
             notes.append(f"Head {self.head} is not a query head of this packet "
-                         f"(0..{geometry['queryHeads'] - 1}); showing head 0.")
+                         f"(0..{geometry['queryHeads'] - 1}); showing head {worst}, the one with the largest score.")
             with param.parameterized.discard_events(self):
-                self.head = 0
+                self.head = worst
         self._selection = Selection(head=self.head)
         self._selection.param.watch(self._on_selection_head, "head")
         self._selection.param.watch(self._on_selection_element, "element")
@@ -491,34 +501,24 @@ class Shell(param.Parameterized):
     # ------------------------------------------------------------ export
 
     def _on_export(self, _event) -> None:
-        """Show that the export runs, then run it on the next tick so the browser sees that first."""
+        """Export the open packet as its files are now (explorer.ui.exporting runs it off the event loop)."""
         if not self.packet:
             return
-        self._export_button.loading = True
-        self._export_note.object = "Exporting every view of this packet (the PNGs take a few seconds) ..."
-        document = pn.state.curdoc
-        served = document is not None and document.session_context is not None and pn.state._thread_pool
-        pn.state.execute(self._export, schedule="thread" if served else True)  # PNG rendering blocks: a thread
+        name, head = self.packet, self.head
 
-    def _export(self) -> None:
-        analysis, notes = self._current()  # the numbers of the files on disk now
-        if notes:
-            with pn.io.hold():
-                self._say(" ".join(notes + self._show(analysis)))
-        try:
-            paths = write_report(analysis, self.export_dir, name=self.packet, head=self.head)
-        except (OSError, RenderError) as error:
-            reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
-            self._export_note.object = (f"Export could not write to <code>{shown_name(clip(str(self.export_dir)))}"
-                                        f"</code>: {shown_name(clip(reason))}")
-        except Exception as error:  # never leave the note at "Exporting ...": say that nothing was written, and why
-            log.exception("export of %s failed", self.packet)
-            self._export_note.object = (f"Export wrote nothing: {html.escape(type(error).__name__)}: "
-                                        f"{shown_name(clip(str(error)))}")
-        else:
+        def work() -> tuple[Analysis, list[str], ExportPaths]:
+            analysis, notes = self._current()  # the numbers of the files on disk now
+            return analysis, notes, write_report(analysis, self.export_dir, name=name, head=head)
+
+        def finish(result: tuple[Analysis, list[str], ExportPaths]) -> None:
+            analysis, notes, paths = result
+            if notes and name == self.packet:
+                with pn.io.hold():
+                    self._say(" ".join(notes + self._show(analysis)))
             self._offer(paths)
-        finally:
-            self._export_button.loading = False
+
+        run_export(self._export_button, self._export_note, what="Export", busy=EXPORT_BUSY,
+                   export_dir=self.export_dir, work=work, finish=finish)
 
     def _offer(self, paths: ExportPaths) -> None:
         self._downloads.offer(((paths.html, "Download HTML"), (paths.report, "Download JSON report")))

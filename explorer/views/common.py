@@ -24,7 +24,7 @@ CHART_HEIGHT = 280
 CHART_WIDTH = 230  # a narrow chart still holds its axes and 8 upright head labels
 UPRIGHT_HEAD_LABELS = 8  # up to this many heads the axis labels of a half-width chart stand upright; more stand vertical
 CONTINUOUS_CMAP = "viridis"
-NAN_COLOUR = "#d9d9d9"  # cells whose value is undefined (NaN)
+NAN_COLOUR = scales.NOT_COMPARED_COLOUR  # cells whose value is undefined (NaN, not compared)
 FLOOR_COLOUR = "#7f7f7f"
 SERIES_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2")
 SERIES_MARKERS = ("circle", "square", "triangle", "diamond", "inverted_triangle", "hex")
@@ -374,7 +374,10 @@ def _per_head_chart(series: Sequence[tuple[str, Comparison]], floor: tuple[str, 
                    if hidden else f"Every {metric} value is positive and drawn.")
     chart = head_chart_pane(drawn, title=f"{metric} per query head", ylabel=metric, log=True, upright=upright,
                             height=height)
-    return [chart] if compact and not hidden else [chart, note(hidden_note, "hidden-values")]
+    if compact:  # the overview's cells: only when some value is not drawn, in the cells' smaller type
+        return [chart, note(f'<span style="font-size:{COMPACT_FONT}">{hidden_note}</span>', "hidden-values")] \
+            if hidden else [chart]
+    return [chart, note(hidden_note, "hidden-values")]
 
 
 def per_head_charts(series: Sequence[tuple[str, Comparison]], floor: tuple[str, Comparison] | None = None,

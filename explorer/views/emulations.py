@@ -47,6 +47,7 @@ from explorer.views.common import (
     grid_map,
     heading,
     hex_pattern,
+    hint,
     html_pane,
     note,
     per_cell,
@@ -255,8 +256,7 @@ class EmulationsView(pn.viewable.Viewer):
         self._tables = html_pane("", css_classes=["emulation-tables"])
         self._choice = pn.widgets.Select(label="map: output vs", options=[], width=380)
         self._map = pn.Column(sizing_mode="stretch_width", css_classes=["emulation-map"])
-        self._drilldown = html_pane("<p><i>Click a cell of the map for every emulation's value there.</i></p>",
-                                    css_classes=["emulation-drilldown-pane"])
+        self._drilldown = html_pane("", css_classes=["emulation-drilldown-pane"])
         self._tap = None
         self._choice.link(self, value="selected", bidirectional=True)
         self.param.watch(self._restart, ["blocks", "partition_tokens", "partial_dtype", "emulation_set"])
@@ -367,12 +367,14 @@ class EmulationsView(pn.viewable.Viewer):
             heading("Kernel arithmetic emulations",
                     "Output elements whose bit pattern equals each emulation's (eligible heads only), on the decisive "
                     f"elements and on all of them. {esc(ASSUMPTIONS_NOTE)} The sweep runs every launch rule and "
-                    "arithmetic hypothesis (a few seconds); the other settings apply to the view's own set."),
+                    "arithmetic hypothesis (a few seconds); the other settings apply to the default set: the MLX and "
+                    "paged two-pass kernels and the single-pass kernel, each listed once per distinct partial dtype, "
+                    "and the installed MLX library's own run where MLX is installed."),
             controls, self._settings_note, pn.Row(self._progress, self._progress_note), self._tables,
             heading("Where the output differs from one emulation", "ULP distance per element in classes: 0 (bit-equal) "
-                    "has a colour of its own, then 1, 2-3, 4-7, 8-15 and 16 or more; grey: not compared. Click a cell "
-                    "for every emulation's value and bits there."),
-            self._choice, self._map, self._drilldown,
+                    "has a colour of its own, then 1, 2-3, 4-7, 8-15 and 16 or more; grey: not compared."),
+            self._choice, self._map, hint("Click a cell of the map for every emulation's value and bits there."),
+            self._drilldown,
             sizing_mode="stretch_width", css_classes=["view-emulations"])
 
     def _integer_input(self, name: str, label: str, width: int) -> pn.widgets.LiteralInput:

@@ -33,6 +33,7 @@ from explorer.views.common import (
 )
 from explorer.views.html_summary import esc, number_cell, table
 
+SHARED_OPTIONS = {"a scale per map": False, "one scale for all maps": True}
 FULL_HOVER_CELLS = 65_536  # above this many cells per map, the hover carries the error only (keeps the payload small)
 MAX_MAP_COLUMNS = 2  # maps per row: each keeps its title, axes and colour bar readable at 1280 px
 ULP_BAR_PIXELS = 180  # the longest ULP histogram bar
@@ -116,13 +117,13 @@ def maps_panel(numerics: Numerics, mode: str, shared: bool = False, selection: S
             selectable(pane, selection)
         notes = item.caption if shared else f"{item.caption} {scale.note}"
         cells.append(pn.Column(pane, note(esc(notes), "map-caption"), sizing_mode="stretch_width"))
-    reduced = ("" if maps[0].comparison.abs_error.size <= FULL_HOVER_CELLS else
-               f" Over {FULL_HOVER_CELLS} cells per map the hover shows the error only.")
+    reduced = ([] if maps[0].comparison.abs_error.size <= FULL_HOVER_CELLS else
+               [hint(f"Over {FULL_HOVER_CELLS} cells per map the hover shows the error only.")])
     scale_note = (f"One colour scale for every map. {one.note}" if shared else
                   "Each map has its own colour scale (compare colours within a map, numbers across maps).")
     columns = min(len(cells), MAX_MAP_COLUMNS)
     grid = pn.GridBox(*cells, ncols=columns, css_classes=["error-maps"], sizing_mode="stretch_width")
-    return pn.Column(grid, note(esc(scale_note + reduced), "colour-scale-note"), sizing_mode="stretch_width")
+    return pn.Column(grid, note(esc(scale_note), "colour-scale-note"), *reduced, sizing_mode="stretch_width")
 
 
 def _ulp_table(numerics: Numerics) -> str:
@@ -169,8 +170,10 @@ def _body(analysis: Analysis, selection: Selection) -> list:
     numerics = analysis.numerics
     toggle = pn.widgets.RadioButtonGroup(label="colour scale", options=[LINEAR, LOG], value=LOG, width=160,
                                          css_classes=["colour-scale-toggle"])
-    shared = pn.widgets.Checkbox(label="one colour scale for all maps", value=False, width=240,
-                                 css_classes=["shared-scale-toggle"])
+    # Two labelled buttons, not a checkbox: Bokeh's checkbox label is not part of its control (a click on the words
+    # did nothing), a button is clicked wherever its words are.
+    shared = pn.widgets.RadioButtonGroup(label="maps", options=SHARED_OPTIONS, value=False, width=300,
+                                         css_classes=["shared-scale-toggle"])
     floor = (f"FP64 noise floor: {numerics.fp64.reference_error.label}", numerics.fp64.reference_error)
     maps = error_maps(numerics)
     labelled = [(m.comparison.label, m.comparison) for m in maps]  # the tables list every comparison

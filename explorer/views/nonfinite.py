@@ -53,21 +53,22 @@ def _height(rows: int) -> int:
     return min(MAP_BASE_HEIGHT + ROW_PIXELS * rows, MAX_MAP_HEIGHT)
 
 
-def _legend() -> str:
+def legend_html() -> str:
+    """The colour of each kind (finite, quiet/signaling NaN, +/-inf) as a line of swatches."""
     swatches = "".join(f'<span style="display:inline-block;margin-right:1em"><span style="display:inline-block;'
                        f'width:0.9em;height:0.9em;background:{colour};border:1px solid #999;vertical-align:middle">'
                        f"</span> {esc(name)}</span>" for name, colour in zip(KIND_NAMES, KIND_COLOURS))
     return f'<div class="kind-legend">{swatches}</div>'
 
 
-def _channel_map(nonfinite: NonfiniteMap, bits: np.ndarray, dtype: str) -> hv.Image:
-    """Head x channel map of one single-token tensor, each cell coloured by its kind."""
+def _channel_map(nonfinite: NonfiniteMap, bits: np.ndarray, dtype: str, height: int | None = None) -> hv.Image:
+    """Head x channel map of one single-token tensor, each cell coloured by its kind (`height`: default by rows)."""
     kinds = nonfinite.kinds[:, 0, :]
     fields = [Field("kind", "kind", kinds, lambda: named(KIND_NAMES)),
               Field("bits", "bit pattern", bits[0, :, 0, :], lambda: hex_pattern(sum(FIELD_BITS[dtype])))]
     return grid_map(kinds, fields, title=f"{nonfinite.tensor}: kind of every element", colour_label="kind",
                     xlabel="channel", ylabel="head", clim=(-0.5, len(KIND_CODES) - 0.5), cmap=list(KIND_COLOURS),
-                    colorbar=False, height=_height(kinds.shape[0]))
+                    colorbar=False, height=height or _height(kinds.shape[0]))
 
 
 def token_bins(tokens: int, heads: int) -> int:
@@ -75,7 +76,7 @@ def token_bins(tokens: int, heads: int) -> int:
     return max(1, math.ceil(heads * tokens / MAX_TOKEN_CELLS))
 
 
-def _token_map(nonfinite: NonfiniteMap) -> tuple[hv.Image, str]:
+def _token_map(nonfinite: NonfiniteMap, height: int | None = None) -> tuple[hv.Image, str]:
     """Head x token map of a stored tensor: per-row counts of each kind over the channels, binned when long."""
     counts = nonfinite.per_head_token
     heads, tokens, _ = counts.shape
@@ -95,10 +96,21 @@ def _token_map(nonfinite: NonfiniteMap) -> tuple[hv.Image, str]:
     xlabel = "token" if width == 1 else f"token bin ({width} tokens each)"
     image = grid_map(total, fields, title=f"{nonfinite.tensor}: nonfinite elements per head and token",
                      colour_label="count", xlabel=xlabel, ylabel="head",
-                     clim=(0, max(int(total.max()), 1)), cmap=COUNT_CMAP, height=_height(heads), counts=True)
+                     clim=(0, max(int(total.max()), 1)), cmap=COUNT_CMAP, height=height or _height(heads),
+                     counts=True)
     binned = (f"Drawn in bins of {width} tokens (at most {MAX_TOKEN_CELLS} cells); hover gives each bin's "
               "token range." if width > 1 else "One column per token.")
     return image, f"Colour: nonfinite elements over the channels of each head and token. {binned}"
+
+
+def tensor_map(analysis: Analysis, name: str, height: int | None = None) -> hv.Image:
+    """The map of where tensor `name` (holding NaN or infinity) holds them: head x token counts for the stored K/V,
+    else head x channel kinds; `height` in pixels (default: by its rows)."""
+    nonfinite = analysis.facts.nonfinite[name]
+    if name in TOKEN_TENSORS:
+        return _token_map(nonfinite, height)[0]
+    tensor = analysis.admission.tensors[name]
+    return _channel_map(nonfinite, tensor.bits, tensor.dtype, height)
 
 
 def _counts_table(analysis: Analysis) -> str:
@@ -145,7 +157,7 @@ def _body(analysis: Analysis, selection: Selection) -> list:
                          "one cell per head and channel, coloured by kind. Stored K/V: one cell per head and token, "
                          "coloured by its nonfinite count."))
     if len(finite) < len(TENSOR_NAMES):
-        parts.append(html_pane(_legend()))
+        parts.append(html_pane(legend_html()))
     for name in TENSOR_NAMES:
         parts += _tensor(analysis, name, selection)
     return parts

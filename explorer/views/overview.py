@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import numpy as np
 import panel as pn
+from bokeh.models import ColumnDataSource
 
 from explorer.analysis.findings import largest_error_finding, ulp_finding
 from explorer.analysis.formatting import at_text
+from explorer.analysis.ranking import worst_ulp_per_head
 from explorer.analysis.result import Analysis, LastRow, Numerics
 from explorer.packet.dtypes import FIELD_BITS
 from explorer.packet.model import REFUSED, TENSOR_NAMES
-from explorer.views import html_summary, lastrow
+from explorer.views import html_summary, lastrow, nonfinite
 from explorer.views.common import (
     COMPACT_FONT,
     CONTINUOUS_CMAP,
     LOG,
+    MAP_FRAME_PIXELS,
     UPRIGHT_HEAD_LABELS,
     Field,
     Selection,
@@ -25,6 +28,7 @@ from explorer.views.common import (
     html_pane,
     named,
     note_markup,
+    per_cell,
     per_head_charts,
     plot_pane,
     selectable,
@@ -32,15 +36,25 @@ from explorer.views.common import (
     ulp_map,
     ulp_value,
 )
-from explorer.views.html_summary import esc, short_number, table
+from explorer.views.html_summary import esc, ranked_heads, short_number
 from explorer.views.narrowed import reason_words
+from explorer.views.scales import index_ticks, isolated_cells
 
 # Compact cells: the four fit the first screen at 1280 x 800; each cell's link opens its full view.
 MAP_HEIGHT = 160
-ROW_PIXELS = 12  # last-row map pixels per KV head
-LAST_ROW_BASE_HEIGHT = 50
-LAST_ROW_MAX_HEIGHT = 100
-CHART_HEIGHT = 125
+MAX_MAP_HEIGHT = 260  # a map labels every head up to the heads this holds (16 at HEAD_LABEL_PIXELS), every k-th above
+HEAD_LABEL_PIXELS = 10  # rows per head label at TICK_FONT: every head of an 8-head map is labelled in MAP_HEIGHT
+TICK_FONT = "7.5pt"
+ROW_PIXELS = 12  # last-row map pixels per row (a KV head of the keys or of the values)
+LAST_ROW_MIN_ROWS_PIXELS = 48  # the map's rows take at least this much: the axis title "KV head" fits beside them
+LAST_ROW_MAX_HEIGHT = 180
+NONFINITE_MAP_HEIGHT = 120  # at least: taller when its heads need room to be labelled each (map_height)
+NONFINITE_MAP_MIN_WIDTH = 150  # two maps side by side in a cell of a 1280 px window
+TITLE_FONT = "10pt"
+NONFINITE_COLUMNS = 2  # nonfinite maps side by side in the cell's width
+RING_SIZE = 9  # screen pixels of the ring around an isolated nonzero element (its cell may be a pixel wide)
+RING_COLOUR = "#d6004c"
+CHART_HEIGHT = 112
 LINK_WIDTH, LINK_HEIGHT = 150, 26
 CELL_MARGIN = (3, 3)
 COMPACT_STYLE = f"font-size:{COMPACT_FONT};line-height:1.25"
@@ -79,9 +93,22 @@ def identity_line(analysis: Analysis) -> str:
     return " &middot; ".join(parts) or f"<code>{esc(admission.path)}</code>"
 
 
+def _status(analysis: Analysis) -> str:
+    """The status line, then one compact line per refusal or inconclusive reason (code and message): a table of them
+    pushed the bottom row of cells below the fold."""
+    lines = [f"<p style=\"margin:0.2em 0\">Status: {html_summary.status_badge(analysis.status)} &nbsp; "
+             f"{esc(html_summary.STATUS_MEANING[analysis.status])}</p>"]
+    lines += [f'<div style="{COMPACT_STYLE}"><code class="refusal-code">{esc(p.code)}</code> '
+              f"{'' if p.field is None else f'<code>{esc(p.field)}</code> '}{esc(p.message)}</div>"
+              for p in analysis.admission.refusals]
+    lines += [f'<div style="{COMPACT_STYLE}"><code class="reason-code">{esc(r.code)}</code> {esc(r.message)}</div>'
+              for r in analysis.reasons]
+    return "".join(lines)
+
+
 def _header(analysis: Analysis) -> pn.pane.HTML:
     return html_pane(f'<div class="overview-identity" style="margin:0.2em 0">{identity_line(analysis)}</div>'
-                     f'<div class="overview-status">{html_summary.status_html(analysis)}</div>')
+                     f'<div class="overview-status">{_status(analysis)}</div>')
 
 
 def _unavailable(analysis: Analysis, needs: str, what: str) -> str:
@@ -118,52 +145,114 @@ def _error_map(analysis: Analysis, numerics: Numerics, selection: Selection) -> 
         image = ulp_map(rounded.ulp.distance, fields, title=what, what="ULP bucket", height=MAP_HEIGHT)
         caption = (f"Output {dtype}: ULP distance to the primary reference rounded (RNE) to {dtype}; white: 0 (the "
                    f"same {dtype} value), grey: undefined.")
+        colour = rounded.ulp.distance
+    rows = colour.shape[0]
+    height = map_height(rows)
+    image = image.opts(height=height, fontsize={"yticks": TICK_FONT},
+                       yticks=index_ticks(rows, height - MAP_FRAME_PIXELS, HEAD_LABEL_PIXELS))
+    ringed = isolated_cells(np.nan_to_num(colour, nan=0.0) > 0)
+    if ringed is not None:
+        image = image.opts(hooks=[*image.opts.get().kwargs.get("hooks", []), _rings(*ringed)])
+        caption += (f" Ringed: the {len(ringed[0])} nonzero element{'s' if len(ringed[0]) != 1 else ''}, too few to "
+                    "see by colour alone.")
     # No toolbar and no tools but hover (and the click): a compact cell, its full view one click away.
     pane = selectable(plot_pane(image.opts(toolbar=None, default_tools=[]), css_classes=["overview-error-map"]),
                       selection)
-    return [pane, note_markup(f'<span style="{COMPACT_STYLE}">{esc(caption)}</span>', "overview-caption"),
+    return [_worst_head(numerics), pane,
+            note_markup(f'<span style="{COMPACT_STYLE}">{esc(caption)}</span>', "overview-caption"),
             hint("Click a cell for every number behind it.")]
 
 
-def _last_row_map(row: LastRow, name: str) -> list:
-    """One line of counts, and the KV head x channel map of differing fields when any element differs."""
-    line = (f"<b>{esc(name)}</b>: {row.mismatched} of {row.compared} elements differ"
+def map_height(rows: int) -> int:
+    """A compact map's height: MAP_HEIGHT, taller (up to MAX_MAP_HEIGHT) when its rows need room to label each."""
+    return min(max(MAP_HEIGHT, MAP_FRAME_PIXELS + rows * HEAD_LABEL_PIXELS), MAX_MAP_HEIGHT)
+
+
+def _worst_head(numerics: Numerics) -> str:
+    """One line naming the head with the largest score, so the first screen says it in words, not only in colour."""
+    heads = ranked_heads(numerics)
+    score = numerics.score.per_head[heads[0]] if heads else None
+    if score is None:
+        return note_markup(f'<span style="{COMPACT_STYLE}">No query head has a score (none compared).</span>',
+                           "overview-worst-head")
+    ulp = worst_ulp_per_head(numerics)[heads[0]]
+    ulp_text = "" if ulp is None else f", worst ULP {esc(short_number(ulp))}"
+    return note_markup(f'<span style="{COMPACT_STYLE}" data-head="{heads[0]}">Largest score: <b>query head '
+                       f"{heads[0]}</b> (score {esc(short_number(score))}{ulp_text}).</span>", "overview-worst-head")
+
+
+def _rings(rows: np.ndarray, columns: np.ndarray):
+    """A render hook ringing cells (row, column) on a map's own figure (a glyph, not an overlay: no extra plot)."""
+    data = {"x": columns.astype(float).tolist(), "y": rows.astype(float).tolist()}
+
+    def hook(plot, element) -> None:
+        plot.state.scatter(x="x", y="y", source=ColumnDataSource(data), size=RING_SIZE, marker="circle",
+                           fill_alpha=0, line_color=RING_COLOUR, line_width=1.5)
+
+    return hook
+
+
+def _last_row_line(row: LastRow, name: str) -> str:
+    return (f"<b>{esc(name)}</b>: {row.mismatched} of {row.compared} elements differ"
             + ("" if row.mismatched else " (all bits equal)"))
-    bits = sum(FIELD_BITS[row.dtype])
-    fields = [Field("fields", "fields that differ", row.field_mask, lambda: named(lastrow.FIELD_NAMES)),
-              Field("xor", "XOR", row.xor, lambda: hex_pattern(bits))]
-    height = min(LAST_ROW_BASE_HEIGHT + ROW_PIXELS * row.field_mask.shape[0], LAST_ROW_MAX_HEIGHT)
-    image = grid_map(row.field_mask, fields, title="", colour_label="fields that differ",
-                     xlabel="channel", ylabel="KV head", clim=(-0.5, len(lastrow.FIELD_NAMES) - 0.5),
-                     cmap=list(lastrow.FIELD_COLOURS), colorbar=False, height=height)
-    text = f'<div class="overview-last-row">{line}</div>'
-    return [text, plot_pane(image.opts(toolbar=None, default_tools=[]))] if row.mismatched else [text]
 
 
 def _last_rows(analysis: Analysis) -> list:
-    facts = analysis.facts
-    rows = (facts.last_row_keys, facts.last_row_values)
-    legend = [lastrow.legend_html()] if any(row.mismatched for row in rows) else []
-    return [*_last_row_map(rows[0], "Keys"), *_last_row_map(rows[1], "Values"), *legend]
+    """One line of counts each for keys and values, then, when any element differs, one map of their rows: the keys'
+    KV heads (K0, K1, ...) above the values' (V0, V1, ...), channels across, every row labelled."""
+    keys, values = analysis.facts.last_row_keys, analysis.facts.last_row_values
+    text = f'<div class="overview-last-row">{_last_row_line(keys, "Keys")}<br>{_last_row_line(values, "Values")}</div>'
+    if not (keys.mismatched or values.mismatched):
+        return [text]
+    labels = [f"K{h}" for h in range(keys.field_mask.shape[0])] + [f"V{h}" for h in range(values.field_mask.shape[0])]
+    mask = np.concatenate([keys.field_mask, values.field_mask])
+    xor = np.concatenate([keys.xor, values.xor])
+    bits = max(sum(FIELD_BITS[keys.dtype]), sum(FIELD_BITS[values.dtype]))
+    fields = [Field("row", "tensor, KV head", per_cell(range(len(labels)), mask.shape), lambda: named(labels)),
+              Field("fields", "fields that differ", mask, lambda: named(lastrow.FIELD_NAMES)),
+              Field("xor", "XOR", xor, lambda: hex_pattern(bits))]
+    height = min(MAP_FRAME_PIXELS + max(LAST_ROW_MIN_ROWS_PIXELS, ROW_PIXELS * len(labels)), LAST_ROW_MAX_HEIGHT)
+    image = grid_map(mask, fields, title="", colour_label="fields that differ", xlabel="channel", ylabel="KV head",
+                     clim=(-0.5, len(lastrow.FIELD_NAMES) - 0.5), cmap=list(lastrow.FIELD_COLOURS), colorbar=False,
+                     height=height)
+    image = image.opts(yticks=list(enumerate(labels)), fontsize={"yticks": TICK_FONT}, toolbar=None, default_tools=[])
+    return [text, plot_pane(image, css_classes=["overview-last-row-map"]), lastrow.legend_html()]
 
 
 def _nonfinite(analysis: Analysis) -> list:
-    rows, finite = [], []
-    for name in TENSOR_NAMES:
-        m = analysis.facts.nonfinite[name]
-        if m.total == 0:
-            finite.append(name)
-        rows.append((f"<code>{name}</code>", esc(m.dtype), esc(m.nan), esc(m.signaling_nan),
-                     esc(m.positive_infinity), esc(m.negative_infinity)))
-    counts = table(("tensor", "dtype", "NaN", "of which signaling", "+inf", html_summary.NEGATIVE_INFINITY_HEADER),
-                   rows, css_class="overview-nonfinite")
-    parts = [f'<div style="{COMPACT_STYLE}">{counts}</div>']
-    if len(finite) == len(TENSOR_NAMES):
-        parts.append(note_markup("No NaN and no infinity in any element of the six tensors.", "overview-finite"))
-    elif finite:
-        parts.append(note_markup("No NaN and no infinity in " + ", ".join(f"<code>{n}</code>" for n in finite)
-                                 + " (only these).", "overview-finite"))
-    return parts
+    """One line of counts; when a tensor holds NaN or infinity, the maps of where, side by side (one per tensor)."""
+    maps = analysis.facts.nonfinite
+    held = [name for name in TENSOR_NAMES if maps[name].total]
+    if not held:
+        return [note_markup("No NaN and no infinity in any element of the six tensors.", "overview-finite")]
+
+    def counts(name: str) -> str:
+        m = maps[name]
+        kinds = [(m.nan, "NaN"), (m.positive_infinity, "+inf"), (m.negative_infinity, "-inf")]
+        said = ", ".join(f"{count} {kind}" for count, kind in kinds if count)
+        signaling = f" ({m.signaling_nan} signaling)" if m.signaling_nan else ""
+        return f"<code>{name}</code> {esc(said)}{esc(signaling)}"
+
+    finite = [name for name in TENSOR_NAMES if name not in held]
+    line = "; ".join(counts(name) for name in held) + "."
+    if finite:
+        line += " No NaN and no infinity in " + ", ".join(f"<code>{n}</code>" for n in finite) + " (only these)."
+    panes = [plot_pane(_compact_nonfinite_map(analysis, name)) for name in held]
+    grid = pn.GridBox(*panes, ncols=min(len(panes), NONFINITE_COLUMNS), sizing_mode="stretch_width",
+                      css_classes=["overview-nonfinite-maps"])
+    return [f'<div class="overview-nonfinite" style="{COMPACT_STYLE}">{line}</div>', grid,
+            f'<div style="{COMPACT_STYLE}">{nonfinite.legend_html()}</div>']
+
+
+def _compact_nonfinite_map(analysis: Analysis, name: str):
+    """A tensor's nonfinite map made to sit beside another in one cell: titled by the tensor, every head labelled
+    while they fit, no colour bar (the hover gives each cell's count or kind)."""
+    rows = analysis.facts.nonfinite[name].kinds.shape[0]
+    height = min(max(NONFINITE_MAP_HEIGHT, MAP_FRAME_PIXELS + rows * HEAD_LABEL_PIXELS), MAX_MAP_HEIGHT)
+    image = nonfinite.tensor_map(analysis, name, height)
+    return image.opts(title=name, toolbar=None, default_tools=[], colorbar=False, min_width=NONFINITE_MAP_MIN_WIDTH,
+                      fontsize={"yticks": TICK_FONT, "title": TITLE_FONT},
+                      yticks=index_ticks(rows, height - MAP_FRAME_PIXELS, HEAD_LABEL_PIXELS))
 
 
 def _narrowed(analysis: Analysis, numerics: Numerics) -> list:

@@ -128,7 +128,8 @@ def element_html(pair: Pair, head: int, channel: int) -> str:
     differs = "" if output.differs is None else ("; bit patterns differ" if output.differs[head, channel]
                                                  else "; bit patterns equal")
     return (f'<p class="element-title"><b>Query head {head}, channel {channel}</b>{differs}{ulp}</p>'
-            + table(("", "value (full precision in its tooltip)", "bits", "dtype"), rows, css_class="pair-element"))
+            + table(("", "value (4 significant digits; the comparison JSON holds every digit)", "bits", "dtype"), rows,
+                    css_class="pair-element"))
 
 
 class BitDifferenceExplorer(pn.viewable.Viewer):

@@ -13,6 +13,13 @@ MAX_LABEL_DIGITS = 17  # significant digits that tell any two distinct doubles a
 NICE_STEPS = (1.0, 2.0, 5.0)  # a tick step is one of these times a power of ten
 INDEX_LABEL_PIXELS = 14  # vertical room one index label (a head number) needs to stay apart from the next
 ZERO_COLOUR = "#ffffff"  # exact zeros on a map (equal elements, no error): never a colour of the scale
+# Cells whose value is undefined (not compared, NaN): a mid grey, told apart at a glance from the white of 0 ULP and
+# from every colour of the ULP and viridis scales (a light grey beside white read as 0).
+NOT_COMPARED_COLOUR = "#8c8c8c"
+# Isolated nonzero elements on a wide map (two 1-ULP elements among 4,096, each cell a pixel wide) are ringed so the
+# map does not read as empty; a ring marks where an element is, its colour stays the scale's.
+MAX_RINGED = 64  # at most this many nonzero elements get a ring
+MAX_RINGED_SHARE = 0.01  # and only when they are at most this share of the cells (else the colours show them)
 # Buckets of a ULP-distance map: (lowest, highest) distance, None: no upper end. 0 comes first, in ZERO_COLOUR.
 ULP_BUCKETS = ((0, 0), (1, 1), (2, 3), (4, 7), (8, 15), (16, 255), (256, 65535), (65536, None))
 ULP_BUCKET_COLOURS = (ZERO_COLOUR, "#fee391", "#fec44f", "#fe9929", "#ec7014", "#cc4c02", "#993404", "#4d1a02")
@@ -63,12 +70,12 @@ def colour_bar_ticks(low: float, high: float, *, log: bool = False,
     return tuple(zip(values, unique_labels(values)))
 
 
-def index_ticks(count: int, pixels: float) -> list[int]:
-    """Ticks 0, k, 2k, ... of `count` rows (heads) drawn over `pixels`: every row while each has
-    INDEX_LABEL_PIXELS, else the smallest round stride (1, 2, 5, 10, ...) whose labels stay apart."""
+def index_ticks(count: int, pixels: float, label_pixels: float = INDEX_LABEL_PIXELS) -> list[int]:
+    """Ticks 0, k, 2k, ... of `count` rows (heads) drawn over `pixels`: every row while each has `label_pixels`, else
+    the smallest round stride (1, 2, 5, 10, ...) whose labels stay apart."""
     if count <= 0:
         return []
-    needed = count * INDEX_LABEL_PIXELS / max(pixels, 1.0)
+    needed = count * label_pixels / max(pixels, 1.0)
     stride = 1 if needed <= 1 else int(nice_at_least(needed))
     return list(range(0, count, stride))
 
@@ -91,3 +98,12 @@ def ulp_buckets_shown(codes: np.ndarray) -> int:
     """How many buckets a map's colour bar shows: up to the largest present, at least MIN_ULP_BUCKETS."""
     present = codes[np.isfinite(codes)]
     return max(MIN_ULP_BUCKETS, int(present.max()) + 1 if present.size else 0)
+
+
+def isolated_cells(nonzero: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """(rows, columns) of the nonzero cells of a map when they are few enough to ring (MAX_RINGED, MAX_RINGED_SHARE),
+    else None (none at all, or enough that their colours show)."""
+    rows, columns = np.nonzero(np.asarray(nonzero, dtype=bool))
+    if rows.size == 0 or rows.size > MAX_RINGED or rows.size > MAX_RINGED_SHARE * np.asarray(nonzero).size:
+        return None
+    return rows, columns

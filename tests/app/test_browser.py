@@ -15,6 +15,7 @@ from explorer.export.pages import LOCAL_URL_PREFIXES, SECTION_CLASS, shown_emula
 from explorer.samples import CURATED
 from explorer.ui import catalog
 from explorer.views import VIEWS
+from explorer.views.html_summary import ranked_heads
 
 ROOT = catalog.default_root()
 SAMPLES = sorted(CURATED)
@@ -134,7 +135,8 @@ def test_unknown_query_values_are_ignored_with_a_message(page, server):
     page.wait_for_url(lambda url: "tab=nope" not in url, timeout=PAGE_TIMEOUT_MS)
     message = page.locator(".shell-message").inner_text()
     assert "../../etc" in message and "not listed" in message and "nope" in message
-    assert _query(page) == {"packet": FIRST_BY_STATUS_AND_RATIO, "tab": VIEWS[0][0], "head": "0"}
+    worst = ranked_heads(explorer.analyze(ROOT / FIRST_BY_STATUS_AND_RATIO).numerics)[0]  # head=x: no number
+    assert _query(page) == {"packet": FIRST_BY_STATUS_AND_RATIO, "tab": VIEWS[0][0], "head": str(worst)}
 
 
 def test_export_writes_html_that_loads_offline(page, server, export_dir, browser, requested):

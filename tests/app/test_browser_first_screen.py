@@ -1,16 +1,38 @@
-"""The first screen in Debian's chromium at 1280 x 800: the overview's four cells inside the first viewport, a click on a map cell leaves the map where it was and outlines the cell, per-head markers never overlap, and no tab widens the page beyond the window."""
+"""The first screen at 1280 x 800: every tab and overview cell in view, head labels, nonfinite maps, the top bar.
+
+Also: a click on a map cell leaves the map where it was, markers never overlap, no tab widens the page.
+"""
 
 from __future__ import annotations
 
+import io
+
+import numpy as np
 import pytest
+from PIL import Image
 from playwright.sync_api import expect
 
-from app_support import PAGE_TIMEOUT_MS, artifact, open_packet, wait_view
+from app_support import MIN_PIXEL_STD, PAGE_TIMEOUT_MS, artifact, open_packet, pixel_std, wait_view
+from explorer.export.pages import FIND_VIEW_JS
+from explorer.views import VIEWS
 
 FIRST_SCREEN = {"width": 1280, "height": 800}
 OVERVIEW_PACKETS = ("injected-error-head5", "qwen36-bf16-t64")  # float32 output with a chart; 16 heads, bfloat16
 MARKER_PACKET = "injected-error-head5"  # head 5: the primary and the counterfactual nearly equal, far above the rest
 WIDE_TABS = ("summary", "raw", "errors", "attention")
+NONFINITE_PACKET = "nan-stored-values"  # NaN in storedValues and in the output
+HEADER_RGB = (0x2F, 0x3E, 0x4E)  # the app's top bar (app.HEADER_BACKGROUND)
+# The tick values of the y axis of the first figure inside the view carrying a CSS class (a Bokeh model's own).
+Y_TICKS_JS = f"""(cssClass) => {{
+  {FIND_VIEW_JS}
+  const figure = (view) => {{
+    if (view.model.left !== undefined && view.model.left.length) return view
+    for (const child of view.children()) {{ const found = figure(child); if (found !== null) return found }}
+    return null
+  }}
+  const found = figure(findView(cssClass))
+  return Array.from(found.model.left[0].ticker.ticks)
+}}"""
 
 def _first_screen(page, base_url: str, query: str) -> None:
     page.set_viewport_size(FIRST_SCREEN)
@@ -75,3 +97,61 @@ def test_no_tab_widens_the_page_beyond_the_window(page, server, slug):
     _first_screen(page, server, f"?packet={MARKER_PACKET}&tab={slug}")
     wait_view(page, MARKER_PACKET, slug)
     assert page.evaluate("document.documentElement.scrollWidth") <= FIRST_SCREEN["width"]
+
+
+def test_every_tab_is_in_view_at_1280_by_800(page, server):
+    _first_screen(page, server, f"?packet={MARKER_PACKET}&tab=overview")
+    wait_view(page, MARKER_PACKET, "overview")
+    tabs = page.locator(".bk-tab")
+    assert tabs.count() == len(VIEWS)
+    for index, (_, title, _) in enumerate(VIEWS):
+        tab = tabs.nth(index)
+        box = tab.bounding_box()
+        assert tab.inner_text().strip() == title
+        assert box["x"] >= 0 and box["x"] + box["width"] <= FIRST_SCREEN["width"], (title, box)
+        assert box["y"] + box["height"] <= FIRST_SCREEN["height"], (title, box)
+    tabs.nth(len(VIEWS) - 1).click()  # Raw, the last, is clickable where it is
+    wait_view(page, MARKER_PACKET, VIEWS[-1][0])
+
+
+@pytest.mark.parametrize("packet, heads", [("injected-error-head5", 8), ("qwen36-bf16-t64", 16)])
+def test_the_overview_map_labels_every_head_and_names_the_largest_score_head(page, server, packet, heads):
+    _first_screen(page, server, f"?packet={packet}&tab=overview")
+    view = wait_view(page, packet, "overview")
+    assert page.evaluate(Y_TICKS_JS, "overview-error-map") == list(range(heads))
+    worst = view.locator(".overview-worst-head")
+    assert "Largest score: query head" in worst.inner_text()
+    box = worst.bounding_box()
+    assert box["y"] + box["height"] <= FIRST_SCREEN["height"]  # in words, on the first screen
+    if packet == MARKER_PACKET:
+        assert "query head 5" in worst.inner_text()
+
+
+def test_the_nonfinite_cell_draws_the_maps_of_the_tensors_holding_nan_side_by_side(page, server):
+    _first_screen(page, server, f"?packet={NONFINITE_PACKET}&tab=overview")
+    view = wait_view(page, NONFINITE_PACKET, "overview")
+    canvases = view.locator(".overview-nonfinite-maps canvas")
+    boxes = {}  # a figure may draw on several stacked canvases: one box per left edge
+    for index in range(canvases.count()):
+        box = canvases.nth(index).bounding_box()
+        boxes.setdefault(round(box["x"]), (box, canvases.nth(index)))
+    assert len(boxes) == 2, "storedValues and output, side by side"
+    (left, left_canvas), (right, right_canvas) = (boxes[x] for x in sorted(boxes))
+    assert abs(left["y"] - right["y"]) < 2 and left["x"] + left["width"] <= right["x"] + 1
+    for box, canvas in ((left, left_canvas), (right, right_canvas)):
+        assert box["y"] + box["height"] <= FIRST_SCREEN["height"]
+        assert pixel_std(canvas.screenshot()) > MIN_PIXEL_STD / 4
+    page.screenshot(path=artifact("first-screen-nonfinite-1280x800.png"))
+
+
+def test_a_full_page_screenshot_after_scrolling_has_the_top_bar_only_at_the_top(page, server):
+    _first_screen(page, server, f"?packet={MARKER_PACKET}&tab=errors")
+    wait_view(page, MARKER_PACKET, "errors")
+    page.mouse.wheel(0, 900)
+    page.wait_for_timeout(500)
+    png = page.screenshot(full_page=True)
+    artifact("full-page-scrolled-errors.png").write_bytes(png)
+    shot = np.asarray(Image.open(io.BytesIO(png)).convert("RGB")).astype(int)
+    bar_rows = np.flatnonzero((np.abs(shot - HEADER_RGB).sum(axis=2) < 12).mean(axis=1) > 0.5)
+    assert bar_rows.size and bar_rows.min() == 0, "the top bar heads the page"
+    assert bar_rows.max() < 100, f"the top bar is drawn again at row {bar_rows.max()}, over the content"

@@ -11,6 +11,7 @@ import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
+import numpy as np
 import pytest
 
 import explorer
@@ -34,6 +35,7 @@ REMOTE_REFERENCE = re.compile(r"""(?:src|href)\s*=\s*["']?(?:https?:)?//|"url"\s
                               r"""@import\s+(?:url\()?["']?(?:https?:)?//""")
 SCRIPT_CODE = re.compile(r"<script(?: type=\"text/javascript\")?>.*?</script>", re.S)  # inlined library code
 REPORT_TIMEOUT_S = 300
+TITLE_BAND_ROWS = 70  # the caption band and the view's title of an exported PNG, at least
 
 
 @pytest.mark.parametrize("status", sorted(BY_STATUS))
@@ -91,6 +93,10 @@ def test_report_command_writes_html_json_and_the_pngs_of_every_view_at_most_2000
         for png in parts:
             shutil.copyfile(png, artifact(f"report-{png.name}"))
             assert Image.open(png).height <= MAX_PNG_HEIGHT, png.name
+        # every later part opens with the first part's caption band and view title (the same pixels)
+        band = np.asarray(Image.open(parts[0]).convert("RGB"))[:TITLE_BAND_ROWS]
+        for png in parts[1:]:
+            assert np.array_equal(np.asarray(Image.open(png).convert("RGB"))[:TITLE_BAND_ROWS], band), png.name
         if slug in PLOT_SLUGS:
             assert pixel_std(parts[0].read_bytes()) > MIN_PIXEL_STD, slug
 

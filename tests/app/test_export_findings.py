@@ -58,7 +58,7 @@ def test_a_packets_findings_file_holds_the_sentences_with_the_jsons_numbers(tmp_
     view.compute()
     assert [e["id"] for e in report["emulations"]] == [e["id"] for e in shown.report()["emulations"]]
     shown_counts = {e.id: e.bit_equal for e in view.emulations}
-    assert {e["id"]: e["bitEqual"]["global"] for e in report["emulations"]} == shown_counts
+    assert {e["id"]: e["bitEqual"] and e["bitEqual"]["global"] for e in report["emulations"]} == shown_counts
 
 
 def test_png_links_are_relative_and_titled_by_their_view():

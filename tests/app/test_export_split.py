@@ -9,7 +9,7 @@ import panel as pn
 from PIL import Image
 
 from explorer.export.pages import SETTING_CLASS, static_view
-from explorer.export.split import MAX_PNG_HEIGHT, cut_rows, split_png
+from explorer.export.split import KEEP_WITH_HEADING, MAX_PNG_HEIGHT, cut_rows, split_png
 from explorer.views.common import hint
 
 CAPTION = 40
@@ -50,6 +50,39 @@ def test_cuts_fall_on_blank_rows_when_there_are_some():
     blank[[1200, 1700, 3100]] = True
     assert cut_rows(blank, 0, 2000) == [1701, 3101]  # after the lowest gap in the lower half of each part's room
     assert cut_rows(np.zeros(5000, dtype=bool), 0, 2000) == [2000, 4000]  # no gap: cut at the room's end
+
+
+def _with_headings(height: int, headings: tuple[tuple[int, int], ...], gaps: tuple[int, ...]) -> bytes:
+    """`_png` whose heading rows are each a colour of their own (blue, with the heading's index in green)."""
+    pixels = np.array(_image(_png(height, gaps=gaps)))
+    for index, (top, bottom) in enumerate(headings):
+        pixels[top:bottom] = (0, 10 * index, 220)
+    buffer = io.BytesIO()
+    Image.fromarray(pixels).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def _is_heading(rows: np.ndarray, index: int) -> bool:
+    return bool((rows == (0, 10 * index, 220)).all())
+
+
+def test_every_part_carries_the_title_band_and_the_heading_it_continues():
+    headings = ((300, 340), (2500, 2540))  # a table's heading, then a map's heading far below it
+    gaps = (1500, 1900, 3300, 4200)
+    parts = [_image(part) for part in split_png(_with_headings(5000, headings, gaps), CAPTION, headings=headings)]
+    assert len(parts) >= 3 and all(part.shape[0] <= MAX_PNG_HEIGHT for part in parts)
+    for part in parts[1:]:
+        assert (part[:CAPTION] == (200, 0, 0)).all()  # the caption band and the view title, copied
+        below = part[CAPTION:CAPTION + 40]
+        assert _is_heading(below, 0) or _is_heading(below, 1), "a later part opens with the heading it continues"
+
+
+def test_a_part_never_ends_on_a_heading_without_what_it_titles():
+    blank = np.zeros(5000, dtype=bool)
+    blank[[1800, 1950]] = True  # gaps right under a heading at 1790..1799: the heading would end part 1
+    cuts = cut_rows(blank, 0, 2000, headings=((1790, 1799),))
+    assert cuts[0] == 1790  # cut just above the heading, which opens the next part
+    assert all(not 1790 < cut < 1799 + KEEP_WITH_HEADING for cut in cuts)
 
 
 def test_static_view_writes_settings_as_text_and_drops_buttons_cards_and_hints():

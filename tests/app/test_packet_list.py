@@ -143,3 +143,22 @@ def test_the_list_triage_and_the_first_packet_share_one_order():
     table = summary_table([Triaged(name, summaries[name]) for name in sorted(rows)], root, 0.0, "test")
     listed = table.split("Packets by status")[1].split("Pairs (")[0].splitlines()[2:]
     assert [line.split()[0] for line in listed if line.strip()] == rows
+
+
+def test_sorting_by_status_keeps_the_score_order_within_each_status(tmp_path):
+    """Tabulator sorts the status column by its cell text: each cell leads with its status's place, then its row's
+    place in the default order, so a sort by status is the default order (scores largest first within a status)."""
+    SUMMARIES.clear()
+    for seed in range(3):
+        write_packet(tmp_path / f"plain-{seed}", synthetic_spec(seed=seed + 3))
+    write_packet(tmp_path / "injected", injected_error_spec())
+    write_refused(tmp_path / "refused")
+    packets = PacketList(PacketIndex(tmp_path), badge=lambda status: status, on_choose=lambda name: None)
+    packets.start()
+    table = packets._table.value
+    shuffled = list(reversed(range(len(table))))  # a sort owes nothing to the rows' order before it (Tabulator's)
+    by_status = sorted(shuffled, key=lambda row: table["status"][row])
+    assert by_status == list(range(len(table)))  # the rows are built in the default order
+    analyzed = [row for row in by_status if "analyzed" in table["status"][row]]
+    scores = [table["score"][row] for row in analyzed]
+    assert len(analyzed) == 4 and scores == sorted(scores, reverse=True)

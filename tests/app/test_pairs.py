@@ -94,7 +94,7 @@ def test_the_pair_export_reads_the_files_again_and_redraws_a_pair_whose_files_ch
     monkeypatch.setattr("explorer.ui.pairs.export_pair", _disk_full)
     packet_json = root / "b" / "packet.json"
     packet_json.write_text(packet_json.read_text() + "\n")
-    shell.pairs._export()
+    shell.pairs._on_export()
     assert shell.pairs._pair is not shown
     assert shell.pairs._pair.b.admission.packet_sha256 != shown.b.admission.packet_sha256
     assert "wrote nothing" in shell.pairs.area.export_note.object and "No space left" in shell.pairs.area.export_note.object

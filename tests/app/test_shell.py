@@ -6,7 +6,9 @@ import hashlib
 import json
 import time
 from pathlib import Path
+from urllib.parse import parse_qsl
 
+import panel as pn
 import pytest
 
 import explorer
@@ -14,7 +16,8 @@ from explorer.catalog.summary import list_order, summarize
 from explorer.export.pages import shown_emulations
 from explorer.samples import synthetic_spec, write_packet
 from explorer.ui import catalog
-from explorer.ui.shell import SLUGS, Shell, StringQueryLocation
+from explorer.ui.shell import SLUGS, Shell, StringQueryLocation, session_query
+from explorer.views.html_summary import ranked_heads
 
 ROOT = catalog.default_root()
 ANALYZED_SAMPLE = "injected-error-head5"
@@ -68,17 +71,19 @@ def test_query_opens_packet_tab_and_head(shell):
 def test_unknown_query_values_are_ignored_with_an_escaped_message(shell):
     shell._open_from_query("?packet=../../etc/passwd&tab=<b>x</b>&head=-1")
     assert shell.packet == _first_by_status_and_ratio()
-    assert (shell.tab, shell.head) == (SLUGS[0], 0)
+    worst = ranked_heads(explorer.analyze(ROOT / shell.packet).numerics)[0]
+    assert (shell.tab, shell.head) == (SLUGS[0], worst)  # a head that is no number: the largest-score head
     message = _message(shell)
     assert "../../etc/passwd" in message and "not listed" in message
     assert "&lt;b&gt;x&lt;/b&gt;" in message and "<b>x" not in message
     assert "-1" in message
 
 
-def test_a_head_beyond_the_packet_falls_back_to_head_zero(shell):
+def test_a_head_beyond_the_packet_falls_back_to_the_largest_score_head(shell):
     shell._open_from_query(f"?packet={ANALYZED_SAMPLE}&head=999")
-    assert shell.head == 0 and shell._selection.head == 0
-    assert "999" in _message(shell)
+    worst = ranked_heads(explorer.analyze(ROOT / ANALYZED_SAMPLE).numerics)[0]
+    assert shell.head == worst == shell._selection.head == 5
+    assert "999" in _message(shell) and "largest score" in _message(shell)
 
 
 def test_choosing_an_unlisted_name_keeps_the_open_packet(shell):
@@ -149,13 +154,27 @@ def test_export_into_an_unwritable_place_says_so(tmp_path):
 @pytest.mark.parametrize("query", ["?head=%C2%B2", "?head=" + "9" * 5_000, "?head=%EF%BC%91"])
 def test_a_head_that_is_not_ascii_digits_gets_a_note(shell, query):
     shell._open_from_query(query)
-    assert shell.head == 0 and "not a head number" in _message(shell)
+    assert shell.head == _worst_of_open(shell) and "not a head number" in _message(shell)
     assert len(_message(shell)) < 1_000
+
+
+def _worst_of_open(shell: Shell) -> int:
+    return ranked_heads(explorer.analyze(ROOT / shell.packet).numerics)[0]
 
 
 def test_panel_location_parsing_never_raises_on_the_query():
     location = StringQueryLocation(search="?x=%C2%B2&head=" + "9" * 5_000)
     assert location.query_params == {"x": "²", "head": "9" * 5_000}
+
+
+def test_the_session_query_keeps_every_value_as_text_and_a_byte_that_is_not_utf8(monkeypatch):
+    arguments = {"x": [b"\xc2\xb2"], "head": [b"9" * 5_000], "packet": [b"bad\xffname"]}
+    monkeypatch.setattr(type(pn.state), "session_args", property(lambda state: arguments))
+    query = session_query()
+    assert dict(parse_qsl(query[1:], errors="surrogateescape")) == {
+        "x": "²", "head": "9" * 5_000, "packet": b"bad\xffname".decode("utf-8", "surrogateescape")}
+    monkeypatch.setattr(type(pn.state), "session_args", property(lambda state: {}))
+    assert session_query() == ""
 
 
 def _flip_byte(path: Path) -> None:
@@ -275,3 +294,4 @@ def test_an_invalid_emulation_setting_gets_a_note_and_its_default(shell, query, 
     shell._open_from_query(f"?packet={ANALYZED_SAMPLE}&tab=emulations&{query}")
     assert problem in _message(shell) and "<b>" not in _message(shell)
     assert shell._selection.emulation == {} and query.split("=")[0] not in shell._query_writer.query
+

@@ -33,7 +33,7 @@ def test_an_export_that_fails_for_any_reason_says_that_nothing_was_written(tmp_p
         raise MemoryError("simulated")
 
     monkeypatch.setattr(shell_module, "write_report", failing)
-    shell._export()
+    shell._on_export(None)
     assert "Export wrote nothing: MemoryError: simulated" in shell._export_note.object
     assert shell._export_button.loading is False
 

@@ -67,7 +67,8 @@ def test_error_maps_draw_the_results_own_errors_each_on_its_own_log_scale(analys
 
 def test_error_maps_can_share_one_scale(analyses):
     view, _ = _build(analyses, "clean-fp32q-bf16kv", "errors")
-    view.select(pn.widgets.Checkbox)[0].value = True
+    (shared,) = [w for w in view.select(pn.widgets.RadioButtonGroup) if w.label == "maps"]
+    shared.value = True  # "one scale for all maps"
     document = render(view)
     assert len({(m.low, m.high) for m in colour_mappers(document)}) == 1, "one shared colour scale"
     assert len(models(document, ColorBar)) == len(images(document)), "every map keeps its (equal) colour bar"

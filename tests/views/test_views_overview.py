@@ -39,12 +39,20 @@ def test_overview_draws_the_four_views_two_by_two_under_status_reasons_and_ident
         assert f">{reason.code}</code>" in shown
     assert f'data-status="{analysis.status}"' in shown
     assert esc(analysis.admission.identity["modelID"]) in shown and "output index" in shown
+    keys, values = analysis.facts.last_row_keys, analysis.facts.last_row_values
+    stacked = np.concatenate([keys.field_mask, values.field_mask])  # the keys' KV heads above the values'
     masks = [np.asarray(r.data_source.data["image"][0]) for r in images(document)
-             if r.data_source.data["image"][0].shape == analysis.facts.last_row_keys.field_mask.shape]
-    assert len(masks) == 2
-    for row in (analysis.facts.last_row_keys, analysis.facts.last_row_values):
-        assert any(np.array_equal(mask, row.field_mask) for mask in masks)
-    assert not np.array_equal(analysis.facts.last_row_keys.field_mask, analysis.facts.last_row_values.field_mask)
+             if r.data_source.data["image"][0].shape == stacked.shape]
+    assert len(masks) == 1 and np.array_equal(masks[0], stacked)
+    from bokeh.models import Plot
+
+    strip = next(p for p in document.select({"type": Plot}) if p.renderers and any(
+        getattr(r, "data_source", None) is not None and "image" in r.data_source.data
+        and np.asarray(r.data_source.data["image"][0]).shape == stacked.shape for r in p.renderers))
+    axis = strip.left[0]
+    assert list(axis.ticker.ticks) == [0, 1, 2, 3] and axis.axis_label == "KV head"  # every row labelled
+    assert [axis.major_label_overrides[t] for t in range(4)] == ["K0", "K1", "V0", "V1"]
+    assert not np.array_equal(keys.field_mask, values.field_mask)
     assert f"<b>Keys</b>: {analysis.facts.last_row_keys.mismatched} of" in shown
 
 
@@ -72,16 +80,24 @@ def test_float32_output_map_is_the_primary_error_and_narrowed_q_is_charted(analy
     assert "never the reference" in text(view)
 
 
-def test_nonfinite_cell_counts_every_tensor_and_names_the_finite_ones(analyses):
+def test_nonfinite_cell_maps_each_tensor_holding_nan_side_by_side_and_names_the_finite_ones(analyses):
     analysis = analyses["nan-stored-values"]
-    view, _, _ = _build(analyses, "nan-stored-values")
-    shown = text(view)
-    for name in TENSOR_NAMES:
-        assert f"<code>{name}</code>" in shown
-    nan = analysis.facts.nonfinite["storedValues"].nan
-    assert f"<td style=\"{html_summary.CELL_STYLE}\">{nan}</td>" \
-        in shown
+    view, document, _ = _build(analyses, "nan-stored-values")
+    shown = text(_cells(view)["nonfinite"])
+    held = [name for name in TENSOR_NAMES if analysis.facts.nonfinite[name].total]
+    assert held == ["storedValues", "output"]
+    stored, output = (analysis.facts.nonfinite[name] for name in held)
+    assert f"<code>storedValues</code> {stored.nan} NaN ({stored.signaling_nan} signaling)" in shown
+    assert f"<code>output</code> {output.nan} NaN" in shown
     assert "(only these)" in shown and "<code>storedValues</code> (only" not in shown
+    maps = images_by_title(document)
+    assert set(held) <= set(maps)  # one map per tensor holding NaN, titled by it
+    kinds = np.asarray(maps["output"].data_source.data["image"][0])
+    np.testing.assert_array_equal(kinds, analysis.facts.nonfinite["output"].kinds[:, 0, :])
+    grid = next(g for g in view.select(pn.GridBox) if "overview-nonfinite-maps" in g.css_classes)
+    assert grid.ncols == 2 and len(grid.objects) == 2  # side by side
+    finite_view, _, _ = _build(analyses, "injected-error-head5")
+    assert "No NaN and no infinity in any element of the six tensors." in text(_cells(finite_view)["nonfinite"])
 
 
 @pytest.mark.parametrize("name", ["refused-hash-mismatch", "discarded-sample", "inconclusive-without-facts"])
@@ -142,3 +158,39 @@ def test_each_cell_is_its_link_and_one_pane_per_run_of_text(analyses):
             kinds = [isinstance(part, pn.pane.HTML) and "view-hint" not in part.css_classes for part in cell.objects]
             assert not any(a and b for a, b in zip(kinds, kinds[1:])), (name, slug)
             assert all(part.object for part in cell.objects if isinstance(part, pn.pane.HTML)), (name, slug)
+
+
+def _error_plot(document):
+    from bokeh.models import Plot
+
+    return next(p for p in document.select({"type": Plot}) if p.title.text in ("|output - primary|",
+                                                                                 "ULP distance in bfloat16"))
+
+
+@pytest.mark.parametrize("name", ["injected-error-head5", "qwen36-bf16-t64"])  # 8 and 16 query heads
+def test_the_error_map_labels_every_head_and_a_line_names_the_largest_score_head(analyses, name):
+    numerics = analyses[name].numerics
+    view, document, _ = _build(analyses, name)
+    heads = len(numerics.score.per_head)
+    assert list(_error_plot(document).left[0].ticker.ticks) == list(range(heads))
+    worst = max(range(heads), key=lambda h: (numerics.score.per_head[h] or 0, -h))
+    assert html_summary.ranked_heads(numerics)[0] == worst
+    assert f'data-head="{worst}">Largest score: <b>query head {worst}</b>' in text(_cells(view)["errors"])
+
+
+def test_isolated_nonzero_elements_are_ringed_on_the_error_map(analyses):
+    numerics = analyses["qwen36-pair-paged"].numerics
+    distance = numerics.rounded_to_output.ulp.distance
+    heads, channels = np.nonzero(distance > 0)
+    assert 0 < heads.size <= 4 and distance.size >= 2048  # a few 1-ULP elements among thousands of cells
+    view, document, _ = _build(analyses, "qwen36-pair-paged")
+    from bokeh.models import Scatter
+
+    rings = [r for r in _error_plot(document).renderers if isinstance(getattr(r, "glyph", None), Scatter)]
+    assert len(rings) == 1
+    data = rings[0].data_source.data
+    assert sorted(zip(data["y"], data["x"])) == sorted(zip(heads.tolist(), channels.tolist()))
+    assert rings[0].glyph.fill_alpha == 0  # a ring: the cell's own colour still says its value
+    assert f"the {heads.size} nonzero element" in text(_cells(view)["errors"])
+    _, plain, _ = _build(analyses, "injected-error-head5")  # every element differs: colours show them, no ring
+    assert not [r for r in _error_plot(plain).renderers if isinstance(getattr(r, "glyph", None), Scatter)]

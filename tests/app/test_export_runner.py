@@ -1,0 +1,74 @@
+"""The app's one export runner (explorer.ui.exporting) and concurrent exports, each under its own name."""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import panel as pn
+
+import explorer
+from explorer.export.pages import RenderError, export_packet
+from explorer.ui import catalog
+from explorer.ui.exporting import run_export
+
+ROOT = catalog.default_root()
+SESSIONS = 3
+INSTALL_HINT = "pip install -e '.[export]', or pip install playwright; no browser is downloaded"
+
+
+def test_exports_at_the_same_moment_are_all_written_under_distinct_names(tmp_path):
+    analysis = explorer.analyze(ROOT / "injected-error-head5")
+    start = threading.Barrier(SESSIONS)
+
+    def export(_):
+        start.wait()
+        return export_packet(analysis, tmp_path)
+
+    with ThreadPoolExecutor(max_workers=SESSIONS) as sessions:
+        written = list(sessions.map(export, range(SESSIONS)))
+    names = sorted(paths.html.name for paths in written)
+    assert names == ["injected-error-head5-2.html", "injected-error-head5-3.html", "injected-error-head5.html"]
+    pages = [paths.html.read_text() for paths in written]
+    assert all("export-view-overview" in page for page in pages)  # each page whole: no rendering spoiled another
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        name for paths in written for name in (paths.html.name, paths.report.name, paths.findings.name))
+
+
+def _controls():
+    return pn.widgets.Button(label="Export"), pn.pane.HTML("")
+
+
+def test_a_missing_playwright_is_said_whole_with_its_install_hint(tmp_path):
+    button, note = _controls()
+    message = f"Playwright is not installed: PNGs need it to drive /usr/bin/chromium ({INSTALL_HINT})"
+
+    def work():
+        raise RenderError(message)
+
+    run_export(button, note, what="Export", busy="...", export_dir=tmp_path, work=work, finish=lambda _: None)
+    assert "could not write" not in note.object and "wrote nothing" in note.object
+    assert "pip install -e &#x27;.[export]&#x27;, or pip install playwright; no browser is downloaded)" in note.object
+    assert button.loading is False
+
+
+def test_the_runner_answers_success_and_every_failure_and_always_releases_the_button(tmp_path):
+    button, note = _controls()
+    settled = []
+    run_export(button, note, what="Export", busy="...", export_dir=tmp_path, work=lambda: 42,
+               finish=lambda result: setattr(note, "object", f"done {result}"), settled=lambda: settled.append(1))
+    assert note.object == "done 42" and button.loading is False and settled == [1]
+
+    def full():
+        raise OSError(28, "No space left on device")
+
+    run_export(button, note, what="The pair export", busy="...", export_dir=tmp_path, work=full,
+               finish=lambda _: None, settled=lambda: settled.append(2))
+    assert note.object.startswith("The pair export wrote nothing: it could not write to")
+    assert "No space left on device" in note.object and str(tmp_path) in note.object and settled == [1, 2]
+
+    def broken():
+        raise MemoryError("simulated")
+
+    run_export(button, note, what="Export", busy="...", export_dir=tmp_path, work=broken, finish=lambda _: None)
+    assert note.object == "Export wrote nothing: MemoryError: simulated" and button.loading is False
