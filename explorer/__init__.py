@@ -17,7 +17,7 @@ __all__ = ["analyze", "compare", "replay", "triage", "__version__"]
 
 
 def analyze(path: str | os.PathLike, emulate: str | Iterable[str] | None = None) -> "Analysis":
-    """Admit and analyze the packet at `path` (a directory or its packet.json); see report-v1.md section 3.
+    """Admit and analyze the packet at `path` (a directory or its packet.json); see docs/report.md.
 
     `emulate`: None (no kernel emulation), "default" (the default set) or a list of
     emulation ids such as "mlx_two_pass(partialDType=float32)".
@@ -41,7 +41,7 @@ def compare(a: "str | os.PathLike | Analysis", b: "str | os.PathLike | Analysis"
 def replay(run: str | os.PathLike, packet: "str | os.PathLike | Analysis | None" = None,
            partner: "str | os.PathLike | Analysis | None" = None,
            emulate: str | Iterable[str] | None = None) -> "Replay":
-    """Read an operator replay run against its packet (and a partner capture) into an immutable Replay (replay-v1.md).
+    """Read an operator replay run against its packet (and a partner capture) into an immutable Replay (docs/replay.md).
 
     `packet` defaults to the one packet beside the run whose packet.json hashes to its
     packetSHA256 (AmbiguousPacketError when two do); `emulate` as for analyze, scored

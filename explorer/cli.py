@@ -201,7 +201,7 @@ def _missing_packet(report: dict) -> str | None:
 
 
 def summary(report: dict) -> str:
-    """The human summary of a report dict (report-v1.md section 4), most telling first: status, score and the
+    """The human summary of a report dict (docs/report.md, The report's keys), most telling first: status, score and the
     per-head table, then the packet's identity; one line when there is no packet at all."""
     if (line := _missing_packet(report)) is not None:
         return _printable(line) + "\n"
@@ -370,7 +370,7 @@ def _run_samples(args: argparse.Namespace) -> int:
     return EXIT_DONE
 
 
-# ---------------------------------------------------------------- explorer compare (compare-v1.md)
+# ---------------------------------------------------------------- explorer compare (docs/pairs.md)
 
 EXIT_BY_PAIR_STATUS = {"compared": EXIT_ANALYZED, "inconclusive": EXIT_INCONCLUSIVE, "refused": EXIT_REFUSED}
 SIDES = ("a", "b")
@@ -475,7 +475,7 @@ def _pair_emulation_lines(report: dict) -> list[str]:
 
 
 def compare_summary(report: dict) -> str:
-    """The human summary of a comparison report (compare-v1.md section 4)."""
+    """The human summary of a comparison report (docs/pairs.md, The comparison report's keys)."""
     lines = ["Pair:", _side_line("a", report["a"]), _side_line("b", report["b"]), f"Status: {report['status']}"]
     if report["refusals"]:
         lines.append(f"Refusals ({len(report['refusals'])}):")

@@ -36,7 +36,7 @@ DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC  #
 
 DISPATCH = {"paged": "paged_fixed_decode", "contiguous": "contiguous_sdpa"}
 
-# Synthetic selection identity (the values of the example snapshot in packet-v1.md).
+# Synthetic selection identity (the values of docs/packet-format.md's example snapshot).
 REQUEST_ID = 2
 OUTPUT_INDEX = 62
 SEED_TOKEN = 11346

@@ -19,7 +19,7 @@ from explorer.analysis.result import Baseline, Comparison, Decisive, Emulation, 
 from explorer.analysis.score import Score
 from explorer.version import __version__
 
-# What the analysis does not prove (packet-v1.md section 6, last paragraph, and report-v1.md section 2).
+# What the analysis does not prove (docs/packet-format.md, What admission does not prove, and docs/report.md).
 LIMITATIONS = (
     "The last-row check catches a mismatched selected write, but not a gather or decode layout fault "
     "shared by storage and decode.",

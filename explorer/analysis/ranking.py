@@ -14,7 +14,7 @@ import numpy as np
 
 from explorer.analysis.result import Analysis, Numerics
 
-# compare-v1.md section 2: the fields two captures of one selection share, in report order.
+# docs/pairs.md, Status and codes: the fields two captures of one selection share, in report order.
 SELECTION_FIELDS = ("modelID", "artifactSHA256", "inputSHA256", "requestID", "outputIndex", "phase",
                     "storageLayerIndex", "modelLayerIndex", "offsetBefore", "offsetAfter", "scaleBits", "seedToken")
 _IDENTITY_FIELDS = ("modelID", "artifactSHA256", "inputSHA256")

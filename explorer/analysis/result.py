@@ -96,7 +96,7 @@ class TensorFacts(Record):
 
 @record
 class Metrics(Record):
-    """One metric block `M` of report-v1.md: FP64 linf / rmse / relativeL2, or None with a reason.
+    """One metric block `M` of docs/report.md, The report's keys: FP64 linf / rmse / relativeL2, or None with a reason.
 
     `nonfinite_actual` / `nonfinite_reference` are {"nan", "positiveInfinity",
     "negativeInfinity"} counts over the block's elements.
@@ -131,7 +131,7 @@ class Comparison(Record):
 
 @record(eq=False)
 class Ulp(Record):
-    """ULP distance between output and a rounded reference (report-v1.md `U`).
+    """ULP distance between output and a rounded reference (docs/report.md, The report's keys: `U`).
 
     `distance` is int64 [QH, D], -1 where undefined (nonfinite pair or ineligible head).
     `histogram` holds (low, high, count) buckets [0,0], [1,1], [2,3], [4,7], ...
@@ -311,7 +311,7 @@ class Analysis(InlineDisplay):
         return None if self.numerics is None else self.numerics.score
 
     def report(self) -> dict[str, Any]:
-        """The JSON-ready report of report-v1.md section 4 (`explorer analyze --json`)."""
+        """The JSON-ready report of docs/report.md, The report's keys (`explorer analyze --json`)."""
         from explorer.analysis.report import build_report  # lazy: the result delegates to its own builder
 
         return build_report(self)

@@ -476,7 +476,7 @@ def write_report(analysis: Analysis, out_dir: str | os.PathLike, *, name: str | 
     return ExportPaths(html=written[1], report=written[0], pngs=written[2:])
 
 
-# ---------------------------------------------------------------- a packet pair (compare-v1.md)
+# ---------------------------------------------------------------- a packet pair (docs/pairs.md)
 
 COMPARISON_SUFFIX = ".comparison.json"
 PAIR_SECTION = "pair"

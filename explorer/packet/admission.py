@@ -1,4 +1,4 @@
-"""`admit(path)`: every check of packet-v1.md sections 2-6, all problems reported at once, as an Admission; never computes numerics or imports UI code.
+"""`admit(path)`: every check of docs/packet-format.md, all problems reported at once, as an Admission; never computes numerics or imports UI code.
 
 Order of work: read packet.json (a refusal there ends admission: nothing else
 can be located); apply the section 2 field rules; refuse declared sizes over the
@@ -22,7 +22,7 @@ What the Admission carries besides refusals and reasons:
   hashed to their declared hash.
 
 These are filled for refused packets too when they could be established; the
-report of a refused packet shows none of them (report-v1.md section 4).
+report of a refused packet shows none of them (docs/report.md, The report's keys).
 """
 
 from __future__ import annotations

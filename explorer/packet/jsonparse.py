@@ -1,4 +1,4 @@
-"""Strict JSON parsing of untrusted bytes (packet-v1.md section 5); never touches files or numerics.
+"""Strict JSON parsing of untrusted bytes (docs/packet-format.md, How files are read); never touches files or numerics.
 
 Rules beyond the standard library's: UTF-8 only; a duplicated key in any object,
 the constants `NaN` / `Infinity` / `-Infinity`, a number that overflows to
@@ -68,7 +68,7 @@ def json_type(value: Any) -> str:
 
 
 def is_integer(value: Any) -> bool:
-    """True for a JSON integer as packet-v1.md defines it (never a bool, float or OversizedInteger)."""
+    """True for a JSON integer as docs/packet-format.md, How files are read, defines it (never a bool, float or OversizedInteger)."""
     return type(value) is int
 
 

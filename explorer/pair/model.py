@@ -20,7 +20,7 @@ SIDES = ("a", "b")
 INPUT_NAMES = ("queries", "storedKeys", "storedValues", "incomingKeys", "incomingValues")
 OUTPUT_POSITIONS_LIMIT = 4096
 
-# Inconclusive reason codes (compare-v1.md section 2), in the order they are listed.
+# Inconclusive reason codes (docs/pairs.md, Status and codes), in the order they are listed.
 SIDE_INCONCLUSIVE = "side_inconclusive"
 SELECTION_DIFFERS = "selection_differs"
 SHAPE_DIFFERS = "shape_differs"
@@ -152,7 +152,7 @@ class Tokens(Record):
 
 @record(eq=False)
 class Pair(InlineDisplay):
-    """The comparison of two analyses (compare-v1.md). `a` and `b` are the sides' own immutable results.
+    """The comparison of two analyses (docs/pairs.md). `a` and `b` are the sides' own immutable results.
 
     `selection` holds the selection fields both sides share, as ((name, value), ...) in
     report order; `ladder` maps "a" / "b" to a LadderRow, or None for a side without a
@@ -182,7 +182,7 @@ class Pair(InlineDisplay):
         return {"a": self.a, "b": self.b}[name]
 
     def report(self) -> dict[str, Any]:
-        """The JSON-ready report of compare-v1.md section 4 (`explorer compare --json`)."""
+        """The JSON-ready report of docs/pairs.md, The comparison report's keys (`explorer compare --json`)."""
         from explorer.pair.report import build_comparison_report  # lazy: the result delegates to its own builder
 
         return build_comparison_report(self)

@@ -1,4 +1,4 @@
-"""build_comparison_report: the JSON-ready comparison report (compare-v1.md section 4) as a pure serialization of a Pair; no I/O, no UI.
+"""build_comparison_report: the JSON-ready comparison report (docs/pairs.md, The comparison report's keys) as a pure serialization of a Pair; no I/O, no UI.
 
 Every float is finite or None (json.dumps(allow_nan=False) holds). Each section is
 one function. The emulation keys (null without an emulation request): "emulations",
@@ -42,7 +42,7 @@ COMPARISON_SCHEMA = "attention-explorer.comparison.v1"
 
 
 def side_summary(analysis: Analysis) -> dict[str, Any]:
-    """`S` of compare-v1.md section 4: one side's path, hash, status and the fields allowed to differ."""
+    """`S` of docs/pairs.md, The comparison report's keys: one side's path, hash, status and the fields allowed to differ."""
     admission = analysis.admission
     interpreted = not admission.refused
     identity, selection, tensors = admission.identity, admission.selection, admission.tensors
@@ -172,7 +172,7 @@ def emulation_differing_block(pair: Pair) -> dict[str, Any] | None:
 
 
 def build_comparison_report(pair: Pair) -> dict[str, Any]:
-    """The report of compare-v1.md section 4 for `pair` (complete for every status)."""
+    """The report of docs/pairs.md, The comparison report's keys for `pair` (complete for every status)."""
     return {
         "schema": COMPARISON_SCHEMA,
         "status": pair.status,

@@ -1,8 +1,8 @@
-"""The numbers of a replay (replay-v1.md section 4): each arm's output against the captures, the references and the emulations, the readback, the matrix and the tool-analysis cross-check; pure, no I/O.
+"""The numbers of a replay (docs/replay.md, What is computed): each arm's output against the captures, the references and the emulations, the readback, the matrix and the tool-analysis cross-check; pure, no I/O.
 
 Outputs are compared by the bit patterns of their exact float32 promotions: for one
 dtype that is the native bit comparison (promotion is exact and one-to-one), +0 and
--0 differ and a NaN equals only the same NaN pattern (compare-v1.md section 3).
+-0 differ and a NaN equals only the same NaN pattern (docs/replay.md, What is computed).
 """
 
 from __future__ import annotations

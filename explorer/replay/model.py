@@ -191,7 +191,7 @@ class Matrix(Record):
 
 @record(eq=False)
 class Replay(InlineDisplay):
-    """The replay run against its packet (and partner): replay-v1.md's one immutable result.
+    """The replay run against its packet (and partner): the one immutable result of docs/replay.md.
 
     `packet` / `partner` are the packets' own analyses (None when not found / not given);
     `arms` maps every arm name to its ArmResult (refused runs included, every arm absent
@@ -229,7 +229,7 @@ class Replay(InlineDisplay):
         return self.arms[label].output_values
 
     def report(self) -> dict[str, Any]:
-        """The JSON-ready report of replay-v1.md section 5 (`explorer replay --json`)."""
+        """The JSON-ready report of docs/replay.md, The report (`explorer replay --json`)."""
         from explorer.replay.report import build_replay_report  # lazy: the result delegates to its own builder
 
         return build_replay_report(self)

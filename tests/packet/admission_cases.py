@@ -184,7 +184,7 @@ def big_stored(descriptor: dict) -> None:
         descriptor["tensors"][name].update(shape=[1, 2, t, 4], packedStrides=[8 * t, 4 * t, 4, 1], byteCount=16 * t)
 
 
-# Every code of packet-v1.md (the refusal codes of sections 2-5, the reasons of section 6 tables 1-2).
+# Every code of docs/packet-format.md (its refusal codes and inconclusive codes).
 SPEC_REFUSAL_CODES = frozenset({
     "field_invalid", "schema_unsupported", "tensor_set_invalid", "dtype_unsupported", "byte_order_unsupported",
     "shape_invalid", "strides_not_packed", "byte_count_shape_mismatch", "payload_total_mismatch",

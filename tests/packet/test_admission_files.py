@@ -1,4 +1,4 @@
-"""Files and paths (packet-v1.md section 5): special files, symlinks, aliases, size limits before allocation, what is read."""
+"""Files and paths (docs/packet-format.md, How files are read): special files, symlinks, aliases, size limits before allocation, what is read."""
 
 from __future__ import annotations
 

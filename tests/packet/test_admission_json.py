@@ -1,4 +1,4 @@
-"""Strict JSON rules (packet-v1.md section 5) for the parser itself and for packet.json and the metadata file on disk."""
+"""Strict JSON rules (docs/packet-format.md, How files are read) for the parser itself and for packet.json and the metadata file on disk."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""replay(): the complete sample run, the matrix with a partner, the tool-analysis cross-check, the arm reasons and the report's keys (replay-v1.md sections 4 and 5)."""
+"""replay(): the complete sample run, the matrix with a partner, the tool-analysis cross-check, the arm reasons and the report's keys (docs/replay.md, What is computed and The report)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Every run-level refusal and arm state of replay-v1.md section 3 on run directories written from the sample pair, hostile files included: a code, never an exception or a hang."""
+"""Every run-level refusal and arm state of docs/replay.md, Admission of the run on run directories written from the sample pair, hostile files included: a code, never an exception or a hang."""
 
 from __future__ import annotations
 
