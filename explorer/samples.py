@@ -616,7 +616,7 @@ def samples_readme() -> str:
         "",
     ]
     lines += [f"- `{name}`: {description}" for name, (description, _) in CURATED.items()]
-    lines += ["", "Operator replay runs (replay-v1), made by the explorer itself: the arms are its own kernel "
+    lines += ["", "Operator replay runs (docs/replay.md), made by the explorer itself: the arms are its own kernel "
                   "emulations (nativeSDPA: `mlx_two_pass`,",
               "pagedFixed and pagedSegmented: `paged_two_pass`), their readback the packet's own K/V bytes. "
               f"Open one with `explorer replay sample_packets/<run> --partner sample_packets/"

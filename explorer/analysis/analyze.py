@@ -247,7 +247,7 @@ def analyze(path: str | os.PathLike, *, timings: MutableMapping[str, float] | No
     When `timings` is given it receives seconds per stage: "admission", and on a
     cache miss "facts", "reference" and "comparisons" (and "emulations" when they
     are computed); "cached" is 1.0 on a hit, 0.0 otherwise. `emulate` is None, "default",
-    "sweep" or emulation ids (emulation-v1, -v2); an unknown kernel, parameter or value raises
+    "sweep" or emulation ids (docs/emulations.md, Ids); an unknown kernel, parameter or value raises
     EmulationIdError before anything is read. Emulations exist only when numerics do. `admission`: the
     admission of `path` this process made earlier (the command line reads the packet ahead, explorer/launch.py).
     """

@@ -1,4 +1,4 @@
-"""The shared blocks of report-v1's JSON reports (metrics, comparisons, ULP, emulation entries, runtime, limitations) and JSON-safe numbers; pure serialization, no I/O.
+"""The shared blocks of the JSON reports (docs/report.md, docs/pairs.md, docs/replay.md) (metrics, comparisons, ULP, emulation entries, runtime, limitations) and JSON-safe numbers; pure serialization, no I/O.
 
 The packet report (analysis/report.py), the comparison report (pair/report.py) and
 any later report build their common parts here, so one key is spelled in one place.
@@ -53,7 +53,7 @@ def finite(value: float | None) -> float | None:
 
 
 def metrics_block(m: Metrics) -> dict[str, Any]:
-    """The metrics block (report-v1 M): linf, rmse, relativeL2, undefinedReason, nonfinite counts."""
+    """The metrics block (docs/report.md, The report's keys: M): linf, rmse, relativeL2, undefinedReason, nonfinite counts."""
     return {
         "linf": finite(m.linf),
         "rmse": finite(m.rmse),
@@ -69,12 +69,12 @@ def per_head_block(c: Comparison, group: int) -> list[dict[str, Any]]:
 
 
 def comparison_block(c: Comparison, group: int) -> dict[str, Any]:
-    """The comparison block (report-v1 C): global metrics and the per-head list."""
+    """The comparison block (docs/report.md, The report's keys: C): global metrics and the per-head list."""
     return {"global": metrics_block(c.global_metrics), "perHead": per_head_block(c, group)}
 
 
 def ulp_block(u: Ulp) -> dict[str, Any]:
-    """The ULP block (report-v1 U): max, p99, nonfinite pairs and the histogram."""
+    """The ULP block (docs/report.md, The report's keys: U): max, p99, nonfinite pairs and the histogram."""
     return {"max": u.max, "p99": u.p99, "nonfinitePairs": u.nonfinite_pairs,
             "histogram": [list(bucket) for bucket in u.histogram]}
 
@@ -85,7 +85,7 @@ def count_block(count: int | None, per_head) -> dict[str, Any] | None:
 
 
 def emulation_block(e: Emulation, group: int) -> dict[str, Any]:
-    """One emulation entry (emulation-v1 report keys, with v2's resolved, notEmulated and bitEqualDecisive)."""
+    """One emulation entry (docs/emulations.md, The result of one emulation: with resolved, notEmulated and bitEqualDecisive)."""
     return {
         "id": e.id, "kernel": e.kernel, "label": e.label, "parameters": dict(e.parameters),
         "assumptions": list(e.assumptions), "outputDType": e.output_dtype,
@@ -134,7 +134,7 @@ def installed_version(distribution: str) -> str | None:
 
 
 def emulation_list(emulations: Sequence[Emulation], group: int) -> list[dict[str, Any]]:
-    """The report's emulation entries in table order (emulation-v2 section 4: decisive count, else bitEqual)."""
+    """The report's emulation entries in table order (docs/emulations.md, Reading the counts: decisive count, else bitEqual)."""
     from explorer.analysis.emulation import ranked  # loaded only when a report has emulations, as in analyze
 
     return [emulation_block(e, group) for e in ranked(emulations)]

@@ -54,7 +54,7 @@ def worst_head(numerics: Numerics) -> tuple[int | None, float | None, float | No
 
 
 def selection_key(analysis: Analysis) -> tuple[tuple[str, Any], ...] | None:
-    """The compare-v1 selection fields of a packet as ((name, value), ...) in report order, or None when unknown.
+    """The partner selection fields (docs/pairs.md, Partners) of a packet as ((name, value), ...) in report order, or None when unknown.
 
     Two packets whose keys are equal are partners (captures of one selection).
     Unknown means refused, or identity, selection or sample not established.

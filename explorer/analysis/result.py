@@ -216,7 +216,7 @@ class Numerics(Record):
 
 @record(eq=False)
 class Emulation(Record):
-    """One kernel-arithmetic emulation scored against the output (emulation-v1 section 3, v2 section 6): a counterfactual.
+    """One kernel-arithmetic emulation scored against the output (docs/emulations.md, The result of one emulation): a counterfactual.
 
     `bit_equal` counts output elements whose bit pattern equals the emulation's over the
     eligible heads (`compared` elements); `bit_equal_per_head[h]` is None for an
@@ -250,7 +250,7 @@ class Emulation(Record):
 
 @record(eq=False)
 class Decisive(Record):
-    """The eligible output elements where the emulations with numbers are not all bit-identical (emulation-v2 section 4).
+    """The eligible output elements where the emulations with numbers are not all bit-identical (docs/emulations.md, Reading the counts).
 
     `per_head[h]` is None for an ineligible head; `positions` the first 100 [head,
     channel] in row-major order; `mask` bool [QH, D].

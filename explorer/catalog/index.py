@@ -236,7 +236,7 @@ class PacketIndex:
                           key=lambda name: triage_order(name, self._summaries.get(name)))
 
     def partners(self, name: str) -> tuple[str, ...]:
-        """Other packets under the root with the same known compare-v1 selection key as `name`, by name."""
+        """Other packets under the root with the same known partner selection key (docs/pairs.md, Partners) as `name`, by name."""
         with self._lock:
             groups = selection_groups(self._summaries.items())
         return next((tuple(other for other in group if other != name) for group in groups if name in group), ())

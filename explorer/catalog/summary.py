@@ -1,7 +1,7 @@
 """summarize(path): the few numbers a packet list or `explorer triage` shows for one packet, picklable and small; no UI.
 
 A summary is read off the one analysis (`analyze`), never recomputed: status,
-codes, backend, the compare-v1 selection key, the head with the largest primary
+codes, backend, the partner selection key (docs/pairs.md, Partners), the head with the largest primary
 linf, that linf as a multiple of the head's FP64 noise floor, and the largest
 ULP distance of the output to the reference rounded to the output dtype. These
 are numbers for sorting and pairing, never verdicts.
@@ -102,7 +102,7 @@ def triage_order(name: str, summary: PacketSummary | None) -> tuple:
 
 
 def selection_groups(named: Iterable[tuple[str, PacketSummary | None]]) -> list[tuple[str, ...]]:
-    """Names of packets sharing one known selection key (compare-v1 section 2), groups of two or more, by name."""
+    """Names of packets sharing one known selection key (docs/pairs.md, Partners), groups of two or more, by name."""
     groups: dict[SelectionKey, list[str]] = defaultdict(list)
     for name, summary in named:
         if summary is not None and summary.selection is not None:

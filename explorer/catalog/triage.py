@@ -99,7 +99,7 @@ def summary_table(items: Sequence[Triaged], root: Path, seconds: float, engine: 
                      for item in ordered])
     backends = {item.name: item.summary.backend or "-" for item in items}
     groups = selection_groups((item.name, item.summary) for item in items)
-    lines += ["", f"Pairs (packets sharing the compare-v1 selection fields): {len(groups)}"]
+    lines += ["", f"Pairs (partners: packets sharing the selection fields): {len(groups)}"]
     lines += [f"  {'  '.join(f'{name} ({backends[name]})' for name in group)}" for group in groups]
     return "".join(line + "\n" for line in lines)
 

@@ -4,7 +4,7 @@ Every rule returns Problems (code, JSON pointer into the file, bounded message).
 `input.json` problems are all `replay_input_invalid`; its binding to the packet is
 `replay_packet_mismatch`, its geometry `replay_geometry_mismatch`. An arm's
 `result.json` gets the arm codes of section 3; a tensor descriptor breaking a
-packet-v1 field rule is `replay_result_invalid` (a `path_invalid` file keeps its
+field rule of docs/packet-format.md is `replay_result_invalid` (a `path_invalid` file keeps its
 packet code, as the tensor files' other codes do).
 """
 

@@ -1,4 +1,4 @@
-"""The Replay result of replay-v1 and its parts, as frozen dataclasses, with the run's codes, arms and limits; no computation, no I/O, no UI.
+"""The Replay result of docs/replay.md and its parts, as frozen dataclasses, with the run's codes, arms and limits; no computation, no I/O, no UI.
 
 `explorer.replay.run` reads a run directory, `explorer.replay.compute` builds a
 Replay from it and the analyses of its packets, `explorer.replay.report`
@@ -59,8 +59,8 @@ OUTPUT_NONFINITE = "replay_output_nonfinite"
 PACKET_INCONCLUSIVE = "replay_packet_inconclusive"
 PARTNER_REFUSED = "replay_partner_refused"
 PARTNER_INCONCLUSIVE = "replay_partner_inconclusive"
-PARTNER_SELECTION_DIFFERS = "selection_differs"  # compare-v1's code: the partner captured another selection
-PARTNER_SHAPE_DIFFERS = "shape_differs"  # compare-v1's code: no element-wise comparison with the partner
+PARTNER_SELECTION_DIFFERS = "selection_differs"  # docs/pairs.md's code: the partner captured another selection
+PARTNER_SHAPE_DIFFERS = "shape_differs"  # docs/pairs.md's code: no element-wise comparison with the partner
 
 # Limits and rules of the contract.
 FIRST_POSITIONS_LIMIT = 100
@@ -115,7 +115,7 @@ class Readback(Record):
 
 @record(eq=False)
 class ArmReferences(Record):
-    """The arm's output against the packet's references (report-v1 blocks C and U) on its eligible heads."""
+    """The arm's output against the packet's references (docs/report.md, The report's keys: blocks C and U) on its eligible heads."""
 
     primary: Comparison
     rounded: Comparison

@@ -1,4 +1,4 @@
-"""Per-head noise-floor ratios, worst ULP per head, the worst head and the compare-v1 selection key."""
+"""Per-head noise-floor ratios, worst ULP per head, the worst head and the partner selection key (docs/pairs.md, Partners)."""
 
 from __future__ import annotations
 

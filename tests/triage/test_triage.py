@@ -120,14 +120,14 @@ def test_the_command_prints_json_lines_and_the_table_and_exits_zero(root):
     assert f"Triage of {len(lines)} packets" in table
     counts = {status: sum(line["status"] == status for line in lines) for status in ("analyzed", "refused")}
     assert f"analyzed      {counts['analyzed']}" in table and f"refused       {counts['refused']}" in table
-    assert "Pairs (packets sharing the compare-v1 selection fields)" in table
+    assert "Pairs (partners: packets sharing the selection fields)" in table
 
 
 def test_pairs_join_the_paged_and_contiguous_capture_of_one_selection(root):
     completed = subprocess.run([sys.executable, "-m", "explorer", "triage", str(root), "--jobs", "1"],
                                capture_output=True, text=True, cwd=REPO, timeout=300)
     assert completed.returncode == 0
-    pair_lines = completed.stdout.split("Pairs (packets sharing the compare-v1 selection fields): ")[1].splitlines()
+    pair_lines = completed.stdout.split("Pairs (partners: packets sharing the selection fields): ")[1].splitlines()
     assert "analyzed-000 (paged)  contiguous-000 (contiguous)" in pair_lines[1]
 
 

@@ -33,7 +33,7 @@ NARROW_CHUNK_ELEMENTS = 1 << 14
 
 @record
 class Hypotheses(Record):
-    """The arithmetic hypotheses of emulation-v2 section 3: how `exp` is evaluated, fused multiply-adds, the lane reduction."""
+    """The arithmetic hypotheses of docs/emulations.md, The kernels, what each follows and what is hypothesis: how `exp` is evaluated, fused multiply-adds, the lane reduction."""
 
     exp: str = EXACT
     fma: bool = False
@@ -222,7 +222,7 @@ def _divide(total: np.ndarray) -> np.ndarray:
 
 
 def mlx_merge(m: np.ndarray, state: np.ndarray, partial_dtype: str, hypotheses: Hypotheses) -> np.ndarray:
-    """MLX pass 2 (emulation-v2 section 1): lane l merges blocks l, l + 32, ... in order from +0, then the lane reduction.
+    """MLX pass 2 (docs/emulations.md, The kernels, what each follows and what is hypothesis): lane l merges blocks l, l + 32, ... in order from +0, then the lane reduction.
 
     `m` [blocks, KVH, g] and `state` [blocks, KVH, g, D + 1] of a multiple of 32 blocks;
     o is stored in `partial_dtype`, l in float32. Returns O / S [KVH, g, D].

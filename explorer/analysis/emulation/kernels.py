@@ -19,7 +19,7 @@ SIMDGROUP_CHOICES = (1, 2, 4, 8)
 DEVICES = ("s", "d", "other")
 OUTPUT_DTYPE = "the output tensor's dtype"  # the default of a parameter that follows the packet's output dtype
 ENGINE_CHOICE = "the engine's choice for this geometry"  # the default of the paged kernel's simdgroups
-HYPOTHESES = ("exp", "fma", "simd")  # the arithmetic hypotheses' parameter names (emulation-v2 section 3)
+HYPOTHESES = ("exp", "fma", "simd")  # the arithmetic hypotheses' parameter names (docs/emulations.md, The kernels, what each follows and what is hypothesis)
 FMA_VALUES = {"off": False, "on": True}
 
 _DECIMAL = re.compile(r"^[0-9]{1,9}$")

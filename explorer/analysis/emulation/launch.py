@@ -1,4 +1,4 @@
-"""What the real kernels launch for a packet's geometry (emulation-v2 sections 1-2: MLX's kernel and block choice, the paged kernel's simdgroups) and each emulation's memory estimate; pure functions, no numerics, no I/O."""
+"""What the real kernels launch for a packet's geometry (docs/emulations.md, The kernels, what each follows and what is hypothesis: MLX's kernel and block choice, the paged kernel's simdgroups) and each emulation's memory estimate; pure functions, no numerics, no I/O."""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ class NotEmulated(Record):
 
 
 def mlx_blocks(device: str, geometry: Geometry) -> int:
-    """The two-pass block count MLX chooses on `device` (emulation-v2 section 1)."""
+    """The two-pass block count MLX chooses on `device` (docs/emulations.md, The kernels, what each follows and what is hypothesis)."""
     tokens, n = geometry.tokens, geometry.group
     if device == "s":
         if tokens > 1024 and n > 4:
