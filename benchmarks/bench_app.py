@@ -1,4 +1,6 @@
-"""Benchmark of the served app on the Qwen3.6-size packet in Debian's chromium; prints numbers only, asserts nothing, writes only a temp dir.
+"""Benchmark of the served app on the Qwen3.6-size packet in Debian's chromium.
+
+Prints numbers only, asserts nothing, writes only a temp dir.
 
 It writes the full-size all-bfloat16 packet (QH16/KVH2/D256/T5585) and one small
 sample into a temporary root, starts `panel serve explorer/app.py --args --root

@@ -1,4 +1,6 @@
-"""Benchmark of `explorer compare` on the full-size backend pair (QH16/KVH2/D256/T5585, all bfloat16); prints numbers only, asserts nothing, writes only a temp dir.
+"""Benchmark of `explorer compare` on the full-size backend pair (QH16/KVH2/D256/T5585, all bfloat16).
+
+Prints numbers only, asserts nothing, writes only a temp dir.
 
 Prints: the median wall time of whole-process `python -m explorer compare A B --json`
 runs, the median of a floor process (the same Python importing numpy and reading and

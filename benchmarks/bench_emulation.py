@@ -1,4 +1,6 @@
-"""Benchmark of the kernel emulations on the Qwen3.6-size packet; prints numbers only, asserts nothing, writes only a temp dir.
+"""Benchmark of the kernel emulations on the Qwen3.6-size packet.
+
+Prints numbers only, asserts nothing, writes only a temp dir.
 
 Prints the median in-process time (wall, and this process's CPU time, which a busy
 machine inflates less) of the default set (numerics cached, as in the app: emulations

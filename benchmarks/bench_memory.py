@@ -1,4 +1,7 @@
-"""Peak memory of `explorer analyze`, `compare` and `report` on large geometries against the documented bound; prints only.
+"""Peak memory of `explorer analyze`, `compare` and `report` against the documented bound.
+
+Peak memory of `explorer analyze`, `compare` and `report` on large geometries against the documented bound;
+prints only.
 
 Packets (written into a temp dir): the Qwen-size capture (QH16/KVH2/D256/T5585), an 800 KB packet
 with every query head over a long one-channel history (QH256/KVH1/D1/T195312) and a 33 MB float16

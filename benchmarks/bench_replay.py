@@ -1,4 +1,7 @@
-"""Benchmark of `explorer replay` on the full-size sample run (QH16/KVH2/D256/T5585, all bfloat16) with its partner; prints numbers only, asserts nothing, writes only a temp dir.
+"""Benchmark of `explorer replay` on the full-size sample run.
+
+The run is QH16/KVH2/D256/T5585, all bfloat16, with its partner; prints numbers only, asserts nothing, writes only a
+temp dir.
 
 Prints: the median wall time of whole-process `python -m explorer replay RUN --partner P
 --json` runs, the median of a floor process (the same Python importing numpy and reading

@@ -1,4 +1,6 @@
-"""Benchmark of triage and the app at scale; prints numbers only, asserts nothing, writes only a temp dir.
+"""Benchmark of triage and the app at scale.
+
+Prints numbers only, asserts nothing, writes only a temp dir.
 
 For a generated root of 2,000 small packets: `explorer triage` wall time at
 --jobs 1 and --jobs 2, on a Dask cluster (`--scheduler local:2`, which starts

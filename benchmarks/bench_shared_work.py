@@ -1,4 +1,6 @@
-"""Benchmark of the app's bounds on shared and sent work; prints numbers only, asserts nothing, writes only a temp dir.
+"""Benchmark of the app's bounds on shared and sent work.
+
+Prints numbers only, asserts nothing, writes only a temp dir.
 
 1. Single flight: SESSIONS threads (app sessions) ask at once for the default emulations of
    the Qwen3.6-size packet: how many computations ran, the wall time, and the time of one

@@ -1,4 +1,8 @@
-"""Attention Packet Explorer: `analyze(path)`, `compare(a, b)`, `replay(run)` and `triage(root)` are the public entry points; importing this never loads the UI."""
+"""Attention Packet Explorer: the public entry points analyze, compare, replay and triage.
+
+Attention Packet Explorer: `analyze(path)`, `compare(a, b)`, `replay(run)` and `triage(root)` are the public
+entry points; importing this never loads the UI.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""The `explorer` command line (analyze, compare, replay, report, samples, triage); renders the report dict and imports the UI only for `report`."""
+"""The `explorer` command line (analyze, compare, replay, report, samples, triage).
+
+Renders the report dict and imports the UI only for `report`.
+"""
 
 from __future__ import annotations
 

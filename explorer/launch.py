@@ -1,4 +1,6 @@
-"""The `explorer` script and `python -m explorer`: sets up the process, starts reading the packet, runs explorer.cli.
+"""The `explorer` script and `python -m explorer`.
+
+Sets up the process, starts reading the packet, runs explorer.cli.
 
 Loading numpy and the analysis takes a command 100 to 150 ms, holding the interpreter lock;
 reading and hashing a Qwen-size packet takes 10 to 20 ms, mostly without it. For the common

@@ -1,4 +1,7 @@
-"""The files of synthetic operator replay runs (docs/replay.md, Samples) made from a sample packet's files, the arms from the explorer's own kernel emulations; returns bytes, never writes or imports the UI.
+"""The files of synthetic operator replay runs made from a sample packet's files; returns bytes.
+
+The files of synthetic operator replay runs (docs/replay.md, Samples) made from a sample packet's files, the
+arms from the explorer's own kernel emulations; returns bytes, never writes or imports the UI.
 
 What stands in for the GPU: `nativeSDPA` is the emulation `mlx_two_pass`, both paged
 arms `paged_two_pass` (the arithmetic the sample pair's captures were written with),

@@ -1,4 +1,10 @@
-"""Marks the slow kinds of test: every test that drives Debian's chromium (the `browser` fixture, or a file of browser tests) gets the `browser` marker, the notebooks and the Dask-cluster triage the `endtoend` marker, so `pytest -m "not browser and not endtoend"` is the quick loop; runs the longest files first, so that parallel workers (`-n 2`) finish together."""
+"""Marks the slow kinds of test (`browser`, `endtoend`) and orders the longest first.
+
+Marks the slow kinds of test: every test that drives Debian's chromium (the `browser` fixture, or a file of
+browser tests) gets the `browser` marker, the notebooks and the Dask-cluster triage the `endtoend` marker, so
+`pytest -m "not browser and not endtoend"` is the quick loop; runs the longest files first, so that parallel
+workers (`-n 2`) finish together.
+"""
 
 from __future__ import annotations
 

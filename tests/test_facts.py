@@ -1,4 +1,7 @@
-"""Tensor facts on hand-built tensors: nonfinite maps of all six tensors and the bitwise last-row check."""
+"""Tensor facts on hand-built tensors: nonfinite maps of all six tensors, the last-row check.
+
+Tensor facts on hand-built tensors: nonfinite maps of all six tensors and the bitwise last-row check.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""A full disk never leaves a half-written file: `--output`, `report` and the app's Export on a small tmpfs in a private mount namespace (root only)."""
+"""A full disk never leaves a half-written file.
+
+`--output`, `report` and the app's Export on a small tmpfs in a private mount namespace (root only).
+"""
 
 from __future__ import annotations
 

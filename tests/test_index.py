@@ -1,4 +1,7 @@
-"""The process-wide summary cache and PacketIndex: verified-content hits cost no analysis, partners, order, paths."""
+"""The process-wide summary cache and PacketIndex.
+
+Verified-content hits cost no analysis, partners, order, paths.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""The script's launcher (explorer/launch.py): which lines read the packet ahead, and that doing so changes nothing."""
+"""The script's launcher (explorer/launch.py).
+
+Which lines read the packet ahead, and that doing so changes nothing.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""The notebook face of an analysis: rich HTML, plain text, `result.views.*` and `pn.panel(result)` for every status, and a core that still never imports a UI library."""
+"""The notebook face of an analysis: HTML, plain text, `result.views.*` and `pn.panel(result)`.
+
+The notebook face of an analysis: rich HTML, plain text, `result.views.*` and `pn.panel(result)` for every
+status, and a core that still never imports a UI library.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""analyze(path): admission, tensor facts, numerics and the final status, cached by verified content hashes; no UI.
+"""analyze(path): admission, tensor facts, numerics and the final status.
+
+Cached by verified content hashes; no UI.
 
 Admission (reading and hashing every file) runs on every call. The tensor facts,
 numerics and after-numerics reasons are reused when the content key matches: the

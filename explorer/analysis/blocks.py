@@ -1,4 +1,7 @@
-"""The shared blocks of the JSON reports (docs/report.md, docs/pairs.md, docs/replay.md) (metrics, comparisons, ULP, emulation entries, runtime, limitations) and JSON-safe numbers; pure serialization, no I/O.
+"""The blocks the JSON reports share, and JSON-safe numbers; pure serialization, no I/O.
+
+The shared blocks of the JSON reports (docs/report.md, docs/pairs.md, docs/replay.md) (metrics, comparisons,
+ULP, emulation entries, runtime, limitations) and JSON-safe numbers; pure serialization, no I/O.
 
 The packet report (analysis/report.py), the comparison report (pair/report.py) and
 any later report build their common parts here, so one key is spelled in one place.

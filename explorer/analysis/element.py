@@ -1,4 +1,6 @@
-"""Every number the analysis holds about one output element (query head, channel), read off an Analysis; no I/O, no UI.
+"""Every number the analysis holds about one output element (query head, channel).
+
+Read off an Analysis; no I/O, no UI.
 
 An element is addressed by (head, channel) or by its flat index over the [QH, D]
 output in row-major order (flat = head * D + channel). Nothing here computes a new

@@ -1,4 +1,6 @@
-"""exp, exp2 and log of float64 arrays from IEEE-exact numpy operations, the same bits on every CPU; no I/O.
+"""exp, exp2 and log of float64 arrays from IEEE-exact numpy operations, the same bits on every CPU.
+
+No I/O.
 
 numpy's own `exp`, `exp2` and `log` choose their loop by the CPU they run on (AVX-512,
 AVX2 or the C library), and these round differently: one packet gave other float64

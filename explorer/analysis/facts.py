@@ -1,4 +1,8 @@
-"""Tensor facts of a verified packet: nonfinite maps of the six tensors and the bitwise last-row check; no I/O, no UI."""
+"""Tensor facts of a verified packet: nonfinite maps and the bitwise last-row check.
+
+Tensor facts of a verified packet: nonfinite maps of the six tensors and the bitwise last-row check; no I/O,
+no UI.
+"""
 
 from __future__ import annotations
 

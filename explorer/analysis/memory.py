@@ -1,4 +1,7 @@
-"""The memory an analysis needs, as a function of the packet's geometry, and the room this process has; no packet I/O.
+"""The memory an analysis needs for a packet's geometry, and the room this process has.
+
+The memory an analysis needs, as a function of the packet's geometry, and the room this process has; no packet
+I/O.
 
 The bound (docs/report.md, "Memory"): beyond the interpreter with numpy and the explorer loaded,
 `analyze` holds at most

@@ -1,4 +1,7 @@
-"""compute_numerics (references, comparisons, attention diagnostics) and the after-numerics reasons; no I/O, no UI."""
+"""compute_numerics (references, comparisons, attention diagnostics) and the after-numerics reasons.
+
+No I/O, no UI.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""Per-head ranking numbers and the pair selection key, read off an analysis the core already holds; no I/O, no UI.
+"""Per-head ranking numbers and the pair selection key, read off an analysis the core already holds.
+
+No I/O, no UI.
 
 These are ratios, maxima and keys for sorting and pairing, never verdicts: a
 head's primary linf as a multiple of its own FP64 noise floor says how far the

@@ -1,4 +1,6 @@
-"""FP32 / FP64 GQA softmax attention of an admitted packet, per-head eligibility and attention diagnostics; no I/O.
+"""FP32 / FP64 GQA softmax attention of an admitted packet.
+
+Per-head eligibility and attention diagnostics; no I/O.
 
 Every sum is taken in one fixed order, whatever the BLAS library, its threads, the
 process or the machine (no BLAS `matmul` / `dot` is used; numpy's elementwise

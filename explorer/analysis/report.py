@@ -1,4 +1,7 @@
-"""build_report: the JSON-ready report (docs/report.md, The report's keys) as a pure serialization of an Analysis; no I/O.
+"""build_report: an Analysis as the JSON-ready report, a pure serialization; no I/O.
+
+build_report: the JSON-ready report (docs/report.md, The report's keys) as a pure serialization of an
+Analysis; no I/O.
 
 Every float in the report is finite or None (json.dumps(allow_nan=False) holds).
 """

@@ -1,4 +1,6 @@
-"""The packet score: each output element's error over its allowance (output rounding plus FP64 noise floor); no I/O, no UI.
+"""The packet score: each output element's error over its allowance.
+
+The allowance is the output rounding plus the FP64 noise floor; no I/O, no UI.
 
 A score is a ratio, never a verdict. For element `e` of query head `h`:
 

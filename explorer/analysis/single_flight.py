@@ -1,4 +1,8 @@
-"""SingleFlight: one computation per key at a time, shared by every thread that asks for that key meanwhile; keeps no result afterwards and does no I/O."""
+"""SingleFlight: one computation per key at a time, shared by every thread that asks meanwhile.
+
+SingleFlight: one computation per key at a time, shared by every thread that asks for that key meanwhile;
+keeps no result afterwards and does no I/O.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Lists the packet directories under one root (shared by the app and `explorer triage`); reads no packet content and never opens a path outside the root."""
+"""Lists the packet directories under one root (shared by the app and `explorer triage`).
+
+Reads no packet content and never opens a path outside the root.
+"""
 
 from __future__ import annotations
 

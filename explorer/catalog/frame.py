@@ -1,4 +1,6 @@
-"""triage_frame(root): `explorer triage`'s JSON lines as a pandas DataFrame for notebooks, one row per packet; no UI.
+"""triage_frame(root): `explorer triage`'s JSON lines as a pandas DataFrame for notebooks.
+
+One row per packet; no UI.
 
 The columns are the JSON-line keys (docs/triage-and-app.md), with these dtypes:
 `name`, `path`, `backend` string (backend <NA> when not declared); `status`

@@ -1,4 +1,7 @@
-"""PacketIndex: the packets under a root, their summaries filled in the background from one process-wide cache; no UI.
+"""PacketIndex: the packets under a root, summaries filled in the background from one cache.
+
+PacketIndex: the packets under a root, their summaries filled in the background from one process-wide cache;
+no UI.
 
 The summary cache is keyed by verified content (`content_key`, the analysis
 cache's key) and holds summaries only, never analyses. Filling an index

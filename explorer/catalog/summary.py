@@ -1,4 +1,6 @@
-"""summarize(path): the few numbers a packet list or `explorer triage` shows for one packet, picklable and small; no UI.
+"""summarize(path): the few numbers a packet list or `explorer triage` shows for one packet.
+
+Picklable and small; no UI.
 
 A summary is read off the one analysis (`analyze`), never recomputed: status,
 codes, backend, the partner selection key (docs/pairs.md, Partners), the head with the largest primary

@@ -1,4 +1,6 @@
-"""`explorer triage ROOT`: every packet under a root summarized in worker processes, JSON lines and a summary table; never imports the UI.
+"""`explorer triage ROOT`: every packet under a root summarized in worker processes.
+
+JSON lines and a summary table; never imports the UI.
 
 Discovery is the app's (`explorer.catalog.discovery`); each worker runs the pure
 `summarize(path)`, in local worker processes (`explorer.catalog.workers`) or as

@@ -1,4 +1,7 @@
-"""map_isolated(work, items): one pure function over many items in worker processes, a crash, a raise or a hang costing only its own item; no UI, no packet logic.
+"""map_isolated(work, items): one pure function over many items in worker processes.
+
+map_isolated(work, items): one pure function over many items in worker processes, a crash, a raise or a hang
+costing only its own item; no UI, no packet logic.
 
 Each worker process is connected to this one by a pipe and holds at most
 PIPELINE items, which it works in the order they were sent, so the item a dead

@@ -1,4 +1,6 @@
-"""Writes one packet's views as a standalone offline HTML page, its JSON report and one PNG per view, all or none; computes no numbers and never overwrites a file.
+"""Writes one packet's views as a standalone offline HTML page, its JSON report and one PNG per view.
+
+All or none; computes no numbers and never overwrites a file.
 
 The HTML inlines every script, stylesheet and icon (Bokeh INLINE resources; Panel's
 component stylesheets, which it links from its CDN even in inline mode, are turned

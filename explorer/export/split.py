@@ -1,4 +1,6 @@
-"""Splits a tall PNG of one view into numbered parts at most MAX_PNG_HEIGHT pixels tall, each under the view's caption band, cutting where a row is blank; Pillow only, never reads or writes a file.
+"""Splits a tall PNG of one view into numbered parts at most MAX_PNG_HEIGHT pixels tall.
+
+Each under the view's caption band, cutting where a row is blank; Pillow only, never reads or writes a file.
 
 A part ends at the lowest blank pixel row (one colour across the whole width: the
 gap between two plots or paragraphs) in the lower half of the room it has, so a

@@ -1,4 +1,7 @@
-"""`admit(path)`: every check of docs/packet-format.md, all problems reported at once, as an Admission; never computes numerics or imports UI code.
+"""`admit(path)`: every admission check, all problems reported at once, as an Admission.
+
+`admit(path)`: every check of docs/packet-format.md, all problems reported at once, as an Admission; never
+computes numerics or imports UI code.
 
 Order of work: read packet.json (a refusal there ends admission: nothing else
 can be located); apply the section 2 field rules; refuse declared sizes over the

@@ -1,4 +1,6 @@
-"""Bit-exact float16 / bfloat16 / float32 decoding, RNE rounding and bit classification; never does I/O.
+"""Bit-exact float16 / bfloat16 / float32 decoding, RNE rounding and bit classification.
+
+Never does I/O.
 
 Every conversion here is defined on integer bit patterns, so it is exact for every
 pattern (signed zeros, subnormals, infinities, NaN payloads and the quiet bit) and

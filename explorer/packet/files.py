@@ -1,4 +1,6 @@
-"""Safe opening, reading and hashing of a packet's files (docs/packet-format.md, How files are read); never parses or decodes.
+"""Safe opening, reading and hashing of a packet's files (docs/packet-format.md, How files are read).
+
+Never parses or decodes.
 
 The packet directory is opened once; every descriptor path is then walked
 below that descriptor one component at a time (`dir_fd`, `O_NOFOLLOW |

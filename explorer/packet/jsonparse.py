@@ -1,4 +1,6 @@
-"""Strict JSON parsing of untrusted bytes (docs/packet-format.md, How files are read); never touches files or numerics.
+"""Strict JSON parsing of untrusted bytes (docs/packet-format.md, How files are read).
+
+Never touches files or numerics.
 
 Rules beyond the standard library's: UTF-8 only; a duplicated key in any object,
 the constants `NaN` / `Infinity` / `-Infinity`, a number that overflows to

@@ -1,4 +1,7 @@
-"""The explorer's frozen dataclass records: `@record` over `Record`, methods shared instead of generated; no I/O, no numerics.
+"""The explorer's frozen dataclass records: `@record` over `Record`, methods shared.
+
+The explorer's frozen dataclass records: `@record` over `Record`, methods shared instead of generated; no I/O,
+no numerics.
 
 Every record is declared
 

@@ -1,4 +1,6 @@
-"""Field rules of packet.json and the tensor geometry between its descriptors (docs/packet-format.md, What is in the directory and Refusal codes); never does I/O.
+"""Field rules of packet.json and the tensor geometry between its descriptors.
+
+See docs/packet-format.md, What is in the directory and Refusal codes; never does I/O.
 
 Convention for a rule row that names its own code ("else `dtype_unsupported`"):
 every violation of that row, a missing key or a wrong type included, gets that

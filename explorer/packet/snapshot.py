@@ -1,4 +1,6 @@
-"""Field rules of the metadata snapshot and its cross-checks with packet.json (docs/packet-format.md, What is in the directory and Refusal codes); never does I/O.
+"""Field rules of the metadata snapshot and its cross-checks with packet.json.
+
+See docs/packet-format.md, What is in the directory and Refusal codes; never does I/O.
 
 Codes: structural problems are `snapshot_invalid` at a pointer into the
 snapshot, except where a more specific code applies: `record_budget_exceeded`

@@ -1,4 +1,6 @@
-"""compare(a, b): two captures of one selection as one immutable Pair result (docs/pairs.md); reads each side's cached analysis, no I/O beyond analyze() and a stat of each packet.json, never UI.
+"""compare(a, b): two captures of one selection as one immutable Pair result (docs/pairs.md).
+
+Reads each side's cached analysis, no I/O beyond analyze() and a stat of each packet.json, never UI.
 
 Every number of a side (its ladder, its |output - reference|) is read from that
 side's own analysis; the pair adds only what needs both sides: the selection

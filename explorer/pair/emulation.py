@@ -1,4 +1,7 @@
-"""The emulation x side matrix of a pair (docs/emulations.md, Reading the counts): each side's emulations, run once when the emulated inputs are identical, and the counts on the elements where the sides differ; reads the sides' analyses and analyze's emulation cache, no I/O, no UI.
+"""The emulation x side matrix of a pair (docs/emulations.md, Reading the counts).
+
+Each side's emulations, run once when the emulated inputs are identical, and the counts on the elements where
+the sides differ; reads the sides' analyses and analyze's emulation cache, no I/O, no UI.
 
 Reading of the matrix: row `id` says how many output elements of side a, and of
 side b, equal that emulation's output bit for bit, how many of the decisive ones

@@ -1,4 +1,7 @@
-"""The Pair result of docs/pairs.md and its parts, as frozen dataclasses, with the pair's codes and limits; no computation, no I/O, no UI.
+"""The Pair result and its parts as frozen dataclasses, with the pair's codes and limits.
+
+The Pair result of docs/pairs.md and its parts, as frozen dataclasses, with the pair's codes and limits; no
+computation, no I/O, no UI.
 
 `explorer.pair.compare` builds a Pair, `explorer.pair.emulation` adds its emulation
 x side matrix and `explorer.pair.report` serialises it. Classes holding arrays are `eq=False` (identity

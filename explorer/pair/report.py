@@ -1,4 +1,7 @@
-"""build_comparison_report: the JSON-ready comparison report (docs/pairs.md, The comparison report's keys) as a pure serialization of a Pair; no I/O, no UI.
+"""build_comparison_report: a Pair as the JSON-ready comparison report; no I/O, no UI.
+
+build_comparison_report: the JSON-ready comparison report (docs/pairs.md, The comparison report's keys) as a
+pure serialization of a Pair; no I/O, no UI.
 
 Every float is finite or None (json.dumps(allow_nan=False) holds). Each section is
 one function. The emulation keys (null without an emulation request): "emulations",

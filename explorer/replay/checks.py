@@ -1,4 +1,6 @@
-"""Field rules of a replay run's JSON files and their cross-checks with the source packet (docs/replay.md, Admission of the run); pure, never does I/O.
+"""Field rules of a replay run's JSON files and their cross-checks with the source packet.
+
+See docs/replay.md, Admission of the run; pure, never does I/O.
 
 Every rule returns Problems (code, JSON pointer into the file, bounded message).
 `input.json` problems are all `replay_input_invalid`; its binding to the packet is

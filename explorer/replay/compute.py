@@ -1,4 +1,7 @@
-"""The numbers of a replay (docs/replay.md, What is computed): each arm's output against the captures, the references and the emulations, the readback, the matrix and the tool-analysis cross-check; pure, no I/O.
+"""The numbers of a replay (docs/replay.md, What is computed).
+
+Each arm's output against the captures, the references and the emulations, the readback, the matrix and the
+tool-analysis cross-check; pure, no I/O.
 
 Outputs are compared by the bit patterns of their exact float32 promotions: for one
 dtype that is the native bit comparison (promotion is exact and one-to-one), +0 and

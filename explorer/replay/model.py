@@ -1,4 +1,7 @@
-"""The Replay result of docs/replay.md and its parts, as frozen dataclasses, with the run's codes, arms and limits; no computation, no I/O, no UI.
+"""The Replay result and its parts as frozen dataclasses, with the run's codes, arms and limits.
+
+The Replay result of docs/replay.md and its parts, as frozen dataclasses, with the run's codes, arms and
+limits; no computation, no I/O, no UI.
 
 `explorer.replay.run` reads a run directory, `explorer.replay.compute` builds a
 Replay from it and the analyses of its packets, `explorer.replay.report`

@@ -1,4 +1,7 @@
-"""replay(run, packet, partner): a replay run read with the packet rules and put against its packet (and partner) as one immutable Replay (docs/replay.md); reads the run and the packets' cached analyses, never UI.
+"""replay(run, packet, partner): a replay run put against its packet (and partner) as one Replay.
+
+replay(run, packet, partner): a replay run read with the packet rules and put against its packet (and partner)
+as one immutable Replay (docs/replay.md); reads the run and the packets' cached analyses, never UI.
 
 Order of work: open RUN; input.json (a refusal there ends the run); the source packet
 (given, or found beside the run by packetSHA256) and its cached analysis; input.json's

@@ -1,4 +1,7 @@
-"""build_replay_report: the JSON-ready replay report (docs/replay.md, The report) as a pure serialization of a Replay; no I/O, no UI.
+"""build_replay_report: a Replay as the JSON-ready replay report; no I/O, no UI.
+
+build_replay_report: the JSON-ready replay report (docs/replay.md, The report) as a pure serialization of a
+Replay; no I/O, no UI.
 
 Every float is finite or None (json.dumps(allow_nan=False) holds). Keys beyond the
 contract's list: `reasons` (each inconclusive reason with its message), per arm

@@ -1,4 +1,6 @@
-"""The human summary of a replay report dict (`explorer replay` without --json): the matrix first, then each arm; pure text, no I/O.
+"""The human summary of a replay report dict (`explorer replay` without --json).
+
+The matrix first, then each arm; pure text, no I/O.
 
 Returns lines; the command line escapes what is not printable before writing them.
 """

@@ -1,4 +1,6 @@
-"""Parts of the page made only when first used (a view's area, the downloads an export offers): every widget on a page costs each session server time; computes nothing.
+"""Parts of the page made only when first used (a view's area, the downloads an export offers).
+
+Every widget on a page costs each session server time; computes nothing.
 
 Measured on this 2-core machine: a Panel widget or pane costs 3 to 5 ms of the
 server's one interpreter per session (made, turned into Bokeh models, sent),

@@ -1,4 +1,8 @@
-"""The app's names for discovery (explorer.catalog.discovery) and one packet's summary (explorer.catalog.summary); no UI code of its own."""
+"""The app's names for packet discovery and one packet's summary; no UI code of its own.
+
+The app's names for discovery (explorer.catalog.discovery) and one packet's summary
+(explorer.catalog.summary); no UI code of its own.
+"""
 
 from explorer.catalog.summary import PacketSummary as Summary
 from explorer.catalog.summary import summary_of as summarize

@@ -1,4 +1,6 @@
-"""The sidebar's packet list: a paged, searchable, sortable table of a PacketIndex that follows its root while open; computes nothing.
+"""The sidebar's packet list: a paged, searchable, sortable table of a PacketIndex.
+
+That follows its root while open; computes nothing.
 
 The names are listed at once (discovery only); statuses, scores, noise-floor ratios
 and worst ULPs arrive from the index's background fill (started once the page is

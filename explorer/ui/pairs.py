@@ -1,4 +1,8 @@
-"""The app's pair mode: the sidebar's partner list of the open packet and the pair view (`?packet=A&compare=B`) with its export; computes no numbers and opens only listed packets."""
+"""The app's pair mode: the open packet's partner list and the pair view with its export.
+
+The app's pair mode: the sidebar's partner list of the open packet and the pair view (`?packet=A&compare=B`)
+with its export; computes no numbers and opens only listed packets.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""The app shell: packet list, the views registry as tabs, the URL query and the Export button; computes no numbers and opens only listed packets."""
+"""The app shell: packet list, the views registry as tabs, the URL query and the Export button.
+
+Computes no numbers and opens only listed packets.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""Shared drawing pieces of the views: the head Selection, status boxes, grid maps with exact hover and per-head log charts; never computes a reported number."""
+"""Shared drawing pieces of the views; never computes a reported number.
+
+Shared drawing pieces of the views: the head Selection, status boxes, grid maps with exact hover and per-head
+log charts; never computes a reported number.
+"""
 
 from __future__ import annotations
 

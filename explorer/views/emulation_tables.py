@@ -1,4 +1,7 @@
-"""The emulation tables as header and rows of plain strings, read from the report's own emulation keys (the CLI prints them, the views and notebooks escape them into HTML); stdlib only, computes no number.
+"""The emulation tables as header and rows of plain strings.
+
+Read from the report's own emulation keys (the CLI prints them, the views and notebooks escape them into
+HTML); stdlib only, computes no number.
 
 Rows come in the report's table order (bitEqualDecisive, else bitEqual, largest
 first; entries without numbers last) and the baseline (the primary reference rounded

@@ -1,4 +1,9 @@
-"""Emulations view: every kernel emulation's counts (decisive elements first, the baseline row last), a [query head x channel] map of where the output differs from the selected one on a discrete ULP scale, and an element drill-down; computes through the core (in a background thread with a progress bar on a served page), draws only.
+"""Emulations view: every kernel emulation's counts and where the output differs from each.
+
+Emulations view: every kernel emulation's counts (decisive elements first, the baseline row last), a [query
+head x channel] map of where the output differs from the selected one on a discrete ULP scale, and an element
+drill-down; computes through the core (in a background thread with a progress bar on a served page), draws
+only.
 
 Its parameters live in the URL by the emulation ids' own names (`blocks`, `partitionTokens`,
 `partialDType`) and `emulationSet` (`settings` or `sweep`): `settings_from_query` reads them

@@ -1,4 +1,9 @@
-"""Per-head error view: query head x channel maps of |output - reference| (each its own colour scale, or one shared), with captions saying what dominates each, and per-head metric charts with the FP64 noise floor; draws only numbers held by the analysis."""
+"""Per-head error view: maps of |output - reference| and per-head metric charts.
+
+Per-head error view: query head x channel maps of |output - reference| (each its own colour scale, or one
+shared), with captions saying what dominates each, and per-head metric charts with the FP64 noise floor; draws
+only numbers held by the analysis.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Compact HTML of one analysis (status, reasons, per-head primary metrics) as plain strings; stdlib and numpy only, never imports a UI library or computes a reported number."""
+"""Compact HTML of one analysis (status, reasons, per-head primary metrics) as plain strings.
+
+Stdlib and numpy only, never imports a UI library or computes a reported number.
+"""
 
 from __future__ import annotations
 

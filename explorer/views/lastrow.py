@@ -1,4 +1,8 @@
-"""Last-row view: stored row T-1 vs the incoming row for keys and values, as XOR field maps, bit-position histograms and an explicit all-bits-equal state; draws only the analysis' LastRow facts."""
+"""Last-row view: stored row T-1 vs the incoming row for keys and values.
+
+As XOR field maps, bit-position histograms and an explicit all-bits-equal state; draws only the analysis'
+LastRow facts.
+"""
 
 from __future__ import annotations
 

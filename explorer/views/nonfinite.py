@@ -1,4 +1,9 @@
-"""Nonfinite view: a counts table, a map of where each tensor holding quiet/signaling NaNs or +/-inf holds them (head x channel, or head x token aggregated over channels) and one all-finite line per other tensor; draws only the analysis' NonfiniteMap facts."""
+"""Nonfinite view: counts and maps of where each tensor holds NaNs or infinities.
+
+Nonfinite view: a counts table, a map of where each tensor holding quiet/signaling NaNs or +/-inf holds them
+(head x channel, or head x token aggregated over channels) and one all-finite line per other tensor; draws
+only the analysis' NonfiniteMap facts.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""Pair view: two captures of one selection side by side (inputs, output bit-difference map with a clickable element detail, mismatches per head, the ladder, |a - ref| and |b - ref|, the tokens, the emulation x side matrix when requested); draws only what the Pair result holds.
+"""Pair view: two captures of one selection side by side.
+
+Pair view: two captures of one selection side by side (inputs, output bit-difference map with a clickable
+element detail, mismatches per head, the ladder, |a - ref| and |b - ref|, the tokens, the emulation x side
+matrix when requested); draws only what the Pair result holds.
 
 `build(pair)` is the whole view (the app and the export); each `*_section(pair)`
 is one part of it (the notebook accessor `pair.views.<name>()`).

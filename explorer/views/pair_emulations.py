@@ -1,4 +1,7 @@
-"""The pair view's Kernel emulations section: the emulation x side matrix with the differing-element counts, and on a served page the default set or the sweep computed on request in a background thread with a progress bar; computes through the core, draws only.
+"""The pair view's Kernel emulations section.
+
+The emulation x side matrix with the differing-element counts, and on a served page the default set or the
+sweep computed on request in a background thread with a progress bar; computes through the core, draws only.
 
 A pair compared with `emulate=` shows its matrix at once. A pair compared without it
 (the app's pair mode) offers a choice of set and a button; the core's

@@ -1,4 +1,7 @@
-"""The pair's tables as plain HTML strings (sides, status, inputs, ladder, nearer counts, tokens, emulation matrix); stdlib and numpy only, never imports a UI library or computes a reported number.
+"""The pair's tables as plain HTML strings; stdlib and numpy only.
+
+The pair's tables as plain HTML strings (sides, status, inputs, ladder, nearer counts, tokens, emulation
+matrix); stdlib and numpy only, never imports a UI library or computes a reported number.
 
 Numbers show 4 significant digits; the full value (as the JSON report prints it)
 is in each cell's hover title.

@@ -1,4 +1,8 @@
-"""Raw view: packet.json as captured, the metadata snapshot as collapsible JSON and the JSON report with a download button; shows text and parsed values, computes nothing."""
+"""Raw view: packet.json, the metadata snapshot and the JSON report as captured; computes nothing.
+
+Raw view: packet.json as captured, the metadata snapshot as collapsible JSON and the JSON report with a
+download button; shows text and parsed values, computes nothing.
+"""
 
 from __future__ import annotations
 

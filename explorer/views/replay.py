@@ -1,4 +1,8 @@
-"""Replay view: an operator replay run against its packet (status, the matrix of differing elements, arm states and receipts, the ladder per arm, a query head x channel map of where the chosen arm differs from the capture and the partner with an element drill-down, the readback); draws only what the Replay result holds.
+"""Replay view: an operator replay run against its packet.
+
+Replay view: an operator replay run against its packet (status, the matrix of differing elements, arm states
+and receipts, the ladder per arm, a query head x channel map of where the chosen arm differs from the capture
+and the partner with an element drill-down, the readback); draws only what the Replay result holds.
 
 `build(run)` is the whole view (the app and the export); each `*_section(run)` is one
 part of it (the notebook accessor `run.views.<name>()`).

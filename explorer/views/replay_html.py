@@ -1,4 +1,7 @@
-"""The replay's tables as plain HTML strings (status, matrix, arm states and receipts, ladder, readback, one element); stdlib and numpy only, never imports a UI library or computes a reported number.
+"""The replay's tables as plain HTML strings; stdlib and numpy only.
+
+The replay's tables as plain HTML strings (status, matrix, arm states and receipts, ladder, readback, one
+element); stdlib and numpy only, never imports a UI library or computes a reported number.
 
 Everything shown is read from the Replay result or its report dict; floats at 4
 significant digits with the full value in the hover title.

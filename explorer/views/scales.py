@@ -1,4 +1,9 @@
-"""Display scales of the maps and charts: colour-bar ticks whose labels never repeat, integer ticks for counts, index ticks that stay legible, and the discrete ULP-distance scale in which 0 has its own colour; numpy only, never imports a UI library or computes a reported number."""
+"""Display scales of the maps and charts.
+
+Colour-bar ticks whose labels never repeat, integer ticks for counts, index ticks that stay legible, and the
+discrete ULP-distance scale in which 0 has its own colour; numpy only, never imports a UI library or computes
+a reported number.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""A slow scalar transcription of the kernels of docs/emulations.md, written from the documented rules (not from the vectorised core).
+"""A slow scalar transcription of the kernels of docs/emulations.md.
+
+Written from the documented rules (not from the vectorised core).
 
 Every value is a numpy.float32 scalar and every operation one float32 operation, or
 one exactly rounded fused multiply-add (rational arithmetic) where fma=on; loops follow

@@ -1,4 +1,7 @@
-"""The analysis result end to end: immutability, the report's exact shape, JSON safety, wording and the cache."""
+"""The analysis result end to end: immutability, the report's shape, JSON safety, the cache.
+
+The analysis result end to end: immutability, the report's exact shape, JSON safety, wording and the cache.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""compare(a, b) on real packets on disk: every status and code of docs/pairs.md, swap symmetry, NaN on one side, the ladder read from each side's own analysis."""
+"""compare(a, b) on real packets on disk.
+
+Every status and code of docs/pairs.md, swap symmetry, NaN on one side, the ladder read from each side's own
+analysis.
+"""
 
 from __future__ import annotations
 

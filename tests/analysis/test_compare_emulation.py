@@ -1,4 +1,8 @@
-"""compare(a, b, emulate=...) on real packets on disk: the emulation x side matrix, run once on identical inputs, per side otherwise, its null reasons, swap symmetry, no verdict words."""
+"""compare(a, b, emulate=...) on real packets on disk.
+
+The emulation x side matrix, run once on identical inputs, per side otherwise, its null reasons, swap
+symmetry, no verdict words.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
-"""The same report whatever BLAS does: `analyze --json` under 1 and 2 BLAS threads, in-process and in a triage worker;
-the same attention pass on one thread or several."""
+"""The same report whatever BLAS does, in-process and in a triage worker.
+
+The same report whatever BLAS does: `analyze --json` under 1 and 2 BLAS threads, in-process and in a triage
+worker; the same attention pass on one thread or several.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
-"""exp, exp2 and log from IEEE-exact operations: within a unit or two in the last place of 60-digit decimal values,
-the correctly rounded float32 exp of every bfloat16 and float16 input, and numpy's special values."""
+"""exp, exp2 and log from IEEE-exact operations.
+
+Within a unit or two in the last place of 60-digit decimal values, the correctly rounded float32 exp of every
+bfloat16 and float16 input, and numpy's special values.
+"""
 
 from __future__ import annotations
 

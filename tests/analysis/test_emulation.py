@@ -1,4 +1,8 @@
-"""Emulation ids, accuracy against FP64, ineligible heads, the analyze()/report interface, the CLI and native bits."""
+"""Emulations: ids, accuracy, ineligible heads, the analyze()/report interface, the CLI, bits.
+
+Emulation ids, accuracy against FP64, ineligible heads, the analyze()/report interface, the CLI and native
+bits.
+"""
 
 from __future__ import annotations
 

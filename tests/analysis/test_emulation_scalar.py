@@ -1,4 +1,8 @@
-"""The vectorised emulations agree bit for bit with the scalar transcription of the contract, on every kernel and option of docs/emulations.md, many geometries and every dtype mix."""
+"""The vectorised emulations agree bit for bit with a scalar transcription of the documented rules.
+
+The vectorised emulations agree bit for bit with the scalar transcription of the contract, on every kernel and
+option of docs/emulations.md, many geometries and every dtype mix.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""Emulations beyond the arithmetic (docs/emulations.md): the launch rules table by table, decisive and baseline counts known by hand, the sweep's normalised list, the memory bound, entries without numbers, and bad ids as bounded usage errors."""
+"""Emulations beyond the arithmetic (docs/emulations.md).
+
+The launch rules table by table, decisive and baseline counts known by hand, the sweep's normalised list, the
+memory bound, entries without numbers, and bad ids as bounded usage errors.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""The one number formatter (explorer.analysis.formatting): 4 significant digits for people, the full value for hovers, '-' for a missing value."""
+"""The one number formatter (explorer.analysis.formatting).
+
+4 significant digits for people, the full value for hovers, '-' for a missing value.
+"""
 
 from __future__ import annotations
 

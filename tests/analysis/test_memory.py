@@ -1,4 +1,6 @@
-"""Memory of `analyze`: the measured peak within the documented bound, the ceiling, and address-space limits.
+"""Memory of `analyze`: the measured peak within the documented bound, ceiling, address limits.
+
+Memory of `analyze`: the measured peak within the documented bound, the ceiling, and address-space limits.
 
 The limits are set with `resource.setrlimit(RLIMIT_AS)` in a subprocess, after the explorer and numpy
 are loaded, so that only the analysis itself meets them.

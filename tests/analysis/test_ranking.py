@@ -1,4 +1,8 @@
-"""Per-head noise-floor ratios, worst ULP per head, the worst head and the partner selection key (docs/pairs.md, Partners)."""
+"""Per-head noise-floor ratios, worst ULP per head, the worst head and the partner selection key.
+
+Per-head noise-floor ratios, worst ULP per head, the worst head and the partner selection key (docs/pairs.md,
+Partners).
+"""
 
 from __future__ import annotations
 

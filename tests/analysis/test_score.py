@@ -1,4 +1,8 @@
-"""The packet score (error / allowance) on constructed outputs, on the samples, in the report and in triage's order."""
+"""The packet score (error / allowance) on constructed outputs, samples, report and triage.
+
+The packet score (error / allowance) on constructed outputs, on the samples, in the report and in triage's
+order.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""Helpers of the browser tests (and benchmarks/bench_app.py): the `panel serve` subprocess, waiting for views, canvases, pixel variance, artifacts; no assertions."""
+"""Helpers of the browser tests and benchmarks: the served app, waits, canvases, artifacts.
+
+Helpers of the browser tests (and benchmarks/bench_app.py): the `panel serve` subprocess, waiting for views,
+canvases, pixel variance, artifacts; no assertions.
+"""
 
 from __future__ import annotations
 

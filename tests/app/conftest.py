@@ -1,4 +1,8 @@
-"""Fixtures of the app tests: one real `panel serve explorer/app.py` subprocess and Debian's chromium driven by Playwright."""
+"""Fixtures of the app tests: a served app and Debian's chromium driven by Playwright.
+
+Fixtures of the app tests: one real `panel serve explorer/app.py` subprocess and Debian's chromium driven by
+Playwright.
+"""
 
 from __future__ import annotations
 

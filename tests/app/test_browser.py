@@ -1,4 +1,7 @@
-"""The served app in Debian's chromium: packet list, opening each sample, every tab drawn, URL query, Export offline, no outside requests."""
+"""The served app in Debian's chromium.
+
+Packet list, opening each sample, every tab drawn, URL query, Export offline, no outside requests.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""In the browser, on a root of the test's own: a packet whose files change is re-read on every open and export, and no URL parameter blanks the page."""
+"""In the browser: a packet whose files change is re-read on every open and export.
+
+In the browser, on a root of the test's own: a packet whose files change is re-read on every open and export,
+and no URL parameter blanks the page.
+"""
 
 from __future__ import annotations
 

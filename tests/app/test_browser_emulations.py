@@ -1,4 +1,9 @@
-"""The Emulations tab in a served app: a progress bar, then the core's bit-equal counts in table order with the baseline last; URL parameters (the sweep among them); a second session served while the first one computes; the pair view's matrix computed on request."""
+"""The Emulations tab in a served app: progress, the core's counts in table order, URL parameters.
+
+The Emulations tab in a served app: a progress bar, then the core's bit-equal counts in table order with the
+baseline last; URL parameters (the sweep among them); a second session served while the first one computes;
+the pair view's matrix computed on request.
+"""
 
 from __future__ import annotations
 

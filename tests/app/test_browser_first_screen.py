@@ -1,4 +1,8 @@
-"""The first screen in Debian's chromium at 1280 x 800: the overview's four cells inside the first viewport, a click on a map cell leaves the map where it was and outlines the cell, per-head markers never overlap, and no tab widens the page beyond the window."""
+"""The first screen in Debian's chromium at 1280 x 800.
+
+The overview's four cells inside the first viewport, a click on a map cell leaves the map where it was and
+outlines the cell, per-head markers never overlap, and no tab widens the page beyond the window.
+"""
 
 from __future__ import annotations
 

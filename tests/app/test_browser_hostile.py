@@ -1,4 +1,10 @@
-"""The app survives its root, in chromium: a directory name that is not UTF-8 is listed, opened, kept in the URL and exported; a packet of 8,388,000 tokens draws its attention tab with a bounded websocket payload; an unreadable or unsearchable directory in the root, served without root's privileges, never leaves the page blank."""
+"""The app survives its root, in chromium: odd names, changing packets, hostile URLs.
+
+The app survives its root, in chromium: a directory name that is not UTF-8 is listed, opened, kept in the URL
+and exported; a packet of 8,388,000 tokens draws its attention tab with a bounded websocket payload; an
+unreadable or unsearchable directory in the root, served without root's privileges, never leaves the page
+blank.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""The Overview and the element drill-down in Debian's chromium: the default page draws the overview's plots, a click on a map cell opens the element panel with result.element's values, and `&element=` round-trips through the URL."""
+"""The Overview and the element drill-down in Debian's chromium.
+
+The default page draws the overview's plots, a click on a map cell opens the element panel with
+result.element's values, and `&element=` round-trips through the URL.
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,9 @@
-"""The packet list in chromium: every column sorts both ways, the default order puts refused and inconclusive first
-then the largest score, the columns fit the sidebar at 1280 px, and packets written or deleted under the root while
-the page is open appear and disappear without a reload."""
+"""The packet list in chromium: sorting, the default order, paging and a root being written.
+
+The packet list in chromium: every column sorts both ways, the default order puts refused and inconclusive
+first then the largest score, the columns fit the sidebar at 1280 px, and packets written or deleted under the
+root while the page is open appear and disappear without a reload.
+"""
 
 from __future__ import annotations
 

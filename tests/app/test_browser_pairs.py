@@ -1,4 +1,8 @@
-"""The served app's pair mode in Debian's chromium: the partner list, one click to the pair view, its maps and element detail, unknown `compare=`, the pair export, offline, layout at 1280 px."""
+"""The served app's pair mode in Debian's chromium.
+
+The partner list, one click to the pair view, its maps and element detail, unknown `compare=`, the pair
+export, offline, layout at 1280 px.
+"""
 
 from __future__ import annotations
 

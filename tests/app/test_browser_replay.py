@@ -1,4 +1,9 @@
-"""The served app's replay mode in Debian's chromium: the runs listed under their packet, `?packet=NAME&replay=RUN` drawing the Replay view (matrix, arms, ladder, map, readback), the element drill-down, unknown `replay=`, the export, offline, nothing clipped at 1280 and 1920 px."""
+"""The served app's replay mode in Debian's chromium.
+
+The runs listed under their packet, `?packet=NAME&replay=RUN` drawing the Replay view (matrix, arms, ladder,
+map, readback), the element drill-down, unknown `replay=`, the export, offline, nothing clipped at 1280 and
+1920 px.
+"""
 
 from __future__ import annotations
 

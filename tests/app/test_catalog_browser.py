@@ -1,4 +1,8 @@
-"""The packet list at scale in chromium: a root larger than one page says "showing N of M", search reaches any packet, a packet added later appears on reload."""
+"""The packet list at scale in chromium.
+
+A root larger than one page says "showing N of M", search reaches any packet, a packet added later appears on
+reload.
+"""
 
 from __future__ import annotations
 

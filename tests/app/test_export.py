@@ -1,4 +1,8 @@
-"""Headless export: a self-contained HTML page and the JSON report for every status, never overwriting, and `explorer report` with one PNG per view."""
+"""Headless export: self-contained HTML and JSON for every status, never overwriting, PNGs.
+
+Headless export: a self-contained HTML page and the JSON report for every status, never overwriting, and
+`explorer report` with one PNG per view.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Every tab of an analyzed, an inconclusive and a refused sample at 1280 and 1920 px: no canvas past its column or the viewport, no two visible boxes overlapping, no text cut by its box."""
+"""Every tab of an analyzed, an inconclusive and a refused sample at 1280 and 1920 px.
+
+No canvas past its column or the viewport, no two visible boxes overlapping, no text cut by its box.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""The sidebar's packet table outside a server: 4-digit numbers with the full value on hover, the open packet's row marked."""
+"""The sidebar's packet table outside a server.
+
+4-digit numbers with the full value on hover, the open packet's row marked.
+"""
 
 from __future__ import annotations
 

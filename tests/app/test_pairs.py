@@ -1,4 +1,7 @@
-"""The app's pair mode without a browser: `compare=` in the URL query, the partner list, closing, and the pair caption band."""
+"""The app's pair mode without a browser.
+
+`compare=` in the URL query, the partner list, closing, and the pair caption band.
+"""
 
 from __future__ import annotations
 

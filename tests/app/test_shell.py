@@ -1,4 +1,7 @@
-"""The app shell without a browser: opening from a URL query, unknown names, lazy tabs, heads and Export."""
+"""The app shell without a browser: URL query, unknown names, lazy tabs, heads and Export.
+
+The app shell without a browser: opening from a URL query, unknown names, lazy tabs, heads and Export.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""The shell without a browser against a hostile root: a non-UTF-8 name through the URL and back, an export that fails for any reason says so, a session that cannot be set up shows a note instead of nothing."""
+"""The shell without a browser against a hostile root: odd names, failing exports, hostile URLs.
+
+The shell without a browser against a hostile root: a non-UTF-8 name through the URL and back, an export that
+fails for any reason says so, a session that cannot be set up shows a note instead of nothing.
+"""
 
 from __future__ import annotations
 

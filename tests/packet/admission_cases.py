@@ -1,4 +1,6 @@
-"""The case tables of the admission tests: one real packet per case, and what admission must say about it.
+"""The case tables of the admission tests.
+
+One real packet per case, and what admission must say about it.
 
 Each case writes a valid synthetic packet (explorer.samples), then changes
 packet.json, the snapshot (its hash following) or the files on disk.

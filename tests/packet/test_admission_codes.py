@@ -1,4 +1,8 @@
-"""Every refusal and inconclusive code of docs/packet-format.md on a real packet on disk, with its exact (code, field) list."""
+"""Every refusal and inconclusive code on a real packet on disk, with its exact (code, field) list.
+
+Every refusal and inconclusive code of docs/packet-format.md on a real packet on disk, with its exact (code,
+field) list.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""The repository's own docs/: every admission and after-numerics code explained, the report's and the comparison report's keys listed, triage's fields, and README/docs pointing only inside the repository."""
+"""The repository's own docs/ explain every code and list every report key and triage field.
+
+The repository's own docs/: every admission and after-numerics code explained, the report's and the comparison
+report's keys listed, triage's fields, and README/docs pointing only inside the repository.
+"""
 
 from __future__ import annotations
 

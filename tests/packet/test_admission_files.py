@@ -1,4 +1,7 @@
-"""Files and paths (docs/packet-format.md, How files are read): special files, symlinks, aliases, size limits before allocation, what is read."""
+"""Files and paths (docs/packet-format.md, How files are read).
+
+Special files, symlinks, aliases, size limits before allocation, what is read.
+"""
 
 from __future__ import annotations
 

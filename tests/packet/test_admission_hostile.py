@@ -1,4 +1,8 @@
-"""Hostile packets, second pass: a directory swapped for a link while read, trailing slashes, bytes paths, huge products, long names and the escaped-quote JSON."""
+"""Hostile packets, second pass: swapped links, odd paths, huge products and long names.
+
+Hostile packets, second pass: a directory swapped for a link while read, trailing slashes, bytes paths, huge
+products, long names and the escaped-quote JSON.
+"""
 
 from __future__ import annotations
 

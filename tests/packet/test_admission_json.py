@@ -1,4 +1,8 @@
-"""Strict JSON rules (docs/packet-format.md, How files are read) for the parser itself and for packet.json and the metadata file on disk."""
+"""Strict JSON rules for the parser itself and for packet.json and the metadata file on disk.
+
+Strict JSON rules (docs/packet-format.md, How files are read) for the parser itself and for packet.json and
+the metadata file on disk.
+"""
 
 from __future__ import annotations
 

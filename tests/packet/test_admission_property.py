@@ -1,4 +1,7 @@
-"""Property tests: mutated valid packets (field values and types, bytes, lengths, paths) never make admission or analysis raise.
+"""Property tests: mutated valid packets never make admission or analysis raise.
+
+Property tests: mutated valid packets (field values and types, bytes, lengths, paths) never make admission or
+analysis raise.
 
 `test_admit_never_raises` checks admission alone; `test_analyze_never_raises`
 runs the same mutations through `explorer.analyze` (the numerics) and the JSON

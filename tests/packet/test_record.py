@@ -1,4 +1,7 @@
-"""The shared record methods (explorer/packet/record.py) behave as the ones `@dataclass(frozen=True)` generates."""
+"""The shared record methods behave as the ones `@dataclass(frozen=True)` generates.
+
+The shared record methods (explorer/packet/record.py) behave as the ones `@dataclass(frozen=True)` generates.
+"""
 
 from __future__ import annotations
 

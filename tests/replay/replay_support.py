@@ -1,4 +1,8 @@
-"""Helpers of the replay tests: a sample pair and a replay run written into a temporary root, with edits; no assertions."""
+"""Helpers of the replay tests: a sample pair and a replay run written into a temporary root.
+
+Helpers of the replay tests: a sample pair and a replay run written into a temporary root, with edits; no
+assertions.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""replay(): the complete sample run, the matrix with a partner, the tool-analysis cross-check, the arm reasons and the report's keys (docs/replay.md, What is computed and The report)."""
+"""replay() on the complete sample run: matrix, cross-check, arm reasons and the report's keys.
+
+replay(): the complete sample run, the matrix with a partner, the tool-analysis cross-check, the arm reasons
+and the report's keys (docs/replay.md, What is computed and The report).
+"""
 
 from __future__ import annotations
 

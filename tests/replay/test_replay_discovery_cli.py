@@ -1,4 +1,8 @@
-"""The source packet found by packetSHA256 (docs/replay.md, The source packet and the partner: parent, siblings, two candidates, none) and `explorer replay`'s exit codes and output."""
+"""The source packet found by packetSHA256, and `explorer replay`'s exit codes and output.
+
+The source packet found by packetSHA256 (docs/replay.md, The source packet and the partner: parent, siblings,
+two candidates, none) and `explorer replay`'s exit codes and output.
+"""
 
 from __future__ import annotations
 

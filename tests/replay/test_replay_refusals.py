@@ -1,4 +1,8 @@
-"""Every run-level refusal and arm state of docs/replay.md, Admission of the run on run directories written from the sample pair, hostile files included: a code, never an exception or a hang."""
+"""Every run-level refusal and arm state, hostile files included: a code, never an exception.
+
+Every run-level refusal and arm state of docs/replay.md, Admission of the run on run directories written from
+the sample pair, hostile files included: a code, never an exception or a hang.
+"""
 
 from __future__ import annotations
 

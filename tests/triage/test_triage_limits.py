@@ -1,5 +1,8 @@
-"""Triage always finishes: a stopped worker times out, --jobs is capped, aliases are visited once, and no input or
-output environment ends it with exit 1."""
+"""Triage always finishes: stopped workers time out, --jobs is capped, aliases are visited once.
+
+Triage always finishes: a stopped worker times out, --jobs is capped, aliases are visited once, and no input
+or output environment ends it with exit 1.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""The SVG per-head chart: its axes, what it leaves out, and that every marker is the exact value, inside the frame."""
+"""The SVG per-head chart: its axes, what it leaves out, and exact markers inside the frame.
+
+The SVG per-head chart: its axes, what it leaves out, and that every marker is the exact value, inside the
+frame.
+"""
 
 from __future__ import annotations
 

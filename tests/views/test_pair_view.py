@@ -1,4 +1,7 @@
-"""The pair view, its notebook accessor and its export build with the right content for every kind of pair."""
+"""The pair view, its notebook accessor and its export build.
+
+Each with the right content for every kind of pair.
+"""
 
 from __future__ import annotations
 

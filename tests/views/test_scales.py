@@ -1,4 +1,8 @@
-"""Display scales (explorer.views.scales and the per-head axis): colour-bar labels never repeat, counts tick whole numbers, index labels stay apart, and the discrete ULP scale gives 0 its own colour."""
+"""Display scales (explorer.views.scales and the per-head axis).
+
+Colour-bar labels never repeat, counts tick whole numbers, index labels stay apart, and the discrete ULP scale
+gives 0 its own colour.
+"""
 
 from __future__ import annotations
 

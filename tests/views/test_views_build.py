@@ -1,4 +1,7 @@
-"""Every view builds and serializes for every sample and status, and says why when it has nothing to draw."""
+"""Every view builds and serializes for every sample and status.
+
+A view says why when it has nothing to draw.
+"""
 
 from __future__ import annotations
 

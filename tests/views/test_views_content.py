@@ -1,4 +1,8 @@
-"""What each view shows: the analysis' own numbers in maps and tables, explicit states, hover fields and the head selection."""
+"""What each view shows: the analysis' own numbers, explicit states, hovers, the head selection.
+
+What each view shows: the analysis' own numbers in maps and tables, explicit states, hover fields and the head
+selection.
+"""
 
 from __future__ import annotations
 

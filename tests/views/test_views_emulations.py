@@ -1,4 +1,8 @@
-"""The Emulations view: bit-equal tables, the ULP difference map, the drill-down, parameters and the background computation."""
+"""The Emulations view: bit-equal tables, the ULP difference map, the drill-down, parameters.
+
+The Emulations view: bit-equal tables, the ULP difference map, the drill-down, parameters and the background
+computation.
+"""
 
 from __future__ import annotations
 

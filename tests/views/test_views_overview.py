@@ -1,4 +1,8 @@
-"""The Overview view and the element panel: status, reasons and identity above four compact views, each linked to its tab, and every number about a clicked element."""
+"""The Overview view and the element panel.
+
+Status, reasons and identity above four compact views, each linked to its tab, and every number about a
+clicked element.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""The full-size Qwen3.6 packet (QH16/KVH2/D256/T5585): every view stays well under the websocket budget."""
+"""Every view of the full-size Qwen3.6 packet stays well under the websocket budget.
+
+The full-size Qwen3.6 packet (QH16/KVH2/D256/T5585): every view stays well under the websocket budget.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Kernel arithmetic emulations (docs/emulations.md): which kernel's arithmetic reproduces an output, element by element, and what the counts tell apart; no I/O, no UI.
+"""Kernel arithmetic emulations (docs/emulations.md).
+
+Which kernel's arithmetic reproduces an output, element by element, and what the counts tell apart; no I/O, no
+UI.
 
 The next callers use: `resolve_all(request, shape)` (ids -> specs, EmulationIdError for
 unknown kernels, parameters or values), `emulate(inputs, specs, eligible)` (run once),

@@ -1,4 +1,6 @@
-"""The emulated kernels' float32 arithmetic, vectorised (KV heads, group heads, blocks, partitions, simdgroups and lanes as array axes); no I/O, no UI.
+"""The emulated kernels' float32 arithmetic.
+
+Vectorised (KV heads, group heads, blocks, partitions, simdgroups and lanes as array axes); no I/O, no UI.
 
 Every operation is one float32 numpy operation (one rounding, no wider accumulator),
 except where a `Hypotheses.fma` fused multiply-add rounds a product and a sum once

@@ -1,4 +1,8 @@
-"""What a count can tell apart (docs/emulations.md, Reading the counts): the decisive elements, each emulation's count on them, the baseline row and the table order; numpy only, no I/O."""
+"""What a count can tell apart (docs/emulations.md, Reading the counts).
+
+The decisive elements, each emulation's count on them, the baseline row and the table order; numpy only, no
+I/O.
+"""
 
 from __future__ import annotations
 

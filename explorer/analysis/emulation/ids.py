@@ -1,4 +1,7 @@
-"""Emulation-id parsing and the expansion of named sets (default, sweep); every error a bounded one-line usage message; no numerics, no I/O."""
+"""Emulation-id parsing and the expansion of named sets (default, sweep).
+
+Every error a bounded one-line usage message; no numerics, no I/O.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,9 @@
-"""What the real kernels launch for a packet's geometry (docs/emulations.md, The kernels, what each follows and what is hypothesis: MLX's kernel and block choice, the paged kernel's simdgroups) and each emulation's memory estimate; pure functions, no numerics, no I/O."""
+"""What the real kernels launch for a packet's geometry, and each emulation's memory estimate.
+
+What the real kernels launch for a packet's geometry (docs/emulations.md, The kernels, what each follows and
+what is hypothesis: MLX's kernel and block choice, the paged kernel's simdgroups) and each emulation's memory
+estimate; pure functions, no numerics, no I/O.
+"""
 
 from __future__ import annotations
 

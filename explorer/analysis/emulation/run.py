@@ -1,4 +1,8 @@
-"""Runs resolved emulations on promoted inputs (steps shared between emulations where they coincide, each dropped after its last use) and scores them against an output; no I/O, no UI."""
+"""Runs resolved emulations on promoted inputs and scores them against an output; no I/O, no UI.
+
+Runs resolved emulations on promoted inputs (steps shared between emulations where they coincide, each dropped
+after its last use) and scores them against an output; no I/O, no UI.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""Resolved emulations: every parameter's value for a packet, the normalised id, what runs (the launch rules applied), the label and the assumptions; no numerics, no I/O."""
+"""Resolved emulations: every parameter's value for a packet, the normalised id, what runs.
+
+Resolved emulations: every parameter's value for a packet, the normalised id, what runs (the launch rules
+applied), the label and the assumptions; no numerics, no I/O.
+"""
 
 from __future__ import annotations
 
