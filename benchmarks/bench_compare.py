@@ -26,11 +26,11 @@ import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_analyze import timed_process  # noqa: E402
-
 from explorer.analysis.analyze import analyze  # noqa: E402
 from explorer.pair.compare import compare, pair_of  # noqa: E402
 from explorer.samples import FULL_PAIR_NAMES, pair_full_spec, write_packet  # noqa: E402
+
+from bench_analyze import timed_process  # noqa: E402
 
 RUNS = 5
 IN_PROCESS_RUNS = 20

@@ -28,10 +28,11 @@ import tempfile  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-from bench_analyze import PROCESS_ENV  # noqa: E402
 from explorer.analysis.analyze import analyze, clear_cache  # noqa: E402
 from explorer.analysis.emulation import DEFAULT_SET, emulations_for, normalised_ids, shape_of  # noqa: E402
 from explorer.samples import FULL_PAIR_NAMES, pair_full_spec, qwen_full_spec, write_packet  # noqa: E402
+
+from bench_analyze import PROCESS_ENV  # noqa: E402
 
 RUNS = 5
 SINGLE_IDS = ("mlx_two_pass", "mlx_two_pass(partialDType=float32)", "paged_two_pass", "single_pass",

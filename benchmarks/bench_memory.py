@@ -22,14 +22,14 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench_analyze import timed_process
-
 from explorer.analysis.emulation import resolve_all, shape_of
 from explorer.analysis.emulation.launch import request_bound
 from explorer.analysis.memory import BASE_BYTES, MIB, analysis_bound
 from explorer.export.pages import REPORT_PAGE_BYTES
 from explorer.packet.admission import admit
 from explorer.samples import qwen_full_spec, synthetic_spec, write_packet
+
+from bench_analyze import timed_process
 
 PACKETS = {
     "qwen-size QH16/KVH2/D256/T5585": lambda: qwen_full_spec(),

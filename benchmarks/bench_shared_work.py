@@ -70,7 +70,8 @@ def thinned_curve(packet: Path) -> None:
     tokens = drawn_tokens(weights)
     seconds = time.perf_counter() - started
     print(f"attention curve, T = {weights.size}: {tokens.size} tokens drawn, chosen in {seconds:.3f} s; "
-          f"{tokens.size * POINT_BYTES / 2**10:.1f} KiB of points instead of {weights.size * POINT_BYTES / 2**20:.1f} MiB")
+          f"{tokens.size * POINT_BYTES / 2**10:.1f} KiB of points instead of "
+          f"{weights.size * POINT_BYTES / 2**20:.1f} MiB")
 
 
 def main() -> None:

@@ -16,7 +16,8 @@ import json  # noqa: E402
 import os  # noqa: E402
 import sys  # noqa: E402
 import warnings  # noqa: E402
-from typing import Any, Callable, Sequence  # noqa: E402
+from collections.abc import Callable, Sequence  # noqa: E402
+from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -80,8 +81,8 @@ def _printable(line: str) -> str:
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows)]
-    return ["  " + "  ".join(str(cell).rjust(width) for cell, width in zip(line, widths)).rstrip()
+    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows, strict=True)]
+    return ["  " + "  ".join(str(cell).rjust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
             for line in (header, *rows)]
 
 
@@ -126,7 +127,7 @@ def _tensor_lines(report: dict) -> list[str]:
                  str(facts["nonfinite"]["nan"]), str(facts["nonfinite"]["signalingNan"]),
                  str(facts["nonfinite"]["positiveInfinity"]), str(facts["nonfinite"]["negativeInfinity"])]
                 for name, facts in tensors.items()]
-        lines += ["Tensors:"] + _table(["tensor", "dtype", "shape", "NaN", "sNaN", "+inf", "-inf"], rows)
+        lines += ["Tensors:", *_table(["tensor", "dtype", "shape", "NaN", "sNaN", "+inf", "-inf"], rows)]
     last_row = report["lastRow"]
     if last_row is not None:
         for part in ("keys", "values"):
@@ -152,7 +153,7 @@ def _reference_lines(report: dict) -> list[str]:
     scores = (report.get("score") or {}).get("perHead") or [None] * len(primary["perHead"])
     header = ["head", "kv", "score", "linf", "rmse", "relativeL2", "undefined"]
     rows = [[str(head["queryHead"]), str(head["kvHead"]), short_number(score), *_metric_cells(head)]
-            for head, score in zip(primary["perHead"], scores)]
+            for head, score in zip(primary["perHead"], scores, strict=True)]
     rows.append(["all", "", short_number(report["score"]["value"]) if report.get("score") else "-",
                  *_metric_cells(primary["global"])])
     if primary["eligibleGlobal"] is not None:
@@ -160,9 +161,10 @@ def _reference_lines(report: dict) -> list[str]:
     if not rounded["identity"]:
         header.append(f"linf vs {rounded['dtype']}-rounded ref")
         cells = [short_number(block["linf"]) for block in (*rounded["perHead"], rounded["global"])]
-        for row, cell in zip(rows, cells + [""]):  # the rounded block has no eligible-heads aggregate
+        # the rounded block has no eligible-heads aggregate: that row, when present, gets an empty cell
+        for row, cell in zip(rows, cells + [""] * (len(rows) - len(cells)), strict=True):
             row.append(cell)
-    lines = [f"Reference: {primary['label']}"] + _table(header, rows) + [_ulp_line(rounded)]
+    lines = [f"Reference: {primary['label']}", *_table(header, rows), _ulp_line(rounded)]
     if reference["roundedToKernelOutputDType"] is not None:
         lines.append(_ulp_line(reference["roundedToKernelOutputDType"]))
     return lines
@@ -177,9 +179,9 @@ def _emulation_lines(report: dict) -> list[str]:
         return [f"Emulations requested ({len(report['emulationsRequested'])}): not computed, "
                 "no reference exists for this packet"]
     decisive = report["emulationDecisive"]
-    return (["Kernel emulations (counterfactuals, not the reference), ordered by the decisive elements "
-             f"(where they disagree: {'none computed' if decisive is None else decisive['global']}):"]
-            + _table(*emulation_table(report["emulations"], decisive, report["emulationBaseline"])))
+    return ["Kernel emulations (counterfactuals, not the reference), ordered by the decisive elements "
+            f"(where they disagree: {'none computed' if decisive is None else decisive['global']}):",
+            *_table(*emulation_table(report["emulations"], decisive, report["emulationBaseline"]))]
 
 
 def _score_lines(report: dict) -> list[str]:
@@ -263,7 +265,8 @@ def _check_output(output: str | None) -> None:
 def _deliver(args: argparse.Namespace, report: dict, summary_text: Callable[[], str]) -> None:
     """The JSON report to --output and on stdout with --json, else the text summary: the indented JSON (Python's
     slow pure encoder) is made only when one of them asks for it."""
-    text = json.dumps(report, allow_nan=False, indent=JSON_INDENT) + "\n" if args.json or args.output is not None else ""
+    wanted = args.json or args.output is not None
+    text = json.dumps(report, allow_nan=False, indent=JSON_INDENT) + "\n" if wanted else ""
     _write_output(args.output, text)
     _emit(text if args.json else summary_text())
 
@@ -398,8 +401,8 @@ def _pair_input_lines(inputs: dict | None) -> list[str]:
     verdict = "byte-identical" if inputs["identical"] else "not byte-identical"
     rows = [[name, "yes" if t["identical"] else "no", f"{t['mismatched']} of {t['compared']}",
              _heads_with(t["perHead"])] for name, t in inputs["tensors"].items()]
-    return ([f"Inputs: all five tensors {verdict}" if inputs["identical"] else f"Inputs: {verdict}"]
-            + _table(["tensor", "identical", "elements differing", "heads (count)"], rows))
+    return [f"Inputs: all five tensors {verdict}" if inputs["identical"] else f"Inputs: {verdict}",
+            *_table(["tensor", "identical", "elements differing", "heads (count)"], rows)]
 
 
 def _pair_output_lines(output: dict | None) -> list[str]:
@@ -441,7 +444,7 @@ def _pair_ladder_lines(report: dict) -> list[str]:
                  for k in ("linf", "rmse")]
         rows.append([name, short_number(report[name]["backend"]), *cells,
                      f"{row['equalToRoundedReference']} of {row['compared']}"])
-    return ["Ladder (each side against its own references, global):"] + _table(header, rows)
+    return ["Ladder (each side against its own references, global):", *_table(header, rows)]
 
 
 def _pair_token_lines(report: dict) -> list[str]:
@@ -472,9 +475,9 @@ def _pair_emulation_lines(report: dict) -> list[str]:
     matrix = report["emulationMatrix"]
     if matrix is None:
         return [f"Kernel emulations: no emulation x side matrix ({report['emulationMatrixReason']})"]
-    return ([f"Kernel emulations (counterfactuals, not the reference; emulated on {matrix['emulatedOn']}): "
-             "output elements bit-equal to each"]
-            + _table(*pair_emulation_table(matrix, report["emulationDiffering"], report["emulationDecisive"]["a"])))
+    return [f"Kernel emulations (counterfactuals, not the reference; emulated on {matrix['emulatedOn']}): "
+            "output elements bit-equal to each",
+            *_table(*pair_emulation_table(matrix, report["emulationDiffering"], report["emulationDecisive"]["a"]))]
 
 
 def compare_summary(report: dict) -> str:
@@ -548,7 +551,8 @@ def _run_replay(args: argparse.Namespace) -> int:
     _check_output(args.output)
     _check_emulate(args.emulate)
     try:
-        report = explorer.replay(args.run_directory, packet=args.packet, partner=args.partner, emulate=args.emulate).report()
+        report = explorer.replay(args.run_directory, packet=args.packet, partner=args.partner,
+                                 emulate=args.emulate).report()
     except AmbiguousPacketError as error:
         raise UsageError(str(error)) from None
     _deliver(args, report, lambda: "".join(_printable(line) + "\n" for line in summary_lines(report)))
@@ -560,7 +564,8 @@ def _add_replay(commands) -> None:
         "replay", help="read an operator replay run against its packet: every arm's output against every capture",
         description="Exit status: 0 analyzed, 3 inconclusive, 4 refused, 2 usage error (also: two packets beside "
                     "RUN match its packetSHA256), 1 internal error.")
-    replay.add_argument("run_directory", metavar="RUN", help="the replay tool's run directory (input.json, ARM/result.json, ...)")
+    replay.add_argument("run_directory", metavar="RUN",
+                        help="the replay tool's run directory (input.json, ARM/result.json, ...)")
     replay.add_argument("--packet", metavar="PACKET",
                         help="the source packet (default: the packet beside RUN whose packet.json hashes to its "
                              "packetSHA256)")

@@ -15,7 +15,8 @@ from __future__ import annotations
 import contextlib
 import gc
 import sys
-from typing import NoReturn, Sequence
+from collections.abc import Sequence
+from typing import NoReturn
 
 from explorer.packet.admission import ReadAhead
 from explorer.packet.parallel import single_threaded_blas

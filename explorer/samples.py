@@ -8,9 +8,9 @@ import errno
 import hashlib
 import json
 import os
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import field
 from pathlib import Path
-from typing import Callable, Iterator, Mapping
 
 import numpy as np
 
@@ -327,7 +327,8 @@ def write_files(directory: str | os.PathLike, files: Mapping[str, bytes]) -> Pat
 
 def write_packet(directory: str | os.PathLike, spec: PacketSpec, *, descriptor: dict | None = None,
                  metadata: bytes | None = None) -> Path:
-    """Write the packet into `directory` (created if needed) and return the directory; never overwrites (write_files)."""
+    """Write the packet into `directory` (created if needed) and return the directory; never overwrites
+    (write_files)."""
     return write_files(directory, make_packet_files(spec, descriptor=descriptor, metadata=metadata))
 
 

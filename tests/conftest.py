@@ -23,3 +23,16 @@ def pytest_collection_modifyitems(items):
         if item.path.name in ENDTOEND_FILES:
             item.add_marker(pytest.mark.endtoend)
     items.sort(key=lambda item: item.path.name not in LONGEST_FIRST)  # stable: every file keeps its own order
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """Debian's /usr/bin/chromium, headless, through Playwright (no browser download); one per xdist worker."""
+    from playwright.sync_api import sync_playwright
+
+    from explorer.export.pages import CHROMIUM, CHROMIUM_ARGS  # Panel loads only when a browser test runs
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=list(CHROMIUM_ARGS))
+        yield chromium
+        chromium.close()

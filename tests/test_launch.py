@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parents[1]
 ANALYZED = REPO / "sample_packets" / "clean-fp32q-bf16kv"
 
 
-@pytest.mark.parametrize(("argv", "expected"), [
+@pytest.mark.parametrize("argv, expected", [
     (["analyze", "P"], "P"),
     (["analyze", "P", "--json"], "P"),
     (["analyze", "--json", "P"], "P"),

@@ -16,8 +16,9 @@ import dataclasses
 import os
 import threading
 from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
 from time import perf_counter
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, MutableMapping, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -222,7 +223,8 @@ def _emulation_key(analysis: Analysis, request: str | Iterable[str]) -> tuple[Co
 def emulations_of(analysis: Analysis, request: str | Iterable[str],
                   emulated: Sequence[EmulatedOutput] | None = None,
                   progress: Callable[[int, int], None] | None = None) -> Scored | None:
-    """The scored emulations of `request` on an existing analysis and their counts (None without numerics), cached as analyze's.
+    """The scored emulations of `request` on an existing analysis and their counts (None without numerics), cached as
+    analyze's.
 
     `emulated` as for `_emulations`: outputs of the same ids on identical inputs, scored, not run.
     """

@@ -14,7 +14,8 @@ import os
 import platform
 import re
 import sys
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -56,7 +57,8 @@ def finite(value: float | None) -> float | None:
 
 
 def metrics_block(m: Metrics) -> dict[str, Any]:
-    """The metrics block (docs/report.md, The report's keys: M): linf, rmse, relativeL2, undefinedReason, nonfinite counts."""
+    """The metrics block (docs/report.md, The report's keys: M): linf, rmse, relativeL2, undefinedReason, nonfinite
+    counts."""
     return {
         "linf": finite(m.linf),
         "rmse": finite(m.rmse),
@@ -88,7 +90,8 @@ def count_block(count: int | None, per_head) -> dict[str, Any] | None:
 
 
 def emulation_block(e: Emulation, group: int) -> dict[str, Any]:
-    """One emulation entry (docs/emulations.md, The result of one emulation: with resolved, notEmulated and bitEqualDecisive)."""
+    """One emulation entry (docs/emulations.md, The result of one emulation: with resolved, notEmulated and
+    bitEqualDecisive)."""
     return {
         "id": e.id, "kernel": e.kernel, "label": e.label, "parameters": dict(e.parameters),
         "assumptions": list(e.assumptions), "outputDType": e.output_dtype,
@@ -137,7 +140,8 @@ def installed_version(distribution: str) -> str | None:
 
 
 def emulation_list(emulations: Sequence[Emulation], group: int) -> list[dict[str, Any]]:
-    """The report's emulation entries in table order (docs/emulations.md, Reading the counts: decisive count, else bitEqual)."""
+    """The report's emulation entries in table order (docs/emulations.md, Reading the counts: decisive count, else
+    bitEqual)."""
     from explorer.analysis.emulation import ranked  # loaded only when a report has emulations, as in analyze
 
     return [emulation_block(e, group) for e in ranked(emulations)]

@@ -11,7 +11,7 @@ each float in full (`json.dumps`).
 from __future__ import annotations
 
 import json
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 

@@ -5,8 +5,8 @@ No I/O, no UI.
 
 from __future__ import annotations
 
+from collections.abc import MutableMapping
 from time import perf_counter
-from typing import MutableMapping
 
 import numpy as np
 
@@ -67,7 +67,8 @@ def _head_has_nonfinite(facts: TensorFacts, name: str) -> np.ndarray:
 def compute_numerics(
     admission: Admission, facts: TensorFacts, timings: MutableMapping[str, float] | None = None
 ) -> Numerics:
-    """Every reference, comparison and diagnostic of docs/report.md, How the numbers are computed for an admitted packet.
+    """Every reference, comparison and diagnostic of docs/report.md, How the numbers are computed for an admitted
+    packet.
 
     Requires `admission.numerics_allowed`. When `timings` is given, the seconds
     spent on the references ("reference") and the comparisons ("comparisons") are

@@ -30,7 +30,7 @@ def noise_floor_ratios(numerics: Numerics) -> tuple[float | None, ...]:
     (the FP32 reference equals the FP64 one there: no unit to divide by).
     """
     ratios = []
-    for actual, floor in zip(numerics.primary.per_head, numerics.fp64.reference_error.per_head):
+    for actual, floor in zip(numerics.primary.per_head, numerics.fp64.reference_error.per_head, strict=True):
         defined = actual.linf is not None and floor.linf is not None and floor.linf > 0
         ratios.append(actual.linf / floor.linf if defined else None)
     return tuple(ratios)
@@ -56,7 +56,8 @@ def worst_head(numerics: Numerics) -> tuple[int | None, float | None, float | No
 
 
 def selection_key(analysis: Analysis) -> tuple[tuple[str, Any], ...] | None:
-    """The partner selection fields (docs/pairs.md, Partners) of a packet as ((name, value), ...) in report order, or None when unknown.
+    """The partner selection fields (docs/pairs.md, Partners) of a packet as ((name, value), ...) in report order, or
+    None when unknown.
 
     Two packets whose keys are equal are partners (captures of one selection).
     Unknown means refused, or identity, selection or sample not established.

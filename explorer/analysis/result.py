@@ -10,7 +10,8 @@ them is identity, as for the arrays' own truth value (explorer/packet/record.py)
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -25,7 +26,6 @@ from explorer.packet.dtypes import (  # noqa: F401  (codes of NonfiniteMap.kinds
 )
 from explorer.packet.model import Admission, Reason
 from explorer.packet.record import Record, record
-
 
 # ---------------------------------------------------------------- tensor facts
 
@@ -216,7 +216,8 @@ class Numerics(Record):
 
 @record(eq=False)
 class Emulation(Record):
-    """One kernel-arithmetic emulation scored against the output (docs/emulations.md, The result of one emulation): a counterfactual.
+    """One kernel-arithmetic emulation scored against the output (docs/emulations.md, The result of one emulation): a
+    counterfactual.
 
     `bit_equal` counts output elements whose bit pattern equals the emulation's over the
     eligible heads (`compared` elements); `bit_equal_per_head[h]` is None for an
@@ -250,7 +251,8 @@ class Emulation(Record):
 
 @record(eq=False)
 class Decisive(Record):
-    """The eligible output elements where the emulations with numbers are not all bit-identical (docs/emulations.md, Reading the counts).
+    """The eligible output elements where the emulations with numbers are not all bit-identical (docs/emulations.md,
+    Reading the counts).
 
     `per_head[h]` is None for an ineligible head; `positions` the first 100 [head,
     channel] in row-major order; `mask` bool [QH, D].
@@ -274,7 +276,8 @@ class Baseline(Record):
 
 @record(eq=False)
 class EmulationCounts(Record):
-    """What the emulations of one request tell apart: the decisive elements (None with fewer than two) and the baseline."""
+    """What the emulations of one request tell apart: the decisive elements (None with fewer than two) and the
+    baseline."""
 
     decisive: Decisive | None
     baseline: Baseline

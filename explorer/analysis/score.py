@@ -17,7 +17,7 @@ dtype scores at most 1; an element k output ULPs away scores about 2k.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

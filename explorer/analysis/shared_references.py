@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import Hashable, Mapping
+from collections.abc import Hashable, Mapping
 
 import numpy as np
 

@@ -28,7 +28,8 @@ from __future__ import annotations
 import logging
 import os
 import time
-from typing import Any, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import dask
 from distributed import Client, LocalCluster, as_completed

@@ -22,7 +22,7 @@ from explorer.replay.run import INPUT_JSON, read_json
 
 def _bound_hash(run: Path) -> str | None:
     """input.json's packetSHA256, or None when it cannot be read or is not a hash."""
-    with open_directory(str(run)) as (root, problem):
+    with open_directory(str(run)) as (root, _problem):
         if root is None:
             return None
         document = read_json(root, INPUT_JSON)

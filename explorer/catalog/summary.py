@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from explorer.analysis.analyze import analyze
 from explorer.analysis.ranking import selection_key, worst_head, worst_ulp_per_head
@@ -96,7 +97,8 @@ def summary_json(summary: PacketSummary) -> dict:
 
 
 def triage_order(name: str, summary: PacketSummary | None) -> tuple:
-    """Sort key: by status (analyzed, inconclusive, refused, error; unknown last), then the largest score first, then name."""
+    """Sort key: by status (analyzed, inconclusive, refused, error; unknown last), then the largest score first, then
+    name."""
     if summary is None:
         return (len(STATUS_ORDER), True, 0.0, name)
     score = summary.score

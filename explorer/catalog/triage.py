@@ -16,14 +16,22 @@ import json
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Callable, Iterator, Sequence, TextIO
+from typing import TextIO
 
 from explorer.analysis.formatting import short_number
 from explorer.catalog.discovery import Entry, discover
-from explorer.catalog.summary import (STATUS_ORDER, PacketSummary, failed_summary, selection_groups, summarize,
-                                       summary_json, triage_order)
 from explorer.catalog.limits import DEFAULT_TIMEOUT_S, MAX_JOBS
+from explorer.catalog.summary import (
+    STATUS_ORDER,
+    PacketSummary,
+    failed_summary,
+    selection_groups,
+    summarize,
+    summary_json,
+    triage_order,
+)
 from explorer.catalog.workers import jobs_for, map_isolated
 from explorer.packet.record import Record, record
 
@@ -70,8 +78,8 @@ def json_line(item: Triaged) -> str:
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    widths = [max(len(cell) for cell in column) for column in zip(header, *rows)]
-    return ["  " + "  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip()
+    widths = [max(len(cell) for cell in column) for column in zip(header, *rows, strict=True)]
+    return ["  " + "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
             for line in (header, *rows)]
 
 

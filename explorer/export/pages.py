@@ -35,12 +35,12 @@ import mimetypes
 import os
 import re
 import tempfile
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Mapping
 
 from explorer.analysis.ranking import worst_head
 from explorer.analysis.report import REPORT_INDENT, REPORT_SUFFIX, packet_name, report_text
@@ -203,7 +203,7 @@ def static_view(view):
         title = pn.pane.HTML(f"<h4 style='margin:0.4em 0 0.2em 0'>{html.escape(view.title)}</h4>",
                              sizing_mode="stretch_width")
         return static_view(pn.Column(title, *view.objects, sizing_mode="stretch_width", css_classes=view.css_classes))
-    if isinstance(view, pn.layout.ListLike) or isinstance(view, pn.GridBox):
+    if isinstance(view, (pn.layout.ListLike, pn.GridBox)):
         view.objects = [part for part in map(static_view, view.objects) if part is not None]
     return view
 
@@ -230,7 +230,7 @@ def _page(analysis: Analysis, name: str, head: int):
 
     from explorer.views import VIEWS, Selection
 
-    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     caption = caption_html(caption_fields(analysis, name, stamp))
     header = pn.pane.HTML(
         f"<h1>{html.escape(escaped_bytes(name))}</h1><p>Static export of the Attention Packet Explorer views: plots "
@@ -388,7 +388,7 @@ def png_files(out_dir: Path, stem: str, shots: Mapping[str, list[bytes]]) -> dic
     for slug, parts in shots.items():
         names = ([f"{stem}-{slug}{PNG_SUFFIX}"] if len(parts) == 1 else
                  [f"{stem}-{slug}-{number}{PNG_SUFFIX}" for number in range(1, len(parts) + 1)])
-        files.update({out_dir / name: part for name, part in zip(names, parts)})
+        files.update({out_dir / name: part for name, part in zip(names, parts, strict=True)})
     return files
 
 
@@ -495,8 +495,9 @@ PAIR_SIDE_FIELDS = ("packet", "status", "backend", "packetSHA256")  # caption fi
 def pair_caption_fields(pair, names: tuple[str, str], stamp: str) -> tuple[tuple[str, str], ...]:
     """The caption band of a pair: both packets (name, status, backend, hash prefix), the pair status, what the
     two sides share (model, request, output index, layer; 'a | b' where they differ), version and date."""
-    sides = [dict(caption_fields(analysis, name, stamp)) for analysis, name in zip((pair.a, pair.b), names)]
-    per_side = tuple((f"{label} {side}", fields[label]) for side, fields in zip("ab", sides)
+    sides = [dict(caption_fields(analysis, name, stamp))
+             for analysis, name in zip((pair.a, pair.b), names, strict=True)]
+    per_side = tuple((f"{label} {side}", fields[label]) for side, fields in zip("ab", sides, strict=True)
                      for label in PAIR_SIDE_FIELDS)
     shared = tuple((label, a if a == sides[1][label] else f"{a} | {sides[1][label]}")
                    for label, a in sides[0].items() if label not in (*PAIR_SIDE_FIELDS, "explorer", "exported"))
@@ -513,7 +514,7 @@ def _pair_page(pair, name: str, names: tuple[str, str]):
 
     from explorer.views.pair import build
 
-    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     header = pn.pane.HTML(
         f"<h1>{html.escape(name)}</h1><p>Side a: <code>{html.escape(pair.a.admission.path)}</code>; side b: "
         f"<code>{html.escape(pair.b.admission.path)}</code>. Pair status: <b>{pair.status}</b>. Static export of the "
@@ -578,9 +579,10 @@ def _replay_page(run, name: str):
 
     from explorer.views.replay import build
 
-    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     header = pn.pane.HTML(
-        f"<h1>{html.escape(escaped_bytes(name))}</h1><p>Replay run <code>{html.escape(escaped_bytes(run.path))}</code>. "
+        f"<h1>{html.escape(escaped_bytes(name))}</h1>"
+        f"<p>Replay run <code>{html.escape(escaped_bytes(run.path))}</code>. "
         f"Replay status: <b>{run.status}</b>. Static export of the Attention Packet Explorer replay view (explorer "
         f"{__version__}, {stamp}): plots keep zoom and hover; each setting chosen in the app is written as text. The "
         "replay JSON beside this file holds the same numbers.</p>", sizing_mode="stretch_width")
@@ -601,11 +603,13 @@ def export_replay(run, out_dir: str | os.PathLike, *, name: str | None = None, p
     out_dir.mkdir(parents=True, exist_ok=True)
     name = name or os.path.basename(os.path.normpath(run.path))
     stem = _free_stem(out_dir, stem_base(name, REPLAY_SECTION),
-                      (HTML_SUFFIX, REPLAY_SUFFIX, f"-{REPLAY_SECTION}{PNG_SUFFIX}", f"-{REPLAY_SECTION}-1{PNG_SUFFIX}"))
+                      (HTML_SUFFIX, REPLAY_SUFFIX, f"-{REPLAY_SECTION}{PNG_SUFFIX}",
+                       f"-{REPLAY_SECTION}-1{PNG_SUFFIX}"))
     with _detached():
         page = _standalone_html(_replay_page(run, name), title=f"{name} - Attention Packet Explorer")
     report = json.dumps(run.report(), allow_nan=False, indent=REPORT_INDENT) + "\n"
-    files: dict[Path, str | bytes] = {out_dir / f"{stem}{REPLAY_SUFFIX}": report, out_dir / f"{stem}{HTML_SUFFIX}": page}
+    files: dict[Path, str | bytes] = {out_dir / f"{stem}{REPLAY_SUFFIX}": report,
+                                      out_dir / f"{stem}{HTML_SUFFIX}": page}
     if png:
         files.update(png_files(out_dir, stem, page_screenshots(page, (REPLAY_SECTION,))))
     written = _write_set(files)

@@ -97,7 +97,8 @@ class Views:
         return self._build("attention", head)
 
     def emulations(self):
-        """Every kernel emulation's bit-equal counts, where the output differs from one, and the drill-down (computed now)."""
+        """Every kernel emulation's bit-equal counts, where the output differs from one, and the drill-down (computed
+        now)."""
         return self._build("emulations")
 
     def raw(self):

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 MESSAGE_TEXT_CHARS = 120  # characters of a name, path or string value shown in a message
 MESSAGE_INTEGER_DIGITS = 40  # an integer with more digits is shown by its digit count

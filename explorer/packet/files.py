@@ -25,8 +25,8 @@ import hashlib
 import os
 import stat
 from collections import deque
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Iterator, Sequence
 
 from explorer.packet.bounded import quoted
 from explorer.packet.model import Problem

@@ -6,7 +6,8 @@ explorer.analysis.result.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from explorer.packet.record import Record, record
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Callable, Sequence, TypeVar
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 # The explorer's numbers never use BLAS (docs/report.md); numpy still starts BLAS threads when it loads, which
 # on a busy 2-core machine only cost.

@@ -15,7 +15,8 @@ null with "emulationMatrixReason".
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from explorer.analysis.blocks import (
     LIMITATIONS,
@@ -30,6 +31,7 @@ from explorer.analysis.blocks import (
     ulp_block,
 )
 from explorer.analysis.result import Analysis
+from explorer.pair.emulation import ranked_rows
 from explorer.pair.model import (
     PAIR_LIMITATIONS,
     SIDES,
@@ -39,13 +41,13 @@ from explorer.pair.model import (
     OutputDifference,
     Pair,
 )
-from explorer.pair.emulation import ranked_rows
 
 COMPARISON_SCHEMA = "attention-explorer.comparison.v1"
 
 
 def side_summary(analysis: Analysis) -> dict[str, Any]:
-    """`S` of docs/pairs.md, The comparison report's keys: one side's path, hash, status and the fields allowed to differ."""
+    """`S` of docs/pairs.md, The comparison report's keys: one side's path, hash, status and the fields allowed to
+    differ."""
     admission = analysis.admission
     interpreted = not admission.refused
     identity, selection, tensors = admission.identity, admission.selection, admission.tensors
@@ -154,9 +156,10 @@ def emulation_matrix_block(pair: Pair) -> dict[str, Any] | None:
         return None
     rows = [{"id": row.a.id, "kernel": row.a.kernel, "label": row.a.label, "notEmulated": row.a.not_emulated,
              "compared": {"a": row.a.compared, "b": row.b.compared},
-             "bitEqual": {side: count_block(e.bit_equal, e.bit_equal_per_head) for side, e in zip(SIDES, (row.a, row.b))},
+             "bitEqual": {side: count_block(e.bit_equal, e.bit_equal_per_head)
+                          for side, e in zip(SIDES, (row.a, row.b), strict=True)},
              "bitEqualDecisive": {side: count_block(e.bit_equal_decisive, e.bit_equal_decisive_per_head)
-                                  for side, e in zip(SIDES, (row.a, row.b))},
+                                  for side, e in zip(SIDES, (row.a, row.b), strict=True)},
              "bitEqualDiffering": {"a": row.differing_a, "b": row.differing_b}}
             for row in ranked_rows(pair.emulation.rows)]
     baseline = pair.emulation.baseline

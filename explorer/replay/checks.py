@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from explorer.packet.bounded import shown
 from explorer.packet.jsonparse import is_integer
@@ -128,7 +129,8 @@ def check_input(value: dict) -> InputFile:
 
 def packet_mismatches(value: Mapping[str, Any], tensors: Mapping[str, TensorDescriptor],
                       admission: Admission) -> tuple[Problem, ...]:
-    """replay_packet_mismatch: input.json's hashes, identity, selection, scaleBits and descriptors against the packet."""
+    """replay_packet_mismatch: input.json's hashes, identity, selection, scaleBits and descriptors against the
+    packet."""
     problems = Problems()
 
     def differs(field: str, declared: Any, packet: Any) -> None:
@@ -251,8 +253,8 @@ def check_result(arm: str, value: dict, input_sha256: str, input_geometry: Mappi
     schema = value.get("schema", MISSING)
     problems.check(schema == RESULT_SCHEMA, RESULT_INVALID, "/schema", repr(RESULT_SCHEMA), schema)
     declared = value.get("inputSHA256", MISSING)
-    problems.check(declared == input_sha256, RESULT_INVALID, "/inputSHA256", f"the SHA-256 of input.json, {input_sha256}",
-                   declared)
+    problems.check(declared == input_sha256, RESULT_INVALID, "/inputSHA256",
+                   f"the SHA-256 of input.json, {input_sha256}", declared)
     problems.check(value.get("arm", MISSING) == arm, RESULT_INVALID, "/arm", repr(arm), value.get("arm", MISSING))
     dispatch = value.get("dispatch", MISSING)
     if problems.check(isinstance(dispatch, str), RESULT_INVALID, "/dispatch", "a string", dispatch):

@@ -10,8 +10,9 @@ dtype that is the native bit comparison (promotion is exact and one-to-one), +0 
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -49,7 +50,7 @@ def output_difference(values: np.ndarray, other: np.ndarray) -> OutputDifference
     return OutputDifference(
         identical=where.size == 0, compared=int(differs.size), mismatched=int(where.size),
         per_head=tuple(int(n) for n in differs.sum(axis=1)),
-        first_positions=tuple(zip(*(axis.tolist() for axis in first))), differs=readonly(differs))
+        first_positions=tuple(zip(*(axis.tolist() for axis in first), strict=True)), differs=readonly(differs))
 
 
 def readback(name: str, replayed: np.ndarray, captured: np.ndarray, same_sha256: bool) -> Readback:

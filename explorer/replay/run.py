@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from explorer.packet.bounded import clip, shown
 from explorer.packet.files import PacketRoot, read_json_file

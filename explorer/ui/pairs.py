@@ -7,16 +7,16 @@ with its export; computes no numbers and opens only listed packets.
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import panel as pn
 import param
 
 from explorer.catalog.index import PacketIndex
 from explorer.export.pages import RenderError, export_pair
-from explorer.pair.compare import compare
 from explorer.packet.bounded import escaped_bytes
+from explorer.pair.compare import compare
 from explorer.pair.model import Pair, SamePacketError
 from explorer.ui import catalog
 from explorer.ui.area import ModeArea, note_and_buttons
@@ -164,7 +164,7 @@ class PairMode(param.Parameterized):
         names = (self.packet, self.partner)
         pair = compare(*(catalog.lookup(self.index.entries, n).path for n in names))  # the files now
         changed = self._pair is not None and any(content_seen(now) != content_seen(shown) for now, shown in
-                                                 zip((pair.a, pair.b), (self._pair.a, self._pair.b)))
+                                                 zip((pair.a, pair.b), (self._pair.a, self._pair.b), strict=True))
         if changed:
             self._pair = pair
             self._show(pair)
@@ -172,13 +172,14 @@ class PairMode(param.Parameterized):
             paths = export_pair(pair, self.export_dir, names=names, png=True)
         except (OSError, RenderError) as error:
             reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
-            self.area.export_note.object = (f"The pair export wrote nothing to <code>{html.escape(str(self.export_dir))}"
-                                        f"</code>: {html.escape(reason)}")
+            self.area.export_note.object = ("The pair export wrote nothing to "
+                                            f"<code>{html.escape(str(self.export_dir))}</code>: {html.escape(reason)}")
         else:
             self._offer(paths.html, paths.pngs, paths.report)
             if changed:
-                self.area.export_note.object += ('<div class="pair-changed">The files of this pair changed since it was '
-                                             "shown; the view and the export show them as they are now.</div>")
+                self.area.export_note.object += ('<div class="pair-changed">The files of this pair changed since '
+                                                 "it was shown; the view and the export show them as they are now."
+                                                 "</div>")
         finally:
             self.area.export_button.loading = False
 

@@ -11,8 +11,8 @@ backend (else any partner), by name; the view says which.
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import panel as pn
 import param
@@ -165,12 +165,13 @@ class ReplayMode(param.Parameterized):
             paths = export_replay(result, self.export_dir, name=self.run, png=True)
         except (OSError, RenderError) as error:
             reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
-            self.area.export_note.object = (f"The replay export wrote nothing to <code>{html.escape(str(self.export_dir))}"
-                                        f"</code>: {html.escape(reason)}")
+            self.area.export_note.object = ("The replay export wrote nothing to "
+                                            f"<code>{html.escape(str(self.export_dir))}</code>: {html.escape(reason)}")
         else:
             files = (paths.html, *paths.pngs, paths.report)
-            self.area.downloads.offer(zip(files, ("Download HTML", "Download PNG", "Download replay JSON")))
-            self.area.export_note.object = written_note("replay-export-note",
-                                                    zip(("export-html", "export-png", "export-json"), files))
+            self.area.downloads.offer(zip(files, ("Download HTML", "Download PNG", "Download replay JSON"),
+                                          strict=True))
+            names = ("export-html", "export-png", "export-json")
+            self.area.export_note.object = written_note("replay-export-note", zip(names, files, strict=True))
         finally:
             self.area.export_button.loading = False

@@ -11,8 +11,8 @@ import logging
 import os
 import re
 import threading
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
 from urllib.parse import parse_qsl, urlencode
 
 import panel as pn
@@ -21,8 +21,8 @@ from panel.custom import JSComponent
 from panel.io.location import Location
 
 from explorer.analysis.analyze import analyze
-from explorer.analysis.formatting import short_number
 from explorer.analysis.element import locate, parse_index
+from explorer.analysis.formatting import short_number
 from explorer.analysis.result import Analysis
 from explorer.catalog.index import PacketIndex
 from explorer.catalog.summary import ERROR
@@ -275,7 +275,8 @@ class Shell(param.Parameterized):
         self._on_mode()
 
     def _on_mode(self) -> None:
-        """A pair or a replay run opened or closed: the single packet's views hide while one is shown; the URL follows."""
+        """A pair or a replay run opened or closed: the single packet's views hide while one is shown; the URL
+        follows."""
         self._single.visible = self._export_button.visible = not (self.pairs.partner or self.replays.run)
         self._push_url()
 

@@ -10,7 +10,8 @@ to the output dtype) is always the last row.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 BASELINE_LABEL = "rounded reference (baseline)"
 SIDES = ("a", "b")
@@ -37,7 +38,8 @@ def _global(block: dict[str, Any] | None) -> int | None:
 
 def emulation_table(emulations: Sequence[dict[str, Any]], decisive: dict[str, Any] | None,
                     baseline: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
-    """(header, rows) of one packet's emulations: decisive count, bit-equal count, ULP max, and a note; baseline last."""
+    """(header, rows) of one packet's emulations: decisive count, bit-equal count, ULP max, and a note; baseline
+    last."""
     compared = emulations[0]["compared"] if emulations else None
     on = _global(decisive)
     header = ["emulation", f"bit-equal on the {on} decisive" if on is not None else "bit-equal on decisive",

@@ -11,7 +11,7 @@ and markers never stretch with the width.
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

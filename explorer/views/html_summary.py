@@ -6,7 +6,7 @@ Stdlib and numpy only, never imports a UI library or computes a reported number.
 from __future__ import annotations
 
 import html
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 

@@ -47,7 +47,7 @@ HISTOGRAM_HEIGHT = 260
 def legend_html() -> str:
     swatches = "".join(f'<span style="display:inline-block;margin-right:1em"><span style="display:inline-block;'
                        f'width:0.9em;height:0.9em;background:{colour};border:1px solid #999;vertical-align:middle">'
-                       f"</span> {esc(name)}</span>" for name, colour in zip(FIELD_NAMES, FIELD_COLOURS))
+                       f"</span> {esc(name)}</span>" for name, colour in zip(FIELD_NAMES, FIELD_COLOURS, strict=True))
     return f'<div class="field-legend">Fields that differ: {swatches}</div>'
 
 

@@ -9,15 +9,16 @@ is in each cell's hover title.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
-from explorer.pair.model import LadderRow, NEARER_KEYS, PAIR_LIMITATIONS, Pair, SIDES
-from explorer.pair.compare import COMPARED
 from explorer.analysis.blocks import decisive_block
-from explorer.pair.emulation import ranked_rows
-from explorer.pair.report import emulation_differing_block, emulation_matrix_block, side_summary
 from explorer.analysis.result import Metrics
 from explorer.packet.model import INCONCLUSIVE, REFUSED
+from explorer.pair.compare import COMPARED
+from explorer.pair.emulation import ranked_rows
+from explorer.pair.model import NEARER_KEYS, PAIR_LIMITATIONS, SIDES, LadderRow, Pair
+from explorer.pair.report import emulation_differing_block, emulation_matrix_block, side_summary
 from explorer.views.emulation_tables import pair_emulation_table
 from explorer.views.html_summary import (
     BOX_STYLE,

@@ -10,8 +10,8 @@ import io
 
 import panel as pn
 
-from explorer.analysis.result import Analysis
 from explorer.analysis.report import REPORT_SUFFIX, packet_name, report_text
+from explorer.analysis.result import Analysis
 from explorer.views.common import Selection, collapsed, explained, heading, html_pane, note
 from explorer.views.html_summary import esc
 

@@ -60,7 +60,8 @@ def test_float32_exp_of_every_16_bit_input_is_correctly_rounded(dtype):
 
 def test_the_table_holds_the_correctly_rounded_powers_of_two():
     two = DECIMAL.create_decimal(2)
-    expected = [float(DECIMAL.power(two, DECIMAL.divide(j, elementary.TABLE_SIZE))) for j in range(elementary.TABLE_SIZE)]
+    expected = [float(DECIMAL.power(two, DECIMAL.divide(j, elementary.TABLE_SIZE)))
+                for j in range(elementary.TABLE_SIZE)]
     assert elementary.POWERS.tolist() == expected
 
 

@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 
 import explorer
-from analysis_support import oracle
 from explorer.analysis.analyze import analyze as analyze_with_timings
 from explorer.analysis.analyze import clear_cache
 from explorer.analysis.emulation import (
@@ -40,6 +39,8 @@ from explorer.samples import (
     write_packet,
 )
 
+from analysis_support import oracle
+
 # Float32-partial emulations stay within this many float32 ULPs of each head's largest |FP64 value|.
 FLOAT32_PARTIAL_HEAD_ULPS = 16
 # The bfloat16-partial twin's RMSE against FP64 is at least this many times the float32 one's.
@@ -62,7 +63,8 @@ def test_every_id_form_parses_and_normalises():
     assert _ids("paged_two_pass(partitionTokens=128)") == ["paged_two_pass(partitionTokens=128)"]
     assert _ids("mlx_two_pass(blocks=64,partialDType=float32)") == ["mlx_two_pass(blocks=64,partialDType=float32)"]
     # listed order, whatever the given order; spaces are tolerated
-    assert _ids(" mlx_two_pass( partialDType=float32 , blocks=64 ) ") == ["mlx_two_pass(blocks=64,partialDType=float32)"]
+    normalised = ["mlx_two_pass(blocks=64,partialDType=float32)"]
+    assert _ids(" mlx_two_pass( partialDType=float32 , blocks=64 ) ") == normalised
     assert _ids("single_pass()") == ["single_pass"]
     # an explicit default disappears; the mlx partial default is the output dtype
     assert _ids("mlx_two_pass(blocks=128,partialDType=bfloat16)") == ["mlx_two_pass"]

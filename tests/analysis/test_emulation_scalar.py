@@ -11,9 +11,10 @@ import itertools
 import numpy as np
 import pytest
 
+from explorer.analysis.emulation import EmulationInputs, emulate, resolve_all
+
 from analysis_support import from_bits, to_bits
 from emulation_scalar import emulate_head
-from explorer.analysis.emulation import EmulationInputs, emulate, resolve_all
 
 DTYPES = ("float32", "bfloat16", "float16")
 # Every kernel and option: the sweep, then each hypothesis alone and all three together on each kernel.

@@ -15,10 +15,11 @@ import stat
 
 import pytest
 
-from app_support import APP_PATH, PAGE_TIMEOUT_MS, artifact, deep_text, serve_app, wait_statuses, wait_view
 from explorer.samples import injected_error_spec, synthetic_spec, write_packet
 from explorer.ui.catalog import ROOT_ENV
 from explorer.views.attention import MAX_CURVE_POINTS
+
+from app_support import APP_PATH, PAGE_TIMEOUT_MS, artifact, deep_text, serve_app, wait_statuses, wait_view
 
 UNDECODABLE_NAME = os.fsdecode(b"bad\xffname")  # a tar archive can carry such a directory name
 SHOWN_NAME = "bad\\xffname"  # how the app writes it (the browser can take UTF-8 text only)

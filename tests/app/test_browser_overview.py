@@ -10,10 +10,11 @@ import re
 from urllib.parse import parse_qs, urlparse
 
 import explorer
-from app_support import MIN_PIXEL_STD, PAGE_TIMEOUT_MS, artifact, deep_text, open_packet, pixel_std, wait_view
 from explorer.catalog.summary import summarize, triage_order
 from explorer.ui import catalog
 from explorer.views.html_summary import short_number
+
+from app_support import MIN_PIXEL_STD, PAGE_TIMEOUT_MS, artifact, deep_text, open_packet, pixel_std, wait_view
 
 ROOT = catalog.default_root()
 OVERVIEW_WIDTH = 1280

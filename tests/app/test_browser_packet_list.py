@@ -15,11 +15,21 @@ import time
 
 import pytest
 
-from app_support import APP_PATH, ARTIFACTS, PAGE_TIMEOUT_MS, POLL_INTERVAL_S, artifact, packet_cell, serve_app, wait_statuses
 from explorer.catalog.discovery import ROOT_ENV
 from explorer.catalog.summary import summarize
 from explorer.samples import injected_error_spec, synthetic_spec, write_packet, write_refused
 from explorer.ui.packets import LIST_ORDER, NUMBER_COLUMNS, RESCAN_MS
+
+from app_support import (
+    APP_PATH,
+    ARTIFACTS,
+    PAGE_TIMEOUT_MS,
+    POLL_INTERVAL_S,
+    artifact,
+    packet_cell,
+    serve_app,
+    wait_statuses,
+)
 
 # A rescan starts every RESCAN_MS and checks the new packet (a few hundred ms); the list shows it on the next flush.
 WITHIN_MS = 3 * RESCAN_MS
@@ -67,7 +77,8 @@ def test_the_default_order_and_sorting_each_numeric_column_both_ways(page, serve
     statuses = [badge.get_attribute("data-status") for badge in page.locator(".packet-badge").all()]
     ranks = [LIST_ORDER.index(status) for status in statuses]
     assert ranks == sorted(ranks) and statuses[0] == "refused"  # refused, inconclusive (and error) first
-    analyzed = [float(text) for status, text in zip(statuses, _column(page, "score")) if status == "analyzed"]
+    analyzed = [float(text) for status, text in zip(statuses, _column(page, "score"), strict=True)
+                if status == "analyzed"]
     assert analyzed == sorted(analyzed, reverse=True)  # then the largest score first
     for field in NUMBER_COLUMNS:
         seen = []

@@ -100,7 +100,8 @@ def test_the_pair_export_reads_the_files_again_and_redraws_a_pair_whose_files_ch
     shell.pairs._export()
     assert shell.pairs._pair is not shown
     assert shell.pairs._pair.b.admission.packet_sha256 != shown.b.admission.packet_sha256
-    assert "wrote nothing" in shell.pairs.area.export_note.object and "No space left" in shell.pairs.area.export_note.object
+    assert "wrote nothing" in shell.pairs.area.export_note.object
+    assert "No space left" in shell.pairs.area.export_note.object
     assert not (tmp_path / "exports").exists() or not any((tmp_path / "exports").iterdir())
 
 

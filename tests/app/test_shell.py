@@ -268,7 +268,8 @@ def test_emulation_settings_round_trip_through_the_url_and_the_view(shell):
     assert shell._selection.emulation == {"blocks": 32} and "blocks=32" in shell._query_writer.query
 
 
-@pytest.mark.parametrize("query, problem", [("blocks=0", 'blocks &quot;0&quot; is not a multiple of 32 from 32 to 1024'),
+@pytest.mark.parametrize("query, problem", [("blocks=0",
+                                             'blocks &quot;0&quot; is not a multiple of 32 from 32 to 1024'),
                                             ("blocks=%C2%B2", "blocks &quot;\u00b2&quot; is not a multiple of 32"),
                                             ("partitionTokens=99999999", "partitionTokens &quot;99999999&quot;"),
                                             ("partialDType=%3Cb%3E", "partialDType &quot;&lt;b&gt;&quot; is not")])

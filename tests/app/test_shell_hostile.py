@@ -47,5 +47,5 @@ def test_a_session_that_cannot_be_set_up_shows_the_root_and_the_reason(tmp_path,
         raise PermissionError(13, "Permission denied", str(root))
 
     monkeypatch.setattr(shell_module, "PacketIndex", unlistable)
-    sidebar, main = open_session(tmp_path, tmp_path / "exports")
+    _sidebar, main = open_session(tmp_path, tmp_path / "exports")
     assert "session-failed" in main.object and str(tmp_path) in main.object and "Permission denied" in main.object

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
+
 from explorer.samples import synthetic_spec
+
 from packet_support import DELETE, build, with_tensor
 
 TENSOR_LIMIT = 32 * 1024 * 1024

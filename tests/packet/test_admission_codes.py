@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from explorer.packet.admission import admit
+
 from admission_cases import (
     ANALYZABLE_CASES,
     CASCADE_CASES,
@@ -20,7 +22,6 @@ from admission_cases import (
     ids,
     write_case,
 )
-from explorer.packet.admission import admit
 from packet_support import ordered, problems, reason_codes
 
 SPEC = Path(__file__).resolve().parents[3] / "shared" / "spec" / "packet-v1.md"

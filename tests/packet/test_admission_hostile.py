@@ -18,6 +18,7 @@ from explorer.packet.admission import admit
 from explorer.packet.bounded import MESSAGE_INTEGER_DIGITS, MESSAGE_LIST_ITEMS, MESSAGE_TEXT_CHARS, digit_count
 from explorer.packet.files import JSON_SIZE_LIMIT
 from explorer.packet.jsonparse import parse_json_object
+
 from packet_support import build, problems, read_descriptor, write_descriptor
 
 SV = "/tensors/storedValues"

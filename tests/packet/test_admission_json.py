@@ -13,6 +13,7 @@ import pytest
 from explorer.packet.admission import admit
 from explorer.packet.jsonparse import MAX_DEPTH, MAX_INT_DIGITS, OversizedInteger, is_integer, parse_json_object
 from explorer.samples import metadata_bytes, packet_descriptor, synthetic_spec
+
 from packet_support import build, problems, reason_codes
 
 DEEP = 100_000  # arrays: 200,000 bytes, within the 256 KiB limit

@@ -9,8 +9,8 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Callable, Mapping
 
 import numpy as np
 
@@ -35,7 +35,10 @@ def _files(variant: RunVariant) -> Mapping[str, bytes]:
     return run_files(samples.make_packet_files(source), source.tensors, scale_of(source), variant)
 
 
-def run_of(variant: RunVariant = RunVariant()) -> dict[str, bytes]:
+COMPLETE_RUN = RunVariant()  # no failed arm, no readback fault
+
+
+def run_of(variant: RunVariant = COMPLETE_RUN) -> dict[str, bytes]:
     """A fresh copy of the files of a sample run of the contiguous capture."""
     return dict(_files(variant))
 

@@ -19,7 +19,8 @@ from explorer import samples
 from explorer.cli import main
 from explorer.replay.model import AmbiguousPacketError
 from explorer.replay_samples import RunVariant
-from replay_support import PARTNER, SOURCE, RUN, run_of, spec, write_root
+
+from replay_support import PARTNER, RUN, SOURCE, run_of, spec, write_root
 
 
 def test_found_among_the_siblings(tmp_path):

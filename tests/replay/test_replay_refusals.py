@@ -14,6 +14,7 @@ import pytest
 import explorer
 from explorer import samples
 from explorer.packet import files as packet_files
+
 from replay_support import SOURCE, edit_json, replace_tensor, run_of, write_root
 
 HOSTILE_JSON_BYTES = 300 * 1024

@@ -16,12 +16,13 @@ from IPython.lib.pretty import pretty
 
 import explorer
 from explorer import samples
+from explorer.analysis.formatting import SIGNIFICANT_DIGITS
 from explorer.export.pages import COMPARISON_SUFFIX, export_pair
 from explorer.notebook.pair import VIEW_CALLS, PairViews
 from explorer.views import pair as pair_view
 from explorer.views import pair_html
 from explorer.views.pair import build
-from explorer.analysis.formatting import SIGNIFICANT_DIGITS
+
 from views_support import colour_mappers, images_by_title, render, text, tooltips
 
 REPO = Path(__file__).resolve().parents[2]
@@ -145,7 +146,7 @@ def test_inputs_differ_names_the_tensor_and_why_nearer_is_missing(pairs):
 
 
 def test_notebook_display_and_accessor(pairs):
-    for name, pair in pairs.items():
+    for pair in pairs.values():
         markup = pair._repr_html_()
         assert f'data-status="{pair.status}"' in markup and ".views.bits()" in markup
         line = pretty(pair)

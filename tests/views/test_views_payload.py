@@ -10,6 +10,7 @@ import pytest
 import explorer
 from explorer.samples import FULL_SAMPLE_NAME, QWEN_FULL_TOKENS, qwen_full_spec, write_packet
 from explorer.views import VIEWS, Selection
+
 from views_support import payload_bytes, render
 
 MAX_VIEW_BYTES = 5_000_000  # the app's websocket budget for one tab (issue 4)

@@ -12,7 +12,7 @@ is one slice.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -35,7 +35,8 @@ NARROW_CHUNK_ELEMENTS = 1 << 14
 
 @record
 class Hypotheses(Record):
-    """The arithmetic hypotheses of docs/emulations.md, The kernels, what each follows and what is hypothesis: how `exp` is evaluated, fused multiply-adds, the lane reduction."""
+    """The arithmetic hypotheses of docs/emulations.md, The kernels, what each follows and what is hypothesis: how `exp`
+    is evaluated, fused multiply-adds, the lane reduction."""
 
     exp: str = EXACT
     fma: bool = False
@@ -193,7 +194,8 @@ def block_layout(tokens: int, blocks: int) -> np.ndarray:
 
 
 def paged_layout(tokens: int, partition_tokens: int, simdgroups: int) -> np.ndarray:
-    """[steps, partitions, simdgroups']: simdgroup r of partition p visits p*P + r, p*P + r + simdgroups, ... below min(T, (p+1)*P).
+    """[steps, partitions, simdgroups']: simdgroup r of partition p visits p*P + r, p*P + r + simdgroups, ... below
+    min(T, (p+1)*P).
 
     A partition of fewer tokens than simdgroups leaves simdgroups without keys; they
     add exact zeros to the simdgroup merge and are left out.
@@ -224,7 +226,8 @@ def _divide(total: np.ndarray) -> np.ndarray:
 
 
 def mlx_merge(m: np.ndarray, state: np.ndarray, partial_dtype: str, hypotheses: Hypotheses) -> np.ndarray:
-    """MLX pass 2 (docs/emulations.md, The kernels, what each follows and what is hypothesis): lane l merges blocks l, l + 32, ... in order from +0, then the lane reduction.
+    """MLX pass 2 (docs/emulations.md, The kernels, what each follows and what is hypothesis): lane l merges blocks l, l
+    + 32, ... in order from +0, then the lane reduction.
 
     `m` [blocks, KVH, g] and `state` [blocks, KVH, g, D + 1] of a multiple of 32 blocks;
     o is stored in `partial_dtype`, l in float32. Returns O / S [KVH, g, D].
@@ -241,7 +244,8 @@ def mlx_merge(m: np.ndarray, state: np.ndarray, partial_dtype: str, hypotheses: 
 
 
 def mlx_single_merge(m: np.ndarray, state: np.ndarray, hypotheses: Hypotheses) -> np.ndarray:
-    """The end of mlx_single_pass: the 32 simdgroups' m, l, o [32, ...] scaled by exp(m - M), each product rounded, then reduced."""
+    """The end of mlx_single_pass: the 32 simdgroups' m, l, o [32, ...] scaled by exp(m - M), each product rounded, then
+    reduced."""
     weights = natural_exp(hypotheses)(m - m.max(axis=0))[..., None]
     return _divide(reduce_lanes(np.moveaxis(state * weights, 0, -1), hypotheses.simd))
 
@@ -263,7 +267,8 @@ def ordered_multiply_add(a: np.ndarray, b: np.ndarray, fused: bool) -> np.ndarra
 
 
 def paged_merge(m: np.ndarray, state: np.ndarray, partial_dtype: str, fused: bool) -> np.ndarray:
-    """Steps 3-4 of paged_two_pass from the simdgroups' m, l and o [partitions, simdgroups, ...]: A * (1 / L) [KVH, g, D]."""
+    """Steps 3-4 of paged_two_pass from the simdgroups' m, l and o [partitions, simdgroups, ...]: A * (1 / L) [KVH, g,
+    D]."""
     partition_max = m.max(axis=1)
     scale = exp2_32(m - partition_max[:, None])[..., None]
     merged = ordered_multiply_add(np.moveaxis(state, 1, 0), np.moveaxis(scale, 1, 0), fused)  # [partitions, ...]

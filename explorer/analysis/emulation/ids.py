@@ -6,7 +6,8 @@ Every error a bounded one-line usage message; no numerics, no I/O.
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from explorer.analysis.emulation.kernels import (
     DEFAULT_SET,

@@ -7,8 +7,9 @@ The table of emulated kernels (parameters, defaults, what each accepts, descript
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from explorer.analysis.emulation.arithmetic import BUTTERFLY, EXACT, EXP2_SCALED, SEQUENTIAL
 from explorer.packet.dtypes import DTYPES
@@ -23,7 +24,8 @@ SIMDGROUP_CHOICES = (1, 2, 4, 8)
 DEVICES = ("s", "d", "other")
 OUTPUT_DTYPE = "the output tensor's dtype"  # the default of a parameter that follows the packet's output dtype
 ENGINE_CHOICE = "the engine's choice for this geometry"  # the default of the paged kernel's simdgroups
-HYPOTHESES = ("exp", "fma", "simd")  # the arithmetic hypotheses' parameter names (docs/emulations.md, The kernels, what each follows and what is hypothesis)
+# the arithmetic hypotheses' parameter names (docs/emulations.md, The kernels, what each follows and what is hypothesis)
+HYPOTHESES = ("exp", "fma", "simd")
 FMA_VALUES = {"off": False, "on": True}
 
 _DECIMAL = re.compile(r"^[0-9]{1,9}$")
@@ -92,9 +94,11 @@ class Kernel(Record):
 
 
 KERNELS: Mapping[str, Kernel] = MappingProxyType({
-    MLX_TWO_PASS: Kernel(MLX_TWO_PASS, "MLX vector decode kernel with per-block partials and a merge (sdpa_vector_2pass)",
+    MLX_TWO_PASS: Kernel(MLX_TWO_PASS,
+                         "MLX vector decode kernel with per-block partials and a merge (sdpa_vector_2pass)",
                          (BLOCKS, MLX_PARTIAL, EXP, FMA, SIMD)),
-    MLX_SINGLE_PASS: Kernel(MLX_SINGLE_PASS, "MLX vector decode kernel without partials (sdpa_vector)", (EXP, FMA, SIMD)),
+    MLX_SINGLE_PASS: Kernel(MLX_SINGLE_PASS, "MLX vector decode kernel without partials (sdpa_vector)",
+                            (EXP, FMA, SIMD)),
     MLX_SDPA: Kernel(MLX_SDPA, "the MLX kernel and block count MLX launches for this packet",
                      (DEVICE, MLX_PARTIAL, EXP, FMA, SIMD)),
     PAGED_TWO_PASS: Kernel(PAGED_TWO_PASS, "paged decode kernel (exp2 domain, partitions merged)",

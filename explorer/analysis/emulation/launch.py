@@ -7,7 +7,6 @@ estimate; pure functions, no numerics, no I/O.
 
 from __future__ import annotations
 
-
 from explorer.packet.record import Record, record
 
 MLX_VECTOR_HEAD_DIMS = (64, 96, 128, 256)  # MLX's vector kernels; D 192 is routed to unfused attention for one token
@@ -55,7 +54,8 @@ class NotEmulated(Record):
 
 
 def mlx_blocks(device: str, geometry: Geometry) -> int:
-    """The two-pass block count MLX chooses on `device` (docs/emulations.md, The kernels, what each follows and what is hypothesis)."""
+    """The two-pass block count MLX chooses on `device` (docs/emulations.md, The kernels, what each follows and what is
+    hypothesis)."""
     tokens, n = geometry.tokens, geometry.group
     if device == "s":
         if tokens > 1024 and n > 4:
@@ -82,8 +82,9 @@ def mlx_launch(device: str, geometry: Geometry) -> tuple[str, int | None] | NotE
     if not two_pass:
         return "mlx_single_pass", None
     if g.group == MLX_GQA_FACTOR and g.head_dim in MLX_GQA_HEAD_DIMS and g.tokens >= MLX_GQA_MIN_TOKENS:
-        return NotEmulated(GQA_VARIANT, f"MLX launches its sdpa_vector_2pass _gqa variant here (QH = 8 x KVH, D {g.head_dim}, "
-                                        f"T {g.tokens} >= {MLX_GQA_MIN_TOKENS}); that variant is not emulated")
+        return NotEmulated(GQA_VARIANT, f"MLX launches its sdpa_vector_2pass _gqa variant here "
+                                        f"(QH = 8 x KVH, D {g.head_dim}, T {g.tokens} >= {MLX_GQA_MIN_TOKENS}); "
+                                        "that variant is not emulated")
     return "mlx_two_pass", mlx_blocks(device, geometry)
 
 
@@ -104,7 +105,8 @@ def paged_simdgroups(geometry: Geometry) -> int | None:
 
 def paged_refusal(geometry: Geometry) -> NotEmulated:
     return NotEmulated(PAGED_SHAPE, f"the paged dispatcher refuses D {geometry.head_dim} with QH/KVH {geometry.group}: "
-                                    f"not even one simdgroup fits its {PAGED_THREADGROUP_BYTES}-byte threadgroup memory")
+                                    "not even one simdgroup fits its "
+                                    f"{PAGED_THREADGROUP_BYTES}-byte threadgroup memory")
 
 
 def memory_estimate(geometry: Geometry, parallel_blocks: int) -> int:

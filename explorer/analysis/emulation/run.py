@@ -7,8 +7,9 @@ after its last use) and scores them against an output; no I/O, no UI.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -180,7 +181,8 @@ def emulate(inputs: EmulationInputs, specs: Sequence[EmulationSpec], eligible: n
 
 def bit_equal(bits: np.ndarray, output_bits: np.ndarray, eligible: np.ndarray,
               where: np.ndarray | None = None) -> tuple[int, tuple[int | None, ...]]:
-    """(global, per head) counts of output elements whose bit pattern equals `bits`, eligible heads only (and `where`)."""
+    """(global, per head) counts of output elements whose bit pattern equals `bits`, eligible heads only (and
+    `where`)."""
     equal = output_bits == bits
     per_head = np.count_nonzero(equal if where is None else equal & where, axis=1)
     return (int(per_head[eligible].sum()),
@@ -192,11 +194,12 @@ def score(emulated: EmulatedOutput, output_values: np.ndarray, output_bits: np.n
     """The report fields of one emulation against one output [QH, D] (values float32, native bits)."""
     spec = emulated.spec
     refusal = spec.not_emulated
-    common = dict(id=spec.id, kernel=spec.kernel, label=spec.label, parameters=MappingProxyType(dict(spec.parameters)),
-                  assumptions=spec.assumptions(), output_dtype=emulated.output_dtype,
-                  compared=int(np.count_nonzero(eligible)) * output_bits.shape[1], resolved=spec.resolved,
-                  not_emulated=None if refusal is None else refusal.message,
-                  not_emulated_code=None if refusal is None else refusal.code)
+    common = {"id": spec.id, "kernel": spec.kernel, "label": spec.label,
+              "parameters": MappingProxyType(dict(spec.parameters)),
+                  "assumptions": spec.assumptions(), "output_dtype": emulated.output_dtype,
+                  "compared": int(np.count_nonzero(eligible)) * output_bits.shape[1], "resolved": spec.resolved,
+                  "not_emulated": None if refusal is None else refusal.message,
+                  "not_emulated_code": None if refusal is None else refusal.code}
     if emulated.bits is None:
         return Emulation(**common, bit_equal=None, bit_equal_per_head=None, ulp=None, vs_output=None,
                          vs_primary_reference=None, values=None, bits=None)

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 import explorer
-from explorer.catalog.summary import ERROR, INTERNAL_ERROR, WORKER_CRASHED, summarize
 from explorer.catalog.discovery import discover
+from explorer.catalog.summary import ERROR, INTERNAL_ERROR, WORKER_CRASHED, summarize
+from explorer.catalog.triage import triage
 from explorer.packet.files import JSON_SIZE_LIMIT
 from explorer.samples import synthetic_spec, with_snapshot, write_packet
-from explorer.catalog.triage import triage
 
 REPO = Path(__file__).resolve().parents[2]
 PACKETS_PER_KIND = 40

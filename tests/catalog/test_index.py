@@ -11,8 +11,8 @@ import shutil
 import pytest
 
 import explorer.catalog.index as index_module
-from explorer.catalog.summary import summarize, triage_order
 from explorer.catalog.index import SUMMARIES, PacketIndex, SummaryCache
+from explorer.catalog.summary import summarize, triage_order
 from explorer.samples import injected_error_spec, synthetic_spec, with_snapshot, write_packet, write_refused
 
 

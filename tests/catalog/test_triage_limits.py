@@ -166,7 +166,7 @@ def _main_as_nobody(arguments: list[str], warm_up: Path) -> tuple[int, str]:
             os.setgid(nobody.pw_gid)
             os.setuid(nobody.pw_uid)
             os.dup2(write_end, 1)
-            sys.stdout = open(1, "w", closefd=False)
+            sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115 (closed by the child's exit: it is the child's stdout until then)
             status = cli.main(arguments)
             sys.stdout.flush()
         finally:

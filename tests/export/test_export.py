@@ -8,27 +8,45 @@ from __future__ import annotations
 
 import asyncio
 import json
-from pathlib import Path
 import re
 import shutil
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
-
-import explorer
-from app_support import ENABLED_INPUTS_JS, EXPORT_WIDTH, MIN_PIXEL_STD, PLOT_SLUGS, REPO, VISIBLE_JS, artifact, pixel_std
 from PIL import Image
 
+import explorer
 from explorer.analysis.ranking import worst_head
-from explorer.export.split import MAX_PNG_HEIGHT
-from explorer.export.pages import (CAPTION_CLASS, SECTION_CLASS, SHA_DIGITS, UNKNOWN,
-                             caption_fields, export_head, export_packet, hide_controls, wait_drawn,
-                             write_report)
 from explorer.analysis.report import report_text
+from explorer.export.pages import (
+    CAPTION_CLASS,
+    SECTION_CLASS,
+    SHA_DIGITS,
+    UNKNOWN,
+    caption_fields,
+    export_head,
+    export_packet,
+    hide_controls,
+    wait_drawn,
+    write_report,
+)
+from explorer.export.split import MAX_PNG_HEIGHT
 from explorer.ui import catalog
 from explorer.views import VIEWS
+
+from app_support import (
+    ENABLED_INPUTS_JS,
+    EXPORT_WIDTH,
+    MIN_PIXEL_STD,
+    PLOT_SLUGS,
+    REPO,
+    VISIBLE_JS,
+    artifact,
+    pixel_std,
+)
 
 ROOT = catalog.default_root()
 BY_STATUS = {"analyzed": "injected-error-head5", "inconclusive": "nan-stored-values",
@@ -37,7 +55,7 @@ EXIT_BY_STATUS = {"analyzed": 0, "inconclusive": 3, "refused": 4}
 # Anything the page would fetch from a web server: script/link sources, Bokeh stylesheet URLs, CSS imports.
 REMOTE_REFERENCE = re.compile(r"""(?:src|href)\s*=\s*["']?(?:https?:)?//|"url"\s*:\s*"(?:https?:)?//|"""
                               r"""@import\s+(?:url\()?["']?(?:https?:)?//""")
-SCRIPT_CODE = re.compile(r"<script(?: type=\"text/javascript\")?>.*?</script>", re.S)  # inlined library code
+SCRIPT_CODE = re.compile(r"<script(?: type=\"text/javascript\")?>.*?</script>", re.DOTALL)  # inlined library code
 REPORT_TIMEOUT_S = 300
 
 
