@@ -22,7 +22,7 @@ differently); the reason code says which. Rows are held in request order;
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 
@@ -37,14 +37,13 @@ from explorer.analysis.emulation import (
     shape_of,
 )
 from explorer.analysis.result import Analysis
-from explorer.pair.model import BaselineRow, Differing, MatrixRow, Pair, PairEmulations
+from explorer.pair.model import NO_REFERENCE, SHAPE_DIFFERS, BaselineRow, Differing, MatrixRow, Pair, PairEmulations
 
 SHARED_INPUTS, EACH_SIDE_INPUTS = "shared_inputs", "each_side_inputs"
 EMULATED_TENSORS = ("queries", "storedKeys", "storedValues")
-# Why a pair's emulation matrix is None (the report's "emulationMatrixReason").
+# Why a pair's emulation matrix is None (the report's "emulationMatrixReason"): the pair's own NO_REFERENCE and
+# SHAPE_DIFFERS (pair/model.py) and these two.
 SIDE_REFUSED = "side_refused"
-NO_REFERENCE = "no_reference"
-SHAPE_DIFFERS = "shape_differs"
 OUTPUT_DTYPES_DIFFER = "output_dtypes_differ"
 EACH_SIDE_NOTE = ("the emulated inputs differ (queries, stored keys or values, the scale or the eligible heads): "
                   "each side is scored against the emulations of its own inputs (emulationMatrix.emulatedOn)")
@@ -101,7 +100,8 @@ def _on_differing(bits: np.ndarray | None, analysis: Analysis, mask: np.ndarray)
 
 
 def ranked_rows(rows: tuple[MatrixRow, ...]) -> tuple[MatrixRow, ...]:
-    """The matrix's table order: by the larger of the two sides' decisive counts (else bitEqual), ties in request order."""
+    """The matrix's table order: by the larger of the two sides' decisive counts (else bitEqual), ties in request
+    order."""
     return tuple(sorted(rows, key=lambda row: min(rank_key(row.a), rank_key(row.b))))
 
 

@@ -10,13 +10,14 @@ equality), as in explorer.analysis.result.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
 from explorer.analysis.display import InlineDisplay
 from explorer.analysis.result import Analysis, Baseline, Comparison, Emulation, Metrics, Ulp
-from explorer.packet.model import Problem, Reason
+from explorer.packet.model import REFUSED, Problem, Reason
 from explorer.packet.record import Record, record
 
 SIDES = ("a", "b")
@@ -26,10 +27,10 @@ OUTPUT_POSITIONS_LIMIT = 4096
 # Inconclusive reason codes (docs/pairs.md, Status and codes), in the order they are listed.
 SIDE_INCONCLUSIVE = "side_inconclusive"
 SELECTION_DIFFERS = "selection_differs"
-SHAPE_DIFFERS = "shape_differs"
-# Why `nearer` is None: the contract's two codes, then the states in which no element-wise comparison exists.
+SHAPE_DIFFERS = "shape_differs"  # also why `nearer` and the emulation matrix are None: no element-wise comparison
+# Why `nearer` is None besides SHAPE_DIFFERS (docs/pairs.md, Status and codes); NO_REFERENCE is also why the
+# emulation matrix is None (pair/emulation.py).
 INPUTS_DIFFER, SCALE_DIFFERS = "inputs_differ", "scale_differs"
-NO_ELEMENTWISE = "shape_differs"
 NO_REFERENCE = "no_reference"
 
 # Per-element codes of `Nearer.map`.
@@ -180,6 +181,12 @@ class Pair(InlineDisplay):
     notes: tuple[str, ...]
     emulation: PairEmulations | None = None  # None: no emulation requested (pair/emulation.py)
 
+    @classmethod
+    def refused(cls, a: Analysis, b: Analysis, refusals: tuple[SideRefusal, ...]) -> Pair:
+        """The pair of two analyses at least one of which is refused: its sides' refusals, nothing compared."""
+        return cls(a=a, b=b, status=REFUSED, refusals=refusals, reasons=(), selection=None, selection_differences=(),
+                   inputs=None, output=None, ladder=None, nearer=None, nearer_reason=None, tokens=None, notes=())
+
     def side(self, name: str) -> Analysis:
         """The analysis of side "a" or "b"."""
         return {"a": self.a, "b": self.b}[name]
@@ -217,7 +224,8 @@ class BaselineRow(Record):
 
 @record(eq=False)
 class Differing(Record):
-    """The elements (eligible on both sides) where the two outputs' bit patterns differ: count, per head, bool mask [QH, D]."""
+    """The elements (eligible on both sides) where the two outputs' bit patterns differ: count, per head, bool mask [QH,
+    D]."""
 
     count: int
     per_head: tuple[int | None, ...]
@@ -226,7 +234,8 @@ class Differing(Record):
 
 @record(eq=False)
 class PairEmulations(Record):
-    """The matrix of a pair with emulations requested; `rows` (request order) None with `reason` when no matrix exists."""
+    """The matrix of a pair with emulations requested; `rows` (request order) None with `reason` when no matrix
+    exists."""
 
     emulated_on: str | None
     rows: tuple[MatrixRow, ...] | None

@@ -11,7 +11,8 @@ explorer.analysis.result.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -118,7 +119,8 @@ class Readback(Record):
 
 @record(eq=False)
 class ArmReferences(Record):
-    """The arm's output against the packet's references (docs/report.md, The report's keys: blocks C and U) on its eligible heads."""
+    """The arm's output against the packet's references (docs/report.md, The report's keys: blocks C and U) on its
+    eligible heads."""
 
     primary: Comparison
     rounded: Comparison
@@ -138,6 +140,12 @@ class Receipt(Record):
     pages: int | None
     exit_code: int | None
     seconds: float | None
+
+    @classmethod
+    def unknown(cls) -> Receipt:
+        """The receipt of an arm nothing was read of: every field unknown."""
+        return cls(dispatch=None, kernel_output_dtype=None, partition_tokens=None, segment_count=None, pages=None,
+                   exit_code=None, seconds=None)
 
 
 @record
@@ -172,6 +180,14 @@ class ArmResult(Record):
     references: ArmReferences | None
     emulations: tuple[Emulation, ...] | None
     tool_analysis: Mapping[str, Mapping[str, ToolValue]] | None
+
+    @classmethod
+    def unread(cls, arm: str, state: str | None, problems: tuple[Problem, ...], own_dispatch: bool,
+               receipt: Receipt) -> ArmResult:
+        """An arm whose output was not read (a refused run, a refused or failed arm): state and codes, no numbers."""
+        return cls(arm=arm, state=state, problems=problems, own_dispatch=own_dispatch, receipt=receipt,
+                   output_dtype=None, output_values=None, output_bits=None, capture=None, partner=None, readback=None,
+                   references=None, emulations=None, tool_analysis=None)
 
     @property
     def codes(self) -> tuple[str, ...]:

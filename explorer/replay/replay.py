@@ -13,8 +13,9 @@ numbers of every readable output, the matrix and the tool's analysis.json beside
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Mapping
 from types import MappingProxyType
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -95,8 +96,7 @@ Source = str | os.PathLike | Analysis
 
 def _refused(path: str, problems: Iterable[Problem], document: JsonDocument | None = None,
              packet: Analysis | None = None, value: Mapping[str, Any] | None = None) -> Replay:
-    arms = {arm: ArmResult(arm, None, (), False, Receipt(None, None, None, None, None, None, None), None, None, None,
-                           None, None, None, None, None, None) for arm in ARMS}
+    arms = {arm: ArmResult.unread(arm, None, (), False, Receipt.unknown()) for arm in ARMS}
     return Replay(path=path, status=REFUSED, refusals=tuple(problems), reasons=(),
                   input_sha256=None if document is None else document.sha256,
                   packet_sha256=None if value is None else value["packetSHA256"],
@@ -219,10 +219,8 @@ def _arm_result(read: _Arm, outcomes: Mapping[str, FileOutcome], source: Analysi
                 tools: Mapping[str, Any] | None, scale: float) -> ArmResult:
     arm = read.arm
     own = EXPECTED_DISPATCH[arm] == source.admission.selection["dispatch"]
-    empty = ArmResult(arm, read.state, tuple(read.problems), own, read.receipt, None, None, None, None, None, None,
-                      None, None, None)
     if read.checked is None or read.problems:
-        return empty
+        return ArmResult.unread(arm, read.state, tuple(read.problems), own, read.receipt)
     descriptors = read.checked.tensors
     dtype = descriptors["output"].dtype
     bits = _bits(outcomes[f"/{arm}/tensors/output"], dtype, descriptors["output"].shape)[0, :, 0, :]
@@ -267,7 +265,7 @@ def _packet_reasons(source: Analysis, partner: Analysis | None) -> list[Reason]:
                                                     + ", ".join(r.code for r in partner.reasons)))
     mine, theirs = selection_key(source), selection_key(partner)
     if mine is not None and theirs is not None and mine != theirs:
-        fields = [name for (name, value), (_, other) in zip(mine, theirs) if value != other]
+        fields = [name for (name, value), (_, other) in zip(mine, theirs, strict=True) if value != other]
         reasons.append(Reason(PARTNER_SELECTION_DIFFERS, "the partner's selection differs: " + ", ".join(fields)))
     return reasons
 
