@@ -505,6 +505,30 @@ class Shell(param.Parameterized):
                                                                 *(("export-png", png) for png in paths.pngs)))
 
 
+    # ------------------------------------------------------------ what a page does, for callers without a browser
+
+    def open_url(self, search: str) -> None:
+        """Open what the URL query `search` (e.g. "?packet=NAME&tab=errors") names, as a page loaded with it does."""
+        self._open_from_query(search)
+
+    def choose(self, name: str) -> None:
+        """Choose the packet `name` in the list, as a click on its row does (the open packet is read again)."""
+        self._choose(name)
+
+    def export(self) -> None:
+        """Export the open packet, as the Export button does."""
+        self._on_export(None)
+
+    @property
+    def url_query(self) -> str:
+        """The URL query the page shows now ("?packet=...")."""
+        return self._query_writer.query
+
+    @property
+    def selection(self) -> Selection | None:
+        """The views' shared selection (head, element, tab) of the open packet; None before one is open."""
+        return self._selection
+
 def open_session(root: Path, export_dir: Path, on_status: Callable[[str], None] = lambda packet: None,
                  ) -> tuple[pn.viewable.Viewable, pn.viewable.Viewable]:
     """(sidebar, main) of one browser session's Shell (`on_status` as for Shell); when the session cannot be set up

@@ -1,4 +1,4 @@
-"""The export tests use the browser-test helpers of tests/app (app_support) and the root's `browser` fixture."""
+"""The export tests use tests/app's helpers (app_support) and the root conftest's `browser` fixture."""
 
 from __future__ import annotations
 
