@@ -9,7 +9,7 @@ does not depend on how a CPU's float16 instructions treat signaling NaNs:
 - float16 promotion is a lookup in a 65,536-entry table built once with integer
   arithmetic (a NaN's 10 payload bits go to the top of the binary32 mantissa, so
   the quiet bit stays the quiet bit).
-- bfloat16 promotion is `bits << 16` into a binary32 pattern (tests/test_dtypes.py
+- bfloat16 promotion is `bits << 16` into a binary32 pattern (tests/packet/test_dtypes.py
   checks all 65,536 patterns against ml_dtypes' cast); ml_dtypes is not imported here,
   its import alone costs more than the shift.
 - Rounding float32 to a 16-bit format (`round_bits`) is integer
