@@ -14,6 +14,10 @@ BROWSER_FIXTURE = "browser"  # tests/app/conftest.py: chromium through Playwrigh
 BROWSER_FILE_PREFIXES = ("test_browser", "test_catalog_browser")
 ENDTOEND_FILES = ("test_notebooks.py", "test_triage_dask.py")  # Jupyter kernels, Dask workers started and killed
 LONGEST_FIRST = ("test_notebooks.py",)  # each notebook runs tens of seconds in a kernel of its own
+# Under `--dist loadscope` a module goes to one worker whole (its servers and fixtures made once); these modules'
+# tests share nothing costly (each notebook starts a kernel of its own), so each test is a scope of its own and
+# the notebooks spread over the workers.
+EACH_TEST_A_SCOPE = ("tests/test_notebooks.py::",)
 
 
 def pytest_collection_modifyitems(items):
@@ -23,6 +27,19 @@ def pytest_collection_modifyitems(items):
         if item.path.name in ENDTOEND_FILES:
             item.add_marker(pytest.mark.endtoend)
     items.sort(key=lambda item: item.path.name not in LONGEST_FIRST)  # stable: every file keeps its own order
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadscope`, except that each test of EACH_TEST_A_SCOPE is a scope of its own."""
+    if config.getoption("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class Scheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return nodeid if nodeid.startswith(EACH_TEST_A_SCOPE) else super()._split_scope(nodeid)
+
+    return Scheduling(config, log)
 
 
 @pytest.fixture(scope="session")
