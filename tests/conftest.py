@@ -29,6 +29,7 @@ def pytest_collection_modifyitems(items):
     items.sort(key=lambda item: item.path.name not in LONGEST_FIRST)  # stable: every file keeps its own order
 
 
+@pytest.hookimpl(optionalhook=True)  # an xdist hook: `-p no:xdist` still runs the suite
 def pytest_xdist_make_scheduler(config, log):
     """`--dist loadscope`, except that each test of EACH_TEST_A_SCOPE is a scope of its own."""
     if config.getoption("dist") != "loadscope":
