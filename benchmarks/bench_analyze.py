@@ -1,4 +1,6 @@
-"""Benchmark of `explorer analyze` on Qwen3.6-size packets; prints numbers only, asserts nothing, writes only a temp dir.
+"""Benchmark of `explorer analyze` on Qwen3.6-size packets.
+
+Prints numbers only, asserts nothing, writes only a temp dir.
 
 For the all-bfloat16 packet (QH16/KVH2/D256/T5585) and a float32-Q / float32-output
 variant of the same size, it prints: the median wall time of whole-process

@@ -1,4 +1,6 @@
-"""Benchmark of the served app on the Qwen3.6-size packet in Debian's chromium; prints numbers only, asserts nothing, writes only a temp dir.
+"""Benchmark of the served app on the Qwen3.6-size packet in Debian's chromium.
+
+Prints numbers only, asserts nothing, writes only a temp dir.
 
 It writes the full-size all-bfloat16 packet (QH16/KVH2/D256/T5585) and one small
 sample into a temporary root, starts `panel serve explorer/app.py --args --root
@@ -30,11 +32,22 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "app"))
 
-from app_support import (APP_PATH, LOCAL_HOST, OPEN_VIEW_JS, PAGE_TIMEOUT_MS, VIEWPORT, click_packet,  # noqa: E402
-                         free_port, start_server, stop_server, wait_until_serving)
 from explorer.export.pages import CHROMIUM, CHROMIUM_ARGS, DRAWN_JS  # noqa: E402
 from explorer.samples import CURATED, FULL_SAMPLE_NAME, qwen_full_spec, write_packet  # noqa: E402
 from explorer.views import VIEWS  # noqa: E402
+
+from app_support import (  # noqa: E402
+    APP_PATH,
+    LOCAL_HOST,
+    OPEN_VIEW_JS,
+    PAGE_TIMEOUT_MS,
+    VIEWPORT,
+    click_packet,
+    free_port,
+    start_server,
+    stop_server,
+    wait_until_serving,
+)
 
 OTHER_SAMPLE = "clean-fp32q-bf16kv"
 TITLES = {slug: title for slug, title, _ in VIEWS}

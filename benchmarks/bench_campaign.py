@@ -30,11 +30,12 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "app"))
 
-from app_support import APP_PATH, PAGE_TIMEOUT_MS, free_port, start_server, stop_server, wait_until_serving  # noqa: E402
 from explorer.campaign_samples import CampaignShape, write_campaign  # noqa: E402
 from explorer.campaigns.grid import campaign_id  # noqa: E402
 from explorer.export.pages import CHROMIUM, CHROMIUM_ARGS, wait_drawn  # noqa: E402
 from explorer.views.campaign import GRID_CLASS  # noqa: E402
+
+from app_support import APP_PATH, PAGE_TIMEOUT_MS, free_port, start_server, stop_server, wait_until_serving  # noqa: E402
 
 SHAPE = CampaignShape(layers=36, steps=8, query_heads=16, kv_heads=2, head_dim=256, prefill_tokens=504,
                       origin=(2, 10), diverge_step=5, missing=None)

@@ -1,4 +1,6 @@
-"""Benchmark of `explorer compare` on the full-size backend pair (QH16/KVH2/D256/T5585, all bfloat16); prints numbers only, asserts nothing, writes only a temp dir.
+"""Benchmark of `explorer compare` on the full-size backend pair (QH16/KVH2/D256/T5585, all bfloat16).
+
+Prints numbers only, asserts nothing, writes only a temp dir.
 
 Prints: the median wall time of whole-process `python -m explorer compare A B --json`
 runs, the median of a floor process (the same Python importing numpy and reading and
@@ -24,11 +26,11 @@ import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_analyze import timed_process  # noqa: E402
-
 from explorer.analysis.analyze import analyze  # noqa: E402
 from explorer.pair.compare import compare, pair_of  # noqa: E402
 from explorer.samples import FULL_PAIR_NAMES, pair_full_spec, write_packet  # noqa: E402
+
+from bench_analyze import timed_process  # noqa: E402
 
 RUNS = 5
 IN_PROCESS_RUNS = 20

@@ -1,4 +1,6 @@
-"""Benchmark of the kernel emulations on the Qwen3.6-size packet; prints numbers only, asserts nothing, writes only a temp dir.
+"""Benchmark of the kernel emulations on the Qwen3.6-size packet.
+
+Prints numbers only, asserts nothing, writes only a temp dir.
 
 Prints the median in-process time (wall, and this process's CPU time, which a busy
 machine inflates less) of the default set (numerics cached, as in the app: emulations
@@ -27,10 +29,11 @@ import tempfile  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-from bench_analyze import PROCESS_ENV  # noqa: E402
 from explorer.analysis.analyze import analyze, clear_cache  # noqa: E402
 from explorer.analysis.emulation import emulations_for, normalised_ids, shape_of  # noqa: E402
 from explorer.samples import FULL_PAIR_NAMES, pair_full_spec, qwen_full_spec, write_packet  # noqa: E402
+
+from bench_analyze import PROCESS_ENV  # noqa: E402
 
 RUNS = 5
 SINGLE_IDS = ("mlx_two_pass", "mlx_two_pass(partialDType=float32)", "paged_two_pass", "single_pass",

@@ -1,4 +1,6 @@
-"""Benchmark of the strict JSON checks on hostile 256 KiB documents; prints numbers only, asserts nothing, writes nothing.
+"""Benchmark of the strict JSON checks on hostile 256 KiB documents.
+
+Prints numbers only, asserts nothing, writes nothing.
 
 For each document (the escaped-quote string `{"a": "\\"\\"...` that a backtracking
 string scan takes minutes on, arrays nested to the limit's size, one long plain

@@ -1,4 +1,7 @@
-"""Peak memory of `explorer analyze`, `compare` and `report` on large geometries against the documented bound; prints only.
+"""Peak memory of `explorer analyze`, `compare` and `report` against the documented bound.
+
+Peak memory of `explorer analyze`, `compare` and `report` on large geometries against the documented bound;
+prints only.
 
 Packets (written into a temp dir): the Qwen-size capture (QH16/KVH2/D256/T5585), an 800 KB packet
 with every query head over a long one-channel history (QH256/KVH1/D1/T195312) and a 33 MB float16
@@ -19,14 +22,14 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench_analyze import timed_process
-
 from explorer.analysis.emulation import resolve_all, shape_of
 from explorer.analysis.emulation.launch import request_bound
 from explorer.analysis.memory import BASE_BYTES, MIB, analysis_bound
 from explorer.export.pages import REPORT_PAGE_BYTES
 from explorer.packet.admission import admit
 from explorer.samples import qwen_full_spec, synthetic_spec, write_packet
+
+from bench_analyze import timed_process
 
 PACKETS = {
     "qwen-size QH16/KVH2/D256/T5585": lambda: qwen_full_spec(),

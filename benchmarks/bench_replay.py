@@ -1,4 +1,7 @@
-"""Benchmark of `explorer replay` on the full-size sample run (QH16/KVH2/D256/T5585, all bfloat16) with its partner; prints numbers only, asserts nothing, writes only a temp dir.
+"""Benchmark of `explorer replay` on the full-size sample run.
+
+The run is QH16/KVH2/D256/T5585, all bfloat16, with its partner; prints numbers only, asserts nothing, writes only a
+temp dir.
 
 Prints: the median wall time of whole-process `python -m explorer replay RUN --partner P
 --json` runs, the median of a floor process (the same Python importing numpy and reading
@@ -25,13 +28,13 @@ import tempfile  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_analyze import timed_process  # noqa: E402
-from bench_compare import _median_ms  # noqa: E402
-
 from explorer.analysis.analyze import analyze  # noqa: E402
 from explorer.replay.replay import replay  # noqa: E402
 from explorer.replay_samples import RunVariant  # noqa: E402
 from explorer.samples import FULL_PAIR_NAMES, FULL_REPLAY_RUN_NAME, pair_full_spec, write_packet, write_run  # noqa: E402
+
+from bench_analyze import timed_process  # noqa: E402
+from bench_compare import _median_ms  # noqa: E402
 
 RUNS = 11  # whole processes of each kind: a shared machine's load moves single runs by a third
 IN_PROCESS_RUNS = 20

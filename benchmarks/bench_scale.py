@@ -1,4 +1,6 @@
-"""Benchmark of triage and the app at scale; prints numbers only, asserts nothing, writes only a temp dir.
+"""Benchmark of triage and the app at scale.
+
+Prints numbers only, asserts nothing, writes only a temp dir.
 
 For a generated root of 2,000 small packets: `explorer triage` wall time at
 --jobs 1 and --jobs 2, on a Dask cluster (`--scheduler local:2`, which starts
@@ -40,10 +42,19 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "app"))
 
-from app_support import (APP_PATH, LOCAL_HOST, PAGE_TIMEOUT_MS, VIEWPORT, free_port,  # noqa: E402
-                         start_server, stop_server, wait_until_serving)
 from explorer.export.pages import CHROMIUM, CHROMIUM_ARGS, wait_drawn  # noqa: E402
 from explorer.samples import FULL_SAMPLE_NAME, qwen_full_spec, synthetic_spec, with_snapshot, write_packet  # noqa: E402
+
+from app_support import (  # noqa: E402
+    APP_PATH,
+    LOCAL_HOST,
+    PAGE_TIMEOUT_MS,
+    VIEWPORT,
+    free_port,
+    start_server,
+    stop_server,
+    wait_until_serving,
+)
 
 PACKETS = 2000
 PACKETS_PER_GROUP = 100
@@ -66,7 +77,8 @@ plot = figure(width=600, height=400)
 plot.line(np.arange(100), np.sin(np.arange(100) / 10))
 pn.Column(pn.pane.Bokeh(plot), css_classes=["floor-figure"]).servable()
 """
-TIMING = re.compile(r"session (\S+): (document built|status line of '[^']*' [a-z ]+?) ([0-9.]+) s after the page request")
+TIMING = re.compile(r"session (\S+): (document built|status line of '[^']*' [a-z ]+?) ([0-9.]+) s "
+                    r"after the page request")
 
 
 def write_root(root: Path, packets: int) -> None:
@@ -98,7 +110,7 @@ def descendants(pid: int) -> list[int]:
             except (OSError, ValueError, IndexError):
                 continue
             if parent == pid:
-                children += [int(entry)] + descendants(int(entry))
+                children += [int(entry), *descendants(int(entry))]
     return children
 
 

@@ -1,4 +1,6 @@
-"""Benchmark of the app's bounds on shared and sent work; prints numbers only, asserts nothing, writes only a temp dir.
+"""Benchmark of the app's bounds on shared and sent work.
+
+Prints numbers only, asserts nothing, writes only a temp dir.
 
 1. Single flight: SESSIONS threads (app sessions) ask at once for the default emulations of
    the Qwen3.6-size packet: how many computations ran, the wall time, and the time of one
@@ -68,7 +70,8 @@ def thinned_curve(packet: Path) -> None:
     tokens = drawn_tokens(weights)
     seconds = time.perf_counter() - started
     print(f"attention curve, T = {weights.size}: {tokens.size} tokens drawn, chosen in {seconds:.3f} s; "
-          f"{tokens.size * POINT_BYTES / 2**10:.1f} KiB of points instead of {weights.size * POINT_BYTES / 2**20:.1f} MiB")
+          f"{tokens.size * POINT_BYTES / 2**10:.1f} KiB of points instead of "
+          f"{weights.size * POINT_BYTES / 2**20:.1f} MiB")
 
 
 def main() -> None:

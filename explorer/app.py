@@ -1,4 +1,7 @@
-"""`panel serve explorer/app.py [--args --root DIR --export-dir DIR]`: the one template and its layout; everything else lives in explorer.ui."""
+"""`panel serve explorer/app.py [--args --root DIR --export-dir DIR]`.
+
+The one template and its layout; everything else lives in explorer.ui.
+"""
 
 import sys
 

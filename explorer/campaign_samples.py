@@ -20,16 +20,29 @@ differ. One cell (MISSING) is not captured on the second backend.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Iterator, Mapping
 
 import numpy as np
 
 from explorer.packet.dtypes import promote
-from explorer.samples import (DISPATCH, OUTPUT_INDEX, QWEN_KV_HEADS, QWEN_QUERY_HEADS, SEED_TOKEN, PacketSpec,
-                              attention_output, synthetic_spec, values_to_bits, with_record, with_snapshot,
-                              with_tensor, write_packet, write_samples)
 from explorer.packet.record import Record, record
+from explorer.samples import (
+    DISPATCH,
+    OUTPUT_INDEX,
+    QWEN_KV_HEADS,
+    QWEN_QUERY_HEADS,
+    SEED_TOKEN,
+    PacketSpec,
+    attention_output,
+    synthetic_spec,
+    values_to_bits,
+    with_record,
+    with_snapshot,
+    with_tensor,
+    write_packet,
+    write_samples,
+)
 
 BACKENDS = ("paged", "contiguous")
 MODEL_ID = "Qwen3.6 (synthetic campaign)"
@@ -118,7 +131,7 @@ def campaign_specs(shape: CampaignShape) -> Iterator[tuple[str, PacketSpec]]:
     weights = [_weights(shape, layer) for layer in range(shape.layers)]
     scale = float(np.float32(1.0 / np.sqrt(shape.head_dim)))
     caches = {backend: [(_bits(w["prefill_k"]), _bits(w["prefill_v"])) for w in weights] for backend in BACKENDS}
-    tokens = {backend: SEED_TOKEN for backend in BACKENDS}
+    tokens = dict.fromkeys(BACKENDS, SEED_TOKEN)
     for step in range(shape.steps):
         hidden = {backend: embed[(tokens[backend] - TOKEN_BASE) % VOCABULARY].copy() for backend in BACKENDS}
         captured = {backend: [] for backend in BACKENDS}

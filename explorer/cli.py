@@ -1,4 +1,7 @@
-"""The `explorer` command line (analyze, compare, replay, report, samples, triage, campaign); renders the report dict and imports the UI only for `report`."""
+"""The `explorer` command line (analyze, compare, replay, report, samples, triage, campaign).
+
+Renders the report dict and imports the UI only for `report`.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +16,8 @@ import json  # noqa: E402
 import os  # noqa: E402
 import sys  # noqa: E402
 import warnings  # noqa: E402
-from typing import Any, Callable, Sequence  # noqa: E402
+from collections.abc import Callable, Sequence  # noqa: E402
+from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -77,8 +81,8 @@ def _printable(line: str) -> str:
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows)]
-    return ["  " + "  ".join(str(cell).rjust(width) for cell, width in zip(line, widths)).rstrip()
+    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows, strict=True)]
+    return ["  " + "  ".join(str(cell).rjust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
             for line in (header, *rows)]
 
 
@@ -123,7 +127,7 @@ def _tensor_lines(report: dict) -> list[str]:
                  str(facts["nonfinite"]["nan"]), str(facts["nonfinite"]["signalingNan"]),
                  str(facts["nonfinite"]["positiveInfinity"]), str(facts["nonfinite"]["negativeInfinity"])]
                 for name, facts in tensors.items()]
-        lines += ["Tensors:"] + _table(["tensor", "dtype", "shape", "NaN", "sNaN", "+inf", "-inf"], rows)
+        lines += ["Tensors:", *_table(["tensor", "dtype", "shape", "NaN", "sNaN", "+inf", "-inf"], rows)]
     last_row = report["lastRow"]
     if last_row is not None:
         for part in ("keys", "values"):
@@ -158,7 +162,7 @@ def _reference_lines(report: dict) -> list[str]:
     scores = (report.get("score") or {}).get("perHead") or [None] * len(primary["perHead"])
     header = ["head", "kv", "score", "linf", "rmse", "relativeL2", "undefined"]
     rows = [[str(head["queryHead"]), str(head["kvHead"]), short_number(score), *_metric_cells(head)]
-            for head, score in zip(primary["perHead"], scores)]
+            for head, score in zip(primary["perHead"], scores, strict=True)]
     rows.append(["all", "", short_number(report["score"]["value"]) if report.get("score") else "-",
                  *_metric_cells(primary["global"])])
     if primary["eligibleGlobal"] is not None:
@@ -166,7 +170,8 @@ def _reference_lines(report: dict) -> list[str]:
     if not rounded["identity"]:
         header.append(f"linf vs {rounded['dtype']}-rounded ref")
         cells = [short_number(block["linf"]) for block in (*rounded["perHead"], rounded["global"])]
-        for row, cell in zip(rows, cells + [""]):  # the rounded block has no eligible-heads aggregate
+        # the rounded block has no eligible-heads aggregate: that row, when present, gets an empty cell
+        for row, cell in zip(rows, cells + [""] * (len(rows) - len(cells)), strict=True):
             row.append(cell)
     lines = ([f"Reference: {primary['label']}"] + _table(header, rows) + _largest_error_line(primary)
              + [_ulp_line(rounded)])
@@ -184,9 +189,9 @@ def _emulation_lines(report: dict) -> list[str]:
         return [f"Emulations requested ({len(report['emulationsRequested'])}): not computed, "
                 "no reference exists for this packet"]
     decisive = report["emulationDecisive"]
-    return (["Kernel emulations (counterfactuals, not the reference), ordered by the decisive elements "
-             f"(where they disagree: {'none computed' if decisive is None else decisive['global']}):"]
-            + _table(*emulation_table(report["emulations"], decisive, report["emulationBaseline"])))
+    return ["Kernel emulations (counterfactuals, not the reference), ordered by the decisive elements "
+            f"(where they disagree: {'none computed' if decisive is None else decisive['global']}):",
+            *_table(*emulation_table(report["emulations"], decisive, report["emulationBaseline"]))]
 
 
 def _score_lines(report: dict) -> list[str]:
@@ -210,7 +215,7 @@ def _missing_packet(report: dict) -> str | None:
 
 
 def summary(report: dict) -> str:
-    """The human summary of a report dict (report-v1.md section 4), most telling first: status, score and the
+    """The human summary of a report dict (docs/report.md, The report's keys), most telling first: status, score and the
     per-head table, then the packet's identity; one line when there is no packet at all."""
     if (line := _missing_packet(report)) is not None:
         return _printable(line) + "\n"
@@ -269,7 +274,8 @@ def _check_output(output: str | None) -> None:
 def _deliver(args: argparse.Namespace, report: dict, summary_text: Callable[[], str]) -> None:
     """The JSON report to --output and on stdout with --json, else the text summary: the indented JSON (Python's
     slow pure encoder) is made only when one of them asks for it."""
-    text = json.dumps(report, allow_nan=False, indent=JSON_INDENT) + "\n" if args.json or args.output is not None else ""
+    wanted = args.json or args.output is not None
+    text = json.dumps(report, allow_nan=False, indent=JSON_INDENT) + "\n" if wanted else ""
     _write_output(args.output, text)
     _emit(text if args.json else summary_text())
 
@@ -379,7 +385,7 @@ def _run_samples(args: argparse.Namespace) -> int:
     return EXIT_DONE
 
 
-# ---------------------------------------------------------------- explorer compare (compare-v1.md)
+# ---------------------------------------------------------------- explorer compare (docs/pairs.md)
 
 EXIT_BY_PAIR_STATUS = {"compared": EXIT_ANALYZED, "inconclusive": EXIT_INCONCLUSIVE, "refused": EXIT_REFUSED}
 SIDES = ("a", "b")
@@ -404,8 +410,8 @@ def _pair_input_lines(inputs: dict | None) -> list[str]:
     verdict = "byte-identical" if inputs["identical"] else "not byte-identical"
     rows = [[name, "yes" if t["identical"] else "no", f"{t['mismatched']} of {t['compared']}",
              _heads_with(t["perHead"])] for name, t in inputs["tensors"].items()]
-    return ([f"Inputs: all five tensors {verdict}" if inputs["identical"] else f"Inputs: {verdict}"]
-            + _table(["tensor", "identical", "elements differing", "heads (count)"], rows))
+    return [f"Inputs: all five tensors {verdict}" if inputs["identical"] else f"Inputs: {verdict}",
+            *_table(["tensor", "identical", "elements differing", "heads (count)"], rows)]
 
 
 def _pair_output_lines(output: dict | None) -> list[str]:
@@ -565,7 +571,8 @@ def _run_replay(args: argparse.Namespace) -> int:
     _check_output(args.output)
     _check_emulate(args.emulate)
     try:
-        report = explorer.replay(args.run_directory, packet=args.packet, partner=args.partner, emulate=args.emulate).report()
+        report = explorer.replay(args.run_directory, packet=args.packet, partner=args.partner,
+                                 emulate=args.emulate).report()
     except AmbiguousPacketError as error:
         raise UsageError(str(error)) from None
     _deliver(args, report, lambda: "".join(_printable(line) + "\n" for line in summary_lines(report)))
@@ -577,7 +584,8 @@ def _add_replay(commands) -> None:
         "replay", help="read an operator replay run against its packet: every arm's output against every capture",
         description="Exit status: 0 analyzed, 3 inconclusive, 4 refused, 2 usage error (also: two packets beside "
                     "RUN match its packetSHA256), 1 internal error.")
-    replay.add_argument("run_directory", metavar="RUN", help="the replay tool's run directory (input.json, ARM/result.json, ...)")
+    replay.add_argument("run_directory", metavar="RUN",
+                        help="the replay tool's run directory (input.json, ARM/result.json, ...)")
     replay.add_argument("--packet", metavar="PACKET",
                         help="the source packet (default: the packet beside RUN whose packet.json hashes to its "
                              "packetSHA256)")

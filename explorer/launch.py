@@ -1,4 +1,6 @@
-"""The `explorer` script and `python -m explorer`: sets up the process, starts reading the packet, runs explorer.cli.
+"""The `explorer` script and `python -m explorer`.
+
+Sets up the process, starts reading the packet, runs explorer.cli.
 
 Loading numpy and the analysis takes a command 100 to 150 ms, holding the interpreter lock;
 reading and hashing a Qwen-size packet takes 10 to 20 ms, mostly without it. For the common
@@ -13,7 +15,8 @@ from __future__ import annotations
 import contextlib
 import gc
 import sys
-from typing import NoReturn, Sequence
+from collections.abc import Sequence
+from typing import NoReturn
 
 from explorer.packet.admission import ReadAhead
 from explorer.packet.parallel import single_threaded_blas

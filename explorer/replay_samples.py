@@ -1,4 +1,7 @@
-"""The files of synthetic operator replay runs (replay-v1.md section 1) made from a sample packet's files, the arms from the explorer's own kernel emulations; returns bytes, never writes or imports the UI.
+"""The files of synthetic operator replay runs made from a sample packet's files; returns bytes.
+
+The files of synthetic operator replay runs (docs/replay.md, Samples) made from a sample packet's files, the
+arms from the explorer's own kernel emulations; returns bytes, never writes or imports the UI.
 
 What stands in for the GPU: `nativeSDPA` is the emulation `mlx_two_pass`, both paged
 arms `paged_two_pass` (the arithmetic the sample pair's captures were written with),
@@ -15,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -49,7 +52,8 @@ TOOL_LIMITATION = "Synthetic run made by the explorer: no GPU ran."
 
 @record
 class RunVariant(Record):
-    """What differs between the sample runs: a failed arm (no directory, exit code, no analysis.json) or a readback fault."""
+    """What differs between the sample runs: a failed arm (no directory, exit code, no analysis.json) or a readback
+    fault."""
 
     failed_arm: str | None = None
     readback_fault_arm: str | None = None  # its storedKeys read back with the last row's first element flipped
@@ -112,7 +116,7 @@ def _arm_files(arm: str, value: dict, input_sha256: str, tensors: Mapping[str, t
                outputs: Mapping[str, np.ndarray], readback_fault: bool) -> dict[str, bytes]:
     """ARM/result.json and the tensor files it names."""
     length = value["geometry"]["length"]
-    queries_dtype, queries = tensors["queries"]
+    queries_dtype, _queries = tensors["queries"]
     written = {"output": (queries_dtype, outputs[ARM_EMULATIONS[arm]])}
     if arm != NATIVE:
         for name in ("storedKeys", "storedValues"):
@@ -120,7 +124,8 @@ def _arm_files(arm: str, value: dict, input_sha256: str, tensors: Mapping[str, t
             written[name] = (dtype, bits.copy())
         if readback_fault:
             written["storedKeys"][1][0, -1, -1, 0] ^= 1  # last row (KV head KVH-1, token T-1), channel 0
-    data = {name: np.ascontiguousarray(bits, dtype=BITS_DTYPE[dtype]).tobytes() for name, (dtype, bits) in written.items()}
+    data = {name: np.ascontiguousarray(bits, dtype=BITS_DTYPE[dtype]).tobytes()
+            for name, (dtype, bits) in written.items()}
     paged = arm != NATIVE
     first_page = FIRST_PAGE_ID.get(arm, 0)
     result = {

@@ -8,9 +8,9 @@ import errno
 import hashlib
 import json
 import os
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import field
 from pathlib import Path
-from typing import Callable, Iterator, Mapping
 
 import numpy as np
 
@@ -36,7 +36,7 @@ DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC  #
 
 DISPATCH = {"paged": "paged_fixed_decode", "contiguous": "contiguous_sdpa"}
 
-# Synthetic selection identity (the values of the example snapshot in packet-v1.md).
+# Synthetic selection identity (the values of docs/packet-format.md's example snapshot).
 REQUEST_ID = 2
 OUTPUT_INDEX = 62
 SEED_TOKEN = 11346
@@ -327,7 +327,8 @@ def write_files(directory: str | os.PathLike, files: Mapping[str, bytes]) -> Pat
 
 def write_packet(directory: str | os.PathLike, spec: PacketSpec, *, descriptor: dict | None = None,
                  metadata: bytes | None = None) -> Path:
-    """Write the packet into `directory` (created if needed) and return the directory; never overwrites (write_files)."""
+    """Write the packet into `directory` (created if needed) and return the directory; never overwrites
+    (write_files)."""
     return write_files(directory, make_packet_files(spec, descriptor=descriptor, metadata=metadata))
 
 
@@ -619,7 +620,7 @@ def samples_readme(extra: Mapping[str, tuple[str, Callable[[str | os.PathLike], 
         "",
     ]
     lines += [f"- `{name}`: {description}" for name, (description, _) in CURATED.items()]
-    lines += ["", "Operator replay runs (replay-v1), made by the explorer itself: the arms are its own kernel "
+    lines += ["", "Operator replay runs (docs/replay.md), made by the explorer itself: the arms are its own kernel "
                   "emulations (nativeSDPA: `mlx_two_pass`,",
               "pagedFixed and pagedSegmented: `paged_two_pass`), their readback the packet's own K/V bytes. "
               f"Open one with `explorer replay sample_packets/<run> --partner sample_packets/"

@@ -1,4 +1,10 @@
-"""Marks the slow kinds of test: every test that drives Debian's chromium (the `browser` fixture, or a file of browser tests) gets the `browser` marker, the notebooks and the Dask-cluster triage the `endtoend` marker, so `pytest -m "not browser and not endtoend"` is the quick loop; runs the longest files first, so that parallel workers (`-n 2`) finish together."""
+"""Marks the slow kinds of test (`browser`, `endtoend`) and orders the longest first.
+
+Marks the slow kinds of test: every test that drives Debian's chromium (the `browser` fixture, or a file of
+browser tests) gets the `browser` marker, the notebooks and the Dask-cluster triage the `endtoend` marker, so
+`pytest -m "not browser and not endtoend"` is the quick loop; runs the longest files first, so that parallel
+workers (`-n 2`) finish together.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +14,10 @@ BROWSER_FIXTURE = "browser"  # tests/app/conftest.py: chromium through Playwrigh
 BROWSER_FILE_PREFIXES = ("test_browser", "test_catalog_browser")
 ENDTOEND_FILES = ("test_notebooks.py", "test_triage_dask.py")  # Jupyter kernels, Dask workers started and killed
 LONGEST_FIRST = ("test_notebooks.py",)  # each notebook runs tens of seconds in a kernel of its own
+# Under `--dist loadscope` a module goes to one worker whole (its servers and fixtures made once); these modules'
+# tests share nothing costly (each notebook starts a kernel of its own), so each test is a scope of its own and
+# the notebooks spread over the workers.
+EACH_TEST_A_SCOPE = ("tests/test_notebooks.py::",)
 
 
 def pytest_collection_modifyitems(items):
@@ -17,3 +27,30 @@ def pytest_collection_modifyitems(items):
         if item.path.name in ENDTOEND_FILES:
             item.add_marker(pytest.mark.endtoend)
     items.sort(key=lambda item: item.path.name not in LONGEST_FIRST)  # stable: every file keeps its own order
+
+
+@pytest.hookimpl(optionalhook=True)  # an xdist hook: `-p no:xdist` still runs the suite
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadscope`, except that each test of EACH_TEST_A_SCOPE is a scope of its own."""
+    if config.getoption("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class Scheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return nodeid if nodeid.startswith(EACH_TEST_A_SCOPE) else super()._split_scope(nodeid)
+
+    return Scheduling(config, log)
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """Debian's /usr/bin/chromium, headless, through Playwright (no browser download); one per xdist worker."""
+    from playwright.sync_api import sync_playwright
+
+    from explorer.export.pages import CHROMIUM, CHROMIUM_ARGS  # Panel loads only when a browser test runs
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=list(CHROMIUM_ARGS))
+        yield chromium
+        chromium.close()

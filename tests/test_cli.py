@@ -283,7 +283,7 @@ def test_compare_summary_leads_with_the_incident_table(capsys):
     assert heads in out
     start = next(i for i, line in enumerate(lines) if line.startswith("Ladder"))
     ladder = [line.split() for line in lines[start + 2:start + 4]]
-    for row, side in zip(ladder, ("a", "b")):
+    for row, side in zip(ladder, ("a", "b"), strict=True):
         assert row[1] == report[side]["backend"]
         assert row[-3:] == [str(report["ladder"][side]["equalToRoundedReference"]), "of",
                             str(report["ladder"][side]["compared"])]
@@ -332,7 +332,8 @@ def test_compare_emulate_json_and_matrix_table(capsys):
     differing = report["emulationDiffering"]["global"]
     assert lines[start + 1].split()[:4] == ["emulation", "decisive", "a", "(of"]
     rows = report["emulationMatrix"]["rows"]
-    for line, row in zip(lines[start + 2:], rows):  # table order, then the baseline row
+    # table order, then the baseline row
+    for line, row in zip(lines[start + 2:start + 2 + len(rows)], rows, strict=True):
         assert line.split() == [row["id"], *(str(row[key]["a"]["global"]) for key in ("bitEqualDecisive",)),
                                 str(row["bitEqualDecisive"]["b"]["global"]), str(row["bitEqualDiffering"]["a"]),
                                 str(row["bitEqualDiffering"]["b"]), str(row["bitEqual"]["a"]["global"]),

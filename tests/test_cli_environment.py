@@ -1,4 +1,9 @@
-"""`report` and `compare` (and `analyze`) against a hostile environment: closed pipes, full devices, over-long and undecodable paths, unreadable directories (as `nobody`), a missing browser, an output encoding without the characters, symlink loops in --out; never exit 1, every message one bounded line."""
+"""`report` and `compare` (and `analyze`) against a hostile environment.
+
+Closed pipes, full devices, over-long and undecodable paths, unreadable directories (as `nobody`), a missing
+browser, an output encoding without the characters, symlink loops in --out; never exit 1, every message one
+bounded line.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""Command-line hygiene: a missing packet in one line, /dev/full, a closed pipe, numeric warnings, bytes paths, samples that never overwrite."""
+"""Command-line hygiene: one-line errors, /dev/full, closed pipes, warnings, bytes paths.
+
+Command-line hygiene: a missing packet in one line, /dev/full, a closed pipe, numeric warnings, bytes paths,
+samples that never overwrite.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""A full disk never leaves a half-written file: `--output`, `report` and the app's Export on a small tmpfs in a private mount namespace (root only)."""
+"""A full disk never leaves a half-written file.
+
+`--output`, `report` and the app's Export on a small tmpfs in a private mount namespace (root only).
+"""
 
 from __future__ import annotations
 
@@ -74,11 +77,11 @@ def test_export_on_a_full_disk_says_so_leaves_nothing_and_the_next_export_keeps_
         from explorer.ui.shell import Shell
         out = Path({str(mountpoint)!r})
         shell = Shell(catalog.default_root(), out)
-        shell._choose({ANALYZED.name!r})
-        shell._on_export(None)
+        shell.choose({ANALYZED.name!r})
+        shell.export()
         failed = {{"note": shell._export_note.object, "left": sorted(os.listdir(out))}}
         subprocess.run(["mount", "-o", "remount,size=64m", str(out)], check=True)
-        shell._on_export(None)
+        shell.export()
         print(json.dumps({{**failed, "after": sorted(os.listdir(out))}}))
     """)
     script = tmp_path / "export_probe.py"

@@ -1,4 +1,7 @@
-"""The script's launcher (explorer/launch.py): which lines read the packet ahead, and that doing so changes nothing."""
+"""The script's launcher (explorer/launch.py).
+
+Which lines read the packet ahead, and that doing so changes nothing.
+"""
 
 from __future__ import annotations
 
@@ -17,7 +20,7 @@ REPO = Path(__file__).resolve().parents[1]
 ANALYZED = REPO / "sample_packets" / "clean-fp32q-bf16kv"
 
 
-@pytest.mark.parametrize(("argv", "expected"), [
+@pytest.mark.parametrize("argv, expected", [
     (["analyze", "P"], "P"),
     (["analyze", "P", "--json"], "P"),
     (["analyze", "--json", "P"], "P"),

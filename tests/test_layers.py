@@ -1,4 +1,6 @@
-"""The package's layering, read from the source: no import of a higher layer, no import circle, no other module's underscore names.
+"""The package's layering, read from the source.
+
+No import of a higher layer, no import circle, no other module's underscore names.
 
 Layers, lowest first (docs/architecture.md): version < packet < analysis < pair = replay
 < catalog < campaigns < views < export = notebook < ui < the entry points (app, cli, launch,

@@ -1,4 +1,8 @@
-"""Runs every notebook top to bottom with nbclient and a real IPython kernel (cwd notebooks/) and checks they are committed without outputs; never writes a notebook back."""
+"""Runs every notebook top to bottom in a real kernel and checks they are committed without outputs.
+
+Runs every notebook top to bottom with nbclient and a real IPython kernel (cwd notebooks/) and checks they are
+committed without outputs; never writes a notebook back.
+"""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 DOCUMENTS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
-FENCE = re.compile(r"^```[a-z]*\n(.*?)^```", re.S | re.M)
+FENCE = re.compile(r"^```[a-z]*\n(.*?)^```", re.DOTALL | re.MULTILINE)
 PROMPT = "$ "
 TRIM = "..."
 EXIT_QUOTE = "$ echo $?"

@@ -136,7 +136,8 @@ def test_descriptor_describes_written_bytes(tmp_path):
         entry = descriptor["tensors"][name]
         data = (directory / entry["file"]).read_bytes()
         assert data == samples.tensor_bytes(spec, name)
-        assert entry["byteCount"] == len(data) == int(np.prod(entry["shape"])) * (4 if entry["dtype"] == "float32" else 2)
+        item_size = 4 if entry["dtype"] == "float32" else 2
+        assert entry["byteCount"] == len(data) == int(np.prod(entry["shape"])) * item_size
         assert entry["sha256"] == hashlib.sha256(data).hexdigest()
         h, t, d = entry["shape"][1:]
         assert entry["packedStrides"] == [h * t * d, t * d, d, 1]
@@ -183,7 +184,7 @@ def test_samples_show_their_defects():
     for stored, incoming, flips in (("storedKeys", "incomingKeys", samples.KEY_BIT_FLIPS),
                                     ("storedValues", "incomingValues", samples.VALUE_BIT_FLIPS)):
         xor = mismatch.tensors[stored][1][0, :, -1, :] ^ mismatch.tensors[incoming][1][0, :, 0, :]
-        assert sorted(zip(*np.nonzero(xor))) == sorted((h, c) for h, c, _ in flips)
+        assert sorted(zip(*np.nonzero(xor), strict=True)) == sorted((h, c) for h, c, _ in flips)
 
     nan = samples.nan_stored_values_spec()
     values = nan.tensors["storedValues"][1]

@@ -1,4 +1,6 @@
-"""analyze(path): admission, tensor facts, numerics and the final status, cached by verified content hashes; no UI.
+"""analyze(path): admission, tensor facts, numerics and the final status.
+
+Cached by verified content hashes; no UI.
 
 Admission (reading and hashing every file) runs on every call. The tensor facts,
 numerics and after-numerics reasons are reused when the content key matches: the
@@ -14,8 +16,9 @@ import dataclasses
 import os
 import threading
 from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
 from time import perf_counter
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, MutableMapping, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -220,7 +223,8 @@ def _emulation_key(analysis: Analysis, request: str | Iterable[str]) -> tuple[Co
 def emulations_of(analysis: Analysis, request: str | Iterable[str],
                   emulated: Sequence[EmulatedOutput] | None = None,
                   progress: Callable[[int, int], None] | None = None) -> Scored | None:
-    """The scored emulations of `request` on an existing analysis and their counts (None without numerics), cached as analyze's.
+    """The scored emulations of `request` on an existing analysis and their counts (None without numerics), cached as
+    analyze's.
 
     `emulated` as for `_emulations`: outputs of the same ids on identical inputs, scored, not run.
     """
@@ -247,7 +251,7 @@ def analyze(path: str | os.PathLike, *, timings: MutableMapping[str, float] | No
     When `timings` is given it receives seconds per stage: "admission", and on a
     cache miss "facts", "reference" and "comparisons" (and "emulations" when they
     are computed); "cached" is 1.0 on a hit, 0.0 otherwise. `emulate` is None, "default",
-    "sweep" or emulation ids (emulation-v1, -v2); an unknown kernel, parameter or value raises
+    "sweep" or emulation ids (docs/emulations.md, Ids); an unknown kernel, parameter or value raises
     EmulationIdError before anything is read. Emulations exist only when numerics do. `admission`: the
     admission of `path` this process made earlier (the command line reads the packet ahead, explorer/launch.py).
     """

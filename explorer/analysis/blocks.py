@@ -1,4 +1,7 @@
-"""The shared blocks of report-v1's JSON reports (metrics, comparisons, ULP, emulation entries, runtime, limitations) and JSON-safe numbers; pure serialization, no I/O.
+"""The blocks the JSON reports share, and JSON-safe numbers; pure serialization, no I/O.
+
+The shared blocks of the JSON reports (docs/report.md, docs/pairs.md, docs/replay.md) (metrics, comparisons,
+ULP, emulation entries, runtime, limitations) and JSON-safe numbers; pure serialization, no I/O.
 
 The packet report (analysis/report.py), the comparison report (pair/report.py) and
 any later report build their common parts here, so one key is spelled in one place.
@@ -11,7 +14,8 @@ import os
 import platform
 import re
 import sys
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -20,7 +24,7 @@ from explorer.analysis.result import Baseline, Comparison, Decisive, Emulation, 
 from explorer.analysis.score import Score
 from explorer.version import __version__
 
-# What the analysis does not prove (packet-v1.md section 6, last paragraph, and report-v1.md section 2).
+# What the analysis does not prove (docs/packet-format.md, What admission does not prove, and docs/report.md).
 LIMITATIONS = (
     "The last-row check catches a mismatched selected write, but not a gather or decode layout fault "
     "shared by storage and decode.",
@@ -54,7 +58,8 @@ def finite(value: float | None) -> float | None:
 
 
 def metrics_block(m: Metrics) -> dict[str, Any]:
-    """The metrics block (report-v1 M): linf, rmse, relativeL2, undefinedReason, nonfinite counts."""
+    """The metrics block (docs/report.md, The report's keys: M): linf, rmse, relativeL2, undefinedReason, nonfinite
+    counts."""
     return {
         "linf": finite(m.linf),
         "rmse": finite(m.rmse),
@@ -164,7 +169,8 @@ def installed_version(distribution: str) -> str | None:
 
 
 def emulation_list(emulations: Sequence[Emulation], group: int) -> list[dict[str, Any]]:
-    """The report's emulation entries in table order (emulation-v2 section 4: decisive count, else bitEqual)."""
+    """The report's emulation entries in table order (docs/emulations.md, Reading the counts: decisive count, else
+    bitEqual)."""
     from explorer.analysis.emulation import ranked  # loaded only when a report has emulations, as in analyze
 
     return [emulation_block(e, group) for e in ranked(emulations)]

@@ -1,4 +1,6 @@
-"""Inline display of core results (Jupyter, `pn.panel`): delegated to a display module imported on first use; no numerics, no I/O.
+"""Inline display of core results (Jupyter, `pn.panel`).
+
+Delegated to a display module imported on first use; no numerics, no I/O.
 
 The display module (explorer.notebook.packet, explorer.notebook.pair) loads the UI
 libraries; naming it by string keeps the core itself free of them.

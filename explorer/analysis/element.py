@@ -1,4 +1,6 @@
-"""Every number the analysis holds about one output element (query head, channel), read off an Analysis; no I/O, no UI.
+"""Every number the analysis holds about one output element (query head, channel).
+
+Read off an Analysis; no I/O, no UI.
 
 An element is addressed by (head, channel) or by its flat index over the [QH, D]
 output in row-major order (flat = head * D + channel). Nothing here computes a new
@@ -168,9 +170,9 @@ def element(analysis: Analysis, head: Any, channel: Any = None) -> Element:
     values, bits = output.values[0, :, 0, :], output.bits[0, :, 0, :]
     heads, channels = values.shape
     h, c = locate(heads, channels, head, channel)
-    record = dict(head=h, channel=c, flat_index=h * channels + c, output_dtype=output.dtype,
-                  output=_value(values, h, c), output_bits=int(bits[h, c]),
-                  output_hex=hex_pattern(bits[h, c], output.dtype))
+    record = {"head": h, "channel": c, "flat_index": h * channels + c, "output_dtype": output.dtype,
+                  "output": _value(values, h, c), "output_bits": int(bits[h, c]),
+                  "output_hex": hex_pattern(bits[h, c], output.dtype)}
     numerics = analysis.numerics
     if numerics is None:
         return Element(**record, kv_head=None, eligible=None, primary=None, primary_difference=None, fp64=None,

@@ -1,4 +1,6 @@
-"""exp, exp2 and log of float64 arrays from IEEE-exact numpy operations, the same bits on every CPU; no I/O.
+"""exp, exp2 and log of float64 arrays from IEEE-exact numpy operations, the same bits on every CPU.
+
+No I/O.
 
 numpy's own `exp`, `exp2` and `log` choose their loop by the CPU they run on (AVX-512,
 AVX2 or the C library), and these round differently: one packet gave other float64
@@ -90,7 +92,7 @@ def _scaled(r: np.ndarray, n: np.ndarray, work: _Workspace) -> np.ndarray:
     np.copyto(i, n, casting="unsafe")  # n is integral
     np.right_shift(i, TABLE_BITS, out=k)
     np.bitwise_and(i, TABLE_SIZE - 1, out=i)
-    if -1000 <= k.min() and k.max() <= 1000:  # 2^(j/32) * 2^k is a normal float64: add k to the table's exponent
+    if k.min() >= -1000 and k.max() <= 1000:  # 2^(j/32) * 2^k is a normal float64: add k to the table's exponent
         scale = t.view(np.int64)
         np.take(POWER_BITS, i, out=scale, mode="wrap")
         np.left_shift(k, 52, out=k)

@@ -1,8 +1,12 @@
-"""Tensor facts of a verified packet: nonfinite maps of the six tensors and the bitwise last-row check; no I/O, no UI."""
+"""Tensor facts of a verified packet: nonfinite maps and the bitwise last-row check.
+
+Tensor facts of a verified packet: nonfinite maps of the six tensors and the bitwise last-row check; no I/O,
+no UI.
+"""
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -75,7 +79,7 @@ def nonfinite_map(tensor: NativeTensor) -> NonfiniteMap:
         signaling_nan=int(counts[SIGNALING_NAN]),
         positive_infinity=int(counts[POSITIVE_INFINITY]),
         negative_infinity=int(counts[NEGATIVE_INFINITY]),
-        first_locations=tuple(zip(*(axis.tolist() for axis in first))),
+        first_locations=tuple(zip(*(axis.tolist() for axis in first), strict=True)),
         kinds=_read_only(kinds),
         per_head_token=_read_only(per_head_token.reshape(heads, tokens, len(PER_HEAD_TOKEN_KINDS))),
     )
@@ -110,7 +114,8 @@ def field_mask(xor: np.ndarray, dtype: str) -> np.ndarray:
 def last_row(stored: NativeTensor, incoming: NativeTensor) -> LastRow:
     """Bitwise comparison of stored[0, :, T-1, :] with incoming[0, :, 0, :] (same dtype, same KVH and D)."""
     if stored.dtype != incoming.dtype or stored.shape[1] != incoming.shape[1] or stored.shape[3] != incoming.shape[3]:
-        raise ValueError(f"{stored.name} {stored.dtype}{stored.shape} does not match {incoming.name} {incoming.dtype}{incoming.shape}")
+        raise ValueError(f"{stored.name} {stored.dtype}{stored.shape} does not match "
+                         f"{incoming.name} {incoming.dtype}{incoming.shape}")
     dtype = stored.dtype
     stored_bits = _frozen(stored.bits[0, :, -1, :])
     incoming_bits = _frozen(incoming.bits[0, :, 0, :])

@@ -10,8 +10,9 @@ Numbers are printed by explorer.analysis.formatting; they state, never judge.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
 from explorer.analysis.blocks import linf_at, location_block
 from explorer.analysis.formatting import at_text, short_number

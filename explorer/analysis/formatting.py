@@ -1,4 +1,6 @@
-"""The one number formatter of the app, the command line, triage and the exports: 4 significant digits for people, the full value for hovers; formats given values, never computes or reads one.
+"""The one number formatter of the app, the command line, triage and the exports.
+
+4 significant digits for people, the full value for hovers; formats given values, never computes or reads one.
 
 Every place that shows a number imports it from here (it sits in the core, below
 every layer that prints), so `5.753e+05` reads the same in a table cell, a
@@ -9,7 +11,7 @@ each float in full (`json.dumps`).
 from __future__ import annotations
 
 import json
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 

@@ -1,4 +1,7 @@
-"""The memory an analysis needs, as a function of the packet's geometry, and the room this process has; no packet I/O.
+"""The memory an analysis needs for a packet's geometry, and the room this process has.
+
+The memory an analysis needs, as a function of the packet's geometry, and the room this process has; no packet
+I/O.
 
 The bound (docs/report.md, "Memory"): beyond the interpreter with numpy and the explorer loaded,
 `analyze` holds at most
@@ -8,7 +11,7 @@ The bound (docs/report.md, "Memory"): beyond the interpreter with numpy and the 
   + WEIGHT_BYTES x QH x T                                         (the softmax weights the result keeps)
   + PASS_THREADS x PASS_ROW_BYTES x max(ROW_ELEMENTS, T)          (a batch of logit rows per thread, FP64)
   + OUTPUT_ELEMENT_BYTES x QH x D                                 (references and comparisons, [QH, D] arrays)
-  + SCRATCH_BYTES                                                 (cast key chunks, token blocks)  
+  + SCRATCH_BYTES                                                 (cast key chunks, token blocks)
 
 bytes. The packet limits (payload <= 32 MiB, `2 QH T D <= 1e8`, QH <= 256, D <= 1,024) cap it at
 CEILING_BYTES. Before computing, `analyze` checks the facts' and the numerics' parts against the room

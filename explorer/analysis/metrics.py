@@ -1,4 +1,6 @@
-"""Metric blocks (FP64 linf / rmse / relativeL2), comparisons, rounded references and ULP distances; no I/O.
+"""Metric blocks (FP64 linf / rmse / relativeL2), comparisons, rounded references and ULP distances.
+
+No I/O.
 
 Per-head eligibility applies to every block: an ineligible head's metrics are
 None with "nonfinite_inputs". Nonfinite counts cover the values that exist: the
@@ -10,8 +12,8 @@ the queries) are counted in full.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Mapping
 
 import numpy as np
 

@@ -1,9 +1,12 @@
-"""compute_numerics (references, comparisons, attention diagnostics) and the after-numerics reasons; no I/O, no UI."""
+"""compute_numerics (references, comparisons, attention diagnostics) and the after-numerics reasons.
+
+No I/O, no UI.
+"""
 
 from __future__ import annotations
 
+from collections.abc import MutableMapping
 from time import perf_counter
-from typing import MutableMapping
 
 import numpy as np
 
@@ -64,7 +67,8 @@ def _head_has_nonfinite(facts: TensorFacts, name: str) -> np.ndarray:
 def compute_numerics(
     admission: Admission, facts: TensorFacts, timings: MutableMapping[str, float] | None = None
 ) -> Numerics:
-    """Every reference, comparison and diagnostic of report-v1.md section 2 for an admitted packet.
+    """Every reference, comparison and diagnostic of docs/report.md, How the numbers are computed for an admitted
+    packet.
 
     Requires `admission.numerics_allowed`. When `timings` is given, the seconds
     spent on the references ("reference") and the comparisons ("comparisons") are
@@ -165,7 +169,7 @@ def _nonfinite_sources(facts: TensorFacts, numerics: Numerics) -> list[str]:
 
 
 def after_numerics_reasons(facts: TensorFacts, numerics: Numerics) -> tuple[Reason, ...]:
-    """The inconclusive reasons of packet-v1.md section 6, third table, in table order."""
+    """The inconclusive reasons of docs/packet-format.md, Inconclusive codes, in table order."""
     reasons = []
     keys, values = facts.last_row_keys.mismatched, facts.last_row_values.mismatched
     if keys or values:

@@ -1,4 +1,6 @@
-"""Per-head ranking numbers and the pair selection key, read off an analysis the core already holds; no I/O, no UI.
+"""Per-head ranking numbers and the pair selection key, read off an analysis the core already holds.
+
+No I/O, no UI.
 
 These are ratios, maxima and keys for sorting and pairing, never verdicts: a
 head's primary linf as a multiple of its own FP64 noise floor says how far the
@@ -14,7 +16,7 @@ import numpy as np
 
 from explorer.analysis.result import Analysis, Numerics
 
-# compare-v1.md section 2: the fields two captures of one selection share, in report order.
+# docs/pairs.md, Status and codes: the fields two captures of one selection share, in report order.
 SELECTION_FIELDS = ("modelID", "artifactSHA256", "inputSHA256", "requestID", "outputIndex", "phase",
                     "storageLayerIndex", "modelLayerIndex", "offsetBefore", "offsetAfter", "scaleBits", "seedToken")
 _IDENTITY_FIELDS = ("modelID", "artifactSHA256", "inputSHA256")
@@ -28,7 +30,7 @@ def noise_floor_ratios(numerics: Numerics) -> tuple[float | None, ...]:
     (the FP32 reference equals the FP64 one there: no unit to divide by).
     """
     ratios = []
-    for actual, floor in zip(numerics.primary.per_head, numerics.fp64.reference_error.per_head):
+    for actual, floor in zip(numerics.primary.per_head, numerics.fp64.reference_error.per_head, strict=True):
         defined = actual.linf is not None and floor.linf is not None and floor.linf > 0
         ratios.append(actual.linf / floor.linf if defined else None)
     return tuple(ratios)
@@ -70,7 +72,8 @@ def worst_head(numerics: Numerics) -> tuple[int | None, float | None, float | No
 
 
 def selection_key(analysis: Analysis) -> tuple[tuple[str, Any], ...] | None:
-    """The compare-v1 selection fields of a packet as ((name, value), ...) in report order, or None when unknown.
+    """The partner selection fields (docs/pairs.md, Partners) of a packet as ((name, value), ...) in report order, or
+    None when unknown.
 
     Two packets whose keys are equal are partners (captures of one selection).
     Unknown means refused, or identity, selection or sample not established.

@@ -1,4 +1,6 @@
-"""FP32 / FP64 GQA softmax attention of an admitted packet, per-head eligibility and attention diagnostics; no I/O.
+"""FP32 / FP64 GQA softmax attention of an admitted packet.
+
+Per-head eligibility and attention diagnostics; no I/O.
 
 Every sum is taken in one fixed order, whatever the BLAS library, its threads, the
 process or the machine (no BLAS `matmul` / `dot` is used; numpy's elementwise
@@ -126,7 +128,8 @@ def _logits(queries: np.ndarray, keys: np.ndarray, scale: np.floating, out: np.n
 
 
 def token_sum(rows: np.ndarray) -> np.ndarray:
-    """Sums over the last (token) axis of `rows`: pairwise within each TOKEN_BLOCK block, blocks added in token order."""
+    """Sums over the last (token) axis of `rows`: pairwise within each TOKEN_BLOCK block, blocks added in token
+    order."""
     total = None
     for block in spans(rows.shape[-1], TOKEN_BLOCK):
         partial = np.add.reduce(rows[..., block], axis=-1)
@@ -270,7 +273,8 @@ def _top_tokens(weights: np.ndarray, count: int) -> np.ndarray:
 
 
 def _entropies(weights: np.ndarray) -> np.ndarray:
-    """float64 [QH]: `-sum w ln w` (0 ln 0 = 0) of each row in FP64, in token_sum's order, a block of tokens at a time."""
+    """float64 [QH]: `-sum w ln w` (0 ln 0 = 0) of each row in FP64, in token_sum's order, a block of tokens at a
+    time."""
     total = np.zeros(weights.shape[0])
     for block in spans(weights.shape[1], TOKEN_BLOCK):
         w = weights[:, block].astype(np.float64)

@@ -1,4 +1,7 @@
-"""build_report: the JSON-ready report (report-v1.md section 4) as a pure serialization of an Analysis; no I/O.
+"""build_report: an Analysis as the JSON-ready report, a pure serialization; no I/O.
+
+build_report: the JSON-ready report (docs/report.md, The report's keys) as a pure serialization of an
+Analysis; no I/O.
 
 Every float in the report is finite or None (json.dumps(allow_nan=False) holds).
 """
@@ -97,7 +100,7 @@ def _last_row(r: LastRow) -> dict[str, Any]:
 
 
 def build_report(analysis: Analysis) -> dict[str, Any]:
-    """The report of report-v1.md section 4 for `analysis` (complete for every status)."""
+    """The report of docs/report.md, The report's keys for `analysis` (complete for every status)."""
     admission = analysis.admission
     report: dict[str, Any] = {
         "schema": REPORT_SCHEMA,

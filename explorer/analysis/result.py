@@ -10,7 +10,8 @@ them is identity, as for the arrays' own truth value (explorer/packet/record.py)
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -25,7 +26,6 @@ from explorer.packet.dtypes import (  # noqa: F401  (codes of NonfiniteMap.kinds
 )
 from explorer.packet.model import Admission, Reason
 from explorer.packet.record import Record, record
-
 
 # ---------------------------------------------------------------- tensor facts
 
@@ -96,7 +96,7 @@ class TensorFacts(Record):
 
 @record
 class Metrics(Record):
-    """One metric block `M` of report-v1.md: FP64 linf / rmse / relativeL2, or None with a reason.
+    """One metric block `M` of docs/report.md, The report's keys: FP64 linf / rmse / relativeL2, or None with a reason.
 
     `nonfinite_actual` / `nonfinite_reference` are {"nan", "positiveInfinity",
     "negativeInfinity"} counts over the block's elements.
@@ -131,7 +131,7 @@ class Comparison(Record):
 
 @record(eq=False)
 class Ulp(Record):
-    """ULP distance between output and a rounded reference (report-v1.md `U`).
+    """ULP distance between output and a rounded reference (docs/report.md, The report's keys: `U`).
 
     `distance` is int64 [QH, D], -1 where undefined (nonfinite pair or ineligible head).
     `histogram` holds (low, high, count) buckets [0,0], [1,1], [2,3], [4,7], ...
@@ -216,7 +216,8 @@ class Numerics(Record):
 
 @record(eq=False)
 class Emulation(Record):
-    """One kernel-arithmetic emulation scored against the output (emulation-v1 section 3, v2 section 6): a counterfactual.
+    """One kernel-arithmetic emulation scored against the output (docs/emulations.md, The result of one emulation): a
+    counterfactual.
 
     `bit_equal` counts output elements whose bit pattern equals the emulation's over the
     eligible heads (`compared` elements); `bit_equal_per_head[h]` is None for an
@@ -252,7 +253,8 @@ class Emulation(Record):
 
 @record(eq=False)
 class Decisive(Record):
-    """The eligible output elements where the emulations with numbers are not all bit-identical (emulation-v2 section 4).
+    """The eligible output elements where the emulations with numbers are not all bit-identical (docs/emulations.md,
+    Reading the counts).
 
     `per_head[h]` is None for an ineligible head; `positions` the first 100 [head,
     channel] in row-major order; `mask` bool [QH, D].
@@ -276,7 +278,8 @@ class Baseline(Record):
 
 @record(eq=False)
 class EmulationCounts(Record):
-    """What the emulations of one request tell apart: the decisive elements (None with fewer than two) and the baseline."""
+    """What the emulations of one request tell apart: the decisive elements (None with fewer than two) and the
+    baseline."""
 
     decisive: Decisive | None
     baseline: Baseline
@@ -313,7 +316,7 @@ class Analysis(InlineDisplay):
         return None if self.numerics is None else self.numerics.score
 
     def report(self) -> dict[str, Any]:
-        """The JSON-ready report of report-v1.md section 4 (`explorer analyze --json`)."""
+        """The JSON-ready report of docs/report.md, The report's keys (`explorer analyze --json`)."""
         from explorer.analysis.report import build_report  # lazy: the result delegates to its own builder
 
         return build_report(self)

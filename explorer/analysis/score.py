@@ -1,4 +1,6 @@
-"""The packet score: each output element's error over its allowance (output rounding plus FP64 noise floor); no I/O, no UI.
+"""The packet score: each output element's error over its allowance.
+
+The allowance is the output rounding plus the FP64 noise floor; no I/O, no UI.
 
 A score is a ratio, never a verdict. For element `e` of query head `h`:
 
@@ -15,7 +17,7 @@ dtype scores at most 1; an element k output ULPs away scores about 2k.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

@@ -1,4 +1,6 @@
-"""The references of one input set, computed once for every packet that holds those inputs; no I/O, no UI.
+"""The references of one input set, computed once for every packet that holds those inputs.
+
+No I/O, no UI.
 
 Two captures of one selection (a pair, a replay run's packet and partner) usually carry byte-identical
 queries, keys and values and differ only in their output. The FP32, FP64 and narrowed-Q references are
@@ -12,7 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import Hashable, Mapping
+from collections.abc import Hashable, Mapping
 
 import numpy as np
 

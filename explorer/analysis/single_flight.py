@@ -1,9 +1,14 @@
-"""SingleFlight: one computation per key at a time, shared by every thread that asks for that key meanwhile; keeps no result afterwards and does no I/O."""
+"""SingleFlight: one computation per key at a time, shared by every thread that asks meanwhile.
+
+SingleFlight: one computation per key at a time, shared by every thread that asks for that key meanwhile;
+keeps no result afterwards and does no I/O.
+"""
 
 from __future__ import annotations
 
 import threading
-from typing import Callable, Generic, Hashable, TypeVar
+from collections.abc import Callable, Hashable
+from typing import Generic, TypeVar
 
 Result = TypeVar("Result")
 
@@ -14,7 +19,7 @@ class _Flight(Generic[Result]):
     A plain class, not a dataclass: it needs no generated method, and generating them costs every start.
     """
 
-    __slots__ = ("done", "result", "error")
+    __slots__ = ("done", "error", "result")
 
     def __init__(self) -> None:
         self.done = threading.Event()

@@ -18,8 +18,8 @@ import numpy as np
 
 from explorer.analysis.analyze import analyze
 from explorer.analysis.metrics import ulp_distance
-from explorer.catalog.summary import summary_of
 from explorer.campaigns.model import KEY_FIELDS, CellPair, Member
+from explorer.catalog.summary import summary_of
 from explorer.packet.admission import admit
 from explorer.packet.model import REFUSED
 from explorer.pair.compare import COMPARED, PAIR_INCONCLUSIVE, compare

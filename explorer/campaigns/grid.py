@@ -11,15 +11,25 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
-from typing import Iterable, Mapping, Sequence
 
-from explorer.campaigns.model import (DUPLICATE, IDENTICAL, INPUTS_DIFFER, MISSING, OUTPUTS_DIFFER, REFUSED_STATE,
-                                     TOKENS_DIFFER, CampaignKey, CellPair, Member)
+from explorer.campaigns.model import (
+    DUPLICATE,
+    IDENTICAL,
+    INPUTS_DIFFER,
+    MISSING,
+    OUTPUTS_DIFFER,
+    REFUSED_STATE,
+    TOKENS_DIFFER,
+    CampaignKey,
+    CellPair,
+    Member,
+)
 from explorer.catalog.summary import ERROR
 from explorer.packet.model import REFUSED
-from explorer.pair.model import INPUT_NAMES
 from explorer.packet.record import Record, record
+from explorer.pair.model import INPUT_NAMES
 
 ID_DIGITS = 12  # hex digits of a campaign's id
 NAMES_IN_NOTE = 5  # packet names a note lists before "and N more"

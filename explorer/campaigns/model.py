@@ -6,7 +6,8 @@ first row of the precedence table (docs/campaigns.md) that holds.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from explorer.packet.record import Record, record
 

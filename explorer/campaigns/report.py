@@ -12,8 +12,16 @@ from typing import Any
 from explorer.analysis.blocks import runtime
 from explorer.analysis.formatting import short_number
 from explorer.campaigns.grid import Campaign, Cell, Origin, listed, origin_of
-from explorer.campaigns.model import (DUPLICATE, IDENTICAL, KEY_FIELDS, MISSING, REFUSED_STATE, SCHEMA, STATE_CODES,
-                                      STATES)
+from explorer.campaigns.model import (
+    DUPLICATE,
+    IDENTICAL,
+    KEY_FIELDS,
+    MISSING,
+    REFUSED_STATE,
+    SCHEMA,
+    STATE_CODES,
+    STATES,
+)
 from explorer.campaigns.run import CampaignRun
 
 LIMITATIONS = (
@@ -37,7 +45,7 @@ def cell_json(cell: Cell) -> dict[str, Any]:
     if cell.state == IDENTICAL:
         differing, outputs, ulp = {}, 0, 0
     elif pair is None:
-        differing, outputs, ulp = {name: None for name in cell.inputs_differ} if compared else None, None, None
+        differing, outputs, ulp = dict.fromkeys(cell.inputs_differ) if compared else None, None, None
     else:
         differing, outputs, ulp = dict(pair.inputs_differing), pair.outputs_differing, pair.max_ulp
     return {"outputIndex": cell.output_index, "modelLayerIndex": cell.layer, "state": cell.state,
@@ -77,7 +85,7 @@ def _coverage(campaign: Campaign, origin: Origin) -> dict[str, Any]:
         "packetsPerBackend": dict(campaign.packets_per_backend),
         "steps": sorted({cell.output_index for cell in cells}),
         "layers": layers,
-        "uncapturedLayers": [layer for layer in range(0, layers[-1]) if layer not in set(layers)] if layers else [],
+        "uncapturedLayers": [layer for layer in range(layers[-1]) if layer not in set(layers)] if layers else [],
         "missing": [{"outputIndex": cell.output_index, "modelLayerIndex": cell.layer,
                      "absentOn": [backend for backend, names in cell.packets.items() if not names]}
                     for cell in cells if cell.state == MISSING],

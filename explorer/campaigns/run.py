@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Any, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 from explorer.campaigns.collect import cell_counts, cell_pair, member_of
 from explorer.campaigns.grid import Campaign, campaigns_of, listed, needs_pair, origin_of

@@ -1,1 +1,4 @@
-"""Many packets under one root: discovery, the app's packet index, worker processes and triage; never imports UI code."""
+"""Many packets under one root: discovery, the app's packet index, worker processes and triage.
+
+Never imports UI code.
+"""

@@ -1,4 +1,7 @@
-"""map_on_cluster(work, items, scheduler): workers.map_isolated's contract on a dask.distributed cluster; imported only for --scheduler, never by the app.
+"""map_on_cluster(work, items, scheduler): Workers.map_isolated's contract on a Dask cluster.
+
+map_on_cluster(work, items, scheduler): workers.map_isolated's contract on a dask.distributed cluster;
+imported only for --scheduler, never by the app.
 
 Items go to the cluster in batches of up to BATCH_ITEMS (`Client.map`, `pure=False`,
 `retries=0`): Dask costs a few milliseconds per task, as much as a small packet's
@@ -25,7 +28,8 @@ from __future__ import annotations
 import logging
 import os
 import time
-from typing import Any, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import dask
 from distributed import Client, LocalCluster, as_completed

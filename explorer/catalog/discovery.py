@@ -1,11 +1,14 @@
-"""Lists the packet directories under one root (shared by the app and `explorer triage`); reads no packet content and never opens a path outside the root."""
+"""Lists the packet directories under one root (shared by the app and `explorer triage`).
+
+Reads no packet content and never opens a path outside the root.
+"""
 
 from __future__ import annotations
 
 import os
 from collections import deque
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 from explorer.packet.record import Record, record
 
@@ -74,7 +77,8 @@ def _marker_file(directory: Path, marker: str) -> bool | None:
 
 
 def discover(root: str | os.PathLike, marker: str = PACKET_FILE) -> tuple[Entry, ...]:
-    """Every directory holding `marker` (packet.json; a replay run's input.json) one or two levels below `root`, by name.
+    """Every directory holding `marker` (packet.json; a replay run's input.json) one or two levels below `root`, by
+    name.
 
     Hidden directories and anything that resolves outside the root (symbolic links)
     are skipped; each directory is visited once (by device and inode), so a link to

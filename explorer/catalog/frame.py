@@ -1,4 +1,6 @@
-"""triage_frame(root): `explorer triage`'s JSON lines as a pandas DataFrame for notebooks, one row per packet; no UI.
+"""triage_frame(root): `explorer triage`'s JSON lines as a pandas DataFrame for notebooks.
+
+One row per packet; no UI.
 
 The columns are the JSON-line keys (docs/triage-and-app.md), with these dtypes:
 `name`, `path`, `backend` string (backend <NA> when not declared); `status`
@@ -16,9 +18,9 @@ import os
 import pandas as pd
 
 from explorer.catalog.discovery import discover
+from explorer.catalog.limits import DEFAULT_TIMEOUT_S
 from explorer.catalog.summary import STATUS_ORDER
 from explorer.catalog.triage import Triaged, json_line_fields, triage
-from explorer.catalog.limits import DEFAULT_TIMEOUT_S
 from explorer.catalog.workers import default_jobs
 
 STRING = pd.StringDtype("python")  # holds any name, also one with an undecodable byte

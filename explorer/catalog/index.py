@@ -1,4 +1,7 @@
-"""PacketIndex: the packets under a root, their summaries filled in the background from one process-wide cache; no UI.
+"""PacketIndex: the packets under a root, summaries filled in the background from one cache.
+
+PacketIndex: the packets under a root, their summaries filled in the background from one process-wide cache;
+no UI.
 
 The summary cache is keyed by verified content (`content_key`, the analysis
 cache's key) and holds summaries only, never analyses. Filling an index
@@ -27,15 +30,15 @@ import stat
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Callable, Iterator
 
 from explorer.analysis.analyze import ContentKey, analyze, content_key
-from explorer.catalog.summary import PacketSummary, failed_summary, list_order, selection_groups, summary_of
 from explorer.catalog.discovery import Entry, discover
-from explorer.packet.admission import admit
+from explorer.catalog.summary import PacketSummary, failed_summary, list_order, selection_groups, summary_of
 from explorer.catalog.workers import default_jobs, map_isolated, work_here
+from explorer.packet.admission import admit
 
 log = logging.getLogger(__name__)
 
@@ -236,7 +239,8 @@ class PacketIndex:
                           key=lambda name: list_order(name, self._summaries.get(name)))
 
     def partners(self, name: str) -> tuple[str, ...]:
-        """Other packets under the root with the same known compare-v1 selection key as `name`, by name."""
+        """Other packets under the root with the same known partner selection key (docs/pairs.md, Partners) as `name`,
+        by name."""
         with self._lock:
             groups = selection_groups(self._summaries.items())
         return next((tuple(other for other in group if other != name) for group in groups if name in group), ())

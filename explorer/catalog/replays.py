@@ -1,4 +1,8 @@
-"""The replay runs under one root and the packet each binds to (replay-v1.md section 6): runs are directories holding input.json one or two levels down, bound by packetSHA256; reads only input.json and packet.json files, bounded.
+"""The replay runs under one root and the packet each binds to; reads only bounded JSON files.
+
+The replay runs under one root and the packet each binds to (docs/replay.md, The source packet and the
+partner): runs are directories holding input.json one or two levels down, bound by packetSHA256; reads only
+input.json and packet.json files, bounded.
 
 A run binds to the listed packet whose packet.json hashes to its input.json's
 packetSHA256. Both files are read as admission reads them (below their own open
@@ -18,7 +22,7 @@ from explorer.replay.run import INPUT_JSON, read_json
 
 def _bound_hash(run: Path) -> str | None:
     """input.json's packetSHA256, or None when it cannot be read or is not a hash."""
-    with open_directory(str(run)) as (root, problem):
+    with open_directory(str(run)) as (root, _problem):
         if root is None:
             return None
         document = read_json(root, INPUT_JSON)

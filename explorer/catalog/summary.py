@@ -1,4 +1,6 @@
-"""summarize(path): the few numbers a packet list or `explorer triage` shows for one packet, picklable and small; no UI.
+"""summarize(path): the few numbers a packet list or `explorer triage` shows for one packet.
+
+Picklable and small; no UI.
 
 A summary is read off the one analysis (`analyze`), never recomputed: status,
 codes, backend, the compare-v1 selection key, the packet's worst head (the largest
@@ -13,7 +15,8 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from explorer.analysis.analyze import analyze
 from explorer.analysis.ranking import selection_key, worst_head, worst_score_head, worst_ulp_per_head
@@ -114,7 +117,7 @@ def list_order(name: str, summary: PacketSummary | None) -> tuple:
 
 
 def selection_groups(named: Iterable[tuple[str, PacketSummary | None]]) -> list[tuple[str, ...]]:
-    """Names of packets sharing one known selection key (compare-v1 section 2), groups of two or more, by name."""
+    """Names of packets sharing one known selection key (docs/pairs.md, Partners), groups of two or more, by name."""
     groups: dict[SelectionKey, list[str]] = defaultdict(list)
     for name, summary in named:
         if summary is not None and summary.selection is not None:

@@ -1,4 +1,6 @@
-"""`explorer triage ROOT`: every packet under a root summarized in worker processes, JSON lines and a summary table; never imports the UI.
+"""`explorer triage ROOT`: every packet under a root summarized in worker processes.
+
+JSON lines and a summary table; never imports the UI.
 
 Discovery is the app's (`explorer.catalog.discovery`); each worker runs the pure
 `summarize(path)`, in local worker processes (`explorer.catalog.workers`) or as
@@ -14,14 +16,22 @@ import json
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Callable, Iterator, Sequence, TextIO
+from typing import TextIO
 
 from explorer.analysis.formatting import short_number
 from explorer.catalog.discovery import Entry, discover
-from explorer.catalog.summary import (STATUS_ORDER, PacketSummary, failed_summary, list_order, selection_groups,
-                                       summarize, summary_json)
 from explorer.catalog.limits import DEFAULT_TIMEOUT_S, MAX_JOBS
+from explorer.catalog.summary import (
+    STATUS_ORDER,
+    PacketSummary,
+    failed_summary,
+    list_order,
+    selection_groups,
+    summarize,
+    summary_json,
+)
 from explorer.catalog.workers import jobs_for, map_isolated
 from explorer.packet.record import Record, record
 
@@ -68,8 +78,8 @@ def json_line(item: Triaged) -> str:
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    widths = [max(len(cell) for cell in column) for column in zip(header, *rows)]
-    return ["  " + "  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip()
+    widths = [max(len(cell) for cell in column) for column in zip(header, *rows, strict=True)]
+    return ["  " + "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
             for line in (header, *rows)]
 
 
@@ -100,7 +110,7 @@ def summary_table(items: Sequence[Triaged], root: Path, seconds: float, engine: 
                      for item in ordered])
     backends = {item.name: item.summary.backend or "-" for item in items}
     groups = selection_groups((item.name, item.summary) for item in items)
-    lines += ["", f"Pairs (packets sharing the compare-v1 selection fields): {len(groups)}"]
+    lines += ["", f"Pairs (partners: packets sharing the selection fields): {len(groups)}"]
     lines += [f"  {'  '.join(f'{name} ({backends[name]})' for name in group)}" for group in groups]
     return "".join(line + "\n" for line in lines)
 

@@ -1,4 +1,7 @@
-"""map_isolated(work, items): one pure function over many items in worker processes, a crash, a raise or a hang costing only its own item; no UI, no packet logic.
+"""map_isolated(work, items): one pure function over many items in worker processes.
+
+map_isolated(work, items): one pure function over many items in worker processes, a crash, a raise or a hang
+costing only its own item; no UI, no packet logic.
 
 Each worker process is connected to this one by a pipe and holds at most
 PIPELINE items, which it works in the order they were sent, so the item a dead
@@ -18,14 +21,16 @@ after another and without a time limit (also said).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing
 import os
 import time
 from collections import deque
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 from explorer.catalog.limits import DEFAULT_TIMEOUT_S, MAX_JOBS
 from explorer.packet.parallel import single_threaded_blas
@@ -88,10 +93,8 @@ class _Worker:
 
     def stop(self) -> None:
         """Ask it to stop, then kill it if it has not (a stopped or busy worker never reads the request)."""
-        try:
+        with contextlib.suppress(OSError, ValueError):
             self.connection.send(None)
-        except (OSError, ValueError):
-            pass
         self.process.join(0 if self.held else STOP_WAIT_S)
         if self.process.is_alive():
             self.process.kill()

@@ -11,7 +11,7 @@ moved together into an incident document (docs/report.md, "The findings file").
 from __future__ import annotations
 
 import re
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from explorer.analysis.findings import packet_findings
 from explorer.analysis.formatting import short_number

@@ -1,4 +1,6 @@
-"""Writes one packet's views as a standalone offline HTML page, its JSON report and one PNG per view, all or none; computes no numbers and never overwrites a file.
+"""Writes one packet's views as a standalone offline HTML page, its JSON report and one PNG per view.
+
+All or none; computes no numbers and never overwrites a file.
 
 The HTML inlines every script, stylesheet and icon (Bokeh INLINE resources; Panel's
 component stylesheets, which it links from its CDN even in inline mode, are turned
@@ -34,12 +36,12 @@ import os
 import re
 import tempfile
 import threading
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Mapping
 
 from explorer.analysis.ranking import worst_score_head
 from explorer.analysis.report import REPORT_INDENT, REPORT_SUFFIX, packet_name, report_text
@@ -171,7 +173,7 @@ def _write_set(files: Mapping[Path, str | bytes]) -> tuple[Path, ...]:
 
 
 def _stamp() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def _view_titles() -> dict[str, str]:
@@ -277,7 +279,7 @@ def static_view(view):
         title = pn.pane.HTML(f"<h4 style='margin:0.4em 0 0.2em 0'>{html.escape(view.title)}</h4>",
                              sizing_mode="stretch_width")
         return static_view(pn.Column(title, *view.objects, sizing_mode="stretch_width", css_classes=view.css_classes))
-    if isinstance(view, pn.layout.ListLike) or isinstance(view, pn.GridBox):
+    if isinstance(view, (pn.layout.ListLike, pn.GridBox)):
         view.objects = [part for part in map(static_view, view.objects) if part is not None]
     return view
 
@@ -306,7 +308,7 @@ def _page(analysis: Analysis, name: str, head: int):
 
     from explorer.views import VIEWS, Selection
 
-    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     caption = caption_html(caption_fields(analysis, name, stamp))
     header = pn.pane.HTML(
         f"<h1>{html.escape(escaped_bytes(name))}</h1><p>Static export of the Attention Packet Explorer views: the "
@@ -574,7 +576,7 @@ def _packet_files(analysis: Analysis, out_dir: Path, name: str, head: int | None
         shown, caption_fields(analysis, name, _stamp()), stem, png_names, export_head(analysis, head), _view_titles()))
 
 
-# ---------------------------------------------------------------- a packet pair (compare-v1.md)
+# ---------------------------------------------------------------- a packet pair (docs/pairs.md)
 
 COMPARISON_SUFFIX = ".comparison.json"
 PAIR_SECTION = "pair"
@@ -591,8 +593,9 @@ PAIR_SIDE_FIELDS = ("packet", "status", "backend", "packetSHA256")  # caption fi
 def pair_caption_fields(pair, names: tuple[str, str], stamp: str) -> tuple[tuple[str, str], ...]:
     """The caption band of a pair: both packets (name, status, backend, hash prefix), the pair status, what the
     two sides share (model, request, output index, layer; 'a | b' where they differ), version and date."""
-    sides = [dict(caption_fields(analysis, name, stamp)) for analysis, name in zip((pair.a, pair.b), names)]
-    per_side = tuple((f"{label} {side}", fields[label]) for side, fields in zip("ab", sides)
+    sides = [dict(caption_fields(analysis, name, stamp))
+             for analysis, name in zip((pair.a, pair.b), names, strict=True)]
+    per_side = tuple((f"{label} {side}", fields[label]) for side, fields in zip("ab", sides, strict=True)
                      for label in PAIR_SIDE_FIELDS)
     shared = tuple((label, a if a == sides[1][label] else f"{a} | {sides[1][label]}")
                    for label, a in sides[0].items() if label not in (*PAIR_SIDE_FIELDS, "explorer", "exported"))
@@ -609,7 +612,7 @@ def _pair_page(pair, name: str, names: tuple[str, str]):
 
     from explorer.views.pair import build
 
-    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     header = pn.pane.HTML(
         f"<h1>{html.escape(name)}</h1><p>Side a: <code>{html.escape(pair.a.admission.path)}</code>; side b: "
         f"<code>{html.escape(pair.b.admission.path)}</code>. Pair status: <b>{pair.status}</b>. Static export of the "
@@ -675,9 +678,10 @@ def _replay_page(run, name: str):
 
     from explorer.views.replay import build
 
-    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     header = pn.pane.HTML(
-        f"<h1>{html.escape(escaped_bytes(name))}</h1><p>Replay run <code>{html.escape(escaped_bytes(run.path))}</code>. "
+        f"<h1>{html.escape(escaped_bytes(name))}</h1>"
+        f"<p>Replay run <code>{html.escape(escaped_bytes(run.path))}</code>. "
         f"Replay status: <b>{run.status}</b>. Static export of the Attention Packet Explorer replay view (explorer "
         f"{__version__}, {stamp}): each setting chosen in the app is written as text, numbers at 4 significant "
         "digits. The replay JSON beside this file holds the same numbers at full precision.</p>",
@@ -722,7 +726,7 @@ def _campaign_page(campaign: dict, name: str):
 
     from explorer.views.campaign import build
 
-    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     key = campaign["key"]
     header = pn.pane.HTML(
         f"<h1>{html.escape(escaped_bytes(name))}</h1><p>Campaign {html.escape(campaign['id'])} of request "

@@ -1,4 +1,6 @@
-"""Writes a new file whole or not at all, never replacing anything; never reads packets or imports the UI.
+"""Writes a new file whole or not at all, never replacing anything.
+
+Never reads packets or imports the UI.
 
 `write_new` writes the bytes to a temporary file in the target directory,
 flushes and fsyncs it, then hard-links it to the final name, which succeeds

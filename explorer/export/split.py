@@ -1,4 +1,6 @@
-"""Splits a tall PNG of one view into numbered parts, each carrying its titles; Pillow only, no file I/O.
+"""Splits a tall PNG of one view into numbered parts, each carrying its titles.
+
+Pillow only, never reads or writes a file.
 
 Every part is at most MAX_PNG_HEIGHT pixels tall. A part after the first starts with
 a copy of the view's title band (the caption band naming the packet and the view's
@@ -16,7 +18,7 @@ only when no such place exists.
 from __future__ import annotations
 
 import io
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from PIL import Image

@@ -1,4 +1,7 @@
-"""Inline Jupyter display of one analysis: its compact HTML and plain-text summaries and the `result.views` accessor; never computes a number and imports Panel only when a view is built.
+"""Inline Jupyter display of one analysis.
+
+Its compact HTML and plain-text summaries and the `result.views` accessor; never computes a number and imports
+Panel only when a view is built.
 
 `Analysis._repr_html_`, `Analysis.views` and `Analysis.__panel__` delegate here, so
 showing a result as the last expression of a cell needs no UI library, and every
@@ -94,7 +97,8 @@ class Views:
         return self._build("attention", head)
 
     def emulations(self):
-        """Every kernel emulation's bit-equal counts, where the output differs from one, and the drill-down (computed now)."""
+        """Every kernel emulation's bit-equal counts, where the output differs from one, and the drill-down (computed
+        now)."""
         return self._build("emulations")
 
     def raw(self):

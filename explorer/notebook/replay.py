@@ -1,4 +1,8 @@
-"""Inline Jupyter display of a Replay: its compact HTML and plain-text summaries and the `run.views` accessor; never computes a number and imports Panel only when a view is built."""
+"""Inline Jupyter display of a Replay: HTML and plain-text summaries and the `run.views` accessor.
+
+Inline Jupyter display of a Replay: its compact HTML and plain-text summaries and the `run.views` accessor;
+never computes a number and imports Panel only when a view is built.
+"""
 
 from __future__ import annotations
 

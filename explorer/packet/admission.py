@@ -1,4 +1,7 @@
-"""`admit(path)`: every check of packet-v1.md sections 2-6, all problems reported at once, as an Admission; never computes numerics or imports UI code.
+"""`admit(path)`: every admission check, all problems reported at once, as an Admission.
+
+`admit(path)`: every check of docs/packet-format.md, all problems reported at once, as an Admission; never
+computes numerics or imports UI code.
 
 Order of work: read packet.json (a refusal there ends admission: nothing else
 can be located); apply the section 2 field rules; refuse declared sizes over the
@@ -22,7 +25,7 @@ What the Admission carries besides refusals and reasons:
   hashed to their declared hash.
 
 These are filled for refused packets too when they could be established; the
-report of a refused packet shows none of them (report-v1.md section 4).
+report of a refused packet shows none of them (docs/report.md, The report's keys).
 """
 
 from __future__ import annotations
@@ -30,7 +33,8 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from explorer.packet.bounded import quoted, shown_int, shown_list
 from explorer.packet.files import FileOutcome, FileRequest, PacketFile, open_packet, verify_files

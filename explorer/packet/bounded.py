@@ -1,4 +1,7 @@
-"""Bounded renderings of untrusted values for messages: long texts and lists cut with a count, huge integers by digit count, undecodable file-name bytes escaped; never does I/O.
+"""Bounded renderings of untrusted values for messages.
+
+Long texts and lists cut with a count, huge integers by digit count, undecodable file-name bytes escaped;
+never does I/O.
 
 A message never formats an unbounded integer (Python refuses to print one of
 more than 4,300 digits) or an unbounded string: the full value stays in the
@@ -9,7 +12,8 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 MESSAGE_TEXT_CHARS = 120  # characters of a name, path or string value shown in a message
 MESSAGE_INTEGER_DIGITS = 40  # an integer with more digits is shown by its digit count

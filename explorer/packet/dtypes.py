@@ -1,4 +1,6 @@
-"""Bit-exact float16 / bfloat16 / float32 decoding, RNE rounding and bit classification; never does I/O.
+"""Bit-exact float16 / bfloat16 / float32 decoding, RNE rounding and bit classification.
+
+Never does I/O.
 
 Every conversion here is defined on integer bit patterns, so it is exact for every
 pattern (signed zeros, subnormals, infinities, NaN payloads and the quiet bit) and
@@ -7,7 +9,7 @@ does not depend on how a CPU's float16 instructions treat signaling NaNs:
 - float16 promotion is a lookup in a 65,536-entry table built once with integer
   arithmetic (a NaN's 10 payload bits go to the top of the binary32 mantissa, so
   the quiet bit stays the quiet bit).
-- bfloat16 promotion is `bits << 16` into a binary32 pattern (tests/test_dtypes.py
+- bfloat16 promotion is `bits << 16` into a binary32 pattern (tests/packet/test_dtypes.py
   checks all 65,536 patterns against ml_dtypes' cast); ml_dtypes is not imported here,
   its import alone costs more than the shift.
 - Rounding float32 to a 16-bit format (`round_bits`) is integer

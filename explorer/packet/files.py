@@ -1,4 +1,6 @@
-"""Safe opening, reading and hashing of a packet's files (packet-v1.md section 5); never parses or decodes.
+"""Safe opening, reading and hashing of a packet's files (docs/packet-format.md, How files are read).
+
+Never parses or decodes.
 
 The packet directory is opened once; every descriptor path is then walked
 below that descriptor one component at a time (`dir_fd`, `O_NOFOLLOW |
@@ -23,8 +25,8 @@ import hashlib
 import os
 import stat
 from collections import deque
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Iterator, Sequence
 
 from explorer.packet.bounded import quoted
 from explorer.packet.model import Problem

@@ -1,4 +1,6 @@
-"""Strict JSON parsing of untrusted bytes (packet-v1.md section 5); never touches files or numerics.
+"""Strict JSON parsing of untrusted bytes (docs/packet-format.md, How files are read).
+
+Never touches files or numerics.
 
 Rules beyond the standard library's: UTF-8 only; a duplicated key in any object,
 the constants `NaN` / `Infinity` / `-Infinity`, a number that overflows to
@@ -45,7 +47,8 @@ class OversizedInteger(Record):
 
 @record
 class ParsedJson(Record):
-    """The outcome of parsing: `value` (a dict for parse_json_object) when valid, else `error`; `text` when the bytes were UTF-8."""
+    """The outcome of parsing: `value` (a dict for parse_json_object) when valid, else `error`; `text` when the bytes
+    were UTF-8."""
 
     value: Any
     text: str | None
@@ -68,7 +71,8 @@ def json_type(value: Any) -> str:
 
 
 def is_integer(value: Any) -> bool:
-    """True for a JSON integer as packet-v1.md defines it (never a bool, float or OversizedInteger)."""
+    """True for a JSON integer as docs/packet-format.md, How files are read, defines it (never a bool, float or
+    OversizedInteger)."""
     return type(value) is int
 
 
@@ -151,7 +155,8 @@ def parse_json_value(data: bytes) -> ParsedJson:
     except (json.JSONDecodeError, _Rejected, RecursionError) as error:
         return ParsedJson(None, text, str(error))
     if (surrogate := _lone_surrogate(value)) is not None:
-        return ParsedJson(None, text, f"a string holds a lone surrogate: {surrogate.encode('utf-8', 'backslashreplace')[:60]!r}")
+        shown = surrogate.encode("utf-8", "backslashreplace")[:60]
+        return ParsedJson(None, text, f"a string holds a lone surrogate: {shown!r}")
     return ParsedJson(value, text, None)
 
 

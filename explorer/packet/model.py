@@ -6,7 +6,8 @@ explorer.analysis.result.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from explorer.packet.record import Record, record
 
@@ -56,13 +57,13 @@ class NativeTensor(Record):
 
 @record(eq=False)
 class Admission(Record):
-    """Everything admission established about one packet (packet-v1.md sections 2-6).
+    """Everything admission established about one packet (docs/packet-format.md).
 
     `refusals` is sorted by (code, field). `reasons` holds the inconclusive reasons
     of the first two tables of section 6, in table order (empty when refused).
     `tensors` is present whenever all six files verified and the section 4
     geometry holds, whatever the status. `identity`, `selection`, `sample` and
-    `geometry` are the report dicts of report-v1.md section 4 (None when unknown).
+    `geometry` are the report dicts of docs/report.md, The report's keys (None when unknown).
     `packet_json` / `snapshot` are the parsed JSON values as captured (None when not
     parsed or, for the snapshot, not interpreted); `packet_text` / `snapshot_text`
     are the decoded text as read, for the raw view.

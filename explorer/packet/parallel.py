@@ -1,4 +1,6 @@
-"""Runs one function over a list of items on a few threads, results in item order; asks BLAS for one thread; no I/O, no numbers.
+"""Runs one function over a list of items on a few threads, results in item order.
+
+Asks BLAS for one thread; no I/O, no numbers.
 
 For work that releases the interpreter lock (reading files, SHA-256, numpy loops): what each
 item gives never depends on which thread ran it or on how many there were.
@@ -8,7 +10,8 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Callable, Sequence, TypeVar
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 # The explorer's numbers never use BLAS (docs/report.md); numpy still starts BLAS threads when it loads, which
 # on a busy 2-core machine only cost.

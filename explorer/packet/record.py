@@ -1,4 +1,7 @@
-"""The explorer's frozen dataclass records: `@record` over `Record`, methods shared instead of generated; no I/O, no numerics.
+"""The explorer's frozen dataclass records: `@record` over `Record`, methods shared.
+
+The explorer's frozen dataclass records: `@record` over `Record`, methods shared instead of generated; no I/O,
+no numerics.
 
 Every record is declared
 
@@ -25,8 +28,9 @@ keyword-only and `InitVar` fields are not supported (`record` refuses them).
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from dataclasses import MISSING, FrozenInstanceError, dataclass, field, fields
-from typing import Any, Callable, TypeVar, dataclass_transform, overload
+from typing import Any, TypeVar, dataclass_transform, overload
 
 RecordType = TypeVar("RecordType", bound=type)
 
@@ -62,7 +66,7 @@ class Record:
         made = type(self).__qualname__
         if len(args) > len(names):
             raise TypeError(f"{made}() takes {len(names)} arguments but {len(args)} were given")
-        values = dict(zip(names, args))
+        values = dict(zip(names[:len(args)], args, strict=True))
         for name, value in kwargs.items():
             if name not in defaults:
                 raise TypeError(f"{made}() got an unexpected keyword argument {name!r}")

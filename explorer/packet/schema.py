@@ -1,4 +1,6 @@
-"""Field rules of packet.json and the tensor geometry between its descriptors (packet-v1.md sections 2 and 4); never does I/O.
+"""Field rules of packet.json and the tensor geometry between its descriptors.
+
+See docs/packet-format.md, What is in the directory and Refusal codes; never does I/O.
 
 Convention for a rule row that names its own code ("else `dtype_unsupported`"):
 every violation of that row, a missing key or a wrong type included, gets that
@@ -11,7 +13,8 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from explorer.packet.bounded import clip, quoted, shown, shown_int, shown_list
 from explorer.packet.files import JSON_SIZE_LIMIT, TENSOR_SIZE_LIMIT, relative_path_problem
@@ -228,7 +231,7 @@ def tensor_descriptor(problems: Problems, name: str, entry: Any) -> TensorDescri
         strides = entry.get("packedStrides", MISSING)
         expected = row_major_strides(shape)
         packed = (isinstance(strides, list) and len(strides) == TENSOR_RANK
-                  and all(is_integer(s) and s == e for s, e in zip(strides, expected)))
+                  and all(is_integer(s) and s == e for s, e in zip(strides, expected, strict=True)))
         problems.check(packed, "strides_not_packed", f"{base}/packedStrides",
                        f"the row-major strides {shown_list(expected)} of the shape", strides)
     declared = math.prod(shape) * ITEM_SIZE[dtype] if shape is not None and dtype is not None else None

@@ -1,4 +1,6 @@
-"""Field rules of the metadata snapshot and its cross-checks with packet.json (packet-v1.md sections 3 and 4); never does I/O.
+"""Field rules of the metadata snapshot and its cross-checks with packet.json.
+
+See docs/packet-format.md, What is in the directory and Refusal codes; never does I/O.
 
 Codes: structural problems are `snapshot_invalid` at a pointer into the
 snapshot, except where a more specific code applies: `record_budget_exceeded`
@@ -18,7 +20,8 @@ from __future__ import annotations
 
 import math
 import struct
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from explorer.packet.bounded import quoted, shown, shown_int
 from explorer.packet.formats import DTYPES
@@ -214,10 +217,9 @@ def check_snapshot(snapshot: dict, descriptor: Descriptor) -> Snapshot:
     first = records[0] if record_count else MISSING
     record = None
     if first is not MISSING and problems.check(isinstance(first, dict), "snapshot_invalid", "/records/0",
-                                               "an object", first):
-        if _record(problems, first):
-            record = first
-            _cross_checks(problems, record, configuration, descriptor)
+                                               "an object", first) and _record(problems, first):
+        record = first
+        _cross_checks(problems, record, configuration, descriptor)
     sample = _sample(problems, snapshot)
     scale = None
     selection = None

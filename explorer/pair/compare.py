@@ -1,4 +1,6 @@
-"""compare(a, b): two captures of one selection as one immutable Pair result (compare-v1.md); reads each side's cached analysis, no I/O beyond analyze() and a stat of each packet.json, never UI.
+"""compare(a, b): two captures of one selection as one immutable Pair result (docs/pairs.md).
+
+Reads each side's cached analysis, no I/O beyond analyze() and a stat of each packet.json, never UI.
 
 Every number of a side (its ladder, its |output - reference|) is read from that
 side's own analysis; the pair adds only what needs both sides: the selection
@@ -10,8 +12,9 @@ nearer it. Swapping the sides swaps `a` and `b` and nothing else.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from types import MappingProxyType
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 
@@ -34,7 +37,6 @@ from explorer.pair.model import (
     NEARER_A,
     NEARER_B,
     NEARER_KEYS,
-    NO_ELEMENTWISE,
     NO_REFERENCE,
     OUTPUT_DTYPES_NOTE,
     OUTPUT_POSITIONS_LIMIT,
@@ -59,7 +61,7 @@ from explorer.pair.model import (
     Tokens,
 )
 
-COMPARED, PAIR_INCONCLUSIVE, PAIR_REFUSED = "compared", INCONCLUSIVE, REFUSED
+COMPARED, PAIR_INCONCLUSIVE = "compared", INCONCLUSIVE
 # ---------------------------------------------------------------- sides
 
 
@@ -90,9 +92,9 @@ def _selection(a: Analysis, b: Analysis) -> tuple[tuple[tuple[str, Any], ...] | 
     key_a, key_b = selection_key(a), selection_key(b)
     if key_a is None or key_b is None:
         return None, ()
-    shared = tuple((name, value) for (name, value), (_, other) in zip(key_a, key_b) if value == other)
+    shared = tuple((name, value) for (name, value), (_, other) in zip(key_a, key_b, strict=True) if value == other)
     differences = tuple(SelectionDifference(name, value, other)
-                        for (name, value), (_, other) in zip(key_a, key_b) if value != other)
+                        for (name, value), (_, other) in zip(key_a, key_b, strict=True) if value != other)
     return shared, differences
 
 
@@ -111,7 +113,8 @@ def _shape_message(a: Analysis, b: Analysis) -> str:
         if shape is None:
             return "no verified tensors"
         qh, kvh, d, t, dtypes = shape
-        return f"QH{qh}/KVH{kvh}/D{d}/T{t}, inputs " + ", ".join(f"{n} {dt}" for n, dt in zip(INPUT_NAMES, dtypes))
+        inputs = ", ".join(f"{n} {dt}" for n, dt in zip(INPUT_NAMES, dtypes, strict=True))
+        return f"QH{qh}/KVH{kvh}/D{d}/T{t}, inputs {inputs}"
     return f"a: {text(a)}; b: {text(b)}"
 
 
@@ -130,7 +133,7 @@ def bit_difference(name: str, dtype: str, bits_a: np.ndarray, bits_b: np.ndarray
     return BitDifference(
         tensor=name, dtype=dtype, identical=False, compared=int(xor.size), mismatched=int(where.size),
         per_head=tuple(int(n) for n in per_head),
-        first_positions=tuple(zip(*(axis.tolist() for axis in first))),
+        first_positions=tuple(zip(*(axis.tolist() for axis in first), strict=True)),
         bit_flips=MappingProxyType(bit_flips(bit_positions(xor.reshape(-1)[where], dtype), dtype)),
     )
 
@@ -193,7 +196,7 @@ def _nearer(a: Analysis, b: Analysis) -> Nearer:
 
 def _nearer_reason(a: Analysis, b: Analysis, inputs: Inputs | None) -> str | None:
     if inputs is None:
-        return NO_ELEMENTWISE
+        return SHAPE_DIFFERS
     if not inputs.identical:
         return INPUTS_DIFFER
     if a.admission.scale != b.admission.scale:
@@ -215,9 +218,9 @@ def _tokens(a: Analysis, b: Analysis) -> Tokens | None:
 
 
 def _refused(a: Analysis, b: Analysis) -> Pair:
-    refusals = tuple(SideRefusal(name, problem) for name, side in zip(SIDES, (a, b))
+    refusals = tuple(SideRefusal(name, problem) for name, side in zip(SIDES, (a, b), strict=True)
                      for problem in side.admission.refusals)
-    return Pair(a, b, PAIR_REFUSED, refusals, (), None, (), None, None, None, None, None, None, ())
+    return Pair.refused(a, b, refusals)
 
 
 def _notes(a: Analysis, b: Analysis, inputs: Inputs | None, output: OutputDifference | None) -> tuple[str, ...]:
@@ -237,7 +240,7 @@ def pair_of(a: Analysis, b: Analysis) -> Pair:
     if a.status == REFUSED or b.status == REFUSED:
         return _refused(a, b)
     reasons = [Reason(SIDE_INCONCLUSIVE, f"side {name} is inconclusive: " + ", ".join(r.code for r in side.reasons))
-               for name, side in zip(SIDES, (a, b)) if side.status == INCONCLUSIVE]
+               for name, side in zip(SIDES, (a, b), strict=True) if side.status == INCONCLUSIVE]
     selection, differences = _selection(a, b)
     if differences:
         reasons.append(Reason(SELECTION_DIFFERS, "selection fields differ: " + ", ".join(d.field for d in differences)))
@@ -247,7 +250,7 @@ def pair_of(a: Analysis, b: Analysis) -> Pair:
         reasons.append(Reason(SHAPE_DIFFERS, f"the geometry or an input dtype differs ({_shape_message(a, b)})"))
     inputs = _inputs(a, b) if same_shape else None
     output = _output(a, b) if same_shape else None
-    ladder = {name: ladder_row(side) for name, side in zip(SIDES, (a, b))}
+    ladder = {name: ladder_row(side) for name, side in zip(SIDES, (a, b), strict=True)}
     nearer_reason = _nearer_reason(a, b, inputs)
     return Pair(
         a=a, b=b, status=PAIR_INCONCLUSIVE if reasons else COMPARED, refusals=(), reasons=tuple(reasons),

@@ -1,4 +1,7 @@
-"""The emulation x side matrix of a pair (emulation-v1 section 3, v2 section 4): each side's emulations, run once when the emulated inputs are identical, and the counts on the elements where the sides differ; reads the sides' analyses and analyze's emulation cache, no I/O, no UI.
+"""The emulation x side matrix of a pair (docs/emulations.md, Reading the counts).
+
+Each side's emulations, run once when the emulated inputs are identical, and the counts on the elements where
+the sides differ; reads the sides' analyses and analyze's emulation cache, no I/O, no UI.
 
 Reading of the matrix: row `id` says how many output elements of side a, and of
 side b, equal that emulation's output bit for bit, how many of the decisive ones
@@ -20,7 +23,7 @@ differently); the reason code says which. Rows are held in request order;
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 
@@ -36,15 +39,13 @@ from explorer.analysis.emulation import (
     shape_of,
 )
 from explorer.analysis.result import Analysis
-from explorer.pair.model import BaselineRow, Differing, MatrixRow, Pair, PairEmulations
+from explorer.pair.model import NO_REFERENCE, SHAPE_DIFFERS, BaselineRow, Differing, MatrixRow, Pair, PairEmulations
 
 SHARED_INPUTS, EACH_SIDE_INPUTS = "shared_inputs", "each_side_inputs"
 EMULATED_TENSORS = ("queries", "storedKeys", "storedValues", "incomingKeys", "incomingValues")  # the paged kernel
 # and a real run read token T-1 from the incoming row
 # Why a pair's emulation matrix is None (the report's "emulationMatrixReason").
 SIDE_REFUSED = "side_refused"
-NO_REFERENCE = "no_reference"
-SHAPE_DIFFERS = "shape_differs"
 OUTPUT_DTYPES_DIFFER = "output_dtypes_differ"
 EACH_SIDE_NOTE = ("the emulated inputs differ (queries, stored keys or values, the scale or the eligible heads): "
                   "each side is scored against the emulations of its own inputs (emulationMatrix.emulatedOn)")
@@ -100,7 +101,8 @@ def _on_differing(bits: np.ndarray | None, analysis: Analysis, mask: np.ndarray)
 
 
 def ranked_rows(rows: tuple[MatrixRow, ...]) -> tuple[MatrixRow, ...]:
-    """The matrix's table order: by the larger of the two sides' decisive counts (else bitEqual), ties in request order."""
+    """The matrix's table order: by the larger of the two sides' decisive counts (else bitEqual), ties in request
+    order."""
     return tuple(sorted(rows, key=lambda row: min(rank_key(row.a), rank_key(row.b))))
 
 

@@ -1,4 +1,7 @@
-"""The Pair result of compare-v1 and its parts, as frozen dataclasses, with the pair's codes and limits; no computation, no I/O, no UI.
+"""The Pair result and its parts as frozen dataclasses, with the pair's codes and limits.
+
+The Pair result of docs/pairs.md and its parts, as frozen dataclasses, with the pair's codes and limits; no
+computation, no I/O, no UI.
 
 `explorer.pair.compare` builds a Pair, `explorer.pair.emulation` adds its emulation
 x side matrix and `explorer.pair.report` serialises it. Classes holding arrays are `eq=False` (identity
@@ -7,26 +10,27 @@ equality), as in explorer.analysis.result.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
 from explorer.analysis.display import InlineDisplay
 from explorer.analysis.result import Analysis, Baseline, Comparison, Emulation, Metrics, Ulp
-from explorer.packet.model import Problem, Reason
+from explorer.packet.model import REFUSED, Problem, Reason
 from explorer.packet.record import Record, record
 
 SIDES = ("a", "b")
 INPUT_NAMES = ("queries", "storedKeys", "storedValues", "incomingKeys", "incomingValues")
 OUTPUT_POSITIONS_LIMIT = 4096
 
-# Inconclusive reason codes (compare-v1.md section 2), in the order they are listed.
+# Inconclusive reason codes (docs/pairs.md, Status and codes), in the order they are listed.
 SIDE_INCONCLUSIVE = "side_inconclusive"
 SELECTION_DIFFERS = "selection_differs"
-SHAPE_DIFFERS = "shape_differs"
-# Why `nearer` is None: the contract's two codes, then the states in which no element-wise comparison exists.
+SHAPE_DIFFERS = "shape_differs"  # also why `nearer` and the emulation matrix are None: no element-wise comparison
+# Why `nearer` is None besides SHAPE_DIFFERS (docs/pairs.md, Status and codes); NO_REFERENCE is also why the
+# emulation matrix is None (pair/emulation.py).
 INPUTS_DIFFER, SCALE_DIFFERS = "inputs_differ", "scale_differs"
-NO_ELEMENTWISE = "shape_differs"
 NO_REFERENCE = "no_reference"
 
 # Per-element codes of `Nearer.map`.
@@ -152,7 +156,7 @@ class Tokens(Record):
 
 @record(eq=False)
 class Pair(InlineDisplay):
-    """The comparison of two analyses (compare-v1.md). `a` and `b` are the sides' own immutable results.
+    """The comparison of two analyses (docs/pairs.md). `a` and `b` are the sides' own immutable results.
 
     `selection` holds the selection fields both sides share, as ((name, value), ...) in
     report order; `ladder` maps "a" / "b" to a LadderRow, or None for a side without a
@@ -177,12 +181,18 @@ class Pair(InlineDisplay):
     notes: tuple[str, ...]
     emulation: PairEmulations | None = None  # None: no emulation requested (pair/emulation.py)
 
+    @classmethod
+    def refused(cls, a: Analysis, b: Analysis, refusals: tuple[SideRefusal, ...]) -> Pair:
+        """The pair of two analyses at least one of which is refused: its sides' refusals, nothing compared."""
+        return cls(a=a, b=b, status=REFUSED, refusals=refusals, reasons=(), selection=None, selection_differences=(),
+                   inputs=None, output=None, ladder=None, nearer=None, nearer_reason=None, tokens=None, notes=())
+
     def side(self, name: str) -> Analysis:
         """The analysis of side "a" or "b"."""
         return {"a": self.a, "b": self.b}[name]
 
     def report(self) -> dict[str, Any]:
-        """The JSON-ready report of compare-v1.md section 4 (`explorer compare --json`)."""
+        """The JSON-ready report of docs/pairs.md, The comparison report's keys (`explorer compare --json`)."""
         from explorer.pair.report import build_comparison_report  # lazy: the result delegates to its own builder
 
         return build_comparison_report(self)
@@ -214,7 +224,8 @@ class BaselineRow(Record):
 
 @record(eq=False)
 class Differing(Record):
-    """The elements (eligible on both sides) where the two outputs' bit patterns differ: count, per head, bool mask [QH, D]."""
+    """The elements (eligible on both sides) where the two outputs' bit patterns differ: count, per head, bool mask [QH,
+    D]."""
 
     count: int
     per_head: tuple[int | None, ...]
@@ -223,7 +234,8 @@ class Differing(Record):
 
 @record(eq=False)
 class PairEmulations(Record):
-    """The matrix of a pair with emulations requested; `rows` (request order) None with `reason` when no matrix exists."""
+    """The matrix of a pair with emulations requested; `rows` (request order) None with `reason` when no matrix
+    exists."""
 
     emulated_on: str | None
     rows: tuple[MatrixRow, ...] | None

@@ -1,4 +1,7 @@
-"""build_comparison_report: the JSON-ready comparison report (compare-v1.md section 4) as a pure serialization of a Pair; no I/O, no UI.
+"""build_comparison_report: a Pair as the JSON-ready comparison report; no I/O, no UI.
+
+build_comparison_report: the JSON-ready comparison report (docs/pairs.md, The comparison report's keys) as a
+pure serialization of a Pair; no I/O, no UI.
 
 Every float is finite or None (json.dumps(allow_nan=False) holds). Each section is
 one function. The emulation keys (null without an emulation request): "emulations",
@@ -12,7 +15,8 @@ null with "emulationMatrixReason".
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from explorer.analysis.blocks import (
     LIMITATIONS,
@@ -27,6 +31,7 @@ from explorer.analysis.blocks import (
     ulp_block,
 )
 from explorer.analysis.result import Analysis
+from explorer.pair.emulation import ranked_rows
 from explorer.pair.model import (
     PAIR_LIMITATIONS,
     SIDES,
@@ -36,13 +41,13 @@ from explorer.pair.model import (
     OutputDifference,
     Pair,
 )
-from explorer.pair.emulation import ranked_rows
 
 COMPARISON_SCHEMA = "attention-explorer.comparison.v1"
 
 
 def side_summary(analysis: Analysis) -> dict[str, Any]:
-    """`S` of compare-v1.md section 4: one side's path, hash, status and the fields allowed to differ."""
+    """`S` of docs/pairs.md, The comparison report's keys: one side's path, hash, status and the fields allowed to
+    differ."""
     admission = analysis.admission
     interpreted = not admission.refused
     identity, selection, tensors = admission.identity, admission.selection, admission.tensors
@@ -160,9 +165,10 @@ def emulation_matrix_block(pair: Pair) -> dict[str, Any] | None:
     rows = [{"id": row.a.id, "kernel": row.a.kernel, "label": row.a.label, "notEmulated": row.a.not_emulated,
              "library": None if row.a.library is None else dict(row.a.library),
              "compared": {"a": row.a.compared, "b": row.b.compared},
-             "bitEqual": {side: count_block(e.bit_equal, e.bit_equal_per_head) for side, e in zip(SIDES, (row.a, row.b))},
+             "bitEqual": {side: count_block(e.bit_equal, e.bit_equal_per_head)
+                          for side, e in zip(SIDES, (row.a, row.b), strict=True)},
              "bitEqualDecisive": {side: count_block(e.bit_equal_decisive, e.bit_equal_decisive_per_head)
-                                  for side, e in zip(SIDES, (row.a, row.b))},
+                                  for side, e in zip(SIDES, (row.a, row.b), strict=True)},
              "bitEqualDiffering": {"a": row.differing_a, "b": row.differing_b}}
             for row in ranked_rows(pair.emulation.rows)]
     baseline = pair.emulation.baseline
@@ -181,7 +187,7 @@ def emulation_differing_block(pair: Pair) -> dict[str, Any] | None:
 
 
 def build_comparison_report(pair: Pair) -> dict[str, Any]:
-    """The report of compare-v1.md section 4 for `pair` (complete for every status)."""
+    """The report of docs/pairs.md, The comparison report's keys for `pair` (complete for every status)."""
     return {
         "schema": COMPARISON_SCHEMA,
         "status": pair.status,

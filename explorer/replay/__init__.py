@@ -1,4 +1,6 @@
-"""Operator replay runs beside their packet (replay-v1): the Replay model, reading the run, its computation and its JSON report; never imports UI code.
+"""Operator replay runs beside their packet (docs/replay.md).
+
+The Replay model, reading the run, its computation and its JSON report; never imports UI code.
 
 The package is callable as `explorer.replay(run, ...)`: importing any module of it makes
 Python bind the package itself to the name `explorer.replay`, where the public function

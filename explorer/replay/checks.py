@@ -1,10 +1,12 @@
-"""Field rules of a replay run's JSON files and their cross-checks with the source packet (replay-v1.md section 3); pure, never does I/O.
+"""Field rules of a replay run's JSON files and their cross-checks with the source packet.
+
+See docs/replay.md, Admission of the run; pure, never does I/O.
 
 Every rule returns Problems (code, JSON pointer into the file, bounded message).
 `input.json` problems are all `replay_input_invalid`; its binding to the packet is
 `replay_packet_mismatch`, its geometry `replay_geometry_mismatch`. An arm's
 `result.json` gets the arm codes of section 3; a tensor descriptor breaking a
-packet-v1 field rule is `replay_result_invalid` (a `path_invalid` file keeps its
+field rule of docs/packet-format.md is `replay_result_invalid` (a `path_invalid` file keeps its
 packet code, as the tensor files' other codes do).
 """
 
@@ -12,7 +14,8 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from explorer.packet.bounded import shown
 from explorer.packet.jsonparse import is_integer
@@ -126,7 +129,8 @@ def check_input(value: dict) -> InputFile:
 
 def packet_mismatches(value: Mapping[str, Any], tensors: Mapping[str, TensorDescriptor],
                       admission: Admission) -> tuple[Problem, ...]:
-    """replay_packet_mismatch: input.json's hashes, identity, selection, scaleBits and descriptors against the packet."""
+    """replay_packet_mismatch: input.json's hashes, identity, selection, scaleBits and descriptors against the
+    packet."""
     problems = Problems()
 
     def differs(field: str, declared: Any, packet: Any) -> None:
@@ -249,8 +253,8 @@ def check_result(arm: str, value: dict, input_sha256: str, input_geometry: Mappi
     schema = value.get("schema", MISSING)
     problems.check(schema == RESULT_SCHEMA, RESULT_INVALID, "/schema", repr(RESULT_SCHEMA), schema)
     declared = value.get("inputSHA256", MISSING)
-    problems.check(declared == input_sha256, RESULT_INVALID, "/inputSHA256", f"the SHA-256 of input.json, {input_sha256}",
-                   declared)
+    problems.check(declared == input_sha256, RESULT_INVALID, "/inputSHA256",
+                   f"the SHA-256 of input.json, {input_sha256}", declared)
     problems.check(value.get("arm", MISSING) == arm, RESULT_INVALID, "/arm", repr(arm), value.get("arm", MISSING))
     dispatch = value.get("dispatch", MISSING)
     if problems.check(isinstance(dispatch, str), RESULT_INVALID, "/dispatch", "a string", dispatch):

@@ -1,14 +1,17 @@
-"""The numbers of a replay (replay-v1.md section 4): each arm's output against the captures, the references and the emulations, the readback and the matrix; pure, no I/O.
+"""The numbers of a replay (docs/replay.md, What is computed).
+
+Each arm's output against the captures, the references and the emulations, the readback, the matrix and the
+tool-analysis cross-check; pure, no I/O.
 
 Outputs are compared by the bit patterns of their exact float32 promotions: for one
 dtype that is the native bit comparison (promotion is exact and one-to-one), +0 and
--0 differ and a NaN equals only the same NaN pattern (compare-v1.md section 3).
+-0 differ and a NaN equals only the same NaN pattern (docs/replay.md, What is computed).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from types import MappingProxyType
-from typing import Sequence
 
 import numpy as np
 
@@ -40,7 +43,7 @@ def output_difference(values: np.ndarray, other: np.ndarray) -> OutputDifference
     return OutputDifference(
         identical=where.size == 0, compared=int(differs.size), mismatched=int(where.size),
         per_head=tuple(int(n) for n in differs.sum(axis=1)),
-        first_positions=tuple(zip(*(axis.tolist() for axis in first))), differs=readonly(differs))
+        first_positions=tuple(zip(*(axis.tolist() for axis in first), strict=True)), differs=readonly(differs))
 
 
 def readback(name: str, replayed: np.ndarray, captured: np.ndarray, same_sha256: bool) -> Readback:

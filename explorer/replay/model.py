@@ -1,4 +1,7 @@
-"""The Replay result of replay-v1 and its parts, as frozen dataclasses, with the run's codes, arms and limits; no computation, no I/O, no UI.
+"""The Replay result and its parts as frozen dataclasses, with the run's codes, arms and limits.
+
+The Replay result of docs/replay.md and its parts, as frozen dataclasses, with the run's codes, arms and
+limits; no computation, no I/O, no UI.
 
 `explorer.replay.run` reads a run directory, `explorer.replay.compute` builds a
 Replay from it and the analyses of its packets, `explorer.replay.report`
@@ -8,7 +11,8 @@ explorer.analysis.result.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -59,8 +63,8 @@ OUTPUT_NONFINITE = "replay_output_nonfinite"
 PACKET_INCONCLUSIVE = "replay_packet_inconclusive"
 PARTNER_REFUSED = "replay_partner_refused"
 PARTNER_INCONCLUSIVE = "replay_partner_inconclusive"
-PARTNER_SELECTION_DIFFERS = "selection_differs"  # compare-v1's code: the partner captured another selection
-PARTNER_SHAPE_DIFFERS = "shape_differs"  # compare-v1's code: no element-wise comparison with the partner
+PARTNER_SELECTION_DIFFERS = "selection_differs"  # docs/pairs.md's code: the partner captured another selection
+PARTNER_SHAPE_DIFFERS = "shape_differs"  # docs/pairs.md's code: no element-wise comparison with the partner
 
 # Limits and rules of the contract.
 FIRST_POSITIONS_LIMIT = 100
@@ -116,7 +120,8 @@ class Readback(Record):
 
 @record(eq=False)
 class ArmReferences(Record):
-    """The arm's output against the packet's references (report-v1 blocks C and U) on its eligible heads."""
+    """The arm's output against the packet's references (docs/report.md, The report's keys: blocks C and U) on its
+    eligible heads."""
 
     primary: Comparison
     rounded: Comparison
@@ -137,6 +142,12 @@ class Receipt(Record):
     pages: int | None
     exit_code: int | None
     seconds: float | None
+
+    @classmethod
+    def unknown(cls) -> Receipt:
+        """The receipt of an arm nothing was read of: every field unknown."""
+        return cls(dispatch=None, kernel_output_dtype=None, partition_tokens=None, segment_count=None, pages=None,
+                   exit_code=None, seconds=None)
 
 
 @record
@@ -179,6 +190,14 @@ class ArmResult(Record):
     emulations: tuple[Emulation, ...] | None
     tool_analysis: Mapping[str, Mapping[str, ToolValue]] | None
 
+    @classmethod
+    def unread(cls, arm: str, state: str | None, problems: tuple[Problem, ...], own_dispatch: bool,
+               receipt: Receipt) -> ArmResult:
+        """An arm whose output was not read (a refused run, a refused or failed arm): state and codes, no numbers."""
+        return cls(arm=arm, state=state, problems=problems, own_dispatch=own_dispatch, receipt=receipt,
+                   output_dtype=None, output_values=None, output_bits=None, capture=None, partner=None, readback=None,
+                   references=None, emulations=None, tool_analysis=None)
+
     @property
     def codes(self) -> tuple[str, ...]:
         """The arm's own refusal codes, each once, in the order found."""
@@ -200,7 +219,7 @@ class Matrix(Record):
 
 @record(eq=False)
 class Replay(InlineDisplay):
-    """The replay run against its packet (and partner): replay-v1.md's one immutable result.
+    """The replay run against its packet (and partner): the one immutable result of docs/replay.md.
 
     `packet` / `partner` are the packets' own analyses (None when not found / not given);
     `arms` maps every arm name to its ArmResult (refused runs included, every arm absent
@@ -238,7 +257,7 @@ class Replay(InlineDisplay):
         return self.arms[label].output_values
 
     def report(self) -> dict[str, Any]:
-        """The JSON-ready report of replay-v1.md section 5 (`explorer replay --json`)."""
+        """The JSON-ready report of docs/replay.md, The report (`explorer replay --json`)."""
         from explorer.replay.report import build_replay_report  # lazy: the result delegates to its own builder
 
         return build_replay_report(self)

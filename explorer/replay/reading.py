@@ -9,7 +9,7 @@ it differs from each; an arm without an output says its state. Counts, never a v
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from explorer.replay.model import ARMS, CAPTURE, PARTNER, ArmResult, Matrix
 

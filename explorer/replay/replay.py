@@ -1,4 +1,7 @@
-"""replay(run, packet, partner): a replay run read with the packet rules and put against its packet (and partner) as one immutable Replay (replay-v1.md); reads the run and the packets' cached analyses, never UI.
+"""replay(run, packet, partner): a replay run put against its packet (and partner) as one Replay.
+
+replay(run, packet, partner): a replay run read with the packet rules and put against its packet (and partner)
+as one immutable Replay (docs/replay.md); reads the run and the packets' cached analyses, never UI.
 
 Order of work: open RUN; input.json (a refusal there ends the run); the source packet
 (given, or found beside the run by packetSHA256) and its cached analysis; input.json's
@@ -10,8 +13,9 @@ numbers of every readable output, the matrix and the tool's analysis.json beside
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Mapping
 from types import MappingProxyType
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -23,6 +27,7 @@ from explorer.packet.dtypes import bits_from_buffer, promote
 from explorer.packet.files import FileOutcome, FileRequest, PacketRoot, open_directory, verify_files
 from explorer.packet.model import INCONCLUSIVE, REFUSED, TENSOR_NAMES, Problem, Reason
 from explorer.packet.schema import pointer
+from explorer.replay.agreement import element_bounds, tool_check, tool_notes
 from explorer.replay.checks import (
     STAGED_SUFFIX,
     ResultFile,
@@ -31,7 +36,6 @@ from explorer.replay.checks import (
     geometry_mismatches,
     packet_mismatches,
 )
-from explorer.replay.agreement import element_bounds, tool_check, tool_notes
 from explorer.replay.compute import arm_emulations, arm_references, matrix, output_difference, readback
 from explorer.replay.discovery import discover
 from explorer.replay.model import (
@@ -84,8 +88,7 @@ Source = str | os.PathLike | Analysis
 
 def _refused(path: str, problems: Iterable[Problem], document: JsonDocument | None = None,
              packet: Analysis | None = None, value: Mapping[str, Any] | None = None) -> Replay:
-    arms = {arm: ArmResult(arm, None, (), False, Receipt(None, None, None, None, None, None, None), None, None, None,
-                           None, None, None, None, None, None) for arm in ARMS}
+    arms = {arm: ArmResult.unread(arm, None, (), False, Receipt.unknown()) for arm in ARMS}
     return Replay(path=path, status=REFUSED, refusals=tuple(problems), reasons=(),
                   input_sha256=None if document is None else document.sha256,
                   packet_sha256=None if value is None else value["packetSHA256"],
@@ -211,10 +214,8 @@ def _arm_result(read: _Arm, outcomes: Mapping[str, FileOutcome], source: Analysi
                 tools: Mapping[str, Any] | None) -> ArmResult:
     arm = read.arm
     own = EXPECTED_DISPATCH[arm] == source.admission.selection["dispatch"]
-    empty = ArmResult(arm, read.state, tuple(read.problems), own, read.receipt, None, None, None, None, None, None,
-                      None, None, None)
     if read.checked is None or read.problems:
-        return empty
+        return ArmResult.unread(arm, read.state, tuple(read.problems), own, read.receipt)
     descriptors = read.checked.tensors
     dtype = descriptors["output"].dtype
     bits = _bits(outcomes[f"/{arm}/tensors/output"], dtype, descriptors["output"].shape)[0, :, 0, :]
@@ -261,7 +262,7 @@ def _packet_reasons(source: Analysis, partner: Analysis | None) -> list[Reason]:
                                                     + ", ".join(r.code for r in partner.reasons)))
     mine, theirs = selection_key(source), selection_key(partner)
     if mine is not None and theirs is not None and mine != theirs:
-        fields = [name for (name, value), (_, other) in zip(mine, theirs) if value != other]
+        fields = [name for (name, value), (_, other) in zip(mine, theirs, strict=True) if value != other]
         reasons.append(Reason(PARTNER_SELECTION_DIFFERS, "the partner's selection differs: " + ", ".join(fields)))
     return reasons
 

@@ -1,4 +1,7 @@
-"""build_replay_report: the JSON-ready replay report (replay-v1.md section 5) as a pure serialization of a Replay; no I/O, no UI.
+"""build_replay_report: a Replay as the JSON-ready replay report; no I/O, no UI.
+
+build_replay_report: the JSON-ready replay report (docs/replay.md, The report) as a pure serialization of a
+Replay; no I/O, no UI.
 
 Every float is finite or None (json.dumps(allow_nan=False) holds). Keys beyond the
 contract's list: `reasons` (each inconclusive reason with its message), per arm
@@ -84,7 +87,7 @@ def _arm(arm: ArmResult, group: int) -> dict[str, Any]:
 
 
 def build_replay_report(run: Replay) -> dict[str, Any]:
-    """The report of replay-v1.md section 5 for `run` (complete for every status)."""
+    """The report of docs/replay.md, The report for `run` (complete for every status)."""
     geometry = None if run.packet is None else run.packet.admission.geometry
     group = geometry["groupSize"] if geometry else 1
     matrix = run.matrix

@@ -1,4 +1,7 @@
-"""Reading a replay run directory with the packet rules: its JSON files (bounded, strict), which arm directories exist, execution.json and analysis.json; walks only inside RUN, never computes numerics.
+"""Reading a replay run directory with the packet rules.
+
+Its JSON files (bounded, strict), which arm directories exist, execution.json and analysis.json; walks only
+inside RUN, never computes numerics.
 
 Every file is opened below the one open run directory by `explorer.packet.files`
 (component by component, no link followed out, regular files only, read at most
@@ -10,7 +13,8 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from explorer.packet.admission import CPU_MAX_QUERY_HEADS
 from explorer.packet.bounded import clip, shown

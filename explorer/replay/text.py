@@ -1,11 +1,14 @@
-"""The human summary of a replay report dict (`explorer replay` without --json): the matrix first, then each arm; pure text, no I/O.
+"""The human summary of a replay report dict (`explorer replay` without --json).
+
+The matrix first, then each arm; pure text, no I/O.
 
 Returns lines; the command line escapes what is not printable before writing them.
 """
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 FLOAT_FORMAT = "{:.4g}"
 LADDER_BLOCKS = (("primary", "FP32 reference"), ("rounded", "rounded reference"), ("fp64", "FP64"))
@@ -18,8 +21,8 @@ def _number(value: Any) -> str:
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows)]
-    return ["  " + "  ".join(str(cell).rjust(width) for cell, width in zip(line, widths)).rstrip()
+    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows, strict=True)]
+    return ["  " + "  ".join(str(cell).rjust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
             for line in (header, *rows)]
 
 
@@ -41,7 +44,8 @@ def where(position: list[int] | None) -> str:
 
 def _receipt(receipt: dict) -> str:
     seconds = receipt["seconds"]
-    return (f"    receipt: dispatch {_number(receipt['dispatch'])}, kernel output {_number(receipt['kernelOutputDType'])}, "
+    return (f"    receipt: dispatch {_number(receipt['dispatch'])}, "
+            f"kernel output {_number(receipt['kernelOutputDType'])}, "
             f"pages {_number(receipt['pages'])}, partition tokens {_number(receipt['partitionTokens'])}, "
             f"segments {_number(receipt['segmentCount'])}, exit code {_number(receipt['exitCode'])}, "
             f"{'-' if seconds is None else FLOAT_FORMAT.format(seconds) + ' s'}")
@@ -66,7 +70,7 @@ def _ladder(references: dict | None) -> list[str]:
     if references is None:
         return ["    ladder: no reference (the arm's output was not read, or the packet has no reference)"]
     worst = references["worstAt"]
-    lines = [f"    ladder (linf: largest |output - reference|, where it is):"]
+    lines = ["    ladder (linf: largest |output - reference|, where it is):"]
     lines += [f"      vs {label}: linf {_number(references[key]['global']['linf'])}{where(worst[key])}, rmse "
               f"{_number(references[key]['global']['rmse'])}" for key, label in LADDER_BLOCKS]
     ulp = references["ulp"]
@@ -91,10 +95,11 @@ def _arm_lines(name: str, arm: dict) -> list[str]:
     lines = [f"  {name}: {arm['state']}{codes}{own}", _receipt(arm["receipt"])]
     lines += [f"    {p['code']}  {p['pointer'] or ''}  {p['message']}" for p in arm["problems"]]
     if arm["capture"] is not None:
-        lines.append("    " + _difference("vs capture:", arm["capture"]) + "; " + _difference("vs partner:", arm["partner"]))
+        lines.append("    " + _difference("vs capture:", arm["capture"]) + "; "
+                     + _difference("vs partner:", arm["partner"]))
     lines += [line for line in (_readback(arm["readback"]),) if line]
     if arm["capture"] is not None:
-        lines += _ladder(arm["references"]) + [_tool(arm["toolAnalysis"])]
+        lines += [*_ladder(arm["references"]), _tool(arm["toolAnalysis"])]
     if arm["emulations"] is not None:
         lines += [f"    emulation {e['id']}: {e['bitEqual']['global']} of {e['compared']} bit-equal"
                   for e in arm["emulations"]]

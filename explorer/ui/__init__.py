@@ -1,1 +1,4 @@
-"""The app's shell around the views: packet catalog, packet list, URL query and export wiring; computes no numbers."""
+"""The app's shell around the views: packet catalog, packet list, URL query and export wiring.
+
+Computes no numbers.
+"""

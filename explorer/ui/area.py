@@ -1,4 +1,6 @@
-"""Parts of the page made only when first used (a view's area, the downloads an export offers): every widget on a page costs each session server time; computes nothing.
+"""Parts of the page made only when first used (a view's area, the downloads an export offers).
+
+Every widget on a page costs each session server time; computes nothing.
 
 Measured on this 2-core machine: a Panel widget or pane costs 3 to 5 ms of the
 server's one interpreter per session (made, turned into Bokeh models, sent),
@@ -10,8 +12,8 @@ from __future__ import annotations
 
 import html
 import logging
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Callable, Iterable
 
 import panel as pn
 
@@ -61,7 +63,8 @@ class ModeArea:
 
     def _make(self) -> None:
         self.status = pn.pane.HTML("", sizing_mode="stretch_width")
-        close = pn.widgets.Button(label=CLOSE_LABEL, color="light", width=CLOSE_WIDTH, css_classes=[f"{self.kind}-close"])
+        close = pn.widgets.Button(label=CLOSE_LABEL, color="light", width=CLOSE_WIDTH,
+                                  css_classes=[f"{self.kind}-close"])
         close.on_click(lambda _event: self._on_close())
         self.export_button = pn.widgets.Button(label=self._export_label, color="primary", width=self._export_width,
                                                css_classes=[f"{self.kind}-export"])

@@ -13,8 +13,9 @@ from __future__ import annotations
 import html
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import panel as pn
 import param

@@ -18,9 +18,10 @@ from __future__ import annotations
 import asyncio
 import html
 import logging
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Callable, TypeVar
+from typing import TypeVar
 
 import panel as pn
 

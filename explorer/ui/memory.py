@@ -1,4 +1,8 @@
-"""release_memory: once sessions are gone, collect their reference cycles and hand freed heap pages back to the OS; holds no session object."""
+"""release_memory: once sessions are gone, free their cycles and return heap pages to the OS.
+
+release_memory: once sessions are gone, collect their reference cycles and hand freed heap pages back to the
+OS; holds no session object.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""The sidebar's packet list: a paged, searchable, sortable table of a PacketIndex that follows its root while open; computes nothing.
+"""The sidebar's packet list: a paged, searchable, sortable table of a PacketIndex.
+
+That follows its root while open; computes nothing.
 
 The names are listed at once (discovery only); statuses, scores, noise-floor ratios
 and worst ULPs arrive from the index's background fill (started once the page is
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 import html
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 import pandas as pd
 import panel as pn
@@ -101,7 +103,7 @@ class PacketList(param.Parameterized):
             layout="fit_columns", show_index=False,
             titles=TITLES, header_tooltips=HEADER_TOOLTIPS, widths=WIDTHS, sizing_mode="stretch_width",
             stylesheets=[TABLE_STYLE], formatters={"packet": {"type": "textarea"}, "status": {"type": "html"},
-                                                   **{column: number for column in NUMBER_COLUMNS}},
+                                                   **dict.fromkeys(NUMBER_COLUMNS, number)},
             configuration=TABLE_CONFIGURATION, css_classes=["packet-table"])
         self._search = pn.widgets.TextInput(placeholder="Search packet names", sizing_mode="stretch_width",
                                             css_classes=["packet-search"])

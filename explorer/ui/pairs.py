@@ -1,18 +1,22 @@
-"""The app's pair mode: the sidebar's partner list of the open packet and the pair view (`?packet=A&compare=B`) with its export; computes no numbers and opens only listed packets."""
+"""The app's pair mode: the open packet's partner list and the pair view with its export.
+
+The app's pair mode: the sidebar's partner list of the open packet and the pair view (`?packet=A&compare=B`)
+with its export; computes no numbers and opens only listed packets.
+"""
 
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import panel as pn
 import param
 
 from explorer.catalog.index import PacketIndex
 from explorer.export.pages import ExportPaths, export_pair
-from explorer.pair.compare import compare
 from explorer.packet.bounded import escaped_bytes
+from explorer.pair.compare import compare
 from explorer.pair.model import Pair, SamePacketError
 from explorer.ui import catalog
 from explorer.ui.area import ModeArea, note_and_buttons

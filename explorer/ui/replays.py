@@ -1,4 +1,8 @@
-"""The app's replay mode: the sidebar's list of replay runs bound to the open packet and the Replay view (`?packet=NAME&replay=RUN`) with its export; computes no numbers and opens only listed runs of the open packet.
+"""The app's replay mode: the runs bound to the open packet and the Replay view with its export.
+
+The app's replay mode: the sidebar's list of replay runs bound to the open packet and the Replay view
+(`?packet=NAME&replay=RUN`) with its export; computes no numbers and opens only listed runs of the open
+packet.
 
 The partner of the view is the first packet of the same selection captured by another
 backend (else any partner), by name; the view says which.
@@ -7,8 +11,8 @@ backend (else any partner), by name; the view says which.
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import panel as pn
 import param

@@ -1,4 +1,7 @@
-"""Small helpers the packet shell and the pair mode share: an untrusted name echoed in a note or shown, and what a shown packet's content is; no widgets."""
+"""Small helpers the packet shell and the pair mode share.
+
+An untrusted name echoed in a note or shown, and what a shown packet's content is; no widgets.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""The app shell: packet list, the views registry as tabs, the URL query and the Export button; computes no numbers and opens only listed packets."""
+"""The app shell: packet list, the views registry as tabs, the URL query and the Export button.
+
+Computes no numbers and opens only listed packets.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +11,8 @@ import logging
 import os
 import re
 import threading
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
 from urllib.parse import parse_qsl, urlencode
 
 import panel as pn
@@ -18,8 +21,8 @@ from panel.custom import JSComponent
 from panel.io.location import Location
 
 from explorer.analysis.analyze import analyze
-from explorer.analysis.formatting import short_number
 from explorer.analysis.element import locate, parse_index
+from explorer.analysis.formatting import short_number
 from explorer.analysis.result import Analysis
 from explorer.catalog.index import PacketIndex
 from explorer.catalog.summary import ERROR
@@ -28,9 +31,9 @@ from explorer.packet.bounded import clip
 from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED
 from explorer.ui import catalog
 from explorer.ui.area import Downloads
+from explorer.ui.campaigns import QUERY_CAMPAIGN, QUERY_CELL, CampaignMode
 from explorer.ui.exporting import run_export
 from explorer.ui.packets import PacketList
-from explorer.ui.campaigns import QUERY_CAMPAIGN, QUERY_CELL, CampaignMode
 from explorer.ui.pairs import QUERY_COMPARE, PairMode
 from explorer.ui.replays import QUERY_REPLAY, ReplayMode
 from explorer.ui.shared import content_seen, echo, shown_name
@@ -526,6 +529,30 @@ class Shell(param.Parameterized):
                                                                 ("export-json", paths.report),
                                                                 *(("export-png", png) for png in paths.pngs)))
 
+
+    # ------------------------------------------------------------ what a page does, for callers without a browser
+
+    def open_url(self, search: str) -> None:
+        """Open what the URL query `search` (e.g. "?packet=NAME&tab=errors") names, as a page loaded with it does."""
+        self._open_from_query(search)
+
+    def choose(self, name: str) -> None:
+        """Choose the packet `name` in the list, as a click on its row does (the open packet is read again)."""
+        self._choose(name)
+
+    def export(self) -> None:
+        """Export the open packet, as the Export button does."""
+        self._on_export(None)
+
+    @property
+    def url_query(self) -> str:
+        """The URL query the page shows now ("?packet=...")."""
+        return self._query_writer.query
+
+    @property
+    def selection(self) -> Selection | None:
+        """The views' shared selection (head, element, tab) of the open packet; None before one is open."""
+        return self._selection
 
 def open_session(root: Path, export_dir: Path, on_status: Callable[[str], None] = lambda packet: None,
                  ) -> tuple[pn.viewable.Viewable, pn.viewable.Viewable]:

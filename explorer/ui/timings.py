@@ -1,4 +1,8 @@
-"""Per-session server timings: from the page request to the document built and to the first status line pushed, one INFO line each on the `explorer` logger; changes nothing on the page."""
+"""Per-session server timings, one INFO line each on the `explorer` logger; changes nothing.
+
+Per-session server timings: from the page request to the document built and to the first status line pushed,
+one INFO line each on the `explorer` logger; changes nothing on the page.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""The explorer's views: `VIEWS` (slug, title, builder) in tab order and the shared `Selection`; views draw, they never compute.
+"""The explorer's views: `VIEWS` (slug, title, builder) in tab order and the shared `Selection`.
+
+Views draw, they never compute.
 
 `VIEWS` and `Selection` load Panel and HoloViews on first access, so importing
 `explorer.views.html_summary` (plain HTML strings) stays free of UI libraries.

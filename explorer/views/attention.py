@@ -1,4 +1,7 @@
-"""Attention view: softmax weights over tokens of the selected query head (log y) with its diagnostics, and an overview across heads; draws only the analysis' attention numbers."""
+"""Attention view: softmax weights over tokens of the selected query head.
+
+(log y) with its diagnostics, and an overview across heads; draws only the analysis' attention numbers.
+"""
 
 from __future__ import annotations
 

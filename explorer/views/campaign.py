@@ -8,7 +8,8 @@ app opens that cell's pair); without it the grid is a picture (notebooks).
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import holoviews as hv
 import pandas as pd

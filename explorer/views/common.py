@@ -1,11 +1,15 @@
-"""Shared drawing pieces of the views: the head Selection, status boxes, grid maps with exact hover and per-head log charts; never computes a reported number."""
+"""Shared drawing pieces of the views; never computes a reported number.
+
+Shared drawing pieces of the views: the head Selection, status boxes, grid maps with exact hover and per-head
+log charts; never computes a reported number.
+"""
 
 from __future__ import annotations
 
-from typing import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import holoviews as hv
-import holoviews.plotting.bokeh  # noqa: F401  (registers the Bokeh backend without notebook side effects)
+import holoviews.plotting.bokeh
 import numpy as np
 import panel as pn
 import param
@@ -22,7 +26,8 @@ MAP_HEIGHT = 260
 MAP_MIN_WIDTH = 260
 CHART_HEIGHT = 280
 CHART_WIDTH = 230  # a narrow chart still holds its axes and 8 upright head labels
-UPRIGHT_HEAD_LABELS = 8  # up to this many heads the axis labels of a half-width chart stand upright; more stand vertical
+# up to this many heads the axis labels of a half-width chart stand upright; more stand vertical
+UPRIGHT_HEAD_LABELS = 8
 CONTINUOUS_CMAP = "viridis"
 NAN_COLOUR = scales.NOT_COMPARED_COLOUR  # cells whose value is undefined (NaN, not compared)
 FLOOR_COLOUR = "#7f7f7f"
@@ -70,7 +75,7 @@ def selectable(pane: pn.pane.HoloViews, selection: Selection) -> pn.pane.HoloVie
     def clicked(x, y) -> None:
         if x is None or y is None:
             return
-        head, channel = int(round(y)), int(round(x))
+        head, channel = round(y), round(x)
         if 0 <= head < rows and 0 <= channel < columns:
             selection.element = (head, channel)
 
@@ -268,7 +273,7 @@ def _colour_bar_ticks(ticks: Sequence[tuple[float, str]]):
         bar = plot.handles.get("colorbar")
         if bar is not None:
             bar.ticker = FixedTicker(ticks=[value for value, _ in ticks])
-            bar.major_label_overrides = {value: label for value, label in ticks}
+            bar.major_label_overrides = dict(ticks)
             bar.bar_line_color = COLOUR_BAR_OUTLINE  # a white category or zero stays visible on the bar
 
     return hook

@@ -1,4 +1,7 @@
-"""The emulation tables as header and rows of plain strings, read from the report's own emulation keys (the CLI prints them, the views and notebooks escape them into HTML); stdlib only, computes no number.
+"""The emulation tables as header and rows of plain strings.
+
+Read from the report's own emulation keys (the CLI prints them, the views and notebooks escape them into
+HTML); stdlib only, computes no number.
 
 Rows come in the report's table order (bitEqualDecisive, else bitEqual, largest
 first; entries without numbers last) and the baseline (the primary reference rounded
@@ -7,7 +10,8 @@ to the output dtype) is always the last row.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 BASELINE_LABEL = "rounded reference (baseline)"
 REAL_LIBRARY = "the real library, on this machine"  # an mlx_run row: not an emulation
@@ -39,7 +43,8 @@ def _global(block: dict[str, Any] | None) -> int | None:
 
 def emulation_table(emulations: Sequence[dict[str, Any]], decisive: dict[str, Any] | None,
                     baseline: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
-    """(header, rows) of one packet's emulations: decisive count, bit-equal count, ULP max, and a note; baseline last."""
+    """(header, rows) of one packet's emulations: decisive count, bit-equal count, ULP max, and a note; baseline
+    last."""
     compared = emulations[0]["compared"] if emulations else None
     on = _global(decisive)
     header = ["emulation", f"bit-equal on the {on} decisive" if on is not None else "bit-equal on decisive",

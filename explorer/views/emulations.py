@@ -1,4 +1,9 @@
-"""Emulations view: every kernel emulation's counts (decisive elements first, the baseline row last), a [query head x channel] map of where the output differs from the selected one on a discrete ULP scale, and an element drill-down; computes through the core (in a background thread with a progress bar on a served page), draws only.
+"""Emulations view: every kernel emulation's counts and where the output differs from each.
+
+Emulations view: every kernel emulation's counts (decisive elements first, the baseline row last), a [query
+head x channel] map of where the output differs from the selected one on a discrete ULP scale, and an element
+drill-down; computes through the core (in a background thread with a progress bar on a served page), draws
+only.
 
 Its parameters live in the URL by the emulation ids' own names (`blocks`, `partitionTokens`,
 `partialDType`) and `emulationSet` (`settings` or `sweep`): `settings_from_query` reads them
@@ -12,8 +17,8 @@ import logging
 import re
 import threading
 import time
+from collections.abc import Mapping
 from functools import partial
-from typing import Mapping
 
 import holoviews as hv
 import numpy as np
@@ -111,7 +116,8 @@ def requested_ids(blocks: int, partition_tokens: int, partial_dtype: str) -> lis
 
 
 def settings_from_query(query: Mapping[str, str]) -> tuple[dict[str, object], list[tuple[str, str, str]]]:
-    """The emulation settings a URL query names ({URL name: value}) and (name, text, what it accepts) of each invalid one."""
+    """The emulation settings a URL query names ({URL name: value}) and (name, text, what it accepts) of each invalid
+    one."""
     settings, problems = {}, []
     for name, (parameter, _, _) in URL_SETTINGS.items():
         text = query.get(name)
@@ -168,7 +174,8 @@ def bit_equal_tables(analysis: Analysis, emulations: tuple[Emulation, ...], coun
 
 
 def drilldown_html(analysis: Analysis, emulations: tuple[Emulation, ...], head: int, channel: int) -> str:
-    """The output's value and bit pattern at [head, channel] beside every emulation's (those with numbers, table order)."""
+    """The output's value and bit pattern at [head, channel] beside every emulation's (those with numbers, table
+    order)."""
     output = analysis.admission.tensors["output"]
     dtype = output.dtype
     own = output.bits[0, head, 0, channel]
@@ -203,7 +210,8 @@ def _class_colour_bar(plot, element) -> None:
 
 
 def difference_map(analysis: Analysis, emulation: Emulation) -> hv.Image:
-    """[query head x channel] coloured by discrete ULP classes between output and `emulation` (0 = bit-equal: its own colour)."""
+    """[query head x channel] coloured by discrete ULP classes between output and `emulation` (0 = bit-equal: its own
+    colour)."""
     distance = emulation.ulp.distance
     colour = ulp_classes(distance)
     output = analysis.admission.tensors["output"]
@@ -238,7 +246,8 @@ class EmulationsView(pn.viewable.Viewer):
     emulation_set = param.Selector(default=SETTINGS_SET, objects=list(EMULATION_SETS),
                                    doc="The view's own emulations and the real library, or the sweep (every v2 hypothesis).")
     selected = param.String(default="", doc="The emulation id the difference map shows.")
-    emulations = param.Parameter(default=None, doc="The computed emulations (a tuple, request order), None until computed.")
+    emulations = param.Parameter(default=None,
+                                 doc="The computed emulations (a tuple, request order), None until computed.")
     counts = param.Parameter(default=None, doc="Their decisive elements and baseline (EmulationCounts).")
     running = param.Boolean(default=False, doc="True while a computation runs.")
 
@@ -250,7 +259,8 @@ class EmulationsView(pn.viewable.Viewer):
         self._lock = threading.Lock()
         self._generation = 0
         self._mode: str | None = None  # "background" once shown on a page, "synchronous" after compute()
-        self._progress = pn.indicators.Progress(active=True, visible=False, width=240, css_classes=["emulation-progress"])
+        self._progress = pn.indicators.Progress(active=True, visible=False, width=240,
+                                                css_classes=["emulation-progress"])
         self._progress_note = note("", "emulation-progress-note")
         self._settings_note = html_pane("", css_classes=["emulation-settings-note"])
         self._tables = html_pane("", css_classes=["emulation-tables"])
@@ -425,7 +435,7 @@ class EmulationsView(pn.viewable.Viewer):
         if x is None or y is None or not self.emulations:
             return
         heads, channels = self.analysis.numerics.eligible.size, self.analysis.admission.tensors["output"].shape[3]
-        head, channel = int(round(y)), int(round(x))
+        head, channel = round(y), round(x)
         if 0 <= head < heads and 0 <= channel < channels:
             self.selection.element = (head, channel)  # the shell shows its element panel and writes the URL
 

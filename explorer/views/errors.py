@@ -1,7 +1,11 @@
-"""Per-head error view: query head x channel maps of |output - reference| (each its own colour scale, or one shared), with captions saying what dominates each, and per-head metric charts with the FP64 noise floor; draws only numbers held by the analysis."""
+"""Per-head error view: maps of |output - reference| and per-head metric charts.
+
+Per-head error view: query head x channel maps of |output - reference| (each its own colour scale, or one
+shared), with captions saying what dominates each, and per-head metric charts with the FP64 noise floor; draws
+only numbers held by the analysis.
+"""
 
 from __future__ import annotations
-
 
 import holoviews as hv
 import panel as pn
@@ -111,7 +115,7 @@ def maps_panel(numerics: Numerics, mode: str, shared: bool = False, selection: S
     one = colour_scale([m.comparison.abs_error for m in maps], mode, what) if shared else None
     scales = [one or colour_scale([m.comparison.abs_error], mode, what) for m in maps]
     cells = []
-    for item, scale in zip(maps, scales):
+    for item, scale in zip(maps, scales, strict=True):
         pane = plot_pane(_map(item, kv_heads, scale), linked_axes=True)
         if selection is not None:
             selectable(pane, selection)
@@ -150,7 +154,8 @@ def _ulp_bars(rounded) -> str:
                     f'<td style="padding:1px 0;white-space:nowrap"><span class="ulp-bar" data-count="{count}" '
                     f'style="display:inline-block;width:{width}px;height:0.85em;background:{ULP_BAR_COLOUR};'
                     f'vertical-align:middle"></span> {count}</td></tr>')
-    return (f'<div class="ulp-histogram" style="margin:0.2em 1.5em 0.6em 0;max-width:{ULP_CHART_WIDTH}px"><b>{esc(rounded.dtype)} ULP histogram'
+    return (f'<div class="ulp-histogram" style="margin:0.2em 1.5em 0.6em 0;max-width:{ULP_CHART_WIDTH}px">'
+            f'<b>{esc(rounded.dtype)} ULP histogram'
             '</b><br><span style="color:#444;font-size:0.9em">elements per ULP distance to the rounded reference '
             '(bar length linear in the count)</span><table style="border-collapse:collapse;font-size:0.9em;'
             'margin-top:0.3em"><tr><th style="text-align:right;padding-right:8px">ULP distance</th>'

@@ -1,4 +1,6 @@
-"""Per-query-head charts as inline SVG markup (markers and lines, log or linear y); draws given numbers only, never imports a UI library or computes a reported number.
+"""Per-query-head charts as inline SVG markup (markers and lines, log or linear y).
+
+Draws given numbers only, never imports a UI library or computes a reported number.
 
 A chart of a few dozen points needs no Bokeh figure (each costs the page about 0.2 s in the browser): the SVG is
 plain markup, drawn by the browser with the page's text, the same in the app and in exports, with the full value in
@@ -9,7 +11,7 @@ and markers never stretch with the width.
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

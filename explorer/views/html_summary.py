@@ -1,9 +1,12 @@
-"""Compact HTML of one analysis (status, reasons, per-head primary metrics) as plain strings; stdlib and numpy only, never imports a UI library or computes a reported number."""
+"""Compact HTML of one analysis (status, reasons, per-head primary metrics) as plain strings.
+
+Stdlib and numpy only, never imports a UI library or computes a reported number.
+"""
 
 from __future__ import annotations
 
 import html
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -11,7 +14,7 @@ from explorer.analysis.formatting import MISSING as NOT_A_NUMBER  # noqa: F401  
 from explorer.analysis.formatting import full_number as number
 from explorer.analysis.formatting import short_number
 from explorer.analysis.ranking import noise_floor_ratios, ranked_heads, worst_ulp_per_head
-from explorer.analysis.result import Analysis, Comparison, Metrics, Numerics
+from explorer.analysis.result import Analysis, Comparison, Metrics
 from explorer.packet.bounded import escaped_bytes
 from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED, Problem, Reason
 

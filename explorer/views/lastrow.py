@@ -1,4 +1,8 @@
-"""Last-row view: stored row T-1 vs the incoming row for keys and values, as XOR field maps, bit-position histograms and an explicit all-bits-equal state; draws only the analysis' LastRow facts."""
+"""Last-row view: stored row T-1 vs the incoming row for keys and values.
+
+As XOR field maps, bit-position histograms and an explicit all-bits-equal state; draws only the analysis'
+LastRow facts.
+"""
 
 from __future__ import annotations
 
@@ -43,7 +47,7 @@ HISTOGRAM_HEIGHT = 260
 def legend_html() -> str:
     swatches = "".join(f'<span style="display:inline-block;margin-right:1em"><span style="display:inline-block;'
                        f'width:0.9em;height:0.9em;background:{colour};border:1px solid #999;vertical-align:middle">'
-                       f"</span> {esc(name)}</span>" for name, colour in zip(FIELD_NAMES, FIELD_COLOURS))
+                       f"</span> {esc(name)}</span>" for name, colour in zip(FIELD_NAMES, FIELD_COLOURS, strict=True))
     return f'<div class="field-legend">Fields that differ: {swatches}</div>'
 
 

@@ -1,4 +1,8 @@
-"""Narrowed-Q view: the counterfactual beside the primary reference (per-head errors, the difference between the two references, the Q rounding difference) or why it does not apply; draws only numbers held by the analysis."""
+"""Narrowed-Q view: the counterfactual beside the primary reference, or why it does not apply.
+
+Narrowed-Q view: the counterfactual beside the primary reference (per-head errors, the difference between the
+two references, the Q rounding difference) or why it does not apply; draws only numbers held by the analysis.
+"""
 
 from __future__ import annotations
 

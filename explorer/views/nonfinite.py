@@ -1,4 +1,9 @@
-"""Nonfinite view: a counts table, a map of where each tensor holding quiet/signaling NaNs or +/-inf holds them (head x channel, or head x token aggregated over channels) and one all-finite line per other tensor; draws only the analysis' NonfiniteMap facts."""
+"""Nonfinite view: counts and maps of where each tensor holds NaNs or infinities.
+
+Nonfinite view: a counts table, a map of where each tensor holding quiet/signaling NaNs or +/-inf holds them
+(head x channel, or head x token aggregated over channels) and one all-finite line per other tensor; draws
+only the analysis' NonfiniteMap facts.
+"""
 
 from __future__ import annotations
 
@@ -57,7 +62,7 @@ def legend_html() -> str:
     """The colour of each kind (finite, quiet/signaling NaN, +/-inf) as a line of swatches."""
     swatches = "".join(f'<span style="display:inline-block;margin-right:1em"><span style="display:inline-block;'
                        f'width:0.9em;height:0.9em;background:{colour};border:1px solid #999;vertical-align:middle">'
-                       f"</span> {esc(name)}</span>" for name, colour in zip(KIND_NAMES, KIND_COLOURS))
+                       f"</span> {esc(name)}</span>" for name, colour in zip(KIND_NAMES, KIND_COLOURS, strict=True))
     return f'<div class="kind-legend">{swatches}</div>'
 
 
@@ -91,7 +96,7 @@ def _token_map(nonfinite: NonfiniteMap, height: int | None = None) -> tuple[hv.I
     # per_head_token holds quiet NaN, signaling NaN, +inf, -inf counts: the kinds after FINITE, in order.
     fields = [*(tokens_shown if width > 1 else []),
               *(Field(f"kind_{code}", f"{name} (elements)", counts[:, :, index].astype(np.int32))
-                for index, (code, name) in enumerate(zip(KIND_CODES[1:], KIND_NAMES[1:])))]
+                for index, (code, name) in enumerate(zip(KIND_CODES[1:], KIND_NAMES[1:], strict=True)))]
     total = counts.sum(axis=2).astype(np.int32)
     xlabel = "token" if width == 1 else f"token bin ({width} tokens each)"
     image = grid_map(total, fields, title=f"{nonfinite.tensor}: nonfinite elements per head and token",
@@ -123,8 +128,9 @@ def _counts_table(analysis: Analysis) -> str:
         rows.append((f"<code>{name}</code>", esc(m.dtype), esc(m.nan), esc(m.signaling_nan),
                      esc(m.positive_infinity), esc(m.negative_infinity),
                      "all finite" if m.total == 0 else esc(shown)))
-    return table(("tensor", "dtype", "NaN (quiet and signaling)", "of which signaling NaN", "+inf", html_summary.NEGATIVE_INFINITY_HEADER,
-                  "first [head, token, channel]"), rows, css_class="nonfinite-counts")
+    return table(("tensor", "dtype", "NaN (quiet and signaling)", "of which signaling NaN", "+inf",
+                  html_summary.NEGATIVE_INFINITY_HEADER, "first [head, token, channel]"),
+                 rows, css_class="nonfinite-counts")
 
 
 def _tensor(analysis: Analysis, name: str, selection: Selection) -> list:

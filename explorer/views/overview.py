@@ -1,4 +1,8 @@
-"""Overview view: status, reasons and identity above the four views side by side (error map, last-row bits, nonfinite counts, narrowed-Q), each compact and linked to its tab; draws only numbers held by the analysis."""
+"""Overview view: status, reasons and identity above four compact views, each linked to its tab.
+
+Overview view: status, reasons and identity above the four views side by side (error map, last-row bits,
+nonfinite counts, narrowed-Q), each compact and linked to its tab; draws only numbers held by the analysis.
+"""
 
 from __future__ import annotations
 

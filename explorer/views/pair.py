@@ -1,4 +1,8 @@
-"""Pair view: two captures of one selection side by side (inputs, output bit-difference map with a clickable element detail, mismatches per head, the ladder, |a - ref| and |b - ref|, the tokens, the emulation x side matrix when requested); draws only what the Pair result holds.
+"""Pair view: two captures of one selection side by side.
+
+Pair view: two captures of one selection side by side (inputs, output bit-difference map with a clickable
+element detail, mismatches per head, the ladder, |a - ref| and |b - ref|, the tokens, the emulation x side
+matrix when requested); draws only what the Pair result holds.
 
 `build(pair)` is the whole view (the app and the export); each `*_section(pair)`
 is one part of it (the notebook accessor `pair.views.<name>()`).
@@ -11,12 +15,11 @@ import numpy as np
 import panel as pn
 import param
 
-from explorer.pair.findings import output_sentence
-from explorer.pair.model import Pair, SIDES
 from explorer.analysis.result import Analysis
 from explorer.packet.dtypes import FIELD_BITS
+from explorer.pair.findings import output_sentence
+from explorer.pair.model import SIDES, Pair
 from explorer.views import pair_html
-from explorer.views.pair_html import short
 from explorer.views.common import (
     CHART_HEIGHT,
     CONTINUOUS_CMAP,
@@ -29,8 +32,8 @@ from explorer.views.common import (
     hex_pattern,
     hint,
     hover,
-    integer_y_axis,
     html_pane,
+    integer_y_axis,
     note,
     per_cell,
     plot_pane,
@@ -39,6 +42,7 @@ from explorer.views.common import (
 )
 from explorer.views.html_summary import esc, number, table
 from explorer.views.pair_emulations import PairEmulationsSection
+from explorer.views.pair_html import short
 
 # Colours of the bit-difference map by ULP bucket [0], [1], [2, 3], [4, 7], ... (the report's histogram buckets).
 EQUAL_COLOUR = "#f4f4f4"
@@ -59,7 +63,7 @@ def _bucket_legend() -> str:
     colours = (EQUAL_COLOUR, *ULP_BUCKET_COLOURS)
     swatches = "".join(f'<span style="display:inline-block;margin-right:1em"><span style="display:inline-block;'
                        f'width:0.9em;height:0.9em;background:{c};border:1px solid #999;vertical-align:middle"></span> '
-                       f"{esc(label)}</span>" for label, c in zip(labels, colours))
+                       f"{esc(label)}</span>" for label, c in zip(labels, colours, strict=True))
     return f'<div class="ulp-legend">ULP distance between the outputs: {swatches} (grey: a nonfinite value)</div>'
 
 
@@ -155,8 +159,8 @@ class BitDifferenceExplorer(pn.viewable.Viewer):
         if x is None or y is None:
             return
         heads, channels = self._shape
-        self.head = min(max(int(round(y)), 0), heads - 1)
-        self.channel = min(max(int(round(x)), 0), channels - 1)
+        self.head = min(max(round(y), 0), heads - 1)
+        self.channel = min(max(round(x), 0), channels - 1)
 
     @param.depends("head", "channel", watch=True)
     def _show(self) -> None:

@@ -1,4 +1,7 @@
-"""The pair view's Kernel emulations section: the emulation x side matrix with the differing-element counts, and on a served page the default set or the sweep computed on request in a background thread with a progress bar; computes through the core, draws only.
+"""The pair view's Kernel emulations section.
+
+The emulation x side matrix with the differing-element counts, and on a served page the default set or the
+sweep computed on request in a background thread with a progress bar; computes through the core, draws only.
 
 A pair compared with `emulate=` shows its matrix at once. A pair compared without it
 (the app's pair mode) offers a choice of set and a button; the core's
@@ -10,8 +13,8 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from functools import partial
-from typing import Callable
 
 import panel as pn
 from panel.io.state import set_curdoc

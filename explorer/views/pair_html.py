@@ -1,4 +1,7 @@
-"""The pair's tables as plain HTML strings (sides, status, inputs, ladder, nearer counts, tokens, emulation matrix); stdlib and numpy only, never imports a UI library or computes a reported number.
+"""The pair's tables as plain HTML strings; stdlib and numpy only.
+
+The pair's tables as plain HTML strings (sides, status, inputs, ladder, nearer counts, tokens, emulation
+matrix); stdlib and numpy only, never imports a UI library or computes a reported number.
 
 Numbers show 4 significant digits; the full value (as the JSON report prints it)
 is in each cell's hover title.
@@ -6,20 +9,21 @@ is in each cell's hover title.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
-from explorer.pair.model import LadderRow, NEARER_KEYS, PAIR_LIMITATIONS, Pair, SIDES
+from explorer.analysis.result import Metrics
+from explorer.packet.model import INCONCLUSIVE, REFUSED
 from explorer.pair.compare import COMPARED
 from explorer.pair.emulation import ranked_rows
 from explorer.pair.findings import DECIDING, pair_findings
+from explorer.pair.model import NEARER_KEYS, PAIR_LIMITATIONS, SIDES, LadderRow, Pair
 from explorer.pair.report import (
     emulation_decisive_block,
     emulation_differing_block,
     emulation_matrix_block,
     side_summary,
 )
-from explorer.analysis.result import Metrics
-from explorer.packet.model import INCONCLUSIVE, REFUSED
 from explorer.views.emulation_tables import pair_emulation_table
 from explorer.views.html_summary import (
     BOX_STYLE,

@@ -1,4 +1,8 @@
-"""Raw view: packet.json as captured, the metadata snapshot as collapsible JSON and the JSON report with a download button; shows text and parsed values, computes nothing."""
+"""Raw view: packet.json, the metadata snapshot and the JSON report as captured; computes nothing.
+
+Raw view: packet.json as captured, the metadata snapshot as collapsible JSON and the JSON report with a
+download button; shows text and parsed values, computes nothing.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +10,8 @@ import io
 
 import panel as pn
 
-from explorer.analysis.result import Analysis
 from explorer.analysis.report import REPORT_SUFFIX, packet_name, report_text
+from explorer.analysis.result import Analysis
 from explorer.views.common import Selection, collapsed, explained, heading, html_pane, note
 from explorer.views.html_summary import esc
 

@@ -1,4 +1,8 @@
-"""The views registry: (slug, title, builder) in tab order; each builder(analysis, selection) returns a Panel viewable and computes nothing itself (Emulations asks the core, when opened)."""
+"""The views registry: (slug, title, builder) in tab order.
+
+Each builder(analysis, selection) returns a Panel viewable and computes nothing itself (Emulations asks the
+core, when opened).
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""Replay view: an operator replay run against its packet (status, the matrix of differing elements, arm states and receipts, the ladder per arm, a query head x channel map of where the chosen arm differs from the capture and the partner with an element drill-down, the readback); draws only what the Replay result holds.
+"""Replay view: an operator replay run against its packet.
+
+Replay view: an operator replay run against its packet (status, the matrix of differing elements, arm states
+and receipts, the ladder per arm, a query head x channel map of where the chosen arm differs from the capture
+and the partner with an element drill-down, the readback); draws only what the Replay result holds.
 
 `build(run)` is the whole view (the app and the export); each `*_section(run)` is one
 part of it (the notebook accessor `run.views.<name>()`).
@@ -45,7 +49,7 @@ def difference_codes(run: Replay, arm: str) -> np.ndarray:
 
 
 def _legend(with_partner: bool) -> str:
-    shown = [(name, colour) for code, (name, colour) in enumerate(zip(CODE_NAMES, CODE_COLOURS))
+    shown = [(name, colour) for code, (name, colour) in enumerate(zip(CODE_NAMES, CODE_COLOURS, strict=True))
              if with_partner or code in (SAME, CAPTURE_ONLY)]
     swatches = "".join(f'<span style="display:inline-block;margin-right:1em"><span style="display:inline-block;'
                        f'width:0.9em;height:0.9em;background:{colour};border:1px solid #999;vertical-align:middle">'
@@ -61,7 +65,8 @@ def difference_map(run: Replay, arm: str) -> hv.Image:
     digits = sum(FIELD_BITS[capture.dtype])
     fields = [Field("code", "element", codes, lambda: named(CODE_NAMES)),
               Field("arm", arm, result.output_values),
-              Field("arm_bits", f"{arm} bits", result.output_bits, lambda: hex_pattern(sum(FIELD_BITS[result.output_dtype]))),
+              Field("arm_bits", f"{arm} bits", result.output_bits,
+                    lambda: hex_pattern(sum(FIELD_BITS[result.output_dtype]))),
               Field("capture", "capture", capture.values[0, :, 0, :]),
               Field("capture_bits", "capture bits", capture.bits[0, :, 0, :], lambda: hex_pattern(digits))]
     if result.partner is not None:
@@ -119,8 +124,8 @@ class DifferenceExplorer(pn.viewable.Viewer):
         if x is None or y is None:
             return
         heads, channels = self._shape
-        self.head = min(max(int(round(y)), 0), heads - 1)
-        self.channel = min(max(int(round(x)), 0), channels - 1)
+        self.head = min(max(round(y), 0), heads - 1)
+        self.channel = min(max(round(x), 0), channels - 1)
 
     @param.depends("arm", watch=True)
     def _redraw(self) -> None:

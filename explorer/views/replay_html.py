@@ -1,4 +1,7 @@
-"""The replay's tables as plain HTML strings (status, matrix, arm states and receipts, ladder, readback, one element); stdlib and numpy only, never imports a UI library or computes a reported number.
+"""The replay's tables as plain HTML strings; stdlib and numpy only.
+
+The replay's tables as plain HTML strings (status, matrix, arm states and receipts, ladder, readback, one
+element); stdlib and numpy only, never imports a UI library or computes a reported number.
 
 Everything drawn is read from the Replay result or its report dict; floats at 4
 significant digits with the full value in the element's title attribute.
@@ -74,9 +77,9 @@ def matrix_html(run: Replay) -> str:
     header = "".join(f'<th style="padding:3px 8px;border:1px solid #d0d0d0">{esc(label)}</th>'
                      for label in matrix.labels)
     rows = []
-    for label, counts in zip(matrix.labels, matrix.mismatched):
+    for label, counts in zip(matrix.labels, matrix.mismatched, strict=True):
         cells = []
-        for other, count in zip(matrix.labels, counts):
+        for other, count in zip(matrix.labels, counts, strict=True):
             background, colour = _count_colour(count, largest)
             cells.append(f'<td class="matrix-cell" data-row="{esc(label)}" data-column="{esc(other)}" '
                          f'data-count="{count}" title="{esc(label)} vs {esc(other)}: {count} of {matrix.compared} '
@@ -179,7 +182,8 @@ def element_html(run: Replay, head: int, channel: int) -> str:
     rows = []
     shape = run.packet.admission.tensors["output"].shape
     for label, analysis in ((CAPTURE, run.packet), (PARTNER, run.partner)):
-        if analysis is None or analysis.admission.tensors is None or analysis.admission.tensors["output"].shape != shape:
+        tensors = None if analysis is None else analysis.admission.tensors
+        if tensors is None or tensors["output"].shape != shape:
             continue
         tensor = analysis.admission.tensors["output"]
         rows.append((esc(label), short(float(tensor.values[0, head, 0, channel])),

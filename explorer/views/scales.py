@@ -1,9 +1,14 @@
-"""Display scales of the maps and charts: colour-bar ticks whose labels never repeat, integer ticks for counts, index ticks that stay legible, and the discrete ULP-distance scale in which 0 has its own colour; numpy only, never imports a UI library or computes a reported number."""
+"""Display scales of the maps and charts.
+
+Colour-bar ticks whose labels never repeat, integer ticks for counts, index ticks that stay legible, and the
+discrete ULP-distance scale in which 0 has its own colour; numpy only, never imports a UI library or computes
+a reported number.
+"""
 
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -67,7 +72,7 @@ def colour_bar_ticks(low: float, high: float, *, log: bool = False,
         stride = max(1, math.ceil((last - first + 1) / MAX_COLOUR_BAR_TICKS))
         return tuple((10.0 ** e, f"1e{e:+03d}") for e in range(first, last + 1, stride))
     values = linear_ticks(low, high, integer=integer)
-    return tuple(zip(values, unique_labels(values)))
+    return tuple(zip(values, unique_labels(values), strict=True))
 
 
 def index_ticks(count: int, pixels: float, label_pixels: float = INDEX_LABEL_PIXELS) -> list[int]:

@@ -1,4 +1,8 @@
-"""Test helpers: build Admission / NativeTensor records directly from float arrays (no files), and an FP64 oracle."""
+"""Test helpers: Admission / NativeTensor records built from float arrays, and an FP64 oracle.
+
+Test helpers: build Admission / NativeTensor records directly from float arrays (no files), and an FP64
+oracle.
+"""
 
 from __future__ import annotations
 

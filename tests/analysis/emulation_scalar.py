@@ -55,7 +55,7 @@ def fma(a, b, c) -> np.float32:
     exact = Fraction(float(a)) * Fraction(float(b)) + Fraction(float(c))
     if exact != 0:
         return _round_rational(exact)
-    product_negative = (np.signbit(a) != np.signbit(b)) and a * b == 0 or (a * b < 0)
+    product_negative = ((np.signbit(a) != np.signbit(b)) and a * b == 0) or (a * b < 0)
     return F32(-0.0) if product_negative and np.signbit(c) else ZERO
 
 

@@ -1,4 +1,7 @@
-"""The process-wide analysis cache: bounded in array bytes, one computation per content however many threads ask."""
+"""The process-wide analysis cache: bounded in array bytes, one computation per content.
+
+The process-wide analysis cache: bounded in array bytes, one computation per content however many threads ask.
+"""
 
 from __future__ import annotations
 

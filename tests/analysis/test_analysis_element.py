@@ -1,4 +1,8 @@
-"""Analysis.element: one output element by (head, channel) or flat index, its values, native patterns, differences and ULP distances, and clear errors."""
+"""Analysis.element: one output element's values, patterns, differences and ULP distances.
+
+Analysis.element: one output element by (head, channel) or flat index, its values, native patterns,
+differences and ULP distances, and clear errors.
+"""
 
 from __future__ import annotations
 

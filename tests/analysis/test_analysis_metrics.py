@@ -13,10 +13,11 @@ import math
 
 import numpy as np
 import pytest
-from analysis_support import make_admission, to_bits
 
 from explorer.analysis.facts import tensor_facts
 from explorer.analysis.numerics import after_numerics_reasons, compute_numerics
+
+from analysis_support import make_admission, to_bits
 
 QUERIES = np.tile([100.0, 0.0, 0.0, 0.0], (4, 1))
 KEYS = np.tile([[-1.0, 0, 0, 0], [-1.0, 0, 0, 0], [1.0, 0, 0, 0]], (2, 1, 1))

@@ -34,13 +34,14 @@ import math
 
 import numpy as np
 import pytest
-from analysis_support import DTYPE_NAMES, from_bits, make_admission, oracle, to_bits
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from explorer.analysis.facts import tensor_facts
 from explorer.analysis.numerics import after_numerics_reasons, compute_numerics
 from explorer.analysis.reference import AttentionPass, attend, attend_two, head_attention, narrowed_query_plan
+
+from analysis_support import DTYPE_NAMES, from_bits, make_admission, oracle, to_bits
 
 FP32 = (2.0**-24, 2.0**-149)  # (unit roundoff, smallest subnormal)
 FP64 = (2.0**-53, 2.0**-1074)

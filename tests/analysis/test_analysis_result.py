@@ -1,4 +1,7 @@
-"""The analysis result end to end: immutability, the report's exact shape, JSON safety, wording and the cache."""
+"""The analysis result end to end: immutability, the report's shape, JSON safety, the cache.
+
+The analysis result end to end: immutability, the report's exact shape, JSON safety, wording and the cache.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +10,11 @@ import json
 import os
 import re
 import shutil
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import pytest
-from analysis_support import make_admission
 
 from explorer.analysis.analyze import analyze, clear_cache
 from explorer.analysis.blocks import installed_version
@@ -20,6 +23,8 @@ from explorer.analysis.numerics import after_numerics_reasons, compute_numerics
 from explorer.analysis.report import LIMITATIONS, build_report
 from explorer.analysis.result import Analysis
 from explorer.samples import CURATED, synthetic_spec, tensor_bytes, values_to_bits, with_tensor, write_packet
+
+from analysis_support import make_admission
 
 VERDICT_WORDS = re.compile(r"\b(pass(es|ed)?|fail(s|ed|ure)?|ok|okay|acceptable|unacceptable)\b", re.IGNORECASE)
 
@@ -69,7 +74,7 @@ def test_every_array_is_read_only_and_every_record_frozen(curated):
             if isinstance(value, np.ndarray):
                 arrays += 1
                 assert not value.flags.writeable, f"{name}: {path}"
-                with pytest.raises(ValueError):
+                with pytest.raises(ValueError, match="read-only"):
                     value.reshape(-1)[:1] = 0
             elif dataclasses.is_dataclass(value):
                 field = dataclasses.fields(value)[0].name
@@ -82,9 +87,9 @@ def test_metric_count_mappings_are_read_only(curated):
     numerics = curated["clean-fp32q-bf16kv"].numerics
     with pytest.raises(TypeError):
         numerics.primary.global_metrics.nonfinite_actual["nan"] = 1
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="read-only"):
         numerics.primary.reference[0, 0] = 1.0
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="read-only"):
         numerics.weights[0, 0] = 1.0
 
 
@@ -255,7 +260,7 @@ def test_cache_reuses_same_content_at_another_path_and_recomputes_changed_conten
     assert copy.report()["packet"]["path"] == str(second / "packet.json")
 
     # One output element changes by one bit, with consistent hashes: a new key, recomputed.
-    output_dtype, output_bits = spec.tensors["output"]
+    _output_dtype, output_bits = spec.tensors["output"]
     changed_bits = output_bits.copy()
     changed_bits[0, 0, 0, 0] ^= 1
     shutil.rmtree(second)  # write_packet never overwrites

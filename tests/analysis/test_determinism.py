@@ -1,5 +1,8 @@
-"""The same report whatever BLAS does: `analyze --json` under 1 and 2 BLAS threads, in-process and in a triage worker;
-the same attention pass on one thread or several."""
+"""The same report whatever BLAS does, in-process and in a triage worker.
+
+The same report whatever BLAS does: `analyze --json` under 1 and 2 BLAS threads, in-process and in a triage
+worker; the same attention pass on one thread or several.
+"""
 
 from __future__ import annotations
 
@@ -17,9 +20,9 @@ import pytest
 from explorer.analysis import reference
 from explorer.analysis.analyze import analyze, clear_cache
 from explorer.analysis.reference import attend
-from explorer.packet.parallel import run_on_threads
 from explorer.analysis.report import report_text
 from explorer.catalog.workers import map_isolated
+from explorer.packet.parallel import run_on_threads
 from explorer.samples import qwen_full_spec, write_packet
 
 REPO = Path(__file__).resolve().parents[2]
@@ -144,7 +147,8 @@ def test_token_blocks_give_the_same_sums_one_at_a_time_or_in_groups(monkeypatch,
     assert max(count for _, count, _ in reference._block_groups(5000, head_dim)) == 1
     one_at_a_time = reference._weighted_values(weights, values)
     assert grouped.tobytes() == one_at_a_time.tobytes()
-    exact = [[math.fsum(float(w) * float(v) for w, v in zip(weights[h], values[:, d])) for d in range(head_dim)]
+    exact = [[math.fsum(float(w) * float(v) for w, v in zip(weights[h], values[:, d], strict=True))
+              for d in range(head_dim)]
              for h in range(3)]
     np.testing.assert_allclose(grouped, exact, rtol=1e-4 if dtype is np.float32 else 1e-12)
 

@@ -1,5 +1,8 @@
-"""exp, exp2 and log from IEEE-exact operations: within a unit or two in the last place of 60-digit decimal values,
-the correctly rounded float32 exp of every bfloat16 and float16 input, and numpy's special values."""
+"""exp, exp2 and log from IEEE-exact operations.
+
+Within a unit or two in the last place of 60-digit decimal values, the correctly rounded float32 exp of every
+bfloat16 and float16 input, and numpy's special values.
+"""
 
 from __future__ import annotations
 
@@ -57,7 +60,8 @@ def test_float32_exp_of_every_16_bit_input_is_correctly_rounded(dtype):
 
 def test_the_table_holds_the_correctly_rounded_powers_of_two():
     two = DECIMAL.create_decimal(2)
-    expected = [float(DECIMAL.power(two, DECIMAL.divide(j, elementary.TABLE_SIZE))) for j in range(elementary.TABLE_SIZE)]
+    expected = [float(DECIMAL.power(two, DECIMAL.divide(j, elementary.TABLE_SIZE)))
+                for j in range(elementary.TABLE_SIZE)]
     assert elementary.POWERS.tolist() == expected
 
 

@@ -1,4 +1,8 @@
-"""Emulation ids, accuracy against FP64, ineligible heads, the analyze()/report interface, the CLI and native bits."""
+"""Emulations: ids, accuracy, ineligible heads, the analyze()/report interface, the CLI, bits.
+
+Emulation ids, accuracy against FP64, ineligible heads, the analyze()/report interface, the CLI and native
+bits.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +15,6 @@ import numpy as np
 import pytest
 
 import explorer
-from analysis_support import oracle
 from explorer.analysis.analyze import analyze as analyze_with_timings
 from explorer.analysis.analyze import clear_cache
 from explorer.analysis.emulation import (
@@ -37,6 +40,8 @@ from explorer.samples import (
     write_packet,
 )
 
+from analysis_support import oracle
+
 # Float32-partial emulations stay within this many float32 ULPs of each head's largest |FP64 value|.
 FLOAT32_PARTIAL_HEAD_ULPS = 16
 # The bfloat16-partial twin's RMSE against FP64 is at least this many times the float32 one's.
@@ -59,7 +64,8 @@ def test_every_id_form_parses_and_normalises():
     assert _ids("paged_two_pass(partitionTokens=128)") == ["paged_two_pass(partitionTokens=128)"]
     assert _ids("mlx_two_pass(blocks=64,partialDType=float32)") == ["mlx_two_pass(blocks=64,partialDType=float32)"]
     # listed order, whatever the given order; spaces are tolerated
-    assert _ids(" mlx_two_pass( partialDType=float32 , blocks=64 ) ") == ["mlx_two_pass(blocks=64,partialDType=float32)"]
+    normalised = ["mlx_two_pass(blocks=64,partialDType=float32)"]
+    assert _ids(" mlx_two_pass( partialDType=float32 , blocks=64 ) ") == normalised
     assert _ids("single_pass()") == ["single_pass"]
     # an explicit default disappears; the mlx partial default is the output dtype
     assert _ids("mlx_two_pass(blocks=128,partialDType=bfloat16)") == ["mlx_two_pass"]

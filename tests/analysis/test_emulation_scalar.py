@@ -1,4 +1,8 @@
-"""The vectorised emulations agree bit for bit with the scalar transcription of the contract, on every kernel and option of emulation-v2, many geometries and every dtype mix."""
+"""The vectorised emulations agree bit for bit with a scalar transcription of the documented rules.
+
+The vectorised emulations agree bit for bit with the scalar transcription of the contract, on every kernel and
+option of docs/emulations.md, many geometries and every dtype mix.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +11,10 @@ import itertools
 import numpy as np
 import pytest
 
+from explorer.analysis.emulation import EmulationInputs, emulate, resolve_all
+
 from analysis_support import from_bits, to_bits
 from emulation_scalar import emulate_head
-from explorer.analysis.emulation import EmulationInputs, emulate, resolve_all
 
 DTYPES = ("float32", "bfloat16", "float16")
 # Every kernel and option: the sweep, then each hypothesis alone and all three together on each kernel.

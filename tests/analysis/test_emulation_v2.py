@@ -1,4 +1,8 @@
-"""emulation-v2 beyond the arithmetic: the launch rules table by table, decisive and baseline counts known by hand, the sweep's normalised list, the memory bound, entries without numbers, and bad ids as bounded usage errors."""
+"""Emulations beyond the arithmetic (docs/emulations.md).
+
+The launch rules table by table, decisive and baseline counts known by hand, the sweep's normalised list, the
+memory bound, entries without numbers, and bad ids as bounded usage errors.
+"""
 
 from __future__ import annotations
 
@@ -123,7 +127,7 @@ def test_a_shape_the_engine_refuses_has_no_numbers():
     (spec,) = resolve_all("paged_two_pass", PacketShape("float32", Geometry(2, 1, 4096, 10)))
     assert spec.run is None and spec.not_emulated.code == "paged_head_dim_refused"  # no kernel for D 4096
     assert paged_simdgroups(Geometry(2, 1, 4096, 10)) is None  # nor would a simdgroup fit
-    assert PAGED_SHAPE != spec.not_emulated.code
+    assert spec.not_emulated.code != PAGED_SHAPE
 
 
 # ---------------------------------------------------------------- decisive and baseline, known by hand
@@ -315,9 +319,7 @@ def test_a_huge_id_gives_a_bounded_message(tmp_path, capsys):
 def test_work_chunks_never_change_a_bit(tmp_path, monkeypatch):
     """The sequential dot (D not a multiple of 32) runs in chunks of tokens and the online softmax reads the
     scores chunk by chunk: chunks of 7 tokens and of 5 steps give the bits of the default chunking."""
-    from explorer.analysis.emulation import arithmetic
-
-    from explorer.analysis.emulation import unfused
+    from explorer.analysis.emulation import arithmetic, unfused
 
     packets = [write_packet(tmp_path / f"d{head_dim}", synthetic_spec(qh=4, kvh=2, tokens=100, head_dim=head_dim,
                                                                       output_dtype="float32", kv_dtype="float32"))

@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 import explorer
-from emulation_scalar import emulate_head
 from explorer.analysis.emulation import EmulationInputs, PacketShape, emulate, library, resolve_all
 from explorer.analysis.emulation.launch import (
     LIBRARY_FAILED,
@@ -23,6 +22,8 @@ from explorer.analysis.emulation.launch import (
 )
 from explorer.packet.dtypes import promote, round_bits
 from explorer.samples import synthetic_spec, with_tensor, write_packet
+
+from emulation_scalar import emulate_head
 
 mx = pytest.importorskip("mlx.core")  # the test extra installs it: CI always has a real kernel
 

@@ -1,4 +1,7 @@
-"""The one number formatter (explorer.analysis.formatting): 4 significant digits for people, the full value for hovers, '-' for a missing value."""
+"""The one number formatter (explorer.analysis.formatting).
+
+4 significant digits for people, the full value for hovers, '-' for a missing value.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +11,7 @@ import pytest
 from explorer.analysis.formatting import MISSING, SIGNIFICANT_DIGITS, full_number, short_number
 
 
-@pytest.mark.parametrize(("value", "shown"), [
+@pytest.mark.parametrize("value, shown", [
     (0.000243701, "0.0002437"), (0.000243708, "0.0002437"), (3100.0, "3100"), (575300.0, "5.753e+05"),
     (0.98812, "0.9881"), (1e-7, "1e-07"), (np.float32(0.1), "0.1"), (float("nan"), "nan"), (float("-inf"), "-inf"),
     (7, "7"), (np.int64(12), "12"), (True, "true"), (None, MISSING),
@@ -22,7 +25,7 @@ def test_short_number_keeps_four_significant_digits():
     assert short_number(123456.0) == "1.235e+05" and short_number(1.23456) == "1.235"
 
 
-@pytest.mark.parametrize(("value", "full"), [
+@pytest.mark.parametrize("value, full", [
     (0.000243701, "0.000243701"), (np.float32(0.1), repr(float(np.float32(0.1)))), (3100.0, "3100.0"),
     (None, "-"), (False, "false"), ({"a": 1}, '{"a": 1}'), ([1, 2], "[1, 2]"), (np.int32(5), "5"), ("x", "x"),
 ])

@@ -1,4 +1,6 @@
-"""Memory of `analyze`: the measured peak within the documented bound, the ceiling, and address-space limits.
+"""Memory of `analyze`: the measured peak within the documented bound, ceiling, address limits.
+
+Memory of `analyze`: the measured peak within the documented bound, the ceiling, and address-space limits.
 
 The limits are set with `resource.setrlimit(RLIMIT_AS)` in a subprocess, after the explorer and numpy
 are loaded, so that only the analysis itself meets them.
@@ -72,7 +74,7 @@ def _probe(packet: Path, mode: str, room: int = 0) -> subprocess.CompletedProces
                           text=True, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=600)
 
 
-@pytest.mark.parametrize("name", ("wide", "long"))
+@pytest.mark.parametrize("name", ["wide", "long"])
 def test_measured_peak_stays_within_the_documented_bound(packets, name):
     done = _probe(packets[name], "measure")
     measured = json.loads(done.stdout)
@@ -80,7 +82,7 @@ def test_measured_peak_stays_within_the_documented_bound(packets, name):
     assert 0 < measured["grown"] <= measured["bound"]
 
 
-@pytest.mark.parametrize("mode", ("preflight", "no-preflight"))
+@pytest.mark.parametrize("mode", ["preflight", "no-preflight"])
 def test_an_address_space_limit_gives_a_coded_inconclusive_never_exit_1(packets, mode):
     done = _probe(packets["wide"], mode, ROOM_FOR_ADMISSION)
     assert done.returncode == 3, done.stderr

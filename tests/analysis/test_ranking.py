@@ -1,4 +1,8 @@
-"""Per-head noise-floor ratios, worst ULP per head, the worst head and the compare-v1 selection key."""
+"""Per-head noise-floor ratios, worst ULP per head, the worst head and the partner selection key.
+
+Per-head noise-floor ratios, worst ULP per head, the worst head and the partner selection key (docs/pairs.md,
+Partners).
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,13 @@ import numpy as np
 import pytest
 
 import explorer
-from explorer.analysis.ranking import SELECTION_FIELDS, noise_floor_ratios, selection_key, worst_head, worst_ulp_per_head
+from explorer.analysis.ranking import (
+    SELECTION_FIELDS,
+    noise_floor_ratios,
+    selection_key,
+    worst_head,
+    worst_ulp_per_head,
+)
 from explorer.catalog.discovery import default_root
 from explorer.samples import INJECTED_HEAD, synthetic_spec, with_snapshot, write_packet
 
@@ -24,7 +34,8 @@ def test_ratio_is_primary_linf_over_the_fp64_noise_floor_per_head(injected):
     numerics = injected.numerics
     ratios = noise_floor_ratios(numerics)
     assert len(ratios) == len(numerics.primary.per_head)
-    for ratio, actual, floor in zip(ratios, numerics.primary.per_head, numerics.fp64.reference_error.per_head):
+    for ratio, actual, floor in zip(ratios, numerics.primary.per_head, numerics.fp64.reference_error.per_head,
+                                    strict=True):
         assert ratio == actual.linf / floor.linf
 
 

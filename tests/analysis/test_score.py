@@ -1,4 +1,8 @@
-"""The packet score (error / allowance) on constructed outputs, on the samples, in the report and in triage's order."""
+"""The packet score (error / allowance) on constructed outputs, samples, report and triage.
+
+The packet score (error / allowance) on constructed outputs, on the samples, in the report and in triage's
+order.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from analysis_support import make_admission
 
 from explorer import analyze
 from explorer.analysis.facts import tensor_facts
@@ -16,6 +19,8 @@ from explorer.analysis.score import packet_score, spacing
 from explorer.catalog.summary import list_order, summarize, summary_json
 from explorer.packet.dtypes import round_bits
 from explorer.packet.model import ANALYZED
+
+from analysis_support import make_admission
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_packets"
 OUTPUT_DTYPES = ("bfloat16", "float16", "float32")
@@ -67,8 +72,8 @@ def test_the_rounded_reference_itself_scores_at_most_one(dtype):
         assert score.value == 0.0  # the output is the reference
 
 
-@pytest.mark.parametrize("dtype", ("bfloat16", "float16"))
-@pytest.mark.parametrize("ulps", (1, 3, 20))
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("ulps", [1, 3, 20])
 def test_one_element_moved_by_k_output_ulps_scores_about_2k(dtype, ulps):
     reference, bits = _rounded_reference_bits(dtype)
     head, channel = 2, int(np.argmax(reference[2]))  # positive and largest: k steps up stay in its binade

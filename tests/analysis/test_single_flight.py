@@ -1,4 +1,8 @@
-"""Single flight: identical analyses and emulations asked for by several threads (app sessions) at once are computed once and shared."""
+"""Identical analyses and emulations asked for by several threads at once are computed once.
+
+Single flight: identical analyses and emulations asked for by several threads (app sessions) at once are
+computed once and shared.
+"""
 
 from __future__ import annotations
 

@@ -1,9 +1,14 @@
-"""Helpers of the browser tests (and benchmarks/bench_app.py): the `panel serve` subprocess, waiting for views, canvases, pixel variance, artifacts; no assertions."""
+"""Helpers of the browser tests and benchmarks: the served app, waits, canvases, artifacts.
+
+Helpers of the browser tests (and benchmarks/bench_app.py): the `panel serve` subprocess, waiting for views,
+canvases, pixel variance, artifacts; no assertions.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import io
+import os
 import re
 import socket
 import subprocess
@@ -20,7 +25,8 @@ from PIL import Image
 from explorer.export.pages import FIND_VIEW_JS, wait_drawn
 
 REPO = Path(__file__).resolve().parents[2]
-ARTIFACTS = REPO / "test-artifacts" / "app"
+# One folder per pytest-xdist worker (gw0, gw1, ...), so two workers never write the same server log or screenshot.
+ARTIFACTS = REPO / "test-artifacts" / "app" / os.environ.get("PYTEST_XDIST_WORKER", "")
 APP_PATH = "/app"
 LOCAL_HOST = "127.0.0.1"
 LOCAL_SCHEMES = ("data", "blob", "about", "file")
@@ -60,10 +66,10 @@ def wait_until_serving(process, url: str, log_path: Path) -> None:
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"panel serve exited with {process.returncode}:\n{log_path.read_text()}")
-        with contextlib.suppress(urllib.error.URLError, ConnectionError, TimeoutError):
-            with urllib.request.urlopen(url, timeout=HTTP_TIMEOUT_S) as response:
-                if response.status == 200:
-                    return
+        with (contextlib.suppress(urllib.error.URLError, ConnectionError, TimeoutError),
+              urllib.request.urlopen(url, timeout=HTTP_TIMEOUT_S) as response):
+            if response.status == 200:
+                return
         time.sleep(POLL_INTERVAL_S)
     raise RuntimeError(f"panel serve did not answer {url} in {SERVER_START_TIMEOUT_S} s:\n{log_path.read_text()}")
 

@@ -1,4 +1,8 @@
-"""Fixtures of the app tests: one real `panel serve explorer/app.py` subprocess and Debian's chromium driven by Playwright."""
+"""Fixtures of the app tests: a served app and Debian's chromium driven by Playwright.
+
+Fixtures of the app tests: one real `panel serve explorer/app.py` subprocess and Debian's chromium driven by
+Playwright.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +10,11 @@ import os
 
 import pytest
 
-from app_support import ARTIFACTS, NESTED_PACKET, OUTSIDE_PACKET, PAGE_TIMEOUT_MS, VIEWPORT, serve_app
-from explorer.export.pages import CHROMIUM, CHROMIUM_ARGS, EXPORT_DIR_ENV
+from explorer.export.pages import EXPORT_DIR_ENV
 from explorer.samples import synthetic_spec, write_packet
 from explorer.ui.catalog import ROOT_ENV
+
+from app_support import ARTIFACTS, NESTED_PACKET, OUTSIDE_PACKET, PAGE_TIMEOUT_MS, VIEWPORT, serve_app
 
 
 @pytest.fixture(scope="session")
@@ -39,17 +44,6 @@ def nested_root(tmp_path_factory):
 def nested_server(nested_root, export_dir):
     """Base URL of a second `panel serve explorer/app.py` whose root comes from the environment only."""
     yield from serve_app("panel-serve-nested.log", {**os.environ, ROOT_ENV: str(nested_root)}, export_dir)
-
-
-@pytest.fixture(scope="session")
-def browser():
-    """Debian's /usr/bin/chromium, headless, through Playwright (no browser download)."""
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=list(CHROMIUM_ARGS))
-        yield chromium
-        chromium.close()
 
 
 @pytest.fixture

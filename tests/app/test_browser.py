@@ -1,21 +1,45 @@
-"""The served app in Debian's chromium: packet list, opening each sample, every tab drawn, URL query, Export offline, no outside requests."""
+"""The served app in Debian's chromium.
+
+Packet list, opening each sample, every tab drawn, URL query, Export offline, no outside requests.
+"""
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
 import explorer
-from app_support import (CONTENT_JS, MIN_PIXEL_STD, NESTED_PACKET, OUTSIDE_PACKET, PAGE_TIMEOUT_MS, PLOT_SLUGS, VIEWPORT,
-                         artifact, canvas_count, choose_packet, deep_text, layout_offenders, open_packet, outside_requests,
-                         packet_cell, pixel_std, plot_pixel_std, view_locator, wait_statuses, wait_view)
 from explorer.catalog.summary import list_order, summarize
 from explorer.export.pages import LOCAL_URL_PREFIXES, SECTION_CLASS, shown_emulations, wait_drawn
 from explorer.samples import CURATED
 from explorer.ui import catalog
 from explorer.views import VIEWS
 from explorer.views.html_summary import ranked_heads
+
+from app_support import (
+    CONTENT_JS,
+    MIN_PIXEL_STD,
+    NESTED_PACKET,
+    OUTSIDE_PACKET,
+    PAGE_TIMEOUT_MS,
+    PLOT_SLUGS,
+    VIEWPORT,
+    artifact,
+    canvas_count,
+    choose_packet,
+    deep_text,
+    layout_offenders,
+    open_packet,
+    outside_requests,
+    packet_cell,
+    pixel_std,
+    plot_pixel_std,
+    view_locator,
+    wait_statuses,
+    wait_view,
+)
 
 ROOT = catalog.default_root()
 SAMPLES = sorted(CURATED)
@@ -155,7 +179,7 @@ def test_export_writes_html_that_loads_offline(page, server, export_dir, browser
     assert page.get_by_role("button", name="Download HTML").is_visible()
     boxes = [page.get_by_role("button", name=name).bounding_box()
              for name in ("Export HTML + PNG + JSON", "Download HTML", "Download JSON report")]
-    assert all(a["x"] + a["width"] <= b["x"] or a["y"] + a["height"] <= b["y"] for a, b in zip(boxes, boxes[1:]))
+    assert all(a["x"] + a["width"] <= b["x"] or a["y"] + a["height"] <= b["y"] for a, b in itertools.pairwise(boxes))
     assert layout_offenders(page)["overlaps"] == []
     assert outside_requests(requested) == []
 

@@ -8,13 +8,14 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from app_support import PAGE_TIMEOUT_MS, artifact, deep_text, open_packet, outside_requests
 from explorer.campaign_samples import BACKENDS, CURATED_NAME, CURATED_SHAPE, OUTPUT_INDEX
 from explorer.campaigns.report import build_campaign_report
 from explorer.campaigns.run import run_campaigns
 from explorer.export.pages import FIND_VIEW_JS, wait_drawn
 from explorer.ui import catalog
 from explorer.views.campaign import GRID_CLASS, grid_size
+
+from app_support import PAGE_TIMEOUT_MS, artifact, deep_text, open_packet, outside_requests
 
 ROOT = catalog.default_root()
 FIRST_SCREEN = {"width": 1280, "height": 800}

@@ -1,4 +1,8 @@
-"""In the browser, on a root of the test's own: a packet whose files change is re-read on every open and export, and no URL parameter blanks the page."""
+"""In the browser: a packet whose files change is re-read on every open and export.
+
+In the browser, on a root of the test's own: a packet whose files change is re-read on every open and export,
+and no URL parameter blanks the page.
+"""
 
 from __future__ import annotations
 
@@ -11,10 +15,11 @@ import pytest
 from playwright.sync_api import expect
 
 import explorer
-from app_support import ARTIFACTS, PAGE_TIMEOUT_MS, choose_packet, open_packet, serve_app
 from explorer.export.pages import EXPORT_DIR_ENV
 from explorer.samples import synthetic_spec, write_packet
 from explorer.ui.catalog import ROOT_ENV
+
+from app_support import ARTIFACTS, PAGE_TIMEOUT_MS, choose_packet, open_packet, serve_app
 
 PACKETS = ("a", "b")
 CHANGED_FILE = "stored-values.bin"

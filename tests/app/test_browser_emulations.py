@@ -1,4 +1,9 @@
-"""The Emulations tab in a served app: a progress bar, then the core's bit-equal counts in table order with the baseline last; URL parameters (the sweep among them); a second session served while the first one computes; the pair view's matrix computed on request."""
+"""The Emulations tab in a served app: progress, the core's counts in table order, URL parameters.
+
+The Emulations tab in a served app: a progress bar, then the core's bit-equal counts in table order with the
+baseline last; URL parameters (the sweep among them); a second session served while the first one computes;
+the pair view's matrix computed on request.
+"""
 
 from __future__ import annotations
 
@@ -10,14 +15,24 @@ from urllib.parse import parse_qsl
 import pytest
 
 import explorer
-from explorer.notebook.packet import sample
-from app_support import (ARTIFACTS, PAGE_TIMEOUT_MS, VIEWPORT, deep_text, layout_offenders, open_packet, outside_requests, serve_app,
-                         wait_view)
+from explorer.analysis.emulation import ranked
 from explorer.export.pages import EXPORT_DIR_ENV
+from explorer.notebook.packet import sample
 from explorer.samples import qwen_spec, synthetic_spec, write_packet
 from explorer.ui.catalog import ROOT_ENV
-from explorer.analysis.emulation import ranked
 from explorer.views.emulations import requested_ids
+
+from app_support import (
+    ARTIFACTS,
+    PAGE_TIMEOUT_MS,
+    VIEWPORT,
+    deep_text,
+    layout_offenders,
+    open_packet,
+    outside_requests,
+    serve_app,
+    wait_view,
+)
 
 SAMPLE = "qwen36-bf16-t64"
 FULL = "qwen-long"  # the Qwen3.6 geometry at twice the incident's context, QH16/KVH2/D256/T11170

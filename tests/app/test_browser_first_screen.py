@@ -12,9 +12,10 @@ import pytest
 from PIL import Image
 from playwright.sync_api import expect
 
-from app_support import MIN_PIXEL_STD, PAGE_TIMEOUT_MS, artifact, open_packet, pixel_std, wait_view
 from explorer.export.pages import FIND_VIEW_JS
 from explorer.views import VIEWS
+
+from app_support import MIN_PIXEL_STD, PAGE_TIMEOUT_MS, artifact, open_packet, pixel_std, wait_view
 
 FIRST_SCREEN = {"width": 1280, "height": 800}
 OVERVIEW_PACKETS = ("injected-error-head5", "qwen36-bf16-t64")  # float32 output with a chart; 16 heads, bfloat16

@@ -1,4 +1,10 @@
-"""The app survives its root, in chromium: a directory name that is not UTF-8 is listed, opened, kept in the URL and exported; a packet of 8,388,000 tokens draws its attention tab with a bounded websocket payload; an unreadable or unsearchable directory in the root, served without root's privileges, never leaves the page blank."""
+"""The app survives its root, in chromium: odd names, changing packets, hostile URLs.
+
+The app survives its root, in chromium: a directory name that is not UTF-8 is listed, opened, kept in the URL
+and exported; a packet of 8,388,000 tokens draws its attention tab with a bounded websocket payload; an
+unreadable or unsearchable directory in the root, served without root's privileges, never leaves the page
+blank.
+"""
 
 from __future__ import annotations
 
@@ -9,10 +15,11 @@ import stat
 
 import pytest
 
-from app_support import APP_PATH, PAGE_TIMEOUT_MS, artifact, deep_text, serve_app, wait_statuses, wait_view
 from explorer.samples import injected_error_spec, synthetic_spec, write_packet
 from explorer.ui.catalog import ROOT_ENV
 from explorer.views.attention import MAX_CURVE_POINTS
+
+from app_support import APP_PATH, PAGE_TIMEOUT_MS, artifact, deep_text, serve_app, wait_statuses, wait_view
 
 UNDECODABLE_NAME = os.fsdecode(b"bad\xffname")  # a tar archive can carry such a directory name
 SHOWN_NAME = "bad\\xffname"  # how the app writes it (the browser can take UTF-8 text only)

@@ -1,4 +1,8 @@
-"""The Overview and the element drill-down in Debian's chromium: the default page draws the overview's plots, a click on a map cell opens the element panel with result.element's values, and `&element=` round-trips through the URL."""
+"""The Overview and the element drill-down in Debian's chromium.
+
+The default page draws the overview's plots, a click on a map cell opens the element panel with
+result.element's values, and `&element=` round-trips through the URL.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +10,11 @@ import re
 from urllib.parse import parse_qs, urlparse
 
 import explorer
-from app_support import MIN_PIXEL_STD, PAGE_TIMEOUT_MS, artifact, deep_text, open_packet, pixel_std, wait_view
 from explorer.catalog.summary import list_order, summarize
 from explorer.ui import catalog
 from explorer.views.html_summary import short_number
+
+from app_support import MIN_PIXEL_STD, PAGE_TIMEOUT_MS, artifact, deep_text, open_packet, pixel_std, wait_view
 
 ROOT = catalog.default_root()
 OVERVIEW_WIDTH = 1280

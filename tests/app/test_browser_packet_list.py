@@ -1,6 +1,9 @@
-"""The packet list in chromium: every column sorts both ways, the default order puts refused and inconclusive first
-then the largest score, the columns fit the sidebar at 1280 px, and packets written or deleted under the root while
-the page is open appear and disappear without a reload."""
+"""The packet list in chromium: sorting, the default order, paging and a root being written.
+
+The packet list in chromium: every column sorts both ways, the default order puts refused and inconclusive
+first then the largest score, the columns fit the sidebar at 1280 px, and packets written or deleted under the
+root while the page is open appear and disappear without a reload.
+"""
 
 from __future__ import annotations
 
@@ -12,11 +15,21 @@ import time
 
 import pytest
 
-from app_support import APP_PATH, ARTIFACTS, PAGE_TIMEOUT_MS, POLL_INTERVAL_S, artifact, packet_cell, serve_app, wait_statuses
 from explorer.catalog.discovery import ROOT_ENV
 from explorer.catalog.summary import summarize
 from explorer.samples import injected_error_spec, synthetic_spec, write_packet, write_refused
 from explorer.ui.packets import LIST_ORDER, NUMBER_COLUMNS, RESCAN_MS
+
+from app_support import (
+    APP_PATH,
+    ARTIFACTS,
+    PAGE_TIMEOUT_MS,
+    POLL_INTERVAL_S,
+    artifact,
+    packet_cell,
+    serve_app,
+    wait_statuses,
+)
 
 # A rescan starts every RESCAN_MS and checks the new packet (a few hundred ms); the list shows it on the next flush.
 WITHIN_MS = 3 * RESCAN_MS

@@ -1,4 +1,8 @@
-"""The served app's pair mode in Debian's chromium: the partner list, one click to the pair view, its maps and element detail, unknown `compare=`, the pair export, offline, layout at 1280 px."""
+"""The served app's pair mode in Debian's chromium.
+
+The partner list, one click to the pair view, its maps and element detail, unknown `compare=`, the pair
+export, offline, layout at 1280 px.
+"""
 
 from __future__ import annotations
 
@@ -12,14 +16,33 @@ from urllib.parse import parse_qs, urlparse
 from PIL import Image
 
 import explorer
-from app_support import (ENABLED_INPUTS_JS, MIN_PIXEL_STD, PAGE_TIMEOUT_MS, VISIBLE_JS, artifact, deep_text, layout_offenders,
-                         open_packet, outside_requests, pixel_std, wait_statuses)
-from explorer.export.split import MAX_PNG_HEIGHT
-from explorer.export.pages import (CAPTION_CLASS, PAGE_WIDTH, PAIR_SECTION, SECTION_CLASS, SHA_DIGITS, hide_controls,
-                             wait_drawn)
 from explorer.catalog.index import PacketIndex
+from explorer.export.pages import (
+    CAPTION_CLASS,
+    PAGE_WIDTH,
+    PAIR_SECTION,
+    SECTION_CLASS,
+    SHA_DIGITS,
+    hide_controls,
+    wait_drawn,
+)
+from explorer.export.split import MAX_PNG_HEIGHT
 from explorer.ui import catalog
 from explorer.ui.pairs import NO_PARTNERS
+
+from app_support import (
+    ENABLED_INPUTS_JS,
+    MIN_PIXEL_STD,
+    PAGE_TIMEOUT_MS,
+    VISIBLE_JS,
+    artifact,
+    deep_text,
+    layout_offenders,
+    open_packet,
+    outside_requests,
+    pixel_std,
+    wait_statuses,
+)
 
 ROOT = catalog.default_root()
 PAGED, CONTIGUOUS = "qwen36-pair-paged", "qwen36-pair-contiguous"

@@ -1,4 +1,9 @@
-"""The served app's replay mode in Debian's chromium: the runs listed under their packet, `?packet=NAME&replay=RUN` drawing the Replay view (matrix, arms, ladder, map, readback), the element drill-down, unknown `replay=`, the export, offline, nothing clipped at 1280 and 1920 px."""
+"""The served app's replay mode in Debian's chromium.
+
+The runs listed under their packet, `?packet=NAME&replay=RUN` drawing the Replay view (matrix, arms, ladder,
+map, readback), the element drill-down, unknown `replay=`, the export, offline, nothing clipped at 1280 and
+1920 px.
+"""
 
 from __future__ import annotations
 
@@ -10,9 +15,10 @@ from pathlib import Path
 import pytest
 
 import explorer
-from app_support import PAGE_TIMEOUT_MS, artifact, deep_text, layout_offenders, open_packet, outside_requests
 from explorer.export.pages import CAPTION_CLASS, REPLAY_SECTION, SECTION_CLASS, wait_drawn
 from explorer.ui import catalog
+
+from app_support import PAGE_TIMEOUT_MS, artifact, deep_text, layout_offenders, open_packet, outside_requests
 
 ROOT = catalog.default_root()
 CONTIGUOUS, PAGED = "qwen36-pair-contiguous", "qwen36-pair-paged"
@@ -72,7 +78,7 @@ def test_the_replay_view_draws_the_matrix_arms_ladder_map_and_readback(page, ser
         "el => getComputedStyle(el).backgroundColor") for n in (0, run.matrix.mismatched[0][1]))
     assert zero != other
     states = {s.get_attribute("data-arm"): s.get_attribute("data-state") for s in page.locator(".arm-state").all()}
-    assert states == {name: "admitted" for name in run.arms}
+    assert states == dict.fromkeys(run.arms, "admitted")
     text = deep_text(view)
     for part in ("Matrix", "Arms", "Ladder", "Where an arm differs", "Readback", "byte-identical",
                  "paged_segmented_decode", "analysis.json"):

@@ -1,4 +1,8 @@
-"""The packet list at scale in chromium: a root larger than one page says "showing N of M", search reaches any packet, a packet added later appears on reload."""
+"""The packet list at scale in chromium.
+
+A root larger than one page says "showing N of M", search reaches any packet, a packet added later appears on
+reload.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +10,22 @@ import os
 
 import pytest
 
-from app_support import (APP_PATH, PAGE_TIMEOUT_MS, artifact, choose_packet, deep_text, outside_requests, packet_cell,
-                         serve_app, wait_statuses)
-from explorer.catalog.summary import list_order, summarize
 from explorer.catalog.discovery import ROOT_ENV, discover
+from explorer.catalog.summary import list_order, summarize
 from explorer.samples import injected_error_spec, synthetic_spec, write_packet
 from explorer.ui.packets import PAGE_ROWS
+
+from app_support import (
+    APP_PATH,
+    PAGE_TIMEOUT_MS,
+    artifact,
+    choose_packet,
+    deep_text,
+    outside_requests,
+    packet_cell,
+    serve_app,
+    wait_statuses,
+)
 
 PACKETS = 3 * PAGE_ROWS + 5
 LATE_PACKET = "zz-added-after-startup"

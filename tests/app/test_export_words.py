@@ -24,8 +24,8 @@ LIVE_WORDS = re.compile(r"\b(?:click\w*|hover\w*|tooltips?|mouse\w*|tap\w*)\b|\b
 # The text a page shows: every string field of its Bokeh documents that is drawn as text (HTML panes, titles,
 # labels); a model's hover templates and scripts are never shown as text.
 SHOWN_FIELDS = re.compile(r'"(?:text|title|label)"\s*:\s*("(?:[^"\\]|\\.)*")')
-DOCS_JSON = re.compile(r'<script type="application/json"[^>]*>(.*?)</script>', re.S)
-TAG = re.compile(r"<(script|style)\b.*?</\1>|<[^>]+>", re.S | re.IGNORECASE)
+DOCS_JSON = re.compile(r'<script type="application/json"[^>]*>(.*?)</script>', re.DOTALL)
+TAG = re.compile(r"<(script|style)\b.*?</\1>|<[^>]+>", re.DOTALL | re.IGNORECASE)
 
 
 def shown_text(page: str) -> str:

@@ -1,11 +1,15 @@
-"""Every tab of an analyzed, an inconclusive and a refused sample at 1280 and 1920 px: no canvas past its column or the viewport, no two visible boxes overlapping, no text cut by its box."""
+"""Every tab of an analyzed, an inconclusive and a refused sample at 1280 and 1920 px.
+
+No canvas past its column or the viewport, no two visible boxes overlapping, no text cut by its box.
+"""
 
 from __future__ import annotations
 
 import pytest
 
-from app_support import PAGE_TIMEOUT_MS, artifact, layout_offenders, open_packet, wait_view
 from explorer.views import VIEWS
+
+from app_support import PAGE_TIMEOUT_MS, artifact, layout_offenders, open_packet, wait_view
 
 WIDTHS = (1280, 1920)
 HEIGHT = 900
@@ -24,10 +28,10 @@ def test_no_tab_clips_or_overlaps(browser, server, sample, width):
             open_packet(page, server, f"?packet={sample}&tab={slug}")
             wait_view(page, sample, slug)
             found = layout_offenders(page)
-            page.screenshot(path=artifact(f"layout-{width}-{sample}-{slug}.png"), full_page=True)
             assert found["leaves"] > 0, slug
             problems = found["overlaps"] + found["outside"] + found["clipped"]
-            if problems:
+            if problems:  # the evidence of a failure only: a full-page PNG per tab is most of the test's time
+                page.screenshot(path=artifact(f"layout-{width}-{sample}-{slug}.png"), full_page=True)
                 offenders[slug] = problems
         assert page.evaluate("document.documentElement.scrollHeight") > HEIGHT  # the page scrolls, not a pane
     finally:

@@ -1,4 +1,7 @@
-"""The sidebar's packet table outside a server: 4-digit numbers with the full value on hover, the open packet's row marked."""
+"""The sidebar's packet table outside a server.
+
+4-digit numbers with the full value on hover, the open packet's row marked.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +10,16 @@ import os
 import shutil
 
 from explorer.catalog.index import SUMMARIES, PacketIndex
-from explorer.samples import injected_error_spec, synthetic_spec, write_packet, write_refused
 from explorer.catalog.summary import summarize
-from explorer.ui.packets import (LIST_ORDER, NUMBER_COLUMNS, PENDING_HTML, SIGNIFICANT_DIGITS, TABLE_CONFIGURATION,
-                                 PacketList)
+from explorer.samples import injected_error_spec, synthetic_spec, write_packet, write_refused
+from explorer.ui.packets import (
+    LIST_ORDER,
+    NUMBER_COLUMNS,
+    PENDING_HTML,
+    SIGNIFICANT_DIGITS,
+    TABLE_CONFIGURATION,
+    PacketList,
+)
 
 
 def _filled_list(root) -> PacketList:
@@ -50,7 +59,7 @@ def test_numbers_show_four_significant_digits_and_hover_the_full_value(tmp_path)
 def _shown(packets: PacketList) -> dict[str, str]:
     """packet name as shown -> the status cell."""
     frame = packets._table.value
-    return dict(zip(frame["packet"], frame["status"]))
+    return dict(zip(frame["packet"], frame["status"], strict=True))
 
 
 def test_a_rescan_lists_new_packets_drops_gone_ones_and_rereads_only_changed_ones(tmp_path, monkeypatch):

@@ -1,4 +1,7 @@
-"""The app's pair mode without a browser: `compare=` in the URL query, the partner list, closing, and the pair caption band."""
+"""The app's pair mode without a browser.
+
+`compare=` in the URL query, the partner list, closing, and the pair caption band.
+"""
 
 from __future__ import annotations
 
@@ -24,7 +27,7 @@ def shell(tmp_path) -> Shell:
 
 
 def _url(shell: Shell) -> dict[str, str]:
-    return dict(parse_qsl(shell._query_writer.query.lstrip("?")))
+    return dict(parse_qsl(shell.url_query.lstrip("?")))
 
 
 def _message(shell: Shell) -> str:
@@ -32,7 +35,7 @@ def _message(shell: Shell) -> str:
 
 
 def test_compare_in_the_query_opens_the_pair_and_closing_drops_it(shell):
-    shell._open_from_query(f"?packet={PAGED}&compare={CONTIGUOUS}")
+    shell.open_url(f"?packet={PAGED}&compare={CONTIGUOUS}")
     assert (shell.packet, shell.pairs.partner) == (PAGED, CONTIGUOUS)
     assert _url(shell)["compare"] == CONTIGUOUS and _message(shell) == ""
     assert shell.pairs.panel.visible and not shell._single.visible
@@ -42,11 +45,11 @@ def test_compare_in_the_query_opens_the_pair_and_closing_drops_it(shell):
 
 
 def test_choosing_a_packet_closes_the_pair_and_lists_that_packets_partners(shell):
-    shell._open_from_query(f"?packet={PAGED}&compare={CONTIGUOUS}")
-    shell._choose(OTHER_LAYER)
+    shell.open_url(f"?packet={PAGED}&compare={CONTIGUOUS}")
+    shell.choose(OTHER_LAYER)
     assert shell.pairs.partner == "" and "compare" not in _url(shell)
     assert NO_PARTNERS in shell.pairs._partner_note.object
-    shell._choose(PAGED)
+    shell.choose(PAGED)
     labels = [button.label for button in shell.pairs.partner_buttons]
     assert labels == [CONTIGUOUS, INPUT_DIFFERS] == list(shell.index.partners(PAGED))
 
@@ -55,14 +58,14 @@ def test_choosing_a_packet_closes_the_pair_and_lists_that_packets_partners(shell
                                             (PAGED, "is the open packet itself"),
                                             ("<b>x</b>", "is not listed under this root")])
 def test_a_compare_that_cannot_be_opened_gives_an_escaped_note(shell, value, problem):
-    shell._open_from_query(f"?packet={PAGED}&compare={value}")
+    shell.open_url(f"?packet={PAGED}&compare={value}")
     assert shell.packet == PAGED and shell.pairs.partner == ""
     assert problem in _message(shell) and "<b>x</b>" not in _message(shell)
     assert "compare" not in _url(shell)
 
 
 def test_a_partner_click_opens_the_pair(shell):
-    shell._open_from_query(f"?packet={PAGED}")
+    shell.open_url(f"?packet={PAGED}")
     button = next(b for b in shell.pairs.partner_buttons if b.label == INPUT_DIFFERS)
     button.clicks += 1
     assert shell.pairs.partner == INPUT_DIFFERS and _url(shell)["compare"] == INPUT_DIFFERS
@@ -89,7 +92,7 @@ def test_the_pair_export_reads_the_files_again_and_redraws_a_pair_whose_files_ch
     for name in ("a", "b"):
         write_packet(root / name, synthetic_spec())
     shell = Shell(root, tmp_path / "exports")
-    shell._open_from_query("?packet=a&compare=b")
+    shell.open_url("?packet=a&compare=b")
     shown = shell.pairs._pair
     monkeypatch.setattr("explorer.ui.pairs.export_pair", _disk_full)
     packet_json = root / "b" / "packet.json"
@@ -97,7 +100,8 @@ def test_the_pair_export_reads_the_files_again_and_redraws_a_pair_whose_files_ch
     shell.pairs._on_export()
     assert shell.pairs._pair is not shown
     assert shell.pairs._pair.b.admission.packet_sha256 != shown.b.admission.packet_sha256
-    assert "wrote nothing" in shell.pairs.area.export_note.object and "No space left" in shell.pairs.area.export_note.object
+    assert "wrote nothing" in shell.pairs.area.export_note.object
+    assert "No space left" in shell.pairs.area.export_note.object
     assert not (tmp_path / "exports").exists() or not any((tmp_path / "exports").iterdir())
 
 
@@ -109,18 +113,18 @@ def test_a_root_of_many_captures_of_one_selection_lists_the_first_partners_only(
     for name in names:
         write_packet(root / name, synthetic_spec())
     shell = Shell(root, tmp_path / "exports")
-    shell._open_from_query(f"?packet={names[0]}")
+    shell.open_url(f"?packet={names[0]}")
     labels = [button.label for button in shell.pairs.partner_buttons]
     assert labels == names[1:MAX_PARTNER_BUTTONS + 1]
     assert f'data-partners="{len(names) - 1}"' in shell.pairs._partner_note.object
-    shell._open_from_query(f"?packet={names[0]}&compare={names[-1]}")
+    shell.open_url(f"?packet={names[0]}&compare={names[-1]}")
     assert shell.pairs.partner == names[-1]
 
 
 def test_a_pair_and_a_replay_run_give_way_to_each_other(shell):
     """One view beside the packet at a time: opening a replay run closes the open pair, and the reverse."""
     run = "replay-qwen36-pair"
-    shell._open_from_query(f"?packet={CONTIGUOUS}&compare={PAGED}")
+    shell.open_url(f"?packet={CONTIGUOUS}&compare={PAGED}")
     assert shell.pairs.partner == PAGED
     assert shell.replays.open(run) == []
     assert (shell.pairs.partner, shell.replays.run) == ("", run)

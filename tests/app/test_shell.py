@@ -1,4 +1,7 @@
-"""The app shell without a browser: opening from a URL query, unknown names, lazy tabs, heads and Export."""
+"""The app shell without a browser: URL query, unknown names, lazy tabs, heads and Export.
+
+The app shell without a browser: opening from a URL query, unknown names, lazy tabs, heads and Export.
+"""
 
 from __future__ import annotations
 
@@ -47,7 +50,7 @@ def _message(shell: Shell) -> str:
 
 def _export(shell: Shell) -> None:
     """Click Export and wait until the export (on the event loop or a thread) has finished."""
-    shell._on_export(None)
+    shell.export()
     deadline = time.monotonic() + EXPORT_WAIT_S
     while shell._export_button.loading and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -61,15 +64,15 @@ def test_opens_the_first_packet_by_status_and_ratio_with_only_the_first_tab_buil
 
 
 def test_query_opens_packet_tab_and_head(shell):
-    shell._open_from_query(f"?packet={ANALYZED_SAMPLE}&tab={SLUGS[1]}&head=3")
+    shell.open_url(f"?packet={ANALYZED_SAMPLE}&tab={SLUGS[1]}&head=3")
     assert (shell.packet, shell.tab, shell.head) == (ANALYZED_SAMPLE, SLUGS[1], 3)
     assert shell._tabs.active == 1
     assert _built(shell) == [SLUGS[1]]
-    assert shell._selection.head == 3
+    assert shell.selection.head == 3
 
 
 def test_unknown_query_values_are_ignored_with_an_escaped_message(shell):
-    shell._open_from_query("?packet=../../etc/passwd&tab=<b>x</b>&head=-1")
+    shell.open_url("?packet=../../etc/passwd&tab=<b>x</b>&head=-1")
     assert shell.packet == _first_by_status_and_ratio()
     worst = ranked_heads(explorer.analyze(ROOT / shell.packet).numerics)[0]
     assert (shell.tab, shell.head) == (SLUGS[0], worst)  # a head that is no number: the largest-score head
@@ -101,7 +104,7 @@ def test_switching_tabs_builds_each_view_once_and_packets_start_afresh(shell):
     views = [shell._views[slug] for slug in SLUGS]
     shell.tab = SLUGS[0]
     assert shell._placeholders[SLUGS[0]].objects[0] is views[0]  # kept for the packet, not built again
-    shell._choose(REFUSED_SAMPLE)
+    shell.choose(REFUSED_SAMPLE)
     assert shell.packet == REFUSED_SAMPLE
     assert _built(shell) == [SLUGS[0]] and list(shell._views) == [SLUGS[0]]
     assert shell._views[SLUGS[0]] is not views[0]
@@ -110,7 +113,7 @@ def test_switching_tabs_builds_each_view_once_and_packets_start_afresh(shell):
 def test_every_view_builds_in_the_shell_for_each_status(shell):
     """The shell's wiring per status (tests/views/test_views_build.py builds every view of every sample)."""
     for name in (ANALYZED_SAMPLE, INCONCLUSIVE_SAMPLE, REFUSED_SAMPLE):
-        shell._choose(name)
+        shell.choose(name)
         for slug in SLUGS:
             shell.tab = slug
         assert sorted(shell._views) == sorted(SLUGS)  # the open tab of the previous packet first
@@ -118,16 +121,16 @@ def test_every_view_builds_in_the_shell_for_each_status(shell):
 
 
 def test_head_follows_the_views_selection(shell):
-    shell._choose(ANALYZED_SAMPLE)
-    shell._selection.head = 2
+    shell.choose(ANALYZED_SAMPLE)
+    shell.selection.head = 2
     assert shell.head == 2
     shell.head = 4
-    assert shell._selection.head == 4
+    assert shell.selection.head == 4
 
 
 @pytest.mark.browser  # renders PNGs in chromium
 def test_export_writes_html_and_report_and_offers_them(shell, tmp_path):
-    shell._choose(ANALYZED_SAMPLE)
+    shell.choose(ANALYZED_SAMPLE)
     _export(shell)
     html_path = tmp_path / "exports" / f"{ANALYZED_SAMPLE}.html"
     report_path = tmp_path / "exports" / f"{ANALYZED_SAMPLE}.report.json"
@@ -143,7 +146,7 @@ def test_export_into_an_unwritable_place_says_so(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("")
     shell = Shell(ROOT, blocker / "exports")
-    shell._on_export(None)
+    shell.export()
     assert "could not write" in shell._export_note.object
     assert not shell._downloads.offered
 
@@ -192,11 +195,11 @@ def own_root(tmp_path) -> Path:
 
 def test_reopening_a_changed_packet_shows_its_new_status_with_a_note(own_root, tmp_path):
     shell = Shell(own_root, tmp_path / "exports")
-    shell._choose("a")
+    shell.choose("a")
     assert shell._shown.status == "analyzed"
     _flip_byte(own_root / "a" / "stored-values.bin")
-    shell._choose("b")
-    shell._choose("a")
+    shell.choose("b")
+    shell.choose("a")
     assert shell._shown.status == "refused" and "changed" in _message(shell)
     assert [p.code for p in shell._shown.admission.refusals] == ["sha256_mismatch"]
 
@@ -204,7 +207,7 @@ def test_reopening_a_changed_packet_shows_its_new_status_with_a_note(own_root, t
 @pytest.mark.browser  # renders PNGs in chromium
 def test_export_writes_the_content_on_disk_now(own_root, tmp_path):
     shell = Shell(own_root, tmp_path / "exports")
-    shell._choose("a")
+    shell.choose("a")
     _flip_byte(own_root / "a" / "stored-values.bin")  # changed after it was shown, not re-opened
     _export(shell)
     report = json.loads((tmp_path / "exports" / "a.report.json").read_text())
@@ -216,56 +219,56 @@ def test_export_writes_the_content_on_disk_now(own_root, tmp_path):
 
 def test_choosing_the_open_packet_again_reads_it_again(own_root, tmp_path):
     shell = Shell(own_root, tmp_path / "exports")
-    shell._choose("a")
+    shell.choose("a")
     _flip_byte(own_root / "a" / "stored-values.bin")
-    shell._choose("a")
+    shell.choose("a")
     assert shell._shown.status == "refused" and "changed" in _message(shell)
 
 
 def test_overview_is_the_default_tab_and_its_links_open_their_tabs(shell):
     assert SLUGS[0] == "overview" and shell.tab == "overview"
-    shell._selection.tab = "nonfinite"
+    shell.selection.tab = "nonfinite"
     assert shell.tab == "nonfinite" and shell._tabs.active == SLUGS.index("nonfinite")
     assert "nonfinite" in _built(shell)
 
 
 def test_a_selected_element_shows_its_panel_and_enters_the_url(shell):
-    shell._open_from_query(f"?packet={ANALYZED_SAMPLE}")
-    shell._selection.element = (5, 3)
+    shell.open_url(f"?packet={ANALYZED_SAMPLE}")
+    shell.selection.element = (5, 3)
     record = explorer.analyze(ROOT / ANALYZED_SAMPLE).element(5, 3)
     panel = shell._element_box[0].object
     assert shell._element_box.visible and 'data-element="5,3"' in panel and record.output_hex in panel
-    assert "element=5%2C3" in shell._query_writer.query
+    assert "element=5%2C3" in shell.url_query
 
 
 @pytest.mark.parametrize("value, selected", [("5,3", (5, 3)), ("323", (5, 3))])
 def test_element_query_selects_the_element(shell, value, selected):
-    shell._open_from_query(f"?packet={ANALYZED_SAMPLE}&element={value}")
+    shell.open_url(f"?packet={ANALYZED_SAMPLE}&element={value}")
     shell._element_from_query(f"?packet={ANALYZED_SAMPLE}&element={value}")
-    assert shell._selection.element == selected and _message(shell) == ""
+    assert shell.selection.element == selected and _message(shell) == ""
 
 
 @pytest.mark.parametrize("value, problem", [("5;3", "is not H,C"), ("99,0", "outside the output"),
                                             ("\u0665,3", "is not H,C"), ("<b>", "is not H,C")])
 def test_an_invalid_element_query_is_ignored_with_a_note(shell, value, problem):
     search = f"?packet={ANALYZED_SAMPLE}&element={value}"
-    shell._open_from_query(search)
+    shell.open_url(search)
     shell._element_from_query(search)
-    assert shell._selection.element is None and shell._element_box is None  # never made
+    assert shell.selection.element is None and shell._element_box is None  # never made
     assert problem in _message(shell) and "<b>" not in _message(shell)
 
 
 def test_closing_the_element_panel_clears_the_selection_and_the_url(shell):
-    shell._open_from_query(f"?packet={ANALYZED_SAMPLE}")
-    shell._selection.element = (1, 2)
+    shell.open_url(f"?packet={ANALYZED_SAMPLE}")
+    shell.selection.element = (1, 2)
     shell._element_box[1].clicks += 1
-    assert shell._selection.element is None and not shell._element_box.visible
-    assert "element=" not in shell._query_writer.query
+    assert shell.selection.element is None and not shell._element_box.visible
+    assert "element=" not in shell.url_query
 
 
 def test_an_invalid_element_note_joins_the_other_notes(shell):
     search = "?packet=nowhere&element=x"
-    shell._open_from_query(search)
+    shell.open_url(search)
     shell._element_from_query(search)
     message = _message(shell)
     assert "nowhere" in message and "Element &quot;x&quot; is not H,C" in message
@@ -274,16 +277,16 @@ def test_an_invalid_element_note_joins_the_other_notes(shell):
 def test_emulation_settings_round_trip_through_the_url_and_the_view(shell):
     import panel as pn
 
-    shell._open_from_query(f"?packet={ANALYZED_SAMPLE}&tab=emulations&blocks=64&partitionTokens=128&partialDType=float16")
-    assert _message(shell) == "" and shell._selection.emulation == {"blocks": 64, "partitionTokens": 128,
+    shell.open_url(f"?packet={ANALYZED_SAMPLE}&tab=emulations&blocks=64&partitionTokens=128&partialDType=float16")
+    assert _message(shell) == "" and shell.selection.emulation == {"blocks": 64, "partitionTokens": 128,
                                                                     "partialDType": "float16"}
-    assert "blocks=64&partitionTokens=128&partialDType=float16" in shell._query_writer.query
+    assert "blocks=64&partitionTokens=128&partialDType=float16" in shell.url_query
     shown = " ".join(str(pane.object) for pane in shell._placeholders["emulations"].select(pn.pane.HTML))
     assert "mlx_two_pass(blocks=64,partialDType=float16)</code>" in shown  # the view computed with them
-    shell._selection.emulation = {"blocks": 32}  # what the view writes when its parameters change
-    assert "blocks=32" in shell._query_writer.query and "partitionTokens" not in shell._query_writer.query
+    shell.selection.emulation = {"blocks": 32}  # what the view writes when its parameters change
+    assert "blocks=32" in shell.url_query and "partitionTokens" not in shell.url_query
     shell.packet = REFUSED_SAMPLE  # another packet keeps the settings
-    assert shell._selection.emulation == {"blocks": 32} and "blocks=32" in shell._query_writer.query
+    assert shell.selection.emulation == {"blocks": 32} and "blocks=32" in shell.url_query
 
 
 @pytest.mark.parametrize("query, problem", [("blocks=0", 'blocks &quot;0&quot; is not an integer from 1 to 1024'),
@@ -291,7 +294,7 @@ def test_emulation_settings_round_trip_through_the_url_and_the_view(shell):
                                             ("partitionTokens=99999999", "partitionTokens &quot;99999999&quot;"),
                                             ("partialDType=%3Cb%3E", "partialDType &quot;&lt;b&gt;&quot; is not")])
 def test_an_invalid_emulation_setting_gets_a_note_and_its_default(shell, query, problem):
-    shell._open_from_query(f"?packet={ANALYZED_SAMPLE}&tab=emulations&{query}")
+    shell.open_url(f"?packet={ANALYZED_SAMPLE}&tab=emulations&{query}")
     assert problem in _message(shell) and "<b>" not in _message(shell)
     assert shell._selection.emulation == {} and query.split("=")[0] not in shell._query_writer.query
 

@@ -1,4 +1,8 @@
-"""The shell without a browser against a hostile root: a non-UTF-8 name through the URL and back, an export that fails for any reason says so, a session that cannot be set up shows a note instead of nothing."""
+"""The shell without a browser against a hostile root: odd names, failing exports, hostile URLs.
+
+The shell without a browser against a hostile root: a non-UTF-8 name through the URL and back, an export that
+fails for any reason says so, a session that cannot be set up shows a note instead of nothing.
+"""
 
 from __future__ import annotations
 
@@ -15,13 +19,13 @@ def test_a_non_utf8_name_is_written_into_the_url_as_its_bytes_and_read_back(tmp_
     write_packet(tmp_path / "root" / UNDECODABLE_NAME, synthetic_spec())
     write_packet(tmp_path / "root" / "other", synthetic_spec(seed=1))
     shell = Shell(tmp_path / "root", tmp_path / "exports")
-    shell._open_from_query("?packet=bad%FFname&tab=summary")
+    shell.open_url("?packet=bad%FFname&tab=summary")
     assert shell.packet == UNDECODABLE_NAME
-    assert "packet=bad%FFname&tab=summary" in shell._query_writer.query
+    assert "packet=bad%FFname&tab=summary" in shell.url_query
     assert 'data-packet="bad\\xffname"' in shell._status.object
-    shell._open_from_query("?packet=other")
-    assert "packet=other" in shell._query_writer.query
-    shell._open_from_query("?packet=bad%FEname")  # another byte: not listed, ignored with the byte escaped
+    shell.open_url("?packet=other")
+    assert "packet=other" in shell.url_query
+    shell.open_url("?packet=bad%FEname")  # another byte: not listed, ignored with the byte escaped
     assert "bad\\xfename" in shell._message.object
 
 
@@ -43,5 +47,5 @@ def test_a_session_that_cannot_be_set_up_shows_the_root_and_the_reason(tmp_path,
         raise PermissionError(13, "Permission denied", str(root))
 
     monkeypatch.setattr(shell_module, "PacketIndex", unlistable)
-    sidebar, main = open_session(tmp_path, tmp_path / "exports")
+    _sidebar, main = open_session(tmp_path, tmp_path / "exports")
     assert "session-failed" in main.object and str(tmp_path) in main.object and "Permission denied" in main.object

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 import explorer
-from explorer.campaigns.report import build_campaign_report
-from explorer.campaigns.run import run_campaigns
 from explorer.campaign_samples import BACKENDS, CURATED_NAME, CURATED_SHAPE, OUTPUT_INDEX, write_campaign
 from explorer.campaigns.collect import cell_counts, cell_pair
+from explorer.campaigns.report import build_campaign_report
+from explorer.campaigns.run import run_campaigns
 
 REPO = Path(__file__).resolve().parents[2]
 

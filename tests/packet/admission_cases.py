@@ -1,4 +1,6 @@
-"""The case tables of the admission tests: one real packet per case, and what admission must say about it.
+"""The case tables of the admission tests.
+
+One real packet per case, and what admission must say about it.
 
 Each case writes a valid synthetic packet (explorer.samples), then changes
 packet.json, the snapshot (its hash following) or the files on disk.
@@ -8,12 +10,15 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
+
 from explorer.samples import synthetic_spec
+
 from packet_support import DELETE, build, with_tensor
 
 TENSOR_LIMIT = 32 * 1024 * 1024
@@ -184,7 +189,7 @@ def big_stored(descriptor: dict) -> None:
         descriptor["tensors"][name].update(shape=[1, 2, t, 4], packedStrides=[8 * t, 4 * t, 4, 1], byteCount=16 * t)
 
 
-# Every code of packet-v1.md (the refusal codes of sections 2-5, the reasons of section 6 tables 1-2).
+# Every code of docs/packet-format.md (its refusal codes and inconclusive codes).
 SPEC_REFUSAL_CODES = frozenset({
     "field_invalid", "schema_unsupported", "tensor_set_invalid", "dtype_unsupported", "byte_order_unsupported",
     "shape_invalid", "strides_not_packed", "byte_count_shape_mismatch", "payload_total_mismatch",

@@ -7,8 +7,9 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import numpy as np
 

@@ -1,4 +1,8 @@
-"""Exit status and JSON report of the command line for every admission case (in process), and a subset via `python -m explorer`."""
+"""Exit status and JSON report of the command line for every admission case.
+
+Exit status and JSON report of the command line for every admission case (in process), and a subset via
+`python -m explorer`.
+"""
 
 from __future__ import annotations
 

@@ -1,10 +1,16 @@
-"""Every refusal and inconclusive code of packet-v1.md on a real packet on disk, with its exact (code, field) list."""
+"""Every refusal and inconclusive code on a real packet on disk, with its exact (code, field) list.
+
+Every refusal and inconclusive code of docs/packet-format.md on a real packet on disk, with its exact (code,
+field) list.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+
+from explorer.packet.admission import admit
 
 from admission_cases import (
     ANALYZABLE_CASES,
@@ -16,7 +22,6 @@ from admission_cases import (
     ids,
     write_case,
 )
-from explorer.packet.admission import admit
 from packet_support import ordered, problems, reason_codes
 
 SPEC = Path(__file__).resolve().parents[3] / "shared" / "spec" / "packet-v1.md"

@@ -1,4 +1,8 @@
-"""The repository's own docs/: every admission and after-numerics code explained, the report's and the comparison report's keys listed, triage's fields, and README/docs pointing only inside the repository."""
+"""The repository's own docs/ explain every code and list every report key and triage field.
+
+The repository's own docs/: every admission and after-numerics code explained, the report's and the comparison
+report's keys listed, triage's fields, and README/docs pointing only inside the repository.
+"""
 
 from __future__ import annotations
 
@@ -7,22 +11,23 @@ import re
 from pathlib import Path
 
 import explorer
+from explorer.analysis import memory, numerics, reference
 from explorer.catalog import summary
+from explorer.catalog.discovery import discover
+from explorer.catalog.triage import json_line, triage
+from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED
 from explorer.pair import compare as compare_module
 from explorer.pair import emulation as compare_emulation
 from explorer.pair import model as pair_model
-from explorer.catalog.discovery import discover
-from explorer.catalog.triage import json_line, triage
+
 from admission_cases import SPEC_REASON_CODES, SPEC_REFUSAL_CODES
-from explorer.analysis import memory, numerics, reference
-from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED
 
 REPO = Path(__file__).resolve().parents[2]
 DOCS = REPO / "docs"
 AFTER_NUMERICS_CODES = {numerics.LAST_ROW_MISMATCH, numerics.NONFINITE_INPUTS_REASON, numerics.NONFINITE_COMPARISON}
 UNDEFINED_CODES = {reference.QUERIES_NOT_FLOAT32, reference.STORAGE_NOT_NARROW, reference.NONFINITE_LOGITS,
                    "nonfinite_values", "zero_reference_norm"}
-TABLE_CODE = re.compile(r"^\| `([a-z0-9_]+)` \|", re.M)
+TABLE_CODE = re.compile(r"^\| `([a-z0-9_]+)` \|", re.MULTILINE)
 LINK = re.compile(r"\]\(([^)#]+)")
 
 

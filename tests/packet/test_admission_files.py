@@ -1,4 +1,7 @@
-"""Files and paths (packet-v1.md section 5): special files, symlinks, aliases, size limits before allocation, what is read."""
+"""Files and paths (docs/packet-format.md, How files are read).
+
+Special files, symlinks, aliases, size limits before allocation, what is read.
+"""
 
 from __future__ import annotations
 
@@ -14,8 +17,9 @@ import pytest
 from explorer.packet import admit as lazily_exported_admit
 from explorer.packet import files
 from explorer.packet.admission import admit
-from explorer.samples import synthetic_spec, tensor_bytes
 from explorer.packet.model import TENSOR_NAMES
+from explorer.samples import synthetic_spec, tensor_bytes
+
 from packet_support import build, problems, read_descriptor, write_descriptor
 
 NO_HANG = pytest.mark.timeout(20)
@@ -57,7 +61,8 @@ def test_tensors_are_the_bytes_read_and_exactly_promoted(packet):
         assert tensor.sha256 == hashlib.sha256(tensor.bits.tobytes()).hexdigest()
         assert not tensor.bits.flags.writeable and not tensor.values.flags.writeable
         assert tensor.values.dtype == np.float32
-    assert np.array_equal(tensors["storedKeys"].values.view(np.uint32), spec.tensors["storedKeys"][1].astype(np.uint32) << 16)
+    widened = spec.tensors["storedKeys"][1].astype(np.uint32) << 16
+    assert np.array_equal(tensors["storedKeys"].values.view(np.uint32), widened)
     assert np.array_equal(tensors["queries"].values.view(np.uint32), spec.tensors["queries"][1])
 
 

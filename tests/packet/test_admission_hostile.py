@@ -1,4 +1,8 @@
-"""Hostile packets, second pass: a directory swapped for a link while read, trailing slashes, bytes paths, huge products, long names and the escaped-quote JSON."""
+"""Hostile packets, second pass: swapped links, odd paths, huge products and long names.
+
+Hostile packets, second pass: a directory swapped for a link while read, trailing slashes, bytes paths, huge
+products, long names and the escaped-quote JSON.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ from explorer.packet.admission import admit
 from explorer.packet.bounded import MESSAGE_INTEGER_DIGITS, MESSAGE_LIST_ITEMS, MESSAGE_TEXT_CHARS, digit_count
 from explorer.packet.files import JSON_SIZE_LIMIT
 from explorer.packet.jsonparse import parse_json_object
+
 from packet_support import build, problems, read_descriptor, write_descriptor
 
 SV = "/tensors/storedValues"

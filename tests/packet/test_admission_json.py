@@ -1,4 +1,8 @@
-"""Strict JSON rules (packet-v1.md section 5) for the parser itself and for packet.json and the metadata file on disk."""
+"""Strict JSON rules for the parser itself and for packet.json and the metadata file on disk.
+
+Strict JSON rules (docs/packet-format.md, How files are read) for the parser itself and for packet.json and
+the metadata file on disk.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ import pytest
 from explorer.packet.admission import admit
 from explorer.packet.jsonparse import MAX_DEPTH, MAX_INT_DIGITS, OversizedInteger, is_integer, parse_json_object
 from explorer.samples import metadata_bytes, packet_descriptor, synthetic_spec
+
 from packet_support import build, problems, reason_codes
 
 DEEP = 100_000  # arrays: 200,000 bytes, within the 256 KiB limit

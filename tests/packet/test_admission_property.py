@@ -1,4 +1,7 @@
-"""Property tests: mutated valid packets (field values and types, bytes, lengths, paths) never make admission or analysis raise.
+"""Property tests: mutated valid packets never make admission or analysis raise.
+
+Property tests: mutated valid packets (field values and types, bytes, lengths, paths) never make admission or
+analysis raise.
 
 `test_admit_never_raises` checks admission alone; `test_analyze_never_raises`
 runs the same mutations through `explorer.analyze` (the numerics) and the JSON
@@ -21,6 +24,7 @@ from hypothesis import strategies as st
 from explorer.packet.admission import admit
 from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED
 from explorer.samples import DEFAULT_METADATA_FILE, DEFAULT_TENSOR_FILES, metadata_bytes, synthetic_spec
+
 from admission_cases import SPEC_REFUSAL_CODES
 from packet_support import DELETE, build
 

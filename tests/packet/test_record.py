@@ -1,4 +1,7 @@
-"""The shared record methods (explorer/packet/record.py) behave as the ones `@dataclass(frozen=True)` generates."""
+"""The shared record methods behave as the ones `@dataclass(frozen=True)` generates.
+
+The shared record methods (explorer/packet/record.py) behave as the ones `@dataclass(frozen=True)` generates.
+"""
 
 from __future__ import annotations
 
@@ -61,8 +64,8 @@ def test_equality_and_hash_are_the_generated_ones(arguments):
 
 def test_records_stay_frozen_and_nest():
     nested = Shared("outer", 2, (Shared("inner", 1),))
-    assert repr(nested) == ("Shared(name='outer', count=2, values=(Shared(name='inner', count=1, values=(), listed=[]),), "
-                            "listed=[])")
+    assert repr(nested) == ("Shared(name='outer', count=2, "
+                            "values=(Shared(name='inner', count=1, values=(), listed=[]),), listed=[])")
     for name in ("count", "name", "listed", "not_a_field", "__dict__"):
         with pytest.raises(dataclasses.FrozenInstanceError):
             setattr(nested, name, 3)
@@ -87,7 +90,7 @@ def test_defaults_replace_copy_and_pickle_keep_the_fields():
 def test_a_record_holding_arrays_compares_and_hashes_by_identity():
     array = np.arange(3.0)
     one, twin = Holding(array), Holding(array)
-    assert one == one and one != twin and not (one == twin)
+    assert one == one and one != twin and one != twin
     assert hash(one) == object.__hash__(one) and len({one, twin}) == 2
     restored = pickle.loads(pickle.dumps(one))
     assert np.array_equal(restored.array, array) and restored != one

@@ -1,12 +1,16 @@
-"""Helpers of the replay tests: a sample pair and a replay run written into a temporary root, with edits; no assertions."""
+"""Helpers of the replay tests: a sample pair and a replay run written into a temporary root.
+
+Helpers of the replay tests: a sample pair and a replay run written into a temporary root, with edits; no
+assertions.
+"""
 
 from __future__ import annotations
 
 import functools
 import hashlib
 import json
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Callable, Mapping
 
 import numpy as np
 
@@ -33,7 +37,10 @@ def _files(variant: RunVariant) -> Mapping[str, bytes]:
     return run_files(samples.make_packet_files(source), source.tensors, scale_of(source), variant)
 
 
-def run_of(variant: RunVariant = RunVariant()) -> dict[str, bytes]:
+COMPLETE_RUN = RunVariant()  # no failed arm, no readback fault
+
+
+def run_of(variant: RunVariant = COMPLETE_RUN) -> dict[str, bytes]:
     """A fresh copy of the files of a sample run of the contiguous capture."""
     return dict(_files(variant))
 

@@ -1,7 +1,12 @@
-"""replay(): the complete sample run, the matrix with a partner, the tool-analysis cross-check, the arm reasons and the report's keys (replay-v1.md sections 4 and 5)."""
+"""replay() on the complete sample run: matrix, cross-check, arm reasons and the report's keys.
+
+replay(): the complete sample run, the matrix with a partner, the tool-analysis cross-check, the arm reasons
+and the report's keys (docs/replay.md, What is computed and The report).
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -10,6 +15,7 @@ import pytest
 import explorer
 from explorer.replay.model import ARMS
 from explorer.replay_samples import RunVariant
+
 from replay_support import PARTNER, SOURCE, edit_json, flip_bit, replace_tensor, run_of, write_root
 
 REPORT_KEYS = {"schema", "status", "codes", "refusals", "run", "packet", "partner", "arms", "matrix", "notes"}
@@ -27,7 +33,7 @@ def test_complete_run_with_partner_is_analyzed_and_its_matrix_is_the_incident_ta
     result = explorer.replay(root / "run", partner=root / PARTNER)
     report = result.report()
     json.dumps(report, allow_nan=False)
-    assert REPORT_KEYS <= set(report) and all(ARM_KEYS <= set(arm) for arm in report["arms"].values())
+    assert set(report) >= REPORT_KEYS and all(set(arm) >= ARM_KEYS for arm in report["arms"].values())
     assert (result.status, report["codes"]) == ("analyzed", [])
     assert report["packet"]["name"] == SOURCE and report["partner"]["name"] == PARTNER
     matrix = report["matrix"]
@@ -167,11 +173,11 @@ def test_result_json_as_apples_writer_writes_it_is_admitted(root):
 
 def test_the_replay_result_is_immutable(root):
     result = explorer.replay(root / "run")
-    with pytest.raises(Exception):
+    with pytest.raises(dataclasses.FrozenInstanceError):
         result.status = "analyzed"
     with pytest.raises(TypeError):
         result.arms["nativeSDPA"] = None
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="read-only"):
         result.arms["nativeSDPA"].output_values[0, 0] = 1.0
 
 

@@ -20,6 +20,7 @@ from explorer.replay.agreement import ElementBounds, rounding_moves
 from explorer.replay.model import ARMS
 from explorer.replay.run import ANALYSIS_ENTRIES_PER_HEAD, ANALYSIS_ENTRY_BYTES, ANALYSIS_JSON_LIMIT
 from explorer.replay_samples import tool_reference
+
 from replay_support import SOURCE, run_of, scale_of, spec, spec_run, with_tool_analysis, write_root
 
 FORMER_RELATIVE_L2_TOLERANCE = 1e-3  # the rule replaced: relativeL2 within 1e-3 of the larger

@@ -1,4 +1,8 @@
-"""The source packet found by packetSHA256 (replay-v1.md section 2: parent, siblings, two candidates, none) and `explorer replay`'s exit codes and output."""
+"""The source packet found by packetSHA256, and `explorer replay`'s exit codes and output.
+
+The source packet found by packetSHA256 (docs/replay.md, The source packet and the partner: parent, siblings,
+two candidates, none) and `explorer replay`'s exit codes and output.
+"""
 
 from __future__ import annotations
 
@@ -15,7 +19,8 @@ from explorer import samples
 from explorer.cli import main
 from explorer.replay.model import AmbiguousPacketError
 from explorer.replay_samples import RunVariant
-from replay_support import PARTNER, SOURCE, RUN, run_of, spec, write_root
+
+from replay_support import PARTNER, RUN, SOURCE, run_of, spec, write_root
 
 
 def test_found_among_the_siblings(tmp_path):

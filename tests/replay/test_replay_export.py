@@ -16,6 +16,7 @@ import pytest
 import explorer
 from explorer.export.pages import export_replay
 from explorer.views.replay import build
+
 from replay_support import PARTNER, write_root
 
 LIVE_WORDS = re.compile(r"\b(click\w*|hover\w*|tooltips?|shown)\b", re.IGNORECASE)

@@ -1,4 +1,8 @@
-"""Every run-level refusal and arm state of replay-v1.md section 3 on run directories written from the sample pair, hostile files included: a code, never an exception or a hang."""
+"""Every run-level refusal and arm state, hostile files included: a code, never an exception.
+
+Every run-level refusal and arm state of docs/replay.md, Admission of the run on run directories written from
+the sample pair, hostile files included: a code, never an exception or a hang.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ import pytest
 import explorer
 from explorer import samples
 from explorer.packet import files as packet_files
+
 from replay_support import PARTNER, SOURCE, edit_json, replace_tensor, run_of, write_root
 
 HOSTILE_JSON_BYTES = 300 * 1024

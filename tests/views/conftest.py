@@ -1,4 +1,8 @@
-"""Fixtures of the view tests: the curated samples and a few edge packets written by explorer.samples, analyzed once."""
+"""Fixtures of the view tests: the curated samples and a few edge packets, analyzed once.
+
+Fixtures of the view tests: the curated samples and a few edge packets written by explorer.samples, analyzed
+once.
+"""
 
 from __future__ import annotations
 

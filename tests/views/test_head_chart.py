@@ -1,4 +1,8 @@
-"""The SVG per-head chart: its axes, what it leaves out, and that every marker is the exact value, inside the frame."""
+"""The SVG per-head chart: its axes, what it leaves out, and exact markers inside the frame.
+
+The SVG per-head chart: its axes, what it leaves out, and that every marker is the exact value, inside the
+frame.
+"""
 
 from __future__ import annotations
 
@@ -86,7 +90,7 @@ def test_nothing_drawable_says_so_instead_of_an_empty_frame():
 def test_every_head_is_labelled_and_vertical_labels_stand_up():
     root = _chart([Series("a", np.full(16, 1e-3), "#123456")], vertical=True)
     plot = next(s for s in root.iter("svg") if s.get("class") == "head-chart-plot")
-    labels = [t for t in plot.findall("text")][:-1]
+    labels = list(plot.findall("text"))[:-1]
     assert [t.text for t in labels] == [str(h) for h in range(16)]
     assert all("vertical-rl" in t.get("style") for t in labels)
 

@@ -1,4 +1,7 @@
-"""The pair view, its notebook accessor and its export build with the right content for every kind of pair."""
+"""The pair view, its notebook accessor and its export build.
+
+Each with the right content for every kind of pair.
+"""
 
 from __future__ import annotations
 
@@ -13,13 +16,14 @@ from IPython.lib.pretty import pretty
 
 import explorer
 from explorer import samples
+from explorer.analysis.formatting import SIGNIFICANT_DIGITS
 from explorer.export.pages import COMPARISON_SUFFIX, export_pair
 from explorer.notebook.pair import VIEW_CALLS, PairViews
 from explorer.pair.findings import DECIDING, output_sentence, pair_findings
 from explorer.views import pair as pair_view
 from explorer.views import pair_html
 from explorer.views.pair import build
-from explorer.analysis.formatting import SIGNIFICANT_DIGITS
+
 from views_support import colour_mappers, images_by_title, render, text, tooltips
 
 REPO = Path(__file__).resolve().parents[2]
@@ -143,7 +147,7 @@ def test_inputs_differ_names_the_tensor_and_why_nearer_is_missing(pairs):
 
 
 def test_notebook_display_and_accessor(pairs):
-    for name, pair in pairs.items():
+    for pair in pairs.values():
         markup = pair._repr_html_()
         assert f'data-status="{pair.status}"' in markup and ".views.bits()" in markup
         line = pretty(pair)

@@ -1,4 +1,8 @@
-"""Display scales (explorer.views.scales and the per-head axis): colour-bar labels never repeat, counts tick whole numbers, index labels stay apart, and the discrete ULP scale gives 0 its own colour."""
+"""Display scales (explorer.views.scales and the per-head axis).
+
+Colour-bar labels never repeat, counts tick whole numbers, index labels stay apart, and the discrete ULP scale
+gives 0 its own colour.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +10,20 @@ import numpy as np
 import pytest
 
 from explorer.views.common import head_ticks
-from explorer.views.scales import (INDEX_LABEL_PIXELS, ULP_BUCKET_COLOURS, ZERO_COLOUR, colour_bar_ticks,
-                                   index_ticks, ulp_bucket_codes, ulp_bucket_label, ulp_buckets_shown, unique_labels)
+from explorer.views.scales import (
+    INDEX_LABEL_PIXELS,
+    ULP_BUCKET_COLOURS,
+    ZERO_COLOUR,
+    colour_bar_ticks,
+    index_ticks,
+    ulp_bucket_codes,
+    ulp_bucket_label,
+    ulp_buckets_shown,
+    unique_labels,
+)
 
 
-@pytest.mark.parametrize(("low", "high", "log"), [
+@pytest.mark.parametrize("low, high, log", [
     (5e-8, 1.2e-7, True), (9.313e-10, 0.1318, True), (1e-7, 1.0000001e-7, False), (0.1, 0.1000001, False),
     (6.706e-7, 0.1314, True), (1.0, 1.5, True), (0.0, 3e6, False), (-2.5, 7.25, False), (1e-300, 1e300, True),
 ])
@@ -31,7 +44,7 @@ def test_count_bars_tick_whole_numbers(high):
     assert all(value == int(value) for value, _ in ticks) and ticks[0][0] == 0
 
 
-@pytest.mark.parametrize(("rows", "pixels"), [(8, 100), (16, 100), (32, 185), (64, 400), (1, 10)])
+@pytest.mark.parametrize("rows, pixels", [(8, 100), (16, 100), (32, 185), (64, 400), (1, 10)])
 def test_index_labels_stay_apart(rows, pixels):
     ticks = index_ticks(rows, pixels)
     assert ticks[0] == 0 and ticks == sorted(set(ticks))
@@ -39,7 +52,7 @@ def test_index_labels_stay_apart(rows, pixels):
     assert stride * pixels / rows >= INDEX_LABEL_PIXELS or ticks == list(range(rows))
 
 
-@pytest.mark.parametrize(("heads", "upright"), [(8, 8), (16, 8), (32, 8), (32, 32), (64, 32)])
+@pytest.mark.parametrize("heads, upright", [(8, 8), (16, 8), (32, 8), (32, 32), (64, 32)])
 def test_head_labels_stand_vertical_and_thin_out_when_narrow(heads, upright):
     ticks, vertical = head_ticks(heads, upright)
     assert vertical == (heads > upright)

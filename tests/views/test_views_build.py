@@ -1,4 +1,7 @@
-"""Every view builds and serializes for every sample and status, and says why when it has nothing to draw."""
+"""Every view builds and serializes for every sample and status.
+
+A view says why when it has nothing to draw.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +10,7 @@ import pytest
 from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED
 from explorer.samples import CURATED
 from explorer.views import VIEWS, Selection
+
 from views_support import BUILDERS, head_charts, plots, render, text
 
 # Every curated sample but those whose views differ from another's only in identity text (the pair's other-layer
@@ -23,8 +27,8 @@ PLOTTING = {"errors", "lastrow", "nonfinite", "narrowed", "attention", "emulatio
 def test_registry_lists_the_nine_views_in_tab_order():
     assert [(slug, title) for slug, title, _ in VIEWS] == [
         ("overview", "Overview"), ("summary", "Summary"), ("errors", "Per-head errors"), ("lastrow", "Last-row bits"),
-        ("nonfinite", "Nonfinite"), ("narrowed", "Narrowed-Q"), ("attention", "Attention"), ("emulations", "Emulations"),
-        ("raw", "Raw")]
+        ("nonfinite", "Nonfinite"), ("narrowed", "Narrowed-Q"), ("attention", "Attention"),
+        ("emulations", "Emulations"), ("raw", "Raw")]
     assert all(callable(builder) for _, _, builder in VIEWS)
 
 
@@ -33,7 +37,7 @@ def test_selection_head_is_a_non_negative_integer():
     assert selection.head == 0
     selection.head = 7
     assert selection.head == 7
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="at least 0"):
         selection.head = -1
 
 

@@ -1,4 +1,8 @@
-"""What each view shows: the analysis' own numbers in maps and tables, explicit states, hover fields and the head selection."""
+"""What each view shows: the analysis' own numbers, explicit states, hovers, the head selection.
+
+What each view shows: the analysis' own numbers in maps and tables, explicit states, hover fields and the head
+selection.
+"""
 
 from __future__ import annotations
 
@@ -6,21 +10,30 @@ import io
 import re
 
 import holoviews as hv
-
 import numpy as np
 import panel as pn
 from bokeh.models import ColorBar, HoverTool, LinearColorMapper, LogColorMapper
 
 from explorer.analysis.ranking import noise_floor_ratios, worst_ulp_per_head
-from explorer.analysis.result import NEGATIVE_INFINITY, POSITIVE_INFINITY
 from explorer.analysis.report import report_text
+from explorer.analysis.result import NEGATIVE_INFINITY, POSITIVE_INFINITY
 from explorer.packet.model import TENSOR_NAMES
-from explorer.views import Selection, attention, errors, html_summary, nonfinite
-from explorer.views import common
+from explorer.views import Selection, attention, common, errors, html_summary, nonfinite
 from explorer.views.common import LINEAR, LOG, NAN_COLOUR, colour_scale
 from explorer.views.scales import ZERO_COLOUR
-from views_support import (BUILDERS, colour_mappers, head_charts, images, images_by_title, models, plots, render, text,
-                           tooltips)
+
+from views_support import (
+    BUILDERS,
+    colour_mappers,
+    head_charts,
+    images,
+    images_by_title,
+    models,
+    plots,
+    render,
+    text,
+    tooltips,
+)
 
 
 def _build(analyses, name, slug, head=0):
@@ -100,8 +113,9 @@ def test_ulp_histogram_is_a_bar_chart_beside_its_table(analyses):
     assert shown.count('class="ulp-histogram"') == 1
     counts = [int(c) for c in re.findall(r'class="ulp-bar" data-count="(\d+)"', shown)]
     assert counts == [count for _, _, count in numerics.rounded_to_output.ulp.histogram]
-    widths = [int(w) for w in re.findall(r'class="ulp-bar" data-count="\d+" style="display:inline-block;width:(\d+)px', shown)]
-    assert max(widths) == errors.ULP_BAR_PIXELS and all((w > 0) == (c > 0) for w, c in zip(widths, counts))
+    bar = r'class="ulp-bar" data-count="\d+" style="display:inline-block;width:(\d+)px'
+    widths = [int(w) for w in re.findall(bar, shown)]
+    assert max(widths) == errors.ULP_BAR_PIXELS and all((w > 0) == (c > 0) for w, c in zip(widths, counts, strict=True))
     assert "nonfinite pairs (eligible heads only)" in shown
 
 
@@ -117,14 +131,14 @@ def test_error_maps_switch_to_a_linear_scale(analyses):
 def test_error_maps_follow_the_comparisons_present(analyses):
     _, qwen = _build(analyses, "qwen36-bf16-t64", "errors")
     assert len(images(qwen)) == 2  # no narrowed-Q counterfactual for bfloat16 queries
-    view, kernel = _build(analyses, "float32-kv-kernel-bf16", "errors")
+    _view, kernel = _build(analyses, "float32-kv-kernel-bf16", "errors")
     assert len(images(kernel)) == 2  # primary (float32 output: rounding is identity), rounded to the kernel's bfloat16
     assert "rounded to kernel bfloat16" in " ".join(p.title.text for p in plots(kernel) if p.title is not None)
 
 
 def test_ineligible_heads_are_undefined_not_dropped(analyses):
     analysis = analyses["infinite-queries"]
-    view, document = _build(analyses, "infinite-queries", "errors")
+    view, _document = _build(analyses, "infinite-queries", "errors")
     assert "nonfinite_inputs" in text(view)
     assert "null" in text(view)  # the log charts name the null values they cannot draw
     assert not analysis.numerics.eligible.all()
@@ -243,7 +257,9 @@ def test_attention_follows_the_selected_head(analyses):
     selection = Selection(head=3)
     view = BUILDERS["attention"](analyses["injected-error-head5"], selection)
     render(view)
-    head_table = lambda: [p.object for p in view.select(pn.pane.HTML) if "head-diagnostics" in str(p.object)][0]
+    def head_table():
+        return next(p.object for p in view.select(pn.pane.HTML) if "head-diagnostics" in str(p.object))
+
     assert repr(numerics.attention[3].entropy) in head_table()
     selector = view.select(pn.widgets.Select)[0]
     assert selector.value == 3
@@ -408,7 +424,7 @@ def test_narrowed_difference_maps_select_the_clicked_element(analyses):
     images = [p.object for p in view.select(pn.pane.HoloViews)
               if isinstance(p.object, hv.Image) and p.object.kdims[1].name == "query head"]
     assert len(images) == 2  # |narrowed-Q reference - primary reference| and |q' - q|
-    for image, (head, channel) in zip(images, ((5, 9), (2, 40))):
+    for image, (head, channel) in zip(images, ((5, 9), (2, 40)), strict=True):
         tap = next(s for s in hv.streams.Stream.registry[image] if isinstance(s, hv.streams.Tap))
         tap.event(x=channel + 0.2, y=head - 0.3)
         assert selection.element == (head, channel)

@@ -1,4 +1,8 @@
-"""The Emulations view: bit-equal tables, the ULP difference map, the drill-down, parameters and the background computation."""
+"""The Emulations view: bit-equal tables, the ULP difference map, the drill-down, parameters.
+
+The Emulations view: bit-equal tables, the ULP difference map, the drill-down, parameters and the background
+computation.
+"""
 
 from __future__ import annotations
 
@@ -11,8 +15,18 @@ import panel as pn
 
 from explorer.analysis.analyze import emulations_of
 from explorer.analysis.emulation import ranked
-from explorer.views.emulations import (DEFAULT_BLOCKS, DEFAULT_PARTIAL, DEFAULT_PARTITION_TOKENS, ULP_CLASSES,
-                                       URL_SETTINGS, EmulationsView, requested_ids, settings_from_query, ulp_classes)
+from explorer.views.emulations import (
+    DEFAULT_BLOCKS,
+    DEFAULT_PARTIAL,
+    DEFAULT_PARTITION_TOKENS,
+    ULP_CLASSES,
+    URL_SETTINGS,
+    EmulationsView,
+    requested_ids,
+    settings_from_query,
+    ulp_classes,
+)
+
 from views_support import images_by_title, render, text, tooltips
 
 WAIT_SECONDS = 120

@@ -1,6 +1,12 @@
-"""The Overview view and the element panel: status, reasons and identity above four compact views, each linked to its tab, and every number about a clicked element."""
+"""The Overview view and the element panel.
+
+Status, reasons and identity above four compact views, each linked to its tab, and every number about a
+clicked element.
+"""
 
 from __future__ import annotations
+
+import itertools
 
 import holoviews as hv
 import numpy as np
@@ -13,6 +19,7 @@ from explorer.views import Selection, html_summary, overview
 from explorer.views.element import element_html
 from explorer.views.html_summary import esc, short_number
 from explorer.views.scales import ulp_bucket_codes
+
 from views_support import head_charts, images, images_by_title, render, text
 
 CELL_SLUGS = [slug for slug, _, _ in overview.CELLS]
@@ -146,7 +153,7 @@ def test_selection_element_is_a_pair_or_none():
     selection = Selection()
     assert selection.element is None
     selection.element = (4, 155)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="correct length"):
         selection.element = (1, 2, 3)
 
 
@@ -156,7 +163,7 @@ def test_each_cell_is_its_link_and_one_pane_per_run_of_text(analyses):
         for slug, cell in _cells(overview.build(analysis, Selection())).items():
             assert isinstance(cell.objects[0], pn.widgets.Button), (name, slug)
             kinds = [isinstance(part, pn.pane.HTML) and "view-hint" not in part.css_classes for part in cell.objects]
-            assert not any(a and b for a, b in zip(kinds, kinds[1:])), (name, slug)
+            assert not any(a and b for a, b in itertools.pairwise(kinds)), (name, slug)
             assert all(part.object for part in cell.objects if isinstance(part, pn.pane.HTML)), (name, slug)
 
 

@@ -1,4 +1,7 @@
-"""The full-size Qwen3.6 packet (QH16/KVH2/D256/T5585): every view stays well under the websocket budget."""
+"""Every view of the full-size Qwen3.6 packet stays well under the websocket budget.
+
+The full-size Qwen3.6 packet (QH16/KVH2/D256/T5585): every view stays well under the websocket budget.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +10,7 @@ import pytest
 import explorer
 from explorer.samples import FULL_SAMPLE_NAME, QWEN_FULL_TOKENS, qwen_full_spec, write_packet
 from explorer.views import VIEWS, Selection
+
 from views_support import payload_bytes, render
 
 MAX_VIEW_BYTES = 5_000_000  # the app's websocket budget for one tab (issue 4)

@@ -6,6 +6,7 @@ import panel as pn
 
 from explorer.analysis.formatting import short_number
 from explorer.views import Selection, overview
+
 from views_support import text
 
 

@@ -1,4 +1,7 @@
-"""Helpers of the view tests: render a view to Bokeh models, read its text, measure its serialized size."""
+"""Helpers of the view tests: render a view to Bokeh models, read its text, measure its size.
+
+Helpers of the view tests: render a view to Bokeh models, read its text, measure its serialized size.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Kernel arithmetic emulations and real library runs: which kernel's arithmetic reproduces an output, element by element, and what the counts tell apart; no I/O, no UI.
+"""Kernel arithmetic emulations and real library runs (docs/emulations.md).
+
+Which kernel's arithmetic reproduces an output, element by element, and what the counts tell apart; no I/O, no
+UI.
 
 The next callers use: `resolve_all(request, shape)` (ids -> specs, EmulationIdError for
 unknown kernels, parameters or values), `emulate(inputs, specs, eligible)` (run once),
@@ -51,10 +54,40 @@ from explorer.analysis.emulation.spec import (
 )
 
 __all__ = [
-    "decisive", "equal_on", "head_counts", "rank_key", "ranked", "with_counts", "expand", "parse_id", "DEFAULT_SET",
-    "DEFAULT_SET_NAME", "KERNELS", "MLX_SDPA", "MLX_SINGLE_PASS", "MLX_TWO_PASS", "MLX_UNFUSED", "MLX_RUN",
-    "PAGED_TWO_PASS", "SINGLE_PASS",
-    "SWEEP", "SWEEP_NAME", "EmulationIdError", "EmulatedOutput", "EmulationInputs", "bit_equal", "emulate",
-    "emulations_for", "inputs_from_tensors", "native_output_bits", "reused", "score", "shape_of", "EmulationSpec",
-    "PacketShape", "normalised_ids", "resolve", "resolve_all",
+    "DEFAULT_SET",
+    "DEFAULT_SET_NAME",
+    "KERNELS",
+    "MLX_RUN",
+    "MLX_SDPA",
+    "MLX_SINGLE_PASS",
+    "MLX_TWO_PASS",
+    "MLX_UNFUSED",
+    "PAGED_TWO_PASS",
+    "SINGLE_PASS",
+    "SWEEP",
+    "SWEEP_NAME",
+    "EmulatedOutput",
+    "EmulationIdError",
+    "EmulationInputs",
+    "EmulationSpec",
+    "PacketShape",
+    "bit_equal",
+    "decisive",
+    "emulate",
+    "emulations_for",
+    "equal_on",
+    "expand",
+    "head_counts",
+    "inputs_from_tensors",
+    "native_output_bits",
+    "normalised_ids",
+    "parse_id",
+    "rank_key",
+    "ranked",
+    "resolve",
+    "resolve_all",
+    "reused",
+    "score",
+    "shape_of",
+    "with_counts",
 ]

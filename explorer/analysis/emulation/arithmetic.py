@@ -1,4 +1,6 @@
-"""The emulated kernels' float32 arithmetic, vectorised (KV heads, group heads, blocks, partitions, simdgroups and lanes as array axes); no I/O, no UI.
+"""The emulated kernels' float32 arithmetic.
+
+Vectorised (KV heads, group heads, blocks, partitions, simdgroups and lanes as array axes); no I/O, no UI.
 
 Every operation is one float32 numpy operation (one rounding, no wider accumulator),
 except where a `Hypotheses.fma` fused multiply-add rounds a product and a sum once
@@ -10,7 +12,7 @@ is one slice.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -33,7 +35,8 @@ NARROW_CHUNK_ELEMENTS = 1 << 14
 
 @record
 class Hypotheses(Record):
-    """The arithmetic hypotheses of emulation-v2 section 3: how `exp` is evaluated, fused multiply-adds, the lane reduction."""
+    """The arithmetic hypotheses of docs/emulations.md, The kernels, what each follows and what is hypothesis: how `exp`
+    is evaluated, fused multiply-adds, the lane reduction."""
 
     exp: str = EXACT
     fma: bool = False
@@ -198,7 +201,8 @@ def block_layout(tokens: int, blocks: int) -> np.ndarray:
 
 
 def paged_layout(tokens: int, partition_tokens: int, simdgroups: int) -> np.ndarray:
-    """[steps, partitions, simdgroups']: simdgroup r of partition p visits p*P + r, p*P + r + simdgroups, ... below min(T, (p+1)*P).
+    """[steps, partitions, simdgroups']: simdgroup r of partition p visits p*P + r, p*P + r + simdgroups, ... below
+    min(T, (p+1)*P).
 
     A partition of fewer tokens than simdgroups leaves simdgroups without keys; they
     add exact zeros to the simdgroup merge and are left out.
@@ -261,7 +265,8 @@ def _divide(total: np.ndarray) -> np.ndarray:
 
 
 def mlx_merge(m: np.ndarray, state: np.ndarray, partial_dtype: str, hypotheses: Hypotheses) -> np.ndarray:
-    """MLX pass 2 (emulation-v2 section 1): lane l merges blocks l, l + 32, ... in order from +0, then the lane reduction.
+    """MLX pass 2 (docs/emulations.md, The kernels, what each follows and what is hypothesis): lane l merges blocks l, l
+    + 32, ... in order from +0, then the lane reduction.
 
     `m` [blocks, KVH, g] and `state` [blocks, KVH, g, D + 1]; only the first multiple of
     32 blocks are merged (none: the output is 0, as the source's S == 0 case gives);
@@ -283,7 +288,8 @@ def mlx_merge(m: np.ndarray, state: np.ndarray, partial_dtype: str, hypotheses: 
 
 
 def mlx_single_merge(m: np.ndarray, state: np.ndarray, hypotheses: Hypotheses) -> np.ndarray:
-    """The end of mlx_single_pass: the 32 simdgroups' m, l, o [32, ...] scaled by exp(m - M), each product rounded, then reduced."""
+    """The end of mlx_single_pass: the 32 simdgroups' m, l, o [32, ...] scaled by exp(m - M), each product rounded, then
+    reduced."""
     weights = natural_exp(hypotheses)(m - m.max(axis=0))[..., None]
     return _divide(reduce_lanes(np.moveaxis(state * weights, 0, -1), hypotheses.simd))
 
@@ -305,7 +311,8 @@ def ordered_multiply_add(a: np.ndarray, b: np.ndarray, fused: bool) -> np.ndarra
 
 
 def paged_merge(m: np.ndarray, state: np.ndarray, partial_dtype: str, fused: bool) -> np.ndarray:
-    """Steps 3-4 of paged_two_pass from the simdgroups' m, l and o [partitions, simdgroups, ...]: A * (1 / L) [KVH, g, D]."""
+    """Steps 3-4 of paged_two_pass from the simdgroups' m, l and o [partitions, simdgroups, ...]: A * (1 / L) [KVH, g,
+    D]."""
     partition_max = m.max(axis=1)
     scale = exp2_32(m - partition_max[:, None])[..., None]
     merged = ordered_multiply_add(np.moveaxis(state, 1, 0), np.moveaxis(scale, 1, 0), fused)  # [partitions, ...]

@@ -1,9 +1,13 @@
-"""What a count can tell apart (emulation-v2 section 4): the decisive elements, each emulation's count on them, the baseline row and the table order; numpy only, no I/O."""
+"""What a count can tell apart (docs/emulations.md, Reading the counts).
+
+The decisive elements, each emulation's count on them, the baseline row and the table order; numpy only, no
+I/O.
+"""
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -49,7 +53,7 @@ def with_counts(emulations: Sequence[Emulation], output_bits: np.ndarray, rounde
     if found is not None:
         counted = tuple(e if e.bits is None else dataclasses.replace(
             e, **dict(zip(("bit_equal_decisive", "bit_equal_decisive_per_head"),
-                          equal_on(e.bits, output_bits, found.mask, eligible)))) for e in emulations)
+                          equal_on(e.bits, output_bits, found.mask, eligible), strict=True))) for e in emulations)
     everywhere = np.ones(output_bits.shape, dtype=bool)
     bit_equal, per_head = equal_on(rounded_bits, output_bits, everywhere, eligible)
     on_decisive = (None, None) if found is None else equal_on(rounded_bits, output_bits, found.mask, eligible)

@@ -1,9 +1,13 @@
-"""Emulation-id parsing and the expansion of named sets (default, sweep); every error a bounded one-line usage message; no numerics, no I/O."""
+"""Emulation-id parsing and the expansion of named sets (default, sweep).
+
+Every error a bounded one-line usage message; no numerics, no I/O.
+"""
 
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from explorer.analysis.emulation import library
 from explorer.analysis.emulation.kernels import (

@@ -1,10 +1,15 @@
-"""The table of emulated kernels (parameters, defaults, what each accepts, descriptions) and the named sets (default, sweep); no numerics, no I/O."""
+"""The table of emulated kernels and the named sets (default, sweep); no numerics, no I/O.
+
+The table of emulated kernels (parameters, defaults, what each accepts, descriptions) and the named sets
+(default, sweep); no numerics, no I/O.
+"""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from explorer.analysis.emulation.arithmetic import (
     BUTTERFLY,
@@ -35,7 +40,8 @@ DISPATCHERS = (CURRENT, EARLY)
 LAUNCH_RULE = "the build's launch rule"  # the default of mlx_sdpa's blocks (MLX_SDPA_BLOCKS unset)
 OUTPUT_DTYPE = "the output tensor's dtype"  # the default of a parameter that follows the packet's output dtype
 ENGINE_CHOICE = "the engine's choice for this geometry"  # the default of the paged kernel's simdgroups
-HYPOTHESES = ("exp", "fma", "simd")  # the arithmetic hypotheses' parameter names (emulation-v2 section 3)
+# the arithmetic hypotheses' parameter names (docs/emulations.md, The kernels, what each follows and what is hypothesis)
+HYPOTHESES = ("exp", "fma", "simd")
 FMA_VALUES = {"off": False, "on": True}
 
 _DECIMAL = re.compile(r"^[0-9]{1,9}$")
@@ -109,9 +115,11 @@ class Kernel(Record):
 
 
 KERNELS: Mapping[str, Kernel] = MappingProxyType({
-    MLX_TWO_PASS: Kernel(MLX_TWO_PASS, "MLX vector decode kernel with per-block partials and a merge (sdpa_vector_2pass)",
+    MLX_TWO_PASS: Kernel(MLX_TWO_PASS,
+                         "MLX vector decode kernel with per-block partials and a merge (sdpa_vector_2pass)",
                          (BLOCKS, MLX_PARTIAL, EXP, FMA, SIMD)),
-    MLX_SINGLE_PASS: Kernel(MLX_SINGLE_PASS, "MLX vector decode kernel without partials (sdpa_vector)", (EXP, FMA, SIMD)),
+    MLX_SINGLE_PASS: Kernel(MLX_SINGLE_PASS, "MLX vector decode kernel without partials (sdpa_vector)",
+                            (EXP, FMA, SIMD)),
     MLX_SDPA: Kernel(MLX_SDPA, "the MLX kernel and block count MLX launches for this packet",
                      (DEVICE, BUILD, SDPA_BLOCKS, MLX_PARTIAL, EXP, FMA, SIMD)),
     MLX_UNFUSED: Kernel(MLX_UNFUSED, "MLX unfused attention (scale, matmul, precise softmax, matmul)",

@@ -1,6 +1,7 @@
-"""What the real kernels launch for a packet's geometry (MLX's kernel and block choice per build, the paged kernel's simdgroups per dispatcher) and each emulation's memory estimate; pure functions, no numerics, no I/O.
+"""What the real kernels launch for a packet's geometry, and each emulation's memory estimate.
 
-The builds and dispatchers, and the sources each rule was read from, are in docs/emulations.md.
+MLX's kernel and block choice per build, the paged kernel's simdgroups per dispatcher; pure functions, no
+numerics, no I/O. The builds and dispatchers, and the sources each rule was read from, are in docs/emulations.md.
 """
 
 from __future__ import annotations
@@ -59,7 +60,8 @@ class NotEmulated(Record):
 
 
 def mlx_blocks(device: str, geometry: Geometry) -> int:
-    """The two-pass block count MLX chooses on `device` (emulation-v2 section 1)."""
+    """The two-pass block count MLX chooses on `device` (docs/emulations.md, The kernels, what each follows and what is
+    hypothesis)."""
     tokens, n = geometry.tokens, geometry.group
     if device == "s":
         if tokens > 1024 and n > 4:
@@ -134,7 +136,8 @@ def paged_simdgroups(geometry: Geometry, dispatcher: str = "current") -> int | N
 
 def paged_refusal(geometry: Geometry) -> NotEmulated:
     return NotEmulated(PAGED_SHAPE, f"the paged dispatcher refuses D {geometry.head_dim} with QH/KVH {geometry.group}: "
-                                    f"not even one simdgroup fits its {PAGED_THREADGROUP_BYTES}-byte threadgroup memory")
+                                    "not even one simdgroup fits its "
+                                    f"{PAGED_THREADGROUP_BYTES}-byte threadgroup memory")
 
 
 def paged_head_dim_refusal(geometry: Geometry) -> NotEmulated | None:

@@ -8,8 +8,9 @@ default device is the GPU and the real Metal kernels run.
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 

@@ -1,10 +1,15 @@
-"""Runs resolved emulations on promoted inputs (steps shared between emulations where they coincide, each dropped after its last use) and scores them against an output; no I/O, no UI."""
+"""Runs resolved emulations on promoted inputs and scores them against an output; no I/O, no UI.
+
+Runs resolved emulations on promoted inputs (steps shared between emulations where they coincide, each dropped
+after its last use) and scores them against an output; no I/O, no UI.
+"""
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -296,7 +301,8 @@ def reused(spec: EmulationSpec, scored: Emulation) -> EmulatedOutput:
 
 def bit_equal(bits: np.ndarray, output_bits: np.ndarray, eligible: np.ndarray,
               where: np.ndarray | None = None) -> tuple[int, tuple[int | None, ...]]:
-    """(global, per head) counts of output elements whose bit pattern equals `bits`, eligible heads only (and `where`)."""
+    """(global, per head) counts of output elements whose bit pattern equals `bits`, eligible heads only (and
+    `where`)."""
     equal = output_bits == bits
     per_head = np.count_nonzero(equal if where is None else equal & where, axis=1)
     return (int(per_head[eligible].sum()),

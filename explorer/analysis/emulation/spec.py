@@ -1,9 +1,14 @@
-"""Resolved emulations: every parameter's value for a packet, the normalised id, what runs (the launch rules applied), the label and the assumptions; no numerics, no I/O."""
+"""Resolved emulations: every parameter's value for a packet, the normalised id, what runs.
+
+Resolved emulations: every parameter's value for a packet, the normalised id, what runs (the launch rules
+applied), the label and the assumptions; no numerics, no I/O.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from types import MappingProxyType
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from explorer.analysis.emulation import launch
 from explorer.analysis.emulation.arithmetic import BUTTERFLY, EXACT, Hypotheses
@@ -29,10 +34,10 @@ from explorer.packet.record import Record, record
 
 SOURCE_SENTENCES = {
     MLX_TWO_PASS: "Emulated as MLX's sdpa_vector_2pass source computes it: blocks visit strided keys with an online "
-                  "softmax; the second kernel merges them lane-strided (lane l takes blocks l, l + 32, ...), then reduces across "
-                  "the 32 lanes.",
-    MLX_SINGLE_PASS: "Emulated as MLX's sdpa_vector source computes it: 32 simdgroups visit strided keys with an online "
-                     "softmax, then their results are scaled and reduced across the 32 simdgroups.",
+                  "softmax; the second kernel merges them lane-strided (lane l takes blocks l, l + 32, ...), then "
+                  "reduces across the 32 lanes.",
+    MLX_SINGLE_PASS: "Emulated as MLX's sdpa_vector source computes it: 32 simdgroups visit strided keys with an "
+                     "online softmax, then their results are scaled and reduced across the 32 simdgroups.",
     PAGED_TWO_PASS: "Emulated as the engine's pagedattention.metal computes it: exp2-domain online softmax per "
                     "simdgroup, simdgroups merged in order within each partition, partitions merged in order; queries "
                     "are rounded to the stored keys' dtype first when the dtypes differ (the dispatcher does that); "
@@ -64,8 +69,10 @@ PAGED_HARDWARE_SENTENCE = ("What the source does not fix is assumed: division an
 HYPOTHESIS_SENTENCES = {
     "exp": {EXACT: "Hypothesis exp=exact: every exp is correctly rounded (float64, then rounded to float32); the GPU's "
                    "fast exp may differ in the last bits.",
-            "exp2_scaled": "Hypothesis exp=exp2_scaled: every natural exp(x) is computed as exp2(round32(x * log2 e))."},
-    "fma": {False: "Hypothesis fma=off: every float32 operation rounds on its own; the compiler may fuse multiply-adds.",
+            "exp2_scaled": "Hypothesis exp=exp2_scaled: every natural exp(x) is computed as "
+                           "exp2(round32(x * log2 e))."},
+    "fma": {False: "Hypothesis fma=off: every float32 operation rounds on its own; "
+                   "the compiler may fuse multiply-adds.",
             True: "Hypothesis fma=on: every multiply-add of the dot products, the merges and the online step is one "
                   "fused operation (one rounding)."},
     "simd": {BUTTERFLY: "Hypothesis simd=butterfly: 32 lane values are reduced by a butterfly (xor shuffles "

@@ -1,4 +1,7 @@
-"""The process-wide summary cache and PacketIndex: verified-content hits cost no analysis, partners, order, paths."""
+"""The process-wide summary cache and PacketIndex.
+
+Verified-content hits cost no analysis, partners, order, paths.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +11,8 @@ import shutil
 import pytest
 
 import explorer.catalog.index as index_module
-from explorer.catalog.summary import list_order, summarize
 from explorer.catalog.index import SUMMARIES, PacketIndex, SummaryCache
+from explorer.catalog.summary import list_order, summarize
 from explorer.samples import injected_error_spec, synthetic_spec, with_snapshot, write_packet, write_refused
 
 

@@ -1,30 +1,53 @@
-"""Headless export: a self-contained HTML page and the JSON report for every status, never overwriting, and `explorer report` with one PNG per view."""
+"""Headless export: self-contained HTML and JSON for every status, never overwriting, PNGs.
+
+Headless export: a self-contained HTML page and the JSON report for every status, never overwriting, and
+`explorer report` with one PNG per view.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import json
-from pathlib import Path
 import re
 import shutil
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import numpy as np
 import pytest
-
-import explorer
-from app_support import ENABLED_INPUTS_JS, EXPORT_WIDTH, MIN_PIXEL_STD, PLOT_SLUGS, REPO, VISIBLE_JS, artifact, pixel_std
 from PIL import Image
 
-from explorer.export.split import MAX_PNG_HEIGHT
-from explorer.export.pages import (CAPTION_CLASS, SECTION_CLASS, SHA_DIGITS, UNKNOWN,
-                             caption_fields, export_head, export_packet, shown_emulations, hide_controls, wait_drawn,
-                             write_report)
+import explorer
 from explorer.analysis.report import report_text
+from explorer.export.pages import (
+    CAPTION_CLASS,
+    SECTION_CLASS,
+    SHA_DIGITS,
+    UNKNOWN,
+    caption_fields,
+    export_head,
+    export_packet,
+    hide_controls,
+    shown_emulations,
+    wait_drawn,
+    write_report,
+)
+from explorer.export.split import MAX_PNG_HEIGHT
 from explorer.ui import catalog
 from explorer.views import VIEWS
+
+from app_support import (
+    ENABLED_INPUTS_JS,
+    EXPORT_WIDTH,
+    MIN_PIXEL_STD,
+    PLOT_SLUGS,
+    REPO,
+    VISIBLE_JS,
+    artifact,
+    pixel_std,
+)
 
 ROOT = catalog.default_root()
 BY_STATUS = {"analyzed": "injected-error-head5", "inconclusive": "nan-stored-values",
@@ -33,7 +56,7 @@ EXIT_BY_STATUS = {"analyzed": 0, "inconclusive": 3, "refused": 4}
 # Anything the page would fetch from a web server: script/link sources, Bokeh stylesheet URLs, CSS imports.
 REMOTE_REFERENCE = re.compile(r"""(?:src|href)\s*=\s*["']?(?:https?:)?//|"url"\s*:\s*"(?:https?:)?//|"""
                               r"""@import\s+(?:url\()?["']?(?:https?:)?//""")
-SCRIPT_CODE = re.compile(r"<script(?: type=\"text/javascript\")?>.*?</script>", re.S)  # inlined library code
+SCRIPT_CODE = re.compile(r"<script(?: type=\"text/javascript\")?>.*?</script>", re.DOTALL)  # inlined library code
 REPORT_TIMEOUT_S = 300
 TITLE_BAND_ROWS = 70  # the caption band and the view's title of an exported PNG, at least
 

@@ -1,4 +1,8 @@
-"""compare(a, b, emulate=...) on real packets on disk: the emulation x side matrix, run once on identical inputs, per side otherwise, its null reasons, swap symmetry, no verdict words."""
+"""compare(a, b, emulate=...) on real packets on disk.
+
+The emulation x side matrix, run once on identical inputs, per side otherwise, its null reasons, swap
+symmetry, no verdict words.
+"""
 
 from __future__ import annotations
 
@@ -7,18 +11,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_analysis_result import VERDICT_WORDS, strings_and_keys
 
 import explorer
 from explorer import samples
 from explorer.analysis.analyze import analyze, clear_cache
-from explorer.pair.emulation import (
-    EACH_SIDE_INPUTS,
-    EACH_SIDE_NOTE,
-    NO_REFERENCE,
-    SHAPE_DIFFERS,
-    SHARED_INPUTS,
-    SIDE_REFUSED,
-)
 from explorer.analysis.emulation import (
     EmulationIdError,
     bit_equal,
@@ -27,7 +24,13 @@ from explorer.analysis.emulation import (
     resolve_all,
     shape_of,
 )
-from test_analysis_result import VERDICT_WORDS, strings_and_keys
+from explorer.pair.emulation import (
+    EACH_SIDE_INPUTS,
+    EACH_SIDE_NOTE,
+    SHARED_INPUTS,
+    SIDE_REFUSED,
+)
+from explorer.pair.model import NO_REFERENCE, SHAPE_DIFFERS
 
 REPO = Path(__file__).resolve().parents[2]
 COMMITTED = REPO / "sample_packets"
@@ -84,7 +87,7 @@ def test_the_matching_emulation_reproduces_its_side_bit_for_bit(pair):
 
 def test_side_entries_are_what_analyze_reports_and_run_once(pair):
     clear_cache()
-    for side, path in zip(SIDES, (PAGED, CONTIGUOUS)):
+    for side, path in zip(SIDES, (PAGED, CONTIGUOUS), strict=True):
         own = analyze(path, emulate="default").report()["emulations"]
         assert pair.report()["emulations"][side] == own
     # Shared inputs: side b was scored against side a's emulated outputs, not a second run.
@@ -155,6 +158,6 @@ def test_an_unknown_id_fails_before_anything_is_read(tmp_path):
 
 
 def test_no_verdict_wording_in_pair_emulation_reports(pair):
-    texts = [text for key in MATRIX_KEYS + ("notes",) for text in strings_and_keys(pair.report()[key])]
+    texts = [text for key in (*MATRIX_KEYS, "notes") for text in strings_and_keys(pair.report()[key])]
     texts += list(strings_and_keys(explorer.compare(PAGED, INPUT_DIFFERS, emulate="default").report()["notes"]))
     assert texts and not [text for text in texts if VERDICT_WORDS.search(text)]

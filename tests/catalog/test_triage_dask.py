@@ -1,6 +1,9 @@
-"""Triage on a Dask cluster: the same JSON lines as the local pool, one error line for a raising task and for a
-killed worker, path_missing for a path the workers cannot see, batches split so that a crash, a raise or a hang
-costs only its own item; without a scheduler Dask is never imported."""
+"""Triage on a Dask cluster: the local pool's JSON lines, and error lines for bad tasks.
+
+Triage on a Dask cluster: the same JSON lines as the local pool, one error line for a raising task and for a
+killed worker, path_missing for a path the workers cannot see, batches split so that a crash, a raise or a
+hang costs only its own item; without a scheduler Dask is never imported.
+"""
 
 from __future__ import annotations
 

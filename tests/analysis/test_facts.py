@@ -1,4 +1,7 @@
-"""Tensor facts on hand-built tensors: nonfinite maps of all six tensors and the bitwise last-row check."""
+"""Tensor facts on hand-built tensors: nonfinite maps of all six tensors, the last-row check.
+
+Tensor facts on hand-built tensors: nonfinite maps of all six tensors and the bitwise last-row check.
+"""
 
 from __future__ import annotations
 
@@ -68,9 +71,8 @@ def shapes(qh: int = QH, kvh: int = KVH, t: int = T, d: int = D) -> dict[str, tu
 
 def packet_bits(kv_dtype: str = "bfloat16", **geometry) -> tuple[dict[str, np.ndarray], dict[str, str]]:
     """Finite bit arrays for the six tensors (distinct values), incoming rows equal to the stored last rows."""
-    kinds = {"queries": "float32", "output": "float16"} | {
-        name: kv_dtype for name in ("storedKeys", "storedValues", "incomingKeys", "incomingValues")
-    }
+    kinds = {"queries": "float32", "output": "float16"} | dict.fromkeys(
+        ("storedKeys", "storedValues", "incomingKeys", "incomingValues"), kv_dtype)
     bits = {}
     for name, shape in shapes(**geometry).items():
         count = int(np.prod(shape))
@@ -98,12 +100,13 @@ def test_all_finite():
         nonfinite = result.nonfinite[name]
         assert isinstance(nonfinite, NonfiniteMap)
         assert nonfinite.tensor == name
-        assert (nonfinite.nan, nonfinite.signaling_nan, nonfinite.positive_infinity, nonfinite.negative_infinity) == (0, 0, 0, 0)
+        counts = (nonfinite.nan, nonfinite.signaling_nan, nonfinite.positive_infinity, nonfinite.negative_infinity)
+        assert counts == (0, 0, 0, 0)
         assert nonfinite.total == 0
         assert nonfinite.first_locations == ()
         assert nonfinite.kinds.shape == shape[1:] and nonfinite.kinds.dtype == np.uint8
         assert not nonfinite.kinds.any()
-        assert nonfinite.per_head_token.shape == shape[1:3] + (4,) and nonfinite.per_head_token.dtype == np.uint16
+        assert nonfinite.per_head_token.shape == (*shape[1:3], 4) and nonfinite.per_head_token.dtype == np.uint16
         assert not nonfinite.per_head_token.any()
 
 
@@ -188,12 +191,14 @@ def test_last_row_equal():
     result = facts_of(bits, kinds)
     for row, stored in ((result.last_row_keys, "storedKeys"), (result.last_row_values, "storedValues")):
         assert isinstance(row, LastRow)
-        assert (row.dtype, row.compared, row.mismatched, row.per_kv_head, row.positions) == ("bfloat16", KVH * D, 0, (0, 0), ())
+        fields = (row.dtype, row.compared, row.mismatched, row.per_kv_head, row.positions)
+        assert fields == ("bfloat16", KVH * D, 0, (0, 0), ())
         assert row.bit_flips == {"sign": 0, "exponent": 0, "mantissa": 0}
         assert not row.xor.any() and not row.field_mask.any() and not row.bit_position_counts.any()
         assert np.array_equal(row.stored_bits, bits[stored][0, :, -1, :])
         assert np.array_equal(row.stored_bits, row.incoming_bits)
-        assert np.array_equal(row.stored_values.view(np.uint32), promote(bits[stored][0, :, -1, :], "bfloat16").view(np.uint32))
+        expected = promote(bits[stored][0, :, -1, :], "bfloat16").view(np.uint32)
+        assert np.array_equal(row.stored_values.view(np.uint32), expected)
         assert row.bit_position_counts.shape == (16,) and row.bit_position_counts.dtype == np.int64
 
 
@@ -234,7 +239,7 @@ def test_last_row_differences(dtype, case, which):
     assert row.mismatched == mismatched
     assert row.per_kv_head == (0, mismatched)
     assert row.positions == (((1, 2),) if mismatched else ())
-    assert row.bit_flips == dict(zip(("sign", "exponent", "mantissa"), flips))
+    assert row.bit_flips == dict(zip(("sign", "exponent", "mantissa"), flips, strict=True))
     assert int(row.xor[1, 2]) == stored_pattern ^ incoming_pattern
     assert int(row.field_mask[1, 2]) == mask
     assert np.count_nonzero(row.field_mask) == (mask != 0)
@@ -271,8 +276,8 @@ def test_positions_capped_in_row_major_order():
 
 
 def test_last_row_rejects_different_dtypes():
-    bits, kinds = packet_bits()
-    with pytest.raises(ValueError):
+    bits, _kinds = packet_bits()
+    with pytest.raises(ValueError, match="does not match"):
         facts.last_row(native("storedKeys", "bfloat16", bits["storedKeys"]),
                        native("incomingKeys", "float16", bits["incomingKeys"]))
 
@@ -292,7 +297,7 @@ def test_every_array_is_read_only_and_detached_from_inputs():
     assert len(arrays) == 6 * 2 + 2 * 7
     for array in arrays:
         assert not array.flags.writeable
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match="read-only"):
             array[(0,) * array.ndim] = 0
     before = result.last_row_keys.stored_bits.copy()
     tensors["storedKeys"].bits[0, :, -1, :] = 0

@@ -1,4 +1,8 @@
-"""Splitting a tall view's PNG (explorer.export.split): parts at most MAX_PNG_HEIGHT tall, cut at blank rows, each later part under the caption band; and the static page's controls written as text."""
+"""Splitting a tall view's PNG (explorer.export.split).
+
+Parts at most MAX_PNG_HEIGHT tall, cut at blank rows, each later part under the caption band; and the static
+page's controls written as text.
+"""
 
 from __future__ import annotations
 

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 import explorer
-from explorer.catalog.summary import ERROR, INTERNAL_ERROR, WORKER_CRASHED, summarize
 from explorer.catalog.discovery import discover
+from explorer.catalog.summary import ERROR, INTERNAL_ERROR, WORKER_CRASHED, summarize
+from explorer.catalog.triage import triage
 from explorer.packet.files import JSON_SIZE_LIMIT
 from explorer.samples import synthetic_spec, with_snapshot, write_packet
-from explorer.catalog.triage import triage
 
 REPO = Path(__file__).resolve().parents[2]
 PACKETS_PER_KIND = 40
@@ -120,14 +120,14 @@ def test_the_command_prints_json_lines_and_the_table_and_exits_zero(root):
     assert f"Triage of {len(lines)} packets" in table
     counts = {status: sum(line["status"] == status for line in lines) for status in ("analyzed", "refused")}
     assert f"analyzed      {counts['analyzed']}" in table and f"refused       {counts['refused']}" in table
-    assert "Pairs (packets sharing the compare-v1 selection fields)" in table
+    assert "Pairs (partners: packets sharing the selection fields)" in table
 
 
 def test_pairs_join_the_paged_and_contiguous_capture_of_one_selection(root):
     completed = subprocess.run([sys.executable, "-m", "explorer", "triage", str(root), "--jobs", "1"],
                                capture_output=True, text=True, cwd=REPO, timeout=300)
     assert completed.returncode == 0
-    pair_lines = completed.stdout.split("Pairs (packets sharing the compare-v1 selection fields): ")[1].splitlines()
+    pair_lines = completed.stdout.split("Pairs (partners: packets sharing the selection fields): ")[1].splitlines()
     assert "analyzed-000 (paged)  contiguous-000 (contiguous)" in pair_lines[1]
 
 

@@ -1,4 +1,8 @@
-"""The notebook face of an analysis: rich HTML, plain text, `result.views.*` and `pn.panel(result)` for every status, and a core that still never imports a UI library."""
+"""The notebook face of an analysis: HTML, plain text, `result.views.*` and `pn.panel(result)`.
+
+The notebook face of an analysis: rich HTML, plain text, `result.views.*` and `pn.panel(result)` for every
+status, and a core that still never imports a UI library.
+"""
 
 from __future__ import annotations
 
@@ -17,7 +21,7 @@ from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED
 from explorer.samples import write_samples
 from explorer.views import html_summary
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 UI_MODULES = ("panel", "holoviews", "bokeh")
 HEAD = 5  # a query head every sample has (QH8)
 # One packet per kind of result: analyzed, inconclusive with and without a reference, refused.
@@ -62,7 +66,8 @@ def test_repr_html_lists_the_largest_heads_first(results):
 
 
 def test_repr_html_without_reference_says_why(results):
-    assert html_summary.esc(html_summary.MISSING[html_summary.NEEDS_NUMERICS]) in results["discarded-sample"]._repr_html_()
+    missing = html_summary.esc(html_summary.MISSING[html_summary.NEEDS_NUMERICS])
+    assert missing in results["discarded-sample"]._repr_html_()
     assert html_summary.esc(html_summary.MISSING_BECAUSE_REFUSED) in results["refused-hash-mismatch"]._repr_html_()
 
 

@@ -1,4 +1,8 @@
-"""compare(a, b) on real packets on disk: every status and code of compare-v1, swap symmetry, NaN on one side, the ladder read from each side's own analysis."""
+"""compare(a, b) on real packets on disk.
+
+Every status and code of docs/pairs.md, swap symmetry, NaN on one side, the ladder read from each side's own
+analysis.
+"""
 
 from __future__ import annotations
 
@@ -16,8 +20,8 @@ import pytest
 import explorer
 from explorer import samples
 from explorer.analysis.analyze import analyze
-from explorer.pair.model import SamePacketError
 from explorer.analysis.ranking import SELECTION_FIELDS
+from explorer.pair.model import SamePacketError
 
 REPO = Path(__file__).resolve().parents[2]
 COMMITTED = REPO / "sample_packets"
@@ -183,7 +187,7 @@ def test_the_sample_pair_is_compared_and_counts_match_the_files(packets):
     assert output["perHead"] == differs.sum(axis=1).tolist()
     assert output["positions"] == np.argwhere(differs).tolist()
     xor = (bits_a ^ bits_b)[differs]
-    assert output["bitFlips"]["mantissa"] == sum(bin(int(x) & 0x7F).count("1") for x in xor)
+    assert output["bitFlips"]["mantissa"] == sum((int(x) & 0x7F).bit_count() for x in xor)
     assert output["bitFlips"]["sign"] == sum(int(x) >> 15 for x in xor)
     assert output["outputDTypesDiffer"] is False and output["dtypes"] == {"a": "bfloat16", "b": "bfloat16"}
     # ULP: bfloat16 patterns of finite values of one sign are ordered like the integers.
@@ -217,7 +221,7 @@ def test_the_sample_pair_differs_by_one_or_two_ulp_mostly(packets):
 def test_ladder_is_each_sides_own_analysis(packets):
     pair = explorer.compare(packets["paged"], packets["contiguous"])
     ladder = pair.report()["ladder"]
-    for side, path in zip(SIDES, (packets["paged"], packets["contiguous"])):
+    for side, path in zip(SIDES, (packets["paged"], packets["contiguous"]), strict=True):
         own = analyze(path).report()["reference"]
         row = ladder[side]
         assert row["primary"] == own["primary"]["global"]

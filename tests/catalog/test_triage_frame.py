@@ -1,4 +1,7 @@
-"""explorer.triage(root): one DataFrame row per discovered packet, with the documented columns and dtypes."""
+"""explorer.triage(root): one DataFrame row per discovered packet, documented columns and dtypes.
+
+explorer.triage(root): one DataFrame row per discovered packet, with the documented columns and dtypes.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
-"""Triage always finishes: a stopped worker times out, --jobs is capped, aliases are visited once, and no input or
-output environment ends it with exit 1."""
+"""Triage always finishes: stopped workers time out, --jobs is capped, aliases are visited once.
+
+Triage always finishes: a stopped worker times out, --jobs is capped, aliases are visited once, and no input
+or output environment ends it with exit 1.
+"""
 
 from __future__ import annotations
 
@@ -163,7 +166,7 @@ def _main_as_nobody(arguments: list[str], warm_up: Path) -> tuple[int, str]:
             os.setgid(nobody.pw_gid)
             os.setuid(nobody.pw_uid)
             os.dup2(write_end, 1)
-            sys.stdout = open(1, "w", closefd=False)
+            sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115 (closed by the child's exit: it is the child's stdout until then)
             status = cli.main(arguments)
             sys.stdout.flush()
         finally:
