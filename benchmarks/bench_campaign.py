@@ -1,4 +1,6 @@
-"""Benchmark of `explorer campaign` against `explorer triage` on one campaign root, and of the app's Campaign view; prints numbers only, asserts nothing.
+"""Benchmark: `explorer campaign` against `explorer triage` on one root, and the app's Campaign view.
+
+Benchmark of `explorer campaign` against `explorer triage` on one campaign root, and of the app's Campaign view; prints numbers only, asserts nothing.
 
 The root: one request on two backends x 36 layers x 8 steps with the Qwen3.6 heads
 (QH16/KVH2/D256, all bfloat16) at T = 505..512 (576 packets, about 0.6 GB), written by

@@ -1,4 +1,6 @@
-"""Synthetic capture campaigns: one request decoded on two backends through a small model, captured at every layer and step.
+"""Synthetic capture campaigns: one request decoded on two backends through a small model.
+
+Synthetic capture campaigns: one request decoded on two backends through a small model, captured at every layer and step.
 
 The packets are written as the engine's capture tool would write them: at step s,
 layer l, the queries and the incoming key/value row are projections of that

@@ -495,7 +495,7 @@ def _pair_emulation_lines(report: dict) -> list[str]:
 
 
 def compare_summary(report: dict, findings: Sequence[str] = ()) -> str:
-    """The human summary of a comparison report (compare-v1.md section 4), led by the pair's finding sentences
+    """The human summary of a comparison report (docs/pairs.md), led by the pair's finding sentences
     (explorer.pair.findings: which side is off first)."""
     lines = ["Pair:", _side_line("a", report["a"]), _side_line("b", report["b"]), f"Status: {report['status']}"]
     if findings:

@@ -1,4 +1,6 @@
-"""Every command output quoted in the README and docs/ is the tool's own: each `$ explorer ...` in a fenced block is run again and its output and exit status compared with the quote.
+"""Every command output quoted in the README and docs/ is the tool's own.
+
+Every command output quoted in the README and docs/ is the tool's own: each `$ explorer ...` in a fenced block is run again and its output and exit status compared with the quote.
 
 A quote may be trimmed: a line holding only `...` stands for any number of lines, so the
 quoted pieces must appear in the output in order, each piece as consecutive whole lines,

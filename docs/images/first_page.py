@@ -1,4 +1,6 @@
-"""Takes docs/images/first-page.png, the README's screenshot: the app's first page at 1280 x 800 on the sample packets.
+"""Takes docs/images/first-page.png, the README's screenshot of the app's first page.
+
+Takes docs/images/first-page.png, the README's screenshot: the app's first page at 1280 x 800 on the sample packets.
 
 Run from the repository root while `panel serve explorer/app.py --port 5006` serves the sample packets:
 `python docs/images/first_page.py [URL]`. It drives Debian's /usr/bin/chromium through Playwright (no browser

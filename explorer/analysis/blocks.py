@@ -103,12 +103,12 @@ def per_head_block(c: Comparison, group: int) -> list[dict[str, Any]]:
 
 
 def comparison_block(c: Comparison, group: int) -> dict[str, Any]:
-    """The comparison block (report-v1 C): global metrics and the per-head list, each with the element of its linf."""
+    """The comparison block (docs/report.md: C): global metrics and the per-head list, each with the element of its linf."""
     return {"global": global_block(c), "perHead": per_head_block(c, group)}
 
 
 def ulp_block(u: Ulp) -> dict[str, Any]:
-    """The ULP block (report-v1 U): max and where it is (`maxAt`), p99, nonfinite pairs and the histogram."""
+    """The ULP block (docs/report.md: U): max and where it is (`maxAt`), p99, nonfinite pairs and the histogram."""
     return {"max": u.max, "maxAt": location_block(largest_at(u.distance) if u.max else None), "p99": u.p99,
             "nonfinitePairs": u.nonfinite_pairs, "histogram": [list(bucket) for bucket in u.histogram]}
 
@@ -119,7 +119,8 @@ def count_block(count: int | None, per_head) -> dict[str, Any] | None:
 
 
 def emulation_block(e: Emulation, group: int) -> dict[str, Any]:
-    """One emulation entry (emulation-v1 report keys, v2's resolved, notEmulated and bitEqualDecisive, v3's library)."""
+    """One emulation entry (docs/emulations.md: with resolved,
+    notEmulated, bitEqualDecisive and library)."""
     return {
         "id": e.id, "kernel": e.kernel, "label": e.label, "parameters": dict(e.parameters),
         "assumptions": list(e.assumptions), "outputDType": e.output_dtype,

@@ -1,4 +1,6 @@
-"""A packet's findings: one sentence per fact with its numbers, each worst value with the element where it is; no I/O, no UI.
+"""A packet's findings: one sentence per fact with its numbers and where its worst value is.
+
+A packet's findings: one sentence per fact with its numbers, each worst value with the element where it is; no I/O, no UI.
 
 The sentences are the ones the overview's captions, the command line and the
 findings file (`NAME.findings.md`, docs/report.md) quote: status and reasons, the

@@ -1,9 +1,11 @@
-"""The pure functions a campaign runs in worker processes: one packet's placement, one cell's counts; no UI.
+"""The pure functions a campaign runs in worker processes.
+
+The pure functions a campaign runs in worker processes: one packet's placement, one cell's counts; no UI.
 
 `member_of(path)` analyzes the packet exactly as triage's summary does and keeps
 where it sits (the campaign key, the cell, the seed token, the backend) and the
 sha256 of every tensor's native bytes, which admission verified. `cell_counts(task)`
-reads a cell's two packets again and counts what a compare-v1 pair counts: per input
+reads a cell's two packets again and counts what a pair counts (docs/pairs.md): per input
 tensor and for the output the elements whose bit patterns differ, and the largest
 ULP distance between the outputs (the same functions `explorer compare` uses, on the
 same verified bytes; no reference is needed for them). `cell_pair(task)` is the whole
@@ -70,7 +72,7 @@ def cell_counts(task: tuple[str, str]) -> CellPair:
 
 
 def cell_pair(task: CellTask) -> CellPair:
-    """The compare-v1 pair of a cell's two packets, reduced to the counts and findings the origin shows."""
+    """The pair (docs/pairs.md) of a cell's two packets, reduced to the counts and findings the origin shows."""
     path_a, path_b, emulate = task
     pair = compare(path_a, path_b, emulate=emulate)
     codes = tuple(dict.fromkeys([refusal.problem.code for refusal in pair.refusals] +

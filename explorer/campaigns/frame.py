@@ -1,4 +1,6 @@
-"""campaign_frame(root): every campaign's cells as a pandas DataFrame for notebooks, the origins as attributes; no UI.
+"""campaign_frame(root): every campaign's cells as a pandas DataFrame for notebooks.
+
+campaign_frame(root): every campaign's cells as a pandas DataFrame for notebooks, the origins as attributes; no UI.
 
 One row per cell of every campaign, sorted by campaign and causal order. Columns:
 `campaign` (the campaign's id) and the key fields (`modelID`, `artifactSHA256`,

@@ -1,4 +1,6 @@
-"""Campaigns from placed packets: grouping by request, the cells in causal order, their states and the origin; pure.
+"""Campaigns from placed packets: grouping, cells in causal order, states and the origin.
+
+Campaigns from placed packets: grouping by request, the cells in causal order, their states and the origin; pure.
 
 Everything here reads `Member` and `CellPair` records only (summaries and counts,
 never tensors), so a grid of 10^5 packets stays small. The state of a cell is

@@ -1,4 +1,6 @@
-"""The campaign's frozen records: one packet's placement, one cell's pair numbers, the cell states; no I/O, no UI.
+"""The campaign's frozen records: placements, cell pair numbers, cell states.
+
+The campaign's frozen records: one packet's placement, one cell's pair numbers, the cell states; no I/O, no UI.
 
 A cell is one (outputIndex, modelLayerIndex) of one campaign; its state is the
 first row of the precedence table (docs/campaigns.md) that holds.
@@ -36,7 +38,7 @@ class Member(Record):
 
     `key`, `output_index`, `layer`, `seed_token` and `backend` are None when admission did not
     establish them (then the packet is in no campaign); `input_digests` (the five inputs in
-    compare-v1 order) and `output_digest` are None without verified tensors.
+    the pair's order, docs/pairs.md) and `output_digest` are None without verified tensors.
     """
 
     name: str
@@ -54,7 +56,7 @@ class Member(Record):
 
 @record
 class CellPair(Record):
-    """The numbers of one cell's compare-v1 pair (side a = the campaign's first backend); never arrays.
+    """The numbers of one cell's pair (docs/pairs.md) (side a = the campaign's first backend); never arrays.
 
     `inputs_differing` maps each input tensor whose bytes differ to its mismatched element count
     (None when no element-wise comparison exists); `nearer` maps "a", "b", "tie", "undefined" to

@@ -1,4 +1,6 @@
-"""The campaign report (JSON, attention-explorer.campaign.v1), its origin sentence and the command line's grid; no UI.
+"""The campaign report (JSON), its origin sentence and the command line's grid.
+
+The campaign report (JSON, attention-explorer.campaign.v1), its origin sentence and the command line's grid; no UI.
 
 Keys and meanings are docs/campaigns.md's. Counts are integers or null; nothing
 here is a verdict: the origin says where bytes first differ, not which backend is

@@ -1,4 +1,6 @@
-"""run_campaigns(root): place every packet under a root, then compare the cells that differ, locally or on Dask; no UI.
+"""run_campaigns(root): place every packet under a root, then compare the cells that differ.
+
+run_campaigns(root): place every packet under a root, then compare the cells that differ, locally or on Dask; no UI.
 
 The two passes run as `explorer triage` runs its summaries: local worker processes
 (`explorer.catalog.workers.map_isolated`) or tasks of a Dask cluster

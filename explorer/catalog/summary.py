@@ -3,7 +3,7 @@
 Picklable and small; no UI.
 
 A summary is read off the one analysis (`analyze`), never recomputed: status,
-codes, backend, the compare-v1 selection key, the packet's worst head (the largest
+codes, backend, the partner selection key (docs/pairs.md, Partners), the packet's worst head (the largest
 score, as `analyze` and the app name it), the head with the largest primary linf,
 that linf as a multiple of the head's FP64 noise floor, and the largest ULP distance
 of the output to the reference rounded to the output dtype. These are numbers for

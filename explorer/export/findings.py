@@ -1,4 +1,6 @@
-"""NAME.findings.md: an export's write-up in one Markdown file (finding sentences, the selection, links to the PNGs); text only, computes nothing.
+"""NAME.findings.md: an export's write-up in one Markdown file.
+
+NAME.findings.md: an export's write-up in one Markdown file (finding sentences, the selection, links to the PNGs); text only, computes nothing.
 
 Written beside every export (`explorer report`, the app's Export, a pair's and a
 replay run's export) by explorer.export.pages, in the same all-or-none write. The

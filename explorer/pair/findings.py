@@ -1,4 +1,6 @@
-"""The pair's findings: one sentence per fact that says which side is off, then what and where the outputs differ, each with its numbers; no I/O, no UI.
+"""The pair's findings: one sentence per fact, which side is off first.
+
+The pair's findings: one sentence per fact that says which side is off, then what and where the outputs differ, each with its numbers; no I/O, no UI.
 
 Leading (docs/pairs.md, "Findings"): which output is nearer the shared primary
 reference, how many elements of each side equal the reference rounded to the

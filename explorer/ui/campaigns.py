@@ -1,4 +1,6 @@
-"""The app's campaign mode: the sidebar's list of campaigns under the root and the Campaign view (`?campaign=ID`), whose cells open their pair (`&cell=STEP,LAYER`); computes no numbers itself.
+"""The app's campaign mode: the sidebar's list of campaigns and the Campaign view.
+
+The app's campaign mode: the sidebar's list of campaigns under the root and the Campaign view (`?campaign=ID`), whose cells open their pair (`&cell=STEP,LAYER`); computes no numbers itself.
 
 The campaigns are listed from the packet index's summaries (packets sharing model,
 artifact, input and request, two or more of them). Opening one runs the campaign

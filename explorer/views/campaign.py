@@ -1,4 +1,6 @@
-"""The Campaign view: a campaign's cells as a steps x layers heatmap in categorical state colours, differing elements as labels, the origin sentence above; draws only.
+"""The Campaign view: a campaign's cells as a steps x layers heatmap; draws only.
+
+The Campaign view: a campaign's cells as a steps x layers heatmap in categorical state colours, differing elements as labels, the origin sentence above; draws only.
 
 It reads one campaign of the campaign report (`explorer campaign --json`,
 docs/campaigns.md) and computes nothing: the states, counts and the origin

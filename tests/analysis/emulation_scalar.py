@@ -1,4 +1,6 @@
-"""A slow scalar transcription of emulation-v1 to -v3 (the kernels' arithmetic and launch rules), written from the contract text and docs/emulations.md (not from the vectorised core).
+"""A slow scalar transcription of the kernels' arithmetic and launch rules (the emulations' oracle).
+
+A slow scalar transcription of the kernels' arithmetic and launch rules, written from docs/emulations.md and the kernels' sources (not from the vectorised core).
 
 Every value is a numpy.float32 scalar and every operation one float32 operation, or
 one exactly rounded fused multiply-add (rational arithmetic) where fma=on; loops follow

@@ -1,4 +1,6 @@
-"""emulation-v3: real MLX outputs as ground truth (mlx_unfused, mlx_sdpa(device=cpu) and mlx_run reproduce them bit for bit), each build's launch, the paged kernel as the engine runs it, and mlx_run's entries without numbers."""
+"""Emulation v3: real MLX outputs as ground truth, each build's launch, the paged kernel as run.
+
+Real MLX outputs as ground truth (mlx_unfused, mlx_sdpa(device=cpu) and mlx_run reproduce them bit for bit), each build's launch, the paged kernel as the engine runs it, and mlx_run's entries without numbers."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""The served app's Campaign view in Debian's chromium: listed in the sidebar, the grid drawn with the origin sentence
+"""The served app's Campaign view in Debian's chromium.
+
+The served app's Campaign view in Debian's chromium: listed in the sidebar, the grid drawn with the origin sentence
 above it, a click on a cell opens that cell's pair (campaign= and cell= in the URL), `cell=` opens a pair directly,
 and the first screen fits 1280 x 800 (also for 32 layers x 16 steps, by the grid's own sizing)."""
 

@@ -1,4 +1,6 @@
-"""Exports from the served app: three sessions exporting at once all get theirs; a page closed mid-update, no traceback."""
+"""Exports from the served app: concurrent sessions, a page closed mid-update.
+
+Exports from the served app: three sessions exporting at once all get theirs; a page closed mid-update, no traceback."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""The first screen at 1280 x 800: every tab and overview cell in view, head labels, nonfinite maps, the top bar.
+"""The first screen at 1280 x 800.
+
+The first screen at 1280 x 800: every tab and overview cell in view, head labels, nonfinite maps, the top bar.
 
 Also: a click on a map cell leaves the map where it was, markers never overlap, no tab widens the page.
 """

@@ -1,4 +1,6 @@
-"""A browser closed mid-update is one server log line (explorer.ui.closed); other errors keep a traceback."""
+"""A browser closed mid-update is one server log line.
+
+A browser closed mid-update is one server log line (explorer.ui.closed); other errors keep a traceback."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""NAME.findings.md beside every export (a packet, a pair, a replay run): the core's sentences with the JSON's numbers, the selection, relative links to the PNGs, written whole or not at all and never over a file; and the export's JSON holds the emulations its page shows."""
+"""NAME.findings.md beside every export, and the export JSON holding what its page shows.
+
+NAME.findings.md beside every export (a packet, a pair, a replay run): the core's sentences with the JSON's numbers, the selection, relative links to the PNGs, written whole or not at all and never over a file; and the export's JSON holds the emulations its page shows."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""The campaign of the synthetic samples end to end: the command, the JSON, the DataFrame, and the same report from
+"""The campaign of the synthetic samples end to end.
+
+The campaign of the synthetic samples end to end: the command, the JSON, the DataFrame, and the same report from
 the local pool and from a local:2 Dask cluster."""
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""The Campaign view draws the report's cells without computing: one rectangle per cell in its state's colour, the
+"""The Campaign view draws the report's cells without computing.
+
+The Campaign view draws the report's cells without computing: one rectangle per cell in its state's colour, the
 differing-element count as its label, the origin sentence above; its size keeps 32 layers x 16 steps on one screen."""
 
 from __future__ import annotations

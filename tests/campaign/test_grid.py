@@ -1,4 +1,6 @@
-"""Campaign grids from synthetic members whose answer is known by construction: the state precedence table, the
+"""Campaign grids from synthetic members whose answer is known by construction.
+
+Campaign grids from synthetic members whose answer is known by construction: the state precedence table, the
 origin at the first cell, at the last cell, none, hidden behind a missing cell, tokens diverging first."""
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""The overview's error-map caption names where the worst values are: the element of the largest ULP distance and of the largest |output - reference|, the ones the report's maxAt and linfAt name."""
+"""The overview's error-map caption names where the worst values are.
+
+The overview's error-map caption names where the worst values are: the element of the largest ULP distance and of the largest |output - reference|, the ones the report's maxAt and linfAt name."""
 
 from __future__ import annotations
 

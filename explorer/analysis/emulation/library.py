@@ -1,4 +1,6 @@
-"""mlx_run: the installed MLX library's scaled_dot_product_attention on a packet's exact inputs (imported only when asked); no I/O beyond the library call.
+"""mlx_run: the installed MLX library on a packet's exact inputs.
+
+mlx_run: the installed MLX library's scaled_dot_product_attention on a packet's exact inputs (imported only when asked); no I/O beyond the library call.
 
 Its numbers are whatever that library computes on this machine (docs/emulations.md, "mlx_run"):
 MLX on the CPU runs the composition `mlx_unfused(device=cpu)` emulates; on Apple silicon the

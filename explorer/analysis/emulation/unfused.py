@@ -1,4 +1,6 @@
-"""MLX's unfused attention composition (scale, matmul, precise softmax, matmul, each rounded to the promoted dtype) on its CPU backend, and as modelled on its GPU; numpy only, no I/O.
+"""MLX's unfused attention composition on its CPU backend, and as modelled on its GPU.
+
+MLX's unfused attention composition (scale, matmul, precise softmax, matmul, each rounded to the promoted dtype) on its CPU backend, and as modelled on its GPU; numpy only, no I/O.
 
 The CPU backend's arithmetic is read from MLX's sources (docs/emulations.md, "mlx_unfused"):
 float32 matmuls go to the reference BLAS, whose loops sum the products of one output element
