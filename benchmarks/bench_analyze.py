@@ -133,8 +133,10 @@ def bench(name: str, packet: Path) -> None:
     whole = statistics.median(run[0] for run in analyze_runs)
     floor = statistics.median(run[0] for run in floor_runs)
     payload = sum(p.stat().st_size for p in packet.iterdir())
-    print(f"{name}  ({payload / 1e6:.2f} MB in {len(list(packet.iterdir()))} files, status "
-          f"{analyze(packet).status}, exit statuses {sorted({run[2] for run in analyze_runs})})")
+    print(
+        f"{name}  ({payload / 1e6:.2f} MB in {len(list(packet.iterdir()))} files, status "
+        f"{analyze(packet).status}, exit statuses {sorted({run[2] for run in analyze_runs})})"
+    )
     print(f"  whole process, median of {RUNS}:  {whole:.3f} s")
     print(f"  floor process, median of {RUNS}:  {floor:.3f} s")
     print(f"  ratio whole / floor:           {whole / floor:.2f}")

@@ -106,10 +106,12 @@ def _navigate(context, base_url: str, slug: str | None, label: str):
     page.goto(f"{base_url}{APP_PATH}{query}", timeout=PAGE_TIMEOUT_MS)
     _drawn(page, shown, FULL_SAMPLE_NAME)
     target = f" (target <= {TARGET_DEFAULT_S} s)" if slug is None else ""
-    print(f"[{label}] navigation to the {'default ' if slug is None else ''}{shown} tab drawn in "
-          f"{time.perf_counter() - started:.2f} s{target}; websocket {traffic.websocket_bytes / MB:.2f} MB; "
-          f"HTML page {traffic.document_bytes() / MB:.2f} MB; static JS/CSS/fonts/images "
-          f"{traffic.static_bytes() / MB:.2f} MB")
+    print(
+        f"[{label}] navigation to the {'default ' if slug is None else ''}{shown} tab drawn in "
+        f"{time.perf_counter() - started:.2f} s{target}; websocket {traffic.websocket_bytes / MB:.2f} MB; "
+        f"HTML page {traffic.document_bytes() / MB:.2f} MB; static JS/CSS/fonts/images "
+        f"{traffic.static_bytes() / MB:.2f} MB"
+    )
     return page, traffic
 
 
@@ -120,8 +122,10 @@ def _session(browser, base_url: str, label: str) -> None:
         before, started = traffic.websocket_bytes, time.perf_counter()
         _click_tab(page, slug)
         _drawn(page, slug, FULL_SAMPLE_NAME)
-        print(f"[{label}]   tab {slug:<10} drawn {time.perf_counter() - started:.2f} s after the click "
-              f"(target <= {TARGET_TAB_S} s); websocket {(traffic.websocket_bytes - before) / MB:.2f} MB")
+        print(
+            f"[{label}]   tab {slug:<10} drawn {time.perf_counter() - started:.2f} s after the click "
+            f"(target <= {TARGET_TAB_S} s); websocket {(traffic.websocket_bytes - before) / MB:.2f} MB"
+        )
     for slug in TITLES:
         _click_tab(page, slug)
         _drawn(page, slug, FULL_SAMPLE_NAME)
@@ -142,8 +146,10 @@ def _switch(page, label: str, slug: str) -> None:
         shown = page.evaluate(OPEN_VIEW_JS)
         started = time.perf_counter()
         click_packet(page, packet, shown)  # both packets are on the list's first page
-        print(f"[{label}] switch to {packet} with the {slug} tab open: {time.perf_counter() - started:.2f} s "
-              f"(target <= {TARGET_SWITCH_S} s)")
+        print(
+            f"[{label}] switch to {packet} with the {slug} tab open: {time.perf_counter() - started:.2f} s "
+            f"(target <= {TARGET_SWITCH_S} s)"
+        )
 
 
 def main() -> None:

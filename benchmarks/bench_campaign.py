@@ -1,6 +1,7 @@
 """Benchmark: `explorer campaign` against `explorer triage` on one root, and the app's Campaign view.
 
-Benchmark of `explorer campaign` against `explorer triage` on one campaign root, and of the app's Campaign view; prints numbers only, asserts nothing.
+Benchmark of `explorer campaign` against `explorer triage` on one campaign root, and of the app's Campaign view;
+prints numbers only, asserts nothing.
 
 The root: one request on two backends x 36 layers x 8 steps with the Qwen3.6 heads
 (QH16/KVH2/D256, all bfloat16) at T = 505..512 (576 packets, about 0.6 GB), written by
@@ -39,8 +40,17 @@ from explorer.views.campaign import GRID_CLASS  # noqa: E402
 
 from app_support import APP_PATH, PAGE_TIMEOUT_MS, free_port, start_server, stop_server, wait_until_serving  # noqa: E402
 
-SHAPE = CampaignShape(layers=36, steps=8, query_heads=16, kv_heads=2, head_dim=256, prefill_tokens=504,
-                      origin=(2, 10), diverge_step=5, missing=None)
+SHAPE = CampaignShape(
+    layers=36,
+    steps=8,
+    query_heads=16,
+    kv_heads=2,
+    head_dim=256,
+    prefill_tokens=504,
+    origin=(2, 10),
+    diverge_step=5,
+    missing=None,
+)
 CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "attention-explorer"
 ROOT_NAME = "bench-campaign-qh16-kvh2-d256-t512-36x8"
 DONE_MARK = ".complete"  # written last: a root without it was interrupted and is written again
@@ -78,8 +88,10 @@ def bench_cli(root: Path, jobs: int, runs: int) -> None:
             times[command].append(_wall([sys.executable, "-m", "explorer", command, str(root), "--jobs", str(jobs)]))
     medians = {command: statistics.median(values) for command, values in times.items()}
     for command, values in times.items():
-        print(f"explorer {command} --jobs {jobs}: median {medians[command]:.1f} s "
-              f"({', '.join(f'{value:.1f}' for value in values)})")
+        print(
+            f"explorer {command} --jobs {jobs}: median {medians[command]:.1f} s "
+            f"({', '.join(f'{value:.1f}' for value in values)})"
+        )
     ratio = medians["campaign"] / medians["triage"]
     print(f"campaign / triage: {ratio:.2f}x (target <= {TARGETS['campaign_over_triage']}x)")
 
@@ -121,10 +133,14 @@ def bench_app(root: Path) -> None:
             first = _open(browser, f"{base}{APP_PATH}", ident)
             second = _open(browser, f"{base}{APP_PATH}", ident)
             browser.close()
-        print(f"app, first session: ?campaign= to the grid drawn {first[0]:.1f} s (the list filled, the campaign "
-              f"computed in the server); then a click on its sidebar button to the grid drawn {first[1]:.2f} s")
-        print(f"app, second session: ?campaign= to the grid drawn {second[0]:.2f} s; a click on the sidebar button "
-              f"to the grid drawn {second[1]:.2f} s (target <= {TARGETS['view_s']} s once the summaries exist)")
+        print(
+            f"app, first session: ?campaign= to the grid drawn {first[0]:.1f} s (the list filled, the campaign "
+            f"computed in the server); then a click on its sidebar button to the grid drawn {first[1]:.2f} s"
+        )
+        print(
+            f"app, second session: ?campaign= to the grid drawn {second[0]:.2f} s; a click on the sidebar button "
+            f"to the grid drawn {second[1]:.2f} s (target <= {TARGETS['view_s']} s once the summaries exist)"
+        )
     finally:
         stop_server(process)
 
@@ -133,8 +149,10 @@ def _campaign_id(root: Path) -> str:
     import explorer
 
     admission = explorer.analyze(next(root.rglob("packet.json")).parent).admission
-    key = tuple({**admission.identity, **admission.selection}[field]
-                for field in ("modelID", "artifactSHA256", "inputSHA256", "requestID"))
+    key = tuple(
+        {**admission.identity, **admission.selection}[field]
+        for field in ("modelID", "artifactSHA256", "inputSHA256", "requestID")
+    )
     return campaign_id(key)
 
 

@@ -59,14 +59,18 @@ def main() -> None:
         megabytes = sum(p.stat().st_size for d in packets for p in d.iterdir()) / 1e6
         print(f"pair: {', '.join(p.name for p in packets)} ({megabytes:.1f} MB on disk)")
 
-        compare_runs = [timed_process([sys.executable, "-m", "explorer", "compare", *map(str, packets), "--json"])
-                        for _ in range(RUNS)]
+        compare_runs = [
+            timed_process([sys.executable, "-m", "explorer", "compare", *map(str, packets), "--json"])
+            for _ in range(RUNS)
+        ]
         floor_runs = [timed_process([sys.executable, "-c", FLOOR_SCRIPT, *map(str, packets)]) for _ in range(RUNS)]
         statuses = {status for _, _, status in compare_runs}
         compare_s = statistics.median(seconds for seconds, _, _ in compare_runs)
         floor_s = statistics.median(seconds for seconds, _, _ in floor_runs)
-        print(f"whole process `explorer compare A B --json`: median {compare_s * MS:.0f} ms over {RUNS} runs "
-              f"(exit statuses {sorted(statuses)})")
+        print(
+            f"whole process `explorer compare A B --json`: median {compare_s * MS:.0f} ms over {RUNS} runs "
+            f"(exit statuses {sorted(statuses)})"
+        )
         print(f"floor (python + numpy, read + SHA-256 both packets): median {floor_s * MS:.0f} ms")
         print(f"ratio compare / floor: {compare_s / floor_s:.2f}x (target <= 2.0x)")
         print(f"peak RSS of the compare process: {max(rss for _, rss, _ in compare_runs):.0f} MB (target <= 400 MB)")
@@ -76,12 +80,18 @@ def main() -> None:
         pair = pair_of(a, b)
         report_ms = _median_ms(pair.report, IN_PROCESS_RUNS)
         cached_ms = _median_ms(lambda: compare(*packets), RUNS)
-        print(f"in process, both analyses existing: pair stage (pair_of) median {pair_ms:.1f} ms, its report "
-              f"{report_ms:.1f} ms, together {pair_ms + report_ms:.1f} ms (target <= 50 ms)")
-        print(f"in process, compare(A, B) with the numerics cached (both admissions re-read and re-hashed): "
-              f"median {cached_ms:.0f} ms")
-        print(f"pair: {pair.status}, {pair.output.bits.mismatched} of {pair.output.compared} output elements differ, "
-              f"target tokens {pair.tokens.target_a} vs {pair.tokens.target_b}")
+        print(
+            f"in process, both analyses existing: pair stage (pair_of) median {pair_ms:.1f} ms, its report "
+            f"{report_ms:.1f} ms, together {pair_ms + report_ms:.1f} ms (target <= 50 ms)"
+        )
+        print(
+            f"in process, compare(A, B) with the numerics cached (both admissions re-read and re-hashed): "
+            f"median {cached_ms:.0f} ms"
+        )
+        print(
+            f"pair: {pair.status}, {pair.output.bits.mismatched} of {pair.output.compared} output elements differ, "
+            f"target tokens {pair.tokens.target_a} vs {pair.tokens.target_b}"
+        )
 
 
 if __name__ == "__main__":

@@ -36,11 +36,25 @@ from explorer.samples import FULL_PAIR_NAMES, pair_full_spec, qwen_full_spec, wr
 from bench_analyze import PROCESS_ENV  # noqa: E402
 
 RUNS = 5
-SINGLE_IDS = ("mlx_two_pass", "mlx_two_pass(partialDType=float32)", "paged_two_pass", "single_pass",
-              "mlx_single_pass", "mlx_sdpa", "mlx_sdpa(device=other)", "mlx_sdpa(build=upstream)",
-              "paged_two_pass(simdgroups=8)", "paged_two_pass(dispatcher=early)",
-              "mlx_two_pass(exp=exp2_scaled)", "mlx_two_pass(fma=on)", "mlx_two_pass(simd=sequential)",
-              "paged_two_pass(fma=on)", "mlx_unfused", "mlx_unfused(device=gpu)", "mlx_run")
+SINGLE_IDS = (
+    "mlx_two_pass",
+    "mlx_two_pass(partialDType=float32)",
+    "paged_two_pass",
+    "single_pass",
+    "mlx_single_pass",
+    "mlx_sdpa",
+    "mlx_sdpa(device=other)",
+    "mlx_sdpa(build=upstream)",
+    "paged_two_pass(simdgroups=8)",
+    "paged_two_pass(dispatcher=early)",
+    "mlx_two_pass(exp=exp2_scaled)",
+    "mlx_two_pass(fma=on)",
+    "mlx_two_pass(simd=sequential)",
+    "paged_two_pass(fma=on)",
+    "mlx_unfused",
+    "mlx_unfused(device=gpu)",
+    "mlx_run",
+)
 
 
 def in_process(packet: Path, request) -> str:
@@ -50,8 +64,14 @@ def in_process(packet: Path, request) -> str:
     wall, cpu = [], []
     for _ in range(RUNS):
         started, started_cpu = time.perf_counter(), time.process_time()
-        emulations_for(tensors, base.admission.scale, numerics.eligible, numerics.primary.reference,
-                       numerics.rounded_to_output.rounded_bits, request)
+        emulations_for(
+            tensors,
+            base.admission.scale,
+            numerics.eligible,
+            numerics.primary.reference,
+            numerics.rounded_to_output.rounded_bits,
+            request,
+        )
         wall.append(time.perf_counter() - started)
         cpu.append(time.process_time() - started_cpu)
     return f"{statistics.median(wall):.3f} s wall, {statistics.median(cpu):.3f} s CPU"
@@ -67,8 +87,10 @@ def whole_process(argv: list[str]) -> float:
 
 
 def main() -> None:
-    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average "
-          f"{', '.join(f'{load:.1f}' for load in os.getloadavg())} (wall times depend on the machine's other load)")
+    print(
+        f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average "
+        f"{', '.join(f'{load:.1f}' for load in os.getloadavg())} (wall times depend on the machine's other load)"
+    )
     with tempfile.TemporaryDirectory(prefix="bench-emulation-") as scratch:
         packet = write_packet(Path(scratch) / "qwen36-bf16-full-t5585", qwen_full_spec())
         clear_cache()
@@ -77,8 +99,10 @@ def main() -> None:
         print(f"  in-process default set, median of {RUNS}:  {in_process(packet, 'default')}")
         for emulation_id in SINGLE_IDS:
             print(f"  in-process {emulation_id + ':':<36} {in_process(packet, [emulation_id])}")
-        print(f"  in-process sweep ({len(normalised_ids('sweep', shape_of(analyze(packet).admission.tensors)))} "
-              f"emulations), median of {RUNS}:  {in_process(packet, 'sweep')}")
+        print(
+            f"  in-process sweep ({len(normalised_ids('sweep', shape_of(analyze(packet).admission.tensors)))} "
+            f"emulations), median of {RUNS}:  {in_process(packet, 'sweep')}"
+        )
         command = [sys.executable, "-m", "explorer", "analyze", str(packet), "--json"]
         with_emulations = whole_process([*command, "--emulate", "default"])
         with_sweep = whole_process([*command, "--emulate", "sweep"])

@@ -34,8 +34,9 @@ from bench_analyze import timed_process
 PACKETS = {
     "qwen-size QH16/KVH2/D256/T5585": lambda: qwen_full_spec(),
     "wide QH256/KVH1/D1/T195312": lambda: synthetic_spec(qh=256, kvh=1, tokens=195_312, head_dim=1),
-    "long QH1/KVH1/D1/T8388000 float16": lambda: synthetic_spec(qh=1, kvh=1, tokens=8_388_000, head_dim=1,
-                                                                kv_dtype="float16", output_dtype="float16"),
+    "long QH1/KVH1/D1/T8388000 float16": lambda: synthetic_spec(
+        qh=1, kvh=1, tokens=8_388_000, head_dim=1, kv_dtype="float16", output_dtype="float16"
+    ),
 }
 
 
@@ -66,16 +67,24 @@ def bench(name: str, packet: Path, copy: Path, out: Path) -> None:
     _line("analyze --json", [*explorer, "analyze", str(packet), "--json"], bound)
     _line("compare --json", [*explorer, "compare", str(packet), str(copy), "--json"], 2 * bound - BASE_BYTES)
     emulations = _request_bound(packet)
-    _line("compare --emulate default", [*explorer, "compare", str(packet), str(copy), "--json", "--emulate",
-                                        "default"], 2 * bound - BASE_BYTES + emulations)
-    _line("report --out DIR", [*explorer, "report", str(packet), "--out", str(out)],
-          bound + emulations + REPORT_PAGE_BYTES)
+    _line(
+        "compare --emulate default",
+        [*explorer, "compare", str(packet), str(copy), "--json", "--emulate", "default"],
+        2 * bound - BASE_BYTES + emulations,
+    )
+    _line(
+        "report --out DIR",
+        [*explorer, "report", str(packet), "--out", str(out)],
+        bound + emulations + REPORT_PAGE_BYTES,
+    )
 
 
 def main() -> None:
-    print(f"python {sys.version.split()[0]}; bound = {BASE_BYTES / MIB:.0f} MiB loaded interpreter "
-          f"+ analysis bound (docs/report.md, Memory); compare: twice the analysis bound; with emulations (and "
-          f"report, whose Emulations view runs the default set) plus the request bound (docs/emulations.md)")
+    print(
+        f"python {sys.version.split()[0]}; bound = {BASE_BYTES / MIB:.0f} MiB loaded interpreter "
+        f"+ analysis bound (docs/report.md, Memory); compare: twice the analysis bound; with emulations (and "
+        f"report, whose Emulations view runs the default set) plus the request bound (docs/emulations.md)"
+    )
     with tempfile.TemporaryDirectory(prefix="bench-memory-") as scratch:
         for index, (name, spec) in enumerate(PACKETS.items()):
             packet = write_packet(Path(scratch) / f"packet-{index}", spec())

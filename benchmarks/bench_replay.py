@@ -51,8 +51,9 @@ FLOOR_SCRIPT = (
 
 def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-replay-") as tmp:
-        source, partner = (write_packet(Path(tmp) / FULL_PAIR_NAMES[side], pair_full_spec(side))
-                           for side in ("contiguous", "paged"))
+        source, partner = (
+            write_packet(Path(tmp) / FULL_PAIR_NAMES[side], pair_full_spec(side)) for side in ("contiguous", "paged")
+        )
         run = write_run(Path(tmp) / FULL_REPLAY_RUN_NAME, pair_full_spec("contiguous"), RunVariant())
         megabytes = sum(p.stat().st_size for d in (run, source, partner) for p in d.rglob("*") if p.is_file()) / 1e6
         print(f"run {run.name} of {source.name}, partner {partner.name} ({megabytes:.1f} MB on disk)")
@@ -66,10 +67,14 @@ def main() -> None:
         statuses = {status for _, _, status in replay_runs}
         replay_s = statistics.median(seconds for seconds, _, _ in replay_runs)
         floor_s = statistics.median(seconds for seconds, _, _ in floor_runs)
-        print(f"whole process `explorer replay RUN --partner P --json`: median {replay_s * MS:.0f} ms over {RUNS} "
-              f"runs (exit statuses {sorted(statuses)})")
-        print(f"floor (python + numpy, read + SHA-256 every file of the run and both packets): median "
-              f"{floor_s * MS:.0f} ms")
+        print(
+            f"whole process `explorer replay RUN --partner P --json`: median {replay_s * MS:.0f} ms over {RUNS} "
+            f"runs (exit statuses {sorted(statuses)})"
+        )
+        print(
+            f"floor (python + numpy, read + SHA-256 every file of the run and both packets): median "
+            f"{floor_s * MS:.0f} ms"
+        )
         print(f"ratio replay / floor: {replay_s / floor_s:.2f}x (target <= 2.0x)")
         print(f"peak RSS of the replay process: {max(rss for _, rss, _ in replay_runs):.0f} MB (target <= 500 MB)")
 
@@ -79,11 +84,15 @@ def main() -> None:
         report_ms = _median_ms(result.report, IN_PROCESS_RUNS)
         files = [p for p in run.rglob("*") if p.is_file()]
         hash_ms = _median_ms(lambda: [hashlib.sha256(p.read_bytes()).hexdigest() for p in files], IN_PROCESS_RUNS)
-        print(f"in process, both analyses existing: replay stage median {stage_ms:.1f} ms, its report "
-              f"{report_ms:.1f} ms (target <= 100 ms for the stage); reading + SHA-256 of the run's files alone: "
-              f"median {hash_ms:.1f} ms")
-        print(f"run: {result.status}; matrix {list(result.matrix.labels)}: capture vs partner "
-              f"{result.matrix.mismatched[0][1]} of {result.matrix.compared} elements differ")
+        print(
+            f"in process, both analyses existing: replay stage median {stage_ms:.1f} ms, its report "
+            f"{report_ms:.1f} ms (target <= 100 ms for the stage); reading + SHA-256 of the run's files alone: "
+            f"median {hash_ms:.1f} ms"
+        )
+        print(
+            f"run: {result.status}; matrix {list(result.matrix.labels)}: capture vs partner "
+            f"{result.matrix.mismatched[0][1]} of {result.matrix.compared} elements differ"
+        )
 
 
 if __name__ == "__main__":

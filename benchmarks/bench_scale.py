@@ -66,8 +66,16 @@ READY_PATH = "/static/js/bokeh.min.js"
 MB = 1_000_000
 DASK_WORKERS = 2
 PARTS = ("triage", "app", "qwen")  # triage of the root, the app on the root, 8 sessions on the Qwen packet
-TARGETS = {"jobs_ratio": 0.6, "dask_ratio": 1.3, "first_render_s": 2.0, "all_statuses_s": 10.0,
-           "per_session_mb": 30.0, "settled_mb": 50.0, "qwen_over_floor_s": 4.0, "qwen_peak_mb": 600.0}
+TARGETS = {
+    "jobs_ratio": 0.6,
+    "dask_ratio": 1.3,
+    "first_render_s": 2.0,
+    "all_statuses_s": 10.0,
+    "per_session_mb": 30.0,
+    "settled_mb": 50.0,
+    "qwen_over_floor_s": 4.0,
+    "qwen_peak_mb": 600.0,
+}
 FLOOR_APP = """import numpy as np
 import panel as pn
 from bokeh.plotting import figure
@@ -77,8 +85,10 @@ plot = figure(width=600, height=400)
 plot.line(np.arange(100), np.sin(np.arange(100) / 10))
 pn.Column(pn.pane.Bokeh(plot), css_classes=["floor-figure"]).servable()
 """
-TIMING = re.compile(r"session (\S+): (document built|status line of '[^']*' [a-z ]+?) ([0-9.]+) s "
-                    r"after the page request")
+TIMING = re.compile(
+    r"session (\S+): (document built|status line of '[^']*' [a-z ]+?) ([0-9.]+) s "
+    r"after the page request"
+)
 
 
 def write_root(root: Path, packets: int) -> None:
@@ -121,8 +131,13 @@ def memory(pid: int) -> str:
 
 def triage_seconds(root: Path, *options: str) -> float:
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "explorer", "triage", str(root), "--json", *options],
-                   cwd=REPO, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(
+        [sys.executable, "-m", "explorer", "triage", str(root), "--json", *options],
+        cwd=REPO,
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     return time.perf_counter() - started
 
 
@@ -130,20 +145,29 @@ def bench_triage(root: Path, packets: int) -> None:
     from distributed import LocalCluster
 
     one, two = triage_seconds(root, "--jobs", "1"), triage_seconds(root, "--jobs", "2")
-    print(f"explorer triage: --jobs 1 {one:.2f} s, --jobs 2 {two:.2f} s, ratio {two / one:.2f} "
-          f"(target <= {TARGETS['jobs_ratio']})")
+    print(
+        f"explorer triage: --jobs 1 {one:.2f} s, --jobs 2 {two:.2f} s, ratio {two / one:.2f} "
+        f"(target <= {TARGETS['jobs_ratio']})"
+    )
     local = triage_seconds(root, "--scheduler", f"local:{DASK_WORKERS}")
-    with LocalCluster(n_workers=DASK_WORKERS, threads_per_worker=1, processes=True,
-                      dashboard_address=None) as cluster:
+    with LocalCluster(n_workers=DASK_WORKERS, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
         triage_seconds(root, "--scheduler", cluster.scheduler_address)  # the workers import explorer once
         running = triage_seconds(root, "--scheduler", cluster.scheduler_address)
-    print(f"  Dask --scheduler local:{DASK_WORKERS} (starts its cluster): {local:.2f} s, {local / two:.2f}x --jobs 2 "
-          f"(target <= {TARGETS['dask_ratio']}); on a running {DASK_WORKERS}-worker cluster: {running:.2f} s, "
-          f"{running / two:.2f}x")
-    print(f"  per packet beyond the local pool: {1000 * (running - two) / packets:.2f} ms on a running cluster, "
-          f"{1000 * (local - two) / packets:.2f} ms with the start-up")
-    for label, seconds, cores in (("--jobs 1", one, 1), ("--jobs 2", two, 2), (f"local:{DASK_WORKERS}", local, 2),
-                                  ("running cluster", running, DASK_WORKERS)):
+    print(
+        f"  Dask --scheduler local:{DASK_WORKERS} (starts its cluster): {local:.2f} s, {local / two:.2f}x --jobs 2 "
+        f"(target <= {TARGETS['dask_ratio']}); on a running {DASK_WORKERS}-worker cluster: {running:.2f} s, "
+        f"{running / two:.2f}x"
+    )
+    print(
+        f"  per packet beyond the local pool: {1000 * (running - two) / packets:.2f} ms on a running cluster, "
+        f"{1000 * (local - two) / packets:.2f} ms with the start-up"
+    )
+    for label, seconds, cores in (
+        ("--jobs 1", one, 1),
+        ("--jobs 2", two, 2),
+        (f"local:{DASK_WORKERS}", local, 2),
+        ("running cluster", running, DASK_WORKERS),
+    ):
         print(f"  {label:16s} {packets / seconds / cores:7.1f} packets/s per worker core")
 
 
@@ -177,9 +201,11 @@ def bench_root(browser, root: Path, log: Path, packets: int) -> None:
             page.wait_for_selector(".status-line", timeout=PAGE_TIMEOUT_MS)
             opened = time.perf_counter() - started
             pages.append(page)
-            print(f"session {session}: first render {first_render:5.2f} s (statuses unknown then: {pending} of "
-                  f"{packets}), every status {filled:5.2f} s, first packet open {opened:5.2f} s "
-                  f"(targets {TARGETS['first_render_s']} s / {TARGETS['all_statuses_s']} s)")
+            print(
+                f"session {session}: first render {first_render:5.2f} s (statuses unknown then: {pending} of "
+                f"{packets}), every status {filled:5.2f} s, first packet open {opened:5.2f} s "
+                f"(targets {TARGETS['first_render_s']} s / {TARGETS['all_statuses_s']} s)"
+            )
             time.sleep(1)
             print(f"server RSS after {session} session(s):           {memory(server.process.pid)}")
             if session == 1:
@@ -190,9 +216,11 @@ def bench_root(browser, root: Path, log: Path, packets: int) -> None:
         time.sleep(SETTLE_S)
         settled = rss_mb(server.process.pid)
         print(f"server RSS {SETTLE_S} s after closing:             {memory(server.process.pid)}")
-        print(f"  per extra session (sessions 2 and 3, average): {(after_three - after_one) / 2:.1f} MB "
-              f"(target <= {TARGETS['per_session_mb']}), settled - idle: {settled - idle:+.1f} MB "
-              f"(target within {TARGETS['settled_mb']})")
+        print(
+            f"  per extra session (sessions 2 and 3, average): {(after_three - after_one) / 2:.1f} MB "
+            f"(target <= {TARGETS['per_session_mb']}), settled - idle: {settled - idle:+.1f} MB "
+            f"(target within {TARGETS['settled_mb']})"
+        )
     finally:
         server.stop()
 
@@ -218,8 +246,19 @@ def bench_floor(browser, scratch: Path) -> float:
     app = scratch / "floor.py"
     app.write_text(FLOOR_APP)
     port, log = free_port(), scratch / "serve-floor.log"
-    command = [sys.executable, "-m", "panel", "serve", str(app), "--port", str(port), "--address", LOCAL_HOST,
-               f"--allow-websocket-origin={LOCAL_HOST}:{port}", "--warm"]
+    command = [
+        sys.executable,
+        "-m",
+        "panel",
+        "serve",
+        str(app),
+        "--port",
+        str(port),
+        "--address",
+        LOCAL_HOST,
+        f"--allow-websocket-origin={LOCAL_HOST}:{port}",
+        "--warm",
+    ]
     with open(log, "w", encoding="utf-8") as output:
         process = subprocess.Popen(command, cwd=REPO, stdout=output, stderr=subprocess.STDOUT)
     try:
@@ -227,8 +266,10 @@ def bench_floor(browser, scratch: Path) -> float:
         seconds = open_pages(browser, f"http://{LOCAL_HOST}:{port}/floor", "floor-figure")
     finally:
         stop_server(process)
-    print(f"floor: {QWEN_SESSIONS} pages of a one-figure Panel app, slowest drawn {max(seconds):.2f} s "
-          f"(fastest {min(seconds):.2f} s)")
+    print(
+        f"floor: {QWEN_SESSIONS} pages of a one-figure Panel app, slowest drawn {max(seconds):.2f} s "
+        f"(fastest {min(seconds):.2f} s)"
+    )
     return max(seconds)
 
 
@@ -237,8 +278,13 @@ def server_timings(log: Path) -> str:
     found: dict[str, list[float]] = {}
     for _, kind, seconds in TIMING.findall(log.read_text(errors="replace")):
         found.setdefault("document built" if kind == "document built" else "status line", []).append(float(seconds))
-    return "; ".join(f"{kind}: slowest {max(values):.2f} s, median {statistics.median(values):.2f} s "
-                     f"({len(values)} sessions)" for kind, values in found.items()) or "none logged"
+    return (
+        "; ".join(
+            f"{kind}: slowest {max(values):.2f} s, median {statistics.median(values):.2f} s ({len(values)} sessions)"
+            for kind, values in found.items()
+        )
+        or "none logged"
+    )
 
 
 def bench_qwen(browser, root: Path, log: Path, floor: float) -> None:
@@ -257,9 +303,11 @@ def bench_qwen(browser, root: Path, log: Path, floor: float) -> None:
         time.sleep(2)
         print(f"server RSS idle:                        {memory(server.process.pid)}")
         seconds = open_pages(browser, f"{server.url}?packet={FULL_SAMPLE_NAME}", "view-built-overview")
-        print(f"{QWEN_SESSIONS} concurrent sessions on {FULL_SAMPLE_NAME}: slowest drawn Overview {max(seconds):.2f} s "
-              f"(fastest {min(seconds):.2f} s), floor + {max(seconds) - floor:.2f} s "
-              f"(target <= floor + {TARGETS['qwen_over_floor_s']} s)")
+        print(
+            f"{QWEN_SESSIONS} concurrent sessions on {FULL_SAMPLE_NAME}: slowest drawn Overview {max(seconds):.2f} s "
+            f"(fastest {min(seconds):.2f} s), floor + {max(seconds) - floor:.2f} s "
+            f"(target <= floor + {TARGETS['qwen_over_floor_s']} s)"
+        )
         print(f"  server-side: {server_timings(log)}")
         print(f"server peak RSS: {peak[0]:.1f} MB (target <= {TARGETS['qwen_peak_mb']})")
         time.sleep(SETTLE_S)
@@ -272,8 +320,9 @@ def bench_qwen(browser, root: Path, log: Path, floor: float) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--packets", type=int, default=PACKETS)
-    parser.add_argument("--only", nargs="+", choices=PARTS, default=list(PARTS),
-                        help="measure only these parts (default: all)")
+    parser.add_argument(
+        "--only", nargs="+", choices=PARTS, default=list(PARTS), help="measure only these parts (default: all)"
+    )
     options = parser.parse_args()
     from playwright.sync_api import sync_playwright
 
@@ -281,8 +330,10 @@ def main() -> None:
         scratch = Path(scratch)
         root = scratch / "root"
         write_root(root, options.packets)
-        print(f"{options.packets} packets under {root} (every {INCONCLUSIVE_EVERY}th inconclusive, every "
-              f"{REFUSED_EVERY}th refused); load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
+        print(
+            f"{options.packets} packets under {root} (every {INCONCLUSIVE_EVERY}th inconclusive, every "
+            f"{REFUSED_EVERY}th refused); load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores"
+        )
         if "triage" in options.only:
             bench_triage(root, options.packets)
         qwen_root = scratch / "qwen"

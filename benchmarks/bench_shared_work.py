@@ -60,8 +60,10 @@ def shared_emulations(packet: Path) -> None:
         together = time.perf_counter() - started
     finally:
         analyze_module.emulations_for = real
-    print(f"default emulations, Qwen3.6-size packet: {SESSIONS} sessions at once ran {len(runs)} computation(s) "
-          f"in {together:.2f} s; one computation alone {alone:.2f} s")
+    print(
+        f"default emulations, Qwen3.6-size packet: {SESSIONS} sessions at once ran {len(runs)} computation(s) "
+        f"in {together:.2f} s; one computation alone {alone:.2f} s"
+    )
 
 
 def thinned_curve(packet: Path) -> None:
@@ -69,17 +71,30 @@ def thinned_curve(packet: Path) -> None:
     started = time.perf_counter()
     tokens = drawn_tokens(weights)
     seconds = time.perf_counter() - started
-    print(f"attention curve, T = {weights.size}: {tokens.size} tokens drawn, chosen in {seconds:.3f} s; "
-          f"{tokens.size * POINT_BYTES / 2**10:.1f} KiB of points instead of "
-          f"{weights.size * POINT_BYTES / 2**20:.1f} MiB")
+    print(
+        f"attention curve, T = {weights.size}: {tokens.size} tokens drawn, chosen in {seconds:.3f} s; "
+        f"{tokens.size * POINT_BYTES / 2**10:.1f} KiB of points instead of "
+        f"{weights.size * POINT_BYTES / 2**20:.1f} MiB"
+    )
 
 
 def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-shared-") as scratch:
         shared_emulations(write_packet(Path(scratch) / "qwen", qwen_full_spec()))
-        thinned_curve(write_packet(Path(scratch) / "huge-t", synthetic_spec(
-            qh=1, kvh=1, tokens=HUGE_TOKENS, head_dim=1, query_dtype="float16", kv_dtype="float16",
-            output_dtype="float16")))
+        thinned_curve(
+            write_packet(
+                Path(scratch) / "huge-t",
+                synthetic_spec(
+                    qh=1,
+                    kvh=1,
+                    tokens=HUGE_TOKENS,
+                    head_dim=1,
+                    query_dtype="float16",
+                    kv_dtype="float16",
+                    output_dtype="float16",
+                ),
+            )
+        )
 
 
 if __name__ == "__main__":

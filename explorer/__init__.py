@@ -33,8 +33,9 @@ def analyze(path: str | os.PathLike, emulate: str | Iterable[str] | None = None)
     return analyze_packet(path, emulate=emulate)
 
 
-def compare(a: str | os.PathLike | Analysis, b: str | os.PathLike | Analysis,
-            emulate: str | Iterable[str] | None = None) -> Pair:
+def compare(
+    a: str | os.PathLike | Analysis, b: str | os.PathLike | Analysis, emulate: str | Iterable[str] | None = None
+) -> Pair:
     """Compare two captures of one selection (paths or analyze() results) into an immutable Pair; never raises for
     packet content.
 
@@ -45,9 +46,12 @@ def compare(a: str | os.PathLike | Analysis, b: str | os.PathLike | Analysis,
     return compare_pair(a, b, emulate=emulate)
 
 
-def replay(run: str | os.PathLike, packet: str | os.PathLike | Analysis | None = None,
-           partner: str | os.PathLike | Analysis | None = None,
-           emulate: str | Iterable[str] | None = None) -> Replay:
+def replay(
+    run: str | os.PathLike,
+    packet: str | os.PathLike | Analysis | None = None,
+    partner: str | os.PathLike | Analysis | None = None,
+    emulate: str | Iterable[str] | None = None,
+) -> Replay:
     """Read an operator replay run against its packet (and a partner capture) into an immutable Replay (docs/replay.md).
 
     `packet` defaults to the one packet beside the run whose packet.json hashes to its
@@ -71,9 +75,14 @@ def triage(root: str | os.PathLike, jobs: int | None = None, scheduler: str | No
     return triage_frame(root, jobs=jobs, scheduler=scheduler)
 
 
-def campaign(root: str | os.PathLike, jobs: int | None = None, scheduler: str | None = None,
-             request: str | None = None, backends: tuple[str, str] | None = None,
-             emulate: str | Iterable[str] | None = None) -> pandas.DataFrame:
+def campaign(
+    root: str | os.PathLike,
+    jobs: int | None = None,
+    scheduler: str | None = None,
+    request: str | None = None,
+    backends: tuple[str, str] | None = None,
+    emulate: str | Iterable[str] | None = None,
+) -> pandas.DataFrame:
     """Every capture campaign under `root` as `explorer campaign` finds it: one DataFrame row per cell, the origins in
     `df.attrs["campaigns"]` (columns and keys: docs/campaigns.md); never raises for packet content.
 
@@ -83,5 +92,11 @@ def campaign(root: str | os.PathLike, jobs: int | None = None, scheduler: str | 
     from explorer.campaigns.frame import campaign_frame
 
     ids = None if emulate is None else ((emulate,) if isinstance(emulate, str) else tuple(emulate))
-    return campaign_frame(root, jobs=jobs, scheduler=scheduler, request=request,
-                          backends=None if backends is None else tuple(backends), emulate=ids)
+    return campaign_frame(
+        root,
+        jobs=jobs,
+        scheduler=scheduler,
+        request=request,
+        backends=None if backends is None else tuple(backends),
+        emulate=ids,
+    )

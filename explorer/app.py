@@ -18,8 +18,10 @@ timings = SessionTimings()  # the script runs once per page request: the session
 TITLE = "Attention Packet Explorer"
 HEADER_BACKGROUND = "#2f3e4e"
 SIDEBAR_WIDTH = 430  # the packet table: name, status, max head linf, ratio
-DOCS_HINT = ("<span class='docs-hint' style='font-size:0.85em;color:#dfe6ee'>Packet rules and report keys: "
-             "<code style='color:#ffffff'>docs/</code> in the repository</span>")
+DOCS_HINT = (
+    "<span class='docs-hint' style='font-size:0.85em;color:#dfe6ee'>Packet rules and report keys: "
+    "<code style='color:#ffffff'>docs/</code> in the repository</span>"
+)
 # BootstrapTemplate scrolls its main area inside a viewport-high pane (Bootstrap's !important utilities
 # vh-100 / mh-100 / overflow-hidden); these rules let the whole page grow and scroll instead, so a browser's
 # full-page screenshot holds the whole view. The top bar scrolls with the page instead of sticking to the window's top:
@@ -48,8 +50,12 @@ pn.state.on_session_destroyed(release_memory)
 root, export_dir = parse_options(sys.argv[1:])
 sidebar, main = open_session(root, export_dir, on_status=timings.status_shown)
 pn.template.BootstrapTemplate(
-    title=TITLE, header_background=HEADER_BACKGROUND, sidebar_width=SIDEBAR_WIDTH,
-    sidebar=[sidebar], main=[main], header=[pn.pane.HTML(DOCS_HINT, margin=(0, 10))],
+    title=TITLE,
+    header_background=HEADER_BACKGROUND,
+    sidebar_width=SIDEBAR_WIDTH,
+    sidebar=[sidebar],
+    main=[main],
+    header=[pn.pane.HTML(DOCS_HINT, margin=(0, 10))],
     raw_css=[PAGE_SCROLL_CSS],
 ).servable(title=TITLE, location=page_location())  # query parameters kept as strings
 timings.document_built()

@@ -1,6 +1,7 @@
 """Synthetic capture campaigns: one request decoded on two backends through a small model.
 
-Synthetic capture campaigns: one request decoded on two backends through a small model, captured at every layer and step.
+Synthetic capture campaigns: one request decoded on two backends through a small model, captured at every layer and
+step.
 
 The packets are written as the engine's capture tool would write them: at step s,
 layer l, the queries and the incoming key/value row are projections of that
@@ -72,11 +73,29 @@ class CampaignShape(Record):
     missing: tuple[int, int] | None  # (step, layer) not captured on the second backend, None: every cell captured
 
 
-SAMPLE_SHAPE = CampaignShape(layers=4, steps=3, query_heads=QWEN_QUERY_HEADS, kv_heads=QWEN_KV_HEADS, head_dim=64,
-                             prefill_tokens=32, origin=(0, 1), diverge_step=1, missing=(1, 3))
+SAMPLE_SHAPE = CampaignShape(
+    layers=4,
+    steps=3,
+    query_heads=QWEN_QUERY_HEADS,
+    kv_heads=QWEN_KV_HEADS,
+    head_dim=64,
+    prefill_tokens=32,
+    origin=(0, 1),
+    diverge_step=1,
+    missing=(1, 3),
+)
 # The committed one: 7 packets, so that sample_packets/ stays within the app list's first page (20 rows).
-CURATED_SHAPE = CampaignShape(layers=2, steps=2, query_heads=4, kv_heads=2, head_dim=8, prefill_tokens=4,
-                              origin=(0, 0), diverge_step=0, missing=(1, 1))
+CURATED_SHAPE = CampaignShape(
+    layers=2,
+    steps=2,
+    query_heads=4,
+    kv_heads=2,
+    head_dim=8,
+    prefill_tokens=4,
+    origin=(0, 0),
+    diverge_step=0,
+    missing=(1, 1),
+)
 CURATED_NAME = "campaign-qwen36-request2"
 SAMPLE_NAME = "campaign-qwen36-request2-d64"
 
@@ -88,10 +107,12 @@ def packet_name(backend: str, step: int, layer: int) -> str:
 def _weights(shape: CampaignShape, layer: int) -> dict[str, np.ndarray]:
     rng = np.random.default_rng([CAMPAIGN_SEED, layer])
     width = {"q": shape.query_heads, "k": shape.kv_heads, "v": shape.kv_heads}
-    weights = {name: rng.normal(0.0, 1.0 / np.sqrt(HIDDEN), (heads * shape.head_dim, HIDDEN))
-               for name, heads in width.items()}
-    weights["o"] = rng.normal(0.0, 0.5 / np.sqrt(shape.query_heads * shape.head_dim),
-                              (HIDDEN, shape.query_heads * shape.head_dim))
+    weights = {
+        name: rng.normal(0.0, 1.0 / np.sqrt(HIDDEN), (heads * shape.head_dim, HIDDEN)) for name, heads in width.items()
+    }
+    weights["o"] = rng.normal(
+        0.0, 0.5 / np.sqrt(shape.query_heads * shape.head_dim), (HIDDEN, shape.query_heads * shape.head_dim)
+    )
     weights["prefill_k"] = rng.normal(0.0, 1.0, (1, shape.kv_heads, shape.prefill_tokens, shape.head_dim))
     weights["prefill_v"] = rng.normal(0.0, 0.5, (1, shape.kv_heads, shape.prefill_tokens, shape.head_dim))
     return weights
@@ -143,10 +164,17 @@ def campaign_specs(shape: CampaignShape) -> Iterator[tuple[str, PacketSpec]]:
                 q = _bits((w["q"] @ normed).reshape(1, shape.query_heads, 1, shape.head_dim))
                 k = _bits((w["k"] @ normed).reshape(1, shape.kv_heads, 1, shape.head_dim))
                 v = _bits((w["v"] @ normed).reshape(1, shape.kv_heads, 1, shape.head_dim))
-                keys, values = (np.concatenate([old, new], axis=2) for old, new in zip(caches[backend][layer], (k, v)))
+                keys, values = (
+                    np.concatenate([old, new], axis=2) for old, new in zip(caches[backend][layer], (k, v), strict=True)
+                )
                 caches[backend][layer] = (keys, values)
-                tensors = {"queries": (DTYPE, q), "storedKeys": (DTYPE, keys), "storedValues": (DTYPE, values),
-                           "incomingKeys": (DTYPE, k), "incomingValues": (DTYPE, v)}
+                tensors = {
+                    "queries": (DTYPE, q),
+                    "storedKeys": (DTYPE, keys),
+                    "storedValues": (DTYPE, values),
+                    "incomingKeys": (DTYPE, k),
+                    "incomingValues": (DTYPE, v),
+                }
                 exact = attention_output(tensors, scale)
                 truncates = backend == BACKENDS[1] and (step, layer) == shape.origin
                 output = _truncated(exact) if truncates else _bits(exact)
@@ -167,21 +195,46 @@ def campaign_specs(shape: CampaignShape) -> Iterator[tuple[str, PacketSpec]]:
             for layer, tensors in enumerate(captured[backend]):
                 if backend == BACKENDS[1] and (step, layer) == shape.missing:
                     continue
-                yield packet_name(backend, step, layer), _spec(shape, backend, step, layer, tensors, scale,
-                                                               tokens[backend], targets[backend])
+                yield (
+                    packet_name(backend, step, layer),
+                    _spec(shape, backend, step, layer, tensors, scale, tokens[backend], targets[backend]),
+                )
         tokens = targets
 
 
-def _spec(shape: CampaignShape, backend: str, step: int, layer: int, tensors: Mapping[str, tuple[str, np.ndarray]],
-          scale: float, seed_token: int, target_token: int) -> PacketSpec:
-    spec = synthetic_spec(qh=shape.query_heads, kvh=shape.kv_heads, tokens=shape.prefill_tokens + step + 1,
-                          head_dim=shape.head_dim, query_dtype=DTYPE, kv_dtype=DTYPE, output_dtype=DTYPE,
-                          kernel_output_dtype=DTYPE, seed=CAMPAIGN_SEED, backend=backend, scale=scale,
-                          model_id=MODEL_ID)
+def _spec(
+    shape: CampaignShape,
+    backend: str,
+    step: int,
+    layer: int,
+    tensors: Mapping[str, tuple[str, np.ndarray]],
+    scale: float,
+    seed_token: int,
+    target_token: int,
+) -> PacketSpec:
+    spec = synthetic_spec(
+        qh=shape.query_heads,
+        kvh=shape.kv_heads,
+        tokens=shape.prefill_tokens + step + 1,
+        head_dim=shape.head_dim,
+        query_dtype=DTYPE,
+        kv_dtype=DTYPE,
+        output_dtype=DTYPE,
+        kernel_output_dtype=DTYPE,
+        seed=CAMPAIGN_SEED,
+        backend=backend,
+        scale=scale,
+        model_id=MODEL_ID,
+    )
     for name, (_, bits) in tensors.items():
         spec = with_tensor(spec, name, bits)
-    spec = with_record(spec, outputIndex=OUTPUT_INDEX + step, storageLayerIndex=layer, modelLayerIndex=layer,
-                       dispatch=DISPATCH[backend])
+    spec = with_record(
+        spec,
+        outputIndex=OUTPUT_INDEX + step,
+        storageLayerIndex=layer,
+        modelLayerIndex=layer,
+        dispatch=DISPATCH[backend],
+    )
     configuration = {**spec.snapshot["configuration"], "outputIndex": OUTPUT_INDEX + step}
     return with_snapshot(spec, configuration=configuration, seedToken=seed_token, targetToken=target_token)
 
@@ -199,18 +252,21 @@ def description(shape: CampaignShape) -> str:
     step, layer = shape.origin
     missing_step, missing_layer = shape.missing
     geometry = f"QH{shape.query_heads}/KVH{shape.kv_heads}/D{shape.head_dim}, all bfloat16"
-    return (f"A capture campaign of one request on two backends ({', '.join(BACKENDS)}), {shape.layers} layers x "
-            f"{shape.steps} steps ({geometry}), one packet per backend, layer and step "
-            f"(`<backend>-o<outputIndex>-l<layer>`). The {BACKENDS[1]} kernel truncates its output to bfloat16 at "
-            f"step {OUTPUT_INDEX + step}, layer {layer} (the origin: inputs identical, outputs differ by at most 1 "
-            f"ULP); later cells inherit differing inputs; the sampled tokens differ at step "
-            f"{OUTPUT_INDEX + shape.diverge_step}, so the seed tokens differ from step "
-            f"{OUTPUT_INDEX + shape.diverge_step + 1}; step {OUTPUT_INDEX + missing_step}, layer {missing_layer} is "
-            f"not captured on {BACKENDS[1]}. Open it with `explorer campaign DIR/<this directory>`.")
+    return (
+        f"A capture campaign of one request on two backends ({', '.join(BACKENDS)}), {shape.layers} layers x "
+        f"{shape.steps} steps ({geometry}), one packet per backend, layer and step "
+        f"(`<backend>-o<outputIndex>-l<layer>`). The {BACKENDS[1]} kernel truncates its output to bfloat16 at "
+        f"step {OUTPUT_INDEX + step}, layer {layer} (the origin: inputs identical, outputs differ by at most 1 "
+        f"ULP); later cells inherit differing inputs; the sampled tokens differ at step "
+        f"{OUTPUT_INDEX + shape.diverge_step}, so the seed tokens differ from step "
+        f"{OUTPUT_INDEX + shape.diverge_step + 1}; step {OUTPUT_INDEX + missing_step}, layer {missing_layer} is "
+        f"not captured on {BACKENDS[1]}. Open it with `explorer campaign DIR/<this directory>`."
+    )
 
 
-CURATED_CAMPAIGNS = {CURATED_NAME: (description(CURATED_SHAPE),
-                                    lambda directory: write_campaign(directory, CURATED_SHAPE))}
+CURATED_CAMPAIGNS = {
+    CURATED_NAME: (description(CURATED_SHAPE), lambda directory: write_campaign(directory, CURATED_SHAPE))
+}
 SAMPLE_CAMPAIGNS = {SAMPLE_NAME: (description(SAMPLE_SHAPE), lambda directory: write_campaign(directory))}
 
 

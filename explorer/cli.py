@@ -82,13 +82,19 @@ def _printable(line: str) -> str:
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows, strict=True)]
-    return ["  " + "  ".join(str(cell).rjust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
-            for line in (header, *rows)]
+    return [
+        "  " + "  ".join(str(cell).rjust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
+        for line in (header, *rows)
+    ]
 
 
 def _metric_cells(block: dict) -> list[str]:
-    return [short_number(block["linf"]), short_number(block["rmse"]), short_number(block["relativeL2"]),
-            block["undefinedReason"] or ""]
+    return [
+        short_number(block["linf"]),
+        short_number(block["rmse"]),
+        short_number(block["relativeL2"]),
+        block["undefinedReason"] or "",
+    ]
 
 
 def _identity_lines(identity: dict | None) -> list[str]:
@@ -103,19 +109,25 @@ def _selection_lines(report: dict) -> list[str]:
     lines = []
     selection, geometry, sample = report["selection"], report["geometry"], report["sample"]
     if geometry is not None:
-        lines.append(f"Geometry: QH {geometry['queryHeads']}, KVH {geometry['kvHeads']} "
-                     f"(group {geometry['groupSize']}), D {geometry['headDim']}, T {geometry['tokens']}")
+        lines.append(
+            f"Geometry: QH {geometry['queryHeads']}, KVH {geometry['kvHeads']} "
+            f"(group {geometry['groupSize']}), D {geometry['headDim']}, T {geometry['tokens']}"
+        )
     if selection is not None:
-        lines.append(f"Selection: request {selection['requestID']}, output index {selection['outputIndex']}, "
-                     f"{selection['phase']}, layer {selection['modelLayerIndex']} "
-                     f"(storage {selection['storageLayerIndex']}), offset {selection['offsetBefore']} -> "
-                     f"{selection['offsetAfter']}, scale {short_number(selection['scale'])} "
-                     f"(0x{selection['scaleBits']:0{HEX_WIDTH}X}), dispatch {selection['dispatch']}, "
-                     f"kernel output {selection['kernelOutputDType']}")
+        lines.append(
+            f"Selection: request {selection['requestID']}, output index {selection['outputIndex']}, "
+            f"{selection['phase']}, layer {selection['modelLayerIndex']} "
+            f"(storage {selection['storageLayerIndex']}), offset {selection['offsetBefore']} -> "
+            f"{selection['offsetAfter']}, scale {short_number(selection['scale'])} "
+            f"(0x{selection['scaleBits']:0{HEX_WIDTH}X}), dispatch {selection['dispatch']}, "
+            f"kernel output {selection['kernelOutputDType']}"
+        )
     if sample is not None:
-        lines.append(f"Sample: {sample['sampleOutcome']}, forward succeeded {json.dumps(sample['forwardSucceeded'])}, "
-                     f"tokens {sample['seedToken']} -> {sample['targetToken']}, "
-                     f"selected forwards {sample['selectedForwards']}")
+        lines.append(
+            f"Sample: {sample['sampleOutcome']}, forward succeeded {json.dumps(sample['forwardSucceeded'])}, "
+            f"tokens {sample['seedToken']} -> {sample['targetToken']}, "
+            f"selected forwards {sample['selectedForwards']}"
+        )
     return lines
 
 
@@ -123,26 +135,38 @@ def _tensor_lines(report: dict) -> list[str]:
     lines = []
     tensors = report["tensors"]
     if tensors is not None:
-        rows = [[name, facts["dtype"], "x".join(str(n) for n in facts["shape"]),
-                 str(facts["nonfinite"]["nan"]), str(facts["nonfinite"]["signalingNan"]),
-                 str(facts["nonfinite"]["positiveInfinity"]), str(facts["nonfinite"]["negativeInfinity"])]
-                for name, facts in tensors.items()]
+        rows = [
+            [
+                name,
+                facts["dtype"],
+                "x".join(str(n) for n in facts["shape"]),
+                str(facts["nonfinite"]["nan"]),
+                str(facts["nonfinite"]["signalingNan"]),
+                str(facts["nonfinite"]["positiveInfinity"]),
+                str(facts["nonfinite"]["negativeInfinity"]),
+            ]
+            for name, facts in tensors.items()
+        ]
         lines += ["Tensors:", *_table(["tensor", "dtype", "shape", "NaN", "sNaN", "+inf", "-inf"], rows)]
     last_row = report["lastRow"]
     if last_row is not None:
         for part in ("keys", "values"):
             facts = last_row[part]
             flips = facts["bitFlips"]
-            lines.append(f"Last row {part}: {facts['mismatched']} of {facts['compared']} elements differ "
-                         f"(bit flips: sign {flips['sign']}, exponent {flips['exponent']}, "
-                         f"mantissa {flips['mantissa']})")
+            lines.append(
+                f"Last row {part}: {facts['mismatched']} of {facts['compared']} elements differ "
+                f"(bit flips: sign {flips['sign']}, exponent {flips['exponent']}, "
+                f"mantissa {flips['mantissa']})"
+            )
     return lines
 
 
 def _ulp_line(block: dict) -> str:
     ulp = block["ulp"]
-    return (f"{block['label']}: ULP max {short_number(ulp['max'])}{at_text(ulp['maxAt'])}, "
-            f"p99 {short_number(ulp['p99'])}, nonfinite pairs {ulp['nonfinitePairs']}")
+    return (
+        f"{block['label']}: ULP max {short_number(ulp['max'])}{at_text(ulp['maxAt'])}, "
+        f"p99 {short_number(ulp['p99'])}, nonfinite pairs {ulp['nonfinitePairs']}"
+    )
 
 
 def _largest_error_line(primary: dict) -> list[str]:
@@ -161,10 +185,18 @@ def _reference_lines(report: dict) -> list[str]:
     primary, rounded = reference["primary"], reference["roundedToOutputDType"]
     scores = (report.get("score") or {}).get("perHead") or [None] * len(primary["perHead"])
     header = ["head", "kv", "score", "linf", "rmse", "relativeL2", "undefined"]
-    rows = [[str(head["queryHead"]), str(head["kvHead"]), short_number(score), *_metric_cells(head)]
-            for head, score in zip(primary["perHead"], scores, strict=True)]
-    rows.append(["all", "", short_number(report["score"]["value"]) if report.get("score") else "-",
-                 *_metric_cells(primary["global"])])
+    rows = [
+        [str(head["queryHead"]), str(head["kvHead"]), short_number(score), *_metric_cells(head)]
+        for head, score in zip(primary["perHead"], scores, strict=True)
+    ]
+    rows.append(
+        [
+            "all",
+            "",
+            short_number(report["score"]["value"]) if report.get("score") else "-",
+            *_metric_cells(primary["global"]),
+        ]
+    )
     if primary["eligibleGlobal"] is not None:
         rows.append(["eligible", "", "", *_metric_cells(primary["eligibleGlobal"])])
     if not rounded["identity"]:
@@ -173,8 +205,7 @@ def _reference_lines(report: dict) -> list[str]:
         # the rounded block has no eligible-heads aggregate: that row, when present, gets an empty cell
         for row, cell in zip(rows, cells + [""] * (len(rows) - len(cells)), strict=True):
             row.append(cell)
-    lines = ([f"Reference: {primary['label']}"] + _table(header, rows) + _largest_error_line(primary)
-             + [_ulp_line(rounded)])
+    lines = [f"Reference: {primary['label']}", *_table(header, rows), *_largest_error_line(primary), _ulp_line(rounded)]
     if reference["roundedToKernelOutputDType"] is not None:
         lines.append(_ulp_line(reference["roundedToKernelOutputDType"]))
     return lines
@@ -186,12 +217,16 @@ def _emulation_lines(report: dict) -> list[str]:
     if report["emulationsRequested"] is None:
         return []
     if report["emulations"] is None:
-        return [f"Emulations requested ({len(report['emulationsRequested'])}): not computed, "
-                "no reference exists for this packet"]
+        return [
+            f"Emulations requested ({len(report['emulationsRequested'])}): not computed, "
+            "no reference exists for this packet"
+        ]
     decisive = report["emulationDecisive"]
-    return ["Kernel emulations (counterfactuals, not the reference), ordered by the decisive elements "
-            f"(where they disagree: {'none computed' if decisive is None else decisive['global']}):",
-            *_table(*emulation_table(report["emulations"], decisive, report["emulationBaseline"]))]
+    return [
+        "Kernel emulations (counterfactuals, not the reference), ordered by the decisive elements "
+        f"(where they disagree: {'none computed' if decisive is None else decisive['global']}):",
+        *_table(*emulation_table(report["emulations"], decisive, report["emulationBaseline"])),
+    ]
 
 
 def _score_lines(report: dict) -> list[str]:
@@ -201,8 +236,9 @@ def _score_lines(report: dict) -> list[str]:
         return []
     per_head = score["perHead"]
     head = "" if score["worstHead"] is None else f" (query head {score['worstHead']})"
-    missing = (f"; {score['headsNotCompared']} of {len(per_head)} heads not compared"
-               if score["headsNotCompared"] else "")
+    missing = (
+        f"; {score['headsNotCompared']} of {len(per_head)} heads not compared" if score["headsNotCompared"] else ""
+    )
     return [f"Score (error / allowance, docs/report.md): {short_number(score['value'])}{head}{missing}"]
 
 
@@ -222,8 +258,10 @@ def summary(report: dict) -> str:
     lines = [f"Status: {report['status']}", *_score_lines(report)]
     if report["refusals"]:
         lines.append(f"Refusals ({len(report['refusals'])}):")
-        lines += [f"  {p['code']}  {p['field'] if p['field'] is not None else '(packet.json)'}  {p['message']}"
-                  for p in report["refusals"]]
+        lines += [
+            f"  {p['code']}  {p['field'] if p['field'] is not None else '(packet.json)'}  {p['message']}"
+            for p in report["refusals"]
+        ]
         lines.append("Nothing numeric was computed: the packet cannot be trusted.")
     if report["inconclusiveReasons"]:
         lines.append(f"Inconclusive reasons ({len(report['inconclusiveReasons'])}):")
@@ -254,8 +292,11 @@ def element_lines(analysis, text: str) -> list[str]:
         raise UsageError(f"--element {text}: {error}") from None
     fields = record.fields()
     width = max(len(label) for label, _ in fields)
-    return ["", f"Element {record.head},{record.channel} (flat index {record.flat_index}):",
-            *(f"  {label.ljust(width)}  {_exact(value)}" for label, value in fields)]
+    return [
+        "",
+        f"Element {record.head},{record.channel} (flat index {record.flat_index}):",
+        *(f"  {label.ljust(width)}  {_exact(value)}" for label, value in fields),
+    ]
 
 
 def _exact(value: Any) -> str:
@@ -309,8 +350,6 @@ def _check_emulate(emulate: list[str] | None) -> None:
             raise UsageError(f"--emulate: {error}") from None
 
 
-
-
 def _discard_stdout() -> None:
     """Point standard output at /dev/null, so that what is still buffered is dropped quietly at exit."""
     devnull = os.open(os.devnull, os.O_WRONLY)
@@ -352,8 +391,18 @@ def _run_analyze(args: argparse.Namespace) -> int:
 
     analysis = analyze(args.packet, emulate=args.emulate, admission=args.admitted)
     report = analysis.report()
-    _deliver(args, report, lambda: summary(report) + ("" if args.element is None else "".join(
-        _printable(line) + "\n" for line in element_lines(analysis, args.element))))
+    _deliver(
+        args,
+        report,
+        lambda: (
+            summary(report)
+            + (
+                ""
+                if args.element is None
+                else "".join(_printable(line) + "\n" for line in element_lines(analysis, args.element))
+            )
+        ),
+    )
     return EXIT_BY_STATUS[report["status"]]
 
 
@@ -368,8 +417,9 @@ def _run_report(args: argparse.Namespace) -> int:
     except RenderError as error:
         raise UsageError(f"{error}; nothing was written") from None
     except OSError as error:
-        raise UsageError(f"cannot write the report into {clip(str(out))}: {_reason(error)}; nothing was written") \
-            from None
+        raise UsageError(
+            f"cannot write the report into {clip(str(out))}: {_reason(error)}; nothing was written"
+        ) from None
     _emit("".join(_printable(str(path)) + "\n" for path in (paths.html, paths.report, *paths.pngs, paths.findings)))
     return EXIT_BY_STATUS[analysis.status]
 
@@ -395,8 +445,10 @@ def _side_line(name: str, side: dict) -> str:
     line = f"  {name}: {side['path']}  status {side['status']}"
     if side["status"] == "refused":
         return line + " (nothing in it is interpreted)"
-    return (f"{line}, backend {short_number(side['backend'])}, dispatch {short_number(side['dispatch'])}, "
-            f"output {short_number(side['outputDType'])}, kernel output {short_number(side['kernelOutputDType'])}")
+    return (
+        f"{line}, backend {short_number(side['backend'])}, dispatch {short_number(side['dispatch'])}, "
+        f"output {short_number(side['outputDType'])}, kernel output {short_number(side['kernelOutputDType'])}"
+    )
 
 
 def _heads_with(per_head: list[int]) -> str:
@@ -408,10 +460,14 @@ def _pair_input_lines(inputs: dict | None) -> list[str]:
     if inputs is None:
         return ["Inputs: not compared element-wise (the shapes differ)"]
     verdict = "byte-identical" if inputs["identical"] else "not byte-identical"
-    rows = [[name, "yes" if t["identical"] else "no", f"{t['mismatched']} of {t['compared']}",
-             _heads_with(t["perHead"])] for name, t in inputs["tensors"].items()]
-    return [f"Inputs: all five tensors {verdict}" if inputs["identical"] else f"Inputs: {verdict}",
-            *_table(["tensor", "identical", "elements differing", "heads (count)"], rows)]
+    rows = [
+        [name, "yes" if t["identical"] else "no", f"{t['mismatched']} of {t['compared']}", _heads_with(t["perHead"])]
+        for name, t in inputs["tensors"].items()
+    ]
+    return [
+        f"Inputs: all five tensors {verdict}" if inputs["identical"] else f"Inputs: {verdict}",
+        *_table(["tensor", "identical", "elements differing", "heads (count)"], rows),
+    ]
 
 
 def _pair_output_lines(output: dict | None) -> list[str]:
@@ -419,23 +475,31 @@ def _pair_output_lines(output: dict | None) -> list[str]:
         return ["Output: not compared"]
     dtypes = output["dtypes"]
     if output["outputDTypesDiffer"]:
-        lines = [f"Output: dtypes differ (a {dtypes['a']}, b {dtypes['b']}): no bitwise comparison of the "
-                 f"{output['compared']} elements"]
+        lines = [
+            f"Output: dtypes differ (a {dtypes['a']}, b {dtypes['b']}): no bitwise comparison of the "
+            f"{output['compared']} elements"
+        ]
     else:
         flips = output["bitFlips"]
         ulp = output["ulp"]
-        lines = [f"Output: {output['mismatched']} of {output['compared']} output elements differ ({dtypes['a']} bit "
-                 f"patterns), in query heads (count): {_heads_with(output['perHead'])}",
-                 f"  bit flips: sign {flips['sign']}, exponent {flips['exponent']}, mantissa {flips['mantissa']}; "
-                 f"ULP distance a vs b: max {short_number(ulp['max'])}{at_text(ulp['maxAt'])}, "
-                 f"p99 {short_number(ulp['p99'])}, "
-                 f"nonfinite pairs {ulp['nonfinitePairs']}",
-                 "  ULP histogram: " + ", ".join(f"[{low}, {high}] {count}" for low, high, count in ulp["histogram"])]
+        lines = [
+            f"Output: {output['mismatched']} of {output['compared']} output elements differ ({dtypes['a']} bit "
+            f"patterns), in query heads (count): {_heads_with(output['perHead'])}",
+            f"  bit flips: sign {flips['sign']}, exponent {flips['exponent']}, mantissa {flips['mantissa']}; "
+            f"ULP distance a vs b: max {short_number(ulp['max'])}{at_text(ulp['maxAt'])}, "
+            f"p99 {short_number(ulp['p99'])}, "
+            f"nonfinite pairs {ulp['nonfinitePairs']}",
+            "  ULP histogram: " + ", ".join(f"[{low}, {high}] {count}" for low, high, count in ulp["histogram"]),
+        ]
     difference = output["difference"]["global"]
-    lines.append("  a vs b (b as reference): linf {}{}, rmse {}, relativeL2 {}{}".format(
-        short_number(difference["linf"]), at_text(difference["linfAt"]),
-        *(short_number(difference[k]) for k in ("rmse", "relativeL2")),
-        f" ({difference['undefinedReason']})" if difference["undefinedReason"] else ""))
+    lines.append(
+        "  a vs b (b as reference): linf {}{}, rmse {}, relativeL2 {}{}".format(
+            short_number(difference["linf"]),
+            at_text(difference["linfAt"]),
+            *(short_number(difference[k]) for k in ("rmse", "relativeL2")),
+            f" ({difference['undefinedReason']})" if difference["undefinedReason"] else "",
+        )
+    )
     return lines
 
 
@@ -443,22 +507,46 @@ def _pair_ladder_lines(report: dict) -> list[str]:
     ladder = report["ladder"]
     if ladder is None:
         return ["Ladder: no reference on either side"]
-    header = ["side", "backend", "vs primary linf", "rmse", "vs rounded linf", "rmse", "vs FP64 linf", "rmse",
-              "equal to rounded ref"]
+    header = [
+        "side",
+        "backend",
+        "vs primary linf",
+        "rmse",
+        "vs rounded linf",
+        "rmse",
+        "vs FP64 linf",
+        "rmse",
+        "equal to rounded ref",
+    ]
     rows = []
     for name in SIDES:
         row = ladder[name]
         if row is None:
             rows.append([name, short_number(report[name]["backend"]), *["-"] * 7])
             continue
-        cells = [short_number(row[block][k]) for block in ("primary", "roundedToOutputDType", "fp64OutputError")
-                 for k in ("linf", "rmse")]
-        rows.append([name, short_number(report[name]["backend"]), *cells,
-                     f"{row['equalToRoundedReference']} of {row['compared']}"])
-    where = [f"{name} {short_number(ladder[name]['primary']['linf'])}{at_text(ladder[name]['primary']['linfAt'])}"
-             for name in SIDES if ladder[name] is not None and ladder[name]["primary"]["linf"] is not None]
-    return (["Ladder (each side against its own references, global):"] + _table(header, rows)
-            + (["  largest |side - primary reference|: " + "; ".join(where)] if where else []))
+        cells = [
+            short_number(row[block][k])
+            for block in ("primary", "roundedToOutputDType", "fp64OutputError")
+            for k in ("linf", "rmse")
+        ]
+        rows.append(
+            [
+                name,
+                short_number(report[name]["backend"]),
+                *cells,
+                f"{row['equalToRoundedReference']} of {row['compared']}",
+            ]
+        )
+    where = [
+        f"{name} {short_number(ladder[name]['primary']['linf'])}{at_text(ladder[name]['primary']['linfAt'])}"
+        for name in SIDES
+        if ladder[name] is not None and ladder[name]["primary"]["linf"] is not None
+    ]
+    return (
+        ["Ladder (each side against its own references, global):"]
+        + _table(header, rows)
+        + (["  largest |side - primary reference|: " + "; ".join(where)] if where else [])
+    )
 
 
 def _pair_token_lines(report: dict) -> list[str]:
@@ -467,8 +555,10 @@ def _pair_token_lines(report: dict) -> list[str]:
         return ["Tokens: not established"]
     target = tokens["targetToken"]
     differ = "differ" if tokens["targetTokensDiffer"] else "equal"
-    return [f"Tokens: seed {short_number(tokens['seedToken'])} -> target a {short_number(target['a'])}, "
-            f"target b {short_number(target['b'])} ({differ})"]
+    return [
+        f"Tokens: seed {short_number(tokens['seedToken'])} -> target a {short_number(target['a'])}, "
+        f"target b {short_number(target['b'])} ({differ})"
+    ]
 
 
 def _pair_nearer_lines(report: dict) -> list[str]:
@@ -476,8 +566,10 @@ def _pair_nearer_lines(report: dict) -> list[str]:
     if nearer is None:
         return [f"Nearer the primary reference: not computed ({report['nearerReason']})"]
     counts = nearer["global"]
-    return [f"Nearer the primary reference (|a - ref| vs |b - ref|): a {counts['a']}, b {counts['b']}, "
-            f"tie {counts['tie']}, undefined {counts['undefined']}"]
+    return [
+        f"Nearer the primary reference (|a - ref| vs |b - ref|): a {counts['a']}, b {counts['b']}, "
+        f"tie {counts['tie']}, undefined {counts['undefined']}"
+    ]
 
 
 def _pair_emulation_lines(report: dict) -> list[str]:
@@ -489,9 +581,11 @@ def _pair_emulation_lines(report: dict) -> list[str]:
     matrix = report["emulationMatrix"]
     if matrix is None:
         return [f"Kernel emulations: no emulation x side matrix ({report['emulationMatrixReason']})"]
-    return ([f"Kernel emulations (counterfactuals, not the reference; emulated on {matrix['emulatedOn']}): "
-             "output elements bit-equal to each"]
-            + _table(*pair_emulation_table(matrix, report["emulationDiffering"], report["emulationDecisive"])))
+    return [
+        f"Kernel emulations (counterfactuals, not the reference; emulated on {matrix['emulatedOn']}): "
+        "output elements bit-equal to each",
+        *_table(*pair_emulation_table(matrix, report["emulationDiffering"], report["emulationDecisive"])),
+    ]
 
 
 def compare_summary(report: dict, findings: Sequence[str] = ()) -> str:
@@ -503,8 +597,11 @@ def compare_summary(report: dict, findings: Sequence[str] = ()) -> str:
         lines += [f"  - {text}" for text in findings]
     if report["refusals"]:
         lines.append(f"Refusals ({len(report['refusals'])}):")
-        lines += [f"  side {p['side']}: {p['code']}  {p['field'] if p['field'] is not None else '(packet.json)'}  "
-                  f"{p['message']}" for p in report["refusals"]]
+        lines += [
+            f"  side {p['side']}: {p['code']}  {p['field'] if p['field'] is not None else '(packet.json)'}  "
+            f"{p['message']}"
+            for p in report["refusals"]
+        ]
         lines.append("Nothing was compared: a refused packet cannot be trusted.")
     if report["inconclusiveReasons"]:
         lines.append(f"Inconclusive reasons ({len(report['inconclusiveReasons'])}):")
@@ -515,8 +612,10 @@ def compare_summary(report: dict, findings: Sequence[str] = ()) -> str:
         lines += _pair_emulation_lines(report)
         if report["selectionDifferences"]:
             lines.append("Selection differences:")
-            lines += _table(["field", "a", "b"], [[d["field"], short_number(d["a"]), short_number(d["b"])]
-                                                  for d in report["selectionDifferences"]])
+            lines += _table(
+                ["field", "a", "b"],
+                [[d["field"], short_number(d["a"]), short_number(d["b"])] for d in report["selectionDifferences"]],
+            )
     if report["notes"]:
         lines.append("Notes:")
         lines += [f"  - {text}" for text in report["notes"]]
@@ -544,20 +643,27 @@ def _add_report_options(command, report: str, emulate_help: str) -> None:
     """--json, --output and --emulate, shared by analyze and compare."""
     command.add_argument("--json", action="store_true", help=f"print the JSON {report} instead of a summary")
     command.add_argument("--output", metavar="FILE", help=f"also write the JSON {report} to FILE (never overwritten)")
-    command.add_argument("--emulate", action="append", metavar="ID",
-                         help=f"{emulate_help} (repeatable; quote ids with parentheses)")
+    command.add_argument(
+        "--emulate", action="append", metavar="ID", help=f"{emulate_help} (repeatable; quote ids with parentheses)"
+    )
 
 
 def _add_compare(commands) -> None:
     compare = commands.add_parser(
-        "compare", help="compare two captures of one selection (e.g. the paged and the contiguous backend)",
+        "compare",
+        help="compare two captures of one selection (e.g. the paged and the contiguous backend)",
         description="Exit status: 0 compared, 3 inconclusive, 4 refused (either side), 2 usage error (also: A and "
-                    "B are the same packet.json), 1 internal error.")
+        "B are the same packet.json), 1 internal error.",
+    )
     compare.add_argument("a", metavar="A", help="side a: a packet directory or its packet.json")
     compare.add_argument("b", metavar="B", help="side b: a packet directory or its packet.json")
-    _add_report_options(compare, "comparison report", "also run kernel arithmetic emulations and report the "
-                                                      "emulation x side matrix: 'default', 'sweep' or an id as for "
-                                                      "analyze")
+    _add_report_options(
+        compare,
+        "comparison report",
+        "also run kernel arithmetic emulations and report the "
+        "emulation x side matrix: 'default', 'sweep' or an id as for "
+        "analyze",
+    )
     compare.set_defaults(run=_run_compare)
 
 
@@ -571,8 +677,9 @@ def _run_replay(args: argparse.Namespace) -> int:
     _check_output(args.output)
     _check_emulate(args.emulate)
     try:
-        report = explorer.replay(args.run_directory, packet=args.packet, partner=args.partner,
-                                 emulate=args.emulate).report()
+        report = explorer.replay(
+            args.run_directory, packet=args.packet, partner=args.partner, emulate=args.emulate
+        ).report()
     except AmbiguousPacketError as error:
         raise UsageError(str(error)) from None
     _deliver(args, report, lambda: "".join(_printable(line) + "\n" for line in summary_lines(report)))
@@ -581,18 +688,30 @@ def _run_replay(args: argparse.Namespace) -> int:
 
 def _add_replay(commands) -> None:
     replay = commands.add_parser(
-        "replay", help="read an operator replay run against its packet: every arm's output against every capture",
+        "replay",
+        help="read an operator replay run against its packet: every arm's output against every capture",
         description="Exit status: 0 analyzed, 3 inconclusive, 4 refused, 2 usage error (also: two packets beside "
-                    "RUN match its packetSHA256), 1 internal error.")
-    replay.add_argument("run_directory", metavar="RUN",
-                        help="the replay tool's run directory (input.json, ARM/result.json, ...)")
-    replay.add_argument("--packet", metavar="PACKET",
-                        help="the source packet (default: the packet beside RUN whose packet.json hashes to its "
-                             "packetSHA256)")
-    replay.add_argument("--partner", metavar="PACKET",
-                        help="a second capture of the same selection (e.g. the other backend), compared with every arm")
-    _add_report_options(replay, "replay report", "also run kernel arithmetic emulations on the packet and score "
-                                                 "each arm's output against them: 'default' or an id as for analyze")
+        "RUN match its packetSHA256), 1 internal error.",
+    )
+    replay.add_argument(
+        "run_directory", metavar="RUN", help="the replay tool's run directory (input.json, ARM/result.json, ...)"
+    )
+    replay.add_argument(
+        "--packet",
+        metavar="PACKET",
+        help="the source packet (default: the packet beside RUN whose packet.json hashes to its packetSHA256)",
+    )
+    replay.add_argument(
+        "--partner",
+        metavar="PACKET",
+        help="a second capture of the same selection (e.g. the other backend), compared with every arm",
+    )
+    _add_report_options(
+        replay,
+        "replay report",
+        "also run kernel arithmetic emulations on the packet and score "
+        "each arm's output against them: 'default' or an id as for analyze",
+    )
     replay.set_defaults(run=_run_replay)
 
 
@@ -622,8 +741,15 @@ def _run_triage(args: argparse.Namespace) -> int:
     from explorer.catalog.workers import default_jobs
 
     root = _checked_root(args)
-    table, sink = run(root, jobs=args.jobs or default_jobs(), as_json=args.json, out=sys.stdout, err=sys.stderr,
-                      timeout=args.timeout, scheduler=args.scheduler)
+    table, sink = run(
+        root,
+        jobs=args.jobs or default_jobs(),
+        as_json=args.json,
+        out=sys.stdout,
+        err=sys.stderr,
+        timeout=args.timeout,
+        scheduler=args.scheduler,
+    )
     table_sink = Sink(sys.stderr) if args.json else sink
     table_sink.write("".join(_printable(line) + "\n" for line in table.splitlines()))
     error = sink.error or table_sink.error
@@ -649,40 +775,56 @@ def _check_scheduler(scheduler: str) -> None:
 
 def _add_analyze(commands) -> None:
     analyze = commands.add_parser(
-        "analyze", help="admit and analyze one packet",
-        description="Exit status: 0 analyzed, 3 inconclusive, 4 refused, 2 usage error, 1 internal error.")
+        "analyze",
+        help="admit and analyze one packet",
+        description="Exit status: 0 analyzed, 3 inconclusive, 4 refused, 2 usage error, 1 internal error.",
+    )
     analyze.add_argument("packet", metavar="PACKET", help="a packet directory or its packet.json")
-    _add_report_options(analyze, "report", "also run kernel arithmetic emulations: 'default' (the default set), "
-                                           "'sweep' (every launch rule and hypothesis, a few seconds) or an id such "
-                                           "as 'mlx_two_pass(partialDType=float32)'")
-    analyze.add_argument("--element", metavar="H,C",
-                         help="also print every number about output element H,C (query head, channel) or N "
-                              "(flat index over [QH, D]); not with --json")
+    _add_report_options(
+        analyze,
+        "report",
+        "also run kernel arithmetic emulations: 'default' (the default set), "
+        "'sweep' (every launch rule and hypothesis, a few seconds) or an id such "
+        "as 'mlx_two_pass(partialDType=float32)'",
+    )
+    analyze.add_argument(
+        "--element",
+        metavar="H,C",
+        help="also print every number about output element H,C (query head, channel) or N "
+        "(flat index over [QH, D]); not with --json",
+    )
     analyze.set_defaults(run=_run_analyze)
 
 
 def _add_report(commands) -> None:
     report = commands.add_parser(
-        "report", help="write a standalone HTML page, the JSON report and one PNG per view",
+        "report",
+        help="write a standalone HTML page, the JSON report and one PNG per view",
         description="Writes <name>.html (every view, opens offline), <name>.report.json and <name>-<view>.png "
-                    "into DIR, all of them or none; existing files are never overwritten. PNGs are rendered by "
-                    "/usr/bin/chromium (Debian package chromium). Exit status as for analyze; 2 also when chromium "
-                    "is missing or the files cannot be written (then nothing is written).")
+        "into DIR, all of them or none; existing files are never overwritten. PNGs are rendered by "
+        "/usr/bin/chromium (Debian package chromium). Exit status as for analyze; 2 also when chromium "
+        "is missing or the files cannot be written (then nothing is written).",
+    )
     report.add_argument("packet", metavar="PACKET", help="a packet directory or its packet.json")
-    report.add_argument("--out", metavar="DIR",
-                        help="directory to write into (created if needed; default $EXPLORER_EXPORT_DIR or ./exports, "
-                             "as the app)")
+    report.add_argument(
+        "--out",
+        metavar="DIR",
+        help="directory to write into (created if needed; default $EXPLORER_EXPORT_DIR or ./exports, as the app)",
+    )
     report.set_defaults(run=_run_report)
 
 
 def _add_triage(commands) -> None:
     triage = commands.add_parser(
-        "triage", help="summarize every packet under a root in parallel: statuses, ratios, pairs",
+        "triage",
+        help="summarize every packet under a root in parallel: statuses, ratios, pairs",
         description="Every directory holding packet.json one or two levels below ROOT, analyzed in worker "
-                    "processes. Exit status 0 when it ran, whatever the packets' statuses; 2 usage error.")
+        "processes. Exit status 0 when it ran, whatever the packets' statuses; 2 usage error.",
+    )
     triage.add_argument("root", metavar="ROOT", help="the directory to search for packets")
-    triage.add_argument("--json", action="store_true",
-                        help="one JSON line per packet on stdout (the summary table goes to stderr)")
+    triage.add_argument(
+        "--json", action="store_true", help="one JSON line per packet on stdout (the summary table goes to stderr)"
+    )
     _add_run_options(triage)
     triage.set_defaults(run=_run_triage)
 
@@ -691,23 +833,41 @@ def _add_run_options(command) -> None:
     """--jobs, --timeout and --scheduler, shared by triage and campaign."""
     from explorer.catalog.limits import DEFAULT_TIMEOUT_S, MAX_JOBS  # only a triage line (or help) loads them
 
-    command.add_argument("--jobs", type=int, metavar="N",
-                         help=f"worker processes (default: all cores; at most one per packet and {MAX_JOBS})")
-    command.add_argument("--timeout", type=float, metavar="S", default=DEFAULT_TIMEOUT_S,
-                         help=f"seconds one packet may take before its worker is ended and the packet reported as "
-                              f"error, code timeout (default {DEFAULT_TIMEOUT_S:g})")
-    command.add_argument("--scheduler", metavar="ADDRESS",
-                         help="run on the Dask cluster at ADDRESS (tcp://host:8786), or 'local:N' for a local cluster "
-                              "of N worker processes; needs pip install -e '.[cluster]' and paths the workers can read")
+    command.add_argument(
+        "--jobs",
+        type=int,
+        metavar="N",
+        help=f"worker processes (default: all cores; at most one per packet and {MAX_JOBS})",
+    )
+    command.add_argument(
+        "--timeout",
+        type=float,
+        metavar="S",
+        default=DEFAULT_TIMEOUT_S,
+        help=f"seconds one packet may take before its worker is ended and the packet reported as "
+        f"error, code timeout (default {DEFAULT_TIMEOUT_S:g})",
+    )
+    command.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="run on the Dask cluster at ADDRESS (tcp://host:8786), or 'local:N' for a local cluster "
+        "of N worker processes; needs pip install -e '.[cluster]' and paths the workers can read",
+    )
 
 
 def _add_samples(commands) -> None:
     samples = commands.add_parser("samples", help="write the curated sample packets")
     samples.add_argument("--out", required=True, metavar="DIR", help="directory to write the samples into")
-    samples.add_argument("--full", action="store_true",
-                         help="also write the full-size Qwen3.6 packet (QH16/KVH2/D256/T5585, about 11.4 MB)")
-    samples.add_argument("--campaign", action="store_true",
-                         help="also write a synthetic capture campaign (2 backends x 4 layers x 3 steps, QH16/KVH2/D64)")
+    samples.add_argument(
+        "--full",
+        action="store_true",
+        help="also write the full-size Qwen3.6 packet (QH16/KVH2/D256/T5585, about 11.4 MB)",
+    )
+    samples.add_argument(
+        "--campaign",
+        action="store_true",
+        help="also write a synthetic capture campaign (2 backends x 4 layers x 3 steps, QH16/KVH2/D64)",
+    )
     samples.set_defaults(run=_run_samples)
 
 
@@ -732,9 +892,16 @@ def _run_campaign(args: argparse.Namespace) -> int:
             raise UsageError(f"--backends {clip(args.backends)}: two different backends, A,B")
     jobs = args.jobs or default_jobs()
     started = time.perf_counter()
-    run = run_campaigns(root, jobs=jobs, scheduler=args.scheduler, timeout=args.timeout, request=args.request,
-                        backends=backends, emulate=None if args.emulate is None else tuple(args.emulate),
-                        progress=lambda total: Progress(total, sys.stderr).step)
+    run = run_campaigns(
+        root,
+        jobs=jobs,
+        scheduler=args.scheduler,
+        timeout=args.timeout,
+        request=args.request,
+        backends=backends,
+        emulate=None if args.emulate is None else tuple(args.emulate),
+        progress=lambda total: Progress(total, sys.stderr).step,
+    )
     report = build_campaign_report(run)
     sink = Sink(sys.stdout)
     if args.json:
@@ -753,26 +920,43 @@ def _run_campaign(args: argparse.Namespace) -> int:
 
 def _add_campaign(commands) -> None:
     campaign = commands.add_parser(
-        "campaign", help="grid one request captured on two backends at many layers and steps; name where it diverges",
+        "campaign",
+        help="grid one request captured on two backends at many layers and steps; name where it diverges",
         description="Every packet one or two levels below ROOT, grouped by model, artifact, input and request; each "
-                    "campaign's cells (steps x layers) get a state and the first kernel-originated difference is "
-                    "named (docs/campaigns.md). Exit status 0 when it ran, whatever the states; 2 usage error.")
+        "campaign's cells (steps x layers) get a state and the first kernel-originated difference is "
+        "named (docs/campaigns.md). Exit status 0 when it ran, whatever the states; 2 usage error.",
+    )
     campaign.add_argument("root", metavar="ROOT", help="the directory to search for packets")
-    campaign.add_argument("--json", action="store_true",
-                          help="print the JSON report (attention-explorer.campaign.v1) instead of the grids")
+    campaign.add_argument(
+        "--json",
+        action="store_true",
+        help="print the JSON report (attention-explorer.campaign.v1) instead of the grids",
+    )
     campaign.add_argument("--request", metavar="ID", help="only the campaign(s) of this requestID")
-    campaign.add_argument("--backends", metavar="A,B",
-                          help="the two backends to compare (default: the two with the most packets)")
-    campaign.add_argument("--emulate", action="append", metavar="ID",
-                          help="run kernel emulations on each campaign's first outputs-differ cell: 'default' or an "
-                               "id as for analyze (repeatable)")
+    campaign.add_argument(
+        "--backends", metavar="A,B", help="the two backends to compare (default: the two with the most packets)"
+    )
+    campaign.add_argument(
+        "--emulate",
+        action="append",
+        metavar="ID",
+        help="run kernel emulations on each campaign's first outputs-differ cell: 'default' or an "
+        "id as for analyze (repeatable)",
+    )
     _add_run_options(campaign)
     campaign.set_defaults(run=_run_campaign)
 
 
 # The subcommands in the order `explorer --help` lists them.
-COMMANDS = {"analyze": _add_analyze, "report": _add_report, "triage": _add_triage, "samples": _add_samples,
-            "compare": _add_compare, "replay": _add_replay, "campaign": _add_campaign}
+COMMANDS = {
+    "analyze": _add_analyze,
+    "report": _add_report,
+    "triage": _add_triage,
+    "samples": _add_samples,
+    "compare": _add_compare,
+    "replay": _add_replay,
+    "campaign": _add_campaign,
+}
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
@@ -811,8 +995,11 @@ def main(argv: Sequence[str] | None = None, *, ahead: ReadAhead | None = None) -
         print(_printable(f"explorer: usage error: {error}"), file=sys.stderr)
         return EXIT_USAGE
     except MemoryError:  # the environment, not the program: analyze itself reports memory_bound_exceeded
-        print(f"explorer: out of memory ({MEMORY_BOUND_EXCEEDED}): the process cannot hold what this command "
-              "needs; see docs/report.md, Memory", file=sys.stderr)
+        print(
+            f"explorer: out of memory ({MEMORY_BOUND_EXCEEDED}): the process cannot hold what this command "
+            "needs; see docs/report.md, Memory",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     except Exception as error:  # a programming error, never packet content
         print(_printable(f"explorer: internal error: {type(error).__name__}: {error}"), file=sys.stderr)

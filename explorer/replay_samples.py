@@ -35,8 +35,16 @@ from explorer.replay.model import ARMS, EXPECTED_DISPATCH, NATIVE, PAGE_SIZE, SE
 ARM_EMULATIONS = {NATIVE: "mlx_two_pass", "pagedFixed": "paged_two_pass", SEGMENTED: "paged_two_pass"}
 PARTITION_TOKENS = 256  # paged_two_pass's default partition
 FIRST_PAGE_ID = {"pagedFixed": 1, SEGMENTED: 4097}  # the arms' physical pages, counted up from these
-SELECTION_FIELDS = ("requestID", "outputIndex", "phase", "storageLayerIndex", "modelLayerIndex", "offsetBefore",
-                    "offsetAfter", "dispatch")
+SELECTION_FIELDS = (
+    "requestID",
+    "outputIndex",
+    "phase",
+    "storageLayerIndex",
+    "modelLayerIndex",
+    "offsetBefore",
+    "offsetAfter",
+    "dispatch",
+)
 ARM_SECONDS = {NATIVE: 0.412, "pagedFixed": 0.538, SEGMENTED: 0.561}
 FAILED_EXIT_CODE = 1
 FAILURE_TEXT = "pagedSegmented exited with status 1 (synthetic failure)"
@@ -80,10 +88,17 @@ def _geometry(descriptor: Mapping, tensors: Mapping[str, bytes]) -> dict[str, in
     input_bytes = sum(len(tensors[name]) for name in TENSOR_NAMES[:-1])
     page_bytes = 2 * kv_heads * PAGE_SIZE * head_dim * ITEM_SIZE[descriptor["tensors"]["storedKeys"]["dtype"]]
     pool = max(POOL_MINIMUM_BYTES, (math.ceil(length / PAGE_SIZE) + SPARE_PAGES) * page_bytes * 2)
-    return {"queryHeads": query_heads, "kvHeads": kv_heads, "length": length, "headDim": head_dim,
-            "inputBytes": input_bytes, "pageSize": PAGE_SIZE, "poolBudgetBytes": pool,
-            "segmentTargetBytes": page_bytes * SEGMENT_TARGET_PAGES,
-            "allocationBoundBytes": input_bytes * 6 + pool * 2 + ALLOCATION_MARGIN_BYTES}
+    return {
+        "queryHeads": query_heads,
+        "kvHeads": kv_heads,
+        "length": length,
+        "headDim": head_dim,
+        "inputBytes": input_bytes,
+        "pageSize": PAGE_SIZE,
+        "poolBudgetBytes": pool,
+        "segmentTargetBytes": page_bytes * SEGMENT_TARGET_PAGES,
+        "allocationBoundBytes": input_bytes * 6 + pool * 2 + ALLOCATION_MARGIN_BYTES,
+    }
 
 
 def _input(packet_files: Mapping[str, bytes]) -> tuple[dict, dict[str, bytes]]:
@@ -107,13 +122,26 @@ def _input(packet_files: Mapping[str, bytes]) -> tuple[dict, dict[str, bytes]]:
 
 
 def _descriptor(name: str, dtype: str, shape: list[int], data: bytes) -> dict:
-    strides = [math.prod(shape[axis + 1:]) for axis in range(len(shape))]
-    return {"file": f"{name}.bin", "dtype": dtype, "byteOrder": "little", "shape": shape, "packedStrides": strides,
-            "byteCount": len(data), "sha256": _sha256(data)}
+    strides = [math.prod(shape[axis + 1 :]) for axis in range(len(shape))]
+    return {
+        "file": f"{name}.bin",
+        "dtype": dtype,
+        "byteOrder": "little",
+        "shape": shape,
+        "packedStrides": strides,
+        "byteCount": len(data),
+        "sha256": _sha256(data),
+    }
 
 
-def _arm_files(arm: str, value: dict, input_sha256: str, tensors: Mapping[str, tuple[str, np.ndarray]],
-               outputs: Mapping[str, np.ndarray], readback_fault: bool) -> dict[str, bytes]:
+def _arm_files(
+    arm: str,
+    value: dict,
+    input_sha256: str,
+    tensors: Mapping[str, tuple[str, np.ndarray]],
+    outputs: Mapping[str, np.ndarray],
+    readback_fault: bool,
+) -> dict[str, bytes]:
     """ARM/result.json and the tensor files it names."""
     length = value["geometry"]["length"]
     queries_dtype, _queries = tensors["queries"]
@@ -124,8 +152,9 @@ def _arm_files(arm: str, value: dict, input_sha256: str, tensors: Mapping[str, t
             written[name] = (dtype, bits.copy())
         if readback_fault:
             written["storedKeys"][1][0, -1, -1, 0] ^= 1  # last row (KV head KVH-1, token T-1), channel 0
-    data = {name: np.ascontiguousarray(bits, dtype=BITS_DTYPE[dtype]).tobytes()
-            for name, (dtype, bits) in written.items()}
+    data = {
+        name: np.ascontiguousarray(bits, dtype=BITS_DTYPE[dtype]).tobytes() for name, (dtype, bits) in written.items()
+    }
     paged = arm != NATIVE
     first_page = FIRST_PAGE_ID.get(arm, 0)
     result = {
@@ -140,16 +169,18 @@ def _arm_files(arm: str, value: dict, input_sha256: str, tensors: Mapping[str, t
         "partitionTokens": PARTITION_TOKENS if paged else None,
         "partitionGeometrySource": "pinned/partition-rung" if paged else "mlx/fused-sdpa",
         "geometry": value["geometry"],
-        "tensors": {name: _descriptor(name, dtype, list(bits.shape), data[name])
-                    for name, (dtype, bits) in written.items()},
+        "tensors": {
+            name: _descriptor(name, dtype, list(bits.shape), data[name]) for name, (dtype, bits) in written.items()
+        },
     }
     files = {f"{arm}/result.json": _apple(result)}
     files.update((f"{arm}/{name}.bin", payload) for name, payload in data.items())
     return files
 
 
-def tool_reference(tensors: Mapping[str, tuple[str, np.ndarray]], scale: float, queries: np.ndarray | None = None
-                   ) -> np.ndarray:
+def tool_reference(
+    tensors: Mapping[str, tuple[str, np.ndarray]], scale: float, queries: np.ndarray | None = None
+) -> np.ndarray:
     """The tool's FP32 reference [QH, D]: the attention formula in float64, rounded once to float32.
 
     `queries` float32 [QH, D] replace the packet's (the narrowed-Q counterfactual).
@@ -157,12 +188,19 @@ def tool_reference(tensors: Mapping[str, tuple[str, np.ndarray]], scale: float, 
     promoted = {name: promote(bits, dtype) for name, (dtype, bits) in tensors.items()}
     query = promoted["queries"][0, :, 0, :] if queries is None else queries
     eligible = np.ones(query.shape[0], dtype=bool)
-    return attend(query, promoted["storedKeys"][0], promoted["storedValues"][0], scale, eligible,
-                  np.float64).reference.astype(np.float32)
+    return attend(
+        query, promoted["storedKeys"][0], promoted["storedValues"][0], scale, eligible, np.float64
+    ).reference.astype(np.float32)
 
 
-def analysis_document(value: dict, input_sha256: str, tensors: Mapping[str, tuple[str, np.ndarray]], scale: float,
-                      arm_outputs: Mapping[str, np.ndarray], reference: np.ndarray) -> dict:
+def analysis_document(
+    value: dict,
+    input_sha256: str,
+    tensors: Mapping[str, tuple[str, np.ndarray]],
+    scale: float,
+    arm_outputs: Mapping[str, np.ndarray],
+    reference: np.ndarray,
+) -> dict:
     """The tool's analysis.json as its collector writes it (without the receipts), against its FP32 `reference`.
 
     Per arm (native bits [1, QH, 1, D] in `arm_outputs`): the output against the reference and
@@ -184,23 +222,35 @@ def analysis_document(value: dict, input_sha256: str, tensors: Mapping[str, tupl
 
     arms = {}
     for arm, actual in values.items():
-        entry = {"originalQueryReference": block(actual, reference),
-                 "referenceRoundedToOutputDType": block(actual, near),
-                 "capturedOutputByteIdentity": bool(np.array_equal(arm_outputs[arm], tensors["output"][1]))}
+        entry = {
+            "originalQueryReference": block(actual, reference),
+            "referenceRoundedToOutputDType": block(actual, near),
+            "capturedOutputByteIdentity": bool(np.array_equal(arm_outputs[arm], tensors["output"][1])),
+        }
         if narrowed is not None:
-            entry["narrowedQueryCounterfactual"] = {"comparison": block(actual, narrowed),
-                                                    "differenceFromOriginalReference": block(narrowed, reference)}
+            entry["narrowedQueryCounterfactual"] = {
+                "comparison": block(actual, narrowed),
+                "differenceFromOriginalReference": block(narrowed, reference),
+            }
         arms[arm] = entry
     pairs = [(a, b) for a, b in SAME_INPUT_PAIRS if a in values and b in values]
-    return {"schema": ANALYSIS_SCHEMA, "status": "analyzed", "inconclusiveReasons": [],
-            "packetSHA256": value["packetSHA256"], "inputSHA256": input_sha256, "identity": value["identity"],
-            "selection": value["selection"], "arms": arms,
-            "sameInputOperatorComparisons": {f"{a}_versus_{b}": block(values[a], values[b]) for a, b in pairs},
-            "limitations": [TOOL_LIMITATION]}
+    return {
+        "schema": ANALYSIS_SCHEMA,
+        "status": "analyzed",
+        "inconclusiveReasons": [],
+        "packetSHA256": value["packetSHA256"],
+        "inputSHA256": input_sha256,
+        "identity": value["identity"],
+        "selection": value["selection"],
+        "arms": arms,
+        "sameInputOperatorComparisons": {f"{a}_versus_{b}": block(values[a], values[b]) for a, b in pairs},
+        "limitations": [TOOL_LIMITATION],
+    }
 
 
-def run_files(packet_files: Mapping[str, bytes], tensors: Mapping[str, tuple[str, np.ndarray]], scale: float,
-              variant: RunVariant) -> dict[str, bytes]:
+def run_files(
+    packet_files: Mapping[str, bytes], tensors: Mapping[str, tuple[str, np.ndarray]], scale: float, variant: RunVariant
+) -> dict[str, bytes]:
     """Every file of a replay run of the packet whose files are `packet_files` (relative name -> bytes).
 
     `tensors` are the packet's (dtype, bits) in their 4-D shapes and `scale` its float32 scale.
@@ -209,8 +259,9 @@ def run_files(packet_files: Mapping[str, bytes], tensors: Mapping[str, tuple[str
     input_bytes = _pretty(value)
     input_sha256 = _sha256(input_bytes)
     dtype = tensors["queries"][0]
-    outputs = {emulation: native_output_bits(emulation, tensors, scale, dtype)
-               for emulation in set(ARM_EMULATIONS.values())}
+    outputs = {
+        emulation: native_output_bits(emulation, tensors, scale, dtype) for emulation in set(ARM_EMULATIONS.values())
+    }
     files = {"input.json": input_bytes, **{f"{name}.bin": data for name, data in staged.items()}}
     execution = []
     for arm in ARMS:
@@ -219,13 +270,22 @@ def run_files(packet_files: Mapping[str, bytes], tensors: Mapping[str, tuple[str
         files[f"{arm}.log"] = log
         if not failed:
             files.update(_arm_files(arm, value, input_sha256, tensors, outputs, arm == variant.readback_fault_arm))
-        execution.append({"arm": arm, "argv": ["attention-replay", "--arm", arm, "--input", "input.json"],
-                          "seconds": ARM_SECONDS[arm], "exitCode": FAILED_EXIT_CODE if failed else 0,
-                          "failure": FAILURE_TEXT if failed else None, "binarySHA256": _sha256(TOOL_BINARY),
-                          "logSHA256": _sha256(log), "logHashError": None})
+        execution.append(
+            {
+                "arm": arm,
+                "argv": ["attention-replay", "--arm", arm, "--input", "input.json"],
+                "seconds": ARM_SECONDS[arm],
+                "exitCode": FAILED_EXIT_CODE if failed else 0,
+                "failure": FAILURE_TEXT if failed else None,
+                "binarySHA256": _sha256(TOOL_BINARY),
+                "logSHA256": _sha256(log),
+                "logHashError": None,
+            }
+        )
     files["execution.json"] = _pretty(execution)
     if variant.failed_arm is None:
         arm_outputs = {arm: outputs[ARM_EMULATIONS[arm]] for arm in ARMS}
-        files["analysis.json"] = _pretty(analysis_document(value, input_sha256, tensors, scale, arm_outputs,
-                                                           tool_reference(tensors, scale)))
+        files["analysis.json"] = _pretty(
+            analysis_document(value, input_sha256, tensors, scale, arm_outputs, tool_reference(tensors, scale))
+        )
     return files

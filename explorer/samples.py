@@ -132,23 +132,38 @@ def _storage(backend: str, kv_dtype: str, kvh: int, tokens: int, head_dim: int) 
     if backend == "paged":
         blocks = -(-tokens // PAGE_BLOCK_TOKENS)
         slab = [blocks, kvh, PAGE_BLOCK_TOKENS, head_dim]
-        return {"key_slab": _observed(kv_dtype, slab, _row_major(slab)),
-                "value_slab": _observed(kv_dtype, slab, _row_major(slab))}
+        return {
+            "key_slab": _observed(kv_dtype, slab, _row_major(slab)),
+            "value_slab": _observed(kv_dtype, slab, _row_major(slab)),
+        }
     visible = [1, kvh, tokens, head_dim]
     # The contiguous cache is allocated for more tokens than are visible.
     capacity = [1, kvh, tokens + PAGE_BLOCK_TOKENS, head_dim]
-    return {"visible_keys": _observed(kv_dtype, visible, _row_major(capacity)),
-            "visible_values": _observed(kv_dtype, visible, _row_major(capacity))}
+    return {
+        "visible_keys": _observed(kv_dtype, visible, _row_major(capacity)),
+        "visible_values": _observed(kv_dtype, visible, _row_major(capacity)),
+    }
 
 
 def _synthetic_hash(label: str) -> str:
     return hashlib.sha256(f"synthetic attention packet: {label}".encode()).hexdigest()
 
 
-def synthetic_spec(*, qh: int = 4, kvh: int = 2, tokens: int = 3, head_dim: int = 4,
-                   query_dtype: str = "float32", kv_dtype: str = "bfloat16", output_dtype: str = "float32",
-                   seed: int = 0, backend: str = "paged", kernel_output_dtype: str | None = None,
-                   scale: float | None = None, model_id: str = "synthetic-attention-model") -> PacketSpec:
+def synthetic_spec(
+    *,
+    qh: int = 4,
+    kvh: int = 2,
+    tokens: int = 3,
+    head_dim: int = 4,
+    query_dtype: str = "float32",
+    kv_dtype: str = "bfloat16",
+    output_dtype: str = "float32",
+    seed: int = 0,
+    backend: str = "paged",
+    kernel_output_dtype: str | None = None,
+    scale: float | None = None,
+    model_id: str = "synthetic-attention-model",
+) -> PacketSpec:
     """A valid, analyzable packet with random inputs from a fixed seed and its float64 attention output.
 
     The last stored K/V row equals the incoming row bit for bit; every record field
@@ -166,8 +181,8 @@ def synthetic_spec(*, qh: int = 4, kvh: int = 2, tokens: int = 3, head_dim: int 
         "queries": (query_dtype, queries),
         "storedKeys": (kv_dtype, stored_keys),
         "storedValues": (kv_dtype, stored_values),
-        "incomingKeys": (kv_dtype, stored_keys[:, :, tokens - 1:, :].copy()),
-        "incomingValues": (kv_dtype, stored_values[:, :, tokens - 1:, :].copy()),
+        "incomingKeys": (kv_dtype, stored_keys[:, :, tokens - 1 :, :].copy()),
+        "incomingValues": (kv_dtype, stored_values[:, :, tokens - 1 :, :].copy()),
     }
     scale_bits = float32_bits(scale)
     output = attention_output(tensors, float(np.uint32(scale_bits).view(np.float32)))
@@ -209,10 +224,20 @@ def synthetic_spec(*, qh: int = 4, kvh: int = 2, tokens: int = 3, head_dim: int 
         "refusals": {},
     }
     return PacketSpec(
-        identity={"modelID": model_id, "artifactSHA256": _synthetic_hash(f"{model_id} weights"),
-                  "inputSHA256": _synthetic_hash(f"{model_id} input {seed}"), "backend": backend},
-        geometry={"attention": "full", "isBidirectional": False, "sharesKV": False, "mtpEnabled": False,
-                  "visibleStart": 0, "visibleEnd": tokens},
+        identity={
+            "modelID": model_id,
+            "artifactSHA256": _synthetic_hash(f"{model_id} weights"),
+            "inputSHA256": _synthetic_hash(f"{model_id} input {seed}"),
+            "backend": backend,
+        },
+        geometry={
+            "attention": "full",
+            "isBidirectional": False,
+            "sharesKV": False,
+            "mtpEnabled": False,
+            "visibleStart": 0,
+            "visibleEnd": tokens,
+        },
         capture={"evaluationStatus": "completed"},
         snapshot=snapshot,
         tensors=tensors,
@@ -268,16 +293,21 @@ def packet_descriptor(spec: PacketSpec, *, metadata: bytes | None = None) -> dic
     return {
         "schema": SCHEMA,
         "identity": dict(spec.identity),
-        "metadata": {"file": spec.metadata_file, "byteCount": len(metadata),
-                     "sha256": hashlib.sha256(metadata).hexdigest(), "recordIndex": 0},
+        "metadata": {
+            "file": spec.metadata_file,
+            "byteCount": len(metadata),
+            "sha256": hashlib.sha256(metadata).hexdigest(),
+            "recordIndex": 0,
+        },
         "geometry": dict(spec.geometry),
         "capture": {**spec.capture, "tensorPayloadBytes": sum(t["byteCount"] for t in tensors.values())},
         "tensors": tensors,
     }
 
 
-def make_packet_files(spec: PacketSpec, *, descriptor: dict | None = None,
-                      metadata: bytes | None = None) -> dict[str, bytes]:
+def make_packet_files(
+    spec: PacketSpec, *, descriptor: dict | None = None, metadata: bytes | None = None
+) -> dict[str, bytes]:
     """Every file of the packet, relative name -> bytes.
 
     `metadata` replaces the metadata file's bytes (the default descriptor then
@@ -325,8 +355,9 @@ def write_files(directory: str | os.PathLike, files: Mapping[str, bytes]) -> Pat
     return directory
 
 
-def write_packet(directory: str | os.PathLike, spec: PacketSpec, *, descriptor: dict | None = None,
-                 metadata: bytes | None = None) -> Path:
+def write_packet(
+    directory: str | os.PathLike, spec: PacketSpec, *, descriptor: dict | None = None, metadata: bytes | None = None
+) -> Path:
     """Write the packet into `directory` (created if needed) and return the directory; never overwrites
     (write_files)."""
     return write_files(directory, make_packet_files(spec, descriptor=descriptor, metadata=metadata))
@@ -360,8 +391,15 @@ CORRUPTED_BYTE = 1000
 
 
 def _small_spec(*, seed: int, kv_dtype: str = "bfloat16", output_dtype: str = "float32") -> PacketSpec:
-    return synthetic_spec(qh=SMALL_QUERY_HEADS, kvh=SMALL_KV_HEADS, tokens=SMALL_TOKENS,
-                          head_dim=SMALL_HEAD_DIM, kv_dtype=kv_dtype, output_dtype=output_dtype, seed=seed)
+    return synthetic_spec(
+        qh=SMALL_QUERY_HEADS,
+        kvh=SMALL_KV_HEADS,
+        tokens=SMALL_TOKENS,
+        head_dim=SMALL_HEAD_DIM,
+        kv_dtype=kv_dtype,
+        output_dtype=output_dtype,
+        seed=seed,
+    )
 
 
 def clean_spec() -> PacketSpec:
@@ -369,12 +407,22 @@ def clean_spec() -> PacketSpec:
     return _small_spec(seed=1)
 
 
-def qwen_spec(*, tokens: int = QWEN_SMALL_TOKENS, query_dtype: str = "bfloat16",
-              output_dtype: str = "bfloat16", seed: int = 2) -> PacketSpec:
+def qwen_spec(
+    *, tokens: int = QWEN_SMALL_TOKENS, query_dtype: str = "bfloat16", output_dtype: str = "bfloat16", seed: int = 2
+) -> PacketSpec:
     """Shaped like the real Qwen3.6 capture (QH16/KVH2/D256, bfloat16 K/V, bfloat16 kernel output)."""
-    return synthetic_spec(qh=QWEN_QUERY_HEADS, kvh=QWEN_KV_HEADS, tokens=tokens, head_dim=QWEN_HEAD_DIM,
-                          query_dtype=query_dtype, kv_dtype="bfloat16", output_dtype=output_dtype,
-                          kernel_output_dtype="bfloat16", seed=seed, model_id=QWEN_MODEL_ID)
+    return synthetic_spec(
+        qh=QWEN_QUERY_HEADS,
+        kvh=QWEN_KV_HEADS,
+        tokens=tokens,
+        head_dim=QWEN_HEAD_DIM,
+        query_dtype=query_dtype,
+        kv_dtype="bfloat16",
+        output_dtype=output_dtype,
+        kernel_output_dtype="bfloat16",
+        seed=seed,
+        model_id=QWEN_MODEL_ID,
+    )
 
 
 def qwen_full_spec(*, query_dtype: str = "bfloat16", output_dtype: str = "bfloat16", seed: int = 2) -> PacketSpec:
@@ -445,9 +493,12 @@ PAIR_OTHER_LAYER = LAYER_INDEX + 1  # the selection-differs partner captured one
 # The inputs-differ partner: one stored key element (kv head, token, channel) with one bit flipped.
 PAIR_CHANGED_KEY = (1, 100, 5)
 PAIR_CHANGED_BIT = 15  # the bfloat16 sign bit
-PAIR_NAMES = {"paged": "qwen36-pair-paged", "contiguous": "qwen36-pair-contiguous",
-              "other-layer": "qwen36-pair-contiguous-other-layer",
-              "input-differs": "qwen36-pair-contiguous-input-differs"}
+PAIR_NAMES = {
+    "paged": "qwen36-pair-paged",
+    "contiguous": "qwen36-pair-contiguous",
+    "other-layer": "qwen36-pair-contiguous-other-layer",
+    "input-differs": "qwen36-pair-contiguous-input-differs",
+}
 FULL_PAIR_NAMES = {"paged": "qwen36-pair-paged-full-t5585", "contiguous": "qwen36-pair-contiguous-full-t5585"}
 
 
@@ -462,8 +513,10 @@ def pair_outputs(tensors: Mapping[str, tuple[str, np.ndarray]], scale: float) ->
     from explorer.analysis.emulation import native_output_bits
 
     dtype = tensors["output"][0]
-    return {backend: native_output_bits(emulation_id, tensors, scale, dtype)
-            for backend, emulation_id in PAIR_EMULATIONS.items()}
+    return {
+        backend: native_output_bits(emulation_id, tensors, scale, dtype)
+        for backend, emulation_id in PAIR_EMULATIONS.items()
+    }
 
 
 def with_record(spec: PacketSpec, **changes) -> PacketSpec:
@@ -472,13 +525,24 @@ def with_record(spec: PacketSpec, **changes) -> PacketSpec:
     return with_snapshot(spec, records=records)
 
 
-def pair_spec(backend: str, *, tokens: int = PAIR_TOKENS, head_dim: int = PAIR_HEAD_DIM,
-              scale: float = PAIR_SCALE) -> PacketSpec:
+def pair_spec(
+    backend: str, *, tokens: int = PAIR_TOKENS, head_dim: int = PAIR_HEAD_DIM, scale: float = PAIR_SCALE
+) -> PacketSpec:
     """One side of the backend pair: shared inputs and selection, this backend's dispatch, output and token."""
-    spec = synthetic_spec(qh=QWEN_QUERY_HEADS, kvh=QWEN_KV_HEADS, tokens=tokens, head_dim=head_dim,
-                          query_dtype="bfloat16", kv_dtype="bfloat16", output_dtype="bfloat16",
-                          kernel_output_dtype="bfloat16", seed=PAIR_SEED, backend=backend, scale=scale,
-                          model_id=QWEN_MODEL_ID)
+    spec = synthetic_spec(
+        qh=QWEN_QUERY_HEADS,
+        kvh=QWEN_KV_HEADS,
+        tokens=tokens,
+        head_dim=head_dim,
+        query_dtype="bfloat16",
+        kv_dtype="bfloat16",
+        output_dtype="bfloat16",
+        kernel_output_dtype="bfloat16",
+        seed=PAIR_SEED,
+        backend=backend,
+        scale=scale,
+        model_id=QWEN_MODEL_ID,
+    )
     spec = with_tensor(spec, "output", pair_outputs(spec.tensors, _scale(spec))[backend])
     return with_snapshot(spec, targetToken=PAIR_TARGET_TOKENS[backend])
 
@@ -529,51 +593,59 @@ _PAIR = f"QH{QWEN_QUERY_HEADS}/KVH{QWEN_KV_HEADS}/D{PAIR_HEAD_DIM}/T{PAIR_TOKENS
 CURATED: Mapping[str, tuple[str, Callable[[str | os.PathLike], Path]]] = {
     "clean-fp32q-bf16kv": (
         f"Clean decode step: float32 queries, bfloat16 K/V, float32 output ({_SMALL}).",
-        _write_spec(clean_spec)),
+        _write_spec(clean_spec),
+    ),
     "qwen36-bf16-t64": (
         f"All-bfloat16 packet shaped like the Qwen3.6 capture (QH16/KVH2/D256) at T={QWEN_SMALL_TOKENS}, "
         "bfloat16 kernel output.",
-        _write_spec(qwen_spec)),
-    "fp16-kv": (
-        f"Float32 queries with float16 K/V and a float16 output ({_SMALL}).",
-        _write_spec(fp16_spec)),
+        _write_spec(qwen_spec),
+    ),
+    "fp16-kv": (f"Float32 queries with float16 K/V and a float16 output ({_SMALL}).", _write_spec(fp16_spec)),
     "injected-error-head5": (
         f"The clean packet with output channels {INJECTED_CHANNELS.start}-{INJECTED_CHANNELS.stop - 1} "
         f"of query head {INJECTED_HEAD} scaled by {INJECTED_FACTOR}.",
-        _write_spec(injected_error_spec)),
+        _write_spec(injected_error_spec),
+    ),
     "last-row-mismatch": (
         "Incoming key/value rows differ from the stored last row in sign, exponent and mantissa bits "
         "(inconclusive: last_row_mismatch).",
-        _write_spec(last_row_mismatch_spec)),
+        _write_spec(last_row_mismatch_spec),
+    ),
     "nan-stored-values": (
         "A quiet and a signaling NaN in the stored values of KV head 1, carried into the output "
         "(inconclusive: nonfinite_inputs, nonfinite_comparison).",
-        _write_spec(nan_stored_values_spec)),
+        _write_spec(nan_stored_values_spec),
+    ),
     "discarded-sample": (
         "A consistent packet whose sample was discarded by the engine (inconclusive: sample_not_confirmed).",
-        _write_spec(discarded_spec)),
+        _write_spec(discarded_spec),
+    ),
     "refused-hash-mismatch": (
-        f"One byte of {DEFAULT_TENSOR_FILES[CORRUPTED_TENSOR]} flipped after hashing "
-        "(refused: sha256_mismatch).",
-        write_refused),
+        f"One byte of {DEFAULT_TENSOR_FILES[CORRUPTED_TENSOR]} flipped after hashing (refused: sha256_mismatch).",
+        write_refused,
+    ),
     PAIR_NAMES["paged"]: (
         f"Backend pair, side paged ({_PAIR}, all bfloat16, dispatch {DISPATCH['paged']}): output of the "
         f"emulation {PAIR_EMULATIONS['paged']}; target token {PAIR_TARGET_TOKENS['paged']}.",
-        _write_spec(lambda: pair_spec("paged"))),
+        _write_spec(lambda: pair_spec("paged")),
+    ),
     PAIR_NAMES["contiguous"]: (
         f"Backend pair, side contiguous: byte-identical inputs and selection, dispatch {DISPATCH['contiguous']}, "
         f"output of the emulation {PAIR_EMULATIONS['contiguous']} (partials stored in bfloat16); "
         f"target token {PAIR_TARGET_TOKENS['contiguous']}.",
-        _write_spec(lambda: pair_spec("contiguous"))),
+        _write_spec(lambda: pair_spec("contiguous")),
+    ),
     PAIR_NAMES["other-layer"]: (
         f"The contiguous side captured at layer {PAIR_OTHER_LAYER}: paired with the paged side, its selection "
         "differs (storageLayerIndex, modelLayerIndex) while its tensor bytes are the same.",
-        _write_spec(pair_other_layer_spec)),
+        _write_spec(pair_other_layer_spec),
+    ),
     PAIR_NAMES["input-differs"]: (
         f"The contiguous side with one stored key element (KV head {PAIR_CHANGED_KEY[0]}, token "
         f"{PAIR_CHANGED_KEY[1]}, channel {PAIR_CHANGED_KEY[2]}) of the opposite sign, its output computed "
         "from those inputs: paired with the paged side, the inputs differ.",
-        _write_spec(pair_input_differs_spec)),
+        _write_spec(pair_input_differs_spec),
+    ),
 }
 
 
@@ -581,8 +653,11 @@ CURATED: Mapping[str, tuple[str, Callable[[str | os.PathLike], Path]]] = {
 
 # Runs of the contiguous side (the source packet), to be opened with the paged side as partner.
 REPLAY_SOURCE, REPLAY_PARTNER = "contiguous", "paged"
-REPLAY_RUN_NAMES = {"complete": "replay-qwen36-pair", "exited": "replay-qwen36-pair-segmented-exit-1",
-                    "readback": "replay-qwen36-pair-readback-differs"}
+REPLAY_RUN_NAMES = {
+    "complete": "replay-qwen36-pair",
+    "exited": "replay-qwen36-pair-segmented-exit-1",
+    "readback": "replay-qwen36-pair-readback-differs",
+}
 FULL_REPLAY_RUN_NAME = "replay-qwen36-pair-full-t5585"
 
 
@@ -595,14 +670,16 @@ REPLAY_RUNS: Mapping[str, tuple[str, Callable[[str | os.PathLike], Path]]] = {
     REPLAY_RUN_NAMES["complete"]: (
         f"Replay run of `{PAIR_NAMES[REPLAY_SOURCE]}`, all three arms: nativeSDPA reproduces the contiguous "
         "capture, both paged arms the paged one; readback byte-exact.",
-        lambda directory: write_run(directory, pair_spec(REPLAY_SOURCE), RunVariant())),
+        lambda directory: write_run(directory, pair_spec(REPLAY_SOURCE), RunVariant()),
+    ),
     REPLAY_RUN_NAMES["exited"]: (
         "The same run with pagedSegmented failed (execution.json exit code 1, no pagedSegmented/, no analysis.json).",
-        lambda directory: write_run(directory, pair_spec(REPLAY_SOURCE), RunVariant(failed_arm="pagedSegmented"))),
+        lambda directory: write_run(directory, pair_spec(REPLAY_SOURCE), RunVariant(failed_arm="pagedSegmented")),
+    ),
     REPLAY_RUN_NAMES["readback"]: (
         "The same run whose pagedFixed readback of the stored keys differs in the last row (one bit of token T-1).",
-        lambda directory: write_run(directory, pair_spec(REPLAY_SOURCE),
-                                    RunVariant(readback_fault_arm="pagedFixed"))),
+        lambda directory: write_run(directory, pair_spec(REPLAY_SOURCE), RunVariant(readback_fault_arm="pagedFixed")),
+    ),
 }
 
 
@@ -620,11 +697,15 @@ def samples_readme(extra: Mapping[str, tuple[str, Callable[[str | os.PathLike], 
         "",
     ]
     lines += [f"- `{name}`: {description}" for name, (description, _) in CURATED.items()]
-    lines += ["", "Operator replay runs (docs/replay.md), made by the explorer itself: the arms are its own kernel "
-                  "emulations (nativeSDPA: `mlx_two_pass`,",
-              "pagedFixed and pagedSegmented: `paged_two_pass`), their readback the packet's own K/V bytes. "
-              f"Open one with `explorer replay sample_packets/<run> --partner sample_packets/"
-              f"{PAIR_NAMES[REPLAY_PARTNER]}`.", ""]
+    lines += [
+        "",
+        "Operator replay runs (docs/replay.md), made by the explorer itself: the arms are its own kernel "
+        "emulations (nativeSDPA: `mlx_two_pass`,",
+        "pagedFixed and pagedSegmented: `paged_two_pass`), their readback the packet's own K/V bytes. "
+        f"Open one with `explorer replay sample_packets/<run> --partner sample_packets/"
+        f"{PAIR_NAMES[REPLAY_PARTNER]}`.",
+        "",
+    ]
     lines += [f"- `{name}`: {description}" for name, (description, _) in REPLAY_RUNS.items()]
     lines += [
         "",
@@ -650,8 +731,12 @@ def samples_readme(extra: Mapping[str, tuple[str, Callable[[str | os.PathLike], 
     return "\n".join(lines + ([""] if extra else []))
 
 
-def write_samples(out: str | os.PathLike, *, full: bool = False,
-                  extra: Mapping[str, tuple[str, Callable[[str | os.PathLike], Path]]] = NO_EXTRA) -> list[Path]:
+def write_samples(
+    out: str | os.PathLike,
+    *,
+    full: bool = False,
+    extra: Mapping[str, tuple[str, Callable[[str | os.PathLike], Path]]] = NO_EXTRA,
+) -> list[Path]:
     """Write every curated packet and replay run (and the full-size ones when `full`, and the `extra` samples: name
     -> (description, builder), the campaigns of explorer/campaign_samples.py) plus README.md into `out`.
 
@@ -662,15 +747,21 @@ def write_samples(out: str | os.PathLike, *, full: bool = False,
     builders = {name: build for name, (_, build) in (*CURATED.items(), *REPLAY_RUNS.items(), *extra.items())}
     if full:
         builders[FULL_SAMPLE_NAME] = lambda directory: write_packet(directory, qwen_full_spec())
-        builders.update({name: (lambda directory, side=side: write_packet(directory, pair_full_spec(side)))
-                         for side, name in FULL_PAIR_NAMES.items()})
-        builders[FULL_REPLAY_RUN_NAME] = lambda directory: write_run(directory, pair_full_spec(REPLAY_SOURCE),
-                                                                     RunVariant())
+        builders.update(
+            {
+                name: (lambda directory, side=side: write_packet(directory, pair_full_spec(side)))
+                for side, name in FULL_PAIR_NAMES.items()
+            }
+        )
+        builders[FULL_REPLAY_RUN_NAME] = lambda directory: write_run(
+            directory, pair_full_spec(REPLAY_SOURCE), RunVariant()
+        )
     out.mkdir(parents=True, exist_ok=True)
     taken = [name for name in (*builders, SAMPLES_README) if os.path.lexists(out / name)]
     if taken:
-        raise FileExistsError(errno.EEXIST, f"it already holds {', '.join(taken)}; samples never overwrite",
-                              os.fspath(out))
+        raise FileExistsError(
+            errno.EEXIST, f"it already holds {', '.join(taken)}; samples never overwrite", os.fspath(out)
+        )
     written = []
     for name, build in builders.items():
         (out / name).mkdir()  # never through a link, never an existing directory

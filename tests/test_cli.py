@@ -20,8 +20,16 @@ COMMITTED = REPO / "sample_packets"
 UI_MODULES = ("panel", "holoviews", "bokeh")
 NOT_NEEDED_BY_ANALYZE = (*UI_MODULES, "ml_dtypes")  # bfloat16 is promoted by a shift; versions come from metadata
 
-EXIT = {"clean-fp32q-bf16kv": 0, "qwen36-bf16-t64": 0, "fp16-kv": 0, "injected-error-head5": 0,
-        "last-row-mismatch": 3, "nan-stored-values": 3, "discarded-sample": 3, "refused-hash-mismatch": 4}
+EXIT = {
+    "clean-fp32q-bf16kv": 0,
+    "qwen36-bf16-t64": 0,
+    "fp16-kv": 0,
+    "injected-error-head5": 0,
+    "last-row-mismatch": 3,
+    "nan-stored-values": 3,
+    "discarded-sample": 3,
+    "refused-hash-mismatch": 4,
+}
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:
@@ -56,9 +64,17 @@ def test_missing_packet_is_refused_not_an_error(capsys, tmp_path):
     assert code == 4 and "path_missing" in out
 
 
-@pytest.mark.parametrize("argv", [
-    [], ["analyze"], ["analyze", "a", "b"], ["analyze", "p", "--bogus"], ["frobnicate"], ["samples"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [],
+        ["analyze"],
+        ["analyze", "a", "b"],
+        ["analyze", "p", "--bogus"],
+        ["frobnicate"],
+        ["samples"],
+    ],
+)
 def test_usage_errors_exit_2(capsys, argv):
     code, out, err = run(capsys, *argv)
     assert code == 2 and out == "" and "usage:" in err
@@ -71,10 +87,19 @@ def test_help_exits_0(capsys):
     assert code == 0 and all(f"    {name}" in out for name in cli.COMMANDS)
 
 
-@pytest.mark.parametrize("argv", [
-    ["analyze", "--help"], ["compare", "a"], ["triage", "--help"], ["replay", "--help"], ["samples", "--out"],
-    ["report", "p", "--out"], ["analyze", "p", "--bogus"], ["--version"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["analyze", "--help"],
+        ["compare", "a"],
+        ["triage", "--help"],
+        ["replay", "--help"],
+        ["samples", "--out"],
+        ["report", "p", "--out"],
+        ["analyze", "p", "--bogus"],
+        ["--version"],
+    ],
+)
 def test_a_named_command_gets_the_messages_of_the_whole_parser(capsys, argv):
     """The parser built for the one command a line names says what the parser of every command says."""
     said = []
@@ -120,8 +145,9 @@ def test_output_is_written_and_never_overwritten(capsys, tmp_path):
 
 
 def test_unwritable_output_is_a_usage_error(capsys, tmp_path):
-    code, out, err = run(capsys, "analyze", str(COMMITTED / "clean-fp32q-bf16kv"),
-                         "--output", str(tmp_path / "no-such-dir" / "r.json"))
+    code, out, err = run(
+        capsys, "analyze", str(COMMITTED / "clean-fp32q-bf16kv"), "--output", str(tmp_path / "no-such-dir" / "r.json")
+    )
     assert code == 2 and out == "" and err.count("\n") == 1
 
 
@@ -179,8 +205,7 @@ def test_module_and_script_entry_points():
     runs = [([sys.executable, "-m", "explorer"], name) for name in EXIT] + [(["explorer"], "last-row-mismatch")]
     for command, name in runs:
         packet = str(COMMITTED / name)
-        done = subprocess.run([*command, "analyze", packet, "--json"], capture_output=True, text=True,
-                              check=False)
+        done = subprocess.run([*command, "analyze", packet, "--json"], capture_output=True, text=True, check=False)
         assert (done.returncode, done.stderr) == (EXIT[name], "")
         assert json.loads(done.stdout)["status"] == analyze(packet).status
 
@@ -214,8 +239,12 @@ def test_hostile_packets_are_refusals_not_errors(capsys, tmp_path):
 def test_readme_has_two_setup_commands_and_ci_runs_the_test_command():
     readme = (REPO / "README.md").read_text()
     setup = readme.split("## Set up", 1)[1].split("\n## ", 1)[0]
-    commands = [line for block in setup.split("```bash")[1:] for line in block.split("```")[0].splitlines()
-                if line and not line.startswith("#")]
+    commands = [
+        line
+        for block in setup.split("```bash")[1:]
+        for line in block.split("```")[0].splitlines()
+        if line and not line.startswith("#")
+    ]
     assert commands == ["pip install -e . && panel serve explorer/app.py", "bash .ci/run"]
     ci = [line for line in (REPO / ".ci" / "run").read_text().splitlines() if line and not line.startswith("#")]
     assert ci[-1] == "python -m pytest" and "`python -m pytest`" in setup
@@ -272,21 +301,35 @@ def test_compare_summary_leads_with_the_incident_table(capsys):
     report = explorer.compare(*PAIR).report()
     assert code == 0
     lines = out.splitlines()
-    order = [next(i for i, line in enumerate(lines) if line.startswith(prefix))
-             for prefix in ("Status: compared", "Findings:", "  - Nearer the primary reference: a ",
-                            "  - Equal to the primary reference rounded", "Inputs: all five tensors byte-identical",
-                            "Output: ", "Nearer", "Ladder", "Tokens: ", "Limitations:")]
+    order = [
+        next(i for i, line in enumerate(lines) if line.startswith(prefix))
+        for prefix in (
+            "Status: compared",
+            "Findings:",
+            "  - Nearer the primary reference: a ",
+            "  - Equal to the primary reference rounded",
+            "Inputs: all five tensors byte-identical",
+            "Output: ",
+            "Nearer",
+            "Ladder",
+            "Tokens: ",
+            "Limitations:",
+        )
+    ]
     assert order == sorted(order)
     output = report["output"]
     assert f"{output['mismatched']} of {output['compared']} output elements differ" in out
     heads = ", ".join(f"{h} ({n})" for h, n in enumerate(output["perHead"]) if n)
     assert heads in out
     start = next(i for i, line in enumerate(lines) if line.startswith("Ladder"))
-    ladder = [line.split() for line in lines[start + 2:start + 4]]
+    ladder = [line.split() for line in lines[start + 2 : start + 4]]
     for row, side in zip(ladder, ("a", "b"), strict=True):
         assert row[1] == report[side]["backend"]
-        assert row[-3:] == [str(report["ladder"][side]["equalToRoundedReference"]), "of",
-                            str(report["ladder"][side]["compared"])]
+        assert row[-3:] == [
+            str(report["ladder"][side]["equalToRoundedReference"]),
+            "of",
+            str(report["ladder"][side]["compared"]),
+        ]
     assert "target a 1928, target b 6829 (differ)" in out
     for tensor in report["inputs"]["tensors"]:
         assert any(line.split()[:2] == [tensor, "yes"] for line in lines)
@@ -333,11 +376,16 @@ def test_compare_emulate_json_and_matrix_table(capsys):
     assert lines[start + 1].split()[:4] == ["emulation", "decisive", "a", "(of"]
     rows = report["emulationMatrix"]["rows"]
     # table order, then the baseline row
-    for line, row in zip(lines[start + 2:start + 2 + len(rows)], rows, strict=True):
-        assert line.split() == [row["id"], *(str(row[key]["a"]["global"]) for key in ("bitEqualDecisive",)),
-                                str(row["bitEqualDecisive"]["b"]["global"]), str(row["bitEqualDiffering"]["a"]),
-                                str(row["bitEqualDiffering"]["b"]), str(row["bitEqual"]["a"]["global"]),
-                                str(row["bitEqual"]["b"]["global"])]
+    for line, row in zip(lines[start + 2 : start + 2 + len(rows)], rows, strict=True):
+        assert line.split() == [
+            row["id"],
+            *(str(row[key]["a"]["global"]) for key in ("bitEqualDecisive",)),
+            str(row["bitEqualDecisive"]["b"]["global"]),
+            str(row["bitEqualDiffering"]["a"]),
+            str(row["bitEqualDiffering"]["b"]),
+            str(row["bitEqual"]["a"]["global"]),
+            str(row["bitEqual"]["b"]["global"]),
+        ]
     assert lines[start + 2 + len(rows)].split()[:3] == ["rounded", "reference", "(baseline)"]
     assert f"differing a (of {differing})" in lines[start + 1]
 
@@ -347,7 +395,7 @@ def test_compare_emulate_decisive_columns_stand_under_each_sides_own_count(capsy
     pair = (PAIR[0], str(COMMITTED / samples.PAIR_NAMES["input-differs"]))
     own = [analyze(path, emulate="default").emulation_counts.decisive.count for path in pair]
     assert own[0] != own[1]  # the case of the bug: side a's total printed over both columns
-    code, out, _ = run(capsys, "compare", *pair, "--emulate", "default")
+    _code, out, _ = run(capsys, "compare", *pair, "--emulate", "default")
     header = next(line for line in out.splitlines() if line.split()[:2] == ["emulation", "decisive"])
     assert f"decisive a (of {own[0]})" in header and f"decisive b (of {own[1]})" in header
 
@@ -373,16 +421,25 @@ def test_element_prints_every_field_of_the_record_after_the_summary(capsys):
     section = out.split("Element 4,155 (flat index 1179):\n")[1]
     assert out.startswith(run(capsys, "analyze", str(path))[1])  # the summary is unchanged
     for label, value in record.fields():
-        expected = repr(value) if isinstance(value, float) else json.dumps(value) if value is None or isinstance(
-            value, bool) else str(value)
+        expected = (
+            repr(value)
+            if isinstance(value, float)
+            else json.dumps(value)
+            if value is None or isinstance(value, bool)
+            else str(value)
+        )
         assert f"  {label}" in section and section.split(f"  {label}")[1].split("\n")[0].strip() == expected
     assert run(capsys, "analyze", str(path), "--element", "4,155")[1] == out
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--element", "99,1"], "head 99 is outside 0..15"), (["--element", "x"], "is not H,C"),
-    (["--element", "1", "--json"], "--json prints exactly the report"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--element", "99,1"], "head 99 is outside 0..15"),
+        (["--element", "x"], "is not H,C"),
+        (["--element", "1", "--json"], "--json prints exactly the report"),
+    ],
+)
 def test_element_usage_errors(capsys, argv, message):
     code, out, err = run(capsys, "analyze", str(COMMITTED / "qwen36-bf16-t64"), *argv)
     assert code == 2 and message in err and out == ""

@@ -37,10 +37,20 @@ VIEW_COUNT = 9  # PNGs of one report
 
 
 def _explorer(*argv: str, stdout=subprocess.PIPE, env: dict | None = None, **options) -> subprocess.CompletedProcess:
-    environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
-                   **(env or {})}
-    return subprocess.run([sys.executable, "-m", "explorer", *argv], stdout=stdout, stderr=subprocess.PIPE,
-                          timeout=RUN_TIMEOUT_S, cwd=REPO, env=environment, **options)
+    environment = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
+        **(env or {}),
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "explorer", *argv],
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        timeout=RUN_TIMEOUT_S,
+        cwd=REPO,
+        env=environment,
+        **options,
+    )
 
 
 def _one_bounded_line(stderr: bytes | str) -> str:
@@ -54,8 +64,13 @@ def _one_bounded_line(stderr: bytes | str) -> str:
 def _closed_pipe_run(*argv: str) -> tuple[int, bytes]:
     """Run explorer with a standard output whose reader has gone away before anything was written."""
     environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
-    process = subprocess.Popen([sys.executable, "-m", "explorer", *argv], stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, cwd=REPO, env=environment)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "explorer", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=REPO,
+        env=environment,
+    )
     process.stdout.close()
     _, stderr = process.communicate(timeout=RUN_TIMEOUT_S)
     return process.returncode, stderr
@@ -73,8 +88,11 @@ def test_closed_pipes_end_compare_and_report_quietly(tmp_path):
 @pytest.mark.browser  # renders PNGs in chromium
 def test_a_full_standard_output_is_one_line_exit_2(tmp_path):
     with open("/dev/full", "wb") as full:
-        for argv in (("compare", str(ANALYZED), str(OTHER)), ("compare", str(ANALYZED), str(OTHER), "--json"),
-                     ("report", str(REFUSED), "--out", str(tmp_path))):
+        for argv in (
+            ("compare", str(ANALYZED), str(OTHER)),
+            ("compare", str(ANALYZED), str(OTHER), "--json"),
+            ("report", str(REFUSED), "--out", str(tmp_path)),
+        ):
             done = _explorer(*argv, stdout=full)
             assert done.returncode == EXIT_USAGE
             assert "No space left on device" in _one_bounded_line(done.stderr)
@@ -134,8 +152,9 @@ AS_NOBODY = textwrap.dedent("""
 
 def _as_nobody(*argv: str) -> subprocess.CompletedProcess:
     environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
-    return subprocess.run([sys.executable, "-c", AS_NOBODY, *argv], capture_output=True, timeout=RUN_TIMEOUT_S,
-                          cwd="/", env=environment)
+    return subprocess.run(
+        [sys.executable, "-c", AS_NOBODY, *argv], capture_output=True, timeout=RUN_TIMEOUT_S, cwd="/", env=environment
+    )
 
 
 @pytest.fixture
@@ -172,8 +191,7 @@ def test_unreadable_and_unsearchable_directories_are_refused_or_one_line_as_nobo
 # ---------------------------------------------------------------- in process
 
 
-def test_a_missing_browser_is_one_line_exit_2_naming_the_package_and_nothing_is_written(tmp_path, capsys,
-                                                                                      monkeypatch):
+def test_a_missing_browser_is_one_line_exit_2_naming_the_package_and_nothing_is_written(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(pages, "CHROMIUM", str(tmp_path / "no-chromium"))
     out = tmp_path / "out"
     assert cli.main(["report", str(ANALYZED), "--out", str(out)]) == EXIT_USAGE
@@ -184,8 +202,7 @@ def test_a_missing_browser_is_one_line_exit_2_naming_the_package_and_nothing_is_
     assert not out.exists() or os.listdir(out) == []
 
 
-def test_a_missing_playwright_is_one_line_exit_2_naming_the_extra_and_nothing_is_written(tmp_path, capsys,
-                                                                                       monkeypatch):
+def test_a_missing_playwright_is_one_line_exit_2_naming_the_extra_and_nothing_is_written(tmp_path, capsys, monkeypatch):
     """`pip install -e .` brings no Playwright: `report` says what to install instead of an internal error."""
     monkeypatch.setattr(pages, "PLAYWRIGHT_MODULE", "no_such_playwright_module")
     out = tmp_path / "out"

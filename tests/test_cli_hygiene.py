@@ -74,8 +74,12 @@ def test_numeric_warnings_never_reach_the_terminal(tmp_path):
 def test_a_path_that_is_not_utf8_is_accepted(tmp_path):
     name = os.fsencode(tmp_path) + b"/packet-\xff"
     samples.write_packet(os.fsdecode(name), samples.synthetic_spec())
-    done = subprocess.run([sys.executable, "-m", "explorer", "analyze", name, "--json"], capture_output=True,
-                          timeout=RUN_TIMEOUT_S, cwd=REPO)
+    done = subprocess.run(
+        [sys.executable, "-m", "explorer", "analyze", name, "--json"],
+        capture_output=True,
+        timeout=RUN_TIMEOUT_S,
+        cwd=REPO,
+    )
     assert done.returncode == 0 and json.loads(done.stdout)["status"] == "analyzed"
 
 

@@ -31,8 +31,12 @@ def _private_tmpfs_reason() -> str | None:
         return "unshare or mount is not installed"
     if os.geteuid() != 0:
         return "mounting a tmpfs needs root (CI runs as root)"
-    probe = subprocess.run(["unshare", "-m", "sh", "-c", "mount -t tmpfs -o size=4k tmpfs /mnt"],
-                           capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+    probe = subprocess.run(
+        ["unshare", "-m", "sh", "-c", "mount -t tmpfs -o size=4k tmpfs /mnt"],
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_S,
+    )
     if probe.returncode != 0:
         return f"no private mount namespace here: {probe.stderr.strip()}"
     return None
@@ -44,11 +48,14 @@ pytestmark = pytest.mark.skipif(REASON is not None, reason=REASON or "")
 
 def _on_full_tmpfs(mountpoint: Path, command: str, size: str = TMPFS_SIZE) -> subprocess.CompletedProcess:
     """Run the shell `command` with a small tmpfs mounted at `mountpoint`, seen by it alone; lists the mount after."""
-    script = f"mount -t tmpfs -o size={size} tmpfs '{mountpoint}' && {command}; status=$?; " \
-             f"echo; echo LISTING; ls -A '{mountpoint}'; exit $status"
+    script = (
+        f"mount -t tmpfs -o size={size} tmpfs '{mountpoint}' && {command}; status=$?; "
+        f"echo; echo LISTING; ls -A '{mountpoint}'; exit $status"
+    )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
-    return subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True, text=True,
-                          timeout=RUN_TIMEOUT_S, cwd=REPO, env=env)
+    return subprocess.run(
+        ["unshare", "-m", "sh", "-c", script], capture_output=True, text=True, timeout=RUN_TIMEOUT_S, cwd=REPO, env=env
+    )
 
 
 def _listing(done: subprocess.CompletedProcess) -> list[str]:
@@ -58,8 +65,10 @@ def _listing(done: subprocess.CompletedProcess) -> list[str]:
 def test_output_on_a_full_disk_exits_2_and_leaves_nothing(tmp_path):
     mountpoint = tmp_path / "full"
     mountpoint.mkdir()
-    done = _on_full_tmpfs(mountpoint, f"{sys.executable} -m explorer analyze '{ANALYZED}' --json "
-                                      f"--output '{mountpoint}/report.json' > /dev/null")
+    done = _on_full_tmpfs(
+        mountpoint,
+        f"{sys.executable} -m explorer analyze '{ANALYZED}' --json --output '{mountpoint}/report.json' > /dev/null",
+    )
     assert done.returncode == 2, done.stderr
     assert "No space left on device" in done.stderr and done.stderr.count("\n") == 1
     assert _listing(done) == []
@@ -106,8 +115,9 @@ def test_report_on_a_disk_that_fills_while_pngs_are_written_exits_2_and_leaves_n
     size = (pages + PNG_ROOM_PAGES) * TMPFS_PAGE  # room for the HTML and the JSON, not for every PNG
     mountpoint = tmp_path / "full"
     mountpoint.mkdir()
-    done = _on_full_tmpfs(mountpoint, f"{sys.executable} -m explorer report '{REFUSED}' --out '{mountpoint}'",
-                          str(size))
+    done = _on_full_tmpfs(
+        mountpoint, f"{sys.executable} -m explorer report '{REFUSED}' --out '{mountpoint}'", str(size)
+    )
     assert done.returncode == 2, done.stderr
     assert "No space left on device" in done.stderr and "nothing was written" in done.stderr
     assert done.stderr.count("\n") == 1

@@ -17,15 +17,26 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "explorer"
-LAYERS = {"version": 0, "packet": 1, "analysis": 2, "pair": 3, "replay": 3, "catalog": 4, "campaigns": 5,
-          "views": 6, "export": 7, "notebook": 7, "ui": 8}
+LAYERS = {
+    "version": 0,
+    "packet": 1,
+    "analysis": 2,
+    "pair": 3,
+    "replay": 3,
+    "catalog": 4,
+    "campaigns": 5,
+    "views": 6,
+    "export": 7,
+    "notebook": 7,
+    "ui": 8,
+}
 TOP = 9  # app, cli, launch, samples, __init__, __main__
 # (importing module, imported module): a result's method delegating to its own builder, imported lazily.
 ALLOWED_LAZY = {
-    ("explorer.analysis.result", "explorer.analysis.report"),   # Analysis.report()
+    ("explorer.analysis.result", "explorer.analysis.report"),  # Analysis.report()
     ("explorer.analysis.result", "explorer.analysis.element"),  # Analysis.element()
-    ("explorer.pair.model", "explorer.pair.report"),            # Pair.report()
-    ("explorer.replay.model", "explorer.replay.report"),        # Replay.report()
+    ("explorer.pair.model", "explorer.pair.report"),  # Pair.report()
+    ("explorer.replay.model", "explorer.replay.report"),  # Replay.report()
 }
 
 
@@ -115,10 +126,13 @@ def test_the_layer_table_names_every_package():
 
 
 def test_no_module_imports_a_higher_layer():
-    offences = [f"{MODULES[module].relative_to(PACKAGE.parent)}:{line}: imports {target} (layer {_rank(target)} "
-                f"above {_rank(module)})"
-                for module in MODULES for line, target, _, lazy in _imports(module)
-                if _rank(target) > _rank(module) and not (lazy and (module, target) in ALLOWED_LAZY)]
+    offences = [
+        f"{MODULES[module].relative_to(PACKAGE.parent)}:{line}: imports {target} (layer {_rank(target)} "
+        f"above {_rank(module)})"
+        for module in MODULES
+        for line, target, _, lazy in _imports(module)
+        if _rank(target) > _rank(module) and not (lazy and (module, target) in ALLOWED_LAZY)
+    ]
     assert offences == [], "\n".join(offences)
 
 
@@ -127,9 +141,13 @@ def test_no_import_circles():
 
 
 def test_no_module_imports_another_modules_underscore_names():
-    offences = [f"{MODULES[module].relative_to(PACKAGE.parent)}:{line}: from {target} import {name}"
-                for module in MODULES for line, target, names, _ in _imports(module)
-                for name in names if name.startswith("_") and not name.startswith("__")]
+    offences = [
+        f"{MODULES[module].relative_to(PACKAGE.parent)}:{line}: from {target} import {name}"
+        for module in MODULES
+        for line, target, names, _ in _imports(module)
+        for name in names
+        if name.startswith("_") and not name.startswith("__")
+    ]
     assert offences == [], "\n".join(offences)
 
 

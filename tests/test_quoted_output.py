@@ -1,6 +1,7 @@
 """Every command output quoted in the README and docs/ is the tool's own.
 
-Every command output quoted in the README and docs/ is the tool's own: each `$ explorer ...` in a fenced block is run again and its output and exit status compared with the quote.
+Every command output quoted in the README and docs/ is the tool's own: each `$ explorer ...` in a fenced block is
+run again and its output and exit status compared with the quote.
 
 A quote may be trimmed: a line holding only `...` stands for any number of lines, so the
 quoted pieces must appear in the output in order, each piece as consecutive whole lines,
@@ -42,12 +43,13 @@ def quoted_commands(document: Path) -> list[tuple[str, list[str], int | None]]:
             status = None
             if end < len(lines) and lines[end] == EXIT_QUOTE:
                 status = int(lines[end + 1])
-            found.append((line[len(PROMPT):], lines[start + 1:end], status))
+            found.append((line[len(PROMPT) :], lines[start + 1 : end], status))
     return found
 
 
-QUOTES = [(document.relative_to(REPO).as_posix(), *quote) for document in DOCUMENTS
-          for quote in quoted_commands(document)]
+QUOTES = [
+    (document.relative_to(REPO).as_posix(), *quote) for document in DOCUMENTS for quote in quoted_commands(document)
+]
 
 
 def matches(quoted: list[str], actual: list[str]) -> bool:
@@ -67,7 +69,7 @@ def matches(quoted: list[str], actual: list[str]) -> bool:
         if not piece:
             continue
         starts = [position] if number == 0 else range(position, len(actual) - len(piece) + 1)
-        found = next((s for s in starts if actual[s:s + len(piece)] == piece), None)
+        found = next((s for s in starts if actual[s : s + len(piece)] == piece), None)
         if found is None:
             return False
         position = found + len(piece)
@@ -78,15 +80,21 @@ def test_the_docs_quote_commands():
     assert any(document == "README.md" or document == "docs/command-line.md" for document, *_ in QUOTES)
 
 
-@pytest.mark.parametrize("document, command, quoted, status", QUOTES,
-                         ids=[f"{d}:{c}" for d, c, _, _ in QUOTES])
+@pytest.mark.parametrize("document, command, quoted, status", QUOTES, ids=[f"{d}:{c}" for d, c, _, _ in QUOTES])
 def test_a_quoted_output_is_what_the_tool_prints(document, command, quoted, status):
     arguments = shlex.split(command)
-    done = subprocess.run([sys.executable, "-m", *arguments], capture_output=True, text=True, cwd=REPO,
-                          timeout=COMMAND_TIMEOUT_S, env={**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "200"})
+    done = subprocess.run(
+        [sys.executable, "-m", *arguments],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=COMMAND_TIMEOUT_S,
+        env={**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "200"},
+    )
     actual = done.stdout.splitlines()
-    assert matches(quoted, actual), (f"{document}: the quoted output of `{command}` is not what it prints now:\n"
-                                     + "\n".join(actual))
+    assert matches(quoted, actual), (
+        f"{document}: the quoted output of `{command}` is not what it prints now:\n" + "\n".join(actual)
+    )
     if status is not None:
         assert done.returncode == status
 

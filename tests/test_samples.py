@@ -74,8 +74,9 @@ def test_generation_is_deterministic(tmp_path):
 
 def test_committed_sample_packets_match_generator(tmp_path):
     campaign_samples.write_all_samples(tmp_path)  # `explorer samples`: the curated packets and the curated campaign
-    committed = {name: data for name, data in tree(COMMITTED).items()
-                 if not name.startswith(samples.FULL_SAMPLE_NAME + "/")}
+    committed = {
+        name: data for name, data in tree(COMMITTED).items() if not name.startswith(samples.FULL_SAMPLE_NAME + "/")
+    }
     assert committed == tree(tmp_path)
 
 
@@ -85,17 +86,36 @@ def test_committed_readme_lists_every_sample():
         assert f"- `{name}`: {description}" in readme
 
 
-@pytest.mark.parametrize("kw", [
-    {},
-    {"qh": 6, "kvh": 3, "tokens": 1, "head_dim": 5, "query_dtype": "bfloat16", "output_dtype": "float16",
-     "backend": "contiguous", "kernel_output_dtype": "float32", "scale": 0.3, "seed": 9},
-    {"qh": 2, "kvh": 2, "tokens": 7, "head_dim": 3, "kv_dtype": "float32", "query_dtype": "float16"},
-])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {},
+        {
+            "qh": 6,
+            "kvh": 3,
+            "tokens": 1,
+            "head_dim": 5,
+            "query_dtype": "bfloat16",
+            "output_dtype": "float16",
+            "backend": "contiguous",
+            "kernel_output_dtype": "float32",
+            "scale": 0.3,
+            "seed": 9,
+        },
+        {"qh": 2, "kvh": 2, "tokens": 7, "head_dim": 3, "kv_dtype": "float32", "query_dtype": "float16"},
+    ],
+)
 def test_synthetic_spec_is_consistent(kw):
     spec = samples.synthetic_spec(**kw)
     qh, kvh, t, d = kw.get("qh", 4), kw.get("kvh", 2), kw.get("tokens", 3), kw.get("head_dim", 4)
-    shapes = {"queries": (1, qh, 1, d), "storedKeys": (1, kvh, t, d), "storedValues": (1, kvh, t, d),
-              "incomingKeys": (1, kvh, 1, d), "incomingValues": (1, kvh, 1, d), "output": (1, qh, 1, d)}
+    shapes = {
+        "queries": (1, qh, 1, d),
+        "storedKeys": (1, kvh, t, d),
+        "storedValues": (1, kvh, t, d),
+        "incomingKeys": (1, kvh, 1, d),
+        "incomingValues": (1, kvh, 1, d),
+        "output": (1, qh, 1, d),
+    }
     for name in TENSOR_NAMES:
         dtype, bits = spec.tensors[name]
         assert bits.shape == shapes[name]
@@ -149,15 +169,15 @@ def test_descriptor_describes_written_bytes(tmp_path):
     assert descriptor["metadata"]["sha256"] == hashlib.sha256(metadata).hexdigest()
     assert json.loads(metadata) == spec.snapshot
     assert sorted(p.name for p in directory.iterdir()) == sorted(
-        ["packet.json", samples.DEFAULT_METADATA_FILE, *samples.DEFAULT_TENSOR_FILES.values()])
+        ["packet.json", samples.DEFAULT_METADATA_FILE, *samples.DEFAULT_TENSOR_FILES.values()]
+    )
 
 
 def test_write_packet_overrides(tmp_path):
     spec = samples.synthetic_spec()
     descriptor = samples.packet_descriptor(spec)
     descriptor["schema"] = "something-else"
-    directory = samples.write_packet(tmp_path / "d", spec, descriptor=descriptor,
-                                     metadata=b"{not json")
+    directory = samples.write_packet(tmp_path / "d", spec, descriptor=descriptor, metadata=b"{not json")
     assert json.loads((directory / "packet.json").read_text())["schema"] == "something-else"
     assert (directory / samples.DEFAULT_METADATA_FILE).read_bytes() == b"{not json"
     # Without a descriptor override the metadata override is what the descriptor hashes.
@@ -181,8 +201,10 @@ def test_samples_show_their_defects():
     assert {tuple(x) for x in changed[:, [1, 3]]} == {(samples.INJECTED_HEAD, c) for c in range(8, 12)}
 
     mismatch = samples.last_row_mismatch_spec()
-    for stored, incoming, flips in (("storedKeys", "incomingKeys", samples.KEY_BIT_FLIPS),
-                                    ("storedValues", "incomingValues", samples.VALUE_BIT_FLIPS)):
+    for stored, incoming, flips in (
+        ("storedKeys", "incomingKeys", samples.KEY_BIT_FLIPS),
+        ("storedValues", "incomingValues", samples.VALUE_BIT_FLIPS),
+    ):
         xor = mismatch.tensors[stored][1][0, :, -1, :] ^ mismatch.tensors[incoming][1][0, :, 0, :]
         assert sorted(zip(*np.nonzero(xor), strict=True)) == sorted((h, c) for h, c, _ in flips)
 

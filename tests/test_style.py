@@ -1,6 +1,7 @@
-"""The house style, checked: ruff's lint rules (pyproject.toml) and one-line module summaries.
+"""The house style, checked: ruff lint and format (pyproject.toml) and one-line module summaries.
 
-`ruff check` runs on the whole repository with the rules configured in pyproject.toml; every module of the
+`ruff check` and `ruff format --check` run on the whole repository with the settings in pyproject.toml (run
+`ruff format .` and `ruff check --fix .` to mend what they find); every module of the
 package, the tests and the benchmarks opens with a docstring whose first line is a summary of at most
 SUMMARY_CHARS characters, the rest of the text a paragraph after a blank line.
 """
@@ -22,9 +23,24 @@ def _modules() -> list[Path]:
     return sorted(path for folder in SOURCE_DIRS for path in (REPO / folder).rglob("*.py"))
 
 
+def _ruff(*arguments: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "ruff", *arguments, "--no-cache", "."],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=RUFF_TIMEOUT_S,
+        check=False,
+    )
+
+
 def test_ruff_check_passes():
-    done = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "--output-format", "concise", "."],
-                          cwd=REPO, capture_output=True, text=True, timeout=RUFF_TIMEOUT_S, check=False)
+    done = _ruff("check", "--output-format", "concise")
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_ruff_format_leaves_every_file_as_it_is():
+    done = _ruff("format", "--check")
     assert done.returncode == 0, done.stdout + done.stderr
 
 

@@ -115,16 +115,16 @@ def _within_memory(compute: Callable[[], T], needed: int, what: str) -> tuple[T 
 def _compute(admission: Admission, timings: MutableMapping[str, float] | None) -> _Computed:
     """Facts, numerics and reasons; a part that cannot fit in memory is left out with its reason (and not cached)."""
     started = perf_counter()
-    facts, shortage = _within_memory(lambda: tensor_facts(admission.tensors), facts_need(admission),
-                                     "tensor facts")
+    facts, shortage = _within_memory(lambda: tensor_facts(admission.tensors), facts_need(admission), "tensor facts")
     if timings is not None:
         timings["facts"] = perf_counter() - started
     if facts is None:
         return _Computed(None, None, (shortage,), complete=False)
     if not admission.numerics_allowed:
         return _Computed(facts, None, ())
-    numerics, shortage = _within_memory(lambda: compute_numerics(admission, facts, timings),
-                                        numerics_need(admission), "references and comparisons")
+    numerics, shortage = _within_memory(
+        lambda: compute_numerics(admission, facts, timings), numerics_need(admission), "references and comparisons"
+    )
     if numerics is None:
         return _Computed(facts, None, (shortage,), complete=False)
     return _Computed(facts, numerics, after_numerics_reasons(facts, numerics))
@@ -139,8 +139,9 @@ def _held(key: ContentKey) -> _Computed | None:
         return held[0]
 
 
-def _cached_or_computed(key: ContentKey, admission: Admission,
-                        timings: MutableMapping[str, float] | None) -> tuple[_Computed, bool]:
+def _cached_or_computed(
+    key: ContentKey, admission: Admission, timings: MutableMapping[str, float] | None
+) -> tuple[_Computed, bool]:
     """(entry, whether it was cached); a key another thread is computing is waited for, not computed twice."""
     held = _held(key)
     if held is not None:
@@ -174,15 +175,21 @@ def _status(admission: Admission, reasons: tuple[Reason, ...], numerics: Numeric
     return ANALYZED
 
 
-def _emulations(key: ContentKey, admission: Admission, numerics: Numerics, ids: tuple[str, ...],
-                timings: MutableMapping[str, float] | None,
-                emulated: Sequence[EmulatedOutput] | None = None,
-                progress: Callable[[int, int], None] | None = None) -> Scored:
+def _emulations(
+    key: ContentKey,
+    admission: Admission,
+    numerics: Numerics,
+    ids: tuple[str, ...],
+    timings: MutableMapping[str, float] | None,
+    emulated: Sequence[EmulatedOutput] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Scored:
     """The scored emulations `ids` of an analysed packet and their counts, computed once per content key and ids.
 
     `emulated`: the emulated outputs of `ids` already run on identical inputs (a pair's other
     side), scored here instead of run again. `progress(done, total)` follows a computation.
     """
+
     def computed() -> Scored:
         from explorer.analysis.emulation import emulations_for  # the emulation machinery loads when first asked for
 
@@ -192,15 +199,24 @@ def _emulations(key: ContentKey, admission: Admission, numerics: Numerics, ids: 
                 _emulation_cache.move_to_end((key, ids))
                 return found
         started = perf_counter()
-        found = emulations_for(admission.tensors, admission.scale, numerics.eligible, numerics.primary.reference,
-                               numerics.rounded_to_output.rounded_bits, ids, emulated, progress)
+        found = emulations_for(
+            admission.tensors,
+            admission.scale,
+            numerics.eligible,
+            numerics.primary.reference,
+            numerics.rounded_to_output.rounded_bits,
+            ids,
+            emulated,
+            progress,
+        )
         seconds = perf_counter() - started
         if timings is not None:
             timings["emulations"] = seconds
         import logging  # imported here: a command that computes no emulation never loads it
 
-        logging.getLogger(LOGGER_NAME).info("emulations %s of packet %s computed in %.3f s", ",".join(ids),
-                                            key[0][:SHA_LOG_DIGITS], seconds)
+        logging.getLogger(LOGGER_NAME).info(
+            "emulations %s of packet %s computed in %.3f s", ",".join(ids), key[0][:SHA_LOG_DIGITS], seconds
+        )
         with _cache_lock:
             _emulation_cache[(key, ids)] = found
             while len(_emulation_cache) > EMULATION_CACHE_ENTRIES:
@@ -220,9 +236,12 @@ def _emulation_key(analysis: Analysis, request: str | Iterable[str]) -> tuple[Co
     return key, normalised_ids(request, shape_of(analysis.admission.tensors))
 
 
-def emulations_of(analysis: Analysis, request: str | Iterable[str],
-                  emulated: Sequence[EmulatedOutput] | None = None,
-                  progress: Callable[[int, int], None] | None = None) -> Scored | None:
+def emulations_of(
+    analysis: Analysis,
+    request: str | Iterable[str],
+    emulated: Sequence[EmulatedOutput] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Scored | None:
     """The scored emulations of `request` on an existing analysis and their counts (None without numerics), cached as
     analyze's.
 
@@ -244,8 +263,13 @@ def cached_emulations(analysis: Analysis, request: str | Iterable[str]) -> Score
         return _emulation_cache.get(found)
 
 
-def analyze(path: str | os.PathLike, *, timings: MutableMapping[str, float] | None = None,
-            emulate: str | Iterable[str] | None = None, admission: Admission | None = None) -> Analysis:
+def analyze(
+    path: str | os.PathLike,
+    *,
+    timings: MutableMapping[str, float] | None = None,
+    emulate: str | Iterable[str] | None = None,
+    admission: Admission | None = None,
+) -> Analysis:
     """The analysis of the packet at `path` (a directory or its packet.json); never raises for packet content.
 
     When `timings` is given it receives seconds per stage: "admission", and on a

@@ -87,7 +87,7 @@ def head_linf_at(c: Comparison, head: int) -> dict[str, int] | None:
     """Where query head `head` of `c` has its linf; None when that head's linf is None or 0."""
     if not c.per_head[head].linf:
         return None
-    return location_block((head, largest_at(c.abs_error[head:head + 1])[1]))
+    return location_block((head, largest_at(c.abs_error[head : head + 1])[1]))
 
 
 def global_block(c: Comparison) -> dict[str, Any]:
@@ -98,19 +98,27 @@ def global_block(c: Comparison) -> dict[str, Any]:
 def per_head_block(c: Comparison, group: int) -> list[dict[str, Any]]:
     """One metrics block per query head, with its query and KV head index (`group` query heads per KV head) and the
     element of its linf (`linfAt`)."""
-    return [{**metrics_block(m), "queryHead": h, "kvHead": h // group, "linfAt": head_linf_at(c, h)}
-            for h, m in enumerate(c.per_head)]
+    return [
+        {**metrics_block(m), "queryHead": h, "kvHead": h // group, "linfAt": head_linf_at(c, h)}
+        for h, m in enumerate(c.per_head)
+    ]
 
 
 def comparison_block(c: Comparison, group: int) -> dict[str, Any]:
-    """The comparison block (docs/report.md: C): global metrics and the per-head list, each with the element of its linf."""
+    """The comparison block (docs/report.md: C): global metrics and the per-head list, each with the element of its
+    linf."""
     return {"global": global_block(c), "perHead": per_head_block(c, group)}
 
 
 def ulp_block(u: Ulp) -> dict[str, Any]:
     """The ULP block (docs/report.md: U): max and where it is (`maxAt`), p99, nonfinite pairs and the histogram."""
-    return {"max": u.max, "maxAt": location_block(largest_at(u.distance) if u.max else None), "p99": u.p99,
-            "nonfinitePairs": u.nonfinite_pairs, "histogram": [list(bucket) for bucket in u.histogram]}
+    return {
+        "max": u.max,
+        "maxAt": location_block(largest_at(u.distance) if u.max else None),
+        "p99": u.p99,
+        "nonfinitePairs": u.nonfinite_pairs,
+        "histogram": [list(bucket) for bucket in u.histogram],
+    }
 
 
 def count_block(count: int | None, per_head) -> dict[str, Any] | None:
@@ -122,24 +130,34 @@ def emulation_block(e: Emulation, group: int) -> dict[str, Any]:
     """One emulation entry (docs/emulations.md: with resolved,
     notEmulated, bitEqualDecisive and library)."""
     return {
-        "id": e.id, "kernel": e.kernel, "label": e.label, "parameters": dict(e.parameters),
-        "assumptions": list(e.assumptions), "outputDType": e.output_dtype,
+        "id": e.id,
+        "kernel": e.kernel,
+        "label": e.label,
+        "parameters": dict(e.parameters),
+        "assumptions": list(e.assumptions),
+        "outputDType": e.output_dtype,
         "resolved": None if e.resolved is None else dict(e.resolved),
-        "notEmulated": e.not_emulated, "notEmulatedCode": e.not_emulated_code, "compared": e.compared,
+        "notEmulated": e.not_emulated,
+        "notEmulatedCode": e.not_emulated_code,
+        "compared": e.compared,
         "bitEqual": count_block(e.bit_equal, e.bit_equal_per_head),
         "bitEqualDecisive": count_block(e.bit_equal_decisive, e.bit_equal_decisive_per_head),
         "ulp": None if e.ulp is None else ulp_block(e.ulp),
         "vsOutput": None if e.vs_output is None else comparison_block(e.vs_output, group),
-        "vsPrimaryReference": (None if e.vs_primary_reference is None
-                               else comparison_block(e.vs_primary_reference, group)),
+        "vsPrimaryReference": (
+            None if e.vs_primary_reference is None else comparison_block(e.vs_primary_reference, group)
+        ),
         "library": None if e.library is None else dict(e.library),
     }
 
 
 def score_block(s: Score) -> dict[str, Any]:
     """The `score` block: the packet score, each query head's and the heads not compared (null scores)."""
-    return {"value": finite(s.value), "perHead": [finite(v) for v in s.per_head],
-            "headsNotCompared": s.heads_not_compared}
+    return {
+        "value": finite(s.value),
+        "perHead": [finite(v) for v in s.per_head],
+        "headsNotCompared": s.heads_not_compared,
+    }
 
 
 @functools.cache
@@ -186,11 +204,17 @@ def decisive_block(d: Decisive | None) -> dict[str, Any] | None:
 
 def baseline_block(b: Baseline) -> dict[str, Any]:
     """emulationBaseline: the rounded reference counted like an emulation."""
-    return {"bitEqual": count_block(b.bit_equal, b.bit_equal_per_head),
-            "bitEqualDecisive": count_block(b.bit_equal_decisive, b.bit_equal_decisive_per_head)}
+    return {
+        "bitEqual": count_block(b.bit_equal, b.bit_equal_per_head),
+        "bitEqualDecisive": count_block(b.bit_equal_decisive, b.bit_equal_decisive_per_head),
+    }
 
 
 def runtime() -> dict[str, str | None]:
     """Versions of the explorer, Python, numpy and ml_dtypes (installed, not imported by the analysis)."""
-    return {"explorer": __version__, "python": platform.python_version(),
-            "numpy": np.__version__, "mlDtypes": installed_version("ml_dtypes")}
+    return {
+        "explorer": __version__,
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "mlDtypes": installed_version("ml_dtypes"),
+    }

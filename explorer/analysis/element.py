@@ -20,10 +20,13 @@ from explorer.analysis.result import Analysis, Comparison, Rounded, Ulp
 from explorer.packet.dtypes import FIELD_BITS
 from explorer.packet.record import Record, record
 
-NO_TENSORS = ("no element values: the packet's tensor files did not all verify (refused or unreadable), "
-              "so nothing in them is interpreted")
-NO_NUMERICS = ("no reference was computed for this packet (the analysis stopped before numerics): "
-               "only the output value is known")
+NO_TENSORS = (
+    "no element values: the packet's tensor files did not all verify (refused or unreadable), "
+    "so nothing in them is interpreted"
+)
+NO_NUMERICS = (
+    "no reference was computed for this packet (the analysis stopped before numerics): only the output value is known"
+)
 # "H,C" (query head, channel) or "N" (flat index over [QH, D]): ASCII digits only, as typed or put in a URL.
 INDEX_PATTERN = re.compile(r"([0-9]{1,9})(?:,([0-9]{1,9}))?", re.ASCII)
 INELIGIBLE = "the head is ineligible (NaN or infinity in its queries, keys or values): no reference"
@@ -74,21 +77,31 @@ class Element(Record):
     def fields(self) -> tuple[tuple[str, Any], ...]:
         """(label, value) pairs in display order; values are floats, ints, strings or None (not available)."""
         rows: list[tuple[str, Any]] = [
-            ("query head", self.head), ("channel", self.channel), ("flat index [QH, D]", self.flat_index),
-            ("KV head", self.kv_head), (f"output ({self.output_dtype})", self.output),
-            (f"output bits ({self.output_dtype})", self.output_hex), ("eligible", self.eligible),
-            ("primary FP32 reference", self.primary), ("|output - primary|", self.primary_difference),
-            ("FP64 value (diagnostic)", self.fp64), ("|output - FP64|", self.fp64_difference),
+            ("query head", self.head),
+            ("channel", self.channel),
+            ("flat index [QH, D]", self.flat_index),
+            ("KV head", self.kv_head),
+            (f"output ({self.output_dtype})", self.output),
+            (f"output bits ({self.output_dtype})", self.output_hex),
+            ("eligible", self.eligible),
+            ("primary FP32 reference", self.primary),
+            ("|output - primary|", self.primary_difference),
+            ("FP64 value (diagnostic)", self.fp64),
+            ("|output - FP64|", self.fp64_difference),
         ]
         for rounded in (self.rounded_to_output, self.rounded_to_kernel):
             if rounded is not None:
-                rows += [(f"reference rounded to {rounded.dtype}", rounded.value),
-                         (f"reference rounded to {rounded.dtype}, bits", rounded.hex),
-                         (f"|output - rounded to {rounded.dtype}|", rounded.difference),
-                         (f"ULP distance ({rounded.dtype} units)", rounded.ulp)]
+                rows += [
+                    (f"reference rounded to {rounded.dtype}", rounded.value),
+                    (f"reference rounded to {rounded.dtype}, bits", rounded.hex),
+                    (f"|output - rounded to {rounded.dtype}|", rounded.difference),
+                    (f"ULP distance ({rounded.dtype} units)", rounded.ulp),
+                ]
         if self.narrowed_query_reason is None:
-            rows += [("narrowed-Q reference (counterfactual)", self.narrowed_query),
-                     ("|output - narrowed-Q reference|", self.narrowed_query_difference)]
+            rows += [
+                ("narrowed-Q reference (counterfactual)", self.narrowed_query),
+                ("|output - narrowed-Q reference|", self.narrowed_query_difference),
+            ]
         else:
             rows.append(("narrowed-Q reference (counterfactual)", f"not applicable: {self.narrowed_query_reason}"))
         if self.missing is not None:
@@ -120,8 +133,9 @@ def locate(heads: int, channels: int, head: Any, channel: Any = None) -> tuple[i
     if channel is None:
         flat = _index(head, "flat index")
         if not 0 <= flat < heads * channels:
-            raise IndexError(f"flat index {flat} is outside 0..{heads * channels - 1} "
-                             f"(output [QH, D] = [{heads}, {channels}])")
+            raise IndexError(
+                f"flat index {flat} is outside 0..{heads * channels - 1} (output [QH, D] = [{heads}, {channels}])"
+            )
         return divmod(flat, channels)
     h, c = _index(head, "head"), _index(channel, "channel")
     if not 0 <= h < heads:
@@ -152,9 +166,14 @@ def _rounded(rounded: Rounded | None, h: int, c: int) -> RoundedElement | None:
     if rounded is None:
         return None
     bits = int(rounded.rounded_bits[h, c])
-    return RoundedElement(rounded.dtype, _value(rounded.comparison.reference, h, c), bits,
-                          hex_pattern(bits, rounded.dtype), _difference(rounded.comparison, h, c),
-                          _ulp(rounded.ulp, h, c))
+    return RoundedElement(
+        rounded.dtype,
+        _value(rounded.comparison.reference, h, c),
+        bits,
+        hex_pattern(bits, rounded.dtype),
+        _difference(rounded.comparison, h, c),
+        _ulp(rounded.ulp, h, c),
+    )
 
 
 def element(analysis: Analysis, head: Any, channel: Any = None) -> Element:
@@ -170,14 +189,32 @@ def element(analysis: Analysis, head: Any, channel: Any = None) -> Element:
     values, bits = output.values[0, :, 0, :], output.bits[0, :, 0, :]
     heads, channels = values.shape
     h, c = locate(heads, channels, head, channel)
-    record = {"head": h, "channel": c, "flat_index": h * channels + c, "output_dtype": output.dtype,
-                  "output": _value(values, h, c), "output_bits": int(bits[h, c]),
-                  "output_hex": hex_pattern(bits[h, c], output.dtype)}
+    record = {
+        "head": h,
+        "channel": c,
+        "flat_index": h * channels + c,
+        "output_dtype": output.dtype,
+        "output": _value(values, h, c),
+        "output_bits": int(bits[h, c]),
+        "output_hex": hex_pattern(bits[h, c], output.dtype),
+    }
     numerics = analysis.numerics
     if numerics is None:
-        return Element(**record, kv_head=None, eligible=None, primary=None, primary_difference=None, fp64=None,
-                       fp64_difference=None, rounded_to_output=None, rounded_to_kernel=None, narrowed_query=None,
-                       narrowed_query_difference=None, narrowed_query_reason=None, missing=NO_NUMERICS)
+        return Element(
+            **record,
+            kv_head=None,
+            eligible=None,
+            primary=None,
+            primary_difference=None,
+            fp64=None,
+            fp64_difference=None,
+            rounded_to_output=None,
+            rounded_to_kernel=None,
+            narrowed_query=None,
+            narrowed_query_difference=None,
+            narrowed_query_reason=None,
+            missing=NO_NUMERICS,
+        )
     eligible = bool(numerics.eligible[h])
     narrowed = numerics.narrowed_query
     return Element(

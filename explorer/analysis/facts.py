@@ -114,8 +114,10 @@ def field_mask(xor: np.ndarray, dtype: str) -> np.ndarray:
 def last_row(stored: NativeTensor, incoming: NativeTensor) -> LastRow:
     """Bitwise comparison of stored[0, :, T-1, :] with incoming[0, :, 0, :] (same dtype, same KVH and D)."""
     if stored.dtype != incoming.dtype or stored.shape[1] != incoming.shape[1] or stored.shape[3] != incoming.shape[3]:
-        raise ValueError(f"{stored.name} {stored.dtype}{stored.shape} does not match "
-                         f"{incoming.name} {incoming.dtype}{incoming.shape}")
+        raise ValueError(
+            f"{stored.name} {stored.dtype}{stored.shape} does not match "
+            f"{incoming.name} {incoming.dtype}{incoming.shape}"
+        )
     dtype = stored.dtype
     stored_bits = _frozen(stored.bits[0, :, -1, :])
     incoming_bits = _frozen(incoming.bits[0, :, 0, :])

@@ -1,6 +1,7 @@
 """A packet's findings: one sentence per fact with its numbers and where its worst value is.
 
-A packet's findings: one sentence per fact with its numbers, each worst value with the element where it is; no I/O, no UI.
+A packet's findings: one sentence per fact with its numbers, each worst value with the element where it is; no I/O,
+no UI.
 
 The sentences are the ones the overview's captions, the command line and the
 findings file (`NAME.findings.md`, docs/report.md) quote: status and reasons, the
@@ -47,8 +48,12 @@ def largest_error_finding(numerics: Numerics) -> Finding | None:
         return None
     at = linf_at(primary, block)
     over = "" if primary.eligible_global is None else " (eligible heads)"
-    return finding("largestError", f"Largest |output - primary reference|{over}: {short_number(block.linf)}"
-                                   f"{at_text(at)}.", linf=block.linf, linfAt=at)
+    return finding(
+        "largestError",
+        f"Largest |output - primary reference|{over}: {short_number(block.linf)}{at_text(at)}.",
+        linf=block.linf,
+        linfAt=at,
+    )
 
 
 def ulp_finding(numerics: Numerics) -> Finding | None:
@@ -58,22 +63,41 @@ def ulp_finding(numerics: Numerics) -> Finding | None:
     if ulp.max is None:
         return None
     if ulp.max == 0:
-        return finding("ulp", f"ULP max 0: every compared element equals the primary reference rounded to "
-                              f"{rounded.dtype}.", max=0, maxAt=None, p99=ulp.p99)
+        return finding(
+            "ulp",
+            f"ULP max 0: every compared element equals the primary reference rounded to {rounded.dtype}.",
+            max=0,
+            maxAt=None,
+            p99=ulp.p99,
+        )
     at = location_block(largest_at(ulp.distance))
-    return finding("ulp", f"ULP max {ulp.max}{at_text(at)} (p99 {ulp.p99}) against the primary reference rounded "
-                          f"to {rounded.dtype}.", max=ulp.max, maxAt=at, p99=ulp.p99)
+    return finding(
+        "ulp",
+        f"ULP max {ulp.max}{at_text(at)} (p99 {ulp.p99}) against the primary reference rounded to {rounded.dtype}.",
+        max=ulp.max,
+        maxAt=at,
+        p99=ulp.p99,
+    )
 
 
 def _status(analysis: Analysis) -> Finding:
     if analysis.status == REFUSED:
         codes = [p.code for p in analysis.admission.refusals]
-        return finding("status", f"Refused at admission ({', '.join(dict.fromkeys(codes))}): nothing numeric was "
-                                 "computed, the packet cannot be trusted.", status=analysis.status, codes=codes)
+        return finding(
+            "status",
+            f"Refused at admission ({', '.join(dict.fromkeys(codes))}): nothing numeric was "
+            "computed, the packet cannot be trusted.",
+            status=analysis.status,
+            codes=codes,
+        )
     codes = [r.code for r in analysis.reasons]
     if codes:
-        return finding("status", f"Inconclusive ({', '.join(dict.fromkeys(codes))}): what the packet allows is "
-                                 "still computed.", status=analysis.status, codes=codes)
+        return finding(
+            "status",
+            f"Inconclusive ({', '.join(dict.fromkeys(codes))}): what the packet allows is still computed.",
+            status=analysis.status,
+            codes=codes,
+        )
     return finding("status", f"Status {analysis.status}.", status=analysis.status, codes=[])
 
 
@@ -83,16 +107,26 @@ def _score(numerics: Numerics) -> Finding | None:
         return None
     head = worst_score_head(numerics)
     missing = f"; {score.heads_not_compared} of {score.heads} heads not compared" if score.heads_not_compared else ""
-    return finding("score", f"Score (error / allowance) {short_number(score.value)} at query head {head}{missing}.",
-                   score=score.value, worstHead=head, headsNotCompared=score.heads_not_compared)
+    return finding(
+        "score",
+        f"Score (error / allowance) {short_number(score.value)} at query head {head}{missing}.",
+        score=score.value,
+        worstHead=head,
+        headsNotCompared=score.heads_not_compared,
+    )
 
 
 def _last_row(analysis: Analysis) -> Finding:
     facts = analysis.facts
     keys, values = facts.last_row_keys, facts.last_row_values
-    return finding("lastRow", f"Last row: keys {keys.mismatched} of {keys.compared} elements differ, values "
-                              f"{values.mismatched} of {values.compared}.",
-                   keys=keys.mismatched, values=values.mismatched, compared=keys.compared)
+    return finding(
+        "lastRow",
+        f"Last row: keys {keys.mismatched} of {keys.compared} elements differ, values "
+        f"{values.mismatched} of {values.compared}.",
+        keys=keys.mismatched,
+        values=values.mismatched,
+        compared=keys.compared,
+    )
 
 
 def _nonfinite(analysis: Analysis) -> Finding:
@@ -100,10 +134,10 @@ def _nonfinite(analysis: Analysis) -> Finding:
     holding = {name: m for name, m in counts.items() if m.total}
     if not holding:
         return finding("nonfinite", "No NaN and no infinity in any of the six tensors.", tensors={})
-    listed = "; ".join(f"{name}: NaN {m.nan}, +inf {m.positive_infinity}, -inf {m.negative_infinity}"
-                       for name, m in holding.items())
-    return finding("nonfinite", f"NaN or infinity in {listed}.",
-                   tensors={name: m.total for name, m in holding.items()})
+    listed = "; ".join(
+        f"{name}: NaN {m.nan}, +inf {m.positive_infinity}, -inf {m.negative_infinity}" for name, m in holding.items()
+    )
+    return finding("nonfinite", f"NaN or infinity in {listed}.", tensors={name: m.total for name, m in holding.items()})
 
 
 def reproducing(emulations) -> tuple[list[str], int, int] | None:
@@ -125,9 +159,11 @@ def _emulations(analysis: Analysis) -> Finding | None:
     if found is None:
         return None
     ids, bit_equal, compared = found
-    text = (f"Reproduces the output bit for bit ({compared} of {compared}): {', '.join(ids)}." if bit_equal == compared
-            else f"No emulation reproduces the output bit for bit; the nearest is {ids[0]} ({bit_equal} of "
-                 f"{compared}).")
+    text = (
+        f"Reproduces the output bit for bit ({compared} of {compared}): {', '.join(ids)}."
+        if bit_equal == compared
+        else f"No emulation reproduces the output bit for bit; the nearest is {ids[0]} ({bit_equal} of {compared})."
+    )
     return finding("emulations", text, ids=ids, bitEqual=bit_equal, compared=compared)
 
 

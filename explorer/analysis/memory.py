@@ -59,14 +59,17 @@ def facts_bytes(payload: int) -> int:
 
 def numerics_bytes(query_heads: int, tokens: int, head_dim: int) -> int:
     """The most the references, comparisons and diagnostics allocate for this geometry (weights included)."""
-    return (WEIGHT_BYTES * query_heads * tokens + PASS_THREADS * PASS_ROW_BYTES * max(ROW_ELEMENTS, tokens)
-            + OUTPUT_ELEMENT_BYTES * query_heads * head_dim + SCRATCH_BYTES)
+    return (
+        WEIGHT_BYTES * query_heads * tokens
+        + PASS_THREADS * PASS_ROW_BYTES * max(ROW_ELEMENTS, tokens)
+        + OUTPUT_ELEMENT_BYTES * query_heads * head_dim
+        + SCRATCH_BYTES
+    )
 
 
 def bound_bytes(payload: int, query_heads: int, tokens: int, head_dim: int) -> int:
     """The documented bound on what `analyze` holds beyond the loaded interpreter (module docstring)."""
-    return (ADMISSION_PER_PAYLOAD_BYTE * payload + facts_bytes(payload)
-            + numerics_bytes(query_heads, tokens, head_dim))
+    return ADMISSION_PER_PAYLOAD_BYTE * payload + facts_bytes(payload) + numerics_bytes(query_heads, tokens, head_dim)
 
 
 def analysis_bound(admission: Admission) -> int:
@@ -104,5 +107,7 @@ def shortfall(needed: int, what: str) -> str | None:
     room = address_space_room()
     if room is None or needed <= room:
         return None
-    return (f"the {what} need up to {needed / MIB:.0f} MiB and the process's address-space limit leaves "
-            f"{room / MIB:.0f} MiB")
+    return (
+        f"the {what} need up to {needed / MIB:.0f} MiB and the process's address-space limit leaves "
+        f"{room / MIB:.0f} MiB"
+    )

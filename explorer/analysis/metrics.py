@@ -50,8 +50,14 @@ def _count_mapping(counts: list[int]) -> Mapping[str, int]:
 class _RowStatistics:
     """Per-row sufficient statistics of |actual - reference| from which any set of rows is aggregated."""
 
-    def __init__(self, actual: np.ndarray, reference: np.ndarray, eligible: np.ndarray,
-                 actual_computed: bool, reference_computed: bool) -> None:
+    def __init__(
+        self,
+        actual: np.ndarray,
+        reference: np.ndarray,
+        eligible: np.ndarray,
+        actual_computed: bool,
+        reference_computed: bool,
+    ) -> None:
         a = actual.astype(np.float64)
         r = reference.astype(np.float64)
         with np.errstate(invalid="ignore", over="ignore"):
@@ -71,20 +77,39 @@ class _RowStatistics:
 
     def block(self, rows: np.ndarray, inputs_finite: bool) -> Metrics:
         """The metric block over `rows` (an index array); None metrics with a reason where undefined."""
-        return _metrics(self.nonfinite_actual[rows].sum(axis=0).tolist(),
-                        self.nonfinite_reference[rows].sum(axis=0).tolist(), inputs_finite,
-                        float(self.linf[rows].max()), float(self.sum_squares[rows].sum()),
-                        float(self.reference_squares[rows].sum()), rows.size * self.columns)
+        return _metrics(
+            self.nonfinite_actual[rows].sum(axis=0).tolist(),
+            self.nonfinite_reference[rows].sum(axis=0).tolist(),
+            inputs_finite,
+            float(self.linf[rows].max()),
+            float(self.sum_squares[rows].sum()),
+            float(self.reference_squares[rows].sum()),
+            rows.size * self.columns,
+        )
 
     def row_blocks(self, eligible: np.ndarray) -> tuple[Metrics, ...]:
         """`block` of every single row, read from the per-row statistics at once (a row's sums are its own)."""
-        rows = zip(self.nonfinite_actual.tolist(), self.nonfinite_reference.tolist(), eligible.tolist(),
-                   self.linf.tolist(), self.sum_squares.tolist(), self.reference_squares.tolist(), strict=True)
+        rows = zip(
+            self.nonfinite_actual.tolist(),
+            self.nonfinite_reference.tolist(),
+            eligible.tolist(),
+            self.linf.tolist(),
+            self.sum_squares.tolist(),
+            self.reference_squares.tolist(),
+            strict=True,
+        )
         return tuple(_metrics(*row, self.columns) for row in rows)
 
 
-def _metrics(actual_counts: list[int], reference_counts: list[int], inputs_finite: bool, linf: float,
-             sum_squares: float, reference_squares: float, count: int) -> Metrics:
+def _metrics(
+    actual_counts: list[int],
+    reference_counts: list[int],
+    inputs_finite: bool,
+    linf: float,
+    sum_squares: float,
+    reference_squares: float,
+    count: int,
+) -> Metrics:
     """One metric block from the statistics of its rows (`count` elements)."""
     counts = (_count_mapping(actual_counts), _count_mapping(reference_counts))
     if not inputs_finite:
@@ -153,8 +178,9 @@ def ulp_distance(actual_bits: np.ndarray, reference_bits: np.ndarray, dtype: str
     finite = np.isfinite(promote(actual_bits, dtype)) & np.isfinite(promote(reference_bits, dtype))
     rows = np.broadcast_to(eligible[:, None], finite.shape)
     defined = finite & rows
-    distance = np.where(defined, np.abs(ulp_ordinal(actual_bits, dtype) - ulp_ordinal(reference_bits, dtype)),
-                        UNDEFINED_DISTANCE)
+    distance = np.where(
+        defined, np.abs(ulp_ordinal(actual_bits, dtype) - ulp_ordinal(reference_bits, dtype)), UNDEFINED_DISTANCE
+    )
     nonfinite_pairs = int(np.count_nonzero(rows & ~finite))
     values = np.sort(distance[defined])
     if values.size == 0:

@@ -81,9 +81,7 @@ def compute_numerics(
     output = tensors["output"]
     output_values = output.values[0, :, 0, :]
     scale = admission.scale
-    eligible = readonly(
-        eligibility(*(_head_has_nonfinite(facts, name) for name in REFERENCE_INPUTS))
-    )
+    eligible = readonly(eligibility(*(_head_has_nonfinite(facts, name) for name in REFERENCE_INPUTS)))
 
     narrow_dtype, narrow_reason = narrowed_query_plan(tensors["queries"].dtype, tensors["storedKeys"].dtype)
     shared = references(tensors, scale, eligible, narrow_dtype)  # a partner with the same inputs computed them
@@ -100,8 +98,12 @@ def compute_numerics(
     rounded_to_kernel = None
     if kernel_dtype != output.dtype:
         rounded_to_kernel = rounded(
-            kernel_rounded_label(kernel_dtype), kernel_dtype, output_values,
-            round_bits(output_values, kernel_dtype), reference, eligible,
+            kernel_rounded_label(kernel_dtype),
+            kernel_dtype,
+            output_values,
+            round_bits(output_values, kernel_dtype),
+            reference,
+            eligible,
         )
     narrowed_query = None
     if narrow_dtype is not None:
@@ -173,19 +175,23 @@ def after_numerics_reasons(facts: TensorFacts, numerics: Numerics) -> tuple[Reas
     reasons = []
     keys, values = facts.last_row_keys.mismatched, facts.last_row_values.mismatched
     if keys or values:
-        reasons.append(Reason(
-            LAST_ROW_MISMATCH,
-            f"the stored row at token T-1 differs bitwise from the incoming row: "
-            f"{keys} of {facts.last_row_keys.compared} key elements, "
-            f"{values} of {facts.last_row_values.compared} value elements",
-        ))
+        reasons.append(
+            Reason(
+                LAST_ROW_MISMATCH,
+                f"the stored row at token T-1 differs bitwise from the incoming row: "
+                f"{keys} of {facts.last_row_keys.compared} key elements, "
+                f"{values} of {facts.last_row_values.compared} value elements",
+            )
+        )
     inputs = [name for name in REFERENCE_INPUTS if facts.nonfinite[name].total]
     if inputs:
         ineligible = np.flatnonzero(~numerics.eligible).tolist()
-        reasons.append(Reason(
-            NONFINITE_INPUTS_REASON,
-            f"NaN or infinity in {', '.join(inputs)}; query heads {ineligible} have no reference",
-        ))
+        reasons.append(
+            Reason(
+                NONFINITE_INPUTS_REASON,
+                f"NaN or infinity in {', '.join(inputs)}; query heads {ineligible} have no reference",
+            )
+        )
     sources = _nonfinite_sources(facts, numerics)
     if sources:
         reasons.append(Reason(NONFINITE_COMPARISON, f"NaN or infinity in: {', '.join(sources)}"))

@@ -17,8 +17,20 @@ import numpy as np
 from explorer.analysis.result import Analysis, Numerics
 
 # docs/pairs.md, Status and codes: the fields two captures of one selection share, in report order.
-SELECTION_FIELDS = ("modelID", "artifactSHA256", "inputSHA256", "requestID", "outputIndex", "phase",
-                    "storageLayerIndex", "modelLayerIndex", "offsetBefore", "offsetAfter", "scaleBits", "seedToken")
+SELECTION_FIELDS = (
+    "modelID",
+    "artifactSHA256",
+    "inputSHA256",
+    "requestID",
+    "outputIndex",
+    "phase",
+    "storageLayerIndex",
+    "modelLayerIndex",
+    "offsetBefore",
+    "offsetAfter",
+    "scaleBits",
+    "seedToken",
+)
 _IDENTITY_FIELDS = ("modelID", "artifactSHA256", "inputSHA256")
 _SAMPLE_FIELDS = ("seedToken",)
 
@@ -81,7 +93,9 @@ def selection_key(analysis: Analysis) -> tuple[tuple[str, Any], ...] | None:
     admission = analysis.admission
     if admission.refused or None in (admission.identity, admission.selection, admission.sample):
         return None
-    values = {**{k: admission.identity[k] for k in _IDENTITY_FIELDS},
-              **{k: admission.sample[k] for k in _SAMPLE_FIELDS}}
+    values = {
+        **{k: admission.identity[k] for k in _IDENTITY_FIELDS},
+        **{k: admission.sample[k] for k in _SAMPLE_FIELDS},
+    }
     values.update((k, admission.selection[k]) for k in SELECTION_FIELDS if k not in values)
     return tuple((name, values[name]) for name in SELECTION_FIELDS)

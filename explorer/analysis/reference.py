@@ -143,8 +143,10 @@ def _block_groups(tokens: int, head_dim: int) -> list[tuple[slice, int, int]]:
     then the last, shorter block alone."""
     per_group = max(1, PRODUCT_ELEMENTS // (head_dim * TOKEN_BLOCK))
     whole = tokens // TOKEN_BLOCK
-    groups = [(slice(blocks.start * TOKEN_BLOCK, blocks.stop * TOKEN_BLOCK), blocks.stop - blocks.start, TOKEN_BLOCK)
-              for blocks in spans(whole, per_group)]
+    groups = [
+        (slice(blocks.start * TOKEN_BLOCK, blocks.stop * TOKEN_BLOCK), blocks.stop - blocks.start, TOKEN_BLOCK)
+        for blocks in spans(whole, per_group)
+    ]
     if tokens % TOKEN_BLOCK:
         groups.append((slice(whole * TOKEN_BLOCK, tokens), 1, tokens % TOKEN_BLOCK))
     return groups
@@ -165,11 +167,17 @@ def _weighted_values(weights: np.ndarray, values: np.ndarray) -> np.ndarray:
     folded = np.empty((1 + max(count for _, count, _ in groups), head_dim), dtype=weights.dtype)
     for index, (span, count, length) in enumerate(groups):
         # [blocks, D, tokens of a block], in the pass dtype
-        blocks = np.ascontiguousarray(values[span].reshape(count, length, head_dim).transpose(0, 2, 1),
-                                      dtype=weights.dtype)
+        blocks = np.ascontiguousarray(
+            values[span].reshape(count, length, head_dim).transpose(0, 2, 1), dtype=weights.dtype
+        )
         for head in range(heads):
-            np.einsum("bdt,bt->bd", blocks, weights[head, span].reshape(count, length), out=folded[1 : 1 + count],
-                      optimize=False)
+            np.einsum(
+                "bdt,bt->bd",
+                blocks,
+                weights[head, span].reshape(count, length),
+                out=folded[1 : 1 + count],
+                optimize=False,
+            )
             if index:  # the total so far leads the fold; the first group starts from its first block's sum
                 folded[0] = out[head]
             out[head] = np.add.accumulate(folded[(0 if index else 1) : 1 + count], axis=0)[-1]
@@ -240,8 +248,15 @@ def attend(
     return AttentionPass(reference, weights, logits_finite, max_logit, sum_exp)
 
 
-def attend_two(first: np.ndarray, second: np.ndarray, keys: np.ndarray, values: np.ndarray, scale: float,
-               eligible: np.ndarray, dtype: type[np.floating]) -> tuple[AttentionPass, np.ndarray]:
+def attend_two(
+    first: np.ndarray,
+    second: np.ndarray,
+    keys: np.ndarray,
+    values: np.ndarray,
+    scale: float,
+    eligible: np.ndarray,
+    dtype: type[np.floating],
+) -> tuple[AttentionPass, np.ndarray]:
     """`attend(first, ..., keep_weights=True)` and `attend(second, ...).reference`, bit for bit, in one pass.
 
     Each KV group's heads of `second` join the batches of its heads of `first`, so that one transposed
@@ -254,14 +269,15 @@ def attend_two(first: np.ndarray, second: np.ndarray, keys: np.ndarray, values: 
 
     def stacked(a: np.ndarray, b: np.ndarray) -> np.ndarray:  # per KV group: its heads of a, then of b
         rest = a.shape[1:]
-        return np.concatenate([a.reshape(kv_heads, group, *rest), b.reshape(kv_heads, group, *rest)],
-                              axis=1).reshape(2 * query_heads, *rest)
+        return np.concatenate([a.reshape(kv_heads, group, *rest), b.reshape(kv_heads, group, *rest)], axis=1).reshape(
+            2 * query_heads, *rest
+        )
 
     firsts = stacked(np.ones(query_heads, dtype=bool), np.zeros(query_heads, dtype=bool))
-    both = attend(stacked(first, second), keys, values, scale, stacked(eligible, eligible), dtype,
-                  keep_weights=firsts)
-    primary = AttentionPass(both.reference[firsts], both.weights, both.logits_finite[firsts],
-                            both.max_logit[firsts], both.sum_exp[firsts])
+    both = attend(stacked(first, second), keys, values, scale, stacked(eligible, eligible), dtype, keep_weights=firsts)
+    primary = AttentionPass(
+        both.reference[firsts], both.weights, both.logits_finite[firsts], both.max_logit[firsts], both.sum_exp[firsts]
+    )
     return primary, both.reference[~firsts]
 
 

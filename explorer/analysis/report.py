@@ -41,11 +41,17 @@ REPORT_SCHEMA = "attention-explorer.report.v1"
 REPORT_SUFFIX = ".report.json"  # an exported or downloaded report: NAME.report.json
 REPORT_INDENT = 2
 
+
 def _rounded(r: Rounded | None, group: int) -> dict[str, Any] | None:
     if r is None:
         return None
-    return {"label": r.label, "dtype": r.dtype, "identity": r.identity,
-            **comparison_block(r.comparison, group), "ulp": ulp_block(r.ulp)}
+    return {
+        "label": r.label,
+        "dtype": r.dtype,
+        "identity": r.identity,
+        **comparison_block(r.comparison, group),
+        "ulp": ulp_block(r.ulp),
+    }
 
 
 def _reference(n: Numerics, group: int) -> dict[str, Any]:
@@ -55,12 +61,15 @@ def _reference(n: Numerics, group: int) -> dict[str, Any]:
         "primary": {
             "label": primary.label,
             **comparison_block(primary, group),
-            "eligibleGlobal": None if primary.eligible_global is None else {
-                **metrics_block(primary.eligible_global), "linfAt": linf_at(primary, primary.eligible_global)},
+            "eligibleGlobal": None
+            if primary.eligible_global is None
+            else {**metrics_block(primary.eligible_global), "linfAt": linf_at(primary, primary.eligible_global)},
         },
         "roundedToOutputDType": _rounded(n.rounded_to_output, group),
         "roundedToKernelOutputDType": _rounded(n.rounded_to_kernel, group),
-        "narrowedQuery": None if narrowed is None else {
+        "narrowedQuery": None
+        if narrowed is None
+        else {
             "label": narrowed.label,
             "dtype": narrowed.dtype,
             "comparison": comparison_block(narrowed.comparison, group),
@@ -90,13 +99,23 @@ def _head_attention(a: HeadAttention) -> dict[str, Any]:
 
 
 def _nonfinite(m: NonfiniteMap) -> dict[str, Any]:
-    return {"nan": m.nan, "signalingNan": m.signaling_nan, "positiveInfinity": m.positive_infinity,
-            "negativeInfinity": m.negative_infinity, "firstLocations": [list(p) for p in m.first_locations]}
+    return {
+        "nan": m.nan,
+        "signalingNan": m.signaling_nan,
+        "positiveInfinity": m.positive_infinity,
+        "negativeInfinity": m.negative_infinity,
+        "firstLocations": [list(p) for p in m.first_locations],
+    }
 
 
 def _last_row(r: LastRow) -> dict[str, Any]:
-    return {"compared": r.compared, "mismatched": r.mismatched, "perKvHead": list(r.per_kv_head),
-            "positions": [list(p) for p in r.positions], "bitFlips": dict(r.bit_flips)}
+    return {
+        "compared": r.compared,
+        "mismatched": r.mismatched,
+        "perKvHead": list(r.per_kv_head),
+        "positions": [list(p) for p in r.positions],
+        "bitFlips": dict(r.bit_flips),
+    }
 
 
 def build_report(analysis: Analysis) -> dict[str, Any]:
@@ -105,14 +124,26 @@ def build_report(analysis: Analysis) -> dict[str, Any]:
     report: dict[str, Any] = {
         "schema": REPORT_SCHEMA,
         "status": analysis.status,
-        "packet": {"path": admission.path, "packetSHA256": admission.packet_sha256,
-                   "metadataSHA256": admission.metadata_sha256},
+        "packet": {
+            "path": admission.path,
+            "packetSHA256": admission.packet_sha256,
+            "metadataSHA256": admission.metadata_sha256,
+        },
         "refusals": [{"code": p.code, "field": p.field, "message": p.message} for p in admission.refusals],
         "inconclusiveReasons": [{"code": r.code, "message": r.message} for r in analysis.reasons],
         "score": None,
-        "identity": None, "selection": None, "sample": None, "geometry": None,
-        "tensors": None, "lastRow": None, "reference": None, "attention": None,
-        "emulations": None, "emulationsRequested": None, "emulationDecisive": None, "emulationBaseline": None,
+        "identity": None,
+        "selection": None,
+        "sample": None,
+        "geometry": None,
+        "tensors": None,
+        "lastRow": None,
+        "reference": None,
+        "attention": None,
+        "emulations": None,
+        "emulationsRequested": None,
+        "emulationDecisive": None,
+        "emulationBaseline": None,
         "runtime": runtime(),
         "limitations": list(LIMITATIONS),
     }

@@ -41,8 +41,13 @@ class References(Record):
     narrowed_reference: np.ndarray | None
 
     def nbytes(self) -> int:
-        arrays = (self.primary.reference, self.primary.weights, self.exact, self.narrowed_queries,
-                  self.narrowed_reference)
+        arrays = (
+            self.primary.reference,
+            self.primary.weights,
+            self.exact,
+            self.narrowed_queries,
+            self.narrowed_reference,
+        )
         return sum(array.nbytes for array in arrays if array is not None)
 
 
@@ -51,14 +56,14 @@ _lock = threading.Lock()
 _flights: SingleFlight[References] = SingleFlight()
 
 
-def _key(tensors: Mapping[str, NativeTensor], scale: float, eligible: np.ndarray,
-         narrow_dtype: str | None) -> Hashable:
+def _key(tensors: Mapping[str, NativeTensor], scale: float, eligible: np.ndarray, narrow_dtype: str | None) -> Hashable:
     inputs = tuple((tensors[name].sha256, tensors[name].dtype, tuple(tensors[name].shape)) for name in INPUT_TENSORS)
     return inputs, np.float32(scale).tobytes(), eligible.tobytes(), narrow_dtype
 
 
-def _computed(tensors: Mapping[str, NativeTensor], scale: float, eligible: np.ndarray,
-              narrow_dtype: str | None) -> References:
+def _computed(
+    tensors: Mapping[str, NativeTensor], scale: float, eligible: np.ndarray, narrow_dtype: str | None
+) -> References:
     queries = tensors["queries"].values[0, :, 0, :]
     keys, values = tensors["storedKeys"].values[0], tensors["storedValues"].values[0]
     narrowed_queries = narrowed_reference = None
@@ -75,8 +80,9 @@ def _computed(tensors: Mapping[str, NativeTensor], scale: float, eligible: np.nd
     return References(primary, exact, narrowed_queries, narrowed_reference)
 
 
-def references(tensors: Mapping[str, NativeTensor], scale: float, eligible: np.ndarray,
-               narrow_dtype: str | None) -> References:
+def references(
+    tensors: Mapping[str, NativeTensor], scale: float, eligible: np.ndarray, narrow_dtype: str | None
+) -> References:
     """The references of these verified inputs, from the cache when a packet with the same inputs had them."""
     key = _key(tensors, scale, eligible, narrow_dtype)
 
@@ -90,8 +96,10 @@ def references(tensors: Mapping[str, NativeTensor], scale: float, eligible: np.n
         if found.nbytes() <= REFERENCE_CACHE_BYTES:
             with _lock:
                 _cache[key] = found
-                while len(_cache) > REFERENCE_CACHE_ENTRIES or sum(r.nbytes() for r in _cache.values()) > \
-                        REFERENCE_CACHE_BYTES:
+                while (
+                    len(_cache) > REFERENCE_CACHE_ENTRIES
+                    or sum(r.nbytes() for r in _cache.values()) > REFERENCE_CACHE_BYTES
+                ):
                     _cache.popitem(last=False)
         return found
 

@@ -40,13 +40,18 @@ def member_of(path: str) -> Member:
     key = tuple({**identity, **selection}[field] for field in KEY_FIELDS) if placed else None
     tensors = admission.tensors
     return Member(
-        name="", path=summary.path, status=summary.status, codes=summary.codes,
-        backend=None if identity is None else identity["backend"], key=key,
+        name="",
+        path=summary.path,
+        status=summary.status,
+        codes=summary.codes,
+        backend=None if identity is None else identity["backend"],
+        key=key,
         output_index=selection["outputIndex"] if placed else None,
         layer=selection["modelLayerIndex"] if placed else None,
         seed_token=sample["seedToken"] if placed else None,
         input_digests=None if tensors is None else tuple(tensors[name].sha256 for name in INPUT_NAMES),
-        output_digest=None if tensors is None else tensors["output"].sha256)
+        output_digest=None if tensors is None else tensors["output"].sha256,
+    )
 
 
 def cell_counts(task: tuple[str, str]) -> CellPair:
@@ -57,39 +62,57 @@ def cell_counts(task: tuple[str, str]) -> CellPair:
         codes = tuple(dict.fromkeys(problem.code for side in (a, b) for problem in side.refusals))
         return CellPair(REFUSED, codes, {}, None, None, None, None, None, None)
     first, second = a.tensors, b.tensors
-    if any((first[name].shape, first[name].dtype) != (second[name].shape, second[name].dtype)
-           for name in INPUT_NAMES) or first["output"].shape != second["output"].shape:
+    if (
+        any((first[name].shape, first[name].dtype) != (second[name].shape, second[name].dtype) for name in INPUT_NAMES)
+        or first["output"].shape != second["output"].shape
+    ):
         return CellPair(PAIR_INCONCLUSIVE, (SHAPE_DIFFERS,), {}, None, None, None, None, None, None)
-    differing = {name: int(np.count_nonzero(first[name].bits != second[name].bits)) for name in INPUT_NAMES
-                 if first[name].sha256 != second[name].sha256}
+    differing = {
+        name: int(np.count_nonzero(first[name].bits != second[name].bits))
+        for name in INPUT_NAMES
+        if first[name].sha256 != second[name].sha256
+    }
     output_a, output_b = first["output"], second["output"]
     bits_a, bits_b = output_a.bits[0, :, 0, :], output_b.bits[0, :, 0, :]
     if output_a.dtype != output_b.dtype:  # compared by value only in a pair: no bit or ULP counts
         return CellPair(COMPARED, (), differing, None, int(bits_a.size), None, None, None, None)
     ulp = ulp_distance(bits_a, bits_b, output_a.dtype, np.ones(bits_a.shape[0], dtype=bool))
-    return CellPair(COMPARED, (), differing, int(np.count_nonzero(bits_a != bits_b)), int(bits_a.size), ulp.max,
-                    None, None, None)
+    return CellPair(
+        COMPARED, (), differing, int(np.count_nonzero(bits_a != bits_b)), int(bits_a.size), ulp.max, None, None, None
+    )
 
 
 def cell_pair(task: CellTask) -> CellPair:
     """The pair (docs/pairs.md) of a cell's two packets, reduced to the counts and findings the origin shows."""
     path_a, path_b, emulate = task
     pair = compare(path_a, path_b, emulate=emulate)
-    codes = tuple(dict.fromkeys([refusal.problem.code for refusal in pair.refusals] +
-                                [reason.code for reason in pair.reasons]))
+    codes = tuple(
+        dict.fromkeys([refusal.problem.code for refusal in pair.refusals] + [reason.code for reason in pair.reasons])
+    )
     inputs = pair.inputs
-    differing = {} if inputs is None else {name: tensor.mismatched for name, tensor in inputs.tensors.items()
-                                           if not tensor.identical}
+    differing = (
+        {}
+        if inputs is None
+        else {name: tensor.mismatched for name, tensor in inputs.tensors.items() if not tensor.identical}
+    )
     output = pair.output
     bits = None if output is None else output.bits
-    nearer = None if pair.nearer is None else {name: getattr(pair.nearer.global_counts, name)
-                                               for name in ("a", "b", "tie", "undefined")}
+    nearer = (
+        None
+        if pair.nearer is None
+        else {name: getattr(pair.nearer.global_counts, name) for name in ("a", "b", "tie", "undefined")}
+    )
     rows = None if pair.emulation is None or pair.emulation.rows is None else pair.emulation.rows
     return CellPair(
-        status=pair.status, codes=codes, inputs_differing=differing,
+        status=pair.status,
+        codes=codes,
+        inputs_differing=differing,
         outputs_differing=None if bits is None else bits.mismatched,
         compared=None if output is None else output.compared,
         max_ulp=None if output is None or output.ulp is None else output.ulp.max,
-        nearer=nearer, nearer_reason=pair.nearer_reason,
-        emulations=None if rows is None else tuple((row.a.id, row.a.bit_equal, row.b.bit_equal, row.a.compared,
-                                                    row.b.compared) for row in rows))
+        nearer=nearer,
+        nearer_reason=pair.nearer_reason,
+        emulations=None
+        if rows is None
+        else tuple((row.a.id, row.a.bit_equal, row.b.bit_equal, row.a.compared, row.b.compared) for row in rows),
+    )

@@ -23,34 +23,76 @@ import pandas as pd
 from explorer.campaigns.model import KEY_FIELDS, STATES
 from explorer.catalog.limits import DEFAULT_TIMEOUT_S
 
-COLUMNS = ("campaign", *KEY_FIELDS, "outputIndex", "modelLayerIndex", "state", "packets", "inputsDiffering",
-           "outputsDiffering", "maxUlp", "codes")
-DTYPES = {"campaign": pd.StringDtype("python"), "modelID": object, "artifactSHA256": object, "inputSHA256": object,
-          "requestID": object, "outputIndex": "Int64", "modelLayerIndex": "Int64",
-          "state": pd.CategoricalDtype(STATES, ordered=True), "packets": object, "inputsDiffering": object,
-          "outputsDiffering": "Int64", "maxUlp": "Int64", "codes": object}
+COLUMNS = (
+    "campaign",
+    *KEY_FIELDS,
+    "outputIndex",
+    "modelLayerIndex",
+    "state",
+    "packets",
+    "inputsDiffering",
+    "outputsDiffering",
+    "maxUlp",
+    "codes",
+)
+DTYPES = {
+    "campaign": pd.StringDtype("python"),
+    "modelID": object,
+    "artifactSHA256": object,
+    "inputSHA256": object,
+    "requestID": object,
+    "outputIndex": "Int64",
+    "modelLayerIndex": "Int64",
+    "state": pd.CategoricalDtype(STATES, ordered=True),
+    "packets": object,
+    "inputsDiffering": object,
+    "outputsDiffering": "Int64",
+    "maxUlp": "Int64",
+    "codes": object,
+}
 
 
 def frame_of(report: dict[str, Any]) -> pd.DataFrame:
     """The DataFrame of a campaign report (build_campaign_report)."""
-    rows = [{"campaign": campaign["id"], **campaign["key"], **cell}
-            for campaign in report["campaigns"] for cell in campaign["cells"]]
-    frame = pd.DataFrame({column: pd.Series([row[column] for row in rows], dtype=DTYPES[column])
-                          for column in COLUMNS})
-    frame.attrs = {"schema": report["schema"], "root": report["root"], "notes": report["notes"],
-                   "campaigns": [{key: value for key, value in campaign.items() if key != "cells"}
-                                 for campaign in report["campaigns"]]}
+    rows = [
+        {"campaign": campaign["id"], **campaign["key"], **cell}
+        for campaign in report["campaigns"]
+        for cell in campaign["cells"]
+    ]
+    frame = pd.DataFrame({column: pd.Series([row[column] for row in rows], dtype=DTYPES[column]) for column in COLUMNS})
+    frame.attrs = {
+        "schema": report["schema"],
+        "root": report["root"],
+        "notes": report["notes"],
+        "campaigns": [
+            {key: value for key, value in campaign.items() if key != "cells"} for campaign in report["campaigns"]
+        ],
+    }
     return frame
 
 
-def campaign_frame(root: str | os.PathLike, *, jobs: int | None = None, scheduler: str | None = None,
-                   timeout: float | None = DEFAULT_TIMEOUT_S, request: str | None = None,
-                   backends: tuple[str, str] | None = None, emulate: tuple[str, ...] | None = None) -> pd.DataFrame:
+def campaign_frame(
+    root: str | os.PathLike,
+    *,
+    jobs: int | None = None,
+    scheduler: str | None = None,
+    timeout: float | None = DEFAULT_TIMEOUT_S,
+    request: str | None = None,
+    backends: tuple[str, str] | None = None,
+    emulate: tuple[str, ...] | None = None,
+) -> pd.DataFrame:
     """Find and grid every campaign under `root` (local worker processes, or the Dask scheduler at `scheduler`)."""
     from explorer.campaigns.report import build_campaign_report
     from explorer.campaigns.run import run_campaigns
     from explorer.catalog.workers import default_jobs
 
-    run = run_campaigns(root, jobs=jobs or default_jobs(), scheduler=scheduler, timeout=timeout, request=request,
-                        backends=backends, emulate=emulate)
+    run = run_campaigns(
+        root,
+        jobs=jobs or default_jobs(),
+        scheduler=scheduler,
+        timeout=timeout,
+        request=request,
+        backends=backends,
+        emulate=emulate,
+    )
     return frame_of(build_campaign_report(run))

@@ -117,26 +117,36 @@ def _differing_inputs(sides: Sequence[Sequence[Member]]) -> tuple[str, ...]:
     if any(len(side) != 1 or side[0].input_digests is None for side in sides):
         return ()
     a, b = sides[0][0].input_digests, sides[1][0].input_digests
-    return tuple(name for name, first, second in zip(INPUT_NAMES, a, b) if first != second)
+    return tuple(name for name, first, second in zip(INPUT_NAMES, a, b, strict=True) if first != second)
 
 
 def _chosen_backends(counts: Counter, asked: tuple[str, str] | None) -> tuple[tuple[str, ...], list[str]]:
     """The two backends of the grid (asked, else the two with the most packets), and notes on the choice."""
     ranked = sorted(counts, key=lambda backend: (-counts[backend], backend))
     if len(ranked) < 2:
-        return tuple(ranked), [f"one backend only ({ranked[0] if ranked else '-'}): no grid; capture the request "
-                               "on a second backend to compare"]
+        return tuple(ranked), [
+            f"one backend only ({ranked[0] if ranked else '-'}): no grid; capture the request "
+            "on a second backend to compare"
+        ]
     if asked is not None:
         absent = [backend for backend in asked if backend not in counts]
         if absent:
-            return tuple(ranked[:2]), [f"--backends {','.join(asked)}: {', '.join(absent)} has no packet in this "
-                                       f"campaign; compared {ranked[0]} and {ranked[1]} (the most packets)"]
+            return tuple(ranked[:2]), [
+                f"--backends {','.join(asked)}: {', '.join(absent)} has no packet in this "
+                f"campaign; compared {ranked[0]} and {ranked[1]} (the most packets)"
+            ]
         chosen = tuple(asked)
     else:
         chosen = tuple(ranked[:2])
     others = [backend for backend in ranked if backend not in chosen]
-    notes = [f"{len(ranked)} backends ({', '.join(ranked)}): compared {chosen[0]} and {chosen[1]}; "
-             f"choose others with --backends A,B"] if others else []
+    notes = (
+        [
+            f"{len(ranked)} backends ({', '.join(ranked)}): compared {chosen[0]} and {chosen[1]}; "
+            f"choose others with --backends A,B"
+        ]
+        if others
+        else []
+    )
     return chosen, notes
 
 
@@ -153,20 +163,29 @@ def build_campaign(key: CampaignKey, members: Sequence[Member], asked: tuple[str
         for (step, layer), per_backend in sorted(by_cell.items()):
             sides = [per_backend[backend] for backend in backends]
             state, codes = cell_state(sides)
-            cells.append(Cell(step, layer, state,
-                              MappingProxyType({b: tuple(m.name for m in per_backend[b]) for b in backends}),
-                              codes, MappingProxyType({b: per_backend[b][0].seed_token for b in backends
-                                                       if per_backend[b]}),
-                              _differing_inputs(sides)))
+            cells.append(
+                Cell(
+                    step,
+                    layer,
+                    state,
+                    MappingProxyType({b: tuple(m.name for m in per_backend[b]) for b in backends}),
+                    codes,
+                    MappingProxyType({b: per_backend[b][0].seed_token for b in backends if per_backend[b]}),
+                    _differing_inputs(sides),
+                )
+            )
         duplicates = [cell for cell in cells if cell.state == DUPLICATE]
         if duplicates:
-            notes.append(f"{len(duplicates)} cells hold two packets of one backend (state duplicate, not compared): "
-                         + listed([f"step {c.output_index} layer {c.layer}" for c in duplicates]))
+            notes.append(
+                f"{len(duplicates)} cells hold two packets of one backend (state duplicate, not compared): "
+                + listed([f"step {c.output_index} layer {c.layer}" for c in duplicates])
+            )
     return Campaign(campaign_id(key), key, backends, MappingProxyType(dict(counts)), tuple(cells), tuple(notes))
 
 
-def campaigns_of(members: Iterable[Member], *, request: str | None = None,
-                 backends: tuple[str, str] | None = None) -> tuple[tuple[Campaign, ...], tuple[str, ...]]:
+def campaigns_of(
+    members: Iterable[Member], *, request: str | None = None, backends: tuple[str, str] | None = None
+) -> tuple[tuple[Campaign, ...], tuple[str, ...]]:
     """Every campaign among `members` (only request `request` when given), by key; and the run's notes
     (packets in no campaign, and why)."""
     groups: dict[CampaignKey, list[Member]] = defaultdict(list)
@@ -183,11 +202,15 @@ def campaigns_of(members: Iterable[Member], *, request: str | None = None,
             groups[member.key].append(member)
     notes = []
     if unplaced:
-        notes.append(f"{len(unplaced)} packets are in no campaign (their identity, selection or sample was not "
-                     f"established): {listed(sorted(unplaced))}")
+        notes.append(
+            f"{len(unplaced)} packets are in no campaign (their identity, selection or sample was not "
+            f"established): {listed(sorted(unplaced))}"
+        )
     if unindexed:
-        notes.append(f"{len(unindexed)} packets are in no campaign (outputIndex or modelLayerIndex is not an "
-                     f"integer): {listed(sorted(unindexed))}")
+        notes.append(
+            f"{len(unindexed)} packets are in no campaign (outputIndex or modelLayerIndex is not an "
+            f"integer): {listed(sorted(unindexed))}"
+        )
     if request is not None and not groups:
         notes.append(f"no campaign has requestID {request}")
     ordered = sorted(groups.items(), key=lambda item: tuple(str(part) for part in item[0]))
@@ -201,11 +224,16 @@ def needs_pair(cell: Cell) -> bool:
 
 def origin_of(campaign: Campaign) -> Origin:
     """The first outputs-differ, inputs-differ and tokens-differ cells in causal order, and the gaps before."""
-    first = {state: next((cell for cell in campaign.cells if cell.state == state), None)
-             for state in (OUTPUTS_DIFFER, INPUTS_DIFFER, TOKENS_DIFFER)}
+    first = {
+        state: next((cell for cell in campaign.cells if cell.state == state), None)
+        for state in (OUTPUTS_DIFFER, INPUTS_DIFFER, TOKENS_DIFFER)
+    }
     outputs, inputs = first[OUTPUTS_DIFFER], first[INPUTS_DIFFER]
     explained = None if inputs is None else outputs is not None and outputs.position < inputs.position
     bound = outputs or inputs or first[TOKENS_DIFFER]
-    gaps = tuple(cell for cell in campaign.cells if cell.state in (MISSING, DUPLICATE, REFUSED_STATE)
-                 and (bound is None or cell.position < bound.position))
+    gaps = tuple(
+        cell
+        for cell in campaign.cells
+        if cell.state in (MISSING, DUPLICATE, REFUSED_STATE) and (bound is None or cell.position < bound.position)
+    )
     return Origin(outputs, inputs, explained, first[TOKENS_DIFFER], gaps)

@@ -25,8 +25,15 @@ IDENTICAL = "identical"
 # The precedence of the states, highest first (docs/campaigns.md, "Cell states").
 STATES = (DUPLICATE, MISSING, REFUSED_STATE, TOKENS_DIFFER, INPUTS_DIFFER, OUTPUTS_DIFFER, IDENTICAL)
 # One character per state in the command line's grid.
-STATE_CODES = {DUPLICATE: "D", MISSING: ".", REFUSED_STATE: "R", TOKENS_DIFFER: "T", INPUTS_DIFFER: "i",
-               OUTPUTS_DIFFER: "O", IDENTICAL: "="}
+STATE_CODES = {
+    DUPLICATE: "D",
+    MISSING: ".",
+    REFUSED_STATE: "R",
+    TOKENS_DIFFER: "T",
+    INPUTS_DIFFER: "i",
+    OUTPUTS_DIFFER: "O",
+    IDENTICAL: "=",
+}
 
 KEY_FIELDS = ("modelID", "artifactSHA256", "inputSHA256", "requestID")
 CampaignKey = tuple[Any, Any, Any, Any]  # the values of KEY_FIELDS

@@ -36,8 +36,15 @@ LIMITATIONS = (
 
 
 def _where(cell: Cell | None) -> dict[str, Any] | None:
-    return None if cell is None else {"outputIndex": cell.output_index, "modelLayerIndex": cell.layer,
-                                      "packets": {backend: list(names) for backend, names in cell.packets.items()}}
+    return (
+        None
+        if cell is None
+        else {
+            "outputIndex": cell.output_index,
+            "modelLayerIndex": cell.layer,
+            "packets": {backend: list(names) for backend, names in cell.packets.items()},
+        }
+    )
 
 
 def cell_json(cell: Cell) -> dict[str, Any]:
@@ -50,31 +57,60 @@ def cell_json(cell: Cell) -> dict[str, Any]:
         differing, outputs, ulp = dict.fromkeys(cell.inputs_differ) if compared else None, None, None
     else:
         differing, outputs, ulp = dict(pair.inputs_differing), pair.outputs_differing, pair.max_ulp
-    return {"outputIndex": cell.output_index, "modelLayerIndex": cell.layer, "state": cell.state,
-            "packets": {backend: list(names) for backend, names in cell.packets.items()},
-            "inputsDiffering": differing, "outputsDiffering": outputs, "maxUlp": ulp, "codes": list(cell.codes)}
+    return {
+        "outputIndex": cell.output_index,
+        "modelLayerIndex": cell.layer,
+        "state": cell.state,
+        "packets": {backend: list(names) for backend, names in cell.packets.items()},
+        "inputsDiffering": differing,
+        "outputsDiffering": outputs,
+        "maxUlp": ulp,
+        "codes": list(cell.codes),
+    }
 
 
 def _outputs_block(campaign: Campaign, cell: Cell | None) -> dict[str, Any] | None:
     if cell is None:
         return None
     pair, (a, b) = cell.pair, campaign.backends
-    block = {**_where(cell), "elementsDiffering": None, "compared": None, "maxUlp": None,
-             "nearerPrimaryReference": None, "nearerReason": None, "emulations": None, "reproducedBy": None}
+    block = {
+        **_where(cell),
+        "elementsDiffering": None,
+        "compared": None,
+        "maxUlp": None,
+        "nearerPrimaryReference": None,
+        "nearerReason": None,
+        "emulations": None,
+        "reproducedBy": None,
+    }
     if pair is None:
         return block
-    block.update(elementsDiffering=pair.outputs_differing, compared=pair.compared, maxUlp=pair.max_ulp,
-                 nearerReason=pair.nearer_reason)
+    block.update(
+        elementsDiffering=pair.outputs_differing,
+        compared=pair.compared,
+        maxUlp=pair.max_ulp,
+        nearerReason=pair.nearer_reason,
+    )
     if pair.nearer is not None:
-        block["nearerPrimaryReference"] = {a: pair.nearer["a"], b: pair.nearer["b"], "tie": pair.nearer["tie"],
-                                           "undefined": pair.nearer["undefined"]}
+        block["nearerPrimaryReference"] = {
+            a: pair.nearer["a"],
+            b: pair.nearer["b"],
+            "tie": pair.nearer["tie"],
+            "undefined": pair.nearer["undefined"],
+        }
     if pair.emulations is not None:
-        block["emulations"] = [{"id": ident, "bitEqual": {a: equal_a, b: equal_b},
-                                "compared": {a: compared_a, b: compared_b}}
-                               for ident, equal_a, equal_b, compared_a, compared_b in pair.emulations]
-        block["reproducedBy"] = {side: [row["id"] for row in block["emulations"]
-                                        if row["bitEqual"][side] is not None
-                                        and row["bitEqual"][side] == row["compared"][side]] for side in (a, b)}
+        block["emulations"] = [
+            {"id": ident, "bitEqual": {a: equal_a, b: equal_b}, "compared": {a: compared_a, b: compared_b}}
+            for ident, equal_a, equal_b, compared_a, compared_b in pair.emulations
+        ]
+        block["reproducedBy"] = {
+            side: [
+                row["id"]
+                for row in block["emulations"]
+                if row["bitEqual"][side] is not None and row["bitEqual"][side] == row["compared"][side]
+            ]
+            for side in (a, b)
+        }
     return block
 
 
@@ -82,17 +118,28 @@ def _coverage(campaign: Campaign, origin: Origin) -> dict[str, Any]:
     cells = campaign.cells
     layers = sorted({cell.layer for cell in cells})
     return {
-        "cellsPerBackend": {backend: sum(bool(cell.packets[backend]) for cell in cells)
-                            for backend in campaign.backends} if len(campaign.backends) == 2 else {},
+        "cellsPerBackend": {
+            backend: sum(bool(cell.packets[backend]) for cell in cells) for backend in campaign.backends
+        }
+        if len(campaign.backends) == 2
+        else {},
         "packetsPerBackend": dict(campaign.packets_per_backend),
         "steps": sorted({cell.output_index for cell in cells}),
         "layers": layers,
         "uncapturedLayers": [layer for layer in range(layers[-1]) if layer not in set(layers)] if layers else [],
-        "missing": [{"outputIndex": cell.output_index, "modelLayerIndex": cell.layer,
-                     "absentOn": [backend for backend, names in cell.packets.items() if not names]}
-                    for cell in cells if cell.state == MISSING],
-        "gapsBeforeOrigin": [{"outputIndex": cell.output_index, "modelLayerIndex": cell.layer, "state": cell.state}
-                             for cell in origin.gaps_before],
+        "missing": [
+            {
+                "outputIndex": cell.output_index,
+                "modelLayerIndex": cell.layer,
+                "absentOn": [backend for backend, names in cell.packets.items() if not names],
+            }
+            for cell in cells
+            if cell.state == MISSING
+        ],
+        "gapsBeforeOrigin": [
+            {"outputIndex": cell.output_index, "modelLayerIndex": cell.layer, "state": cell.state}
+            for cell in origin.gaps_before
+        ],
     }
 
 
@@ -108,30 +155,47 @@ def origin_sentence(campaign: Campaign, origin: Origin, coverage: dict[str, Any]
     first, inputs, tokens = origin.first_outputs_differ, origin.first_inputs_differ, origin.first_tokens_differ
     if first is not None:
         pair = first.pair
-        counts = "" if pair is None or pair.outputs_differing is None else (
-            f": {short_number(pair.outputs_differing)} of {short_number(pair.compared)} output elements differ, "
-            f"max {short_number(pair.max_ulp)} ULP")
-        parts.append(f"The first kernel-originated difference is at {_at(first)} (inputs byte-identical, outputs "
-                     f"differ{counts}).")
+        counts = (
+            ""
+            if pair is None or pair.outputs_differing is None
+            else (
+                f": {short_number(pair.outputs_differing)} of {short_number(pair.compared)} output elements differ, "
+                f"max {short_number(pair.max_ulp)} ULP"
+            )
+        )
+        parts.append(
+            f"The first kernel-originated difference is at {_at(first)} (inputs byte-identical, outputs "
+            f"differ{counts})."
+        )
     else:
         parts.append("No captured cell has byte-identical inputs and differing outputs.")
     if inputs is not None:
-        parts.append(f"Inputs first differ at {_at(inputs)} ({', '.join(inputs.inputs_differ) or 'inputs'}): "
-                     + ("inherited from the kernel difference before it." if origin.explained else
-                        "unexplained, no captured kernel difference precedes it, so the origin lies outside the "
-                        "captured cells."))
+        parts.append(
+            f"Inputs first differ at {_at(inputs)} ({', '.join(inputs.inputs_differ) or 'inputs'}): "
+            + (
+                "inherited from the kernel difference before it."
+                if origin.explained
+                else "unexplained, no captured kernel difference precedes it, so the origin lies outside the "
+                "captured cells."
+            )
+        )
     if tokens is not None:
         parts.append(f"The seed tokens first differ at step {tokens.output_index}.")
     bound = first or inputs or tokens
     if bound is None:
         identical = sum(cell.state == IDENTICAL for cell in campaign.cells)
-        parts.append(f"All {identical} cells compared are byte-identical on both backends." if identical else
-                     "No cell holds one packet of each backend to compare.")
+        parts.append(
+            f"All {identical} cells compared are byte-identical on both backends."
+            if identical
+            else "No cell holds one packet of each backend to compare."
+        )
     if origin.gaps_before:
         where = "before it " if bound is not None else ""
-        parts.append(f"{len(origin.gaps_before)} cells {where}are missing, duplicated or refused "
-                     f"({listed([_at(cell) for cell in origin.gaps_before], '; ')}): "
-                     f"{'the real' if bound is not None else 'an'} origin may be hidden there.")
+        parts.append(
+            f"{len(origin.gaps_before)} cells {where}are missing, duplicated or refused "
+            f"({listed([_at(cell) for cell in origin.gaps_before], '; ')}): "
+            f"{'the real' if bound is not None else 'an'} origin may be hidden there."
+        )
     if coverage["uncapturedLayers"]:
         parts.append(f"Layers {listed([str(layer) for layer in coverage['uncapturedLayers']])} were not captured.")
     return " ".join(parts)
@@ -144,17 +208,25 @@ def campaign_json(campaign: Campaign) -> dict[str, Any]:
     inputs = origin.first_inputs_differ
     return {
         "id": campaign.id,
-        "key": dict(zip(KEY_FIELDS, campaign.key)),
+        "key": dict(zip(KEY_FIELDS, campaign.key, strict=True)),
         "backends": list(campaign.backends),
         "cells": [cell_json(cell) for cell in campaign.cells],
         "originSentence": origin_sentence(campaign, origin, coverage),
         "firstOutputsDiffer": _outputs_block(campaign, origin.first_outputs_differ),
-        "firstInputsDiffer": None if inputs is None else {
-            **_where(inputs), "tensors": cell_json(inputs)["inputsDiffering"], "explained": origin.explained,
-            "explanation": "inherited" if origin.explained else "unexplained"},
-        "firstTokensDiffer": None if origin.first_tokens_differ is None else {
+        "firstInputsDiffer": None
+        if inputs is None
+        else {
+            **_where(inputs),
+            "tensors": cell_json(inputs)["inputsDiffering"],
+            "explained": origin.explained,
+            "explanation": "inherited" if origin.explained else "unexplained",
+        },
+        "firstTokensDiffer": None
+        if origin.first_tokens_differ is None
+        else {
             "outputIndex": origin.first_tokens_differ.output_index,
-            "seedTokens": dict(origin.first_tokens_differ.seed_tokens)},
+            "seedTokens": dict(origin.first_tokens_differ.seed_tokens),
+        },
         "coverage": coverage,
         "notes": list(campaign.notes),
     }
@@ -162,9 +234,16 @@ def campaign_json(campaign: Campaign) -> dict[str, Any]:
 
 def build_campaign_report(run: CampaignRun) -> dict[str, Any]:
     """The JSON-ready report of every campaign under the root."""
-    return {"schema": SCHEMA, "root": run.root, "packets": run.packets,
-            "campaigns": [campaign_json(campaign) for campaign in run.campaigns], "notes": list(run.notes),
-            "states": list(STATES), "runtime": runtime(), "limitations": list(LIMITATIONS)}
+    return {
+        "schema": SCHEMA,
+        "root": run.root,
+        "packets": run.packets,
+        "campaigns": [campaign_json(campaign) for campaign in run.campaigns],
+        "notes": list(run.notes),
+        "states": list(STATES),
+        "runtime": runtime(),
+        "limitations": list(LIMITATIONS),
+    }
 
 
 def grid_lines(campaign: dict[str, Any]) -> list[str]:
@@ -175,26 +254,34 @@ def grid_lines(campaign: dict[str, Any]) -> list[str]:
         return []
     width = max(len(str(step)) for step in steps)
     lines = ["layer\\step " + " ".join(str(step).rjust(width) for step in steps)]
-    lines += [f"{layer:>10} " + " ".join(STATE_CODES.get(cells.get((step, layer)), " ").rjust(width)
-                                         for step in steps) for layer in layers]
+    lines += [
+        f"{layer:>10} " + " ".join(STATE_CODES.get(cells.get((step, layer)), " ").rjust(width) for step in steps)
+        for layer in layers
+    ]
     lines.append("  " + "  ".join(f"{code} {state}" for state, code in STATE_CODES.items()))
     return lines
 
 
 def campaign_text(report: dict[str, Any]) -> list[str]:
-    """The command line's text: per campaign its origin sentence first, then its grid and notes; the run's notes last."""
+    """The command line's text: per campaign its origin sentence first, then its grid and notes; the run's notes
+    last."""
     lines = []
     for campaign in report["campaigns"]:
         key = campaign["key"]
         if len(campaign["backends"]) < 2:
-            lines += [f"Campaign {campaign['id']}: model {key['modelID']}, request {key['requestID']}: one backend "
-                      f"only ({', '.join(campaign['backends']) or '-'}), no grid", ""]
+            lines += [
+                f"Campaign {campaign['id']}: model {key['modelID']}, request {key['requestID']}: one backend "
+                f"only ({', '.join(campaign['backends']) or '-'}), no grid",
+                "",
+            ]
             continue
-        lines += [campaign["originSentence"],
-                  f"Campaign {campaign['id']}: model {key['modelID']}, request {key['requestID']}, backends "
-                  f"{' vs '.join(campaign['backends'])}"]
+        lines += [
+            campaign["originSentence"],
+            f"Campaign {campaign['id']}: model {key['modelID']}, request {key['requestID']}, backends "
+            f"{' vs '.join(campaign['backends'])}",
+        ]
         lines += [f"Note: {note}" for note in campaign["notes"]]
-        lines += grid_lines(campaign) + [""]
+        lines += [*grid_lines(campaign), ""]
     lines.append(f"{len(report['campaigns'])} campaigns among {report['packets']} packets under {report['root']}")
     lines += [f"Note: {note}" for note in report["notes"]]
     return lines
@@ -209,36 +296,67 @@ def findings_markdown(campaign: dict[str, Any]) -> str:
     """A campaign's write-up (`NAME.findings.md`): the origin sentence, the first cells with their numbers, the
     coverage and the notes, every number as the report holds it."""
     key = campaign["key"]
-    lines = [f"# Campaign {campaign['id']}: request {key['requestID']}, {' vs '.join(campaign['backends'])}", "",
-             f"Model `{key['modelID']}`, artifact `{key['artifactSHA256']}`, input `{key['inputSHA256']}`.", "",
-             campaign["originSentence"], ""]
+    lines = [
+        f"# Campaign {campaign['id']}: request {key['requestID']}, {' vs '.join(campaign['backends'])}",
+        "",
+        f"Model `{key['modelID']}`, artifact `{key['artifactSHA256']}`, input `{key['inputSHA256']}`.",
+        "",
+        campaign["originSentence"],
+        "",
+    ]
     first = campaign["firstOutputsDiffer"]
     if first is not None:
-        lines += ["## First outputs-differ cell (inputs byte-identical)", "", f"- cell: {_cell_line(first)}",
-                  f"- output elements differing: {short_number(first['elementsDiffering'])} of "
-                  f"{short_number(first['compared'])}; max ULP distance {short_number(first['maxUlp'])}"]
+        lines += [
+            "## First outputs-differ cell (inputs byte-identical)",
+            "",
+            f"- cell: {_cell_line(first)}",
+            f"- output elements differing: {short_number(first['elementsDiffering'])} of "
+            f"{short_number(first['compared'])}; max ULP distance {short_number(first['maxUlp'])}",
+        ]
         nearer = first["nearerPrimaryReference"]
-        lines.append("- nearer the shared primary reference: " + (", ".join(
-            f"{side} {short_number(count)}" for side, count in nearer.items()) if nearer is not None
-            else f"not defined ({first['nearerReason']})"))
+        lines.append(
+            "- nearer the shared primary reference: "
+            + (
+                ", ".join(f"{side} {short_number(count)}" for side, count in nearer.items())
+                if nearer is not None
+                else f"not defined ({first['nearerReason']})"
+            )
+        )
         if first["reproducedBy"] is not None:
-            lines += [f"- reproduced bit for bit on {side} by: " + (", ".join(f"`{ident}`" for ident in ids) or "none")
-                      for side, ids in first["reproducedBy"].items()]
+            lines += [
+                f"- reproduced bit for bit on {side} by: " + (", ".join(f"`{ident}`" for ident in ids) or "none")
+                for side, ids in first["reproducedBy"].items()
+            ]
         lines.append("")
     inputs = campaign["firstInputsDiffer"]
     if inputs is not None:
         tensors = ", ".join(f"{name} {short_number(count)}" for name, count in (inputs["tensors"] or {}).items())
-        lines += ["## First inputs-differ cell", "", f"- cell: {_cell_line(inputs)}",
-                  f"- differing input elements: {tensors or '-'}", f"- {inputs['explanation']}", ""]
+        lines += [
+            "## First inputs-differ cell",
+            "",
+            f"- cell: {_cell_line(inputs)}",
+            f"- differing input elements: {tensors or '-'}",
+            f"- {inputs['explanation']}",
+            "",
+        ]
     tokens = campaign["firstTokensDiffer"]
     if tokens is not None:
-        lines += ["## First token divergence", "", f"- step {tokens['outputIndex']}: seed tokens " + ", ".join(
-            f"{backend} {token}" for backend, token in tokens["seedTokens"].items()), ""]
+        lines += [
+            "## First token divergence",
+            "",
+            f"- step {tokens['outputIndex']}: seed tokens "
+            + ", ".join(f"{backend} {token}" for backend, token in tokens["seedTokens"].items()),
+            "",
+        ]
     coverage = campaign["coverage"]
-    lines += ["## Coverage", "", f"- steps: {', '.join(map(str, coverage['steps'])) or '-'}",
-              f"- layers: {', '.join(map(str, coverage['layers'])) or '-'}",
-              f"- cells per backend: {', '.join(f'{b} {n}' for b, n in coverage['cellsPerBackend'].items()) or '-'}",
-              f"- missing cells: {len(coverage['missing'])}; before the origin: {len(coverage['gapsBeforeOrigin'])}"]
+    lines += [
+        "## Coverage",
+        "",
+        f"- steps: {', '.join(map(str, coverage['steps'])) or '-'}",
+        f"- layers: {', '.join(map(str, coverage['layers'])) or '-'}",
+        f"- cells per backend: {', '.join(f'{b} {n}' for b, n in coverage['cellsPerBackend'].items()) or '-'}",
+        f"- missing cells: {len(coverage['missing'])}; before the origin: {len(coverage['gapsBeforeOrigin'])}",
+    ]
     lines += [f"- note: {note}" for note in campaign["notes"]]
     lines += ["", "## Limitations", ""] + [f"- {text}" for text in LIMITATIONS]
     return "\n".join(lines) + "\n"

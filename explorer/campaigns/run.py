@@ -41,9 +41,16 @@ class CampaignRun(Record):
     notes: tuple[str, ...]
 
 
-def map_anywhere(work: Callable[[Any], Any], items: Sequence[Any], *, jobs: int, scheduler: str | None,
-                 timeout: float | None, on_note: Callable[[str], None],
-                 context: str | None = None) -> Iterator[tuple[int, Any]]:
+def map_anywhere(
+    work: Callable[[Any], Any],
+    items: Sequence[Any],
+    *,
+    jobs: int,
+    scheduler: str | None,
+    timeout: float | None,
+    on_note: Callable[[str], None],
+    context: str | None = None,
+) -> Iterator[tuple[int, Any]]:
     """(index, result) of `work` on every item, in local worker processes (`context`: their start method) or on
     the Dask cluster at `scheduler`."""
     if scheduler is None:
@@ -66,8 +73,14 @@ def _members(entries: Sequence[Entry], run: Callable, progress: Progress) -> lis
     return members
 
 
-def _with_pairs(campaigns: tuple[Campaign, ...], members: list[Member], run: Callable, progress: Progress,
-                emulate: tuple[str, ...] | None, notes: list[str]) -> tuple[Campaign, ...]:
+def _with_pairs(
+    campaigns: tuple[Campaign, ...],
+    members: list[Member],
+    run: Callable,
+    progress: Progress,
+    emulate: tuple[str, ...] | None,
+    notes: list[str],
+) -> tuple[Campaign, ...]:
     """Every cell whose bytes differ gets its counts (cell_counts); each campaign's first outputs-differ cell
     its whole pair (cell_pair, with the emulations asked for)."""
     paths = {member.name: member.path for member in members}
@@ -89,12 +102,15 @@ def _with_pairs(campaigns: tuple[Campaign, ...], members: list[Member], run: Cal
             code = failed_summary(tasks[task_index][1][0], result).codes
             failed.append(f"step {cell.output_index} layer {cell.layer}")
             result = CellPair(ERROR, code, {}, None, None, None, None, None, None)
-        cells[number][index] = dataclasses.replace(cell, pair=result,
-                                                   codes=tuple(dict.fromkeys(cell.codes + result.codes)))
+        cells[number][index] = dataclasses.replace(
+            cell, pair=result, codes=tuple(dict.fromkeys(cell.codes + result.codes))
+        )
         step()
     if failed:
         notes.append(f"{len(failed)} cells could not be compared (their counts are missing): {listed(failed)}")
-    return tuple(dataclasses.replace(campaign, cells=tuple(row)) for campaign, row in zip(campaigns, cells))
+    return tuple(
+        dataclasses.replace(campaign, cells=tuple(row)) for campaign, row in zip(campaigns, cells, strict=True)
+    )
 
 
 def run_task(task: tuple[Callable[[Any], CellPair], Any]) -> CellPair:
@@ -103,26 +119,43 @@ def run_task(task: tuple[Callable[[Any], CellPair], Any]) -> CellPair:
     return work(argument)
 
 
-def run_campaigns(root: str | os.PathLike, *, jobs: int, scheduler: str | None = None,
-                  timeout: float | None = DEFAULT_TIMEOUT_S, request: str | None = None,
-                  backends: tuple[str, str] | None = None, emulate: tuple[str, ...] | None = None,
-                  progress: Progress = lambda total: (lambda: None),
-                  on_note: Callable[[str], None] = lambda note: None, entries: Sequence[Entry] | None = None,
-                  context: str | None = None) -> CampaignRun:
+def run_campaigns(
+    root: str | os.PathLike,
+    *,
+    jobs: int,
+    scheduler: str | None = None,
+    timeout: float | None = DEFAULT_TIMEOUT_S,
+    request: str | None = None,
+    backends: tuple[str, str] | None = None,
+    emulate: tuple[str, ...] | None = None,
+    progress: Progress = lambda total: lambda: None,
+    on_note: Callable[[str], None] = lambda note: None,
+    entries: Sequence[Entry] | None = None,
+    context: str | None = None,
+) -> CampaignRun:
     """Every campaign under `root` (among `entries` when given, else every packet discovered) with its cells'
     states and counts; never raises for packet content. `context`: the local workers' start method."""
     notes: list[str] = []
 
     def run(work: Callable[[Any], Any], items: Sequence[Any]) -> Iterator[tuple[int, Any]]:
-        return map_anywhere(work, items, jobs=jobs, scheduler=scheduler, timeout=timeout, context=context,
-                            on_note=lambda note: (notes.append(note), on_note(note)))
+        return map_anywhere(
+            work,
+            items,
+            jobs=jobs,
+            scheduler=scheduler,
+            timeout=timeout,
+            context=context,
+            on_note=lambda note: (notes.append(note), on_note(note)),
+        )
 
     members = _members(discover(root) if entries is None else entries, run, progress)
     campaigns, placement_notes = campaigns_of(members, request=request, backends=backends)
     notes += placement_notes
     failed = [member.name for member in members if member.status == ERROR]
     if failed:
-        notes.append(f"{len(failed)} packets could not be summarized (a worker raised, died or ran out of time): "
-                     f"{listed(sorted(failed))}")
+        notes.append(
+            f"{len(failed)} packets could not be summarized (a worker raised, died or ran out of time): "
+            f"{listed(sorted(failed))}"
+        )
     campaigns = _with_pairs(campaigns, members, run, progress, emulate, notes)
     return CampaignRun(os.fspath(root), len(members), campaigns, tuple(dict.fromkeys(notes)))

@@ -51,12 +51,14 @@ RESTART_TIMEOUT_S = 30
 # thread's stack every 10 ms, an event-loop tick every 20 ms, system and memory polls) take the interpreter lock
 # from the task on every worker: slowed here to what a triage needs (measured, 2,000 packets on 2 workers:
 # 14.99 -> 12.68 s, median of 5). The memory monitor still stops a worker past its limit, within a second.
-LOCAL_CONFIG = {"distributed.scheduler.allowed-failures": ALLOWED_FAILURES,
-                "distributed.scheduler.worker-saturation": 1.0,
-                "distributed.worker.profile.enabled": False,
-                "distributed.admin.tick.interval": "1s",
-                "distributed.admin.system-monitor.interval": "2s",
-                "distributed.worker.memory.monitor-interval": "1s"}
+LOCAL_CONFIG = {
+    "distributed.scheduler.allowed-failures": ALLOWED_FAILURES,
+    "distributed.scheduler.worker-saturation": 1.0,
+    "distributed.worker.profile.enabled": False,
+    "distributed.admin.tick.interval": "1s",
+    "distributed.admin.system-monitor.interval": "2s",
+    "distributed.worker.memory.monitor-interval": "1s",
+}
 QUIET = {"DASK_LOGGING__DISTRIBUTED": "critical"}  # workers' own logs: the failures are reported per packet
 
 
@@ -68,7 +70,7 @@ def local_workers(scheduler: str) -> int | None:
     """N for 'local:N', None for an address; ValueError when N is not an integer from 1 to MAX_JOBS."""
     if not scheduler.startswith(LOCAL_PREFIX):
         return None
-    text = scheduler[len(LOCAL_PREFIX):]
+    text = scheduler[len(LOCAL_PREFIX) :]
     if not (text.isascii() and text.isdigit() and len(text) <= len(str(MAX_JOBS)) and 1 <= int(text) <= MAX_JOBS):
         raise ValueError(f"local:N takes N from 1 to {MAX_JOBS} worker processes")
     return int(text)
@@ -118,8 +120,11 @@ class _Clock:
             for key in keys:
                 if key in open_tasks and key not in self.since:
                     self.since[key] = (now, worker)
-        return [(key, worker) for key, (since, worker) in self.since.items()
-                if key in open_tasks and now - since >= self.timeout * len(open_tasks[key])]
+        return [
+            (key, worker)
+            for key, (since, worker) in self.since.items()
+            if key in open_tasks and now - since >= self.timeout * len(open_tasks[key])
+        ]
 
 
 def run_batch(work: Callable[[Any], Any], items: Sequence[Any]) -> list[tuple[bool, Any]]:
@@ -138,8 +143,14 @@ def batch_size(items: int, workers: int) -> int:
     return max(1, min(BATCH_ITEMS, items // (BATCHES_PER_WORKER * max(1, workers))))
 
 
-def map_on_cluster(work: Callable[[Any], Any], items: Sequence[Any], *, scheduler: str,
-                   timeout: float | None, on_note: Callable[[str], None]) -> Iterator[tuple[int, Any]]:
+def map_on_cluster(
+    work: Callable[[Any], Any],
+    items: Sequence[Any],
+    *,
+    scheduler: str,
+    timeout: float | None,
+    on_note: Callable[[str], None],
+) -> Iterator[tuple[int, Any]]:
     """Yield (index, result) for every item as its batch completes, as workers.map_isolated does."""
     client, cluster = connect(scheduler)
     try:
@@ -152,8 +163,11 @@ def map_on_cluster(work: Callable[[Any], Any], items: Sequence[Any], *, schedule
 
         def submit(indices_of_tasks: list[list[int]]) -> None:
             batches = [[items[index] for index in indices] for indices in indices_of_tasks]
-            for indices, future in zip(indices_of_tasks, client.map(run_batch, [work] * len(batches), batches,
-                                                                     pure=False, retries=0), strict=True):
+            for indices, future in zip(
+                indices_of_tasks,
+                client.map(run_batch, [work] * len(batches), batches, pure=False, retries=0),
+                strict=True,
+            ):
                 futures[future.key], open_tasks[future.key] = future, indices
                 completed.add(future)
 

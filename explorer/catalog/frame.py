@@ -24,10 +24,21 @@ from explorer.catalog.triage import Triaged, json_line_fields, triage
 from explorer.catalog.workers import default_jobs
 
 STRING = pd.StringDtype("python")  # holds any name, also one with an undecodable byte
-DTYPES = {"name": STRING, "path": STRING, "status": pd.CategoricalDtype(STATUS_ORDER, ordered=True),
-          "codes": object, "backend": STRING, "selection": object, "worstHead": "Int64", "worstLinfHead": "Int64",
-          "worstLinf": "float64",
-          "noiseFloorRatio": "float64", "worstUlp": "Int64", "score": "float64", "headsNotCompared": "Int64"}
+DTYPES = {
+    "name": STRING,
+    "path": STRING,
+    "status": pd.CategoricalDtype(STATUS_ORDER, ordered=True),
+    "codes": object,
+    "backend": STRING,
+    "selection": object,
+    "worstHead": "Int64",
+    "worstLinfHead": "Int64",
+    "worstLinf": "float64",
+    "noiseFloorRatio": "float64",
+    "worstUlp": "Int64",
+    "score": "float64",
+    "headsNotCompared": "Int64",
+}
 
 
 def frame_of(items: list[Triaged]) -> pd.DataFrame:
@@ -38,8 +49,13 @@ def frame_of(items: list[Triaged]) -> pd.DataFrame:
     return pd.DataFrame({column: pd.Series(values, dtype=DTYPES[column]) for column, values in columns.items()})
 
 
-def triage_frame(root: str | os.PathLike, *, jobs: int | None = None, scheduler: str | None = None,
-                 timeout: float | None = DEFAULT_TIMEOUT_S) -> pd.DataFrame:
+def triage_frame(
+    root: str | os.PathLike,
+    *,
+    jobs: int | None = None,
+    scheduler: str | None = None,
+    timeout: float | None = DEFAULT_TIMEOUT_S,
+) -> pd.DataFrame:
     """Triage every packet under `root` (local worker processes, or the Dask scheduler at `scheduler`)."""
     items = list(triage(discover(root), jobs=jobs or default_jobs(), scheduler=scheduler, timeout=timeout))
     return frame_of(items)

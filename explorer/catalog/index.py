@@ -111,8 +111,9 @@ def stat_signature(path: str) -> Signature | None:
 
     def add(name: str, result: os.stat_result) -> None:
         nonlocal newest
-        signed.append((name, result.st_dev, result.st_ino, result.st_mode, result.st_size, result.st_mtime_ns,
-                       result.st_ctime_ns))
+        signed.append(
+            (name, result.st_dev, result.st_ino, result.st_mode, result.st_size, result.st_mtime_ns, result.st_ctime_ns)
+        )
         newest = max(newest, result.st_mtime_ns, result.st_ctime_ns)
         if len(signed) > SIGNATURE_MAX_ENTRIES:
             raise _Unsigned
@@ -165,8 +166,13 @@ def _checks(tasks: list[tuple[str, ContentKey | None]]) -> Iterator[tuple[int, C
             yield index, work_here(checked_summary, task)
         return
     multiprocessing.get_context(WORKER_START_METHOD).set_forkserver_preload(WORKER_PRELOAD)
-    yield from map_isolated(checked_summary, tasks, jobs=min(default_jobs(), FILL_JOBS), context=WORKER_START_METHOD,
-                            on_note=lambda note: log.warning("packet index: %s", note))
+    yield from map_isolated(
+        checked_summary,
+        tasks,
+        jobs=min(default_jobs(), FILL_JOBS),
+        context=WORKER_START_METHOD,
+        on_note=lambda note: log.warning("packet index: %s", note),
+    )
 
 
 def _resolved(path: str, check: Check | Exception) -> PacketSummary:
@@ -235,8 +241,9 @@ class PacketIndex:
     def ordered_names(self) -> list[str]:
         """Every name in the one list order (catalog.summary.list_order: analyzed first, by score); unknown last."""
         with self._lock:
-            return sorted((entry.name for entry in self.entries),
-                          key=lambda name: list_order(name, self._summaries.get(name)))
+            return sorted(
+                (entry.name for entry in self.entries), key=lambda name: list_order(name, self._summaries.get(name))
+            )
 
     def partners(self, name: str) -> tuple[str, ...]:
         """Other packets under the root with the same known partner selection key (docs/pairs.md, Partners) as `name`,
@@ -245,8 +252,11 @@ class PacketIndex:
             groups = selection_groups(self._summaries.items())
         return next((tuple(other for other in group if other != name) for group in groups if name in group), ())
 
-    def fill(self, on_summary: Callable[[str, PacketSummary], None] = lambda name, summary: None,
-             cancelled: Callable[[], bool] = lambda: False) -> None:
+    def fill(
+        self,
+        on_summary: Callable[[str, PacketSummary], None] = lambda name, summary: None,
+        cancelled: Callable[[], bool] = lambda: False,
+    ) -> None:
         """Check every entry (blocking) and record its summary, calling `on_summary` for each new or changed one;
         stops when `cancelled()`."""
         entries = self.entries
@@ -269,8 +279,11 @@ class PacketIndex:
         finally:
             checks.close()
 
-    def rescan(self, on_summary: Callable[[str, PacketSummary], None] = lambda name, summary: None,
-               cancelled: Callable[[], bool] = lambda: False) -> bool:
+    def rescan(
+        self,
+        on_summary: Callable[[str, PacketSummary], None] = lambda name, summary: None,
+        cancelled: Callable[[], bool] = lambda: False,
+    ) -> bool:
         """Discover the root again, forget the packets gone and fill; True when the listed names changed."""
         entries = discover(self.root)
         with self._lock:
@@ -282,8 +295,9 @@ class PacketIndex:
         self.fill(on_summary, cancelled)
         return changed
 
-    def _record(self, name: str, summary: PacketSummary, signed: bool,
-                on_summary: Callable[[str, PacketSummary], None]) -> None:
+    def _record(
+        self, name: str, summary: PacketSummary, signed: bool, on_summary: Callable[[str, PacketSummary], None]
+    ) -> None:
         with self._lock:
             same = self._summaries.get(name) == summary
             self._summaries[name] = summary
@@ -291,13 +305,18 @@ class PacketIndex:
         if not same:
             on_summary(name, summary)
 
-    def fill_in_background(self, on_summary: Callable[[str, PacketSummary], None],
-                           cancelled: Callable[[], bool]) -> Future:
+    def fill_in_background(
+        self, on_summary: Callable[[str, PacketSummary], None], cancelled: Callable[[], bool]
+    ) -> Future:
         """`fill` on the process-wide filling thread (fills of several sessions run one after another)."""
         return self._in_background(self.fill, on_summary, cancelled)
 
-    def rescan_in_background(self, on_summary: Callable[[str, PacketSummary], None],
-                             on_rescanned: Callable[[bool], None], cancelled: Callable[[], bool]) -> Future | None:
+    def rescan_in_background(
+        self,
+        on_summary: Callable[[str, PacketSummary], None],
+        on_rescanned: Callable[[bool], None],
+        cancelled: Callable[[], bool],
+    ) -> Future | None:
         """`rescan` on the filling thread, then `on_rescanned(names changed)`; None (nothing started) while this
         index's previous fill or rescan still runs."""
         if self._running is not None and not self._running.done():

@@ -70,11 +70,19 @@ def summary_of(analysis: Analysis) -> PacketSummary:
         defined_ulps = [value for value in worst_ulp_per_head(analysis.numerics) if value is not None]
         ulp = max(defined_ulps) if defined_ulps else None
     return PacketSummary(
-        path=admission.path, status=analysis.status, codes=tuple(dict.fromkeys(codes)),
+        path=admission.path,
+        status=analysis.status,
+        codes=tuple(dict.fromkeys(codes)),
         backend=None if admission.identity is None else admission.identity["backend"],
-        selection=selection_key(analysis), worst_head=head, worst_linf=linf, noise_floor_ratio=ratio,
-        worst_ulp=ulp, score=None if score is None else score.value,
-        heads_not_compared=None if score is None else score.heads_not_compared, worst_linf_head=linf_head)
+        selection=selection_key(analysis),
+        worst_head=head,
+        worst_linf=linf,
+        noise_floor_ratio=ratio,
+        worst_ulp=ulp,
+        score=None if score is None else score.value,
+        heads_not_compared=None if score is None else score.heads_not_compared,
+        worst_linf_head=linf_head,
+    )
 
 
 def summarize(path: str | os.PathLike) -> PacketSummary:
@@ -98,11 +106,18 @@ def error_summary(path: str | os.PathLike, code: str) -> PacketSummary:
 def summary_json(summary: PacketSummary) -> dict:
     """The JSON-ready dict of one summary (camelCase keys; floats at full precision)."""
     return {
-        "path": summary.path, "status": summary.status, "codes": list(summary.codes), "backend": summary.backend,
+        "path": summary.path,
+        "status": summary.status,
+        "codes": list(summary.codes),
+        "backend": summary.backend,
         "selection": None if summary.selection is None else dict(summary.selection),
-        "worstHead": summary.worst_head, "worstLinfHead": summary.worst_linf_head, "worstLinf": summary.worst_linf,
-        "noiseFloorRatio": summary.noise_floor_ratio, "worstUlp": summary.worst_ulp,
-        "score": summary.score, "headsNotCompared": summary.heads_not_compared,
+        "worstHead": summary.worst_head,
+        "worstLinfHead": summary.worst_linf_head,
+        "worstLinf": summary.worst_linf,
+        "noiseFloorRatio": summary.noise_floor_ratio,
+        "worstUlp": summary.worst_ulp,
+        "score": summary.score,
+        "headsNotCompared": summary.heads_not_compared,
     }
 
 

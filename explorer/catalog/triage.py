@@ -46,9 +46,15 @@ class Triaged(Record):
     summary: PacketSummary
 
 
-def triage(entries: Sequence[Entry], *, jobs: int, work: Callable[[str], PacketSummary] = summarize,
-           timeout: float | None = DEFAULT_TIMEOUT_S, scheduler: str | None = None,
-           on_note: Callable[[str], None] = lambda note: None) -> Iterator[Triaged]:
+def triage(
+    entries: Sequence[Entry],
+    *,
+    jobs: int,
+    work: Callable[[str], PacketSummary] = summarize,
+    timeout: float | None = DEFAULT_TIMEOUT_S,
+    scheduler: str | None = None,
+    on_note: Callable[[str], None] = lambda note: None,
+) -> Iterator[Triaged]:
     """Yield every entry's summary once, as they finish (an error summary where the work raised, died or timed out).
 
     `scheduler`: None for local worker processes (`jobs` of them at most), else a Dask scheduler address or
@@ -79,12 +85,13 @@ def json_line(item: Triaged) -> str:
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     widths = [max(len(cell) for cell in column) for column in zip(header, *rows, strict=True)]
-    return ["  " + "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
-            for line in (header, *rows)]
+    return [
+        "  " + "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
+        for line in (header, *rows)
+    ]
 
 
-def summary_table(items: Sequence[Triaged], root: Path, seconds: float, engine: str,
-                  notes: Sequence[str] = ()) -> str:
+def summary_table(items: Sequence[Triaged], root: Path, seconds: float, engine: str, notes: Sequence[str] = ()) -> str:
     """Counts per status and code, every packet by status and score, and the pairs found.
 
     `engine` says what ran the work ("2 worker processes", "the Dask scheduler at ..."); `notes` follow it."""
@@ -93,21 +100,45 @@ def summary_table(items: Sequence[Triaged], root: Path, seconds: float, engine: 
     lines = [f"Triage of {len(items)} packets under {root} ({engine}, {seconds:.2f} s)"]
     lines += [f"Note: {note}" for note in notes]
     lines += ["", "Status counts:"]
-    lines += _table(["status", "packets"], [[status, str(statuses[status])] for status in STATUS_ORDER
-                                            if statuses[status]])
+    lines += _table(
+        ["status", "packets"], [[status, str(statuses[status])] for status in STATUS_ORDER if statuses[status]]
+    )
     if codes:
         lines += ["", "Codes (refusals, inconclusive reasons, errors):"]
         lines += _table(["code", "packets"], [[code, str(count)] for code, count in sorted(codes.items())])
     ordered = sorted(items, key=lambda item: list_order(item.name, item.summary))
     lines += ["", "Packets by status, then score (error / allowance of the worst element, largest first):"]
-    lines += _table(["packet", "status", "score", "worst head", "heads not compared", "ratio", "worst linf",
-                     "linf head", "worst ULP", "backend", "codes"],
-                    [[item.name, item.summary.status, short_number(item.summary.score),
-                      short_number(item.summary.worst_head), short_number(item.summary.heads_not_compared),
-                      short_number(item.summary.noise_floor_ratio), short_number(item.summary.worst_linf),
-                      short_number(item.summary.worst_linf_head),
-                      short_number(item.summary.worst_ulp), item.summary.backend or "-", ",".join(item.summary.codes)]
-                     for item in ordered])
+    lines += _table(
+        [
+            "packet",
+            "status",
+            "score",
+            "worst head",
+            "heads not compared",
+            "ratio",
+            "worst linf",
+            "linf head",
+            "worst ULP",
+            "backend",
+            "codes",
+        ],
+        [
+            [
+                item.name,
+                item.summary.status,
+                short_number(item.summary.score),
+                short_number(item.summary.worst_head),
+                short_number(item.summary.heads_not_compared),
+                short_number(item.summary.noise_floor_ratio),
+                short_number(item.summary.worst_linf),
+                short_number(item.summary.worst_linf_head),
+                short_number(item.summary.worst_ulp),
+                item.summary.backend or "-",
+                ",".join(item.summary.codes),
+            ]
+            for item in ordered
+        ],
+    )
     backends = {item.name: item.summary.backend or "-" for item in items}
     groups = selection_groups((item.name, item.summary) for item in items)
     lines += ["", f"Pairs (partners: packets sharing the selection fields): {len(groups)}"]
@@ -156,12 +187,21 @@ def engine_text(jobs: int, packets: int, scheduler: str | None) -> str:
     if scheduler is not None:
         return f"Dask scheduler {scheduler}"
     used = jobs_for(jobs, packets)
-    return f"{used} worker processes" + (f", --jobs {jobs} capped at one per packet and at most {MAX_JOBS}"
-                                         if used < jobs else "")
+    return f"{used} worker processes" + (
+        f", --jobs {jobs} capped at one per packet and at most {MAX_JOBS}" if used < jobs else ""
+    )
 
 
-def run(root: Path, *, jobs: int, as_json: bool, out: TextIO = sys.stdout, err: TextIO = sys.stderr,
-        timeout: float | None = DEFAULT_TIMEOUT_S, scheduler: str | None = None) -> tuple[str, Sink]:
+def run(
+    root: Path,
+    *,
+    jobs: int,
+    as_json: bool,
+    out: TextIO = sys.stdout,
+    err: TextIO = sys.stderr,
+    timeout: float | None = DEFAULT_TIMEOUT_S,
+    scheduler: str | None = None,
+) -> tuple[str, Sink]:
     """Triage every packet under `root`: JSON lines on `out` with `as_json`, progress on `err`; returns the table
     and the sink of `out` (whose `error` says whether every line could be written).
 
@@ -178,11 +218,13 @@ def run(root: Path, *, jobs: int, as_json: bool, out: TextIO = sys.stdout, err: 
             if as_json:
                 sink.write(json_line(item) + "\n")
                 if not sink.open and sink.error is None:
-                    notes.append(f"the reader of the JSON lines went away after {len(items)} packets; the run "
-                                 f"stopped there")
+                    notes.append(
+                        f"the reader of the JSON lines went away after {len(items)} packets; the run stopped there"
+                    )
                     break
             progress.step()
     finally:
         results.close()
-    return summary_table(items, root, time.perf_counter() - started, engine_text(jobs, len(entries), scheduler),
-                         notes), sink
+    return summary_table(
+        items, root, time.perf_counter() - started, engine_text(jobs, len(entries), scheduler), notes
+    ), sink

@@ -122,8 +122,15 @@ def _start(context, work: Callable[[Any], Any]) -> _Worker | str:
 class _Pool:
     """The workers of one map and the items not yet handed out."""
 
-    def __init__(self, work: Callable[[Any], Any], items: Sequence[Any], jobs: int, timeout: float | None,
-                 context: str | None, on_note: Callable[[str], None]):
+    def __init__(
+        self,
+        work: Callable[[Any], Any],
+        items: Sequence[Any],
+        jobs: int,
+        timeout: float | None,
+        context: str | None,
+        on_note: Callable[[str], None],
+    ):
         self.work, self.items, self.timeout, self.on_note = work, items, timeout, on_note
         self.context = multiprocessing.get_context(context)
         self.most = self.wanted = jobs_for(jobs, len(items))
@@ -141,9 +148,12 @@ class _Pool:
                 self.workers.append(started)
                 continue
             self.wanted = len(self.workers)
-            self.on_note(f"only {self.wanted} of {self.most} worker processes could be started ({started})"
-                         if self.wanted else f"no worker process could be started ({started}); the packets are "
-                                             f"worked in this process, one after another, without a time limit")
+            self.on_note(
+                f"only {self.wanted} of {self.most} worker processes could be started ({started})"
+                if self.wanted
+                else f"no worker process could be started ({started}); the packets are "
+                f"worked in this process, one after another, without a time limit"
+            )
 
     def hand_out(self) -> None:
         """Fill every worker's pipeline, idle workers first."""
@@ -196,9 +206,15 @@ class _Pool:
         return max(0.0, min(worker.since for worker in busy) + self.timeout - time.monotonic())
 
 
-def map_isolated(work: Callable[[Any], Any], items: Sequence[Any], *, jobs: int,
-                 timeout: float | None = DEFAULT_TIMEOUT_S, context: str | None = None,
-                 on_note: Callable[[str], None] = log.warning) -> Iterator[tuple[int, Any]]:
+def map_isolated(
+    work: Callable[[Any], Any],
+    items: Sequence[Any],
+    *,
+    jobs: int,
+    timeout: float | None = DEFAULT_TIMEOUT_S,
+    context: str | None = None,
+    on_note: Callable[[str], None] = log.warning,
+) -> Iterator[tuple[int, Any]]:
     """Yield (index, result) for every item as it finishes; the result is WorkRaised, WorkerCrashed or
     WorkerTimedOut when the item gave none.
 

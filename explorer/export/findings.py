@@ -1,6 +1,7 @@
 """NAME.findings.md: an export's write-up in one Markdown file.
 
-NAME.findings.md: an export's write-up in one Markdown file (finding sentences, the selection, links to the PNGs); text only, computes nothing.
+NAME.findings.md: an export's write-up in one Markdown file (finding sentences, the selection, links to the PNGs);
+text only, computes nothing.
 
 Written beside every export (`explorer report`, the app's Export, a pair's and a
 replay run's export) by explorer.export.pages, in the same all-or-none write. The
@@ -22,10 +23,18 @@ from explorer.packet.bounded import escaped_bytes
 
 FINDINGS_SUFFIX = ".findings.md"
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>])")  # what Markdown would read as markup inside a line
-SELECTION_LABELS = (("requestID", "request"), ("outputIndex", "output index"), ("phase", "phase"),
-                    ("modelLayerIndex", "layer"), ("storageLayerIndex", "storage layer"),
-                    ("offsetBefore", "offset before"), ("offsetAfter", "offset after"), ("scale", "scale"),
-                    ("dispatch", "dispatch"), ("kernelOutputDType", "kernel output dtype"))
+SELECTION_LABELS = (
+    ("requestID", "request"),
+    ("outputIndex", "output index"),
+    ("phase", "phase"),
+    ("modelLayerIndex", "layer"),
+    ("storageLayerIndex", "storage layer"),
+    ("offsetBefore", "offset before"),
+    ("offsetAfter", "offset after"),
+    ("scale", "scale"),
+    ("dispatch", "dispatch"),
+    ("kernelOutputDType", "kernel output dtype"),
+)
 
 
 def markdown_text(text: str) -> str:
@@ -39,8 +48,11 @@ def _bullets(lines: Iterable[str]) -> list[str]:
 
 def _header(title: str, fields: Sequence[tuple[str, str]]) -> list[str]:
     """The title and the caption band's fields (the same as on every PNG of the export)."""
-    return [f"# {markdown_text(title)}", "", *(f"- {markdown_text(label)}: {markdown_text(value)}"
-                                                for label, value in fields)]
+    return [
+        f"# {markdown_text(title)}",
+        "",
+        *(f"- {markdown_text(label)}: {markdown_text(value)}" for label, value in fields),
+    ]
 
 
 def _figures(pngs: Sequence[str], titles: dict[str, str]) -> list[str]:
@@ -58,8 +70,13 @@ def _figures(pngs: Sequence[str], titles: dict[str, str]) -> list[str]:
 
 
 def _files(stem: str, json_suffix: str) -> list[str]:
-    return ["## Files", "", f"- [{stem}{json_suffix}]({stem}{json_suffix}): every number at full precision",
-            f"- [{stem}.html]({stem}.html): the page of the views (opens offline)", ""]
+    return [
+        "## Files",
+        "",
+        f"- [{stem}{json_suffix}]({stem}{json_suffix}): every number at full precision",
+        f"- [{stem}.html]({stem}.html): the page of the views (opens offline)",
+        "",
+    ]
 
 
 def selection_lines(analysis: Analysis) -> list[str]:
@@ -70,8 +87,14 @@ def selection_lines(analysis: Analysis) -> list[str]:
     return [f"{label}: {short_number(selection[key])}" for key, label in SELECTION_LABELS if key in selection]
 
 
-def packet_markdown(analysis: Analysis, fields: Sequence[tuple[str, str]], stem: str, pngs: Sequence[str],
-                    head: int | None, titles: dict[str, str]) -> str:
+def packet_markdown(
+    analysis: Analysis,
+    fields: Sequence[tuple[str, str]],
+    stem: str,
+    pngs: Sequence[str],
+    head: int | None,
+    titles: dict[str, str],
+) -> str:
     """The findings file of one packet: caption fields, finding sentences, selection, figures, files."""
     lines = _header(f"{fields[0][1]}: findings", fields)
     lines += ["", "## Findings", "", *_bullets(f.text for f in packet_findings(analysis))]
@@ -82,8 +105,9 @@ def packet_markdown(analysis: Analysis, fields: Sequence[tuple[str, str]], stem:
     return "\n".join(lines)
 
 
-def pair_markdown(pair, fields: Sequence[tuple[str, str]], title: str, stem: str, pngs: Sequence[str],
-                  titles: dict[str, str]) -> str:
+def pair_markdown(
+    pair, fields: Sequence[tuple[str, str]], title: str, stem: str, pngs: Sequence[str], titles: dict[str, str]
+) -> str:
     """The findings file of a pair: caption fields, the pair's findings (which side is off first), the shared
     selection, figures, files."""
     from explorer.pair.findings import pair_findings
@@ -97,8 +121,9 @@ def pair_markdown(pair, fields: Sequence[tuple[str, str]], title: str, stem: str
     return "\n".join(lines)
 
 
-def replay_markdown(run, fields: Sequence[tuple[str, str]], title: str, stem: str, pngs: Sequence[str],
-                    titles: dict[str, str]) -> str:
+def replay_markdown(
+    run, fields: Sequence[tuple[str, str]], title: str, stem: str, pngs: Sequence[str], titles: dict[str, str]
+) -> str:
     """The findings file of a replay run: caption fields, the run's summary as `explorer replay` prints it (the matrix's
     sentence first, then each arm), the packet's selection, figures, files."""
     from explorer.replay.text import summary_lines

@@ -64,8 +64,10 @@ CAPTION_CLASS = "export-caption"
 SETTING_CLASS = "export-setting"  # a control's setting, shown as text on a static page
 SHA_DIGITS = 12  # hex digits of packetSHA256 in the caption band
 UNKNOWN = "unknown"
-CAPTION_STYLE = ("display:flex;flex-wrap:wrap;gap:0.2em 1.2em;padding:0.45em 0.8em;margin:0.3em 0 0.4em 0;"
-                 "background:#eef1f5;border-left:4px solid #2f3e4e;font-size:0.9em;color:#1d2733")
+CAPTION_STYLE = (
+    "display:flex;flex-wrap:wrap;gap:0.2em 1.2em;padding:0.45em 0.8em;margin:0.3em 0 0.4em 0;"
+    "background:#eef1f5;border-left:4px solid #2f3e4e;font-size:0.9em;color:#1d2733"
+)
 CAPTION_ITEM_STYLE = "white-space:nowrap"
 PAGE_WIDTH = 1280  # CSS pixels of the page the PNGs are taken from: the exported page fits a 1,280 px window
 REFUSED_PNG_VIEW = "summary"  # the one PNG of a refused packet
@@ -82,8 +84,16 @@ CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_INSTALL = "apt-get install chromium"  # Debian's package; Playwright never downloads a browser here
 PLAYWRIGHT_MODULE = "playwright"
 PLAYWRIGHT_INSTALL = "pip install -e '.[export]', or pip install playwright; no browser is downloaded"
-CHROMIUM_ARGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync")
+CHROMIUM_ARGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+)
 LOCAL_URL_PREFIXES = ("file:", "data:", "blob:", "about:")
 # Building and saving an export's views goes through process-wide state of HoloViews, Bokeh and Panel (the plotting
 # renderer, the resource mode): two renderings at once on two threads corrupted each other (HoloViews' _update_title
@@ -123,8 +133,12 @@ def stem_base(name: str, fallback: str) -> str:
 def _export_suffixes() -> tuple[str, ...]:
     from explorer.views import VIEWS
 
-    return (HTML_SUFFIX, REPORT_SUFFIX, FINDINGS_SUFFIX,
-            *(f"-{slug}{part}{PNG_SUFFIX}" for slug, _, _ in VIEWS for part in ("", "-1")))
+    return (
+        HTML_SUFFIX,
+        REPORT_SUFFIX,
+        FINDINGS_SUFFIX,
+        *(f"-{slug}{part}{PNG_SUFFIX}" for slug, _, _ in VIEWS for part in ("", "-1")),
+    )
 
 
 def _free_stem(out_dir: Path, base: str, suffixes: tuple[str, ...] | None = None) -> str:
@@ -137,8 +151,9 @@ def _free_stem(out_dir: Path, base: str, suffixes: tuple[str, ...] | None = None
     raise FileExistsError(f"no free export name for {base} in {out_dir}")
 
 
-def _write_named(out_dir: Path, base: str, files: Mapping[str, str | bytes],
-                 suffixes: tuple[str, ...] | None = None) -> tuple[Path, ...]:
+def _write_named(
+    out_dir: Path, base: str, files: Mapping[str, str | bytes], suffixes: tuple[str, ...] | None = None
+) -> tuple[Path, ...]:
     """Every file of one export (`files`: suffix -> content) under the first free stem, all or none.
 
     The name is reserved by the export's first file: `write_new` links it only while its name is free, so of two
@@ -187,7 +202,7 @@ def _with_findings(written: tuple[Path, ...], markdown) -> ExportPaths:
     `markdown(stem, png file names)`; when the findings file cannot be written the export's other files are removed
     (all or none) and the error raised."""
     report, page, pngs = written[0], written[1], written[2:]
-    stem = page.name[:-len(HTML_SUFFIX)]
+    stem = page.name[: -len(HTML_SUFFIX)]
     try:
         findings = _write_new(page.parent / f"{stem}{FINDINGS_SUFFIX}", markdown(stem, [p.name for p in pngs]))
     except BaseException:
@@ -230,17 +245,27 @@ def caption_fields(analysis: Analysis, name: str, stamp: str) -> tuple[tuple[str
     def known(value) -> str:
         return UNKNOWN if value is None else str(value)
 
-    return (("packet", escaped_bytes(name)), ("status", analysis.status), ("model", known(identity.get("modelID"))),
-            ("backend", known(identity.get("backend"))), ("request", known(selection.get("requestID"))),
-            ("output index", known(selection.get("outputIndex"))), ("layer", known(selection.get("modelLayerIndex"))),
-            ("packetSHA256", digest[:SHA_DIGITS] if digest else UNKNOWN),
-            ("explorer", __version__), ("exported", stamp))
+    return (
+        ("packet", escaped_bytes(name)),
+        ("status", analysis.status),
+        ("model", known(identity.get("modelID"))),
+        ("backend", known(identity.get("backend"))),
+        ("request", known(selection.get("requestID"))),
+        ("output index", known(selection.get("outputIndex"))),
+        ("layer", known(selection.get("modelLayerIndex"))),
+        ("packetSHA256", digest[:SHA_DIGITS] if digest else UNKNOWN),
+        ("explorer", __version__),
+        ("exported", stamp),
+    )
 
 
 def caption_html(fields: tuple[tuple[str, str], ...]) -> str:
     """The caption band: one wrapping line of label: value pairs."""
-    items = "".join(f'<span style="{CAPTION_ITEM_STYLE}"><span style="color:#5a6470">{html.escape(label)}</span> '
-                    f'<b>{html.escape(value)}</b></span>' for label, value in fields)
+    items = "".join(
+        f'<span style="{CAPTION_ITEM_STYLE}"><span style="color:#5a6470">{html.escape(label)}</span> '
+        f"<b>{html.escape(value)}</b></span>"
+        for label, value in fields
+    )
     return f'<div class="{CAPTION_CLASS}" style="{CAPTION_STYLE}">{items}</div>'
 
 
@@ -276,8 +301,9 @@ def static_view(view):
     if isinstance(view, pn.viewable.Viewer):
         return static_view(view.__panel__())
     if isinstance(view, pn.Card):
-        title = pn.pane.HTML(f"<h4 style='margin:0.4em 0 0.2em 0'>{html.escape(view.title)}</h4>",
-                             sizing_mode="stretch_width")
+        title = pn.pane.HTML(
+            f"<h4 style='margin:0.4em 0 0.2em 0'>{html.escape(view.title)}</h4>", sizing_mode="stretch_width"
+        )
         return static_view(pn.Column(title, *view.objects, sizing_mode="stretch_width", css_classes=view.css_classes))
     if isinstance(view, (pn.layout.ListLike, pn.GridBox)):
         view.objects = [part for part in map(static_view, view.objects) if part is not None]
@@ -299,8 +325,10 @@ def _setting(widget):
     if not widget.name:
         return None  # a value without a name would say nothing on a page
     label = widget.name
-    return pn.pane.HTML(f'<p class="{SETTING_CLASS}" style="margin:0.2em 0"><b>{html.escape(label)}:</b> '
-                        f"{html.escape(str(shown))}</p>", sizing_mode="stretch_width")
+    return pn.pane.HTML(
+        f'<p class="{SETTING_CLASS}" style="margin:0.2em 0"><b>{html.escape(label)}:</b> {html.escape(str(shown))}</p>',
+        sizing_mode="stretch_width",
+    )
 
 
 def _page(analysis: Analysis, name: str, head: int):
@@ -315,13 +343,17 @@ def _page(analysis: Analysis, name: str, head: int):
         "plots still zoom, pan and give each cell's exact values; each setting chosen in the app is written as text. "
         "The JSON report beside this file holds the same numbers; the repository's docs/ explains the packet rules "
         "and the report.</p>",
-        sizing_mode="stretch_width")
+        sizing_mode="stretch_width",
+    )
     sections = []
     for slug, title, builder in VIEWS:
         view = static_view(builder(analysis, Selection(head=head)))
         heading = pn.pane.HTML(f"{caption}<h2>{html.escape(title)}</h2>", sizing_mode="stretch_width")
-        sections.append(pn.Column(heading, view, css_classes=[SECTION_CLASS, f"{SECTION_CLASS}-{slug}"],
-                                  sizing_mode="stretch_width"))
+        sections.append(
+            pn.Column(
+                heading, view, css_classes=[SECTION_CLASS, f"{SECTION_CLASS}-{slug}"], sizing_mode="stretch_width"
+            )
+        )
     return pn.Column(header, *sections, sizing_mode="stretch_width")
 
 
@@ -364,12 +396,14 @@ def _standalone_html(viewable, title: str) -> str:
 def _packet_html(analysis: Analysis, name: str, head: int | None) -> str:
     """The standalone page of every view of one packet, opening on `head` (default: export_head)."""
     with _detached():
-        return _standalone_html(_page(analysis, name, export_head(analysis, head)),
-                                title=f"{name} - Attention Packet Explorer")
+        return _standalone_html(
+            _page(analysis, name, export_head(analysis, head)), title=f"{name} - Attention Packet Explorer"
+        )
 
 
-def export_packet(analysis: Analysis, out_dir: str | os.PathLike, *, name: str | None = None,
-                  head: int | None = None) -> ExportPaths:
+def export_packet(
+    analysis: Analysis, out_dir: str | os.PathLike, *, name: str | None = None, head: int | None = None
+) -> ExportPaths:
     """Write `<name>.html` (every view, inline resources), `<name>.report.json` (with the emulations the page shows)
     and `<name>.findings.md` into `out_dir`, all or none.
 
@@ -441,9 +475,11 @@ def _rendered(html_path: str | os.PathLike, slugs: tuple[str, ...]) -> dict[str,
             for slug in slugs:
                 section = page.locator(f".{SECTION_CLASS}-{slug}").first
                 top = section.bounding_box()["y"]
-                boxes = [(round(box["y"] - top), round(box["y"] + box["height"] - top))
-                         for box in (heading.bounding_box() for heading in section.locator(SUBHEADINGS).all())
-                         if box is not None and box["height"] > 0]
+                boxes = [
+                    (round(box["y"] - top), round(box["y"] + box["height"] - top))
+                    for box in (heading.bounding_box() for heading in section.locator(SUBHEADINGS).all())
+                    if box is not None and box["height"] > 0
+                ]
                 title = _title_height(section, top)  # measured before the screenshot scrolls the page
                 shots[slug] = split_png(section.screenshot(timeout=RENDER_TIMEOUT_MS), title, headings=boxes)
             return shots
@@ -476,9 +512,12 @@ def png_suffixes(shots: Mapping[str, list[bytes]]) -> dict[str, bytes]:
     `-2.png`, ... for the parts of a section taller than MAX_PNG_HEIGHT."""
     files = {}
     for slug, parts in shots.items():
-        names = ([f"-{slug}{PNG_SUFFIX}"] if len(parts) == 1 else
-                 [f"-{slug}-{number}{PNG_SUFFIX}" for number in range(1, len(parts) + 1)])
-        files.update(zip(names, parts))
+        names = (
+            [f"-{slug}{PNG_SUFFIX}"]
+            if len(parts) == 1
+            else [f"-{slug}-{number}{PNG_SUFFIX}" for number in range(1, len(parts) + 1)]
+        )
+        files.update(zip(names, parts, strict=True))
     return files
 
 
@@ -547,8 +586,9 @@ def wait_drawn(page, css_class: str, timeout_ms: int = RENDER_TIMEOUT_MS) -> Non
     page.wait_for_timeout(SETTLE_MS)
 
 
-def write_report(analysis: Analysis, out_dir: str | os.PathLike, *, name: str | None = None,
-                 head: int | None = None) -> ExportPaths:
+def write_report(
+    analysis: Analysis, out_dir: str | os.PathLike, *, name: str | None = None, head: int | None = None
+) -> ExportPaths:
     """`explorer report PACKET --out DIR` and the app's Export: the HTML page, the JSON report and the PNGs
     (`png_slugs`), all or none; `name` and `head` as for `export_packet`.
 
@@ -565,15 +605,26 @@ def write_report(analysis: Analysis, out_dir: str | os.PathLike, *, name: str | 
     return _packet_files(analysis, out_dir, name, head, page, pngs)
 
 
-def _packet_files(analysis: Analysis, out_dir: Path, name: str, head: int | None, page: str,
-                  pngs: Mapping[str, bytes]) -> ExportPaths:
+def _packet_files(
+    analysis: Analysis, out_dir: Path, name: str, head: int | None, page: str, pngs: Mapping[str, bytes]
+) -> ExportPaths:
     """Write one packet's export under a free stem: its JSON (with the emulations the page shows), the page, the
     PNGs and the findings file, all or none."""
     shown = shown_emulations(analysis)
-    written = _write_named(out_dir, stem_base(name, "packet"),
-                           {REPORT_SUFFIX: report_text(shown), HTML_SUFFIX: page, **pngs})
-    return _with_findings(written, lambda stem, png_names: packet_markdown(
-        shown, caption_fields(analysis, name, _stamp()), stem, png_names, export_head(analysis, head), _view_titles()))
+    written = _write_named(
+        out_dir, stem_base(name, "packet"), {REPORT_SUFFIX: report_text(shown), HTML_SUFFIX: page, **pngs}
+    )
+    return _with_findings(
+        written,
+        lambda stem, png_names: packet_markdown(
+            shown,
+            caption_fields(analysis, name, _stamp()),
+            stem,
+            png_names,
+            export_head(analysis, head),
+            _view_titles(),
+        ),
+    )
 
 
 # ---------------------------------------------------------------- a packet pair (docs/pairs.md)
@@ -593,12 +644,19 @@ PAIR_SIDE_FIELDS = ("packet", "status", "backend", "packetSHA256")  # caption fi
 def pair_caption_fields(pair, names: tuple[str, str], stamp: str) -> tuple[tuple[str, str], ...]:
     """The caption band of a pair: both packets (name, status, backend, hash prefix), the pair status, what the
     two sides share (model, request, output index, layer; 'a | b' where they differ), version and date."""
-    sides = [dict(caption_fields(analysis, name, stamp))
-             for analysis, name in zip((pair.a, pair.b), names, strict=True)]
-    per_side = tuple((f"{label} {side}", fields[label]) for side, fields in zip("ab", sides, strict=True)
-                     for label in PAIR_SIDE_FIELDS)
-    shared = tuple((label, a if a == sides[1][label] else f"{a} | {sides[1][label]}")
-                   for label, a in sides[0].items() if label not in (*PAIR_SIDE_FIELDS, "explorer", "exported"))
+    sides = [
+        dict(caption_fields(analysis, name, stamp)) for analysis, name in zip((pair.a, pair.b), names, strict=True)
+    ]
+    per_side = tuple(
+        (f"{label} {side}", fields[label])
+        for side, fields in zip("ab", sides, strict=True)
+        for label in PAIR_SIDE_FIELDS
+    )
+    shared = tuple(
+        (label, a if a == sides[1][label] else f"{a} | {sides[1][label]}")
+        for label, a in sides[0].items()
+        if label not in (*PAIR_SIDE_FIELDS, "explorer", "exported")
+    )
     return (("pair", pair.status), *per_side, *shared, ("explorer", __version__), ("exported", stamp))
 
 
@@ -619,16 +677,24 @@ def _pair_page(pair, name: str, names: tuple[str, str]):
         f"Attention Packet Explorer pair view (explorer {__version__}, {stamp}): the plots still zoom, pan and give "
         "each cell's exact values. "
         "The comparison JSON beside this file holds the same numbers.</p>",
-        sizing_mode="stretch_width")
+        sizing_mode="stretch_width",
+    )
     view = static_view(build(pair))
     caption = pn.pane.HTML(caption_html(pair_caption_fields(pair, names, stamp)), sizing_mode="stretch_width")
-    section = pn.Column(caption, view, css_classes=[SECTION_CLASS, f"{SECTION_CLASS}-{PAIR_SECTION}"],
-                        sizing_mode="stretch_width")
+    section = pn.Column(
+        caption, view, css_classes=[SECTION_CLASS, f"{SECTION_CLASS}-{PAIR_SECTION}"], sizing_mode="stretch_width"
+    )
     return pn.Column(header, section, sizing_mode="stretch_width")
 
 
-def export_pair(pair, out_dir: str | os.PathLike, *, name: str | None = None, names: tuple[str, str] | None = None,
-                png: bool = False) -> ExportPaths:
+def export_pair(
+    pair,
+    out_dir: str | os.PathLike,
+    *,
+    name: str | None = None,
+    names: tuple[str, str] | None = None,
+    png: bool = False,
+) -> ExportPaths:
     """Write `<a>-vs-<b>.html` (the pair view, inline resources), `<a>-vs-<b>.comparison.json` and, with `png`,
     `<a>-vs-<b>-pair.png` (the pair section without toolbars or controls) into `out_dir`, all or none.
 
@@ -640,16 +706,25 @@ def export_pair(pair, out_dir: str | os.PathLike, *, name: str | None = None, na
     names = names or pair_names(pair)
     name = name or f"{names[0]}-vs-{names[1]}"
     base = stem_base(name, "pair")
-    taken = (HTML_SUFFIX, COMPARISON_SUFFIX, FINDINGS_SUFFIX, f"-{PAIR_SECTION}{PNG_SUFFIX}",
-             f"-{PAIR_SECTION}-1{PNG_SUFFIX}")
+    taken = (
+        HTML_SUFFIX,
+        COMPARISON_SUFFIX,
+        FINDINGS_SUFFIX,
+        f"-{PAIR_SECTION}{PNG_SUFFIX}",
+        f"-{PAIR_SECTION}-1{PNG_SUFFIX}",
+    )
     with _detached():
         page = _standalone_html(_pair_page(pair, name, names), title=f"{name} - Attention Packet Explorer")
     files: dict[str, str | bytes] = {COMPARISON_SUFFIX: comparison_text(pair), HTML_SUFFIX: page}
     if png:
         files.update(png_suffixes({PAIR_SECTION: _pair_png(page)}))
     written = _write_named(out_dir, base, files, taken)
-    return _with_findings(written, lambda stem, png_names: pair_markdown(
-        pair, pair_caption_fields(pair, names, _stamp()), name, stem, png_names, {PAIR_SECTION: "Pair view"}))
+    return _with_findings(
+        written,
+        lambda stem, png_names: pair_markdown(
+            pair, pair_caption_fields(pair, names, _stamp()), name, stem, png_names, {PAIR_SECTION: "Pair view"}
+        ),
+    )
 
 
 def _pair_png(page: str) -> list[bytes]:
@@ -669,8 +744,14 @@ def replay_caption_fields(run, name: str, stamp: str) -> tuple[tuple[str, str], 
     packet = dict(caption_fields(run.packet, packet_name(run.packet), stamp)) if run.packet is not None else {}
     shown = tuple((label, value) for label, value in packet.items() if label not in ("status", "explorer", "exported"))
     partner = escaped_bytes(packet_name(run.partner)) if run.partner is not None else "none"
-    return (("replay run", escaped_bytes(name)), ("replay", run.status), *shown, ("partner", partner),
-            ("explorer", __version__), ("exported", stamp))
+    return (
+        ("replay run", escaped_bytes(name)),
+        ("replay", run.status),
+        *shown,
+        ("partner", partner),
+        ("explorer", __version__),
+        ("exported", stamp),
+    )
 
 
 def _replay_page(run, name: str):
@@ -685,11 +766,13 @@ def _replay_page(run, name: str):
         f"Replay status: <b>{run.status}</b>. Static export of the Attention Packet Explorer replay view (explorer "
         f"{__version__}, {stamp}): each setting chosen in the app is written as text, numbers at 4 significant "
         "digits. The replay JSON beside this file holds the same numbers at full precision.</p>",
-        sizing_mode="stretch_width")
+        sizing_mode="stretch_width",
+    )
     view = static_view(build(run))
     caption = pn.pane.HTML(caption_html(replay_caption_fields(run, name, stamp)), sizing_mode="stretch_width")
-    section = pn.Column(caption, view, css_classes=[SECTION_CLASS, f"{SECTION_CLASS}-{REPLAY_SECTION}"],
-                        sizing_mode="stretch_width")
+    section = pn.Column(
+        caption, view, css_classes=[SECTION_CLASS, f"{SECTION_CLASS}-{REPLAY_SECTION}"], sizing_mode="stretch_width"
+    )
     return pn.Column(header, section, sizing_mode="stretch_width")
 
 
@@ -702,8 +785,13 @@ def export_replay(run, out_dir: str | os.PathLike, *, name: str | None = None, p
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     name = name or os.path.basename(os.path.normpath(run.path))
-    taken = (HTML_SUFFIX, REPLAY_SUFFIX, FINDINGS_SUFFIX, f"-{REPLAY_SECTION}{PNG_SUFFIX}",
-             f"-{REPLAY_SECTION}-1{PNG_SUFFIX}")
+    taken = (
+        HTML_SUFFIX,
+        REPLAY_SUFFIX,
+        FINDINGS_SUFFIX,
+        f"-{REPLAY_SECTION}{PNG_SUFFIX}",
+        f"-{REPLAY_SECTION}-1{PNG_SUFFIX}",
+    )
     with _detached():
         page = _standalone_html(_replay_page(run, name), title=f"{name} - Attention Packet Explorer")
     report = json.dumps(run.report(), allow_nan=False, indent=REPORT_INDENT) + "\n"
@@ -711,8 +799,12 @@ def export_replay(run, out_dir: str | os.PathLike, *, name: str | None = None, p
     if png:
         files.update(png_suffixes(page_screenshots(page, (REPLAY_SECTION,))))
     written = _write_named(out_dir, stem_base(name, REPLAY_SECTION), files, taken)
-    return _with_findings(written, lambda stem, png_names: replay_markdown(
-        run, replay_caption_fields(run, name, _stamp()), name, stem, png_names, {REPLAY_SECTION: "Replay view"}))
+    return _with_findings(
+        written,
+        lambda stem, png_names: replay_markdown(
+            run, replay_caption_fields(run, name, _stamp()), name, stem, png_names, {REPLAY_SECTION: "Replay view"}
+        ),
+    )
 
 
 # ---------------------------------------------------------------- a capture campaign (docs/campaigns.md)
@@ -733,18 +825,34 @@ def _campaign_page(campaign: dict, name: str):
         f"<b>{html.escape(str(key['requestID']))}</b>, model {html.escape(str(key['modelID']))}, backends "
         f"{html.escape(' vs '.join(campaign['backends']))}. Static export of the Attention Packet Explorer campaign "
         f"view (explorer {__version__}, {stamp}); the campaign JSON and the findings beside this file hold the same "
-        "numbers.</p>", sizing_mode="stretch_width")
-    caption = pn.pane.HTML(caption_html((("campaign", campaign["id"]), ("request", str(key["requestID"])),
-                                         ("model", escaped_bytes(str(key["modelID"]))),
-                                         ("backends", " vs ".join(campaign["backends"])),
-                                         ("explorer", __version__), ("exported", stamp))), sizing_mode="stretch_width")
-    section = pn.Column(caption, static_view(build(campaign)),
-                        css_classes=[SECTION_CLASS, f"{SECTION_CLASS}-{CAMPAIGN_SECTION}"], sizing_mode="stretch_width")
+        "numbers.</p>",
+        sizing_mode="stretch_width",
+    )
+    caption = pn.pane.HTML(
+        caption_html(
+            (
+                ("campaign", campaign["id"]),
+                ("request", str(key["requestID"])),
+                ("model", escaped_bytes(str(key["modelID"]))),
+                ("backends", " vs ".join(campaign["backends"])),
+                ("explorer", __version__),
+                ("exported", stamp),
+            )
+        ),
+        sizing_mode="stretch_width",
+    )
+    section = pn.Column(
+        caption,
+        static_view(build(campaign)),
+        css_classes=[SECTION_CLASS, f"{SECTION_CLASS}-{CAMPAIGN_SECTION}"],
+        sizing_mode="stretch_width",
+    )
     return pn.Column(header, section, sizing_mode="stretch_width")
 
 
-def export_campaign(campaign: dict, out_dir: str | os.PathLike, *, name: str | None = None,
-                    png: bool = False) -> ExportPaths:
+def export_campaign(
+    campaign: dict, out_dir: str | os.PathLike, *, name: str | None = None, png: bool = False
+) -> ExportPaths:
     """Write `<name>.html` (the campaign view), `<name>.campaign.json` (one campaign of the report),
     `<name>.findings.md` (its write-up) and, with `png`, `<name>-campaign.png` into `out_dir`, all or none.
 
@@ -756,13 +864,20 @@ def export_campaign(campaign: dict, out_dir: str | os.PathLike, *, name: str | N
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     name = name or f"campaign-{campaign['id']}"
-    taken = (HTML_SUFFIX, CAMPAIGN_SUFFIX, FINDINGS_SUFFIX, f"-{CAMPAIGN_SECTION}{PNG_SUFFIX}",
-             f"-{CAMPAIGN_SECTION}-1{PNG_SUFFIX}")
+    taken = (
+        HTML_SUFFIX,
+        CAMPAIGN_SUFFIX,
+        FINDINGS_SUFFIX,
+        f"-{CAMPAIGN_SECTION}{PNG_SUFFIX}",
+        f"-{CAMPAIGN_SECTION}-1{PNG_SUFFIX}",
+    )
     with _detached():
         page = _standalone_html(_campaign_page(campaign, name), title=f"{name} - Attention Packet Explorer")
     files: dict[str, str | bytes] = {
         CAMPAIGN_SUFFIX: json.dumps(campaign, allow_nan=False, indent=REPORT_INDENT) + "\n",
-        HTML_SUFFIX: page, FINDINGS_SUFFIX: findings_markdown(campaign)}
+        HTML_SUFFIX: page,
+        FINDINGS_SUFFIX: findings_markdown(campaign),
+    }
     if png:
         files.update(png_suffixes(page_screenshots(page, (CAMPAIGN_SECTION,))))
     written = _write_named(out_dir, stem_base(name, CAMPAIGN_SECTION), files, taken)

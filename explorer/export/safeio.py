@@ -28,7 +28,7 @@ NEW_FILE_MODE = 0o666  # before the umask, as open() creates files
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 def write_new(path: str | os.PathLike, data: str | bytes, *, dir_fd: int | None = None) -> Path:

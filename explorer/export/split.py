@@ -41,7 +41,7 @@ def _cut_places(blank: np.ndarray, headings: Sequence[tuple[int, int]]) -> tuple
     height = len(blank)
     allowed, preferred = blank.copy(), np.zeros(height, dtype=bool)
     for top, bottom in headings:
-        allowed[max(top, 0):min(bottom + KEEP_WITH_HEADING, height)] = False
+        allowed[max(top, 0) : min(bottom + KEEP_WITH_HEADING, height)] = False
         if 0 < top <= height:
             preferred[top - 1] = allowed[top - 1] = True
     return preferred, allowed
@@ -79,8 +79,9 @@ def _png(image: Image.Image) -> bytes:
     return buffer.getvalue()
 
 
-def split_png(png: bytes, caption_height: int, max_height: int = MAX_PNG_HEIGHT,
-              headings: Sequence[tuple[int, int]] = ()) -> list[bytes]:
+def split_png(
+    png: bytes, caption_height: int, max_height: int = MAX_PNG_HEIGHT, headings: Sequence[tuple[int, int]] = ()
+) -> list[bytes]:
     """`png` itself when it is at most `max_height` tall; else parts, the first as it starts (with its title band of
     `caption_height` rows), every later one under a copy of that band and of the heading it continues
     (`headings`: (top, bottom) rows of the view's headings), each at most `max_height` tall."""
@@ -89,9 +90,11 @@ def split_png(png: bytes, caption_height: int, max_height: int = MAX_PNG_HEIGHT,
     if height <= max_height:
         return [png]
     caption_height = min(max(caption_height, 0), int(max_height * MAX_TITLE_SHARE) // 2)
-    headings = sorted((int(top), int(bottom)) for top, bottom in headings
-                      if caption_height <= top < bottom <= height
-                      and bottom - top <= int(max_height * MAX_TITLE_SHARE) // 2)
+    headings = sorted(
+        (int(top), int(bottom))
+        for top, bottom in headings
+        if caption_height <= top < bottom <= height and bottom - top <= int(max_height * MAX_TITLE_SHARE) // 2
+    )
     tallest = max((bottom - top for top, bottom in headings), default=0)
     blank = _blank_rows(np.asarray(image))
     first = cut_rows(blank, 0, max_height, headings)[:1]

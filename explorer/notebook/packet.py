@@ -16,17 +16,29 @@ from explorer.analysis.result import Analysis
 from explorer.views import html_summary
 
 # Accessor methods in the app's tab order; the ones taking `head` follow the selected query head.
-VIEW_CALLS = ("overview()", "summary()", "errors()", "lastrow()", "nonfinite()", "narrowed()", "attention(head=0)",
-              "emulations()", "raw()", "all(head=0)")
+VIEW_CALLS = (
+    "overview()",
+    "summary()",
+    "errors()",
+    "lastrow()",
+    "nonfinite()",
+    "narrowed()",
+    "attention(head=0)",
+    "emulations()",
+    "raw()",
+    "all(head=0)",
+)
 HINT_STYLE = "color:#555;font-size:0.85em;margin:0.2em 0"
 
 
 def summary_html(analysis: Analysis) -> str:
     """The compact rich display of a result: status, every reason, the largest-linf heads, and how to open the views."""
     calls = ", ".join(f"<code>.views.{call}</code>" for call in VIEW_CALLS)
-    return (html_summary.overview_html(analysis)
-            + f'<p class="views-hint" style="{HINT_STYLE}">Inline views: {calls}; <code>pn.panel(result)</code> '
-              "shows them all in tabs.</p>")
+    return (
+        html_summary.overview_html(analysis)
+        + f'<p class="views-hint" style="{HINT_STYLE}">Inline views: {calls}; <code>pn.panel(result)</code> '
+        "shows them all in tabs.</p>"
+    )
 
 
 def summary_text(analysis: Analysis) -> str:
@@ -116,8 +128,11 @@ class Views:
         from explorer.views import VIEWS, Selection
 
         selection = Selection(head=head)
-        return pn.Tabs(*((title, builder(self._analysis, selection)) for _, title, builder in VIEWS),
-                       dynamic=True, sizing_mode="stretch_width")
+        return pn.Tabs(
+            *((title, builder(self._analysis, selection)) for _, title, builder in VIEWS),
+            dynamic=True,
+            sizing_mode="stretch_width",
+        )
 
 
 views_of = Views  # the name explorer.analysis.display.InlineDisplay calls

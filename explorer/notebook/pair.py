@@ -9,8 +9,7 @@ from __future__ import annotations
 from explorer.pair.model import Pair
 from explorer.views import pair_html
 
-VIEW_CALLS = ("summary()", "inputs()", "bits()", "heads()", "ladder()", "errors()", "tokens()", "emulations()",
-              "all()")
+VIEW_CALLS = ("summary()", "inputs()", "bits()", "heads()", "ladder()", "errors()", "tokens()", "emulations()", "all()")
 HINT_STYLE = "color:#555;font-size:0.85em;margin:0.2em 0"
 
 

@@ -68,15 +68,23 @@ def _file_requests(descriptor: Descriptor, not_opened: frozenset[str]) -> list[F
     """The metadata file and every tensor file that may be opened; lengths only where they may be read."""
     requests = []
     if descriptor.metadata_file is not None:
-        requests.append(FileRequest(METADATA_KEY, descriptor.metadata_file, descriptor.metadata_byte_count,
-                                    descriptor.metadata_sha256, json_file=True))
+        requests.append(
+            FileRequest(
+                METADATA_KEY,
+                descriptor.metadata_file,
+                descriptor.metadata_byte_count,
+                descriptor.metadata_sha256,
+                json_file=True,
+            )
+        )
     for name, tensor in descriptor.tensors.items():
         if tensor.file is None or name in not_opened:
             continue
         # Read only at a length that the shape and dtype vouch for (so within the checked limits).
         readable = tensor.declared_size is not None and tensor.byte_count == tensor.declared_size
-        requests.append(FileRequest(pointer("tensors", name), tensor.file,
-                                    tensor.byte_count if readable else None, tensor.sha256))
+        requests.append(
+            FileRequest(pointer("tensors", name), tensor.file, tensor.byte_count if readable else None, tensor.sha256)
+        )
     return requests
 
 
@@ -89,15 +97,19 @@ def _decoded_text(data: bytes | None) -> str | None:
         return None
 
 
-def _interpret_metadata(outcome: FileOutcome | None, descriptor: Descriptor
-                        ) -> tuple[tuple[Problem, ...], Any | None, Snapshot | None]:
+def _interpret_metadata(
+    outcome: FileOutcome | None, descriptor: Descriptor
+) -> tuple[tuple[Problem, ...], Any | None, Snapshot | None]:
     """Parse and check the snapshot when its file verified; otherwise it is not interpreted."""
     if outcome is None or not outcome.verified:
         return (), None, None
     parsed = parse_json_object(outcome.data)
     if parsed.error is not None:
-        return (Problem("json_invalid", f"{METADATA_KEY}/file", f"the metadata file is not valid JSON: {parsed.error}"),
-                ), None, None
+        return (
+            (Problem("json_invalid", f"{METADATA_KEY}/file", f"the metadata file is not valid JSON: {parsed.error}"),),
+            None,
+            None,
+        )
     snapshot = check_snapshot(parsed.value, descriptor)
     return snapshot.problems, parsed.value, snapshot
 
@@ -133,42 +145,74 @@ def _reasons(descriptor: Descriptor, snapshot: Snapshot, geometry: Mapping[str, 
     missing_tokens = [key for key in ("seedToken", "targetToken") if sample[key] is None]
     table = {
         "owner_selection_unsupported": _applying(
-            (snapshot.expected_owner_count != SUPPORTED_OWNER_COUNT,
-             f"expectedOwnerCount is {snapshot.expected_owner_count}"),
+            (
+                snapshot.expected_owner_count != SUPPORTED_OWNER_COUNT,
+                f"expectedOwnerCount is {snapshot.expected_owner_count}",
+            ),
             (snapshot.record_count != 1, f"the snapshot holds {snapshot.record_count} records"),
-            (descriptor.record_index != SUPPORTED_RECORD_INDEX, f"recordIndex is {descriptor.record_index}")),
+            (descriptor.record_index != SUPPORTED_RECORD_INDEX, f"recordIndex is {descriptor.record_index}"),
+        ),
         "geometry_unsupported": _applying(
             (fields["attention"] != SUPPORTED_ATTENTION, f"attention is {quoted(fields['attention'])}"),
             *((fields[flag], f"{flag} is true") for flag in UNSUPPORTED_GEOMETRY_FLAGS),
             *((record[flag], f"{flag} is true") for flag in PRESENCE_FLAGS),
             *((record[key] != value, f"{key} is {shown_int(record[key])}") for key, value in SUPPORTED_BATCH.items()),
             (record["phase"] not in SUPPORTED_PHASES, f"phase is {quoted(record['phase'])}"),
-            (record["dispatch"] not in BACKEND_DISPATCHES[backend],
-             f"dispatch {quoted(record['dispatch'])} is not a {backend} dispatch")),
+            (
+                record["dispatch"] not in BACKEND_DISPATCHES[backend],
+                f"dispatch {quoted(record['dispatch'])} is not a {backend} dispatch",
+            ),
+        ),
         "cpu_bound_exceeded": _applying(
             (qh > CPU_MAX_QUERY_HEADS, f"{qh} query heads (more than {CPU_MAX_QUERY_HEADS})"),
             (d > CPU_MAX_HEAD_DIM, f"head dimension {d} (more than {CPU_MAX_HEAD_DIM})"),
-            (2 * qh * t * d > CPU_MAX_MULTIPLY_ADDS,
-             f"2*QH*T*D = {2 * qh * t * d:,} multiply-add terms (more than {CPU_MAX_MULTIPLY_ADDS:,})")),
+            (
+                2 * qh * t * d > CPU_MAX_MULTIPLY_ADDS,
+                f"2*QH*T*D = {2 * qh * t * d:,} multiply-add terms (more than {CPU_MAX_MULTIPLY_ADDS:,})",
+            ),
+        ),
         "forward_failed": _applying((not sample["forwardSucceeded"], "forwardSucceeded is false")),
-        "sample_not_confirmed": _applying((sample["sampleOutcome"] != CONFIRMED_OUTCOME,
-                                           f"sampleOutcome is {sample['sampleOutcome']!r}")),
-        "selected_forwards_not_one": _applying((sample["selectedForwards"] != 1,
-                                                f"selectedForwards is {sample['selectedForwards']}")),
-        "snapshot_refusals": _applying((bool(sample["refusals"]),
-                                        f"the snapshot records refusals {shown_list(sorted(sample['refusals']))}")),
+        "sample_not_confirmed": _applying(
+            (sample["sampleOutcome"] != CONFIRMED_OUTCOME, f"sampleOutcome is {sample['sampleOutcome']!r}")
+        ),
+        "selected_forwards_not_one": _applying(
+            (sample["selectedForwards"] != 1, f"selectedForwards is {sample['selectedForwards']}")
+        ),
+        "snapshot_refusals": _applying(
+            (bool(sample["refusals"]), f"the snapshot records refusals {shown_list(sorted(sample['refusals']))}")
+        ),
         "sample_tokens_missing": _applying((bool(missing_tokens), f"{' and '.join(missing_tokens)} absent or null")),
-        "evaluation_not_completed": _applying((descriptor.evaluation_status != COMPLETED_EVALUATION,
-                                               f"evaluationStatus is {descriptor.evaluation_status!r}")),
+        "evaluation_not_completed": _applying(
+            (
+                descriptor.evaluation_status != COMPLETED_EVALUATION,
+                f"evaluationStatus is {descriptor.evaluation_status!r}",
+            )
+        ),
     }
     return tuple(Reason(code, message) for code, message in table.items() if message)
 
 
-def _refused_early(given: str, problem: Problem, packet_sha256: str | None = None,
-                   packet_text: str | None = None) -> Admission:
-    return Admission(path=given, packet_sha256=packet_sha256, metadata_sha256=None, refusals=(problem,), reasons=(),
-                     packet_json=None, packet_text=packet_text, snapshot=None, snapshot_text=None, identity=None,
-                     selection=None, sample=None, geometry=None, tensors=None, scale=None, kernel_output_dtype=None)
+def _refused_early(
+    given: str, problem: Problem, packet_sha256: str | None = None, packet_text: str | None = None
+) -> Admission:
+    return Admission(
+        path=given,
+        packet_sha256=packet_sha256,
+        metadata_sha256=None,
+        refusals=(problem,),
+        reasons=(),
+        packet_json=None,
+        packet_text=packet_text,
+        snapshot=None,
+        snapshot_text=None,
+        identity=None,
+        selection=None,
+        sample=None,
+        geometry=None,
+        tensors=None,
+        scale=None,
+        kernel_output_dtype=None,
+    )
 
 
 def admit(path: str | bytes | os.PathLike) -> Admission:
@@ -183,8 +227,12 @@ def _admit_open(given: str, packet: PacketFile) -> Admission:
         return _refused_early(given, packet.problem)
     parsed = parse_json_object(packet.data)
     if parsed.error is not None:
-        return _refused_early(given, Problem("json_invalid", None, f"packet.json is not valid JSON: {parsed.error}"),
-                              packet.sha256, parsed.text)
+        return _refused_early(
+            given,
+            Problem("json_invalid", None, f"packet.json is not valid JSON: {parsed.error}"),
+            packet.sha256,
+            parsed.text,
+        )
     descriptor = check_descriptor(parsed.value)
     limit_problems, not_opened = payload_limits(descriptor.tensors)
     geometry_problems, geometry = tensor_geometry(descriptor)
@@ -192,10 +240,16 @@ def _admit_open(given: str, packet: PacketFile) -> Admission:
     metadata = outcomes.get(METADATA_KEY)
     snapshot_problems, snapshot_value, snapshot = _interpret_metadata(metadata, descriptor)
     refusals = sorted(
-        [*descriptor.problems, *limit_problems, *geometry_problems,
-         *(problem for outcome in outcomes.values() for problem in outcome.problems),
-         *snapshot_problems, *visible_range_problems(descriptor, snapshot.record if snapshot else None)],
-        key=_problem_order)
+        [
+            *descriptor.problems,
+            *limit_problems,
+            *geometry_problems,
+            *(problem for outcome in outcomes.values() for problem in outcome.problems),
+            *snapshot_problems,
+            *visible_range_problems(descriptor, snapshot.record if snapshot else None),
+        ],
+        key=_problem_order,
+    )
     reasons = _reasons(descriptor, snapshot, geometry) if not refusals else ()
     selection = snapshot.selection if snapshot else None
     return Admission(

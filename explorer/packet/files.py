@@ -44,9 +44,14 @@ ROOT_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NONBLOCK | os.O_CLOEXEC  # the 
 MAX_SYMLINK_HOPS = 40  # links followed (by this module) within one path, as the kernel allows
 PROC_FD = "/proc/self/fd"
 
-_FILE_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
-               (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-               (stat.S_ISLNK, "a symbolic link"))
+_FILE_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISLNK, "a symbolic link"),
+)
 
 
 @record
@@ -89,9 +94,9 @@ class PacketRoot(Record):
     def inside(self, target: str) -> list[str] | None:
         """The components of an absolute `target` below this directory, or None when it names no place inside."""
         parts = [part for part in target.split("/") if part not in ("", ".")]
-        if tuple(parts[:len(self.parts)]) != self.parts:
+        if tuple(parts[: len(self.parts)]) != self.parts:
             return None
-        return parts[len(self.parts):]
+        return parts[len(self.parts) :]
 
 
 @record
@@ -184,8 +189,9 @@ def _walk(root: PacketRoot, relative: str) -> int:
                 if target.startswith("/"):
                     below = root.inside(target)
                     if below is None:
-                        raise _Refusal("path_escape",
-                                       f"{quoted(relative)} leads outside the packet directory") from None
+                        raise _Refusal(
+                            "path_escape", f"{quoted(relative)} leads outside the packet directory"
+                        ) from None
                     while directories:
                         os.close(directories.pop())
                     parts.extendleft(reversed(below or [os.curdir]))
@@ -242,17 +248,20 @@ def _read_at_most(fd: int, limit: int, relative: str) -> bytes:
 def _read_declared(fd: int, size: int, byte_count: int, relative: str) -> bytes:
     """Exactly `byte_count` bytes, or byte_count_mismatch (reads at most byte_count + 1 bytes)."""
     if size != byte_count:
-        raise _Refusal("byte_count_mismatch",
-                       f"{quoted(relative)} has {size} bytes, the descriptor declares {byte_count}")
+        raise _Refusal(
+            "byte_count_mismatch", f"{quoted(relative)} has {size} bytes, the descriptor declares {byte_count}"
+        )
     data = _read_at_most(fd, byte_count + 1, relative)
     try:
         size_after = os.fstat(fd).st_size
     except OSError as error:
         raise _Refusal("file_unreadable", f"cannot stat {quoted(relative)}: {error.strerror or error}") from None
     if len(data) != byte_count or size_after != byte_count:
-        raise _Refusal("byte_count_mismatch",
-                       f"{quoted(relative)} changed length while being read ({len(data)} bytes read, "
-                       f"{size_after} now, {byte_count} declared)")
+        raise _Refusal(
+            "byte_count_mismatch",
+            f"{quoted(relative)} changed length while being read ({len(data)} bytes read, "
+            f"{size_after} now, {byte_count} declared)",
+        )
     return data
 
 
@@ -337,8 +346,11 @@ def open_packet(given: str) -> Iterator[PacketFile]:
 
 def _read_one(request: FileRequest, fd: int, status: os.stat_result) -> FileOutcome:
     if request.json_file and status.st_size > JSON_SIZE_LIMIT:
-        problem = Problem("json_too_large", f"{request.key}/file",
-                          f"{quoted(request.path)} has {status.st_size} bytes, more than {JSON_SIZE_LIMIT}")
+        problem = Problem(
+            "json_too_large",
+            f"{request.key}/file",
+            f"{quoted(request.path)} has {status.st_size} bytes, more than {JSON_SIZE_LIMIT}",
+        )
         return FileOutcome((problem,), None, None, False)
     if request.byte_count is None:
         return FileOutcome((), None, None, False)
@@ -349,14 +361,18 @@ def _read_one(request: FileRequest, fd: int, status: os.stat_result) -> FileOutc
         return FileOutcome((Problem(refusal.code, field, refusal.message),), None, None, False)
     digest = hashlib.sha256(data).hexdigest()
     if request.sha256 is not None and digest != request.sha256:
-        problem = Problem("sha256_mismatch", f"{request.key}/sha256",
-                          f"{quoted(request.path)} hashes to {digest}, the descriptor declares {request.sha256}")
+        problem = Problem(
+            "sha256_mismatch",
+            f"{request.key}/sha256",
+            f"{quoted(request.path)} hashes to {digest}, the descriptor declares {request.sha256}",
+        )
         return FileOutcome((problem,), data, digest, False)
     return FileOutcome((), data, digest, request.sha256 is not None)
 
 
-def verify_files(root: PacketRoot, packet_identity: tuple[int, int],
-                 requests: Sequence[FileRequest]) -> dict[str, FileOutcome]:
+def verify_files(
+    root: PacketRoot, packet_identity: tuple[int, int], requests: Sequence[FileRequest]
+) -> dict[str, FileOutcome]:
     """Open every requested file, refuse aliases, then read and hash the rest (READ_THREADS files at a time);
     keyed by request key, in request order.
 
@@ -371,20 +387,25 @@ def verify_files(root: PacketRoot, packet_identity: tuple[int, int],
             try:
                 fd, status = _open_inside(root, request.path)
             except _Refusal as refusal:
-                outcomes[request.key] = FileOutcome((Problem(refusal.code, f"{request.key}/file", refusal.message),),
-                                                    None, None, False)
+                outcomes[request.key] = FileOutcome(
+                    (Problem(refusal.code, f"{request.key}/file", refusal.message),), None, None, False
+                )
                 continue
             opened.append((request, fd, status))
             identity = (status.st_dev, status.st_ino)
             if identity in seen:
-                problem = Problem("path_duplicate", f"{request.key}/file",
-                                  f"{quoted(request.path)} is the same file as {seen[identity]}")
+                problem = Problem(
+                    "path_duplicate",
+                    f"{request.key}/file",
+                    f"{quoted(request.path)} is the same file as {seen[identity]}",
+                )
                 outcomes[request.key] = FileOutcome((problem,), None, None, False)
             else:
                 seen[identity] = f"{request.key}/file ({quoted(request.path)})"
         to_read = [(request, fd, status) for request, fd, status in opened if request.key not in outcomes]
-        for (request, _, _), outcome in zip(to_read, run_on_threads(lambda item: _read_one(*item), to_read,
-                                                                     READ_THREADS), strict=True):
+        for (request, _, _), outcome in zip(
+            to_read, run_on_threads(lambda item: _read_one(*item), to_read, READ_THREADS), strict=True
+        ):
             outcomes[request.key] = outcome
     finally:
         for _, fd, _ in opened:

@@ -55,8 +55,15 @@ class ParsedJson(Record):
     error: str | None
 
 
-_JSON_TYPES = {dict: "object", list: "array", str: "string", int: "integer", float: "number",
-               bool: "boolean", type(None): "null"}
+_JSON_TYPES = {
+    dict: "object",
+    list: "array",
+    str: "string",
+    int: "integer",
+    float: "number",
+    bool: "boolean",
+    type(None): "null",
+}
 
 
 class _Rejected(ValueError):
@@ -150,8 +157,13 @@ def parse_json_value(data: bytes) -> ParsedJson:
     if depth > MAX_DEPTH:
         return ParsedJson(None, text, f"nested {depth} levels deep, more than {MAX_DEPTH}")
     try:
-        value = json.loads(text, object_pairs_hook=_unique_object, parse_int=_parse_int,
-                           parse_float=_parse_float, parse_constant=_parse_constant)
+        value = json.loads(
+            text,
+            object_pairs_hook=_unique_object,
+            parse_int=_parse_int,
+            parse_float=_parse_float,
+            parse_constant=_parse_constant,
+        )
     except (json.JSONDecodeError, _Rejected, RecursionError) as error:
         return ParsedJson(None, text, str(error))
     if (surrogate := _lone_surrogate(value)) is not None:

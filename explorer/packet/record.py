@@ -46,10 +46,19 @@ class _Signature:
     """`Name.__signature__`, built on first use from the fields (what `help()` and Jupyter's `Name?` show)."""
 
     def __get__(self, instance: object, owner: type) -> inspect.Signature:
-        parameters = [inspect.Parameter(
-            item.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=item.type,
-            default=_Factory() if item.default_factory is not MISSING else
-            inspect.Parameter.empty if item.default is MISSING else item.default) for item in fields(owner)]
+        parameters = [
+            inspect.Parameter(
+                item.name,
+                inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                annotation=item.type,
+                default=_Factory()
+                if item.default_factory is not MISSING
+                else inspect.Parameter.empty
+                if item.default is MISSING
+                else item.default,
+            )
+            for item in fields(owner)
+        ]
         return inspect.Signature(parameters, return_annotation=None)
 
 
@@ -66,7 +75,7 @@ class Record:
         made = type(self).__qualname__
         if len(args) > len(names):
             raise TypeError(f"{made}() takes {len(names)} arguments but {len(args)} were given")
-        values = dict(zip(names[:len(args)], args, strict=True))
+        values = dict(zip(names[: len(args)], args, strict=True))
         for name, value in kwargs.items():
             if name not in defaults:
                 raise TypeError(f"{made}() got an unexpected keyword argument {name!r}")
@@ -131,15 +140,22 @@ def record(cls=None, /, *, eq=True):
             raise TypeError(f"{cls.__qualname__} must derive from Record")
         cls = dataclass(cls, init=False, repr=False, eq=False)
         declared = fields(cls)
-        init_only = [name for name, item in cls.__dataclass_fields__.items()
-                     if item not in declared and "ClassVar" not in str(item.type)]  # InitVar pseudo-fields
+        init_only = [
+            name
+            for name, item in cls.__dataclass_fields__.items()
+            if item not in declared and "ClassVar" not in str(item.type)
+        ]  # InitVar pseudo-fields
         unsupported = init_only + [item.name for item in declared if not item.init or item.kw_only is True]
         if unsupported:
-            raise TypeError(f"{cls.__qualname__}: init=False, keyword-only and InitVar fields are not supported "
-                            f"by record: {', '.join(unsupported)}")
+            raise TypeError(
+                f"{cls.__qualname__}: init=False, keyword-only and InitVar fields are not supported "
+                f"by record: {', '.join(unsupported)}"
+            )
         cls.__record_post_init__ = hasattr(cls, "__post_init__")  # called as the dataclass __init__ would
-        cls.__record_parameters__ = (tuple(item.name for item in declared), {item.name: _default(item)
-                                                                              for item in declared})
+        cls.__record_parameters__ = (
+            tuple(item.name for item in declared),
+            {item.name: _default(item) for item in declared},
+        )
         if not eq:
             cls.__eq__, cls.__hash__ = object.__eq__, object.__hash__
         return cls

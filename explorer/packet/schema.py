@@ -61,7 +61,7 @@ def is_sha256(value: Any) -> bool:
 
 
 def row_major_strides(shape: tuple[int, ...]) -> list[int]:
-    return [math.prod(shape[axis + 1:]) for axis in range(len(shape))]
+    return [math.prod(shape[axis + 1 :]) for axis in range(len(shape))]
 
 
 class Problems:
@@ -142,15 +142,28 @@ def _identity(problems: Problems, packet: dict) -> dict | None:
     model_id = section.get("modelID", MISSING)
     backend = section.get("backend", MISSING)
     held = [
-        problems.check(isinstance(model_id, str) and 1 <= len(model_id) <= MODEL_ID_MAX_CHARS, "field_invalid",
-                       "/identity/modelID", f"a string of 1..{MODEL_ID_MAX_CHARS} characters", model_id),
-        problems.check(isinstance(backend, str) and backend in BACKENDS, "field_invalid", "/identity/backend",
-                       " or ".join(map(repr, BACKENDS)), backend),
+        problems.check(
+            isinstance(model_id, str) and 1 <= len(model_id) <= MODEL_ID_MAX_CHARS,
+            "field_invalid",
+            "/identity/modelID",
+            f"a string of 1..{MODEL_ID_MAX_CHARS} characters",
+            model_id,
+        ),
+        problems.check(
+            isinstance(backend, str) and backend in BACKENDS,
+            "field_invalid",
+            "/identity/backend",
+            " or ".join(map(repr, BACKENDS)),
+            backend,
+        ),
     ]
     for key in ("artifactSHA256", "inputSHA256"):
         value = section.get(key, MISSING)
-        held.append(problems.check(is_sha256(value), "field_invalid", pointer("identity", key),
-                                   "64 lowercase hex characters", value))
+        held.append(
+            problems.check(
+                is_sha256(value), "field_invalid", pointer("identity", key), "64 lowercase hex characters", value
+            )
+        )
     if not all(held):
         return None
     identity = {key: section[key] for key in ("modelID", "artifactSHA256", "inputSHA256", "backend")}
@@ -165,14 +178,29 @@ def _metadata(problems: Problems, packet: dict) -> tuple[str | None, int | None,
     byte_count = section.get("byteCount", MISSING)
     sha256 = section.get("sha256", MISSING)
     record_index = section.get("recordIndex", MISSING)
-    held_count = problems.check(integer_in(byte_count, 1, JSON_SIZE_LIMIT), "field_invalid", "/metadata/byteCount",
-                                f"an integer 1..{JSON_SIZE_LIMIT}", byte_count)
-    held_sha = problems.check(is_sha256(sha256), "field_invalid", "/metadata/sha256",
-                              "64 lowercase hex characters", sha256)
-    held_index = problems.check(integer_in(record_index, 0, MAX_RECORD_INDEX), "field_invalid",
-                                "/metadata/recordIndex", f"an integer 0..{MAX_RECORD_INDEX}", record_index)
-    return (file, byte_count if held_count else None, sha256 if held_sha else None,
-            record_index if held_index else None)
+    held_count = problems.check(
+        integer_in(byte_count, 1, JSON_SIZE_LIMIT),
+        "field_invalid",
+        "/metadata/byteCount",
+        f"an integer 1..{JSON_SIZE_LIMIT}",
+        byte_count,
+    )
+    held_sha = problems.check(
+        is_sha256(sha256), "field_invalid", "/metadata/sha256", "64 lowercase hex characters", sha256
+    )
+    held_index = problems.check(
+        integer_in(record_index, 0, MAX_RECORD_INDEX),
+        "field_invalid",
+        "/metadata/recordIndex",
+        f"an integer 0..{MAX_RECORD_INDEX}",
+        record_index,
+    )
+    return (
+        file,
+        byte_count if held_count else None,
+        sha256 if held_sha else None,
+        record_index if held_index else None,
+    )
 
 
 def _geometry_fields(problems: Problems, packet: dict) -> dict:
@@ -191,8 +219,13 @@ def _geometry_fields(problems: Problems, packet: dict) -> dict:
     if problems.check(is_integer(start), "field_invalid", "/geometry/visibleStart", "an integer", start):
         held["visibleStart"] = start
     end = section.get("visibleEnd", MISSING)
-    if problems.check(integer_in(end, MIN_VISIBLE_END), "field_invalid", "/geometry/visibleEnd",
-                      f"an integer >= {MIN_VISIBLE_END}", end):
+    if problems.check(
+        integer_in(end, MIN_VISIBLE_END),
+        "field_invalid",
+        "/geometry/visibleEnd",
+        f"an integer >= {MIN_VISIBLE_END}",
+        end,
+    ):
         held["visibleEnd"] = end
     return held
 
@@ -203,10 +236,20 @@ def _capture(problems: Problems, packet: dict) -> tuple[str | None, int | None]:
         return None, None
     status = section.get("evaluationStatus", MISSING)
     total = section.get("tensorPayloadBytes", MISSING)
-    held_status = problems.check(isinstance(status, str) and status in EVALUATION_STATUSES, "field_invalid",
-                                 "/capture/evaluationStatus", " or ".join(map(repr, EVALUATION_STATUSES)), status)
-    held_total = problems.check(integer_in(total, 1, TENSOR_SIZE_LIMIT), "field_invalid",
-                                "/capture/tensorPayloadBytes", f"an integer 1..{TENSOR_SIZE_LIMIT}", total)
+    held_status = problems.check(
+        isinstance(status, str) and status in EVALUATION_STATUSES,
+        "field_invalid",
+        "/capture/evaluationStatus",
+        " or ".join(map(repr, EVALUATION_STATUSES)),
+        status,
+    )
+    held_total = problems.check(
+        integer_in(total, 1, TENSOR_SIZE_LIMIT),
+        "field_invalid",
+        "/capture/tensorPayloadBytes",
+        f"an integer 1..{TENSOR_SIZE_LIMIT}",
+        total,
+    )
     return status if held_status else None, total if held_total else None
 
 
@@ -218,63 +261,105 @@ def tensor_descriptor(problems: Problems, name: str, entry: Any) -> TensorDescri
     before = len(problems.items)
     file = _file_path(problems, base, entry.get("file", MISSING))
     dtype = entry.get("dtype", MISSING)
-    dtype = dtype if problems.check(isinstance(dtype, str) and dtype in DTYPES, "dtype_unsupported",
-                                    f"{base}/dtype", " or ".join(map(repr, DTYPES)), dtype) else None
+    dtype = (
+        dtype
+        if problems.check(
+            isinstance(dtype, str) and dtype in DTYPES,
+            "dtype_unsupported",
+            f"{base}/dtype",
+            " or ".join(map(repr, DTYPES)),
+            dtype,
+        )
+        else None
+    )
     order = entry.get("byteOrder", MISSING)
-    problems.check(isinstance(order, str) and order == BYTE_ORDER, "byte_order_unsupported", f"{base}/byteOrder",
-                   repr(BYTE_ORDER), order)
+    problems.check(
+        isinstance(order, str) and order == BYTE_ORDER,
+        "byte_order_unsupported",
+        f"{base}/byteOrder",
+        repr(BYTE_ORDER),
+        order,
+    )
     shape = entry.get("shape", MISSING)
     shape_held = isinstance(shape, list) and len(shape) == TENSOR_RANK and all(integer_in(e, 1) for e in shape)
-    shape = tuple(shape) if problems.check(shape_held, "shape_invalid", f"{base}/shape",
-                                           f"{TENSOR_RANK} integers >= 1", shape) else None
+    shape = (
+        tuple(shape)
+        if problems.check(shape_held, "shape_invalid", f"{base}/shape", f"{TENSOR_RANK} integers >= 1", shape)
+        else None
+    )
     if shape is not None:
         strides = entry.get("packedStrides", MISSING)
         expected = row_major_strides(shape)
-        packed = (isinstance(strides, list) and len(strides) == TENSOR_RANK
-                  and all(is_integer(s) and s == e for s, e in zip(strides, expected, strict=True)))
-        problems.check(packed, "strides_not_packed", f"{base}/packedStrides",
-                       f"the row-major strides {shown_list(expected)} of the shape", strides)
+        packed = (
+            isinstance(strides, list)
+            and len(strides) == TENSOR_RANK
+            and all(is_integer(s) and s == e for s, e in zip(strides, expected, strict=True))
+        )
+        problems.check(
+            packed,
+            "strides_not_packed",
+            f"{base}/packedStrides",
+            f"the row-major strides {shown_list(expected)} of the shape",
+            strides,
+        )
     declared = math.prod(shape) * ITEM_SIZE[dtype] if shape is not None and dtype is not None else None
     byte_count = entry.get("byteCount", MISSING)
-    count_held = problems.check(is_integer(byte_count), "field_invalid", f"{base}/byteCount", "an integer",
-                                byte_count)
+    count_held = problems.check(is_integer(byte_count), "field_invalid", f"{base}/byteCount", "an integer", byte_count)
     if count_held:
-        count_held = problems.check(byte_count >= 1 and (declared is None or byte_count == declared),
-                                    "byte_count_shape_mismatch", f"{base}/byteCount",
-                                    "product(shape) x item size"
-                                    + (f" = {shown_int(declared)}" if declared else " (>= 1)"),
-                                    byte_count)
+        count_held = problems.check(
+            byte_count >= 1 and (declared is None or byte_count == declared),
+            "byte_count_shape_mismatch",
+            f"{base}/byteCount",
+            "product(shape) x item size" + (f" = {shown_int(declared)}" if declared else " (>= 1)"),
+            byte_count,
+        )
     sha256 = entry.get("sha256", MISSING)
-    sha_held = problems.check(is_sha256(sha256), "field_invalid", f"{base}/sha256", "64 lowercase hex characters",
-                              sha256)
+    sha_held = problems.check(
+        is_sha256(sha256), "field_invalid", f"{base}/sha256", "64 lowercase hex characters", sha256
+    )
     # path_invalid is a section 5 problem: it does not keep the entry out of the section 4 checks.
     valid = all(problem.code == "path_invalid" for problem in problems.items[before:])
-    return TensorDescriptor(name, file, dtype, shape, byte_count if is_integer(byte_count) else None,
-                            sha256 if sha_held else None, valid, declared, count_held)
+    return TensorDescriptor(
+        name,
+        file,
+        dtype,
+        shape,
+        byte_count if is_integer(byte_count) else None,
+        sha256 if sha_held else None,
+        valid,
+        declared,
+        count_held,
+    )
 
 
 def _tensors(problems: Problems, packet: dict) -> tuple[bool, dict[str, TensorDescriptor]]:
     section = packet.get("tensors", MISSING)
     if not isinstance(section, dict):
-        problems.add("tensor_set_invalid", "/tensors",
-                     f"/tensors must be an object with exactly the six tensors; got {describe(section)}")
+        problems.add(
+            "tensor_set_invalid",
+            "/tensors",
+            f"/tensors must be an object with exactly the six tensors; got {describe(section)}",
+        )
         return False, {}
     missing = [name for name in TENSOR_NAMES if name not in section]
     extra = sorted(name for name in section if name not in TENSOR_NAMES)
     if missing or extra:
-        problems.add("tensor_set_invalid", "/tensors",
-                     f"/tensors must hold exactly {', '.join(TENSOR_NAMES)}; missing {missing or 'none'}, "
-                     f"unexpected {shown_list(extra) if extra else 'none'}")
-    return not (missing or extra), {name: tensor_descriptor(problems, name, section[name]) for name in TENSOR_NAMES
-                                    if name in section}
+        problems.add(
+            "tensor_set_invalid",
+            "/tensors",
+            f"/tensors must hold exactly {', '.join(TENSOR_NAMES)}; missing {missing or 'none'}, "
+            f"unexpected {shown_list(extra) if extra else 'none'}",
+        )
+    return not (missing or extra), {
+        name: tensor_descriptor(problems, name, section[name]) for name in TENSOR_NAMES if name in section
+    }
 
 
 def check_descriptor(packet: dict) -> Descriptor:
     """Apply every field rule of section 2 to a parsed packet.json (payload total included)."""
     problems = Problems()
     schema = packet.get("schema", MISSING)
-    problems.check(isinstance(schema, str) and schema == SCHEMA, "schema_unsupported", "/schema", repr(SCHEMA),
-                   schema)
+    problems.check(isinstance(schema, str) and schema == SCHEMA, "schema_unsupported", "/schema", repr(SCHEMA), schema)
     identity = _identity(problems, packet)
     metadata_file, metadata_count, metadata_sha, record_index = _metadata(problems, packet)
     geometry_fields = _geometry_fields(problems, packet)
@@ -283,26 +368,51 @@ def check_descriptor(packet: dict) -> Descriptor:
     if set_valid and payload_total is not None and all(t.byte_count_valid for t in tensors.values()):
         total = sum(t.byte_count for t in tensors.values())
         if total != payload_total:
-            problems.add("payload_total_mismatch", "/capture/tensorPayloadBytes",
-                         f"/capture/tensorPayloadBytes is {payload_total}; "
-                         f"the six byteCounts sum to {shown_int(total)}")
-    return Descriptor(tuple(problems.items), identity, metadata_file, metadata_count, metadata_sha,
-                      record_index, geometry_fields, evaluation_status, payload_total, set_valid, tensors)
+            problems.add(
+                "payload_total_mismatch",
+                "/capture/tensorPayloadBytes",
+                f"/capture/tensorPayloadBytes is {payload_total}; the six byteCounts sum to {shown_int(total)}",
+            )
+    return Descriptor(
+        tuple(problems.items),
+        identity,
+        metadata_file,
+        metadata_count,
+        metadata_sha,
+        record_index,
+        geometry_fields,
+        evaluation_status,
+        payload_total,
+        set_valid,
+        tensors,
+    )
 
 
 def payload_limits(tensors: Mapping[str, TensorDescriptor]) -> tuple[tuple[Problem, ...], frozenset[str]]:
     """payload_too_large by declared sizes (one tensor, then the sum), and the tensors not to open."""
-    over = {name: t.declared_size for name, t in tensors.items()
-            if t.declared_size is not None and t.declared_size > TENSOR_SIZE_LIMIT}
+    over = {
+        name: t.declared_size
+        for name, t in tensors.items()
+        if t.declared_size is not None and t.declared_size > TENSOR_SIZE_LIMIT
+    }
     if over:
-        return tuple(Problem("payload_too_large", pointer("tensors", name, "shape"),
-                             f"{name} declares {shown_int(size)} bytes, more than {TENSOR_SIZE_LIMIT}")
-                     for name, size in over.items()), frozenset(over)
+        return tuple(
+            Problem(
+                "payload_too_large",
+                pointer("tensors", name, "shape"),
+                f"{name} declares {shown_int(size)} bytes, more than {TENSOR_SIZE_LIMIT}",
+            )
+            for name, size in over.items()
+        ), frozenset(over)
     total = sum(t.declared_size for t in tensors.values() if t.declared_size is not None)
     if total > TENSOR_SIZE_LIMIT:
-        return (Problem("payload_too_large", "/tensors",
-                        f"the tensors declare {shown_int(total)} bytes together, more than {TENSOR_SIZE_LIMIT}"),
-                ), frozenset(tensors)
+        return (
+            Problem(
+                "payload_too_large",
+                "/tensors",
+                f"the tensors declare {shown_int(total)} bytes together, more than {TENSOR_SIZE_LIMIT}",
+            ),
+        ), frozenset(tensors)
     return (), frozenset()
 
 
@@ -317,20 +427,25 @@ def tensor_geometry(descriptor: Descriptor) -> tuple[tuple[Problem, ...], dict |
         return (), None
     shapes = {name: t.shape for name, t in descriptor.tensors.items() if t.valid}
     issues = [f"{name} has batch {shown_int(shape[0])}, not 1" for name, shape in shapes.items() if shape[0] != 1]
-    issues += [f"{name} has {shown_int(shapes[name][2])} tokens, not 1" for name in SINGLE_TOKEN_TENSORS
-               if name in shapes and shapes[name][2] != 1]
+    issues += [
+        f"{name} has {shown_int(shapes[name][2])} tokens, not 1"
+        for name in SINGLE_TOKEN_TENSORS
+        if name in shapes and shapes[name][2] != 1
+    ]
     groups = {
         "query heads of queries/output": {shapes[n][1] for n in QUERY_HEAD_TENSORS if n in shapes},
         "KV heads of the K/V tensors": {shapes[n][1] for n in KV_TENSORS if n in shapes},
         "head dimensions": {shape[3] for shape in shapes.values()},
         "token counts of storedKeys/storedValues": {shapes[n][2] for n in STORED_TENSORS if n in shapes},
     }
-    issues += [f"different {label}: {shown_list(sorted(values))}" for label, values in groups.items()
-               if len(values) > 1]
+    issues += [
+        f"different {label}: {shown_list(sorted(values))}" for label, values in groups.items() if len(values) > 1
+    ]
     query_heads, kv_heads = groups["query heads of queries/output"], groups["KV heads of the K/V tensors"]
     if len(query_heads) == 1 and len(kv_heads) == 1 and min(query_heads) % min(kv_heads):
-        issues.append(f"{shown_int(min(query_heads))} query heads are not a multiple of "
-                      f"{shown_int(min(kv_heads))} KV heads")
+        issues.append(
+            f"{shown_int(min(query_heads))} query heads are not a multiple of {shown_int(min(kv_heads))} KV heads"
+        )
     problems = [Problem("tensor_geometry_mismatch", "/tensors", "; ".join(issues))] if issues else []
     kv_dtypes = {descriptor.tensors[n].dtype for n in KV_TENSORS if n in shapes}
     if len(kv_dtypes) > 1:
@@ -339,6 +454,11 @@ def tensor_geometry(descriptor: Descriptor) -> tuple[tuple[Problem, ...], dict |
     if issues or len(shapes) != len(TENSOR_NAMES):
         return tuple(problems), None
     qh, kvh = shapes["queries"][1], shapes["storedKeys"][1]
-    geometry = {"queryHeads": qh, "kvHeads": kvh, "groupSize": qh // kvh, "headDim": shapes["queries"][3],
-                "tokens": shapes["storedKeys"][2]}
+    geometry = {
+        "queryHeads": qh,
+        "kvHeads": kvh,
+        "groupSize": qh // kvh,
+        "headDim": shapes["queries"][3],
+        "tokens": shapes["storedKeys"][2],
+    }
     return tuple(problems), geometry

@@ -39,17 +39,48 @@ MAX_TOKEN_ID = 2**31 - 1
 MAX_SCALE_BITS = 2**32 - 1
 MAX_STORAGE_ENTRIES = 64
 MAX_OBSERVED_RANK = 8
-SAMPLE_OUTCOMES = ("not_selected", "graph_constructed_unconfirmed", "forward_failed", "confirmed", "discarded",
-                   "retired_unconfirmed")
+SAMPLE_OUTCOMES = (
+    "not_selected",
+    "graph_constructed_unconfirmed",
+    "forward_failed",
+    "confirmed",
+    "discarded",
+    "retired_unconfirmed",
+)
 OBSERVED_TENSORS = ("queries", "incomingKeys", "incomingValues", "output")
-RECORD_COUNTERS = {"batchIndex": 0, "storageLayerIndex": 0, "modelLayerIndex": 0, "offsetBefore": 0,
-                   "offsetAfter": 0, "batchSize": 1, "inputWidth": 1}  # field -> minimum
+RECORD_COUNTERS = {
+    "batchIndex": 0,
+    "storageLayerIndex": 0,
+    "modelLayerIndex": 0,
+    "offsetBefore": 0,
+    "offsetAfter": 0,
+    "batchSize": 1,
+    "inputWidth": 1,
+}  # field -> minimum
 RECORD_STRINGS = ("phase", "dispatch")
 PRESENCE_FLAGS = ("sinksPresent", "softcapPresent", "spansPresent")
-SELECTION_KEYS = ("requestID", "outputIndex", "phase", "storageLayerIndex", "modelLayerIndex", "offsetBefore",
-                  "offsetAfter", "scaleBits", "scale", "dispatch", "kernelOutputDType")
-SAMPLE_KEYS = ("forwardSucceeded", "sampleOutcome", "seedToken", "targetToken", "selectedForwards",
-               "expectedOwnerCount", "refusals")
+SELECTION_KEYS = (
+    "requestID",
+    "outputIndex",
+    "phase",
+    "storageLayerIndex",
+    "modelLayerIndex",
+    "offsetBefore",
+    "offsetAfter",
+    "scaleBits",
+    "scale",
+    "dispatch",
+    "kernelOutputDType",
+)
+SAMPLE_KEYS = (
+    "forwardSucceeded",
+    "sampleOutcome",
+    "seedToken",
+    "targetToken",
+    "selectedForwards",
+    "expectedOwnerCount",
+    "refusals",
+)
 RECORD = ("records", 0)
 
 
@@ -79,21 +110,36 @@ def decode_scale(scale_bits: int) -> float:
 
 
 def _observed(problems: Problems, base: str, value: Any) -> None:
-    if not problems.check(isinstance(value, dict), "snapshot_invalid", base, "observed tensor metadata (an object)",
-                          value):
+    if not problems.check(
+        isinstance(value, dict), "snapshot_invalid", base, "observed tensor metadata (an object)", value
+    ):
         return
     dtype = value.get("dtype", MISSING)
-    problems.check(isinstance(dtype, str) and dtype in DTYPES, "snapshot_invalid", f"{base}/dtype",
-                   " or ".join(map(repr, DTYPES)), dtype)
+    problems.check(
+        isinstance(dtype, str) and dtype in DTYPES,
+        "snapshot_invalid",
+        f"{base}/dtype",
+        " or ".join(map(repr, DTYPES)),
+        dtype,
+    )
     shape = value.get("shape", MISSING)
     shape_held = problems.check(
         isinstance(shape, list) and 1 <= len(shape) <= MAX_OBSERVED_RANK and all(integer_in(e, 1) for e in shape),
-        "snapshot_invalid", f"{base}/shape", f"1..{MAX_OBSERVED_RANK} integers >= 1", shape)
+        "snapshot_invalid",
+        f"{base}/shape",
+        f"1..{MAX_OBSERVED_RANK} integers >= 1",
+        shape,
+    )
     strides = value.get("graphConstructionStrides", MISSING)
-    problems.check(isinstance(strides, list) and all(is_integer(s) for s in strides)
-                   and (not shape_held or len(strides) == len(shape)),
-                   "snapshot_invalid", f"{base}/graphConstructionStrides",
-                   "an integer array as long as the shape", strides)
+    problems.check(
+        isinstance(strides, list)
+        and all(is_integer(s) for s in strides)
+        and (not shape_held or len(strides) == len(shape)),
+        "snapshot_invalid",
+        f"{base}/graphConstructionStrides",
+        "an integer array as long as the shape",
+        strides,
+    )
 
 
 def _record(problems: Problems, record: dict) -> bool:
@@ -107,16 +153,25 @@ def _record(problems: Problems, record: dict) -> bool:
         problems.check(isinstance(value, str), "snapshot_invalid", pointer(*RECORD, key), "a string", value)
     for key, low in RECORD_COUNTERS.items():
         value = record.get(key, MISSING)
-        problems.check(integer_in(value, low), "snapshot_invalid", pointer(*RECORD, key), f"an integer >= {low}",
-                       value)
+        problems.check(integer_in(value, low), "snapshot_invalid", pointer(*RECORD, key), f"an integer >= {low}", value)
     kernel = record.get("kernelOutputDType", MISSING)
-    problems.check(isinstance(kernel, str) and kernel in DTYPES, "snapshot_invalid",
-                   pointer(*RECORD, "kernelOutputDType"), " or ".join(map(repr, DTYPES)), kernel)
+    problems.check(
+        isinstance(kernel, str) and kernel in DTYPES,
+        "snapshot_invalid",
+        pointer(*RECORD, "kernelOutputDType"),
+        " or ".join(map(repr, DTYPES)),
+        kernel,
+    )
     for name in OBSERVED_TENSORS:
         _observed(problems, pointer(*RECORD, name), record.get(name, MISSING))
     storage = record.get("storage", MISSING)
-    if problems.check(isinstance(storage, dict) and 1 <= len(storage) <= MAX_STORAGE_ENTRIES, "snapshot_invalid",
-                      pointer(*RECORD, "storage"), f"an object of 1..{MAX_STORAGE_ENTRIES} entries", storage):
+    if problems.check(
+        isinstance(storage, dict) and 1 <= len(storage) <= MAX_STORAGE_ENTRIES,
+        "snapshot_invalid",
+        pointer(*RECORD, "storage"),
+        f"an object of 1..{MAX_STORAGE_ENTRIES} entries",
+        storage,
+    ):
         for name, entry in storage.items():
             _observed(problems, pointer(*RECORD, "storage", name), entry)
     for flag in PRESENCE_FLAGS:
@@ -124,10 +179,18 @@ def _record(problems: Problems, record: dict) -> bool:
         problems.check(isinstance(value, bool), "snapshot_invalid", pointer(*RECORD, flag), "a boolean", value)
     structural = len(problems.items) == before
     scale_bits = record.get("scaleBits", MISSING)
-    scale_held = integer_in(scale_bits, 0, MAX_SCALE_BITS) and math.isfinite(decode_scale(scale_bits)) \
+    scale_held = (
+        integer_in(scale_bits, 0, MAX_SCALE_BITS)
+        and math.isfinite(decode_scale(scale_bits))
         and decode_scale(scale_bits) > 0
-    problems.check(scale_held, "scale_invalid", pointer(*RECORD, "scaleBits"),
-                   f"an integer 0..{MAX_SCALE_BITS} whose binary32 value is finite and > 0", scale_bits)
+    )
+    problems.check(
+        scale_held,
+        "scale_invalid",
+        pointer(*RECORD, "scaleBits"),
+        f"an integer 0..{MAX_SCALE_BITS} whose binary32 value is finite and > 0",
+        scale_bits,
+    )
     return structural
 
 
@@ -135,51 +198,93 @@ def _cross_checks(problems: Problems, record: dict, configuration: dict, descrip
     for key, high in (("requestID", MAX_REQUEST_ID), ("outputIndex", MAX_OUTPUT_INDEX)):
         configured = configuration.get(key)
         if integer_in(configured, 1, high) and record[key] != configured:
-            problems.add("selection_identity_mismatch", pointer(*RECORD, key),
-                         f"record {key} {shown_int(record[key])} differs from configuration {key} {configured}")
+            problems.add(
+                "selection_identity_mismatch",
+                pointer(*RECORD, key),
+                f"record {key} {shown_int(record[key])} differs from configuration {key} {configured}",
+            )
     for name in OBSERVED_TENSORS:
         tensor = descriptor.tensors.get(name)
         if tensor is None or not tensor.valid:
             continue
         observed = record[name]
         if observed["dtype"] != tensor.dtype:
-            problems.add("observed_tensor_mismatch", pointer(*RECORD, name, "dtype"),
-                         f"the record observed {name} as {observed['dtype']}, the packet holds {tensor.dtype}")
+            problems.add(
+                "observed_tensor_mismatch",
+                pointer(*RECORD, name, "dtype"),
+                f"the record observed {name} as {observed['dtype']}, the packet holds {tensor.dtype}",
+            )
         if observed["shape"] != list(tensor.shape):
-            problems.add("observed_tensor_mismatch", pointer(*RECORD, name, "shape"),
-                         f"the record observed {name} with shape {shown(observed['shape'])}, the packet holds "
-                         f"{shown(list(tensor.shape))}")
+            problems.add(
+                "observed_tensor_mismatch",
+                pointer(*RECORD, name, "shape"),
+                f"the record observed {name} with shape {shown(observed['shape'])}, the packet holds "
+                f"{shown(list(tensor.shape))}",
+            )
     stored_keys = descriptor.tensors.get("storedKeys")
     if stored_keys is not None and stored_keys.valid:
         for entry_name, entry in record["storage"].items():
             if entry["dtype"] != stored_keys.dtype:
-                problems.add("observed_tensor_mismatch", pointer(*RECORD, "storage", entry_name, "dtype"),
-                             f"storage {quoted(entry_name)} is {entry['dtype']}, storedKeys is {stored_keys.dtype}")
+                problems.add(
+                    "observed_tensor_mismatch",
+                    pointer(*RECORD, "storage", entry_name, "dtype"),
+                    f"storage {quoted(entry_name)} is {entry['dtype']}, storedKeys is {stored_keys.dtype}",
+                )
 
 
 def _sample(problems: Problems, snapshot: dict) -> dict | None:
     values = {key: snapshot.get(key, MISSING) for key in SAMPLE_KEYS}
     held = [
-        problems.check(integer_in(values["selectedForwards"], 0, MAX_SELECTED_FORWARDS), "snapshot_invalid",
-                       "/selectedForwards", f"an integer 0..{MAX_SELECTED_FORWARDS}", values["selectedForwards"]),
-        problems.check(integer_in(values["expectedOwnerCount"], 1, MAX_EXPECTED_OWNERS), "snapshot_invalid",
-                       "/expectedOwnerCount", f"an integer 1..{MAX_EXPECTED_OWNERS}", values["expectedOwnerCount"]),
-        problems.check(isinstance(values["forwardSucceeded"], bool), "snapshot_invalid", "/forwardSucceeded",
-                       "a boolean", values["forwardSucceeded"]),
-        problems.check(isinstance(values["sampleOutcome"], str) and values["sampleOutcome"] in SAMPLE_OUTCOMES,
-                       "snapshot_invalid", "/sampleOutcome", "one of " + ", ".join(SAMPLE_OUTCOMES),
-                       values["sampleOutcome"]),
+        problems.check(
+            integer_in(values["selectedForwards"], 0, MAX_SELECTED_FORWARDS),
+            "snapshot_invalid",
+            "/selectedForwards",
+            f"an integer 0..{MAX_SELECTED_FORWARDS}",
+            values["selectedForwards"],
+        ),
+        problems.check(
+            integer_in(values["expectedOwnerCount"], 1, MAX_EXPECTED_OWNERS),
+            "snapshot_invalid",
+            "/expectedOwnerCount",
+            f"an integer 1..{MAX_EXPECTED_OWNERS}",
+            values["expectedOwnerCount"],
+        ),
+        problems.check(
+            isinstance(values["forwardSucceeded"], bool),
+            "snapshot_invalid",
+            "/forwardSucceeded",
+            "a boolean",
+            values["forwardSucceeded"],
+        ),
+        problems.check(
+            isinstance(values["sampleOutcome"], str) and values["sampleOutcome"] in SAMPLE_OUTCOMES,
+            "snapshot_invalid",
+            "/sampleOutcome",
+            "one of " + ", ".join(SAMPLE_OUTCOMES),
+            values["sampleOutcome"],
+        ),
     ]
     for key in ("seedToken", "targetToken"):
         value = values[key]
-        held.append(problems.check(value is MISSING or value is None or integer_in(value, 0, MAX_TOKEN_ID),
-                                   "snapshot_invalid", pointer(key), f"absent, null or an integer 0..{MAX_TOKEN_ID}",
-                                   value))
+        held.append(
+            problems.check(
+                value is MISSING or value is None or integer_in(value, 0, MAX_TOKEN_ID),
+                "snapshot_invalid",
+                pointer(key),
+                f"absent, null or an integer 0..{MAX_TOKEN_ID}",
+                value,
+            )
+        )
     refusals = values["refusals"]
-    if problems.check(isinstance(refusals, dict), "snapshot_invalid", "/refusals",
-                      "an object of refusal name -> count", refusals):
-        held += [problems.check(integer_in(count, 1), "snapshot_invalid", pointer("refusals", name),
-                                "an integer count >= 1", count) for name, count in refusals.items()]
+    if problems.check(
+        isinstance(refusals, dict), "snapshot_invalid", "/refusals", "an object of refusal name -> count", refusals
+    ):
+        held += [
+            problems.check(
+                integer_in(count, 1), "snapshot_invalid", pointer("refusals", name), "an integer count >= 1", count
+            )
+            for name, count in refusals.items()
+        ]
     else:
         held.append(False)
     if not all(held):
@@ -192,32 +297,53 @@ def check_snapshot(snapshot: dict, descriptor: Descriptor) -> Snapshot:
     problems = Problems()
     configuration = snapshot.get("configuration", MISSING)
     maximum = None
-    if problems.check(isinstance(configuration, dict), "snapshot_invalid", "/configuration", "an object",
-                      configuration):
+    if problems.check(
+        isinstance(configuration, dict), "snapshot_invalid", "/configuration", "an object", configuration
+    ):
         identity_held = [
-            problems.check(integer_in(configuration.get(key, MISSING), 1, high), "snapshot_invalid",
-                           pointer("configuration", key), f"an integer 1..{high}", configuration.get(key, MISSING))
-            for key, high in (("requestID", MAX_REQUEST_ID), ("outputIndex", MAX_OUTPUT_INDEX))]
+            problems.check(
+                integer_in(configuration.get(key, MISSING), 1, high),
+                "snapshot_invalid",
+                pointer("configuration", key),
+                f"an integer 1..{high}",
+                configuration.get(key, MISSING),
+            )
+            for key, high in (("requestID", MAX_REQUEST_ID), ("outputIndex", MAX_OUTPUT_INDEX))
+        ]
         maximum = configuration.get("maximumRecords", MISSING)
-        if not problems.check(integer_in(maximum, 1, MAX_RECORDS), "snapshot_invalid",
-                              "/configuration/maximumRecords", f"an integer 1..{MAX_RECORDS}", maximum):
+        if not problems.check(
+            integer_in(maximum, 1, MAX_RECORDS),
+            "snapshot_invalid",
+            "/configuration/maximumRecords",
+            f"an integer 1..{MAX_RECORDS}",
+            maximum,
+        ):
             maximum = None
     else:
         configuration, identity_held = {}, [False]
     records = snapshot.get("records", MISSING)
     record_count = len(records) if isinstance(records, list) else None
-    records_held = problems.check(isinstance(records, list) and 1 <= len(records) <= MAX_RECORDS,
-                                  "snapshot_invalid", "/records", f"an array of 1..{MAX_RECORDS} objects", records)
+    records_held = problems.check(
+        isinstance(records, list) and 1 <= len(records) <= MAX_RECORDS,
+        "snapshot_invalid",
+        "/records",
+        f"an array of 1..{MAX_RECORDS} objects",
+        records,
+    )
     if records_held and maximum is not None and len(records) > maximum:
-        problems.add("record_budget_exceeded", "/records",
-                     f"{len(records)} records, more than maximumRecords {maximum}")
+        problems.add(
+            "record_budget_exceeded", "/records", f"{len(records)} records, more than maximumRecords {maximum}"
+        )
     if records_held:
         for index, entry in enumerate(records[1:], start=1):
             problems.check(isinstance(entry, dict), "snapshot_invalid", pointer("records", index), "an object", entry)
     first = records[0] if record_count else MISSING
     record = None
-    if first is not MISSING and problems.check(isinstance(first, dict), "snapshot_invalid", "/records/0",
-                                               "an object", first) and _record(problems, first):
+    if (
+        first is not MISSING
+        and problems.check(isinstance(first, dict), "snapshot_invalid", "/records/0", "an object", first)
+        and _record(problems, first)
+    ):
         record = first
         _cross_checks(problems, record, configuration, descriptor)
     sample = _sample(problems, snapshot)
@@ -226,11 +352,17 @@ def check_snapshot(snapshot: dict, descriptor: Descriptor) -> Snapshot:
     if record is not None and all(identity_held) and not any(p.code == "scale_invalid" for p in problems.items):
         scale = decode_scale(record["scaleBits"])
         selection = {key: record.get(key) for key in SELECTION_KEYS}
-        selection.update(requestID=configuration["requestID"], outputIndex=configuration["outputIndex"],
-                         scale=scale)
+        selection.update(requestID=configuration["requestID"], outputIndex=configuration["outputIndex"], scale=scale)
     expected = snapshot.get("expectedOwnerCount")
-    return Snapshot(tuple(problems.items), record, record_count,
-                    expected if integer_in(expected, 1, MAX_EXPECTED_OWNERS) else None, selection, sample, scale)
+    return Snapshot(
+        tuple(problems.items),
+        record,
+        record_count,
+        expected if integer_in(expected, 1, MAX_EXPECTED_OWNERS) else None,
+        selection,
+        sample,
+        scale,
+    )
 
 
 def visible_range_problems(descriptor: Descriptor, record: Mapping[str, Any] | None) -> tuple[Problem, ...]:
@@ -249,14 +381,22 @@ def visible_range_problems(descriptor: Descriptor, record: Mapping[str, Any] | N
     tokens = stored_keys.shape[2] if descriptor.tensor_set_valid and stored_keys and stored_keys.valid else None
     offset_after = record["offsetAfter"] if record is not None else None
     if end is not None:
-        disagreements = [f"{label} is {shown_int(value)}" for label, value in (("T (storedKeys tokens)", tokens),
-                                                                    ("offsetAfter", offset_after))
-                         if value is not None and value != end]
+        disagreements = [
+            f"{label} is {shown_int(value)}"
+            for label, value in (("T (storedKeys tokens)", tokens), ("offsetAfter", offset_after))
+            if value is not None and value != end
+        ]
         if disagreements:
-            problems.add("visible_range_mismatch", "/geometry/visibleEnd",
-                         f"visibleEnd is {shown_int(end)} but {' and '.join(disagreements)}")
+            problems.add(
+                "visible_range_mismatch",
+                "/geometry/visibleEnd",
+                f"visibleEnd is {shown_int(end)} but {' and '.join(disagreements)}",
+            )
     if record is not None and record["offsetAfter"] != record["offsetBefore"] + 1:
-        problems.add("visible_range_mismatch", pointer(*RECORD, "offsetAfter"),
-                     f"offsetAfter {shown_int(record['offsetAfter'])} is not offsetBefore "
-                     f"{shown_int(record['offsetBefore'])} + 1")
+        problems.add(
+            "visible_range_mismatch",
+            pointer(*RECORD, "offsetAfter"),
+            f"offsetAfter {shown_int(record['offsetAfter'])} is not offsetBefore "
+            f"{shown_int(record['offsetBefore'])} + 1",
+        )
     return tuple(problems.items)

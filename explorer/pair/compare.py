@@ -76,8 +76,10 @@ def _check_distinct(path_a: str, path_b: str) -> None:
     except (OSError, ValueError):
         return  # a side that cannot be opened is refused by its own admission
     if (first.st_dev, first.st_ino) == (second.st_dev, second.st_ino):
-        raise SamePacketError(f"{quoted(os.fsdecode(path_a))} and {quoted(os.fsdecode(path_b))} are the same "
-                              "packet.json; compare two captures, or a byte-identical copy in another directory")
+        raise SamePacketError(
+            f"{quoted(os.fsdecode(path_a))} and {quoted(os.fsdecode(path_b))} are the same "
+            "packet.json; compare two captures, or a byte-identical copy in another directory"
+        )
 
 
 def _analysis(side: str | os.PathLike | Analysis) -> Analysis:
@@ -93,8 +95,11 @@ def _selection(a: Analysis, b: Analysis) -> tuple[tuple[tuple[str, Any], ...] | 
     if key_a is None or key_b is None:
         return None, ()
     shared = tuple((name, value) for (name, value), (_, other) in zip(key_a, key_b, strict=True) if value == other)
-    differences = tuple(SelectionDifference(name, value, other)
-                        for (name, value), (_, other) in zip(key_a, key_b, strict=True) if value != other)
+    differences = tuple(
+        SelectionDifference(name, value, other)
+        for (name, value), (_, other) in zip(key_a, key_b, strict=True)
+        if value != other
+    )
     return shared, differences
 
 
@@ -103,8 +108,13 @@ def _shape(analysis: Analysis) -> tuple | None:
     if admission.geometry is None or admission.tensors is None:
         return None
     geometry = admission.geometry
-    return (geometry["queryHeads"], geometry["kvHeads"], geometry["headDim"], geometry["tokens"],
-            tuple(admission.tensors[name].dtype for name in INPUT_NAMES))
+    return (
+        geometry["queryHeads"],
+        geometry["kvHeads"],
+        geometry["headDim"],
+        geometry["tokens"],
+        tuple(admission.tensors[name].dtype for name in INPUT_NAMES),
+    )
 
 
 def _shape_message(a: Analysis, b: Analysis) -> str:
@@ -115,6 +125,7 @@ def _shape_message(a: Analysis, b: Analysis) -> str:
         qh, kvh, d, t, dtypes = shape
         inputs = ", ".join(f"{n} {dt}" for n, dt in zip(INPUT_NAMES, dtypes, strict=True))
         return f"QH{qh}/KVH{kvh}/D{d}/T{t}, inputs {inputs}"
+
     return f"a: {text(a)}; b: {text(b)}"
 
 
@@ -124,14 +135,26 @@ def _shape_message(a: Analysis, b: Analysis) -> str:
 def bit_difference(name: str, dtype: str, bits_a: np.ndarray, bits_b: np.ndarray, limit: int) -> BitDifference:
     """Bitwise comparison of two same-shape pattern arrays whose axis 0 is the head axis."""
     if np.array_equal(bits_a, bits_b):
-        return BitDifference(name, dtype, True, int(bits_a.size), 0, (0,) * bits_a.shape[0], (),
-                             MappingProxyType(bit_flips(np.zeros(8 * bits_a.itemsize, dtype=np.int64), dtype)))
+        return BitDifference(
+            name,
+            dtype,
+            True,
+            int(bits_a.size),
+            0,
+            (0,) * bits_a.shape[0],
+            (),
+            MappingProxyType(bit_flips(np.zeros(8 * bits_a.itemsize, dtype=np.int64), dtype)),
+        )
     xor = bits_a ^ bits_b
     where = np.flatnonzero(xor)
     per_head = np.bincount(where // (xor.size // xor.shape[0]), minlength=xor.shape[0])
     first = np.unravel_index(where[:limit], xor.shape)
     return BitDifference(
-        tensor=name, dtype=dtype, identical=False, compared=int(xor.size), mismatched=int(where.size),
+        tensor=name,
+        dtype=dtype,
+        identical=False,
+        compared=int(xor.size),
+        mismatched=int(where.size),
         per_head=tuple(int(n) for n in per_head),
         first_positions=tuple(zip(*(axis.tolist() for axis in first), strict=True)),
         bit_flips=MappingProxyType(bit_flips(bit_positions(xor.reshape(-1)[where], dtype), dtype)),
@@ -150,14 +173,22 @@ def _output(a: Analysis, b: Analysis) -> OutputDifference:
     first, second = a.admission.tensors["output"], b.admission.tensors["output"]
     bits_a, bits_b = first.bits[0, :, 0, :], second.bits[0, :, 0, :]
     every_head = np.ones(bits_a.shape[0], dtype=bool)
-    difference = compare_metrics(DIFFERENCE_LABEL, first.values[0, :, 0, :], second.values[0, :, 0, :], every_head,
-                                 reference_computed=False)
+    difference = compare_metrics(
+        DIFFERENCE_LABEL, first.values[0, :, 0, :], second.values[0, :, 0, :], every_head, reference_computed=False
+    )
     if first.dtype != second.dtype:
         return OutputDifference(first.dtype, second.dtype, True, int(bits_a.size), None, None, None, difference)
     bits = bit_difference("output", first.dtype, bits_a, bits_b, OUTPUT_POSITIONS_LIMIT)
-    return OutputDifference(first.dtype, second.dtype, False, int(bits_a.size), bits,
-                            readonly(bits_a != bits_b), ulp_distance(bits_a, bits_b, first.dtype, every_head),
-                            difference)
+    return OutputDifference(
+        first.dtype,
+        second.dtype,
+        False,
+        int(bits_a.size),
+        bits,
+        readonly(bits_a != bits_b),
+        ulp_distance(bits_a, bits_b, first.dtype, every_head),
+        difference,
+    )
 
 
 # ---------------------------------------------------------------- ladder and nearer
@@ -175,8 +206,13 @@ def ladder_row(analysis: Analysis) -> LadderRow | None:
     rounded = numerics.rounded_to_output
     eligible = numerics.eligible
     equal = (output_bits == rounded.rounded_bits)[eligible]
-    return LadderRow(numerics.primary.global_metrics, rounded.comparison.global_metrics,
-                     numerics.fp64.output_error.global_metrics, int(np.count_nonzero(equal)), int(equal.size))
+    return LadderRow(
+        numerics.primary.global_metrics,
+        rounded.comparison.global_metrics,
+        numerics.fp64.output_error.global_metrics,
+        int(np.count_nonzero(equal)),
+        int(equal.size),
+    )
 
 
 def _counts(codes: np.ndarray) -> NearerCounts:
@@ -218,8 +254,11 @@ def _tokens(a: Analysis, b: Analysis) -> Tokens | None:
 
 
 def _refused(a: Analysis, b: Analysis) -> Pair:
-    refusals = tuple(SideRefusal(name, problem) for name, side in zip(SIDES, (a, b), strict=True)
-                     for problem in side.admission.refusals)
+    refusals = tuple(
+        SideRefusal(name, problem)
+        for name, side in zip(SIDES, (a, b), strict=True)
+        for problem in side.admission.refusals
+    )
     return Pair.refused(a, b, refusals)
 
 
@@ -239,8 +278,11 @@ def pair_of(a: Analysis, b: Analysis) -> Pair:
     """The Pair of two analyses (no I/O: everything is read from them)."""
     if a.status == REFUSED or b.status == REFUSED:
         return _refused(a, b)
-    reasons = [Reason(SIDE_INCONCLUSIVE, f"side {name} is inconclusive: " + ", ".join(r.code for r in side.reasons))
-               for name, side in zip(SIDES, (a, b), strict=True) if side.status == INCONCLUSIVE]
+    reasons = [
+        Reason(SIDE_INCONCLUSIVE, f"side {name} is inconclusive: " + ", ".join(r.code for r in side.reasons))
+        for name, side in zip(SIDES, (a, b), strict=True)
+        if side.status == INCONCLUSIVE
+    ]
     selection, differences = _selection(a, b)
     if differences:
         reasons.append(Reason(SELECTION_DIFFERS, "selection fields differ: " + ", ".join(d.field for d in differences)))
@@ -253,16 +295,26 @@ def pair_of(a: Analysis, b: Analysis) -> Pair:
     ladder = {name: ladder_row(side) for name, side in zip(SIDES, (a, b), strict=True)}
     nearer_reason = _nearer_reason(a, b, inputs)
     return Pair(
-        a=a, b=b, status=PAIR_INCONCLUSIVE if reasons else COMPARED, refusals=(), reasons=tuple(reasons),
-        selection=selection, selection_differences=differences, inputs=inputs, output=output,
+        a=a,
+        b=b,
+        status=PAIR_INCONCLUSIVE if reasons else COMPARED,
+        refusals=(),
+        reasons=tuple(reasons),
+        selection=selection,
+        selection_differences=differences,
+        inputs=inputs,
+        output=output,
         ladder=None if all(row is None for row in ladder.values()) else MappingProxyType(ladder),
-        nearer=_nearer(a, b) if nearer_reason is None else None, nearer_reason=nearer_reason,
-        tokens=_tokens(a, b), notes=_notes(a, b, inputs, output),
+        nearer=_nearer(a, b) if nearer_reason is None else None,
+        nearer_reason=nearer_reason,
+        tokens=_tokens(a, b),
+        notes=_notes(a, b, inputs, output),
     )
 
 
-def compare(a: str | os.PathLike | Analysis, b: str | os.PathLike | Analysis,
-            emulate: str | Iterable[str] | None = None) -> Pair:
+def compare(
+    a: str | os.PathLike | Analysis, b: str | os.PathLike | Analysis, emulate: str | Iterable[str] | None = None
+) -> Pair:
     """The pair of packets `a` and `b` (paths or analyze() results); each side's analysis comes from analyze's cache.
 
     `emulate` (None, "default" or emulation ids, as for analyze) adds each side's emulations
@@ -279,5 +331,3 @@ def compare(a: str | os.PathLike | Analysis, b: str | os.PathLike | Analysis,
     _check_distinct(path_a, path_b)
     pair = pair_of(_analysis(a), _analysis(b))
     return pair if emulate is None else with_emulations(pair, emulate)
-
-

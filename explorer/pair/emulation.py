@@ -47,16 +47,20 @@ EMULATED_TENSORS = ("queries", "storedKeys", "storedValues", "incomingKeys", "in
 # Why a pair's emulation matrix is None (the report's "emulationMatrixReason").
 SIDE_REFUSED = "side_refused"
 OUTPUT_DTYPES_DIFFER = "output_dtypes_differ"
-EACH_SIDE_NOTE = ("the emulated inputs differ (queries, stored keys or values, the scale or the eligible heads): "
-                  "each side is scored against the emulations of its own inputs (emulationMatrix.emulatedOn)")
+EACH_SIDE_NOTE = (
+    "the emulated inputs differ (queries, stored keys or values, the scale or the eligible heads): "
+    "each side is scored against the emulations of its own inputs (emulationMatrix.emulatedOn)"
+)
 
 
 def _shared_inputs(pair: Pair) -> bool:
     """True when both sides' emulations read the same values: the emulated tensors, scale, output dtype, eligibility."""
     a, b = pair.a, pair.b
-    return (all(pair.inputs.tensors[name].identical for name in EMULATED_TENSORS)
-            and a.admission.scale == b.admission.scale
-            and np.array_equal(a.numerics.eligible, b.numerics.eligible))
+    return (
+        all(pair.inputs.tensors[name].identical for name in EMULATED_TENSORS)
+        and a.admission.scale == b.admission.scale
+        and np.array_equal(a.numerics.eligible, b.numerics.eligible)
+    )
 
 
 def emulated_outputs(analysis: Analysis) -> tuple[EmulatedOutput, ...]:
@@ -66,8 +70,13 @@ def emulated_outputs(analysis: Analysis) -> tuple[EmulatedOutput, ...]:
     return tuple(reused(spec, e) for spec, e in zip(specs, analysis.emulations, strict=True))
 
 
-def _with(analysis: Analysis, request: str | Iterable[str], emulated: tuple[EmulatedOutput, ...] | None = None,
-          run: bool = True, progress: Callable[[int, int], None] | None = None) -> Analysis:
+def _with(
+    analysis: Analysis,
+    request: str | Iterable[str],
+    emulated: tuple[EmulatedOutput, ...] | None = None,
+    run: bool = True,
+    progress: Callable[[int, int], None] | None = None,
+) -> Analysis:
     """The side's analysis carrying the emulations of `request` (what analyze(path, emulate=request) gives).
 
     With `run` False (a refused pair: nothing is compared) only the requested ids are set.
@@ -116,8 +125,9 @@ def _reason(pair: Pair) -> str | None:
     return None
 
 
-def with_emulations(pair: Pair, request: str | Iterable[str],
-                    progress: Callable[[int, int], None] | None = None) -> Pair:
+def with_emulations(
+    pair: Pair, request: str | Iterable[str], progress: Callable[[int, int], None] | None = None
+) -> Pair:
     """`pair` whose sides carry the emulations of `request` and the emulation x side matrix (a new Pair).
 
     Side a's emulations come from its analysis or analyze's cache (run on a miss); side b
@@ -125,23 +135,38 @@ def with_emulations(pair: Pair, request: str | Iterable[str],
     else against its own. `progress(done, total)` follows side a's computation.
     """
     if pair.refusals:
-        return dataclasses.replace(pair, a=_with(pair.a, request, run=False), b=_with(pair.b, request, run=False),
-                                   emulation=PairEmulations(None, None, SIDE_REFUSED))
+        return dataclasses.replace(
+            pair,
+            a=_with(pair.a, request, run=False),
+            b=_with(pair.b, request, run=False),
+            emulation=PairEmulations(None, None, SIDE_REFUSED),
+        )
     a = _with(pair.a, request, progress=progress)
-    shared = (a.emulations is not None and pair.b.numerics is not None and pair.inputs is not None
-              and not pair.output.dtypes_differ and _shared_inputs(pair))
+    shared = (
+        a.emulations is not None
+        and pair.b.numerics is not None
+        and pair.inputs is not None
+        and not pair.output.dtypes_differ
+        and _shared_inputs(pair)
+    )
     b = _with(pair.b, request, emulated_outputs(a) if shared else None)
     sides = dataclasses.replace(pair, a=a, b=b)
     reason = _reason(sides)
     if reason is not None:
         return dataclasses.replace(sides, emulation=PairEmulations(None, None, reason))
     found = differing(sides)
-    rows = tuple(MatrixRow(ea, eb, _on_differing(ea.bits, a, found.mask), _on_differing(eb.bits, b, found.mask))
-                 for ea, eb in zip(a.emulations, b.emulations, strict=True))
+    rows = tuple(
+        MatrixRow(ea, eb, _on_differing(ea.bits, a, found.mask), _on_differing(eb.bits, b, found.mask))
+        for ea, eb in zip(a.emulations, b.emulations, strict=True)
+    )
     baselines = [side.emulation_counts.baseline for side in (a, b)]
     rounded = [side.numerics.rounded_to_output.rounded_bits for side in (a, b)]
-    baseline = BaselineRow(*baselines, _on_differing(rounded[0], a, found.mask),
-                           _on_differing(rounded[1], b, found.mask))
+    baseline = BaselineRow(
+        *baselines, _on_differing(rounded[0], a, found.mask), _on_differing(rounded[1], b, found.mask)
+    )
     notes = sides.notes if shared else (*sides.notes, EACH_SIDE_NOTE)
-    return dataclasses.replace(sides, notes=notes, emulation=PairEmulations(
-        SHARED_INPUTS if shared else EACH_SIDE_INPUTS, rows, None, found, baseline))
+    return dataclasses.replace(
+        sides,
+        notes=notes,
+        emulation=PairEmulations(SHARED_INPUTS if shared else EACH_SIDE_INPUTS, rows, None, found, baseline),
+    )

@@ -1,6 +1,7 @@
 """The pair's findings: one sentence per fact, which side is off first.
 
-The pair's findings: one sentence per fact that says which side is off, then what and where the outputs differ, each with its numbers; no I/O, no UI.
+The pair's findings: one sentence per fact that says which side is off, then what and where the outputs differ, each
+with its numbers; no I/O, no UI.
 
 Leading (docs/pairs.md, "Findings"): which output is nearer the shared primary
 reference, how many elements of each side equal the reference rounded to the
@@ -38,13 +39,23 @@ def nearer_finding(pair: Pair) -> Finding:
     nearer = pair.nearer
     if nearer is None:
         reason = pair.nearer_reason
-        return finding("nearer", f"Nearer the primary reference: not computed ({reason}: "
-                                  f"{NEARER_REASONS.get(reason, reason)}).", reason=reason)
+        return finding(
+            "nearer",
+            f"Nearer the primary reference: not computed ({reason}: {NEARER_REASONS.get(reason, reason)}).",
+            reason=reason,
+        )
     c = nearer.global_counts
     total = c.a + c.b + c.tie + c.undefined
-    return finding("nearer", f"Nearer the primary reference: a {c.a}, b {c.b} of {total} elements "
-                              f"(equally near {c.tie}, undefined {c.undefined}).",
-                    a=c.a, b=c.b, tie=c.tie, undefined=c.undefined, compared=total)
+    return finding(
+        "nearer",
+        f"Nearer the primary reference: a {c.a}, b {c.b} of {total} elements "
+        f"(equally near {c.tie}, undefined {c.undefined}).",
+        a=c.a,
+        b=c.b,
+        tie=c.tie,
+        undefined=c.undefined,
+        compared=total,
+    )
 
 
 def rounded_finding(pair: Pair) -> Finding:
@@ -54,13 +65,17 @@ def rounded_finding(pair: Pair) -> Finding:
         return finding("rounded", "Equal to the rounded reference: not computed (neither side has a reference).")
     rows = {side: ladder[side] for side in SIDES}
     output = pair.output
-    dtype = (output.dtype_a if output is not None and not output.dtypes_differ else "each side's output dtype")
+    dtype = output.dtype_a if output is not None and not output.dtypes_differ else "each side's output dtype"
     if all(row is not None for row in rows.values()) and rows["a"].compared == rows["b"].compared:
-        counts = (f"a {rows['a'].equal_to_rounded_reference} vs b {rows['b'].equal_to_rounded_reference} "
-                  f"of {rows['a'].compared} elements")
+        counts = (
+            f"a {rows['a'].equal_to_rounded_reference} vs b {rows['b'].equal_to_rounded_reference} "
+            f"of {rows['a'].compared} elements"
+        )
     else:
-        counts = ", ".join(f"{side} {row.equal_to_rounded_reference} of {row.compared}" if row is not None
-                           else f"{side}: no reference" for side, row in rows.items())
+        counts = ", ".join(
+            f"{side} {row.equal_to_rounded_reference} of {row.compared}" if row is not None else f"{side}: no reference"
+            for side, row in rows.items()
+        )
     numbers = {side: None if row is None else row.equal_to_rounded_reference for side, row in rows.items()}
     numbers.update({f"compared{side.upper()}": None if row is None else row.compared for side, row in rows.items()})
     return finding("rounded", f"Equal to the primary reference rounded to {dtype}: {counts}.", **numbers)
@@ -74,11 +89,16 @@ def emulations_finding(pair: Pair) -> Finding:
     """Per side, the emulations that reproduce it bit for bit, else the one with the most bit-equal elements."""
     emulation = pair.emulation
     if emulation is None:
-        return finding("emulations", "Which emulation reproduces each side: not computed (no emulation was "
-                                      "requested for this pair).")
+        return finding(
+            "emulations",
+            "Which emulation reproduces each side: not computed (no emulation was requested for this pair).",
+        )
     if emulation.rows is None:
-        return finding("emulations", f"Which emulation reproduces each side: no emulation x side matrix "
-                                      f"({emulation.reason}).", reason=emulation.reason)
+        return finding(
+            "emulations",
+            f"Which emulation reproduces each side: no emulation x side matrix ({emulation.reason}).",
+            reason=emulation.reason,
+        )
     parts, numbers = [], {}
     for side in SIDES:
         found = reproducing([getattr(row, side) for row in emulation.rows])
@@ -86,8 +106,11 @@ def emulations_finding(pair: Pair) -> Finding:
             parts.append(f"side {side}: no emulation has numbers")
             continue
         ids, bit_equal, compared = found
-        parts.append(f"side {side}: {_ids(ids)}, bit for bit ({compared} of {compared})" if bit_equal == compared
-                     else f"side {side}: none bit for bit; the nearest is {ids[0]} ({bit_equal} of {compared})")
+        parts.append(
+            f"side {side}: {_ids(ids)}, bit for bit ({compared} of {compared})"
+            if bit_equal == compared
+            else f"side {side}: none bit for bit; the nearest is {ids[0]} ({bit_equal} of {compared})"
+        )
         numbers[side] = {"ids": ids, "bitEqual": bit_equal, "compared": compared}
     own = " (each side against the emulations of its own inputs)" if emulation.emulated_on == EACH_SIDE_INPUTS else ""
     return finding("emulations", f"Which emulation reproduces each side{own}: " + "; ".join(parts) + ".", **numbers)
@@ -101,8 +124,12 @@ def inputs_finding(pair: Pair) -> Finding:
         return finding("inputs", "Inputs: all five tensors byte-identical.", identical=True)
     differing = {name: (t.mismatched, t.compared) for name, t in pair.inputs.tensors.items() if not t.identical}
     listed = ", ".join(f"{name} ({n} of {m} elements)" for name, (n, m) in differing.items())
-    return finding("inputs", f"Inputs differ: {listed}. Output differences mix input and arithmetic.",
-                    identical=False, differing={name: n for name, (n, _) in differing.items()})
+    return finding(
+        "inputs",
+        f"Inputs differ: {listed}. Output differences mix input and arithmetic.",
+        identical=False,
+        differing={name: n for name, (n, _) in differing.items()},
+    )
 
 
 def output_sentence(pair: Pair) -> str:
@@ -111,11 +138,14 @@ def output_sentence(pair: Pair) -> str:
     if output is None:
         return "Outputs not compared element-wise."
     if output.bits is None:
-        return (f"The output dtypes differ ({output.dtype_a} vs {output.dtype_b}): the {output.compared} output "
-                "elements are compared by value only.")
+        return (
+            f"The output dtypes differ ({output.dtype_a} vs {output.dtype_b}): the {output.compared} output "
+            "elements are compared by value only."
+        )
     heads = [f"{h} ({n})" for h, n in enumerate(output.bits.per_head) if n]
-    return (f"{output.bits.mismatched} of {output.compared} output elements differ ({output.dtype_a} bit patterns)"
-            + (f", in query heads (count): {', '.join(heads)}." if heads else "."))
+    return f"{output.bits.mismatched} of {output.compared} output elements differ ({output.dtype_a} bit patterns)" + (
+        f", in query heads (count): {', '.join(heads)}." if heads else "."
+    )
 
 
 def output_finding(pair: Pair) -> Finding:
@@ -125,8 +155,10 @@ def output_finding(pair: Pair) -> Finding:
     if output is None:
         return finding("output", text)
     difference = output.difference
-    numbers: dict[str, Any] = {"mismatched": None if output.bits is None else output.bits.mismatched,
-                               "compared": output.compared}
+    numbers: dict[str, Any] = {
+        "mismatched": None if output.bits is None else output.bits.mismatched,
+        "compared": output.compared,
+    }
     where = []
     if difference.global_metrics.linf:
         at = linf_at(difference, difference.global_metrics)
@@ -153,26 +185,40 @@ def errors_finding(pair: Pair) -> Finding | None:
         numbers[side] = dict(found.numbers)
     if not parts:
         return None
-    return finding("errors", "Largest error against each side's own primary reference: " + "; ".join(parts) + ".",
-                   **numbers)
+    return finding(
+        "errors", "Largest error against each side's own primary reference: " + "; ".join(parts) + ".", **numbers
+    )
 
 
 def tokens_finding(pair: Pair) -> Finding:
     tokens = pair.tokens
     if tokens is None:
         return finding("tokens", "Tokens not established (a side was refused).")
-    return finding("tokens", f"Target tokens {'differ' if tokens.differ else 'equal'}: "
-                              f"a {short_number(tokens.target_a)}, b {short_number(tokens.target_b)} "
-                              f"(seed {short_number(tokens.seed_token)}).",
-                    targetA=tokens.target_a, targetB=tokens.target_b, seed=tokens.seed_token)
+    return finding(
+        "tokens",
+        f"Target tokens {'differ' if tokens.differ else 'equal'}: "
+        f"a {short_number(tokens.target_a)}, b {short_number(tokens.target_b)} "
+        f"(seed {short_number(tokens.seed_token)}).",
+        targetA=tokens.target_a,
+        targetB=tokens.target_b,
+        seed=tokens.seed_token,
+    )
 
 
 def pair_findings(pair: Pair) -> tuple[Finding, ...]:
     """The pair's findings in reading order: the deciding facts (DECIDING) first, then what and where."""
     if pair.refusals:
         sides = sorted({r.side for r in pair.refusals})
-        return (finding("refused", f"Side {' and '.join(sides)} refused at admission: nothing is compared.",
-                         sides=sides),)
-    found = [nearer_finding(pair), rounded_finding(pair), emulations_finding(pair), inputs_finding(pair),
-             output_finding(pair), errors_finding(pair), tokens_finding(pair)]
+        return (
+            finding("refused", f"Side {' and '.join(sides)} refused at admission: nothing is compared.", sides=sides),
+        )
+    found = [
+        nearer_finding(pair),
+        rounded_finding(pair),
+        emulations_finding(pair),
+        inputs_finding(pair),
+        output_finding(pair),
+        errors_finding(pair),
+        tokens_finding(pair),
+    ]
     return tuple(f for f in found if f is not None)

@@ -39,10 +39,13 @@ NEARER_KEYS = ("a", "b", "tie", "undefined")
 
 DIFFERENCE_LABEL = "output a vs output b (b in the role of the reference)"
 SAME_BACKEND_NOTE = "same backend: both packets declare backend {backend}"
-INPUTS_DIFFER_NOTE = ("the inputs differ: the output differences mix input and arithmetic differences, and each "
-                      "side's references are its own")
-OUTPUT_DTYPES_NOTE = ("the output dtypes differ (output.dtypes): the outputs are compared by value only, not bit for "
-                      "bit nor in ULP")
+INPUTS_DIFFER_NOTE = (
+    "the inputs differ: the output differences mix input and arithmetic differences, and each "
+    "side's references are its own"
+)
+OUTPUT_DTYPES_NOTE = (
+    "the output dtypes differ (output.dtypes): the outputs are compared by value only, not bit for bit nor in ULP"
+)
 PAIR_LIMITATIONS = (
     "A pair shows that two kernels' outputs differ and where, not why.",
     "Identity fields remain declarations: two packets declaring the same selection are not proven to be "
@@ -184,8 +187,22 @@ class Pair(InlineDisplay):
     @classmethod
     def refused(cls, a: Analysis, b: Analysis, refusals: tuple[SideRefusal, ...]) -> Pair:
         """The pair of two analyses at least one of which is refused: its sides' refusals, nothing compared."""
-        return cls(a=a, b=b, status=REFUSED, refusals=refusals, reasons=(), selection=None, selection_differences=(),
-                   inputs=None, output=None, ladder=None, nearer=None, nearer_reason=None, tokens=None, notes=())
+        return cls(
+            a=a,
+            b=b,
+            status=REFUSED,
+            refusals=refusals,
+            reasons=(),
+            selection=None,
+            selection_differences=(),
+            inputs=None,
+            output=None,
+            ladder=None,
+            nearer=None,
+            nearer_reason=None,
+            tokens=None,
+            notes=(),
+        )
 
     def side(self, name: str) -> Analysis:
         """The analysis of side "a" or "b"."""

@@ -63,16 +63,24 @@ def side_summary(analysis: Analysis) -> dict[str, Any]:
 
 
 def _bits(bits: BitDifference, positions_key: str) -> dict[str, Any]:
-    return {"compared": bits.compared, "mismatched": bits.mismatched, "perHead": list(bits.per_head),
-            positions_key: [list(p) for p in bits.first_positions], "bitFlips": dict(bits.bit_flips)}
+    return {
+        "compared": bits.compared,
+        "mismatched": bits.mismatched,
+        "perHead": list(bits.per_head),
+        positions_key: [list(p) for p in bits.first_positions],
+        "bitFlips": dict(bits.bit_flips),
+    }
 
 
 def _inputs(pair: Pair) -> dict[str, Any] | None:
     if pair.inputs is None:
         return None
-    return {"identical": pair.inputs.identical,
-            "tensors": {name: {"identical": t.identical, **_bits(t, "firstPositions")}
-                        for name, t in pair.inputs.tensors.items()}}
+    return {
+        "identical": pair.inputs.identical,
+        "tensors": {
+            name: {"identical": t.identical, **_bits(t, "firstPositions")} for name, t in pair.inputs.tensors.items()
+        },
+    }
 
 
 def _group(pair: Pair) -> int:
@@ -103,10 +111,13 @@ def _ladder_row(row: LadderRow | None, analysis: Analysis) -> dict[str, Any] | N
     if row is None:
         return None
     numerics = analysis.numerics
-    return {"primary": global_block(numerics.primary),
-            "roundedToOutputDType": global_block(numerics.rounded_to_output.comparison),
-            "fp64OutputError": global_block(numerics.fp64.output_error),
-            "equalToRoundedReference": row.equal_to_rounded_reference, "compared": row.compared}
+    return {
+        "primary": global_block(numerics.primary),
+        "roundedToOutputDType": global_block(numerics.rounded_to_output.comparison),
+        "fp64OutputError": global_block(numerics.fp64.output_error),
+        "equalToRoundedReference": row.equal_to_rounded_reference,
+        "compared": row.compared,
+    }
 
 
 def _counts(counts: NearerCounts) -> dict[str, int]:
@@ -117,17 +128,21 @@ def _nearer(pair: Pair) -> dict[str, Any] | None:
     if pair.nearer is None:
         return None
     group = _group(pair)
-    return {"global": _counts(pair.nearer.global_counts),
-            "perHead": [{"queryHead": h, "kvHead": h // group, **_counts(c)}
-                        for h, c in enumerate(pair.nearer.per_head)]}
+    return {
+        "global": _counts(pair.nearer.global_counts),
+        "perHead": [{"queryHead": h, "kvHead": h // group, **_counts(c)} for h, c in enumerate(pair.nearer.per_head)],
+    }
 
 
 def _tokens(pair: Pair) -> dict[str, Any] | None:
     tokens = pair.tokens
     if tokens is None:
         return None
-    return {"seedToken": tokens.seed_token, "targetToken": {"a": tokens.target_a, "b": tokens.target_b},
-            "targetTokensDiffer": tokens.differ}
+    return {
+        "seedToken": tokens.seed_token,
+        "targetToken": {"a": tokens.target_a, "b": tokens.target_b},
+        "targetTokensDiffer": tokens.differ,
+    }
 
 
 def _side_emulations(analysis: Analysis) -> list[dict[str, Any]] | None:
@@ -162,21 +177,37 @@ def emulation_matrix_block(pair: Pair) -> dict[str, Any] | None:
     decisive elements and on the differing ones."""
     if pair.emulation is None or pair.emulation.rows is None:
         return None
-    rows = [{"id": row.a.id, "kernel": row.a.kernel, "label": row.a.label, "notEmulated": row.a.not_emulated,
-             "library": None if row.a.library is None else dict(row.a.library),
-             "compared": {"a": row.a.compared, "b": row.b.compared},
-             "bitEqual": {side: count_block(e.bit_equal, e.bit_equal_per_head)
-                          for side, e in zip(SIDES, (row.a, row.b), strict=True)},
-             "bitEqualDecisive": {side: count_block(e.bit_equal_decisive, e.bit_equal_decisive_per_head)
-                                  for side, e in zip(SIDES, (row.a, row.b), strict=True)},
-             "bitEqualDiffering": {"a": row.differing_a, "b": row.differing_b}}
-            for row in ranked_rows(pair.emulation.rows)]
+    rows = [
+        {
+            "id": row.a.id,
+            "kernel": row.a.kernel,
+            "label": row.a.label,
+            "notEmulated": row.a.not_emulated,
+            "library": None if row.a.library is None else dict(row.a.library),
+            "compared": {"a": row.a.compared, "b": row.b.compared},
+            "bitEqual": {
+                side: count_block(e.bit_equal, e.bit_equal_per_head)
+                for side, e in zip(SIDES, (row.a, row.b), strict=True)
+            },
+            "bitEqualDecisive": {
+                side: count_block(e.bit_equal_decisive, e.bit_equal_decisive_per_head)
+                for side, e in zip(SIDES, (row.a, row.b), strict=True)
+            },
+            "bitEqualDiffering": {"a": row.differing_a, "b": row.differing_b},
+        }
+        for row in ranked_rows(pair.emulation.rows)
+    ]
     baseline = pair.emulation.baseline
     blocks = {"a": baseline_block(baseline.a), "b": baseline_block(baseline.b)}
-    return {"emulatedOn": pair.emulation.emulated_on, "rows": rows,
-            "baseline": {"bitEqual": {side: blocks[side]["bitEqual"] for side in SIDES},
-                         "bitEqualDecisive": {side: blocks[side]["bitEqualDecisive"] for side in SIDES},
-                         "bitEqualDiffering": {"a": baseline.differing_a, "b": baseline.differing_b}}}
+    return {
+        "emulatedOn": pair.emulation.emulated_on,
+        "rows": rows,
+        "baseline": {
+            "bitEqual": {side: blocks[side]["bitEqual"] for side in SIDES},
+            "bitEqualDecisive": {side: blocks[side]["bitEqualDecisive"] for side in SIDES},
+            "bitEqualDiffering": {"a": baseline.differing_a, "b": baseline.differing_b},
+        },
+    }
 
 
 def emulation_differing_block(pair: Pair) -> dict[str, Any] | None:
@@ -193,16 +224,20 @@ def build_comparison_report(pair: Pair) -> dict[str, Any]:
         "status": pair.status,
         "a": side_summary(pair.a),
         "b": side_summary(pair.b),
-        "refusals": [{"side": r.side, "code": r.problem.code, "field": r.problem.field, "message": r.problem.message}
-                     for r in pair.refusals],
+        "refusals": [
+            {"side": r.side, "code": r.problem.code, "field": r.problem.field, "message": r.problem.message}
+            for r in pair.refusals
+        ],
         "inconclusiveReasons": [{"code": r.code, "message": r.message} for r in pair.reasons],
         "selection": None if pair.selection is None else {name: plain(value) for name, value in pair.selection},
-        "selectionDifferences": [{"field": d.field, "a": plain(d.a), "b": plain(d.b)}
-                                 for d in pair.selection_differences],
+        "selectionDifferences": [
+            {"field": d.field, "a": plain(d.a), "b": plain(d.b)} for d in pair.selection_differences
+        ],
         "inputs": _inputs(pair),
         "output": _output(pair),
-        "ladder": None if pair.ladder is None else {side: _ladder_row(pair.ladder[side], pair.side(side))
-                                                      for side in SIDES},
+        "ladder": None
+        if pair.ladder is None
+        else {side: _ladder_row(pair.ladder[side], pair.side(side)) for side in SIDES},
         "nearerPrimaryReference": _nearer(pair),
         "nearerReason": pair.nearer_reason,
         "tokens": _tokens(pair),

@@ -67,7 +67,7 @@ class ElementBounds(Record):
             slack = float(self.bounds.max()) if self.bounds.size else 0.0
             return max(0.0, value - slack), value + slack
         if metric == "rmse":
-            slack = math.sqrt(float(np.mean(self.bounds ** 2))) if self.bounds.size else 0.0
+            slack = math.sqrt(float(np.mean(self.bounds**2))) if self.bounds.size else 0.0
             return max(0.0, value - slack), value + slack
         norm, slack = float(np.linalg.norm(self.reference)), float(np.linalg.norm(self.bounds))
         error = value * norm
@@ -113,21 +113,28 @@ def element_bounds(references: ArmReferences, numerics: Numerics, dtype: str) ->
     exact, near = references.primary.reference[eligible], references.rounded.reference[eligible]
     both_finite = np.isfinite(exact) & np.isfinite(near)
     exact, near = exact[both_finite].astype(np.float64), near[both_finite].astype(np.float64)
-    return MappingProxyType({
-        "primary": ElementBounds(np.full(primary.shape, spread), primary),
-        "rounded": ElementBounds(rounding_moves(exact, near, dtype, spread), near),
-    })
+    return MappingProxyType(
+        {
+            "primary": ElementBounds(np.full(primary.shape, spread), primary),
+            "rounded": ElementBounds(rounding_moves(exact, near, dtype, spread), near),
+        }
+    )
 
 
 def _value(metrics: Metrics | None, metric: str) -> float | None:
     return None if metrics is None else finite(getattr(metrics, METRIC_ATTRIBUTES[metric]))
 
 
-def tool_check(tool: Mapping[str, Mapping[str, float | None]], references: ArmReferences | None,
-               bounds: Mapping[str, ElementBounds] | None) -> Mapping[str, Mapping[str, ToolValue]]:
+def tool_check(
+    tool: Mapping[str, Mapping[str, float | None]],
+    references: ArmReferences | None,
+    bounds: Mapping[str, ElementBounds] | None,
+) -> Mapping[str, Mapping[str, ToolValue]]:
     """The tool's primary and rounded global metrics beside the explorer's, each with its range and `agrees`."""
-    mine = {"primary": references.primary.global_metrics if references else None,
-            "rounded": references.rounded.global_metrics if references else None}
+    mine = {
+        "primary": references.primary.global_metrics if references else None,
+        "rounded": references.rounded.global_metrics if references else None,
+    }
     found = {}
     for block, metrics in tool.items():
         values = {}
@@ -144,9 +151,13 @@ def tool_check(tool: Mapping[str, Mapping[str, float | None]], references: ArmRe
 
 def tool_notes(arm: str, check: Mapping[str, Mapping[str, ToolValue]]) -> list[str]:
     """One note per metric where the tool's analysis.json lies outside what two correct FP32 references can give."""
-    return [f"analysis.json {arm} {block} {metric}: tool {_shown(value.tool)}, explorer {_shown(value.explorer)} "
-            f"({_range(value)})"
-            for block, values in check.items() for metric, value in values.items() if not value.agrees]
+    return [
+        f"analysis.json {arm} {block} {metric}: tool {_shown(value.tool)}, explorer {_shown(value.explorer)} "
+        f"({_range(value)})"
+        for block, values in check.items()
+        for metric, value in values.items()
+        if not value.agrees
+    ]
 
 
 def _range(value: ToolValue) -> str:

@@ -51,11 +51,19 @@ ANALYSIS_SCHEMA = "darkbloom.attention-replay-analysis.v1"
 CONFIRMED = "confirmed"
 IDENTITY_STRINGS = ("modelID", "backend")
 IDENTITY_HASHES = ("artifactSHA256", "inputSHA256")
-SELECTION_INTEGERS = ("requestID", "outputIndex", "storageLayerIndex", "modelLayerIndex", "offsetBefore",
-                      "offsetAfter")
+SELECTION_INTEGERS = ("requestID", "outputIndex", "storageLayerIndex", "modelLayerIndex", "offsetBefore", "offsetAfter")
 SELECTION_STRINGS = ("phase", "dispatch")
-GEOMETRY_KEYS = ("queryHeads", "kvHeads", "length", "headDim", "inputBytes", "pageSize", "poolBudgetBytes",
-                 "segmentTargetBytes", "allocationBoundBytes")
+GEOMETRY_KEYS = (
+    "queryHeads",
+    "kvHeads",
+    "length",
+    "headDim",
+    "inputBytes",
+    "pageSize",
+    "poolBudgetBytes",
+    "segmentTargetBytes",
+    "allocationBoundBytes",
+)
 INPUT_TENSORS = TENSOR_NAMES[:-1]  # the five inputs: inputBytes sums their bytes
 STAGED_SUFFIX = ".bin"
 
@@ -86,57 +94,104 @@ def check_input(value: dict) -> InputFile:
     schema = value.get("schema", MISSING)
     problems.check(schema == INPUT_SCHEMA, INPUT_INVALID, "/schema", repr(INPUT_SCHEMA), schema)
     for key in ("packetSHA256", "metadataSHA256"):
-        problems.check(is_sha256(value.get(key, MISSING)), INPUT_INVALID, pointer(key), "64 lowercase hex characters",
-                       value.get(key, MISSING))
+        problems.check(
+            is_sha256(value.get(key, MISSING)),
+            INPUT_INVALID,
+            pointer(key),
+            "64 lowercase hex characters",
+            value.get(key, MISSING),
+        )
     outcome = value.get("sampleOutcome", MISSING)
     problems.check(outcome == CONFIRMED, INPUT_INVALID, "/sampleOutcome", repr(CONFIRMED), outcome)
-    problems.check(is_integer(value.get("scaleBits", MISSING)), INPUT_INVALID, "/scaleBits", "an integer",
-                   value.get("scaleBits", MISSING))
+    problems.check(
+        is_integer(value.get("scaleBits", MISSING)),
+        INPUT_INVALID,
+        "/scaleBits",
+        "an integer",
+        value.get("scaleBits", MISSING),
+    )
     if (identity := _object(problems, INPUT_INVALID, value, "identity")) is not None:
         for key in IDENTITY_STRINGS:
-            problems.check(isinstance(identity.get(key, MISSING), str), INPUT_INVALID, pointer("identity", key),
-                           "a string", identity.get(key, MISSING))
+            problems.check(
+                isinstance(identity.get(key, MISSING), str),
+                INPUT_INVALID,
+                pointer("identity", key),
+                "a string",
+                identity.get(key, MISSING),
+            )
         for key in IDENTITY_HASHES:
-            problems.check(is_sha256(identity.get(key, MISSING)), INPUT_INVALID, pointer("identity", key),
-                           "64 lowercase hex characters", identity.get(key, MISSING))
+            problems.check(
+                is_sha256(identity.get(key, MISSING)),
+                INPUT_INVALID,
+                pointer("identity", key),
+                "64 lowercase hex characters",
+                identity.get(key, MISSING),
+            )
     if (selection := _object(problems, INPUT_INVALID, value, "selection")) is not None:
         for key in SELECTION_INTEGERS:
-            problems.check(is_integer(selection.get(key, MISSING)), INPUT_INVALID, pointer("selection", key),
-                           "an integer", selection.get(key, MISSING))
+            problems.check(
+                is_integer(selection.get(key, MISSING)),
+                INPUT_INVALID,
+                pointer("selection", key),
+                "an integer",
+                selection.get(key, MISSING),
+            )
         for key in SELECTION_STRINGS:
-            problems.check(isinstance(selection.get(key, MISSING), str), INPUT_INVALID, pointer("selection", key),
-                           "a string", selection.get(key, MISSING))
+            problems.check(
+                isinstance(selection.get(key, MISSING), str),
+                INPUT_INVALID,
+                pointer("selection", key),
+                "a string",
+                selection.get(key, MISSING),
+            )
     if (geometry := _object(problems, INPUT_INVALID, value, "geometry")) is not None:
         for key in GEOMETRY_KEYS:
-            problems.check(is_integer(geometry.get(key, MISSING)), INPUT_INVALID, pointer("geometry", key),
-                           "an integer", geometry.get(key, MISSING))
+            problems.check(
+                is_integer(geometry.get(key, MISSING)),
+                INPUT_INVALID,
+                pointer("geometry", key),
+                "an integer",
+                geometry.get(key, MISSING),
+            )
     tensors: dict[str, TensorDescriptor] = {}
     if (section := _object(problems, INPUT_INVALID, value, "tensors")) is not None:
         names = sorted(section)
-        problems.check(names == sorted(TENSOR_NAMES), INPUT_INVALID, "/tensors",
-                       f"an object of exactly {', '.join(TENSOR_NAMES)}", names)
+        problems.check(
+            names == sorted(TENSOR_NAMES),
+            INPUT_INVALID,
+            "/tensors",
+            f"an object of exactly {', '.join(TENSOR_NAMES)}",
+            names,
+        )
         scratch = Problems()
         for name in TENSOR_NAMES:
             if name in section:
                 tensors[name] = tensor_descriptor(scratch, name, section[name])
                 staged = name + STAGED_SUFFIX
-                problems.check(tensors[name].file == staged, INPUT_INVALID, pointer("tensors", name, "file"),
-                               repr(staged), tensors[name].file)
+                problems.check(
+                    tensors[name].file == staged,
+                    INPUT_INVALID,
+                    pointer("tensors", name, "file"),
+                    repr(staged),
+                    tensors[name].file,
+                )
         _descriptor_problems(problems, scratch, INPUT_INVALID)
     held = not problems.items
     return InputFile(tuple(problems.items), value if held else None, tensors if held else {})
 
 
-def packet_mismatches(value: Mapping[str, Any], tensors: Mapping[str, TensorDescriptor],
-                      admission: Admission) -> tuple[Problem, ...]:
+def packet_mismatches(
+    value: Mapping[str, Any], tensors: Mapping[str, TensorDescriptor], admission: Admission
+) -> tuple[Problem, ...]:
     """replay_packet_mismatch: input.json's hashes, identity, selection, scaleBits and descriptors against the
     packet."""
     problems = Problems()
 
     def differs(field: str, declared: Any, packet: Any) -> None:
         if declared != packet:
-            problems.add(PACKET_MISMATCH, field, f"input.json {field} is {shown(declared)}, the packet's is "
-                                                 f"{shown(packet)}")
+            problems.add(
+                PACKET_MISMATCH, field, f"input.json {field} is {shown(declared)}, the packet's is {shown(packet)}"
+            )
 
     differs("/packetSHA256", value["packetSHA256"], admission.packet_sha256)
     differs("/metadataSHA256", value["metadataSHA256"], admission.metadata_sha256)
@@ -147,27 +202,44 @@ def packet_mismatches(value: Mapping[str, Any], tensors: Mapping[str, TensorDesc
     differs("/scaleBits", value["scaleBits"], admission.selection["scaleBits"])
     for name, declared in tensors.items():
         packet = admission.tensors[name]
-        for part, mine, theirs in (("dtype", declared.dtype, packet.dtype), ("shape", declared.shape, packet.shape),
-                                   ("byteCount", declared.byte_count, packet.byte_count),
-                                   ("sha256", declared.sha256, packet.sha256)):
-            differs(pointer("tensors", name, part), list(mine) if part == "shape" else mine,
-                    list(theirs) if part == "shape" else theirs)
+        for part, mine, theirs in (
+            ("dtype", declared.dtype, packet.dtype),
+            ("shape", declared.shape, packet.shape),
+            ("byteCount", declared.byte_count, packet.byte_count),
+            ("sha256", declared.sha256, packet.sha256),
+        ):
+            differs(
+                pointer("tensors", name, part),
+                list(mine) if part == "shape" else mine,
+                list(theirs) if part == "shape" else theirs,
+            )
     return tuple(problems.items)
 
 
 def expected_geometry(admission: Admission) -> dict[str, int]:
     """The geometry values section 3 recomputes from the packet."""
     geometry = admission.geometry
-    return {"queryHeads": geometry["queryHeads"], "kvHeads": geometry["kvHeads"], "length": geometry["tokens"],
-            "headDim": geometry["headDim"],
-            "inputBytes": sum(admission.tensors[name].byte_count for name in INPUT_TENSORS), "pageSize": PAGE_SIZE}
+    return {
+        "queryHeads": geometry["queryHeads"],
+        "kvHeads": geometry["kvHeads"],
+        "length": geometry["tokens"],
+        "headDim": geometry["headDim"],
+        "inputBytes": sum(admission.tensors[name].byte_count for name in INPUT_TENSORS),
+        "pageSize": PAGE_SIZE,
+    }
 
 
 def geometry_mismatches(geometry: Mapping[str, Any], admission: Admission) -> tuple[Problem, ...]:
     """replay_geometry_mismatch: each recomputed value input.json's geometry does not hold."""
-    return tuple(Problem(GEOMETRY_MISMATCH, pointer("geometry", key),
-                         f"geometry {key} is {shown(geometry[key])}, the packet gives {value}")
-                 for key, value in expected_geometry(admission).items() if geometry[key] != value)
+    return tuple(
+        Problem(
+            GEOMETRY_MISMATCH,
+            pointer("geometry", key),
+            f"geometry {key} is {shown(geometry[key])}, the packet gives {value}",
+        )
+        for key, value in expected_geometry(admission).items()
+        if geometry[key] != value
+    )
 
 
 # ---------------------------------------------------------------- result.json
@@ -187,8 +259,9 @@ def _page_table(problems: Problems, arm: str, table: list, tokens: int) -> None:
         problems.check(table == [], PAGE_TABLE_INVALID, "/pageTable", "empty for the native arm", table)
         return
     pages = math.ceil(tokens / PAGE_SIZE)
-    problems.check(len(table) == pages, PAGE_TABLE_INVALID, "/pageTable", f"{pages} page ids (ceil(T / {PAGE_SIZE}))",
-                   table)
+    problems.check(
+        len(table) == pages, PAGE_TABLE_INVALID, "/pageTable", f"{pages} page ids (ceil(T / {PAGE_SIZE}))", table
+    )
     outside = [page for page in table if not (is_integer(page) and 1 <= page <= MAX_PAGE_ID)]
     problems.check(not outside, PAGE_TABLE_INVALID, "/pageTable", f"ids in 1..{MAX_PAGE_ID}", outside)
     counts = Counter(page for page in table if is_integer(page))
@@ -199,18 +272,25 @@ def _page_table(problems: Problems, arm: str, table: list, tokens: int) -> None:
 def _partition_and_segments(problems: Problems, arm: str, value: Mapping[str, Any], tokens: int) -> None:
     partition = value.get("partitionTokens")
     if arm == NATIVE:
-        problems.check(partition is None, PARTITION_INVALID, "/partitionTokens", "absent or null for the native arm",
-                       partition)
+        problems.check(
+            partition is None, PARTITION_INVALID, "/partitionTokens", "absent or null for the native arm", partition
+        )
     else:
-        problems.check(is_integer(partition) and partition in PARTITION_TOKENS, PARTITION_INVALID,
-                       "/partitionTokens", " or ".join(map(str, PARTITION_TOKENS)), partition)
+        problems.check(
+            is_integer(partition) and partition in PARTITION_TOKENS,
+            PARTITION_INVALID,
+            "/partitionTokens",
+            " or ".join(map(str, PARTITION_TOKENS)),
+            partition,
+        )
     segments = value.get("segmentCount", MISSING)
     if not problems.check(is_integer(segments), RESULT_INVALID, "/segmentCount", "an integer", segments):
         return
     low = (2 if tokens > SEGMENTED_TWO_FROM_TOKENS else 1) if arm == SEGMENTED else 0
     high = MAX_SEGMENTS if arm == SEGMENTED else 0
-    problems.check(low <= segments <= high, SEGMENTS_INVALID, "/segmentCount",
-                   f"{low}..{high} for {arm} at T {tokens}", segments)
+    problems.check(
+        low <= segments <= high, SEGMENTS_INVALID, "/segmentCount", f"{low}..{high} for {arm} at T {tokens}", segments
+    )
 
 
 def _expected_tensors(arm: str, admission: Admission) -> dict[str, tuple[str, tuple[int, ...]]]:
@@ -222,14 +302,20 @@ def _expected_tensors(arm: str, admission: Admission) -> dict[str, tuple[str, tu
     return expected
 
 
-def _tensors(problems: Problems, arm: str, value: Mapping[str, Any], admission: Admission
-             ) -> dict[str, TensorDescriptor]:
+def _tensors(
+    problems: Problems, arm: str, value: Mapping[str, Any], admission: Admission
+) -> dict[str, TensorDescriptor]:
     section = value.get("tensors", MISSING)
     if not problems.check(isinstance(section, dict), RESULT_INVALID, "/tensors", "an object", section):
         return {}
     names = sorted(section)
-    if not problems.check(names == sorted(ARM_TENSORS[arm]), TENSOR_SET_INVALID, "/tensors",
-                          f"exactly {', '.join(ARM_TENSORS[arm])}", names):
+    if not problems.check(
+        names == sorted(ARM_TENSORS[arm]),
+        TENSOR_SET_INVALID,
+        "/tensors",
+        f"exactly {', '.join(ARM_TENSORS[arm])}",
+        names,
+    ):
         return {}
     readable = {}
     for name, (dtype, shape) in _expected_tensors(arm, admission).items():
@@ -238,28 +324,38 @@ def _tensors(problems: Problems, arm: str, value: Mapping[str, Any], admission: 
         _descriptor_problems(problems, scratch, RESULT_INVALID)
         if not descriptor.valid:
             continue
-        if problems.check((descriptor.dtype, descriptor.shape) == (dtype, shape), DTYPE_MISMATCH,
-                          pointer("tensors", name), f"{dtype} of shape {list(shape)}",
-                          [descriptor.dtype, list(descriptor.shape)]) and descriptor.file is not None:
+        if (
+            problems.check(
+                (descriptor.dtype, descriptor.shape) == (dtype, shape),
+                DTYPE_MISMATCH,
+                pointer("tensors", name),
+                f"{dtype} of shape {list(shape)}",
+                [descriptor.dtype, list(descriptor.shape)],
+            )
+            and descriptor.file is not None
+        ):
             readable[name] = descriptor
     return readable
 
 
-def check_result(arm: str, value: dict, input_sha256: str, input_geometry: Mapping[str, Any],
-                 admission: Admission) -> ResultFile:
+def check_result(
+    arm: str, value: dict, input_sha256: str, input_geometry: Mapping[str, Any], admission: Admission
+) -> ResultFile:
     """Every arm rule of section 3 for one result.json; `tensors` are those whose files may be read."""
     problems = Problems()
     tokens = admission.geometry["tokens"]
     schema = value.get("schema", MISSING)
     problems.check(schema == RESULT_SCHEMA, RESULT_INVALID, "/schema", repr(RESULT_SCHEMA), schema)
     declared = value.get("inputSHA256", MISSING)
-    problems.check(declared == input_sha256, RESULT_INVALID, "/inputSHA256",
-                   f"the SHA-256 of input.json, {input_sha256}", declared)
+    problems.check(
+        declared == input_sha256, RESULT_INVALID, "/inputSHA256", f"the SHA-256 of input.json, {input_sha256}", declared
+    )
     problems.check(value.get("arm", MISSING) == arm, RESULT_INVALID, "/arm", repr(arm), value.get("arm", MISSING))
     dispatch = value.get("dispatch", MISSING)
     if problems.check(isinstance(dispatch, str), RESULT_INVALID, "/dispatch", "a string", dispatch):
-        problems.check(dispatch == EXPECTED_DISPATCH[arm], DISPATCH_MISMATCH, "/dispatch",
-                       repr(EXPECTED_DISPATCH[arm]), dispatch)
+        problems.check(
+            dispatch == EXPECTED_DISPATCH[arm], DISPATCH_MISMATCH, "/dispatch", repr(EXPECTED_DISPATCH[arm]), dispatch
+        )
     kernel = value.get("kernelOutputDType", MISSING)
     kernel_expected = admission.tensors["queries" if arm == NATIVE else "storedKeys"].dtype
     if problems.check(isinstance(kernel, str), RESULT_INVALID, "/kernelOutputDType", "a string", kernel):
@@ -269,11 +365,17 @@ def check_result(arm: str, value: dict, input_sha256: str, input_geometry: Mappi
         problems.check(offset == tokens, OFFSET_MISMATCH, "/offset", f"T = {tokens}", offset)
     geometry = value.get("geometry", MISSING)
     if problems.check(isinstance(geometry, dict), RESULT_INVALID, "/geometry", "an object", geometry):
-        problems.check(geometry == dict(input_geometry), OFFSET_MISMATCH, "/geometry", "input.json's geometry",
-                       geometry)
+        problems.check(
+            geometry == dict(input_geometry), OFFSET_MISMATCH, "/geometry", "input.json's geometry", geometry
+        )
     source = value.get("partitionGeometrySource")
-    problems.check(source is None or isinstance(source, str), RESULT_INVALID, "/partitionGeometrySource",
-                   "a text (or null)", source)
+    problems.check(
+        source is None or isinstance(source, str),
+        RESULT_INVALID,
+        "/partitionGeometrySource",
+        "a text (or null)",
+        source,
+    )
     table = value.get("pageTable", MISSING)
     if problems.check(isinstance(table, list), RESULT_INVALID, "/pageTable", "an array of page ids", table):
         _page_table(problems, arm, table, tokens)

@@ -41,9 +41,13 @@ def output_difference(values: np.ndarray, other: np.ndarray) -> OutputDifference
     where = np.flatnonzero(differs)
     first = np.unravel_index(where[:FIRST_POSITIONS_LIMIT], differs.shape)
     return OutputDifference(
-        identical=where.size == 0, compared=int(differs.size), mismatched=int(where.size),
+        identical=where.size == 0,
+        compared=int(differs.size),
+        mismatched=int(where.size),
         per_head=tuple(int(n) for n in differs.sum(axis=1)),
-        first_positions=tuple(zip(*(axis.tolist() for axis in first), strict=True)), differs=readonly(differs))
+        first_positions=tuple(zip(*(axis.tolist() for axis in first), strict=True)),
+        differs=readonly(differs),
+    )
 
 
 def readback(name: str, replayed: np.ndarray, captured: np.ndarray, same_sha256: bool) -> Readback:
@@ -66,10 +70,20 @@ def arm_references(arm: str, values: np.ndarray, bits: np.ndarray, dtype: str, n
     equal = int(np.count_nonzero((bits == near.rounded_bits)[eligible]))
     primary = compare(PRIMARY_LABEL.format(arm=arm), values, reference, eligible)
     fp64 = compare(FP64_LABEL.format(arm=arm), values, numerics.fp64.reference, eligible)
-    worst = {"primary": worst_position(primary.abs_error), "rounded": worst_position(near.comparison.abs_error),
-             "fp64": worst_position(fp64.abs_error), "ulp": worst_position(near.ulp.distance)}
-    return ArmReferences(primary=primary, rounded=near.comparison, fp64=fp64, ulp=near.ulp,
-                         equal_to_rounded_reference=equal, worst=MappingProxyType(worst))
+    worst = {
+        "primary": worst_position(primary.abs_error),
+        "rounded": worst_position(near.comparison.abs_error),
+        "fp64": worst_position(fp64.abs_error),
+        "ulp": worst_position(near.ulp.distance),
+    }
+    return ArmReferences(
+        primary=primary,
+        rounded=near.comparison,
+        fp64=fp64,
+        ulp=near.ulp,
+        equal_to_rounded_reference=equal,
+        worst=MappingProxyType(worst),
+    )
 
 
 def worst_position(values: np.ndarray) -> tuple[int, int] | None:
@@ -84,8 +98,7 @@ def worst_position(values: np.ndarray) -> tuple[int, int] | None:
     return int(head), int(channel)
 
 
-def arm_emulations(packet: Analysis, values: np.ndarray, bits: np.ndarray, dtype: str
-                   ) -> tuple[Emulation, ...] | None:
+def arm_emulations(packet: Analysis, values: np.ndarray, bits: np.ndarray, dtype: str) -> tuple[Emulation, ...] | None:
     """The packet's emulations scored against the arm's output (None without them or in another output dtype)."""
     if packet.emulations is None or packet.admission.tensors["output"].dtype != dtype:
         return None
@@ -94,15 +107,20 @@ def arm_emulations(packet: Analysis, values: np.ndarray, bits: np.ndarray, dtype
     from explorer.pair.emulation import emulated_outputs
 
     numerics = packet.numerics
-    return tuple(score(emulated, values, bits, numerics.primary.reference, numerics.eligible)
-                 for emulated in emulated_outputs(packet))
+    return tuple(
+        score(emulated, values, bits, numerics.primary.reference, numerics.eligible)
+        for emulated in emulated_outputs(packet)
+    )
 
 
 def matrix(outputs: Sequence[tuple[str, np.ndarray]]) -> Matrix:
     """Elements differing between every two of the labelled float32 [QH, D] outputs (symmetric, diagonal 0)."""
     patterns = [float32_patterns(values) for _, values in outputs]
-    counts = [[0 if i == j else int(np.count_nonzero(a != b)) for j, b in enumerate(patterns)]
-              for i, a in enumerate(patterns)]
-    return Matrix(tuple(label for label, _ in outputs), tuple(tuple(row) for row in counts),
-                  int(patterns[0].size) if patterns else 0)
-
+    counts = [
+        [0 if i == j else int(np.count_nonzero(a != b)) for j, b in enumerate(patterns)] for i, a in enumerate(patterns)
+    ]
+    return Matrix(
+        tuple(label for label, _ in outputs),
+        tuple(tuple(row) for row in counts),
+        int(patterns[0].size) if patterns else 0,
+    )

@@ -146,8 +146,15 @@ class Receipt(Record):
     @classmethod
     def unknown(cls) -> Receipt:
         """The receipt of an arm nothing was read of: every field unknown."""
-        return cls(dispatch=None, kernel_output_dtype=None, partition_tokens=None, segment_count=None, pages=None,
-                   exit_code=None, seconds=None)
+        return cls(
+            dispatch=None,
+            kernel_output_dtype=None,
+            partition_tokens=None,
+            segment_count=None,
+            pages=None,
+            exit_code=None,
+            seconds=None,
+        )
 
 
 @record
@@ -191,12 +198,26 @@ class ArmResult(Record):
     tool_analysis: Mapping[str, Mapping[str, ToolValue]] | None
 
     @classmethod
-    def unread(cls, arm: str, state: str | None, problems: tuple[Problem, ...], own_dispatch: bool,
-               receipt: Receipt) -> ArmResult:
+    def unread(
+        cls, arm: str, state: str | None, problems: tuple[Problem, ...], own_dispatch: bool, receipt: Receipt
+    ) -> ArmResult:
         """An arm whose output was not read (a refused run, a refused or failed arm): state and codes, no numbers."""
-        return cls(arm=arm, state=state, problems=problems, own_dispatch=own_dispatch, receipt=receipt,
-                   output_dtype=None, output_values=None, output_bits=None, capture=None, partner=None, readback=None,
-                   references=None, emulations=None, tool_analysis=None)
+        return cls(
+            arm=arm,
+            state=state,
+            problems=problems,
+            own_dispatch=own_dispatch,
+            receipt=receipt,
+            output_dtype=None,
+            output_values=None,
+            output_bits=None,
+            capture=None,
+            partner=None,
+            readback=None,
+            references=None,
+            emulations=None,
+            tool_analysis=None,
+        )
 
     @property
     def codes(self) -> tuple[str, ...]:

@@ -24,7 +24,7 @@ def _plural(arms: Sequence[str], one: str, many: str) -> str:
 
 def _arm_phrase(matrix: Matrix, arm: str) -> tuple[str, str]:
     """(singular, plural) of what the arm's row says about the captures."""
-    row = dict(zip(matrix.labels, matrix.mismatched[matrix.labels.index(arm)]))
+    row = dict(zip(matrix.labels, matrix.mismatched[matrix.labels.index(arm)], strict=True))
     same = [label for label in (CAPTURE, PARTNER) if label in row and row[label] == 0]
     if same:
         captures = " and ".join(f"the {label}" for label in same)
@@ -60,8 +60,10 @@ def matrix_sentence(matrix: Matrix | None, arms: Mapping[str, ArmResult]) -> str
         clauses.setdefault(singular, []).append(arm)
         plurals[singular] = plural
     parts = [_plural(names, singular, plurals[singular]) for singular, names in clauses.items()]
-    parts += [f"{_names(group)} are byte-identical" if len(group) < len(ARMS) else
-              "all three arms are byte-identical" for group in _identical_groups(matrix, readable)]
+    parts += [
+        f"{_names(group)} are byte-identical" if len(group) < len(ARMS) else "all three arms are byte-identical"
+        for group in _identical_groups(matrix, readable)
+    ]
     if len(readable) > 1 and not _identical_groups(matrix, readable):
         parts.append("no two arms are byte-identical")
     parts += [f"{arm} has no output ({arms[arm].state})" for arm in ARMS if arm not in readable]

@@ -86,14 +86,28 @@ from explorer.replay.run import (
 Source = str | os.PathLike | Analysis
 
 
-def _refused(path: str, problems: Iterable[Problem], document: JsonDocument | None = None,
-             packet: Analysis | None = None, value: Mapping[str, Any] | None = None) -> Replay:
+def _refused(
+    path: str,
+    problems: Iterable[Problem],
+    document: JsonDocument | None = None,
+    packet: Analysis | None = None,
+    value: Mapping[str, Any] | None = None,
+) -> Replay:
     arms = {arm: ArmResult.unread(arm, None, (), False, Receipt.unknown()) for arm in ARMS}
-    return Replay(path=path, status=REFUSED, refusals=tuple(problems), reasons=(),
-                  input_sha256=None if document is None else document.sha256,
-                  packet_sha256=None if value is None else value["packetSHA256"],
-                  geometry=None if value is None else MappingProxyType(dict(value["geometry"])),
-                  packet=packet, partner=None, arms=MappingProxyType(arms), matrix=None, notes=())
+    return Replay(
+        path=path,
+        status=REFUSED,
+        refusals=tuple(problems),
+        reasons=(),
+        input_sha256=None if document is None else document.sha256,
+        packet_sha256=None if value is None else value["packetSHA256"],
+        geometry=None if value is None else MappingProxyType(dict(value["geometry"])),
+        packet=packet,
+        partner=None,
+        arms=MappingProxyType(arms),
+        matrix=None,
+        notes=(),
+    )
 
 
 def _input_problem(problem: Problem) -> Problem:
@@ -112,26 +126,33 @@ def _source(path: str, given: Source | None, packet_sha256: str) -> Source | Non
         return given
     found = discover(path, packet_sha256)
     if len(found) > 1:
-        raise AmbiguousPacketError(f"{len(found)} packets beside the run hash to its packetSHA256: "
-                                   f"{shown_list(found)}; name one with --packet")
+        raise AmbiguousPacketError(
+            f"{len(found)} packets beside the run hash to its packetSHA256: {shown_list(found)}; name one with --packet"
+        )
     return found[0] if found else None
 
 
 def _staged(root: PacketRoot, document: JsonDocument, source: Analysis) -> list[Problem]:
     """replay_packet_mismatch for each staged file that is not the packet's tensor of that name, byte for byte."""
     tensors = source.admission.tensors
-    requests = [FileRequest(pointer("tensors", name), name + STAGED_SUFFIX, tensors[name].byte_count,
-                            tensors[name].sha256) for name in TENSOR_NAMES]
+    requests = [
+        FileRequest(pointer("tensors", name), name + STAGED_SUFFIX, tensors[name].byte_count, tensors[name].sha256)
+        for name in TENSOR_NAMES
+    ]
     outcomes = verify_files(root, document.identity, requests)
-    return [Problem(PACKET_MISMATCH, problem.field, f"staged {problem.message} ({problem.code})")
-            for outcome in outcomes.values() for problem in outcome.problems]
+    return [
+        Problem(PACKET_MISMATCH, problem.field, f"staged {problem.message} ({problem.code})")
+        for outcome in outcomes.values()
+        for problem in outcome.problems
+    ]
 
 
 # ---------------------------------------------------------------- arms
 
 
-def _result(root: PacketRoot, arm: str, input_sha256: str, geometry: Mapping[str, Any],
-            source: Analysis) -> tuple[list[Problem], ResultFile | None, dict | None]:
+def _result(
+    root: PacketRoot, arm: str, input_sha256: str, geometry: Mapping[str, Any], source: Analysis
+) -> tuple[list[Problem], ResultFile | None, dict | None]:
     document = read_json(root, result_path(arm))
     if document.problem is not None:
         problem = document.problem
@@ -145,22 +166,37 @@ def _result(root: PacketRoot, arm: str, input_sha256: str, geometry: Mapping[str
 def _receipt(value: Mapping[str, Any] | None, launch: Launch | None) -> Receipt:
     value = value or {}
     table = value.get("pageTable")
-    return Receipt(dispatch=value.get("dispatch"), kernel_output_dtype=value.get("kernelOutputDType"),
-                   partition_tokens=value.get("partitionTokens"), segment_count=value.get("segmentCount"),
-                   pages=len(table) if isinstance(table, list) else None,
-                   exit_code=None if launch is None else launch.exit_code,
-                   seconds=None if launch is None else launch.seconds)
+    return Receipt(
+        dispatch=value.get("dispatch"),
+        kernel_output_dtype=value.get("kernelOutputDType"),
+        partition_tokens=value.get("partitionTokens"),
+        segment_count=value.get("segmentCount"),
+        pages=len(table) if isinstance(table, list) else None,
+        exit_code=None if launch is None else launch.exit_code,
+        seconds=None if launch is None else launch.seconds,
+    )
 
 
 def _requests(arm: str, checked: ResultFile) -> list[FileRequest]:
-    return [FileRequest(f"/{arm}{pointer('tensors', name)}", arm_file(arm, descriptor.file), descriptor.byte_count,
-                        descriptor.sha256) for name, descriptor in checked.tensors.items()]
+    return [
+        FileRequest(
+            f"/{arm}{pointer('tensors', name)}",
+            arm_file(arm, descriptor.file),
+            descriptor.byte_count,
+            descriptor.sha256,
+        )
+        for name, descriptor in checked.tensors.items()
+    ]
 
 
 def _file_problems(arm: str, outcomes: Mapping[str, FileOutcome]) -> list[Problem]:
     prefix = f"/{arm}"
-    return [Problem(problem.code, problem.field[len(prefix):] if problem.field else None, problem.message)
-            for key, outcome in outcomes.items() if key.startswith(prefix + "/") for problem in outcome.problems]
+    return [
+        Problem(problem.code, problem.field[len(prefix) :] if problem.field else None, problem.message)
+        for key, outcome in outcomes.items()
+        if key.startswith(prefix + "/")
+        for problem in outcome.problems
+    ]
 
 
 def _bits(outcome: FileOutcome, dtype: str, shape: tuple[int, ...]) -> np.ndarray:
@@ -176,13 +212,15 @@ def _values(bits: np.ndarray, dtype: str) -> np.ndarray:
 class _Arm:
     """What was read of one arm before its numbers: state, problems, receipt, result and file outcomes."""
 
-    def __init__(self, arm: str, state: str, problems: list[Problem], receipt: Receipt,
-                 checked: ResultFile | None) -> None:
+    def __init__(
+        self, arm: str, state: str, problems: list[Problem], receipt: Receipt, checked: ResultFile | None
+    ) -> None:
         self.arm, self.state, self.problems, self.receipt, self.checked = arm, state, problems, receipt, checked
 
 
-def _read_arms(root: PacketRoot, document: JsonDocument, geometry: Mapping[str, Any], source: Analysis
-               ) -> tuple[list[_Arm], dict[str, FileOutcome], tuple[str, ...]]:
+def _read_arms(
+    root: PacketRoot, document: JsonDocument, geometry: Mapping[str, Any], source: Analysis
+) -> tuple[list[_Arm], dict[str, FileOutcome], tuple[str, ...]]:
     launched, notes = launches(read_execution(root))
     arms, requests = [], {}
     for arm in ARMS:
@@ -201,8 +239,11 @@ def _read_arms(root: PacketRoot, document: JsonDocument, geometry: Mapping[str, 
         arms.append(_Arm(arm, state, problems, _receipt(value, launch), checked))
     # One descriptor set at a time: an alias within an arm is refused, two arms' byte-identical files
     # hard-linked to each other (what a dedup tool leaves) are each verified (docs/replay.md).
-    outcomes = {key: outcome for arm_requests in requests.values()
-                for key, outcome in verify_files(root, document.identity, arm_requests).items()}
+    outcomes = {
+        key: outcome
+        for arm_requests in requests.values()
+        for key, outcome in verify_files(root, document.identity, arm_requests).items()
+    }
     for read in arms:
         read.problems += _file_problems(read.arm, outcomes)
         if read.state == ADMITTED and read.problems:
@@ -210,8 +251,13 @@ def _read_arms(root: PacketRoot, document: JsonDocument, geometry: Mapping[str, 
     return arms, outcomes, notes
 
 
-def _arm_result(read: _Arm, outcomes: Mapping[str, FileOutcome], source: Analysis, partner: Analysis | None,
-                tools: Mapping[str, Any] | None) -> ArmResult:
+def _arm_result(
+    read: _Arm,
+    outcomes: Mapping[str, FileOutcome],
+    source: Analysis,
+    partner: Analysis | None,
+    tools: Mapping[str, Any] | None,
+) -> ArmResult:
     arm = read.arm
     own = EXPECTED_DISPATCH[arm] == source.admission.selection["dispatch"]
     if read.checked is None or read.problems:
@@ -223,21 +269,40 @@ def _arm_result(read: _Arm, outcomes: Mapping[str, FileOutcome], source: Analysi
     packet_tensors = source.admission.tensors
     backs = None
     if len(descriptors) > 1:
-        backs = MappingProxyType({name: readback(
-            name, _bits(outcomes[f"/{arm}/tensors/{name}"], descriptors[name].dtype, descriptors[name].shape)[0],
-            packet_tensors[name].bits[0], outcomes[f"/{arm}/tensors/{name}"].sha256 == packet_tensors[name].sha256)
-            for name in READBACK_TENSORS})
+        backs = MappingProxyType(
+            {
+                name: readback(
+                    name,
+                    _bits(outcomes[f"/{arm}/tensors/{name}"], descriptors[name].dtype, descriptors[name].shape)[0],
+                    packet_tensors[name].bits[0],
+                    outcomes[f"/{arm}/tensors/{name}"].sha256 == packet_tensors[name].sha256,
+                )
+                for name in READBACK_TENSORS
+            }
+        )
     numerics = source.numerics
     references = None if numerics is None else arm_references(arm, values, bits, dtype, numerics)
     partner_output = None if partner is None else partner.admission.tensors["output"].values[0, :, 0, :]
-    tool = None if tools is None or arm not in tools else tool_check(
-        tools[arm], references, None if references is None else element_bounds(references, numerics, dtype))
+    tool = (
+        None
+        if tools is None or arm not in tools
+        else tool_check(
+            tools[arm], references, None if references is None else element_bounds(references, numerics, dtype)
+        )
+    )
     return ArmResult(
-        arm=arm, state=read.state, problems=tuple(read.problems), own_dispatch=own, receipt=read.receipt,
-        output_dtype=dtype, output_values=values, output_bits=bits,
+        arm=arm,
+        state=read.state,
+        problems=tuple(read.problems),
+        own_dispatch=own,
+        receipt=read.receipt,
+        output_dtype=dtype,
+        output_values=values,
+        output_bits=bits,
         capture=output_difference(values, packet_tensors["output"].values[0, :, 0, :]),
         partner=None if partner_output is None else output_difference(values, partner_output),
-        readback=backs, references=references,
+        readback=backs,
+        references=references,
         emulations=None if numerics is None else arm_emulations(source, values, bits, dtype),
         tool_analysis=tool,
     )
@@ -249,17 +314,22 @@ def _arm_result(read: _Arm, outcomes: Mapping[str, FileOutcome], source: Analysi
 def _packet_reasons(source: Analysis, partner: Analysis | None) -> list[Reason]:
     reasons = []
     if source.status == INCONCLUSIVE:
-        reasons.append(Reason(PACKET_INCONCLUSIVE, "the source packet is inconclusive: "
-                                                   + ", ".join(r.code for r in source.reasons)))
+        reasons.append(
+            Reason(
+                PACKET_INCONCLUSIVE, "the source packet is inconclusive: " + ", ".join(r.code for r in source.reasons)
+            )
+        )
     if partner is None:
         return reasons
     if partner.status == REFUSED:
-        reasons.append(Reason(PARTNER_REFUSED, "the partner is refused: "
-                                               + ", ".join(p.code for p in partner.admission.refusals)))
+        reasons.append(
+            Reason(PARTNER_REFUSED, "the partner is refused: " + ", ".join(p.code for p in partner.admission.refusals))
+        )
         return reasons
     if partner.status == INCONCLUSIVE:
-        reasons.append(Reason(PARTNER_INCONCLUSIVE, "the partner is inconclusive: "
-                                                    + ", ".join(r.code for r in partner.reasons)))
+        reasons.append(
+            Reason(PARTNER_INCONCLUSIVE, "the partner is inconclusive: " + ", ".join(r.code for r in partner.reasons))
+        )
     mine, theirs = selection_key(source), selection_key(partner)
     if mine is not None and theirs is not None and mine != theirs:
         fields = [name for (name, value), (_, other) in zip(mine, theirs, strict=True) if value != other]
@@ -273,27 +343,39 @@ def _comparable_partner(source: Analysis, partner: Analysis | None) -> tuple[Ana
         return None, []
     shape, other = (a.admission.tensors["output"].shape for a in (source, partner))
     if shape != other:
-        return None, [Reason(PARTNER_SHAPE_DIFFERS, f"the partner's output has shape {list(other)}, the packet's "
-                                                    f"{list(shape)}")]
+        return None, [
+            Reason(PARTNER_SHAPE_DIFFERS, f"the partner's output has shape {list(other)}, the packet's {list(shape)}")
+        ]
     return partner, []
 
 
 def _arm_reasons(arms: Mapping[str, ArmResult]) -> list[Reason]:
-    states = {ABSENT: (ARM_ABSENT, "the arm {arm} did not run (no directory, no launch)"),
-              FAILED: (ARM_FAILED, "the arm {arm} failed (execution.json)"),
-              ARM_REFUSED: (ARM_REFUSED_REASON, "the arm {arm} is refused: {codes}")}
-    reasons = [Reason(states[a.state][0], states[a.state][1].format(arm=name, codes=", ".join(a.codes)))
-               for name, a in arms.items() if a.state in states]
+    states = {
+        ABSENT: (ARM_ABSENT, "the arm {arm} did not run (no directory, no launch)"),
+        FAILED: (ARM_FAILED, "the arm {arm} failed (execution.json)"),
+        ARM_REFUSED: (ARM_REFUSED_REASON, "the arm {arm} is refused: {codes}"),
+    }
+    reasons = [
+        Reason(states[a.state][0], states[a.state][1].format(arm=name, codes=", ".join(a.codes)))
+        for name, a in arms.items()
+        if a.state in states
+    ]
     for name, a in arms.items():
         if not a.readable:
             continue
         if a.own_dispatch and not a.capture.identical:
-            reasons.append(Reason(NOT_REPRODUCING, f"{name} shares the capture's dispatch and differs from it in "
-                                                   f"{a.capture.mismatched} of {a.capture.compared} elements"))
+            reasons.append(
+                Reason(
+                    NOT_REPRODUCING,
+                    f"{name} shares the capture's dispatch and differs from it in "
+                    f"{a.capture.mismatched} of {a.capture.compared} elements",
+                )
+            )
         differing = [b.tensor for b in (a.readback or {}).values() if not b.identical]
         if differing:
-            reasons.append(Reason(READBACK_DIFFERS, f"{name} read back {', '.join(differing)} not byte-identical "
-                                                    "to the packet's"))
+            reasons.append(
+                Reason(READBACK_DIFFERS, f"{name} read back {', '.join(differing)} not byte-identical to the packet's")
+            )
         if not np.isfinite(a.output_values).all():
             reasons.append(Reason(OUTPUT_NONFINITE, f"{name} returned a NaN or infinity"))
     return reasons
@@ -302,8 +384,12 @@ def _arm_reasons(arms: Mapping[str, ArmResult]) -> list[Reason]:
 # ---------------------------------------------------------------- the run
 
 
-def replay(run: str | os.PathLike, packet: Source | None = None, partner: Source | None = None,
-           emulate: str | Iterable[str] | None = None) -> Replay:
+def replay(
+    run: str | os.PathLike,
+    packet: Source | None = None,
+    partner: Source | None = None,
+    emulate: str | Iterable[str] | None = None,
+) -> Replay:
     """The Replay of the run directory `run` against `packet` (default: found by packetSHA256) and `partner`.
 
     `emulate` as for analyze: the packet's emulations, scored against each arm's output.
@@ -318,13 +404,15 @@ def replay(run: str | os.PathLike, packet: Source | None = None, partner: Source
     path = os.fspath(run)
     with open_directory(path) as (root, problem):
         if root is None:
-            return _refused(path, [Problem(INPUT_INVALID, None, f"no run directory: {problem.message} "
-                                                                f"({problem.code})")])
+            return _refused(
+                path, [Problem(INPUT_INVALID, None, f"no run directory: {problem.message} ({problem.code})")]
+            )
         return _replay_open(path, root, packet, partner, emulate)
 
 
-def _replay_open(path: str, root: PacketRoot, packet: Source | None, partner: Source | None,
-                 emulate: str | Iterable[str] | None) -> Replay:
+def _replay_open(
+    path: str, root: PacketRoot, packet: Source | None, partner: Source | None, emulate: str | Iterable[str] | None
+) -> Replay:
     document = read_json(root, INPUT_JSON)
     if document.problem is not None:
         return _refused(path, [_input_problem(document.problem)], document)
@@ -334,15 +422,27 @@ def _replay_open(path: str, root: PacketRoot, packet: Source | None, partner: So
     value = checked.value
     given = _source(path, packet, value["packetSHA256"])
     if given is None:
-        return _refused(path, [Problem(PACKET_MISSING, "/packetSHA256",
-                                       f"no packet beside the run ({quoted(os.path.dirname(os.path.abspath(path)))} "
-                                       f"and its subdirectories) hashes to {value['packetSHA256']}")], document,
-                        value=value)
+        return _refused(
+            path,
+            [
+                Problem(
+                    PACKET_MISSING,
+                    "/packetSHA256",
+                    f"no packet beside the run ({quoted(os.path.dirname(os.path.abspath(path)))} "
+                    f"and its subdirectories) hashes to {value['packetSHA256']}",
+                )
+            ],
+            document,
+            value=value,
+        )
     source = _analysis(given, emulate)
     if source.status == REFUSED:
         return _refused(path, source.admission.refusals, document, source, value)
-    problems = [*packet_mismatches(value, checked.tensors, source.admission), *_staged(root, document, source),
-                *geometry_mismatches(value["geometry"], source.admission)]
+    problems = [
+        *packet_mismatches(value, checked.tensors, source.admission),
+        *_staged(root, document, source),
+        *geometry_mismatches(value["geometry"], source.admission),
+    ]
     if problems:
         return _refused(path, problems, document, source, value)
     partner_analysis = None if partner is None else _analysis(partner)
@@ -356,12 +456,21 @@ def _replay_open(path: str, root: PacketRoot, packet: Source | None, partner: So
     if comparable is not None:
         outputs.append((PARTNER, comparable.admission.tensors["output"].values[0, :, 0, :]))
     outputs += [(name, a.output_values) for name, a in arms.items() if a.readable]
-    disagreements = [note for name, a in arms.items() if a.tool_analysis is not None
-                     for note in tool_notes(name, a.tool_analysis)]
+    disagreements = [
+        note for name, a in arms.items() if a.tool_analysis is not None for note in tool_notes(name, a.tool_analysis)
+    ]
     return Replay(
-        path=path, status=INCONCLUSIVE if reasons else ANALYZED, refusals=(), reasons=tuple(reasons),
-        input_sha256=document.sha256, packet_sha256=value["packetSHA256"],
-        geometry=MappingProxyType(dict(value["geometry"])), packet=source, partner=partner_analysis,
-        arms=MappingProxyType(arms), matrix=matrix(outputs), notes=(*notes, *tool_file_notes, *disagreements),
+        path=path,
+        status=INCONCLUSIVE if reasons else ANALYZED,
+        refusals=(),
+        reasons=tuple(reasons),
+        input_sha256=document.sha256,
+        packet_sha256=value["packetSHA256"],
+        geometry=MappingProxyType(dict(value["geometry"])),
+        packet=source,
+        partner=partner_analysis,
+        arms=MappingProxyType(arms),
+        matrix=matrix(outputs),
+        notes=(*notes, *tool_file_notes, *disagreements),
         emulations_requested=source.emulations_requested,
     )

@@ -38,34 +38,57 @@ def _packet(analysis: Analysis | None) -> dict[str, Any] | None:
 def _difference(difference: OutputDifference | None) -> dict[str, Any] | None:
     if difference is None:
         return None
-    return {"identical": difference.identical, "compared": difference.compared, "mismatched": difference.mismatched,
-            "perHead": list(difference.per_head), "firstPositions": [list(p) for p in difference.first_positions]}
+    return {
+        "identical": difference.identical,
+        "compared": difference.compared,
+        "mismatched": difference.mismatched,
+        "perHead": list(difference.per_head),
+        "firstPositions": [list(p) for p in difference.first_positions],
+    }
 
 
 def _receipt(arm: ArmResult) -> dict[str, Any]:
     receipt = arm.receipt
-    return {"dispatch": plain(receipt.dispatch), "kernelOutputDType": plain(receipt.kernel_output_dtype),
-            "partitionTokens": plain(receipt.partition_tokens), "segmentCount": plain(receipt.segment_count),
-            "pages": receipt.pages, "exitCode": receipt.exit_code, "seconds": finite(receipt.seconds)}
+    return {
+        "dispatch": plain(receipt.dispatch),
+        "kernelOutputDType": plain(receipt.kernel_output_dtype),
+        "partitionTokens": plain(receipt.partition_tokens),
+        "segmentCount": plain(receipt.segment_count),
+        "pages": receipt.pages,
+        "exitCode": receipt.exit_code,
+        "seconds": finite(receipt.seconds),
+    }
 
 
 def _references(arm: ArmResult, group: int) -> dict[str, Any] | None:
     references = arm.references
     if references is None:
         return None
-    return {"primary": comparison_block(references.primary, group),
-            "rounded": comparison_block(references.rounded, group),
-            "fp64": comparison_block(references.fp64, group), "ulp": ulp_block(references.ulp),
-            "equalToRoundedReference": references.equal_to_rounded_reference,
-            "worstAt": {key: None if where is None else list(where) for key, where in references.worst.items()}}
+    return {
+        "primary": comparison_block(references.primary, group),
+        "rounded": comparison_block(references.rounded, group),
+        "fp64": comparison_block(references.fp64, group),
+        "ulp": ulp_block(references.ulp),
+        "equalToRoundedReference": references.equal_to_rounded_reference,
+        "worstAt": {key: None if where is None else list(where) for key, where in references.worst.items()},
+    }
 
 
 def _tool(arm: ArmResult) -> dict[str, Any] | None:
     if arm.tool_analysis is None:
         return None
-    return {block: {metric: {"tool": value.tool, "explorer": value.explorer, "agrees": value.agrees,
-                             "range": None if value.low is None else [value.low, value.high]}
-                    for metric, value in values.items()} for block, values in arm.tool_analysis.items()}
+    return {
+        block: {
+            metric: {
+                "tool": value.tool,
+                "explorer": value.explorer,
+                "agrees": value.agrees,
+                "range": None if value.low is None else [value.low, value.high],
+            }
+            for metric, value in values.items()
+        }
+        for block, values in arm.tool_analysis.items()
+    }
 
 
 def _arm(arm: ArmResult, group: int) -> dict[str, Any]:
@@ -77,9 +100,16 @@ def _arm(arm: ArmResult, group: int) -> dict[str, Any]:
         "receipt": _receipt(arm),
         "capture": _difference(arm.capture),
         "partner": _difference(arm.partner),
-        "readback": None if arm.readback is None else {
-            name: {"identical": b.identical, "mismatched": b.mismatched,
-                   "firstDifference": None if b.first is None else list(b.first)} for name, b in arm.readback.items()},
+        "readback": None
+        if arm.readback is None
+        else {
+            name: {
+                "identical": b.identical,
+                "mismatched": b.mismatched,
+                "firstDifference": None if b.first is None else list(b.first),
+            }
+            for name, b in arm.readback.items()
+        },
         "references": _references(arm, group),
         "emulations": None if arm.emulations is None else [emulation_block(e, group) for e in arm.emulations],
         "toolAnalysis": _tool(arm),
@@ -97,15 +127,23 @@ def build_replay_report(run: Replay) -> dict[str, Any]:
         "codes": list(run.codes),
         "refusals": [_problem(p) for p in run.refusals],
         "reasons": [{"code": r.code, "message": r.message} for r in run.reasons],
-        "run": {"path": run.path, "inputSHA256": run.input_sha256, "packetSHA256": run.packet_sha256,
-                "geometry": plain(run.geometry)},
+        "run": {
+            "path": run.path,
+            "inputSHA256": run.input_sha256,
+            "packetSHA256": run.packet_sha256,
+            "geometry": plain(run.geometry),
+        },
         "packet": _packet(run.packet),
         "partner": _packet(run.partner),
         "arms": {name: _arm(arm, group) for name, arm in run.arms.items()},
-        "matrix": None if matrix is None else {"outputs": list(matrix.labels),
-                                               "mismatched": [list(row) for row in matrix.mismatched],
-                                               "compared": matrix.compared,
-                                               "sentence": matrix_sentence(matrix, run.arms)},
+        "matrix": None
+        if matrix is None
+        else {
+            "outputs": list(matrix.labels),
+            "mismatched": [list(row) for row in matrix.mismatched],
+            "compared": matrix.compared,
+            "sentence": matrix_sentence(matrix, run.arms),
+        },
         "emulationsRequested": None if run.emulations_requested is None else list(run.emulations_requested),
         "notes": list(run.notes),
         "runtime": runtime(),

@@ -44,8 +44,11 @@ ANALYSIS_ENTRIES_PER_HEAD = 3 * 4 + 3 + 1
 ANALYSIS_ENTRY_BYTES = 1024
 ANALYSIS_RECEIPT_BYTES = 2 * JSON_SIZE_LIMIT
 ANALYSIS_FIXED_BYTES = 64 * 1024
-ANALYSIS_JSON_LIMIT = (CPU_MAX_QUERY_HEADS * ANALYSIS_ENTRIES_PER_HEAD * ANALYSIS_ENTRY_BYTES
-                       + len(ARMS) * ANALYSIS_RECEIPT_BYTES + ANALYSIS_FIXED_BYTES)
+ANALYSIS_JSON_LIMIT = (
+    CPU_MAX_QUERY_HEADS * ANALYSIS_ENTRIES_PER_HEAD * ANALYSIS_ENTRY_BYTES
+    + len(ARMS) * ANALYSIS_RECEIPT_BYTES
+    + ANALYSIS_FIXED_BYTES
+)
 
 
 @record
@@ -71,16 +74,25 @@ class Launch(Record):
         return self.exit_code != 0 or self.failure is not None
 
 
-def read_json(root: PacketRoot, relative: str, parse: Callable[[bytes], ParsedJson] = parse_json_object,
-              limit: int = JSON_SIZE_LIMIT) -> JsonDocument:
-    """`relative` read as packet.json is (json_too_large past `limit`, path_escape, ...) and parsed strictly (json_invalid)."""
+def read_json(
+    root: PacketRoot,
+    relative: str,
+    parse: Callable[[bytes], ParsedJson] = parse_json_object,
+    limit: int = JSON_SIZE_LIMIT,
+) -> JsonDocument:
+    """`relative` read as packet.json is (json_too_large past `limit`, path_escape, ...) and parsed strictly
+    (json_invalid)."""
     file = read_json_file(root, relative, limit)
     if file.problem is not None:
         return JsonDocument(file.problem, None, None, None)
     parsed = parse(file.data)
     if parsed.error is not None:
-        return JsonDocument(Problem("json_invalid", None, f"{relative} is not valid JSON: {clip(parsed.error)}"),
-                            None, file.sha256, file.identity)
+        return JsonDocument(
+            Problem("json_invalid", None, f"{relative} is not valid JSON: {clip(parsed.error)}"),
+            None,
+            file.sha256,
+            file.identity,
+        )
     return JsonDocument(None, parsed.value, file.sha256, file.identity)
 
 
@@ -124,10 +136,15 @@ def launches(document: JsonDocument) -> tuple[dict[str, Launch], tuple[str, ...]
         arm = entry.get("arm") if isinstance(entry, dict) else None
         exit_code = entry.get("exitCode") if isinstance(entry, dict) else None
         failure = entry.get("failure") if isinstance(entry, dict) else None
-        if arm not in ARMS or not (exit_code is None or is_integer(exit_code)) \
-                or not (failure is None or isinstance(failure, str)):
-            notes.append(f"{EXECUTION_JSON} entry {index} was not used: arm {shown(arm)}, exitCode "
-                         f"{shown(exit_code)}, failure {shown(failure)}")
+        if (
+            arm not in ARMS
+            or not (exit_code is None or is_integer(exit_code))
+            or not (failure is None or isinstance(failure, str))
+        ):
+            notes.append(
+                f"{EXECUTION_JSON} entry {index} was not used: arm {shown(arm)}, exitCode "
+                f"{shown(exit_code)}, failure {shown(failure)}"
+            )
             continue
         found[arm] = Launch(exit_code, failure, _seconds(entry.get("seconds")))
     return found, tuple(notes)
@@ -142,8 +159,9 @@ def _tool_value(value: Any) -> tuple[bool, float | None]:
     return True, float(value)
 
 
-def tool_metrics(document: JsonDocument) -> tuple[dict[str, dict[str, dict[str, float | None]]] | None,
-                                                  tuple[str, ...]]:
+def tool_metrics(
+    document: JsonDocument,
+) -> tuple[dict[str, dict[str, dict[str, float | None]]] | None, tuple[str, ...]]:
     """Per arm {primary|rounded: {linf, rmse, relativeL2}} from analysis.json, or None with a note when unusable.
 
     An arm the file does not describe (or describes in another shape) is left out, with a note.

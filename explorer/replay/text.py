@@ -22,8 +22,10 @@ def _number(value: Any) -> str:
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows, strict=True)]
-    return ["  " + "  ".join(str(cell).rjust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
-            for line in (header, *rows)]
+    return [
+        "  " + "  ".join(str(cell).rjust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
+        for line in (header, *rows)
+    ]
 
 
 def matrix_lines(matrix: dict | None) -> list[str]:
@@ -31,10 +33,12 @@ def matrix_lines(matrix: dict | None) -> list[str]:
     if matrix is None:
         return ["Matrix: not computed"]
     labels = matrix["outputs"]
-    rows = [[label, *map(str, row)] for label, row in zip(labels, matrix["mismatched"])]
-    return ([f"Reading: {matrix['sentence']}",
-             f"Elements that differ, every output against every other (of {matrix['compared']} each):"]
-            + _table(["", *labels], rows))
+    rows = [[label, *map(str, row)] for label, row in zip(labels, matrix["mismatched"], strict=True)]
+    return [
+        f"Reading: {matrix['sentence']}",
+        f"Elements that differ, every output against every other (of {matrix['compared']} each):",
+        *_table(["", *labels], rows),
+    ]
 
 
 def where(position: list[int] | None) -> str:
@@ -44,11 +48,13 @@ def where(position: list[int] | None) -> str:
 
 def _receipt(receipt: dict) -> str:
     seconds = receipt["seconds"]
-    return (f"    receipt: dispatch {_number(receipt['dispatch'])}, "
-            f"kernel output {_number(receipt['kernelOutputDType'])}, "
-            f"pages {_number(receipt['pages'])}, partition tokens {_number(receipt['partitionTokens'])}, "
-            f"segments {_number(receipt['segmentCount'])}, exit code {_number(receipt['exitCode'])}, "
-            f"{'-' if seconds is None else FLOAT_FORMAT.format(seconds) + ' s'}")
+    return (
+        f"    receipt: dispatch {_number(receipt['dispatch'])}, "
+        f"kernel output {_number(receipt['kernelOutputDType'])}, "
+        f"pages {_number(receipt['pages'])}, partition tokens {_number(receipt['partitionTokens'])}, "
+        f"segments {_number(receipt['segmentCount'])}, exit code {_number(receipt['exitCode'])}, "
+        f"{'-' if seconds is None else FLOAT_FORMAT.format(seconds) + ' s'}"
+    )
 
 
 def _difference(label: str, difference: dict | None) -> str:
@@ -60,9 +66,13 @@ def _difference(label: str, difference: dict | None) -> str:
 def _readback(readback: dict | None) -> str | None:
     if readback is None:
         return None
-    parts = [f"{name} byte-identical" if entry["identical"] else
-             f"{name} {entry['mismatched']} elements differ, first at [kvHead, token, channel] "
-             f"{entry['firstDifference']}" for name, entry in readback.items()]
+    parts = [
+        f"{name} byte-identical"
+        if entry["identical"]
+        else f"{name} {entry['mismatched']} elements differ, first at [kvHead, token, channel] "
+        f"{entry['firstDifference']}"
+        for name, entry in readback.items()
+    ]
     return "    readback: " + "; ".join(parts)
 
 
@@ -71,22 +81,34 @@ def _ladder(references: dict | None) -> list[str]:
         return ["    ladder: no reference (the arm's output was not read, or the packet has no reference)"]
     worst = references["worstAt"]
     lines = ["    ladder (linf: largest |output - reference|, where it is):"]
-    lines += [f"      vs {label}: linf {_number(references[key]['global']['linf'])}{where(worst[key])}, rmse "
-              f"{_number(references[key]['global']['rmse'])}" for key, label in LADDER_BLOCKS]
+    lines += [
+        f"      vs {label}: linf {_number(references[key]['global']['linf'])}{where(worst[key])}, rmse "
+        f"{_number(references[key]['global']['rmse'])}"
+        for key, label in LADDER_BLOCKS
+    ]
     ulp = references["ulp"]
-    return lines + [f"      equal to the rounded reference: {references['equalToRoundedReference']}; ULP vs it: max "
-                    f"{_number(ulp['max'])}{where(worst['ulp'])}, p99 {_number(ulp['p99'])}"]
+    return [
+        *lines,
+        f"      equal to the rounded reference: {references['equalToRoundedReference']}; ULP vs it: max "
+        f"{_number(ulp['max'])}{where(worst['ulp'])}, p99 {_number(ulp['p99'])}",
+    ]
 
 
 def _tool(tool: dict | None) -> str:
     if tool is None:
         return "    analysis.json: no entry to set beside the explorer's"
-    differing = [f"{block} {metric} (tool {_number(value['tool'])}, explorer {_number(value['explorer'])})"
-                 for block, values in tool.items() for metric, value in values.items() if not value["agrees"]]
+    differing = [
+        f"{block} {metric} (tool {_number(value['tool'])}, explorer {_number(value['explorer'])})"
+        for block, values in tool.items()
+        for metric, value in values.items()
+        if not value["agrees"]
+    ]
     if not differing:
-        return ("    analysis.json: the tool's primary and rounded linf, rmse, relativeL2 lie within what a second "
-                "correct FP32 reference can give around the explorer's")
-    return ("    analysis.json: outside what a second correct FP32 reference can give, in " + "; ".join(differing))
+        return (
+            "    analysis.json: the tool's primary and rounded linf, rmse, relativeL2 lie within what a second "
+            "correct FP32 reference can give around the explorer's"
+        )
+    return "    analysis.json: outside what a second correct FP32 reference can give, in " + "; ".join(differing)
 
 
 def _arm_lines(name: str, arm: dict) -> list[str]:
@@ -95,14 +117,17 @@ def _arm_lines(name: str, arm: dict) -> list[str]:
     lines = [f"  {name}: {arm['state']}{codes}{own}", _receipt(arm["receipt"])]
     lines += [f"    {p['code']}  {p['pointer'] or ''}  {p['message']}" for p in arm["problems"]]
     if arm["capture"] is not None:
-        lines.append("    " + _difference("vs capture:", arm["capture"]) + "; "
-                     + _difference("vs partner:", arm["partner"]))
+        lines.append(
+            "    " + _difference("vs capture:", arm["capture"]) + "; " + _difference("vs partner:", arm["partner"])
+        )
     lines += [line for line in (_readback(arm["readback"]),) if line]
     if arm["capture"] is not None:
         lines += [*_ladder(arm["references"]), _tool(arm["toolAnalysis"])]
     if arm["emulations"] is not None:
-        lines += [f"    emulation {e['id']}: {e['bitEqual']['global']} of {e['compared']} bit-equal"
-                  for e in arm["emulations"]]
+        lines += [
+            f"    emulation {e['id']}: {e['bitEqual']['global']} of {e['compared']} bit-equal"
+            for e in arm["emulations"]
+        ]
     return lines
 
 
@@ -114,8 +139,12 @@ def _packet(label: str, packet: dict | None) -> str:
 
 def summary_lines(report: dict) -> list[str]:
     """The summary of a replay report: run, status, matrix, per arm state / receipt / readback / ladder / tool."""
-    lines = [f"Replay run: {report['run']['path']}", _packet("Packet", report["packet"]),
-             _packet("Partner", report["partner"]), f"Status: {report['status']}"]
+    lines = [
+        f"Replay run: {report['run']['path']}",
+        _packet("Packet", report["packet"]),
+        _packet("Partner", report["partner"]),
+        f"Status: {report['status']}",
+    ]
     if report["refusals"]:
         lines.append(f"Refusals ({len(report['refusals'])}):")
         lines += [f"  {p['code']}  {p['pointer'] or ''}  {p['message']}" for p in report["refusals"]]

@@ -31,8 +31,12 @@ class Downloads:
 
     def offer(self, files: Iterable[tuple[Path, str]]) -> None:
         """One button per (path, label), replacing any offered before."""
-        self.panel.objects = [pn.widgets.FileDownload(file=str(path), filename=path.name, label=label, color="light",
-                                                      width=DOWNLOAD_WIDTH) for path, label in files]
+        self.panel.objects = [
+            pn.widgets.FileDownload(
+                file=str(path), filename=path.name, label=label, color="light", width=DOWNLOAD_WIDTH
+            )
+            for path, label in files
+        ]
 
     def clear(self) -> None:
         self.panel.objects = []
@@ -52,8 +56,15 @@ class ModeArea:
     """The area of a view shown instead of the single packet's (a pair, a replay run): its status line, Back and
     Export buttons, the export's note and downloads, then the view. Empty and hidden until it first opens."""
 
-    def __init__(self, kind: str, *, export_label: str, export_width: int, on_close: Callable[[], None],
-                 on_export: Callable[[], None]):
+    def __init__(
+        self,
+        kind: str,
+        *,
+        export_label: str,
+        export_width: int,
+        on_close: Callable[[], None],
+        on_export: Callable[[], None],
+    ):
         """`kind` names its CSS classes (`{kind}-area`, `{kind}-close`, `{kind}-export`, `{kind}-view-holder`)."""
         self.kind = kind
         self._export_label, self._export_width = export_label, export_width
@@ -63,17 +74,24 @@ class ModeArea:
 
     def _make(self) -> None:
         self.status = pn.pane.HTML("", sizing_mode="stretch_width")
-        close = pn.widgets.Button(label=CLOSE_LABEL, color="light", width=CLOSE_WIDTH,
-                                  css_classes=[f"{self.kind}-close"])
+        close = pn.widgets.Button(
+            label=CLOSE_LABEL, color="light", width=CLOSE_WIDTH, css_classes=[f"{self.kind}-close"]
+        )
         close.on_click(lambda _event: self._on_close())
-        self.export_button = pn.widgets.Button(label=self._export_label, color="primary", width=self._export_width,
-                                               css_classes=[f"{self.kind}-export"])
+        self.export_button = pn.widgets.Button(
+            label=self._export_label, color="primary", width=self._export_width, css_classes=[f"{self.kind}-export"]
+        )
         self.export_button.on_click(lambda _event: self._on_export())
         self.export_note = pn.pane.HTML("", sizing_mode="stretch_width")
         self.downloads = Downloads(f"{self.kind}-downloads")
         self.view = pn.Column(sizing_mode="stretch_width", css_classes=[f"{self.kind}-view-holder"])
-        self.panel.objects = [self.status, pn.Row(close, self.export_button), self.export_note,
-                              self.downloads.panel, self.view]
+        self.panel.objects = [
+            self.status,
+            pn.Row(close, self.export_button),
+            self.export_note,
+            self.downloads.panel,
+            self.view,
+        ]
         self._made = True
 
     def show(self, status_html: str, build: Callable[[], pn.viewable.Viewable], what: str) -> None:
@@ -87,8 +105,10 @@ class ModeArea:
             view = build()
         except Exception as error:  # a programming error in the view must not blank the page
             log.exception("the %s could not be built", what)
-            view = pn.pane.HTML(f'<div class="view-error">The {html.escape(what)} could not be built: '
-                                f"{html.escape(type(error).__name__)}: {html.escape(str(error))}</div>")
+            view = pn.pane.HTML(
+                f'<div class="view-error">The {html.escape(what)} could not be built: '
+                f"{html.escape(type(error).__name__)}: {html.escape(str(error))}</div>"
+            )
         self.view.objects = [view]
         self.panel.visible = True
 

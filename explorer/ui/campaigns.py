@@ -1,6 +1,7 @@
 """The app's campaign mode: the sidebar's list of campaigns and the Campaign view.
 
-The app's campaign mode: the sidebar's list of campaigns under the root and the Campaign view (`?campaign=ID`), whose cells open their pair (`&cell=STEP,LAYER`); computes no numbers itself.
+The app's campaign mode: the sidebar's list of campaigns under the root and the Campaign view (`?campaign=ID`),
+whose cells open their pair (`&cell=STEP,LAYER`); computes no numbers itself.
 
 The campaigns are listed from the packet index's summaries (packets sharing model,
 artifact, input and request, two or more of them). Opening one runs the campaign
@@ -59,8 +60,15 @@ class CampaignMode(param.Parameterized):
     campaign = param.String(default="", doc="The open campaign's id, '' when none.")
     cell = param.String(default="", doc="'STEP,LAYER' of the cell whose pair is open, '' when the grid shows.")
 
-    def __init__(self, index: PacketIndex, packets: PacketList, export_dir: Path,
-                 on_change: Callable[[], None], on_pair: Callable[[str, str], list[str]], **params):
+    def __init__(
+        self,
+        index: PacketIndex,
+        packets: PacketList,
+        export_dir: Path,
+        on_change: Callable[[], None],
+        on_pair: Callable[[str, str], list[str]],
+        **params,
+    ):
         """`on_pair(a, b)` opens the pair of packets a and b (the shell's pair mode) and returns notes."""
         super().__init__(**params)
         self.index, self.export_dir = index, export_dir
@@ -70,8 +78,13 @@ class CampaignMode(param.Parameterized):
         self._note = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["campaign-note-list"])
         self.buttons: list[pn.widgets.Button] = []
         self.sidebar = pn.Column(self._note, sizing_mode="stretch_width", css_classes=["campaign-list"])
-        self.area = ModeArea("campaign", export_label=EXPORT_LABEL, export_width=EXPORT_WIDTH, on_close=self.close,
-                             on_export=self._on_export)
+        self.area = ModeArea(
+            "campaign",
+            export_label=EXPORT_LABEL,
+            export_width=EXPORT_WIDTH,
+            on_close=self.close,
+            on_export=self._on_export,
+        )
         self.panel = self.area.panel
         packets.param.watch(lambda _event: self.list_campaigns(), "filled")
         self.list_campaigns()
@@ -97,14 +110,19 @@ class CampaignMode(param.Parameterized):
         groups = sorted(self._groups().items(), key=lambda item: (str(item[1][0][3]), str(item[1][0][0])))
         buttons = []
         for ident, (key, names) in groups[:MAX_CAMPAIGN_BUTTONS]:
-            button = pn.widgets.Button(label=f"request {key[3]} · {key[0]} ({len(names)})", color="light",
-                                       css_classes=["campaign-button", f"campaign-{ident}"],
-                                       description=f"Open the campaign grid of request {key[3]}")
+            button = pn.widgets.Button(
+                label=f"request {key[3]} · {key[0]} ({len(names)})",
+                color="light",
+                css_classes=["campaign-button", f"campaign-{ident}"],
+                description=f"Open the campaign grid of request {key[3]}",
+            )
             button.on_click(lambda _event, chosen=ident: self._say(self.open(chosen)))
             buttons.append(button)
         lead = f"Campaigns ({len(groups)}):" if groups else f'<span class="no-campaigns">{NO_CAMPAIGNS}</span>'
-        self._note.object = (f'<div class="campaign-note-text" data-campaigns="{len(groups)}" '
-                             f'style="font-size:0.9em"><b>Campaigns</b> under this root<br>{lead}</div>')
+        self._note.object = (
+            f'<div class="campaign-note-text" data-campaigns="{len(groups)}" '
+            f'style="font-size:0.9em"><b>Campaigns</b> under this root<br>{lead}</div>'
+        )
         self.buttons = buttons
         self.sidebar.objects = note_and_buttons(self._note, buttons, "campaign-buttons")
 
@@ -126,8 +144,12 @@ class CampaignMode(param.Parameterized):
                 return _reports[signature]
         entries = [entry for entry in (lookup(self.index.entries, name) for name in names) if entry is not None]
         inline = len(entries) <= INLINE_PACKETS
-        run = run_campaigns(self.index.root, jobs=1 if inline else FILL_JOBS, entries=entries,
-                            context=None if inline else WORKER_START_METHOD)
+        run = run_campaigns(
+            self.index.root,
+            jobs=1 if inline else FILL_JOBS,
+            entries=entries,
+            context=None if inline else WORKER_START_METHOD,
+        )
         report = build_campaign_report(run)
         found = next((campaign for campaign in report["campaigns"] if campaign["id"] == ident), None)
         with _reports_lock:
@@ -149,9 +171,12 @@ class CampaignMode(param.Parameterized):
             known = self._signature(ident, names) in _reports
         if not known and len(names) > INLINE_PACKETS and served():
             self._report, self.campaign, self.cell = None, ident, ""
-            self.area.show(f'<div class="campaign-pending" style="{STATUS_STYLE}">Computing the campaign of '
-                           f"{len(names)} packets in worker processes; the grid follows here.</div>",
-                           lambda: pn.pane.HTML("", sizing_mode="stretch_width"), "campaign view")
+            self.area.show(
+                f'<div class="campaign-pending" style="{STATUS_STYLE}">Computing the campaign of '
+                f"{len(names)} packets in worker processes; the grid follows here.</div>",
+                lambda: pn.pane.HTML("", sizing_mode="stretch_width"),
+                "campaign view",
+            )
             self._on_change()
             pn.state.execute(lambda: self._opened_when_computed(ident, names, cell), schedule="thread")
             return []
@@ -178,16 +203,19 @@ class CampaignMode(param.Parameterized):
 
         report = self._report
         key = report["key"]
-        self.area.show(f'<div class="campaign-status-line" data-campaign="{esc(report["id"])}" '
-                       f'style="{STATUS_STYLE}">Campaign of request <b>{esc(key["requestID"])}</b>, model '
-                       f'{esc(key["modelID"])}: {esc(" vs ".join(report["backends"]))}</div>',
-                       lambda: build(report, on_cell=lambda step, layer: self._say(self.open_cell(f"{step},{layer}"))),
-                       "campaign view")
+        self.area.show(
+            f'<div class="campaign-status-line" data-campaign="{esc(report["id"])}" '
+            f'style="{STATUS_STYLE}">Campaign of request <b>{esc(key["requestID"])}</b>, model '
+            f"{esc(key['modelID'])}: {esc(' vs '.join(report['backends']))}</div>",
+            lambda: build(report, on_cell=lambda step, layer: self._say(self.open_cell(f"{step},{layer}"))),
+            "campaign view",
+        )
 
     def open_cell(self, text: str) -> list[str]:
         """Open the pair of the cell 'STEP,LAYER' of the open campaign; returns notes."""
-        cell = next((cell for cell in self._report["cells"]
-                     if f"{cell['outputIndex']},{cell['modelLayerIndex']}" == text), None)
+        cell = next(
+            (cell for cell in self._report["cells"] if f"{cell['outputIndex']},{cell['modelLayerIndex']}" == text), None
+        )
         if cell is None:
             return [f"Cell &quot;{echo(text)}&quot; is not in this campaign; it was ignored."]
         names = [cell["packets"][backend] for backend in self._report["backends"]]
@@ -238,14 +266,27 @@ class CampaignMode(param.Parameterized):
             paths = export_campaign(self._report, self.export_dir, png=True)
         except (OSError, RenderError) as error:
             reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
-            self.area.export_note.object = (f"The campaign export wrote nothing to "
-                                            f"<code>{html.escape(str(self.export_dir))}</code>: {html.escape(reason)}")
+            self.area.export_note.object = (
+                f"The campaign export wrote nothing to "
+                f"<code>{html.escape(str(self.export_dir))}</code>: {html.escape(reason)}"
+            )
         else:
             findings = paths.report.with_name(paths.report.name.replace(CAMPAIGN_SUFFIX, FINDINGS_SUFFIX))
-            self.area.downloads.offer(((paths.html, "Download HTML"), (paths.report, "Download campaign JSON"),
-                                       (findings, "Download findings")))
-            self.area.export_note.object = written_note("campaign-export-note", (
-                ("export-html", paths.html), ("export-json", paths.report), ("export-findings", findings),
-                *(("export-png", png) for png in paths.pngs)))
+            self.area.downloads.offer(
+                (
+                    (paths.html, "Download HTML"),
+                    (paths.report, "Download campaign JSON"),
+                    (findings, "Download findings"),
+                )
+            )
+            self.area.export_note.object = written_note(
+                "campaign-export-note",
+                (
+                    ("export-html", paths.html),
+                    ("export-json", paths.report),
+                    ("export-findings", findings),
+                    *(("export-png", png) for png in paths.pngs),
+                ),
+            )
         finally:
             self.area.export_button.loading = False

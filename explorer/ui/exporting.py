@@ -44,8 +44,10 @@ def failure_note(what: str, export_dir: Path, error: BaseException) -> str:
     render PNGs (a RenderError, said whole: it names what to install), or the unexpected error."""
     if isinstance(error, OSError):
         reason = error.strerror or str(error)
-        return (f"{html.escape(what)} wrote nothing: it could not write to <code>{shown_name(clip(str(export_dir)))}"
-                f"</code>: {shown_name(clip(reason))}.")
+        return (
+            f"{html.escape(what)} wrote nothing: it could not write to <code>{shown_name(clip(str(export_dir)))}"
+            f"</code>: {shown_name(clip(reason))}."
+        )
     if isinstance(error, RenderError):
         return f"{html.escape(what)} wrote nothing: {shown_name(str(error))}."
     return f"{html.escape(what)} wrote nothing: {html.escape(type(error).__name__)}: {shown_name(clip(str(error)))}"
@@ -61,9 +63,17 @@ def _attempt(work: Callable[[], Result]) -> tuple[Result | None, BaseException |
         return None, error
 
 
-def run_export(button: pn.widgets.Button, note: pn.pane.HTML, *, what: str, busy: str, export_dir: Path,
-               work: Callable[[], Result], finish: Callable[[Result], None],
-               settled: Callable[[], None] = lambda: None) -> None:
+def run_export(
+    button: pn.widgets.Button,
+    note: pn.pane.HTML,
+    *,
+    what: str,
+    busy: str,
+    export_dir: Path,
+    work: Callable[[], Result],
+    finish: Callable[[Result], None],
+    settled: Callable[[], None] = lambda: None,
+) -> None:
     """Show `busy` in `note` with `button` loading, run `work` (the export, off the event loop when served), then
     on the page `settled()` (whatever the outcome) and `finish(result)` or the failure note; the button is released
     in every case. `what` names the export in a failure note ("Export", "The pair export")."""

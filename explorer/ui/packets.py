@@ -54,18 +54,22 @@ TITLES = {"ratio": "/ noise floor"}
 WIDTHS = {"status": 84, "score": 64, "ratio": 64, "worst ULP": 64}  # pixels; the packet name takes the rest, wrapped
 # The sort arrow sits beside a header title (in its margin), never inside the title's box; the 1-pixel filler
 # column Tabulator adds after the last one shows no sort arrow (it would stick out of the sidebar).
-TABLE_STYLE = (":host .tabulator { font-size: 0.85em; } "
-               ":host .tabulator .tabulator-header .tabulator-col.tabulator-sortable .tabulator-col-title "
-               "{ padding-right: 0 !important; margin-right: 16px; width: auto !important; } "
-               ":host .tabulator .tabulator-header .tabulator-col:not([tabulator-field]) .tabulator-col-sorter "
-               "{ display: none; }")
+TABLE_STYLE = (
+    ":host .tabulator { font-size: 0.85em; } "
+    ":host .tabulator .tabulator-header .tabulator-col.tabulator-sortable .tabulator-col-title "
+    "{ padding-right: 0 !important; margin-right: 16px; width: auto !important; } "
+    ":host .tabulator .tabulator-header .tabulator-col:not([tabulator-field]) .tabulator-col-sorter "
+    "{ display: none; }"
+)
 # Hover: a cell's own value (a number's full precision; the status badge says its word); header titles wrap;
 # the columns fit the sidebar (no resize handles).
-TABLE_CONFIGURATION = {"columnDefaults": {"tooltip": True, "headerWordWrap": True, "resizable": False},
-                       "columns": [{"field": "status", "tooltip": False}]}
+TABLE_CONFIGURATION = {
+    "columnDefaults": {"tooltip": True, "headerWordWrap": True, "resizable": False},
+    "columns": [{"field": "status", "tooltip": False}],
+}
 HEADER_TOOLTIPS = {
     "score": "Error / allowance of the worst head: |output - FP32 reference| over half the output dtype's spacing "
-             "plus the head's FP64 noise floor (docs/report.md)",
+    "plus the head's FP64 noise floor (docs/report.md)",
     "ratio": "The worst head's primary linf divided by its FP64 noise floor (the reference's own error against FP64)",
     "worst ULP": "Largest ULP distance of the output to the reference rounded to the output dtype",
 }
@@ -81,8 +85,7 @@ class PacketList(param.Parameterized):
 
     filled = param.Boolean(default=False, doc="True once every listed packet has its summary.")
 
-    def __init__(self, index: PacketIndex, badge: Callable[[str], str], on_choose: Callable[[str], None],
-                 **params):
+    def __init__(self, index: PacketIndex, badge: Callable[[str], str], on_choose: Callable[[str], None], **params):
         super().__init__(**params)
         self.index = index
         self._badge = badge
@@ -96,17 +99,33 @@ class PacketList(param.Parameterized):
         self._signed_shown = 0  # statuses from stat signatures, as the count line says
         self._pending = 0  # listed packets without a status yet
         self._frame = self._rows()
-        number = ScientificFormatter(precision=SIGNIFICANT_DIGITS - 1, power_limit_high=0, power_limit_low=0,
-                                     nan_format="", null_format="")
+        number = ScientificFormatter(
+            precision=SIGNIFICANT_DIGITS - 1, power_limit_high=0, power_limit_low=0, nan_format="", null_format=""
+        )
         self._table = pn.widgets.Tabulator(
-            self._frame.copy(), pagination="remote", page_size=PAGE_ROWS, disabled=True, selectable=1,
-            layout="fit_columns", show_index=False,
-            titles=TITLES, header_tooltips=HEADER_TOOLTIPS, widths=WIDTHS, sizing_mode="stretch_width",
-            stylesheets=[TABLE_STYLE], formatters={"packet": {"type": "textarea"}, "status": {"type": "html"},
-                                                   **dict.fromkeys(NUMBER_COLUMNS, number)},
-            configuration=TABLE_CONFIGURATION, css_classes=["packet-table"])
-        self._search = pn.widgets.TextInput(placeholder="Search packet names", sizing_mode="stretch_width",
-                                            css_classes=["packet-search"])
+            self._frame.copy(),
+            pagination="remote",
+            page_size=PAGE_ROWS,
+            disabled=True,
+            selectable=1,
+            layout="fit_columns",
+            show_index=False,
+            titles=TITLES,
+            header_tooltips=HEADER_TOOLTIPS,
+            widths=WIDTHS,
+            sizing_mode="stretch_width",
+            stylesheets=[TABLE_STYLE],
+            formatters={
+                "packet": {"type": "textarea"},
+                "status": {"type": "html"},
+                **dict.fromkeys(NUMBER_COLUMNS, number),
+            },
+            configuration=TABLE_CONFIGURATION,
+            css_classes=["packet-table"],
+        )
+        self._search = pn.widgets.TextInput(
+            placeholder="Search packet names", sizing_mode="stretch_width", css_classes=["packet-search"]
+        )
         self._table.add_filter(pn.bind(self._matching, query=self._search.param.value_input))
         self._count = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["packet-count"])
         self.panel = pn.Column(self._count, self._search, self._table, sizing_mode="stretch_width")
@@ -122,21 +141,30 @@ class PacketList(param.Parameterized):
         self._names = [name for name, _ in known]
         summaries = [summary for _, summary in known]
         self._pending = sum(summary is None for summary in summaries)
-        return pd.DataFrame({
-            "packet": pd.Series([shown_name(name) for name in self._names], dtype=object),
-            "status": pd.Series([self._status_html(summary, rank, len(str(len(summaries))))
-                                 for rank, summary in enumerate(summaries)], dtype=object),
-            "score": pd.Series([_number(s and s.score) for s in summaries], dtype="float64"),
-            "ratio": pd.Series([_number(s and s.noise_floor_ratio) for s in summaries], dtype="float64"),
-            "worst ULP": pd.Series([_number(s and s.worst_ulp) for s in summaries], dtype="float64"),
-        }, columns=list(COLUMNS))
+        return pd.DataFrame(
+            {
+                "packet": pd.Series([shown_name(name) for name in self._names], dtype=object),
+                "status": pd.Series(
+                    [
+                        self._status_html(summary, rank, len(str(len(summaries))))
+                        for rank, summary in enumerate(summaries)
+                    ],
+                    dtype=object,
+                ),
+                "score": pd.Series([_number(s and s.score) for s in summaries], dtype="float64"),
+                "ratio": pd.Series([_number(s and s.noise_floor_ratio) for s in summaries], dtype="float64"),
+                "worst ULP": pd.Series([_number(s and s.worst_ulp) for s in summaries], dtype="float64"),
+            },
+            columns=list(COLUMNS),
+        )
 
     def _status_html(self, summary: PacketSummary | None, rank: int, digits: int) -> str:
         """The status cell of the row at `rank` in the default order (`digits`: the rank's width, for sorting)."""
         if summary is None:
             return ORDER_HTML.format(order=PENDING_ORDER, rank=rank, digits=digits, badge=PENDING_HTML)
-        return ORDER_HTML.format(order=LIST_ORDER.index(summary.status), rank=rank, digits=digits,
-                                 badge=self._badge(summary.status))
+        return ORDER_HTML.format(
+            order=LIST_ORDER.index(summary.status), rank=rank, digits=digits, badge=self._badge(summary.status)
+        )
 
     # ------------------------------------------------------------ filling and rescanning
 
@@ -217,14 +245,18 @@ class PacketList(param.Parameterized):
             text += f"<br>reading statuses: {total - pending} of {total} known"
         signed = self._signed_shown = self.index.signed_count()
         if signed:
-            text += (f'<br><span class="packet-signed" title="A write through a shared memory map can leave a '
-                     f'file&#39;s times unchanged; opening a packet always reads it again.">{signed} of {total} '
-                     f"statuses from unchanged stat signatures (files not read again)</span>")
+            text += (
+                f'<br><span class="packet-signed" title="A write through a shared memory map can leave a '
+                f'file&#39;s times unchanged; opening a packet always reads it again.">{signed} of {total} '
+                f"statuses from unchanged stat signatures (files not read again)</span>"
+            )
         if not total:
             text += "<br>No directory holding packet.json was found one or two levels below the root."
         text += f"<br>The root is read again every {RESCAN_MS // 1000} s."
-        self._count.object = (f'<div class="packet-count-text" data-pending="{pending}" data-signed="{signed}" '
-                              f'style="font-size:0.9em">{text}</div>')
+        self._count.object = (
+            f'<div class="packet-count-text" data-pending="{pending}" data-signed="{signed}" '
+            f'style="font-size:0.9em">{text}</div>'
+        )
 
     def _on_click(self, event) -> None:
         if 0 <= event.row < len(self._names):

@@ -40,8 +40,9 @@ class PairMode(param.Parameterized):
     packet = param.String(default="", doc="The open packet (side a of a pair).")
     partner = param.String(default="", doc="The packet compared with it (side b), '' when no pair is open.")
 
-    def __init__(self, index: PacketIndex, packets: PacketList, export_dir: Path,
-                 on_change: Callable[[], None], **params):
+    def __init__(
+        self, index: PacketIndex, packets: PacketList, export_dir: Path, on_change: Callable[[], None], **params
+    ):
         super().__init__(**params)
         self.index = index
         self.export_dir = export_dir
@@ -50,8 +51,9 @@ class PairMode(param.Parameterized):
         self._partner_note = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["partner-note"])
         self.partner_buttons: list[pn.widgets.Button] = []
         self.sidebar = pn.Column(self._partner_note, sizing_mode="stretch_width", css_classes=["pair-partners"])
-        self.area = ModeArea("pair", export_label=EXPORT_LABEL, export_width=EXPORT_WIDTH, on_close=self.close,
-                             on_export=self._on_export)
+        self.area = ModeArea(
+            "pair", export_label=EXPORT_LABEL, export_width=EXPORT_WIDTH, on_close=self.close, on_export=self._on_export
+        )
         self.panel = self.area.panel
         packets.param.watch(lambda _event: self.list_partners(), "filled")
 
@@ -70,20 +72,30 @@ class PairMode(param.Parameterized):
         names = self.index.partners(self.packet)
         buttons = []
         for name in names[:MAX_PARTNER_BUTTONS]:
-            button = pn.widgets.Button(label=escaped_bytes(name), color="light", css_classes=["partner-button"],
-                                       description=f"Compare {escaped_bytes(self.packet)} (a) with "
-                                                   f"{escaped_bytes(name)} (b)")
+            button = pn.widgets.Button(
+                label=escaped_bytes(name),
+                color="light",
+                css_classes=["partner-button"],
+                description=f"Compare {escaped_bytes(self.packet)} (a) with {escaped_bytes(name)} (b)",
+            )
             button.on_click(lambda _event, other=name: self._clicked(other))
             buttons.append(button)
         pending = "" if self.index.complete else f"<br>{PARTNERS_PENDING}"
         if len(names) > MAX_PARTNER_BUTTONS:
-            pending += (f"<br>The first {MAX_PARTNER_BUTTONS} by name are shown; <code>?compare=NAME</code> in the "
-                        "URL opens any other.")
-        lead = (f"Compare with a packet of the same selection ({len(names)}):" if names
-                else f'<span class="no-partners">{NO_PARTNERS}</span>')
-        self._partner_note.object = (f'<div class="partner-note-text" data-partners="{len(names)}" '
-                                     f'style="font-size:0.9em"><b>Pairs</b> of {shown_name(self.packet)}<br>'
-                                     f"{lead}{pending}</div>")
+            pending += (
+                f"<br>The first {MAX_PARTNER_BUTTONS} by name are shown; <code>?compare=NAME</code> in the "
+                "URL opens any other."
+            )
+        lead = (
+            f"Compare with a packet of the same selection ({len(names)}):"
+            if names
+            else f'<span class="no-partners">{NO_PARTNERS}</span>'
+        )
+        self._partner_note.object = (
+            f'<div class="partner-note-text" data-partners="{len(names)}" '
+            f'style="font-size:0.9em"><b>Pairs</b> of {shown_name(self.packet)}<br>'
+            f"{lead}{pending}</div>"
+        )
         self.partner_buttons = buttons
         self.sidebar.objects = note_and_buttons(self._partner_note, buttons, "partner-list")
 
@@ -133,7 +145,9 @@ class PairMode(param.Parameterized):
             f'<div class="pair-status-line" data-a="{shown_name(self.packet)}" data-b="{shown_name(self.partner)}" '
             f'data-status="{pair.status}" style="{PAIR_STATUS_STYLE}">Pair <b>a</b> {shown_name(self.packet)} '
             f"&nbsp;vs&nbsp; <b>b</b> {shown_name(self.partner)} &nbsp; (pair status: <b>{pair.status}</b>)</div>",
-            lambda: build(pair), "pair view")
+            lambda: build(pair),
+            "pair view",
+        )
 
     def close(self, notify: bool = True) -> None:
         """Back to the single packet: the pair view is dropped and `compare=` leaves the URL."""
@@ -165,8 +179,10 @@ class PairMode(param.Parameterized):
             return export_pair(now[0], self.export_dir, names=names, png=True)
 
         def changed() -> bool:
-            return bool(now) and any(content_seen(fresh) != content_seen(before)
-                                     for fresh, before in zip((now[0].a, now[0].b), (shown.a, shown.b)))
+            return bool(now) and any(
+                content_seen(fresh) != content_seen(before)
+                for fresh, before in zip((now[0].a, now[0].b), (shown.a, shown.b), strict=True)
+            )
 
         def redraw() -> None:  # also when the export failed: the view shows the files as they are now
             if changed() and self._pair is shown:
@@ -176,16 +192,27 @@ class PairMode(param.Parameterized):
         def finish(paths: ExportPaths) -> None:
             self._offer(paths.html, paths.pngs, paths.report)
             if changed():
-                self.area.export_note.object += ('<div class="pair-changed">The files of this pair changed since it '
-                                                 "was shown; the view and the export show them as they are now.</div>")
+                self.area.export_note.object += (
+                    '<div class="pair-changed">The files of this pair changed since it '
+                    "was shown; the view and the export show them as they are now.</div>"
+                )
 
-        run_export(self.area.export_button, self.area.export_note, what="The pair export", busy=EXPORT_BUSY,
-                   export_dir=self.export_dir, work=work, finish=finish, settled=redraw)
+        run_export(
+            self.area.export_button,
+            self.area.export_note,
+            what="The pair export",
+            busy=EXPORT_BUSY,
+            export_dir=self.export_dir,
+            work=work,
+            finish=finish,
+            settled=redraw,
+        )
 
     def _offer(self, page: Path, pngs: tuple[Path, ...], report: Path) -> None:
         """Downloads of the page, the (first) PNG and the JSON; the note names every file written."""
-        self.area.downloads.offer(((page, "Download HTML"), (pngs[0], "Download PNG"),
-                                   (report, "Download comparison JSON")))
-        self.area.export_note.object = written_note("pair-export-note", (("export-html", page),
-                                                                     *(("export-png", png) for png in pngs),
-                                                                     ("export-json", report)))
+        self.area.downloads.offer(
+            ((page, "Download HTML"), (pngs[0], "Download PNG"), (report, "Download comparison JSON"))
+        )
+        self.area.export_note.object = written_note(
+            "pair-export-note", (("export-html", page), *(("export-png", png) for png in pngs), ("export-json", report))
+        )

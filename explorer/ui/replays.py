@@ -43,8 +43,9 @@ class ReplayMode(param.Parameterized):
     packet = param.String(default="", doc="The open packet (the runs' source).")
     run = param.String(default="", doc="The replay run shown, '' when none is open.")
 
-    def __init__(self, index: PacketIndex, packets: PacketList, export_dir: Path, on_change: Callable[[], None],
-                 **params):
+    def __init__(
+        self, index: PacketIndex, packets: PacketList, export_dir: Path, on_change: Callable[[], None], **params
+    ):
         super().__init__(**params)
         self.index = index
         self.runs = RunIndex(index.root)
@@ -53,8 +54,13 @@ class ReplayMode(param.Parameterized):
         self._replay: Replay | None = None
         self._note = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["replay-note"])
         self.sidebar = pn.Column(self._note, sizing_mode="stretch_width", css_classes=["replay-runs"])
-        self.area = ModeArea("replay", export_label=EXPORT_LABEL, export_width=EXPORT_WIDTH, on_close=self.close,
-                             on_export=self._on_export)
+        self.area = ModeArea(
+            "replay",
+            export_label=EXPORT_LABEL,
+            export_width=EXPORT_WIDTH,
+            on_close=self.close,
+            on_export=self._on_export,
+        )
         self.panel = self.area.panel
 
     # ------------------------------------------------------------ the run list
@@ -70,16 +76,24 @@ class ReplayMode(param.Parameterized):
         names = self._bound()
         buttons = []
         for run in names[:MAX_RUN_BUTTONS]:
-            button = pn.widgets.Button(label=run, color="light", css_classes=["replay-button"],
-                                       description=f"Open the replay run {run} of {name}")
+            button = pn.widgets.Button(
+                label=run,
+                color="light",
+                css_classes=["replay-button"],
+                description=f"Open the replay run {run} of {name}",
+            )
             button.on_click(lambda _event, chosen=run: self._clicked(chosen))
             buttons.append(button)
-        more = (f"<br>The first {MAX_RUN_BUTTONS} by name are shown; <code>?replay=RUN</code> in the URL opens any "
-                "other." if len(names) > MAX_RUN_BUTTONS else "")
-        lead = (f"Replay runs of this packet ({len(names)}):" if names
-                else f'<span class="no-replays">{NO_RUNS}</span>')
-        self._note.object = (f'<div class="replay-note-text" data-runs="{len(names)}" style="font-size:0.9em">'
-                             f"<b>Replay runs</b> of {html.escape(name)}<br>{lead}{more}</div>")
+        more = (
+            f"<br>The first {MAX_RUN_BUTTONS} by name are shown; <code>?replay=RUN</code> in the URL opens any other."
+            if len(names) > MAX_RUN_BUTTONS
+            else ""
+        )
+        lead = f"Replay runs of this packet ({len(names)}):" if names else f'<span class="no-replays">{NO_RUNS}</span>'
+        self._note.object = (
+            f'<div class="replay-note-text" data-runs="{len(names)}" style="font-size:0.9em">'
+            f"<b>Replay runs</b> of {html.escape(name)}<br>{lead}{more}</div>"
+        )
         self.sidebar.objects = note_and_buttons(self._note, buttons, "replay-list")
 
     def _clicked(self, run: str) -> None:
@@ -101,20 +115,28 @@ class ReplayMode(param.Parameterized):
         """The first partner captured by another backend, else the first partner, by name (None without one)."""
         names = self.index.partners(self.packet)
         mine = self.index.summary(self.packet)
-        other = [n for n in names if mine is not None and (s := self.index.summary(n)) is not None
-                 and s.backend != mine.backend]
+        other = [
+            n
+            for n in names
+            if mine is not None and (s := self.index.summary(n)) is not None and s.backend != mine.backend
+        ]
         return (other or list(names) or [None])[0]
 
     def _compute(self, run: str) -> Replay:
         partner = self._partner()
-        return replay(lookup(self.runs.entries, run).path, packet=lookup(self.index.entries, self.packet).path,
-                      partner=None if partner is None else lookup(self.index.entries, partner).path)
+        return replay(
+            lookup(self.runs.entries, run).path,
+            packet=lookup(self.index.entries, self.packet).path,
+            partner=None if partner is None else lookup(self.index.entries, partner).path,
+        )
 
     def open(self, run: str) -> list[str]:
         """Open the run (re-read now); returns notes (and shows nothing) when it is not a listed run of the packet."""
         if run not in self._bound():
-            return [f"Replay &quot;{echo(run)}&quot; is not a listed replay run of {html.escape(self.packet)}; "
-                    "it was ignored."]
+            return [
+                f"Replay &quot;{echo(run)}&quot; is not a listed replay run of {html.escape(self.packet)}; "
+                "it was ignored."
+            ]
         result = self._compute(run)
         with pn.io.hold():
             self._replay = result
@@ -132,7 +154,9 @@ class ReplayMode(param.Parameterized):
             f'data-run="{html.escape(self.run)}" data-status="{result.status}" style="{REPLAY_STATUS_STYLE}">'
             f"Replay run <b>{html.escape(self.run)}</b> of {html.escape(self.packet)}, partner {partner} "
             f"&nbsp; (replay status: <b>{result.status}</b>)</div>",
-            lambda: build(result), "replay view")
+            lambda: build(result),
+            "replay view",
+        )
 
     def close(self, notify: bool = True) -> None:
         """Back to the single packet: the replay view is dropped and `replay=` leaves the URL."""
@@ -165,10 +189,24 @@ class ReplayMode(param.Parameterized):
             result, paths = outcome
             if self.run == run:
                 self._replay = result
-            files = (paths.html, *paths.pngs, paths.report)
-            self.area.downloads.offer(zip(files, ("Download HTML", "Download PNG", "Download replay JSON")))
-            self.area.export_note.object = written_note("replay-export-note",
-                                                        zip(("export-html", "export-png", "export-json"), files))
+            self.area.downloads.offer(
+                ((paths.html, "Download HTML"), (paths.pngs[0], "Download PNG"), (paths.report, "Download replay JSON"))
+            )  # the first PNG of a split view; the note names every part
+            self.area.export_note.object = written_note(
+                "replay-export-note",
+                (
+                    ("export-html", paths.html),
+                    *(("export-png", png) for png in paths.pngs),
+                    ("export-json", paths.report),
+                ),
+            )
 
-        run_export(self.area.export_button, self.area.export_note, what="The replay export", busy=EXPORT_BUSY,
-                   export_dir=self.export_dir, work=work, finish=finish)
+        run_export(
+            self.area.export_button,
+            self.area.export_note,
+            what="The replay export",
+            busy=EXPORT_BUSY,
+            export_dir=self.export_dir,
+            work=work,
+            finish=finish,
+        )

@@ -28,6 +28,10 @@ def content_seen(analysis: Analysis) -> tuple:
     """What a view of a packet shows, reduced to what changes with its files: status, hashes, refusals."""
     admission = analysis.admission
     tensors = admission.tensors or {}
-    return (analysis.status, admission.packet_sha256, admission.metadata_sha256,
-            tuple((p.code, p.field, p.message) for p in admission.refusals),
-            tuple(tensor.sha256 for tensor in tensors.values()))
+    return (
+        analysis.status,
+        admission.packet_sha256,
+        admission.metadata_sha256,
+        tuple((p.code, p.field, p.message) for p in admission.refusals),
+        tuple(tensor.sha256 for tensor in tensors.values()),
+    )

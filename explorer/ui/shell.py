@@ -49,13 +49,23 @@ TITLES = {slug: title for slug, title, _ in VIEWS}
 BUILDERS = {slug: builder for slug, _, builder in VIEWS}
 QUERY_PACKET, QUERY_TAB, QUERY_HEAD = "packet", "tab", "head"
 HEAD_PATTERN = re.compile(r"[0-9]{1,6}")  # ASCII digits only: str.isdigit() also accepts '²', which int() refuses
-SCORE_TITLE = ("score: the largest |output - primary reference| / allowance over the compared heads (allowance: half "
-               "the output dtype's spacing plus the head's FP64 noise floor; docs/report.md)")
+SCORE_TITLE = (
+    "score: the largest |output - primary reference| / allowance over the compared heads (allowance: half "
+    "the output dtype's spacing plus the head's FP64 noise floor; docs/report.md)"
+)
 EXPORT_LABEL, EXPORT_WIDTH = "Export HTML + PNG + JSON", 210
 EXPORT_BUSY = "Exporting every view of this packet (the PNGs take a few seconds) ..."
-ELEMENT_DOCK_STYLE = {"position": "fixed", "bottom": "0", "right": "0", "z-index": "1000", "width": "min(780px, 62vw)",
-                      "max-height": "46vh", "overflow": "auto", "background": "#ffffff",
-                      "box-shadow": "0 -2px 10px rgba(0, 0, 0, 0.25)"}
+ELEMENT_DOCK_STYLE = {
+    "position": "fixed",
+    "bottom": "0",
+    "right": "0",
+    "z-index": "1000",
+    "width": "min(780px, 62vw)",
+    "max-height": "46vh",
+    "overflow": "auto",
+    "background": "#ffffff",
+    "box-shadow": "0 -2px 10px rgba(0, 0, 0, 0.25)",
+}
 QUERY_ELEMENT = "element"  # `element=H,C` (query head, channel) or `element=N` (flat index over [QH, D])
 # A name's bytes that are not UTF-8 (surrogateescape's stand-ins) are percent-encoded as themselves, and read back.
 URL_ERRORS = "surrogateescape"
@@ -67,8 +77,9 @@ BADGE_COLOURS = {
     REFUSED: ("#e4e4e4", "#333333"),
     ERROR: ("#f1e6d8", "#4a3a22"),  # the list only: a summary that could not be made
 }
-BADGE_STYLE = ("display:inline-block;padding:0 0.5em;border-radius:0.6em;font-size:0.85em;font-weight:600;"
-               "margin-right:0.5em")
+BADGE_STYLE = (
+    "display:inline-block;padding:0 0.5em;border-radius:0.6em;font-size:0.85em;font-weight:600;margin-right:0.5em"
+)
 META_STYLE = "font-size:0.85em;color:#444444"
 # Each part of the status line is its own box, so a long list of codes wraps below, never over, the name and chip.
 STATUS_LINE_STYLE = "display:flex;flex-wrap:wrap;align-items:baseline;gap:0.2em 0.6em"
@@ -99,8 +110,10 @@ def badge_html(summary: catalog.Summary, css_class: str, heads: int | None = Non
     compared (of `heads`) and the status codes."""
     background, colour = BADGE_COLOURS[summary.status]
     score = "" if summary.score is None else f" &middot; score {html.escape(short_number(summary.score))}"
-    badge = (f'<span class="{css_class}" data-status="{summary.status}" title="{SCORE_TITLE}" '
-             f'style="{BADGE_STYLE};background:{background};color:{colour}">{summary.status}{score}</span>')
+    badge = (
+        f'<span class="{css_class}" data-status="{summary.status}" title="{SCORE_TITLE}" '
+        f'style="{BADGE_STYLE};background:{background};color:{colour}">{summary.status}{score}</span>'
+    )
     details = list(summary.codes)
     if summary.heads_not_compared:
         of = "" if heads is None else f" of {heads}"
@@ -160,8 +173,7 @@ class Shell(param.Parameterized):
     tab = param.Selector(objects=list(SLUGS), default=SLUGS[0], doc="Slug of the open view.")
     head = param.Integer(default=0, bounds=(0, None), doc="Selected query head.")
 
-    def __init__(self, root: Path, export_dir: Path, on_status: Callable[[str], None] = lambda packet: None,
-                 **params):
+    def __init__(self, root: Path, export_dir: Path, on_status: Callable[[str], None] = lambda packet: None, **params):
         """`on_status(packet)` hears every status line shown (the server's per-session timings)."""
         super().__init__(**params)
         self._on_status = on_status
@@ -177,28 +189,47 @@ class Shell(param.Parameterized):
         self._message = pn.pane.HTML("", visible=False, sizing_mode="stretch_width")
         self._status = pn.pane.HTML("", sizing_mode="stretch_width")
         self._element_box: pn.Row | None = None  # the element dock, made when an element is first selected
-        self._placeholders = {slug: pn.Column(sizing_mode="stretch_width", css_classes=[f"view-{slug}"])
-                              for slug in SLUGS}
+        self._placeholders = {
+            slug: pn.Column(sizing_mode="stretch_width", css_classes=[f"view-{slug}"]) for slug in SLUGS
+        }
         self._views: dict[str, pn.viewable.Viewable] = {}  # slug -> view of the shown packet, built on first open
-        self._tabs = pn.Tabs(*((TITLES[slug], self._placeholders[slug]) for slug in SLUGS), dynamic=False,
-                             sizing_mode="stretch_width", stylesheets=[TABS_CSS])
-        self._export_button = pn.widgets.Button(label=EXPORT_LABEL, color="primary", width=EXPORT_WIDTH,
-                                                css_classes=["packet-export"])
+        self._tabs = pn.Tabs(
+            *((TITLES[slug], self._placeholders[slug]) for slug in SLUGS),
+            dynamic=False,
+            sizing_mode="stretch_width",
+            stylesheets=[TABS_CSS],
+        )
+        self._export_button = pn.widgets.Button(
+            label=EXPORT_LABEL, color="primary", width=EXPORT_WIDTH, css_classes=["packet-export"]
+        )
         self._export_note = pn.pane.HTML("", sizing_mode="stretch_width")
         self._downloads = Downloads("packet-downloads")
         self.packets = PacketList(self.index, badge=_list_badge, on_choose=self._choose)
         self.pairs = PairMode(self.index, self.packets, export_dir, on_change=self._on_pair)
         self.replays = ReplayMode(self.index, self.packets, export_dir, on_change=self._on_replay)
-        self.campaigns = CampaignMode(self.index, self.packets, export_dir, on_change=self._on_campaign,
-                                      on_pair=self._open_pair)
-        self.sidebar = pn.Column(self.pairs.sidebar, self.replays.sidebar, self.campaigns.sidebar, self.packets.panel,
-                                 sizing_mode="stretch_width")
+        self.campaigns = CampaignMode(
+            self.index, self.packets, export_dir, on_change=self._on_campaign, on_pair=self._open_pair
+        )
+        self.sidebar = pn.Column(
+            self.pairs.sidebar,
+            self.replays.sidebar,
+            self.campaigns.sidebar,
+            self.packets.panel,
+            sizing_mode="stretch_width",
+        )
         self._single = pn.Column(  # the open packet's views, hidden while a pair is shown
-            self._downloads.panel, self._export_note, self._tabs, sizing_mode="stretch_width")
-        self.main = pn.Column(self._query_writer, self._message,
-                              pn.Row(self._status, self._export_button, sizing_mode="stretch_width"),
-                              self.pairs.panel, self.replays.panel, self.campaigns.panel, self._single,
-                              sizing_mode="stretch_width")
+            self._downloads.panel, self._export_note, self._tabs, sizing_mode="stretch_width"
+        )
+        self.main = pn.Column(
+            self._query_writer,
+            self._message,
+            pn.Row(self._status, self._export_button, sizing_mode="stretch_width"),
+            self.pairs.panel,
+            self.replays.panel,
+            self.campaigns.panel,
+            self._single,
+            sizing_mode="stretch_width",
+        )
         self._tabs.param.watch(self._on_active, "active")
         self._export_button.on_click(self._on_export)
         self._initial_query = session_query()
@@ -247,12 +278,15 @@ class Shell(param.Parameterized):
         self._head_asked = QUERY_HEAD in query  # else the packet opens on its worst head
         head = query.get(QUERY_HEAD, "0")
         if HEAD_PATTERN.fullmatch(head) is None:
-            notes.append(f"Head &quot;{echo(head)}&quot; is not a head number; showing the head with the largest "
-                         "score.")
+            notes.append(
+                f"Head &quot;{echo(head)}&quot; is not a head number; showing the head with the largest score."
+            )
             head, self._head_asked = "0", False
         self._emulation, problems = settings_from_query(query)
-        notes += [f"{name} &quot;{echo(text)}&quot; is not {html.escape(accepts)}; using its default."
-                  for name, text, accepts in problems]
+        notes += [
+            f"{name} &quot;{echo(text)}&quot; is not {html.escape(accepts)}; using its default."
+            for name, text, accepts in problems
+        ]
         with param.parameterized.discard_events(self):
             self.tab, self.head = tab, int(head)
         self._tabs.active = SLUGS.index(self.tab)
@@ -309,13 +343,15 @@ class Shell(param.Parameterized):
     def _on_mode(self) -> None:
         """A pair, a replay run or a campaign opened or closed: the single packet's views hide while one is shown; the
         URL follows."""
-        self._single.visible = self._export_button.visible = not (self.pairs.partner or self.replays.run
-                                                                  or self.campaigns.shown)
+        self._single.visible = self._export_button.visible = not (
+            self.pairs.partner or self.replays.run or self.campaigns.shown
+        )
         self._push_url()
 
     def _say(self, message_html: str) -> None:
-        self._message.object = (f'<div class="shell-message" style="{MESSAGE_STYLE}">{message_html}</div>'
-                                if message_html else "")
+        self._message.object = (
+            f'<div class="shell-message" style="{MESSAGE_STYLE}">{message_html}</div>' if message_html else ""
+        )
         self._message.visible = bool(message_html)
 
     # ------------------------------------------------------------ opening
@@ -326,8 +362,10 @@ class Shell(param.Parameterized):
         before, self._seen[self.packet] = self._seen.get(self.packet), content_seen(analysis)
         if before is None or before == self._seen[self.packet]:
             return analysis, []
-        return analysis, [f"The files of {shown_name(self.packet)} changed since this session last showed it; "
-                          f"this is its status now: {analysis.status}."]
+        return analysis, [
+            f"The files of {shown_name(self.packet)} changed since this session last showed it; "
+            f"this is its status now: {analysis.status}."
+        ]
 
     def _open(self) -> list[str]:
         """Show self.packet (one message to the browser); returns notes about the request for the message line."""
@@ -347,8 +385,10 @@ class Shell(param.Parameterized):
         self._head_asked = False
         geometry = analysis.admission.geometry
         if geometry is not None and self.head >= geometry["queryHeads"]:
-            notes.append(f"Head {self.head} is not a query head of this packet "
-                         f"(0..{geometry['queryHeads'] - 1}); showing head {worst}, the one with the largest score.")
+            notes.append(
+                f"Head {self.head} is not a query head of this packet "
+                f"(0..{geometry['queryHeads'] - 1}); showing head {worst}, the one with the largest score."
+            )
             with param.parameterized.discard_events(self):
                 self.head = worst
         self._selection = Selection(head=self.head)
@@ -363,7 +403,8 @@ class Shell(param.Parameterized):
         self._status.object = (
             f'<div class="status-line" data-packet="{shown_name(self.packet)}" style="{STATUS_LINE_STYLE}">'
             f"<b>{shown_name(self.packet)}</b>"
-            f"{badge_html(summary, 'status-badge', None if analysis.score is None else analysis.score.heads)}</div>")
+            f"{badge_html(summary, 'status-badge', None if analysis.score is None else analysis.score.heads)}</div>"
+        )
         self._on_status(self.packet)
         self._export_note.object = ""
         self._downloads.clear()
@@ -392,8 +433,10 @@ class Shell(param.Parameterized):
                 view = BUILDERS[slug](self._shown, self._selection)
             except Exception as error:  # a programming error in a view must not take the other tabs down
                 log.exception("view %s raised for packet %s", slug, self.packet)
-                view = pn.pane.HTML(f'<div class="view-error">The {html.escape(TITLES[slug])} view could not be '
-                                    f"built: {html.escape(type(error).__name__)}: {html.escape(str(error))}</div>")
+                view = pn.pane.HTML(
+                    f'<div class="view-error">The {html.escape(TITLES[slug])} view could not be '
+                    f"built: {html.escape(type(error).__name__)}: {html.escape(str(error))}</div>"
+                )
             self._views[slug] = view
         for other, holder in self._placeholders.items():
             if other != slug and holder.objects:
@@ -520,15 +563,22 @@ class Shell(param.Parameterized):
                     self._say(" ".join(notes + self._show(analysis)))
             self._offer(paths)
 
-        run_export(self._export_button, self._export_note, what="Export", busy=EXPORT_BUSY,
-                   export_dir=self.export_dir, work=work, finish=finish)
+        run_export(
+            self._export_button,
+            self._export_note,
+            what="Export",
+            busy=EXPORT_BUSY,
+            export_dir=self.export_dir,
+            work=work,
+            finish=finish,
+        )
 
     def _offer(self, paths: ExportPaths) -> None:
         self._downloads.offer(((paths.html, "Download HTML"), (paths.report, "Download JSON report")))
-        self._export_note.object = written_note("export-note", (("export-html", paths.html),
-                                                                ("export-json", paths.report),
-                                                                *(("export-png", png) for png in paths.pngs)))
-
+        self._export_note.object = written_note(
+            "export-note",
+            (("export-html", paths.html), ("export-json", paths.report), *(("export-png", png) for png in paths.pngs)),
+        )
 
     # ------------------------------------------------------------ what a page does, for callers without a browser
 
@@ -554,8 +604,12 @@ class Shell(param.Parameterized):
         """The views' shared selection (head, element, tab) of the open packet; None before one is open."""
         return self._selection
 
-def open_session(root: Path, export_dir: Path, on_status: Callable[[str], None] = lambda packet: None,
-                 ) -> tuple[pn.viewable.Viewable, pn.viewable.Viewable]:
+
+def open_session(
+    root: Path,
+    export_dir: Path,
+    on_status: Callable[[str], None] = lambda packet: None,
+) -> tuple[pn.viewable.Viewable, pn.viewable.Viewable]:
     """(sidebar, main) of one browser session's Shell (`on_status` as for Shell); when the session cannot be set up
     at all (a root that cannot be listed, say), a one-line note naming the root and the error instead of a blank
     page."""
@@ -564,8 +618,10 @@ def open_session(root: Path, export_dir: Path, on_status: Callable[[str], None] 
     except Exception as error:  # whatever it is, every session would otherwise get an empty page
         log.exception("the session could not be set up for root %s", root)
         reason = error.strerror if isinstance(error, OSError) and error.strerror else f"{type(error).__name__}: {error}"
-        note = (f'<div class="shell-message session-failed" style="{MESSAGE_STYLE}">The packets under '
-                f"<code>{shown_name(clip(str(root)))}</code> could not be listed: {shown_name(clip(reason))}. "
-                "Fix the root (or its permissions) and reload the page.</div>")
+        note = (
+            f'<div class="shell-message session-failed" style="{MESSAGE_STYLE}">The packets under '
+            f"<code>{shown_name(clip(str(root)))}</code> could not be listed: {shown_name(clip(reason))}. "
+            "Fix the root (or its permissions) and reload the page.</div>"
+        )
         return pn.Column(sizing_mode="stretch_width"), pn.pane.HTML(note, sizing_mode="stretch_width")
     return shell.sidebar, shell.main

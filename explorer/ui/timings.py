@@ -54,5 +54,6 @@ class SessionTimings:
             return
         self._status_logged = True
         how = "pushed to the open page" if self._loaded else "sent with the document"
-        log.info("session %s: status line of %r %s %.3f s after the page request", self.session, packet, how,
-                 self._since())
+        log.info(
+            "session %s: status line of %r %s %.3f s after the page request", self.session, packet, how, self._since()
+        )

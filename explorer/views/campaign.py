@@ -1,6 +1,7 @@
 """The Campaign view: a campaign's cells as a steps x layers heatmap; draws only.
 
-The Campaign view: a campaign's cells as a steps x layers heatmap in categorical state colours, differing elements as labels, the origin sentence above; draws only.
+The Campaign view: a campaign's cells as a steps x layers heatmap in categorical state colours, differing elements
+as labels, the origin sentence above; draws only.
 
 It reads one campaign of the campaign report (`explorer campaign --json`,
 docs/campaigns.md) and computes nothing: the states, counts and the origin
@@ -22,8 +23,15 @@ from explorer.views.common import hint, html_pane, plot_pane
 from explorer.views.html_summary import esc, short_number
 
 # One colour per state (categorical, never a scale): differences warm, agreement grey, gaps pale.
-STATE_COLOURS = {"duplicate": "#bcbd22", "missing": "#ffffff", "refused": "#595959", "tokens_differ": "#8c6bb1",
-                 "inputs_differ": "#fdae6b", "outputs_differ": "#d62728", "identical": "#e3e3e3"}
+STATE_COLOURS = {
+    "duplicate": "#bcbd22",
+    "missing": "#ffffff",
+    "refused": "#595959",
+    "tokens_differ": "#8c6bb1",
+    "inputs_differ": "#fdae6b",
+    "outputs_differ": "#d62728",
+    "identical": "#e3e3e3",
+}
 CELL_EDGE = "#c8c8c8"  # every cell outlined, so a missing (white) cell shows as a gap in the grid
 LABEL_COLOURS = {"refused": "#ffffff", "outputs_differ": "#ffffff", "tokens_differ": "#ffffff"}
 CELL_WIDTH_PX = 52
@@ -44,9 +52,12 @@ def grid_size(steps: int, layers: int) -> tuple[int, int]:
 
 def legend_html() -> str:
     """The states in precedence order, each with its colour."""
-    swatches = "".join(f'<span style="display:inline-block;margin-right:0.9em"><span style="display:inline-block;'
-                       f'width:0.9em;height:0.9em;border:1px solid #999;background:{STATE_COLOURS[state]};'
-                       f'vertical-align:middle"></span> {state.replace("_", " ")}</span>' for state in STATES)
+    swatches = "".join(
+        f'<span style="display:inline-block;margin-right:0.9em"><span style="display:inline-block;'
+        f"width:0.9em;height:0.9em;border:1px solid #999;background:{STATE_COLOURS[state]};"
+        f'vertical-align:middle"></span> {state.replace("_", " ")}</span>'
+        for state in STATES
+    )
     return f'<div class="campaign-legend" style="font-size:0.85em">{swatches}</div>'
 
 
@@ -63,33 +74,75 @@ def grid(campaign: dict[str, Any]) -> hv.Overlay:
     records = []
     for cell in campaign["cells"]:
         x, y = column[cell["outputIndex"]], row[cell["modelLayerIndex"]]
-        differing = ", ".join(f"{name} {short_number(count)}" for name, count in (cell["inputsDiffering"] or {}).items())
-        records.append((x - 0.48, y - 0.46, x + 0.48, y + 0.46, STATE_COLOURS[cell["state"]], cell["state"],
-                        cell["outputIndex"], cell["modelLayerIndex"], short_number(cell["outputsDiffering"]),
-                        short_number(cell["maxUlp"]), differing or "-", " ".join(cell["codes"]) or "-",
-                        _label(cell), LABEL_COLOURS.get(cell["state"], "#222222"), x, y))
+        differing = ", ".join(
+            f"{name} {short_number(count)}" for name, count in (cell["inputsDiffering"] or {}).items()
+        )
+        records.append(
+            (
+                x - 0.48,
+                y - 0.46,
+                x + 0.48,
+                y + 0.46,
+                STATE_COLOURS[cell["state"]],
+                cell["state"],
+                cell["outputIndex"],
+                cell["modelLayerIndex"],
+                short_number(cell["outputsDiffering"]),
+                short_number(cell["maxUlp"]),
+                differing or "-",
+                " ".join(cell["codes"]) or "-",
+                _label(cell),
+                LABEL_COLOURS.get(cell["state"], "#222222"),
+                x,
+                y,
+            )
+        )
     vdims = ["colour", "state", "step", "layer", "outputs", "ulp", "inputs", "codes", "label", "ink", "cx", "cy"]
     width, height = grid_size(len(steps), len(layers))
     rectangles = hv.Rectangles(records, kdims=["x0", "y0", "x1", "y1"], vdims=vdims).opts(
-        color="colour", line_color=CELL_EDGE, line_width=1, width=width, height=height,
-        xlim=(-0.5, len(steps) - 0.5), ylim=(-0.5, len(layers) - 0.5), invert_yaxis=True,
+        color="colour",
+        line_color=CELL_EDGE,
+        line_width=1,
+        width=width,
+        height=height,
+        xlim=(-0.5, len(steps) - 0.5),
+        ylim=(-0.5, len(layers) - 0.5),
+        invert_yaxis=True,
         xticks=[(index, str(step)) for step, index in column.items()],
         yticks=[(index, str(layer)) for layer, index in row.items()],
-        xlabel="step (outputIndex)", ylabel="layer", tools=["hover", "tap"],
-        hover_tooltips=[("step", "@step"), ("layer", "@layer"), ("state", "@state"),
-                        ("output elements differing", "@outputs"), ("max ULP", "@ulp"),
-                        ("inputs differing", "@inputs"), ("codes", "@codes")],
-        toolbar=None, nonselection_alpha=1.0, selection_alpha=1.0, show_grid=False, default_tools=[])
-    labels = hv.Labels([(r[14], r[15], r[12], r[13]) for r in records], kdims=["cx", "cy"], vdims=["label", "ink"]
-                       ).opts(text_font_size=LABEL_FONT, text_color="ink")
+        xlabel="step (outputIndex)",
+        ylabel="layer",
+        tools=["hover", "tap"],
+        hover_tooltips=[
+            ("step", "@step"),
+            ("layer", "@layer"),
+            ("state", "@state"),
+            ("output elements differing", "@outputs"),
+            ("max ULP", "@ulp"),
+            ("inputs differing", "@inputs"),
+            ("codes", "@codes"),
+        ],
+        toolbar=None,
+        nonselection_alpha=1.0,
+        selection_alpha=1.0,
+        show_grid=False,
+        default_tools=[],
+    )
+    labels = hv.Labels(
+        [(r[14], r[15], r[12], r[13]) for r in records], kdims=["cx", "cy"], vdims=["label", "ink"]
+    ).opts(text_font_size=LABEL_FONT, text_color="ink")
     return rectangles * labels
 
 
 def build(campaign: dict[str, Any], on_cell: Callable[[int, int], None] | None = None) -> pn.Column:
     """The view of one campaign: origin sentence, legend, the grid (clickable with `on_cell`), its notes."""
-    parts = [html_pane(f'<div class="campaign-origin" data-campaign="{esc(campaign["id"])}" '
-                       f'style="font-size:1.0em;margin:0.2em 0">{esc(campaign["originSentence"])}</div>'),
-             html_pane(legend_html())]
+    parts = [
+        html_pane(
+            f'<div class="campaign-origin" data-campaign="{esc(campaign["id"])}" '
+            f'style="font-size:1.0em;margin:0.2em 0">{esc(campaign["originSentence"])}</div>'
+        ),
+        html_pane(legend_html()),
+    ]
     if campaign["cells"]:
         pane = plot_pane(grid(campaign), css_classes=[GRID_CLASS], sizing_mode="fixed")
         if on_cell is not None:
@@ -98,18 +151,25 @@ def build(campaign: dict[str, Any], on_cell: Callable[[int, int], None] | None =
             def clicked(x, y) -> None:
                 if x is None or y is None:
                     return
-                column, row = int(round(x)), int(round(y))
+                column, row = round(x), round(y)
                 if 0 <= column < len(steps) and 0 <= row < len(layers):
                     on_cell(steps[column], layers[row])
 
             hv.streams.Tap(source=pane.object.get(0)).add_subscriber(clicked)
-            parts.append(hint("Click a cell to open its pair (side a: "
-                              f"{esc(campaign['backends'][0])}, side b: {esc(campaign['backends'][1])})."))
+            parts.append(
+                hint(
+                    "Click a cell to open its pair (side a: "
+                    f"{esc(campaign['backends'][0])}, side b: {esc(campaign['backends'][1])})."
+                )
+            )
         parts.append(pane)
     notes = campaign["notes"]
     if notes:
-        parts.append(html_pane("".join(f'<div class="campaign-note" style="font-size:0.85em">{esc(note)}</div>'
-                                       for note in notes)))
+        parts.append(
+            html_pane(
+                "".join(f'<div class="campaign-note" style="font-size:0.85em">{esc(note)}</div>' for note in notes)
+            )
+        )
     return pn.Column(*parts, sizing_mode="stretch_width", css_classes=["campaign-view"])
 
 
@@ -118,9 +178,17 @@ def campaign_of(frame, campaign: str | None = None) -> dict[str, Any]:
     (`frame.attrs["campaigns"]`, the first or the one with id `campaign`) and its rows as the cells."""
     chosen = next(entry for entry in frame.attrs["campaigns"] if campaign is None or entry["id"] == campaign)
     rows = frame[frame["campaign"] == chosen["id"]]
-    cells = [{"outputIndex": int(row.outputIndex), "modelLayerIndex": int(row.modelLayerIndex), "state": row.state,
-              "packets": row.packets, "inputsDiffering": row.inputsDiffering,
-              "outputsDiffering": None if row.outputsDiffering is pd.NA else int(row.outputsDiffering),
-              "maxUlp": None if row.maxUlp is pd.NA else int(row.maxUlp), "codes": list(row.codes)}
-             for row in rows.itertuples(index=False)]
+    cells = [
+        {
+            "outputIndex": int(row.outputIndex),
+            "modelLayerIndex": int(row.modelLayerIndex),
+            "state": row.state,
+            "packets": row.packets,
+            "inputsDiffering": row.inputsDiffering,
+            "outputsDiffering": None if row.outputsDiffering is pd.NA else int(row.outputsDiffering),
+            "maxUlp": None if row.maxUlp is pd.NA else int(row.maxUlp),
+            "codes": list(row.codes),
+        }
+        for row in rows.itertuples(index=False)
+    ]
     return {**chosen, "cells": cells}

@@ -33,8 +33,14 @@ NAN_COLOUR = scales.NOT_COMPARED_COLOUR  # cells whose value is undefined (NaN, 
 FLOOR_COLOUR = "#7f7f7f"
 SERIES_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2")
 SERIES_MARKERS = ("circle", "square", "triangle", "diamond", "inverted_triangle", "hex")
-MARKER_SYMBOLS = {"circle": "\u25cf", "square": "\u25a0", "triangle": "\u25b2", "diamond": "\u25c6",
-                  "inverted_triangle": "\u25bc", "hex": "\u2b22"}
+MARKER_SYMBOLS = {
+    "circle": "\u25cf",
+    "square": "\u25a0",
+    "triangle": "\u25b2",
+    "diamond": "\u25c6",
+    "inverted_triangle": "\u25bc",
+    "hex": "\u2b22",
+}
 METRICS = (("linf", "linf"), ("rmse", "rmse"), ("relative_l2", "relativeL2"))
 LINEAR, LOG = "linear", "log"
 MAX_INDEX_TICKS = 32  # a per-head chart labels every head up to this many, every k-th above
@@ -52,11 +58,18 @@ class Selection(param.Parameterized):
     """What the user picked that more than one view follows; the shell mirrors it in the URL."""
 
     head = param.Integer(default=0, bounds=(0, None), doc="Query head shown by the per-head views.")
-    element = param.Tuple(default=None, length=2, allow_None=True,
-                          doc="(query head, channel) of the output element clicked in a map, or None.")
+    element = param.Tuple(
+        default=None,
+        length=2,
+        allow_None=True,
+        doc="(query head, channel) of the output element clicked in a map, or None.",
+    )
     tab = param.String(default="", doc="Slug of a view a link asked to open (the shell switches to it).")
-    emulation = param.Dict(default={}, doc="Emulation parameters set away from their defaults, by their URL names "
-                                           "(blocks, partitionTokens, partialDType).")
+    emulation = param.Dict(
+        default={},
+        doc="Emulation parameters set away from their defaults, by their URL names "
+        "(blocks, partitionTokens, partialDType).",
+    )
 
 
 def selectable(pane: pn.pane.HoloViews, selection: Selection) -> pn.pane.HoloViews:
@@ -69,8 +82,12 @@ def selectable(pane: pn.pane.HoloViews, selection: Selection) -> pn.pane.HoloVie
 
     def cells(element) -> dict[str, list[float]]:
         inside = element is not None and 0 <= element[0] < rows and 0 <= element[1] < columns
-        return {"left": [element[1] - 0.5] if inside else [], "right": [element[1] + 0.5] if inside else [],
-                "top": [element[0] - 0.5] if inside else [], "bottom": [element[0] + 0.5] if inside else []}
+        return {
+            "left": [element[1] - 0.5] if inside else [],
+            "right": [element[1] + 0.5] if inside else [],
+            "top": [element[0] - 0.5] if inside else [],
+            "bottom": [element[0] + 0.5] if inside else [],
+        }
 
     def clicked(x, y) -> None:
         if x is None or y is None:
@@ -81,8 +98,16 @@ def selectable(pane: pn.pane.HoloViews, selection: Selection) -> pn.pane.HoloVie
 
     def add_outline(plot, element) -> None:
         source = ColumnDataSource(cells(selection.element))
-        plot.state.quad(left="left", right="right", top="top", bottom="bottom", source=source, fill_alpha=0,
-                        line_color=SELECTED_COLOUR, line_width=SELECTED_LINE_WIDTH)
+        plot.state.quad(
+            left="left",
+            right="right",
+            top="top",
+            bottom="bottom",
+            source=source,
+            fill_alpha=0,
+            line_color=SELECTED_COLOUR,
+            line_width=SELECTED_LINE_WIDTH,
+        )
         sources.append(source)
 
     def redraw(event: param.parameterized.Event) -> None:
@@ -123,8 +148,9 @@ def plot_pane(obj, *, linked_axes: bool = False, **params) -> pn.pane.HoloViews:
     Plots draw on a 2D canvas (OUTPUT_BACKEND), not HoloViews' default WebGL.
     """
     params.setdefault("sizing_mode", "stretch_width")  # a plot of fixed pixel size passes "fixed"
-    return pn.pane.HoloViews(obj.opts(backend_opts={"plot.output_backend": OUTPUT_BACKEND}, clone=True),
-                             linked_axes=linked_axes, **params)
+    return pn.pane.HoloViews(
+        obj.opts(backend_opts={"plot.output_backend": OUTPUT_BACKEND}, clone=True), linked_axes=linked_axes, **params
+    )
 
 
 def html_pane(markup: str, **params) -> pn.pane.HTML:
@@ -146,14 +172,19 @@ def note(markup: str, css_class: str = "view-note") -> pn.pane.HTML:
 
 def hint(markup: str) -> pn.pane.HTML:
     """An instruction about the live app (click, hover, choose): exports leave it out (HINT_CLASS)."""
-    return html_pane(f'<p style="color:#555;margin:0;font-size:{COMPACT_FONT}">{markup}</p>', css_classes=[HINT_CLASS],
-                     margin=(0, 10))
+    return html_pane(
+        f'<p style="color:#555;margin:0;font-size:{COMPACT_FONT}">{markup}</p>',
+        css_classes=[HINT_CLASS],
+        margin=(0, 10),
+    )
 
 
 def state_markup(markup: str, css_class: str) -> str:
     """An explicit, prominent state line such as 'all bits equal' (never an empty area)."""
-    return (f'<div class="{css_class}" style="padding:0.6em 0.9em;border:1px solid #b9c6d6;'
-            f'background:#eef3f8;font-size:1.05em;margin:0.3em 0">{markup}</div>')
+    return (
+        f'<div class="{css_class}" style="padding:0.6em 0.9em;border:1px solid #b9c6d6;'
+        f'background:#eef3f8;font-size:1.05em;margin:0.3em 0">{markup}</div>'
+    )
 
 
 def state(markup: str, css_class: str) -> pn.pane.HTML:
@@ -203,6 +234,7 @@ def hover(tooltips: Sequence[tuple[str, str]], formatters: Mapping[str, Callable
     The formatters are made afresh at every render by a hook (a Bokeh model belongs
     to one document only, and a view may be rendered into several: app, export).
     """
+
     def add_formatters(plot, element) -> None:
         own = plot.handles.get("hover")
         tools = [own] if isinstance(own, HoverTool) else [t for t in plot.state.tools if isinstance(t, HoverTool)]
@@ -222,9 +254,22 @@ class Field(Record):
     formatter: Callable[[], CustomJSHover] = exact_number
 
 
-def grid_map(colour: np.ndarray, fields: Sequence[Field], *, title: str, colour_label: str, xlabel: str,
-             ylabel: str, clim: tuple[float, float], cmap, logz: bool = False, colorbar: bool = True,
-             height: int = MAP_HEIGHT, counts: bool = False, categories: Sequence[str] | None = None) -> hv.Image:
+def grid_map(
+    colour: np.ndarray,
+    fields: Sequence[Field],
+    *,
+    title: str,
+    colour_label: str,
+    xlabel: str,
+    ylabel: str,
+    clim: tuple[float, float],
+    cmap,
+    logz: bool = False,
+    colorbar: bool = True,
+    height: int = MAP_HEIGHT,
+    counts: bool = False,
+    categories: Sequence[str] | None = None,
+) -> hv.Image:
     """A rows x columns hv.Image coloured by `colour`; hover gives the cell's row, column and every field exactly.
 
     Row 0 is at the top; the map stretches to the available width (responsive: fixed-size
@@ -237,27 +282,47 @@ def grid_map(colour: np.ndarray, fields: Sequence[Field], *, title: str, colour_
     # A field showing the colour array itself is sent once, as the drawn image column (not twice).
     shared = next((f for f in fields if f.values is colour and f.label == colour_label), None)
     others = [f for f in fields if f is not shared]
-    vdims = ([hv.Dimension(shared.name if shared is not None else "colour", label=colour_label)]
-             + [hv.Dimension(f.name, label=f.label) for f in others])
-    image = hv.Image((np.arange(columns), np.arange(rows), colour, *(f.values for f in others)),
-                     kdims=[xlabel, ylabel], vdims=vdims, bounds=(-0.5, -0.5, columns - 0.5, rows - 0.5))
+    vdims = [hv.Dimension(shared.name if shared is not None else "colour", label=colour_label)] + [
+        hv.Dimension(f.name, label=f.label) for f in others
+    ]
+    image = hv.Image(
+        (np.arange(columns), np.arange(rows), colour, *(f.values for f in others)),
+        kdims=[xlabel, ylabel],
+        vdims=vdims,
+        bounds=(-0.5, -0.5, columns - 0.5, rows - 0.5),
+    )
     columns_of = {f.name: IMAGE_COLUMN if f is shared else f.name for f in fields}
-    tooltips = ([(ylabel, "$y{index}"), (xlabel, "$x{index}")]
-                + [(f.label, f"@{{{columns_of[f.name]}}}{{custom}}") for f in fields])
+    tooltips = [(ylabel, "$y{index}"), (xlabel, "$x{index}")] + [
+        (f.label, f"@{{{columns_of[f.name]}}}{{custom}}") for f in fields
+    ]
     formatters = {"$x": cell_index, "$y": cell_index, **{f"@{{{columns_of[f.name]}}}": f.formatter for f in fields}}
-    size = {"min_width": MAP_MIN_WIDTH, "responsive": True, "height": height,
-            "yticks": scales.index_ticks(rows, height - MAP_FRAME_PIXELS)}
+    size = {
+        "min_width": MAP_MIN_WIDTH,
+        "responsive": True,
+        "height": height,
+        "yticks": scales.index_ticks(rows, height - MAP_FRAME_PIXELS),
+    }
     hovered = hover(tooltips, formatters)
     if colorbar:
-        ticks = (tuple(enumerate(categories)) if categories is not None else
-                 scales.colour_bar_ticks(*clim, log=logz, integer=counts))
+        ticks = (
+            tuple(enumerate(categories))
+            if categories is not None
+            else scales.colour_bar_ticks(*clim, log=logz, integer=counts)
+        )
         hovered["hooks"] = [*hovered["hooks"], _colour_bar_ticks(ticks)]
     clipping = {"NaN": NAN_COLOUR, **({"min": scales.ZERO_COLOUR} if logz else {})}
     return image.opts(
-        title=title, cmap=cmap, clim=clim, logz=logz, colorbar=colorbar, invert_yaxis=True,
-        clipping_colors=clipping, **hovered,
+        title=title,
+        cmap=cmap,
+        clim=clim,
+        logz=logz,
+        colorbar=colorbar,
+        invert_yaxis=True,
+        clipping_colors=clipping,
+        **hovered,
         default_tools=["pan", "wheel_zoom", "box_zoom", "reset", "save"],
-        **size)
+        **size,
+    )
 
 
 def integer_y_axis(plot, element) -> None:
@@ -269,6 +334,7 @@ def integer_y_axis(plot, element) -> None:
 def _colour_bar_ticks(ticks: Sequence[tuple[float, str]]):
     """A render hook putting `ticks` (value, label) on a map's colour bar (fresh models per render: a Bokeh model
     belongs to one document)."""
+
     def hook(plot, element) -> None:
         bar = plot.handles.get("colorbar")
         if bar is not None:
@@ -279,16 +345,33 @@ def _colour_bar_ticks(ticks: Sequence[tuple[float, str]]):
     return hook
 
 
-def ulp_map(distance: np.ndarray, fields: Sequence[Field], *, title: str, what: str, xlabel: str = "channel",
-            ylabel: str = "query head", height: int = MAP_HEIGHT) -> hv.Image:
+def ulp_map(
+    distance: np.ndarray,
+    fields: Sequence[Field],
+    *,
+    title: str,
+    what: str,
+    xlabel: str = "channel",
+    ylabel: str = "query head",
+    height: int = MAP_HEIGHT,
+) -> hv.Image:
     """A map of ULP distances on the discrete scale of `scales.ULP_BUCKETS`: 0 in its own colour, each bucket
     named on the colour bar, undefined distances (< 0) in NAN_COLOUR; `what` names the distance."""
     codes = scales.ulp_bucket_codes(distance)
     shown = scales.ulp_buckets_shown(codes)
     labels = [scales.ulp_bucket_label(index) for index in range(shown)]
-    return grid_map(codes, [Field("ulp_bucket", what, codes, lambda: named(labels)), *fields], title=title,
-                    colour_label=what, xlabel=xlabel, ylabel=ylabel, clim=(-0.5, shown - 0.5),
-                    cmap=list(scales.ULP_BUCKET_COLOURS[:shown]), height=height, categories=labels)
+    return grid_map(
+        codes,
+        [Field("ulp_bucket", what, codes, lambda: named(labels)), *fields],
+        title=title,
+        colour_label=what,
+        xlabel=xlabel,
+        ylabel=ylabel,
+        clim=(-0.5, shown - 0.5),
+        cmap=list(scales.ULP_BUCKET_COLOURS[:shown]),
+        height=height,
+        categories=labels,
+    )
 
 
 # ---------------------------------------------------------------- continuous colour scales
@@ -317,16 +400,23 @@ def colour_scale(arrays: Sequence[np.ndarray], mode: str, what: str) -> ColourSc
     positive = finite[finite > 0]
     if mode == LOG and positive.size and positive.min() < high:
         low = float(positive.min())
-        return ColourScale((low, high), True,
-                           f"Log colour scale from the smallest positive {what} ({short_number(low)}) to the largest "
-                           f"({short_number(high)}); exact zeros are white.{undefined}")
+        return ColourScale(
+            (low, high),
+            True,
+            f"Log colour scale from the smallest positive {what} ({short_number(low)}) to the largest "
+            f"({short_number(high)}); exact zeros are white.{undefined}",
+        )
     low = float(finite.min())
     if low == high:
-        return ColourScale((low, low + 1.0), False,
-                           f"Every finite {what} equals {short_number(low)} (lowest colour).{undefined}")
+        return ColourScale(
+            (low, low + 1.0), False, f"Every finite {what} equals {short_number(low)} (lowest colour).{undefined}"
+        )
     fallback = f"A log scale needs two distinct positive values of {what}; drawn linear. " if mode == LOG else ""
-    return ColourScale((low, high), False,
-                       f"{fallback}Linear colour scale from {short_number(low)} to {short_number(high)}.{undefined}")
+    return ColourScale(
+        (low, high),
+        False,
+        f"{fallback}Linear colour scale from {short_number(low)} to {short_number(high)}.{undefined}",
+    )
 
 
 # ---------------------------------------------------------------- per-head charts
@@ -341,54 +431,104 @@ def head_ticks(heads: int, upright: int) -> tuple[list[int], bool]:
     return list(range(0, heads, step)), heads > upright
 
 
-def head_chart_pane(series: Sequence[head_chart.Series], *, title: str, ylabel: str, log: bool,
-                    upright: int = MAX_INDEX_TICKS, height: int = CHART_HEIGHT) -> pn.pane.HTML:
+def head_chart_pane(
+    series: Sequence[head_chart.Series],
+    *,
+    title: str,
+    ylabel: str,
+    log: bool,
+    upright: int = MAX_INDEX_TICKS,
+    height: int = CHART_HEIGHT,
+) -> pn.pane.HTML:
     """A per-query-head chart (inline SVG, no Bokeh figure) of `series`, one value per head each."""
     heads = len(series[0].values) if series else 0
     ticks, vertical = head_ticks(heads, upright)
-    return html_pane(head_chart.head_chart(series, title=title, ylabel=ylabel, log=log, heads=heads, xticks=ticks,
-                                           vertical_labels=vertical, height=height))
+    return html_pane(
+        head_chart.head_chart(
+            series,
+            title=title,
+            ylabel=ylabel,
+            log=log,
+            heads=heads,
+            xticks=ticks,
+            vertical_labels=vertical,
+            height=height,
+        )
+    )
 
 
 def _metric_values(per_head: Sequence[Metrics], attribute: str) -> np.ndarray:
-    return np.array([np.nan if getattr(m, attribute) is None else getattr(m, attribute) for m in per_head],
-                    dtype=np.float64)
+    return np.array(
+        [np.nan if getattr(m, attribute) is None else getattr(m, attribute) for m in per_head], dtype=np.float64
+    )
 
 
 def metric_choice(metrics: Sequence[tuple[str, str]] = METRICS) -> pn.widgets.RadioButtonGroup:
     """The metric a per-head chart draws (one chart at a time: every figure costs the page a fraction of a second)."""
-    return pn.widgets.RadioButtonGroup(options={metric: attribute for attribute, metric in metrics},
-                                       value=metrics[0][0], css_classes=["metric-choice"], width=110 * len(metrics))
+    return pn.widgets.RadioButtonGroup(
+        options={metric: attribute for attribute, metric in metrics},
+        value=metrics[0][0],
+        css_classes=["metric-choice"],
+        width=110 * len(metrics),
+    )
 
 
-def _per_head_chart(series: Sequence[tuple[str, Comparison]], floor: tuple[str, Comparison] | None,
-                    attribute: str, height: int, upright: int, colours: Mapping[str, str],
-                    markers: Mapping[str, str], compact: bool) -> list:
+def _per_head_chart(
+    series: Sequence[tuple[str, Comparison]],
+    floor: tuple[str, Comparison] | None,
+    attribute: str,
+    height: int,
+    upright: int,
+    colours: Mapping[str, str],
+    markers: Mapping[str, str],
+    compact: bool,
+) -> list:
     """[log-y chart of one metric: every comparison's per-head values as markers, the floor dashed; note naming
     the values a log axis cannot draw (zero or null; `compact`: only when there are some)]."""
     metric = dict(METRICS).get(attribute, attribute)
-    drawn = [head_chart.Series(label, _metric_values(comparison.per_head, attribute), colours[label],
-                               markers[label]) for label, comparison in series]
+    drawn = [
+        head_chart.Series(label, _metric_values(comparison.per_head, attribute), colours[label], markers[label])
+        for label, comparison in series
+    ]
     if floor is not None:
-        drawn.append(head_chart.Series(floor[0], _metric_values(floor[1].per_head, attribute), FLOOR_COLOUR,
-                                       marker=None, line="dashed"))
+        drawn.append(
+            head_chart.Series(
+                floor[0], _metric_values(floor[1].per_head, attribute), FLOOR_COLOUR, marker=None, line="dashed"
+            )
+        )
     undrawn = {s.label: _undrawn(s.values) for s in drawn}
-    hidden = [f"{html_summary.esc(label)}: {zeros} zero, {nulls} null"
-              for label, (zeros, nulls) in undrawn.items() if zeros or nulls]
-    hidden_note = (f"Not drawn on the log axis ({metric}; the tables list every value): " + "; ".join(hidden) + "."
-                   if hidden else f"Every {metric} value is positive and drawn.")
-    chart = head_chart_pane(drawn, title=f"{metric} per query head", ylabel=metric, log=True, upright=upright,
-                            height=height)
+    hidden = [
+        f"{html_summary.esc(label)}: {zeros} zero, {nulls} null"
+        for label, (zeros, nulls) in undrawn.items()
+        if zeros or nulls
+    ]
+    hidden_note = (
+        f"Not drawn on the log axis ({metric}; the tables list every value): " + "; ".join(hidden) + "."
+        if hidden
+        else f"Every {metric} value is positive and drawn."
+    )
+    chart = head_chart_pane(
+        drawn, title=f"{metric} per query head", ylabel=metric, log=True, upright=upright, height=height
+    )
     if compact:  # the overview's cells: only when some value is not drawn, in the cells' smaller type
-        return [chart, note(f'<span style="font-size:{COMPACT_FONT}">{hidden_note}</span>', "hidden-values")] \
-            if hidden else [chart]
+        return (
+            [chart, note(f'<span style="font-size:{COMPACT_FONT}">{hidden_note}</span>', "hidden-values")]
+            if hidden
+            else [chart]
+        )
     return [chart, note(hidden_note, "hidden-values")]
 
 
-def per_head_charts(series: Sequence[tuple[str, Comparison]], floor: tuple[str, Comparison] | None = None,
-                    *, metrics: Sequence[tuple[str, str]] = METRICS, height: int = CHART_HEIGHT,
-                    upright: int = MAX_INDEX_TICKS, choice: pn.widgets.RadioButtonGroup | None = None,
-                    compact: bool = False) -> list:
+def per_head_charts(
+    series: Sequence[tuple[str, Comparison]],
+    floor: tuple[str, Comparison] | None = None,
+    *,
+    metrics: Sequence[tuple[str, str]] = METRICS,
+    height: int = CHART_HEIGHT,
+    upright: int = MAX_INDEX_TICKS,
+    choice: pn.widgets.RadioButtonGroup | None = None,
+    compact: bool = False,
+) -> list:
     """A per-head chart of every comparison in `series`, with the noise floor dashed: [legend (beside its own
     selector), chart with its note].
 
@@ -400,18 +540,25 @@ def per_head_charts(series: Sequence[tuple[str, Comparison]], floor: tuple[str, 
     labels = [label for label, _ in series]
     colours = {label: SERIES_COLOURS[i % len(SERIES_COLOURS)] for i, label in enumerate(labels)}
     markers = {label: SERIES_MARKERS[i % len(SERIES_MARKERS)] for i, label in enumerate(labels)}
-    entries = [f'<span style="color:{colours[label]}">{MARKER_SYMBOLS[markers[label]]}</span> '
-               f"{html_summary.esc(label)}" for label in labels]
+    entries = [
+        f'<span style="color:{colours[label]}">{MARKER_SYMBOLS[markers[label]]}</span> {html_summary.esc(label)}'
+        for label in labels
+    ]
     if floor is not None:
         entries.append(f'<span style="color:{FLOOR_COLOUR}">- - -</span> {html_summary.esc(floor[0])}')
     size = f"font-size:{COMPACT_FONT};line-height:1.3" if compact else ""
-    legend = html_pane(f'<div class="chart-legend" style="{size}">' + "".join(
-        f'<span style="display:inline-block;margin-right:1.2em">{entry}</span>' for entry in entries) + "</div>",
-                       margin=(0, 5) if compact else (5, 10))
+    legend = html_pane(
+        f'<div class="chart-legend" style="{size}">'
+        + "".join(f'<span style="display:inline-block;margin-right:1.2em">{entry}</span>' for entry in entries)
+        + "</div>",
+        margin=(0, 5) if compact else (5, 10),
+    )
 
     def draw(attribute: str) -> pn.Column:
-        return pn.Column(*_per_head_chart(series, floor, attribute, height, upright, colours, markers, compact),
-                         sizing_mode="stretch_width")
+        return pn.Column(
+            *_per_head_chart(series, floor, attribute, height, upright, colours, markers, compact),
+            sizing_mode="stretch_width",
+        )
 
     if len(metrics) == 1:
         return [legend, draw(metrics[0][0])]
@@ -432,8 +579,9 @@ def comparison_rows(series: Sequence[tuple[str, Comparison]]) -> str:
     for label, comparison in series:
         rows.append([html_summary.esc(label), "all heads", *html_summary.metric_cells(comparison.global_metrics)])
         if comparison.eligible_global is not None:
-            rows.append([html_summary.esc(label), "eligible heads only",
-                         *html_summary.metric_cells(comparison.eligible_global)])
+            rows.append(
+                [html_summary.esc(label), "eligible heads only", *html_summary.metric_cells(comparison.eligible_global)]
+            )
     return html_summary.table(("comparison", "heads", *html_summary.METRIC_HEADER), rows, css_class="global-metrics")
 
 
@@ -443,8 +591,9 @@ def per_head_rows(series: Sequence[tuple[str, Comparison]], kv_heads: Sequence[i
     for h, kv in enumerate(kv_heads):
         for label, comparison in series:
             rows.append([str(h), str(kv), html_summary.esc(label), *html_summary.metric_cells(comparison.per_head[h])])
-    return html_summary.table(("query head", "KV head", "comparison", *html_summary.METRIC_HEADER), rows,
-                              css_class="per-head-metrics")
+    return html_summary.table(
+        ("query head", "KV head", "comparison", *html_summary.METRIC_HEADER), rows, css_class="per-head-metrics"
+    )
 
 
 def collapsed(title: str, *objects) -> pn.Card:

@@ -17,15 +17,26 @@ def element_html(analysis: Analysis, head: int, channel: int) -> str:
     try:
         record = analysis.element(head, channel)
     except (ValueError, IndexError) as error:
-        return (f'<div class="element-panel" style="{PANEL_STYLE}"><b>Element [{esc(head)}, {esc(channel)}]</b>: '
-                f"{esc(error)}</div>")
-    rows = [(esc(label), f'<span class="element-value">{esc(short_number(value))}</span>',
-             f'<code class="element-exact">{esc(number(value))}</code>') for label, value in record.fields()]
-    title = (f"Element: query head {record.head}, channel {record.channel} "
-             f"(flat index {record.flat_index} over [QH, D])")
+        return (
+            f'<div class="element-panel" style="{PANEL_STYLE}"><b>Element [{esc(head)}, {esc(channel)}]</b>: '
+            f"{esc(error)}</div>"
+        )
+    rows = [
+        (
+            esc(label),
+            f'<span class="element-value">{esc(short_number(value))}</span>',
+            f'<code class="element-exact">{esc(number(value))}</code>',
+        )
+        for label, value in record.fields()
+    ]
+    title = f"Element: query head {record.head}, channel {record.channel} (flat index {record.flat_index} over [QH, D])"
     half = (len(rows) + 1) // 2
     header = ("quantity", "value", "exact (as in the JSON report)")
-    tables = "".join(f'<div style="{COLUMN_STYLE}">{table(header, part, css_class="element-table")}</div>'
-                     for part in (rows[:half], rows[half:]))
-    return (f'<div class="element-panel" data-element="{record.head},{record.channel}" style="{PANEL_STYLE}">'
-            f'<b>{esc(title)}</b><div style="display:flex;flex-wrap:wrap;gap:0 1.2em">{tables}</div></div>')
+    tables = "".join(
+        f'<div style="{COLUMN_STYLE}">{table(header, part, css_class="element-table")}</div>'
+        for part in (rows[:half], rows[half:])
+    )
+    return (
+        f'<div class="element-panel" data-element="{record.head},{record.channel}" style="{PANEL_STYLE}">'
+        f'<b>{esc(title)}</b><div style="display:flex;flex-wrap:wrap;gap:0 1.2em">{tables}</div></div>'
+    )

@@ -41,24 +41,45 @@ def _global(block: dict[str, Any] | None) -> int | None:
     return None if block is None else block["global"]
 
 
-def emulation_table(emulations: Sequence[dict[str, Any]], decisive: dict[str, Any] | None,
-                    baseline: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+def emulation_table(
+    emulations: Sequence[dict[str, Any]], decisive: dict[str, Any] | None, baseline: dict[str, Any]
+) -> tuple[list[str], list[list[str]]]:
     """(header, rows) of one packet's emulations: decisive count, bit-equal count, ULP max, and a note; baseline
     last."""
     compared = emulations[0]["compared"] if emulations else None
     on = _global(decisive)
-    header = ["emulation", f"bit-equal on the {on} decisive" if on is not None else "bit-equal on decisive",
-              f"bit-equal (of {compared})", "ULP max", "note"]
-    rows = [[e["id"], _of(_global(e["bitEqualDecisive"]), on), _of(_global(e["bitEqual"]), compared),
-             "-" if e["ulp"] is None or e["ulp"]["max"] is None else str(e["ulp"]["max"]), _note(e)]
-            for e in emulations]
-    rows.append([BASELINE_LABEL, _of(_global(baseline["bitEqualDecisive"]), on),
-                 _of(_global(baseline["bitEqual"]), compared), "", "no kernel arithmetic: plain rounding"])
+    header = [
+        "emulation",
+        f"bit-equal on the {on} decisive" if on is not None else "bit-equal on decisive",
+        f"bit-equal (of {compared})",
+        "ULP max",
+        "note",
+    ]
+    rows = [
+        [
+            e["id"],
+            _of(_global(e["bitEqualDecisive"]), on),
+            _of(_global(e["bitEqual"]), compared),
+            "-" if e["ulp"] is None or e["ulp"]["max"] is None else str(e["ulp"]["max"]),
+            _note(e),
+        ]
+        for e in emulations
+    ]
+    rows.append(
+        [
+            BASELINE_LABEL,
+            _of(_global(baseline["bitEqualDecisive"]), on),
+            _of(_global(baseline["bitEqual"]), compared),
+            "",
+            "no kernel arithmetic: plain rounding",
+        ]
+    )
     return header, rows
 
 
-def pair_emulation_table(matrix: dict[str, Any], differing: dict[str, Any] | None,
-                         decisive: dict[str, dict[str, Any] | None]) -> tuple[list[str], list[list[str]]]:
+def pair_emulation_table(
+    matrix: dict[str, Any], differing: dict[str, Any] | None, decisive: dict[str, dict[str, Any] | None]
+) -> tuple[list[str], list[list[str]]]:
     """(header, rows) of a pair's emulation x side matrix: per side decisive, differing and all elements; baseline last.
 
     `decisive` is the report's emulationDecisive, {"a": ..., "b": ...}: each side's decisive
@@ -68,14 +89,19 @@ def pair_emulation_table(matrix: dict[str, Any], differing: dict[str, Any] | Non
     on, apart = {side: _global(decisive[side]) for side in SIDES}, _global(differing)
     rows_in = matrix["rows"]
     compared = rows_in[0]["compared"] if rows_in else {"a": None, "b": None}
-    header = ["emulation", *(f"decisive {side} (of {on[side]})" for side in SIDES),
-              *(f"differing {side} (of {apart})" for side in SIDES),
-              *(f"bit-equal {side} (of {compared[side]})" for side in SIDES)]
+    header = [
+        "emulation",
+        *(f"decisive {side} (of {on[side]})" for side in SIDES),
+        *(f"differing {side} (of {apart})" for side in SIDES),
+        *(f"bit-equal {side} (of {compared[side]})" for side in SIDES),
+    ]
 
     def cells(row: dict[str, Any]) -> list[str]:
-        return [*(_of(_global(row["bitEqualDecisive"][side]), None) for side in SIDES),
-                *(_of(row["bitEqualDiffering"][side], None) for side in SIDES),
-                *(_of(_global(row["bitEqual"][side]), None) for side in SIDES)]
+        return [
+            *(_of(_global(row["bitEqualDecisive"][side]), None) for side in SIDES),
+            *(_of(row["bitEqualDiffering"][side], None) for side in SIDES),
+            *(_of(_global(row["bitEqual"][side]), None) for side in SIDES),
+        ]
 
     rows = [[row["id"] + (" (not emulated)" if row.get("notEmulated") else ""), *cells(row)] for row in rows_in]
     rows.append([BASELINE_LABEL, *cells(matrix["baseline"])])

@@ -75,8 +75,14 @@ EMULATION_SETS = (SETTINGS_SET, SWEEP_NAME)
 ULP_LABEL = "ULP distance (output vs emulation, output dtype units)"
 COLOUR_LABEL = "ULP distance"  # the colour bar's title: short enough for a 16-head map; the hover says the rest
 # The map's discrete ULP classes: (lowest distance, tick label, colour); 0 (bit-equal) has a colour of its own.
-ULP_CLASSES = ((0, "0", "#f2f2f2"), (1, "1", "#fdbb84"), (2, "2-3", "#fc8d59"), (4, "4-7", "#e34a33"),
-               (8, "8-15", "#b30000"), (16, "16+", "#4a1486"))
+ULP_CLASSES = (
+    (0, "0", "#f2f2f2"),
+    (1, "1", "#fdbb84"),
+    (2, "2-3", "#fc8d59"),
+    (4, "4-7", "#e34a33"),
+    (8, "8-15", "#b30000"),
+    (16, "16+", "#4a1486"),
+)
 
 
 def _emulation_set(text: str) -> str:
@@ -89,17 +95,22 @@ EMULATION_SET = Parameter("emulationSet", SETTINGS_SET, f"one of {', '.join(EMUL
 # URL name -> (the kernel parameter that reads and bounds it, the view's parameter, ASCII shape checked first)
 URL_SETTINGS: Mapping[str, tuple[Parameter, str, re.Pattern]] = {
     "blocks": (KERNELS[MLX_TWO_PASS].parameter("blocks"), "blocks", re.compile(r"[0-9]{1,8}")),
-    "partitionTokens": (KERNELS[PAGED_TWO_PASS].parameter("partitionTokens"), "partition_tokens",
-                        re.compile(r"[0-9]{1,8}")),
+    "partitionTokens": (
+        KERNELS[PAGED_TWO_PASS].parameter("partitionTokens"),
+        "partition_tokens",
+        re.compile(r"[0-9]{1,8}"),
+    ),
     "partialDType": (KERNELS[PAGED_TWO_PASS].parameter("partialDType"), "partial_dtype", re.compile(r"[a-z0-9]{1,16}")),
     "emulationSet": (EMULATION_SET, "emulation_set", re.compile(r"[a-z]{1,16}")),
 }
 BREAKABLE = "word-break:break-all"  # long ids as column headings wrap anywhere instead of widening the page
 SCROLLING = "max-width:100%;overflow-x:auto"  # a table wider than the column scrolls inside it
-ASSUMPTIONS_NOTE = ("Each emulation recomputes the output on the CPU following one kernel's published arithmetic; it "
-                    "is a labelled counterfactual under stated hypotheses, never the reference, and says nothing "
-                    "about the cause by itself. Read the decisive column first (the elements where the emulations "
-                    "disagree); the last row is the primary reference rounded to the output dtype.")
+ASSUMPTIONS_NOTE = (
+    "Each emulation recomputes the output on the CPU following one kernel's published arithmetic; it "
+    "is a labelled counterfactual under stated hypotheses, never the reference, and says nothing "
+    "about the cause by itself. Read the decisive column first (the elements where the emulations "
+    "disagree); the last row is the primary reference rounded to the output dtype."
+)
 
 
 def requested_ids(blocks: int, partition_tokens: int, partial_dtype: str) -> list[str]:
@@ -108,11 +119,14 @@ def requested_ids(blocks: int, partition_tokens: int, partial_dtype: str) -> lis
 
     With the defaults (128 blocks, 256-token partitions, float32) it is the default set.
     """
-    return [f"{MLX_TWO_PASS}(blocks={blocks})",
-            f"{MLX_TWO_PASS}(blocks={blocks},partialDType={partial_dtype})",
-            f"{PAGED_TWO_PASS}(partitionTokens={partition_tokens})",
-            f"{PAGED_TWO_PASS}(partitionTokens={partition_tokens},partialDType={partial_dtype})",
-            SINGLE_PASS, MLX_RUN]
+    return [
+        f"{MLX_TWO_PASS}(blocks={blocks})",
+        f"{MLX_TWO_PASS}(blocks={blocks},partialDType={partial_dtype})",
+        f"{PAGED_TWO_PASS}(partitionTokens={partition_tokens})",
+        f"{PAGED_TWO_PASS}(partitionTokens={partition_tokens},partialDType={partial_dtype})",
+        SINGLE_PASS,
+        MLX_RUN,
+    ]
 
 
 def settings_from_query(query: Mapping[str, str]) -> tuple[dict[str, object], list[tuple[str, str, str]]]:
@@ -159,17 +173,29 @@ def bit_equal_tables(analysis: Analysis, emulations: tuple[Emulation, ...], coun
     """The counts table (decisive, bit-equal, ULP max, note; baseline last) and per query head (heads x emulations)."""
     head_dim = analysis.admission.tensors["output"].shape[3]
     entries = emulation_list(emulations, _group(analysis))
-    header, rows = emulation_table(entries, None if counts.decisive is None else {"global": counts.decisive.count},
-                                   baseline_block(counts.baseline))
+    header, rows = emulation_table(
+        entries, None if counts.decisive is None else {"global": counts.decisive.count}, baseline_block(counts.baseline)
+    )
     cells = [[f'<code style="{BREAKABLE}">{esc(row[0])}</code>', *(esc(cell) for cell in row[1:])] for row in rows]
     overview = table([esc(cell) for cell in header], cells, css_class="emulation-bit-equal")
     shown = [e for e in ranked(emulations) if e.bit_equal_per_head is not None]
     baseline = counts.baseline.bit_equal_per_head
-    per_head = table(("query head", *(f'<code style="{BREAKABLE}">{esc(e.id)}</code>' for e in shown),
-                      "rounded reference (baseline)"),
-                     ((str(h), *(esc(_share(e.bit_equal_per_head[h], head_dim)) for e in shown),
-                       esc(_share(baseline[h], head_dim))) for h in range(len(baseline))),
-                     css_class="emulation-bit-equal-per-head")
+    per_head = table(
+        (
+            "query head",
+            *(f'<code style="{BREAKABLE}">{esc(e.id)}</code>' for e in shown),
+            "rounded reference (baseline)",
+        ),
+        (
+            (
+                str(h),
+                *(esc(_share(e.bit_equal_per_head[h], head_dim)) for e in shown),
+                esc(_share(baseline[h], head_dim)),
+            )
+            for h in range(len(baseline))
+        ),
+        css_class="emulation-bit-equal-per-head",
+    )
     return f'<div style="{SCROLLING}">{overview}</div><div style="{SCROLLING}">{per_head}</div>'
 
 
@@ -186,10 +212,17 @@ def drilldown_html(analysis: Analysis, emulations: tuple[Emulation, ...], head: 
         equal = "bit-equal" if e.bits[head, channel] == own else f"{e.ulp.distance[head, channel]} ULP apart"
         if e.ulp.distance[head, channel] < 0 and e.bits[head, channel] != own:
             equal = "not compared (ineligible head or nonfinite pair)"
-        rows.append((f"<code>{esc(e.id)}</code>", esc(repr(float(e.values[head, channel]))),
-                     f"<code>{_hex(e.bits[head, channel], dtype)}</code>", esc(equal)))
-    return (f"<p><b>Query head {head}, channel {channel}</b> (output dtype {esc(dtype)})</p>"
-            + table(("", "value", "bits", "vs output"), rows, css_class="emulation-drilldown"))
+        rows.append(
+            (
+                f"<code>{esc(e.id)}</code>",
+                esc(repr(float(e.values[head, channel]))),
+                f"<code>{_hex(e.bits[head, channel], dtype)}</code>",
+                esc(equal),
+            )
+        )
+    return f"<p><b>Query head {head}, channel {channel}</b> (output dtype {esc(dtype)})</p>" + table(
+        ("", "value", "bits", "vs output"), rows, css_class="emulation-drilldown"
+    )
 
 
 def ulp_classes(distance: np.ndarray) -> np.ndarray:
@@ -217,15 +250,25 @@ def difference_map(analysis: Analysis, emulation: Emulation) -> hv.Image:
     output = analysis.admission.tensors["output"]
     bits = ITEM_SIZE[output.dtype] * 8
     kv_heads = [a.kv_head for a in analysis.numerics.attention]
-    fields = [Field("kv_head", "KV head", per_cell(kv_heads, colour.shape)),
-              Field("output", "output", output.values[0, :, 0, :]),
-              Field("output_bits", "output bits", output.bits[0, :, 0, :].astype(np.int64), lambda: hex_pattern(bits)),
-              Field("emulation", "emulation", emulation.values),
-              Field("emulation_bits", "emulation bits", emulation.bits.astype(np.int64), lambda: hex_pattern(bits)),
-              Field("ulp", ULP_LABEL, distance, ulp_value)]
-    image = grid_map(colour, fields, title=f"output vs {emulation.id}", colour_label=COLOUR_LABEL, xlabel="channel",
-                     ylabel="query head", clim=(-0.5, len(ULP_CLASSES) - 0.5), logz=False,
-                     cmap=[colour for _, _, colour in ULP_CLASSES])
+    fields = [
+        Field("kv_head", "KV head", per_cell(kv_heads, colour.shape)),
+        Field("output", "output", output.values[0, :, 0, :]),
+        Field("output_bits", "output bits", output.bits[0, :, 0, :].astype(np.int64), lambda: hex_pattern(bits)),
+        Field("emulation", "emulation", emulation.values),
+        Field("emulation_bits", "emulation bits", emulation.bits.astype(np.int64), lambda: hex_pattern(bits)),
+        Field("ulp", ULP_LABEL, distance, ulp_value),
+    ]
+    image = grid_map(
+        colour,
+        fields,
+        title=f"output vs {emulation.id}",
+        colour_label=COLOUR_LABEL,
+        xlabel="channel",
+        ylabel="query head",
+        clim=(-0.5, len(ULP_CLASSES) - 0.5),
+        logz=False,
+        cmap=[colour for _, _, colour in ULP_CLASSES],
+    )
     return image.opts(hooks=[*image.opts.get().kwargs.get("hooks", []), _class_colour_bar])
 
 
@@ -239,15 +282,23 @@ class EmulationsView(pn.viewable.Viewer):
     """The Emulations view of one analysis; computes when first shown, in a background thread."""
 
     blocks = param.Integer(default=DEFAULT_BLOCKS, bounds=(MIN_BLOCKS, MAX_BLOCKS), doc="Blocks of the MLX kernel.")
-    partition_tokens = param.Integer(default=DEFAULT_PARTITION_TOKENS, bounds=(1, MAX_PARTITION_TOKENS),
-                                     doc="Paged kernel partition size in tokens.")
-    partial_dtype = param.Selector(default=DEFAULT_PARTIAL, objects=list(DTYPES),
-                                   doc="Partial dtype of the counterfactual variant of each kernel with partials.")
-    emulation_set = param.Selector(default=SETTINGS_SET, objects=list(EMULATION_SETS),
-                                   doc="The view's own emulations and the real library, or the sweep (every v2 hypothesis).")
+    partition_tokens = param.Integer(
+        default=DEFAULT_PARTITION_TOKENS, bounds=(1, MAX_PARTITION_TOKENS), doc="Paged kernel partition size in tokens."
+    )
+    partial_dtype = param.Selector(
+        default=DEFAULT_PARTIAL,
+        objects=list(DTYPES),
+        doc="Partial dtype of the counterfactual variant of each kernel with partials.",
+    )
+    emulation_set = param.Selector(
+        default=SETTINGS_SET,
+        objects=list(EMULATION_SETS),
+        doc="The view's own emulations and the real library, or the sweep (every v2 hypothesis).",
+    )
     selected = param.String(default="", doc="The emulation id the difference map shows.")
-    emulations = param.Parameter(default=None,
-                                 doc="The computed emulations (a tuple, request order), None until computed.")
+    emulations = param.Parameter(
+        default=None, doc="The computed emulations (a tuple, request order), None until computed."
+    )
     counts = param.Parameter(default=None, doc="Their decisive elements and baseline (EmulationCounts).")
     running = param.Boolean(default=False, doc="True while a computation runs.")
 
@@ -259,8 +310,9 @@ class EmulationsView(pn.viewable.Viewer):
         self._lock = threading.Lock()
         self._generation = 0
         self._mode: str | None = None  # "background" once shown on a page, "synchronous" after compute()
-        self._progress = pn.indicators.Progress(active=True, visible=False, width=240,
-                                                css_classes=["emulation-progress"])
+        self._progress = pn.indicators.Progress(
+            active=True, visible=False, width=240, css_classes=["emulation-progress"]
+        )
         self._progress_note = note("", "emulation-progress-note")
         self._settings_note = html_pane("", css_classes=["emulation-settings-note"])
         self._tables = html_pane("", css_classes=["emulation-tables"])
@@ -284,8 +336,11 @@ class EmulationsView(pn.viewable.Viewer):
 
     def settings(self) -> dict[str, object]:
         """{URL name: value} of the parameters that differ from their defaults."""
-        return {name: getattr(self, attribute) for name, (_, attribute, _) in URL_SETTINGS.items()
-                if getattr(self, attribute) != self.param[attribute].default}
+        return {
+            name: getattr(self, attribute)
+            for name, (_, attribute, _) in URL_SETTINGS.items()
+            if getattr(self, attribute) != self.param[attribute].default
+        }
 
     def compute(self) -> None:
         """Compute the current set now, in this thread (tests, notebooks); later parameter changes do too."""
@@ -311,8 +366,9 @@ class EmulationsView(pn.viewable.Viewer):
             self._deliver(generation, cached, "")
             return
         self.running = True
-        threading.Thread(target=self._run, args=(generation, self.ids(), pn.state.curdoc), daemon=True,
-                         name="explorer-emulations").start()
+        threading.Thread(
+            target=self._run, args=(generation, self.ids(), pn.state.curdoc), daemon=True, name="explorer-emulations"
+        ).start()
 
     def _run(self, generation: int, ids: list[str], document) -> None:
         def progress(done: int, total: int) -> None:
@@ -327,8 +383,12 @@ class EmulationsView(pn.viewable.Viewer):
             log.exception("emulations %s failed", ids)
             found, failure = None, f"The emulations could not be computed: {type(error).__name__}: {error}"
         context = document.session_context if document is not None else None
-        log.info("session %s: emulations %s ready after %.3f s on a background thread",
-                 context.id if context is not None else "-", ",".join(ids), time.perf_counter() - started)
+        log.info(
+            "session %s: emulations %s ready after %.3f s on a background thread",
+            context.id if context is not None else "-",
+            ",".join(ids),
+            time.perf_counter() - started,
+        )
         deliver = partial(self._deliver, generation, found, failure)
         if document is None:
             deliver()
@@ -371,21 +431,34 @@ class EmulationsView(pn.viewable.Viewer):
             self._integer_input("blocks", "MLX blocks", 140),
             self._integer_input("partitionTokens", "paged partition tokens", 180),
             pn.widgets.Select.from_param(self.param.partial_dtype, label="variant partial dtype", width=180),
-            sizing_mode="stretch_width")
+            sizing_mode="stretch_width",
+        )
         return pn.Column(
             *status,
-            heading("Kernel arithmetic emulations",
-                    "Output elements whose bit pattern equals each emulation's (eligible heads only), on the decisive "
-                    f"elements and on all of them. {esc(ASSUMPTIONS_NOTE)} The sweep runs every launch rule and "
-                    "arithmetic hypothesis (a few seconds); the other settings apply to the default set: the MLX and "
-                    "paged two-pass kernels and the single-pass kernel, each listed once per distinct partial dtype, "
-                    "and the installed MLX library's own run where MLX is installed."),
-            controls, self._settings_note, pn.Row(self._progress, self._progress_note), self._tables,
-            heading("Where the output differs from one emulation", "ULP distance per element in classes: 0 (bit-equal) "
-                    "has a colour of its own, then 1, 2-3, 4-7, 8-15 and 16 or more; grey: not compared."),
-            self._choice, self._map, hint("Click a cell of the map for every emulation's value and bits there."),
+            heading(
+                "Kernel arithmetic emulations",
+                "Output elements whose bit pattern equals each emulation's (eligible heads only), on the decisive "
+                f"elements and on all of them. {esc(ASSUMPTIONS_NOTE)} The sweep runs every launch rule and "
+                "arithmetic hypothesis (a few seconds); the other settings apply to the default set: the MLX and "
+                "paged two-pass kernels and the single-pass kernel, each listed once per distinct partial dtype, "
+                "and the installed MLX library's own run where MLX is installed.",
+            ),
+            controls,
+            self._settings_note,
+            pn.Row(self._progress, self._progress_note),
+            self._tables,
+            heading(
+                "Where the output differs from one emulation",
+                "ULP distance per element in classes: 0 (bit-equal) "
+                "has a colour of its own, then 1, 2-3, 4-7, 8-15 and 16 or more; grey: not compared.",
+            ),
+            self._choice,
+            self._map,
+            hint("Click a cell of the map for every emulation's value and bits there."),
             self._drilldown,
-            sizing_mode="stretch_width", css_classes=["view-emulations"])
+            sizing_mode="stretch_width",
+            css_classes=["view-emulations"],
+        )
 
     def _integer_input(self, name: str, label: str, width: int) -> pn.widgets.LiteralInput:
         """A plain text box for integer setting `name` (no spin buttons); a value out of the kernel's limits is

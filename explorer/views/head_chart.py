@@ -44,8 +44,7 @@ MARKER_PATHS = {
 SLOT_SHARE = 0.9  # of a head's slot, the width over which its markers stand side by side
 MARKER_GROWTH = 0.15  # each later series' markers are this much larger than the one before
 OUTLINE_WIDTH = 1.0  # px of white outline around a marker: it stays apart from a marker beneath
-HOVER_STYLE = ("<style>.head-point:hover path{stroke:#000;stroke-width:1.5}"
-               ".head-point{cursor:default}</style>")
+HOVER_STYLE = "<style>.head-point:hover path{stroke:#000;stroke-width:1.5}.head-point{cursor:default}</style>"
 
 
 @record
@@ -117,19 +116,32 @@ def _tick_label(value: float, step: float) -> str:
     return short_number(value)
 
 
-def head_chart(series: Sequence[Series], *, title: str, ylabel: str, log: bool, heads: int,
-               xticks: Sequence[int], vertical_labels: bool, height: int) -> str:
+def head_chart(
+    series: Sequence[Series],
+    *,
+    title: str,
+    ylabel: str,
+    log: bool,
+    heads: int,
+    xticks: Sequence[int],
+    vertical_labels: bool,
+    height: int,
+) -> str:
     """The chart as HTML: the title, then a fixed-width y axis beside a plot that fills the rest of the row.
 
     Undrawable values (null, infinite, and zero or negative on a log axis) are left out; the caller says which.
     Every marker carries `data-series`, `data-head` and `data-value` (the full value) and a tooltip.
     """
     shown = [v[drawable(v, log)] for v in (s.values for s in series)]
-    caption = (f'<div class="head-chart-title" style="font-weight:bold;margin:0.2em 0 0.1em {Y_AXIS_WIDTH}px">'
-               f"{esc(title)}</div>")
+    caption = (
+        f'<div class="head-chart-title" style="font-weight:bold;margin:0.2em 0 0.1em {Y_AXIS_WIDTH}px">'
+        f"{esc(title)}</div>"
+    )
     if heads == 0 or not any(v.size for v in shown):
-        return (f'<div class="head-chart">{caption}<p class="head-chart-empty" style="color:#444">'
-                f"No value of {esc(ylabel)} can be drawn{' on a log axis' if log else ''}.</p></div>")
+        return (
+            f'<div class="head-chart">{caption}<p class="head-chart-empty" style="color:#444">'
+            f"No value of {esc(ylabel)} can be drawn{' on a log axis' if log else ''}.</p></div>"
+        )
     axis = (log_axis if log else linear_axis)(np.concatenate(shown))
     below = X_AXIS_HEIGHT_VERTICAL if vertical_labels else X_AXIS_HEIGHT
     frame = height - PLOT_TOP - below
@@ -143,30 +155,45 @@ def head_chart(series: Sequence[Series], *, title: str, ylabel: str, log: bool, 
     def x(head: int, offset: float = 0.0) -> str:
         return f"{100 * (head + 0.5) / heads + offset:.4f}%"
 
-    y_axis = [f'<text x="{Y_AXIS_WIDTH - 6}" y="{tick_y(value)}" dy="0.35em" '
-              f'text-anchor="end" {FONT}>{esc(label)}</text>' for value, label in axis.ticks]
-    y_axis.append(f'<text transform="rotate(-90)" x="{-(PLOT_TOP + frame / 2):.1f}" y="12" text-anchor="middle" '
-                  f"{FONT}>{esc(ylabel)}{' (log)' if log else ''}</text>")
+    y_axis = [
+        f'<text x="{Y_AXIS_WIDTH - 6}" y="{tick_y(value)}" dy="0.35em" text-anchor="end" {FONT}>{esc(label)}</text>'
+        for value, label in axis.ticks
+    ]
+    y_axis.append(
+        f'<text transform="rotate(-90)" x="{-(PLOT_TOP + frame / 2):.1f}" y="12" text-anchor="middle" '
+        f"{FONT}>{esc(ylabel)}{' (log)' if log else ''}</text>"
+    )
     plot = [HOVER_STYLE]
-    plot += [f'<line x1="0" x2="100%" y1="{tick_y(value)}" y2="{tick_y(value)}" stroke="{GRID_COLOUR}"/>'
-             for value, _ in axis.ticks]
-    plot += [f'<line x1="{x(h)}" x2="{x(h)}" y1="{PLOT_TOP}" y2="{PLOT_TOP + frame}" stroke="{GRID_COLOUR}"/>'
-             for h in xticks]
+    plot += [
+        f'<line x1="0" x2="100%" y1="{tick_y(value)}" y2="{tick_y(value)}" stroke="{GRID_COLOUR}"/>'
+        for value, _ in axis.ticks
+    ]
+    plot += [
+        f'<line x1="{x(h)}" x2="{x(h)}" y1="{PLOT_TOP}" y2="{PLOT_TOP + frame}" stroke="{GRID_COLOUR}"/>'
+        for h in xticks
+    ]
     plot.append(f'<rect x="0" y="{PLOT_TOP}" width="100%" height="{frame}" fill="none" stroke="{FRAME_COLOUR}"/>')
     offsets = marker_offsets(series, heads)
     for index in reversed(range(len(series))):  # the first series (the primary) is drawn last: on top
         plot += _series_marks(series[index], index, offsets[index], x, y, log)
     label_y = PLOT_TOP + frame + 6
-    plot += [(f'<text x="{x(h)}" y="{label_y}" style="writing-mode:vertical-rl" {FONT}>{h}</text>'
-              if vertical_labels else
-              f'<text x="{x(h)}" y="{label_y + 10}" text-anchor="middle" {FONT}>{h}</text>') for h in xticks]
+    plot += [
+        (
+            f'<text x="{x(h)}" y="{label_y}" style="writing-mode:vertical-rl" {FONT}>{h}</text>'
+            if vertical_labels
+            else f'<text x="{x(h)}" y="{label_y + 10}" text-anchor="middle" {FONT}>{h}</text>'
+        )
+        for h in xticks
+    ]
     plot.append(f'<text x="50%" y="{height - 4}" text-anchor="middle" {FONT}>query head</text>')
-    return (f'<div class="head-chart">{caption}<div style="display:flex;align-items:flex-start">'
-            f'<svg class="head-chart-axis" width="{Y_AXIS_WIDTH}" height="{height}" style="flex:none">'
-            f'{"".join(y_axis)}</svg>'
-            f'<svg class="head-chart-plot" role="img" aria-label="{esc(title)}" width="100%" height="{height}" '
-            f'style="flex:1 1 auto;min-width:0;overflow:visible;margin-right:{RIGHT_MARGIN}px">{"".join(plot)}</svg>'
-            "</div></div>")
+    return (
+        f'<div class="head-chart">{caption}<div style="display:flex;align-items:flex-start">'
+        f'<svg class="head-chart-axis" width="{Y_AXIS_WIDTH}" height="{height}" style="flex:none">'
+        f"{''.join(y_axis)}</svg>"
+        f'<svg class="head-chart-plot" role="img" aria-label="{esc(title)}" width="100%" height="{height}" '
+        f'style="flex:1 1 auto;min-width:0;overflow:visible;margin-right:{RIGHT_MARGIN}px">{"".join(plot)}</svg>'
+        "</div></div>"
+    )
 
 
 def _joined(ok: np.ndarray) -> np.ndarray:
@@ -197,16 +224,21 @@ def _series_marks(s: Series, index: int, offset: float, x, y, log: bool) -> list
     marks = []
     if s.line is not None:
         dash = f' stroke-dasharray="{DASH_PATTERN}"' if s.line == "dashed" else ""
-        marks += [f'<line x1="{x(h, offset)}" y1="{y(s.values[h])}" x2="{x(h + 1, offset)}" y2="{y(s.values[h + 1])}" '
-                  f'stroke="{s.colour}" stroke-width="2"{dash}/>' for h in range(len(s.values) - 1)
-                  if ok[h] and ok[h + 1]]
+        marks += [
+            f'<line x1="{x(h, offset)}" y1="{y(s.values[h])}" x2="{x(h + 1, offset)}" y2="{y(s.values[h + 1])}" '
+            f'stroke="{s.colour}" stroke-width="2"{dash}/>'
+            for h in range(len(s.values) - 1)
+            if ok[h] and ok[h + 1]
+        ]
     path = MARKER_PATHS[s.marker or "dot"]
     shown = ok if s.marker is not None or s.line is None else ok & ~_joined(ok)
     for h in np.flatnonzero(shown):
         value = float(s.values[h])
-        marks.append(f'<g class="head-point" data-series="{esc(s.label)}" data-head="{h}" '
-                     f'data-value="{esc(number(value))}"><title>{esc(s.label)}, query head {h}: '
-                     f'{esc(number(value))}</title><svg x="{x(h, offset)}" y="{y(value)}" '
-                     f'overflow="visible"><path d="{path}" transform="scale({scale:g})" fill="{s.colour}" '
-                     f'fill-opacity="0.9" stroke="#ffffff" stroke-width="{OUTLINE_WIDTH / scale:.2f}"/></svg></g>')
+        marks.append(
+            f'<g class="head-point" data-series="{esc(s.label)}" data-head="{h}" '
+            f'data-value="{esc(number(value))}"><title>{esc(s.label)}, query head {h}: '
+            f'{esc(number(value))}</title><svg x="{x(h, offset)}" y="{y(value)}" '
+            f'overflow="visible"><path d="{path}" transform="scale({scale:g})" fill="{s.colour}" '
+            f'fill-opacity="0.9" stroke="#ffffff" stroke-width="{OUTLINE_WIDTH / scale:.2f}"/></svg></g>'
+        )
     return marks

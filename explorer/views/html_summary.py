@@ -36,17 +36,19 @@ STATUS_MEANING = {
     ANALYZED: "The packet was admitted and every comparison was computed; no inconclusive reason applies.",
     INCONCLUSIVE: "The packet is well-formed, but the reasons below limit what its numbers can be taken to show.",
     REFUSED: "The packet was refused at admission (the refusal codes below): nothing in it is interpreted "
-             "and nothing numeric is computed.",
+    "and nothing numeric is computed.",
 }
 # What a view cannot show, and why, keyed by what it needs.
 NEEDS_FACTS, NEEDS_NUMERICS = "facts", "numerics"
-MISSING_BECAUSE_REFUSED = ("This packet was refused, so nothing in it is interpreted: no tensor facts, "
-                           "no reference and no metrics exist for it.")
+MISSING_BECAUSE_REFUSED = (
+    "This packet was refused, so nothing in it is interpreted: no tensor facts, "
+    "no reference and no metrics exist for it."
+)
 MISSING = {
     NEEDS_FACTS: "No tensor facts exist: they need all six tensor files verified and the tensor geometry to hold.",
     NEEDS_NUMERICS: "No reference was computed: the selection is unsupported or not confirmed (the inconclusive "
-                    "reasons above), so the analysis stops before numerics. Tensor facts (nonfinite maps, "
-                    "last-row bits) are still shown in their tabs when the files verified.",
+    "reasons above), so the analysis stops before numerics. Tensor facts (nonfinite maps, "
+    "last-row bits) are still shown in their tabs when the files verified.",
 }
 
 
@@ -69,37 +71,53 @@ def table(header: Sequence[str], rows: Iterable[Sequence[str]], *, css_class: st
     """An HTML table; cells are already-escaped HTML."""
     head = "".join(f'<th style="{CELL_STYLE}">{cell}</th>' for cell in header)
     body = ["<tr>" + "".join(f'<td style="{CELL_STYLE}">{cell}</td>' for cell in row) + "</tr>" for row in rows]
-    return (f'<table class="{esc(css_class)}" style="{TABLE_STYLE}"><thead><tr>{head}</tr></thead>'
-            f'<tbody>{"".join(body)}</tbody></table>')
+    return (
+        f'<table class="{esc(css_class)}" style="{TABLE_STYLE}"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table>"
+    )
 
 
 def mapping_table(mapping: dict | None, *, css_class: str = "") -> str:
     """A two-column key / value table of a report dict (None: an explicit 'not established')."""
     if mapping is None:
-        return '<p><i>Not established for this packet.</i></p>'
-    return table(("field", "value"), ((f"<code>{esc(k)}</code>", f'<span style="{WRAP_STYLE}">{number_cell(v)}</span>')
-                                      for k, v in mapping.items()),
-                 css_class=css_class)
+        return "<p><i>Not established for this packet.</i></p>"
+    return table(
+        ("field", "value"),
+        ((f"<code>{esc(k)}</code>", f'<span style="{WRAP_STYLE}">{number_cell(v)}</span>') for k, v in mapping.items()),
+        css_class=css_class,
+    )
 
 
 def status_badge(status: str) -> str:
     background, colour = STATUS_COLOURS[status]
-    return (f'<span class="analysis-status" data-status="{esc(status)}" style="display:inline-block;'
-            f'padding:0 0.6em;border-radius:0.6em;font-weight:600;background:{background};color:{colour}">'
-            f"{esc(status)}</span>")
+    return (
+        f'<span class="analysis-status" data-status="{esc(status)}" style="display:inline-block;'
+        f'padding:0 0.6em;border-radius:0.6em;font-weight:600;background:{background};color:{colour}">'
+        f"{esc(status)}</span>"
+    )
 
 
 def refusals_table(problems: Sequence[Problem]) -> str:
-    return table(("refusal code", "field (JSON pointer)", "message"),
-                 ((f'<code class="refusal-code">{esc(p.code)}</code>',
-                   f"<code>{esc(p.field)}</code>" if p.field is not None else "<i>packet.json as a whole</i>",
-                   esc(p.message)) for p in problems), css_class="refusals")
+    return table(
+        ("refusal code", "field (JSON pointer)", "message"),
+        (
+            (
+                f'<code class="refusal-code">{esc(p.code)}</code>',
+                f"<code>{esc(p.field)}</code>" if p.field is not None else "<i>packet.json as a whole</i>",
+                esc(p.message),
+            )
+            for p in problems
+        ),
+        css_class="refusals",
+    )
 
 
 def reasons_table(reasons: Sequence[Reason]) -> str:
-    return table(("inconclusive reason", "message"),
-                 ((f'<code class="reason-code">{esc(r.code)}</code>', esc(r.message)) for r in reasons),
-                 css_class="reasons")
+    return table(
+        ("inconclusive reason", "message"),
+        ((f'<code class="reason-code">{esc(r.code)}</code>', esc(r.message)) for r in reasons),
+        css_class="reasons",
+    )
 
 
 def status_html(analysis: Analysis) -> str:
@@ -142,8 +160,12 @@ def largest_heads(comparison: Comparison, count: int = LARGEST_HEADS) -> list[in
 
 
 def metric_cells(m: Metrics) -> list[str]:
-    return [number_cell(m.linf), number_cell(m.rmse), number_cell(m.relative_l2),
-            esc(m.undefined_reason) if m.undefined_reason else ""]
+    return [
+        number_cell(m.linf),
+        number_cell(m.rmse),
+        number_cell(m.relative_l2),
+        esc(m.undefined_reason) if m.undefined_reason else "",
+    ]
 
 
 METRIC_HEADER = ("linf", "rmse", "relativeL2", "undefined reason")
@@ -158,13 +180,32 @@ def per_head_table(analysis: Analysis, heads: Sequence[int] | None = None) -> st
     primary = numerics.primary
     scores, ratios, ulps = numerics.score.per_head, noise_floor_ratios(numerics), worst_ulp_per_head(numerics)
     order = ranked_heads(numerics) if heads is None else list(heads)
-    rows = [[str(h), str(numerics.attention[h].kv_head), number_cell(scores[h]),
-             *metric_cells(primary.per_head[h])[:3], number_cell(ratios[h]), number_cell(ulps[h]),
-             *metric_cells(primary.per_head[h])[3:]] for h in order]
+    rows = [
+        [
+            str(h),
+            str(numerics.attention[h].kv_head),
+            number_cell(scores[h]),
+            *metric_cells(primary.per_head[h])[:3],
+            number_cell(ratios[h]),
+            number_cell(ulps[h]),
+            *metric_cells(primary.per_head[h])[3:],
+        ]
+        for h in order
+    ]
     dtype = numerics.rounded_to_output.dtype
-    return table(("query head", "KV head", "score (error / allowance)", *METRIC_HEADER[:3],
-                  "linf / own FP64 noise floor", f"max ULP to reference rounded to {esc(dtype)}", METRIC_HEADER[3]),
-                 rows, css_class="per-head-primary")
+    return table(
+        (
+            "query head",
+            "KV head",
+            "score (error / allowance)",
+            *METRIC_HEADER[:3],
+            "linf / own FP64 noise floor",
+            f"max ULP to reference rounded to {esc(dtype)}",
+            METRIC_HEADER[3],
+        ),
+        rows,
+        css_class="per-head-primary",
+    )
 
 
 def global_table(analysis: Analysis) -> str:
@@ -181,8 +222,10 @@ def global_table(analysis: Analysis) -> str:
 
 def overview_html(analysis: Analysis) -> str:
     """A compact, self-contained HTML summary: status, reasons, primary global metrics and the largest-linf heads."""
-    parts = [f'<div class="analysis-overview"><p><code>{esc(analysis.admission.path)}</code></p>',
-             status_html(analysis)]
+    parts = [
+        f'<div class="analysis-overview"><p><code>{esc(analysis.admission.path)}</code></p>',
+        status_html(analysis),
+    ]
     numerics = analysis.numerics
     if numerics is None:
         parts.append(f"<p><i>{esc(missing_text(analysis, NEEDS_NUMERICS))}</i></p>")
@@ -190,14 +233,16 @@ def overview_html(analysis: Analysis) -> str:
         parts.append(f"<p><b>{esc(numerics.primary.label)}</b></p>{global_table(analysis)}")
         largest = largest_heads(numerics.primary)
         if largest:
-            parts.append(f"<p>Query heads with the largest primary linf (largest first):</p>"
-                         f"{per_head_table(analysis, largest)}")
+            parts.append(
+                f"<p>Query heads with the largest primary linf (largest first):</p>{per_head_table(analysis, largest)}"
+            )
     parts.append("</div>")
     return "".join(parts)
 
 
 def written_note(css_class: str, files) -> str:
     """The note after an export: one written path per line (`files`: (css class, path) pairs), wrapping anywhere."""
-    lines = "".join(f'<div style="overflow-wrap:anywhere"><code class="{css}">{esc(str(path))}</code></div>'
-                    for css, path in files)
+    lines = "".join(
+        f'<div style="overflow-wrap:anywhere"><code class="{css}">{esc(str(path))}</code></div>' for css, path in files
+    )
     return f'<div class="{css_class}">Written:{lines}</div>'

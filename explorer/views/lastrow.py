@@ -32,8 +32,16 @@ from explorer.views.common import (
 from explorer.views.html_summary import esc, table
 
 # field_mask codes: bit 1 = sign differs, 2 = exponent differs, 4 = mantissa differs.
-FIELD_NAMES = ("equal", "sign", "exponent", "sign + exponent", "mantissa", "sign + mantissa",
-               "exponent + mantissa", "sign + exponent + mantissa")
+FIELD_NAMES = (
+    "equal",
+    "sign",
+    "exponent",
+    "sign + exponent",
+    "mantissa",
+    "sign + mantissa",
+    "exponent + mantissa",
+    "sign + exponent + mantissa",
+)
 FIELD_COLOURS = ("#f4f4f4", "#d62728", "#1f77b4", "#9467bd", "#2ca02c", "#ff7f0e", "#17becf", "#3b3b3b")
 PART_COLOURS = {"sign": FIELD_COLOURS[1], "exponent": FIELD_COLOURS[2], "mantissa": FIELD_COLOURS[4]}
 SHOWN_POSITIONS = 32  # first mismatched positions listed in the table (the report holds up to 4,096)
@@ -45,43 +53,74 @@ HISTOGRAM_HEIGHT = 260
 
 
 def legend_html() -> str:
-    swatches = "".join(f'<span style="display:inline-block;margin-right:1em"><span style="display:inline-block;'
-                       f'width:0.9em;height:0.9em;background:{colour};border:1px solid #999;vertical-align:middle">'
-                       f"</span> {esc(name)}</span>" for name, colour in zip(FIELD_NAMES, FIELD_COLOURS, strict=True))
+    swatches = "".join(
+        f'<span style="display:inline-block;margin-right:1em"><span style="display:inline-block;'
+        f'width:0.9em;height:0.9em;background:{colour};border:1px solid #999;vertical-align:middle">'
+        f"</span> {esc(name)}</span>"
+        for name, colour in zip(FIELD_NAMES, FIELD_COLOURS, strict=True)
+    )
     return f'<div class="field-legend">Fields that differ: {swatches}</div>'
 
 
 def _xor_map(row: LastRow, title: str) -> hv.Image:
     bits = sum(FIELD_BITS[row.dtype])
-    fields = [Field("fields", "fields that differ", row.field_mask, lambda: named(FIELD_NAMES)),
-              Field("stored_bits", "stored (token T-1)", row.stored_bits, lambda: hex_pattern(bits)),
-              Field("incoming_bits", "incoming", row.incoming_bits, lambda: hex_pattern(bits)),
-              Field("xor", "XOR", row.xor, lambda: hex_pattern(bits)),
-              Field("stored_value", "stored value", row.stored_values, exact_number),
-              Field("incoming_value", "incoming value", row.incoming_values, exact_number)]
+    fields = [
+        Field("fields", "fields that differ", row.field_mask, lambda: named(FIELD_NAMES)),
+        Field("stored_bits", "stored (token T-1)", row.stored_bits, lambda: hex_pattern(bits)),
+        Field("incoming_bits", "incoming", row.incoming_bits, lambda: hex_pattern(bits)),
+        Field("xor", "XOR", row.xor, lambda: hex_pattern(bits)),
+        Field("stored_value", "stored value", row.stored_values, exact_number),
+        Field("incoming_value", "incoming value", row.incoming_values, exact_number),
+    ]
     height = min(MAP_BASE_HEIGHT + ROW_PIXELS * row.field_mask.shape[0], MAX_MAP_HEIGHT)
-    return grid_map(row.field_mask, fields, title=title, colour_label="fields that differ", xlabel="channel",
-                    ylabel="KV head", clim=(-0.5, len(FIELD_NAMES) - 0.5), cmap=list(FIELD_COLOURS), colorbar=False,
-                    height=height).opts(toolbar=TOOLBAR_PLACE)
+    return grid_map(
+        row.field_mask,
+        fields,
+        title=title,
+        colour_label="fields that differ",
+        xlabel="channel",
+        ylabel="KV head",
+        clim=(-0.5, len(FIELD_NAMES) - 0.5),
+        cmap=list(FIELD_COLOURS),
+        colorbar=False,
+        height=height,
+    ).opts(toolbar=TOOLBAR_PLACE)
 
 
 def _histogram(row: LastRow, title: str) -> hv.Overlay:
     """Differing-bit counts per bit position, coloured by field, sign on the left, field boundaries marked."""
     sign, exponent, mantissa = FIELD_BITS[row.dtype]
-    parts = (("mantissa", 0, mantissa), ("exponent", mantissa, mantissa + exponent),
-             ("sign", mantissa + exponent, mantissa + exponent + sign))
+    parts = (
+        ("mantissa", 0, mantissa),
+        ("exponent", mantissa, mantissa + exponent),
+        ("sign", mantissa + exponent, mantissa + exponent + sign),
+    )
     layers = []
     for part, low, high in parts:
         edges = np.arange(low, high + 1) - 0.5
-        layers.append(hv.Histogram((edges, row.bit_position_counts[low:high]), kdims=["bit position"],
-                                   vdims=["elements"], label=part).opts(
-            color=PART_COLOURS[part],
-            **hover([("field", part), ("bit position", "$x{index}"), ("elements differing", "@{elements}")],
-                    {"$x": cell_index})))
+        layers.append(
+            hv.Histogram(
+                (edges, row.bit_position_counts[low:high]), kdims=["bit position"], vdims=["elements"], label=part
+            ).opts(
+                color=PART_COLOURS[part],
+                **hover(
+                    [("field", part), ("bit position", "$x{index}"), ("elements differing", "@{elements}")],
+                    {"$x": cell_index},
+                ),
+            )
+        )
     boundaries = [hv.VLine(low - 0.5).opts(color="#555555", line_dash="dotted") for _, low, _ in parts[1:]]
     return hv.Overlay(layers + boundaries).opts(
-        title=title, invert_xaxis=True, height=HISTOGRAM_HEIGHT, responsive=True, min_width=320,
-        legend_position="right", ylabel="elements differing", show_grid=True, hooks=[integer_y_axis])
+        title=title,
+        invert_xaxis=True,
+        height=HISTOGRAM_HEIGHT,
+        responsive=True,
+        min_width=320,
+        legend_position="right",
+        ylabel="elements differing",
+        show_grid=True,
+        hooks=[integer_y_axis],
+    )
 
 
 def _facts_table(row: LastRow) -> str:
@@ -89,22 +128,35 @@ def _facts_table(row: LastRow) -> str:
     if len(row.positions) > SHOWN_POSITIONS:
         positions += f" (first {SHOWN_POSITIONS} of {len(row.positions)} listed in the report)"
     flips = ", ".join(f"{esc(k)} {esc(v)}" for k, v in row.bit_flips.items())
-    return table(("field", "value"), (
-        ("dtype", esc(row.dtype)), ("elements compared", esc(row.compared)),
-        ("elements differing", esc(row.mismatched)),
-        ("differing per KV head", esc(list(row.per_kv_head))),
-        ("differing bits by field", flips),
-        ("first differing [KV head, channel]", positions or "none")), css_class="last-row-facts")
+    return table(
+        ("field", "value"),
+        (
+            ("dtype", esc(row.dtype)),
+            ("elements compared", esc(row.compared)),
+            ("elements differing", esc(row.mismatched)),
+            ("differing per KV head", esc(list(row.per_kv_head))),
+            ("differing bits by field", flips),
+            ("first differing [KV head, channel]", positions or "none"),
+        ),
+        css_class="last-row-facts",
+    )
 
 
 def _one(row: LastRow, name: str, noun: str) -> list:
     title = f"{name}: stored row T-1 vs incoming row"
     parts = [heading(title), html_pane(_facts_table(row))]
     if row.mismatched == 0:
-        parts.append(state(f"<b>All bits equal</b>: the {row.compared} {esc(noun)} elements of the stored "
-                           "last row are bitwise identical to the incoming row.", "all-bits-equal"))
-    parts += [html_pane(legend_html()),
-              plot_pane(_xor_map(row, f"{name}: XOR of stored and incoming, by differing field"))]
+        parts.append(
+            state(
+                f"<b>All bits equal</b>: the {row.compared} {esc(noun)} elements of the stored "
+                "last row are bitwise identical to the incoming row.",
+                "all-bits-equal",
+            )
+        )
+    parts += [
+        html_pane(legend_html()),
+        plot_pane(_xor_map(row, f"{name}: XOR of stored and incoming, by differing field")),
+    ]
     if row.mismatched:
         parts.append(plot_pane(_histogram(row, f"{name}: differing bits per bit position")))
     return parts
@@ -117,7 +169,11 @@ def _body(analysis: Analysis) -> list:
 
 def build(analysis: Analysis, selection: Selection) -> pn.Column:
     """The last-row bit view of one analysis (explains itself when no tensor facts exist)."""
-    column = explained(analysis, html_summary.NEEDS_FACTS, lambda: _body(analysis),
-                      "the stored-vs-incoming last-row bit comparison of keys and values")
+    column = explained(
+        analysis,
+        html_summary.NEEDS_FACTS,
+        lambda: _body(analysis),
+        "the stored-vs-incoming last-row bit comparison of keys and values",
+    )
     column.css_classes = ["view-lastrow"]
     return column

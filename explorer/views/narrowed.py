@@ -35,10 +35,12 @@ REASON_WORDS = {
     "queries_not_float32": (
         "The queries are {queries}, not float32. The counterfactual asks what the output would be had float32 "
         "queries been rounded to the K/V storage dtype before the dot products; queries that are already narrow "
-        "have nothing to round, so there is no counterfactual to compare."),
+        "have nothing to round, so there is no counterfactual to compare."
+    ),
     "storage_not_narrow": (
         "The stored keys and values are {storage}, not float16 or bfloat16, so there is no narrower storage "
-        "dtype to round the queries to, and no counterfactual to compare."),
+        "dtype to round the queries to, and no counterfactual to compare."
+    ),
 }
 
 
@@ -48,17 +50,30 @@ def reason_words(analysis: Analysis, code: str | None) -> str:
     return template.format(queries=tensors["queries"].dtype, storage=tensors["storedKeys"].dtype, code=code)
 
 
-def _difference_map(comparison: Comparison, title: str, actual: str, reference: str, what: str,
-                    selection: Selection) -> list:
+def _difference_map(
+    comparison: Comparison, title: str, actual: str, reference: str, what: str, selection: Selection
+) -> list:
     """The map titled with the whole difference `what`; its colour bar and hover say DIFFERENCE_LABEL (it fits).
 
     Clicking a cell selects that output element (query head, channel), as on every query head x channel map.
     """
     scale = colour_scale([comparison.abs_error], LOG, what)
-    fields = [Field("actual", actual, comparison.actual), Field("reference", reference, comparison.reference),
-              Field("difference", DIFFERENCE_LABEL, comparison.abs_error)]
-    image = grid_map(comparison.abs_error, fields, title=title, colour_label=DIFFERENCE_LABEL, xlabel="channel",
-                     ylabel="query head", clim=scale.clim, logz=scale.logz, cmap=CONTINUOUS_CMAP)
+    fields = [
+        Field("actual", actual, comparison.actual),
+        Field("reference", reference, comparison.reference),
+        Field("difference", DIFFERENCE_LABEL, comparison.abs_error),
+    ]
+    image = grid_map(
+        comparison.abs_error,
+        fields,
+        title=title,
+        colour_label=DIFFERENCE_LABEL,
+        xlabel="channel",
+        ylabel="query head",
+        clim=scale.clim,
+        logz=scale.logz,
+        cmap=CONTINUOUS_CMAP,
+    )
     return [selectable(plot_pane(image), selection), note(esc(scale.note), "colour-scale-note")]
 
 
@@ -69,39 +84,68 @@ def _applicable(numerics: Numerics, nq: NarrowedQuery, selection: Selection) -> 
     rounding = nq.query_rounding_difference
     choice = metric_choice()  # one metric for the three per-head charts
     return [
-        heading(nq.label, f"q' = round(q, {esc(nq.dtype)}) (round to nearest even), the reference recomputed from "
-                "q' exactly like the primary. A counterfactual beside the primary reference, never the reference."),
-        html_pane(comparison_rows([(numerics.primary.label, numerics.primary), (nq.comparison.label, nq.comparison),
-                                   (difference.label, difference), (rounding.label, rounding)])),
-        heading("Output error against each reference", "Per query head, log y; FP64 noise floor dashed. The "
-                "metric chosen here is drawn by the three per-head charts of this tab."),
+        heading(
+            nq.label,
+            f"q' = round(q, {esc(nq.dtype)}) (round to nearest even), the reference recomputed from "
+            "q' exactly like the primary. A counterfactual beside the primary reference, never the reference.",
+        ),
+        html_pane(
+            comparison_rows(
+                [
+                    (numerics.primary.label, numerics.primary),
+                    (nq.comparison.label, nq.comparison),
+                    (difference.label, difference),
+                    (rounding.label, rounding),
+                ]
+            )
+        ),
+        heading(
+            "Output error against each reference",
+            "Per query head, log y; FP64 noise floor dashed. The "
+            "metric chosen here is drawn by the three per-head charts of this tab.",
+        ),
         choice,
         *per_head_charts(errors, floor, choice=choice),
         heading("Difference between the two references", esc(difference.label)),
         *per_head_charts([("counterfactual vs primary reference", difference)], choice=choice),
-        *_difference_map(difference, "|narrowed-Q reference - primary reference|", "narrowed-Q reference",
-                         "primary reference", "|narrowed-Q reference - primary reference|", selection),
+        *_difference_map(
+            difference,
+            "|narrowed-Q reference - primary reference|",
+            "narrowed-Q reference",
+            "primary reference",
+            "|narrowed-Q reference - primary reference|",
+            selection,
+        ),
         heading("Query rounding difference", esc(rounding.label)),
         *per_head_charts([("q' vs q", rounding)], choice=choice),
-        *_difference_map(rounding, "|q' - q| per query head and channel", "q' (narrowed)", "q (original)",
-                         "|q' - q|", selection),
+        *_difference_map(
+            rounding, "|q' - q| per query head and channel", "q' (narrowed)", "q (original)", "|q' - q|", selection
+        ),
     ]
 
 
 def _body(analysis: Analysis, selection: Selection) -> list:
     numerics = analysis.numerics
     if numerics.narrowed_query is None:
-        return [heading("Narrowed-Q counterfactual"),
-                state(f'<b>Not applicable</b> (<code class="narrowed-reason">{esc(numerics.narrowed_query_reason)}'
-                      f"</code>): {esc(reason_words(analysis, numerics.narrowed_query_reason))}",
-                      "narrowed-not-applicable"),
-                note("The primary reference and the rounded comparisons are in the Per-head errors tab.")]
+        return [
+            heading("Narrowed-Q counterfactual"),
+            state(
+                f'<b>Not applicable</b> (<code class="narrowed-reason">{esc(numerics.narrowed_query_reason)}'
+                f"</code>): {esc(reason_words(analysis, numerics.narrowed_query_reason))}",
+                "narrowed-not-applicable",
+            ),
+            note("The primary reference and the rounded comparisons are in the Per-head errors tab."),
+        ]
     return _applicable(numerics, numerics.narrowed_query, selection)
 
 
 def build(analysis: Analysis, selection: Selection) -> pn.Column:
     """The narrowed-Q view of one analysis (explains itself when no reference was computed)."""
-    column = explained(analysis, html_summary.NEEDS_NUMERICS, lambda: _body(analysis, selection),
-                      "the narrowed-Q counterfactual beside the primary reference")
+    column = explained(
+        analysis,
+        html_summary.NEEDS_NUMERICS,
+        lambda: _body(analysis, selection),
+        "the narrowed-Q counterfactual beside the primary reference",
+    )
     column.css_classes = ["view-narrowed"]
     return column

@@ -60,20 +60,34 @@ def _height(rows: int) -> int:
 
 def legend_html() -> str:
     """The colour of each kind (finite, quiet/signaling NaN, +/-inf) as a line of swatches."""
-    swatches = "".join(f'<span style="display:inline-block;margin-right:1em"><span style="display:inline-block;'
-                       f'width:0.9em;height:0.9em;background:{colour};border:1px solid #999;vertical-align:middle">'
-                       f"</span> {esc(name)}</span>" for name, colour in zip(KIND_NAMES, KIND_COLOURS, strict=True))
+    swatches = "".join(
+        f'<span style="display:inline-block;margin-right:1em"><span style="display:inline-block;'
+        f'width:0.9em;height:0.9em;background:{colour};border:1px solid #999;vertical-align:middle">'
+        f"</span> {esc(name)}</span>"
+        for name, colour in zip(KIND_NAMES, KIND_COLOURS, strict=True)
+    )
     return f'<div class="kind-legend">{swatches}</div>'
 
 
 def _channel_map(nonfinite: NonfiniteMap, bits: np.ndarray, dtype: str, height: int | None = None) -> hv.Image:
     """Head x channel map of one single-token tensor, each cell coloured by its kind (`height`: default by rows)."""
     kinds = nonfinite.kinds[:, 0, :]
-    fields = [Field("kind", "kind", kinds, lambda: named(KIND_NAMES)),
-              Field("bits", "bit pattern", bits[0, :, 0, :], lambda: hex_pattern(sum(FIELD_BITS[dtype])))]
-    return grid_map(kinds, fields, title=f"{nonfinite.tensor}: kind of every element", colour_label="kind",
-                    xlabel="channel", ylabel="head", clim=(-0.5, len(KIND_CODES) - 0.5), cmap=list(KIND_COLOURS),
-                    colorbar=False, height=height or _height(kinds.shape[0]))
+    fields = [
+        Field("kind", "kind", kinds, lambda: named(KIND_NAMES)),
+        Field("bits", "bit pattern", bits[0, :, 0, :], lambda: hex_pattern(sum(FIELD_BITS[dtype]))),
+    ]
+    return grid_map(
+        kinds,
+        fields,
+        title=f"{nonfinite.tensor}: kind of every element",
+        colour_label="kind",
+        xlabel="channel",
+        ylabel="head",
+        clim=(-0.5, len(KIND_CODES) - 0.5),
+        cmap=list(KIND_COLOURS),
+        colorbar=False,
+        height=height or _height(kinds.shape[0]),
+    )
 
 
 def token_bins(tokens: int, heads: int) -> int:
@@ -94,17 +108,32 @@ def _token_map(nonfinite: NonfiniteMap, height: int | None = None) -> tuple[hv.I
     last = np.broadcast_to(np.minimum(starts + width, tokens).astype(np.int32)[None, :] - 1, (heads, columns))
     tokens_shown = [Field("first_token", "first token", first), Field("last_token", "last token", last)]
     # per_head_token holds quiet NaN, signaling NaN, +inf, -inf counts: the kinds after FINITE, in order.
-    fields = [*(tokens_shown if width > 1 else []),
-              *(Field(f"kind_{code}", f"{name} (elements)", counts[:, :, index].astype(np.int32))
-                for index, (code, name) in enumerate(zip(KIND_CODES[1:], KIND_NAMES[1:], strict=True)))]
+    fields = [
+        *(tokens_shown if width > 1 else []),
+        *(
+            Field(f"kind_{code}", f"{name} (elements)", counts[:, :, index].astype(np.int32))
+            for index, (code, name) in enumerate(zip(KIND_CODES[1:], KIND_NAMES[1:], strict=True))
+        ),
+    ]
     total = counts.sum(axis=2).astype(np.int32)
     xlabel = "token" if width == 1 else f"token bin ({width} tokens each)"
-    image = grid_map(total, fields, title=f"{nonfinite.tensor}: nonfinite elements per head and token",
-                     colour_label="count", xlabel=xlabel, ylabel="head",
-                     clim=(0, max(int(total.max()), 1)), cmap=COUNT_CMAP, height=height or _height(heads),
-                     counts=True)
-    binned = (f"Drawn in bins of {width} tokens (at most {MAX_TOKEN_CELLS} cells); hover gives each bin's "
-              "token range." if width > 1 else "One column per token.")
+    image = grid_map(
+        total,
+        fields,
+        title=f"{nonfinite.tensor}: nonfinite elements per head and token",
+        colour_label="count",
+        xlabel=xlabel,
+        ylabel="head",
+        clim=(0, max(int(total.max()), 1)),
+        cmap=COUNT_CMAP,
+        height=height or _height(heads),
+        counts=True,
+    )
+    binned = (
+        f"Drawn in bins of {width} tokens (at most {MAX_TOKEN_CELLS} cells); hover gives each bin's token range."
+        if width > 1
+        else "One column per token."
+    )
     return image, f"Colour: nonfinite elements over the channels of each head and token. {binned}"
 
 
@@ -125,12 +154,30 @@ def _counts_table(analysis: Analysis) -> str:
         shown = ", ".join(str(list(p)) for p in m.first_locations[:SHOWN_LOCATIONS])
         if len(m.first_locations) > SHOWN_LOCATIONS:
             shown += f" (first {SHOWN_LOCATIONS} of {len(m.first_locations)} listed in the report)"
-        rows.append((f"<code>{name}</code>", esc(m.dtype), esc(m.nan), esc(m.signaling_nan),
-                     esc(m.positive_infinity), esc(m.negative_infinity),
-                     "all finite" if m.total == 0 else esc(shown)))
-    return table(("tensor", "dtype", "NaN (quiet and signaling)", "of which signaling NaN", "+inf",
-                  html_summary.NEGATIVE_INFINITY_HEADER, "first [head, token, channel]"),
-                 rows, css_class="nonfinite-counts")
+        rows.append(
+            (
+                f"<code>{name}</code>",
+                esc(m.dtype),
+                esc(m.nan),
+                esc(m.signaling_nan),
+                esc(m.positive_infinity),
+                esc(m.negative_infinity),
+                "all finite" if m.total == 0 else esc(shown),
+            )
+        )
+    return table(
+        (
+            "tensor",
+            "dtype",
+            "NaN (quiet and signaling)",
+            "of which signaling NaN",
+            "+inf",
+            html_summary.NEGATIVE_INFINITY_HEADER,
+            "first [head, token, channel]",
+        ),
+        rows,
+        css_class="nonfinite-counts",
+    )
 
 
 def _tensor(analysis: Analysis, name: str, selection: Selection) -> list:
@@ -138,8 +185,13 @@ def _tensor(analysis: Analysis, name: str, selection: Selection) -> list:
     nonfinite = analysis.facts.nonfinite[name]
     tensor = analysis.admission.tensors[name]
     if nonfinite.total == 0:
-        return [note(f"<b><code>{name}</code>: all finite</b> ({math.prod(tensor.shape)} elements, no NaN and no "
-                     "infinity): no map drawn.", "tensor-all-finite")]
+        return [
+            note(
+                f"<b><code>{name}</code>: all finite</b> ({math.prod(tensor.shape)} elements, no NaN and no "
+                "infinity): no map drawn.",
+                "tensor-all-finite",
+            )
+        ]
     title = heading(name)
     if name in TOKEN_TENSORS:
         image, caption = _token_map(nonfinite)
@@ -152,16 +204,34 @@ def _body(analysis: Analysis, selection: Selection) -> list:
     parts = [heading("Nonfinite counts"), html_pane(_counts_table(analysis))]
     finite = [name for name in TENSOR_NAMES if analysis.facts.nonfinite[name].total == 0]
     if len(finite) == len(TENSOR_NAMES):
-        parts.append(state("<b>All finite</b>: no NaN and no infinity in any element of the six tensors ("
-                           + ", ".join(f"<code>{name}</code>" for name in TENSOR_NAMES) + ").", "all-finite"))
+        parts.append(
+            state(
+                "<b>All finite</b>: no NaN and no infinity in any element of the six tensors ("
+                + ", ".join(f"<code>{name}</code>" for name in TENSOR_NAMES)
+                + ").",
+                "all-finite",
+            )
+        )
     elif finite:
         others = [name for name in TENSOR_NAMES if name not in finite]
-        parts.append(note("No NaN and no infinity in " + ", ".join(f"<code>{name}</code>" for name in finite)
-                          + " only; " + ", ".join(f"<code>{name}</code>" for name in others)
-                          + " hold NaN or infinity (counts above).", "tensors-all-finite"))
-    parts.append(heading("Where", "Tensors holding NaN or infinity are mapped. Queries, output and incoming K/V: "
-                         "one cell per head and channel, coloured by kind. Stored K/V: one cell per head and token, "
-                         "coloured by its nonfinite count."))
+        parts.append(
+            note(
+                "No NaN and no infinity in "
+                + ", ".join(f"<code>{name}</code>" for name in finite)
+                + " only; "
+                + ", ".join(f"<code>{name}</code>" for name in others)
+                + " hold NaN or infinity (counts above).",
+                "tensors-all-finite",
+            )
+        )
+    parts.append(
+        heading(
+            "Where",
+            "Tensors holding NaN or infinity are mapped. Queries, output and incoming K/V: "
+            "one cell per head and channel, coloured by kind. Stored K/V: one cell per head and token, "
+            "coloured by its nonfinite count.",
+        )
+    )
     if len(finite) < len(TENSOR_NAMES):
         parts.append(html_pane(legend_html()))
     for name in TENSOR_NAMES:
@@ -171,7 +241,11 @@ def _body(analysis: Analysis, selection: Selection) -> list:
 
 def build(analysis: Analysis, selection: Selection) -> pn.Column:
     """The nonfinite view of one analysis (explains itself when no tensor facts exist)."""
-    column = explained(analysis, html_summary.NEEDS_FACTS, lambda: _body(analysis, selection),
-                      "the NaN and infinity maps and counts of the six tensors")
+    column = explained(
+        analysis,
+        html_summary.NEEDS_FACTS,
+        lambda: _body(analysis, selection),
+        "the NaN and infinity maps and counts of the six tensors",
+    )
     column.css_classes = ["view-nonfinite"]
     return column

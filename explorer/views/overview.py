@@ -67,11 +67,17 @@ SHA_DIGITS = 12  # packetSHA256 hex digits in the identity line of a refused pac
 CELL_STYLE = {"border": "1px solid #d0d7e0", "border-radius": "4px", "padding": "2px 8px", "position": "relative"}
 LINK_STYLE = {"position": "absolute", "top": "2px", "right": "6px", "z-index": "1"}
 # The title's box ends left of the link (a box under the link would overlap it, even where no letter does).
-TITLE_STYLE = (f"margin:0.25em {LINK_WIDTH + 12}px 0.25em 0;font-size:1.05em;min-height:{LINK_HEIGHT}px;"
-               f"line-height:{LINK_HEIGHT}px")
+TITLE_STYLE = (
+    f"margin:0.25em {LINK_WIDTH + 12}px 0.25em 0;font-size:1.05em;min-height:{LINK_HEIGHT}px;"
+    f"line-height:{LINK_HEIGHT}px"
+)
 # (slug, cell title, tab title) of the four cells, in grid order.
-CELLS = (("errors", "Per-head error", "Per-head errors"), ("lastrow", "Last-row bits", "Last-row bits"),
-         ("nonfinite", "Nonfinite", "Nonfinite"), ("narrowed", "Narrowed-Q counterfactual", "Narrowed-Q"))
+CELLS = (
+    ("errors", "Per-head error", "Per-head errors"),
+    ("lastrow", "Last-row bits", "Last-row bits"),
+    ("nonfinite", "Nonfinite", "Nonfinite"),
+    ("narrowed", "Narrowed-Q counterfactual", "Narrowed-Q"),
+)
 
 
 def identity_line(analysis: Analysis) -> str:
@@ -79,17 +85,22 @@ def identity_line(analysis: Analysis) -> str:
     admission = analysis.admission
     if analysis.status == REFUSED:
         sha = admission.packet_sha256
-        return (f"<code>{esc(admission.path)}</code> &middot; packetSHA256 "
-                f"<code>{esc(sha[:SHA_DIGITS]) if sha else html_summary.NOT_A_NUMBER}</code> &middot; "
-                "refused: identity not interpreted")
+        return (
+            f"<code>{esc(admission.path)}</code> &middot; packetSHA256 "
+            f"<code>{esc(sha[:SHA_DIGITS]) if sha else html_summary.NOT_A_NUMBER}</code> &middot; "
+            "refused: identity not interpreted"
+        )
     parts = []
     identity, selection, geometry = admission.identity, admission.selection, admission.geometry
     if identity is not None:
         parts += [f"model <b>{esc(identity.get('modelID'))}</b>", f"backend {esc(identity.get('backend'))}"]
     if selection is not None:
-        parts += [f"request {esc(selection.get('requestID'))}", f"output index {esc(selection.get('outputIndex'))}",
-                  f"layer {esc(selection.get('modelLayerIndex'))} (storage {esc(selection.get('storageLayerIndex'))})",
-                  esc(selection.get("phase"))]
+        parts += [
+            f"request {esc(selection.get('requestID'))}",
+            f"output index {esc(selection.get('outputIndex'))}",
+            f"layer {esc(selection.get('modelLayerIndex'))} (storage {esc(selection.get('storageLayerIndex'))})",
+            esc(selection.get("phase")),
+        ]
     if geometry is not None:
         parts.append("QH {queryHeads}, KVH {kvHeads}, D {headDim}, T {tokens}".format(**geometry))
     if admission.tensors is not None:
@@ -100,24 +111,34 @@ def identity_line(analysis: Analysis) -> str:
 def _status(analysis: Analysis) -> str:
     """The status line, then one compact line per refusal or inconclusive reason (code and message): a table of them
     pushed the bottom row of cells below the fold."""
-    lines = [f"<p style=\"margin:0.2em 0\">Status: {html_summary.status_badge(analysis.status)} &nbsp; "
-             f"{esc(html_summary.STATUS_MEANING[analysis.status])}</p>"]
-    lines += [f'<div style="{COMPACT_STYLE}"><code class="refusal-code">{esc(p.code)}</code> '
-              f"{'' if p.field is None else f'<code>{esc(p.field)}</code> '}{esc(p.message)}</div>"
-              for p in analysis.admission.refusals]
-    lines += [f'<div style="{COMPACT_STYLE}"><code class="reason-code">{esc(r.code)}</code> {esc(r.message)}</div>'
-              for r in analysis.reasons]
+    lines = [
+        f'<p style="margin:0.2em 0">Status: {html_summary.status_badge(analysis.status)} &nbsp; '
+        f"{esc(html_summary.STATUS_MEANING[analysis.status])}</p>"
+    ]
+    lines += [
+        f'<div style="{COMPACT_STYLE}"><code class="refusal-code">{esc(p.code)}</code> '
+        f"{'' if p.field is None else f'<code>{esc(p.field)}</code> '}{esc(p.message)}</div>"
+        for p in analysis.admission.refusals
+    ]
+    lines += [
+        f'<div style="{COMPACT_STYLE}"><code class="reason-code">{esc(r.code)}</code> {esc(r.message)}</div>'
+        for r in analysis.reasons
+    ]
     return "".join(lines)
 
 
 def _header(analysis: Analysis) -> pn.pane.HTML:
-    return html_pane(f'<div class="overview-identity" style="margin:0.2em 0">{identity_line(analysis)}</div>'
-                     f'<div class="overview-status">{_status(analysis)}</div>')
+    return html_pane(
+        f'<div class="overview-identity" style="margin:0.2em 0">{identity_line(analysis)}</div>'
+        f'<div class="overview-status">{_status(analysis)}</div>'
+    )
 
 
 def _unavailable(analysis: Analysis, needs: str, what: str) -> str:
-    return (f'<p class="overview-unavailable"><b>Not available: {esc(what)}.</b> '
-            f"{esc(html_summary.missing_text(analysis, needs))}</p>")
+    return (
+        f'<p class="overview-unavailable"><b>Not available: {esc(what)}.</b> '
+        f"{esc(html_summary.missing_text(analysis, needs))}</p>"
+    )
 
 
 # ---------------------------------------------------------------- the four cells
@@ -134,37 +155,63 @@ def _error_map(analysis: Analysis, numerics: Numerics, selection: Selection) -> 
         what = "|output - primary|"
         scale = colour_scale([colour], LOG, what)
         fields = [Field("error", "|error|", colour), Field("ulp", "ULP (float32)", rounded.ulp.distance, ulp_value)]
-        image = grid_map(colour, fields, title=what, colour_label="|error|", xlabel="channel", ylabel="query head",
-                         clim=scale.clim, logz=scale.logz, cmap=CONTINUOUS_CMAP, height=MAP_HEIGHT)
+        image = grid_map(
+            colour,
+            fields,
+            title=what,
+            colour_label="|error|",
+            xlabel="channel",
+            ylabel="query head",
+            clim=scale.clim,
+            logz=scale.logz,
+            cmap=CONTINUOUS_CMAP,
+            height=MAP_HEIGHT,
+        )
         finite = colour[np.isfinite(colour)]
         spread = finite.size and finite.min() < finite.max()
-        colours = (f"{'log' if scale.logz else 'linear'} colours {short_number(scale.clim[0])} to "
-                   f"{short_number(scale.clim[1])}{', white: 0' if scale.logz else ''}" if spread
-                   else scale.note.split(".")[0])
+        colours = (
+            f"{'log' if scale.logz else 'linear'} colours {short_number(scale.clim[0])} to "
+            f"{short_number(scale.clim[1])}{', white: 0' if scale.logz else ''}"
+            if spread
+            else scale.note.split(".")[0]
+        )
         caption = f"Output float32: |output - primary reference|, {colours}; grey: undefined."
     else:
         what = f"ULP distance in {dtype}"
-        fields = [Field("ulp", what, rounded.ulp.distance, ulp_value),
-                  Field("error", f"|output - reference rounded to {dtype}|", rounded.comparison.abs_error)]
+        fields = [
+            Field("ulp", what, rounded.ulp.distance, ulp_value),
+            Field("error", f"|output - reference rounded to {dtype}|", rounded.comparison.abs_error),
+        ]
         image = ulp_map(rounded.ulp.distance, fields, title=what, what="ULP bucket", height=MAP_HEIGHT)
-        caption = (f"Output {dtype}: ULP distance to the primary reference rounded (RNE) to {dtype}; white: 0 (the "
-                   f"same {dtype} value), grey: undefined.")
+        caption = (
+            f"Output {dtype}: ULP distance to the primary reference rounded (RNE) to {dtype}; white: 0 (the "
+            f"same {dtype} value), grey: undefined."
+        )
         colour = rounded.ulp.distance
     rows = colour.shape[0]
     height = map_height(rows)
-    image = image.opts(height=height, fontsize={"yticks": TICK_FONT},
-                       yticks=index_ticks(rows, height - MAP_FRAME_PIXELS, HEAD_LABEL_PIXELS))
+    image = image.opts(
+        height=height,
+        fontsize={"yticks": TICK_FONT},
+        yticks=index_ticks(rows, height - MAP_FRAME_PIXELS, HEAD_LABEL_PIXELS),
+    )
     ringed = isolated_cells(np.nan_to_num(colour, nan=0.0) > 0)
     if ringed is not None:
         image = image.opts(hooks=[*image.opts.get().kwargs.get("hooks", []), _rings(*ringed)])
-        caption += (f" Ringed: the {len(ringed[0])} nonzero element{'s' if len(ringed[0]) != 1 else ''}, too few to "
-                    "see by colour alone.")
+        caption += (
+            f" Ringed: the {len(ringed[0])} nonzero element{'s' if len(ringed[0]) != 1 else ''}, too few to "
+            "see by colour alone."
+        )
     # No toolbar and no tools but hover (and the click): a compact cell, its full view one click away.
-    pane = selectable(plot_pane(image.opts(toolbar=None, default_tools=[]), css_classes=["overview-error-map"]),
-                      selection)
-    return [_worst_head(numerics), pane,
-            note_markup(f'<span style="{COMPACT_STYLE}">{esc(caption)}</span>', "overview-caption"),
-            hint("Click a cell for every number behind it.")]
+    pane = selectable(
+        plot_pane(image.opts(toolbar=None, default_tools=[]), css_classes=["overview-error-map"]), selection
+    )
+    return [
+        _worst_head(numerics),
+        pane,
+        note_markup(f'<span style="{COMPACT_STYLE}">{esc(caption)}</span>', "overview-caption"),
+        hint("Click a cell for every number behind it."),
+    ]
 
 
 def map_height(rows: int) -> int:
@@ -177,12 +224,16 @@ def _worst_head(numerics: Numerics) -> str:
     heads = ranked_heads(numerics)
     score = numerics.score.per_head[heads[0]] if heads else None
     if score is None:
-        return note_markup(f'<span style="{COMPACT_STYLE}">No query head has a score (none compared).</span>',
-                           "overview-worst-head")
+        return note_markup(
+            f'<span style="{COMPACT_STYLE}">No query head has a score (none compared).</span>', "overview-worst-head"
+        )
     ulp = worst_ulp_per_head(numerics)[heads[0]]
     ulp_text = "" if ulp is None else f", worst ULP {esc(short_number(ulp))}"
-    return note_markup(f'<span style="{COMPACT_STYLE}" data-head="{heads[0]}">Largest score: <b>query head '
-                       f"{heads[0]}</b> (score {esc(short_number(score))}{ulp_text}).</span>", "overview-worst-head")
+    return note_markup(
+        f'<span style="{COMPACT_STYLE}" data-head="{heads[0]}">Largest score: <b>query head '
+        f"{heads[0]}</b> (score {esc(short_number(score))}{ulp_text}).</span>",
+        "overview-worst-head",
+    )
 
 
 def _rings(rows: np.ndarray, columns: np.ndarray):
@@ -190,15 +241,24 @@ def _rings(rows: np.ndarray, columns: np.ndarray):
     data = {"x": columns.astype(float).tolist(), "y": rows.astype(float).tolist()}
 
     def hook(plot, element) -> None:
-        plot.state.scatter(x="x", y="y", source=ColumnDataSource(data), size=RING_SIZE, marker="circle",
-                           fill_alpha=0, line_color=RING_COLOUR, line_width=1.5)
+        plot.state.scatter(
+            x="x",
+            y="y",
+            source=ColumnDataSource(data),
+            size=RING_SIZE,
+            marker="circle",
+            fill_alpha=0,
+            line_color=RING_COLOUR,
+            line_width=1.5,
+        )
 
     return hook
 
 
 def _last_row_line(row: LastRow, name: str) -> str:
-    return (f"<b>{esc(name)}</b>: {row.mismatched} of {row.compared} elements differ"
-            + ("" if row.mismatched else " (all bits equal)"))
+    return f"<b>{esc(name)}</b>: {row.mismatched} of {row.compared} elements differ" + (
+        "" if row.mismatched else " (all bits equal)"
+    )
 
 
 def _last_rows(analysis: Analysis) -> list:
@@ -212,13 +272,24 @@ def _last_rows(analysis: Analysis) -> list:
     mask = np.concatenate([keys.field_mask, values.field_mask])
     xor = np.concatenate([keys.xor, values.xor])
     bits = max(sum(FIELD_BITS[keys.dtype]), sum(FIELD_BITS[values.dtype]))
-    fields = [Field("row", "tensor, KV head", per_cell(range(len(labels)), mask.shape), lambda: named(labels)),
-              Field("fields", "fields that differ", mask, lambda: named(lastrow.FIELD_NAMES)),
-              Field("xor", "XOR", xor, lambda: hex_pattern(bits))]
+    fields = [
+        Field("row", "tensor, KV head", per_cell(range(len(labels)), mask.shape), lambda: named(labels)),
+        Field("fields", "fields that differ", mask, lambda: named(lastrow.FIELD_NAMES)),
+        Field("xor", "XOR", xor, lambda: hex_pattern(bits)),
+    ]
     height = min(MAP_FRAME_PIXELS + max(LAST_ROW_MIN_ROWS_PIXELS, ROW_PIXELS * len(labels)), LAST_ROW_MAX_HEIGHT)
-    image = grid_map(mask, fields, title="", colour_label="fields that differ", xlabel="channel", ylabel="KV head",
-                     clim=(-0.5, len(lastrow.FIELD_NAMES) - 0.5), cmap=list(lastrow.FIELD_COLOURS), colorbar=False,
-                     height=height)
+    image = grid_map(
+        mask,
+        fields,
+        title="",
+        colour_label="fields that differ",
+        xlabel="channel",
+        ylabel="KV head",
+        clim=(-0.5, len(lastrow.FIELD_NAMES) - 0.5),
+        cmap=list(lastrow.FIELD_COLOURS),
+        colorbar=False,
+        height=height,
+    )
     image = image.opts(yticks=list(enumerate(labels)), fontsize={"yticks": TICK_FONT}, toolbar=None, default_tools=[])
     return [text, plot_pane(image, css_classes=["overview-last-row-map"]), lastrow.legend_html()]
 
@@ -242,10 +313,17 @@ def _nonfinite(analysis: Analysis) -> list:
     if finite:
         line += " No NaN and no infinity in " + ", ".join(f"<code>{n}</code>" for n in finite) + " (only these)."
     panes = [plot_pane(_compact_nonfinite_map(analysis, name)) for name in held]
-    grid = pn.GridBox(*panes, ncols=min(len(panes), NONFINITE_COLUMNS), sizing_mode="stretch_width",
-                      css_classes=["overview-nonfinite-maps"])
-    return [f'<div class="overview-nonfinite" style="{COMPACT_STYLE}">{line}</div>', grid,
-            f'<div style="{COMPACT_STYLE}">{nonfinite.legend_html()}</div>']
+    grid = pn.GridBox(
+        *panes,
+        ncols=min(len(panes), NONFINITE_COLUMNS),
+        sizing_mode="stretch_width",
+        css_classes=["overview-nonfinite-maps"],
+    )
+    return [
+        f'<div class="overview-nonfinite" style="{COMPACT_STYLE}">{line}</div>',
+        grid,
+        f'<div style="{COMPACT_STYLE}">{nonfinite.legend_html()}</div>',
+    ]
 
 
 def _compact_nonfinite_map(analysis: Analysis, name: str):
@@ -254,23 +332,41 @@ def _compact_nonfinite_map(analysis: Analysis, name: str):
     rows = analysis.facts.nonfinite[name].kinds.shape[0]
     height = min(max(NONFINITE_MAP_HEIGHT, MAP_FRAME_PIXELS + rows * HEAD_LABEL_PIXELS), MAX_MAP_HEIGHT)
     image = nonfinite.tensor_map(analysis, name, height)
-    return image.opts(title=name, toolbar=None, default_tools=[], colorbar=False, min_width=NONFINITE_MAP_MIN_WIDTH,
-                      fontsize={"yticks": TICK_FONT, "title": TITLE_FONT},
-                      yticks=index_ticks(rows, height - MAP_FRAME_PIXELS, HEAD_LABEL_PIXELS))
+    return image.opts(
+        title=name,
+        toolbar=None,
+        default_tools=[],
+        colorbar=False,
+        min_width=NONFINITE_MAP_MIN_WIDTH,
+        fontsize={"yticks": TICK_FONT, "title": TITLE_FONT},
+        yticks=index_ticks(rows, height - MAP_FRAME_PIXELS, HEAD_LABEL_PIXELS),
+    )
 
 
 def _narrowed(analysis: Analysis, numerics: Numerics) -> list:
     nq = numerics.narrowed_query
     if nq is None:
         reason = numerics.narrowed_query_reason
-        return [state_markup(f'<b>Not applicable</b> (<code class="narrowed-reason">{esc(reason)}</code>): '
-                             f"{esc(reason_words(analysis, reason))}", "narrowed-not-applicable")]
+        return [
+            state_markup(
+                f'<b>Not applicable</b> (<code class="narrowed-reason">{esc(reason)}</code>): '
+                f"{esc(reason_words(analysis, reason))}",
+                "narrowed-not-applicable",
+            )
+        ]
     floor = ("FP64 noise floor", numerics.fp64.reference_error)
     legend, chart = per_head_charts(
         [("vs primary reference", numerics.primary), ("vs narrowed-Q counterfactual", nq.comparison)],
-        floor, metrics=(("linf", "linf"),), height=CHART_HEIGHT, upright=UPRIGHT_HEAD_LABELS, compact=True)
-    caption = (f"Output linf per head against each reference (counterfactual: queries rounded to {esc(nq.dtype)}; "
-               "never the reference).")
+        floor,
+        metrics=(("linf", "linf"),),
+        height=CHART_HEIGHT,
+        upright=UPRIGHT_HEAD_LABELS,
+        compact=True,
+    )
+    caption = (
+        f"Output linf per head against each reference (counterfactual: queries rounded to {esc(nq.dtype)}; "
+        "never the reference)."
+    )
     # The legend's markup joins the title's pane (one pane fewer per session).
     return [legend.object, chart, note_markup(f'<span style="{COMPACT_STYLE}">{caption}</span>', "overview-caption")]
 
@@ -278,8 +374,15 @@ def _narrowed(analysis: Analysis, numerics: Numerics) -> list:
 def _cell(slug: str, title: str, tab_title: str, selection: Selection, body: list) -> pn.Column:
     """The cell's link, then its title and `body`: HTML markup (str) and panes, each run of markup one pane (every
     pane costs each session's page a few milliseconds of server time)."""
-    link = pn.widgets.Button(label=f"{tab_title} \u2192", color="light", width=LINK_WIDTH, height=LINK_HEIGHT,
-                             css_classes=["overview-link"], margin=0, styles=LINK_STYLE)
+    link = pn.widgets.Button(
+        label=f"{tab_title} \u2192",
+        color="light",
+        width=LINK_WIDTH,
+        height=LINK_HEIGHT,
+        css_classes=["overview-link"],
+        margin=0,
+        styles=LINK_STYLE,
+    )
     link.on_click(lambda _event: selection.param.update(tab=slug))
     parts: list = [link]
     markup = f'<h4 style="{TITLE_STYLE}">{esc(title)}</h4>'
@@ -292,8 +395,13 @@ def _cell(slug: str, title: str, tab_title: str, selection: Selection, body: lis
             markup = ""
         if part is not None:
             parts.append(part)
-    return pn.Column(*parts, sizing_mode="stretch_width", styles=CELL_STYLE, margin=CELL_MARGIN,
-                     css_classes=["overview-cell", f"overview-{slug}"])
+    return pn.Column(
+        *parts,
+        sizing_mode="stretch_width",
+        styles=CELL_STYLE,
+        margin=CELL_MARGIN,
+        css_classes=["overview-cell", f"overview-{slug}"],
+    )
 
 
 def _where_caption(numerics: Numerics) -> str:
@@ -302,8 +410,10 @@ def _where_caption(numerics: Numerics) -> str:
     ulp, largest = ulp_finding(numerics), largest_error_finding(numerics)
     parts = [] if ulp is None else [f"ULP max {ulp.numbers['max']}{at_text(ulp.numbers['maxAt'])}"]
     if largest is not None:
-        parts.append(f"largest |output - primary reference| {short_number(largest.numbers['linf'])}"
-                     f"{at_text(largest.numbers['linfAt'])}")
+        parts.append(
+            f"largest |output - primary reference| {short_number(largest.numbers['linf'])}"
+            f"{at_text(largest.numbers['linfAt'])}"
+        )
     if not parts:
         return ""
     markup = f'<span style="{COMPACT_STYLE}">{esc("; ".join(parts))}.</span>'
@@ -314,20 +424,29 @@ def _cells(analysis: Analysis, selection: Selection) -> list:
     numerics, facts = analysis.numerics, analysis.facts
     needs_numerics, needs_facts = html_summary.NEEDS_NUMERICS, html_summary.NEEDS_FACTS
     bodies = {
-        "errors": ([*_error_map(analysis, numerics, selection), _where_caption(numerics)] if numerics is not None else
-                   [_unavailable(analysis, needs_numerics, "the per-head error map")]),
-        "lastrow": (_last_rows(analysis) if facts is not None else
-                    [_unavailable(analysis, needs_facts, "the last-row bit comparison")]),
-        "nonfinite": (_nonfinite(analysis) if facts is not None else
-                      [_unavailable(analysis, needs_facts, "the nonfinite counts")]),
-        "narrowed": (_narrowed(analysis, numerics) if numerics is not None else
-                     [_unavailable(analysis, needs_numerics, "the narrowed-Q counterfactual")]),
+        "errors": (
+            [*_error_map(analysis, numerics, selection), _where_caption(numerics)]
+            if numerics is not None
+            else [_unavailable(analysis, needs_numerics, "the per-head error map")]
+        ),
+        "lastrow": (
+            _last_rows(analysis)
+            if facts is not None
+            else [_unavailable(analysis, needs_facts, "the last-row bit comparison")]
+        ),
+        "nonfinite": (
+            _nonfinite(analysis) if facts is not None else [_unavailable(analysis, needs_facts, "the nonfinite counts")]
+        ),
+        "narrowed": (
+            _narrowed(analysis, numerics)
+            if numerics is not None
+            else [_unavailable(analysis, needs_numerics, "the narrowed-Q counterfactual")]
+        ),
     }
     return [_cell(slug, title, tab, selection, bodies[slug]) for slug, title, tab in CELLS]
 
 
 def build(analysis: Analysis, selection: Selection) -> pn.Column:
     """The overview of one analysis (every status): header, then the four compact views two by two."""
-    grid = pn.GridBox(*_cells(analysis, selection), ncols=2, sizing_mode="stretch_width",
-                      css_classes=["overview-grid"])
+    grid = pn.GridBox(*_cells(analysis, selection), ncols=2, sizing_mode="stretch_width", css_classes=["overview-grid"])
     return pn.Column(_header(analysis), grid, sizing_mode="stretch_width", css_classes=["view-overview"])

@@ -61,9 +61,12 @@ def _bucket(distance: np.ndarray) -> np.ndarray:
 def _bucket_legend() -> str:
     labels = ["equal", "1 ULP", "2-3", "4-7", "8-15", "16-31", ">= 32"]
     colours = (EQUAL_COLOUR, *ULP_BUCKET_COLOURS)
-    swatches = "".join(f'<span style="display:inline-block;margin-right:1em"><span style="display:inline-block;'
-                       f'width:0.9em;height:0.9em;background:{c};border:1px solid #999;vertical-align:middle"></span> '
-                       f"{esc(label)}</span>" for label, c in zip(labels, colours, strict=True))
+    swatches = "".join(
+        f'<span style="display:inline-block;margin-right:1em"><span style="display:inline-block;'
+        f'width:0.9em;height:0.9em;background:{c};border:1px solid #999;vertical-align:middle"></span> '
+        f"{esc(label)}</span>"
+        for label, c in zip(labels, colours, strict=True)
+    )
     return f'<div class="ulp-legend">ULP distance between the outputs: {swatches} (grey: a nonfinite value)</div>'
 
 
@@ -88,12 +91,17 @@ def bit_map(pair: Pair) -> hv.Image:
     values_a, values_b = tensor_a.values[0, :, 0, :], tensor_b.values[0, :, 0, :]
     fields = [Field("output_a", "output a", values_a), Field("output_b", "output b", values_b)]
     if output.bits is not None:
-        fields = [Field("ulp", "ULP distance", output.ulp.distance, ulp_value),
-                  Field("bits_a", "bits a", tensor_a.bits[0, :, 0, :], lambda: hex_pattern(_hex_bits(tensor_a.dtype))),
-                  Field("bits_b", "bits b", tensor_b.bits[0, :, 0, :], lambda: hex_pattern(_hex_bits(tensor_b.dtype))),
-                  *fields]
-        colour, cmap, clim = _bucket(output.ulp.distance), [EQUAL_COLOUR, *ULP_BUCKET_COLOURS], (
-            -0.5, len(ULP_BUCKET_COLOURS) + 0.5)
+        fields = [
+            Field("ulp", "ULP distance", output.ulp.distance, ulp_value),
+            Field("bits_a", "bits a", tensor_a.bits[0, :, 0, :], lambda: hex_pattern(_hex_bits(tensor_a.dtype))),
+            Field("bits_b", "bits b", tensor_b.bits[0, :, 0, :], lambda: hex_pattern(_hex_bits(tensor_b.dtype))),
+            *fields,
+        ]
+        colour, cmap, clim = (
+            _bucket(output.ulp.distance),
+            [EQUAL_COLOUR, *ULP_BUCKET_COLOURS],
+            (-0.5, len(ULP_BUCKET_COLOURS) + 0.5),
+        )
         title, label, colorbar = "Output bit differences, coloured by ULP distance", "ULP bucket", False
     else:
         colour = output.difference.abs_error
@@ -104,12 +112,23 @@ def bit_map(pair: Pair) -> hv.Image:
     for side in SIDES:
         primary, rounded = _references(pair.side(side))
         if primary is not None:
-            fields += [Field(f"reference_{side}", f"primary reference {side}", primary),
-                       Field(f"rounded_{side}", f"rounded reference {side}", rounded)]
+            fields += [
+                Field(f"reference_{side}", f"primary reference {side}", primary),
+                Field(f"rounded_{side}", f"rounded reference {side}", rounded),
+            ]
     kv_heads = np.arange(colour.shape[0]) // pair.a.admission.geometry["groupSize"]
     fields.insert(0, Field("kv_head", "KV head", per_cell(kv_heads, colour.shape)))
-    return grid_map(colour, fields, title=title, colour_label=label, xlabel="channel", ylabel="query head",
-                    clim=clim, cmap=cmap, colorbar=colorbar)
+    return grid_map(
+        colour,
+        fields,
+        title=title,
+        colour_label=label,
+        xlabel="channel",
+        ylabel="query head",
+        clim=clim,
+        cmap=cmap,
+        colorbar=colorbar,
+    )
 
 
 def element_html(pair: Pair, head: int, channel: int) -> str:
@@ -121,19 +140,36 @@ def element_html(pair: Pair, head: int, channel: int) -> str:
         digits = _hex_bits(tensor.dtype) // 4
         pattern = int(tensor.bits[0, head, 0, channel])
         primary, rounded = _references(analysis)
-        rows.append((f"output {side}", short(float(tensor.values[0, head, 0, channel])),
-                     f"<code>0x{pattern:0{digits}x}</code>", esc(tensor.dtype)))
+        rows.append(
+            (
+                f"output {side}",
+                short(float(tensor.values[0, head, 0, channel])),
+                f"<code>0x{pattern:0{digits}x}</code>",
+                esc(tensor.dtype),
+            )
+        )
         if primary is not None:
             rows.append((f"primary reference {side} (FP32)", short(float(primary[head, channel])), "", "float32"))
-            rows.append((f"reference {side} rounded to {tensor.dtype}", short(float(rounded[head, channel])),
-                         "", esc(tensor.dtype)))
+            rows.append(
+                (
+                    f"reference {side} rounded to {tensor.dtype}",
+                    short(float(rounded[head, channel])),
+                    "",
+                    esc(tensor.dtype),
+                )
+            )
     output = pair.output
     ulp = "" if output.ulp is None else f"; ULP distance {esc(number(int(output.ulp.distance[head, channel])))}"
-    differs = "" if output.differs is None else ("; bit patterns differ" if output.differs[head, channel]
-                                                 else "; bit patterns equal")
-    return (f'<p class="element-title"><b>Query head {head}, channel {channel}</b>{differs}{ulp}</p>'
-            + table(("", "value (4 significant digits; the comparison JSON holds every digit)", "bits", "dtype"), rows,
-                    css_class="pair-element"))
+    differs = (
+        ""
+        if output.differs is None
+        else ("; bit patterns differ" if output.differs[head, channel] else "; bit patterns equal")
+    )
+    return f'<p class="element-title"><b>Query head {head}, channel {channel}</b>{differs}{ulp}</p>' + table(
+        ("", "value (4 significant digits; the comparison JSON holds every digit)", "bits", "dtype"),
+        rows,
+        css_class="pair-element",
+    )
 
 
 class BitDifferenceExplorer(pn.viewable.Viewer):
@@ -167,8 +203,12 @@ class BitDifferenceExplorer(pn.viewable.Viewer):
         self._detail.object = element_html(self._pair, self.head, self.channel)
 
     def __panel__(self):
-        return pn.Column(self._plot, hint("Click a cell to show that element below; hover for exact values."),
-                         self._detail, sizing_mode="stretch_width")
+        return pn.Column(
+            self._plot,
+            hint("Click a cell to show that element below; hover for exact values."),
+            self._detail,
+            sizing_mode="stretch_width",
+        )
 
 
 # ---------------------------------------------------------------- charts and maps
@@ -179,9 +219,14 @@ def mismatch_bars(pair: Pair) -> hv.Bars:
     per_head = pair.output.bits.per_head
     data = {"query head": [str(h) for h in range(len(per_head))], "elements differing": list(per_head)}
     return hv.Bars(data, "query head", "elements differing").opts(
-        title="Differing output elements per query head", color=BAR_COLOUR, height=CHART_HEIGHT, responsive=True,
-        min_width=320, show_grid=True, **_counted(hover([("query head", "@{query_head}"),
-                                                          ("elements differing", "@{elements_differing}")], {})))
+        title="Differing output elements per query head",
+        color=BAR_COLOUR,
+        height=CHART_HEIGHT,
+        responsive=True,
+        min_width=320,
+        show_grid=True,
+        **_counted(hover([("query head", "@{query_head}"), ("elements differing", "@{elements_differing}")], {})),
+    )
 
 
 def _counted(options: dict) -> dict:
@@ -200,17 +245,36 @@ def error_maps(pair: Pair) -> pn.Column:
     for index, (side, numerics) in enumerate(drawn):
         comparison = numerics.primary
         kv_heads = [a.kv_head for a in numerics.attention]
-        fields = [Field("kv_head", "KV head", per_cell(kv_heads, comparison.abs_error.shape)),
-                  Field("output", f"output {side}", comparison.actual),
-                  Field("reference", f"primary reference {side}", comparison.reference),
-                  Field("error", f"|{side} - ref|", comparison.abs_error)]
-        images.append(grid_map(comparison.abs_error, fields, title=f"|{side} - reference| (side {side})",
-                               colour_label=f"|{side} - ref|", xlabel="channel", ylabel="query head", clim=scale.clim,
-                               logz=scale.logz, cmap=CONTINUOUS_CMAP, colorbar=index == len(drawn) - 1))
+        fields = [
+            Field("kv_head", "KV head", per_cell(kv_heads, comparison.abs_error.shape)),
+            Field("output", f"output {side}", comparison.actual),
+            Field("reference", f"primary reference {side}", comparison.reference),
+            Field("error", f"|{side} - ref|", comparison.abs_error),
+        ]
+        images.append(
+            grid_map(
+                comparison.abs_error,
+                fields,
+                title=f"|{side} - reference| (side {side})",
+                colour_label=f"|{side} - ref|",
+                xlabel="channel",
+                ylabel="query head",
+                clim=scale.clim,
+                logz=scale.logz,
+                cmap=CONTINUOUS_CMAP,
+                colorbar=index == len(drawn) - 1,
+            )
+        )
     missing = [s for s, n in sides if n is None]
-    parts = [pn.GridBox(*(plot_pane(image, linked_axes=True) for image in images), ncols=len(images),
-                        css_classes=["pair-error-maps"], sizing_mode="stretch_width"),
-             note(esc(scale.note), "colour-scale-note")]
+    parts = [
+        pn.GridBox(
+            *(plot_pane(image, linked_axes=True) for image in images),
+            ncols=len(images),
+            css_classes=["pair-error-maps"],
+            sizing_mode="stretch_width",
+        ),
+        note(esc(scale.note), "colour-scale-note"),
+    ]
     if missing:
         parts.append(note(f"Side {', '.join(missing)} has no primary reference (see the status)."))
     return pn.Column(*parts, sizing_mode="stretch_width")
@@ -221,26 +285,44 @@ def error_maps(pair: Pair) -> pn.Column:
 
 def findings_section(pair: Pair) -> pn.Column:
     """What the pair shows, first: which side is off (nearer, rounded, emulations), then what differs and where."""
-    return pn.Column(heading("Findings"), html_pane(pair_html.findings_html(pair)), sizing_mode="stretch_width",
-                     css_classes=["pair-findings-section"])
+    return pn.Column(
+        heading("Findings"),
+        html_pane(pair_html.findings_html(pair)),
+        sizing_mode="stretch_width",
+        css_classes=["pair-findings-section"],
+    )
 
 
 def summary_section(pair: Pair) -> pn.Column:
     """Status and reasons, the two sides and the selection."""
-    return pn.Column(heading("Pair"), html_pane(pair_html.status_html(pair)), html_pane(pair_html.sides_table(pair)),
-                     heading("Selection"), html_pane(pair_html.selection_html(pair)),
-                     sizing_mode="stretch_width", css_classes=["pair-summary"])
+    return pn.Column(
+        heading("Pair"),
+        html_pane(pair_html.status_html(pair)),
+        html_pane(pair_html.sides_table(pair)),
+        heading("Selection"),
+        html_pane(pair_html.selection_html(pair)),
+        sizing_mode="stretch_width",
+        css_classes=["pair-summary"],
+    )
 
 
 def notes_section(pair: Pair) -> pn.Column:
     """The pair's notes and limitations (after its numbers)."""
-    return pn.Column(heading("Notes and limitations"), html_pane(pair_html.notes_html(pair)),
-                     sizing_mode="stretch_width", css_classes=["pair-notes-section"])
+    return pn.Column(
+        heading("Notes and limitations"),
+        html_pane(pair_html.notes_html(pair)),
+        sizing_mode="stretch_width",
+        css_classes=["pair-notes-section"],
+    )
 
 
 def inputs_section(pair: Pair) -> pn.Column:
-    return pn.Column(heading("Input identity", "Native bytes of each input tensor, side a against side b."),
-                     html_pane(pair_html.inputs_table(pair)), sizing_mode="stretch_width", css_classes=["pair-inputs"])
+    return pn.Column(
+        heading("Input identity", "Native bytes of each input tensor, side a against side b."),
+        html_pane(pair_html.inputs_table(pair)),
+        sizing_mode="stretch_width",
+        css_classes=["pair-inputs"],
+    )
 
 
 def bits_section(pair: Pair) -> pn.Column:
@@ -263,11 +345,16 @@ def heads_section(pair: Pair) -> pn.Column:
 
 
 def ladder_section(pair: Pair) -> pn.Column:
-    return pn.Column(heading("Ladder", "Each side against its own references (global metrics)."),
-                     hint("Hover a number for its full value."), html_pane(pair_html.ladder_table(pair)),
-                     heading("Nearer the primary reference", "Per element, |a - ref| against |b - ref| in FP64."),
-                     html_pane(pair_html.nearer_html(pair)), *_nearer_per_head(pair), sizing_mode="stretch_width",
-                     css_classes=["pair-ladder"])
+    return pn.Column(
+        heading("Ladder", "Each side against its own references (global metrics)."),
+        hint("Hover a number for its full value."),
+        html_pane(pair_html.ladder_table(pair)),
+        heading("Nearer the primary reference", "Per element, |a - ref| against |b - ref| in FP64."),
+        html_pane(pair_html.nearer_html(pair)),
+        *_nearer_per_head(pair),
+        sizing_mode="stretch_width",
+        css_classes=["pair-ladder"],
+    )
 
 
 def _nearer_per_head(pair: Pair) -> list:
@@ -276,13 +363,21 @@ def _nearer_per_head(pair: Pair) -> list:
 
 
 def errors_section(pair: Pair) -> pn.Column:
-    return pn.Column(heading("|a - ref| and |b - ref|", "One colour scale for both maps."), error_maps(pair),
-                     sizing_mode="stretch_width", css_classes=["pair-errors"])
+    return pn.Column(
+        heading("|a - ref| and |b - ref|", "One colour scale for both maps."),
+        error_maps(pair),
+        sizing_mode="stretch_width",
+        css_classes=["pair-errors"],
+    )
 
 
 def tokens_section(pair: Pair) -> pn.Column:
-    return pn.Column(heading("Tokens"), html_pane(pair_html.tokens_html(pair)), sizing_mode="stretch_width",
-                     css_classes=["pair-tokens"])
+    return pn.Column(
+        heading("Tokens"),
+        html_pane(pair_html.tokens_html(pair)),
+        sizing_mode="stretch_width",
+        css_classes=["pair-tokens"],
+    )
 
 
 def emulations_section(pair: Pair, on_computed=lambda pair: None) -> pn.viewable.Viewable:
@@ -317,5 +412,6 @@ def build(pair: Pair) -> pn.Column:
     if "emulations" in names:  # emulations computed on the page: the findings then say which reproduces each side
         findings = sections["findings"].objects[1]
         sections["emulations"] = emulations_section(
-            pair, lambda found: setattr(findings, "object", pair_html.findings_html(found)))
+            pair, lambda found: setattr(findings, "object", pair_html.findings_html(found))
+        )
     return pn.Column(*(sections[name] for name in names), sizing_mode="stretch_width", css_classes=["view-pair"])

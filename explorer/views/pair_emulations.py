@@ -51,16 +51,24 @@ class PairEmulationsSection(pn.viewable.Viewer):
         self.pair = pair
         self._on_computed = on_computed
         self._choice = pn.widgets.Select(label="emulations", options=list(SETS), width=220)
-        self._button = pn.widgets.Button(label="Compute the emulation x side matrix", color="primary",
-                                         width=280, css_classes=["pair-emulations-compute"])
-        self._progress = pn.indicators.Progress(active=True, visible=False, width=240,
-                                                css_classes=["emulation-progress"])
+        self._button = pn.widgets.Button(
+            label="Compute the emulation x side matrix",
+            color="primary",
+            width=280,
+            css_classes=["pair-emulations-compute"],
+        )
+        self._progress = pn.indicators.Progress(
+            active=True, visible=False, width=240, css_classes=["emulation-progress"]
+        )
         self._progress_note = note("", "emulation-progress-note")
         self._body = pn.Column(sizing_mode="stretch_width")
         self._button.on_click(self._start)
-        lead = heading("Kernel emulations", "Output elements of each side whose bit pattern equals each emulation's: "
-                       "on the decisive elements (where the emulations disagree), on the differing ones (where the "
-                       "two outputs differ) and on all of them.")
+        lead = heading(
+            "Kernel emulations",
+            "Output elements of each side whose bit pattern equals each emulation's: "
+            "on the decisive elements (where the emulations disagree), on the differing ones (where the "
+            "two outputs differ) and on all of them.",
+        )
         self._layout = pn.Column(lead, self._body, sizing_mode="stretch_width", css_classes=["pair-emulations"])
         self._show(pair)
 
@@ -75,8 +83,9 @@ class PairEmulationsSection(pn.viewable.Viewer):
         self._button.disabled = True
         self._progress.visible = True
         self._progress_note.object = f"Computing {esc(self._choice.value)} on the CPU ..."
-        threading.Thread(target=self._run, args=(request, pn.state.curdoc), daemon=True,
-                         name="explorer-pair-emulations").start()
+        threading.Thread(
+            target=self._run, args=(request, pn.state.curdoc), daemon=True, name="explorer-pair-emulations"
+        ).start()
 
     def _run(self, request: str, document) -> None:
         def progress(done: int, total: int) -> None:

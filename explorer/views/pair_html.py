@@ -39,16 +39,22 @@ from explorer.views.html_summary import (
 )
 
 SHOWN_POSITIONS = 8  # first differing input positions listed per tensor (the report holds up to 100)
-PAIR_STATUS_COLOURS = {COMPARED: STATUS_COLOURS["analyzed"], INCONCLUSIVE: STATUS_COLOURS[INCONCLUSIVE],
-                       REFUSED: STATUS_COLOURS[REFUSED]}
+PAIR_STATUS_COLOURS = {
+    COMPARED: STATUS_COLOURS["analyzed"],
+    INCONCLUSIVE: STATUS_COLOURS[INCONCLUSIVE],
+    REFUSED: STATUS_COLOURS[REFUSED],
+}
 PAIR_STATUS_MEANING = {
     COMPARED: "Both sides analyzed, one selection, one shape: every element-wise comparison below was computed.",
     INCONCLUSIVE: "The reasons below limit what this pair's comparison can be taken to show; what both sides "
-                  "allow is still computed.",
+    "allow is still computed.",
     REFUSED: "A side was refused at admission: nothing in it is interpreted and nothing is compared.",
 }
-LADDER_BLOCKS = (("primary", "vs primary reference"), ("rounded_to_output", "vs reference rounded to output dtype"),
-                 ("fp64_output_error", "vs FP64 (diagnostic)"))
+LADDER_BLOCKS = (
+    ("primary", "vs primary reference"),
+    ("rounded_to_output", "vs reference rounded to output dtype"),
+    ("fp64_output_error", "vs FP64 (diagnostic)"),
+)
 LADDER_METRICS = (("linf", "linf"), ("rmse", "rmse"), ("relative_l2", "relativeL2"))
 
 
@@ -61,19 +67,29 @@ def short(value: Any) -> str:
 
 def pair_badge(status: str) -> str:
     background, colour = PAIR_STATUS_COLOURS[status]
-    return (f'<span class="pair-status" data-status="{esc(status)}" style="display:inline-block;padding:0 0.6em;'
-            f'border-radius:0.6em;font-weight:600;background:{background};color:{colour}">{esc(status)}</span>')
+    return (
+        f'<span class="pair-status" data-status="{esc(status)}" style="display:inline-block;padding:0 0.6em;'
+        f'border-radius:0.6em;font-weight:600;background:{background};color:{colour}">{esc(status)}</span>'
+    )
 
 
 def sides_table(pair: Pair) -> str:
     """Each side's packet, status and the fields allowed to differ, side by side."""
     report = {s: side_summary(pair.side(s)) for s in SIDES}
-    rows = [("packet", *(f"<code style=\"{WRAP_STYLE}\">{esc(report[s]['path'])}</code>" for s in SIDES)),
-            ("status", *(status_badge(report[s]["status"]) for s in SIDES))]
-    rows += [(esc(label), *(f'<span style="{WRAP_STYLE}">{esc(number(report[s][key]))}</span>' for s in SIDES))
-             for key, label in (("backend", "backend (declared)"), ("dispatch", "dispatch"),
-                                ("outputDType", "output dtype"), ("kernelOutputDType", "kernel output dtype"),
-                                ("packetSHA256", "packet.json SHA-256"))]
+    rows = [
+        ("packet", *(f'<code style="{WRAP_STYLE}">{esc(report[s]["path"])}</code>' for s in SIDES)),
+        ("status", *(status_badge(report[s]["status"]) for s in SIDES)),
+    ]
+    rows += [
+        (esc(label), *(f'<span style="{WRAP_STYLE}">{esc(number(report[s][key]))}</span>' for s in SIDES))
+        for key, label in (
+            ("backend", "backend (declared)"),
+            ("dispatch", "dispatch"),
+            ("outputDType", "output dtype"),
+            ("kernelOutputDType", "kernel output dtype"),
+            ("packetSHA256", "packet.json SHA-256"),
+        )
+    ]
     return table(("", "side a", "side b"), rows, css_class="pair-sides")
 
 
@@ -84,22 +100,31 @@ def status_html(pair: Pair) -> str:
         if problems:
             parts.append(f"<p>Side {refusal_side} refusals:</p>{refusals_table(problems)}")
     if pair.reasons:
-        parts.append(table(("inconclusive reason", "message"),
-                           ((f'<code class="reason-code">{esc(r.code)}</code>', esc(r.message)) for r in pair.reasons),
-                           css_class="pair-reasons"))
+        parts.append(
+            table(
+                ("inconclusive reason", "message"),
+                ((f'<code class="reason-code">{esc(r.code)}</code>', esc(r.message)) for r in pair.reasons),
+                css_class="pair-reasons",
+            )
+        )
     return "".join(parts)
 
 
 def selection_html(pair: Pair) -> str:
     if pair.selection is None:
         return "<p><i>No selection is compared: a side was refused.</i></p>"
-    shared = table(("selection field (both sides)", "value"),
-                   ((f"<code>{esc(k)}</code>", esc(number(v))) for k, v in pair.selection), css_class="pair-selection")
+    shared = table(
+        ("selection field (both sides)", "value"),
+        ((f"<code>{esc(k)}</code>", esc(number(v))) for k, v in pair.selection),
+        css_class="pair-selection",
+    )
     if not pair.selection_differences:
         return shared
-    differences = table(("selection field that differs", "side a", "side b"),
-                        ((f"<code>{esc(d.field)}</code>", esc(number(d.a)), esc(number(d.b)))
-                         for d in pair.selection_differences), css_class="selection-differences")
+    differences = table(
+        ("selection field that differs", "side a", "side b"),
+        ((f"<code>{esc(d.field)}</code>", esc(number(d.a)), esc(number(d.b))) for d in pair.selection_differences),
+        css_class="selection-differences",
+    )
     return differences + shared
 
 
@@ -117,26 +142,47 @@ def inputs_table(pair: Pair) -> str:
     rows = []
     for name, t in pair.inputs.tensors.items():
         flips = ", ".join(f"{esc(k)} {esc(v)}" for k, v in t.bit_flips.items())
-        rows.append((f"<code>{esc(name)}</code>", esc(t.dtype),
-                     f'<span class="identical" data-identical="{str(t.identical).lower()}">'
-                     f'{"identical" if t.identical else "differs"}</span>',
-                     f"{t.mismatched} of {t.compared}", esc(list(t.per_head)), flips,
-                     esc(_positions(t.first_positions, t.mismatched))))
-    lead = ("All five input tensors are byte-identical." if pair.inputs.identical else
-            "The inputs are not byte-identical: output differences mix input and arithmetic differences.")
-    return (f'<p class="inputs-lead"><b>{esc(lead)}</b></p>'
-            + table(("tensor", "dtype", "native bytes", "elements differing", "per head (axis 1)",
-                     "differing bits by field", "first differing [head, token, channel]"), rows,
-                    css_class="pair-inputs"))
+        rows.append(
+            (
+                f"<code>{esc(name)}</code>",
+                esc(t.dtype),
+                f'<span class="identical" data-identical="{str(t.identical).lower()}">'
+                f"{'identical' if t.identical else 'differs'}</span>",
+                f"{t.mismatched} of {t.compared}",
+                esc(list(t.per_head)),
+                flips,
+                esc(_positions(t.first_positions, t.mismatched)),
+            )
+        )
+    lead = (
+        "All five input tensors are byte-identical."
+        if pair.inputs.identical
+        else "The inputs are not byte-identical: output differences mix input and arithmetic differences."
+    )
+    return f'<p class="inputs-lead"><b>{esc(lead)}</b></p>' + table(
+        (
+            "tensor",
+            "dtype",
+            "native bytes",
+            "elements differing",
+            "per head (axis 1)",
+            "differing bits by field",
+            "first differing [head, token, channel]",
+        ),
+        rows,
+        css_class="pair-inputs",
+    )
 
 
 def findings_html(pair: Pair) -> str:
     """The pair's findings (explorer.pair.findings), for its first screen: first the facts that say which side is
     off (nearer the primary reference, equal to the rounded reference, which emulation reproduces each side), then
     the input identity, the output elements that differ and where, each side's largest error and the tokens."""
-    items = "".join(f'<li class="finding-{esc(f.key)}" style="margin:0.15em 0">'
-                    f'{"<b>" + esc(f.text) + "</b>" if f.key in DECIDING else esc(f.text)}</li>'
-                    for f in pair_findings(pair))
+    items = "".join(
+        f'<li class="finding-{esc(f.key)}" style="margin:0.15em 0">'
+        f"{'<b>' + esc(f.text) + '</b>' if f.key in DECIDING else esc(f.text)}</li>"
+        for f in pair_findings(pair)
+    )
     return f'<ul class="pair-findings" style="font-size:1.05em;margin:0.3em 0 0.6em 0;padding-left:1.2em">{items}</ul>'
 
 
@@ -153,13 +199,24 @@ def ladder_table(pair: Pair) -> str:
     rows = [["backend", *(esc(number(side_summary(pair.side(side))["backend"])) for side in SIDES)]]
     for attribute, label in LADDER_BLOCKS:
         missing = [NOT_A_NUMBER] * len(LADDER_METRICS)
-        cells = {side: _metric_cells(getattr(row, attribute)) if row is not None else missing
-                 for side, row in ladder.items()}
-        rows += [[f"{esc(label)}: {esc(metric)}", *(cells[side][index] for side in SIDES)]
-                 for index, (_, metric) in enumerate(LADDER_METRICS)]
-    rows.append(["equal to rounded reference",
-                 *(f"{row.equal_to_rounded_reference} of {row.compared}" if row is not None
-                   else "no reference on this side" for row in ladder.values())])
+        cells = {
+            side: _metric_cells(getattr(row, attribute)) if row is not None else missing for side, row in ladder.items()
+        }
+        rows += [
+            [f"{esc(label)}: {esc(metric)}", *(cells[side][index] for side in SIDES)]
+            for index, (_, metric) in enumerate(LADDER_METRICS)
+        ]
+    rows.append(
+        [
+            "equal to rounded reference",
+            *(
+                f"{row.equal_to_rounded_reference} of {row.compared}"
+                if row is not None
+                else "no reference on this side"
+                for row in ladder.values()
+            ),
+        ]
+    )
     return table(("", "side a", "side b"), rows, css_class="pair-ladder")
 
 
@@ -170,10 +227,13 @@ def nearer_html(pair: Pair) -> str:
     """Global counts of elements nearer the shared primary reference, or why there are none."""
     nearer = pair.nearer
     if nearer is None:
-        return (f'<p class="nearer-reason">Nearer the primary reference: not computed '
-                f"(<code>{esc(pair.nearer_reason)}</code>).</p>")
-    return table(NEARER_HEADER, [("all", *(esc(getattr(nearer.global_counts, k)) for k in NEARER_KEYS))],
-                 css_class="pair-nearer")
+        return (
+            f'<p class="nearer-reason">Nearer the primary reference: not computed '
+            f"(<code>{esc(pair.nearer_reason)}</code>).</p>"
+        )
+    return table(
+        NEARER_HEADER, [("all", *(esc(getattr(nearer.global_counts, k)) for k in NEARER_KEYS))], css_class="pair-nearer"
+    )
 
 
 def nearer_per_head_html(pair: Pair) -> str:
@@ -188,8 +248,10 @@ def tokens_html(pair: Pair) -> str:
     tokens = pair.tokens
     if tokens is None:
         return "<p><i>Tokens not established: a side was refused.</i></p>"
-    rows = [("seed token", esc(number(tokens.seed_token)), esc(number(tokens.seed_token))),
-            ("target token", esc(number(tokens.target_a)), esc(number(tokens.target_b)))]
+    rows = [
+        ("seed token", esc(number(tokens.seed_token)), esc(number(tokens.seed_token))),
+        ("target token", esc(number(tokens.target_a)), esc(number(tokens.target_b))),
+    ]
     lead = "The two target tokens differ." if tokens.differ else "The two target tokens are equal."
     return f'<p class="tokens-lead"><b>{lead}</b></p>' + table(("", "side a", "side b"), rows, css_class="pair-tokens")
 
@@ -201,19 +263,26 @@ def emulation_matrix_html(pair: Pair) -> str:
     if emulation is None:
         return "<p><i>No kernel emulation was requested for this pair.</i></p>"
     if emulation.rows is None:
-        return (f'<p class="emulation-matrix-reason">No emulation x side matrix '
-                f"(<code>{esc(emulation.reason)}</code>).</p>")
+        return (
+            f'<p class="emulation-matrix-reason">No emulation x side matrix (<code>{esc(emulation.reason)}</code>).</p>'
+        )
     labels = {row.a.id: row.a.label for row in emulation.rows}
-    header, rows = pair_emulation_table(emulation_matrix_block(pair), emulation_differing_block(pair),
-                                        emulation_decisive_block(pair))
-    cells = [(f'<code title="{esc(labels.get(row[0], row[0]))}">{esc(row[0])}</code>', *(esc(c) for c in row[1:]))
-             for row in rows]
-    lead = (f"Emulated on <code>{esc(emulation.emulated_on)}</code>: each emulation is a counterfactual with its "
-            "assumptions listed in the JSON report, never the reference. <i>Differing</i>: the "
-            f"{emulation.differing.count} elements where the two outputs differ; <i>decisive</i>: those where the "
-            "emulations disagree. The last row is the primary reference rounded to the output dtype.")
-    return f'<p class="emulation-lead">{lead}</p>' + table([esc(h) for h in header], cells,
-                                                           css_class="pair-emulation-matrix")
+    header, rows = pair_emulation_table(
+        emulation_matrix_block(pair), emulation_differing_block(pair), emulation_decisive_block(pair)
+    )
+    cells = [
+        (f'<code title="{esc(labels.get(row[0], row[0]))}">{esc(row[0])}</code>', *(esc(c) for c in row[1:]))
+        for row in rows
+    ]
+    lead = (
+        f"Emulated on <code>{esc(emulation.emulated_on)}</code>: each emulation is a counterfactual with its "
+        "assumptions listed in the JSON report, never the reference. <i>Differing</i>: the "
+        f"{emulation.differing.count} elements where the two outputs differ; <i>decisive</i>: those where the "
+        "emulations disagree. The last row is the primary reference rounded to the output dtype."
+    )
+    return f'<p class="emulation-lead">{lead}</p>' + table(
+        [esc(h) for h in header], cells, css_class="pair-emulation-matrix"
+    )
 
 
 def emulation_matrix_per_head_html(pair: Pair) -> str:
@@ -222,23 +291,33 @@ def emulation_matrix_per_head_html(pair: Pair) -> str:
     if emulation is None or emulation.rows is None:
         return ""
     shown = [row for row in ranked_rows(emulation.rows) if row.a.bit_equal_per_head is not None]
-    header = ("query head", *(f"{row.a.id}: {side}" for row in shown for side in SIDES),
-              *(f"rounded reference: {side}" for side in SIDES))
-    columns = [*(e.bit_equal_per_head for row in shown for e in (row.a, row.b)),
-               emulation.baseline.a.bit_equal_per_head, emulation.baseline.b.bit_equal_per_head]
+    header = (
+        "query head",
+        *(f"{row.a.id}: {side}" for row in shown for side in SIDES),
+        *(f"rounded reference: {side}" for side in SIDES),
+    )
+    columns = [
+        *(e.bit_equal_per_head for row in shown for e in (row.a, row.b)),
+        emulation.baseline.a.bit_equal_per_head,
+        emulation.baseline.b.bit_equal_per_head,
+    ]
     rows = [(str(head), *(esc(number(column[head])) for column in columns)) for head in range(len(columns[0]))]
     return table(header, rows, css_class="pair-emulation-matrix-per-head")
 
 
 def notes_html(pair: Pair) -> str:
     items = [*pair.notes, *PAIR_LIMITATIONS]
-    return "<ul class=\"pair-notes\">" + "".join(f"<li>{esc(text)}</li>" for text in items) + "</ul>"
+    return '<ul class="pair-notes">' + "".join(f"<li>{esc(text)}</li>" for text in items) + "</ul>"
 
 
 def overview_html(pair: Pair) -> str:
     """A compact, self-contained HTML summary: status, the findings, sides, inputs, ladder, tokens."""
-    parts = [f'<div class="pair-overview" style="{BOX_STYLE}">', status_html(pair), findings_html(pair),
-             sides_table(pair)]
+    parts = [
+        f'<div class="pair-overview" style="{BOX_STYLE}">',
+        status_html(pair),
+        findings_html(pair),
+        sides_table(pair),
+    ]
     if pair.status != REFUSED:
         parts += [inputs_table(pair), ladder_table(pair), tokens_html(pair)]
     parts.append("</div>")

@@ -18,8 +18,10 @@ from explorer.views.html_summary import esc
 JSON_DEPTH = 2  # levels expanded when a JSON pane opens
 # A long JSON line scrolls inside its pane, never widens the page.
 CONTAINED = {"overflow-x": "auto", "overflow-wrap": "anywhere"}
-PRE_STYLE = ("white-space:pre-wrap;word-break:break-all;font-size:0.85em;background:#f7f7f7;padding:0.5em;"
-             "max-height:32em;overflow:auto")
+PRE_STYLE = (
+    "white-space:pre-wrap;word-break:break-all;font-size:0.85em;background:#f7f7f7;padding:0.5em;"
+    "max-height:32em;overflow:auto"
+)
 
 
 def _pre(text: str, css_class: str) -> pn.pane.HTML:
@@ -36,26 +38,48 @@ def _packet_json(analysis: Analysis) -> list:
 def _snapshot(analysis: Analysis) -> list:
     admission = analysis.admission
     if admission.snapshot is not None:
-        return [pn.pane.JSON(admission.snapshot, depth=JSON_DEPTH, sizing_mode="stretch_width", styles=CONTAINED,
-                             css_classes=["snapshot-json"]),
-                collapsed("Snapshot text as captured", _pre(admission.snapshot_text or "", "snapshot-text"))]
+        return [
+            pn.pane.JSON(
+                admission.snapshot,
+                depth=JSON_DEPTH,
+                sizing_mode="stretch_width",
+                styles=CONTAINED,
+                css_classes=["snapshot-json"],
+            ),
+            collapsed("Snapshot text as captured", _pre(admission.snapshot_text or "", "snapshot-text")),
+        ]
     if admission.snapshot_text is not None:
-        return [note("The metadata file was read but not interpreted (see the refusals above); its text as read:",
-                     "raw-missing"), _pre(admission.snapshot_text, "snapshot-text")]
-    return [note("The metadata file was not read, does not match its hash, or is not valid JSON: nothing of it "
-                 "is shown.", "raw-missing")]
+        return [
+            note(
+                "The metadata file was read but not interpreted (see the refusals above); its text as read:",
+                "raw-missing",
+            ),
+            _pre(admission.snapshot_text, "snapshot-text"),
+        ]
+    return [
+        note(
+            "The metadata file was not read, does not match its hash, or is not valid JSON: nothing of it is shown.",
+            "raw-missing",
+        )
+    ]
 
 
 def _body(analysis: Analysis) -> list:
     report = analysis.report()
-    download = pn.widgets.FileDownload(callback=lambda: io.BytesIO(report_text(analysis).encode("utf-8")),
-                                       filename=packet_name(analysis) + REPORT_SUFFIX, label="Download JSON report",
-                                       color="primary", width=260, css_classes=["report-download"])
+    download = pn.widgets.FileDownload(
+        callback=lambda: io.BytesIO(report_text(analysis).encode("utf-8")),
+        filename=packet_name(analysis) + REPORT_SUFFIX,
+        label="Download JSON report",
+        color="primary",
+        width=260,
+        css_classes=["report-download"],
+    )
     return [
         heading("JSON report", "The numbers every view draws, as <code>explorer analyze --json</code> prints them."),
         download,
-        pn.pane.JSON(report, depth=JSON_DEPTH, sizing_mode="stretch_width", styles=CONTAINED,
-                     css_classes=["report-json"]),
+        pn.pane.JSON(
+            report, depth=JSON_DEPTH, sizing_mode="stretch_width", styles=CONTAINED, css_classes=["report-json"]
+        ),
         heading("packet.json", "As captured, decoded as UTF-8 (unknown keys included)."),
         *_packet_json(analysis),
         heading("Metadata snapshot", "The parsed CBv2AttentionMetadataSnapshot, every field as captured."),

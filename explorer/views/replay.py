@@ -49,11 +49,17 @@ def difference_codes(run: Replay, arm: str) -> np.ndarray:
 
 
 def _legend(with_partner: bool) -> str:
-    shown = [(name, colour) for code, (name, colour) in enumerate(zip(CODE_NAMES, CODE_COLOURS, strict=True))
-             if with_partner or code in (SAME, CAPTURE_ONLY)]
-    swatches = "".join(f'<span style="display:inline-block;margin-right:1em"><span style="display:inline-block;'
-                       f'width:0.9em;height:0.9em;background:{colour};border:1px solid #999;vertical-align:middle">'
-                       f"</span> {replay_html.esc(name)}</span>" for name, colour in shown)
+    shown = [
+        (name, colour)
+        for code, (name, colour) in enumerate(zip(CODE_NAMES, CODE_COLOURS, strict=True))
+        if with_partner or code in (SAME, CAPTURE_ONLY)
+    ]
+    swatches = "".join(
+        f'<span style="display:inline-block;margin-right:1em"><span style="display:inline-block;'
+        f'width:0.9em;height:0.9em;background:{colour};border:1px solid #999;vertical-align:middle">'
+        f"</span> {replay_html.esc(name)}</span>"
+        for name, colour in shown
+    )
     return f'<div class="replay-legend">{swatches}</div>'
 
 
@@ -63,23 +69,37 @@ def difference_map(run: Replay, arm: str) -> hv.Image:
     codes = difference_codes(run, arm)
     capture = run.packet.admission.tensors["output"]
     digits = sum(FIELD_BITS[capture.dtype])
-    fields = [Field("code", "element", codes, lambda: named(CODE_NAMES)),
-              Field("arm", arm, result.output_values),
-              Field("arm_bits", f"{arm} bits", result.output_bits,
-                    lambda: hex_pattern(sum(FIELD_BITS[result.output_dtype]))),
-              Field("capture", "capture", capture.values[0, :, 0, :]),
-              Field("capture_bits", "capture bits", capture.bits[0, :, 0, :], lambda: hex_pattern(digits))]
+    fields = [
+        Field("code", "element", codes, lambda: named(CODE_NAMES)),
+        Field("arm", arm, result.output_values),
+        Field("arm_bits", f"{arm} bits", result.output_bits, lambda: hex_pattern(sum(FIELD_BITS[result.output_dtype]))),
+        Field("capture", "capture", capture.values[0, :, 0, :]),
+        Field("capture_bits", "capture bits", capture.bits[0, :, 0, :], lambda: hex_pattern(digits)),
+    ]
     if result.partner is not None:
         partner = run.partner.admission.tensors["output"]
-        fields += [Field("partner", "partner", partner.values[0, :, 0, :]),
-                   Field("partner_bits", "partner bits", partner.bits[0, :, 0, :],
-                         lambda: hex_pattern(sum(FIELD_BITS[partner.dtype])))]
+        fields += [
+            Field("partner", "partner", partner.values[0, :, 0, :]),
+            Field(
+                "partner_bits",
+                "partner bits",
+                partner.bits[0, :, 0, :],
+                lambda: hex_pattern(sum(FIELD_BITS[partner.dtype])),
+            ),
+        ]
     kv_heads = np.arange(codes.shape[0]) // run.packet.admission.geometry["groupSize"]
     fields.insert(0, Field("kv_head", "KV head", per_cell(kv_heads, codes.shape)))
-    return grid_map(codes.astype(float), fields, title=f"Where {arm} differs from the capture"
-                    + (" and the partner" if result.partner is not None else ""), colour_label="element",
-                    xlabel="channel", ylabel="query head", clim=(-0.5, BOTH + 0.5), cmap=list(CODE_COLOURS),
-                    colorbar=False)
+    return grid_map(
+        codes.astype(float),
+        fields,
+        title=f"Where {arm} differs from the capture" + (" and the partner" if result.partner is not None else ""),
+        colour_label="element",
+        xlabel="channel",
+        ylabel="query head",
+        clim=(-0.5, BOTH + 0.5),
+        cmap=list(CODE_COLOURS),
+        colorbar=False,
+    )
 
 
 def _first_difference(run: Replay, arm: str) -> tuple[int, int]:
@@ -107,13 +127,15 @@ class DifferenceExplorer(pn.viewable.Viewer):
         super().__init__(**params)
         self._run = run
         self._shape = run.arms[self.arm].output_values.shape
-        self._choice = pn.widgets.RadioButtonGroup(label=ARM_CHOICE_LABEL, options=readable, value=self.arm,
-                                                   color="light", css_classes=["replay-arm-choice"])
+        self._choice = pn.widgets.RadioButtonGroup(
+            label=ARM_CHOICE_LABEL, options=readable, value=self.arm, color="light", css_classes=["replay-arm-choice"]
+        )
         self._choice.param.watch(lambda event: setattr(self, "arm", event.new), "value")
         self._legend = html_pane(_legend(run.arms[self.arm].partner is not None))
         self._plot = plot_pane(difference_map(run, self.arm))
-        self._detail = html_pane(replay_html.element_html(run, self.head, self.channel),
-                                 css_classes=["replay-element-detail"])
+        self._detail = html_pane(
+            replay_html.element_html(run, self.head, self.channel), css_classes=["replay-element-detail"]
+        )
         self._attach()
 
     def _attach(self) -> None:
@@ -130,7 +152,8 @@ class DifferenceExplorer(pn.viewable.Viewer):
     @param.depends("arm", watch=True)
     def _redraw(self) -> None:
         self._plot.object = difference_map(self._run, self.arm).opts(
-            backend_opts={"plot.output_backend": "canvas"}, clone=True)
+            backend_opts={"plot.output_backend": "canvas"}, clone=True
+        )
         self._attach()
 
     @param.depends("head", "channel", watch=True)
@@ -138,10 +161,15 @@ class DifferenceExplorer(pn.viewable.Viewer):
         self._detail.object = replay_html.element_html(self._run, self.head, self.channel)
 
     def __panel__(self):
-        return pn.Column(self._choice, self._legend, self._plot,
-                         hint("Click a cell to show that element of every output below; hover a cell for exact "
-                              "values."),
-                         self._detail, sizing_mode="stretch_width", css_classes=["replay-map"])
+        return pn.Column(
+            self._choice,
+            self._legend,
+            self._plot,
+            hint("Click a cell to show that element of every output below; hover a cell for exact values."),
+            self._detail,
+            sizing_mode="stretch_width",
+            css_classes=["replay-map"],
+        )
 
 
 # ---------------------------------------------------------------- sections
@@ -157,15 +185,20 @@ def summary_section(run: Replay) -> pn.Column:
 
 
 def matrix_section(run: Replay) -> pn.Column:
-    return pn.Column(heading("Matrix", "Every output against every other, in elements whose bit patterns differ."),
-                     html_pane(replay_html.matrix_html(run)), sizing_mode="stretch_width",
-                     css_classes=["replay-matrix-section"])
+    return pn.Column(
+        heading("Matrix", "Every output against every other, in elements whose bit patterns differ."),
+        html_pane(replay_html.matrix_html(run)),
+        sizing_mode="stretch_width",
+        css_classes=["replay-matrix-section"],
+    )
 
 
 def arms_section(run: Replay) -> pn.Column:
     report = run.report()
-    parts = [heading("Arms", "Each arm's state and what it says it did (result.json, execution.json)."),
-             html_pane(replay_html.arms_table(report))]
+    parts = [
+        heading("Arms", "Each arm's state and what it says it did (result.json, execution.json)."),
+        html_pane(replay_html.arms_table(report)),
+    ]
     problems = replay_html.problems_html(report)
     if problems:
         parts.append(html_pane(problems))
@@ -173,18 +206,28 @@ def arms_section(run: Replay) -> pn.Column:
 
 
 def ladder_section(run: Replay) -> pn.Column:
-    return pn.Column(heading("Ladder", "Each arm's output against the packet's references (global metrics, 4 "
-                             "significant digits; a linf and the ULP max with the element where they are). "
-                             "analysis.json: whether the replay tool's own numbers lie within what a second correct "
-                             "FP32 reference can give around these (docs/replay.md)."),
-                     hint("Hover a number for its full value."),
-                     html_pane(replay_html.ladder_table(run.report())), sizing_mode="stretch_width",
-                     css_classes=["replay-ladder-section"])
+    return pn.Column(
+        heading(
+            "Ladder",
+            "Each arm's output against the packet's references (global metrics, 4 "
+            "significant digits; a linf and the ULP max with the element where they are). "
+            "analysis.json: whether the replay tool's own numbers lie within what a second correct "
+            "FP32 reference can give around these (docs/replay.md).",
+        ),
+        hint("Hover a number for its full value."),
+        html_pane(replay_html.ladder_table(run.report())),
+        sizing_mode="stretch_width",
+        css_classes=["replay-ladder-section"],
+    )
 
 
 def map_section(run: Replay) -> pn.Column:
-    parts = [heading("Where an arm differs", "Query head x channel of the chosen arm's output, against the capture "
-                     "and the partner.")]
+    parts = [
+        heading(
+            "Where an arm differs",
+            "Query head x channel of the chosen arm's output, against the capture and the partner.",
+        )
+    ]
     if any(arm.readable for arm in run.arms.values()):
         parts.append(DifferenceExplorer(run))
     else:
@@ -193,14 +236,21 @@ def map_section(run: Replay) -> pn.Column:
 
 
 def readback_section(run: Replay) -> pn.Column:
-    return pn.Column(heading("Readback", "The K/V each paged arm read back from its cache, against the packet's."),
-                     html_pane(replay_html.readback_table(run.report())), sizing_mode="stretch_width",
-                     css_classes=["replay-readback-section"])
+    return pn.Column(
+        heading("Readback", "The K/V each paged arm read back from its cache, against the packet's."),
+        html_pane(replay_html.readback_table(run.report())),
+        sizing_mode="stretch_width",
+        css_classes=["replay-readback-section"],
+    )
 
 
 def notes_section(run: Replay) -> pn.Column:
-    return pn.Column(heading("Notes and limitations"), html_pane(replay_html.notes_html(run.report())),
-                     sizing_mode="stretch_width", css_classes=["replay-notes"])
+    return pn.Column(
+        heading("Notes and limitations"),
+        html_pane(replay_html.notes_html(run.report())),
+        sizing_mode="stretch_width",
+        css_classes=["replay-notes"],
+    )
 
 
 # name -> (title, section builder), in display order
@@ -218,5 +268,6 @@ SECTIONS = {
 def build(run: Replay) -> pn.Column:
     """The whole replay view: every section (a refused run: its status and notes only)."""
     names = ["summary", "notes"] if run.matrix is None else list(SECTIONS)
-    return pn.Column(*(SECTIONS[name][1](run) for name in names), sizing_mode="stretch_width",
-                     css_classes=["view-replay"])
+    return pn.Column(
+        *(SECTIONS[name][1](run) for name in names), sizing_mode="stretch_width", css_classes=["view-replay"]
+    )

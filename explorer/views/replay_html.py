@@ -29,8 +29,10 @@ ARM_STATE_COLOURS = {"admitted": "#e8f1e4", "absent": "#eeeeee", "failed": "#fde
 
 def replay_badge(status: str) -> str:
     background, colour = STATUS_COLOURS[status]
-    return (f'<span class="replay-status" data-status="{esc(status)}" style="display:inline-block;padding:0 0.6em;'
-            f'border-radius:0.6em;font-weight:600;background:{background};color:{colour}">{esc(status)}</span>')
+    return (
+        f'<span class="replay-status" data-status="{esc(status)}" style="display:inline-block;padding:0 0.6em;'
+        f'border-radius:0.6em;font-weight:600;background:{background};color:{colour}">{esc(status)}</span>'
+    )
 
 
 def status_html(run: Replay) -> str:
@@ -39,26 +41,36 @@ def status_html(run: Replay) -> str:
     if run.refusals:
         parts.append(refusals_table(run.refusals))
     if run.reasons:
-        parts.append(table(("inconclusive reason", "message"),
-                           ((f'<code class="reason-code">{esc(r.code)}</code>', esc(r.message)) for r in run.reasons),
-                           css_class="replay-reasons"))
+        parts.append(
+            table(
+                ("inconclusive reason", "message"),
+                ((f'<code class="reason-code">{esc(r.code)}</code>', esc(r.message)) for r in run.reasons),
+                css_class="replay-reasons",
+            )
+        )
     return "".join(parts)
 
 
 def run_table(report: dict) -> str:
     """The run, its packet and partner."""
-    rows = [("run", f"<code>{esc(report['run']['path'])}</code>"),
-            ("input.json SHA-256", f"<code>{esc(number(report['run']['inputSHA256']))}</code>")]
+    rows = [
+        ("run", f"<code>{esc(report['run']['path'])}</code>"),
+        ("input.json SHA-256", f"<code>{esc(number(report['run']['inputSHA256']))}</code>"),
+    ]
     for key in ("packet", "partner"):
         packet = report[key]
-        rows.append((key, "none" if packet is None else
-                     f"<code>{esc(packet['path'])}</code> ({status_badge(packet['status'])})"))
+        rows.append(
+            (
+                key,
+                "none" if packet is None else f"<code>{esc(packet['path'])}</code> ({status_badge(packet['status'])})",
+            )
+        )
     return table(("field", "value"), rows, css_class="replay-run")
 
 
 def reading_html(report: dict) -> str:
     """The matrix in one sentence (computed by the replay layer), leading the view."""
-    return f'<b>Matrix:</b> {esc(report["matrix"]["sentence"])}'
+    return f"<b>Matrix:</b> {esc(report['matrix']['sentence'])}"
 
 
 def _count_colour(count: int, largest: int) -> tuple[str, str]:
@@ -74,35 +86,47 @@ def matrix_html(run: Replay) -> str:
     if matrix is None:
         return "<p><i>No matrix: the run was refused.</i></p>"
     largest = max((max(row) for row in matrix.mismatched), default=0)
-    header = "".join(f'<th style="padding:3px 8px;border:1px solid #d0d0d0">{esc(label)}</th>'
-                     for label in matrix.labels)
+    header = "".join(
+        f'<th style="padding:3px 8px;border:1px solid #d0d0d0">{esc(label)}</th>' for label in matrix.labels
+    )
     rows = []
     for label, counts in zip(matrix.labels, matrix.mismatched, strict=True):
         cells = []
         for other, count in zip(matrix.labels, counts, strict=True):
             background, colour = _count_colour(count, largest)
-            cells.append(f'<td class="matrix-cell" data-row="{esc(label)}" data-column="{esc(other)}" '
-                         f'data-count="{count}" title="{esc(label)} vs {esc(other)}: {count} of {matrix.compared} '
-                         f'elements differ" style="padding:3px 8px;border:1px solid #d0d0d0;text-align:right;'
-                         f'background:{background};color:{colour}">{count}</td>')
-        rows.append(f'<tr><th style="padding:3px 8px;border:1px solid #d0d0d0;text-align:left">{esc(label)}</th>'
-                    f'{"".join(cells)}</tr>')
-    return (f'<table class="replay-matrix" style="border-collapse:collapse;font-size:0.9em;margin:0.3em 0">'
-            f'<thead><tr><th style="border:1px solid #d0d0d0"></th>{header}</tr></thead>'
-            f'<tbody>{"".join(rows)}</tbody></table>'
-            f'<p class="view-note" style="color:#444;margin:0.2em 0">Elements that differ (bit patterns), of '
-            f'{matrix.compared} per output. <span style="background:{ZERO_COLOUR};padding:0 0.4em">0</span>: '
-            f'byte-identical outputs; darker shades: more differing elements.</p>')
+            cells.append(
+                f'<td class="matrix-cell" data-row="{esc(label)}" data-column="{esc(other)}" '
+                f'data-count="{count}" title="{esc(label)} vs {esc(other)}: {count} of {matrix.compared} '
+                f'elements differ" style="padding:3px 8px;border:1px solid #d0d0d0;text-align:right;'
+                f'background:{background};color:{colour}">{count}</td>'
+            )
+        rows.append(
+            f'<tr><th style="padding:3px 8px;border:1px solid #d0d0d0;text-align:left">{esc(label)}</th>'
+            f"{''.join(cells)}</tr>"
+        )
+    return (
+        f'<table class="replay-matrix" style="border-collapse:collapse;font-size:0.9em;margin:0.3em 0">'
+        f'<thead><tr><th style="border:1px solid #d0d0d0"></th>{header}</tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table>"
+        f'<p class="view-note" style="color:#444;margin:0.2em 0">Elements that differ (bit patterns), of '
+        f'{matrix.compared} per output. <span style="background:{ZERO_COLOUR};padding:0 0.4em">0</span>: '
+        f"byte-identical outputs; darker shades: more differing elements.</p>"
+    )
 
 
 def receipt_text(receipt: dict) -> str:
     """The receipt in one wrapping line: dispatch and kernel output dtype, pages, partition, segments, the launch."""
     seconds = receipt["seconds"]
-    launch = "not in execution.json" if receipt["exitCode"] is None and seconds is None else (
-        f"exit code {number(receipt['exitCode'])}" + ("" if seconds is None else f" after {seconds:.4g} s"))
-    return (f"{number(receipt['dispatch'])}, {number(receipt['kernelOutputDType'])}; {number(receipt['pages'])} pages, "
-            f"partition tokens {number(receipt['partitionTokens'])}, {number(receipt['segmentCount'])} segments; "
-            f"{launch}")
+    launch = (
+        "not in execution.json"
+        if receipt["exitCode"] is None and seconds is None
+        else (f"exit code {number(receipt['exitCode'])}" + ("" if seconds is None else f" after {seconds:.4g} s"))
+    )
+    return (
+        f"{number(receipt['dispatch'])}, {number(receipt['kernelOutputDType'])}; {number(receipt['pages'])} pages, "
+        f"partition tokens {number(receipt['partitionTokens'])}, {number(receipt['segmentCount'])} segments; "
+        f"{launch}"
+    )
 
 
 def arms_table(report: dict) -> str:
@@ -110,19 +134,30 @@ def arms_table(report: dict) -> str:
     rows = []
     for name, arm in report["arms"].items():
         state = arm["state"] or "not read"
-        rows.append((
-            f"<b>{esc(name)}</b>", "yes" if arm["ownDispatch"] else "no",
-            f'<span class="arm-state" data-arm="{esc(name)}" data-state="{esc(state)}" style="padding:0 0.4em;'
-            f'background:{ARM_STATE_COLOURS.get(state, "#fff")}">{esc(state)}</span>',
-            esc(", ".join(arm["codes"]) or "-"), esc(receipt_text(arm["receipt"]))))
-    return table(("arm", "the capture's dispatch", "state", "codes", "receipt (result.json, execution.json)"), rows,
-                 css_class="replay-arms")
+        rows.append(
+            (
+                f"<b>{esc(name)}</b>",
+                "yes" if arm["ownDispatch"] else "no",
+                f'<span class="arm-state" data-arm="{esc(name)}" data-state="{esc(state)}" style="padding:0 0.4em;'
+                f'background:{ARM_STATE_COLOURS.get(state, "#fff")}">{esc(state)}</span>',
+                esc(", ".join(arm["codes"]) or "-"),
+                esc(receipt_text(arm["receipt"])),
+            )
+        )
+    return table(
+        ("arm", "the capture's dispatch", "state", "codes", "receipt (result.json, execution.json)"),
+        rows,
+        css_class="replay-arms",
+    )
 
 
 def problems_html(report: dict) -> str:
     """Every problem of every refused or failed arm (code, pointer into result.json, message)."""
-    rows = [(esc(name), f"<code>{esc(p['code'])}</code>", f"<code>{esc(number(p['pointer']))}</code>",
-             esc(p["message"])) for name, arm in report["arms"].items() for p in arm["problems"]]
+    rows = [
+        (esc(name), f"<code>{esc(p['code'])}</code>", f"<code>{esc(number(p['pointer']))}</code>", esc(p["message"]))
+        for name, arm in report["arms"].items()
+        for p in arm["problems"]
+    ]
     return table(("arm", "code", "pointer", "message"), rows, css_class="replay-problems") if rows else ""
 
 
@@ -133,8 +168,14 @@ def _metric(block: dict | None, key: str) -> str:
 def _at(references: dict, key: str) -> str:
     """'at query head H, channel C' of a worst value, small, under it ('' without one)."""
     where = references["worstAt"][key]
-    return "" if where is None else (f'<br><span class="worst-at" style="font-size:0.85em;color:#555">at query head '
-                                     f"{where[0]}, channel {where[1]}</span>")
+    return (
+        ""
+        if where is None
+        else (
+            f'<br><span class="worst-at" style="font-size:0.85em;color:#555">at query head '
+            f"{where[0]}, channel {where[1]}</span>"
+        )
+    )
 
 
 def ladder_table(report: dict) -> str:
@@ -143,25 +184,57 @@ def ladder_table(report: dict) -> str:
     for name, arm in report["arms"].items():
         references = arm["references"]
         tool = arm["toolAnalysis"]
-        agreement = "-" if tool is None else ("agrees" if all(v["agrees"] for block in tool.values()
-                                                              for v in block.values()) else "differs")
-        rows.append((esc(name),
-                     *(_metric(None if references is None else references[block], key)
-                       + ("" if references is None or key != "linf" else _at(references, block))
-                       for block in ("primary", "rounded", "fp64") for key in ("linf", "rmse")),
-                     "-" if references is None else esc(str(references["equalToRoundedReference"])),
-                     "-" if references is None else short(references["ulp"]["max"]) + _at(references, "ulp"),
-                     f'<span class="tool-agreement" data-arm="{esc(name)}">{agreement}</span>'))
-    return table(("arm", "vs FP32 linf", "rmse", "vs rounded linf", "rmse", "vs FP64 linf", "rmse",
-                  "equal to rounded ref", "ULP max", "analysis.json"), rows, css_class="replay-ladder")
+        agreement = (
+            "-"
+            if tool is None
+            else ("agrees" if all(v["agrees"] for block in tool.values() for v in block.values()) else "differs")
+        )
+        rows.append(
+            (
+                esc(name),
+                *(
+                    _metric(None if references is None else references[block], key)
+                    + ("" if references is None or key != "linf" else _at(references, block))
+                    for block in ("primary", "rounded", "fp64")
+                    for key in ("linf", "rmse")
+                ),
+                "-" if references is None else esc(str(references["equalToRoundedReference"])),
+                "-" if references is None else short(references["ulp"]["max"]) + _at(references, "ulp"),
+                f'<span class="tool-agreement" data-arm="{esc(name)}">{agreement}</span>',
+            )
+        )
+    return table(
+        (
+            "arm",
+            "vs FP32 linf",
+            "rmse",
+            "vs rounded linf",
+            "rmse",
+            "vs FP64 linf",
+            "rmse",
+            "equal to rounded ref",
+            "ULP max",
+            "analysis.json",
+        ),
+        rows,
+        css_class="replay-ladder",
+    )
 
 
 def readback_table(report: dict) -> str:
     """The paged arms' K/V read back from the cache against the packet's, element by element."""
-    rows = [(esc(name), esc(tensor), "byte-identical" if entry["identical"] else
-             f"{entry['mismatched']} elements differ, first at [kvHead, token, channel] {entry['firstDifference']}")
-            for name, arm in report["arms"].items() if arm["readback"] is not None
-            for tensor, entry in arm["readback"].items()]
+    rows = [
+        (
+            esc(name),
+            esc(tensor),
+            "byte-identical"
+            if entry["identical"]
+            else f"{entry['mismatched']} elements differ, first at [kvHead, token, channel] {entry['firstDifference']}",
+        )
+        for name, arm in report["arms"].items()
+        if arm["readback"] is not None
+        for tensor, entry in arm["readback"].items()
+    ]
     if not rows:
         return "<p><i>No paged arm was read: there is no readback.</i></p>"
     return table(("arm", "tensor", "readback"), rows, css_class="replay-readback")
@@ -186,11 +259,24 @@ def element_html(run: Replay, head: int, channel: int) -> str:
         if tensors is None or tensors["output"].shape != shape:
             continue
         tensor = analysis.admission.tensors["output"]
-        rows.append((esc(label), short(float(tensor.values[0, head, 0, channel])),
-                     _pattern(tensor.dtype, tensor.bits[0, head, 0, channel]), esc(tensor.dtype)))
+        rows.append(
+            (
+                esc(label),
+                short(float(tensor.values[0, head, 0, channel])),
+                _pattern(tensor.dtype, tensor.bits[0, head, 0, channel]),
+                esc(tensor.dtype),
+            )
+        )
     for name, arm in run.arms.items():
         if arm.readable:
-            rows.append((esc(name), short(float(arm.output_values[head, channel])),
-                         _pattern(arm.output_dtype, arm.output_bits[head, channel]), esc(arm.output_dtype)))
-    return (f'<p class="element-title"><b>Query head {head}, channel {channel}</b></p>'
-            + table(("output", "value", "bits", "dtype"), rows, css_class="replay-element"))
+            rows.append(
+                (
+                    esc(name),
+                    short(float(arm.output_values[head, channel])),
+                    _pattern(arm.output_dtype, arm.output_bits[head, channel]),
+                    esc(arm.output_dtype),
+                )
+            )
+    return f'<p class="element-title"><b>Query head {head}, channel {channel}</b></p>' + table(
+        ("output", "value", "bits", "dtype"), rows, css_class="replay-element"
+    )

@@ -60,8 +60,9 @@ def linear_ticks(low: float, high: float, *, integer: bool = False, most: int = 
     return [k * step + 0.0 for k in range(first, last + 1)]
 
 
-def colour_bar_ticks(low: float, high: float, *, log: bool = False,
-                     integer: bool = False) -> tuple[tuple[float, str], ...]:
+def colour_bar_ticks(
+    low: float, high: float, *, log: bool = False, integer: bool = False
+) -> tuple[tuple[float, str], ...]:
     """(value, label) ticks of a colour bar from `low` to `high`; no two labels alike.
 
     A log bar spanning a decade or more ticks whole decades (every k-th when there are many, labelled 1e-05);
@@ -70,7 +71,7 @@ def colour_bar_ticks(low: float, high: float, *, log: bool = False,
     if log and low > 0 and math.log10(high) - math.log10(low) >= 1:
         first, last = math.ceil(math.log10(low) - 1e-9), math.floor(math.log10(high) + 1e-9)
         stride = max(1, math.ceil((last - first + 1) / MAX_COLOUR_BAR_TICKS))
-        return tuple((10.0 ** e, f"1e{e:+03d}") for e in range(first, last + 1, stride))
+        return tuple((10.0**e, f"1e{e:+03d}") for e in range(first, last + 1, stride))
     values = linear_ticks(low, high, integer=integer)
     return tuple(zip(values, unique_labels(values), strict=True))
 

@@ -37,8 +37,13 @@ def native(name: str, dtype: str, bits: np.ndarray) -> NativeTensor:
     bits.flags.writeable = False
     values.flags.writeable = False
     return NativeTensor(
-        name=name, dtype=dtype, shape=tuple(bits.shape), byte_count=bits.nbytes,
-        sha256=hashlib.sha256(bits.tobytes()).hexdigest(), bits=bits, values=values,
+        name=name,
+        dtype=dtype,
+        shape=tuple(bits.shape),
+        byte_count=bits.nbytes,
+        sha256=hashlib.sha256(bits.tobytes()).hexdigest(),
+        bits=bits,
+        values=values,
     )
 
 
@@ -82,8 +87,13 @@ def make_admission(
         packet_text=None,
         snapshot=None,
         snapshot_text=None,
-        identity={"modelID": "test", "artifactSHA256": "2" * 64, "inputSHA256": "3" * 64,
-                  "backend": "paged", "authenticated": False},
+        identity={
+            "modelID": "test",
+            "artifactSHA256": "2" * 64,
+            "inputSHA256": "3" * 64,
+            "backend": "paged",
+            "authenticated": False,
+        },
         selection=None,
         sample=None,
         geometry={"queryHeads": qh, "kvHeads": kvh, "groupSize": qh // kvh, "headDim": d, "tokens": t},

@@ -1,6 +1,7 @@
 """A slow scalar transcription of the kernels' arithmetic and launch rules (the emulations' oracle).
 
-A slow scalar transcription of the kernels' arithmetic and launch rules, written from docs/emulations.md and the kernels' sources (not from the vectorised core).
+A slow scalar transcription of the kernels' arithmetic and launch rules, written from docs/emulations.md and the
+kernels' sources (not from the vectorised core).
 
 Every value is a numpy.float32 scalar and every operation one float32 operation, or
 one exactly rounded fused multiply-add (rational arithmetic) where fma=on; loops follow
@@ -144,7 +145,8 @@ def mlx_pass1(qs, K, V, blocks, hyp):
 
 
 def mlx_gqa_pass1(qs, K, V, blocks, hpt, hyp):
-    """Upstream's sdpa_vector_2pass_1_gqa for one head: block b's contiguous chunk in HPT sub-chunks, merged in order."""
+    """Upstream's sdpa_vector_2pass_1_gqa for one head: block b's contiguous chunk in HPT sub-chunks, merged in
+    order."""
     exp, fused, d = natural(hyp), hyp["fma"], len(qs)
     finite_min = F32(np.finfo(F32).min)
     chunk = -(-len(K) // blocks)
@@ -213,8 +215,10 @@ def mlx_single_pass(q, K, V, s, out_dtype, hyp):
         big_m = F32(max(big_m, m))
     f = [exp(F32(m - big_m)) for m, _, _ in states]
     total = reduce32([F32(states[g][1] * f[g]) for g in range(32)], hyp["simd"])
-    return [rnd(_divide(reduce32([F32(states[g][2][i] * f[g]) for g in range(32)], hyp["simd"]), total), out_dtype)
-            for i in range(d)]
+    return [
+        rnd(_divide(reduce32([F32(states[g][2][i] * f[g]) for g in range(32)], hyp["simd"]), total), out_dtype)
+        for i in range(d)
+    ]
 
 
 def paged_two_pass(q, K, V, s, out_dtype, query_dtype, kv_dtype, partition_tokens, partial_dtype, simdgroups, hyp):
@@ -269,6 +273,7 @@ def single_pass(q, K, V, s, out_dtype):
 
 # ---------------------------------------------------------------- launch rules, from the contract's text
 
+
 def mlx_launch(device: str, qh: int, kvh: int, d: int, t: int, build: str = "engine"):
     """("mlx_two_pass", blocks), ("mlx_single_pass", None), or None (upstream's _gqa variant or unfused: not here)."""
     n = qh // kvh
@@ -313,8 +318,11 @@ def emulate_head(kernel: str, params: dict, q, K, V, s, dtypes, geometry) -> np.
     query_dtype, kv_dtype, out_dtype = dtypes
     q, K, V = list(q), [list(row) for row in K], [list(row) for row in V]
     s = F32(s)
-    hyp = {"exp": params.get("exp", "exact"), "fma": params.get("fma", "off") == "on",
-           "simd": params.get("simd", "butterfly")}
+    hyp = {
+        "exp": params.get("exp", "exact"),
+        "fma": params.get("fma", "off") == "on",
+        "simd": params.get("simd", "butterfly"),
+    }
     if kernel == "mlx_sdpa":
         chosen = mlx_launch(params["device"], geometry[0], geometry[1], len(q), len(K), params["build"])
         if chosen is None:
@@ -328,8 +336,19 @@ def emulate_head(kernel: str, params: dict, q, K, V, s, dtypes, geometry) -> np.
     elif kernel == "paged_two_pass":
         if len(q) not in (64, 128, 256, 512) or out_dtype != kv_dtype:
             return None  # the engine refuses the head dim; the kernel writes the stored keys' dtype only
-        row = paged_two_pass(q, K, V, s, out_dtype, query_dtype, kv_dtype, params["partitionTokens"],
-                             params["partialDType"], params["simdgroups"], hyp)
+        row = paged_two_pass(
+            q,
+            K,
+            V,
+            s,
+            out_dtype,
+            query_dtype,
+            kv_dtype,
+            params["partitionTokens"],
+            params["partialDType"],
+            params["simdgroups"],
+            hyp,
+        )
     else:
         row = single_pass(q, K, V, s, out_dtype)
     return np.array(row, dtype=np.float32)

@@ -72,9 +72,12 @@ def test_two_captures_with_the_same_inputs_share_their_references_bit_for_bit(tm
     clear_cache()
     alone = analyze(contiguous).numerics
     assert alone.primary.reference is not first.primary.reference
-    for shared, fresh in ((second.primary.reference, alone.primary.reference), (second.fp64.reference,
-                          alone.fp64.reference), (second.weights, alone.weights), (second.primary.abs_error,
-                          alone.primary.abs_error)):
+    for shared, fresh in (
+        (second.primary.reference, alone.primary.reference),
+        (second.fp64.reference, alone.fp64.reference),
+        (second.weights, alone.weights),
+        (second.primary.abs_error, alone.primary.abs_error),
+    ):
         assert shared.tobytes() == fresh.tobytes()
     clear_cache()
 

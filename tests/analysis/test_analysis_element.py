@@ -88,11 +88,16 @@ def test_the_record_is_immutable(qwen):
         record.output = 0.0
 
 
-@pytest.mark.parametrize("args, message", [
-    ((16 * 256,), "flat index 4096 is outside 0..4095"), ((-1,), "flat index -1 is outside"),
-    ((16, 0), "head 16 is outside 0..15"), ((0, 256), "channel 256 is outside 0..255"),
-    ((-1, 3), "head -1 is outside"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        ((16 * 256,), "flat index 4096 is outside 0..4095"),
+        ((-1,), "flat index -1 is outside"),
+        ((16, 0), "head 16 is outside 0..15"),
+        ((0, 256), "channel 256 is outside 0..255"),
+        ((-1, 3), "head -1 is outside"),
+    ],
+)
 def test_out_of_range_input_gets_a_clear_index_error(qwen, args, message):
     with pytest.raises(IndexError, match=message):
         qwen.element(*args)

@@ -99,8 +99,10 @@ def test_a_narrowed_query_absent_and_fp64(packet_a):
     assert numerics.narrowed_query is None and numerics.narrowed_query_reason == "storage_not_narrow"
     assert np.array_equal(numerics.fp64.reference, numerics.primary.reference)
     assert [triple(m) for m in numerics.fp64.reference_error.per_head] == [
-        approx(0.0, 0.0, 0.0), approx(0.0, 0.0, 0.0),
-        approx(0.0, 0.0, None, "zero_reference_norm"), approx(0.0, 0.0, None, "zero_reference_norm"),
+        approx(0.0, 0.0, 0.0),
+        approx(0.0, 0.0, 0.0),
+        approx(0.0, 0.0, None, "zero_reference_norm"),
+        approx(0.0, 0.0, None, "zero_reference_norm"),
     ]
     assert [triple(m) for m in numerics.fp64.output_error.per_head] == [triple(m) for m in numerics.primary.per_head]
     assert "not a replacement reference" in numerics.fp64.label
@@ -127,8 +129,13 @@ B_QUERY_EXTRA = 1 + 2**-10  # rounds to 1.0 in bfloat16; multiplies a zero key c
 def packet_b():
     queries = QUERIES.copy()
     queries[:, 1] = B_QUERY_EXTRA
-    return run(queries, stored_values([1, 1, 1, 1], [2, 0, 0, 0]), B_OUTPUT,
-               dtypes=("float32", "bfloat16", "bfloat16"), kernel_output_dtype="float16")
+    return run(
+        queries,
+        stored_values([1, 1, 1, 1], [2, 0, 0, 0]),
+        B_OUTPUT,
+        dtypes=("float32", "bfloat16", "bfloat16"),
+        kernel_output_dtype="float16",
+    )
 
 
 B_PRIMARY = [
@@ -266,8 +273,14 @@ def test_the_per_head_blocks_are_the_blocks_of_single_rows():
     assert len(rows) == 6
     for head, metrics in enumerate(rows):
         assert metrics == stats.block(np.array([head]), bool(eligible[head])), head
-    assert [m.undefined_reason for m in rows] == [None, "nonfinite_values", "nonfinite_values", "nonfinite_inputs",
-                                                  "zero_reference_norm", None]
+    assert [m.undefined_reason for m in rows] == [
+        None,
+        "nonfinite_values",
+        "nonfinite_values",
+        "nonfinite_inputs",
+        "zero_reference_norm",
+        None,
+    ]
 
 
 # ---------------------------------------------------------------- where the worst values are

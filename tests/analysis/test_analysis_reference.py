@@ -197,16 +197,22 @@ def test_tiny_scale_gives_uniform_weights():
     assert_within_oracle(admission, numerics)
 
 
-@pytest.mark.parametrize("tensor, head, ineligible", [
-    ("queries", 1, [1]),
-    ("storedKeys", 0, [0, 1]),
-    ("storedValues", 1, [2, 3]),
-])
+@pytest.mark.parametrize(
+    "tensor, head, ineligible",
+    [
+        ("queries", 1, [1]),
+        ("storedKeys", 0, [0, 1]),
+        ("storedValues", 1, [2, 3]),
+    ],
+)
 @pytest.mark.parametrize("special", [np.nan, np.inf, -np.inf])
 def test_nonfinite_input_makes_heads_ineligible(tensor, head, ineligible, special):
     rng = np.random.default_rng(6)
-    arrays = {"queries": rng.normal(size=(4, 4)), "storedKeys": rng.normal(size=(2, 3, 4)),
-              "storedValues": rng.normal(size=(2, 3, 4))}
+    arrays = {
+        "queries": rng.normal(size=(4, 4)),
+        "storedKeys": rng.normal(size=(2, 3, 4)),
+        "storedValues": rng.normal(size=(2, 3, 4)),
+    }
     arrays[tensor][head, ..., 2] = special
     q, k, v = arrays["queries"], arrays["storedKeys"], arrays["storedValues"]
     with np.errstate(invalid="ignore"):
@@ -215,14 +221,20 @@ def test_nonfinite_input_makes_heads_ineligible(tensor, head, ineligible, specia
     assert np.flatnonzero(~numerics.eligible).tolist() == ineligible
     assert np.isnan(numerics.primary.reference[ineligible]).all()
     assert np.isfinite(numerics.primary.reference[numerics.eligible]).all()
-    for block in (numerics.primary, numerics.rounded_to_output.comparison, numerics.fp64.reference_error,
-                  numerics.fp64.output_error):
+    for block in (
+        numerics.primary,
+        numerics.rounded_to_output.comparison,
+        numerics.fp64.reference_error,
+        numerics.fp64.output_error,
+    ):
         assert block.global_metrics.undefined_reason == "nonfinite_inputs"
         assert [m.undefined_reason for m in block.per_head] == [
-            "nonfinite_inputs" if h in ineligible else None for h in range(4)]
+            "nonfinite_inputs" if h in ineligible else None for h in range(4)
+        ]
         assert block.eligible_global is not None and block.eligible_global.undefined_reason is None
     assert [a.undefined_reason for a in numerics.attention] == [
-        "nonfinite_inputs" if h in ineligible else None for h in range(4)]
+        "nonfinite_inputs" if h in ineligible else None for h in range(4)
+    ]
     assert [r.code for r in reasons] == ["nonfinite_inputs"]
     assert_within_oracle_eligible(admission, numerics)
 
@@ -362,8 +374,9 @@ def test_narrowed_query_exists_exactly_for_float32_queries_and_narrow_storage(qu
 def test_every_dtype_mix_matches_the_oracle(query_dtype, kv_dtype, output_dtype):
     rng = np.random.default_rng(11)
     q, k, v = rng.normal(size=(6, 24)), rng.normal(size=(3, 40, 24)), rng.normal(size=(3, 40, 24))
-    admission, numerics, reasons = analyzed(q, k, v, oracle(q, k, v, 0.2),
-                                            dtypes=(query_dtype, kv_dtype, output_dtype), scale=0.2)
+    admission, numerics, reasons = analyzed(
+        q, k, v, oracle(q, k, v, 0.2), dtypes=(query_dtype, kv_dtype, output_dtype), scale=0.2
+    )
     assert_within_oracle(admission, numerics)
     assert numerics.rounded_to_output.dtype == output_dtype
     assert numerics.rounded_to_output.identity == (output_dtype == "float32")

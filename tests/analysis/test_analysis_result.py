@@ -28,17 +28,57 @@ from analysis_support import make_admission
 
 VERDICT_WORDS = re.compile(r"\b(pass(es|ed)?|fail(s|ed|ure)?|ok|okay|acceptable|unacceptable)\b", re.IGNORECASE)
 
-TOP_KEYS = {"schema", "status", "packet", "refusals", "inconclusiveReasons", "score", "identity", "selection", "sample",
-            "geometry", "tensors", "lastRow", "reference", "attention", "emulations",
-            "emulationsRequested", "emulationDecisive", "emulationBaseline", "runtime", "limitations"}
-NULL_WHEN_REFUSED = {"score", "identity", "selection", "sample", "geometry", "tensors", "lastRow", "reference",
-                     "attention", "emulations", "emulationsRequested", "emulationDecisive", "emulationBaseline"}
+TOP_KEYS = {
+    "schema",
+    "status",
+    "packet",
+    "refusals",
+    "inconclusiveReasons",
+    "score",
+    "identity",
+    "selection",
+    "sample",
+    "geometry",
+    "tensors",
+    "lastRow",
+    "reference",
+    "attention",
+    "emulations",
+    "emulationsRequested",
+    "emulationDecisive",
+    "emulationBaseline",
+    "runtime",
+    "limitations",
+}
+NULL_WHEN_REFUSED = {
+    "score",
+    "identity",
+    "selection",
+    "sample",
+    "geometry",
+    "tensors",
+    "lastRow",
+    "reference",
+    "attention",
+    "emulations",
+    "emulationsRequested",
+    "emulationDecisive",
+    "emulationBaseline",
+}
 M_KEYS = {"linf", "rmse", "relativeL2", "undefinedReason", "nonfinite"}
 COUNT_KEYS = {"nan", "positiveInfinity", "negativeInfinity"}
 ULP_KEYS = {"max", "maxAt", "p99", "nonfinitePairs", "histogram"}
 ROUNDED_KEYS = {"label", "dtype", "identity", "global", "perHead", "ulp"}
-ATTENTION_KEYS = {"queryHead", "kvHead", "maxLogit", "logSumExp", "entropy", "lastTokenWeight", "topTokens",
-                  "undefinedReason"}
+ATTENTION_KEYS = {
+    "queryHead",
+    "kvHead",
+    "maxLogit",
+    "logSumExp",
+    "entropy",
+    "lastTokenWeight",
+    "topTokens",
+    "undefinedReason",
+}
 NONFINITE_KEYS = {"nan", "signalingNan", "positiveInfinity", "negativeInfinity", "firstLocations"}
 LAST_ROW_KEYS = {"compared", "mismatched", "perKvHead", "positions", "bitFlips"}
 
@@ -172,8 +212,14 @@ def test_analyzed_report_shape(curated):
     geometry = report["geometry"]
     qh, group = geometry["queryHeads"], geometry["groupSize"]
     reference = report["reference"]
-    assert set(reference) == {"primary", "roundedToOutputDType", "roundedToKernelOutputDType", "narrowedQuery",
-                              "narrowedQueryReason", "fp64"}
+    assert set(reference) == {
+        "primary",
+        "roundedToOutputDType",
+        "roundedToKernelOutputDType",
+        "narrowedQuery",
+        "narrowedQueryReason",
+        "fp64",
+    }
     check_comparison(reference["primary"], qh, group, {"label", "eligibleGlobal"})
     assert reference["primary"]["eligibleGlobal"] is None
     rounded = reference["roundedToOutputDType"]
@@ -202,8 +248,10 @@ def test_analyzed_report_shape(curated):
     assert report["limitations"] == list(LIMITATIONS)
 
 
-@pytest.mark.parametrize("distribution", ["ml_dtypes", "ml-dtypes", "numpy", "attention-packet-explorer", "Pillow",
-                                          "pytest-xdist", "no-such-distribution"])
+@pytest.mark.parametrize(
+    "distribution",
+    ["ml_dtypes", "ml-dtypes", "numpy", "attention-packet-explorer", "Pillow", "pytest-xdist", "no-such-distribution"],
+)
 def test_installed_versions_are_what_importlib_metadata_reads(distribution):
     from importlib import metadata
 

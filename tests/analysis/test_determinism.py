@@ -40,17 +40,37 @@ def packets(tmp_path_factory) -> dict[str, Path]:
 
 
 def _cli_report(packet: Path, blas_threads: str, *options: str, disabled_cpu_features: str = "") -> str:
-    environment = {**os.environ, "PYTHONPATH": str(REPO), "OPENBLAS_NUM_THREADS": blas_threads,
-                   "OMP_NUM_THREADS": blas_threads, "MKL_NUM_THREADS": blas_threads,
-                   "NPY_DISABLE_CPU_FEATURES": disabled_cpu_features}
-    done = subprocess.run([sys.executable, "-m", "explorer", "analyze", str(packet), "--json", *options],
-                          capture_output=True, text=True, env=environment, check=True)
+    environment = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "OPENBLAS_NUM_THREADS": blas_threads,
+        "OMP_NUM_THREADS": blas_threads,
+        "MKL_NUM_THREADS": blas_threads,
+        "NPY_DISABLE_CPU_FEATURES": disabled_cpu_features,
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "explorer", "analyze", str(packet), "--json", *options],
+        capture_output=True,
+        text=True,
+        env=environment,
+        check=True,
+    )
     return done.stdout
 
 
 # The default set (with mlx_run, the real library, whose CPU path is sequential) and the v3 emulations.
-EMULATE = ("--emulate", "default", "--emulate", "mlx_unfused", "--emulate", "mlx_unfused(device=gpu)",
-           "--emulate", "mlx_sdpa(build=upstream)", "--emulate", "paged_two_pass(dispatcher=early)")
+EMULATE = (
+    "--emulate",
+    "default",
+    "--emulate",
+    "mlx_unfused",
+    "--emulate",
+    "mlx_unfused(device=gpu)",
+    "--emulate",
+    "mlx_sdpa(build=upstream)",
+    "--emulate",
+    "paged_two_pass(dispatcher=early)",
+)
 
 
 def _older_cpus() -> list[str]:
@@ -132,8 +152,10 @@ def test_a_heads_numbers_do_not_depend_on_the_heads_beside_it(monkeypatch, dtype
     moved = np.empty(keys.size + 1, dtype=np.float32)[1:].reshape(keys.shape)  # 4 bytes past an allocation
     moved[...] = keys
     assert moved.ctypes.data % 16 != 0
-    assert attend(queries, moved, values, 0.1, np.ones(8, dtype=bool), dtype).reference.tobytes() == \
-        together.reference.tobytes()
+    assert (
+        attend(queries, moved, values, 0.1, np.ones(8, dtype=bool), dtype).reference.tobytes()
+        == together.reference.tobytes()
+    )
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -147,9 +169,10 @@ def test_token_blocks_give_the_same_sums_one_at_a_time_or_in_groups(monkeypatch,
     assert max(count for _, count, _ in reference._block_groups(5000, head_dim)) == 1
     one_at_a_time = reference._weighted_values(weights, values)
     assert grouped.tobytes() == one_at_a_time.tobytes()
-    exact = [[math.fsum(float(w) * float(v) for w, v in zip(weights[h], values[:, d], strict=True))
-              for d in range(head_dim)]
-             for h in range(3)]
+    exact = [
+        [math.fsum(float(w) * float(v) for w, v in zip(weights[h], values[:, d], strict=True)) for d in range(head_dim)]
+        for h in range(3)
+    ]
     np.testing.assert_allclose(grouped, exact, rtol=1e-4 if dtype is np.float32 else 1e-12)
 
 

@@ -30,11 +30,23 @@ def _ulps(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 SAMPLES = {
-    "exp": np.concatenate([RNG.uniform(-745, 709, 3000), RNG.uniform(-1, 1, 3000), -RNG.exponential(5, 3000),
-                           RNG.uniform(-745, -708, 1000)]),  # the last: results in the subnormal range
+    "exp": np.concatenate(
+        [
+            RNG.uniform(-745, 709, 3000),
+            RNG.uniform(-1, 1, 3000),
+            -RNG.exponential(5, 3000),
+            RNG.uniform(-745, -708, 1000),
+        ]
+    ),  # the last: results in the subnormal range
     "exp2": np.concatenate([RNG.uniform(-1074, 1023, 3000), RNG.uniform(-2, 2, 3000), RNG.uniform(-150, 0, 3000)]),
-    "log": np.concatenate([RNG.uniform(0, 2, 3000), np.exp(RNG.uniform(-700, 700, 3000)), RNG.uniform(0.7, 1.4, 3000),
-                           [5e-324, 1e-310, 2.2250738585072014e-308, 1.7976931348623157e308]]),
+    "log": np.concatenate(
+        [
+            RNG.uniform(0, 2, 3000),
+            np.exp(RNG.uniform(-700, 700, 3000)),
+            RNG.uniform(0.7, 1.4, 3000),
+            [5e-324, 1e-310, 2.2250738585072014e-308, 1.7976931348623157e308],
+        ]
+    ),
 }
 MAX_ULPS = {"exp": 2, "exp2": 2, "log": 1}
 
@@ -51,8 +63,11 @@ def test_within_a_unit_or_two_in_the_last_place_of_decimal_arithmetic(function):
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 def test_float32_exp_of_every_16_bit_input_is_correctly_rounded(dtype):
     bits = np.arange(1 << 16, dtype=np.uint32)
-    values = ((bits << 16).view(np.float32) if dtype == "bfloat16"
-              else bits.astype(np.uint16).view(np.float16).astype(np.float32))
+    values = (
+        (bits << 16).view(np.float32)
+        if dtype == "bfloat16"
+        else bits.astype(np.uint16).view(np.float16).astype(np.float32)
+    )
     values = values[np.isfinite(values) & (values > -110) & (values < 88)]  # outside: 0 or inf in float32
     exact = np.array([np.float32(DECIMAL.exp(DECIMAL.create_decimal(float(value)))) for value in values])
     assert (elementary.exp(values.astype(np.float64)).astype(np.float32) == exact).all()
@@ -60,8 +75,9 @@ def test_float32_exp_of_every_16_bit_input_is_correctly_rounded(dtype):
 
 def test_the_table_holds_the_correctly_rounded_powers_of_two():
     two = DECIMAL.create_decimal(2)
-    expected = [float(DECIMAL.power(two, DECIMAL.divide(j, elementary.TABLE_SIZE)))
-                for j in range(elementary.TABLE_SIZE)]
+    expected = [
+        float(DECIMAL.power(two, DECIMAL.divide(j, elementary.TABLE_SIZE))) for j in range(elementary.TABLE_SIZE)
+    ]
     assert elementary.POWERS.tolist() == expected
 
 

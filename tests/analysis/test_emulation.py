@@ -72,54 +72,74 @@ def test_every_id_form_parses_and_normalises():
     assert _ids("mlx_two_pass(partialDType=bfloat16)", "float32") == ["mlx_two_pass(partialDType=bfloat16)"]
     assert _ids("paged_two_pass(partitionTokens=256,partialDType=float32)") == ["paged_two_pass"]
     spec = resolve_all("mlx_two_pass", PacketShape("float16", QWEN))[0]
-    assert dict(spec.parameters) == {"blocks": 128, "partialDType": "float16", "exp": "exact", "fma": "off",
-                                     "simd": "butterfly"}
+    assert dict(spec.parameters) == {
+        "blocks": 128,
+        "partialDType": "float16",
+        "exp": "exact",
+        "fma": "off",
+        "simd": "butterfly",
+    }
     # hypotheses follow the kernel's own parameters, in the order exp, fma, simd
     assert _ids("mlx_two_pass(simd=sequential,fma=on,exp=exp2_scaled,partialDType=float32)") == [
-        "mlx_two_pass(partialDType=float32,exp=exp2_scaled,fma=on,simd=sequential)"]
+        "mlx_two_pass(partialDType=float32,exp=exp2_scaled,fma=on,simd=sequential)"
+    ]
     assert _ids("mlx_two_pass(exp=exact,fma=off,simd=butterfly)") == ["mlx_two_pass"]
     # the paged default simdgroups is the engine's choice for the geometry (4 on Qwen3.6), unknown without one
     assert _ids(["paged_two_pass(simdgroups=4)", "paged_two_pass(simdgroups=8)"]) == [
-        "paged_two_pass", "paged_two_pass(simdgroups=8)"]
+        "paged_two_pass",
+        "paged_two_pass(simdgroups=8)",
+    ]
     assert _ids("paged_two_pass(simdgroups=4)", None, None) == ["paged_two_pass(simdgroups=4)"]
     assert _ids("mlx_sdpa(device=s,partialDType=bfloat16)") == ["mlx_sdpa"]
 
 
 def test_duplicates_run_once_at_the_first_position_and_the_default_set():
     assert _ids(["paged_two_pass", "mlx_two_pass(blocks=128)", "paged_two_pass(partialDType=float32)"]) == [
-        "paged_two_pass", "mlx_two_pass"]
+        "paged_two_pass",
+        "mlx_two_pass",
+    ]
     # the default set gains mlx_run where MLX is importable (the test extra installs it)
     assert _ids("default") == [*DEFAULT_SET, "mlx_run"]
     assert _ids("default", "float32") == ["mlx_two_pass", "paged_two_pass", "single_pass", "mlx_run"]
-    assert _ids(["single_pass", "default"]) == ["single_pass", "mlx_two_pass", "mlx_two_pass(partialDType=float32)",
-                                               "paged_two_pass", "mlx_run"]
+    assert _ids(["single_pass", "default"]) == [
+        "single_pass",
+        "mlx_two_pass",
+        "mlx_two_pass(partialDType=float32)",
+        "paged_two_pass",
+        "mlx_run",
+    ]
 
 
-@pytest.mark.parametrize("text,message", [
-    ("flash_attention", "unknown emulation kernel 'flash_attention'"),
-    ("mlx_two_pass(block=64)", "has no parameter 'block'"),
-    ("single_pass(blocks=2)", "single_pass has no parameter 'blocks'"),
-    ("mlx_two_pass(blocks=0)", "'mlx_two_pass(blocks=0)': blocks=0 is not an integer from 1 to 1024"),
-    ("mlx_two_pass(blocks=2048)", "blocks=2048 is not an integer from 1 to 1024 (pass 2 merges the first multiple "
-                                  "of 32 of them)"),
-    ("mlx_two_pass(blocks=-3)", "is not an integer from 1 to 1024"),
-    ("mlx_two_pass(blocks=1e3)", "is not an integer from 1 to 1024"),
-    ("paged_two_pass(partialDType=float64)", "partialDType=float64 is not one of float16, bfloat16, float32"),
-    ("mlx_sdpa(device=x)", "'mlx_sdpa(device=x)': device=x is not one of s, d, other, cpu"),
-    ("mlx_sdpa(build=fork)", "'mlx_sdpa(build=fork)': build=fork is not one of engine, upstream"),
-    ("mlx_unfused(device=d)", "'mlx_unfused(device=d)': device=d is not one of cpu, gpu"),
-    ("mlx_run(device=tpu)", "'mlx_run(device=tpu)': device=tpu is not one of default, cpu, gpu"),
-    ("paged_two_pass(dispatcher=old)", "dispatcher=old is not one of current, early"),
-    ("paged_two_pass(simdgroups=3)", "'paged_two_pass(simdgroups=3)': simdgroups=3 is not one of 1, 2, 4, 8"),
-    ("mlx_two_pass(fma=maybe)", "'mlx_two_pass(fma=maybe)': fma=maybe is not one of off, on"),
-    ("mlx_single_pass(simd=tree)", "simd=tree is not one of butterfly, sequential"),
-    ("mlx_two_pass(exp=fast)", "exp=fast is not one of exact, exp2_scaled"),
-    ("paged_two_pass(exp=exp2_scaled)", "paged_two_pass has no parameter 'exp'"),
-    ("single_pass(fma=on)", "single_pass has no parameter 'fma'"),
-    ("mlx_two_pass(blocks=64,blocks=32)", "given twice"),
-    ("mlx_two_pass(blocks)", "malformed parameter 'blocks'"),
-    ("mlx_two_pass(blocks=64", "malformed emulation id"),
-])
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        ("flash_attention", "unknown emulation kernel 'flash_attention'"),
+        ("mlx_two_pass(block=64)", "has no parameter 'block'"),
+        ("single_pass(blocks=2)", "single_pass has no parameter 'blocks'"),
+        ("mlx_two_pass(blocks=0)", "'mlx_two_pass(blocks=0)': blocks=0 is not an integer from 1 to 1024"),
+        (
+            "mlx_two_pass(blocks=2048)",
+            "blocks=2048 is not an integer from 1 to 1024 (pass 2 merges the first multiple of 32 of them)",
+        ),
+        ("mlx_two_pass(blocks=-3)", "is not an integer from 1 to 1024"),
+        ("mlx_two_pass(blocks=1e3)", "is not an integer from 1 to 1024"),
+        ("paged_two_pass(partialDType=float64)", "partialDType=float64 is not one of float16, bfloat16, float32"),
+        ("mlx_sdpa(device=x)", "'mlx_sdpa(device=x)': device=x is not one of s, d, other, cpu"),
+        ("mlx_sdpa(build=fork)", "'mlx_sdpa(build=fork)': build=fork is not one of engine, upstream"),
+        ("mlx_unfused(device=d)", "'mlx_unfused(device=d)': device=d is not one of cpu, gpu"),
+        ("mlx_run(device=tpu)", "'mlx_run(device=tpu)': device=tpu is not one of default, cpu, gpu"),
+        ("paged_two_pass(dispatcher=old)", "dispatcher=old is not one of current, early"),
+        ("paged_two_pass(simdgroups=3)", "'paged_two_pass(simdgroups=3)': simdgroups=3 is not one of 1, 2, 4, 8"),
+        ("mlx_two_pass(fma=maybe)", "'mlx_two_pass(fma=maybe)': fma=maybe is not one of off, on"),
+        ("mlx_single_pass(simd=tree)", "simd=tree is not one of butterfly, sequential"),
+        ("mlx_two_pass(exp=fast)", "exp=fast is not one of exact, exp2_scaled"),
+        ("paged_two_pass(exp=exp2_scaled)", "paged_two_pass has no parameter 'exp'"),
+        ("single_pass(fma=on)", "single_pass has no parameter 'fma'"),
+        ("mlx_two_pass(blocks=64,blocks=32)", "given twice"),
+        ("mlx_two_pass(blocks)", "malformed parameter 'blocks'"),
+        ("mlx_two_pass(blocks=64", "malformed emulation id"),
+    ],
+)
 def test_unknown_or_malformed_ids_are_errors_naming_the_fault(text, message):
     with pytest.raises(EmulationIdError, match=message.replace("(", r"\(").replace(")", r"\)")):
         parse_id(text)
@@ -129,8 +149,9 @@ def test_cli_usage_error_for_an_unknown_emulation(tmp_path, capsys):
     packet = write_packet(tmp_path / "p", synthetic_spec(qh=2, kvh=1, tokens=3, head_dim=4))
     assert main(["analyze", str(packet), "--emulate", "mlx_two_pass(partialDtype=float32)"]) == 2
     assert "--emulate: mlx_two_pass has no parameter 'partialDtype'" in capsys.readouterr().err
-    done = subprocess.run([sys.executable, "-m", "explorer", "analyze", str(packet), "--emulate", "nope"],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "explorer", "analyze", str(packet), "--emulate", "nope"], capture_output=True, text=True
+    )
     assert done.returncode == 2 and "unknown emulation kernel 'nope'" in done.stderr and not done.stdout
 
 
@@ -168,8 +189,15 @@ def test_float32_partial_variants_are_within_a_few_float32_ulp_of_fp64(qwen_like
 
 def test_bfloat16_partials_are_measurably_farther_from_fp64_than_float32_partials(qwen_like):
     inputs, exact = qwen_like
-    emulated = _emulated(inputs, ["mlx_two_pass", "mlx_two_pass(partialDType=bfloat16)",
-                                  "paged_two_pass", "paged_two_pass(partialDType=bfloat16)"])
+    emulated = _emulated(
+        inputs,
+        [
+            "mlx_two_pass",
+            "mlx_two_pass(partialDType=bfloat16)",
+            "paged_two_pass",
+            "paged_two_pass(partialDType=bfloat16)",
+        ],
+    )
 
     def rmse(emulation_id):
         return np.sqrt(np.mean((emulated[emulation_id].values.astype(np.float64) - exact) ** 2))
@@ -205,8 +233,9 @@ def test_analyze_caches_emulations_by_content_and_ids_and_reuses_the_numerics(tm
     report = plain.report()
     assert report["emulations"] is None and report["emulationsRequested"] is None
     timings: dict[str, float] = {}
-    first = analyze_with_timings(packet, emulate=["single_pass", "paged_two_pass(partitionTokens=256)"],
-                                 timings=timings)
+    first = analyze_with_timings(
+        packet, emulate=["single_pass", "paged_two_pass(partitionTokens=256)"], timings=timings
+    )
     assert timings["cached"] == 1.0 and "emulations" in timings  # numerics reused, emulations computed
     assert first.numerics is plain.numerics
     assert first.emulations_requested == ("single_pass", "paged_two_pass")
@@ -222,9 +251,24 @@ def test_analyze_caches_emulations_by_content_and_ids_and_reuses_the_numerics(tm
     report = first.report()
     json.dumps(report, allow_nan=False)
     entry = report["emulations"][0]
-    assert set(entry) == {"id", "kernel", "label", "parameters", "assumptions", "outputDType", "compared",
-                          "bitEqual", "ulp", "vsOutput", "vsPrimaryReference", "resolved", "notEmulated",
-                          "notEmulatedCode", "bitEqualDecisive", "library"}
+    assert set(entry) == {
+        "id",
+        "kernel",
+        "label",
+        "parameters",
+        "assumptions",
+        "outputDType",
+        "compared",
+        "bitEqual",
+        "ulp",
+        "vsOutput",
+        "vsPrimaryReference",
+        "resolved",
+        "notEmulated",
+        "notEmulatedCode",
+        "bitEqualDecisive",
+        "library",
+    }
     assert entry["bitEqual"]["global"] == sum(entry["bitEqual"]["perHead"])
     assert any("fuse multiply-adds" in sentence for sentence in entry["assumptions"])
     assert report["emulationsRequested"] == ["single_pass", "paged_two_pass"]
@@ -260,8 +304,15 @@ def test_one_run_scores_two_outputs_for_a_pair():
     a = native_output_bits("mlx_two_pass", spec.tensors, scale, "bfloat16")[0, :, 0, :]
     b = native_output_bits("paged_two_pass", spec.tensors, scale, "bfloat16")[0, :, 0, :]
     tensors = {name: promote(bits, dtype) for name, (dtype, bits) in spec.tensors.items()}
-    inputs = EmulationInputs(tensors["queries"][0, :, 0, :], tensors["storedKeys"][0], tensors["storedValues"][0],
-                             scale, "bfloat16", "bfloat16", "bfloat16")
+    inputs = EmulationInputs(
+        tensors["queries"][0, :, 0, :],
+        tensors["storedKeys"][0],
+        tensors["storedValues"][0],
+        scale,
+        "bfloat16",
+        "bfloat16",
+        "bfloat16",
+    )
     eligible = np.ones(16, dtype=bool)
     mlx, paged = emulate(inputs, resolve_all(["mlx_two_pass", "paged_two_pass"], inputs.shape), eligible)
     assert bit_equal(mlx.bits, a, eligible)[0] == 4096 and bit_equal(paged.bits, b, eligible)[0] == 4096
@@ -286,8 +337,9 @@ def test_no_verdict_wording_in_emulation_reports(tmp_path):
     from test_analysis_result import VERDICT_WORDS, strings_and_keys
 
     packet = write_packet(tmp_path / "p", synthetic_spec(qh=2, kvh=1, tokens=5, head_dim=32, output_dtype="bfloat16"))
-    report = explorer.analyze(packet, emulate=["sweep", "mlx_two_pass(blocks=64)",
-                                               "paged_two_pass(partitionTokens=2,partialDType=float16)"]).report()
+    report = explorer.analyze(
+        packet, emulate=["sweep", "mlx_two_pass(blocks=64)", "paged_two_pass(partitionTokens=2,partialDType=float16)"]
+    ).report()
     texts = list(strings_and_keys(report["emulations"]))
     assert texts and not [text for text in texts if VERDICT_WORDS.search(text)]
 

@@ -59,13 +59,22 @@ def _check(inputs: EmulationInputs, ids, heads=None):
             continue  # checked against the real library (tests/analysis/test_emulation_v3.py)
         for h in range(query_heads) if heads is None else heads:
             kv = h // group
-            expected = emulate_head(result.spec.kernel, dict(result.spec.parameters), inputs.queries[h],
-                                    inputs.keys[kv], inputs.values[kv], inputs.scale, dtypes, (query_heads, kv_heads))
+            expected = emulate_head(
+                result.spec.kernel,
+                dict(result.spec.parameters),
+                inputs.queries[h],
+                inputs.keys[kv],
+                inputs.values[kv],
+                inputs.scale,
+                dtypes,
+                (query_heads, kv_heads),
+            )
             if expected is None:
                 assert result.values is None and result.spec.not_emulated is not None, result.spec.id
                 continue
-            np.testing.assert_array_equal(result.values[h].view(np.uint32), expected.view(np.uint32),
-                                          err_msg=f"{result.spec.id} head {h}")
+            np.testing.assert_array_equal(
+                result.values[h].view(np.uint32), expected.view(np.uint32), err_msg=f"{result.spec.id} head {h}"
+            )
     return emulated
 
 
@@ -81,25 +90,40 @@ GEOMETRIES = [  # (D, T, KVH, group, heads checked by the scalar code, ids)
 
 @pytest.mark.parametrize("head_dim,tokens,kv_heads,group,heads,ids", GEOMETRIES)
 def test_every_kernel_and_option_matches_the_scalar_code(head_dim, tokens, kv_heads, group, heads, ids):
-    inputs = _inputs(head_dim=head_dim, tokens=tokens, kv_heads=kv_heads, group=group,
-                     dtypes=("bfloat16", "bfloat16", "float32"), seed=head_dim + tokens)
+    inputs = _inputs(
+        head_dim=head_dim,
+        tokens=tokens,
+        kv_heads=kv_heads,
+        group=group,
+        dtypes=("bfloat16", "bfloat16", "float32"),
+        seed=head_dim + tokens,
+    )
     _check(inputs, ids, heads)
 
 
 PAGED_OPTIONS = [
-    "paged_two_pass", "paged_two_pass(partitionTokens=5,simdgroups=8,fma=on,simd=sequential)",
-    "paged_two_pass(partitionTokens=1,simdgroups=1)", "paged_two_pass(partialDType=bfloat16,simdgroups=2)",
+    "paged_two_pass",
+    "paged_two_pass(partitionTokens=5,simdgroups=8,fma=on,simd=sequential)",
+    "paged_two_pass(partitionTokens=1,simdgroups=1)",
+    "paged_two_pass(partialDType=bfloat16,simdgroups=2)",
     "paged_two_pass(dispatcher=early)",
 ]
 
 
 @pytest.mark.parametrize("head_dim,tokens,kv_heads,group,heads", [(64, 40, 2, 4, (0, 7)), (128, 33, 1, 8, (5,))])
-def test_the_paged_kernel_matches_the_scalar_code_where_it_can_write_the_output(head_dim, tokens, kv_heads, group,
-                                                                                heads):
+def test_the_paged_kernel_matches_the_scalar_code_where_it_can_write_the_output(
+    head_dim, tokens, kv_heads, group, heads
+):
     # The paged kernel writes the stored keys' dtype: float32 K/V and output keep every bit of its arithmetic
     # visible; bfloat16 queries are rounded to the keys' dtype first (a no-op widening here).
-    inputs = _inputs(head_dim=head_dim, tokens=tokens, kv_heads=kv_heads, group=group,
-                     dtypes=("bfloat16", "float32", "float32"), seed=head_dim + tokens)
+    inputs = _inputs(
+        head_dim=head_dim,
+        tokens=tokens,
+        kv_heads=kv_heads,
+        group=group,
+        dtypes=("bfloat16", "float32", "float32"),
+        seed=head_dim + tokens,
+    )
     emulated = _check(inputs, PAGED_OPTIONS, heads)
     assert all(e.values is not None for e in emulated)
     for a, b in itertools.combinations(emulated[:4], 2):  # the options differ where the arithmetic differs
@@ -109,8 +133,15 @@ def test_the_paged_kernel_matches_the_scalar_code_where_it_can_write_the_output(
 @pytest.mark.parametrize("dtypes", list(itertools.product(DTYPES, DTYPES, DTYPES)))
 def test_every_dtype_mix_matches_the_scalar_code(dtypes):
     inputs = _inputs(head_dim=32, tokens=7, kv_heads=2, group=2, dtypes=dtypes, seed=11)
-    _check(inputs, ["default", "mlx_two_pass(partialDType=bfloat16,fma=on)",
-                    "paged_two_pass(partialDType=float16,partitionTokens=2,fma=on)"], heads=(3,))
+    _check(
+        inputs,
+        [
+            "default",
+            "mlx_two_pass(partialDType=bfloat16,fma=on)",
+            "paged_two_pass(partialDType=float16,partitionTokens=2,fma=on)",
+        ],
+        heads=(3,),
+    )
 
 
 # T on both sides of each launch threshold, with the geometry that makes it decide (D 64, one head checked).
@@ -125,8 +156,14 @@ THRESHOLDS = [  # (T, KVH, group, ids)
 
 @pytest.mark.parametrize("tokens,kv_heads,group,ids", THRESHOLDS)
 def test_launch_thresholds_match_the_scalar_code(tokens, kv_heads, group, ids):
-    inputs = _inputs(head_dim=64, tokens=tokens, kv_heads=kv_heads, group=group,
-                     dtypes=("bfloat16", "bfloat16", "bfloat16"), seed=tokens)
+    inputs = _inputs(
+        head_dim=64,
+        tokens=tokens,
+        kv_heads=kv_heads,
+        group=group,
+        dtypes=("bfloat16", "bfloat16", "bfloat16"),
+        seed=tokens,
+    )
     _check(inputs, ids, heads=(group - 1,))
 
 
@@ -138,10 +175,16 @@ def test_where_upstream_runs_its_gqa_variant_the_engine_build_runs_plain_two_pas
 
 def test_the_options_differ_where_the_arithmetic_differs():
     # The comparisons above are not vacuous: on these float32 outputs each option changes bits.
-    inputs = _inputs(head_dim=256, tokens=300, kv_heads=1, group=4, dtypes=("bfloat16", "bfloat16", "float32"),
-                     seed=3)
-    ids = ["mlx_two_pass", "mlx_two_pass(exp=exp2_scaled)", "mlx_two_pass(fma=on)", "mlx_two_pass(simd=sequential)",
-           "mlx_two_pass(blocks=64)", "mlx_single_pass", "single_pass"]
+    inputs = _inputs(head_dim=256, tokens=300, kv_heads=1, group=4, dtypes=("bfloat16", "bfloat16", "float32"), seed=3)
+    ids = [
+        "mlx_two_pass",
+        "mlx_two_pass(exp=exp2_scaled)",
+        "mlx_two_pass(fma=on)",
+        "mlx_two_pass(simd=sequential)",
+        "mlx_two_pass(blocks=64)",
+        "mlx_single_pass",
+        "single_pass",
+    ]
     emulated = emulate(inputs, resolve_all(ids, inputs.shape), np.ones(4, bool))
     for a, b in itertools.combinations(emulated, 2):
         assert np.count_nonzero(a.bits != b.bits) > 0, (a.spec.id, b.spec.id)

@@ -44,22 +44,22 @@ def two(blocks):
 LAUNCH_TABLE = [  # (T, QH, KVH, {device: expected}), D 128 unless the _gqa case needs another
     (1023, 16, 16, {S: SINGLE, D: SINGLE, OTHER: SINGLE}),
     (1024, 16, 16, {S: two(64), D: two(128), OTHER: SINGLE}),
-    (1025, 16, 16, {S: two(64), D: two(128), OTHER: SINGLE}),      # n = 1: s keeps 64
-    (1024, 16, 2, {S: two(64), D: two(128), OTHER: SINGLE}),       # n = 8, T not above 1,024
-    (1025, 16, 2, {S: two(128), D: two(128), OTHER: SINGLE}),      # n > 4 above 1,024
-    (4095, 16, 4, {S: two(64), D: two(128), OTHER: SINGLE}),       # n = 4: s keeps 64 (n > 4 needed)
-    (4096, 16, 4, {S: two(64), D: two(128), OTHER: two(64)}),      # other: two-pass with GQA from 4,096
-    (4096, 16, 8, {S: two(64), D: two(128), OTHER: two(32)}),      # n = 2: other 32
+    (1025, 16, 16, {S: two(64), D: two(128), OTHER: SINGLE}),  # n = 1: s keeps 64
+    (1024, 16, 2, {S: two(64), D: two(128), OTHER: SINGLE}),  # n = 8, T not above 1,024
+    (1025, 16, 2, {S: two(128), D: two(128), OTHER: SINGLE}),  # n > 4 above 1,024
+    (4095, 16, 4, {S: two(64), D: two(128), OTHER: SINGLE}),  # n = 4: s keeps 64 (n > 4 needed)
+    (4096, 16, 4, {S: two(64), D: two(128), OTHER: two(64)}),  # other: two-pass with GQA from 4,096
+    (4096, 16, 8, {S: two(64), D: two(128), OTHER: two(32)}),  # n = 2: other 32
     (8192, 16, 8, {S: two(64), D: two(128), OTHER: two(32)}),
-    (8193, 16, 8, {S: two(64), D: two(256), OTHER: two(32)}),      # d: n <= 2 above 8,192
-    (8192, 12, 2, {S: two(128), D: two(128), OTHER: two(64)}),     # n = 6
+    (8193, 16, 8, {S: two(64), D: two(256), OTHER: two(32)}),  # d: n <= 2 above 8,192
+    (8192, 12, 2, {S: two(128), D: two(128), OTHER: two(64)}),  # n = 6
     (8193, 12, 2, {S: two(256), D: two(128), OTHER: two(64)}),
-    (16384, 12, 2, {S: two(256), D: two(512), OTHER: two(64)}),    # d: n >= 6 from 16,384
+    (16384, 12, 2, {S: two(256), D: two(512), OTHER: two(64)}),  # d: n >= 6 from 16,384
     (32768, 12, 2, {S: two(256), D: two(512), OTHER: two(64)}),
     (32769, 12, 2, {S: two(512), D: two(512), OTHER: two(64)}),
     (65536, 12, 2, {S: two(512), D: two(1024), OTHER: two(64)}),
     (65537, 12, 2, {S: two(1024), D: two(1024), OTHER: two(64)}),
-    (4096, 16, 16, {S: two(64), D: two(128), OTHER: SINGLE}),      # no GQA: other stays single
+    (4096, 16, 16, {S: two(64), D: two(128), OTHER: SINGLE}),  # no GQA: other stays single
 ]
 
 
@@ -70,8 +70,9 @@ def test_mlx_launch_rule_per_device_class(tokens, query_heads, kv_heads, expecte
     assert {device: mlx_launch(device, geometry, build) for device in expected} == expected
 
 
-@pytest.mark.parametrize("head_dim,tokens,hpt", [(64, 8192, 8), (128, 8192, 4), (64, 8191, None), (96, 8192, None),
-                                                 (256, 8192, None)])
+@pytest.mark.parametrize(
+    "head_dim,tokens,hpt", [(64, 8192, 8), (128, 8192, 4), (64, 8191, None), (96, 8192, None), (256, 8192, None)]
+)
 def test_upstream_launches_its_gqa_variant_and_the_engine_build_has_none(head_dim, tokens, hpt):
     for device in (S, D, OTHER):
         geometry = Geometry(16, 2, head_dim, tokens)  # QH = 8 x KVH
@@ -80,11 +81,15 @@ def test_upstream_launches_its_gqa_variant_and_the_engine_build_has_none(head_di
         assert upstream.gqa_heads_per_simdgroup == hpt and engine.gqa_heads_per_simdgroup is None
 
 
-@pytest.mark.parametrize("head_dim,query_heads,engine", [
-    (192, 8, Launch("mlx_unfused", device="gpu")), (80, 8, Launch("mlx_unfused", device="gpu")),
-    (512, 8, Launch("mlx_two_pass", 64)),  # the engine's build has D 512 two-pass kernels at every T
-    (128, 66, Launch("mlx_unfused", device="gpu")),
-])
+@pytest.mark.parametrize(
+    "head_dim,query_heads,engine",
+    [
+        (192, 8, Launch("mlx_unfused", device="gpu")),
+        (80, 8, Launch("mlx_unfused", device="gpu")),
+        (512, 8, Launch("mlx_two_pass", 64)),  # the engine's build has D 512 two-pass kernels at every T
+        (128, 66, Launch("mlx_unfused", device="gpu")),
+    ],
+)
 def test_unfused_branches_resolve_to_mlx_unfused_on_the_gpu(head_dim, query_heads, engine):
     geometry = Geometry(query_heads, 2, head_dim, 100)
     assert mlx_launch(S, geometry, "upstream") == Launch("mlx_unfused", device="gpu")
@@ -108,13 +113,13 @@ def test_each_build_reads_mlx_sdpa_blocks_its_own_way(blocks, upstream, engine):
 
 # (QH, KVH, D) -> the engine's simdgroups, from hpt and the 32 KiB threadgroup budget.
 SIMDGROUP_TABLE = [
-    (16, 2, 256, 4),   # hpt 4: 4 x (1024 + 8 x 4 x 258) > 32768, with 4 it fits
-    (8, 1, 64, 8),     # D64/GQA8: hpt 8, 8 simdgroups fit
-    (4, 1, 128, 8),    # D128/GQA4: hpt 4
-    (8, 1, 128, 4),    # D128/GQA8: hpt 8 does not fit 8
-    (2, 2, 128, 8),    # no GQA: hpt 1
+    (16, 2, 256, 4),  # hpt 4: 4 x (1024 + 8 x 4 x 258) > 32768, with 4 it fits
+    (8, 1, 64, 8),  # D64/GQA8: hpt 8, 8 simdgroups fit
+    (4, 1, 128, 8),  # D128/GQA4: hpt 4
+    (8, 1, 128, 4),  # D128/GQA8: hpt 8 does not fit 8
+    (2, 2, 128, 8),  # no GQA: hpt 1
     (2, 1, 4096, None),  # not even one simdgroup fits
-    (12, 1, 80, 4),    # hpt: largest divisor of 12 not above 12.8 = 12
+    (12, 1, 80, 4),  # hpt: largest divisor of 12 not above 12.8 = 12
 ]
 
 
@@ -135,9 +140,22 @@ def test_a_shape_the_engine_refuses_has_no_numbers():
 
 def _entry(name: str, bits) -> Emulation:
     bits = np.array(bits, dtype=np.uint16)
-    return Emulation(id=name, kernel=name, label=name, parameters={}, assumptions=(), output_dtype="bfloat16",
-                     compared=bits.size, bit_equal=0, bit_equal_per_head=(0,) * bits.shape[0], ulp=None,
-                     vs_output=None, vs_primary_reference=None, values=None, bits=bits)
+    return Emulation(
+        id=name,
+        kernel=name,
+        label=name,
+        parameters={},
+        assumptions=(),
+        output_dtype="bfloat16",
+        compared=bits.size,
+        bit_equal=0,
+        bit_equal_per_head=(0,) * bits.shape[0],
+        ulp=None,
+        vs_output=None,
+        vs_primary_reference=None,
+        values=None,
+        bits=bits,
+    )
 
 
 def test_decisive_and_baseline_counts_on_a_constructed_output():
@@ -146,8 +164,16 @@ def test_decisive_and_baseline_counts_on_a_constructed_output():
     first = _entry("first", [[1, 2, 3, 4], [5, 6, 7, 0], [0, 0, 0, 0]])  # differs from the output at (1, 3)
     second = _entry("second", [[1, 2, 0, 4], [5, 6, 7, 8], [1, 1, 1, 1]])  # differs at (0, 2)
     third = _entry("third", [[1, 2, 3, 4], [5, 6, 7, 8], [2, 2, 2, 2]])  # equal on every eligible element
-    absent = Emulation(**{**first.__dict__, "id": "absent", "bits": None, "bit_equal": None,
-                          "bit_equal_per_head": None, "not_emulated": "no numbers"})
+    absent = Emulation(
+        **{
+            **first.__dict__,
+            "id": "absent",
+            "bits": None,
+            "bit_equal": None,
+            "bit_equal_per_head": None,
+            "not_emulated": "no numbers",
+        }
+    )
     rounded = np.array([[1, 2, 3, 0], [5, 6, 0, 8], [9, 9, 9, 9]], dtype=np.uint16)
     counted, counts = with_counts((first, second, absent, third), output, rounded, eligible)
     # Decisive: the eligible elements where the emulations with numbers disagree: (0, 2) and (1, 3).
@@ -167,8 +193,9 @@ def test_decisive_and_baseline_counts_on_a_constructed_output():
 def test_fewer_than_two_emulations_have_no_decisive_elements():
     only = _entry("only", [[1, 2]])
     assert decisive((only,), np.array([True])) is None
-    counted, counts = with_counts((only,), np.array([[1, 3]], dtype=np.uint16), np.array([[1, 2]], dtype=np.uint16),
-                                  np.array([True]))
+    counted, counts = with_counts(
+        (only,), np.array([[1, 3]], dtype=np.uint16), np.array([[1, 2]], dtype=np.uint16), np.array([True])
+    )
     assert counts.decisive is None and counted[0].bit_equal_decisive is None
     assert counts.baseline.bit_equal == 1 and counts.baseline.bit_equal_decisive is None
 
@@ -200,22 +227,39 @@ def test_decisive_counts_on_a_real_pair_and_the_differing_elements():
 
 QWEN = PacketShape("bfloat16", Geometry(16, 2, 256, 5585))
 QWEN_SWEEP = [
-    "mlx_two_pass", "mlx_two_pass(partialDType=float32)", "paged_two_pass", "single_pass",
+    "mlx_two_pass",
+    "mlx_two_pass(partialDType=float32)",
+    "paged_two_pass",
+    "single_pass",
     "mlx_run",  # in the default set where MLX is importable; the sweep always has it
-    "mlx_sdpa", "mlx_sdpa(partialDType=float32)", "mlx_sdpa(device=d)", "mlx_sdpa(device=d,partialDType=float32)",
-    "mlx_sdpa(device=other)", "mlx_sdpa(device=other,partialDType=float32)",
-    "mlx_sdpa(device=cpu)", "mlx_unfused", "mlx_unfused(device=gpu)",
+    "mlx_sdpa",
+    "mlx_sdpa(partialDType=float32)",
+    "mlx_sdpa(device=d)",
+    "mlx_sdpa(device=d,partialDType=float32)",
+    "mlx_sdpa(device=other)",
+    "mlx_sdpa(device=other,partialDType=float32)",
+    "mlx_sdpa(device=cpu)",
+    "mlx_unfused",
+    "mlx_unfused(device=gpu)",
     "mlx_single_pass",
-    "mlx_two_pass(blocks=32)", "mlx_two_pass(blocks=32,partialDType=float32)",
-    "mlx_two_pass(blocks=64)", "mlx_two_pass(blocks=64,partialDType=float32)",
-    "mlx_two_pass(blocks=256)", "mlx_two_pass(blocks=256,partialDType=float32)",
-    "paged_two_pass(partitionTokens=64)", "paged_two_pass(partitionTokens=128)",
+    "mlx_two_pass(blocks=32)",
+    "mlx_two_pass(blocks=32,partialDType=float32)",
+    "mlx_two_pass(blocks=64)",
+    "mlx_two_pass(blocks=64,partialDType=float32)",
+    "mlx_two_pass(blocks=256)",
+    "mlx_two_pass(blocks=256,partialDType=float32)",
+    "paged_two_pass(partitionTokens=64)",
+    "paged_two_pass(partitionTokens=128)",
     "paged_two_pass(simdgroups=8)",  # simdgroups=4 is the engine's choice here: the default, already listed
     "paged_two_pass(dispatcher=early)",  # its simdgroups (2 here) are its own default
-    "mlx_two_pass(exp=exp2_scaled)", "mlx_two_pass(fma=on)", "mlx_two_pass(simd=sequential)",
-    "mlx_two_pass(partialDType=float32,exp=exp2_scaled)", "mlx_two_pass(partialDType=float32,fma=on)",
+    "mlx_two_pass(exp=exp2_scaled)",
+    "mlx_two_pass(fma=on)",
+    "mlx_two_pass(simd=sequential)",
+    "mlx_two_pass(partialDType=float32,exp=exp2_scaled)",
+    "mlx_two_pass(partialDType=float32,fma=on)",
     "mlx_two_pass(partialDType=float32,simd=sequential)",
-    "paged_two_pass(fma=on)", "paged_two_pass(simd=sequential)",
+    "paged_two_pass(fma=on)",
+    "paged_two_pass(simd=sequential)",
 ]
 
 
@@ -240,8 +284,13 @@ def test_analyze_runs_the_sweep(tmp_path):
     order = [(e["bitEqualDecisive"] or e["bitEqual"])["global"] for e in report["emulations"]]
     assert order == sorted(order, reverse=True)
     sdpa = next(e for e in report["emulations"] if e["id"] == "mlx_sdpa")
-    assert sdpa["resolved"] == {"kernel": "mlx_single_pass", "blocks": None, "build": "engine", "device": None,
-                                "gqaHeadsPerSimdgroup": None}
+    assert sdpa["resolved"] == {
+        "kernel": "mlx_single_pass",
+        "blocks": None,
+        "build": "engine",
+        "device": None,
+        "gqaHeadsPerSimdgroup": None,
+    }
     cpu = next(e for e in report["emulations"] if e["id"] == "mlx_sdpa(device=cpu)")
     unfused = next(e for e in report["emulations"] if e["id"] == "mlx_unfused")
     assert cpu["resolved"]["kernel"] == "mlx_unfused" and cpu["bitEqual"] == unfused["bitEqual"]
@@ -255,8 +304,9 @@ def test_analyze_runs_the_sweep(tmp_path):
 def test_the_gqa_variant_is_emulated_where_the_build_has_it(tmp_path):
     spec = synthetic_spec(qh=8, kvh=1, tokens=8192, head_dim=64, output_dtype="bfloat16")
     packet = write_packet(tmp_path / "gqa", spec)
-    report = explorer.analyze(packet, emulate=["mlx_sdpa", "mlx_sdpa(build=upstream)",
-                                               "mlx_two_pass(blocks=128)"]).report()
+    report = explorer.analyze(
+        packet, emulate=["mlx_sdpa", "mlx_sdpa(build=upstream)", "mlx_two_pass(blocks=128)"]
+    ).report()
     found = {e["id"]: e for e in report["emulations"]}
     upstream, engine = found["mlx_sdpa(build=upstream)"], found["mlx_sdpa"]
     assert upstream["resolved"]["gqaHeadsPerSimdgroup"] == 8 and upstream["bitEqual"] is not None
@@ -288,22 +338,29 @@ def test_a_refused_emulation_reports_its_code_on_a_packet(tmp_path, monkeypatch)
 # ---------------------------------------------------------------- bad ids
 
 
-@pytest.mark.parametrize("text,allowed", [
-    ("mlx_two_pass(blocks=0)", "an integer from 1 to 1024"),
-    ("mlx_sdpa(device=x)", "one of s, d, other, cpu"),
-    ("mlx_sdpa(build=fork)", "one of engine, upstream"),
-    ("mlx_unfused(device=s)", "one of cpu, gpu"),
-    ("mlx_run(device=tpu)", "one of default, cpu, gpu"),
-    ("paged_two_pass(dispatcher=old)", "one of current, early"),
-    ("paged_two_pass(simdgroups=3)", "one of 1, 2, 4, 8"),
-    ("mlx_two_pass(fma=maybe)", "one of off, on"),
-    ("mlx_two_pass(warp=1)", "its parameters: blocks, partialDType, exp, fma, simd"),
-    ("flash(x=1)", "known: mlx_two_pass, mlx_single_pass, mlx_sdpa, mlx_unfused, mlx_run, paged_two_pass, single_pass"),
-])
+@pytest.mark.parametrize(
+    "text,allowed",
+    [
+        ("mlx_two_pass(blocks=0)", "an integer from 1 to 1024"),
+        ("mlx_sdpa(device=x)", "one of s, d, other, cpu"),
+        ("mlx_sdpa(build=fork)", "one of engine, upstream"),
+        ("mlx_unfused(device=s)", "one of cpu, gpu"),
+        ("mlx_run(device=tpu)", "one of default, cpu, gpu"),
+        ("paged_two_pass(dispatcher=old)", "one of current, early"),
+        ("paged_two_pass(simdgroups=3)", "one of 1, 2, 4, 8"),
+        ("mlx_two_pass(fma=maybe)", "one of off, on"),
+        ("mlx_two_pass(warp=1)", "its parameters: blocks, partialDType, exp, fma, simd"),
+        (
+            "flash(x=1)",
+            "known: mlx_two_pass, mlx_single_pass, mlx_sdpa, mlx_unfused, mlx_run, paged_two_pass, single_pass",
+        ),
+    ],
+)
 def test_bad_ids_are_usage_errors_naming_the_id_and_the_allowed_values(tmp_path, text, allowed):
     missing = tmp_path / "no-such-packet"  # independent of packet content: nothing is read
-    done = subprocess.run([sys.executable, "-m", "explorer", "analyze", str(missing), "--emulate", text],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "explorer", "analyze", str(missing), "--emulate", text], capture_output=True, text=True
+    )
     assert done.returncode == 2 and not done.stdout
     assert allowed in done.stderr and (text in done.stderr or text.split("(")[0] in done.stderr)
 
@@ -321,11 +378,21 @@ def test_work_chunks_never_change_a_bit(tmp_path, monkeypatch):
     scores chunk by chunk: chunks of 7 tokens and of 5 steps give the bits of the default chunking."""
     from explorer.analysis.emulation import arithmetic, unfused
 
-    packets = [write_packet(tmp_path / f"d{head_dim}", synthetic_spec(qh=4, kvh=2, tokens=100, head_dim=head_dim,
-                                                                      output_dtype="float32", kv_dtype="float32"))
-               for head_dim in (3, 64)]  # the paged kernel runs only for D 64, 128, 256, 512
-    request = ["mlx_two_pass(blocks=32)", "paged_two_pass(partitionTokens=16)", "single_pass", "mlx_single_pass",
-               "mlx_unfused", "mlx_unfused(device=gpu)"]
+    packets = [
+        write_packet(
+            tmp_path / f"d{head_dim}",
+            synthetic_spec(qh=4, kvh=2, tokens=100, head_dim=head_dim, output_dtype="float32", kv_dtype="float32"),
+        )
+        for head_dim in (3, 64)
+    ]  # the paged kernel runs only for D 64, 128, 256, 512
+    request = [
+        "mlx_two_pass(blocks=32)",
+        "paged_two_pass(partitionTokens=16)",
+        "single_pass",
+        "mlx_single_pass",
+        "mlx_unfused",
+        "mlx_unfused(device=gpu)",
+    ]
     default = [explorer.analyze(packet, emulate=request) for packet in packets]
     explorer.analysis.analyze.clear_cache()
     monkeypatch.setattr(arithmetic, "SEQUENTIAL_CHUNK_ELEMENTS", 7 * 4)  # 7 tokens of 4 heads
@@ -334,6 +401,7 @@ def test_work_chunks_never_change_a_bit(tmp_path, monkeypatch):
     chunked = [explorer.analyze(packet, emulate=request) for packet in packets]
     for before, after in zip(default, chunked, strict=True):
         assert [e.bits.tobytes() for e in before.emulations if e.bits is not None] == [
-            e.bits.tobytes() for e in after.emulations if e.bits is not None]
+            e.bits.tobytes() for e in after.emulations if e.bits is not None
+        ]
     assert sum(e.bits is not None for result in default for e in result.emulations) == 2 * len(request) - 1
     explorer.analysis.analyze.clear_cache()

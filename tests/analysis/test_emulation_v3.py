@@ -1,6 +1,7 @@
 """Emulation v3: real MLX outputs as ground truth, each build's launch, the paged kernel as run.
 
-Real MLX outputs as ground truth (mlx_unfused, mlx_sdpa(device=cpu) and mlx_run reproduce them bit for bit), each build's launch, the paged kernel as the engine runs it, and mlx_run's entries without numbers."""
+Real MLX outputs as ground truth (mlx_unfused, mlx_sdpa(device=cpu) and mlx_run reproduce them bit for bit), each
+build's launch, the paged kernel as the engine runs it, and mlx_run's entries without numbers."""
 
 from __future__ import annotations
 
@@ -41,8 +42,9 @@ def _real_output(spec) -> tuple[str, np.ndarray]:
         arrays[name] = mx.array(promote(bits, dtype)).astype(getattr(mx, dtype))
     scale = float(np.uint32(spec.snapshot["records"][0]["scaleBits"]).view(np.float32))
     with mx.stream(mx.cpu):
-        out = mx.fast.scaled_dot_product_attention(arrays["queries"], arrays["storedKeys"], arrays["storedValues"],
-                                                   scale=scale)
+        out = mx.fast.scaled_dot_product_attention(
+            arrays["queries"], arrays["storedKeys"], arrays["storedValues"], scale=scale
+        )
         values = np.array(out.astype(mx.float32))
     dtype = str(out.dtype).rsplit(".", 1)[-1]
     return dtype, round_bits(values, dtype)
@@ -51,8 +53,17 @@ def _real_output(spec) -> tuple[str, np.ndarray]:
 def _real_packet(directory, *, query_dtype, kv_dtype, qh, kvh, head_dim, tokens, seed):
     """A packet whose output is the real MLX call on the CPU (its output dtype is MLX's promoted dtype)."""
     promoted = query_dtype if query_dtype == kv_dtype else "float32"
-    spec = synthetic_spec(qh=qh, kvh=kvh, tokens=tokens, head_dim=head_dim, query_dtype=query_dtype,
-                          kv_dtype=kv_dtype, output_dtype=promoted, seed=seed, backend="contiguous")
+    spec = synthetic_spec(
+        qh=qh,
+        kvh=kvh,
+        tokens=tokens,
+        head_dim=head_dim,
+        query_dtype=query_dtype,
+        kv_dtype=kv_dtype,
+        output_dtype=promoted,
+        seed=seed,
+        backend="contiguous",
+    )
     dtype, bits = _real_output(spec)
     assert dtype == promoted
     return write_packet(directory, with_tensor(spec, "output", bits))
@@ -71,8 +82,16 @@ REAL_CASES = [  # (query dtype, KV dtype, QH, KVH, D, T): every output dtype, GQ
 
 @pytest.mark.parametrize("query_dtype,kv_dtype,qh,kvh,head_dim,tokens", REAL_CASES)
 def test_real_mlx_outputs_are_reproduced_bit_for_bit(tmp_path, query_dtype, kv_dtype, qh, kvh, head_dim, tokens):
-    packet = _real_packet(tmp_path / "real", query_dtype=query_dtype, kv_dtype=kv_dtype, qh=qh, kvh=kvh,
-                          head_dim=head_dim, tokens=tokens, seed=tokens + head_dim)
+    packet = _real_packet(
+        tmp_path / "real",
+        query_dtype=query_dtype,
+        kv_dtype=kv_dtype,
+        qh=qh,
+        kvh=kvh,
+        head_dim=head_dim,
+        tokens=tokens,
+        seed=tokens + head_dim,
+    )
     result = explorer.analyze(packet, emulate=[*MLX_IDS, "mlx_two_pass", "single_pass"])
     found = {e.id: e for e in result.emulations}
     for emulation_id in MLX_IDS:
@@ -100,8 +119,16 @@ def test_mlx_exp_is_mlx_cpus_own_exp():
 def _mismatched(tmp_path):
     """(packet, consistent packet): stored row T-1 differs from the incoming row; the output is what the kernel
     writes from the incoming row, i.e. the paged emulation of a packet whose stored row equals the incoming one."""
-    spec = synthetic_spec(qh=8, kvh=2, tokens=600, head_dim=64, query_dtype="bfloat16", kv_dtype="bfloat16",
-                          output_dtype="bfloat16", seed=7)
+    spec = synthetic_spec(
+        qh=8,
+        kvh=2,
+        tokens=600,
+        head_dim=64,
+        query_dtype="bfloat16",
+        kv_dtype="bfloat16",
+        output_dtype="bfloat16",
+        seed=7,
+    )
     incoming = {name: spec.tensors[name][1] ^ np.uint16(KEY_BIT_FLIP) for name in ("incomingKeys", "incomingValues")}
     consistent = spec
     for stored, name in (("storedKeys", "incomingKeys"), ("storedValues", "incomingValues")):
@@ -113,8 +140,10 @@ def _mismatched(tmp_path):
     mismatched = spec
     for name in ("incomingKeys", "incomingValues"):
         mismatched = with_tensor(mismatched, name, incoming[name])
-    return (write_packet(tmp_path / "mismatched", with_tensor(mismatched, "output", bits)),
-            write_packet(tmp_path / "consistent", with_tensor(consistent, "output", bits)))
+    return (
+        write_packet(tmp_path / "mismatched", with_tensor(mismatched, "output", bits)),
+        write_packet(tmp_path / "consistent", with_tensor(consistent, "output", bits)),
+    )
 
 
 def test_the_paged_kernel_reads_token_t_minus_1_from_the_incoming_row(tmp_path):
@@ -135,11 +164,17 @@ def test_the_paged_kernel_reads_token_t_minus_1_from_the_incoming_row(tmp_path):
     assert any("bitwise equal to the stored row" in s for s in reread["paged_two_pass"].assumptions)
 
 
-@pytest.mark.parametrize("head_dim,kv_dtype,output_dtype,code", [
-    (96, "bfloat16", "bfloat16", PAGED_HEAD_DIM), (80, "float16", "float16", PAGED_HEAD_DIM),
-    (64, "bfloat16", "float32", PAGED_OUTPUT_DTYPE), (128, "float16", "bfloat16", PAGED_OUTPUT_DTYPE),
-    (512, "bfloat16", "bfloat16", None), (64, "float32", "float32", None),
-])
+@pytest.mark.parametrize(
+    "head_dim,kv_dtype,output_dtype,code",
+    [
+        (96, "bfloat16", "bfloat16", PAGED_HEAD_DIM),
+        (80, "float16", "float16", PAGED_HEAD_DIM),
+        (64, "bfloat16", "float32", PAGED_OUTPUT_DTYPE),
+        (128, "float16", "bfloat16", PAGED_OUTPUT_DTYPE),
+        (512, "bfloat16", "bfloat16", None),
+        (64, "float32", "float32", None),
+    ],
+)
 def test_the_paged_kernel_has_no_numbers_where_it_cannot_have_run(head_dim, kv_dtype, output_dtype, code):
     (spec,) = resolve_all("paged_two_pass", PacketShape(output_dtype, Geometry(8, 2, head_dim, 100), kv_dtype))
     assert (spec.not_emulated.code if spec.not_emulated else None) == code
@@ -149,11 +184,14 @@ def test_the_paged_kernel_has_no_numbers_where_it_cannot_have_run(head_dim, kv_d
         assert "refuses head dim" in spec.not_emulated.message
 
 
-@pytest.mark.parametrize("geometry,current,early", [
-    (Geometry(16, 2, 256, 5585), 4, 2),  # the Qwen3.6 geometry: the earlier dispatcher ran 2 simdgroups
-    (Geometry(8, 8, 128, 10), 8, 8),  # no GQA: both take hpt 1
-    (Geometry(64, 2, 512, 10), 4, 1),  # the whole GQA factor (32) fits no simdgroup: the early rule falls back to 1
-])
+@pytest.mark.parametrize(
+    "geometry,current,early",
+    [
+        (Geometry(16, 2, 256, 5585), 4, 2),  # the Qwen3.6 geometry: the earlier dispatcher ran 2 simdgroups
+        (Geometry(8, 8, 128, 10), 8, 8),  # no GQA: both take hpt 1
+        (Geometry(64, 2, 512, 10), 4, 1),  # the whole GQA factor (32) fits no simdgroup: the early rule falls back to 1
+    ],
+)
 def test_each_dispatcher_chooses_its_simdgroups(geometry, current, early):
     assert paged_simdgroups(geometry, "current") == current and paged_simdgroups(geometry, "early") == early
     specs = resolve_all(["paged_two_pass", "paged_two_pass(dispatcher=early)"], PacketShape("bfloat16", geometry))
@@ -191,16 +229,26 @@ def test_the_gqa_variant_matches_the_scalar_code():
     rng = np.random.default_rng(5)
     head_dim, tokens = 64, 8192
     queries = promote(round_bits(rng.normal(0, 2.0, (8, head_dim)).astype(np.float32), "bfloat16"), "bfloat16")
-    keys, values = (promote(round_bits(rng.normal(0, 1.0, (1, tokens, head_dim)).astype(np.float32), "bfloat16"),
-                            "bfloat16") for _ in range(2))
+    keys, values = (
+        promote(round_bits(rng.normal(0, 1.0, (1, tokens, head_dim)).astype(np.float32), "bfloat16"), "bfloat16")
+        for _ in range(2)
+    )
     inputs = EmulationInputs(queries, keys, values, np.float32(0.125), "bfloat16", "bfloat16", "float32")
     specs = resolve_all(["mlx_sdpa(build=upstream,device=other)", "mlx_sdpa(device=other)"], inputs.shape)
     emulated = emulate(inputs, specs, np.ones(8, dtype=bool))
     assert specs[0].run.gqa_heads_per_simdgroup == 8 and specs[1].run.gqa_heads_per_simdgroup is None
     head = 3
     for result in emulated:
-        expected = emulate_head(result.spec.kernel, dict(result.spec.parameters), queries[head], keys[0], values[0],
-                                inputs.scale, ("bfloat16", "bfloat16", "float32"), (8, 1))
+        expected = emulate_head(
+            result.spec.kernel,
+            dict(result.spec.parameters),
+            queries[head],
+            keys[0],
+            values[0],
+            inputs.scale,
+            ("bfloat16", "bfloat16", "float32"),
+            (8, 1),
+        )
         np.testing.assert_array_equal(result.values[head].view(np.uint32), expected.view(np.uint32), result.spec.id)
     assert np.count_nonzero(emulated[0].bits != emulated[1].bits) > 0  # the variant's arithmetic is its own
 
@@ -213,8 +261,16 @@ def test_an_unrounded_block_count_merges_as_pass_2_reads_it():
     ids = ["mlx_two_pass(blocks=48)", "mlx_two_pass(blocks=16)"]
     emulated = emulate(inputs, resolve_all(ids, inputs.shape), np.ones(4, dtype=bool))
     for result in emulated:
-        expected = emulate_head(result.spec.kernel, dict(result.spec.parameters), queries[1], keys[0], values[0],
-                                inputs.scale, ("float32",) * 3, (4, 1))
+        expected = emulate_head(
+            result.spec.kernel,
+            dict(result.spec.parameters),
+            queries[1],
+            keys[0],
+            values[0],
+            inputs.scale,
+            ("float32",) * 3,
+            (4, 1),
+        )
         np.testing.assert_array_equal(result.values[1].view(np.uint32), expected.view(np.uint32), result.spec.id)
     assert not emulated[1].values.any()  # fewer than 32 blocks: pass 2 merges none (its S == 0 case)
 
@@ -224,8 +280,7 @@ def test_an_unrounded_block_count_merges_as_pass_2_reads_it():
 
 def test_without_mlx_the_entry_names_the_extra(tmp_path, monkeypatch):
     monkeypatch.setattr(library, "available", lambda: False)
-    packet = write_packet(tmp_path / "p", synthetic_spec(qh=4, kvh=2, tokens=20, head_dim=64,
-                                                         output_dtype="bfloat16"))
+    packet = write_packet(tmp_path / "p", synthetic_spec(qh=4, kvh=2, tokens=20, head_dim=64, output_dtype="bfloat16"))
     result = explorer.analyze(packet, emulate="default")
     assert "mlx_run" not in result.emulations_requested  # default has it only where MLX is importable
     report = explorer.analyze(packet, emulate=["mlx_run", "single_pass"]).report()
@@ -238,8 +293,7 @@ def test_without_mlx_the_entry_names_the_extra(tmp_path, monkeypatch):
 def test_mlx_raising_is_said_in_the_entry_and_the_report_stands(tmp_path):
     if mx.metal.is_available():
         pytest.skip("this machine has MLX's GPU backend: device=gpu runs")
-    packet = write_packet(tmp_path / "p", synthetic_spec(qh=4, kvh=2, tokens=20, head_dim=64,
-                                                         output_dtype="bfloat16"))
+    packet = write_packet(tmp_path / "p", synthetic_spec(qh=4, kvh=2, tokens=20, head_dim=64, output_dtype="bfloat16"))
     report = explorer.analyze(packet, emulate=["mlx_run(device=gpu)", "mlx_run(device=cpu)"]).report()
     entries = {e["id"]: e for e in report["emulations"]}
     failed = entries["mlx_run(device=gpu)"]

@@ -72,7 +72,8 @@ def shapes(qh: int = QH, kvh: int = KVH, t: int = T, d: int = D) -> dict[str, tu
 def packet_bits(kv_dtype: str = "bfloat16", **geometry) -> tuple[dict[str, np.ndarray], dict[str, str]]:
     """Finite bit arrays for the six tensors (distinct values), incoming rows equal to the stored last rows."""
     kinds = {"queries": "float32", "output": "float16"} | dict.fromkeys(
-        ("storedKeys", "storedValues", "incomingKeys", "incomingValues"), kv_dtype)
+        ("storedKeys", "storedValues", "incomingKeys", "incomingValues"), kv_dtype
+    )
     bits = {}
     for name, shape in shapes(**geometry).items():
         count = int(np.prod(shape))
@@ -278,8 +279,10 @@ def test_positions_capped_in_row_major_order():
 def test_last_row_rejects_different_dtypes():
     bits, _kinds = packet_bits()
     with pytest.raises(ValueError, match="does not match"):
-        facts.last_row(native("storedKeys", "bfloat16", bits["storedKeys"]),
-                       native("incomingKeys", "float16", bits["incomingKeys"]))
+        facts.last_row(
+            native("storedKeys", "bfloat16", bits["storedKeys"]),
+            native("incomingKeys", "float16", bits["incomingKeys"]),
+        )
 
 
 # ---------------------------------------------------------------- immutability

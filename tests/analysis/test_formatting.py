@@ -11,11 +11,24 @@ import pytest
 from explorer.analysis.formatting import MISSING, SIGNIFICANT_DIGITS, full_number, short_number
 
 
-@pytest.mark.parametrize("value, shown", [
-    (0.000243701, "0.0002437"), (0.000243708, "0.0002437"), (3100.0, "3100"), (575300.0, "5.753e+05"),
-    (0.98812, "0.9881"), (1e-7, "1e-07"), (np.float32(0.1), "0.1"), (float("nan"), "nan"), (float("-inf"), "-inf"),
-    (7, "7"), (np.int64(12), "12"), (True, "true"), (None, MISSING),
-])
+@pytest.mark.parametrize(
+    "value, shown",
+    [
+        (0.000243701, "0.0002437"),
+        (0.000243708, "0.0002437"),
+        (3100.0, "3100"),
+        (575300.0, "5.753e+05"),
+        (0.98812, "0.9881"),
+        (1e-7, "1e-07"),
+        (np.float32(0.1), "0.1"),
+        (float("nan"), "nan"),
+        (float("-inf"), "-inf"),
+        (7, "7"),
+        (np.int64(12), "12"),
+        (True, "true"),
+        (None, MISSING),
+    ],
+)
 def test_short_number(value, shown):
     assert short_number(value) == shown
 
@@ -25,14 +38,24 @@ def test_short_number_keeps_four_significant_digits():
     assert short_number(123456.0) == "1.235e+05" and short_number(1.23456) == "1.235"
 
 
-@pytest.mark.parametrize("value, full", [
-    (0.000243701, "0.000243701"), (np.float32(0.1), repr(float(np.float32(0.1)))), (3100.0, "3100.0"),
-    (None, "-"), (False, "false"), ({"a": 1}, '{"a": 1}'), ([1, 2], "[1, 2]"), (np.int32(5), "5"), ("x", "x"),
-])
+@pytest.mark.parametrize(
+    "value, full",
+    [
+        (0.000243701, "0.000243701"),
+        (np.float32(0.1), repr(float(np.float32(0.1)))),
+        (3100.0, "3100.0"),
+        (None, "-"),
+        (False, "false"),
+        ({"a": 1}, '{"a": 1}'),
+        ([1, 2], "[1, 2]"),
+        (np.int32(5), "5"),
+        ("x", "x"),
+    ],
+)
 def test_full_number_is_the_json_value(value, full):
     assert full_number(value) == full
 
 
 def test_full_number_round_trips():
-    for value in (0.1 + 0.2, 1e-310, 2.0 ** 70, -0.0):
+    for value in (0.1 + 0.2, 1e-310, 2.0**70, -0.0):
         assert float(full_number(value)) == value

@@ -65,13 +65,20 @@ print(json.dumps({"status": analysis.status, "grown": resident("VmHWM") - before
 @pytest.fixture(scope="module")
 def packets(tmp_path_factory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("memory")
-    return {"wide": write_packet(root / "wide", synthetic_spec(**WIDE)),
-            "long": write_packet(root / "long", synthetic_spec(**LONG))}
+    return {
+        "wide": write_packet(root / "wide", synthetic_spec(**WIDE)),
+        "long": write_packet(root / "long", synthetic_spec(**LONG)),
+    }
 
 
 def _probe(packet: Path, mode: str, room: int = 0) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", PROBE, str(packet), mode, str(room)], capture_output=True,
-                          text=True, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-c", PROBE, str(packet), mode, str(room)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        timeout=600,
+    )
 
 
 @pytest.mark.parametrize("name", ["wide", "long"])

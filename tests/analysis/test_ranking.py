@@ -34,8 +34,9 @@ def test_ratio_is_primary_linf_over_the_fp64_noise_floor_per_head(injected):
     numerics = injected.numerics
     ratios = noise_floor_ratios(numerics)
     assert len(ratios) == len(numerics.primary.per_head)
-    for ratio, actual, floor in zip(ratios, numerics.primary.per_head, numerics.fp64.reference_error.per_head,
-                                    strict=True):
+    for ratio, actual, floor in zip(
+        ratios, numerics.primary.per_head, numerics.fp64.reference_error.per_head, strict=True
+    ):
         assert ratio == actual.linf / floor.linf
 
 
@@ -44,8 +45,12 @@ def test_ratio_is_none_where_the_floor_is_zero_or_undefined(injected):
     floors = list(numerics.fp64.reference_error.per_head)
     floors[0] = dataclasses.replace(floors[0], linf=0.0)
     floors[1] = dataclasses.replace(floors[1], linf=None)
-    changed = dataclasses.replace(numerics, fp64=dataclasses.replace(
-        numerics.fp64, reference_error=dataclasses.replace(numerics.fp64.reference_error, per_head=tuple(floors))))
+    changed = dataclasses.replace(
+        numerics,
+        fp64=dataclasses.replace(
+            numerics.fp64, reference_error=dataclasses.replace(numerics.fp64.reference_error, per_head=tuple(floors))
+        ),
+    )
     ratios = noise_floor_ratios(changed)
     assert ratios[:2] == (None, None)
     assert ratios[2:] == noise_floor_ratios(numerics)[2:]
@@ -96,8 +101,9 @@ def test_selection_key_lists_the_compare_fields_in_order(injected):
 def test_two_backends_of_one_selection_share_the_key_and_a_changed_field_does_not(tmp_path):
     paged = explorer.analyze(write_packet(tmp_path / "paged", synthetic_spec(seed=4)))
     contiguous = explorer.analyze(write_packet(tmp_path / "contiguous", synthetic_spec(seed=4, backend="contiguous")))
-    other_seed_token = explorer.analyze(write_packet(
-        tmp_path / "token", with_snapshot(synthetic_spec(seed=4), seedToken=1)))
+    other_seed_token = explorer.analyze(
+        write_packet(tmp_path / "token", with_snapshot(synthetic_spec(seed=4), seedToken=1))
+    )
     assert selection_key(paged) == selection_key(contiguous) is not None
     assert selection_key(other_seed_token) != selection_key(paged)
 

@@ -37,8 +37,15 @@ def _inputs(seed: int = 3):
 def _numerics(output_bits: np.ndarray, output_dtype: str, seed: int = 3):
     """The numerics of the packet `_inputs(seed)` whose output holds `output_bits` [QH, D]."""
     q, k, v = _inputs(seed)
-    admission = make_admission(q, k, v, np.zeros_like(q), dtypes=("float32", "bfloat16", output_dtype),
-                               scale=0.125, bits={"output": output_bits[None, :, None, :]})
+    admission = make_admission(
+        q,
+        k,
+        v,
+        np.zeros_like(q),
+        dtypes=("float32", "bfloat16", output_dtype),
+        scale=0.125,
+        bits={"output": output_bits[None, :, None, :]},
+    )
     return compute_numerics(admission, tensor_facts(admission.tensors))
 
 

@@ -58,8 +58,9 @@ def test_identical_emulations_asked_at_once_are_computed_once_and_shared(tmp_pat
 def test_different_emulations_are_not_shared(tmp_path, monkeypatch):
     clear_cache()
     analysis = analyze(write_packet(tmp_path / "p", synthetic_spec()))
-    results = _at_once(lambda: emulations_of(analysis, "single_pass"), 1) + \
-        _at_once(lambda: emulations_of(analysis, "mlx_two_pass(blocks=64)"), 1)
+    results = _at_once(lambda: emulations_of(analysis, "single_pass"), 1) + _at_once(
+        lambda: emulations_of(analysis, "mlx_two_pass(blocks=64)"), 1
+    )
     assert [e.id for emulations, _ in results for e in emulations] == ["single_pass", "mlx_two_pass(blocks=64)"]
     clear_cache()
 

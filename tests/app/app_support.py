@@ -48,12 +48,30 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def start_server(port: int, log_path: Path, extra_args: list[str] | None = None, env: dict | None = None,
-                 serve_args: tuple[str, ...] = (), wrapper: tuple[str, ...] = ()):
+def start_server(
+    port: int,
+    log_path: Path,
+    extra_args: list[str] | None = None,
+    env: dict | None = None,
+    serve_args: tuple[str, ...] = (),
+    wrapper: tuple[str, ...] = (),
+):
     """`panel serve explorer/app.py [serve_args]` on `port`, run from the repository root, logging to `log_path`;
     `wrapper` is a command prefix (e.g. setpriv dropping privileges)."""
-    command = [*wrapper, sys.executable, "-m", "panel", "serve", "explorer/app.py", "--port", str(port),
-               "--address", LOCAL_HOST, f"--allow-websocket-origin={LOCAL_HOST}:{port}", *serve_args]
+    command = [
+        *wrapper,
+        sys.executable,
+        "-m",
+        "panel",
+        "serve",
+        "explorer/app.py",
+        "--port",
+        str(port),
+        "--address",
+        LOCAL_HOST,
+        f"--allow-websocket-origin={LOCAL_HOST}:{port}",
+        *serve_args,
+    ]
     if extra_args:
         command += ["--args", *extra_args]
     with open(log_path, "w", encoding="utf-8") as log:  # the child keeps its own descriptor
@@ -66,8 +84,10 @@ def wait_until_serving(process, url: str, log_path: Path) -> None:
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"panel serve exited with {process.returncode}:\n{log_path.read_text()}")
-        with (contextlib.suppress(urllib.error.URLError, ConnectionError, TimeoutError),
-              urllib.request.urlopen(url, timeout=HTTP_TIMEOUT_S) as response):
+        with (
+            contextlib.suppress(urllib.error.URLError, ConnectionError, TimeoutError),
+            urllib.request.urlopen(url, timeout=HTTP_TIMEOUT_S) as response,
+        ):
             if response.status == 200:
                 return
         time.sleep(POLL_INTERVAL_S)
@@ -99,8 +119,7 @@ def stop_server(process) -> None:
 
 def outside_requests(urls: list[str]) -> list[str]:
     """The URLs that went anywhere but 127.0.0.1 (data:, blob:, about: and file: never leave the machine)."""
-    return [url for url in urls
-            if urlparse(url).scheme not in LOCAL_SCHEMES and urlparse(url).hostname != LOCAL_HOST]
+    return [url for url in urls if urlparse(url).scheme not in LOCAL_SCHEMES and urlparse(url).hostname != LOCAL_HOST]
 
 
 def open_packet(page, base_url: str, query: str = "") -> None:
@@ -115,8 +134,11 @@ def view_locator(page, slug: str):
 
 
 # findView, and contentOf(view): the model ids of a view's children, which a rebuilt view changes.
-_CONTENT_OF_JS = FIND_VIEW_JS + """
+_CONTENT_OF_JS = (
+    FIND_VIEW_JS
+    + """
   const contentOf = (view) => [...view.children()].map((child) => child.model.id).join(",")"""
+)
 # What the view with a CSS class shows now (null if there is none), for REPLACED_JS.
 CONTENT_JS = f"""(cssClass) => {{
   {_CONTENT_OF_JS}

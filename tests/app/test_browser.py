@@ -177,8 +177,10 @@ def test_export_writes_html_that_loads_offline(page, server, export_dir, browser
     pngs = [Path(text) for text in page.locator(".export-png").all_inner_texts()]  # as `explorer report` writes
     assert len(pngs) >= len(VIEWS) and all(png.parent == export_dir and png.is_file() for png in pngs)
     assert page.get_by_role("button", name="Download HTML").is_visible()
-    boxes = [page.get_by_role("button", name=name).bounding_box()
-             for name in ("Export HTML + PNG + JSON", "Download HTML", "Download JSON report")]
+    boxes = [
+        page.get_by_role("button", name=name).bounding_box()
+        for name in ("Export HTML + PNG + JSON", "Download HTML", "Download JSON report")
+    ]
     assert all(a["x"] + a["width"] <= b["x"] or a["y"] + a["height"] <= b["y"] for a, b in itertools.pairwise(boxes))
     assert layout_offenders(page)["overlaps"] == []
     assert outside_requests(requested) == []

@@ -72,7 +72,9 @@ def test_the_grid_is_listed_drawn_fits_the_first_screen_and_a_click_opens_the_pa
         assert deep_text(origin).strip() == campaign["originSentence"]
         page.screenshot(path=artifact("campaign-first-screen-1280x800.png"))
         grid = page.locator(f".{GRID_CLASS}").first.bounding_box()
-        assert grid["y"] + grid["height"] <= FIRST_SCREEN["height"] and grid["x"] + grid["width"] <= FIRST_SCREEN["width"]
+        assert (
+            grid["y"] + grid["height"] <= FIRST_SCREEN["height"] and grid["x"] + grid["width"] <= FIRST_SCREEN["width"]
+        )
         # the largest grid of the first screen: the same top left, the grid's own size for 16 steps x 32 layers
         width, height = grid_size(*LARGEST_FIRST_SCREEN)
         assert grid["y"] + height <= FIRST_SCREEN["height"] and grid["x"] + width <= FIRST_SCREEN["width"]
@@ -82,8 +84,9 @@ def test_the_grid_is_listed_drawn_fits_the_first_screen_and_a_click_opens_the_pa
         x, y = page.evaluate(CELL_POINT_JS, {"cssClass": GRID_CLASS, "x": column, "y": row})
         page.mouse.click(x, y)
         names = {backend: f"{CURATED_NAME}/{backend}-o{OUTPUT_INDEX + step}-l{layer}" for backend in BACKENDS}
-        page.wait_for_selector(f".pair-status-line[data-a='{names[BACKENDS[0]]}'][data-b='{names[BACKENDS[1]]}']",
-                               timeout=PAGE_TIMEOUT_MS)
+        page.wait_for_selector(
+            f".pair-status-line[data-a='{names[BACKENDS[0]]}'][data-b='{names[BACKENDS[1]]}']", timeout=PAGE_TIMEOUT_MS
+        )
         page.wait_for_url(lambda url: "cell=" in url, timeout=PAGE_TIMEOUT_MS)
         query = _query(page)
         assert (query["campaign"], query["cell"]) == (campaign["id"], f"{OUTPUT_INDEX + step},{layer}")

@@ -75,8 +75,9 @@ def test_a_packet_changed_on_disk_shows_its_new_status_and_exports_it(page, chan
     _flip_first_byte(changed)
     choose_packet(page, "b")
     choose_packet(page, "a")
-    page.wait_for_selector(".status-line[data-packet='a'] .status-badge[data-status='refused']",
-                           timeout=PAGE_TIMEOUT_MS)
+    page.wait_for_selector(
+        ".status-line[data-packet='a'] .status-badge[data-status='refused']", timeout=PAGE_TIMEOUT_MS
+    )
     assert "changed" in page.locator(".shell-message").inner_text()
     first, report = _export(page)
     assert report["status"] == "refused" and [r["code"] for r in report["refusals"]] == ["sha256_mismatch"]
@@ -85,17 +86,21 @@ def test_a_packet_changed_on_disk_shows_its_new_status_and_exports_it(page, chan
     _flip_first_byte(changed)  # back to the declared bytes, and exported without re-opening first
     _, report = _export(page, previous=first)
     assert report["status"] == "analyzed" and report == explorer.analyze(changing_root / "a").report()
-    page.wait_for_selector(".status-line[data-packet='a'] .status-badge[data-status='analyzed']",
-                           timeout=PAGE_TIMEOUT_MS)
+    page.wait_for_selector(
+        ".status-line[data-packet='a'] .status-badge[data-status='analyzed']", timeout=PAGE_TIMEOUT_MS
+    )
 
 
-@pytest.mark.parametrize("query, note", [
-    ("?head=%C2%B2", "not a head number"),
-    ("?x=%C2%B2", None),
-    ("?head=" + "9" * HUGE_VALUE_DIGITS, "not a head number"),
-    ("?x=" + "9" * HUGE_VALUE_DIGITS, None),
-    ("?%C2%B2=%C2%B2&tab=%C2%B2", "does not exist"),
-])
+@pytest.mark.parametrize(
+    "query, note",
+    [
+        ("?head=%C2%B2", "not a head number"),
+        ("?x=%C2%B2", None),
+        ("?head=" + "9" * HUGE_VALUE_DIGITS, "not a head number"),
+        ("?x=" + "9" * HUGE_VALUE_DIGITS, None),
+        ("?%C2%B2=%C2%B2&tab=%C2%B2", "does not exist"),
+    ],
+)
 def test_no_url_parameter_blanks_the_page(page, changing_server, query, note):
     open_packet(page, changing_server, query)
     assert _status(page, "a").is_visible()

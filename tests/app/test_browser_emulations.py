@@ -73,12 +73,20 @@ def _global_counts(page) -> dict[str, int]:
 
 def _expected(path, settings: dict[str, str]) -> dict[str, int]:
     """The core's counts in table order, then the baseline row (as the rendered table lists them)."""
-    ids = (["sweep"] if settings.get("emulationSet") == "sweep" else
-           requested_ids(int(settings.get("blocks", 128)), int(settings.get("partitionTokens", 256)),
-                         settings.get("partialDType", "float32")))
+    ids = (
+        ["sweep"]
+        if settings.get("emulationSet") == "sweep"
+        else requested_ids(
+            int(settings.get("blocks", 128)),
+            int(settings.get("partitionTokens", 256)),
+            settings.get("partialDType", "float32"),
+        )
+    )
     analysis = explorer.analyze(path, emulate=ids)
-    return {**{e.id: e.bit_equal for e in ranked(analysis.emulations)},
-            BASELINE.replace(" ", ""): analysis.emulation_counts.baseline.bit_equal}
+    return {
+        **{e.id: e.bit_equal for e in ranked(analysis.emulations)},
+        BASELINE.replace(" ", ""): analysis.emulation_counts.baseline.bit_equal,
+    }
 
 
 @pytest.fixture(scope="module")
@@ -193,8 +201,9 @@ def test_three_sessions_opening_the_same_emulations_share_one_computation(browse
     try:
         pages = [context.new_page() for context in contexts]
         for page in pages:  # all three requested before any has loaded
-            page.goto(f"{full_server}/app?packet={FULL}&tab=emulations&{query}", wait_until="commit",
-                      timeout=PAGE_TIMEOUT_MS)
+            page.goto(
+                f"{full_server}/app?packet={FULL}&tab=emulations&{query}", wait_until="commit", timeout=PAGE_TIMEOUT_MS
+            )
         expected = _expected(full_root / FULL, settings)
         for page in pages:
             _tables(page).first.wait_for(state="visible", timeout=PAGE_TIMEOUT_MS)
@@ -217,11 +226,21 @@ def test_the_pair_view_computes_the_matrix_on_request(page, server, requested):
     matrix.wait_for(state="visible", timeout=PAGE_TIMEOUT_MS)
     pair = explorer.compare(sample(PAGED), sample(CONTIGUOUS), emulate="default")
     rows = matrix.locator("tbody tr")
-    shown = [[SPACE.sub(" ", deep_text(rows.nth(i).locator("td").nth(j))).strip() for j in range(7)]
-             for i in range(rows.count())]
-    expected = [[row["id"], *(str(row[key][side]["global"] if key != "bitEqualDiffering" else row[key][side])
-                              for key in ("bitEqualDecisive", "bitEqualDiffering", "bitEqual") for side in "ab")]
-                for row in pair.report()["emulationMatrix"]["rows"]]
+    shown = [
+        [SPACE.sub(" ", deep_text(rows.nth(i).locator("td").nth(j))).strip() for j in range(7)]
+        for i in range(rows.count())
+    ]
+    expected = [
+        [
+            row["id"],
+            *(
+                str(row[key][side]["global"] if key != "bitEqualDiffering" else row[key][side])
+                for key in ("bitEqualDecisive", "bitEqualDiffering", "bitEqual")
+                for side in "ab"
+            ),
+        ]
+        for row in pair.report()["emulationMatrix"]["rows"]
+    ]
     assert shown[:-1] == expected and shown[-1][0] == BASELINE
     assert f"differing a (of {pair.emulation.differing.count})" in deep_text(matrix)
     assert outside_requests(requested) == []

@@ -37,6 +37,7 @@ Y_TICKS_JS = f"""(cssClass) => {{
   return Array.from(found.model.left[0].ticker.ticks)
 }}"""
 
+
 def _first_screen(page, base_url: str, query: str) -> None:
     page.set_viewport_size(FIRST_SCREEN)
     open_packet(page, base_url, query)
@@ -86,11 +87,19 @@ def test_no_per_head_marker_overlaps_another(page, server):
         for index in range(points.count()):
             point = points.nth(index)
             box = point.locator("path").bounding_box()
-            boxes.append((point.get_attribute("data-series"), point.get_attribute("data-head"), box["x"], box["y"],
-                          box["x"] + box["width"], box["y"] + box["height"]))
+            boxes.append(
+                (
+                    point.get_attribute("data-series"),
+                    point.get_attribute("data-head"),
+                    box["x"],
+                    box["y"],
+                    box["x"] + box["width"],
+                    box["y"] + box["height"],
+                )
+            )
         assert boxes, slug
         for i, a in enumerate(boxes):
-            for b in boxes[i + 1:]:
+            for b in boxes[i + 1 :]:
                 apart = a[4] <= b[2] or b[4] <= a[2] or a[5] <= b[3] or b[5] <= a[3]
                 assert apart, f"{slug}: {a} overlaps {b}"
 

@@ -58,8 +58,7 @@ def _websocket_bytes(page) -> list[int]:
     return received
 
 
-def test_a_non_utf8_directory_name_is_listed_opened_kept_in_the_url_and_exported(page, undecodable_server,
-                                                                                 export_dir):
+def test_a_non_utf8_directory_name_is_listed_opened_kept_in_the_url_and_exported(page, undecodable_server, export_dir):
     page.goto(f"{undecodable_server}{APP_PATH}?packet={URL_NAME}&tab=overview", timeout=PAGE_TIMEOUT_MS)
     page.wait_for_selector(_status_line(SHOWN_NAME), timeout=PAGE_TIMEOUT_MS)
     page.wait_for_url(re.compile(f"packet={URL_NAME}&"), timeout=PAGE_TIMEOUT_MS)
@@ -89,8 +88,18 @@ def test_a_non_utf8_directory_name_is_listed_opened_kept_in_the_url_and_exported
 @pytest.fixture(scope="module")
 def huge_server(tmp_path_factory, export_dir):
     root = tmp_path_factory.mktemp("huge-root")
-    write_packet(root / HUGE_NAME, synthetic_spec(qh=1, kvh=1, tokens=HUGE_TOKENS, head_dim=1, query_dtype="float16",
-                                                  kv_dtype="float16", output_dtype="float16"))
+    write_packet(
+        root / HUGE_NAME,
+        synthetic_spec(
+            qh=1,
+            kvh=1,
+            tokens=HUGE_TOKENS,
+            head_dim=1,
+            query_dtype="float16",
+            kv_dtype="float16",
+            output_dtype="float16",
+        ),
+    )
     yield from serve_app("panel-serve-huge.log", {**os.environ, ROOT_ENV: str(root)}, export_dir)
 
 

@@ -51,8 +51,9 @@ def _assert_panel_shows(page, packet: str, head: int, channel: int) -> None:
 def test_the_default_page_draws_the_overview(page, server):
     _narrow(page)
     open_packet(page, server)
-    first = min((entry.name for entry in catalog.discover(ROOT)),
-                key=lambda name: list_order(name, summarize(ROOT / name)))  # the list's first row
+    first = min(
+        (entry.name for entry in catalog.discover(ROOT)), key=lambda name: list_order(name, summarize(ROOT / name))
+    )  # the list's first row
     view = wait_view(page, first, "overview")
     canvases = view.locator("canvas")
     assert canvases.count() >= 1  # the error map (last-row maps only when bits differ)

@@ -77,7 +77,9 @@ def test_the_default_order_and_sorting_each_numeric_column_both_ways(page, serve
     statuses = [badge.get_attribute("data-status") for badge in page.locator(".packet-badge").all()]
     ranks = [LIST_ORDER.index(status) for status in statuses]
     assert ranks == sorted(ranks) and statuses[0] == "analyzed"  # triage's order: analyzed first
-    analyzed = [float(text) for status, text in zip(statuses, _column(page, "score")) if status == "analyzed"]
+    analyzed = [
+        float(text) for status, text in zip(statuses, _column(page, "score"), strict=True) if status == "analyzed"
+    ]
     assert analyzed == sorted(analyzed, reverse=True)  # then the largest score first
     for field in NUMBER_COLUMNS:
         seen = []
@@ -133,6 +135,9 @@ def test_the_server_logs_each_sessions_timings_once(page, live_server):
     page.wait_for_selector(".status-line", timeout=PAGE_TIMEOUT_MS)
     log = (ARTIFACTS / LIVE_LOG).read_text()
     built = re.findall(r"session (\S+): document built [0-9.]+ s after the page request", log)
-    pushed = re.findall(r"session (\S+): status line of '[^']+' (?:sent with the document|pushed to the open page) "
-                        r"[0-9.]+ s after the page request", log)
+    pushed = re.findall(
+        r"session (\S+): status line of '[^']+' (?:sent with the document|pushed to the open page) "
+        r"[0-9.]+ s after the page request",
+        log,
+    )
     assert built and sorted(built) == sorted(set(built)) and set(pushed) <= set(built)

@@ -151,8 +151,7 @@ def test_compare_naming_an_unlisted_packet_gives_a_note(page, server, requested)
     assert outside_requests(requested) == []
 
 
-def test_pair_export_writes_a_captioned_page_a_png_without_toolbar_and_the_comparison(page, server, requested,
-                                                                                        browser):
+def test_pair_export_writes_a_captioned_page_a_png_without_toolbar_and_the_comparison(page, server, requested, browser):
     _open_pair(page, server)
     page.locator(".pair-export button").click()
     note = page.locator(".pair-export-note")
@@ -198,8 +197,11 @@ def test_the_pair_view_and_the_partner_list_at_1280_px_have_no_layout_offenders(
         for root in ("#main", "#sidebar"):
             found = layout_offenders(page, root)
             assert found["leaves"] > 0, root
-            problems = [problem for problem in found["overlaps"] + found["outside"] + found["clipped"]
-                        if PACKET_TABLE not in problem]  # the packet table is the layout tests' own
+            problems = [
+                problem
+                for problem in found["overlaps"] + found["outside"] + found["clipped"]
+                if PACKET_TABLE not in problem
+            ]  # the packet table is the layout tests' own
             assert problems == [], "\n".join(problems)
         assert layout_offenders(page, "#main")["canvases"] > 0
         assert page.evaluate("document.documentElement.scrollWidth") <= LAYOUT_WIDTH  # nothing widens the page

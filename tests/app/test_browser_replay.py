@@ -54,8 +54,9 @@ def test_runs_are_listed_under_their_packet_and_open_in_one_click(page, server, 
     labels = [label.strip() for label in page.locator(".replay-button button").all_inner_texts()]
     assert labels == list(RUNS)
     page.locator(".replay-button button", has_text=re.compile(f"^{re.escape(READBACK)}$")).click()
-    page.wait_for_selector(f".replay-status-line[data-run='{READBACK}'][data-status='inconclusive']",
-                           timeout=PAGE_TIMEOUT_MS)
+    page.wait_for_selector(
+        f".replay-status-line[data-run='{READBACK}'][data-status='inconclusive']", timeout=PAGE_TIMEOUT_MS
+    )
     page.wait_for_url(lambda url: f"replay={READBACK}" in url, timeout=PAGE_TIMEOUT_MS)
     wait_drawn(page, REPLAY_VIEW, PAGE_TIMEOUT_MS)
     assert "replay_readback_differs" in deep_text(page.locator(f".{REPLAY_VIEW}").first)
@@ -69,19 +70,36 @@ def test_the_replay_view_draws_the_matrix_arms_ladder_map_and_readback(page, ser
     run = explorer.replay(ROOT / RUN, packet=ROOT / CONTIGUOUS, partner=ROOT / PAGED)
     assert page.locator(f".replay-status-line[data-status='{run.status}']").count() == 1
     cells = page.locator(".replay-matrix .matrix-cell")
-    shown = {(c.get_attribute("data-row"), c.get_attribute("data-column")): int(c.get_attribute("data-count"))
-             for c in cells.all()}
-    expected = {(a, b): run.matrix.mismatched[i][j] for i, a in enumerate(run.matrix.labels)
-                for j, b in enumerate(run.matrix.labels)}
+    shown = {
+        (c.get_attribute("data-row"), c.get_attribute("data-column")): int(c.get_attribute("data-count"))
+        for c in cells.all()
+    }
+    expected = {
+        (a, b): run.matrix.mismatched[i][j]
+        for i, a in enumerate(run.matrix.labels)
+        for j, b in enumerate(run.matrix.labels)
+    }
     assert shown == expected
-    zero, other = (page.locator(f".replay-matrix .matrix-cell[data-count='{n}']").first.evaluate(
-        "el => getComputedStyle(el).backgroundColor") for n in (0, run.matrix.mismatched[0][1]))
+    zero, other = (
+        page.locator(f".replay-matrix .matrix-cell[data-count='{n}']").first.evaluate(
+            "el => getComputedStyle(el).backgroundColor"
+        )
+        for n in (0, run.matrix.mismatched[0][1])
+    )
     assert zero != other
     states = {s.get_attribute("data-arm"): s.get_attribute("data-state") for s in page.locator(".arm-state").all()}
     assert states == dict.fromkeys(run.arms, "admitted")
     text = deep_text(view)
-    for part in ("Matrix", "Arms", "Ladder", "Where an arm differs", "Readback", "byte-identical",
-                 "paged_segmented_decode", "analysis.json"):
+    for part in (
+        "Matrix",
+        "Arms",
+        "Ladder",
+        "Where an arm differs",
+        "Readback",
+        "byte-identical",
+        "paged_segmented_decode",
+        "analysis.json",
+    ):
         assert part in text, part
     assert view.locator("canvas").count() > 0
     reading = page.locator(".replay-reading").first
@@ -125,8 +143,9 @@ def test_replay_export_writes_a_captioned_page_a_png_and_the_report(page, server
     page.locator(".replay-export button").click()
     note = page.locator(".replay-export-note")
     note.wait_for(timeout=PAGE_TIMEOUT_MS)
-    html_path, png_path, json_path = (Path(deep_text(note.locator(f".export-{kind}")).strip())
-                                      for kind in ("html", "png", "json"))
+    html_path, png_path, json_path = (
+        Path(deep_text(note.locator(f".export-{kind}")).strip()) for kind in ("html", "png", "json")
+    )
     report = json.loads(json_path.read_text())
     assert report["status"] == "analyzed" and report["partner"]["name"] == PAGED
     assert png_path.stat().st_size > 0
@@ -157,8 +176,11 @@ def test_the_replay_view_has_no_layout_offenders(browser, server, width):
         for root in ("#main", "#sidebar"):
             found = layout_offenders(page, root)
             assert found["leaves"] > 0, root
-            problems = [problem for problem in found["overlaps"] + found["outside"] + found["clipped"]
-                        if PACKET_TABLE not in problem]
+            problems = [
+                problem
+                for problem in found["overlaps"] + found["outside"] + found["clipped"]
+                if PACKET_TABLE not in problem
+            ]
             assert problems == [], (root, problems)
         assert page.evaluate("document.documentElement.scrollWidth") <= width
     finally:

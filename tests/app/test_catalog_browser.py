@@ -51,8 +51,9 @@ def _count_text(page) -> str:
     return deep_text(page.locator(".packet-count-text")).strip()
 
 
-def test_a_root_larger_than_the_list_says_showing_n_of_m_and_opens_the_first_by_ratio(page, large_server,
-                                                                                       large_root, requested):
+def test_a_root_larger_than_the_list_says_showing_n_of_m_and_opens_the_first_by_ratio(
+    page, large_server, large_root, requested
+):
     page.goto(large_server + APP_PATH, timeout=PAGE_TIMEOUT_MS)
     page.wait_for_selector(".tabulator-row", timeout=PAGE_TIMEOUT_MS)
     assert f"showing {PAGE_ROWS} of {PACKETS}" in _count_text(page)
@@ -70,8 +71,9 @@ def test_a_root_larger_than_the_list_says_showing_n_of_m_and_opens_the_first_by_
 def test_search_finds_a_packet_beyond_the_first_page_and_opens_it(page, large_server, large_root):
     page.goto(large_server + APP_PATH, timeout=PAGE_TIMEOUT_MS)
     wait_statuses(page)
-    on_first_page = {deep_text(cell).strip()
-                     for cell in page.locator(".tabulator-cell[tabulator-field='packet']").all()}
+    on_first_page = {
+        deep_text(cell).strip() for cell in page.locator(".tabulator-cell[tabulator-field='packet']").all()
+    }
     target = next(entry.name for entry in reversed(discover(large_root)) if entry.name not in on_first_page)
     page.locator(".packet-search input").fill(target)
     page.locator(".packet-count-text", has_text="showing 1 of 1 matching").wait_for(timeout=PAGE_TIMEOUT_MS)
@@ -79,8 +81,10 @@ def test_search_finds_a_packet_beyond_the_first_page_and_opens_it(page, large_se
     packet_cell(page, target).click()
     page.wait_for_selector(f".status-line[data-packet='{target}']", timeout=PAGE_TIMEOUT_MS)
     page.wait_for_url(lambda url: "packet=" in url, timeout=PAGE_TIMEOUT_MS)
-    assert page.locator(f".status-line[data-packet='{target}'] .status-badge").get_attribute("data-status") == \
-        summarize(large_root / target).status
+    assert (
+        page.locator(f".status-line[data-packet='{target}'] .status-badge").get_attribute("data-status")
+        == summarize(large_root / target).status
+    )
 
 
 def test_a_packet_added_after_startup_appears_on_reload(page, large_server, large_root):

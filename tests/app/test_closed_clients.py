@@ -15,6 +15,7 @@ from explorer.ui.closed import CLOSED_CLIENT_LINE, quiet_closed_clients
 
 def _unretrieved(error: BaseException) -> None:
     """A task that raised `error` and was never awaited, dropped: asyncio logs 'Task exception was never retrieved'."""
+
     async def failing():
         raise error
 

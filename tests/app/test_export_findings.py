@@ -1,6 +1,8 @@
 """NAME.findings.md beside every export, and the export JSON holding what its page shows.
 
-NAME.findings.md beside every export (a packet, a pair, a replay run): the core's sentences with the JSON's numbers, the selection, relative links to the PNGs, written whole or not at all and never over a file; and the export's JSON holds the emulations its page shows."""
+NAME.findings.md beside every export (a packet, a pair, a replay run): the core's sentences with the JSON's numbers,
+the selection, relative links to the PNGs, written whole or not at all and never over a file; and the export's JSON
+holds the emulations its page shows."""
 
 from __future__ import annotations
 
@@ -45,10 +47,14 @@ def test_a_packets_findings_file_holds_the_sentences_with_the_jsons_numbers(tmp_
     primary, ulp = report["reference"]["primary"]["global"], report["reference"]["roundedToOutputDType"]["ulp"]
     score = report["score"]
     assert f"Score (error / allowance) {short_number(score['value'])} at query head {score['worstHead']}." in markdown
-    assert (f"{short_number(primary['linf'])} at query head {primary['linfAt']['queryHead']}, channel "
-            f"{primary['linfAt']['channel']}.") in markdown
-    assert (f"ULP max {ulp['max']} at query head {ulp['maxAt']['queryHead']}, channel {ulp['maxAt']['channel']} "
-            f"(p99 {ulp['p99']})") in markdown
+    assert (
+        f"{short_number(primary['linf'])} at query head {primary['linfAt']['queryHead']}, channel "
+        f"{primary['linfAt']['channel']}."
+    ) in markdown
+    assert (
+        f"ULP max {ulp['max']} at query head {ulp['maxAt']['queryHead']}, channel {ulp['maxAt']['channel']} "
+        f"(p99 {ulp['p99']})"
+    ) in markdown
     selection = _bullets(markdown, "Selection")
     assert f"request: {report['selection']['requestID']}" in selection
     assert f"layer: {report['selection']['modelLayerIndex']}" in selection
@@ -67,8 +73,9 @@ def test_png_links_are_relative_and_titled_by_their_view():
     analysis = explorer.analyze(INJECTED)
     titles = {slug: title for slug, title, _ in VIEWS}
     fields = pages.caption_fields(analysis, "cell", "2026-01-02 03:04 UTC")
-    markdown = packet_markdown(analysis, fields, "cell", ["cell-summary.png", "cell-errors-1.png",
-                                                          "cell-errors-2.png"], 5, titles)
+    markdown = packet_markdown(
+        analysis, fields, "cell", ["cell-summary.png", "cell-errors-1.png", "cell-errors-2.png"], 5, titles
+    )
     assert f"![{titles['summary']}](cell-summary.png)" in markdown
     assert f"![{titles['errors']}, part 2](cell-errors-2.png)" in markdown
     assert markdown.startswith("# cell: findings\n")

@@ -32,7 +32,8 @@ def test_exports_at_the_same_moment_are_all_written_under_distinct_names(tmp_pat
     pages = [paths.html.read_text() for paths in written]
     assert all("export-view-overview" in page for page in pages)  # each page whole: no rendering spoiled another
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
-        name for paths in written for name in (paths.html.name, paths.report.name, paths.findings.name))
+        name for paths in written for name in (paths.html.name, paths.report.name, paths.findings.name)
+    )
 
 
 def _controls():
@@ -55,15 +56,31 @@ def test_a_missing_playwright_is_said_whole_with_its_install_hint(tmp_path):
 def test_the_runner_answers_success_and_every_failure_and_always_releases_the_button(tmp_path):
     button, note = _controls()
     settled = []
-    run_export(button, note, what="Export", busy="...", export_dir=tmp_path, work=lambda: 42,
-               finish=lambda result: setattr(note, "object", f"done {result}"), settled=lambda: settled.append(1))
+    run_export(
+        button,
+        note,
+        what="Export",
+        busy="...",
+        export_dir=tmp_path,
+        work=lambda: 42,
+        finish=lambda result: setattr(note, "object", f"done {result}"),
+        settled=lambda: settled.append(1),
+    )
     assert note.object == "done 42" and button.loading is False and settled == [1]
 
     def full():
         raise OSError(28, "No space left on device")
 
-    run_export(button, note, what="The pair export", busy="...", export_dir=tmp_path, work=full,
-               finish=lambda _: None, settled=lambda: settled.append(2))
+    run_export(
+        button,
+        note,
+        what="The pair export",
+        busy="...",
+        export_dir=tmp_path,
+        work=full,
+        finish=lambda _: None,
+        settled=lambda: settled.append(2),
+    )
     assert note.object.startswith("The pair export wrote nothing: it could not write to")
     assert "No space left on device" in note.object and str(tmp_path) in note.object and settled == [1, 2]
 

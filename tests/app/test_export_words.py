@@ -30,10 +30,11 @@ TAG = re.compile(r"<(script|style)\b.*?</\1>|<[^>]+>", re.DOTALL | re.IGNORECASE
 
 def shown_text(page: str) -> str:
     """The text an exported page shows: the text fields of its embedded documents, unescaped and without tags."""
-    texts = []
-    for blob in DOCS_JSON.findall(page):
-        for literal in SHOWN_FIELDS.findall(html.unescape(blob)):
-            texts.append(TAG.sub(" ", html.unescape(json.loads(literal))))
+    texts = [
+        TAG.sub(" ", html.unescape(json.loads(literal)))
+        for blob in DOCS_JSON.findall(page)
+        for literal in SHOWN_FIELDS.findall(html.unescape(blob))
+    ]
     return "\n".join(texts)
 
 
@@ -41,7 +42,7 @@ def live_words(page_path: Path) -> list[str]:
     """Every live-page word of an exported page, with a little context, for the assertion message."""
     text = shown_text(page_path.read_text(encoding="utf-8"))
     assert len(text) > 200, "the page's shown text was not found: the extraction no longer matches the page"
-    return [text[max(0, m.start() - 60):m.end() + 30].replace("\n", " ") for m in LIVE_WORDS.finditer(text)]
+    return [text[max(0, m.start() - 60) : m.end() + 30].replace("\n", " ") for m in LIVE_WORDS.finditer(text)]
 
 
 def test_the_words_test_finds_a_live_word():

@@ -79,8 +79,10 @@ def test_a_rescan_lists_new_packets_drops_gone_ones_and_rereads_only_changed_one
     assert set(_shown(packets)) == {"injected", "late"}
     assert checked == [str(tmp_path / "late")]  # "injected" kept its stat signature: not read again
     assert packets.index.signed_count() == 1
-    assert 'data-signed="1"' in packets._count.object and "statuses from unchanged stat signatures" in \
-        packets._count.object
+    assert (
+        'data-signed="1"' in packets._count.object
+        and "statuses from unchanged stat signatures" in packets._count.object
+    )
 
 
 def test_a_half_written_packet_is_listed_as_it_is_and_read_again_at_the_next_rescan(tmp_path):
@@ -145,7 +147,8 @@ def test_the_list_triage_and_the_first_packet_share_one_order():
     summaries = {name: summarize(root / name) for name in rows}
     statuses = [summaries[name].status for name in rows]
     assert statuses[0] == "analyzed" and [LIST_ORDER.index(s) for s in statuses] == sorted(
-        LIST_ORDER.index(s) for s in statuses)
+        LIST_ORDER.index(s) for s in statuses
+    )
     scores = [summaries[name].score for name in rows if summaries[name].status == "analyzed"]
     assert scores == sorted(scores, reverse=True)
     assert packets.first_in_order() == rows[0]

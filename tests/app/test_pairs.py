@@ -54,9 +54,14 @@ def test_choosing_a_packet_closes_the_pair_and_lists_that_packets_partners(shell
     assert labels == [CONTIGUOUS, INPUT_DIFFERS] == list(shell.index.partners(PAGED))
 
 
-@pytest.mark.parametrize("value, problem", [("../" + OTHER_LAYER, "is not listed under this root"),
-                                            (PAGED, "is the open packet itself"),
-                                            ("<b>x</b>", "is not listed under this root")])
+@pytest.mark.parametrize(
+    "value, problem",
+    [
+        ("../" + OTHER_LAYER, "is not listed under this root"),
+        (PAGED, "is the open packet itself"),
+        ("<b>x</b>", "is not listed under this root"),
+    ],
+)
 def test_a_compare_that_cannot_be_opened_gives_an_escaped_note(shell, value, problem):
     shell.open_url(f"?packet={PAGED}&compare={value}")
     assert shell.packet == PAGED and shell.pairs.partner == ""
@@ -115,7 +120,7 @@ def test_a_root_of_many_captures_of_one_selection_lists_the_first_partners_only(
     shell = Shell(root, tmp_path / "exports")
     shell.open_url(f"?packet={names[0]}")
     labels = [button.label for button in shell.pairs.partner_buttons]
-    assert labels == names[1:MAX_PARTNER_BUTTONS + 1]
+    assert labels == names[1 : MAX_PARTNER_BUTTONS + 1]
     assert f'data-partners="{len(names) - 1}"' in shell.pairs._partner_note.object
     shell.open_url(f"?packet={names[0]}&compare={names[-1]}")
     assert shell.pairs.partner == names[-1]

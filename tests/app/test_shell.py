@@ -175,7 +175,10 @@ def test_the_session_query_keeps_every_value_as_text_and_a_byte_that_is_not_utf8
     monkeypatch.setattr(type(pn.state), "session_args", property(lambda state: arguments))
     query = session_query()
     assert dict(parse_qsl(query[1:], errors="surrogateescape")) == {
-        "x": "²", "head": "9" * 5_000, "packet": b"bad\xffname".decode("utf-8", "surrogateescape")}
+        "x": "²",
+        "head": "9" * 5_000,
+        "packet": b"bad\xffname".decode("utf-8", "surrogateescape"),
+    }
     monkeypatch.setattr(type(pn.state), "session_args", property(lambda state: {}))
     assert session_query() == ""
 
@@ -248,8 +251,10 @@ def test_element_query_selects_the_element(shell, value, selected):
     assert shell.selection.element == selected and _message(shell) == ""
 
 
-@pytest.mark.parametrize("value, problem", [("5;3", "is not H,C"), ("99,0", "outside the output"),
-                                            ("\u0665,3", "is not H,C"), ("<b>", "is not H,C")])
+@pytest.mark.parametrize(
+    "value, problem",
+    [("5;3", "is not H,C"), ("99,0", "outside the output"), ("\u0665,3", "is not H,C"), ("<b>", "is not H,C")],
+)
 def test_an_invalid_element_query_is_ignored_with_a_note(shell, value, problem):
     search = f"?packet={ANALYZED_SAMPLE}&element={value}"
     shell.open_url(search)
@@ -278,8 +283,11 @@ def test_emulation_settings_round_trip_through_the_url_and_the_view(shell):
     import panel as pn
 
     shell.open_url(f"?packet={ANALYZED_SAMPLE}&tab=emulations&blocks=64&partitionTokens=128&partialDType=float16")
-    assert _message(shell) == "" and shell.selection.emulation == {"blocks": 64, "partitionTokens": 128,
-                                                                    "partialDType": "float16"}
+    assert _message(shell) == "" and shell.selection.emulation == {
+        "blocks": 64,
+        "partitionTokens": 128,
+        "partialDType": "float16",
+    }
     assert "blocks=64&partitionTokens=128&partialDType=float16" in shell.url_query
     shown = " ".join(str(pane.object) for pane in shell._placeholders["emulations"].select(pn.pane.HTML))
     assert "mlx_two_pass(blocks=64,partialDType=float16)</code>" in shown  # the view computed with them
@@ -289,12 +297,16 @@ def test_emulation_settings_round_trip_through_the_url_and_the_view(shell):
     assert shell.selection.emulation == {"blocks": 32} and "blocks=32" in shell.url_query
 
 
-@pytest.mark.parametrize("query, problem", [("blocks=0", 'blocks &quot;0&quot; is not an integer from 1 to 1024'),
-                                            ("blocks=%C2%B2", "blocks &quot;\u00b2&quot; is not an integer from 1"),
-                                            ("partitionTokens=99999999", "partitionTokens &quot;99999999&quot;"),
-                                            ("partialDType=%3Cb%3E", "partialDType &quot;&lt;b&gt;&quot; is not")])
+@pytest.mark.parametrize(
+    "query, problem",
+    [
+        ("blocks=0", "blocks &quot;0&quot; is not an integer from 1 to 1024"),
+        ("blocks=%C2%B2", "blocks &quot;\u00b2&quot; is not an integer from 1"),
+        ("partitionTokens=99999999", "partitionTokens &quot;99999999&quot;"),
+        ("partialDType=%3Cb%3E", "partialDType &quot;&lt;b&gt;&quot; is not"),
+    ],
+)
 def test_an_invalid_emulation_setting_gets_a_note_and_its_default(shell, query, problem):
     shell.open_url(f"?packet={ANALYZED_SAMPLE}&tab=emulations&{query}")
     assert problem in _message(shell) and "<b>" not in _message(shell)
     assert shell._selection.emulation == {} and query.split("=")[0] not in shell._query_writer.query
-

@@ -44,9 +44,12 @@ def test_the_sample_campaign_has_the_origin_it_was_built_with(root):
     assert campaign["firstInputsDiffer"]["explained"] is True
     assert campaign["firstTokensDiffer"]["outputIndex"] == OUTPUT_INDEX + CURATED_SHAPE.diverge_step + 1
     missing_step, missing_layer = CURATED_SHAPE.missing
-    assert campaign["coverage"]["missing"] == [{"outputIndex": OUTPUT_INDEX + missing_step,
-                                                "modelLayerIndex": missing_layer, "absentOn": ["contiguous"]}]
-    later = {cell["state"] for cell in campaign["cells"] if cell["outputIndex"] > OUTPUT_INDEX + CURATED_SHAPE.diverge_step}
+    assert campaign["coverage"]["missing"] == [
+        {"outputIndex": OUTPUT_INDEX + missing_step, "modelLayerIndex": missing_layer, "absentOn": ["contiguous"]}
+    ]
+    later = {
+        cell["state"] for cell in campaign["cells"] if cell["outputIndex"] > OUTPUT_INDEX + CURATED_SHAPE.diverge_step
+    }
     assert later == {"tokens_differ", "missing"}
 
 
@@ -56,19 +59,42 @@ def test_the_committed_campaign_is_the_curated_one():
 
 
 def test_command_line_json_and_text(root):
-    done = subprocess.run([sys.executable, "-m", "explorer", "campaign", str(root), "--json", "--jobs", "2"],
-                          capture_output=True, text=True, check=False, cwd=REPO)
+    done = subprocess.run(
+        [sys.executable, "-m", "explorer", "campaign", str(root), "--json", "--jobs", "2"],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=REPO,
+    )
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["schema"] == "attention-explorer.campaign.v1"
-    keys = {"outputIndex", "modelLayerIndex", "state", "packets", "inputsDiffering", "outputsDiffering", "maxUlp",
-            "codes"}
+    keys = {
+        "outputIndex",
+        "modelLayerIndex",
+        "state",
+        "packets",
+        "inputsDiffering",
+        "outputsDiffering",
+        "maxUlp",
+        "codes",
+    }
     assert all(set(cell) == keys for cell in report["campaigns"][0]["cells"])
-    text = subprocess.run([sys.executable, "-m", "explorer", "campaign", str(root), "--jobs", "2"],
-                          capture_output=True, text=True, check=False, cwd=REPO)
+    text = subprocess.run(
+        [sys.executable, "-m", "explorer", "campaign", str(root), "--jobs", "2"],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=REPO,
+    )
     assert text.returncode == 0 and text.stdout.startswith("The first kernel-originated difference is at step")
-    usage = subprocess.run([sys.executable, "-m", "explorer", "campaign", str(root), "--backends", "a"],
-                           capture_output=True, text=True, check=False, cwd=REPO)
+    usage = subprocess.run(
+        [sys.executable, "-m", "explorer", "campaign", str(root), "--backends", "a"],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=REPO,
+    )
     assert usage.returncode == 2 and usage.stderr.startswith("explorer: usage error: --backends")
 
 
@@ -77,8 +103,10 @@ def test_dataframe_one_row_per_cell_origin_in_attrs(root):
     assert len(frame) == CURATED_SHAPE.layers * CURATED_SHAPE.steps
     assert list(frame["state"].cat.categories)[:2] == ["duplicate", "missing"]
     (campaign,) = frame.attrs["campaigns"]
-    origin = frame[(frame.outputIndex == campaign["firstOutputsDiffer"]["outputIndex"])
-                   & (frame.modelLayerIndex == campaign["firstOutputsDiffer"]["modelLayerIndex"])]
+    origin = frame[
+        (frame.outputIndex == campaign["firstOutputsDiffer"]["outputIndex"])
+        & (frame.modelLayerIndex == campaign["firstOutputsDiffer"]["modelLayerIndex"])
+    ]
     assert origin["state"].tolist() == ["outputs_differ"]
 
 
@@ -106,14 +134,21 @@ def test_the_same_report_from_the_local_pool_and_from_local_2(root):
 def test_samples_campaign_writes_the_larger_campaign_with_the_same_events(tmp_path):
     from explorer.campaign_samples import SAMPLE_NAME, SAMPLE_SHAPE
 
-    done = subprocess.run([sys.executable, "-m", "explorer", "samples", "--out", str(tmp_path), "--campaign"],
-                          capture_output=True, text=True, check=False, cwd=REPO)
+    done = subprocess.run(
+        [sys.executable, "-m", "explorer", "samples", "--out", str(tmp_path), "--campaign"],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=REPO,
+    )
     assert done.returncode == 0, done.stderr
     assert SAMPLE_SHAPE.layers >= 4 and SAMPLE_SHAPE.steps >= 3 and SAMPLE_SHAPE.query_heads == 16
     (campaign,) = build_campaign_report(run_campaigns(tmp_path / SAMPLE_NAME, jobs=2))["campaigns"]
     first = campaign["firstOutputsDiffer"]
-    assert (first["outputIndex"], first["modelLayerIndex"]) == (OUTPUT_INDEX + SAMPLE_SHAPE.origin[0],
-                                                                SAMPLE_SHAPE.origin[1])
+    assert (first["outputIndex"], first["modelLayerIndex"]) == (
+        OUTPUT_INDEX + SAMPLE_SHAPE.origin[0],
+        SAMPLE_SHAPE.origin[1],
+    )
     assert campaign["firstTokensDiffer"]["outputIndex"] == OUTPUT_INDEX + SAMPLE_SHAPE.diverge_step + 1
     assert len(campaign["coverage"]["missing"]) == 1
     states = {cell["state"] for cell in campaign["cells"]}
@@ -137,6 +172,10 @@ def test_a_cells_counts_are_its_pairs_numbers(root, step, layer):
     """cell_counts reads only the two admissions; its counts equal those of `explorer compare` on the cell."""
     sides = tuple(str(root / CURATED_NAME / f"{backend}-o{OUTPUT_INDEX + step}-l{layer}") for backend in BACKENDS)
     counts, pair = cell_counts(sides), cell_pair((*sides, None))
-    assert (counts.inputs_differing, counts.outputs_differing, counts.max_ulp, counts.compared) == \
-        (pair.inputs_differing, pair.outputs_differing, pair.max_ulp, pair.compared)
+    assert (counts.inputs_differing, counts.outputs_differing, counts.max_ulp, counts.compared) == (
+        pair.inputs_differing,
+        pair.outputs_differing,
+        pair.max_ulp,
+        pair.compared,
+    )
     assert counts.outputs_differing > 0 and bool(counts.inputs_differing) == ((step, layer) != (0, 0))

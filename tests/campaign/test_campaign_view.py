@@ -16,8 +16,19 @@ INPUTS = ("q", "k", "v", "ik", "iv")
 
 
 def _member(backend: str, layer: int, output: str) -> Member:
-    return Member(f"{backend}-{layer}", f"/x/{backend}-{layer}", "analyzed", (), backend, ("m", "a", "i", 1), 0,
-                  layer, 7, INPUTS, output)
+    return Member(
+        f"{backend}-{layer}",
+        f"/x/{backend}-{layer}",
+        "analyzed",
+        (),
+        backend,
+        ("m", "a", "i", 1),
+        0,
+        layer,
+        7,
+        INPUTS,
+        output,
+    )
 
 
 def _campaign():

@@ -18,10 +18,32 @@ SAME = ("q", "k", "v", "ik", "iv")
 OTHER_QUERIES = ("q2", "k", "v", "ik", "iv")
 
 
-def member(backend="paged", step=0, layer=0, *, status="analyzed", seed=100, inputs=SAME, output="o", name=None,
-           key=KEY, codes=()):
-    return Member(name or f"{backend}-{step}-{layer}", f"/x/{backend}-{step}-{layer}", status, codes, backend, key,
-                  step, layer, seed, inputs, output)
+def member(
+    backend="paged",
+    step=0,
+    layer=0,
+    *,
+    status="analyzed",
+    seed=100,
+    inputs=SAME,
+    output="o",
+    name=None,
+    key=KEY,
+    codes=(),
+):
+    return Member(
+        name or f"{backend}-{step}-{layer}",
+        f"/x/{backend}-{step}-{layer}",
+        status,
+        codes,
+        backend,
+        key,
+        step,
+        layer,
+        seed,
+        inputs,
+        output,
+    )
 
 
 # (side a packets, side b packets) -> state; one row per precedence rule, each also holding every lower rule's cause.
@@ -123,8 +145,9 @@ def test_bad_input_gets_states_and_notes():
     assert "3 backends" in three.notes[0]
     assert any("not an integer" in note and "float-layer" in note for note in notes)
     assert any("unplaced" in note for note in notes)
-    chosen = build_campaign(KEY, [m for m in members if m.key == KEY and m.name != "float-layer"],
-                            ("paged", "contiguous"))
+    chosen = build_campaign(
+        KEY, [m for m in members if m.key == KEY and m.name != "float-layer"], ("paged", "contiguous")
+    )
     assert chosen.backends == ("paged", "contiguous") and at(campaign_json(chosen)["firstOutputsDiffer"]) == (0, 0)
 
 
@@ -138,13 +161,20 @@ def test_origin_record_is_read_off_states_only():
 def test_a_hundred_thousand_packets_of_many_requests_stay_summaries(tmp_path):
     """10^5 placed packets of 50 requests on two backends (with duplicates) grid in seconds; every cell gets a
     state."""
-    members = [member(backend, step, layer, key=("m", "a", "i", request), name=f"{request}-{backend}-{step}-{layer}")
-               for request in range(50) for step in range(25) for layer in range(40)
-               for backend in ("paged", "contiguous")]
+    members = [
+        member(backend, step, layer, key=("m", "a", "i", request), name=f"{request}-{backend}-{step}-{layer}")
+        for request in range(50)
+        for step in range(25)
+        for layer in range(40)
+        for backend in ("paged", "contiguous")
+    ]
     members += [member("paged", 0, 0, key=("m", "a", "i", 0), name="0-paged-0-0-copy")]
     campaigns, notes = campaigns_of(members)
     assert len(campaigns) == 50 and notes == ()
     assert sum(len(campaign.cells) for campaign in campaigns) == 50 * 25 * 40
     first = next(campaign for campaign in campaigns if campaign.key[3] == 0)
-    assert first.cells[0].state == "duplicate" and first.cells[0].packets["paged"] == ("0-paged-0-0", "0-paged-0-0-copy")
+    assert first.cells[0].state == "duplicate" and first.cells[0].packets["paged"] == (
+        "0-paged-0-0",
+        "0-paged-0-0-copy",
+    )
     assert "cells hold two packets of one backend" in first.notes[0]

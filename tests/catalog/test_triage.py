@@ -50,7 +50,8 @@ KINDS = {
     "analyzed": lambda directory, seed: write_packet(directory, synthetic_spec(seed=seed)),
     "contiguous": lambda directory, seed: write_packet(directory, synthetic_spec(seed=seed, backend="contiguous")),
     "discarded": lambda directory, seed: write_packet(
-        directory, with_snapshot(synthetic_spec(seed=seed), sampleOutcome="discarded")),
+        directory, with_snapshot(synthetic_spec(seed=seed), sampleOutcome="discarded")
+    ),
     "refused": _refused,
     "fifo-json": _fifo_packet_json,
     "fifo-tensor": _fifo_tensor,
@@ -101,20 +102,29 @@ def test_a_crashing_or_raising_worker_costs_only_its_own_packet(root):
     errors = {name: summary.codes for name, summary in items.items() if summary.status == ERROR}
     assert errors == {f"nested/{CRASH_NAME}": (WORKER_CRASHED,), f"nested/{RAISE_NAME}": (INTERNAL_ERROR,)}
     others = [summarize(root / name) for name in items if name not in errors]
-    assert [summary.status for name, summary in items.items() if name not in errors] == \
-        [summary.status for summary in others]
+    assert [summary.status for name, summary in items.items() if name not in errors] == [
+        summary.status for summary in others
+    ]
 
 
 def test_the_command_prints_json_lines_and_the_table_and_exits_zero(root):
-    completed = subprocess.run([sys.executable, "-m", "explorer", "triage", str(root), "--json", "--jobs", "2"],
-                               capture_output=True, text=True, cwd=REPO, timeout=300)
+    completed = subprocess.run(
+        [sys.executable, "-m", "explorer", "triage", str(root), "--json", "--jobs", "2"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
+    )
     assert completed.returncode == 0, completed.stderr
     lines = [json.loads(line) for line in completed.stdout.splitlines()]
     assert sorted(line["name"] for line in lines) == [entry.name for entry in discover(root)]
     analyzed = next(line for line in lines if line["name"] == "analyzed-000")
     summary = summarize(root / "analyzed-000")
-    assert (analyzed["worstLinf"], analyzed["noiseFloorRatio"], analyzed["worstUlp"]) == \
-        (summary.worst_linf, summary.noise_floor_ratio, summary.worst_ulp)
+    assert (analyzed["worstLinf"], analyzed["noiseFloorRatio"], analyzed["worstUlp"]) == (
+        summary.worst_linf,
+        summary.noise_floor_ratio,
+        summary.worst_ulp,
+    )
     assert analyzed["selection"] == dict(summary.selection)
     table = completed.stderr
     assert f"Triage of {len(lines)} packets" in table
@@ -124,14 +134,24 @@ def test_the_command_prints_json_lines_and_the_table_and_exits_zero(root):
 
 
 def test_pairs_join_the_paged_and_contiguous_capture_of_one_selection(root):
-    completed = subprocess.run([sys.executable, "-m", "explorer", "triage", str(root), "--jobs", "1"],
-                               capture_output=True, text=True, cwd=REPO, timeout=300)
+    completed = subprocess.run(
+        [sys.executable, "-m", "explorer", "triage", str(root), "--jobs", "1"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
+    )
     assert completed.returncode == 0
     pair_lines = completed.stdout.split("Pairs (partners: packets sharing the selection fields): ")[1].splitlines()
     assert "analyzed-000 (paged)  contiguous-000 (contiguous)" in pair_lines[1]
 
 
 def test_a_root_that_is_no_directory_is_a_usage_error(tmp_path):
-    completed = subprocess.run([sys.executable, "-m", "explorer", "triage", str(tmp_path / "missing")],
-                               capture_output=True, text=True, cwd=REPO, timeout=60)
+    completed = subprocess.run(
+        [sys.executable, "-m", "explorer", "triage", str(tmp_path / "missing")],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+    )
     assert completed.returncode == 2 and "not a directory" in completed.stderr

@@ -35,8 +35,10 @@ cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the workers canno
 @pytest.fixture(scope="module")
 def scheduler():
     """A cluster set up as `--scheduler local:2` sets up its own (a task whose worker died re-runs once)."""
-    with dask.config.set(LOCAL_CONFIG), LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
-                                                     dashboard_address=None) as cluster:
+    with (
+        dask.config.set(LOCAL_CONFIG),
+        LocalCluster(n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None) as cluster,
+    ):
         yield cluster.scheduler_address
 
 
@@ -75,14 +77,25 @@ def test_a_path_the_workers_cannot_see_is_that_packets_path_missing(scheduler, t
 
 
 def test_the_command_runs_on_a_local_cluster():
-    completed = subprocess.run([sys.executable, "-m", "explorer", "triage", str(SAMPLES), "--json", "--scheduler",
-                                "local:2"], capture_output=True, text=True, cwd=REPO, timeout=300)
+    completed = subprocess.run(
+        [sys.executable, "-m", "explorer", "triage", str(SAMPLES), "--json", "--scheduler", "local:2"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
+    )
     assert completed.returncode == 0, completed.stderr
-    assert sorted(json.loads(line)["name"] for line in completed.stdout.splitlines()) == \
-        [entry.name for entry in discover(SAMPLES)]
+    assert sorted(json.loads(line)["name"] for line in completed.stdout.splitlines()) == [
+        entry.name for entry in discover(SAMPLES)
+    ]
     assert "(Dask scheduler local:2," in completed.stderr
-    bad = subprocess.run([sys.executable, "-m", "explorer", "triage", str(SAMPLES), "--scheduler", "local:0"],
-                         capture_output=True, text=True, cwd=REPO, timeout=300)
+    bad = subprocess.run(
+        [sys.executable, "-m", "explorer", "triage", str(SAMPLES), "--scheduler", "local:0"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
+    )
     assert bad.returncode == 2 and "local:N takes N from 1 to 64" in bad.stderr
 
 
@@ -99,8 +112,9 @@ sys.exit(1 if loaded else 0)
 
 
 def test_without_a_scheduler_dask_is_never_imported():
-    completed = subprocess.run([sys.executable, "-c", NO_DASK, str(SAMPLES)], capture_output=True, text=True,
-                               cwd=REPO, timeout=300)
+    completed = subprocess.run(
+        [sys.executable, "-c", NO_DASK, str(SAMPLES)], capture_output=True, text=True, cwd=REPO, timeout=300
+    )
     assert completed.returncode == 0, completed.stderr
 
 

@@ -15,13 +15,36 @@ from explorer.catalog.frame import DTYPES
 from explorer.catalog.summary import STATUS_ORDER, summarize
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_packets"
-COLUMNS = ["name", "path", "status", "codes", "backend", "selection", "worstHead", "worstLinfHead",
-           "worstLinf", "noiseFloorRatio",
-           "worstUlp", "score", "headsNotCompared"]
-DOCUMENTED = {"name": "string", "path": "string", "status": "category", "codes": "object", "backend": "string",
-              "selection": "object", "worstHead": "Int64", "worstLinfHead": "Int64",
-              "worstLinf": "float64", "noiseFloorRatio": "float64",
-              "worstUlp": "Int64", "score": "float64", "headsNotCompared": "Int64"}
+COLUMNS = [
+    "name",
+    "path",
+    "status",
+    "codes",
+    "backend",
+    "selection",
+    "worstHead",
+    "worstLinfHead",
+    "worstLinf",
+    "noiseFloorRatio",
+    "worstUlp",
+    "score",
+    "headsNotCompared",
+]
+DOCUMENTED = {
+    "name": "string",
+    "path": "string",
+    "status": "category",
+    "codes": "object",
+    "backend": "string",
+    "selection": "object",
+    "worstHead": "Int64",
+    "worstLinfHead": "Int64",
+    "worstLinf": "float64",
+    "noiseFloorRatio": "float64",
+    "worstUlp": "Int64",
+    "score": "float64",
+    "headsNotCompared": "Int64",
+}
 
 
 def test_one_row_per_packet_with_the_documented_columns_and_dtypes():

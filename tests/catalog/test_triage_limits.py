@@ -45,24 +45,43 @@ def stopping_summarize(path: str):
 
 
 def _triage(*arguments: str, **options) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "explorer", "triage", *arguments], capture_output=True,
-                          cwd=REPO, timeout=300, **options)
+    return subprocess.run(
+        [sys.executable, "-m", "explorer", "triage", *arguments], capture_output=True, cwd=REPO, timeout=300, **options
+    )
 
 
 def test_a_stopped_worker_ends_as_one_timeout_line_and_the_rest_complete(root):
-    items = {item.name: item.summary for item in
-             triage(discover(root), jobs=2, timeout=SHORT_TIMEOUT_S, work=stopping_summarize)}
+    items = {
+        item.name: item.summary
+        for item in triage(discover(root), jobs=2, timeout=SHORT_TIMEOUT_S, work=stopping_summarize)
+    }
     assert len(items) == 6
-    assert {name: summary.codes for name, summary in items.items() if summary.status == ERROR} == \
-        {STOPPED_NAME: (TIMEOUT,)}
+    assert {name: summary.codes for name, summary in items.items() if summary.status == ERROR} == {
+        STOPPED_NAME: (TIMEOUT,)
+    }
     assert all(summary.status == "analyzed" for name, summary in items.items() if name != STOPPED_NAME)
 
 
 def test_the_command_ends_a_worker_stopped_from_outside_after_its_timeout(root):
     """SIGSTOP every worker of a running `triage --timeout`: each packet they held is reported as a timeout, once."""
-    process = subprocess.Popen([sys.executable, "-m", "explorer", "triage", str(root), "--json", "--jobs", "2",
-                                "--timeout", str(SHORT_TIMEOUT_S)], cwd=REPO, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "explorer",
+            "triage",
+            str(root),
+            "--json",
+            "--jobs",
+            "2",
+            "--timeout",
+            str(SHORT_TIMEOUT_S),
+        ],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         workers: list[int] = []
         while not workers and process.poll() is None:
@@ -112,8 +131,9 @@ def test_workers_that_cannot_start_leave_fewer_workers_and_a_note(monkeypatch):
     monkeypatch.setattr(workers, "_start", limited)
     results = dict(map_isolated(abs, [-1, -2, -3, -4], jobs=4, on_note=notes.append))
     assert results == {0: 1, 1: 2, 2: 3, 3: 4}
-    assert notes == ["only 1 of 4 worker processes could be started (BlockingIOError: Resource temporarily "
-                     "unavailable)"]
+    assert notes == [
+        "only 1 of 4 worker processes could be started (BlockingIOError: Resource temporarily unavailable)"
+    ]
     monkeypatch.setattr(workers, "_start", lambda context, work: "BlockingIOError: no processes left")
     notes.clear()
     assert dict(map_isolated(abs, [-5, -6], jobs=2, on_note=notes.append)) == {0: 5, 1: 6}
@@ -129,17 +149,31 @@ def test_a_link_to_the_root_inside_the_root_repeats_no_packet(tmp_path):
 
 
 def test_a_closed_pipe_a_full_device_and_an_over_long_root_are_no_exit_1(root):
-    head = subprocess.run(f"{sys.executable} -m explorer triage {root} --json --jobs 1 | head -1", shell=True,
-                          capture_output=True, text=True, cwd=REPO, timeout=300)
+    head = subprocess.run(
+        f"{sys.executable} -m explorer triage {root} --json --jobs 1 | head -1",
+        shell=True,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
+    )
     assert head.returncode == 0 and len(head.stdout.splitlines()) == 1
     assert "Traceback" not in head.stderr and "went away after" in head.stderr
     for arguments in ((str(root),), (str(root), "--json")):
         with open("/dev/full", "w") as full:
-            completed = subprocess.run([sys.executable, "-m", "explorer", "triage", *arguments], stdout=full,
-                                       stderr=subprocess.PIPE, text=True, cwd=REPO, timeout=300)
+            completed = subprocess.run(
+                [sys.executable, "-m", "explorer", "triage", *arguments],
+                stdout=full,
+                stderr=subprocess.PIPE,
+                text=True,
+                cwd=REPO,
+                timeout=300,
+            )
         assert completed.returncode == 2
-        assert completed.stderr.splitlines()[-1] == \
-            "explorer: usage error: cannot write to standard output: No space left on device"
+        assert (
+            completed.stderr.splitlines()[-1]
+            == "explorer: usage error: cannot write to standard output: No space left on device"
+        )
     long_root = _triage("r" * 5000, text=True)
     assert long_root.returncode == 2 and long_root.stderr.endswith("...: File name too long\n")
     assert len(long_root.stderr) < 400
@@ -204,5 +238,7 @@ def test_unreadable_and_unsearchable_directories_are_listed_with_a_code_as_nobod
     lines = {line["name"]: line for line in map(json.loads, out.splitlines())}
     assert lines["readable"]["status"] == "analyzed"
     assert {name: (line["status"], line["codes"][0]) for name, line in lines.items() if name != "readable"} == {
-        "group/unsearchable": ("refused", "file_unreadable"), "unreadable": ("refused", "file_unreadable"),
-        "linked": ("refused", "path_escape")}  # the link leaves its packet directory: refused before it is read
+        "group/unsearchable": ("refused", "file_unreadable"),
+        "unreadable": ("refused", "file_unreadable"),
+        "linked": ("refused", "path_escape"),
+    }  # the link leaves its packet directory: refused before it is read

@@ -50,12 +50,17 @@ from app_support import (
 )
 
 ROOT = catalog.default_root()
-BY_STATUS = {"analyzed": "injected-error-head5", "inconclusive": "nan-stored-values",
-             "refused": "refused-hash-mismatch"}
+BY_STATUS = {
+    "analyzed": "injected-error-head5",
+    "inconclusive": "nan-stored-values",
+    "refused": "refused-hash-mismatch",
+}
 EXIT_BY_STATUS = {"analyzed": 0, "inconclusive": 3, "refused": 4}
 # Anything the page would fetch from a web server: script/link sources, Bokeh stylesheet URLs, CSS imports.
-REMOTE_REFERENCE = re.compile(r"""(?:src|href)\s*=\s*["']?(?:https?:)?//|"url"\s*:\s*"(?:https?:)?//|"""
-                              r"""@import\s+(?:url\()?["']?(?:https?:)?//""")
+REMOTE_REFERENCE = re.compile(
+    r"""(?:src|href)\s*=\s*["']?(?:https?:)?//|"url"\s*:\s*"(?:https?:)?//|"""
+    r"""@import\s+(?:url\()?["']?(?:https?:)?//"""
+)
 SCRIPT_CODE = re.compile(r"<script(?: type=\"text/javascript\")?>.*?</script>", re.DOTALL)  # inlined library code
 REPORT_TIMEOUT_S = 300
 TITLE_BAND_ROWS = 70  # the caption band and the view's title of an exported PNG, at least
@@ -91,8 +96,13 @@ def test_export_never_overwrites_a_file(tmp_path):
 
 
 def _report(packet, out):
-    return subprocess.run([sys.executable, "-m", "explorer", "report", str(packet), "--out", str(out)],
-                          capture_output=True, text=True, timeout=REPORT_TIMEOUT_S, cwd=REPO)
+    return subprocess.run(
+        [sys.executable, "-m", "explorer", "report", str(packet), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=REPORT_TIMEOUT_S,
+        cwd=REPO,
+    )
 
 
 @pytest.mark.browser  # explorer report renders its PNGs in chromium
@@ -155,12 +165,17 @@ def test_caption_names_packet_status_identity_selection_hash_version_and_date():
     report = analysis.report()
     fields = dict(caption_fields(analysis, "shown-name", "2026-01-02 03:04 UTC"))
     assert fields == {
-        "packet": "shown-name", "status": "analyzed", "model": report["identity"]["modelID"],
-        "backend": report["identity"]["backend"], "request": str(report["selection"]["requestID"]),
+        "packet": "shown-name",
+        "status": "analyzed",
+        "model": report["identity"]["modelID"],
+        "backend": report["identity"]["backend"],
+        "request": str(report["selection"]["requestID"]),
         "output index": str(report["selection"]["outputIndex"]),
         "layer": str(report["selection"]["modelLayerIndex"]),
-        "packetSHA256": report["packet"]["packetSHA256"][:SHA_DIGITS], "explorer": explorer.__version__,
-        "exported": "2026-01-02 03:04 UTC"}
+        "packetSHA256": report["packet"]["packetSHA256"][:SHA_DIGITS],
+        "explorer": explorer.__version__,
+        "exported": "2026-01-02 03:04 UTC",
+    }
     refused = dict(caption_fields(explorer.analyze(ROOT / BY_STATUS["refused"]), "r", "now"))
     assert refused["status"] == "refused" and refused["model"] == refused["layer"] == UNKNOWN
 
@@ -206,8 +221,13 @@ def test_report_without_out_writes_where_the_app_and_notebooks_export(tmp_path, 
     from explorer.notebook.packet import export_dir
 
     written = []
-    monkeypatch.setattr(export, "write_report", lambda analysis, out: written.append(out) or export.ExportPaths(
-        html=out / "x.html", report=out / "x.report.json"))
+    monkeypatch.setattr(
+        export,
+        "write_report",
+        lambda analysis, out: (
+            written.append(out) or export.ExportPaths(html=out / "x.html", report=out / "x.report.json")
+        ),
+    )
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv(export.EXPORT_DIR_ENV, raising=False)
     assert cli.main(["report", str(ROOT / BY_STATUS["analyzed"])]) == EXIT_BY_STATUS["analyzed"]

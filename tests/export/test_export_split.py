@@ -25,7 +25,7 @@ def _png(height: int, width: int = 300, gaps: tuple[int, ...] = ()) -> bytes:
     pixels[::7, ::3] = 30  # texture: content rows are never one colour
     pixels[:CAPTION] = (200, 0, 0)
     for gap in gaps:
-        pixels[gap:gap + 4] = 255
+        pixels[gap : gap + 4] = 255
     buffer = io.BytesIO()
     Image.fromarray(pixels).save(buffer, format="PNG")
     return buffer.getvalue()
@@ -77,7 +77,7 @@ def test_every_part_carries_the_title_band_and_the_heading_it_continues():
     assert len(parts) >= 3 and all(part.shape[0] <= MAX_PNG_HEIGHT for part in parts)
     for part in parts[1:]:
         assert (part[:CAPTION] == (200, 0, 0)).all()  # the caption band and the view title, copied
-        below = part[CAPTION:CAPTION + 40]
+        below = part[CAPTION : CAPTION + 40]
         assert _is_heading(below, 0) or _is_heading(below, 1), "a later part opens with the heading it continues"
 
 
@@ -91,9 +91,13 @@ def test_a_part_never_ends_on_a_heading_without_what_it_titles():
 
 def test_static_view_writes_settings_as_text_and_drops_buttons_cards_and_hints():
     choice = pn.widgets.RadioButtonGroup(label="colour scale", options=["linear", "log"], value="log")
-    view = pn.Column(choice, pn.widgets.Button(label="Per-head errors"), hint("Click a cell."),
-                     pn.Card(pn.pane.HTML("inside"), title="Per-head values", collapsed=True),
-                     pn.panel(pn.bind(lambda scale: pn.pane.HTML(f"drawn {scale}"), choice)))
+    view = pn.Column(
+        choice,
+        pn.widgets.Button(label="Per-head errors"),
+        hint("Click a cell."),
+        pn.Card(pn.pane.HTML("inside"), title="Per-head values", collapsed=True),
+        pn.panel(pn.bind(lambda scale: pn.pane.HTML(f"drawn {scale}"), choice)),
+    )
     frozen = static_view(view)
     assert not frozen.select(pn.widgets.Widget) and not frozen.select(pn.Card)
     shown = " ".join(str(p.object) for p in frozen.select(pn.pane.HTML))

@@ -147,6 +147,5 @@ result._repr_html_()
 repr(result.views)
 print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in {UI_MODULES!r})))
 """
-    completed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
-                               cwd=REPO)
+    completed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=REPO)
     assert json.loads(completed.stdout) == []

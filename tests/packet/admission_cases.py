@@ -54,6 +54,7 @@ def flip_byte(name: str, offset: int = 0) -> Callable[[Path], None]:
         data = bytearray((path / name).read_bytes())
         data[offset] ^= 0x01
         (path / name).write_bytes(bytes(data))
+
     return change
 
 
@@ -61,6 +62,7 @@ def resize(name: str, delta: int) -> Callable[[Path], None]:
     def change(path: Path) -> None:
         data = (path / name).read_bytes()
         (path / name).write_bytes(data[:delta] if delta < 0 else data + b" " * delta)
+
     return change
 
 
@@ -73,6 +75,7 @@ def symlink_loop(name: str) -> Callable[[Path], None]:
         (path / name).unlink()
         os.symlink("loop-b", path / name)
         os.symlink(name, path / "loop-b")
+
     return change
 
 
@@ -81,6 +84,7 @@ def escape_symlink(name: str) -> Callable[[Path], None]:
         outside = path.parent / f"outside-{name}"
         os.replace(path / name, outside)
         os.symlink(outside, path / name)
+
     return change
 
 
@@ -88,6 +92,7 @@ def replace_with_directory(name: str) -> Callable[[Path], None]:
     def change(path: Path) -> None:
         (path / name).unlink()
         (path / name).mkdir()
+
     return change
 
 
@@ -95,6 +100,7 @@ def hard_link(name: str, target: str) -> Callable[[Path], None]:
     def change(path: Path) -> None:
         (path / name).unlink()
         os.link(path / target, path / name)
+
     return change
 
 
@@ -102,6 +108,7 @@ def symlink_alias(name: str, target: str) -> Callable[[Path], None]:
     def change(path: Path) -> None:
         (path / name).unlink()
         os.symlink(target, path / name)
+
     return change
 
 
@@ -109,6 +116,7 @@ def both(*changes: Callable[[Path], None]) -> Callable[[Path], None]:
     def change(path: Path) -> None:
         for one in changes:
             one(path)
+
     return change
 
 
@@ -157,13 +165,13 @@ def spec_kv_float16():
 
 def spec_cpu_terms():
     # 2 * 256 * 200 * 1024 = 104,857,600 multiply-add terms; about 2.6 MB of payload.
-    return synthetic_spec(qh=256, kvh=1, tokens=200, head_dim=1024, query_dtype="bfloat16",
-                          output_dtype="bfloat16")
+    return synthetic_spec(qh=256, kvh=1, tokens=200, head_dim=1024, query_dtype="bfloat16", output_dtype="bfloat16")
 
 
 def record_copies(count: int):
     def change(snapshot: dict) -> None:
         snapshot["records"] = [snapshot["records"][0]] * count
+
     return change
 
 
@@ -171,6 +179,7 @@ def storage_entries(count: int):
     def change(snapshot: dict) -> None:
         entry = snapshot["records"][0]["storage"]["key_slab"]
         snapshot["records"][0]["storage"] = {f"slab_{index}": entry for index in range(count)}
+
     return change
 
 
@@ -190,17 +199,51 @@ def big_stored(descriptor: dict) -> None:
 
 
 # Every code of docs/packet-format.md (its refusal codes and inconclusive codes).
-SPEC_REFUSAL_CODES = frozenset({
-    "field_invalid", "schema_unsupported", "tensor_set_invalid", "dtype_unsupported", "byte_order_unsupported",
-    "shape_invalid", "strides_not_packed", "byte_count_shape_mismatch", "payload_total_mismatch",
-    "snapshot_invalid", "record_budget_exceeded", "selection_identity_mismatch", "scale_invalid",
-    "observed_tensor_mismatch", "tensor_geometry_mismatch", "visible_range_mismatch", "kv_dtype_mismatch",
-    "path_invalid", "path_escape", "path_missing", "path_not_regular", "path_duplicate", "file_unreadable",
-    "byte_count_mismatch", "sha256_mismatch", "json_too_large", "payload_too_large", "json_invalid"})
-SPEC_REASON_CODES = frozenset({
-    "owner_selection_unsupported", "geometry_unsupported", "cpu_bound_exceeded", "forward_failed",
-    "sample_not_confirmed", "selected_forwards_not_one", "snapshot_refusals", "sample_tokens_missing",
-    "evaluation_not_completed"})
+SPEC_REFUSAL_CODES = frozenset(
+    {
+        "field_invalid",
+        "schema_unsupported",
+        "tensor_set_invalid",
+        "dtype_unsupported",
+        "byte_order_unsupported",
+        "shape_invalid",
+        "strides_not_packed",
+        "byte_count_shape_mismatch",
+        "payload_total_mismatch",
+        "snapshot_invalid",
+        "record_budget_exceeded",
+        "selection_identity_mismatch",
+        "scale_invalid",
+        "observed_tensor_mismatch",
+        "tensor_geometry_mismatch",
+        "visible_range_mismatch",
+        "kv_dtype_mismatch",
+        "path_invalid",
+        "path_escape",
+        "path_missing",
+        "path_not_regular",
+        "path_duplicate",
+        "file_unreadable",
+        "byte_count_mismatch",
+        "sha256_mismatch",
+        "json_too_large",
+        "payload_too_large",
+        "json_invalid",
+    }
+)
+SPEC_REASON_CODES = frozenset(
+    {
+        "owner_selection_unsupported",
+        "geometry_unsupported",
+        "cpu_bound_exceeded",
+        "forward_failed",
+        "sample_not_confirmed",
+        "selected_forwards_not_one",
+        "snapshot_refusals",
+        "sample_tokens_missing",
+        "evaluation_not_completed",
+    }
+)
 
 Q = "/tensors/queries"
 R = "/records/0"
@@ -234,19 +277,27 @@ REFUSED_CASES = [
     Case("geometry-array", [("field_invalid", "/geometry")], {"/geometry": []}),
     Case("evaluation-other", [("field_invalid", "/capture/evaluationStatus")], {"/capture/evaluationStatus": "done"}),
     Case("capture-missing", [("field_invalid", "/capture")], {"/capture": DELETE}),
-    Case("payload-total-zero", [("field_invalid", "/capture/tensorPayloadBytes")],
-         {"/capture/tensorPayloadBytes": 0}),
-    Case("payload-total-over", [("field_invalid", "/capture/tensorPayloadBytes")],
-         {"/capture/tensorPayloadBytes": TENSOR_LIMIT + 1}),
-    Case("payload-total-float", [("field_invalid", "/capture/tensorPayloadBytes")],
-         {"/capture/tensorPayloadBytes": 256.0}),
+    Case("payload-total-zero", [("field_invalid", "/capture/tensorPayloadBytes")], {"/capture/tensorPayloadBytes": 0}),
+    Case(
+        "payload-total-over",
+        [("field_invalid", "/capture/tensorPayloadBytes")],
+        {"/capture/tensorPayloadBytes": TENSOR_LIMIT + 1},
+    ),
+    Case(
+        "payload-total-float",
+        [("field_invalid", "/capture/tensorPayloadBytes")],
+        {"/capture/tensorPayloadBytes": 256.0},
+    ),
     Case("tensor-sha-upper", [("field_invalid", f"{Q}/sha256")], {f"{Q}/sha256": "A" * 64}),
     Case("tensor-count-string", [("field_invalid", f"{Q}/byteCount")], {f"{Q}/byteCount": "64"}),
     Case("tensor-entry-array", [("field_invalid", "/tensors/output")], {"/tensors/output": []}),
     Case("tensor-file-number", [("field_invalid", f"{Q}/file")], {f"{Q}/file": 7}),
     Case("tensor-set-missing", [("tensor_set_invalid", "/tensors")], {"/tensors/output": DELETE}),
-    Case("tensor-set-extra", [("tensor_set_invalid", "/tensors")],
-         lambda d: d["tensors"].update(bias=dict(d["tensors"]["queries"]))),
+    Case(
+        "tensor-set-extra",
+        [("tensor_set_invalid", "/tensors")],
+        lambda d: d["tensors"].update(bias=dict(d["tensors"]["queries"])),
+    ),
     Case("tensor-set-array", [("tensor_set_invalid", "/tensors")], {"/tensors": []}),
     Case("dtype-float64", [("dtype_unsupported", f"{Q}/dtype")], {f"{Q}/dtype": "float64"}),
     Case("dtype-missing", [("dtype_unsupported", f"{Q}/dtype")], {f"{Q}/dtype": DELETE}),
@@ -259,16 +310,20 @@ REFUSED_CASES = [
     Case("shape-string", [("shape_invalid", f"{Q}/shape")], {f"{Q}/shape": "1x4x1x4"}),
     Case("strides-wrong", [("strides_not_packed", f"{Q}/packedStrides")], {f"{Q}/packedStrides": [16, 4, 4, 2]}),
     Case("strides-short", [("strides_not_packed", f"{Q}/packedStrides")], {f"{Q}/packedStrides": [16, 4, 4]}),
-    Case("strides-float", [("strides_not_packed", f"{Q}/packedStrides")],
-         {f"{Q}/packedStrides": [16.0, 4, 4, 1]}),
+    Case("strides-float", [("strides_not_packed", f"{Q}/packedStrides")], {f"{Q}/packedStrides": [16.0, 4, 4, 1]}),
     Case("strides-missing", [("strides_not_packed", f"{Q}/packedStrides")], {f"{Q}/packedStrides": DELETE}),
     Case("byte-count-odd", [("byte_count_shape_mismatch", f"{Q}/byteCount")], {f"{Q}/byteCount": 63}),
     Case("byte-count-zero", [("byte_count_shape_mismatch", f"{Q}/byteCount")], {f"{Q}/byteCount": 0}),
-    Case("byte-count-negative-shape-broken", [("byte_count_shape_mismatch", f"{Q}/byteCount"),
-                                              ("shape_invalid", f"{Q}/shape")],
-         {f"{Q}/byteCount": -64, f"{Q}/shape": [64]}),
-    Case("payload-total-mismatch", [("payload_total_mismatch", "/capture/tensorPayloadBytes")],
-         lambda d: d["capture"].update(tensorPayloadBytes=d["capture"]["tensorPayloadBytes"] + 1)),
+    Case(
+        "byte-count-negative-shape-broken",
+        [("byte_count_shape_mismatch", f"{Q}/byteCount"), ("shape_invalid", f"{Q}/shape")],
+        {f"{Q}/byteCount": -64, f"{Q}/shape": [64]},
+    ),
+    Case(
+        "payload-total-mismatch",
+        [("payload_total_mismatch", "/capture/tensorPayloadBytes")],
+        lambda d: d["capture"].update(tensorPayloadBytes=d["capture"]["tensorPayloadBytes"] + 1),
+    ),
     # section 4: geometry between tensors
     Case("geometry-output-heads", [("tensor_geometry_mismatch", "/tensors")], spec=spec_output_heads),
     Case("geometry-head-dim", [("tensor_geometry_mismatch", "/tensors")], spec=spec_head_dim),
@@ -279,8 +334,11 @@ REFUSED_CASES = [
     Case("kv-dtype", [("kv_dtype_mismatch", "/tensors")], spec=spec_kv_float16),
     Case("visible-start", [("visible_range_mismatch", "/geometry/visibleStart")], {"/geometry/visibleStart": 1}),
     Case("visible-end-vs-tokens", [("visible_range_mismatch", "/geometry/visibleEnd")], {"/geometry/visibleEnd": 2}),
-    Case("visible-offset-after", [("visible_range_mismatch", "/geometry/visibleEnd")],
-         snapshot={f"{R}/offsetAfter": 4, f"{R}/offsetBefore": 3}),
+    Case(
+        "visible-offset-after",
+        [("visible_range_mismatch", "/geometry/visibleEnd")],
+        snapshot={f"{R}/offsetAfter": 4, f"{R}/offsetBefore": 3},
+    ),
     Case("visible-offset-step", [("visible_range_mismatch", f"{R}/offsetAfter")], snapshot={f"{R}/offsetBefore": 1}),
     # section 5: files
     Case("path-empty", [("path_invalid", f"{Q}/file")], {f"{Q}/file": ""}),
@@ -291,40 +349,70 @@ REFUSED_CASES = [
     Case("path-nul", [("path_invalid", f"{Q}/file")], {f"{Q}/file": "queries.bin\u0000"}),
     Case("path-invalid-metadata", [("path_invalid", "/metadata/file")], {"/metadata/file": "../x.json"}),
     Case("path-escape", [("path_escape", f"{Q}/file")], after=escape_symlink("queries.bin")),
-    Case("path-escape-metadata", [("path_escape", "/metadata/file")],
-         after=escape_symlink("attention-metadata.json")),
+    Case("path-escape-metadata", [("path_escape", "/metadata/file")], after=escape_symlink("attention-metadata.json")),
     Case("path-missing", [("path_missing", f"{Q}/file")], {f"{Q}/file": "absent.bin"}),
     Case("path-missing-below-file", [("path_missing", f"{Q}/file")], {f"{Q}/file": "queries.bin/x"}),
     Case("path-missing-metadata", [("path_missing", "/metadata/file")], after=remove("attention-metadata.json")),
     Case("path-directory", [("path_not_regular", f"{Q}/file")], after=replace_with_directory("queries.bin")),
     Case("path-packet-dir-itself", [("path_not_regular", f"{Q}/file")], {f"{Q}/file": "."}),
-    Case("duplicate-name", [("path_duplicate", "/tensors/storedValues/file")],
-         {"/tensors/storedValues/file": "stored-keys.bin"}),
+    Case(
+        "duplicate-name",
+        [("path_duplicate", "/tensors/storedValues/file")],
+        {"/tensors/storedValues/file": "stored-keys.bin"},
+    ),
     Case("duplicate-packet-json", [("path_duplicate", "/metadata/file")], {"/metadata/file": "packet.json"}),
-    Case("duplicate-hard-link", [("path_duplicate", "/tensors/output/file")],
-         after=hard_link("output.bin", "queries.bin")),
-    Case("duplicate-symlink", [("path_duplicate", "/tensors/output/file")],
-         after=symlink_alias("output.bin", "queries.bin")),
+    Case(
+        "duplicate-hard-link",
+        [("path_duplicate", "/tensors/output/file")],
+        after=hard_link("output.bin", "queries.bin"),
+    ),
+    Case(
+        "duplicate-symlink",
+        [("path_duplicate", "/tensors/output/file")],
+        after=symlink_alias("output.bin", "queries.bin"),
+    ),
     Case("unreadable-symlink-loop", [("file_unreadable", f"{Q}/file")], after=symlink_loop("queries.bin")),
     Case("byte-count-truncated", [("byte_count_mismatch", f"{Q}/byteCount")], after=resize("queries.bin", -1)),
     Case("byte-count-longer", [("byte_count_mismatch", f"{Q}/byteCount")], after=resize("queries.bin", 1)),
-    Case("byte-count-metadata", [("byte_count_mismatch", "/metadata/byteCount")],
-         after=resize("attention-metadata.json", 1)),
+    Case(
+        "byte-count-metadata",
+        [("byte_count_mismatch", "/metadata/byteCount")],
+        after=resize("attention-metadata.json", 1),
+    ),
     Case("sha-flipped", [("sha256_mismatch", f"{Q}/sha256")], after=flip_byte("queries.bin")),
-    Case("sha-two-files", [("sha256_mismatch", f"{Q}/sha256"), ("sha256_mismatch", "/tensors/storedKeys/sha256")],
-         after=both(flip_byte("queries.bin"), flip_byte("stored-keys.bin", 5))),
+    Case(
+        "sha-two-files",
+        [("sha256_mismatch", f"{Q}/sha256"), ("sha256_mismatch", "/tensors/storedKeys/sha256")],
+        after=both(flip_byte("queries.bin"), flip_byte("stored-keys.bin", 5)),
+    ),
     Case("sha-declared-other", [("sha256_mismatch", "/tensors/output/sha256")], {"/tensors/output/sha256": SHA_A}),
     Case("sha-metadata", [("sha256_mismatch", "/metadata/sha256")], after=flip_byte("attention-metadata.json", 3)),
     Case("json-too-large-packet", [("json_too_large", None)], after=pad_packet_json),
-    Case("json-too-large-metadata", [("json_too_large", "/metadata/file")],
-         lambda d: d["metadata"].update(byteCount=JSON_LIMIT), metadata=b"{}" + b" " * JSON_LIMIT),
-    Case("payload-too-large-2gb", [("observed_tensor_mismatch", f"{R}/queries/shape"),
-                                   ("payload_too_large", f"{Q}/shape"),
-                                   ("payload_total_mismatch", "/capture/tensorPayloadBytes"),
-                                   ("tensor_geometry_mismatch", "/tensors")], huge_queries),
-    Case("payload-too-large-sum", [("payload_too_large", "/tensors"),
-                                   ("payload_total_mismatch", "/capture/tensorPayloadBytes"),
-                                   ("visible_range_mismatch", "/geometry/visibleEnd")], big_stored),
+    Case(
+        "json-too-large-metadata",
+        [("json_too_large", "/metadata/file")],
+        lambda d: d["metadata"].update(byteCount=JSON_LIMIT),
+        metadata=b"{}" + b" " * JSON_LIMIT,
+    ),
+    Case(
+        "payload-too-large-2gb",
+        [
+            ("observed_tensor_mismatch", f"{R}/queries/shape"),
+            ("payload_too_large", f"{Q}/shape"),
+            ("payload_total_mismatch", "/capture/tensorPayloadBytes"),
+            ("tensor_geometry_mismatch", "/tensors"),
+        ],
+        huge_queries,
+    ),
+    Case(
+        "payload-too-large-sum",
+        [
+            ("payload_too_large", "/tensors"),
+            ("payload_total_mismatch", "/capture/tensorPayloadBytes"),
+            ("visible_range_mismatch", "/geometry/visibleEnd"),
+        ],
+        big_stored,
+    ),
     Case("packet-json-invalid", [("json_invalid", None)], after=lambda p: (p / "packet.json").write_text("{")),
     Case("packet-json-missing", [("path_missing", None)], after=remove("packet.json")),
     Case("packet-json-directory", [("path_not_regular", None)], after=replace_with_directory("packet.json")),
@@ -333,23 +421,39 @@ REFUSED_CASES = [
     Case("metadata-not-utf8", [("json_invalid", "/metadata/file")], metadata=b'{"a": "\xff"}'),
     # section 3: the snapshot
     Case("config-missing", [("snapshot_invalid", "/configuration")], snapshot={"/configuration": DELETE}),
-    Case("request-id-zero", [("snapshot_invalid", "/configuration/requestID")],
-         snapshot={"/configuration/requestID": 0, f"{R}/requestID": 0}),
-    Case("request-id-over", [("snapshot_invalid", "/configuration/requestID")],
-         snapshot={"/configuration/requestID": 2**64, f"{R}/requestID": 2**64}),
-    Case("output-index-over", [("snapshot_invalid", "/configuration/outputIndex")],
-         snapshot={"/configuration/outputIndex": 1_000_001, f"{R}/outputIndex": 1_000_001}),
-    Case("maximum-records-zero", [("snapshot_invalid", "/configuration/maximumRecords")],
-         snapshot={"/configuration/maximumRecords": 0}),
+    Case(
+        "request-id-zero",
+        [("snapshot_invalid", "/configuration/requestID")],
+        snapshot={"/configuration/requestID": 0, f"{R}/requestID": 0},
+    ),
+    Case(
+        "request-id-over",
+        [("snapshot_invalid", "/configuration/requestID")],
+        snapshot={"/configuration/requestID": 2**64, f"{R}/requestID": 2**64},
+    ),
+    Case(
+        "output-index-over",
+        [("snapshot_invalid", "/configuration/outputIndex")],
+        snapshot={"/configuration/outputIndex": 1_000_001, f"{R}/outputIndex": 1_000_001},
+    ),
+    Case(
+        "maximum-records-zero",
+        [("snapshot_invalid", "/configuration/maximumRecords")],
+        snapshot={"/configuration/maximumRecords": 0},
+    ),
     Case("records-empty", [("snapshot_invalid", "/records")], snapshot={"/records": []}),
     Case("records-over-128", [("snapshot_invalid", "/records")], snapshot=record_copies(129)),
-    Case("records-second-not-object", [("snapshot_invalid", "/records/1")],
-         snapshot=lambda s: (s["records"].append(1), s["configuration"].update(maximumRecords=2))),
+    Case(
+        "records-second-not-object",
+        [("snapshot_invalid", "/records/1")],
+        snapshot=lambda s: (s["records"].append(1), s["configuration"].update(maximumRecords=2)),
+    ),
     Case("record-not-object", [("snapshot_invalid", "/records/0")], snapshot={"/records/0": "record"}),
     Case("selected-forwards-over", [("snapshot_invalid", "/selectedForwards")], snapshot={"/selectedForwards": 129}),
     Case("owner-count-zero", [("snapshot_invalid", "/expectedOwnerCount")], snapshot={"/expectedOwnerCount": 0}),
-    Case("forward-succeeded-string", [("snapshot_invalid", "/forwardSucceeded")],
-         snapshot={"/forwardSucceeded": "yes"}),
+    Case(
+        "forward-succeeded-string", [("snapshot_invalid", "/forwardSucceeded")], snapshot={"/forwardSucceeded": "yes"}
+    ),
     Case("sample-outcome-other", [("snapshot_invalid", "/sampleOutcome")], snapshot={"/sampleOutcome": "maybe"}),
     Case("seed-token-negative", [("snapshot_invalid", "/seedToken")], snapshot={"/seedToken": -1}),
     Case("target-token-over", [("snapshot_invalid", "/targetToken")], snapshot={"/targetToken": 2**31}),
@@ -358,23 +462,35 @@ REFUSED_CASES = [
     Case("record-request-string", [("snapshot_invalid", f"{R}/requestID")], snapshot={f"{R}/requestID": "2"}),
     Case("record-phase-number", [("snapshot_invalid", f"{R}/phase")], snapshot={f"{R}/phase": 5}),
     Case("record-batch-size-zero", [("snapshot_invalid", f"{R}/batchSize")], snapshot={f"{R}/batchSize": 0}),
-    Case("record-offset-negative", [("snapshot_invalid", f"{R}/offsetBefore")],
-         snapshot={f"{R}/offsetBefore": -1}),
-    Case("record-kernel-dtype", [("snapshot_invalid", f"{R}/kernelOutputDType")],
-         snapshot={f"{R}/kernelOutputDType": "float64"}),
-    Case("record-observed-dtype", [("snapshot_invalid", f"{R}/queries/dtype")],
-         snapshot={f"{R}/queries/dtype": "int8"}),
-    Case("record-observed-shape-long", [("snapshot_invalid", f"{R}/output/shape")],
-         snapshot={f"{R}/output/shape": [1] * 9, f"{R}/output/graphConstructionStrides": [1] * 9}),
-    Case("record-observed-strides", [("snapshot_invalid", f"{R}/queries/graphConstructionStrides")],
-         snapshot={f"{R}/queries/graphConstructionStrides": [1, 2, 3]}),
+    Case("record-offset-negative", [("snapshot_invalid", f"{R}/offsetBefore")], snapshot={f"{R}/offsetBefore": -1}),
+    Case(
+        "record-kernel-dtype",
+        [("snapshot_invalid", f"{R}/kernelOutputDType")],
+        snapshot={f"{R}/kernelOutputDType": "float64"},
+    ),
+    Case(
+        "record-observed-dtype", [("snapshot_invalid", f"{R}/queries/dtype")], snapshot={f"{R}/queries/dtype": "int8"}
+    ),
+    Case(
+        "record-observed-shape-long",
+        [("snapshot_invalid", f"{R}/output/shape")],
+        snapshot={f"{R}/output/shape": [1] * 9, f"{R}/output/graphConstructionStrides": [1] * 9},
+    ),
+    Case(
+        "record-observed-strides",
+        [("snapshot_invalid", f"{R}/queries/graphConstructionStrides")],
+        snapshot={f"{R}/queries/graphConstructionStrides": [1, 2, 3]},
+    ),
     Case("record-storage-empty", [("snapshot_invalid", f"{R}/storage")], snapshot={f"{R}/storage": {}}),
     Case("record-storage-65", [("snapshot_invalid", f"{R}/storage")], snapshot=storage_entries(65)),
     Case("record-flag-int", [("snapshot_invalid", f"{R}/sinksPresent")], snapshot={f"{R}/sinksPresent": 0}),
     Case("record-budget", [("record_budget_exceeded", "/records")], snapshot=record_copies(2)),
     Case("identity-request", [("selection_identity_mismatch", f"{R}/requestID")], snapshot={f"{R}/requestID": 3}),
-    Case("identity-output-index", [("selection_identity_mismatch", f"{R}/outputIndex")],
-         snapshot={f"{R}/outputIndex": 61}),
+    Case(
+        "identity-output-index",
+        [("selection_identity_mismatch", f"{R}/outputIndex")],
+        snapshot={f"{R}/outputIndex": 61},
+    ),
     Case("scale-zero", [("scale_invalid", f"{R}/scaleBits")], snapshot={f"{R}/scaleBits": 0}),
     Case("scale-infinite", [("scale_invalid", f"{R}/scaleBits")], snapshot={f"{R}/scaleBits": 0x7F800000}),
     Case("scale-nan", [("scale_invalid", f"{R}/scaleBits")], snapshot={f"{R}/scaleBits": 0x7FC00000}),
@@ -383,51 +499,106 @@ REFUSED_CASES = [
     Case("scale-minus-one", [("scale_invalid", f"{R}/scaleBits")], snapshot={f"{R}/scaleBits": -1}),
     Case("scale-float", [("scale_invalid", f"{R}/scaleBits")], snapshot={f"{R}/scaleBits": 0.0625}),
     Case("scale-missing", [("scale_invalid", f"{R}/scaleBits")], snapshot={f"{R}/scaleBits": DELETE}),
-    Case("observed-dtype", [("observed_tensor_mismatch", f"{R}/queries/dtype")],
-         snapshot={f"{R}/queries/dtype": "bfloat16"}),
-    Case("observed-shape", [("observed_tensor_mismatch", f"{R}/output/shape")],
-         snapshot={f"{R}/output/shape": [1, 4, 1, 8]}),
-    Case("observed-storage-dtype", [("observed_tensor_mismatch", f"{R}/storage/key_slab/dtype")],
-         snapshot={f"{R}/storage/key_slab/dtype": "float16"}),
+    Case(
+        "observed-dtype",
+        [("observed_tensor_mismatch", f"{R}/queries/dtype")],
+        snapshot={f"{R}/queries/dtype": "bfloat16"},
+    ),
+    Case(
+        "observed-shape",
+        [("observed_tensor_mismatch", f"{R}/output/shape")],
+        snapshot={f"{R}/output/shape": [1, 4, 1, 8]},
+    ),
+    Case(
+        "observed-storage-dtype",
+        [("observed_tensor_mismatch", f"{R}/storage/key_slab/dtype")],
+        snapshot={f"{R}/storage/key_slab/dtype": "float16"},
+    ),
 ]
 
 # Section 6 cascades: a check whose input is already broken is skipped.
 CASCADE_CASES = [
-    Case("length-mismatch-not-hashed", [("byte_count_mismatch", f"{Q}/byteCount")],
-         after=both(resize("queries.bin", -1), flip_byte("queries.bin"))),
-    Case("missing-file-not-measured", [("path_missing", f"{Q}/file")], {f"{Q}/file": "absent.bin",
-                                                                        f"{Q}/sha256": SHA_A}),
-    Case("broken-descriptor-no-geometry", [("shape_invalid", "/tensors/storedKeys/shape")],
-         {"/tensors/storedKeys/shape": [1, 2, 3, 4, 1]}),
-    Case("broken-descriptor-no-observed-check", [("dtype_unsupported", f"{Q}/dtype")], {f"{Q}/dtype": "float64"},
-         snapshot={f"{R}/queries/dtype": "bfloat16"}),
-    Case("invalid-byte-count-no-total", [("byte_count_shape_mismatch", f"{Q}/byteCount")],
-         lambda d: (d["tensors"]["queries"].update(byteCount=65), d["capture"].update(tensorPayloadBytes=999))),
-    Case("set-invalid-no-geometry-or-total", [("tensor_set_invalid", "/tensors")], {"/tensors/incomingKeys": DELETE},
-         spec=spec_three_query_heads),
+    Case(
+        "length-mismatch-not-hashed",
+        [("byte_count_mismatch", f"{Q}/byteCount")],
+        after=both(resize("queries.bin", -1), flip_byte("queries.bin")),
+    ),
+    Case(
+        "missing-file-not-measured", [("path_missing", f"{Q}/file")], {f"{Q}/file": "absent.bin", f"{Q}/sha256": SHA_A}
+    ),
+    Case(
+        "broken-descriptor-no-geometry",
+        [("shape_invalid", "/tensors/storedKeys/shape")],
+        {"/tensors/storedKeys/shape": [1, 2, 3, 4, 1]},
+    ),
+    Case(
+        "broken-descriptor-no-observed-check",
+        [("dtype_unsupported", f"{Q}/dtype")],
+        {f"{Q}/dtype": "float64"},
+        snapshot={f"{R}/queries/dtype": "bfloat16"},
+    ),
+    Case(
+        "invalid-byte-count-no-total",
+        [("byte_count_shape_mismatch", f"{Q}/byteCount")],
+        lambda d: (d["tensors"]["queries"].update(byteCount=65), d["capture"].update(tensorPayloadBytes=999)),
+    ),
+    Case(
+        "set-invalid-no-geometry-or-total",
+        [("tensor_set_invalid", "/tensors")],
+        {"/tensors/incomingKeys": DELETE},
+        spec=spec_three_query_heads,
+    ),
     Case("set-valid-geometry-checked", [("tensor_geometry_mismatch", "/tensors")], spec=spec_three_query_heads),
-    Case("metadata-hash-not-interpreted", [("sha256_mismatch", "/metadata/sha256")],
-         lambda d: d["metadata"].update(sha256=SHA_A), snapshot={f"{R}/scaleBits": 0, "/sampleOutcome": "maybe"}),
-    Case("structural-record-no-cross-checks", [("snapshot_invalid", f"{R}/phase")],
-         snapshot={f"{R}/phase": 5, f"{R}/requestID": 3, f"{R}/offsetBefore": 0, f"{R}/queries/dtype": "bfloat16"}),
-    Case("scale-invalid-keeps-cross-checks", [("scale_invalid", f"{R}/scaleBits"),
-                                              ("selection_identity_mismatch", f"{R}/requestID")],
-         snapshot={f"{R}/scaleBits": 0, f"{R}/requestID": 3}),
-    Case("refused-packet-has-no-reasons", [("sha256_mismatch", f"{Q}/sha256")],
-         snapshot={"/sampleOutcome": "discarded", "/forwardSucceeded": False}, after=flip_byte("queries.bin")),
-    Case("many-problems-at-once", [("field_invalid", "/identity/modelID"), ("path_missing", "/tensors/output/file"),
-                                   ("scale_invalid", f"{R}/scaleBits"), ("schema_unsupported", "/schema"),
-                                   ("sha256_mismatch", f"{Q}/sha256"),
-                                   ("strides_not_packed", "/tensors/storedKeys/packedStrides")],
-         {"/schema": "x", "/identity/modelID": "", "/tensors/output/file": "gone.bin",
-          "/tensors/storedKeys/packedStrides": [1, 1, 1, 1]},
-         snapshot={f"{R}/scaleBits": 0x7F800000}, after=flip_byte("queries.bin", 7)),
+    Case(
+        "metadata-hash-not-interpreted",
+        [("sha256_mismatch", "/metadata/sha256")],
+        lambda d: d["metadata"].update(sha256=SHA_A),
+        snapshot={f"{R}/scaleBits": 0, "/sampleOutcome": "maybe"},
+    ),
+    Case(
+        "structural-record-no-cross-checks",
+        [("snapshot_invalid", f"{R}/phase")],
+        snapshot={f"{R}/phase": 5, f"{R}/requestID": 3, f"{R}/offsetBefore": 0, f"{R}/queries/dtype": "bfloat16"},
+    ),
+    Case(
+        "scale-invalid-keeps-cross-checks",
+        [("scale_invalid", f"{R}/scaleBits"), ("selection_identity_mismatch", f"{R}/requestID")],
+        snapshot={f"{R}/scaleBits": 0, f"{R}/requestID": 3},
+    ),
+    Case(
+        "refused-packet-has-no-reasons",
+        [("sha256_mismatch", f"{Q}/sha256")],
+        snapshot={"/sampleOutcome": "discarded", "/forwardSucceeded": False},
+        after=flip_byte("queries.bin"),
+    ),
+    Case(
+        "many-problems-at-once",
+        [
+            ("field_invalid", "/identity/modelID"),
+            ("path_missing", "/tensors/output/file"),
+            ("scale_invalid", f"{R}/scaleBits"),
+            ("schema_unsupported", "/schema"),
+            ("sha256_mismatch", f"{Q}/sha256"),
+            ("strides_not_packed", "/tensors/storedKeys/packedStrides"),
+        ],
+        {
+            "/schema": "x",
+            "/identity/modelID": "",
+            "/tensors/output/file": "gone.bin",
+            "/tensors/storedKeys/packedStrides": [1, 1, 1, 1],
+        },
+        snapshot={f"{R}/scaleBits": 0x7F800000},
+        after=flip_byte("queries.bin", 7),
+    ),
 ]
 
 INCONCLUSIVE_CASES = [
     Case("owner-count", ["owner_selection_unsupported"], snapshot={"/expectedOwnerCount": 2}),
-    Case("owner-records", ["owner_selection_unsupported"],
-         snapshot=lambda s: (s["records"].append(s["records"][0]), s["configuration"].update(maximumRecords=2))),
+    Case(
+        "owner-records",
+        ["owner_selection_unsupported"],
+        snapshot=lambda s: (s["records"].append(s["records"][0]), s["configuration"].update(maximumRecords=2)),
+    ),
     Case("owner-record-index", ["owner_selection_unsupported"], {"/metadata/recordIndex": 1}),
     Case("geometry-attention", ["geometry_unsupported"], {"/geometry/attention": "sliding"}),
     Case("geometry-bidirectional", ["geometry_unsupported"], {"/geometry/isBidirectional": True}),
@@ -441,8 +612,12 @@ INCONCLUSIVE_CASES = [
     Case("geometry-input-width", ["geometry_unsupported"], snapshot={f"{R}/inputWidth": 2}),
     Case("geometry-phase", ["geometry_unsupported"], snapshot={f"{R}/phase": "prefill"}),
     Case("geometry-dispatch", ["geometry_unsupported"], snapshot={f"{R}/dispatch": "contiguous_sdpa"}),
-    Case("geometry-dispatch-contiguous", ["geometry_unsupported"], spec=lambda: synthetic_spec(backend="contiguous"),
-         snapshot={f"{R}/dispatch": "paged_fixed_decode"}),
+    Case(
+        "geometry-dispatch-contiguous",
+        ["geometry_unsupported"],
+        spec=lambda: synthetic_spec(backend="contiguous"),
+        snapshot={f"{R}/dispatch": "paged_fixed_decode"},
+    ),
     Case("cpu-query-heads", ["cpu_bound_exceeded"], spec=lambda: synthetic_spec(qh=257, kvh=1)),
     Case("cpu-head-dim", ["cpu_bound_exceeded"], spec=lambda: synthetic_spec(qh=1, kvh=1, tokens=1, head_dim=1025)),
     Case("cpu-terms", ["cpu_bound_exceeded"], spec=spec_cpu_terms),
@@ -455,14 +630,30 @@ INCONCLUSIVE_CASES = [
     Case("target-token-absent", ["sample_tokens_missing"], snapshot={"/targetToken": DELETE}),
     Case("evaluation-failed", ["evaluation_not_completed"], {"/capture/evaluationStatus": "failed"}),
     Case("evaluation-not-evaluated", ["evaluation_not_completed"], {"/capture/evaluationStatus": "not_evaluated"}),
-    Case("all-reasons-in-table-order",
-         ["owner_selection_unsupported", "geometry_unsupported", "cpu_bound_exceeded", "forward_failed",
-          "sample_not_confirmed", "selected_forwards_not_one", "snapshot_refusals", "sample_tokens_missing",
-          "evaluation_not_completed"],
-         {"/capture/evaluationStatus": "failed", "/geometry/attention": "local"},
-         spec=lambda: synthetic_spec(qh=257, kvh=1),
-         snapshot={"/expectedOwnerCount": 3, "/forwardSucceeded": False, "/sampleOutcome": "forward_failed",
-                   "/selectedForwards": 0, "/refusals": {"x": 2}, "/seedToken": None}),
+    Case(
+        "all-reasons-in-table-order",
+        [
+            "owner_selection_unsupported",
+            "geometry_unsupported",
+            "cpu_bound_exceeded",
+            "forward_failed",
+            "sample_not_confirmed",
+            "selected_forwards_not_one",
+            "snapshot_refusals",
+            "sample_tokens_missing",
+            "evaluation_not_completed",
+        ],
+        {"/capture/evaluationStatus": "failed", "/geometry/attention": "local"},
+        spec=lambda: synthetic_spec(qh=257, kvh=1),
+        snapshot={
+            "/expectedOwnerCount": 3,
+            "/forwardSucceeded": False,
+            "/sampleOutcome": "forward_failed",
+            "/selectedForwards": 0,
+            "/refusals": {"x": 2},
+            "/seedToken": None,
+        },
+    ),
 ]
 
 # Supported variants that add no reason.
@@ -473,13 +664,14 @@ ANALYZABLE_CASES = [
     Case("contiguous-backend", [], spec=lambda: synthetic_spec(backend="contiguous")),
     Case("snapshot-extra-keys-kept", [], snapshot={"/unknownExtra": {"kept": [1, 2]}}),
     Case("extra-keys-ignored", [], lambda d: d.update(note={"any": [None, 1.5]})),
-    Case("all-16-bit", [], spec=lambda: synthetic_spec(query_dtype="float16", kv_dtype="float16",
-                                                        output_dtype="bfloat16")),
+    Case(
+        "all-16-bit",
+        [],
+        spec=lambda: synthetic_spec(query_dtype="float16", kv_dtype="float16", output_dtype="bfloat16"),
+    ),
     Case("maximum-records-128", [], snapshot={"/configuration/maximumRecords": 128}),
     Case("negative-strides-observed", [], snapshot={f"{R}/queries/graphConstructionStrides": [0, -4, 3, 1]}),
 ]
-
-
 
 
 def ids(cases: list[Case]) -> list[str]:

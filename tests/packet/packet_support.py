@@ -66,8 +66,9 @@ def with_tensor(spec: PacketSpec, name: str, bits: np.ndarray, dtype: str | None
     return dataclasses.replace(spec, tensors=tensors, snapshot=snapshot)
 
 
-def build(directory: Path, *, spec: PacketSpec | None = None, descriptor=None, snapshot=None,
-          metadata: bytes | None = None) -> Path:
+def build(
+    directory: Path, *, spec: PacketSpec | None = None, descriptor=None, snapshot=None, metadata: bytes | None = None
+) -> Path:
     """Write a packet: `spec` (default synthetic_spec()) with snapshot and packet.json changes applied."""
     spec = synthetic_spec() if spec is None else spec
     if snapshot is not None:

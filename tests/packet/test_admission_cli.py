@@ -43,16 +43,33 @@ def test_cli_exit_status_inconclusive(tmp_path, capsys, case):
     assert report["refusals"] == [] and report["tensors"] is not None
 
 
-SUBPROCESS_CASES = {case.id: case for case in REFUSED_CASES + INCONCLUSIVE_CASES + ANALYZABLE_CASES
-                    if case.id in ("valid", "sha-flipped", "json-too-large-packet", "path-escape", "scale-nan",
-                                   "not-confirmed", "cpu-head-dim", "packet-json-missing")}
+SUBPROCESS_CASES = {
+    case.id: case
+    for case in REFUSED_CASES + INCONCLUSIVE_CASES + ANALYZABLE_CASES
+    if case.id
+    in (
+        "valid",
+        "sha-flipped",
+        "json-too-large-packet",
+        "path-escape",
+        "scale-nan",
+        "not-confirmed",
+        "cpu-head-dim",
+        "packet-json-missing",
+    )
+}
 
 
 @pytest.mark.parametrize("case", list(SUBPROCESS_CASES.values()), ids=list(SUBPROCESS_CASES))
 def test_python_m_explorer_exit_status(tmp_path, case):
     path = write_case(case, tmp_path / "packet")
-    completed = subprocess.run([sys.executable, "-m", "explorer", "analyze", str(path), "--json"],
-                               capture_output=True, text=True, timeout=120, cwd=REPO)
+    completed = subprocess.run(
+        [sys.executable, "-m", "explorer", "analyze", str(path), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+    )
     report = json.loads(completed.stdout)
     assert completed.returncode == EXIT_STATUS[report["status"]]
     if case.expected and isinstance(case.expected[0], tuple):

@@ -25,8 +25,13 @@ from admission_cases import SPEC_REASON_CODES, SPEC_REFUSAL_CODES
 REPO = Path(__file__).resolve().parents[2]
 DOCS = REPO / "docs"
 AFTER_NUMERICS_CODES = {numerics.LAST_ROW_MISMATCH, numerics.NONFINITE_INPUTS_REASON, numerics.NONFINITE_COMPARISON}
-UNDEFINED_CODES = {reference.QUERIES_NOT_FLOAT32, reference.STORAGE_NOT_NARROW, reference.NONFINITE_LOGITS,
-                   "nonfinite_values", "zero_reference_norm"}
+UNDEFINED_CODES = {
+    reference.QUERIES_NOT_FLOAT32,
+    reference.STORAGE_NOT_NARROW,
+    reference.NONFINITE_LOGITS,
+    "nonfinite_values",
+    "zero_reference_norm",
+}
 TABLE_CODE = re.compile(r"^\| `([a-z0-9_]+)` \|", re.MULTILINE)
 LINK = re.compile(r"\]\(([^)#]+)")
 
@@ -42,8 +47,9 @@ def _keys(value) -> set[str]:
 def test_the_packet_doc_explains_every_refusal_and_inconclusive_code_once():
     text = (DOCS / "packet-format.md").read_text()
     tabled = [code for code in TABLE_CODE.findall(text) if code not in (ANALYZED, INCONCLUSIVE, REFUSED)]
-    assert sorted(tabled) == sorted(SPEC_REFUSAL_CODES | SPEC_REASON_CODES | AFTER_NUMERICS_CODES
-                                    | {memory.MEMORY_BOUND_EXCEEDED})
+    assert sorted(tabled) == sorted(
+        SPEC_REFUSAL_CODES | SPEC_REASON_CODES | AFTER_NUMERICS_CODES | {memory.MEMORY_BOUND_EXCEEDED}
+    )
 
 
 def test_the_report_doc_names_every_key_and_undefined_reason_the_report_carries():
@@ -59,20 +65,34 @@ def _missing(text: str, keys: set[str]) -> set[str]:
     return {key for key in keys if f"`{key}`" not in text}
 
 
-PAIRS = (("qwen36-pair-paged", "qwen36-pair-contiguous"), ("qwen36-pair-paged", "qwen36-pair-contiguous-input-differs"),
-         ("qwen36-pair-paged", "qwen36-pair-contiguous-other-layer"), ("refused-hash-mismatch", "fp16-kv"))
-PAIR_CODES = {pair_model.SIDE_INCONCLUSIVE, pair_model.SELECTION_DIFFERS, pair_model.SHAPE_DIFFERS,
-              pair_model.INPUTS_DIFFER, pair_model.SCALE_DIFFERS, pair_model.NO_REFERENCE,
-              compare_emulation.SIDE_REFUSED, compare_emulation.OUTPUT_DTYPES_DIFFER,
-              compare_emulation.SHARED_INPUTS, compare_emulation.EACH_SIDE_INPUTS, compare_module.COMPARED}
+PAIRS = (
+    ("qwen36-pair-paged", "qwen36-pair-contiguous"),
+    ("qwen36-pair-paged", "qwen36-pair-contiguous-input-differs"),
+    ("qwen36-pair-paged", "qwen36-pair-contiguous-other-layer"),
+    ("refused-hash-mismatch", "fp16-kv"),
+)
+PAIR_CODES = {
+    pair_model.SIDE_INCONCLUSIVE,
+    pair_model.SELECTION_DIFFERS,
+    pair_model.SHAPE_DIFFERS,
+    pair_model.INPUTS_DIFFER,
+    pair_model.SCALE_DIFFERS,
+    pair_model.NO_REFERENCE,
+    compare_emulation.SIDE_REFUSED,
+    compare_emulation.OUTPUT_DTYPES_DIFFER,
+    compare_emulation.SHARED_INPUTS,
+    compare_emulation.EACH_SIDE_INPUTS,
+    compare_module.COMPARED,
+}
 
 
 def test_the_pairs_doc_names_every_key_and_code_of_the_comparison_report():
     text = "".join((DOCS / name).read_text() for name in ("pairs.md", "report.md"))  # shared blocks: report.md
     keys = set()
     for a, b in PAIRS:
-        keys |= _keys(compare_module.compare(REPO / "sample_packets" / a, REPO / "sample_packets" / b,
-                                             emulate="default").report())
+        keys |= _keys(
+            compare_module.compare(REPO / "sample_packets" / a, REPO / "sample_packets" / b, emulate="default").report()
+        )
     assert {"emulationMatrix", "emulatedOn", "bitEqual"} <= keys  # the emulation keys were produced
     assert _missing(text, keys | PAIR_CODES) == set()
 

@@ -35,13 +35,28 @@ def test_valid_packet_admission_contents(packet):
     assert admission.identity == {**spec.identity, "authenticated": False}
     record = spec.snapshot["records"][0]
     assert admission.selection == {
-        "requestID": 2, "outputIndex": 62, "phase": "decode", "storageLayerIndex": record["storageLayerIndex"],
-        "modelLayerIndex": record["modelLayerIndex"], "offsetBefore": 2, "offsetAfter": 3,
-        "scaleBits": record["scaleBits"], "scale": 0.5, "dispatch": "paged_fixed_decode",
-        "kernelOutputDType": "float32"}
+        "requestID": 2,
+        "outputIndex": 62,
+        "phase": "decode",
+        "storageLayerIndex": record["storageLayerIndex"],
+        "modelLayerIndex": record["modelLayerIndex"],
+        "offsetBefore": 2,
+        "offsetAfter": 3,
+        "scaleBits": record["scaleBits"],
+        "scale": 0.5,
+        "dispatch": "paged_fixed_decode",
+        "kernelOutputDType": "float32",
+    }
     assert admission.scale == 0.5 and admission.kernel_output_dtype == "float32"
-    assert admission.sample == {"forwardSucceeded": True, "sampleOutcome": "confirmed", "seedToken": 11346,
-                                "targetToken": 6829, "selectedForwards": 1, "expectedOwnerCount": 1, "refusals": {}}
+    assert admission.sample == {
+        "forwardSucceeded": True,
+        "sampleOutcome": "confirmed",
+        "seedToken": 11346,
+        "targetToken": 6829,
+        "selectedForwards": 1,
+        "expectedOwnerCount": 1,
+        "refusals": {},
+    }
     assert admission.geometry == {"queryHeads": 4, "kvHeads": 2, "groupSize": 2, "headDim": 4, "tokens": 3}
     assert admission.packet_sha256 == hashlib.sha256((packet / "packet.json").read_bytes()).hexdigest()
     assert admission.metadata_sha256 == hashlib.sha256((packet / "attention-metadata.json").read_bytes()).hexdigest()
@@ -103,8 +118,7 @@ def test_packet_json_escaping_symlink(packet, tmp_path):
 
 
 @NO_HANG
-@pytest.mark.parametrize("name, field", [("queries.bin", f"{Q}/file"),
-                                         ("attention-metadata.json", "/metadata/file")])
+@pytest.mark.parametrize("name, field", [("queries.bin", f"{Q}/file"), ("attention-metadata.json", "/metadata/file")])
 def test_fifo_is_refused_without_hanging(packet, name, field):
     (packet / name).unlink()
     os.mkfifo(packet / name)
@@ -260,8 +274,15 @@ def test_unverified_metadata_is_not_interpreted(packet):
 
 
 def test_refusals_are_sorted_by_code_then_field(tmp_path):
-    path = build(tmp_path / "packet", descriptor={"/tensors/output/dtype": "x", "/tensors/queries/dtype": "y",
-                                                  "/schema": "z", "/identity/backend": 1})
+    path = build(
+        tmp_path / "packet",
+        descriptor={
+            "/tensors/output/dtype": "x",
+            "/tensors/queries/dtype": "y",
+            "/schema": "z",
+            "/identity/backend": 1,
+        },
+    )
     admission = admit(path)
     keys = [(p.code, p.field) for p in admission.refusals]
     assert keys == sorted(keys) and len(keys) == 4

@@ -64,8 +64,9 @@ def test_a_directory_swapped_with_an_outside_link_is_never_read_through(packet, 
             analysis = analyze(packet)
             refusals = [(p.code, p.field) for p in analysis.admission.refusals]
             seen.update(refusals or [("none", None)])
-            assert all(outside_hash not in p.message and str(outside) not in p.message
-                       for p in analysis.admission.refusals)
+            assert all(
+                outside_hash not in p.message and str(outside) not in p.message for p in analysis.admission.refusals
+            )
             assert refusals in ([], [("path_escape", f"{SV}/file")], [("path_missing", f"{SV}/file")])
             if analysis.admission.tensors is not None:
                 assert analysis.admission.tensors["storedValues"].sha256 != outside_hash
@@ -185,8 +186,10 @@ def test_escapes_and_brackets_inside_strings_do_not_count_as_depth():
     assert parsed.error is None and parsed.value["c"] == [[1]]
 
 
-@pytest.mark.parametrize("path, code", [("sub/.", "path_not_regular"), ("sub//stored-values.bin", None),
-                                        ("stored-values.bin/x", "path_missing")])
+@pytest.mark.parametrize(
+    "path, code",
+    [("sub/.", "path_not_regular"), ("sub//stored-values.bin", None), ("stored-values.bin/x", "path_missing")],
+)
 def test_dot_and_empty_components_walk_as_the_os_would(packet, path, code):
     _move_into_sub(packet)
     descriptor = read_descriptor(packet)

@@ -37,7 +37,7 @@ INVALID_DOCUMENTS = {
     "infinity": b'{"a": Infinity}',
     "minus-infinity": b'{"a": [-Infinity]}',
     "overflow": b'{"a": 1e400}',
-    "overflow-long-mantissa": b'{"a": ' + b"9" * 400 + b'.0}',
+    "overflow-long-mantissa": b'{"a": ' + b"9" * 400 + b".0}",
     "lone-high-surrogate": b'{"a": "\\ud800"}',
     "lone-low-surrogate-key": b'{"\\udc00": 1}',
     "deep-objects": nested(DEEP_OBJECTS),
@@ -67,7 +67,7 @@ def test_parser_refuses(name):
 def test_parser_accepts_the_maximum_depth_and_surrogate_pairs():
     assert parse_json_object(nested(MAX_DEPTH)).error is None
     assert parse_json_object(nested_arrays(MAX_DEPTH)).error is None
-    assert parse_json_object(b'{"a": "\\ud83d\\ude00", "b": "[[[{{{"}').value == {"a": "\U0001F600", "b": "[[[{{{"}
+    assert parse_json_object(b'{"a": "\\ud83d\\ude00", "b": "[[[{{{"}').value == {"a": "\U0001f600", "b": "[[[{{{"}
 
 
 def test_integers_past_the_digit_limit_never_reach_int():
@@ -118,13 +118,16 @@ def _raw_json(document: dict, raw: str) -> bytes:
 BIG = "9" * BIG_DIGITS
 
 
-@pytest.mark.parametrize("key, expected", [
-    (("metadata", "recordIndex"), [("field_invalid", "/metadata/recordIndex")]),
-    (("capture", "tensorPayloadBytes"), [("field_invalid", "/capture/tensorPayloadBytes")]),
-    (("geometry", "visibleStart"), [("field_invalid", "/geometry/visibleStart")]),
-    (("identity", "modelID"), [("field_invalid", "/identity/modelID")]),
-    (("identity", "ignoredExtra"), []),
-])
+@pytest.mark.parametrize(
+    "key, expected",
+    [
+        (("metadata", "recordIndex"), [("field_invalid", "/metadata/recordIndex")]),
+        (("capture", "tensorPayloadBytes"), [("field_invalid", "/capture/tensorPayloadBytes")]),
+        (("geometry", "visibleStart"), [("field_invalid", "/geometry/visibleStart")]),
+        (("identity", "modelID"), [("field_invalid", "/identity/modelID")]),
+        (("identity", "ignoredExtra"), []),
+    ],
+)
 def test_huge_integer_in_packet_json(tmp_path, key, expected):
     path = build(tmp_path / "packet")
     descriptor = packet_descriptor(synthetic_spec())
@@ -135,13 +138,16 @@ def test_huge_integer_in_packet_json(tmp_path, key, expected):
     assert reason_codes(admission) == []
 
 
-@pytest.mark.parametrize("pointer, expected", [
-    (("seedToken",), [("snapshot_invalid", "/seedToken")]),
-    (("configuration", "requestID"), [("snapshot_invalid", "/configuration/requestID")]),
-    (("records", 0, "scaleBits"), [("scale_invalid", "/records/0/scaleBits")]),
-    (("records", 0, "offsetBefore"), [("snapshot_invalid", "/records/0/offsetBefore")]),
-    (("ignoredExtra",), []),
-])
+@pytest.mark.parametrize(
+    "pointer, expected",
+    [
+        (("seedToken",), [("snapshot_invalid", "/seedToken")]),
+        (("configuration", "requestID"), [("snapshot_invalid", "/configuration/requestID")]),
+        (("records", 0, "scaleBits"), [("scale_invalid", "/records/0/scaleBits")]),
+        (("records", 0, "offsetBefore"), [("snapshot_invalid", "/records/0/offsetBefore")]),
+        (("ignoredExtra",), []),
+    ],
+)
 def test_huge_integer_in_the_snapshot(tmp_path, pointer, expected):
     snapshot = json.loads(metadata_bytes(synthetic_spec()))
     parent = snapshot

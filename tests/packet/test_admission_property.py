@@ -54,12 +54,33 @@ DESCRIPTOR_POINTERS = _pointers(_DESCRIPTOR)
 SNAPSHOT_POINTERS = _pointers(BASE.snapshot)
 
 values = st.one_of(
-    st.none(), st.booleans(), st.integers(-(2**70), 2**70),
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**70), 2**70),
     st.sampled_from([0, 1, -1, 2, 3, 4, 48, 64, 2**31, 2**32, 2**64, 262145, 33554433]),
-    st.floats(), st.text(max_size=8),
-    st.sampled_from(["", "float16", "bfloat16", "float32", "little", "big", "decode", "paged", "confirmed",
-                     "packet.json", "../x", "queries.bin", "stored-keys.bin", "a" * 64]),
-    st.lists(st.integers(-3, 70), max_size=5), st.just({}), st.just(DELETE),
+    st.floats(),
+    st.text(max_size=8),
+    st.sampled_from(
+        [
+            "",
+            "float16",
+            "bfloat16",
+            "float32",
+            "little",
+            "big",
+            "decode",
+            "paged",
+            "confirmed",
+            "packet.json",
+            "../x",
+            "queries.bin",
+            "stored-keys.bin",
+            "a" * 64,
+        ]
+    ),
+    st.lists(st.integers(-3, 70), max_size=5),
+    st.just({}),
+    st.just(DELETE),
 )
 
 
@@ -87,10 +108,12 @@ class PathChange:
 mutation = st.one_of(
     st.builds(FieldChange, st.just("descriptor"), st.sampled_from(DESCRIPTOR_POINTERS), values),
     st.builds(FieldChange, st.just("snapshot"), st.sampled_from(SNAPSHOT_POINTERS), values, st.booleans()),
-    st.builds(ByteChange, st.sampled_from(DATA_FILES), st.integers(0, 4096),
-              st.sampled_from(["flip", "truncate", "append"])),
-    st.builds(PathChange, st.sampled_from(ALL_FILES), st.sampled_from(["directory", "missing", "fifo", "alias",
-                                                                      "escape"])),
+    st.builds(
+        ByteChange, st.sampled_from(DATA_FILES), st.integers(0, 4096), st.sampled_from(["flip", "truncate", "append"])
+    ),
+    st.builds(
+        PathChange, st.sampled_from(ALL_FILES), st.sampled_from(["directory", "missing", "fifo", "alias", "escape"])
+    ),
 )
 
 
@@ -120,7 +143,7 @@ def _apply_file_change(path: Path, change: ByteChange | PathChange) -> None:
         if change.kind == "flip":
             data[change.offset % len(data)] ^= 0xFF
         elif change.kind == "truncate":
-            del data[change.offset % len(data):]
+            del data[change.offset % len(data) :]
         else:
             data += b"\0" * (1 + change.offset % 7)
         target.write_bytes(bytes(data))
@@ -167,8 +190,10 @@ def write_mutated(directory: Path, changes: list) -> tuple[Path, bool]:
             _apply_file_change(path, change)
     # A regular file whose bytes differ from those its descriptor hashed (symlinks and special files are
     # refused by path rules instead).
-    broken = any((path / name).is_file() and not (path / name).is_symlink()
-                 and (path / name).read_bytes() != data for name, data in declared.items())
+    broken = any(
+        (path / name).is_file() and not (path / name).is_symlink() and (path / name).read_bytes() != data
+        for name, data in declared.items()
+    )
     return path, broken
 
 

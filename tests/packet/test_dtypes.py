@@ -193,8 +193,10 @@ def test_promotion_edge_table(dtype, pattern, expected):
 @pytest.mark.parametrize("dtype", NARROW)
 def test_round_trip_of_every_pattern_is_bit_exact(dtype):
     assert np.array_equal(dtypes.round_bits(dtypes.promote(ALL_PATTERNS, dtype), dtype), ALL_PATTERNS)
-    assert np.array_equal(dtypes.narrow(dtypes.promote(ALL_PATTERNS, dtype), dtype).view(np.uint32),
-                          dtypes.promote(ALL_PATTERNS, dtype).view(np.uint32))
+    assert np.array_equal(
+        dtypes.narrow(dtypes.promote(ALL_PATTERNS, dtype), dtype).view(np.uint32),
+        dtypes.promote(ALL_PATTERNS, dtype).view(np.uint32),
+    )
 
 
 @pytest.mark.parametrize("dtype", NARROW)
@@ -362,9 +364,26 @@ def test_round_bits_rejects_non_float32():
 
 def float32_samples() -> np.ndarray:
     rng = np.random.default_rng(7)
-    edges = np.array([0, 0x80000000, 1, 0x80000001, 0x007FFFFF, 0x00800000, 0x3F800000, 0x7F7FFFFF,
-                      0x7F800000, 0xFF800000, 0x7F800001, 0xFF800001, 0x7FC00000, 0x7FFFFFFF, 0xFFAAAAAA],
-                     dtype=np.uint32)
+    edges = np.array(
+        [
+            0,
+            0x80000000,
+            1,
+            0x80000001,
+            0x007FFFFF,
+            0x00800000,
+            0x3F800000,
+            0x7F7FFFFF,
+            0x7F800000,
+            0xFF800000,
+            0x7F800001,
+            0xFF800001,
+            0x7FC00000,
+            0x7FFFFFFF,
+            0xFFAAAAAA,
+        ],
+        dtype=np.uint32,
+    )
     return np.concatenate([edges, rng.integers(0, 1 << 32, 20000, dtype=np.uint64).astype(np.uint32)])
 
 

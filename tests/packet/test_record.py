@@ -64,8 +64,9 @@ def test_equality_and_hash_are_the_generated_ones(arguments):
 
 def test_records_stay_frozen_and_nest():
     nested = Shared("outer", 2, (Shared("inner", 1),))
-    assert repr(nested) == ("Shared(name='outer', count=2, "
-                            "values=(Shared(name='inner', count=1, values=(), listed=[]),), listed=[])")
+    assert repr(nested) == (
+        "Shared(name='outer', count=2, values=(Shared(name='inner', count=1, values=(), listed=[]),), listed=[])"
+    )
     for name in ("count", "name", "listed", "not_a_field", "__dict__"):
         with pytest.raises(dataclasses.FrozenInstanceError):
             setattr(nested, name, 3)
@@ -98,6 +99,7 @@ def test_a_record_holding_arrays_compares_and_hashes_by_identity():
 
 def test_record_requires_the_base():
     with pytest.raises(TypeError, match="must derive from Record"):
+
         @record
         class Plain:
             x: int
@@ -112,15 +114,23 @@ def test_explorer_records_use_the_shared_methods():
     for holder in (NonfiniteMap, Analysis):
         assert holder.__eq__ is object.__eq__ and holder.__hash__ is object.__hash__
     for name in ("__init__", "__setattr__", "__delattr__", "__eq__", "__hash__", "__repr__"):
-        generated = [cls.__name__ for cls in (Metrics, NonfiniteMap, Reason) if name != "__init__" and name in vars(cls)
-                     and vars(cls)[name] not in (object.__eq__, object.__hash__)]
+        generated = [
+            cls.__name__
+            for cls in (Metrics, NonfiniteMap, Reason)
+            if name != "__init__" and name in vars(cls) and vars(cls)[name] not in (object.__eq__, object.__hash__)
+        ]
         assert generated == [], name  # only __init__ is generated per class
 
 
-@pytest.mark.parametrize("body", [
-    "x: int = field(default=0, init=False)", "x: int = field(kw_only=True)", "x: dataclasses.InitVar[int]",
-    "_: dataclasses.KW_ONLY\n    x: int",
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        "x: int = field(default=0, init=False)",
+        "x: int = field(kw_only=True)",
+        "x: dataclasses.InitVar[int]",
+        "_: dataclasses.KW_ONLY\n    x: int",
+    ],
+)
 def test_record_refuses_fields_its_init_does_not_support(body):
     # Annotations are strings here (this module's future import): dataclasses resolves them in this module.
     namespace = {"__name__": __name__, "record": record, "Record": Record, "field": field}

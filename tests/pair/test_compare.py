@@ -71,7 +71,10 @@ def packets(tmp_path_factory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("pairs")
     contiguous = samples.pair_spec("contiguous")
     written = {
-        "paged": PAGED, "contiguous": CONTIGUOUS, "input-differs": INPUT_DIFFERS, "other-layer": OTHER_LAYER,
+        "paged": PAGED,
+        "contiguous": CONTIGUOUS,
+        "input-differs": INPUT_DIFFERS,
+        "other-layer": OTHER_LAYER,
         "refused": COMMITTED / "refused-hash-mismatch",
     }
     shutil.copytree(PAGED, root / "paged-copy")
@@ -91,16 +94,18 @@ def packets(tmp_path_factory) -> dict[str, Path]:
 
 def _float32_output(spec):
     values = samples.bits_to_values(spec.tensors["output"][1], "bfloat16")
-    spec = dataclasses.replace(spec, tensors={**spec.tensors,
-                                              "output": ("float32", samples.values_to_bits(values, "float32"))})
+    spec = dataclasses.replace(
+        spec, tensors={**spec.tensors, "output": ("float32", samples.values_to_bits(values, "float32"))}
+    )
     record = spec.snapshot["records"][0]
     return samples.with_record(spec, output={**record["output"], "dtype": "float32"})
 
 
 def _float32_queries(spec):
     values = samples.bits_to_values(spec.tensors["queries"][1], "bfloat16")
-    spec = dataclasses.replace(spec, tensors={**spec.tensors,
-                                              "queries": ("float32", samples.values_to_bits(values, "float32"))})
+    spec = dataclasses.replace(
+        spec, tensors={**spec.tensors, "queries": ("float32", samples.values_to_bits(values, "float32"))}
+    )
     record = spec.snapshot["records"][0]
     return samples.with_record(spec, queries={**record["queries"], "dtype": "float32"})
 
@@ -111,8 +116,7 @@ def _swapped(report: dict) -> dict:
     text = json.dumps(report)
     result = json.loads(text)
     result["a"], result["b"] = report["b"], report["a"]
-    result["refusals"] = sorted(({**r, "side": other[r["side"]]} for r in report["refusals"]),
-                                key=lambda r: r["side"])
+    result["refusals"] = sorted(({**r, "side": other[r["side"]]} for r in report["refusals"]), key=lambda r: r["side"])
     reasons = []
     for reason in report["inconclusiveReasons"]:
         message = reason["message"]
@@ -199,8 +203,11 @@ def test_the_sample_pair_is_compared_and_counts_match_the_files(packets):
     assert output["difference"]["global"]["linf"] == np.abs(values_a - values_b).max()
 
     tokens = report["tokens"]
-    assert tokens == {"seedToken": samples.SEED_TOKEN, "targetToken": {"a": 1928, "b": 6829},
-                      "targetTokensDiffer": True}
+    assert tokens == {
+        "seedToken": samples.SEED_TOKEN,
+        "targetToken": {"a": 1928, "b": 6829},
+        "targetTokensDiffer": True,
+    }
     assert report["a"]["backend"] == "paged" and report["b"]["dispatch"] == "contiguous_sdpa"
     assert report["nearerReason"] is None
     nearer = report["nearerPrimaryReference"]
@@ -288,9 +295,12 @@ def test_refused_side_is_named(packets):
         report = explorer.compare(*order).report()
         assert report["status"] == "refused"
         assert [(r["side"], r["code"], r["field"]) for r in report["refusals"]] == [
-            (side, "sha256_mismatch", "/tensors/storedValues/sha256")]
-        assert all(report[key] is None for key in ("selection", "inputs", "output", "ladder",
-                                                   "nearerPrimaryReference", "tokens"))
+            (side, "sha256_mismatch", "/tensors/storedValues/sha256")
+        ]
+        assert all(
+            report[key] is None
+            for key in ("selection", "inputs", "output", "ladder", "nearerPrimaryReference", "tokens")
+        )
         assert report["inconclusiveReasons"] == []
         assert report[side]["status"] == "refused" and report[side]["backend"] is None
         json.dumps(report, allow_nan=False)
@@ -306,7 +316,8 @@ def test_side_inconclusive_still_compares_what_both_allow(packets):
     report = explorer.compare(packets["paged"], packets["discarded"]).report()
     assert report["status"] == "inconclusive"
     assert report["inconclusiveReasons"] == [
-        {"code": "side_inconclusive", "message": "side b is inconclusive: sample_not_confirmed"}]
+        {"code": "side_inconclusive", "message": "side b is inconclusive: sample_not_confirmed"}
+    ]
     assert report["inputs"]["identical"] is True
     assert report["output"]["mismatched"] > 0
     assert report["ladder"]["b"] is None and report["ladder"]["a"] is not None
@@ -352,7 +363,8 @@ def test_selection_differs_on_the_committed_other_layer_partner(packets):
     assert report["status"] == "inconclusive"
     assert report["selectionDifferences"] == [
         {"field": "storageLayerIndex", "a": samples.LAYER_INDEX, "b": samples.PAIR_OTHER_LAYER},
-        {"field": "modelLayerIndex", "a": samples.LAYER_INDEX, "b": samples.PAIR_OTHER_LAYER}]
+        {"field": "modelLayerIndex", "a": samples.LAYER_INDEX, "b": samples.PAIR_OTHER_LAYER},
+    ]
     assert report["inputs"]["identical"] is True
 
 
@@ -396,11 +408,20 @@ def test_inputs_differing_by_one_element(packets):
 # ---------------------------------------------------------------- symmetry
 
 
-@pytest.mark.parametrize("first, second", [
-    ("paged", "contiguous"), ("paged", "input-differs"), ("paged", "refused"), ("paged", "discarded"),
-    ("paged", "nan-output"), ("contiguous", "selection-seed"), ("contiguous", "longer"),
-    ("contiguous", "float32-output"), ("discarded", "nan-output"),
-])
+@pytest.mark.parametrize(
+    "first, second",
+    [
+        ("paged", "contiguous"),
+        ("paged", "input-differs"),
+        ("paged", "refused"),
+        ("paged", "discarded"),
+        ("paged", "nan-output"),
+        ("contiguous", "selection-seed"),
+        ("contiguous", "longer"),
+        ("contiguous", "float32-output"),
+        ("discarded", "nan-output"),
+    ],
+)
 def test_swapping_sides_swaps_a_and_b_and_nothing_else(packets, first, second):
     forward = explorer.compare(packets[first], packets[second]).report()
     backward = explorer.compare(packets[second], packets[first]).report()
@@ -413,13 +434,16 @@ def test_difference_takes_b_as_the_reference(packets):
         _, bits_a = _output_bits(packets[first])
         _, bits_b = _output_bits(packets[second])
         a, b = (bits.view(ml_dtypes.bfloat16).astype(np.float64) for bits in (bits_a, bits_b))
-        assert difference["relativeL2"] == pytest.approx(np.sqrt(((a - b) ** 2).sum()) / np.sqrt((b ** 2).sum()),
-                                                         rel=1e-12)
+        assert difference["relativeL2"] == pytest.approx(
+            np.sqrt(((a - b) ** 2).sum()) / np.sqrt((b**2).sum()), rel=1e-12
+        )
 
 
 def test_importing_explorer_loads_no_pair_module():
-    code = ("import sys, explorer; assert callable(explorer.compare); "
-            "print(sorted(m for m in sys.modules if m.startswith(('explorer.', 'numpy', 'panel')) "
-                "and m != 'explorer.version'))")
+    code = (
+        "import sys, explorer; assert callable(explorer.compare); "
+        "print(sorted(m for m in sys.modules if m.startswith(('explorer.', 'numpy', 'panel')) "
+        "and m != 'explorer.version'))"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"

@@ -52,8 +52,9 @@ def _own_bit_equal(path: Path, ids: list[str]) -> list[tuple[int, tuple]]:
     analysis = analyze(path)
     tensors = analysis.admission.tensors
     eligible = analysis.numerics.eligible
-    outputs = emulate(inputs_from_tensors(tensors, analysis.admission.scale),
-                      resolve_all(ids, shape_of(tensors)), eligible)
+    outputs = emulate(
+        inputs_from_tensors(tensors, analysis.admission.scale), resolve_all(ids, shape_of(tensors)), eligible
+    )
     return [bit_equal(e.bits, tensors["output"].bits[0, :, 0, :], eligible) for e in outputs]
 
 
@@ -68,7 +69,12 @@ def test_matrix_equals_each_sides_own_bit_equal(pair):
     assert report["emulationMatrix"]["emulatedOn"] == SHARED_INPUTS and report["emulationMatrixReason"] is None
     # table order: the larger of the two sides' decisive counts, ties in request order
     assert [row["id"] for row in report["emulationMatrix"]["rows"]] == [
-        "mlx_two_pass", "paged_two_pass", "single_pass", "mlx_two_pass(partialDType=float32)", "mlx_run"]
+        "mlx_two_pass",
+        "paged_two_pass",
+        "single_pass",
+        "mlx_two_pass(partialDType=float32)",
+        "mlx_run",
+    ]
     assert report["emulationsRequested"] == {"a": DEFAULT_IDS, "b": DEFAULT_IDS}
     assert _matrix(report, "a") == _own_bit_equal(PAGED, DEFAULT_IDS)
     assert _matrix(report, "b") == _own_bit_equal(CONTIGUOUS, DEFAULT_IDS)
@@ -121,11 +127,14 @@ def test_inputs_that_differ_score_each_side_against_its_own_inputs():
     assert not np.array_equal(pair.a.emulations[0].bits, pair.b.emulations[0].bits)
 
 
-@pytest.mark.parametrize("other, reason", [
-    (COMMITTED / "refused-hash-mismatch", SIDE_REFUSED),
-    (COMMITTED / "qwen36-bf16-t64", SHAPE_DIFFERS),
-    (COMMITTED / "clean-fp32q-bf16kv", SHAPE_DIFFERS),
-])
+@pytest.mark.parametrize(
+    "other, reason",
+    [
+        (COMMITTED / "refused-hash-mismatch", SIDE_REFUSED),
+        (COMMITTED / "qwen36-bf16-t64", SHAPE_DIFFERS),
+        (COMMITTED / "clean-fp32q-bf16kv", SHAPE_DIFFERS),
+    ],
+)
 def test_no_matrix_states_give_a_reason(other, reason):
     report = explorer.compare(PAGED, other, emulate="default").report()
     assert report["emulationMatrix"] is None and report["emulationMatrixReason"] == reason

@@ -81,8 +81,12 @@ def spec_run(packet: samples.PacketSpec) -> dict[str, bytes]:
     return run_files(samples.make_packet_files(packet), packet.tensors, scale_of(packet), RunVariant())
 
 
-def with_tool_analysis(files: dict[str, bytes], packet: samples.PacketSpec, reference: np.ndarray,
-                       arm_outputs: Mapping[str, np.ndarray] | None = None) -> dict[str, bytes]:
+def with_tool_analysis(
+    files: dict[str, bytes],
+    packet: samples.PacketSpec,
+    reference: np.ndarray,
+    arm_outputs: Mapping[str, np.ndarray] | None = None,
+) -> dict[str, bytes]:
     """analysis.json rewritten against the tool reference `reference` (float32 [QH, D]) for the arms' outputs.
 
     `arm_outputs`: native bits [1, QH, 1, D] per arm, written as the arms' output.bin too; default the run's own.
@@ -90,13 +94,15 @@ def with_tool_analysis(files: dict[str, bytes], packet: samples.PacketSpec, refe
     dtype = packet.tensors["queries"][0]
     shape = packet.tensors["queries"][1].shape
     if arm_outputs is None:
-        arm_outputs = {arm: np.frombuffer(files[f"{arm}/output.bin"], dtype=BITS_DTYPE[dtype]).reshape(shape)
-                       for arm in ARMS}
+        arm_outputs = {
+            arm: np.frombuffer(files[f"{arm}/output.bin"], dtype=BITS_DTYPE[dtype]).reshape(shape) for arm in ARMS
+        }
     else:
         for arm, bits in arm_outputs.items():
             replace_tensor(files, arm, "output", np.ascontiguousarray(bits, dtype=BITS_DTYPE[dtype]).tobytes())
     value = json.loads(files["input.json"])
-    document = analysis_document(value, hashlib.sha256(files["input.json"]).hexdigest(), packet.tensors,
-                                 scale_of(packet), arm_outputs, reference)
+    document = analysis_document(
+        value, hashlib.sha256(files["input.json"]).hexdigest(), packet.tensors, scale_of(packet), arm_outputs, reference
+    )
     files["analysis.json"] = (json.dumps(document, indent=2) + "\n").encode()
     return files

@@ -19,8 +19,18 @@ from explorer.replay_samples import RunVariant
 from replay_support import PARTNER, SOURCE, edit_json, flip_bit, replace_tensor, run_of, write_root
 
 REPORT_KEYS = {"schema", "status", "codes", "refusals", "run", "packet", "partner", "arms", "matrix", "notes"}
-ARM_KEYS = {"state", "codes", "ownDispatch", "receipt", "capture", "partner", "readback", "references",
-            "emulations", "toolAnalysis"}
+ARM_KEYS = {
+    "state",
+    "codes",
+    "ownDispatch",
+    "receipt",
+    "capture",
+    "partner",
+    "readback",
+    "references",
+    "emulations",
+    "toolAnalysis",
+}
 
 
 @pytest.fixture
@@ -52,9 +62,15 @@ def test_complete_run_with_partner_is_analyzed_and_its_matrix_is_the_incident_ta
     assert sum(arms["pagedFixed"]["capture"]["perHead"]) == pair
     assert all(b["identical"] for a in ("pagedFixed", "pagedSegmented") for b in arms[a]["readback"].values())
     assert arms["nativeSDPA"]["readback"] is None
-    assert arms["pagedSegmented"]["receipt"] == {"dispatch": "paged_segmented_decode", "kernelOutputDType": "bfloat16",
-                                                 "partitionTokens": 256, "segmentCount": 1, "pages": 16,
-                                                 "exitCode": 0, "seconds": 0.561}
+    assert arms["pagedSegmented"]["receipt"] == {
+        "dispatch": "paged_segmented_decode",
+        "kernelOutputDType": "bfloat16",
+        "partitionTokens": 256,
+        "segmentCount": 1,
+        "pages": 16,
+        "exitCode": 0,
+        "seconds": 0.561,
+    }
     for arm in ARMS:
         tool = arms[arm]["toolAnalysis"]
         assert all(value["agrees"] for block in tool.values() for value in block.values())
@@ -65,9 +81,11 @@ def test_complete_run_with_partner_is_analyzed_and_its_matrix_is_the_incident_ta
         assert found.primary.abs_error[head, channel] == references["primary"]["global"]["linf"]
         head, channel = references["worstAt"]["ulp"]
         assert found.ulp.distance[head, channel] == references["ulp"]["max"]
-    assert matrix["sentence"] == ("nativeSDPA reproduces the capture bit for bit; pagedFixed and pagedSegmented "
-                                  "reproduce the partner bit for bit; pagedFixed and pagedSegmented are "
-                                  "byte-identical.")
+    assert matrix["sentence"] == (
+        "nativeSDPA reproduces the capture bit for bit; pagedFixed and pagedSegmented "
+        "reproduce the partner bit for bit; pagedFixed and pagedSegmented are "
+        "byte-identical."
+    )
 
 
 def test_the_native_arm_reproduces_the_capture_ladder_exactly(root):
@@ -88,6 +106,7 @@ def test_without_partner_the_matrix_has_no_partner_row(root):
 def test_a_wrong_number_in_analysis_json_is_a_note_and_changes_no_status(tmp_path):
     def wrong(value):
         value["arms"]["pagedFixed"]["originalQueryReference"]["global"]["linf"] *= 1.5
+
     run = write_root(tmp_path, edit_json(run_of(), "analysis.json", wrong))
     result = explorer.replay(run)
     report = result.report()
@@ -121,6 +140,7 @@ def test_failed_sample_arm_has_its_launch_in_the_receipt_and_no_numbers(tmp_path
 def test_a_failed_arm_whose_files_are_admissible_is_still_compared(tmp_path):
     def fail(entries):
         entries[1].update(exitCode=None, failure="killed by signal 9")
+
     run = write_root(tmp_path, edit_json(run_of(), "execution.json", fail))
     report = explorer.replay(run).report()
     arm = report["arms"]["pagedFixed"]
@@ -139,8 +159,9 @@ def test_readback_differing_in_the_last_row_is_inconclusive(tmp_path):
 
 def test_an_own_dispatch_arm_not_reproducing_the_capture(tmp_path):
     files = run_of()
-    run = write_root(tmp_path, replace_tensor(files, "nativeSDPA", "output",
-                                              flip_bit(files["nativeSDPA/output.bin"], 0)))
+    run = write_root(
+        tmp_path, replace_tensor(files, "nativeSDPA", "output", flip_bit(files["nativeSDPA/output.bin"], 0))
+    )
     report = explorer.replay(run).report()
     assert report["codes"] == ["replay_not_reproducing"]
     assert report["arms"]["nativeSDPA"]["capture"]["firstPositions"] == [[0, 0]]
@@ -189,17 +210,22 @@ def test_the_matrix_sentence_names_arms_by_what_their_rows_say():
 
     labels = ("capture", "nativeSDPA", "pagedFixed", "pagedSegmented")
     same = Matrix(labels, tuple((0,) * 4 for _ in labels), 64)
-    assert matrix_sentence(same, {}) == ("nativeSDPA, pagedFixed and pagedSegmented reproduce the capture bit for "
-                                         "bit; all three arms are byte-identical.")
+    assert matrix_sentence(same, {}) == (
+        "nativeSDPA, pagedFixed and pagedSegmented reproduce the capture bit for "
+        "bit; all three arms are byte-identical."
+    )
     apart = Matrix(labels, ((0, 0, 5, 1200), (0, 0, 5, 1200), (5, 5, 0, 1201), (1200, 1200, 1201, 0)), 2048)
     assert matrix_sentence(apart, {}) == (
         "nativeSDPA reproduces the capture bit for bit; pagedFixed differs from the capture in 5 of 2,048 elements; "
-        "pagedSegmented differs from the capture in 1,200 of 2,048 elements; no two arms are byte-identical.")
+        "pagedSegmented differs from the capture in 1,200 of 2,048 elements; no two arms are byte-identical."
+    )
     failed = MappingProxyType({"pagedSegmented": type("Arm", (), {"state": "refused"})()})
     two = Matrix(labels[:3], ((0, 0, 0), (0, 0, 0), (0, 0, 0)), 64)
-    assert matrix_sentence(two, failed) == ("nativeSDPA and pagedFixed reproduce the capture bit for bit; nativeSDPA "
-                                            "and pagedFixed are byte-identical; pagedSegmented has no output "
-                                            "(refused).")
+    assert matrix_sentence(two, failed) == (
+        "nativeSDPA and pagedFixed reproduce the capture bit for bit; nativeSDPA "
+        "and pagedFixed are byte-identical; pagedSegmented has no output "
+        "(refused)."
+    )
     assert matrix_sentence(None, {}) is None
 
 

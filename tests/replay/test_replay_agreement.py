@@ -27,13 +27,20 @@ FORMER_RELATIVE_L2_TOLERANCE = 1e-3  # the rule replaced: relativeL2 within 1e-3
 
 
 def _values(report: dict) -> list[tuple[str, str, str, dict]]:
-    return [(arm, block, metric, value) for arm, entry in report["arms"].items()
-            for block, values in (entry["toolAnalysis"] or {}).items() for metric, value in values.items()]
+    return [
+        (arm, block, metric, value)
+        for arm, entry in report["arms"].items()
+        for block, values in (entry["toolAnalysis"] or {}).items()
+        for metric, value in values.items()
+    ]
 
 
 def _former_rule_flags(report: dict) -> bool:
-    return any(abs(v["tool"] - v["explorer"]) > FORMER_RELATIVE_L2_TOLERANCE * max(abs(v["tool"]), abs(v["explorer"]))
-               for _, _, metric, v in _values(report) if metric == "relativeL2")
+    return any(
+        abs(v["tool"] - v["explorer"]) > FORMER_RELATIVE_L2_TOLERANCE * max(abs(v["tool"]), abs(v["explorer"]))
+        for _, _, metric, v in _values(report)
+        if metric == "relativeL2"
+    )
 
 
 def _assert_all_agree(report: dict) -> None:
@@ -69,10 +76,10 @@ def test_metric_ranges_by_construction():
 
 def test_a_rounding_moves_one_ulp_only_where_the_spread_can_cross_a_midpoint():
     one = 1.0
-    ulp = 2.0 ** -7  # bfloat16 spacing in [1, 2)
-    primary = np.array([one + ulp / 2 + 2.0 ** -20, one + ulp / 4, one + ulp / 2 - 2.0 ** -20])
+    ulp = 2.0**-7  # bfloat16 spacing in [1, 2)
+    primary = np.array([one + ulp / 2 + 2.0**-20, one + ulp / 4, one + ulp / 2 - 2.0**-20])
     near = promote(round_bits(primary.astype(np.float32), "bfloat16"), "bfloat16").astype(np.float64)
-    moves = rounding_moves(primary, near, "bfloat16", 2.0 ** -18)
+    moves = rounding_moves(primary, near, "bfloat16", 2.0**-18)
     assert moves.tolist() == [ulp, 0.0, ulp]
     assert (rounding_moves(primary, primary, "float32", 1e-6) >= 1e-6).all()
 
@@ -105,8 +112,17 @@ def test_a_real_difference_is_still_flagged(tmp_path):
 
 
 def _float32_packet() -> samples.PacketSpec:
-    return samples.synthetic_spec(qh=4, kvh=2, tokens=96, head_dim=64, query_dtype="float32", kv_dtype="float32",
-                                  output_dtype="float32", backend="contiguous", seed=5)
+    return samples.synthetic_spec(
+        qh=4,
+        kvh=2,
+        tokens=96,
+        head_dim=64,
+        query_dtype="float32",
+        kv_dtype="float32",
+        output_dtype="float32",
+        backend="contiguous",
+        seed=5,
+    )
 
 
 def _numpy_float32_attention(packet: samples.PacketSpec) -> np.ndarray:
@@ -160,8 +176,17 @@ def test_the_incident_geometry_on_all_three_arms(tmp_path):
 
 
 def _float32_query_run(tmp_path, query_heads: int):
-    packet = samples.synthetic_spec(qh=query_heads, kvh=8, tokens=40, head_dim=256, query_dtype="float32", kv_dtype="float32",
-                                    output_dtype="float32", backend="contiguous", seed=3)
+    packet = samples.synthetic_spec(
+        qh=query_heads,
+        kvh=8,
+        tokens=40,
+        head_dim=256,
+        query_dtype="float32",
+        kv_dtype="float32",
+        output_dtype="float32",
+        backend="contiguous",
+        seed=3,
+    )
     samples.write_packet(tmp_path / "packet", packet)
     return samples.write_files(tmp_path / "run", spec_run(packet))
 
@@ -195,11 +220,17 @@ def test_an_analysis_json_over_the_bound_is_a_note_checked_before_reading(tmp_pa
 
 def test_the_largest_per_head_entry_fits_the_bounds_derivation():
     longest = -2.2250738585072014e-308  # 24 characters as Python prints a float
-    count = 2 ** 31 - 1
+    count = 2**31 - 1
     nonfinite = {"nan": count, "positiveInfinity": count, "negativeInfinity": count}
-    entry = {"linf": longest, "rmse": longest, "relativeL2": longest,
-             "undefinedReason": "zero reference norm with nonzero error", "queryHead": 255, "kvHead": 255,
-             "nonfinite": {"actual": nonfinite, "reference": nonfinite}}
+    entry = {
+        "linf": longest,
+        "rmse": longest,
+        "relativeL2": longest,
+        "undefinedReason": "zero reference norm with nonzero error",
+        "queryHead": 255,
+        "kvHead": 255,
+        "nonfinite": {"actual": nonfinite, "reference": nonfinite},
+    }
     nested = {"perHead": [entry]}
     for key in ("comparison", "narrowedQueryCounterfactual", "pagedSegmented", "arms"):
         nested = {key: nested}

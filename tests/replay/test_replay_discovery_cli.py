@@ -102,15 +102,20 @@ def test_text_leads_with_the_matrix_then_each_arm(root, capsys):
     assert lines[matrix + 2].split()[:3] == ["capture", "0", "357"]
     arms = text.index("Arms:")
     assert matrix < 6 and text.index("receipt: dispatch paged_fixed_decode") > arms
-    assert lines[matrix - 1] == ("Reading: nativeSDPA reproduces the capture bit for bit; pagedFixed and "
-                                 "pagedSegmented reproduce the partner bit for bit; pagedFixed and pagedSegmented "
-                                 "are byte-identical.")
+    assert lines[matrix - 1] == (
+        "Reading: nativeSDPA reproduces the capture bit for bit; pagedFixed and "
+        "pagedSegmented reproduce the partner bit for bit; pagedFixed and pagedSegmented "
+        "are byte-identical."
+    )
     assert "readback: storedKeys byte-identical; storedValues byte-identical" in text
     report = explorer.replay(root / RUN, partner=root / PARTNER).report()["arms"]["pagedFixed"]["references"]
     head, channel = report["worstAt"]["ulp"]
     assert f"ULP vs it: max {report['ulp']['max']} at query head {head}, channel {channel}, p99" in text
     head, channel = report["worstAt"]["primary"]
-    assert f"vs FP32 reference: linf {report['primary']['global']['linf']:.4g} at query head {head}, channel {channel}" in text
+    assert (
+        f"vs FP32 reference: linf {report['primary']['global']['linf']:.4g} at query head {head}, channel {channel}"
+        in text
+    )
     assert "analysis.json: the tool's primary and rounded" in text
 
 
@@ -129,8 +134,9 @@ def test_hostile_run_never_exits_1(root):
     os.mkfifo(run / "pagedFixed" / "result.json")
     os.unlink(run / "nativeSDPA" / "result.json")
     os.symlink("/dev/zero", run / "nativeSDPA" / "result.json")
-    done = subprocess.run([sys.executable, "-m", "explorer", "replay", str(run), "--json"], capture_output=True,
-                          timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "explorer", "replay", str(run), "--json"], capture_output=True, timeout=120
+    )
     assert done.returncode == 3, done.stderr
     arms = json.loads(done.stdout)["arms"]
     assert arms["pagedFixed"]["state"] == arms["nativeSDPA"]["state"] == "refused"

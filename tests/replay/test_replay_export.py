@@ -72,8 +72,10 @@ def test_the_exported_replay_page_has_no_live_page_words(exported):
 
 def test_the_matrix_sentence_leads_the_export_and_the_info_table_has_a_header(exported):
     texts = " ".join(" ".join(text.split()) for text in _displayed(exported))
-    sentence = ("nativeSDPA reproduces the capture bit for bit; pagedFixed and pagedSegmented reproduce the partner "
-                "bit for bit; pagedFixed and pagedSegmented are byte-identical.")
+    sentence = (
+        "nativeSDPA reproduces the capture bit for bit; pagedFixed and pagedSegmented reproduce the partner "
+        "bit for bit; pagedFixed and pagedSegmented are byte-identical."
+    )
     assert texts.index(sentence) < texts.index("Elements that differ")
     run_table = re.search(r'<table class=\\?"replay-run\\?".*?</thead>', html.unescape(html.unescape(exported)))
     assert run_table is not None

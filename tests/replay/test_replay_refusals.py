@@ -58,25 +58,31 @@ def test_input_json_not_strict(tmp_path, data):
     assert run_refused(write_root(tmp_path, files)) == ["replay_input_invalid"]
 
 
-@pytest.mark.parametrize("change", [
-    lambda v: v.update(schema="darkbloom.attention-replay-input.v2"),
-    lambda v: v.update(sampleOutcome="discarded"),
-    lambda v: v["geometry"].pop("pageSize"),
-    lambda v: v["selection"].update(requestID="2"),
-    lambda v: v["tensors"]["queries"].update(file="queries.raw"),
-    lambda v: v["tensors"].pop("output"),
-])
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda v: v.update(schema="darkbloom.attention-replay-input.v2"),
+        lambda v: v.update(sampleOutcome="discarded"),
+        lambda v: v["geometry"].pop("pageSize"),
+        lambda v: v["selection"].update(requestID="2"),
+        lambda v: v["tensors"]["queries"].update(file="queries.raw"),
+        lambda v: v["tensors"].pop("output"),
+    ],
+)
 def test_input_json_rules(tmp_path, change):
     assert run_refused(write_root(tmp_path, edit_json(run_of(), "input.json", change))) == ["replay_input_invalid"]
 
 
-@pytest.mark.parametrize("change", [
-    lambda v: v["identity"].update(modelID="another model"),
-    lambda v: v["selection"].update(storageLayerIndex=4),
-    lambda v: v.update(scaleBits=v["scaleBits"] + 1),
-    lambda v: v.update(metadataSHA256="0" * 64),
-    lambda v: v["tensors"]["storedKeys"].update(sha256="0" * 64),
-])
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda v: v["identity"].update(modelID="another model"),
+        lambda v: v["selection"].update(storageLayerIndex=4),
+        lambda v: v.update(scaleBits=v["scaleBits"] + 1),
+        lambda v: v.update(metadataSHA256="0" * 64),
+        lambda v: v["tensors"]["storedKeys"].update(sha256="0" * 64),
+    ],
+)
 def test_input_json_bound_to_another_packet(tmp_path, change):
     run = write_root(tmp_path, edit_json(run_of(), "input.json", change))
     assert run_refused(run, packet=tmp_path / SOURCE) == ["replay_packet_mismatch"]
@@ -171,35 +177,42 @@ def _result_edit(tmp_path, arm: str, change):
     return arm_of(write_root(tmp_path, edit_json(run_of(), f"{arm}/result.json", change)), arm)
 
 
-@pytest.mark.parametrize("arm, change, code", [
-    ("pagedFixed", lambda r: r.update(schema="x"), "replay_result_invalid"),
-    ("pagedFixed", lambda r: r.update(inputSHA256="0" * 64), "replay_result_invalid"),
-    ("pagedFixed", lambda r: r.update(arm="pagedSegmented"), "replay_result_invalid"),
-    ("pagedFixed", lambda r: r.pop("offset"), "replay_result_invalid"),
-    ("pagedFixed", lambda r: r.update(dispatch="paged_segmented_decode"), "replay_dispatch_mismatch"),
-    ("pagedFixed", lambda r: r.update(dispatch="\x1b[2J" * 10_000), "replay_dispatch_mismatch"),
-    ("nativeSDPA", lambda r: r.update(offset=255), "replay_offset_mismatch"),
-    ("nativeSDPA", lambda r: r["geometry"].update(poolBudgetBytes=1), "replay_offset_mismatch"),
-    ("nativeSDPA", lambda r: r.update(kernelOutputDType="float32"), "replay_dtype_mismatch"),
-    ("pagedFixed", lambda r: r["tensors"]["storedKeys"].update(shape=[1, 2, 255, 128], byteCount=130560,
-                                                               packedStrides=[65280, 32640, 128, 1]),
-     "replay_dtype_mismatch"),
-    ("nativeSDPA", lambda r: r.update(pageTable=[1]), "replay_page_table_invalid"),
-    ("pagedFixed", lambda r: r["pageTable"].pop(), "replay_page_table_invalid"),
-    ("pagedFixed", lambda r: r["pageTable"].__setitem__(3, 1), "replay_page_table_invalid"),
-    ("pagedFixed", lambda r: r["pageTable"].__setitem__(0, 2**31), "replay_page_table_invalid"),
-    ("pagedFixed", lambda r: r["pageTable"].__setitem__(0, 0), "replay_page_table_invalid"),
-    ("nativeSDPA", lambda r: r.update(partitionTokens=256), "replay_partition_invalid"),
-    ("pagedSegmented", lambda r: r.update(partitionTokens=512), "replay_partition_invalid"),
-    ("pagedFixed", lambda r: r.update(segmentCount=1), "replay_segments_invalid"),
-    ("pagedSegmented", lambda r: r.update(segmentCount=0), "replay_segments_invalid"),
-    ("pagedSegmented", lambda r: r.update(segmentCount=65), "replay_segments_invalid"),
-    ("nativeSDPA", lambda r: r["tensors"].update(storedKeys=r["tensors"]["output"]), "replay_tensor_set_invalid"),
-    ("pagedFixed", lambda r: r["tensors"].pop("storedValues"), "replay_tensor_set_invalid"),
-    ("pagedFixed", lambda r: r["tensors"]["output"].update(sha256="0" * 64), "sha256_mismatch"),
-    ("pagedFixed", lambda r: r["tensors"]["output"].update(file="../nativeSDPA/../../escape.bin"), "path_invalid"),
-    ("pagedFixed", lambda r: r["tensors"]["output"].update(file="missing.bin"), "path_missing"),
-])
+@pytest.mark.parametrize(
+    "arm, change, code",
+    [
+        ("pagedFixed", lambda r: r.update(schema="x"), "replay_result_invalid"),
+        ("pagedFixed", lambda r: r.update(inputSHA256="0" * 64), "replay_result_invalid"),
+        ("pagedFixed", lambda r: r.update(arm="pagedSegmented"), "replay_result_invalid"),
+        ("pagedFixed", lambda r: r.pop("offset"), "replay_result_invalid"),
+        ("pagedFixed", lambda r: r.update(dispatch="paged_segmented_decode"), "replay_dispatch_mismatch"),
+        ("pagedFixed", lambda r: r.update(dispatch="\x1b[2J" * 10_000), "replay_dispatch_mismatch"),
+        ("nativeSDPA", lambda r: r.update(offset=255), "replay_offset_mismatch"),
+        ("nativeSDPA", lambda r: r["geometry"].update(poolBudgetBytes=1), "replay_offset_mismatch"),
+        ("nativeSDPA", lambda r: r.update(kernelOutputDType="float32"), "replay_dtype_mismatch"),
+        (
+            "pagedFixed",
+            lambda r: r["tensors"]["storedKeys"].update(
+                shape=[1, 2, 255, 128], byteCount=130560, packedStrides=[65280, 32640, 128, 1]
+            ),
+            "replay_dtype_mismatch",
+        ),
+        ("nativeSDPA", lambda r: r.update(pageTable=[1]), "replay_page_table_invalid"),
+        ("pagedFixed", lambda r: r["pageTable"].pop(), "replay_page_table_invalid"),
+        ("pagedFixed", lambda r: r["pageTable"].__setitem__(3, 1), "replay_page_table_invalid"),
+        ("pagedFixed", lambda r: r["pageTable"].__setitem__(0, 2**31), "replay_page_table_invalid"),
+        ("pagedFixed", lambda r: r["pageTable"].__setitem__(0, 0), "replay_page_table_invalid"),
+        ("nativeSDPA", lambda r: r.update(partitionTokens=256), "replay_partition_invalid"),
+        ("pagedSegmented", lambda r: r.update(partitionTokens=512), "replay_partition_invalid"),
+        ("pagedFixed", lambda r: r.update(segmentCount=1), "replay_segments_invalid"),
+        ("pagedSegmented", lambda r: r.update(segmentCount=0), "replay_segments_invalid"),
+        ("pagedSegmented", lambda r: r.update(segmentCount=65), "replay_segments_invalid"),
+        ("nativeSDPA", lambda r: r["tensors"].update(storedKeys=r["tensors"]["output"]), "replay_tensor_set_invalid"),
+        ("pagedFixed", lambda r: r["tensors"].pop("storedValues"), "replay_tensor_set_invalid"),
+        ("pagedFixed", lambda r: r["tensors"]["output"].update(sha256="0" * 64), "sha256_mismatch"),
+        ("pagedFixed", lambda r: r["tensors"]["output"].update(file="../nativeSDPA/../../escape.bin"), "path_invalid"),
+        ("pagedFixed", lambda r: r["tensors"]["output"].update(file="missing.bin"), "path_missing"),
+    ],
+)
 def test_arm_refusal_codes(tmp_path, arm, change, code):
     found = _result_edit(tmp_path, arm, change)
     assert found["state"] == "refused" and found["codes"] == [code] and found["capture"] is None
@@ -208,8 +221,9 @@ def test_arm_refusal_codes(tmp_path, arm, change, code):
 @pytest.mark.parametrize("digits, code", [(4000, "replay_offset_mismatch"), (5000, "replay_result_invalid")])
 def test_a_huge_integer_offset_is_refused_with_a_bounded_message(tmp_path, digits, code):
     files = run_of()
-    files["nativeSDPA/result.json"] = files["nativeSDPA/result.json"].replace(b'"offset" : 256',
-                                                                              b'"offset" : ' + b"9" * digits)
+    files["nativeSDPA/result.json"] = files["nativeSDPA/result.json"].replace(
+        b'"offset" : 256', b'"offset" : ' + b"9" * digits
+    )
     arm = arm_of(write_root(tmp_path, files), "nativeSDPA")
     assert arm["codes"] == [code] and f"{digits}" in arm["problems"][0]["message"]
 

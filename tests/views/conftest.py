@@ -28,8 +28,16 @@ def _edge_specs():
         # one head, one token, one channel: every map and chart is a single cell
         "tiny": synthetic_spec(qh=1, kvh=1, tokens=1, head_dim=1, seed=1),
         # float32 storage (no narrowed-Q counterfactual) and a kernel output dtype beside the output dtype
-        "float32-kv-kernel-bf16": synthetic_spec(qh=4, kvh=2, tokens=6, head_dim=8, kv_dtype="float32",
-                                                 output_dtype="float32", kernel_output_dtype="bfloat16", seed=2),
+        "float32-kv-kernel-bf16": synthetic_spec(
+            qh=4,
+            kvh=2,
+            tokens=6,
+            head_dim=8,
+            kv_dtype="float32",
+            output_dtype="float32",
+            kernel_output_dtype="bfloat16",
+            seed=2,
+        ),
         # +inf and -inf in the queries: ineligible heads, null metrics, undefined attention
         "infinite-queries": with_tensor(infinite, "queries", queries),
     }
@@ -46,6 +54,10 @@ def analyses(tmp_path_factory) -> dict[str, Analysis]:
     discarded = found["discarded-sample"]
     # An inconclusive result without tensor facts, which the views must explain like any other.
     found["inconclusive-without-facts"] = dataclasses.replace(
-        discarded, status=INCONCLUSIVE, facts=None, numerics=None,
-        reasons=(Reason(NO_FACTS_CODE, "hand-built: no tensor facts"),))
+        discarded,
+        status=INCONCLUSIVE,
+        facts=None,
+        numerics=None,
+        reasons=(Reason(NO_FACTS_CODE, "hand-built: no tensor facts"),),
+    )
     return found

@@ -22,8 +22,16 @@ HEIGHT = 280
 
 def _chart(series, log=True, heads=None, vertical=False) -> ElementTree.Element:
     heads = len(series[0].values) if heads is None else heads
-    markup = head_chart.head_chart(series, title="t <&>", ylabel="linf", log=log, heads=heads,
-                                   xticks=list(range(heads)), vertical_labels=vertical, height=HEIGHT)
+    markup = head_chart.head_chart(
+        series,
+        title="t <&>",
+        ylabel="linf",
+        log=log,
+        heads=heads,
+        xticks=list(range(heads)),
+        vertical_labels=vertical,
+        height=HEIGHT,
+    )
     return ElementTree.fromstring(markup)  # well-formed, every label escaped
 
 
@@ -36,28 +44,37 @@ def _frame(root) -> tuple[float, float]:
     return float(rect.get("y")), float(rect.get("y")) + float(rect.get("height"))
 
 
-@pytest.mark.parametrize("values, labels", [
-    ([3e-5, 4e-5], ["1e-05", "1e-04"]),  # inside one decade: that decade
-    ([1e-5, 1e-5], ["1e-05", "1e-04"]),  # one value on a decade: the decade above added
-    ([2e-7, 0.5], ["1e-08", "1e-06", "1e-04", "1e-02", "1e+00"]),  # every 2nd decade
-    ([1e-30, 1e-2], ["1e-32", "1e-26", "1e-20", "1e-14", "1e-08", "1e-02"]),  # every 6th decade, both ends labelled
-    ([5e-324], ["1e-324", "1e-323"]),  # the smallest subnormal: labels never underflow to 0
-])
+@pytest.mark.parametrize(
+    "values, labels",
+    [
+        ([3e-5, 4e-5], ["1e-05", "1e-04"]),  # inside one decade: that decade
+        ([1e-5, 1e-5], ["1e-05", "1e-04"]),  # one value on a decade: the decade above added
+        ([2e-7, 0.5], ["1e-08", "1e-06", "1e-04", "1e-02", "1e+00"]),  # every 2nd decade
+        ([1e-30, 1e-2], ["1e-32", "1e-26", "1e-20", "1e-14", "1e-08", "1e-02"]),  # every 6th decade, both ends labelled
+        ([5e-324], ["1e-324", "1e-323"]),  # the smallest subnormal: labels never underflow to 0
+    ],
+)
 def test_log_axis_spans_whole_decades_with_at_most_six_labels_and_both_ends_labelled(values, labels):
     axis = head_chart.log_axis(np.array(values))
     assert [label for _, label in axis.ticks] == labels
     assert len(axis.ticks) <= head_chart.MAX_Y_TICKS
 
 
-@pytest.mark.parametrize("values, labels", [
-    ([2.05, 3.45], ["2.0", "2.5", "3.0", "3.5"]),
-    ([-3.0, 4.1], ["-4", "-2", "0", "2", "4", "6"]),
-    ([5.0, 5.0], ["4.5", "5.0", "5.5"]),  # one value: 10 % either side
-    ([0.0, 0.0], ["-1.0", "-0.5", "0.0", "0.5", "1.0"]),  # never "-0.0"
-    ([-0.3, -0.1], ["-0.30", "-0.25", "-0.20", "-0.15", "-0.10"]),
-    ([1234.2, 1235.1], ["1234.2", "1234.4", "1234.6", "1234.8", "1235.0", "1235.2"]),  # neighbours never print alike
-    ([2e20, 3e20], ["2e+20", "2.2e+20", "2.4e+20", "2.6e+20", "2.8e+20", "3e+20"]),
-])
+@pytest.mark.parametrize(
+    "values, labels",
+    [
+        ([2.05, 3.45], ["2.0", "2.5", "3.0", "3.5"]),
+        ([-3.0, 4.1], ["-4", "-2", "0", "2", "4", "6"]),
+        ([5.0, 5.0], ["4.5", "5.0", "5.5"]),  # one value: 10 % either side
+        ([0.0, 0.0], ["-1.0", "-0.5", "0.0", "0.5", "1.0"]),  # never "-0.0"
+        ([-0.3, -0.1], ["-0.30", "-0.25", "-0.20", "-0.15", "-0.10"]),
+        (
+            [1234.2, 1235.1],
+            ["1234.2", "1234.4", "1234.6", "1234.8", "1235.0", "1235.2"],
+        ),  # neighbours never print alike
+        ([2e20, 3e20], ["2e+20", "2.2e+20", "2.4e+20", "2.6e+20", "2.8e+20", "3e+20"]),
+    ],
+)
 def test_linear_axis_steps_are_one_two_or_five_times_a_power_of_ten(values, labels):
     axis = head_chart.linear_axis(np.array(values))
     assert [label for _, label in axis.ticks] == labels
@@ -98,8 +115,10 @@ def test_every_head_is_labelled_and_vertical_labels_stand_up():
 @settings(max_examples=200, deadline=None)
 @example([5e-324], True)
 @example([-1e300, 1e300], False)
-@given(st.lists(st.one_of(st.floats(min_value=-1e300, max_value=1e300), st.just(float("nan"))), min_size=1,
-                max_size=40), st.booleans())
+@given(
+    st.lists(st.one_of(st.floats(min_value=-1e300, max_value=1e300), st.just(float("nan"))), min_size=1, max_size=40),
+    st.booleans(),
+)
 def test_every_marker_lies_inside_the_frame_and_ticks_rise(values, log):
     values = np.array(values, dtype=np.float64)
     if not head_chart.drawable(values, log).any():

@@ -36,8 +36,9 @@ ERROR_TITLES = ("|a - reference| (side a)", "|b - reference| (side b)")
 
 def _float32_output(spec):
     values = samples.bits_to_values(spec.tensors["output"][1], "bfloat16")
-    spec = dataclasses.replace(spec, tensors={**spec.tensors,
-                                              "output": ("float32", samples.values_to_bits(values, "float32"))})
+    spec = dataclasses.replace(
+        spec, tensors={**spec.tensors, "output": ("float32", samples.values_to_bits(values, "float32"))}
+    )
     return samples.with_record(spec, output={**spec.snapshot["records"][0]["output"], "dtype": "float32"})
 
 
@@ -71,8 +72,18 @@ def test_compared_pair_draws_every_section(pairs):
     mappers = [maps[title].glyph.color_mapper for title in ERROR_TITLES]
     assert len({(m.low, m.high) for m in mappers}) == 1
     labels = set(tooltips(document))
-    assert {"bits a", "bits b", "output a", "output b", "ULP distance", "primary reference a",
-            "rounded reference b", "|a - ref|", "|b - ref|", "elements differing"} <= labels
+    assert {
+        "bits a",
+        "bits b",
+        "output a",
+        "output b",
+        "ULP distance",
+        "primary reference a",
+        "rounded reference b",
+        "|a - ref|",
+        "|b - ref|",
+        "elements differing",
+    } <= labels
     output = pair.report()["output"]
     assert f"{output['mismatched']} of {output['compared']} output elements differ" in shown
     ladder = pair.report()["ladder"]
@@ -182,18 +193,32 @@ def test_a_pair_with_emulations_draws_the_matrix(pairs):
     cell = "</td><td[^>]*>([^<]+)"
     for row in pair.emulation.rows:  # per side: decisive, differing, all elements
         cells = re.findall(rf">{re.escape(row.a.id)}</code>{cell * 6}</td>", shown)
-        assert cells == [tuple(str(n) for n in (row.a.bit_equal_decisive, row.b.bit_equal_decisive, row.differing_a,
-                                                row.differing_b, row.a.bit_equal, row.b.bit_equal))]
+        assert cells == [
+            tuple(
+                str(n)
+                for n in (
+                    row.a.bit_equal_decisive,
+                    row.b.bit_equal_decisive,
+                    row.differing_a,
+                    row.differing_b,
+                    row.a.bit_equal,
+                    row.b.bit_equal,
+                )
+            )
+        ]
     assert f"differing a (of {pair.emulation.differing.count})" in shown
     baseline = re.findall(rf">rounded reference \(baseline\)</code>{cell * 6}</td>", shown)
-    assert baseline and baseline[0][4:] == (str(pair.emulation.baseline.a.bit_equal),
-                                            str(pair.emulation.baseline.b.bit_equal))
+    assert baseline and baseline[0][4:] == (
+        str(pair.emulation.baseline.a.bit_equal),
+        str(pair.emulation.baseline.b.bit_equal),
+    )
     assert "pair-emulation-matrix-per-head" in shown
     sections = [c.css_classes for c in view.objects]
     assert ["pair-emulations"] in sections
     assert ["pair-emulations"] not in [c.css_classes for c in pair_view.build(pairs["compared"]).objects]
-    reason = text(pair_view.emulations_section(explorer.compare(PAGED, COMMITTED / "qwen36-bf16-t64",
-                                                                emulate="single_pass")))
+    reason = text(
+        pair_view.emulations_section(explorer.compare(PAGED, COMMITTED / "qwen36-bf16-t64", emulate="single_pass"))
+    )
     assert "shape_differs" in reason and "pair-emulation-matrix" not in reason.replace("emulation-matrix-reason", "")
 
 
@@ -219,8 +244,10 @@ def test_the_findings_lead_with_which_side_is_off(pairs):
     counts = pair.nearer.global_counts
     assert found[0].text.startswith(f"Nearer the primary reference: a {counts.a}, b {counts.b} of 2048")
     ladder = pair.ladder
-    assert (f"a {ladder['a'].equal_to_rounded_reference} vs b {ladder['b'].equal_to_rounded_reference} of "
-            f"{ladder['a'].compared}") in found[1].text
+    assert (
+        f"a {ladder['a'].equal_to_rounded_reference} vs b {ladder['b'].equal_to_rounded_reference} of "
+        f"{ladder['a'].compared}"
+    ) in found[1].text
     # By construction (samples.py) the paged packet is the paged kernel's emulation, the contiguous one MLX's.
     assert "side a: paged_two_pass and single_pass, bit for bit (2048 of 2048)" in found[2].text
     assert "side b: mlx_two_pass, bit for bit (2048 of 2048)" in found[2].text

@@ -23,10 +23,20 @@ from explorer.views.scales import (
 )
 
 
-@pytest.mark.parametrize("low, high, log", [
-    (5e-8, 1.2e-7, True), (9.313e-10, 0.1318, True), (1e-7, 1.0000001e-7, False), (0.1, 0.1000001, False),
-    (6.706e-7, 0.1314, True), (1.0, 1.5, True), (0.0, 3e6, False), (-2.5, 7.25, False), (1e-300, 1e300, True),
-])
+@pytest.mark.parametrize(
+    "low, high, log",
+    [
+        (5e-8, 1.2e-7, True),
+        (9.313e-10, 0.1318, True),
+        (1e-7, 1.0000001e-7, False),
+        (0.1, 0.1000001, False),
+        (6.706e-7, 0.1314, True),
+        (1.0, 1.5, True),
+        (0.0, 3e6, False),
+        (-2.5, 7.25, False),
+        (1e-300, 1e300, True),
+    ],
+)
 def test_colour_bar_labels_never_repeat(low, high, log):
     ticks = colour_bar_ticks(low, high, log=log)
     labels = [label for _, label in ticks]

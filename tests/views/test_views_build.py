@@ -15,10 +15,18 @@ from views_support import BUILDERS, head_charts, plots, render, text
 
 # Every curated sample but those whose views differ from another's only in identity text (the pair's other-layer
 # and input-differs sides) or that a test below covers with stronger checks (the refused one), and the edge packets.
-SAME_VIEWS_AS_ANOTHER = ("qwen36-pair-contiguous-other-layer", "qwen36-pair-contiguous-input-differs",
-                         "refused-hash-mismatch")
-PACKETS = (*(name for name in CURATED if name not in SAME_VIEWS_AS_ANOTHER), "tiny", "float32-kv-kernel-bf16",
-           "infinite-queries", "inconclusive-without-facts")
+SAME_VIEWS_AS_ANOTHER = (
+    "qwen36-pair-contiguous-other-layer",
+    "qwen36-pair-contiguous-input-differs",
+    "refused-hash-mismatch",
+)
+PACKETS = (
+    *(name for name in CURATED if name not in SAME_VIEWS_AS_ANOTHER),
+    "tiny",
+    "float32-kv-kernel-bf16",
+    "infinite-queries",
+    "inconclusive-without-facts",
+)
 NEEDS_NUMERICS = ("errors", "narrowed", "attention", "emulations")
 NEEDS_FACTS = ("lastrow", "nonfinite")
 PLOTTING = {"errors", "lastrow", "nonfinite", "narrowed", "attention", "emulations"}
@@ -26,9 +34,16 @@ PLOTTING = {"errors", "lastrow", "nonfinite", "narrowed", "attention", "emulatio
 
 def test_registry_lists_the_nine_views_in_tab_order():
     assert [(slug, title) for slug, title, _ in VIEWS] == [
-        ("overview", "Overview"), ("summary", "Summary"), ("errors", "Per-head errors"), ("lastrow", "Last-row bits"),
-        ("nonfinite", "Nonfinite"), ("narrowed", "Narrowed-Q"), ("attention", "Attention"),
-        ("emulations", "Emulations"), ("raw", "Raw")]
+        ("overview", "Overview"),
+        ("summary", "Summary"),
+        ("errors", "Per-head errors"),
+        ("lastrow", "Last-row bits"),
+        ("nonfinite", "Nonfinite"),
+        ("narrowed", "Narrowed-Q"),
+        ("attention", "Attention"),
+        ("emulations", "Emulations"),
+        ("raw", "Raw"),
+    ]
     assert all(callable(builder) for _, _, builder in VIEWS)
 
 

@@ -53,8 +53,7 @@ def test_error_maps_draw_the_results_own_errors_each_on_its_own_log_scale(analys
     numerics = analyses["clean-fp32q-bf16kv"].numerics
     view, document = _build(analyses, "clean-fp32q-bf16kv", "errors")
     maps = images_by_title(document)
-    expected = {"primary reference": numerics.primary,
-                "narrowed-Q counterfactual": numerics.narrowed_query.comparison}
+    expected = {"primary reference": numerics.primary, "narrowed-Q counterfactual": numerics.narrowed_query.comparison}
     assert set(maps) == set(expected)  # the identity rounding of a float32 output is the primary map: not drawn twice
     assert numerics.rounded_to_output.identity and "its map would repeat this one" in text(view)
     charted = set(head_charts(view)[0].points)
@@ -90,8 +89,10 @@ def test_error_maps_can_share_one_scale(analyses):
 
 def test_error_map_captions_say_what_dominates(analyses):
     view, _ = _build(analyses, "qwen36-bf16-t64", "errors")
-    assert ("output is bfloat16: |output - primary| includes the bfloat16 rounding of the reference; "
-            "the rounded map shows what is left beyond it") in text(view).lower()
+    assert (
+        "output is bfloat16: |output - primary| includes the bfloat16 rounding of the reference; "
+        "the rounded map shows what is left beyond it"
+    ) in text(view).lower()
     view, _ = _build(analyses, "clean-fp32q-bf16kv", "errors")
     assert "A counterfactual, not the reference" in text(view)
 
@@ -151,14 +152,25 @@ def test_last_row_maps_colour_the_fields_that_differ(analyses):
     facts = analyses["last-row-mismatch"].facts
     view, document = _build(analyses, "last-row-mismatch", "lastrow")
     maps = images_by_title(document)
-    keys, values = maps["Keys: XOR of stored and incoming, by differing field"], maps[
-        "Values: XOR of stored and incoming, by differing field"]
+    keys, values = (
+        maps["Keys: XOR of stored and incoming, by differing field"],
+        maps["Values: XOR of stored and incoming, by differing field"],
+    )
     assert len(maps) == 2
     np.testing.assert_array_equal(_column(keys, "image"), facts.last_row_keys.field_mask)
     np.testing.assert_array_equal(_column(keys, "xor"), facts.last_row_keys.xor)
     np.testing.assert_array_equal(_column(values, "stored_bits"), facts.last_row_values.stored_bits)
-    for label in ("KV head", "channel", "stored (token T-1)", "incoming", "XOR", "stored value", "incoming value",
-                  "fields that differ", "elements differing"):
+    for label in (
+        "KV head",
+        "channel",
+        "stored (token T-1)",
+        "incoming",
+        "XOR",
+        "stored value",
+        "incoming value",
+        "fields that differ",
+        "elements differing",
+    ):
         assert label in tooltips(document)
     assert "all-bits-equal" not in text(view)
     assert len(plots(document)) == 4  # a map and a bit-position histogram each for keys and values
@@ -198,10 +210,12 @@ def test_nonfinite_maps_show_where_the_nans_are(analyses):
     for name in set(TENSOR_NAMES) - set(holding):
         assert f"<code>{name}</code>: all finite</b>" in shown
     stored = facts.nonfinite["storedValues"].per_head_token
-    np.testing.assert_array_equal(_column(maps["storedValues: nonfinite elements per head and token"], "image"),
-                                  stored.sum(axis=2))
-    np.testing.assert_array_equal(_column(maps["output: kind of every element"], "image"),
-                                  facts.nonfinite["output"].kinds[:, 0, :])
+    np.testing.assert_array_equal(
+        _column(maps["storedValues: nonfinite elements per head and token"], "image"), stored.sum(axis=2)
+    )
+    np.testing.assert_array_equal(
+        _column(maps["output: kind of every element"], "image"), facts.nonfinite["output"].kinds[:, 0, :]
+    )
     assert "signaling NaN (elements)" in tooltips(document)
 
 
@@ -235,10 +249,12 @@ def test_narrowed_q_beside_the_primary(analyses):
     assert html_summary.esc(nq.label) in text(view) and "never the reference" in text(view)
     maps = images_by_title(document)
     assert len(maps) == 2
-    np.testing.assert_array_equal(_column(maps["|narrowed-Q reference - primary reference|"], "image"),
-                                  nq.difference_from_primary.abs_error)
-    np.testing.assert_array_equal(_column(maps["|q' - q| per query head and channel"], "image"),
-                                  nq.query_rounding_difference.abs_error)
+    np.testing.assert_array_equal(
+        _column(maps["|narrowed-Q reference - primary reference|"], "image"), nq.difference_from_primary.abs_error
+    )
+    np.testing.assert_array_equal(
+        _column(maps["|q' - q| per query head and channel"], "image"), nq.query_rounding_difference.abs_error
+    )
 
 
 def test_narrowed_q_not_applicable_is_explained(analyses):
@@ -257,6 +273,7 @@ def test_attention_follows_the_selected_head(analyses):
     selection = Selection(head=3)
     view = BUILDERS["attention"](analyses["injected-error-head5"], selection)
     render(view)
+
     def head_table():
         return next(p.object for p in view.select(pn.pane.HTML) if "head-diagnostics" in str(p.object))
 
@@ -364,8 +381,9 @@ def test_every_custom_hover_field_has_its_formatter(analyses):
     for slug in BUILDERS:
         _, document = _build(analyses, "last-row-mismatch", slug)
         for tool in models(document, HoverTool):
-            formatted = [match.group(1) for _, spec in tool.tooltips
-                         if (match := re.match(r"^(\$\w+|@\{[^}]+\})\{", spec))]
+            formatted = [
+                match.group(1) for _, spec in tool.tooltips if (match := re.match(r"^(\$\w+|@\{[^}]+\})\{", spec))
+            ]
             assert all(field in tool.formatters for field in formatted), (slug, tool.tooltips)
 
 
@@ -373,8 +391,11 @@ def test_every_custom_hover_field_has_its_formatter(analyses):
 
 
 def test_per_head_axes_label_every_head_as_an_integer(analyses):
-    for name, slug in (("qwen36-bf16-t64", "errors"), ("injected-error-head5", "narrowed"),
-                       ("qwen36-bf16-t64", "attention")):
+    for name, slug in (
+        ("qwen36-bf16-t64", "errors"),
+        ("injected-error-head5", "narrowed"),
+        ("qwen36-bf16-t64", "attention"),
+    ):
         heads = len(analyses[name].numerics.attention)
         view, _ = _build(analyses, name, slug)
         charts = head_charts(view)
@@ -421,8 +442,11 @@ def test_narrowed_difference_maps_select_the_clicked_element(analyses):
     selection = Selection()
     view = BUILDERS["narrowed"](analyses["injected-error-head5"], selection)
     render(view)
-    images = [p.object for p in view.select(pn.pane.HoloViews)
-              if isinstance(p.object, hv.Image) and p.object.kdims[1].name == "query head"]
+    images = [
+        p.object
+        for p in view.select(pn.pane.HoloViews)
+        if isinstance(p.object, hv.Image) and p.object.kdims[1].name == "query head"
+    ]
     assert len(images) == 2  # |narrowed-Q reference - primary reference| and |q' - q|
     for image, (head, channel) in zip(images, ((5, 9), (2, 40)), strict=True):
         tap = next(s for s in hv.streams.Stream.registry[image] if isinstance(s, hv.streams.Tap))

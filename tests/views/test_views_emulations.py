@@ -41,8 +41,13 @@ def _computed(analysis, **params) -> EmulationsView:
 def test_the_tables_hold_every_emulations_counts_in_table_order_with_the_baseline_last(analyses):
     analysis = analyses["qwen36-bf16-t64"]
     view = _computed(analysis)
-    assert [e.id for e in view.emulations] == ["mlx_two_pass", "mlx_two_pass(partialDType=float32)",
-                                               "paged_two_pass", "single_pass", "mlx_run"]  # the default set
+    assert [e.id for e in view.emulations] == [
+        "mlx_two_pass",
+        "mlx_two_pass(partialDType=float32)",
+        "paged_two_pass",
+        "single_pass",
+        "mlx_run",
+    ]  # the default set
     shown = text(pn.panel(view))
     run = next(e for e in view.emulations if e.id == "mlx_run")  # a row of its own: the real library, here
     assert f"the real library, on this machine: mlx {run.library['version']} on the cpu" in shown
@@ -110,16 +115,22 @@ def test_parameters_change_the_emulations_computed(analyses):
     analysis = analyses["qwen36-bf16-t64"]
     view = _computed(analysis, blocks=64, partition_tokens=32, partial_dtype="float16")
     assert [e.id for e in view.emulations] == [
-        "mlx_two_pass(blocks=64)", "mlx_two_pass(blocks=64,partialDType=float16)",
-        "paged_two_pass(partitionTokens=32)", "paged_two_pass(partitionTokens=32,partialDType=float16)",
-        "single_pass", "mlx_run"]
+        "mlx_two_pass(blocks=64)",
+        "mlx_two_pass(blocks=64,partialDType=float16)",
+        "paged_two_pass(partitionTokens=32)",
+        "paged_two_pass(partitionTokens=32,partialDType=float16)",
+        "single_pass",
+        "mlx_run",
+    ]
     view.blocks = 32
     assert view.emulations[0].id == "mlx_two_pass(blocks=32)"
     assert "mlx_two_pass(blocks=32)" in text(pn.panel(view))
     view.emulation_set = "sweep"
     assert view.emulations == emulations_of(analysis, "sweep")[0] and len(view.emulations) > 20
-    assert requested_ids(128, 256, "float32")[:2] == ["mlx_two_pass(blocks=128)",
-                                                     "mlx_two_pass(blocks=128,partialDType=float32)"]
+    assert requested_ids(128, 256, "float32")[:2] == [
+        "mlx_two_pass(blocks=128)",
+        "mlx_two_pass(blocks=128,partialDType=float32)",
+    ]
 
 
 def test_without_numerics_the_view_explains_and_computes_nothing(analyses):
@@ -195,15 +206,27 @@ def test_the_registry_builder_computes_at_once_outside_a_served_page(analyses):
 
 
 def test_url_settings_are_read_with_the_kernels_own_limits():
-    settings, problems = settings_from_query({"blocks": "64", "partitionTokens": "128", "partialDType": "float32",
-                                              "emulationSet": "sweep", "head": "3"})
+    settings, problems = settings_from_query(
+        {"blocks": "64", "partitionTokens": "128", "partialDType": "float32", "emulationSet": "sweep", "head": "3"}
+    )
     assert settings == {"blocks": 64, "partitionTokens": 128, "partialDType": "float32", "emulationSet": "sweep"}
     assert problems == []
-    for name, text_value in (("blocks", "0"), ("blocks", "-1"), ("blocks", "1025"), ("blocks", "1056"),
-                             ("blocks", "\u00b2"), ("emulationSet", "all"), ("emulationSet", "Sweep"),
-                             ("blocks", "12\n"), ("blocks", " 12"), ("blocks", "1" * 5000),
-                             ("partitionTokens", "16777217"), ("partitionTokens", "\u0661\u0662"),
-                             ("partialDType", "float64"), ("partialDType", "Float32")):
+    for name, text_value in (
+        ("blocks", "0"),
+        ("blocks", "-1"),
+        ("blocks", "1025"),
+        ("blocks", "1056"),
+        ("blocks", "\u00b2"),
+        ("emulationSet", "all"),
+        ("emulationSet", "Sweep"),
+        ("blocks", "12\n"),
+        ("blocks", " 12"),
+        ("blocks", "1" * 5000),
+        ("partitionTokens", "16777217"),
+        ("partitionTokens", "\u0661\u0662"),
+        ("partialDType", "float64"),
+        ("partialDType", "Float32"),
+    ):
         settings, problems = settings_from_query({name: text_value})
         accepts = URL_SETTINGS[name][0].accepts
         assert settings == {} and problems == [(name, text_value, accepts)], (name, text_value)
@@ -246,8 +269,10 @@ def test_a_typed_setting_outside_the_kernels_limits_is_refused_with_a_note(analy
     assert (blocks.value, partition.value) == (DEFAULT_BLOCKS, DEFAULT_PARTITION_TOKENS)
     blocks.value = 0
     assert view.blocks == DEFAULT_BLOCKS
-    assert ("blocks &#x27;0&#x27; is not an integer from 1 to 1024 (pass 2 merges the first multiple of 32 of "
-            "them); kept 128") in view._settings_note.object
+    assert (
+        "blocks &#x27;0&#x27; is not an integer from 1 to 1024 (pass 2 merges the first multiple of 32 of "
+        "them); kept 128"
+    ) in view._settings_note.object
     blocks.value = 32
     assert view.blocks == 32 and view._settings_note.object == ""
     assert view.emulations[0].id == "mlx_two_pass(blocks=32)"

@@ -21,9 +21,14 @@ def test_overview_of_an_analyzed_packet_lists_its_largest_linf_heads(analyses):
     assert page.split('class="per-head-primary"')[1].count("<tr><td") == html_summary.LARGEST_HEADS
 
 
-@pytest.mark.parametrize("name, code", [("refused-hash-mismatch", "sha256_mismatch"),
-                                        ("discarded-sample", "sample_not_confirmed"),
-                                        ("nan-stored-values", "nonfinite_inputs")])
+@pytest.mark.parametrize(
+    "name, code",
+    [
+        ("refused-hash-mismatch", "sha256_mismatch"),
+        ("discarded-sample", "sample_not_confirmed"),
+        ("nan-stored-values", "nonfinite_inputs"),
+    ],
+)
 def test_overview_of_other_statuses_shows_every_code(analyses, name, code):
     analysis = analyses[name]
     page = html_summary.overview_html(analysis)
@@ -67,8 +72,10 @@ def test_largest_heads_skip_null_metrics_and_break_ties_by_head(analyses):
 
 
 def test_the_html_summary_imports_no_ui_library():
-    code = ("import sys, explorer.views.html_summary; "
-            "print(sorted(m for m in ('panel', 'holoviews', 'bokeh', 'param') if m in sys.modules))")
+    code = (
+        "import sys, explorer.views.html_summary; "
+        "print(sorted(m for m in ('panel', 'holoviews', 'bokeh', 'param') if m in sys.modules))"
+    )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"
 

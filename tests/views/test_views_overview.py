@@ -32,8 +32,13 @@ def _build(analyses, name):
 
 
 def _cells(view) -> dict[str, pn.Column]:
-    return {next(c for c in cell.css_classes if c.startswith("overview-") and c != "overview-cell")
-            .removeprefix("overview-"): cell for cell in view.select(pn.Column) if "overview-cell" in cell.css_classes}
+    return {
+        next(c for c in cell.css_classes if c.startswith("overview-") and c != "overview-cell").removeprefix(
+            "overview-"
+        ): cell
+        for cell in view.select(pn.Column)
+        if "overview-cell" in cell.css_classes
+    }
 
 
 def test_overview_draws_the_four_views_two_by_two_under_status_reasons_and_identity(analyses):
@@ -48,14 +53,25 @@ def test_overview_draws_the_four_views_two_by_two_under_status_reasons_and_ident
     assert esc(analysis.admission.identity["modelID"]) in shown and "output index" in shown
     keys, values = analysis.facts.last_row_keys, analysis.facts.last_row_values
     stacked = np.concatenate([keys.field_mask, values.field_mask])  # the keys' KV heads above the values'
-    masks = [np.asarray(r.data_source.data["image"][0]) for r in images(document)
-             if r.data_source.data["image"][0].shape == stacked.shape]
+    masks = [
+        np.asarray(r.data_source.data["image"][0])
+        for r in images(document)
+        if r.data_source.data["image"][0].shape == stacked.shape
+    ]
     assert len(masks) == 1 and np.array_equal(masks[0], stacked)
     from bokeh.models import Plot
 
-    strip = next(p for p in document.select({"type": Plot}) if p.renderers and any(
-        getattr(r, "data_source", None) is not None and "image" in r.data_source.data
-        and np.asarray(r.data_source.data["image"][0]).shape == stacked.shape for r in p.renderers))
+    strip = next(
+        p
+        for p in document.select({"type": Plot})
+        if p.renderers
+        and any(
+            getattr(r, "data_source", None) is not None
+            and "image" in r.data_source.data
+            and np.asarray(r.data_source.data["image"][0]).shape == stacked.shape
+            for r in p.renderers
+        )
+    )
     axis = strip.left[0]
     assert list(axis.ticker.ticks) == [0, 1, 2, 3] and axis.axis_label == "KV head"  # every row labelled
     assert [axis.major_label_overrides[t] for t in range(4)] == ["K0", "K1", "V0", "V1"]
@@ -113,8 +129,11 @@ def test_refused_and_inconclusive_packets_keep_the_grid_and_say_why(analyses, na
     cells = _cells(view)
     assert set(cells) == set(CELL_SLUGS)
     missing = [slug for slug, cell in cells.items() if "Not available" in text(cell)]
-    expected = {"refused-hash-mismatch": CELL_SLUGS, "discarded-sample": ["errors", "narrowed"],
-                "inconclusive-without-facts": CELL_SLUGS}[name]
+    expected = {
+        "refused-hash-mismatch": CELL_SLUGS,
+        "discarded-sample": ["errors", "narrowed"],
+        "inconclusive-without-facts": CELL_SLUGS,
+    }[name]
     assert sorted(missing) == sorted(expected)
 
 
@@ -170,8 +189,9 @@ def test_each_cell_is_its_link_and_one_pane_per_run_of_text(analyses):
 def _error_plot(document):
     from bokeh.models import Plot
 
-    return next(p for p in document.select({"type": Plot}) if p.title.text in ("|output - primary|",
-                                                                                 "ULP distance in bfloat16"))
+    return next(
+        p for p in document.select({"type": Plot}) if p.title.text in ("|output - primary|", "ULP distance in bfloat16")
+    )
 
 
 @pytest.mark.parametrize("name", ["injected-error-head5", "qwen36-bf16-t64"])  # 8 and 16 query heads
@@ -196,7 +216,7 @@ def test_isolated_nonzero_elements_are_ringed_on_the_error_map(analyses):
     rings = [r for r in _error_plot(document).renderers if isinstance(getattr(r, "glyph", None), Scatter)]
     assert len(rings) == 1
     data = rings[0].data_source.data
-    assert sorted(zip(data["y"], data["x"])) == sorted(zip(heads.tolist(), channels.tolist()))
+    assert sorted(zip(data["y"], data["x"], strict=True)) == sorted(zip(heads.tolist(), channels.tolist(), strict=True))
     assert rings[0].glyph.fill_alpha == 0  # a ring: the cell's own colour still says its value
     assert f"the {heads.size} nonzero element" in text(_cells(view)["errors"])
     _, plain, _ = _build(analyses, "injected-error-head5")  # every element differs: colours show them, no ring

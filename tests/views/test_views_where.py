@@ -1,6 +1,7 @@
 """The overview's error-map caption names where the worst values are.
 
-The overview's error-map caption names where the worst values are: the element of the largest ULP distance and of the largest |output - reference|, the ones the report's maxAt and linfAt name."""
+The overview's error-map caption names where the worst values are: the element of the largest ULP distance and of
+the largest |output - reference|, the ones the report's maxAt and linfAt name."""
 
 from __future__ import annotations
 
@@ -23,16 +24,22 @@ def test_the_error_map_caption_names_where_the_worst_values_are(analyses):
     linf = reference["primary"]["global"]
     assert ulp["maxAt"]["queryHead"] == linf["linfAt"]["queryHead"] == 5
     assert f"ULP max {ulp['max']} at query head 5, channel {ulp['maxAt']['channel']}" in caption
-    assert (f"largest |output - primary reference| {short_number(linf['linf'])} at query head 5, channel "
-            f"{linf['linfAt']['channel']}") in caption
+    assert (
+        f"largest |output - primary reference| {short_number(linf['linf'])} at query head 5, channel "
+        f"{linf['linfAt']['channel']}"
+    ) in caption
 
 
 def test_a_packet_whose_output_equals_the_rounded_reference_names_no_element(analyses):
     """ULP max 0: every element equals the rounded reference, so no element stands out (maxAt null)."""
     analysis = analyses["qwen36-bf16-t64"]
     assert analysis.report()["reference"]["roundedToOutputDType"]["ulp"] == {
-        **analysis.report()["reference"]["roundedToOutputDType"]["ulp"], "max": 0, "maxAt": None}
-    cell = next(c for c in overview.build(analysis, Selection()).select(pn.Column)
-                if "overview-errors" in c.css_classes)
+        **analysis.report()["reference"]["roundedToOutputDType"]["ulp"],
+        "max": 0,
+        "maxAt": None,
+    }
+    cell = next(
+        c for c in overview.build(analysis, Selection()).select(pn.Column) if "overview-errors" in c.css_classes
+    )
     shown = text(cell)
     assert "ULP max 0;" in shown and "ULP max 0 at" not in shown

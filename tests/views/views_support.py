@@ -99,11 +99,15 @@ def head_charts(view) -> list[DrawnChart]:
         for point in root.iter("g") if plot is not None else ():
             if point.get("class") == "head-point":
                 points.setdefault(point.get("data-series"), {})[int(point.get("data-head"))] = float(
-                    point.get("data-value"))
-        charts.append(DrawnChart(
-            title,
-            [t.text for t in plot.findall("text")][:-1] if plot is not None else [],  # the last is the axis label
-            [t.text for t in axis.findall("text")][:-1] if axis is not None else [],
-            axis.findall("text")[-1].text if axis is not None else "",
-            points))
+                    point.get("data-value")
+                )
+        charts.append(
+            DrawnChart(
+                title,
+                [t.text for t in plot.findall("text")][:-1] if plot is not None else [],  # the last is the axis label
+                [t.text for t in axis.findall("text")][:-1] if axis is not None else [],
+                axis.findall("text")[-1].text if axis is not None else "",
+                points,
+            )
+        )
     return charts

@@ -148,8 +148,9 @@ def dot(queries: np.ndarray, keys: np.ndarray, hypotheses: Hypotheses) -> np.nda
     return scores
 
 
-def online_softmax(scores: np.ndarray, values: np.ndarray, tokens: np.ndarray, exp, fused: bool,
-                   factor: np.float32 | None = None) -> tuple[np.ndarray, np.ndarray]:
+def online_softmax(
+    scores: np.ndarray, values: np.ndarray, tokens: np.ndarray, exp, fused: bool, factor: np.float32 | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Online softmax of every block at once, in chunks of steps.
 
     `scores` [KVH, g, T], multiplied by `factor` (float32, one rounding) as each chunk
@@ -241,8 +242,9 @@ def gqa_block_merge(m: np.ndarray, state: np.ndarray, hypotheses: Hypotheses) ->
     inverse = np.where(sums > 0, _ONE / np.where(sums > 0, sums, _ONE), _ZERO)
     normalised = state[..., :-1] * inverse
     weights = sums * natural_exp(hypotheses)(m - top[:, None])[..., None]
-    denominator = ordered_multiply_add(np.moveaxis(weights, 1, 0), np.ones_like(np.moveaxis(weights, 1, 0)),
-                                       hypotheses.fma)
+    denominator = ordered_multiply_add(
+        np.moveaxis(weights, 1, 0), np.ones_like(np.moveaxis(weights, 1, 0)), hypotheses.fma
+    )
     numerator = ordered_multiply_add(np.moveaxis(weights, 1, 0), np.moveaxis(normalised, 1, 0), hypotheses.fma)
     return top, np.concatenate([numerator, denominator], axis=-1)
 
@@ -274,7 +276,7 @@ def mlx_merge(m: np.ndarray, state: np.ndarray, partial_dtype: str, hypotheses: 
     """
     merged = (m.shape[0] // LANES) * LANES  # pass 2 reads blocks in chunks of 32: a tail is dropped, as in the source
     if merged == 0:
-        return np.zeros(state.shape[1:-1] + (state.shape[-1] - 1,), dtype=np.float32)
+        return np.zeros((*state.shape[1:-1], state.shape[-1] - 1), dtype=np.float32)
     m, state = m[:merged], state[:merged]
     top = m.max(axis=0)
     weights = natural_exp(hypotheses)(m - top)[..., None]

@@ -19,8 +19,10 @@ DECISIVE_POSITIONS = 100  # positions listed in `decisive` (row-major)
 def head_counts(mask: np.ndarray, eligible: np.ndarray) -> tuple[int, tuple[int | None, ...]]:
     """(global over eligible heads, per head with None for an ineligible one) counts of a bool mask [QH, D]."""
     per_head = np.count_nonzero(mask, axis=1)
-    return (int(per_head[eligible].sum()),
-            tuple(int(n) if ok else None for n, ok in zip(per_head, eligible, strict=True)))
+    return (
+        int(per_head[eligible].sum()),
+        tuple(int(n) if ok else None for n, ok in zip(per_head, eligible, strict=True)),
+    )
 
 
 def decisive(emulations: Sequence[Emulation], eligible: np.ndarray) -> Decisive | None:
@@ -39,21 +41,35 @@ def decisive(emulations: Sequence[Emulation], eligible: np.ndarray) -> Decisive 
     return Decisive(count, per_head, positions, mask)
 
 
-def equal_on(bits: np.ndarray, output_bits: np.ndarray, mask: np.ndarray, eligible: np.ndarray
-             ) -> tuple[int, tuple[int | None, ...]]:
+def equal_on(
+    bits: np.ndarray, output_bits: np.ndarray, mask: np.ndarray, eligible: np.ndarray
+) -> tuple[int, tuple[int | None, ...]]:
     """(global, per head) counts of the elements of `mask` where `output_bits` equals `bits` (eligible heads only)."""
     return head_counts((output_bits == bits) & mask, eligible)
 
 
-def with_counts(emulations: Sequence[Emulation], output_bits: np.ndarray, rounded_bits: np.ndarray,
-                eligible: np.ndarray) -> tuple[tuple[Emulation, ...], EmulationCounts]:
+def with_counts(
+    emulations: Sequence[Emulation], output_bits: np.ndarray, rounded_bits: np.ndarray, eligible: np.ndarray
+) -> tuple[tuple[Emulation, ...], EmulationCounts]:
     """The emulations with their `bit_equal_decisive` set, and the decisive elements and baseline row."""
     found = decisive(emulations, eligible)
     counted = tuple(emulations)
     if found is not None:
-        counted = tuple(e if e.bits is None else dataclasses.replace(
-            e, **dict(zip(("bit_equal_decisive", "bit_equal_decisive_per_head"),
-                          equal_on(e.bits, output_bits, found.mask, eligible), strict=True))) for e in emulations)
+        counted = tuple(
+            e
+            if e.bits is None
+            else dataclasses.replace(
+                e,
+                **dict(
+                    zip(
+                        ("bit_equal_decisive", "bit_equal_decisive_per_head"),
+                        equal_on(e.bits, output_bits, found.mask, eligible),
+                        strict=True,
+                    )
+                ),
+            )
+            for e in emulations
+        )
     everywhere = np.ones(output_bits.shape, dtype=bool)
     bit_equal, per_head = equal_on(rounded_bits, output_bits, everywhere, eligible)
     on_decisive = (None, None) if found is None else equal_on(rounded_bits, output_bits, found.mask, eligible)

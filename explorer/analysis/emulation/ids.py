@@ -32,6 +32,7 @@ def named_set(name: str) -> tuple[str, ...] | None:
         return DEFAULT_SET + ((MLX_RUN,) if library.available() else ())
     return SWEEP if name == SWEEP_NAME else None
 
+
 MAX_REQUESTED_IDS = 256  # ids in one request, named sets expanded (a request is user input)
 
 
@@ -52,8 +53,10 @@ def parse_id(text: str) -> RequestedId:
         raise EmulationIdError(f"malformed emulation id {quoted(text)}: expected name or name(parameter=value,...)")
     name, body = match.group(1), match.group(2)
     if name not in KERNELS:
-        raise EmulationIdError(f"unknown emulation kernel {quoted(name)} in {quoted(text)} (known: "
-                               f"{', '.join(KERNELS)}, or {DEFAULT_SET_NAME!r} or {SWEEP_NAME!r} for a named set)")
+        raise EmulationIdError(
+            f"unknown emulation kernel {quoted(name)} in {quoted(text)} (known: "
+            f"{', '.join(KERNELS)}, or {DEFAULT_SET_NAME!r} or {SWEEP_NAME!r} for a named set)"
+        )
     kernel = KERNELS[name]
     given: list[tuple[str, Any]] = []
     for part in body.split(",") if body is not None and body.strip() else ():

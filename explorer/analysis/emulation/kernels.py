@@ -66,6 +66,7 @@ def _integer(low: int, high: int, multiple: int = 1) -> Callable[[str], int]:
         if not _DECIMAL.match(text) or not low <= int(text) <= high or int(text) % multiple:
             raise ValueError
         return int(text)
+
     return read
 
 
@@ -74,6 +75,7 @@ def _one_of(values: tuple[str, ...]) -> Callable[[str], str]:
         if text not in values:
             raise ValueError
         return text
+
     return read
 
 
@@ -81,18 +83,32 @@ def _listed(values) -> str:
     return ", ".join(map(str, values))
 
 
-BLOCKS = Parameter("blocks", 128, f"an integer from {MIN_BLOCKS} to {MAX_BLOCKS} (pass 2 merges the first multiple of "
-                   "32 of them)", _integer(MIN_BLOCKS, MAX_BLOCKS))
-SDPA_BLOCKS = Parameter("blocks", LAUNCH_RULE, f"an integer from {MIN_BLOCKS} to {MAX_BLOCKS} (MLX_SDPA_BLOCKS as "
-                        "the build reads it)", _integer(MIN_BLOCKS, MAX_BLOCKS))
-PARTITION_TOKENS = Parameter("partitionTokens", 256, f"an integer from 1 to {MAX_PARTITION_TOKENS}",
-                             _integer(1, MAX_PARTITION_TOKENS))
+BLOCKS = Parameter(
+    "blocks",
+    128,
+    f"an integer from {MIN_BLOCKS} to {MAX_BLOCKS} (pass 2 merges the first multiple of 32 of them)",
+    _integer(MIN_BLOCKS, MAX_BLOCKS),
+)
+SDPA_BLOCKS = Parameter(
+    "blocks",
+    LAUNCH_RULE,
+    f"an integer from {MIN_BLOCKS} to {MAX_BLOCKS} (MLX_SDPA_BLOCKS as the build reads it)",
+    _integer(MIN_BLOCKS, MAX_BLOCKS),
+)
+PARTITION_TOKENS = Parameter(
+    "partitionTokens", 256, f"an integer from 1 to {MAX_PARTITION_TOKENS}", _integer(1, MAX_PARTITION_TOKENS)
+)
 MLX_PARTIAL = Parameter("partialDType", OUTPUT_DTYPE, f"one of {_listed(DTYPES)}", _one_of(DTYPES))
 PAGED_PARTIAL = Parameter("partialDType", "float32", f"one of {_listed(DTYPES)}", _one_of(DTYPES))
-SIMDGROUPS = Parameter("simdgroups", ENGINE_CHOICE, f"one of {_listed(SIMDGROUP_CHOICES)}",
-                       lambda text: int(_one_of(tuple(map(str, SIMDGROUP_CHOICES)))(text)))
-DEVICE = Parameter("device", "s", f"one of {_listed(DEVICES)} (a GPU's architecture letter, or MLX's CPU backend)",
-                   _one_of(DEVICES))
+SIMDGROUPS = Parameter(
+    "simdgroups",
+    ENGINE_CHOICE,
+    f"one of {_listed(SIMDGROUP_CHOICES)}",
+    lambda text: int(_one_of(tuple(map(str, SIMDGROUP_CHOICES)))(text)),
+)
+DEVICE = Parameter(
+    "device", "s", f"one of {_listed(DEVICES)} (a GPU's architecture letter, or MLX's CPU backend)", _one_of(DEVICES)
+)
 BUILD = Parameter("build", ENGINE, f"one of {_listed(BUILDS)}", _one_of(BUILDS))
 UNFUSED_DEVICE = Parameter("device", CPU, f"one of {_listed(UNFUSED_DEVICES)}", _one_of(UNFUSED_DEVICES))
 RUN_DEVICE = Parameter("device", DEFAULT_DEVICE, f"one of {_listed(RUN_DEVICES)}", _one_of(RUN_DEVICES))
@@ -114,22 +130,37 @@ class Kernel(Record):
         return next((p for p in self.parameters if p.name == name), None)
 
 
-KERNELS: Mapping[str, Kernel] = MappingProxyType({
-    MLX_TWO_PASS: Kernel(MLX_TWO_PASS,
-                         "MLX vector decode kernel with per-block partials and a merge (sdpa_vector_2pass)",
-                         (BLOCKS, MLX_PARTIAL, EXP, FMA, SIMD)),
-    MLX_SINGLE_PASS: Kernel(MLX_SINGLE_PASS, "MLX vector decode kernel without partials (sdpa_vector)",
-                            (EXP, FMA, SIMD)),
-    MLX_SDPA: Kernel(MLX_SDPA, "the MLX kernel and block count MLX launches for this packet",
-                     (DEVICE, BUILD, SDPA_BLOCKS, MLX_PARTIAL, EXP, FMA, SIMD)),
-    MLX_UNFUSED: Kernel(MLX_UNFUSED, "MLX unfused attention (scale, matmul, precise softmax, matmul)",
-                        (UNFUSED_DEVICE, SIMD)),
-    MLX_RUN: Kernel(MLX_RUN, "installed MLX library run on the packet's inputs (mx.fast.scaled_dot_product_attention)",
-                    (RUN_DEVICE,)),
-    PAGED_TWO_PASS: Kernel(PAGED_TWO_PASS, "paged decode kernel (exp2 domain, partitions merged)",
-                           (PARTITION_TOKENS, PAGED_PARTIAL, DISPATCHER, SIMDGROUPS, FMA, SIMD)),
-    SINGLE_PASS: Kernel(SINGLE_PASS, "single online softmax over all keys (no blocks)", ()),
-})
+KERNELS: Mapping[str, Kernel] = MappingProxyType(
+    {
+        MLX_TWO_PASS: Kernel(
+            MLX_TWO_PASS,
+            "MLX vector decode kernel with per-block partials and a merge (sdpa_vector_2pass)",
+            (BLOCKS, MLX_PARTIAL, EXP, FMA, SIMD),
+        ),
+        MLX_SINGLE_PASS: Kernel(
+            MLX_SINGLE_PASS, "MLX vector decode kernel without partials (sdpa_vector)", (EXP, FMA, SIMD)
+        ),
+        MLX_SDPA: Kernel(
+            MLX_SDPA,
+            "the MLX kernel and block count MLX launches for this packet",
+            (DEVICE, BUILD, SDPA_BLOCKS, MLX_PARTIAL, EXP, FMA, SIMD),
+        ),
+        MLX_UNFUSED: Kernel(
+            MLX_UNFUSED, "MLX unfused attention (scale, matmul, precise softmax, matmul)", (UNFUSED_DEVICE, SIMD)
+        ),
+        MLX_RUN: Kernel(
+            MLX_RUN,
+            "installed MLX library run on the packet's inputs (mx.fast.scaled_dot_product_attention)",
+            (RUN_DEVICE,),
+        ),
+        PAGED_TWO_PASS: Kernel(
+            PAGED_TWO_PASS,
+            "paged decode kernel (exp2 domain, partitions merged)",
+            (PARTITION_TOKENS, PAGED_PARTIAL, DISPATCHER, SIMDGROUPS, FMA, SIMD),
+        ),
+        SINGLE_PASS: Kernel(SINGLE_PASS, "single online softmax over all keys (no blocks)", ()),
+    }
+)
 
 DEFAULT_SET = (MLX_TWO_PASS, f"{MLX_TWO_PASS}(partialDType=float32)", PAGED_TWO_PASS, SINGLE_PASS)
 _F32 = "partialDType=float32"
@@ -144,7 +175,10 @@ SWEEP = (
     *(f"{PAGED_TWO_PASS}(partitionTokens={tokens})" for tokens in (64, 128)),
     *(f"{PAGED_TWO_PASS}(simdgroups={simdgroups})" for simdgroups in (4, 8)),
     f"{PAGED_TWO_PASS}(dispatcher={EARLY})",
-    *(f"{MLX_TWO_PASS}({prefix}{hypothesis})" for prefix in ("", f"{_F32},")
-      for hypothesis in (f"exp={EXP2_SCALED}", "fma=on", f"simd={SEQUENTIAL}")),
+    *(
+        f"{MLX_TWO_PASS}({prefix}{hypothesis})"
+        for prefix in ("", f"{_F32},")
+        for hypothesis in (f"exp={EXP2_SCALED}", "fma=on", f"simd={SEQUENTIAL}")
+    ),
     *(f"{PAGED_TWO_PASS}({hypothesis})" for hypothesis in ("fma=on", f"simd={SEQUENTIAL}")),
 )

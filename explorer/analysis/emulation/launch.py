@@ -29,8 +29,12 @@ EMULATION_MEMORY_BYTES = 512 * 1024 * 1024  # an emulation whose estimate exceed
 REQUEST_SCORE_COPIES = 2  # [QH, T] float32 scores a request holds at once (measured at most 1.5)
 REQUEST_SCRATCH_BYTES = 64 * 1024 * 1024  # chunk temporaries (a float64 fused dot of 2**18 scores), outputs, counts
 
-PAGED_SHAPE, PAGED_HEAD_DIM, PAGED_OUTPUT_DTYPE, MEMORY_BOUND = ("paged_shape_refused", "paged_head_dim_refused",
-                                                                  "paged_output_dtype", "memory_bound")
+PAGED_SHAPE, PAGED_HEAD_DIM, PAGED_OUTPUT_DTYPE, MEMORY_BOUND = (
+    "paged_shape_refused",
+    "paged_head_dim_refused",
+    "paged_output_dtype",
+    "memory_bound",
+)
 NO_LIBRARY, LIBRARY_FAILED = "library_not_installed", "library_failed"
 # mlx_run's working memory: MLX's unfused composition holds the scores, the softmax and its input copies at once.
 LIBRARY_SCORE_COPIES = 3  # [QH, T] scores, their softmax, and a temporary of the softmax
@@ -87,7 +91,8 @@ class Launch(Record):
 
 
 def mlx_blocks_read(build: str, blocks: int) -> int:
-    """MLX_SDPA_BLOCKS as `build` reads it: upstream rounds it up to a multiple of 32, the engine's build takes it as is."""
+    """MLX_SDPA_BLOCKS as `build` reads it: upstream rounds it up to a multiple of 32, the engine's build takes it
+    as is."""
     if build == "upstream":
         return -(-blocks // MLX_BLOCKS_MULTIPLE) * MLX_BLOCKS_MULTIPLE
     return blocks
@@ -104,14 +109,23 @@ def mlx_launch(device: str, geometry: Geometry, build: str = "engine", blocks: i
     engine_d512 = build == "engine" and g.head_dim == MLX_ENGINE_TWO_PASS_HEAD_DIM
     if (g.head_dim not in MLX_VECTOR_HEAD_DIMS and not engine_d512) or g.group > MLX_MAX_GQA_FACTOR:
         return Launch("mlx_unfused", device="gpu")
-    two_pass = (engine_d512 or (device in MLX_LARGE_DEVICES and g.tokens >= MLX_LARGE_TWO_PASS_TOKENS)
-                or (g.kv_heads < g.query_heads and g.tokens >= MLX_GQA_TWO_PASS_TOKENS))
+    two_pass = (
+        engine_d512
+        or (device in MLX_LARGE_DEVICES and g.tokens >= MLX_LARGE_TWO_PASS_TOKENS)
+        or (g.kv_heads < g.query_heads and g.tokens >= MLX_GQA_TWO_PASS_TOKENS)
+    )
     if not two_pass:
         return Launch("mlx_single_pass")
     chosen = mlx_blocks(device, geometry) if blocks is None else mlx_blocks_read(build, blocks)
-    gqa = (build == "upstream" and g.group == MLX_GQA_FACTOR and g.tokens >= MLX_GQA_MIN_TOKENS
-           and g.head_dim in MLX_GQA_HEADS_PER_SIMDGROUP)
-    return Launch("mlx_two_pass", chosen, gqa_heads_per_simdgroup=MLX_GQA_HEADS_PER_SIMDGROUP[g.head_dim] if gqa else None)
+    gqa = (
+        build == "upstream"
+        and g.group == MLX_GQA_FACTOR
+        and g.tokens >= MLX_GQA_MIN_TOKENS
+        and g.head_dim in MLX_GQA_HEADS_PER_SIMDGROUP
+    )
+    return Launch(
+        "mlx_two_pass", chosen, gqa_heads_per_simdgroup=MLX_GQA_HEADS_PER_SIMDGROUP[g.head_dim] if gqa else None
+    )
 
 
 def paged_heads_per_threadgroup(geometry: Geometry) -> int:
@@ -135,39 +149,51 @@ def paged_simdgroups(geometry: Geometry, dispatcher: str = "current") -> int | N
 
 
 def paged_refusal(geometry: Geometry) -> NotEmulated:
-    return NotEmulated(PAGED_SHAPE, f"the paged dispatcher refuses D {geometry.head_dim} with QH/KVH {geometry.group}: "
-                                    "not even one simdgroup fits its "
-                                    f"{PAGED_THREADGROUP_BYTES}-byte threadgroup memory")
+    return NotEmulated(
+        PAGED_SHAPE,
+        f"the paged dispatcher refuses D {geometry.head_dim} with QH/KVH {geometry.group}: "
+        "not even one simdgroup fits its "
+        f"{PAGED_THREADGROUP_BYTES}-byte threadgroup memory",
+    )
 
 
 def paged_head_dim_refusal(geometry: Geometry) -> NotEmulated | None:
     """The engine's refusal of a head dim its paged kernel has no instantiation for, else None."""
     if geometry.head_dim in PAGED_HEAD_DIMS:
         return None
-    return NotEmulated(PAGED_HEAD_DIM, f"the engine refuses head dim {geometry.head_dim} for its paged kernel (it runs "
-                                       f"only for D {', '.join(map(str, PAGED_HEAD_DIMS))}); this kernel cannot have run")
+    return NotEmulated(
+        PAGED_HEAD_DIM,
+        f"the engine refuses head dim {geometry.head_dim} for its paged kernel (it runs "
+        f"only for D {', '.join(map(str, PAGED_HEAD_DIMS))}); this kernel cannot have run",
+    )
 
 
 def paged_output_refusal(kv_dtype: str, output_dtype: str) -> NotEmulated | None:
     """The paged kernel writes its output in the stored keys' dtype: a refusal when the packet's output is another."""
     if kv_dtype == output_dtype:
         return None
-    return NotEmulated(PAGED_OUTPUT_DTYPE, f"the paged kernel writes its output in the stored keys' dtype ({kv_dtype}); "
-                                           f"this kernel cannot have written a {output_dtype} output")
+    return NotEmulated(
+        PAGED_OUTPUT_DTYPE,
+        f"the paged kernel writes its output in the stored keys' dtype ({kv_dtype}); "
+        f"this kernel cannot have written a {output_dtype} output",
+    )
 
 
 def library_estimate(geometry: Geometry) -> int:
-    """Bytes a real MLX run holds at once (float32 bound): LIBRARY_SCORE_COPIES scores and LIBRARY_KV_COPIES of K / V."""
+    """Bytes a real MLX run holds at once (float32 bound): LIBRARY_SCORE_COPIES scores and LIBRARY_KV_COPIES of K /
+    V."""
     g = geometry
-    return FLOAT32_BYTES * (LIBRARY_SCORE_COPIES * g.query_heads * g.tokens
-                            + LIBRARY_KV_COPIES * g.kv_heads * g.tokens * g.head_dim)
+    return FLOAT32_BYTES * (
+        LIBRARY_SCORE_COPIES * g.query_heads * g.tokens + LIBRARY_KV_COPIES * g.kv_heads * g.tokens * g.head_dim
+    )
 
 
 def memory_estimate(geometry: Geometry, parallel_blocks: int) -> int:
     """Bytes an emulation with `parallel_blocks` block states holds at once: the scores and STATE_COPIES states."""
     g = geometry
-    return FLOAT32_BYTES * (g.query_heads * g.tokens
-                            + STATE_COPIES * parallel_blocks * g.query_heads * (g.head_dim + 1))
+    return FLOAT32_BYTES * (
+        g.query_heads * g.tokens + STATE_COPIES * parallel_blocks * g.query_heads * (g.head_dim + 1)
+    )
 
 
 def request_bound(geometry: Geometry, parallel_blocks: int) -> int:
@@ -175,16 +201,23 @@ def request_bound(geometry: Geometry, parallel_blocks: int) -> int:
     largest of its runs: the runs sharing scores go one after another, so one [QH, T] array of scores and its
     scaled chunks live at a time (REQUEST_SCORE_COPIES of it), the largest run's states, and scratch."""
     g = geometry
-    return (REQUEST_SCORE_COPIES * FLOAT32_BYTES * g.query_heads * g.tokens
-            + memory_estimate(geometry, parallel_blocks) - FLOAT32_BYTES * g.query_heads * g.tokens
-            + REQUEST_SCRATCH_BYTES)
+    return (
+        REQUEST_SCORE_COPIES * FLOAT32_BYTES * g.query_heads * g.tokens
+        + memory_estimate(geometry, parallel_blocks)
+        - FLOAT32_BYTES * g.query_heads * g.tokens
+        + REQUEST_SCRATCH_BYTES
+    )
 
 
 def memory_refusal(geometry: Geometry, parallel_blocks: int, needed: int | None = None) -> NotEmulated | None:
-    """A refusal when the estimate (of `parallel_blocks` block states, or `needed` bytes) exceeds EMULATION_MEMORY_BYTES."""
+    """A refusal when the estimate (of `parallel_blocks` block states, or `needed` bytes) exceeds
+    EMULATION_MEMORY_BYTES."""
     what = "the library's run" if needed is not None else f"{parallel_blocks} parallel block states"
     needed = memory_estimate(geometry, parallel_blocks) if needed is None else needed
     if needed <= EMULATION_MEMORY_BYTES:
         return None
-    return NotEmulated(MEMORY_BOUND, f"{what} would need about {needed / 2**20:.0f} MiB, above the emulation "
-                                     f"bound of {EMULATION_MEMORY_BYTES // 2**20} MiB; not run")
+    return NotEmulated(
+        MEMORY_BOUND,
+        f"{what} would need about {needed / 2**20:.0f} MiB, above the emulation "
+        f"bound of {EMULATION_MEMORY_BYTES // 2**20} MiB; not run",
+    )

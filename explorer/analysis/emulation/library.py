@@ -1,6 +1,7 @@
 """mlx_run: the installed MLX library on a packet's exact inputs.
 
-mlx_run: the installed MLX library's scaled_dot_product_attention on a packet's exact inputs (imported only when asked); no I/O beyond the library call.
+mlx_run: the installed MLX library's scaled_dot_product_attention on a packet's exact inputs (imported only when
+asked); no I/O beyond the library call.
 
 Its numbers are whatever that library computes on this machine (docs/emulations.md, "mlx_run"):
 MLX on the CPU runs the composition `mlx_unfused(device=cpu)` emulates; on Apple silicon the
@@ -45,8 +46,10 @@ def available() -> bool:
 
 
 def missing() -> NotEmulated:
-    return NotEmulated(NO_LIBRARY, f"MLX is not installed here; install the extra with {INSTALL_HINT} to run the real "
-                                   "library on this packet")
+    return NotEmulated(
+        NO_LIBRARY,
+        f"MLX is not installed here; install the extra with {INSTALL_HINT} to run the real library on this packet",
+    )
 
 
 def _gpu_class(mx: Any) -> str:
@@ -55,8 +58,9 @@ def _gpu_class(mx: Any) -> str:
     return letter if letter in ("s", "d") else "other"
 
 
-def run(queries: np.ndarray, keys: np.ndarray, values: np.ndarray, scale: np.float32,
-        dtypes: tuple[str, str], device: str) -> LibraryRun:
+def run(
+    queries: np.ndarray, keys: np.ndarray, values: np.ndarray, scale: np.float32, dtypes: tuple[str, str], device: str
+) -> LibraryRun:
     """mx.fast.scaled_dot_product_attention(q, k, v, scale) on `device` ("default", "cpu" or "gpu").
 
     queries [QH, D], keys / values [KVH, T, D]: float32 values of the query and KV dtypes
@@ -77,10 +81,15 @@ def run(queries: np.ndarray, keys: np.ndarray, values: np.ndarray, scale: np.flo
             out = mx.fast.scaled_dot_product_attention(q, k, v, scale=float(scale))
             result = np.array(out.astype(mx.float32))[0, :, 0, :]
         on_gpu = target == mx.gpu
-        library = MappingProxyType({"name": LIBRARY_NAME, "version": mx.__version__, "device": "gpu" if on_gpu else "cpu"})
-        return LibraryRun(result, str(out.dtype).rsplit(".", 1)[-1], library, None,
-                          _gpu_class(mx) if on_gpu else "cpu")
+        library = MappingProxyType(
+            {"name": LIBRARY_NAME, "version": mx.__version__, "device": "gpu" if on_gpu else "cpu"}
+        )
+        return LibraryRun(result, str(out.dtype).rsplit(".", 1)[-1], library, None, _gpu_class(mx) if on_gpu else "cpu")
     except (RuntimeError, ValueError, MemoryError, TypeError) as error:
         text = " ".join(str(error).split())[:MAX_MESSAGE_CHARACTERS]
-        return LibraryRun(None, None, None, NotEmulated(LIBRARY_FAILED, f"MLX raised on this packet ({device}): "
-                                                                        f"{type(error).__name__}: {text}"))
+        return LibraryRun(
+            None,
+            None,
+            None,
+            NotEmulated(LIBRARY_FAILED, f"MLX raised on this packet ({device}): {type(error).__name__}: {text}"),
+        )

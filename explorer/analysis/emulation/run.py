@@ -66,7 +66,9 @@ class EmulationInputs(Record):
     @property
     def shape(self) -> PacketShape:
         kv_heads, tokens, head_dim = self.keys.shape
-        return PacketShape(self.output_dtype, Geometry(self.queries.shape[0], kv_heads, head_dim, tokens), self.kv_dtype)
+        return PacketShape(
+            self.output_dtype, Geometry(self.queries.shape[0], kv_heads, head_dim, tokens), self.kv_dtype
+        )
 
     @property
     def promoted_dtype(self) -> str:
@@ -81,8 +83,10 @@ class EmulationInputs(Record):
 
     @property
     def incoming_differs(self) -> bool:
-        return (self.incoming_row(self.keys, self.incoming_keys) is not None
-                or self.incoming_row(self.values, self.incoming_values) is not None)
+        return (
+            self.incoming_row(self.keys, self.incoming_keys) is not None
+            or self.incoming_row(self.values, self.incoming_values) is not None
+        )
 
     def withincoming_row(self, stored: np.ndarray, incoming: np.ndarray | None) -> np.ndarray:
         """`stored` [KVH, T, D] with row T-1 replaced by the incoming row (a copy only when they differ)."""
@@ -120,8 +124,14 @@ def _pass_key(run: Run) -> tuple:
         return ("single",)
     if run.kernel in (MLX_UNFUSED, MLX_RUN):
         return (run.kernel, run.device, h.exp, h.simd)
-    return ("mlx", arithmetic.LANES if run.kernel == MLX_SINGLE_PASS else run.blocks, run.gqa_heads_per_simdgroup,
-            h.exp, h.fma, h.simd)
+    return (
+        "mlx",
+        arithmetic.LANES if run.kernel == MLX_SINGLE_PASS else run.blocks,
+        run.gqa_heads_per_simdgroup,
+        h.exp,
+        h.fma,
+        h.simd,
+    )
 
 
 class _Steps:
@@ -172,6 +182,7 @@ class _Steps:
     def order(self, specs: Sequence[EmulationSpec]) -> list[int]:
         """The indices of `specs` in the order to run them: those sharing scores together, then those sharing a
         first pass, so that one [QH, T] array of scores is held at a time (the results keep the request's order)."""
+
         def first_seen(keys: list) -> list[int]:
             seen: dict[tuple, int] = {}
             return [seen.setdefault(key, len(seen)) for key in keys]
@@ -194,6 +205,7 @@ class _Steps:
                 incoming = inputs.withincoming_row(inputs.keys, inputs.incoming_keys)[:, -1:]
                 scores[:, :, -1:] = arithmetic.dot(grouped, incoming, run.hypotheses)
             return scores
+
         return self._memoised(key, make)
 
     def _states(self, run: Run) -> tuple[np.ndarray, np.ndarray]:
@@ -204,16 +216,20 @@ class _Steps:
         def make():
             if run.kernel == PAGED_TWO_PASS:
                 layout = arithmetic.paged_layout(tokens, run.partition_tokens, run.simdgroups)
-                return arithmetic.online_softmax(self._scores(run), self.paged_rows(), layout, arithmetic.exp2_32,
-                                                 h.fma, factor=arithmetic.LOG2E)
+                return arithmetic.online_softmax(
+                    self._scores(run), self.paged_rows(), layout, arithmetic.exp2_32, h.fma, factor=arithmetic.LOG2E
+                )
             blocks = _pass_key(run)[1] if run.kernel != SINGLE_PASS else 1
             if run.gqa_heads_per_simdgroup:
                 layout = arithmetic.gqa_layout(tokens, blocks, run.gqa_heads_per_simdgroup)
-                m, state = arithmetic.online_softmax(self._scores(run), self.rows, layout, arithmetic.natural_exp(h),
-                                                     h.fma)
+                m, state = arithmetic.online_softmax(
+                    self._scores(run), self.rows, layout, arithmetic.natural_exp(h), h.fma
+                )
                 return arithmetic.gqa_block_merge(m, state, h)
-            return arithmetic.online_softmax(self._scores(run), self.rows, arithmetic.block_layout(tokens, blocks),
-                                             arithmetic.natural_exp(h), h.fma)
+            return arithmetic.online_softmax(
+                self._scores(run), self.rows, arithmetic.block_layout(tokens, blocks), arithmetic.natural_exp(h), h.fma
+            )
+
         return self._memoised(_pass_key(run), make)
 
     def _unfused(self, run: Run) -> np.ndarray:
@@ -247,20 +263,35 @@ class _Steps:
 
 def _library_output(inputs: EmulationInputs, spec: EmulationSpec, eligible: np.ndarray) -> EmulatedOutput:
     """mlx_run: the installed library on the packet's inputs, row T-1 from the incoming K/V as the cache holds it."""
-    found = library.run(inputs.queries, inputs.withincoming_row(inputs.keys, inputs.incoming_keys),
-                        inputs.withincoming_row(inputs.values, inputs.incoming_values), inputs.scale,
-                        (inputs.query_dtype, inputs.kv_dtype), spec.run.device)
+    found = library.run(
+        inputs.queries,
+        inputs.withincoming_row(inputs.keys, inputs.incoming_keys),
+        inputs.withincoming_row(inputs.values, inputs.incoming_values),
+        inputs.scale,
+        (inputs.query_dtype, inputs.kv_dtype),
+        spec.run.device,
+    )
     if found.values is None:
         return EmulatedOutput(spec, inputs.output_dtype, None, None, failure=found.not_emulated)
     values = np.where(eligible[:, None], found.values, np.float32(np.nan)).astype(np.float32)
     bits = round_bits(values, inputs.output_dtype).copy()
-    return EmulatedOutput(spec, inputs.output_dtype, readonly(promote(bits, inputs.output_dtype).copy()),
-                          readonly(bits), library=found.library, incoming_read=inputs.incoming_differs,
-                          resolved=launch_resolved(found.launch_device, inputs.shape.geometry, UPSTREAM))
+    return EmulatedOutput(
+        spec,
+        inputs.output_dtype,
+        readonly(promote(bits, inputs.output_dtype).copy()),
+        readonly(bits),
+        library=found.library,
+        incoming_read=inputs.incoming_differs,
+        resolved=launch_resolved(found.launch_device, inputs.shape.geometry, UPSTREAM),
+    )
 
 
-def emulate(inputs: EmulationInputs, specs: Sequence[EmulationSpec], eligible: np.ndarray,
-            progress: Callable[[int, int], None] | None = None) -> tuple[EmulatedOutput, ...]:
+def emulate(
+    inputs: EmulationInputs,
+    specs: Sequence[EmulationSpec],
+    eligible: np.ndarray,
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[EmulatedOutput, ...]:
     """Every emulation of `specs` on `inputs`; heads not `eligible` hold no result (NaN values and NaN bits).
 
     The array arithmetic runs over every head at once; what it gives for a head not
@@ -281,8 +312,12 @@ def emulate(inputs: EmulationInputs, specs: Sequence[EmulationSpec], eligible: n
                 values = np.where(eligible[:, None], steps.output(spec.run), np.float32(np.nan)).astype(np.float32)
                 bits = round_bits(values, inputs.output_dtype).copy()
                 found[index] = EmulatedOutput(
-                    spec, inputs.output_dtype, readonly(promote(bits, inputs.output_dtype).copy()), readonly(bits),
-                    incoming_read=inputs.incoming_differs if spec.kernel == PAGED_TWO_PASS else None)
+                    spec,
+                    inputs.output_dtype,
+                    readonly(promote(bits, inputs.output_dtype).copy()),
+                    readonly(bits),
+                    incoming_read=inputs.incoming_differs if spec.kernel == PAGED_TWO_PASS else None,
+                )
             if progress is not None:
                 progress(done, len(specs))
     return tuple(found[index] for index in range(len(specs)))
@@ -294,38 +329,68 @@ def reused(spec: EmulationSpec, scored: Emulation) -> EmulatedOutput:
     if spec.not_emulated is None and scored.not_emulated is not None:
         failure = NotEmulated(scored.not_emulated_code, scored.not_emulated)
     read = next((flag for flag, sentence in ROW_SENTENCES.items() if sentence in scored.assumptions), None)
-    return EmulatedOutput(spec, scored.output_dtype, scored.values, scored.bits, library=scored.library,
-                          failure=failure, incoming_read=read,
-                          resolved=scored.resolved if scored.library is not None else None)
+    return EmulatedOutput(
+        spec,
+        scored.output_dtype,
+        scored.values,
+        scored.bits,
+        library=scored.library,
+        failure=failure,
+        incoming_read=read,
+        resolved=scored.resolved if scored.library is not None else None,
+    )
 
 
-def bit_equal(bits: np.ndarray, output_bits: np.ndarray, eligible: np.ndarray,
-              where: np.ndarray | None = None) -> tuple[int, tuple[int | None, ...]]:
+def bit_equal(
+    bits: np.ndarray, output_bits: np.ndarray, eligible: np.ndarray, where: np.ndarray | None = None
+) -> tuple[int, tuple[int | None, ...]]:
     """(global, per head) counts of output elements whose bit pattern equals `bits`, eligible heads only (and
     `where`)."""
     equal = output_bits == bits
     per_head = np.count_nonzero(equal if where is None else equal & where, axis=1)
-    return (int(per_head[eligible].sum()),
-            tuple(int(n) if ok else None for n, ok in zip(per_head, eligible, strict=True)))
+    return (
+        int(per_head[eligible].sum()),
+        tuple(int(n) if ok else None for n, ok in zip(per_head, eligible, strict=True)),
+    )
 
 
-def score(emulated: EmulatedOutput, output_values: np.ndarray, output_bits: np.ndarray,
-          reference: np.ndarray, eligible: np.ndarray) -> Emulation:
+def score(
+    emulated: EmulatedOutput,
+    output_values: np.ndarray,
+    output_bits: np.ndarray,
+    reference: np.ndarray,
+    eligible: np.ndarray,
+) -> Emulation:
     """The report fields of one emulation against one output [QH, D] (values float32, native bits)."""
     spec = emulated.spec
     refusal = spec.not_emulated or emulated.failure
     assumptions = spec.assumptions()
     if emulated.incoming_read is not None:
         assumptions += (ROW_SENTENCES[emulated.incoming_read],)
-    common = dict(id=spec.id, kernel=spec.kernel, label=spec.label, parameters=MappingProxyType(dict(spec.parameters)),
-                  assumptions=assumptions, output_dtype=emulated.output_dtype,
-                  compared=int(np.count_nonzero(eligible)) * output_bits.shape[1],
-                  resolved=spec.resolved if emulated.resolved is None else emulated.resolved,
-                  not_emulated=None if refusal is None else refusal.message,
-                  not_emulated_code=None if refusal is None else refusal.code, library=emulated.library)
+    common = {
+        "id": spec.id,
+        "kernel": spec.kernel,
+        "label": spec.label,
+        "parameters": MappingProxyType(dict(spec.parameters)),
+        "assumptions": assumptions,
+        "output_dtype": emulated.output_dtype,
+        "compared": int(np.count_nonzero(eligible)) * output_bits.shape[1],
+        "resolved": spec.resolved if emulated.resolved is None else emulated.resolved,
+        "not_emulated": None if refusal is None else refusal.message,
+        "not_emulated_code": None if refusal is None else refusal.code,
+        "library": emulated.library,
+    }
     if emulated.bits is None:
-        return Emulation(**common, bit_equal=None, bit_equal_per_head=None, ulp=None, vs_output=None,
-                         vs_primary_reference=None, values=None, bits=None)
+        return Emulation(
+            **common,
+            bit_equal=None,
+            bit_equal_per_head=None,
+            ulp=None,
+            vs_output=None,
+            vs_primary_reference=None,
+            values=None,
+            bits=None,
+        )
     global_count, per_head = bit_equal(emulated.bits, output_bits, eligible)
     return Emulation(
         **common,
@@ -333,8 +398,9 @@ def score(emulated: EmulatedOutput, output_values: np.ndarray, output_bits: np.n
         bit_equal_per_head=per_head,
         ulp=ulp_distance(output_bits, emulated.bits, emulated.output_dtype, eligible),
         vs_output=compare(VS_OUTPUT_LABEL.format(id=spec.id), output_values, emulated.values, eligible),
-        vs_primary_reference=compare(VS_REFERENCE_LABEL.format(id=spec.id), emulated.values, reference, eligible,
-                                     actual_computed=True),
+        vs_primary_reference=compare(
+            VS_REFERENCE_LABEL.format(id=spec.id), emulated.values, reference, eligible, actual_computed=True
+        ),
         values=emulated.values,
         bits=emulated.bits,
     )
@@ -360,12 +426,16 @@ def shape_of(tensors: Mapping[str, Any] | None) -> PacketShape:
     if tensors is None:
         return PacketShape(None, None)
     _, kv_heads, tokens, head_dim = tensors["storedKeys"].shape
-    return PacketShape(tensors["output"].dtype, Geometry(tensors["queries"].shape[1], kv_heads, head_dim, tokens),
-                       tensors["storedKeys"].dtype)
+    return PacketShape(
+        tensors["output"].dtype,
+        Geometry(tensors["queries"].shape[1], kv_heads, head_dim, tokens),
+        tensors["storedKeys"].dtype,
+    )
 
 
-def native_output_bits(emulation_id: str, tensors: Mapping[str, tuple[str, np.ndarray]], scale: float,
-                       output_dtype: str) -> np.ndarray:
+def native_output_bits(
+    emulation_id: str, tensors: Mapping[str, tuple[str, np.ndarray]], scale: float, output_dtype: str
+) -> np.ndarray:
     """The emulated output's native bits [1, QH, 1, D] for native inputs, e.g. to write a packet's output.
 
     `tensors` maps "queries", "storedKeys", "storedValues" (and optionally "incomingKeys",
@@ -375,12 +445,21 @@ def native_output_bits(emulation_id: str, tensors: Mapping[str, tuple[str, np.nd
     emulation that has no numbers on this geometry.
     """
     (query_dtype, q), (kv_dtype, k), (_, v) = (tensors[name] for name in ("queries", "storedKeys", "storedValues"))
-    incoming = [promote(np.asarray(tensors[name][1]), kv_dtype)[0, :, 0, :] if name in tensors else None
-                for name in ("incomingKeys", "incomingValues")]
+    incoming = [
+        promote(np.asarray(tensors[name][1]), kv_dtype)[0, :, 0, :] if name in tensors else None
+        for name in ("incomingKeys", "incomingValues")
+    ]
     with np.errstate(invalid="ignore"):
-        inputs = EmulationInputs(promote(np.asarray(q), query_dtype)[0, :, 0, :], promote(np.asarray(k), kv_dtype)[0],
-                                 promote(np.asarray(v), kv_dtype)[0], np.float32(scale), query_dtype, kv_dtype,
-                                 output_dtype, *incoming)
+        inputs = EmulationInputs(
+            promote(np.asarray(q), query_dtype)[0, :, 0, :],
+            promote(np.asarray(k), kv_dtype)[0],
+            promote(np.asarray(v), kv_dtype)[0],
+            np.float32(scale),
+            query_dtype,
+            kv_dtype,
+            output_dtype,
+            *incoming,
+        )
     (spec,) = resolve_all(emulation_id, inputs.shape)
     if spec.run is None:
         raise ValueError(f"{spec.id} is not emulated on this geometry: {spec.not_emulated.message}")
@@ -390,10 +469,16 @@ def native_output_bits(emulation_id: str, tensors: Mapping[str, tuple[str, np.nd
     return emulated.bits.reshape(1, *emulated.bits.shape[:1], 1, -1).copy()
 
 
-def emulations_for(tensors: Mapping[str, Any], scale: float, eligible: np.ndarray, reference: np.ndarray,
-                   rounded_bits: np.ndarray, request: str | Iterable[str],
-                   emulated: Sequence[EmulatedOutput] | None = None,
-                   progress: Callable[[int, int], None] | None = None) -> tuple[tuple[Emulation, ...], EmulationCounts]:
+def emulations_for(
+    tensors: Mapping[str, Any],
+    scale: float,
+    eligible: np.ndarray,
+    reference: np.ndarray,
+    rounded_bits: np.ndarray,
+    request: str | Iterable[str],
+    emulated: Sequence[EmulatedOutput] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[tuple[Emulation, ...], EmulationCounts]:
     """The scored emulations of `request` on one admitted packet, in request order, and their counts (section 4).
 
     `rounded_bits` [QH, D]: the primary reference rounded to the output dtype (the
@@ -402,8 +487,9 @@ def emulations_for(tensors: Mapping[str, Any], scale: float, eligible: np.ndarra
     """
     output = tensors["output"]
     if emulated is None:
-        emulated = emulate(inputs_from_tensors(tensors, scale), resolve_all(request, shape_of(tensors)), eligible,
-                           progress)
+        emulated = emulate(
+            inputs_from_tensors(tensors, scale), resolve_all(request, shape_of(tensors)), eligible, progress
+        )
     output_bits = output.bits[0, :, 0, :]
     scored = tuple(score(e, output.values[0, :, 0, :], output_bits, reference, eligible) for e in emulated)
     return with_counts(scored, output_bits, rounded_bits, eligible)

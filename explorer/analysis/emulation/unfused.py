@@ -1,6 +1,7 @@
 """MLX's unfused attention composition on its CPU backend, and as modelled on its GPU.
 
-MLX's unfused attention composition (scale, matmul, precise softmax, matmul, each rounded to the promoted dtype) on its CPU backend, and as modelled on its GPU; numpy only, no I/O.
+MLX's unfused attention composition (scale, matmul, precise softmax, matmul, each rounded to the promoted dtype) on
+its CPU backend, and as modelled on its GPU; numpy only, no I/O.
 
 The CPU backend's arithmetic is read from MLX's sources (docs/emulations.md, "mlx_unfused"):
 float32 matmuls go to the reference BLAS, whose loops sum the products of one output element
@@ -29,9 +30,18 @@ from explorer.packet.dtypes import narrow
 # MLX's exp (simd/math.h, after Cephes): 2^y with y = x * 1.442695 split at floor(y + 0.5); the fraction's
 # polynomial in Horner's order with fused multiply-adds, highest coefficient first.
 MLX_EXP_LOG2E = np.float32(1.442695)
-MLX_EXP_COEFFICIENTS = tuple(np.float32(c) for c in (
-    1.535336188319500e-4, 1.339887440266574e-3, 9.618437357674640e-3, 5.550332471162809e-2,
-    2.402264791363012e-1, 6.931472028550421e-1, 1.0))
+MLX_EXP_COEFFICIENTS = tuple(
+    np.float32(c)
+    for c in (
+        1.535336188319500e-4,
+        1.339887440266574e-3,
+        9.618437357674640e-3,
+        5.550332471162809e-2,
+        2.402264791363012e-1,
+        6.931472028550421e-1,
+        1.0,
+    )
+)
 MLX_EXP_LIMIT = np.float32(88.0)  # above it: inf; below minus it: 0
 FLOAT32_EXPONENT_BIAS, FLOAT32_MANTISSA_BITS = 127, 23
 SOFTMAX_READS = 4  # the GPU softmax kernel: consecutive elements one thread reads (SOFTMAX_N_READS)
@@ -73,21 +83,26 @@ def _weighted_sequential(weights: np.ndarray, values: np.ndarray) -> np.ndarray:
     total = np.zeros((kv_heads, group, values.shape[2]), dtype=np.float32)
     step = max(1, WEIGHTED_CHUNK_ELEMENTS // total.size)
     for lo in range(0, tokens, step):
-        terms = (np.moveaxis(weights[:, :, lo : lo + step], 2, 0)[..., None]
-                 * np.moveaxis(values[:, lo : lo + step], 1, 0)[:, :, None, :])
+        terms = (
+            np.moveaxis(weights[:, :, lo : lo + step], 2, 0)[..., None]
+            * np.moveaxis(values[:, lo : lo + step], 1, 0)[:, :, None, :]
+        )
         for term in terms:
             np.add(total, term, out=total)
     return total
 
 
 def _weighted_lanes(weights: np.ndarray, values: np.ndarray, simd: str) -> np.ndarray:
-    """The GPU model's sum over t of w[t] * V[t]: lane l sums tokens l, l + 32, ... in order, then the lane reduction."""
+    """The GPU model's sum over t of w[t] * V[t]: lane l sums tokens l, l + 32, ... in order, then the lane
+    reduction."""
     kv_heads, group, tokens = weights.shape
     lanes = np.zeros((LANES, kv_heads, group, values.shape[2]), dtype=np.float32)
     for lo in range(0, tokens, LANES):
         count = min(LANES, tokens - lo)
-        terms = (np.moveaxis(weights[:, :, lo : lo + count], 2, 0)[..., None]
-                 * np.moveaxis(values[:, lo : lo + count], 1, 0)[:, :, None, :])
+        terms = (
+            np.moveaxis(weights[:, :, lo : lo + count], 2, 0)[..., None]
+            * np.moveaxis(values[:, lo : lo + count], 1, 0)[:, :, None, :]
+        )
         lanes[:count] += terms
     return reduce_lanes(np.moveaxis(lanes, 0, -1), simd)
 
@@ -105,8 +120,15 @@ def _gpu_normaliser(exps: np.ndarray, simd: str) -> np.ndarray:
     return reduce_lanes(simdgroups, simd)
 
 
-def unfused(queries: np.ndarray, keys: np.ndarray, values: np.ndarray, scale: np.float32, promoted: str,
-            device: str, hypotheses: Hypotheses) -> np.ndarray:
+def unfused(
+    queries: np.ndarray,
+    keys: np.ndarray,
+    values: np.ndarray,
+    scale: np.float32,
+    promoted: str,
+    device: str,
+    hypotheses: Hypotheses,
+) -> np.ndarray:
     """The composition's output [KVH, g, D] before its final rounding to `promoted` (P, the inputs' result type).
 
     queries [KVH, g, D], keys / values [KVH, T, D]: float32 values of dtype P already.
