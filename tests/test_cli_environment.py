@@ -82,7 +82,7 @@ def test_closed_pipes_end_compare_and_report_quietly(tmp_path):
     assert (code, stderr) == (0, b"")
     code, stderr = _closed_pipe_run("report", str(REFUSED), "--out", str(tmp_path))
     assert (code, stderr) == (EXIT_REFUSED, b"")
-    assert len(os.listdir(tmp_path)) == 3  # HTML, JSON and the one PNG of a refused packet
+    assert len(os.listdir(tmp_path)) == 4  # HTML, JSON, findings and the one PNG of a refused packet
 
 
 @pytest.mark.browser  # renders PNGs in chromium
@@ -128,7 +128,7 @@ def test_undecodable_directory_names_are_compared_and_reported(tmp_path):
     done = _explorer("report", str(packet), "--out", str(tmp_path / "out"))
     assert done.returncode == EXIT_REFUSED and done.stderr == b""
     written = sorted(os.listdir(tmp_path / "out"))
-    assert "bad_name.html" in written and len(written) == 3  # HTML, JSON and the one PNG of a refused packet
+    assert "bad_name.html" in written and len(written) == 4  # HTML, JSON, findings, the refused packet's PNG
     assert "bad\\xffname" in (tmp_path / "out" / "bad_name.html").read_text(encoding="utf-8")
 
 

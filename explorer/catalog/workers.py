@@ -17,6 +17,11 @@ At most min(jobs, items, MAX_JOBS) workers run. A worker that cannot be started
 (a process or file limit) leaves the run with the workers it has, said through
 `on_note`; when not even one starts, the items are worked in this process, one
 after another and without a time limit (also said).
+
+Workers are forked (the platform default) unless this process has loaded MLX: MLX's
+runtime threads do not survive a fork, and a forked child's first MLX call never
+returns, so such a run starts its workers from a fresh forkserver instead
+(`start_method`).
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import contextlib
 import logging
 import multiprocessing
 import os
+import sys
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
@@ -206,6 +212,18 @@ class _Pool:
         return max(0.0, min(worker.since for worker in busy) + self.timeout - time.monotonic())
 
 
+FRESH_START_METHOD = "forkserver"  # a clean interpreter per worker, for parents whose libraries cannot be forked
+UNFORKABLE_MODULES = ("mlx.core",)  # loaded here, their runtime threads make a forked child hang
+
+
+def start_method(context: str | None) -> str | None:
+    """The multiprocessing start method of a run: `context` when named, else the platform default, unless a loaded
+    module cannot survive a fork (UNFORKABLE_MODULES), then FRESH_START_METHOD."""
+    if context is None and any(name in sys.modules for name in UNFORKABLE_MODULES):
+        return FRESH_START_METHOD
+    return context
+
+
 def map_isolated(
     work: Callable[[Any], Any],
     items: Sequence[Any],
@@ -218,10 +236,10 @@ def map_isolated(
     """Yield (index, result) for every item as it finishes; the result is WorkRaised, WorkerCrashed or
     WorkerTimedOut when the item gave none.
 
-    `context` names the multiprocessing start method (None: the platform default); `timeout` None: no limit.
+    `context` names the multiprocessing start method (None: start_method's choice); `timeout` None: no limit.
     """
     single_threaded_blas()  # inherited by workers that load numpy themselves (forkserver, spawn)
-    pool = _Pool(work, items, jobs, timeout, context, on_note)
+    pool = _Pool(work, items, jobs, timeout, start_method(context), on_note)
     try:
         while pool.pending or pool.busy():
             pool.grow()

@@ -21,13 +21,13 @@ from explorer.analysis.findings import Finding, finding, largest_error_finding, 
 from explorer.analysis.formatting import at_text, short_number
 from explorer.analysis.metrics import largest_at
 from explorer.pair.emulation import EACH_SIDE_INPUTS
-from explorer.pair.model import INPUTS_DIFFER, NO_ELEMENTWISE, NO_REFERENCE, SCALE_DIFFERS, SIDES, Pair
+from explorer.pair.model import INPUTS_DIFFER, NO_REFERENCE, SCALE_DIFFERS, SHAPE_DIFFERS, SIDES, Pair
 
 # Why no nearer count exists, in words (the codes of Pair.nearer_reason).
 NEARER_REASONS = {
     INPUTS_DIFFER: "the inputs differ, so each side has its own reference",
     SCALE_DIFFERS: "the scales differ, so each side has its own reference",
-    NO_ELEMENTWISE: "the shapes differ, so no element-wise comparison exists",
+    SHAPE_DIFFERS: "the shapes differ, so no element-wise comparison exists",
     NO_REFERENCE: "a side has no reference",
 }
 # The keys of the leading findings: the facts that say which side is off.

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import threading
 
 from tornado.websocket import WebSocketClosedError
 
@@ -19,14 +20,19 @@ def _unretrieved(error: BaseException) -> None:
     async def failing():
         raise error
 
-    loop = asyncio.new_event_loop()
-    try:
-        task = loop.create_task(failing())
-        loop.run_until_complete(asyncio.sleep(0.01))
-        del task
-        gc.collect()
-    finally:
-        loop.close()
+    def drop() -> None:  # on a thread of its own: no loop runs there, whatever an earlier test left running here
+        loop = asyncio.new_event_loop()
+        try:
+            task = loop.create_task(failing())
+            loop.run_until_complete(asyncio.sleep(0.01))
+            del task
+            gc.collect()
+        finally:
+            loop.close()
+
+    thread = threading.Thread(target=drop)
+    thread.start()
+    thread.join()
 
 
 def test_a_closed_websocket_is_one_line_and_another_error_keeps_its_traceback(caplog):
