@@ -1,4 +1,4 @@
-"""Worker processes of a parent that has run MLX: started fresh, they run MLX and answer (a fork would hang)."""
+"""Workers of a parent that has run MLX start fresh, run MLX and answer (a fork would hang)."""
 
 from __future__ import annotations
 
