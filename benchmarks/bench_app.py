@@ -43,6 +43,7 @@ from app_support import (  # noqa: E402
     PAGE_TIMEOUT_MS,
     VIEWPORT,
     click_packet,
+    click_tab,
     free_port,
     start_server,
     stop_server,
@@ -120,23 +121,19 @@ def _session(browser, base_url: str, label: str) -> None:
     page, traffic = _navigate(context, base_url, None, label)
     for slug in OTHER_TABS:
         before, started = traffic.websocket_bytes, time.perf_counter()
-        _click_tab(page, slug)
+        click_tab(page, slug)
         _drawn(page, slug, FULL_SAMPLE_NAME)
         print(
             f"[{label}]   tab {slug:<10} drawn {time.perf_counter() - started:.2f} s after the click "
             f"(target <= {TARGET_TAB_S} s); websocket {(traffic.websocket_bytes - before) / MB:.2f} MB"
         )
     for slug in TITLES:
-        _click_tab(page, slug)
+        click_tab(page, slug)
         _drawn(page, slug, FULL_SAMPLE_NAME)
         _switch(page, label, slug)
     page.close()
     _navigate(context, base_url, DIRECT_TAB, label)
     context.close()
-
-
-def _click_tab(page, slug: str) -> None:
-    page.locator(".bk-tab", has_text=TITLES[slug]).first.click()
 
 
 def _switch(page, label: str, slug: str) -> None:

@@ -160,6 +160,20 @@ class PairMode(param.Parameterized):
             if notify:
                 self._on_change()
 
+    @property
+    def pair(self) -> Pair | None:
+        """The pair on screen, None while none is open."""
+        return self._pair
+
+    @property
+    def partner_note(self) -> str:
+        """The sidebar's note above the partner buttons (HTML)."""
+        return self._partner_note.object
+
+    def export(self) -> None:
+        """Export the open pair, as its Export button does."""
+        self._on_export()
+
     def query(self) -> dict[str, str]:
         """The URL query parameters of the open pair."""
         return {QUERY_COMPARE: self.partner} if self.partner else {}

@@ -1,11 +1,19 @@
 """The app shell: packet list, the views registry as tabs, the URL query and the Export button.
 
 Computes no numbers and opens only listed packets.
+
+The first page holds what it shows first: the list, the status line, the tab labels and the
+open view. Every other view is built when its tab opens, the pair, replay and campaign areas
+and the export's note and downloads when first used. Every change a browser asks for (a tab,
+a packet, a head, an element) runs under one lock per session: with callbacks on threads, a
+tab click landing while a packet opened was otherwise lost now and then (the label moved, the
+view did not).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import html
 import logging
 import os
@@ -37,6 +45,7 @@ from explorer.ui.packets import PacketList
 from explorer.ui.pairs import QUERY_COMPARE, PairMode
 from explorer.ui.replays import QUERY_REPLAY, ReplayMode
 from explorer.ui.shared import content_seen, echo, shown_name
+from explorer.ui.tabbar import TabBar
 from explorer.views import VIEWS, Selection
 from explorer.views.element import element_html
 from explorer.views.emulations import settings_from_query
@@ -83,12 +92,6 @@ BADGE_STYLE = (
 META_STYLE = "font-size:0.85em;color:#444444"
 # Each part of the status line is its own box, so a long list of codes wraps below, never over, the name and chip.
 STATUS_LINE_STYLE = "display:flex;flex-wrap:wrap;align-items:baseline;gap:0.2em 0.6em"
-# Every tab's label in view at 1280 px (nine labels in the main column beside the 430 px sidebar): tighter labels, and
-# the label row wraps instead of scrolling its last labels past the window's edge when the column is narrower still.
-TABS_CSS = """
-.bk-headers-wrapper { flex-wrap: wrap !important; overflow-x: visible !important; }
-.bk-tab { padding: 4px 10px !important; font-size: 0.93em; }
-"""
 MESSAGE_STYLE = "padding:0.4em 0.8em;border-left:4px solid #8a8a8a;background:#f3f3f3"
 
 
@@ -146,6 +149,17 @@ def page_location() -> Location | bool:
     return StringQueryLocation.from_request(context.request) if context is not None else True
 
 
+def one_at_a_time(method: Callable) -> Callable:
+    """`method` of a Shell run under the session's lock (the module docstring says why)."""
+
+    @functools.wraps(method)
+    def locked(self, *args, **kwargs):
+        with self._busy:
+            return method(self, *args, **kwargs)
+
+    return locked
+
+
 class QueryWriter(JSComponent):
     """Writes `query` into the browser's address bar (history.replaceState) whenever it changes, draws nothing."""
 
@@ -186,24 +200,19 @@ class Shell(param.Parameterized):
         self._emulation: dict[str, object] = {}  # the Emulations view's non-default parameters, by URL name
         self._head_asked = False  # the URL named the head: the first packet opens on it, not on its worst head
         self._query_writer = QueryWriter(width=0, height=0, margin=0)
-        self._message = pn.pane.HTML("", visible=False, sizing_mode="stretch_width")
+        self._message_html = ""  # notes about the last request, above the status line in the same pane
+        self._status_html = ""
         self._status = pn.pane.HTML("", sizing_mode="stretch_width")
         self._element_box: pn.Row | None = None  # the element dock, made when an element is first selected
-        self._placeholders = {
-            slug: pn.Column(sizing_mode="stretch_width", css_classes=[f"view-{slug}"]) for slug in SLUGS
-        }
+        self.tab_bar = TabBar(tabs=[[slug, TITLES[slug]] for slug in SLUGS], active=self.tab, margin=(0, 5))
+        self._view_holder = pn.Column(sizing_mode="stretch_width")  # the open tab's view, the only one on the page
         self._views: dict[str, pn.viewable.Viewable] = {}  # slug -> view of the shown packet, built on first open
-        self._tabs = pn.Tabs(
-            *((TITLES[slug], self._placeholders[slug]) for slug in SLUGS),
-            dynamic=False,
-            sizing_mode="stretch_width",
-            stylesheets=[TABS_CSS],
-        )
         self._export_button = pn.widgets.Button(
             label=EXPORT_LABEL, color="primary", width=EXPORT_WIDTH, css_classes=["packet-export"]
         )
-        self._export_note = pn.pane.HTML("", sizing_mode="stretch_width")
-        self._downloads = Downloads("packet-downloads")
+        self._export_note: pn.pane.HTML | None = None  # made with the downloads at the first export
+        self._downloads: Downloads | None = None
+        self._busy = threading.RLock()  # one change of the page at a time (module docstring)
         self.packets = PacketList(self.index, badge=_list_badge, on_choose=self._choose)
         self.pairs = PairMode(self.index, self.packets, export_dir, on_change=self._on_pair)
         self.replays = ReplayMode(self.index, self.packets, export_dir, on_change=self._on_replay)
@@ -218,22 +227,18 @@ class Shell(param.Parameterized):
             sizing_mode="stretch_width",
         )
         self._single = pn.Column(  # the open packet's views, hidden while a pair is shown
-            self._downloads.panel, self._export_note, self._tabs, sizing_mode="stretch_width"
+            self.tab_bar, self._view_holder, sizing_mode="stretch_width"
         )
+        # The pair, replay and campaign areas join the page when one is first shown (_on_mode), before _single.
         self.main = pn.Column(
             self._query_writer,
-            self._message,
             pn.Row(self._status, self._export_button, sizing_mode="stretch_width"),
-            self.pairs.panel,
-            self.replays.panel,
-            self.campaigns.panel,
             self._single,
             sizing_mode="stretch_width",
         )
-        self._tabs.param.watch(self._on_active, "active")
+        self.tab_bar.param.watch(self._on_active, "active")
         self._export_button.on_click(self._on_export)
         self._initial_query = session_query()
-        self._opening = threading.Lock()
         self.packets.start()
         # A link naming its packet, or a list that knows every status already, opens before the first paint: views
         # and URL changed from an onload callback were lost on about one page load in three. Otherwise the first
@@ -257,6 +262,7 @@ class Shell(param.Parameterized):
         reuses numerics only for the same verified content); nothing is kept by name."""
         return analyze(entry.path)
 
+    @one_at_a_time
     def _choose(self, name: str) -> None:
         if name == self.packet:  # choosing the open packet again reads it again
             self._say(" ".join(self._open()))
@@ -289,7 +295,7 @@ class Shell(param.Parameterized):
         ]
         with param.parameterized.discard_events(self):
             self.tab, self.head = tab, int(head)
-        self._tabs.active = SLUGS.index(self.tab)
+        self.tab_bar.active = self.tab
         if name is None and self.packets.filled:
             name = self.packets.first_in_order()  # the list's first row; else opened once filled
         if name is not None:
@@ -311,6 +317,7 @@ class Shell(param.Parameterized):
         query.update(self.campaigns.query())
         self._query_writer.query = "?" + urlencode(query, errors=URL_ERRORS)
 
+    @one_at_a_time
     def _on_pair(self) -> None:
         """A pair opened or closed: an open replay run gives way to it (one view beside the packet at a time)."""
         if self.pairs.partner:
@@ -319,12 +326,14 @@ class Shell(param.Parameterized):
             self.campaigns.leave()
         self._on_mode()
 
+    @one_at_a_time
     def _on_replay(self) -> None:
         """A replay run opened or closed: an open pair gives way to it (one view beside the packet at a time)."""
         if self.replays.run:
             self.pairs.close(notify=False)
         self._on_mode()
 
+    @one_at_a_time
     def _on_campaign(self) -> None:
         """A campaign's grid opened or closed: an open pair or replay run gives way to it."""
         if self.campaigns.shown:
@@ -332,6 +341,7 @@ class Shell(param.Parameterized):
             self.replays.close(notify=False)
         self._on_mode()
 
+    @one_at_a_time
     def _open_pair(self, a: str, b: str) -> list[str]:
         """Open the pair (a, b) of a campaign's cell: packet a, then b as its partner; returns notes."""
         if self.packet != a:  # opened here: the URL's campaign is opened before the packet watcher exists
@@ -341,18 +351,24 @@ class Shell(param.Parameterized):
         return self.pairs.open(b)
 
     def _on_mode(self) -> None:
-        """A pair, a replay run or a campaign opened or closed: the single packet's views hide while one is shown; the
-        URL follows."""
+        """A pair, a replay run or a campaign opened or closed: its area joins the page when first shown, the single
+        packet's views hide while one is shown; the URL follows."""
+        for area in (self.pairs.panel, self.replays.panel, self.campaigns.panel):
+            if area.visible and area not in self.main.objects:
+                self.main.insert(self.main.objects.index(self._single), area)
         self._single.visible = self._export_button.visible = not (
             self.pairs.partner or self.replays.run or self.campaigns.shown
         )
         self._push_url()
 
-    def _say(self, message_html: str) -> None:
-        self._message.object = (
-            f'<div class="shell-message" style="{MESSAGE_STYLE}">{message_html}</div>' if message_html else ""
-        )
-        self._message.visible = bool(message_html)
+    def _say(self, message_html: str, *, append: bool = False) -> None:
+        """Show `message_html` as the note above the status line ('' removes it); `append` adds it below the last."""
+        note = f'<div class="shell-message" style="{MESSAGE_STYLE}">{message_html}</div>' if message_html else ""
+        self._message_html = self._message_html + note if append else note
+        self._draw_status()
+
+    def _draw_status(self) -> None:
+        self._status.object = self._message_html + self._status_html
 
     # ------------------------------------------------------------ opening
 
@@ -400,17 +416,18 @@ class Shell(param.Parameterized):
         if self._element_box is not None:
             self._element_box.visible = False
         summary = catalog.summarize(analysis)
-        self._status.object = (
+        self._status_html = (
             f'<div class="status-line" data-packet="{shown_name(self.packet)}" style="{STATUS_LINE_STYLE}">'
             f"<b>{shown_name(self.packet)}</b>"
             f"{badge_html(summary, 'status-badge', None if analysis.score is None else analysis.score.heads)}</div>"
         )
+        self._draw_status()
         self._on_status(self.packet)
-        self._export_note.object = ""
-        self._downloads.clear()
+        if self._export_note is not None:
+            self._export_note.object = ""
+            self._downloads.clear()
         self._views = {}
-        for slug, placeholder in self._placeholders.items():
-            placeholder.param.update(objects=[], css_classes=[f"view-{slug}"])
+        self._view_holder.param.update(objects=[], css_classes=[])
         self._build(self.tab)
         self.pairs.show_packet(self.packet)
         self.replays.show_packet(self.packet)
@@ -419,13 +436,9 @@ class Shell(param.Parameterized):
         return notes
 
     def _build(self, slug: str) -> None:
-        """Show `slug`'s view (built once per packet, kept while the packet is open) and empty every other tab.
-
-        Only the open tab holds a view in the page, as Tabs(dynamic=True) would do; done here because that mode,
-        with callbacks on threads, now and then dropped a view built while its tab was being swapped in (a blank
-        tab until the next packet)."""
-        placeholder = self._placeholders[slug]
-        if placeholder.objects:
+        """Show `slug`'s view (built once per packet, kept while the packet is open) in the view holder, which
+        carries `view-{slug}` and `view-built-{slug}` (the browser tests and benchmarks find the open view by them)."""
+        if self._view_holder.objects and self._shown_slug() == slug:
             return
         view = self._views.get(slug)
         if view is None:
@@ -438,13 +451,16 @@ class Shell(param.Parameterized):
                     f"built: {html.escape(type(error).__name__)}: {html.escape(str(error))}</div>"
                 )
             self._views[slug] = view
-        for other, holder in self._placeholders.items():
-            if other != slug and holder.objects:
-                holder.param.update(objects=[], css_classes=[f"view-{other}"])
-        placeholder.param.update(objects=[view], css_classes=[f"view-{slug}", f"view-built-{slug}"])
+        self._view_holder.param.update(objects=[view], css_classes=[f"view-{slug}", f"view-built-{slug}"])
+
+    def _shown_slug(self) -> str | None:
+        """The slug of the view in the holder, None while it holds none."""
+        built = [name for name in self._view_holder.css_classes if name.startswith("view-built-")]
+        return built[0].removeprefix("view-built-") if built else None
 
     # ------------------------------------------------------------ watchers
 
+    @one_at_a_time
     def _on_packet(self, event: param.parameterized.Event) -> None:
         if catalog.lookup(self.entries, event.new) is None:
             self._say(f"Packet &quot;{echo(event.new)}&quot; is not listed under this root; it was ignored.")
@@ -458,40 +474,50 @@ class Shell(param.Parameterized):
         name = dict(parse_qsl(search.lstrip("?"), errors=URL_ERRORS)).get(QUERY_PACKET)
         return name is not None and catalog.lookup(self.entries, name) is not None
 
+    @one_at_a_time
     def _open_requested(self, *_event) -> None:
         """Open what the URL asks for; without ?packet=, the first by status and ratio once the list is filled."""
-        with self._opening:
-            if not self.packet:
-                self._open_from_query(self._initial_query)
-                if self.packet:
-                    self._element_from_query(self._initial_query)
+        if not self.packet:
+            self._open_from_query(self._initial_query)
+            if self.packet:
+                self._element_from_query(self._initial_query)
 
+    @one_at_a_time
     def _on_active(self, event: param.parameterized.Event) -> None:
-        self.tab = SLUGS[event.new]
+        if event.new in SLUGS:
+            self.tab = event.new
+        else:  # not a label the bar was given: put the open one back
+            self.tab_bar.active = self.tab
 
+    @one_at_a_time
     def _on_tab(self, event: param.parameterized.Event) -> None:
         with pn.io.hold():
-            self._tabs.active = SLUGS.index(event.new)
+            self.tab_bar.active = event.new
             if self.packet:
                 self._build(event.new)
                 self._push_url()
 
+    @one_at_a_time
     def _on_head(self, event: param.parameterized.Event) -> None:
         if self._selection is not None:
             self._selection.head = event.new
         self._push_url()
 
+    @one_at_a_time
     def _on_selection_head(self, event: param.parameterized.Event) -> None:
         self.head = event.new
 
+    @one_at_a_time
     def _on_selection_tab(self, event: param.parameterized.Event) -> None:
         if event.new in SLUGS:
             self.tab = event.new
 
+    @one_at_a_time
     def _on_selection_emulation(self, event: param.parameterized.Event) -> None:
         self._emulation = event.new
         self._push_url()
 
+    @one_at_a_time
     def _on_selection_element(self, event: param.parameterized.Event) -> None:
         """Show the element panel of the clicked (head, channel) and write it into the URL."""
         with pn.io.hold():
@@ -507,7 +533,7 @@ class Shell(param.Parameterized):
         the page (the clicked map stays put)."""
         panel = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["element-panel-pane"])
         close = pn.widgets.Button(label="Close element", color="light", width=130, css_classes=["element-close"])
-        close.on_click(lambda _event: self._selection.param.update(element=None))
+        close.on_click(lambda _event: self.close_element())
         self._element_box = pn.Row(panel, close, visible=False, styles=ELEMENT_DOCK_STYLE, css_classes=["element-dock"])
         self._single.insert(0, self._element_box)
 
@@ -521,11 +547,7 @@ class Shell(param.Parameterized):
         problem = self._select_element(value)
         if not problem:
             return
-        note = f"Element &quot;{echo(value)}&quot; {problem}; it was ignored."
-        if self._message.visible:  # beside the notes about the other query values
-            self._message.object += f'<div class="shell-message" style="{MESSAGE_STYLE}">{note}</div>'
-        else:
-            self._say(note)
+        self._say(f"Element &quot;{echo(value)}&quot; {problem}; it was ignored.", append=True)
 
     def _select_element(self, value: str) -> str:
         """Select element `value` ('H,C' or a flat index); returns what is wrong with it, or '' when selected."""
@@ -558,11 +580,16 @@ class Shell(param.Parameterized):
 
         def finish(result: tuple[Analysis, list[str], ExportPaths]) -> None:
             analysis, notes, paths = result
-            if notes and name == self.packet:
-                with pn.io.hold():
-                    self._say(" ".join(notes + self._show(analysis)))
-            self._offer(paths)
+            with self._busy:
+                if notes and name == self.packet:
+                    with pn.io.hold():
+                        self._say(" ".join(notes + self._show(analysis)))
+                self._offer(paths)
 
+        if self._export_note is None:  # the note and downloads join the page at its first export
+            self._export_note = pn.pane.HTML("", sizing_mode="stretch_width")
+            self._downloads = Downloads("packet-downloads")
+            self._single.insert(0, pn.Column(self._downloads.panel, self._export_note, sizing_mode="stretch_width"))
         run_export(
             self._export_button,
             self._export_note,
@@ -582,10 +609,15 @@ class Shell(param.Parameterized):
 
     # ------------------------------------------------------------ what a page does, for callers without a browser
 
+    @one_at_a_time
     def open_url(self, search: str) -> None:
-        """Open what the URL query `search` (e.g. "?packet=NAME&tab=errors") names, as a page loaded with it does."""
+        """Open what the URL query `search` (e.g. "?packet=NAME&tab=errors&element=3,7") names, as a page loaded
+        with it does."""
         self._open_from_query(search)
+        if self.packet:
+            self._element_from_query(search)
 
+    @one_at_a_time
     def choose(self, name: str) -> None:
         """Choose the packet `name` in the list, as a click on its row does (the open packet is read again)."""
         self._choose(name)
@@ -594,10 +626,68 @@ class Shell(param.Parameterized):
         """Export the open packet, as the Export button does."""
         self._on_export(None)
 
+    def close_element(self) -> None:
+        """Close the element panel, as its Close button does."""
+        if self._selection is not None:
+            self._selection.element = None
+
     @property
     def url_query(self) -> str:
         """The URL query the page shows now ("?packet=...")."""
         return self._query_writer.query
+
+    @property
+    def analysis(self) -> Analysis | None:
+        """The analysis on screen, None before a packet is open."""
+        return self._shown
+
+    @property
+    def message(self) -> str:
+        """The notes about the last request shown above the status line (HTML), '' when there are none."""
+        return self._message_html
+
+    @property
+    def status_line(self) -> str:
+        """The open packet's status line (HTML), '' before a packet is open."""
+        return self._status_html
+
+    @property
+    def shown_view(self) -> tuple[str, pn.viewable.Viewable] | None:
+        """(slug, view) of the open tab, the one view on the page; None before a packet is open."""
+        slug = self._shown_slug()
+        return None if slug is None else (slug, self._view_holder.objects[0])
+
+    @property
+    def built_views(self) -> dict[str, pn.viewable.Viewable]:
+        """The views built for the open packet so far, by slug (each kept while the packet stays open)."""
+        return dict(self._views)
+
+    @property
+    def single_shown(self) -> bool:
+        """True while the single packet's views are shown (no pair, replay run or campaign open)."""
+        return self._single.visible
+
+    @property
+    def exporting(self) -> bool:
+        """True while an Export runs (its button shows it is busy)."""
+        return self._export_button.loading
+
+    @property
+    def export_note(self) -> str:
+        """What the last Export said (HTML): the files written, or why nothing was; '' before one."""
+        return "" if self._export_note is None else self._export_note.object
+
+    @property
+    def offered_downloads(self) -> list[tuple[str, str]]:
+        """(label, file) of each download the last Export offered."""
+        return [] if self._downloads is None else [(button.label, button.file) for button in self._downloads.offered]
+
+    @property
+    def element_panel(self) -> str | None:
+        """The element panel's HTML while it is shown, '' while it is closed, None before one was first opened."""
+        if self._element_box is None:
+            return None
+        return self._element_box[0].object if self._element_box.visible else ""
 
     @property
     def selection(self) -> Selection | None:

@@ -342,6 +342,11 @@ def choose_packet(page, name: str) -> None:
     search.fill("")
 
 
+def click_tab(page, slug: str) -> None:
+    """Click the tab label of view `slug` (explorer/ui/tabbar.py)."""
+    page.locator(f".view-tab[data-tab='{slug}']").click()
+
+
 def click_packet(page, name: str, shown=None) -> None:
     """Click `name` on the packet table's current page and wait until its status line is shown and the open tab
     shows the new view, drawn. `shown`: OPEN_VIEW_JS evaluated before anything changed (else evaluated here)."""

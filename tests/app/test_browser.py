@@ -29,6 +29,7 @@ from app_support import (
     artifact,
     canvas_count,
     choose_packet,
+    click_tab,
     deep_text,
     layout_offenders,
     open_packet,
@@ -55,10 +56,6 @@ FIRST_BY_STATUS_AND_RATIO = min(SAMPLES, key=lambda name: list_order(name, summa
 
 def _query(page) -> dict[str, str]:
     return {key: values[0] for key, values in parse_qs(urlparse(page.url).query).items()}
-
-
-def _click_tab(page, slug: str) -> None:
-    page.locator(".bk-tab", has_text=TITLES[slug]).first.click()
 
 
 def test_default_page_lists_every_sample_with_its_status(page, server, requested):
@@ -90,7 +87,7 @@ def test_a_tab_opened_right_after_a_packet_switch_always_shows_its_view(page, se
         packet = (ANALYZED_SAMPLE, OTHER_ANALYZED_SAMPLE)[index % 2]
         packet_cell(page, packet).click()
         page.wait_for_selector(f".status-line[data-packet='{packet}']", timeout=PAGE_TIMEOUT_MS)
-        _click_tab(page, slug)
+        click_tab(page, slug)
         page.wait_for_function(has_content, arg=f"view-built-{slug}", timeout=PAGE_TIMEOUT_MS)
         wait_drawn(page, f"view-built-{slug}", PAGE_TIMEOUT_MS)
         assert VIEW_ERROR not in deep_text(view_locator(page, slug).first), (packet, slug)
@@ -113,7 +110,7 @@ def test_selecting_each_sample_in_the_list_opens_it(page, server, requested):
 def test_every_tab_of_an_analyzed_packet_draws(page, server, requested):
     open_packet(page, server, f"?packet={ANALYZED_SAMPLE}")
     for slug, _, _ in VIEWS:
-        _click_tab(page, slug)
+        click_tab(page, slug)
         view = wait_view(page, ANALYZED_SAMPLE, slug)
         page.wait_for_url(lambda url, slug=slug: f"tab={slug}" in url, timeout=PAGE_TIMEOUT_MS)
         assert VIEW_ERROR not in deep_text(view)
@@ -133,7 +130,7 @@ def test_a_refused_packet_explains_itself_in_every_tab(page, server):
     open_packet(page, server, f"?packet={REFUSED_SAMPLE}")
     assert REFUSED_CODE in page.locator(".status-line").inner_text()
     for slug, _, _ in VIEWS:
-        _click_tab(page, slug)
+        click_tab(page, slug)
         view = wait_view(page, REFUSED_SAMPLE, slug)
         text = deep_text(view)
         assert text.strip() and VIEW_ERROR not in text, slug

@@ -114,7 +114,7 @@ def test_no_tab_widens_the_page_beyond_the_window(page, server, slug):
 def test_every_tab_is_in_view_at_1280_by_800(page, server):
     _first_screen(page, server, f"?packet={MARKER_PACKET}&tab=overview")
     wait_view(page, MARKER_PACKET, "overview")
-    tabs = page.locator(".bk-tab")
+    tabs = page.locator(".view-tab")
     assert tabs.count() == len(VIEWS)
     for index, (_, title, _) in enumerate(VIEWS):
         tab = tabs.nth(index)

@@ -31,24 +31,24 @@ def _url(shell: Shell) -> dict[str, str]:
 
 
 def _message(shell: Shell) -> str:
-    return shell._message.object if shell._message.visible else ""
+    return shell.message
 
 
 def test_compare_in_the_query_opens_the_pair_and_closing_drops_it(shell):
     shell.open_url(f"?packet={PAGED}&compare={CONTIGUOUS}")
     assert (shell.packet, shell.pairs.partner) == (PAGED, CONTIGUOUS)
     assert _url(shell)["compare"] == CONTIGUOUS and _message(shell) == ""
-    assert shell.pairs.panel.visible and not shell._single.visible
-    assert shell.pairs._pair.report()["output"] == explorer.compare(ROOT / PAGED, ROOT / CONTIGUOUS).report()["output"]
+    assert shell.pairs.panel.visible and not shell.single_shown
+    assert shell.pairs.pair.report()["output"] == explorer.compare(ROOT / PAGED, ROOT / CONTIGUOUS).report()["output"]
     shell.pairs.close()
-    assert "compare" not in _url(shell) and shell._single.visible and not shell.pairs.panel.visible
+    assert "compare" not in _url(shell) and shell.single_shown and not shell.pairs.panel.visible
 
 
 def test_choosing_a_packet_closes_the_pair_and_lists_that_packets_partners(shell):
     shell.open_url(f"?packet={PAGED}&compare={CONTIGUOUS}")
     shell.choose(OTHER_LAYER)
     assert shell.pairs.partner == "" and "compare" not in _url(shell)
-    assert NO_PARTNERS in shell.pairs._partner_note.object
+    assert NO_PARTNERS in shell.pairs.partner_note
     shell.choose(PAGED)
     labels = [button.label for button in shell.pairs.partner_buttons]
     assert labels == [CONTIGUOUS, INPUT_DIFFERS] == list(shell.index.partners(PAGED))
@@ -98,13 +98,13 @@ def test_the_pair_export_reads_the_files_again_and_redraws_a_pair_whose_files_ch
         write_packet(root / name, synthetic_spec())
     shell = Shell(root, tmp_path / "exports")
     shell.open_url("?packet=a&compare=b")
-    shown = shell.pairs._pair
+    shown = shell.pairs.pair
     monkeypatch.setattr("explorer.ui.pairs.export_pair", _disk_full)
     packet_json = root / "b" / "packet.json"
     packet_json.write_text(packet_json.read_text() + "\n")
-    shell.pairs._on_export()
-    assert shell.pairs._pair is not shown
-    assert shell.pairs._pair.b.admission.packet_sha256 != shown.b.admission.packet_sha256
+    shell.pairs.export()
+    assert shell.pairs.pair is not shown
+    assert shell.pairs.pair.b.admission.packet_sha256 != shown.b.admission.packet_sha256
     assert "wrote nothing" in shell.pairs.area.export_note.object
     assert "No space left" in shell.pairs.area.export_note.object
     assert not (tmp_path / "exports").exists() or not any((tmp_path / "exports").iterdir())
@@ -121,7 +121,7 @@ def test_a_root_of_many_captures_of_one_selection_lists_the_first_partners_only(
     shell.open_url(f"?packet={names[0]}")
     labels = [button.label for button in shell.pairs.partner_buttons]
     assert labels == names[1 : MAX_PARTNER_BUTTONS + 1]
-    assert f'data-partners="{len(names) - 1}"' in shell.pairs._partner_note.object
+    assert f'data-partners="{len(names) - 1}"' in shell.pairs.partner_note
     shell.open_url(f"?packet={names[0]}&compare={names[-1]}")
     assert shell.pairs.partner == names[-1]
 
@@ -133,11 +133,11 @@ def test_a_pair_and_a_replay_run_give_way_to_each_other(shell):
     assert shell.pairs.partner == PAGED
     assert shell.replays.open(run) == []
     assert (shell.pairs.partner, shell.replays.run) == ("", run)
-    assert shell.replays.panel.visible and not shell.pairs.panel.visible and not shell._single.visible
+    assert shell.replays.panel.visible and not shell.pairs.panel.visible and not shell.single_shown
     assert _url(shell).get("replay") == run and "compare" not in _url(shell)
     assert shell.pairs.open(PAGED) == []
     assert (shell.pairs.partner, shell.replays.run) == (PAGED, "")
-    assert shell.pairs.panel.visible and not shell.replays.panel.visible and not shell._single.visible
+    assert shell.pairs.panel.visible and not shell.replays.panel.visible and not shell.single_shown
     assert _url(shell).get("compare") == PAGED and "replay" not in _url(shell)
     shell.pairs.close()
-    assert shell._single.visible and not shell.pairs.panel.visible and not shell.replays.panel.visible
+    assert shell.single_shown and not shell.pairs.panel.visible and not shell.replays.panel.visible

@@ -41,18 +41,19 @@ def _first_by_status_and_ratio() -> str:
 
 
 def _built(shell: Shell) -> list[str]:
-    return [slug for slug in SLUGS if shell._placeholders[slug].objects]
+    """The slugs of the views on the page: the open tab's only."""
+    return [] if shell.shown_view is None else [shell.shown_view[0]]
 
 
 def _message(shell: Shell) -> str:
-    return shell._message.object if shell._message.visible else ""
+    return shell.message
 
 
 def _export(shell: Shell) -> None:
     """Click Export and wait until the export (on the event loop or a thread) has finished."""
     shell.export()
     deadline = time.monotonic() + EXPORT_WAIT_S
-    while shell._export_button.loading and time.monotonic() < deadline:
+    while shell.exporting and time.monotonic() < deadline:
         time.sleep(0.1)
 
 
@@ -66,7 +67,7 @@ def test_opens_the_first_packet_by_status_and_ratio_with_only_the_first_tab_buil
 def test_query_opens_packet_tab_and_head(shell):
     shell.open_url(f"?packet={ANALYZED_SAMPLE}&tab={SLUGS[1]}&head=3")
     assert (shell.packet, shell.tab, shell.head) == (ANALYZED_SAMPLE, SLUGS[1], 3)
-    assert shell._tabs.active == 1
+    assert shell.tab_bar.active == SLUGS[1]
     assert _built(shell) == [SLUGS[1]]
     assert shell.selection.head == 3
 
@@ -83,9 +84,9 @@ def test_unknown_query_values_are_ignored_with_an_escaped_message(shell):
 
 
 def test_a_head_beyond_the_packet_falls_back_to_the_largest_score_head(shell):
-    shell._open_from_query(f"?packet={ANALYZED_SAMPLE}&head=999")
+    shell.open_url(f"?packet={ANALYZED_SAMPLE}&head=999")
     worst = ranked_heads(explorer.analyze(ROOT / ANALYZED_SAMPLE).numerics)[0]
-    assert shell.head == worst == shell._selection.head == 5
+    assert shell.head == worst == shell.selection.head == 5
     assert "999" in _message(shell) and "largest score" in _message(shell)
 
 
@@ -100,14 +101,14 @@ def test_switching_tabs_builds_each_view_once_and_packets_start_afresh(shell):
     for slug in SLUGS:
         shell.tab = slug
         assert _built(shell) == [slug]  # only the open tab holds its view in the page
-    assert list(shell._views) == list(SLUGS)
-    views = [shell._views[slug] for slug in SLUGS]
+    assert list(shell.built_views) == list(SLUGS)
+    views = [shell.built_views[slug] for slug in SLUGS]
     shell.tab = SLUGS[0]
-    assert shell._placeholders[SLUGS[0]].objects[0] is views[0]  # kept for the packet, not built again
+    assert shell.shown_view[1] is views[0]  # kept for the packet, not built again
     shell.choose(REFUSED_SAMPLE)
     assert shell.packet == REFUSED_SAMPLE
-    assert _built(shell) == [SLUGS[0]] and list(shell._views) == [SLUGS[0]]
-    assert shell._views[SLUGS[0]] is not views[0]
+    assert _built(shell) == [SLUGS[0]] and list(shell.built_views) == [SLUGS[0]]
+    assert shell.built_views[SLUGS[0]] is not views[0]
 
 
 def test_every_view_builds_in_the_shell_for_each_status(shell):
@@ -116,8 +117,8 @@ def test_every_view_builds_in_the_shell_for_each_status(shell):
         shell.choose(name)
         for slug in SLUGS:
             shell.tab = slug
-        assert sorted(shell._views) == sorted(SLUGS)  # the open tab of the previous packet first
-        assert not any("view-error" in str(getattr(view, "object", "")) for view in shell._views.values())
+        assert sorted(shell.built_views) == sorted(SLUGS)  # the open tab of the previous packet first
+        assert not any("view-error" in str(getattr(view, "object", "")) for view in shell.built_views.values())
 
 
 def test_head_follows_the_views_selection(shell):
@@ -137,9 +138,9 @@ def test_export_writes_html_and_report_and_offers_them(shell, tmp_path):
     assert html_path.is_file() and report_path.is_file()
     # the JSON holds the emulations the exported Emulations view shows (docs/report.md, "Exports")
     assert json.loads(report_path.read_text()) == shown_emulations(explorer.analyze(ROOT / ANALYZED_SAMPLE)).report()
-    offered = {download.label: download.file for download in shell._downloads.offered}
+    offered = dict(shell.offered_downloads)
     assert offered == {"Download HTML": str(html_path), "Download JSON report": str(report_path)}
-    assert str(html_path) in shell._export_note.object
+    assert str(html_path) in shell.export_note
 
 
 def test_export_into_an_unwritable_place_says_so(tmp_path):
@@ -147,8 +148,8 @@ def test_export_into_an_unwritable_place_says_so(tmp_path):
     blocker.write_text("")
     shell = Shell(ROOT, blocker / "exports")
     shell.export()
-    assert "could not write" in shell._export_note.object
-    assert not shell._downloads.offered
+    assert "could not write" in shell.export_note
+    assert not shell.offered_downloads
 
 
 # ---------------------------------------------------------------- hostile queries, changed files
@@ -156,7 +157,7 @@ def test_export_into_an_unwritable_place_says_so(tmp_path):
 
 @pytest.mark.parametrize("query", ["?head=%C2%B2", "?head=" + "9" * 5_000, "?head=%EF%BC%91"])
 def test_a_head_that_is_not_ascii_digits_gets_a_note(shell, query):
-    shell._open_from_query(query)
+    shell.open_url(query)
     assert shell.head == _worst_of_open(shell) and "not a head number" in _message(shell)
     assert len(_message(shell)) < 1_000
 
@@ -199,12 +200,12 @@ def own_root(tmp_path) -> Path:
 def test_reopening_a_changed_packet_shows_its_new_status_with_a_note(own_root, tmp_path):
     shell = Shell(own_root, tmp_path / "exports")
     shell.choose("a")
-    assert shell._shown.status == "analyzed"
+    assert shell.analysis.status == "analyzed"
     _flip_byte(own_root / "a" / "stored-values.bin")
     shell.choose("b")
     shell.choose("a")
-    assert shell._shown.status == "refused" and "changed" in _message(shell)
-    assert [p.code for p in shell._shown.admission.refusals] == ["sha256_mismatch"]
+    assert shell.analysis.status == "refused" and "changed" in _message(shell)
+    assert [p.code for p in shell.analysis.admission.refusals] == ["sha256_mismatch"]
 
 
 @pytest.mark.browser  # renders PNGs in chromium
@@ -217,7 +218,7 @@ def test_export_writes_the_content_on_disk_now(own_root, tmp_path):
     assert report["status"] == "refused" and report == explorer.analyze(own_root / "a").report()
     on_disk = hashlib.sha256((own_root / "a" / "stored-values.bin").read_bytes()).hexdigest()
     assert on_disk in report["refusals"][0]["message"]
-    assert shell._shown.status == "refused" and "changed" in _message(shell)
+    assert shell.analysis.status == "refused" and "changed" in _message(shell)
 
 
 def test_choosing_the_open_packet_again_reads_it_again(own_root, tmp_path):
@@ -225,13 +226,13 @@ def test_choosing_the_open_packet_again_reads_it_again(own_root, tmp_path):
     shell.choose("a")
     _flip_byte(own_root / "a" / "stored-values.bin")
     shell.choose("a")
-    assert shell._shown.status == "refused" and "changed" in _message(shell)
+    assert shell.analysis.status == "refused" and "changed" in _message(shell)
 
 
 def test_overview_is_the_default_tab_and_its_links_open_their_tabs(shell):
     assert SLUGS[0] == "overview" and shell.tab == "overview"
     shell.selection.tab = "nonfinite"
-    assert shell.tab == "nonfinite" and shell._tabs.active == SLUGS.index("nonfinite")
+    assert shell.tab == "nonfinite" and shell.tab_bar.active == "nonfinite"
     assert "nonfinite" in _built(shell)
 
 
@@ -239,15 +240,14 @@ def test_a_selected_element_shows_its_panel_and_enters_the_url(shell):
     shell.open_url(f"?packet={ANALYZED_SAMPLE}")
     shell.selection.element = (5, 3)
     record = explorer.analyze(ROOT / ANALYZED_SAMPLE).element(5, 3)
-    panel = shell._element_box[0].object
-    assert shell._element_box.visible and 'data-element="5,3"' in panel and record.output_hex in panel
+    panel = shell.element_panel
+    assert 'data-element="5,3"' in panel and record.output_hex in panel
     assert "element=5%2C3" in shell.url_query
 
 
 @pytest.mark.parametrize("value, selected", [("5,3", (5, 3)), ("323", (5, 3))])
 def test_element_query_selects_the_element(shell, value, selected):
     shell.open_url(f"?packet={ANALYZED_SAMPLE}&element={value}")
-    shell._element_from_query(f"?packet={ANALYZED_SAMPLE}&element={value}")
     assert shell.selection.element == selected and _message(shell) == ""
 
 
@@ -258,23 +258,21 @@ def test_element_query_selects_the_element(shell, value, selected):
 def test_an_invalid_element_query_is_ignored_with_a_note(shell, value, problem):
     search = f"?packet={ANALYZED_SAMPLE}&element={value}"
     shell.open_url(search)
-    shell._element_from_query(search)
-    assert shell.selection.element is None and shell._element_box is None  # never made
+    assert shell.selection.element is None and shell.element_panel is None  # never made
     assert problem in _message(shell) and "<b>" not in _message(shell)
 
 
 def test_closing_the_element_panel_clears_the_selection_and_the_url(shell):
     shell.open_url(f"?packet={ANALYZED_SAMPLE}")
     shell.selection.element = (1, 2)
-    shell._element_box[1].clicks += 1
-    assert shell.selection.element is None and not shell._element_box.visible
+    shell.close_element()
+    assert shell.selection.element is None and shell.element_panel == ""
     assert "element=" not in shell.url_query
 
 
 def test_an_invalid_element_note_joins_the_other_notes(shell):
     search = "?packet=nowhere&element=x"
     shell.open_url(search)
-    shell._element_from_query(search)
     message = _message(shell)
     assert "nowhere" in message and "Element &quot;x&quot; is not H,C" in message
 
@@ -289,7 +287,7 @@ def test_emulation_settings_round_trip_through_the_url_and_the_view(shell):
         "partialDType": "float16",
     }
     assert "blocks=64&partitionTokens=128&partialDType=float16" in shell.url_query
-    shown = " ".join(str(pane.object) for pane in shell._placeholders["emulations"].select(pn.pane.HTML))
+    shown = " ".join(str(pane.object) for pane in shell.shown_view[1].select(pn.pane.HTML))
     assert "mlx_two_pass(blocks=64,partialDType=float16)</code>" in shown  # the view computed with them
     shell.selection.emulation = {"blocks": 32}  # what the view writes when its parameters change
     assert "blocks=32" in shell.url_query and "partitionTokens" not in shell.url_query
@@ -309,4 +307,4 @@ def test_emulation_settings_round_trip_through_the_url_and_the_view(shell):
 def test_an_invalid_emulation_setting_gets_a_note_and_its_default(shell, query, problem):
     shell.open_url(f"?packet={ANALYZED_SAMPLE}&tab=emulations&{query}")
     assert problem in _message(shell) and "<b>" not in _message(shell)
-    assert shell._selection.emulation == {} and query.split("=")[0] not in shell._query_writer.query
+    assert shell.selection.emulation == {} and query.split("=")[0] not in shell.url_query

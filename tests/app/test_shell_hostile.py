@@ -22,11 +22,11 @@ def test_a_non_utf8_name_is_written_into_the_url_as_its_bytes_and_read_back(tmp_
     shell.open_url("?packet=bad%FFname&tab=summary")
     assert shell.packet == UNDECODABLE_NAME
     assert "packet=bad%FFname&tab=summary" in shell.url_query
-    assert 'data-packet="bad\\xffname"' in shell._status.object
+    assert 'data-packet="bad\\xffname"' in shell.status_line
     shell.open_url("?packet=other")
     assert "packet=other" in shell.url_query
     shell.open_url("?packet=bad%FEname")  # another byte: not listed, ignored with the byte escaped
-    assert "bad\\xfename" in shell._message.object
+    assert "bad\\xfename" in shell.message
 
 
 def test_an_export_that_fails_for_any_reason_says_that_nothing_was_written(tmp_path, monkeypatch):
@@ -37,9 +37,9 @@ def test_an_export_that_fails_for_any_reason_says_that_nothing_was_written(tmp_p
         raise MemoryError("simulated")
 
     monkeypatch.setattr(shell_module, "write_report", failing)
-    shell._on_export(None)
-    assert "Export wrote nothing: MemoryError: simulated" in shell._export_note.object
-    assert shell._export_button.loading is False
+    shell.export()
+    assert "Export wrote nothing: MemoryError: simulated" in shell.export_note
+    assert shell.exporting is False
 
 
 def test_a_session_that_cannot_be_set_up_shows_the_root_and_the_reason(tmp_path, monkeypatch):
