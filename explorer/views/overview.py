@@ -59,6 +59,7 @@ NONFINITE_COLUMNS = 2  # nonfinite maps side by side in the cell's width
 RING_SIZE = 9  # screen pixels of the ring around an isolated nonzero element (its cell may be a pixel wide)
 RING_COLOUR = "#d6004c"
 CHART_HEIGHT = 112
+MAP_HINT = "Click a cell for every number behind it."
 LINK_WIDTH, LINK_HEIGHT = 150, 26
 CELL_MARGIN = (3, 3)
 COMPACT_STYLE = f"font-size:{COMPACT_FONT};line-height:1.25"
@@ -210,7 +211,6 @@ def _error_map(analysis: Analysis, numerics: Numerics, selection: Selection) -> 
         _worst_head(numerics),
         pane,
         note_markup(f'<span style="{COMPACT_STYLE}">{esc(caption)}</span>', "overview-caption"),
-        hint("Click a cell for every number behind it."),
     ]
 
 
@@ -425,7 +425,8 @@ def _cells(analysis: Analysis, selection: Selection) -> list:
     needs_numerics, needs_facts = html_summary.NEEDS_NUMERICS, html_summary.NEEDS_FACTS
     bodies = {
         "errors": (
-            [*_error_map(analysis, numerics, selection), _where_caption(numerics)]
+            # the captions' markup in one pane, the live app's hint (left out of exports) last
+            [*_error_map(analysis, numerics, selection), _where_caption(numerics), hint(MAP_HINT)]
             if numerics is not None
             else [_unavailable(analysis, needs_numerics, "the per-head error map")]
         ),

@@ -15,7 +15,7 @@ import pytest
 
 from explorer.views import VIEWS
 
-from app_support import APP_PATH, PAGE_TIMEOUT_MS, VIEWPORT, click_tab, packet_cell, wait_view
+from app_support import APP_PATH, VIEWPORT, click_tab, packet_cell, wait_view
 
 pytestmark = pytest.mark.browser
 
