@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import panel as pn
 import param
 
-from explorer.analysis.formatting import SIGNIFICANT_DIGITS, full_number
+from explorer.analysis.formatting import full_number, scientific_number
 from explorer.catalog.index import PacketIndex
 from explorer.catalog.summary import STATUS_ORDER, PacketSummary, list_order
 from explorer.ui.table import PageTable
@@ -66,10 +66,9 @@ def shown_name(name: str) -> str:
     return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
-def scientific(value: float) -> str:
-    """A number cell: SIGNIFICANT_DIGITS significant digits in scientific notation (a column reads alike); empty
-    when unknown."""
-    return "" if math.isnan(value) else f"{value:.{SIGNIFICANT_DIGITS - 1}e}"
+def number_cell(value: float) -> str:
+    """A number as its cell shows it (explorer.analysis.formatting.scientific_number); empty when unknown."""
+    return "" if math.isnan(value) else scientific_number(value)
 
 
 @dataclass(frozen=True)
@@ -126,7 +125,7 @@ class PacketList(param.Parameterized):
         self._page = 1
         self._page_rows: list[Row] = []
         self._all = self._rows()
-        self._table = PageTable(
+        self.table = PageTable(  # the browser side: the page shown, sent as one `view`
             on_search=self.search,
             on_sort=self._toggle_sort,
             on_page=self.go_to_page,
@@ -135,7 +134,7 @@ class PacketList(param.Parameterized):
             css_classes=["packet-table"],
         )
         self._count = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["packet-count"])
-        self.panel = pn.Column(self._count, self._table, sizing_mode="stretch_width")
+        self.panel = pn.Column(self._count, self.table, sizing_mode="stretch_width")
         self._show()
 
     def _rows(self) -> list[Row]:
@@ -261,7 +260,7 @@ class PacketList(param.Parameterized):
         pages = max(1, math.ceil(len(matched) / PAGE_ROWS))
         self._page = min(max(1, self._page), pages)
         self._page_rows = matched[(self._page - 1) * PAGE_ROWS : self._page * PAGE_ROWS]
-        self._table.view = {
+        self.table.view = {
             "query": self._query,
             "page": self._page,
             "pages": pages,
@@ -281,7 +280,7 @@ class PacketList(param.Parameterized):
                     "name": row.shown,
                     "status": row.status,
                     "open": row.name == self._highlighted,
-                    "numbers": [[scientific(value), full] for value, full in zip(row.numbers, row.full, strict=True)],
+                    "numbers": [[number_cell(value), full] for value, full in zip(row.numbers, row.full, strict=True)],
                 }
                 for row in self._page_rows
             ],

@@ -169,7 +169,10 @@ class PageTable(JSComponent):
         self._on_page = on_page
         self._on_choose = on_choose
 
-    def _handle_msg(self, data) -> None:
+    def _handle_msg(self, data) -> None:  # Panel's hook for the ESM's model.send_msg
+        self.receive(data)
+
+    def receive(self, data) -> None:
         """A user action from the browser: exactly one of search / sort / page / choose (anything else ignored)."""
         if not isinstance(data, dict):
             return

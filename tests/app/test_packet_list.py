@@ -36,7 +36,7 @@ def _filled_list(root) -> PacketList:
 
 def _open_rows(packets: PacketList) -> list[str]:
     """The names shown on the page sent to the browser whose row is marked open."""
-    return [row["name"] for row in packets._table.view["rows"] if row["open"]]
+    return [row["name"] for row in packets.table.view["rows"] if row["open"]]
 
 
 def test_highlight_marks_the_named_row_and_keeps_it_across_refills(tmp_path):
@@ -52,7 +52,7 @@ def test_highlight_marks_the_named_row_and_keeps_it_across_refills(tmp_path):
 
 def test_numbers_show_four_significant_digits_and_hover_the_full_value(tmp_path):
     packets = _filled_list(tmp_path)
-    sent = packets._table.view
+    sent = packets.table.view
     summary = summarize(tmp_path / "injected")
     row = next(row for row in sent["rows"] if row["name"] == "injected")
     assert row["numbers"][0] == [f"{summary.score:.3e}", repr(summary.score)]  # d.ddd e: four significant digits
@@ -131,7 +131,7 @@ def test_a_name_with_a_byte_that_is_not_utf8_and_an_unreadable_directory_are_lis
     assert PENDING_HTML not in shown["caf\\xe9-packet"] and "refused" in shown["locked"]
     packets.highlight(odd)
     assert _open_rows(packets) == ["caf\\xe9-packet"]
-    json.dumps(packets._table.view).encode("utf-8")  # what goes to the browser encodes (a surrogate would not)
+    json.dumps(packets.table.view).encode("utf-8")  # what goes to the browser encodes (a surrogate would not)
 
 
 def test_the_list_triage_and_the_first_packet_share_one_order():
@@ -193,41 +193,41 @@ def _numbered_list(root, count: int, chosen: list[str]) -> PacketList:
 def test_the_browser_is_sent_one_page_and_the_pager_walks_every_row(tmp_path):
     count = 2 * PAGE_ROWS + 5
     packets = _numbered_list(tmp_path, count, [])
-    assert packets.page_count == 3 and len(packets._table.view["rows"]) == PAGE_ROWS
+    assert packets.page_count == 3 and len(packets.table.view["rows"]) == PAGE_ROWS
     seen = []
     for page in range(1, packets.page_count + 1):
         packets.go_to_page(page)
-        assert packets._table.view["page"] == page and packets._table.view["pages"] == 3
+        assert packets.table.view["page"] == page and packets.table.view["pages"] == 3
         seen += [row.shown for row in packets.shown_rows()]
     assert seen == [f"packet-{number:03d}" for number in range(count)]  # refused alike: by name
     assert "showing 5 of 45" in packets.count_text
     packets.go_to_page(99)  # kept within the pages there are
-    assert packets._table.view["page"] == 3
+    assert packets.table.view["page"] == 3
     packets.sort_by("packet", descending=True)  # a sort starts from the first page
-    assert packets._table.view["page"] == 1 and packets.shown_rows()[0].shown == "packet-044"
+    assert packets.table.view["page"] == 1 and packets.shown_rows()[0].shown == "packet-044"
 
 
 def test_a_search_filters_on_the_server_and_a_header_click_toggles_the_direction(tmp_path):
     chosen: list[str] = []
     packets = _numbered_list(tmp_path, 2 * PAGE_ROWS + 5, chosen)
     packets.go_to_page(2)
-    table = packets._table
-    table._handle_msg({"search": " PACKET-01"})  # as typed in the browser: trimmed, any case
+    table = packets.table
+    table.receive({"search": " PACKET-01"})  # as typed in the browser: trimmed, any case
     assert [row.shown for row in packets.shown_rows()] == [f"packet-{number:03d}" for number in range(10, 20)]
     assert table.view["page"] == 1 and table.view["pages"] == 1 and table.view["query"] == " PACKET-01"
     assert "showing 10 of 10 matching &quot;PACKET-01&quot; (45 in all)" in packets.count_text
-    table._handle_msg({"sort": "packet"})
+    table.receive({"sort": "packet"})
     assert (table.view["sort"], table.view["descending"]) == ("packet", False)
-    table._handle_msg({"sort": "packet"})
+    table.receive({"sort": "packet"})
     assert (table.view["sort"], table.view["descending"]) == ("packet", True)
     assert table.view["rows"][0]["name"] == "packet-019"
-    table._handle_msg({"sort": "score"})  # another column: ascending first
+    table.receive({"sort": "score"})  # another column: ascending first
     assert (table.view["sort"], table.view["descending"]) == ("score", False)
-    table._handle_msg({"choose": "packet-012", "row": 2})
-    table._handle_msg({"choose": "packet-015", "row": 0})  # a page redrawn since: found by its name
-    table._handle_msg({"choose": "not-listed", "row": 0})
-    table._handle_msg({"sort": "no such column"})
-    table._handle_msg(["not", "a", "message"])
+    table.receive({"choose": "packet-012", "row": 2})
+    table.receive({"choose": "packet-015", "row": 0})  # a page redrawn since: found by its name
+    table.receive({"choose": "not-listed", "row": 0})
+    table.receive({"sort": "no such column"})
+    table.receive(["not", "a", "message"])
     assert chosen == ["packet-012", "packet-015"] and table.view["sort"] == "score"
     packets.search("no such packet")
     assert packets.shown_rows() == [] and table.view["pages"] == 1
