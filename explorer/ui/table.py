@@ -98,7 +98,7 @@ export function render({ model }) {
   function row(item, index) {
     const tr = element("tr", "packet-row" + (item.open ? " packet-row-open" : ""))
     tr.dataset.name = item.name
-    tr.setAttribute("aria-selected", item.open ? "true" : "false")
+    if (item.open) tr.setAttribute("aria-current", "true")
     const nameCell = element("td", "packet-cell")
     nameCell.dataset.field = "packet"
     const name = element("button", "packet-name", item.name)

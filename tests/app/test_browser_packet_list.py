@@ -35,6 +35,7 @@ from app_support import (
 WITHIN_MS = 3 * RESCAN_MS
 NARROW = {"width": 1280, "height": 800}
 LIVE_LOG = "panel-serve-live.log"
+HOSTILE_NAME = "<img src=x onerror=\"window.hostile=1\">&amp; 'q'"  # a directory name is text, never HTML
 MAX_TABS = 40  # Tab presses from the search box through the headers to any row of the first page
 FOCUSED_JS = """() => {
   let el = document.activeElement
@@ -59,6 +60,7 @@ def live_root(tmp_path_factory):
     write_packet(root / "injected", injected_error_spec())
     write_packet(root / "plain", synthetic_spec(seed=1))
     write_refused(root / "refused")
+    write_refused(root / HOSTILE_NAME)
     return root
 
 
@@ -172,6 +174,19 @@ def test_a_packet_is_chosen_with_the_keyboard_and_the_page_holds_no_tabulator(pa
     page.locator(f".packet-row.packet-row-open[data-name='{target}']").wait_for(timeout=PAGE_TIMEOUT_MS)
     assert page.locator(".packet-row-open").count() == 1
     assert _focused(page) == ["packet-name", target]  # the redrawn page keeps the focus on the chosen name
+
+
+def test_a_name_that_looks_like_html_is_shown_as_its_text(page, live_server):
+    page.goto(live_server + APP_PATH, timeout=PAGE_TIMEOUT_MS)
+    wait_statuses(page)
+    page.locator(".packet-search input").fill("onerror")  # the hostile row on the page shown, whatever its place
+    page.locator(".packet-count-text", has_text="showing 1 of").wait_for(timeout=PAGE_TIMEOUT_MS)
+    packet_cell(page, HOSTILE_NAME).wait_for(state="visible", timeout=PAGE_TIMEOUT_MS)
+    assert page.locator(".packet-row").count() == 1
+    assert page.locator(".packet-table img").count() == 0 and page.evaluate("() => window.hostile === undefined")
+    row = page.locator(".packet-row", has=packet_cell(page, HOSTILE_NAME))
+    assert row.get_attribute("data-name") == HOSTILE_NAME
+    assert row.locator(".packet-badge[data-status='refused']").count() == 1  # the server's badge is HTML
 
 
 def test_the_server_logs_each_sessions_timings_once(page, live_server):
