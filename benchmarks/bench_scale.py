@@ -214,7 +214,7 @@ def bench_root(browser, root: Path, log: Path, packets: int) -> None:
             page = browser.new_page(viewport=VIEWPORT)
             started = time.perf_counter()
             page.goto(server.url, timeout=PAGE_TIMEOUT_MS)
-            page.wait_for_selector(".tabulator-row", timeout=PAGE_TIMEOUT_MS)
+            page.wait_for_selector(".packet-row", timeout=PAGE_TIMEOUT_MS)
             first_render = time.perf_counter() - started
             first_renders.append(first_render)
             pending = page.locator(".packet-count-text").get_attribute("data-pending")

@@ -37,7 +37,7 @@ PAGE_SCROLL_CSS = """
 """
 
 # BootstrapTemplate serves every asset from this server: no web fonts, no CDN (the browser tests check it).
-pn.extension("tabulator")
+pn.extension()
 # Panel adds Bokeh's MathJax bundle (1.8 MB of JavaScript that every page parses) whenever a page holds an HTML
 # pane, in case its text is TeX; no text of the explorer is. Bokeh's own test (MathText models, TeX in axis labels,
 # titles and divs) still adds it when a model needs it. Measured: 0.1-0.3 s of browser CPU per page.

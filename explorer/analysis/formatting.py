@@ -51,6 +51,12 @@ def short_number(value: object) -> str:
     return full_number(value)
 
 
+def scientific_number(value: float) -> str:
+    """A float for a column of numbers: SIGNIFICANT_DIGITS significant digits, always in scientific notation
+    (`5.753e+05`, `9.998e-01`), so a column reads alike."""
+    return f"{float(value):.{SIGNIFICANT_DIGITS - 1}e}"
+
+
 def _plain(value: object) -> object:
     return dict(value) if isinstance(value, Mapping) else str(value)
 

@@ -14,24 +14,31 @@ is now and read again at the next rescan); the table changes in place, without a
 reload. Rows are in the one list order of `explorer.catalog.summary.list_order`
 (analyzed, inconclusive, refused, error, each by the largest score; the order of
 `explorer triage`), unless the user sorts by a column header (every column, both
-directions). A click on a row calls `on_choose` with its name, and `highlight(name)`
-marks the open packet's row. Numbers show 4 significant digits; hovering a cell shows
-its full value. A name with a byte that is not UTF-8 is shown with that byte escaped.
+directions; sorting the status column gives the list order back, or its reverse;
+a number column puts unknown values last both ways). The server keeps every row and
+does the search, the sort and the paging; the browser gets the PAGE_ROWS rows of the
+page shown (explorer.ui.table), so a root of thousands of packets costs the page
+twenty rows. A click on a row (or Enter on its name) calls `on_choose` with its name,
+and `highlight(name)` marks the open packet's row. Numbers show 4 significant digits;
+hovering a cell shows its full value. A name with a byte that is not UTF-8 is shown
+with that byte escaped.
 """
 
 from __future__ import annotations
 
 import html
+import math
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 
-import pandas as pd
 import panel as pn
 import param
-from bokeh.models.widgets.tables import ScientificFormatter
 
+from explorer.analysis.formatting import full_number, scientific_number
 from explorer.catalog.index import PacketIndex
 from explorer.catalog.summary import STATUS_ORDER, PacketSummary, list_order
+from explorer.ui.table import PageTable
 
 PAGE_ROWS = 20
 FLUSH_INTERVAL_MS = 300  # how often arrived summaries are pushed into the session's table
@@ -39,35 +46,14 @@ RESCAN_MS = 5_000  # how often an open list rescans its root (each unchanged pac
 # Roots up to this many packets are summarized before the first paint (a few ms each once cached), so the first
 # packet by status and score opens with the page; larger roots fill in the background.
 SYNCHRONOUS_FILL_PACKETS = 64
-SIGNIFICANT_DIGITS = 4
 PENDING_HTML = '<span class="packet-pending" style="color:#666666">reading ...</span>'
 LIST_ORDER = STATUS_ORDER  # the one order of every packet list (catalog.summary.list_order), not an order of its own
-PENDING_ORDER = len(LIST_ORDER)
 NUMBER_COLUMNS = ("score", "ratio", "worst ULP")
 COLUMNS = ("packet", "status", *NUMBER_COLUMNS)
-# A status cell starts with its place in LIST_ORDER and then its row's place in the default order (by score within a
-# status), so sorting the status column gives the default order back, scores still ordered within each status.
-ORDER_HTML = '<span class="packet-order" data-order="{order}:{rank:0{digits}d}">{badge}</span>'
-# The default order is the rows' own (built sorted), not initial sorters: Tabulator keeps initial sorters beside
-# the one a header click sets, so a click on a column would only reorder within each status.
 TITLES = {"ratio": "/ noise floor"}
-WIDTHS = {"status": 84, "score": 64, "ratio": 64, "worst ULP": 64}  # pixels; the packet name takes the rest, wrapped
-# The sort arrow sits beside a header title (in its margin), never inside the title's box; the 1-pixel filler
-# column Tabulator adds after the last one shows no sort arrow (it would stick out of the sidebar).
-TABLE_STYLE = (
-    ":host .tabulator { font-size: 0.85em; } "
-    ":host .tabulator .tabulator-header .tabulator-col.tabulator-sortable .tabulator-col-title "
-    "{ padding-right: 0 !important; margin-right: 16px; width: auto !important; } "
-    ":host .tabulator .tabulator-header .tabulator-col:not([tabulator-field]) .tabulator-col-sorter "
-    "{ display: none; }"
-)
-# Hover: a cell's own value (a number's full precision; the status badge says its word); header titles wrap;
-# the columns fit the sidebar (no resize handles).
-TABLE_CONFIGURATION = {
-    "columnDefaults": {"tooltip": True, "headerWordWrap": True, "resizable": False},
-    "columns": [{"field": "status", "tooltip": False}],
-}
 HEADER_TOOLTIPS = {
+    "packet": "The packet's directory name under the root",
+    "status": "analyzed, inconclusive, refused or error; sorting by it gives the list order (docs/triage-and-app.md)",
     "score": "Error / allowance of the worst head: |output - FP32 reference| over half the output dtype's spacing "
     "plus the head's FP64 noise floor (docs/report.md)",
     "ratio": "The worst head's primary linf divided by its FP64 noise floor (the reference's own error against FP64)",
@@ -78,6 +64,42 @@ HEADER_TOOLTIPS = {
 def shown_name(name: str) -> str:
     """`name` as the list shows it: a byte that is not UTF-8 (kept by Python as a surrogate) becomes \\xNN."""
     return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def number_cell(value: float) -> str:
+    """A number as its cell shows it (explorer.analysis.formatting.scientific_number); empty when unknown."""
+    return "" if math.isnan(value) else scientific_number(value)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One listed packet: its name, the name shown, its status cell (HTML) and its numbers (NaN: unknown)."""
+
+    name: str
+    shown: str
+    status: str
+    numbers: tuple[float, ...]
+    full: tuple[str, ...]  # each number in full, for its hover ("" when unknown)
+
+
+def sorted_rows(rows: list[Row], column: str | None, descending: bool) -> list[Row]:
+    """`rows` (in the list order) sorted by `column`: None or "status" is the list order (reversed when
+    descending), "packet" by the shown name ignoring case, a number column with unknown values last both ways;
+    ties keep the list order."""
+    if column is None or column == "status":
+        return list(reversed(rows)) if descending else list(rows)
+    if column == "packet":
+        return sorted(rows, key=lambda row: row.shown.lower(), reverse=descending)
+    at = NUMBER_COLUMNS.index(column)
+    known = [row for row in rows if not math.isnan(row.numbers[at])]
+    unknown = [row for row in rows if math.isnan(row.numbers[at])]
+    return sorted(known, key=lambda row: row.numbers[at], reverse=descending) + unknown
+
+
+def matching_rows(rows: list[Row], query: str) -> list[Row]:
+    """The rows whose shown name holds `query` (stripped, ignoring case); every row for an empty query."""
+    query = query.strip().lower()
+    return [row for row in rows if query in row.shown.lower()] if query else rows
 
 
 class PacketList(param.Parameterized):
@@ -95,75 +117,43 @@ class PacketList(param.Parameterized):
         self._flush_pending = False
         self._document = None
         self._highlighted: str | None = None
-        self._names: list[str] = []  # the listed names, row by row (the table shows them escaped)
         self._signed_shown = 0  # statuses from stat signatures, as the count line says
         self._pending = 0  # listed packets without a status yet
-        self._frame = self._rows()
-        number = ScientificFormatter(
-            precision=SIGNIFICANT_DIGITS - 1, power_limit_high=0, power_limit_low=0, nan_format="", null_format=""
-        )
-        self._table = pn.widgets.Tabulator(
-            self._frame.copy(),
-            pagination="remote",
-            page_size=PAGE_ROWS,
-            disabled=True,
-            selectable=1,
-            layout="fit_columns",
-            show_index=False,
-            titles=TITLES,
-            header_tooltips=HEADER_TOOLTIPS,
-            widths=WIDTHS,
+        self._query = ""
+        self._sort: str | None = None  # None: the list order
+        self._descending = False
+        self._page = 1
+        self._page_rows: list[Row] = []
+        self._all = self._rows()
+        self.table = PageTable(  # the browser side: the page shown, sent as one `view`
+            on_search=self.search,
+            on_sort=self._toggle_sort,
+            on_page=self.go_to_page,
+            on_choose=self._chosen,
             sizing_mode="stretch_width",
-            stylesheets=[TABLE_STYLE],
-            formatters={
-                "packet": {"type": "textarea"},
-                "status": {"type": "html"},
-                **dict.fromkeys(NUMBER_COLUMNS, number),
-            },
-            configuration=TABLE_CONFIGURATION,
             css_classes=["packet-table"],
         )
-        self._search = pn.widgets.TextInput(
-            placeholder="Search packet names", sizing_mode="stretch_width", css_classes=["packet-search"]
-        )
-        self._table.add_filter(pn.bind(self._matching, query=self._search.param.value_input))
         self._count = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["packet-count"])
-        self.panel = pn.Column(self._count, self._search, self._table, sizing_mode="stretch_width")
-        self._table.on_click(self._on_click)
-        self._table.param.watch(self._say_count, "page")
-        self._search.param.watch(self._say_count, "value_input")
-        self._say_count()
+        self.panel = pn.Column(self._count, self.table, sizing_mode="stretch_width")
+        self._show()
 
-    def _rows(self) -> pd.DataFrame:
-        """The table as the index knows it now, in the default order (and self._names, row by row)."""
+    def _rows(self) -> list[Row]:
+        """Every listed packet as the index knows it now, in the list order."""
         known = [(entry.name, self.index.summary(entry.name)) for entry in self.index.entries]
         known.sort(key=lambda item: list_order(*item))
-        self._names = [name for name, _ in known]
-        summaries = [summary for _, summary in known]
-        self._pending = sum(summary is None for summary in summaries)
-        return pd.DataFrame(
-            {
-                "packet": pd.Series([shown_name(name) for name in self._names], dtype=object),
-                "status": pd.Series(
-                    [
-                        self._status_html(summary, rank, len(str(len(summaries))))
-                        for rank, summary in enumerate(summaries)
-                    ],
-                    dtype=object,
-                ),
-                "score": pd.Series([_number(s and s.score) for s in summaries], dtype="float64"),
-                "ratio": pd.Series([_number(s and s.noise_floor_ratio) for s in summaries], dtype="float64"),
-                "worst ULP": pd.Series([_number(s and s.worst_ulp) for s in summaries], dtype="float64"),
-            },
-            columns=list(COLUMNS),
-        )
+        self._pending = sum(summary is None for _, summary in known)
+        return [self._row(name, summary) for name, summary in known]
 
-    def _status_html(self, summary: PacketSummary | None, rank: int, digits: int) -> str:
-        """The status cell of the row at `rank` in the default order (`digits`: the rank's width, for sorting)."""
-        if summary is None:
-            return ORDER_HTML.format(order=PENDING_ORDER, rank=rank, digits=digits, badge=PENDING_HTML)
-        return ORDER_HTML.format(
-            order=LIST_ORDER.index(summary.status), rank=rank, digits=digits, badge=self._badge(summary.status)
+    def _row(self, name: str, summary: PacketSummary | None) -> Row:
+        values = (
+            (None, None, None) if summary is None else (summary.score, summary.noise_floor_ratio, summary.worst_ulp)
+        )
+        return Row(
+            name=name,
+            shown=shown_name(name),
+            status=PENDING_HTML if summary is None else self._badge(summary.status),
+            numbers=tuple(float("nan") if value is None else float(value) for value in values),
+            full=tuple("" if value is None else full_number(value) for value in values),
         )
 
     # ------------------------------------------------------------ filling and rescanning
@@ -178,7 +168,7 @@ class PacketList(param.Parameterized):
             pn.state.onload(lambda: self.index.fill_in_background(self._arrive, lambda: self._closed))
         else:
             self.index.fill(self._arrive)
-            self._flush()
+            self.flush()
             self._document = pn.state.curdoc if session else None
         if session:
             pn.state.on_session_destroyed(self._close)
@@ -205,16 +195,15 @@ class PacketList(param.Parameterized):
     def _flush_soon(self) -> None:  # on the session's loop: batch what arrives in the next interval
         document = self._document
         if document is not None:
-            document.add_timeout_callback(self._flush, FLUSH_INTERVAL_MS)
+            document.add_timeout_callback(self.flush, FLUSH_INTERVAL_MS)
 
-    def _flush(self) -> None:
-        """Redraw the table from the index (rows appear, change and disappear in place)."""
+    def flush(self) -> None:
+        """Redraw the table from the index (rows appear, change and disappear in place); a session does it in
+        batches as summaries arrive."""
         with self._lock:
             self._flush_pending = False
-        self._frame = self._rows()
-        self._table.value = self._frame.copy()
-        self._select_highlighted()
-        self._say_count()
+        self._all = self._rows()
+        self._show()
         if self.index.complete and not self.filled:
             self.filled = True
 
@@ -224,18 +213,84 @@ class PacketList(param.Parameterized):
             self._closed = True
             self._document = None
 
-    # ------------------------------------------------------------ search, count, clicks
+    # ------------------------------------------------------------ search, sort, pages, clicks
 
-    @staticmethod
-    def _matching(frame: pd.DataFrame, query: str | None) -> pd.DataFrame:
-        query = (query or "").strip().lower()
-        return frame[frame["packet"].str.lower().str.contains(query, regex=False)] if query else frame
+    def search(self, text: str) -> None:
+        """Show the rows whose shown name holds `text` (ignoring case), from the first page."""
+        self._query = text
+        self._page = 1
+        self._show()
 
-    def _say_count(self, *_events) -> None:
-        total = len(self._frame)
-        query = (self._search.value_input or "").strip()
-        matched = len(self._matching(self._frame, query))
-        shown = max(0, min(PAGE_ROWS, matched - (self._table.page - 1) * PAGE_ROWS))
+    def sort_by(self, column: str | None, descending: bool = False) -> None:
+        """Sort by one of COLUMNS (None: the list order), from the first page."""
+        if column is not None and column not in COLUMNS:
+            raise ValueError(f"no column {column!r}: one of {', '.join(COLUMNS)}")
+        self._sort = column
+        self._descending = descending
+        self._page = 1
+        self._show()
+
+    def _toggle_sort(self, column: str) -> None:
+        """A header click: ascending first, then the other way at each click on the same header."""
+        if column in COLUMNS:
+            self.sort_by(column, descending=column == self._sort and not self._descending)
+
+    def go_to_page(self, page: int) -> None:
+        """Show page `page` (1-based; kept within the pages there are)."""
+        self._page = page
+        self._show()
+
+    def shown_rows(self) -> list[Row]:
+        """The rows of the page shown, top to bottom."""
+        return list(self._page_rows)
+
+    @property
+    def page_count(self) -> int:
+        """How many pages the rows matching the search fill (at least one)."""
+        return max(1, math.ceil(len(matching_rows(self._all, self._query)) / PAGE_ROWS))
+
+    @property
+    def count_text(self) -> str:
+        """The count line above the table, as HTML."""
+        return self._count.object
+
+    def _show(self) -> None:
+        """Send the page shown (search, sort, page and the open packet applied) and say the count line."""
+        matched = sorted_rows(matching_rows(self._all, self._query), self._sort, self._descending)
+        pages = max(1, math.ceil(len(matched) / PAGE_ROWS))
+        self._page = min(max(1, self._page), pages)
+        self._page_rows = matched[(self._page - 1) * PAGE_ROWS : self._page * PAGE_ROWS]
+        self.table.view = {
+            "query": self._query,
+            "page": self._page,
+            "pages": pages,
+            "sort": self._sort or "",
+            "descending": self._descending,
+            "columns": [
+                {
+                    "field": column,
+                    "title": TITLES.get(column, column),
+                    "tooltip": HEADER_TOOLTIPS[column],
+                    "number": column in NUMBER_COLUMNS,
+                }
+                for column in COLUMNS
+            ],
+            "rows": [
+                {
+                    "name": row.shown,
+                    "status": row.status,
+                    "open": row.name == self._highlighted,
+                    "numbers": [[number_cell(value), full] for value, full in zip(row.numbers, row.full, strict=True)],
+                }
+                for row in self._page_rows
+            ],
+        }
+        self._say_count(len(matched))
+
+    def _say_count(self, matched: int) -> None:
+        total = len(self._all)
+        query = self._query.strip()
+        shown = len(self._page_rows)
         text = f"<b>{total} packets</b> under <code>{html.escape(shown_name(str(self.index.root)))}</code><br>"
         text += f"showing {shown} of {matched}" if query else f"showing {shown} of {total}"
         if query:
@@ -258,23 +313,21 @@ class PacketList(param.Parameterized):
             f'style="font-size:0.9em">{text}</div>'
         )
 
-    def _on_click(self, event) -> None:
-        if 0 <= event.row < len(self._names):
-            self._on_choose(self._names[event.row])
+    def _chosen(self, shown: str, at: int) -> None:
+        """A row clicked in the browser: the `at`-th row of the page it showed, showing `shown`."""
+        if 0 <= at < len(self._page_rows) and self._page_rows[at].shown == shown:
+            self._on_choose(self._page_rows[at].name)  # the page is still the one clicked
+            return
+        named = [row.name for row in self._all if row.shown == shown]
+        if named:
+            self._on_choose(named[0])
 
     def highlight(self, name: str) -> None:
         """Mark `name`'s row as the open packet (the shell calls this whenever it shows a packet)."""
         self._highlighted = name
-        self._select_highlighted()
-
-    def _select_highlighted(self) -> None:
-        self._table.selection = [self._names.index(self._highlighted)] if self._highlighted in self._names else []
+        self._show()
 
     def first_in_order(self) -> str | None:
         """The list's first row (list_order: the analyzed packet with the largest score), None for an empty root."""
         names = self.index.ordered_names()
         return names[0] if names else None
-
-
-def _number(value: float | int | None) -> float:
-    return float("nan") if value is None else float(value)

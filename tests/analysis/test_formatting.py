@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from explorer.analysis.formatting import MISSING, SIGNIFICANT_DIGITS, full_number, short_number
+from explorer.analysis.formatting import MISSING, SIGNIFICANT_DIGITS, full_number, scientific_number, short_number
 
 
 @pytest.mark.parametrize(
@@ -36,6 +36,14 @@ def test_short_number(value, shown):
 def test_short_number_keeps_four_significant_digits():
     assert SIGNIFICANT_DIGITS == 4
     assert short_number(123456.0) == "1.235e+05" and short_number(1.23456) == "1.235"
+
+
+@pytest.mark.parametrize(
+    "value, shown",
+    [(575312.0, "5.753e+05"), (0.98812, "9.881e-01"), (3100.0, "3.100e+03"), (12, "1.200e+01"), (-0.0, "-0.000e+00")],
+)
+def test_scientific_number_keeps_four_significant_digits_in_every_cell(value, shown):
+    assert scientific_number(value) == shown
 
 
 @pytest.mark.parametrize(

@@ -311,7 +311,7 @@ VISIBLE_JS = """(selector) => {
 
 def packet_cell(page, name: str):
     """The packet-name cell of `name` in the sidebar's packet table (on the page currently shown)."""
-    return page.locator(".tabulator-cell[tabulator-field='packet']", has_text=re.compile(f"^{re.escape(name)}$"))
+    return page.locator(".packet-cell[data-field='packet']", has_text=re.compile(f"^{re.escape(name)}$"))
 
 
 def wait_statuses(page) -> None:
@@ -334,7 +334,7 @@ def choose_packet(page, name: str) -> None:
     search = page.locator(".packet-search input")
     search.fill(name)
     page.locator(".packet-count-text", has_text=f'matching "{name}"').wait_for(timeout=PAGE_TIMEOUT_MS)
-    cells = page.locator(".tabulator-cell[tabulator-field='packet']")
+    cells = page.locator(".packet-cell[data-field='packet']")
     deadline = time.monotonic() + PAGE_TIMEOUT_MS / 1000
     while not all(name in text for text in cells.all_inner_texts()) and time.monotonic() < deadline:
         time.sleep(POLL_INTERVAL_S)  # the filtered rows arrive after the count line

@@ -63,13 +63,13 @@ def test_a_non_utf8_directory_name_is_listed_opened_kept_in_the_url_and_exported
     page.wait_for_selector(_status_line(SHOWN_NAME), timeout=PAGE_TIMEOUT_MS)
     page.wait_for_url(re.compile(f"packet={URL_NAME}&"), timeout=PAGE_TIMEOUT_MS)
     wait_statuses(page)
-    cells = page.locator(".tabulator-cell[tabulator-field='packet']")
+    cells = page.locator(".packet-cell[data-field='packet']")
     assert cells.count() == 2 and any(text.startswith("bad") for text in cells.all_inner_texts())
 
     page.goto(f"{undecodable_server}{APP_PATH}?packet=plain-packet", timeout=PAGE_TIMEOUT_MS)  # then from the list
     page.wait_for_selector(_status_line("plain-packet"), timeout=PAGE_TIMEOUT_MS)
     wait_statuses(page)
-    page.locator(".tabulator-cell[tabulator-field='packet']", has_text=re.compile("^bad")).click()
+    page.locator(".packet-cell[data-field='packet']", has_text=re.compile("^bad")).click()
     page.wait_for_selector(_status_line(SHOWN_NAME), timeout=PAGE_TIMEOUT_MS)
     page.wait_for_url(re.compile(f"packet={URL_NAME}&"), timeout=PAGE_TIMEOUT_MS)
     wait_view(page, SHOWN_NAME.replace("\\", "\\\\"), "overview")

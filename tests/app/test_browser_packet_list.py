@@ -35,6 +35,23 @@ from app_support import (
 WITHIN_MS = 3 * RESCAN_MS
 NARROW = {"width": 1280, "height": 800}
 LIVE_LOG = "panel-serve-live.log"
+HOSTILE_NAME = "<img src=x onerror=\"window.hostile=1\">&amp; 'q'"  # a directory name is text, never HTML
+MAX_TABS = 40  # Tab presses from the search box through the headers to any row of the first page
+FOCUSED_JS = """() => {
+  let el = document.activeElement
+  while (el && el.shadowRoot && el.shadowRoot.activeElement) el = el.shadowRoot.activeElement
+  return el ? [el.className, el.textContent] : null
+}"""
+# A header's sort arrow shares no pixel with any line of its title (a title may wrap) and stays inside its column.
+ARROW_BESIDE_JS = """(header) => {
+  const arrow = header.querySelector(".packet-sort-arrow").getBoundingClientRect()
+  const lines = [...header.querySelector(".packet-header-title").getClientRects()]
+  const across = (a0, a1, b0, b1) => Math.min(a1, b1) - Math.max(a0, b0) > 1
+  const over = lines.some(
+    (r) => across(r.left, r.right, arrow.left, arrow.right) && across(r.top, r.bottom, arrow.top, arrow.bottom)
+  )
+  return arrow.width > 0 && !over && arrow.right <= header.getBoundingClientRect().right + 1
+}"""
 
 
 @pytest.fixture(scope="module")
@@ -43,6 +60,7 @@ def live_root(tmp_path_factory):
     write_packet(root / "injected", injected_error_spec())
     write_packet(root / "plain", synthetic_spec(seed=1))
     write_refused(root / "refused")
+    write_refused(root / HOSTILE_NAME)
     return root
 
 
@@ -52,7 +70,7 @@ def live_server(live_root, export_dir):
 
 
 def _column(page, field: str) -> list[str]:
-    return page.locator(f".tabulator-cell[tabulator-field='{field}']").all_inner_texts()
+    return page.locator(f".packet-cell[data-field='{field}']").all_inner_texts()
 
 
 def _numbers(texts: list[str]) -> list[float]:
@@ -85,8 +103,10 @@ def test_the_default_order_and_sorting_each_numeric_column_both_ways(page, serve
         seen = []
         for _ in range(2):  # the first click sorts one way, the second the other
             previous = _column(page, field)
-            page.locator(f".tabulator-col[tabulator-field='{field}'] .tabulator-col-title").first.click()
+            page.locator(f".packet-header[data-field='{field}'] .packet-header-title").click()
             seen.append(_wait_sorted(page, field, previous))
+            sort = page.locator(f".packet-header[data-field='{field}']").get_attribute("data-sort")
+            assert sort == ("ascending" if seen[-1] == sorted(seen[-1]) else "descending")
         ascending, descending = sorted(seen, key=lambda values: values[0])
         assert len(ascending) >= 2 and all(math.isfinite(v) for v in ascending + descending)
         assert ascending == sorted(ascending) and descending == sorted(descending, reverse=True), field
@@ -100,18 +120,19 @@ def test_the_columns_fit_the_sidebar_at_1280_px(browser, server):
         page.goto(server + APP_PATH, timeout=PAGE_TIMEOUT_MS)
         wait_statuses(page)
         page.screenshot(path=artifact("packet-list-1280.png"))
-        table = page.locator(".packet-table .tabulator").first.bounding_box()
-        for header in page.locator(".tabulator-col").all():
+        table = page.locator(".packet-table .packet-rows").bounding_box()
+        for header in page.locator(".packet-header").all():
             if header.is_visible():
                 box = header.bounding_box()
                 assert box["x"] >= table["x"] - 1 and box["x"] + box["width"] <= table["x"] + table["width"] + 1
-        for arrow in page.locator(".tabulator-col-sorter").all():
-            if arrow.is_visible():  # every sort arrow inside the table
-                box = arrow.bounding_box()
-                assert box["x"] + box["width"] <= table["x"] + table["width"] + 1
-        for title in page.locator(".tabulator-col-title").all():
-            if title.is_visible():  # no header title cut off inside its column
-                assert title.evaluate("(el) => el.scrollWidth <= el.clientWidth + 1")
+        page.locator(".packet-header[data-field='worst ULP'] .packet-header-title").click()  # the last column's arrow
+        page.wait_for_selector(".packet-header[data-field='worst ULP'][data-sort='ascending']", timeout=PAGE_TIMEOUT_MS)
+        for header in page.locator(".packet-header").all():
+            assert header.evaluate(ARROW_BESIDE_JS), header.get_attribute("data-field")
+            box = header.bounding_box()
+            assert box["x"] + box["width"] <= table["x"] + table["width"] + 1
+        for cell in page.locator(".packet-cell, .packet-header").all():  # nothing cut off inside its cell
+            assert cell.evaluate("(el) => el.scrollWidth <= el.clientWidth + 1"), cell.inner_text()
     finally:
         context.close()
 
@@ -125,9 +146,47 @@ def test_a_packet_written_and_one_deleted_after_the_page_opened_show_without_a_r
     shutil.rmtree(live_root / "plain")
     packet_cell(page, "late").wait_for(state="visible", timeout=WITHIN_MS)
     packet_cell(page, "plain").wait_for(state="detached", timeout=WITHIN_MS)
-    row = page.locator(".tabulator-row", has=packet_cell(page, "late"))
+    row = page.locator(".packet-row[data-name='late']")
     row.locator(f".packet-badge[data-status='{summarize(live_root / 'late').status}']").wait_for(timeout=WITHIN_MS)
     assert marker and page.evaluate("() => window.notReloaded === true")  # the same page, never reloaded
+
+
+def _focused(page) -> list[str] | None:
+    """[class, text] of the element holding the keyboard focus, inside shadow roots too."""
+    return page.evaluate(FOCUSED_JS)
+
+
+def test_a_packet_is_chosen_with_the_keyboard_and_the_page_holds_no_tabulator(page, server):
+    page.goto(server + APP_PATH, timeout=PAGE_TIMEOUT_MS)
+    wait_statuses(page)
+    opened = page.locator(".status-line").get_attribute("data-packet")
+    page.locator(f".packet-row.packet-row-open[data-name='{opened}']").wait_for(timeout=PAGE_TIMEOUT_MS)
+    assert page.locator(".tabulator").count() == 0 and page.locator(".packet-row-open").count() == 1
+    target = next(name for name in _column(page, "packet") if name != opened)
+    page.locator(".packet-search input").focus()
+    for _ in range(MAX_TABS):
+        page.keyboard.press("Tab")
+        if _focused(page) == ["packet-name", target]:
+            break
+    assert _focused(page) == ["packet-name", target]
+    page.keyboard.press("Enter")
+    page.wait_for_selector(f".status-line[data-packet='{target}']", timeout=PAGE_TIMEOUT_MS)
+    page.locator(f".packet-row.packet-row-open[data-name='{target}']").wait_for(timeout=PAGE_TIMEOUT_MS)
+    assert page.locator(".packet-row-open").count() == 1
+    assert _focused(page) == ["packet-name", target]  # the redrawn page keeps the focus on the chosen name
+
+
+def test_a_name_that_looks_like_html_is_shown_as_its_text(page, live_server):
+    page.goto(live_server + APP_PATH, timeout=PAGE_TIMEOUT_MS)
+    wait_statuses(page)
+    page.locator(".packet-search input").fill("onerror")  # the hostile row on the page shown, whatever its place
+    page.locator(".packet-count-text", has_text="showing 1 of").wait_for(timeout=PAGE_TIMEOUT_MS)
+    packet_cell(page, HOSTILE_NAME).wait_for(state="visible", timeout=PAGE_TIMEOUT_MS)
+    assert page.locator(".packet-row").count() == 1
+    assert page.locator(".packet-table img").count() == 0 and page.evaluate("() => window.hostile === undefined")
+    row = page.locator(".packet-row", has=packet_cell(page, HOSTILE_NAME))
+    assert row.get_attribute("data-name") == HOSTILE_NAME
+    assert row.locator(".packet-badge[data-status='refused']").count() == 1  # the server's badge is HTML
 
 
 def test_the_server_logs_each_sessions_timings_once(page, live_server):
