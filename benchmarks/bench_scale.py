@@ -124,6 +124,20 @@ def descendants(pid: int) -> list[int]:
     return children
 
 
+def cpu_seconds(pid: int) -> float:
+    """CPU seconds (user + system) of `pid` and its live descendants, with their waited-for children's, from
+    /proc/PID/stat (a process that vanished counts 0)."""
+    ticks = 0
+    for process in (pid, *descendants(pid)):
+        try:
+            with open(f"/proc/{process}/stat", encoding="ascii") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        ticks += sum(int(value) for value in fields[11:15])  # utime, stime, cutime, cstime
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
 def memory(pid: int) -> str:
     workers = descendants(pid)
     return f"{rss_mb(pid):7.1f} MB (workers: {len(workers)}, {sum(rss_mb(child) for child in workers):.1f} MB)"
@@ -302,13 +316,19 @@ def bench_qwen(browser, root: Path, log: Path, floor: float) -> None:
     try:
         time.sleep(2)
         print(f"server RSS idle:                        {memory(server.process.pid)}")
+        cpu_before = cpu_seconds(server.process.pid)
         seconds = open_pages(browser, f"{server.url}?packet={FULL_SAMPLE_NAME}", "view-built-overview")
+        cpu = cpu_seconds(server.process.pid) - cpu_before
         print(
             f"{QWEN_SESSIONS} concurrent sessions on {FULL_SAMPLE_NAME}: slowest drawn Overview {max(seconds):.2f} s "
             f"(fastest {min(seconds):.2f} s), floor + {max(seconds) - floor:.2f} s "
             f"(target <= floor + {TARGETS['qwen_over_floor_s']} s)"
         )
         print(f"  server-side: {server_timings(log)}")
+        print(
+            f"server CPU per drawn session: {cpu / QWEN_SESSIONS:.2f} s "
+            f"({QWEN_SESSIONS} sessions: {cpu:.1f} s of the server's CPU)"
+        )
         print(f"server peak RSS: {peak[0]:.1f} MB (target <= {TARGETS['qwen_peak_mb']})")
         time.sleep(SETTLE_S)
         print(f"server RSS {SETTLE_S} s after closing:             {memory(server.process.pid)}")
