@@ -1,4 +1,4 @@
-"""`panel serve --num-procs 2`: pages served by two processes, each session live, the same answers from each.
+"""`panel serve --num-procs 2`: pages served by two processes, each session live, the same answers.
 
 Several pages open one after another in chromium against two forked server processes sharing one port. Each
 page shows its packet's status line and drawn Overview, and a tab click builds another view (its websocket

@@ -1,4 +1,4 @@
-"""ForkSafeExecutor: work submitted in a forked child runs there; a plain ThreadPoolExecutor's does not."""
+"""ForkSafeExecutor: work submitted in a forked child runs there; a plain thread pool's does not."""
 
 from __future__ import annotations
 
