@@ -12,8 +12,9 @@ unknown then) and the time until every status is known; server RSS idle, after
 1, 2 and 3 open sessions and 60 s after they closed. For 8 concurrent sessions
 on the Qwen3.6-size packet (`explorer samples --full`): the slowest drawn
 Overview and status line against a floor (the same 8 pages opening a one-figure
-Panel app served the same way), the server's peak RSS, and the server's own
-per-session timings (explorer/ui/timings.py). RSS is the server process's own;
+Panel app served the same way), the server's peak RSS, the server's own
+per-session timings (explorer/ui/timings.py) and its CPU seconds per drawn
+session (its own and its worker processes'). RSS is the server process's own;
 its worker processes (forkserver and summary workers, started only while a list
 fills) are printed beside it. Targets (2-core machine): jobs 2 <= 0.6x jobs 1;
 Dask local:2 <= 1.3x jobs 2; first render <= 2 s; every status <= 10 s; <= 30
