@@ -15,8 +15,9 @@ closed. One page of the explorer on the Qwen3.6-size packet (`explorer samples
 floor), loaded in turns: the browser main thread's work, DOM elements (through
 every shadow root), Bokeh models and static bytes. For 8 concurrent sessions on
 the Qwen packet: the slowest drawn Overview and status line against the same 8
-pages of the floor, the server's peak RSS, and the server's own per-session
-timings (explorer/ui/timings.py). RSS is the server process's own; its worker
+pages of the floor, the server's peak RSS, the server's own per-session
+timings (explorer/ui/timings.py) and its CPU seconds per drawn session (its own
+and its worker processes'). RSS is the server process's own; its worker
 processes (forkserver and summary workers, started only while a list fills) are
 printed beside it. Targets (2-core machine): jobs 2 <= 0.6x jobs 1; Dask
 local:2 <= 1.3x jobs 2; first render median <= 1.5 s; every status <= 10 s;
@@ -143,6 +144,20 @@ def descendants(pid: int) -> list[int]:
             if parent == pid:
                 children += [int(entry), *descendants(int(entry))]
     return children
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU seconds (user + system) of `pid` and its live descendants, with their waited-for children's, from
+    /proc/PID/stat (a process that vanished counts 0)."""
+    ticks = 0
+    for process in (pid, *descendants(pid)):
+        try:
+            with open(f"/proc/{process}/stat", encoding="ascii") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        ticks += sum(int(value) for value in fields[11:15])  # utime, stime, cutime, cstime
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def memory(pid: int) -> str:
@@ -383,13 +398,19 @@ def bench_qwen(browser, root: Path, log: Path, floor: float) -> None:
     try:
         time.sleep(2)
         print(f"server RSS idle:                        {memory(server.process.pid)}")
+        cpu_before = cpu_seconds(server.process.pid)
         seconds = open_pages(browser, server.url + QWEN_QUERY, "view-built-overview")
+        cpu = cpu_seconds(server.process.pid) - cpu_before
         print(
             f"{QWEN_SESSIONS} concurrent sessions on {FULL_SAMPLE_NAME}: slowest drawn Overview {max(seconds):.2f} s "
             f"(fastest {min(seconds):.2f} s), {max(seconds) / floor:.2f}x the floor's {floor:.2f} s "
             f"(target <= {TARGETS['qwen_floor_ratio']}x)"
         )
         print(f"  server-side: {server_timings(log)}")
+        print(
+            f"server CPU per drawn session: {cpu / QWEN_SESSIONS:.2f} s "
+            f"({QWEN_SESSIONS} sessions: {cpu:.1f} s of the server's CPU)"
+        )
         print(f"server peak RSS: {peak[0]:.1f} MB (target <= {TARGETS['qwen_peak_mb']})")
         time.sleep(SETTLE_S)
         print(f"server RSS {SETTLE_S} s after closing:             {memory(server.process.pid)}")

@@ -31,7 +31,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from pathlib import Path
 
 from explorer.analysis.analyze import ContentKey, analyze, content_key
@@ -39,6 +39,7 @@ from explorer.catalog.discovery import Entry, discover
 from explorer.catalog.summary import PacketSummary, failed_summary, list_order, selection_groups, summary_of
 from explorer.catalog.workers import default_jobs, map_isolated, work_here
 from explorer.packet.admission import admit
+from explorer.packet.executors import ForkSafeExecutor
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +95,7 @@ class SummaryCache:
 SUMMARIES = SummaryCache(SUMMARY_CACHE_ENTRIES)  # shared by every session of the process
 _known_keys = SummaryCache(KNOWN_KEY_ENTRIES)  # str(path) -> the last verified key
 _signed = SummaryCache(SIGNED_ENTRIES)  # str(path) -> (stat signature digest, summary) of its last check
-_filler = ThreadPoolExecutor(max_workers=1, thread_name_prefix="packet-index")  # one fill at a time, in order
+_filler = ForkSafeExecutor(max_workers=1, thread_name_prefix="packet-index")  # one fill at a time, in order
 
 
 class _Unsigned(Exception):

@@ -19,7 +19,6 @@ import asyncio
 import html
 import logging
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
 
@@ -27,6 +26,7 @@ import panel as pn
 
 from explorer.export.pages import RenderError
 from explorer.packet.bounded import clip
+from explorer.packet.executors import ForkSafeExecutor
 from explorer.ui.shared import shown_name
 from explorer.views.common import served
 
@@ -36,7 +36,7 @@ Result = TypeVar("Result")
 # Exports rendering at once, whichever sessions asked (each starts a chromium and renders a page: more at once only
 # queue for the same two cores); the others wait their turn on the executor, their buttons showing that they run.
 EXPORT_WORKERS = 2
-EXPORT_EXECUTOR = ThreadPoolExecutor(max_workers=EXPORT_WORKERS, thread_name_prefix="explorer-export")
+EXPORT_EXECUTOR = ForkSafeExecutor(max_workers=EXPORT_WORKERS, thread_name_prefix="explorer-export")
 
 
 def failure_note(what: str, export_dir: Path, error: BaseException) -> str:

@@ -1,12 +1,14 @@
 """Per-session server timings, one INFO line each on the `explorer` logger; changes nothing.
 
 Per-session server timings: from the page request to the document built and to the first status line pushed,
-one INFO line each on the `explorer` logger; changes nothing on the page.
+one INFO line each on the `explorer` logger, naming the server process that built the session (several serve
+one port under `panel serve --num-procs N`: docs/triage-and-app.md, Serving more users); changes nothing on the page.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import time
 
 import panel as pn
@@ -45,7 +47,12 @@ class SessionTimings:
 
     def document_built(self) -> None:
         """The document is complete (the template is servable)."""
-        log.info("session %s: document built %.3f s after the page request", self.session, self._since())
+        log.info(
+            "session %s: document built %.3f s after the page request in process %d",
+            self.session,
+            self._since(),
+            os.getpid(),
+        )
 
     def status_shown(self, packet: str) -> None:
         """The shell put a status line into the document: sent with the document before the page loaded, else

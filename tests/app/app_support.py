@@ -10,6 +10,7 @@ import contextlib
 import io
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -108,13 +109,41 @@ def serve_app(log_name: str, env: dict[str, str], export_dir, wrapper: tuple[str
         stop_server(process)
 
 
+def child_pids(pid: int) -> list[int]:
+    """The processes `pid` started (`panel serve --num-procs N`: its N server processes; else worker processes)."""
+    children: list[int] = []
+    for listing in Path(f"/proc/{pid}/task").glob("*/children"):
+        with contextlib.suppress(OSError):
+            children += [int(child) for child in listing.read_text().split()]
+    return children
+
+
+def running(pid: int) -> bool:
+    """`pid` exists and is not a zombie."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
 def stop_server(process) -> None:
+    """Stop the server and the processes it started (the forked servers of `--num-procs` outlive their parent)."""
+    children = child_pids(process.pid)
     process.terminate()
     try:
         process.wait(timeout=SERVER_STOP_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
+    for child in children:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child, signal.SIGTERM)
+    deadline = time.monotonic() + SERVER_STOP_TIMEOUT_S
+    while any(running(child) for child in children) and time.monotonic() < deadline:
+        time.sleep(POLL_INTERVAL_S)
+    for child in filter(running, children):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child, signal.SIGKILL)
 
 
 def outside_requests(urls: list[str]) -> list[str]:

@@ -1,0 +1,32 @@
+"""ForkSafeExecutor: a process-wide thread pool that a forked child replaces with a pool of its own.
+
+A fork copies a ThreadPoolExecutor but none of its threads: in the child, work submitted to a pool that had
+already run something is queued for a thread that does not exist there and never runs. `panel serve
+--num-procs N` forks its server processes, after running the app script once when `--warm` asks it to on
+Python 3.12 and later (docs/triage-and-app.md, Serving more users); a multiprocessing worker may be forked too.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
+
+
+class ForkSafeExecutor(Executor):
+    """A ThreadPoolExecutor(max_workers, thread_name_prefix) of this process; a child forked from it starts with a
+    fresh one (the parent's queued work stays the parent's)."""
+
+    def __init__(self, max_workers: int, thread_name_prefix: str):
+        self._options = {"max_workers": max_workers, "thread_name_prefix": thread_name_prefix}
+        self._pool = ThreadPoolExecutor(**self._options)
+        os.register_at_fork(after_in_child=self._renew)
+
+    def _renew(self) -> None:
+        self._pool = ThreadPoolExecutor(**self._options)
+
+    def submit(self, fn: Callable, /, *args, **kwargs) -> Future:
+        return self._pool.submit(fn, *args, **kwargs)
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        self._pool.shutdown(wait=wait, cancel_futures=cancel_futures)
