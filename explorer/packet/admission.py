@@ -40,7 +40,6 @@ from explorer.packet.bounded import quoted, shown_int, shown_list
 from explorer.packet.files import FileOutcome, FileRequest, PacketFile, open_packet, verify_files
 from explorer.packet.jsonparse import parse_json_object
 from explorer.packet.model import TENSOR_NAMES, Admission, NativeTensor, Problem, Reason
-from explorer.packet.parallel import run_on_threads
 from explorer.packet.schema import Descriptor, check_descriptor, payload_limits, pointer, tensor_geometry
 from explorer.packet.snapshot import PRESENCE_FLAGS, Snapshot, check_snapshot, visible_range_problems
 
@@ -57,7 +56,6 @@ CPU_MAX_HEAD_DIM = 1024
 CPU_MAX_MULTIPLY_ADDS = 100_000_000
 CONFIRMED_OUTCOME = "confirmed"
 COMPLETED_EVALUATION = "completed"
-PROMOTION_THREADS = 2  # tensors promoted to float32 at once (numpy's loops and page faults run beside each other)
 
 
 def _problem_order(problem: Problem) -> tuple[str, bool, str]:
@@ -116,7 +114,7 @@ def _interpret_metadata(
 
 def _tensors(descriptor: Descriptor, outcomes: Mapping[str, FileOutcome]) -> dict[str, NativeTensor] | None:
     """The six native tensors, when every file verified (geometry is checked by the caller)."""
-    from explorer.packet.dtypes import bits_from_buffer, promote  # numpy loads only now (explorer/launch.py)
+    from explorer.packet.dtypes import bits_from_buffer  # numpy loads only now (explorer/launch.py)
 
     files = {name: outcomes.get(pointer("tensors", name)) for name in TENSOR_NAMES}
     if not all(outcome is not None and outcome.verified for outcome in files.values()):
@@ -125,11 +123,9 @@ def _tensors(descriptor: Descriptor, outcomes: Mapping[str, FileOutcome]) -> dic
     def native(name: str) -> NativeTensor:
         entry, outcome = descriptor.tensors[name], files[name]
         bits = bits_from_buffer(outcome.data, entry.dtype, entry.shape)
-        values = promote(bits, entry.dtype)
-        values.flags.writeable = False
-        return NativeTensor(name, entry.dtype, entry.shape, entry.byte_count, outcome.sha256, bits, values)
+        return NativeTensor(name, entry.dtype, entry.shape, entry.byte_count, outcome.sha256, bits)
 
-    return dict(zip(TENSOR_NAMES, run_on_threads(native, TENSOR_NAMES, PROMOTION_THREADS), strict=True))
+    return {name: native(name) for name in TENSOR_NAMES}  # their float32 values are made on first use
 
 
 def _applying(*conditions: tuple[bool, str]) -> str:

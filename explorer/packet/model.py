@@ -6,6 +6,7 @@ explorer.analysis.result.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -52,7 +53,17 @@ class NativeTensor(Record):
     byte_count: int
     sha256: str
     bits: np.ndarray
-    values: np.ndarray
+
+    @functools.cached_property
+    def values(self) -> np.ndarray:
+        """The exact float32 values of `bits`, made on first use (read-only): an app session that shows numbers
+        the server already holds for the same verified content never needs them (24 MB for a Qwen-size packet's
+        bfloat16 K/V, and a few tens of milliseconds of one core, per opening)."""
+        from explorer.packet.dtypes import promote  # numpy loads only when numbers are needed
+
+        values = promote(self.bits, self.dtype)
+        values.flags.writeable = False
+        return values
 
 
 @record(eq=False)

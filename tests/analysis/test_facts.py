@@ -54,7 +54,6 @@ def native(name: str, dtype: str, bits) -> NativeTensor:
         byte_count=bits.size * ITEM_SIZE[dtype],
         sha256="0" * 64,
         bits=bits,
-        values=promote(bits, dtype),
     )
 
 
