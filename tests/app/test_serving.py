@@ -27,6 +27,7 @@ from app_support import (
     PAGE_TIMEOUT_MS,
     VIEWPORT,
     child_pids,
+    click_tab,
     free_port,
     running,
     start_server,
@@ -38,7 +39,7 @@ from app_support import (
 PROCESSES = 2
 LOG_NAME = "panel-serve-num-procs.log"
 PACKET = "injected-error-head5"  # analyzed, all finite: its Overview draws plots
-SECOND_TAB, SECOND_SLUG = "Per-head errors", "errors"
+SECOND_SLUG = "errors"
 MIN_PAGES = 6
 MAX_PAGES = 12  # pages opened at most while waiting for sessions in both processes
 BUILT = re.compile(r"session (\S+): document built [0-9.]+ s after the page request in process (\d+)")
@@ -83,7 +84,7 @@ def _open(browser, base_url: str, log_path) -> tuple[int, str, str]:
         page.set_default_timeout(PAGE_TIMEOUT_MS)
         page.goto(f"{base_url}{APP_PATH}?packet={PACKET}", timeout=PAGE_TIMEOUT_MS)
         wait_view(page, PACKET, "overview")
-        page.locator(".bk-tab", has_text=SECOND_TAB).first.click()
+        click_tab(page, SECOND_SLUG)
         wait_view(page, PACKET, SECOND_SLUG)
         line = page.locator(f".status-line[data-packet='{PACKET}']").first
         text, status = line.inner_text(), line.locator(".status-badge").first.get_attribute("data-status")
