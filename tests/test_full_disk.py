@@ -17,11 +17,11 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 ANALYZED = REPO / "sample_packets" / "injected-error-head5"
-REFUSED = REPO / "sample_packets" / "refused-hash-mismatch"  # its report's PNGs render in seconds
+REFUSED = REPO / "sample_packets" / "refused-hash-mismatch"  # its export's one PNG renders in seconds
 TMPFS_PAGE = 4096  # a tmpfs counts whole pages of file data
 PNG_ROOM_PAGES = 2  # pages left for the PNGs: less than their sum, so the disk fills while they are written
-TMPFS_SIZE = "4k"  # smaller than any report
-REPORT_ONLY_SIZE = "64k"  # the JSON report (about 49 KB) fits, the HTML page (megabytes) does not
+TMPFS_SIZE = "4k"  # one page of file data: at most the first small file fits
+REPORT_ONLY_SIZE = "64k"  # the refused packet's JSON report and findings (a few KB) fit, the HTML page (MBs) does not
 RUN_TIMEOUT_S = 300
 
 
@@ -86,7 +86,7 @@ def test_export_on_a_full_disk_says_so_leaves_nothing_and_the_next_export_keeps_
         from explorer.ui.shell import Shell
         out = Path({str(mountpoint)!r})
         shell = Shell(catalog.default_root(), out)
-        shell.choose({ANALYZED.name!r})
+        shell.choose({REFUSED.name!r})
         shell.export()
         failed = {{"note": shell.export_note, "left": sorted(os.listdir(out))}}
         subprocess.run(["mount", "-o", "remount,size=64m", str(out)], check=True)
@@ -99,7 +99,7 @@ def test_export_on_a_full_disk_says_so_leaves_nothing_and_the_next_export_keeps_
     assert done.returncode == 0, done.stderr
     outcome = json.loads(done.stdout.split("\nLISTING", 1)[0].strip().splitlines()[-1])
     assert "could not write" in outcome["note"] and outcome["left"] == []
-    name = ANALYZED.name
+    name = REFUSED.name
     pngs = [file for file in outcome["after"] if file.endswith(".png")]  # the app's Export writes the PNGs too
     assert sorted(set(outcome["after"]) - set(pngs)) == [f"{name}.findings.md", f"{name}.html", f"{name}.report.json"]
     assert pngs and all(file.startswith(f"{name}-") for file in pngs)

@@ -19,7 +19,6 @@ from explorer.views import VIEWS
 from explorer.views.html_summary import ranked_heads
 
 from app_support import (
-    CONTENT_JS,
     MIN_PIXEL_STD,
     NESTED_PACKET,
     OUTSIDE_PACKET,
@@ -74,23 +73,6 @@ def test_default_page_lists_every_sample_with_its_status(page, server, requested
     page.screenshot(path=artifact("default-page.png"), full_page=True)
     assert outside_requests(requested) == []
     assert not [url for url in requested if "mathjax" in url.lower()]  # no TeX on any page (explorer/app.py)
-
-
-def test_a_tab_opened_right_after_a_packet_switch_always_shows_its_view(page, server):
-    """Each tab clicked while a packet switch is still being delivered shows its view. With Tabs(dynamic=True) the
-    benchmark's full-size packet now and then left such a tab blank until the next packet (not seen here with the
-    small samples, whose views build faster)."""
-    has_content = f"(cssClass) => {{ const content = ({CONTENT_JS})(cssClass); return !!content }}"
-    open_packet(page, server, f"?packet={ANALYZED_SAMPLE}")
-    slugs = [slug for slug in TITLES if slug != VIEWS[0][0]]
-    for index, slug in enumerate(slugs * 2):
-        packet = (ANALYZED_SAMPLE, OTHER_ANALYZED_SAMPLE)[index % 2]
-        packet_cell(page, packet).click()
-        page.wait_for_selector(f".status-line[data-packet='{packet}']", timeout=PAGE_TIMEOUT_MS)
-        click_tab(page, slug)
-        page.wait_for_function(has_content, arg=f"view-built-{slug}", timeout=PAGE_TIMEOUT_MS)
-        wait_drawn(page, f"view-built-{slug}", PAGE_TIMEOUT_MS)
-        assert VIEW_ERROR not in deep_text(view_locator(page, slug).first), (packet, slug)
 
 
 def test_selecting_each_sample_in_the_list_opens_it(page, server, requested):
