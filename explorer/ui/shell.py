@@ -93,6 +93,7 @@ META_STYLE = "font-size:0.85em;color:#444444"
 # Each part of the status line is its own box, so a long list of codes wraps below, never over, the name and chip.
 STATUS_LINE_STYLE = "display:flex;flex-wrap:wrap;align-items:baseline;gap:0.2em 0.6em"
 MESSAGE_STYLE = "padding:0.4em 0.8em;border-left:4px solid #8a8a8a;background:#f3f3f3"
+RETRY_OPEN_MS = 100  # the first packet's opening waits this long for a packet being opened on a thread
 
 
 def parse_options(argv: Sequence[str], environ: Mapping[str, str] = os.environ) -> tuple[Path, Path]:
@@ -213,6 +214,7 @@ class Shell(param.Parameterized):
         self._export_note: pn.pane.HTML | None = None  # made with the downloads at the first export
         self._downloads: Downloads | None = None
         self._busy = threading.RLock()  # one change of the page at a time (module docstring)
+        self._document = pn.state.curdoc  # the session's document (its loop runs the list's pushes), None outside
         self.packets = PacketList(self.index, badge=_list_badge, on_choose=self._choose)
         self.pairs = PairMode(self.index, self.packets, export_dir, on_change=self._on_pair)
         self.replays = ReplayMode(self.index, self.packets, export_dir, on_change=self._on_replay)
@@ -245,7 +247,7 @@ class Shell(param.Parameterized):
         # packet by status and ratio opens when the list is filled (pushed through the session's own loop).
         if self._names_listed_packet(self._initial_query) or self.packets.filled:
             self._open_requested()
-        self.packets.param.watch(self._open_requested, "filled")
+        self.packets.param.watch(self._on_filled, "filled")
         self.param.watch(self._on_packet, "packet")
         self.param.watch(self._on_tab, "tab")
         self.param.watch(self._on_head, "head")
@@ -473,6 +475,18 @@ class Shell(param.Parameterized):
         """True when the URL query's `packet=` names a packet listed under this root."""
         name = dict(parse_qsl(search.lstrip("?"), errors=URL_ERRORS)).get(QUERY_PACKET)
         return name is not None and catalog.lookup(self.entries, name) is not None
+
+    def _on_filled(self, *_event) -> None:
+        """The list knows every status (pushed on the session's loop): open what the URL asks for. A packet being
+        opened on a callback thread holds the session's lock; rather than stall the server's loop (every session's)
+        until it is done, try again RETRY_OPEN_MS later."""
+        if not self._busy.acquire(blocking=self._document is None):  # outside a session: no loop to stall
+            self._document.add_timeout_callback(self._on_filled, RETRY_OPEN_MS)
+            return
+        try:
+            self._open_requested()
+        finally:
+            self._busy.release()
 
     @one_at_a_time
     def _open_requested(self, *_event) -> None:
