@@ -13,7 +13,21 @@ import pytest
 BROWSER_FIXTURE = "browser"  # tests/app/conftest.py: chromium through Playwright
 BROWSER_FILE_PREFIXES = ("test_browser", "test_catalog_browser")
 ENDTOEND_FILES = ("test_notebooks.py", "test_triage_dask.py")  # Jupyter kernels, Dask workers started and killed
-LONGEST_FIRST = ("test_notebooks.py",)  # each notebook runs tens of seconds in a kernel of its own
+# Files that run longest, longest first (measured with --durations on the 2-core machine): pytest-xdist hands out
+# whole files in collection order, and a long one collected last ran alone for the last two minutes. Each notebook
+# runs tens of seconds in a kernel of its own.
+LONGEST_FIRST = (
+    "test_notebooks.py",
+    "test_triage_dask.py",
+    "test_layout.py",
+    "test_browser.py",
+    "test_browser_early_actions.py",
+    "test_full_disk.py",
+    "test_browser_hostile.py",
+    "test_serving.py",
+    "test_browser_exports.py",
+    "test_cli_environment.py",
+)
 # Under `--dist loadscope` a module goes to one worker whole (its servers and fixtures made once); these modules'
 # tests share nothing costly (each notebook starts a kernel of its own), so each test is a scope of its own and
 # the notebooks spread over the workers.
@@ -26,7 +40,8 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.browser)
         if item.path.name in ENDTOEND_FILES:
             item.add_marker(pytest.mark.endtoend)
-    items.sort(key=lambda item: item.path.name not in LONGEST_FIRST)  # stable: every file keeps its own order
+    rank = {name: place for place, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: every file keeps its own order
 
 
 @pytest.hookimpl(optionalhook=True)  # an xdist hook: `-p no:xdist` still runs the suite
