@@ -42,9 +42,6 @@ pn.extension()
 # pane, in case its text is TeX; no text of the explorer is. Bokeh's own test (MathText models, TeX in axis labels,
 # titles and divs) still adds it when a model needs it. Measured: 0.1-0.3 s of browser CPU per page.
 panel_resources._panel_use_mathjax = lambda roots: False
-# No template busy spinner: Panel's is one flag for the whole server (any session's callback turns every page's
-# spinner on), and each flip is a message to every open page: with 8 pages open it took 12% of the server's busy
-# time (py-spy). The app shows its own progress where work runs (the Export button, the Emulations bar).
 pn.config.nthreads = 4  # callbacks and each session's first packet run on threads: no session waits for another's
 
 log_info_lines()
@@ -60,6 +57,9 @@ pn.template.BootstrapTemplate(
     main=[main],
     header=[pn.pane.HTML(DOCS_HINT, margin=(0, 10))],
     raw_css=[PAGE_SCROLL_CSS],
-    busy_indicator=None,  # see the note above pn.config.nthreads
+    # No busy spinner: Panel's is one flag for the whole server (any session's callback turns every page's spinner
+    # on), and each flip is a message to every open page: with 8 pages open it took 12% of the server's busy time
+    # (py-spy). The app shows its own progress where work runs (the Export button, the Emulations bar).
+    busy_indicator=None,
 ).servable(title=TITLE, location=page_location())  # query parameters kept as strings
 timings.document_built()
