@@ -31,7 +31,7 @@ from importlib import metadata
 from pathlib import Path
 
 from explorer.analysis.analyze import analyze, clear_cache
-from explorer.samples import qwen_full_spec, write_packet
+from explorer.samples.packets import qwen_full_spec, write_packet
 
 RUNS = 11  # whole processes of each kind: a shared machine's load moves single runs by a third
 KIB = 1024

@@ -33,7 +33,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "app"))
 
 from explorer.export.pages import CHROMIUM, CHROMIUM_ARGS, DRAWN_JS  # noqa: E402
-from explorer.samples import CURATED, FULL_SAMPLE_NAME, qwen_full_spec, write_packet  # noqa: E402
+from explorer.samples.packets import CURATED, FULL_SAMPLE_NAME, qwen_full_spec, write_packet  # noqa: E402
 from explorer.views import VIEWS  # noqa: E402
 
 from app_support import (  # noqa: E402

@@ -5,7 +5,7 @@ prints numbers only, asserts nothing.
 
 The root: one request on two backends x 36 layers x 8 steps with the Qwen3.6 heads
 (QH16/KVH2/D256, all bfloat16) at T = 505..512 (576 packets, about 0.6 GB), written by
-explorer/campaign_samples.py once and kept under $XDG_CACHE_HOME/attention-explorer (default
+explorer/samples/campaigns.py once and kept under $XDG_CACHE_HOME/attention-explorer (default
 ~/.cache/attention-explorer), never in the repository. Measured:
 
 - whole-process `python -m explorer triage ROOT --jobs N` and `python -m explorer campaign ROOT --jobs N`
@@ -33,9 +33,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "app"))
 
-from explorer.campaign_samples import CampaignShape, write_campaign  # noqa: E402
 from explorer.campaigns.grid import campaign_id  # noqa: E402
 from explorer.export.pages import CHROMIUM, CHROMIUM_ARGS, wait_drawn  # noqa: E402
+from explorer.samples.campaigns import CampaignShape, write_campaign  # noqa: E402
 from explorer.views.campaign import GRID_CLASS  # noqa: E402
 
 from app_support import APP_PATH, PAGE_TIMEOUT_MS, free_port, start_server, stop_server, wait_until_serving  # noqa: E402

@@ -28,7 +28,7 @@ from pathlib import Path  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from explorer.analysis.analyze import analyze  # noqa: E402
 from explorer.pair.compare import compare, pair_of  # noqa: E402
-from explorer.samples import FULL_PAIR_NAMES, pair_full_spec, write_packet  # noqa: E402
+from explorer.samples.packets import FULL_PAIR_NAMES, pair_full_spec, write_packet  # noqa: E402
 
 from bench_analyze import timed_process  # noqa: E402
 

@@ -31,7 +31,7 @@ from pathlib import Path  # noqa: E402
 
 from explorer.analysis.analyze import analyze, clear_cache  # noqa: E402
 from explorer.analysis.emulation import emulations_for, normalised_ids, shape_of  # noqa: E402
-from explorer.samples import FULL_PAIR_NAMES, pair_full_spec, qwen_full_spec, write_packet  # noqa: E402
+from explorer.samples.packets import FULL_PAIR_NAMES, pair_full_spec, qwen_full_spec, write_packet  # noqa: E402
 
 from bench_analyze import PROCESS_ENV  # noqa: E402
 

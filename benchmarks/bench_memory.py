@@ -27,7 +27,7 @@ from explorer.analysis.emulation.launch import request_bound
 from explorer.analysis.memory import BASE_BYTES, MIB, analysis_bound
 from explorer.export.pages import REPORT_PAGE_BYTES
 from explorer.packet.admission import admit
-from explorer.samples import qwen_full_spec, synthetic_spec, write_packet
+from explorer.samples.packets import qwen_full_spec, synthetic_spec, write_packet
 
 from bench_analyze import timed_process
 

@@ -30,8 +30,8 @@ from pathlib import Path  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from explorer.analysis.analyze import analyze  # noqa: E402
 from explorer.replay.replay import replay  # noqa: E402
-from explorer.replay_samples import RunVariant  # noqa: E402
-from explorer.samples import FULL_PAIR_NAMES, FULL_REPLAY_RUN_NAME, pair_full_spec, write_packet, write_run  # noqa: E402
+from explorer.samples.packets import FULL_PAIR_NAMES, FULL_REPLAY_RUN_NAME, pair_full_spec, write_packet, write_run  # noqa: E402
+from explorer.samples.replays import RunVariant  # noqa: E402
 
 from bench_analyze import timed_process  # noqa: E402
 from bench_compare import _median_ms  # noqa: E402

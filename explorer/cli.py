@@ -5,8 +5,8 @@ Renders the report dict and imports the UI only for `report`.
 
 from __future__ import annotations
 
+from explorer.foundations.parallel import single_threaded_blas
 from explorer.packet.admission import ReadAhead
-from explorer.packet.parallel import single_threaded_blas
 
 single_threaded_blas()  # before numpy loads, for callers of main() too
 
@@ -22,9 +22,9 @@ from typing import Any  # noqa: E402
 import numpy as np  # noqa: E402
 
 import explorer  # noqa: E402
-from explorer.analysis.formatting import at_text, short_number  # noqa: E402
 from explorer.analysis.memory import MEMORY_BOUND_EXCEEDED  # noqa: E402
-from explorer.packet.bounded import clip  # noqa: E402
+from explorer.foundations.bounded import clip  # noqa: E402
+from explorer.foundations.formatting import at_text, short_number  # noqa: E402
 
 EXIT_ANALYZED = 0
 EXIT_DONE = 0  # help, version, samples written
@@ -324,7 +324,7 @@ def _deliver(args: argparse.Namespace, report: dict, summary_text: Callable[[], 
 def _write_output(output: str | None, text: str) -> None:
     """Write `text` to a new --output file, whole or not at all (never overwritten)."""
     if output is not None:
-        from explorer.export.safeio import write_new  # only a line with --output loads it
+        from explorer.foundations.safeio import write_new  # only a line with --output loads it
 
         try:
             write_new(output, text)
@@ -425,10 +425,10 @@ def _run_report(args: argparse.Namespace) -> int:
 
 
 def _run_samples(args: argparse.Namespace) -> int:
-    from explorer.campaign_samples import write_all_samples
+    from explorer.samples import write_all
 
     try:
-        written = write_all_samples(args.out, full=args.full, campaign=args.campaign)
+        written = write_all(args.out, full=args.full, campaign=args.campaign)
     except OSError as error:
         raise UsageError(f"cannot write samples into --out {clip(args.out)}: {_reason(error)}") from None
     _emit("".join(f"{path}\n" for path in written))

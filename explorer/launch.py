@@ -18,8 +18,8 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
+from explorer.foundations.parallel import single_threaded_blas
 from explorer.packet.admission import ReadAhead
-from explorer.packet.parallel import single_threaded_blas
 
 # glibc's malloc returns every freed block of 128 KiB or more to the kernel, and the next temporary of that size
 # faults its pages in afresh: about 0.3 ms per MB on this project's machines (several times that on a virtual

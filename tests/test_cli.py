@@ -12,8 +12,10 @@ from pathlib import Path
 import pytest
 
 import explorer
-from explorer import campaign_samples, cli, samples
+from explorer import cli
 from explorer.analysis.analyze import analyze
+from explorer.samples import campaigns as campaign_samples
+from explorer.samples import packets as samples
 
 REPO = Path(__file__).resolve().parents[1]
 COMMITTED = REPO / "sample_packets"

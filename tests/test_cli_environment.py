@@ -20,8 +20,8 @@ import pytest
 
 from explorer import cli
 from explorer.export import pages
-from explorer.packet.bounded import MESSAGE_TEXT_CHARS
-from explorer.samples import synthetic_spec, write_packet
+from explorer.foundations.bounded import MESSAGE_TEXT_CHARS
+from explorer.samples.packets import synthetic_spec, write_packet
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "sample_packets"

@@ -15,8 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from explorer import cli, samples
+from explorer import cli
 from explorer.analysis.analyze import analyze
+from explorer.samples import packets as samples
 
 REPO = Path(__file__).resolve().parents[1]
 COMMITTED = REPO / "sample_packets"

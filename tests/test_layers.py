@@ -2,9 +2,9 @@
 
 No import of a higher layer, no import circle, no other module's underscore names.
 
-Layers, lowest first (docs/architecture.md): version < packet < analysis < pair = replay
-< catalog < campaigns < views < export = notebook < ui < the entry points (app, cli, launch,
-samples, the package's __init__ and __main__). Every import statement counts, also one inside a
+Layers, lowest first (docs/architecture.md): version = foundations < packet < analysis < pair = replay
+< catalog < campaigns < samples < views < export = notebook < ui < the entry points (app, cli, launch,
+the package's __init__ and __main__). Every import statement counts, also one inside a
 function or under TYPE_CHECKING; the only tolerated back-references are the lazy
 delegations listed in ALLOWED_LAZY, each a result's own method importing its own builder.
 """
@@ -19,18 +19,20 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "explorer"
 LAYERS = {
     "version": 0,
+    "foundations": 0,
     "packet": 1,
     "analysis": 2,
     "pair": 3,
     "replay": 3,
     "catalog": 4,
     "campaigns": 5,
-    "views": 6,
-    "export": 7,
-    "notebook": 7,
-    "ui": 8,
+    "samples": 6,
+    "views": 7,
+    "export": 8,
+    "notebook": 8,
+    "ui": 9,
 }
-TOP = 9  # app, cli, launch, samples, __init__, __main__
+TOP = 10  # app, cli, launch, __init__, __main__
 # (importing module, imported module): a result's method delegating to its own builder, imported lazily.
 ALLOWED_LAZY = {
     ("explorer.analysis.result", "explorer.analysis.report"),  # Analysis.report()

@@ -10,9 +10,10 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from explorer import campaign_samples, samples
 from explorer.analysis.analyze import analyze
 from explorer.packet.model import TENSOR_NAMES
+from explorer.samples import packets as samples
+from explorer.samples import write_all
 
 REPO = Path(__file__).resolve().parents[1]
 COMMITTED = REPO / "sample_packets"
@@ -73,7 +74,7 @@ def test_generation_is_deterministic(tmp_path):
 
 
 def test_committed_sample_packets_match_generator(tmp_path):
-    campaign_samples.write_all_samples(tmp_path)  # `explorer samples`: the curated packets and the curated campaign
+    write_all(tmp_path)  # `explorer samples`: the curated packets and the curated campaign
     committed = {
         name: data for name, data in tree(COMMITTED).items() if not name.startswith(samples.FULL_SAMPLE_NAME + "/")
     }

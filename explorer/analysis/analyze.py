@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
 from time import perf_counter
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -27,10 +25,11 @@ from explorer.analysis.memory import MEMORY_BOUND_EXCEEDED, MIB, facts_need, num
 from explorer.analysis.numerics import after_numerics_reasons, compute_numerics
 from explorer.analysis.result import Analysis, Emulation, EmulationCounts, Numerics, TensorFacts
 from explorer.analysis.shared_references import clear_references
-from explorer.analysis.single_flight import SingleFlight
+from explorer.foundations.cache import BoundedCache
+from explorer.foundations.record import Record, record
+from explorer.foundations.single_flight import SingleFlight
 from explorer.packet.admission import admit
 from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED, TENSOR_NAMES, Admission, Reason
-from explorer.packet.record import Record, record
 
 if TYPE_CHECKING:
     from explorer.analysis.emulation import EmulatedOutput
@@ -52,13 +51,14 @@ class _Computed(Record):
     complete: bool = True  # False when memory was short: such an entry is never cached
 
 
-_cache: OrderedDict[ContentKey, tuple[_Computed, int]] = OrderedDict()  # key -> (entry, its array bytes)
-_cache_lock = threading.Lock()
+_cache: BoundedCache[_Computed] = BoundedCache(
+    CACHE_ENTRIES, max_bytes=CACHE_BYTES, size=lambda entry: array_bytes(entry)
+)
 # Emulations (scored, with their counts), keyed by the content key plus the normalised ids requested;
 # they reuse the cached numerics.
 EMULATION_CACHE_ENTRIES = 8
 Scored = tuple[tuple[Emulation, ...], EmulationCounts]
-_emulation_cache: OrderedDict[tuple[ContentKey, tuple[str, ...]], Scored] = OrderedDict()
+_emulation_cache: BoundedCache[Scored] = BoundedCache(EMULATION_CACHE_ENTRIES)
 # One computation per key at a time, whichever threads (app sessions) ask for it meanwhile.
 _analyses: SingleFlight[_Computed] = SingleFlight()
 _emulation_runs: SingleFlight[Scored] = SingleFlight()
@@ -81,8 +81,7 @@ def array_bytes(value: Any) -> int:
 
 def cached_bytes() -> int:
     """The array bytes the cache holds now."""
-    with _cache_lock:
-        return sum(size for _, size in _cache.values())
+    return _cache.held_bytes()
 
 
 def content_key(admission: Admission) -> ContentKey | None:
@@ -95,9 +94,8 @@ def content_key(admission: Admission) -> ContentKey | None:
 
 def clear_cache() -> None:
     """Forget every cached analysis (and the references shared between packets with the same inputs)."""
-    with _cache_lock:
-        _cache.clear()
-        _emulation_cache.clear()
+    _cache.clear()
+    _emulation_cache.clear()
     clear_references()
 
 
@@ -130,35 +128,23 @@ def _compute(admission: Admission, timings: MutableMapping[str, float] | None) -
     return _Computed(facts, numerics, after_numerics_reasons(facts, numerics))
 
 
-def _held(key: ContentKey) -> _Computed | None:
-    with _cache_lock:
-        held = _cache.get(key)
-        if held is None:
-            return None
-        _cache.move_to_end(key)
-        return held[0]
-
-
 def _cached_or_computed(
     key: ContentKey, admission: Admission, timings: MutableMapping[str, float] | None
 ) -> tuple[_Computed, bool]:
     """(entry, whether it was cached); a key another thread is computing is waited for, not computed twice."""
-    held = _held(key)
+    held = _cache.get(key)
     if held is not None:
         return held, True
     computed_here = []
 
     def computed() -> _Computed:
-        held = _held(key)  # finished by another thread between the look above and this flight
+        held = _cache.get(key)  # finished by another thread between the look above and this flight
         if held is not None:
             return held
         entry = _compute(admission, timings)
         computed_here.append(entry)
-        with _cache_lock:
-            if entry.complete:
-                _cache[key] = (entry, array_bytes(entry))
-            while len(_cache) > CACHE_ENTRIES or sum(size for _, size in _cache.values()) > CACHE_BYTES:
-                _cache.popitem(last=False)
+        if entry.complete:
+            _cache.put(key, entry)
         return entry
 
     entry = _analyses.run(key, computed)
@@ -193,11 +179,9 @@ def _emulations(
     def computed() -> Scored:
         from explorer.analysis.emulation import emulations_for  # the emulation machinery loads when first asked for
 
-        with _cache_lock:
-            found = _emulation_cache.get((key, ids))
-            if found is not None:
-                _emulation_cache.move_to_end((key, ids))
-                return found
+        found = _emulation_cache.get((key, ids))
+        if found is not None:
+            return found
         started = perf_counter()
         found = emulations_for(
             admission.tensors,
@@ -217,10 +201,7 @@ def _emulations(
         logging.getLogger(LOGGER_NAME).info(
             "emulations %s of packet %s computed in %.3f s", ",".join(ids), key[0][:SHA_LOG_DIGITS], seconds
         )
-        with _cache_lock:
-            _emulation_cache[(key, ids)] = found
-            while len(_emulation_cache) > EMULATION_CACHE_ENTRIES:
-                _emulation_cache.popitem(last=False)
+        _emulation_cache.put((key, ids), found)
         return found
 
     return _emulation_runs.run((key, ids), computed)
@@ -259,8 +240,7 @@ def cached_emulations(analysis: Analysis, request: str | Iterable[str]) -> Score
     found = _emulation_key(analysis, request)
     if found is None:
         return None
-    with _cache_lock:
-        return _emulation_cache.get(found)
+    return _emulation_cache.peek(found)
 
 
 def analyze(

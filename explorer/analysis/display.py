@@ -11,7 +11,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import ClassVar
 
-from explorer.packet.record import Record
+from explorer.foundations.record import Record
 
 
 class InlineDisplay(Record):

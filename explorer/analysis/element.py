@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 
 from explorer.analysis.result import Analysis, Comparison, Rounded, Ulp
+from explorer.foundations.record import Record, record
 from explorer.packet.dtypes import FIELD_BITS
-from explorer.packet.record import Record, record
 
 NO_TENSORS = (
     "no element values: the packet's tensor files did not all verify (refused or unreadable), "

@@ -19,9 +19,9 @@ from explorer.analysis.result import (
     NonfiniteMap,
     TensorFacts,
 )
+from explorer.foundations.parallel import run_on_threads
 from explorer.packet.dtypes import FIELD_BITS, ITEM_SIZE, field_masks, nonfinite_kinds
 from explorer.packet.model import TENSOR_NAMES, NativeTensor
-from explorer.packet.parallel import run_on_threads
 
 FIRST_LOCATIONS_LIMIT = 100
 LAST_ROW_POSITIONS_LIMIT = 4096

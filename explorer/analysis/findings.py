@@ -8,7 +8,7 @@ findings file (`NAME.findings.md`, docs/report.md) quote: status and reasons, th
 score and its head, the largest |output - primary reference| and the largest ULP
 distance to the rounded reference, each at its element, the last-row check, the
 nonfinite counts and, when computed, the emulations that reproduce the output.
-Numbers are printed by explorer.analysis.formatting; they state, never judge.
+Numbers are printed by explorer.foundations.formatting; they state, never judge.
 """
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ from types import MappingProxyType
 from typing import Any
 
 from explorer.analysis.blocks import linf_at, location_block
-from explorer.analysis.formatting import at_text, short_number
 from explorer.analysis.metrics import largest_at
 from explorer.analysis.ranking import worst_score_head
 from explorer.analysis.result import Analysis, Numerics
+from explorer.foundations.formatting import at_text, short_number
+from explorer.foundations.record import Record, record
 from explorer.packet.model import REFUSED, TENSOR_NAMES
-from explorer.packet.record import Record, record
 
 
 @record

@@ -35,8 +35,8 @@ import numpy as np
 
 from explorer.analysis import elementary
 from explorer.analysis.result import HeadAttention
-from explorer.packet.parallel import run_on_threads
-from explorer.packet.record import Record, record
+from explorer.foundations.parallel import run_on_threads
+from explorer.foundations.record import Record, record
 
 TOP_TOKENS = 5
 NARROW_STORAGE_DTYPES = ("float16", "bfloat16")

@@ -5,7 +5,7 @@ head (or KV head for `perKvHead`). Nothing here is a verdict: only numbers,
 labels and reasons.
 
 A record holding numpy arrays (directly or in a field) is declared `@record(eq=False)`: `==` between two of
-them is identity, as for the arrays' own truth value (explorer/packet/record.py).
+them is identity, as for the arrays' own truth value (explorer/foundations/record.py).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import numpy as np
 
 from explorer.analysis.display import InlineDisplay
 from explorer.analysis.score import Score
+from explorer.foundations.record import Record, record
 from explorer.packet.dtypes import (  # noqa: F401  (codes of NonfiniteMap.kinds, re-exported for the views)
     FINITE,
     NEGATIVE_INFINITY,
@@ -25,7 +26,6 @@ from explorer.packet.dtypes import (  # noqa: F401  (codes of NonfiniteMap.kinds
     SIGNALING_NAN,
 )
 from explorer.packet.model import Admission, Reason
-from explorer.packet.record import Record, record
 
 # ---------------------------------------------------------------- tensor facts
 

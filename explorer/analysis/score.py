@@ -21,8 +21,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from explorer.foundations.record import Record, record
 from explorer.packet.dtypes import FIELD_BITS
-from explorer.packet.record import Record, record
 
 ROUNDING_ALLOWANCE = 0.5  # in units of the output dtype's spacing: what round-to-nearest may move a value
 

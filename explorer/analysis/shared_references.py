@@ -12,18 +12,17 @@ bit, as a fresh computation would give.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Hashable, Mapping
 
 import numpy as np
 
 from explorer.analysis.metrics import readonly
 from explorer.analysis.reference import AttentionPass, attend, attend_two
-from explorer.analysis.single_flight import SingleFlight
+from explorer.foundations.cache import BoundedCache
+from explorer.foundations.record import Record, record
+from explorer.foundations.single_flight import SingleFlight
 from explorer.packet.dtypes import narrow
 from explorer.packet.model import NativeTensor
-from explorer.packet.record import Record, record
 
 REFERENCE_CACHE_ENTRIES = 4  # input sets kept: a pair or a replay needs one, an app session a few
 REFERENCE_CACHE_BYTES = 256 * 1024 * 1024  # summed array bytes kept (the weights are QH x T float32)
@@ -51,8 +50,9 @@ class References(Record):
         return sum(array.nbytes for array in arrays if array is not None)
 
 
-_cache: OrderedDict[Hashable, References] = OrderedDict()
-_lock = threading.Lock()
+_cache: BoundedCache[References] = BoundedCache(
+    REFERENCE_CACHE_ENTRIES, max_bytes=REFERENCE_CACHE_BYTES, size=References.nbytes
+)
 _flights: SingleFlight[References] = SingleFlight()
 
 
@@ -87,20 +87,11 @@ def references(
     key = _key(tensors, scale, eligible, narrow_dtype)
 
     def computed() -> References:
-        with _lock:
-            held = _cache.get(key)
-            if held is not None:
-                _cache.move_to_end(key)
-                return held
+        held = _cache.get(key)
+        if held is not None:
+            return held
         found = _computed(tensors, scale, eligible, narrow_dtype)
-        if found.nbytes() <= REFERENCE_CACHE_BYTES:
-            with _lock:
-                _cache[key] = found
-                while (
-                    len(_cache) > REFERENCE_CACHE_ENTRIES
-                    or sum(r.nbytes() for r in _cache.values()) > REFERENCE_CACHE_BYTES
-                ):
-                    _cache.popitem(last=False)
+        _cache.put(key, found)
         return found
 
     return _flights.run(key, computed)
@@ -108,5 +99,4 @@ def references(
 
 def clear_references() -> None:
     """Forget every kept reference."""
-    with _lock:
-        _cache.clear()
+    _cache.clear()

@@ -29,8 +29,8 @@ from explorer.campaigns.model import (
     Member,
 )
 from explorer.catalog.summary import ERROR
+from explorer.foundations.record import Record, record
 from explorer.packet.model import REFUSED
-from explorer.packet.record import Record, record
 from explorer.pair.model import INPUT_NAMES
 
 ID_DIGITS = 12  # hex digits of a campaign's id

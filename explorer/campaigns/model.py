@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from explorer.packet.record import Record, record
+from explorer.foundations.record import Record, record
 
 SCHEMA = "attention-explorer.campaign.v1"
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import Any
 
 from explorer.analysis.blocks import runtime
-from explorer.analysis.formatting import short_number
 from explorer.campaigns.grid import Campaign, Cell, Origin, listed, origin_of
 from explorer.campaigns.model import (
     DUPLICATE,
@@ -25,6 +24,7 @@ from explorer.campaigns.model import (
     STATES,
 )
 from explorer.campaigns.run import CampaignRun
+from explorer.foundations.formatting import short_number
 
 LIMITATIONS = (
     "a campaign shows where the two backends' bytes first differ among the captured cells, not why; a kernel "

@@ -26,7 +26,7 @@ from explorer.catalog.discovery import Entry, discover
 from explorer.catalog.limits import DEFAULT_TIMEOUT_S
 from explorer.catalog.summary import ERROR, failed_summary
 from explorer.catalog.workers import map_isolated
-from explorer.packet.record import Record, record
+from explorer.foundations.record import Record, record
 
 Progress = Callable[[int], Callable[[], None]]  # given a pass's item count, the function to call per finished item
 

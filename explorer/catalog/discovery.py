@@ -10,7 +10,7 @@ from collections import deque
 from collections.abc import Mapping
 from pathlib import Path
 
-from explorer.packet.record import Record, record
+from explorer.foundations.record import Record, record
 
 PACKET_FILE = "packet.json"
 MAX_DEPTH = 2  # a packet is a directory one or two levels below the root

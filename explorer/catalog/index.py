@@ -29,7 +29,6 @@ import os
 import stat
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from pathlib import Path
@@ -38,8 +37,9 @@ from explorer.analysis.analyze import ContentKey, analyze, content_key
 from explorer.catalog.discovery import Entry, discover
 from explorer.catalog.summary import PacketSummary, failed_summary, list_order, selection_groups, summary_of
 from explorer.catalog.workers import default_jobs, map_isolated, work_here
+from explorer.foundations.cache import BoundedCache
+from explorer.foundations.executors import ForkSafeExecutor
 from explorer.packet.admission import admit
-from explorer.packet.executors import ForkSafeExecutor
 
 log = logging.getLogger(__name__)
 
@@ -61,40 +61,9 @@ Signature = tuple[tuple[str, int, int, int, int, int, int], ...]
 Check = tuple[ContentKey | None, PacketSummary | None, Signature | None]
 
 
-class SummaryCache:
-    """A thread-safe, bounded LRU map: verified content key -> summary of that content (or path -> last key)."""
-
-    def __init__(self, capacity: int):
-        self.capacity = capacity
-        self._items: OrderedDict[object, object] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: object) -> object | None:
-        with self._lock:
-            value = self._items.get(key)
-            if value is not None:
-                self._items.move_to_end(key)
-            return value
-
-    def put(self, key: object, value: object) -> None:
-        with self._lock:
-            self._items[key] = value
-            self._items.move_to_end(key)
-            while len(self._items) > self.capacity:
-                self._items.popitem(last=False)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._items.clear()
-
-    def __len__(self) -> int:
-        with self._lock:
-            return len(self._items)
-
-
-SUMMARIES = SummaryCache(SUMMARY_CACHE_ENTRIES)  # shared by every session of the process
-_known_keys = SummaryCache(KNOWN_KEY_ENTRIES)  # str(path) -> the last verified key
-_signed = SummaryCache(SIGNED_ENTRIES)  # str(path) -> (stat signature digest, summary) of its last check
+SUMMARIES = BoundedCache(SUMMARY_CACHE_ENTRIES)  # shared by every session of the process
+_known_keys = BoundedCache(KNOWN_KEY_ENTRIES)  # str(path) -> the last verified key
+_signed = BoundedCache(SIGNED_ENTRIES)  # str(path) -> (stat signature digest, summary) of its last check
 _filler = ForkSafeExecutor(max_workers=1, thread_name_prefix="packet-index")  # one fill at a time, in order
 
 

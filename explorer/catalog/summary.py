@@ -22,8 +22,8 @@ from explorer.analysis.analyze import analyze
 from explorer.analysis.ranking import selection_key, worst_head, worst_score_head, worst_ulp_per_head
 from explorer.analysis.result import Analysis
 from explorer.catalog.workers import WorkerCrashed, WorkerTimedOut
+from explorer.foundations.record import Record, record
 from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED
-from explorer.packet.record import Record, record
 
 ERROR = "error"  # not an analysis status: the summary could not be made (a crashed worker), see `codes`
 WORKER_CRASHED = "worker_crashed"

@@ -20,7 +20,6 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TextIO
 
-from explorer.analysis.formatting import short_number
 from explorer.catalog.discovery import Entry, discover
 from explorer.catalog.limits import DEFAULT_TIMEOUT_S, MAX_JOBS
 from explorer.catalog.summary import (
@@ -33,7 +32,8 @@ from explorer.catalog.summary import (
     summary_json,
 )
 from explorer.catalog.workers import jobs_for, map_isolated
-from explorer.packet.record import Record, record
+from explorer.foundations.formatting import short_number
+from explorer.foundations.record import Record, record
 
 PROGRESS_WIDTH = 40  # characters of the progress bar
 

@@ -39,7 +39,7 @@ from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from explorer.catalog.limits import DEFAULT_TIMEOUT_S, MAX_JOBS
-from explorer.packet.parallel import single_threaded_blas
+from explorer.foundations.parallel import single_threaded_blas
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ text only, computes nothing.
 Written beside every export (`explorer report`, the app's Export, a pair's and a
 replay run's export) by explorer.export.pages, in the same all-or-none write. The
 sentences are the core's (explorer.analysis.findings, explorer.pair.findings) and
-their numbers are the JSON report's, printed by explorer.analysis.formatting as
+their numbers are the JSON report's, printed by explorer.foundations.formatting as
 everywhere else; the links are relative, so the file, its PNGs and its JSON can be
 moved together into an incident document (docs/report.md, "The findings file").
 """
@@ -17,9 +17,9 @@ import re
 from collections.abc import Iterable, Sequence
 
 from explorer.analysis.findings import packet_findings
-from explorer.analysis.formatting import short_number
 from explorer.analysis.result import Analysis
-from explorer.packet.bounded import escaped_bytes
+from explorer.foundations.bounded import escaped_bytes
+from explorer.foundations.formatting import short_number
 
 FINDINGS_SUFFIX = ".findings.md"
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>])")  # what Markdown would read as markup inside a line

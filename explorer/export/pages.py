@@ -47,9 +47,9 @@ from explorer.analysis.ranking import worst_score_head
 from explorer.analysis.report import REPORT_INDENT, REPORT_SUFFIX, packet_name, report_text
 from explorer.analysis.result import Analysis
 from explorer.export.findings import FINDINGS_SUFFIX, packet_markdown, pair_markdown, replay_markdown
-from explorer.export.safeio import write_new
 from explorer.export.split import split_png
-from explorer.packet.bounded import clip, escaped_bytes
+from explorer.foundations.bounded import clip, escaped_bytes
+from explorer.foundations.safeio import write_new
 from explorer.packet.model import REFUSED
 from explorer.version import __version__
 
@@ -169,7 +169,7 @@ def _write_named(
 
 
 def _write_new(path: Path, data: str | bytes) -> Path:
-    """One file written whole or not at all, never over an existing name (explorer.export.safeio)."""
+    """One file written whole or not at all, never over an existing name (explorer.foundations.safeio)."""
     return write_new(path, data)
 
 

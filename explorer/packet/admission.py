@@ -36,7 +36,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from explorer.packet.bounded import quoted, shown_int, shown_list
+from explorer.foundations.bounded import quoted, shown_int, shown_list
 from explorer.packet.files import FileOutcome, FileRequest, PacketFile, open_packet, verify_files
 from explorer.packet.jsonparse import parse_json_object
 from explorer.packet.model import TENSOR_NAMES, Admission, NativeTensor, Problem, Reason

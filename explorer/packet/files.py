@@ -28,10 +28,10 @@ from collections import deque
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
-from explorer.packet.bounded import quoted
+from explorer.foundations.bounded import quoted
+from explorer.foundations.parallel import run_on_threads
+from explorer.foundations.record import Record, record
 from explorer.packet.model import Problem
-from explorer.packet.parallel import run_on_threads
-from explorer.packet.record import Record, record
 
 PACKET_JSON = "packet.json"
 JSON_SIZE_LIMIT = 256 * 1024  # packet.json and the metadata file, by their actual size

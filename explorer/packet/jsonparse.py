@@ -23,8 +23,8 @@ import math
 import re
 from typing import Any
 
-from explorer.packet.bounded import quoted
-from explorer.packet.record import Record, record
+from explorer.foundations.bounded import quoted
+from explorer.foundations.record import Record, record
 
 MAX_DEPTH = 64
 MAX_INT_DIGITS = 4000

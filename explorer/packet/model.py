@@ -10,7 +10,7 @@ import functools
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from explorer.packet.record import Record, record
+from explorer.foundations.record import Record, record
 
 if TYPE_CHECKING:  # only in annotations: reading a packet's files needs no numpy (explorer/packet/formats.py)
     import numpy as np

@@ -16,12 +16,12 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from explorer.packet.bounded import clip, quoted, shown, shown_int, shown_list
+from explorer.foundations.bounded import clip, quoted, shown, shown_int, shown_list
+from explorer.foundations.record import Record, record
 from explorer.packet.files import JSON_SIZE_LIMIT, TENSOR_SIZE_LIMIT, relative_path_problem
 from explorer.packet.formats import DTYPES, ITEM_SIZE
 from explorer.packet.jsonparse import is_integer, json_type
 from explorer.packet.model import TENSOR_NAMES, Problem
-from explorer.packet.record import Record, record
 
 SCHEMA = "darkbloom.attention-packet.v1"
 BACKENDS = ("paged", "contiguous")

@@ -23,11 +23,11 @@ import struct
 from collections.abc import Mapping
 from typing import Any
 
-from explorer.packet.bounded import quoted, shown, shown_int
+from explorer.foundations.bounded import quoted, shown, shown_int
+from explorer.foundations.record import Record, record
 from explorer.packet.formats import DTYPES
 from explorer.packet.jsonparse import is_integer
 from explorer.packet.model import Problem
-from explorer.packet.record import Record, record
 from explorer.packet.schema import MISSING, Descriptor, Problems, integer_in, pointer
 
 MAX_RECORDS = 128

@@ -25,7 +25,7 @@ from explorer.analysis.metrics import compare as compare_metrics
 from explorer.analysis.metrics import readonly, ulp_distance
 from explorer.analysis.ranking import selection_key
 from explorer.analysis.result import Analysis
-from explorer.packet.bounded import quoted
+from explorer.foundations.bounded import quoted
 from explorer.packet.files import PACKET_JSON
 from explorer.packet.model import INCONCLUSIVE, REFUSED, Reason
 from explorer.pair.emulation import with_emulations

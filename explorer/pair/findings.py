@@ -18,8 +18,8 @@ from typing import Any
 
 from explorer.analysis.blocks import linf_at, location_block
 from explorer.analysis.findings import Finding, finding, largest_error_finding, reproducing
-from explorer.analysis.formatting import at_text, short_number
 from explorer.analysis.metrics import largest_at
+from explorer.foundations.formatting import at_text, short_number
 from explorer.pair.emulation import EACH_SIDE_INPUTS
 from explorer.pair.model import INPUTS_DIFFER, NO_REFERENCE, SCALE_DIFFERS, SHAPE_DIFFERS, SIDES, Pair
 

@@ -17,8 +17,8 @@ import numpy as np
 
 from explorer.analysis.display import InlineDisplay
 from explorer.analysis.result import Analysis, Baseline, Comparison, Emulation, Metrics, Ulp
+from explorer.foundations.record import Record, record
 from explorer.packet.model import REFUSED, Problem, Reason
-from explorer.packet.record import Record, record
 
 SIDES = ("a", "b")
 INPUT_NAMES = ("queries", "storedKeys", "storedValues", "incomingKeys", "incomingValues")

@@ -35,8 +35,8 @@ import numpy as np
 
 from explorer.analysis.blocks import finite
 from explorer.analysis.result import Comparison, Metrics, Numerics
+from explorer.foundations.record import Record, record
 from explorer.packet.dtypes import promote, round_bits
-from explorer.packet.record import Record, record
 from explorer.replay.model import NOISE_FLOOR_SIDES, REFERENCE_SPREAD, TOOL_METRICS, ArmReferences, ToolValue
 
 METRIC_ATTRIBUTES = {"linf": "linf", "rmse": "rmse", "relativeL2": "relative_l2"}  # report key -> Metrics field

@@ -17,10 +17,10 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from explorer.packet.bounded import shown
+from explorer.foundations.bounded import shown
+from explorer.foundations.record import Record, record
 from explorer.packet.jsonparse import is_integer
 from explorer.packet.model import TENSOR_NAMES, Admission, Problem
-from explorer.packet.record import Record, record
 from explorer.packet.schema import MISSING, Problems, TensorDescriptor, is_sha256, pointer, tensor_descriptor
 from explorer.replay.model import (
     ARM_TENSORS,

@@ -18,8 +18,8 @@ import numpy as np
 
 from explorer.analysis.display import InlineDisplay
 from explorer.analysis.result import Analysis, Comparison, Emulation, Ulp
+from explorer.foundations.record import Record, record
 from explorer.packet.model import INCONCLUSIVE, REFUSED, Problem, Reason
-from explorer.packet.record import Record, record
 
 ANALYZED = "analyzed"
 REPLAY_INCONCLUSIVE, REPLAY_REFUSED = INCONCLUSIVE, REFUSED

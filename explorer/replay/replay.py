@@ -22,7 +22,7 @@ import numpy as np
 from explorer.analysis.analyze import analyze
 from explorer.analysis.ranking import selection_key
 from explorer.analysis.result import Analysis
-from explorer.packet.bounded import quoted, shown_list
+from explorer.foundations.bounded import quoted, shown_list
 from explorer.packet.dtypes import bits_from_buffer, promote
 from explorer.packet.files import FileOutcome, FileRequest, PacketRoot, open_directory, verify_files
 from explorer.packet.model import INCONCLUSIVE, REFUSED, TENSOR_NAMES, Problem, Reason

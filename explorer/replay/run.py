@@ -16,12 +16,12 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+from explorer.foundations.bounded import clip, shown
+from explorer.foundations.record import Record, record
 from explorer.packet.admission import CPU_MAX_QUERY_HEADS
-from explorer.packet.bounded import clip, shown
 from explorer.packet.files import JSON_SIZE_LIMIT, PacketRoot, read_json_file
 from explorer.packet.jsonparse import ParsedJson, is_integer, parse_json_object, parse_json_value
 from explorer.packet.model import Problem
-from explorer.packet.record import Record, record
 from explorer.replay.checks import ANALYSIS_SCHEMA
 from explorer.replay.model import ARMS, TOOL_METRICS
 

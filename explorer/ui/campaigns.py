@@ -14,8 +14,6 @@ content, so going back to a campaign after its pair redraws it at once.
 from __future__ import annotations
 
 import html
-import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -30,6 +28,7 @@ from explorer.campaigns.run import run_campaigns
 from explorer.catalog.discovery import lookup
 from explorer.catalog.index import FILL_JOBS, INLINE_PACKETS, WORKER_START_METHOD, PacketIndex
 from explorer.export.pages import CAMPAIGN_SUFFIX, FINDINGS_SUFFIX, RenderError, export_campaign
+from explorer.foundations.cache import BoundedCache
 from explorer.ui.area import ModeArea, note_and_buttons
 from explorer.ui.packets import PacketList
 from explorer.ui.shared import echo
@@ -43,8 +42,7 @@ REPORT_CACHE_ENTRIES = 4  # campaign reports kept per process (a few hundred byt
 STATUS_STYLE = "padding:0.3em 0;font-size:1.05em"
 NO_CAMPAIGNS = "No request is captured in two or more packets under this root."
 
-_reports: OrderedDict[tuple, dict[str, Any]] = OrderedDict()
-_reports_lock = threading.Lock()
+_reports: BoundedCache[dict[str, Any]] = BoundedCache(REPORT_CACHE_ENTRIES)
 
 
 def _key(selection: tuple | None) -> tuple | None:
@@ -138,10 +136,9 @@ class CampaignMode(param.Parameterized):
     def _computed(self, ident: str, names: list[str]) -> dict[str, Any] | None:
         """The campaign's report entry: kept from an earlier session for the same contents, else computed now."""
         signature = self._signature(ident, names)
-        with _reports_lock:
-            if signature in _reports:
-                _reports.move_to_end(signature)
-                return _reports[signature]
+        held = _reports.get(signature)
+        if held is not None:
+            return held
         entries = [entry for entry in (lookup(self.index.entries, name) for name in names) if entry is not None]
         inline = len(entries) <= INLINE_PACKETS
         run = run_campaigns(
@@ -152,10 +149,8 @@ class CampaignMode(param.Parameterized):
         )
         report = build_campaign_report(run)
         found = next((campaign for campaign in report["campaigns"] if campaign["id"] == ident), None)
-        with _reports_lock:
-            _reports[signature] = found
-            while len(_reports) > REPORT_CACHE_ENTRIES:
-                _reports.popitem(last=False)
+        if found is not None:
+            _reports.put(signature, found)
         return found
 
     def open(self, ident: str, cell: str | None = None) -> list[str]:
@@ -167,8 +162,7 @@ class CampaignMode(param.Parameterized):
         if group is None:
             return [f"Campaign &quot;{echo(ident)}&quot; is not listed under this root; it was ignored."]
         names = group[1]
-        with _reports_lock:
-            known = self._signature(ident, names) in _reports
+        known = _reports.peek(self._signature(ident, names)) is not None
         if not known and len(names) > INLINE_PACKETS and served():
             self._report, self.campaign, self.cell = None, ident, ""
             self.area.show(

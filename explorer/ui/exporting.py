@@ -25,8 +25,8 @@ from typing import TypeVar
 import panel as pn
 
 from explorer.export.pages import RenderError
-from explorer.packet.bounded import clip
-from explorer.packet.executors import ForkSafeExecutor
+from explorer.foundations.bounded import clip
+from explorer.foundations.executors import ForkSafeExecutor
 from explorer.ui.shared import shown_name
 from explorer.views.common import served
 

@@ -35,9 +35,9 @@ from dataclasses import dataclass
 import panel as pn
 import param
 
-from explorer.analysis.formatting import full_number, scientific_number
 from explorer.catalog.index import PacketIndex
 from explorer.catalog.summary import STATUS_ORDER, PacketSummary, list_order
+from explorer.foundations.formatting import full_number, scientific_number
 from explorer.ui.table import PageTable
 
 PAGE_ROWS = 20
@@ -67,7 +67,7 @@ def shown_name(name: str) -> str:
 
 
 def number_cell(value: float) -> str:
-    """A number as its cell shows it (explorer.analysis.formatting.scientific_number); empty when unknown."""
+    """A number as its cell shows it (explorer.foundations.formatting.scientific_number); empty when unknown."""
     return "" if math.isnan(value) else scientific_number(value)
 
 

@@ -15,7 +15,7 @@ import param
 
 from explorer.catalog.index import PacketIndex
 from explorer.export.pages import ExportPaths, export_pair
-from explorer.packet.bounded import escaped_bytes
+from explorer.foundations.bounded import escaped_bytes
 from explorer.pair.compare import compare
 from explorer.pair.model import Pair, SamePacketError
 from explorer.ui import catalog

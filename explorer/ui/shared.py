@@ -8,7 +8,7 @@ from __future__ import annotations
 import html
 
 from explorer.analysis.result import Analysis
-from explorer.packet.bounded import escaped_bytes
+from explorer.foundations.bounded import escaped_bytes
 
 MAX_QUERY_ECHO = 80  # characters of an unknown name repeated back in a note
 

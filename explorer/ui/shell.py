@@ -30,12 +30,12 @@ from panel.io.location import Location
 
 from explorer.analysis.analyze import analyze
 from explorer.analysis.element import locate, parse_index
-from explorer.analysis.formatting import short_number
 from explorer.analysis.result import Analysis
 from explorer.catalog.index import PacketIndex
 from explorer.catalog.summary import ERROR
 from explorer.export.pages import EXPORT_DIR_ENV, ExportPaths, choose_export_dir, write_report
-from explorer.packet.bounded import clip
+from explorer.foundations.bounded import clip
+from explorer.foundations.formatting import short_number
 from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED
 from explorer.ui import catalog
 from explorer.ui.area import Downloads

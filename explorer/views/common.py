@@ -16,7 +16,7 @@ import param
 from bokeh.models import BasicTicker, ColumnDataSource, CustomJSHover, FixedTicker, HoverTool
 
 from explorer.analysis.result import Analysis, Comparison, Metrics
-from explorer.packet.record import Record, record
+from explorer.foundations.record import Record, record
 from explorer.views import head_chart, html_summary, scales
 from explorer.views.html_summary import short_number
 

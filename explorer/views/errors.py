@@ -11,7 +11,7 @@ import holoviews as hv
 import panel as pn
 
 from explorer.analysis.result import Analysis, Comparison, Numerics, Ulp
-from explorer.packet.record import Record, record
+from explorer.foundations.record import Record, record
 from explorer.views import html_summary
 from explorer.views.common import (
     CONTINUOUS_CMAP,

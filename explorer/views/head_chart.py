@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from explorer.packet.record import Record, record
+from explorer.foundations.record import Record, record
 from explorer.views.html_summary import esc, number, short_number
 
 PLOT_TOP = 8  # px above the plot frame (room for a marker at the top value)

@@ -10,12 +10,12 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from explorer.analysis.formatting import MISSING as NOT_A_NUMBER  # noqa: F401  (the views' name for a missing value)
-from explorer.analysis.formatting import full_number as number
-from explorer.analysis.formatting import short_number
 from explorer.analysis.ranking import noise_floor_ratios, ranked_heads, worst_ulp_per_head
 from explorer.analysis.result import Analysis, Comparison, Metrics
-from explorer.packet.bounded import escaped_bytes
+from explorer.foundations.bounded import escaped_bytes
+from explorer.foundations.formatting import MISSING as NOT_A_NUMBER  # noqa: F401  (the views' name for a missing value)
+from explorer.foundations.formatting import full_number as number
+from explorer.foundations.formatting import short_number
 from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED, Problem, Reason
 
 LARGEST_HEADS = 3  # heads with the largest primary linf, listed in the notebook summary

@@ -11,9 +11,9 @@ import panel as pn
 from bokeh.models import ColumnDataSource
 
 from explorer.analysis.findings import largest_error_finding, ulp_finding
-from explorer.analysis.formatting import at_text
 from explorer.analysis.ranking import worst_ulp_per_head
 from explorer.analysis.result import Analysis, LastRow, Numerics
+from explorer.foundations.formatting import at_text
 from explorer.packet.dtypes import FIELD_BITS
 from explorer.packet.model import REFUSED, TENSOR_NAMES
 from explorer.views import html_summary, lastrow, nonfinite

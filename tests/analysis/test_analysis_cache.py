@@ -10,7 +10,7 @@ import time
 
 import explorer.analysis.analyze as analyze_module
 from explorer.analysis.analyze import analyze, array_bytes, cached_bytes, clear_cache
-from explorer.samples import pair_input_differs_spec, pair_spec, synthetic_spec, write_packet
+from explorer.samples.packets import pair_input_differs_spec, pair_spec, synthetic_spec, write_packet
 
 
 def test_the_cache_is_bounded_in_bytes(tmp_path, monkeypatch):
@@ -20,10 +20,10 @@ def test_the_cache_is_bounded_in_bytes(tmp_path, monkeypatch):
     analyze(packets[0])
     one_entry = cached_bytes()
     assert one_entry > 0
-    monkeypatch.setattr(analyze_module, "CACHE_BYTES", int(one_entry * 2.5))
+    monkeypatch.setattr(analyze_module._cache, "max_bytes", int(one_entry * 2.5))
     for packet in packets[1:]:
         analyze(packet)
-    assert cached_bytes() <= analyze_module.CACHE_BYTES
+    assert cached_bytes() <= analyze_module._cache.max_bytes
     analyze(packets[0], timings=timings)
     assert timings["cached"] == 0.0  # the oldest entry went first
     analyze(packets[2], timings=timings)

@@ -22,7 +22,7 @@ from explorer.analysis.facts import tensor_facts
 from explorer.analysis.numerics import after_numerics_reasons, compute_numerics
 from explorer.analysis.report import LIMITATIONS, build_report
 from explorer.analysis.result import Analysis
-from explorer.samples import CURATED, synthetic_spec, tensor_bytes, values_to_bits, with_tensor, write_packet
+from explorer.samples.packets import CURATED, synthetic_spec, tensor_bytes, values_to_bits, with_tensor, write_packet
 
 from analysis_support import make_admission
 

@@ -22,8 +22,8 @@ from explorer.analysis.analyze import analyze, clear_cache
 from explorer.analysis.reference import attend
 from explorer.analysis.report import report_text
 from explorer.catalog.workers import map_isolated
-from explorer.packet.parallel import run_on_threads
-from explorer.samples import qwen_full_spec, write_packet
+from explorer.foundations.parallel import run_on_threads
+from explorer.samples.packets import qwen_full_spec, write_packet
 
 REPO = Path(__file__).resolve().parents[2]
 PACKETS = {  # the --full sample (QH16/KVH2/D256/T5585) and a float32-output packet of the same size

@@ -31,7 +31,7 @@ from explorer.analysis.emulation import (
 from explorer.analysis.emulation.launch import Geometry
 from explorer.cli import main
 from explorer.packet.dtypes import promote
-from explorer.samples import (
+from explorer.samples.packets import (
     nan_stored_values_spec,
     qwen_spec,
     synthetic_spec,

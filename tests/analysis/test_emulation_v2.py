@@ -27,8 +27,8 @@ from explorer.analysis.emulation.launch import (
 )
 from explorer.analysis.result import Emulation
 from explorer.cli import main
-from explorer.packet.bounded import MESSAGE_TEXT_CHARS
-from explorer.samples import synthetic_spec, write_packet
+from explorer.foundations.bounded import MESSAGE_TEXT_CHARS
+from explorer.samples.packets import synthetic_spec, write_packet
 
 # ---------------------------------------------------------------- MLX's launch rule, per device class
 

@@ -24,7 +24,7 @@ from explorer.analysis.emulation.launch import (
     paged_simdgroups,
 )
 from explorer.packet.dtypes import promote, round_bits
-from explorer.samples import synthetic_spec, with_tensor, write_packet
+from explorer.samples.packets import synthetic_spec, with_tensor, write_packet
 
 from emulation_scalar import emulate_head
 

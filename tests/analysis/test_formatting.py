@@ -1,4 +1,4 @@
-"""The one number formatter (explorer.analysis.formatting).
+"""The one number formatter (explorer.foundations.formatting).
 
 4 significant digits for people, the full value for hovers, '-' for a missing value.
 """
@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from explorer.analysis.formatting import MISSING, SIGNIFICANT_DIGITS, full_number, scientific_number, short_number
+from explorer.foundations.formatting import MISSING, SIGNIFICANT_DIGITS, full_number, scientific_number, short_number
 
 
 @pytest.mark.parametrize(

@@ -20,7 +20,7 @@ import explorer.cli
 from explorer.analysis.memory import CEILING_BYTES, MEMORY_BOUND_EXCEEDED, MIB, bound_bytes
 from explorer.packet.admission import CPU_MAX_HEAD_DIM, CPU_MAX_MULTIPLY_ADDS, CPU_MAX_QUERY_HEADS
 from explorer.packet.files import TENSOR_SIZE_LIMIT
-from explorer.samples import synthetic_spec, write_packet
+from explorer.samples.packets import synthetic_spec, write_packet
 
 REPO = Path(__file__).resolve().parents[2]
 # Extreme geometries, small packets: every query head over a long history of one-channel keys.

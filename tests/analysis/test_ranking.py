@@ -20,7 +20,7 @@ from explorer.analysis.ranking import (
     worst_ulp_per_head,
 )
 from explorer.catalog.discovery import default_root
-from explorer.samples import INJECTED_HEAD, synthetic_spec, with_snapshot, write_packet
+from explorer.samples.packets import INJECTED_HEAD, synthetic_spec, with_snapshot, write_packet
 
 ROOT = default_root()
 

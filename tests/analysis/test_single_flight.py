@@ -12,8 +12,8 @@ import time
 from explorer.analysis import analyze as analyze_module
 from explorer.analysis import emulation
 from explorer.analysis.analyze import analyze, clear_cache, emulations_of
-from explorer.analysis.single_flight import SingleFlight
-from explorer.samples import synthetic_spec, write_packet
+from explorer.foundations.single_flight import SingleFlight
+from explorer.samples.packets import synthetic_spec, write_packet
 
 THREADS = 3  # sessions opening the same Emulations tab at once
 OVERLAP_S = 0.3  # how long a computation lasts: long enough for every thread to ask while the first computes

@@ -11,7 +11,7 @@ import os
 import pytest
 
 from explorer.export.pages import EXPORT_DIR_ENV
-from explorer.samples import synthetic_spec, write_packet
+from explorer.samples.packets import synthetic_spec, write_packet
 from explorer.ui.catalog import ROOT_ENV
 
 from app_support import ARTIFACTS, NESTED_PACKET, OUTSIDE_PACKET, PAGE_TIMEOUT_MS, VIEWPORT, serve_app

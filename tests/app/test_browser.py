@@ -13,7 +13,7 @@ from urllib.parse import parse_qs, urlparse
 import explorer
 from explorer.catalog.summary import list_order, summarize
 from explorer.export.pages import LOCAL_URL_PREFIXES, SECTION_CLASS, shown_emulations, wait_drawn
-from explorer.samples import CURATED
+from explorer.samples.packets import CURATED
 from explorer.ui import catalog
 from explorer.views import VIEWS
 from explorer.views.html_summary import ranked_heads

@@ -10,10 +10,10 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from explorer.campaign_samples import BACKENDS, CURATED_NAME, CURATED_SHAPE, OUTPUT_INDEX
 from explorer.campaigns.report import build_campaign_report
 from explorer.campaigns.run import run_campaigns
 from explorer.export.pages import FIND_VIEW_JS, wait_drawn
+from explorer.samples.campaigns import BACKENDS, CURATED_NAME, CURATED_SHAPE, OUTPUT_INDEX
 from explorer.ui import catalog
 from explorer.views.campaign import GRID_CLASS, grid_size
 

@@ -16,7 +16,7 @@ from playwright.sync_api import expect
 
 import explorer
 from explorer.export.pages import EXPORT_DIR_ENV, shown_emulations
-from explorer.samples import synthetic_spec, write_packet
+from explorer.samples.packets import synthetic_spec, write_packet
 from explorer.ui.catalog import ROOT_ENV
 
 from app_support import ARTIFACTS, PAGE_TIMEOUT_MS, choose_packet, open_packet, serve_app

@@ -18,7 +18,7 @@ import explorer
 from explorer.analysis.emulation import ranked
 from explorer.export.pages import EXPORT_DIR_ENV
 from explorer.notebook.packet import sample
-from explorer.samples import qwen_spec, synthetic_spec, write_packet
+from explorer.samples.packets import qwen_spec, synthetic_spec, write_packet
 from explorer.ui.catalog import ROOT_ENV
 from explorer.views.emulations import requested_ids
 

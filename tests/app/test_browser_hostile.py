@@ -15,7 +15,7 @@ import stat
 
 import pytest
 
-from explorer.samples import injected_error_spec, synthetic_spec, write_packet
+from explorer.samples.packets import injected_error_spec, synthetic_spec, write_packet
 from explorer.ui.catalog import ROOT_ENV
 from explorer.views.attention import MAX_CURVE_POINTS
 

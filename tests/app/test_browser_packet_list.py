@@ -17,7 +17,7 @@ import pytest
 
 from explorer.catalog.discovery import ROOT_ENV
 from explorer.catalog.summary import summarize
-from explorer.samples import injected_error_spec, synthetic_spec, write_packet, write_refused
+from explorer.samples.packets import injected_error_spec, synthetic_spec, write_packet, write_refused
 from explorer.ui.packets import LIST_ORDER, NUMBER_COLUMNS, RESCAN_MS
 
 from app_support import (

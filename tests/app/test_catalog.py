@@ -6,7 +6,7 @@ from pathlib import Path
 
 import explorer
 from explorer.export.pages import EXPORT_DIR_ENV, choose_export_dir
-from explorer.samples import CURATED, synthetic_spec, write_packet
+from explorer.samples.packets import CURATED, synthetic_spec, write_packet
 from explorer.ui import catalog
 from explorer.ui.shell import parse_options
 

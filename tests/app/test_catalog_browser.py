@@ -12,7 +12,7 @@ import pytest
 
 from explorer.catalog.discovery import ROOT_ENV, discover
 from explorer.catalog.summary import list_order, summarize
-from explorer.samples import injected_error_spec, synthetic_spec, write_packet
+from explorer.samples.packets import injected_error_spec, synthetic_spec, write_packet
 from explorer.ui.packets import PAGE_ROWS
 
 from app_support import (

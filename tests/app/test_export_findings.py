@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 
 import explorer
-from explorer import samples
 from explorer.analysis.findings import packet_findings
-from explorer.analysis.formatting import short_number
 from explorer.export import pages
 from explorer.export.findings import FINDINGS_SUFFIX, markdown_text, packet_markdown
 from explorer.export.pages import export_packet, export_pair, export_replay, shown_emulations
+from explorer.foundations.formatting import short_number
 from explorer.pair.findings import pair_findings
+from explorer.samples import packets as samples
 from explorer.views import VIEWS
 from explorer.views.emulations import EmulationsView
 

@@ -13,7 +13,7 @@ import shutil
 
 from explorer.catalog.index import SUMMARIES, PacketIndex
 from explorer.catalog.summary import summarize
-from explorer.samples import injected_error_spec, synthetic_spec, write_packet, write_refused
+from explorer.samples.packets import injected_error_spec, synthetic_spec, write_packet, write_refused
 from explorer.ui.packets import (
     COLUMNS,
     HEADER_TOOLTIPS,

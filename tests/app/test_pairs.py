@@ -11,7 +11,7 @@ import pytest
 
 import explorer
 from explorer.export.pages import SHA_DIGITS, pair_caption_fields
-from explorer.samples import synthetic_spec, write_packet
+from explorer.samples.packets import synthetic_spec, write_packet
 from explorer.ui import catalog
 from explorer.ui.pairs import NO_PARTNERS
 from explorer.ui.shell import Shell

@@ -17,7 +17,7 @@ import pytest
 import explorer
 from explorer.catalog.summary import list_order, summarize
 from explorer.export.pages import shown_emulations
-from explorer.samples import synthetic_spec, write_packet
+from explorer.samples.packets import synthetic_spec, write_packet
 from explorer.ui import catalog
 from explorer.ui.shell import SLUGS, Shell, StringQueryLocation, session_query
 from explorer.views.html_summary import ranked_heads

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from explorer.samples import synthetic_spec, write_packet
+from explorer.samples.packets import synthetic_spec, write_packet
 from explorer.ui import shell as shell_module
 from explorer.ui.shell import Shell, open_session
 

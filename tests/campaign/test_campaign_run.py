@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 import explorer
-from explorer.campaign_samples import BACKENDS, CURATED_NAME, CURATED_SHAPE, OUTPUT_INDEX, write_campaign
 from explorer.campaigns.collect import cell_counts, cell_pair
 from explorer.campaigns.report import build_campaign_report
 from explorer.campaigns.run import run_campaigns
+from explorer.samples.campaigns import BACKENDS, CURATED_NAME, CURATED_SHAPE, OUTPUT_INDEX, write_campaign
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -132,7 +132,7 @@ def test_the_same_report_from_the_local_pool_and_from_local_2(root):
 
 
 def test_samples_campaign_writes_the_larger_campaign_with_the_same_events(tmp_path):
-    from explorer.campaign_samples import SAMPLE_NAME, SAMPLE_SHAPE
+    from explorer.samples.campaigns import SAMPLE_NAME, SAMPLE_SHAPE
 
     done = subprocess.run(
         [sys.executable, "-m", "explorer", "samples", "--out", str(tmp_path), "--campaign"],

@@ -11,21 +11,9 @@ import shutil
 import pytest
 
 import explorer.catalog.index as index_module
-from explorer.catalog.index import SUMMARIES, PacketIndex, SummaryCache
+from explorer.catalog.index import SUMMARIES, PacketIndex
 from explorer.catalog.summary import list_order, summarize
-from explorer.samples import injected_error_spec, synthetic_spec, with_snapshot, write_packet, write_refused
-
-
-def test_summary_cache_keeps_the_most_recently_used_entries_only():
-    cache = SummaryCache(2)
-    cache.put("a", 1)
-    cache.put("b", 2)
-    assert cache.get("a") == 1  # "a" is now the most recent
-    cache.put("c", 3)
-    assert (cache.get("a"), cache.get("b"), cache.get("c")) == (1, None, 3)
-    assert len(cache) == 2
-    cache.clear()
-    assert len(cache) == 0
+from explorer.samples.packets import injected_error_spec, synthetic_spec, with_snapshot, write_packet, write_refused
 
 
 @pytest.fixture

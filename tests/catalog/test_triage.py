@@ -15,7 +15,7 @@ from explorer.catalog.discovery import discover
 from explorer.catalog.summary import ERROR, INTERNAL_ERROR, WORKER_CRASHED, summarize
 from explorer.catalog.triage import triage
 from explorer.packet.files import JSON_SIZE_LIMIT
-from explorer.samples import synthetic_spec, with_snapshot, write_packet
+from explorer.samples.packets import synthetic_spec, with_snapshot, write_packet
 
 REPO = Path(__file__).resolve().parents[2]
 PACKETS_PER_KIND = 40

@@ -22,7 +22,7 @@ from explorer.catalog.discovery import discover
 from explorer.catalog.summary import ERROR, TIMEOUT, summarize
 from explorer.catalog.triage import triage
 from explorer.catalog.workers import MAX_JOBS, map_isolated
-from explorer.samples import synthetic_spec, write_packet
+from explorer.samples.packets import synthetic_spec, write_packet
 
 REPO = Path(__file__).resolve().parents[2]
 STOPPED_NAME = "packet-2"

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from explorer.samples import synthetic_spec
+from explorer.samples.packets import synthetic_spec
 
 from packet_support import DELETE, build, with_tensor
 

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from explorer.packet.model import Admission
-from explorer.samples import PacketSpec, packet_descriptor, synthetic_spec, write_packet
+from explorer.samples.packets import PacketSpec, packet_descriptor, synthetic_spec, write_packet
 
 DELETE = object()  # a change that removes the key
 OBSERVED = ("queries", "incomingKeys", "incomingValues", "output")

@@ -18,7 +18,7 @@ from explorer.packet import admit as lazily_exported_admit
 from explorer.packet import files
 from explorer.packet.admission import admit
 from explorer.packet.model import TENSOR_NAMES
-from explorer.samples import synthetic_spec, tensor_bytes
+from explorer.samples.packets import synthetic_spec, tensor_bytes
 
 from packet_support import build, problems, read_descriptor, write_descriptor
 

@@ -14,8 +14,8 @@ import threading
 import pytest
 
 from explorer.analysis.analyze import analyze
+from explorer.foundations.bounded import MESSAGE_INTEGER_DIGITS, MESSAGE_LIST_ITEMS, MESSAGE_TEXT_CHARS, digit_count
 from explorer.packet.admission import admit
-from explorer.packet.bounded import MESSAGE_INTEGER_DIGITS, MESSAGE_LIST_ITEMS, MESSAGE_TEXT_CHARS, digit_count
 from explorer.packet.files import JSON_SIZE_LIMIT
 from explorer.packet.jsonparse import parse_json_object
 

@@ -12,7 +12,7 @@ import pytest
 
 from explorer.packet.admission import admit
 from explorer.packet.jsonparse import MAX_DEPTH, MAX_INT_DIGITS, OversizedInteger, is_integer, parse_json_object
-from explorer.samples import metadata_bytes, packet_descriptor, synthetic_spec
+from explorer.samples.packets import metadata_bytes, packet_descriptor, synthetic_spec
 
 from packet_support import build, problems, reason_codes
 

@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from explorer.packet.executors import ForkSafeExecutor
+from explorer.foundations.executors import ForkSafeExecutor
 
 CHILD_WAIT_S = 3.0
 

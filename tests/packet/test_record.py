@@ -1,6 +1,6 @@
 """The shared record methods behave as the ones `@dataclass(frozen=True)` generates.
 
-The shared record methods (explorer/packet/record.py) behave as the ones `@dataclass(frozen=True)` generates.
+The shared record methods (explorer/foundations/record.py) behave as the ones `@dataclass(frozen=True)` generates.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from explorer.analysis.result import Analysis, Metrics, NonfiniteMap
+from explorer.foundations.record import Record, record
 from explorer.packet.model import Reason
-from explorer.packet.record import Record, record
 
 
 @record

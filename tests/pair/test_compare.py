@@ -18,10 +18,10 @@ import numpy as np
 import pytest
 
 import explorer
-from explorer import samples
 from explorer.analysis.analyze import analyze
 from explorer.analysis.ranking import SELECTION_FIELDS
 from explorer.pair.model import SamePacketError
+from explorer.samples import packets as samples
 
 REPO = Path(__file__).resolve().parents[2]
 COMMITTED = REPO / "sample_packets"

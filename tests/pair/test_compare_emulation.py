@@ -14,7 +14,6 @@ import pytest
 from test_analysis_result import VERDICT_WORDS, strings_and_keys
 
 import explorer
-from explorer import samples
 from explorer.analysis.analyze import analyze, clear_cache
 from explorer.analysis.emulation import (
     EmulationIdError,
@@ -31,6 +30,7 @@ from explorer.pair.emulation import (
     SIDE_REFUSED,
 )
 from explorer.pair.model import NO_REFERENCE, SHAPE_DIFFERS
+from explorer.samples import packets as samples
 
 REPO = Path(__file__).resolve().parents[2]
 COMMITTED = REPO / "sample_packets"

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import numpy as np
 
-from explorer import samples
 from explorer.packet.dtypes import BITS_DTYPE
 from explorer.replay.model import ARMS
-from explorer.replay_samples import RunVariant, analysis_document, run_files
+from explorer.samples import packets as samples
+from explorer.samples.replays import RunVariant, analysis_document, run_files
 
 SOURCE, PARTNER, RUN = "contiguous-capture", "paged-capture", "run"
 

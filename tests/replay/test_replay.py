@@ -14,7 +14,7 @@ import pytest
 
 import explorer
 from explorer.replay.model import ARMS
-from explorer.replay_samples import RunVariant
+from explorer.samples.replays import RunVariant
 
 from replay_support import PARTNER, SOURCE, edit_json, flip_bit, replace_tensor, run_of, write_root
 

@@ -12,14 +12,14 @@ import numpy as np
 import pytest
 
 import explorer
-from explorer import samples
 from explorer.packet.admission import CPU_MAX_QUERY_HEADS
 from explorer.packet.dtypes import promote, round_bits
 from explorer.packet.files import JSON_SIZE_LIMIT
 from explorer.replay.agreement import ElementBounds, rounding_moves
 from explorer.replay.model import ARMS
 from explorer.replay.run import ANALYSIS_ENTRIES_PER_HEAD, ANALYSIS_ENTRY_BYTES, ANALYSIS_JSON_LIMIT
-from explorer.replay_samples import tool_reference
+from explorer.samples import packets as samples
+from explorer.samples.replays import tool_reference
 
 from replay_support import SOURCE, run_of, scale_of, spec, spec_run, with_tool_analysis, write_root
 

@@ -15,10 +15,10 @@ import sys
 import pytest
 
 import explorer
-from explorer import samples
 from explorer.cli import main
 from explorer.replay.model import AmbiguousPacketError
-from explorer.replay_samples import RunVariant
+from explorer.samples import packets as samples
+from explorer.samples.replays import RunVariant
 
 from replay_support import PARTNER, RUN, SOURCE, run_of, spec, write_root
 

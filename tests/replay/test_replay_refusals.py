@@ -12,8 +12,8 @@ import os
 import pytest
 
 import explorer
-from explorer import samples
 from explorer.packet import files as packet_files
+from explorer.samples import packets as samples
 
 from replay_support import PARTNER, SOURCE, edit_json, replace_tensor, run_of, write_root
 

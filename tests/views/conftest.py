@@ -14,7 +14,7 @@ import pytest
 import explorer
 from explorer.analysis.result import Analysis
 from explorer.packet.model import INCONCLUSIVE, Reason
-from explorer.samples import CURATED, synthetic_spec, values_to_bits, with_tensor, write_packet, write_samples
+from explorer.samples.packets import CURATED, synthetic_spec, values_to_bits, with_tensor, write_packet, write_samples
 
 NO_FACTS_CODE = "geometry_unsupported"
 

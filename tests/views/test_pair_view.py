@@ -15,11 +15,11 @@ import pytest
 from IPython.lib.pretty import pretty
 
 import explorer
-from explorer import samples
-from explorer.analysis.formatting import SIGNIFICANT_DIGITS
 from explorer.export.pages import COMPARISON_SUFFIX, export_pair
+from explorer.foundations.formatting import SIGNIFICANT_DIGITS
 from explorer.notebook.pair import VIEW_CALLS, PairViews
 from explorer.pair.findings import DECIDING, output_sentence, pair_findings
+from explorer.samples import packets as samples
 from explorer.views import pair as pair_view
 from explorer.views import pair_html
 from explorer.views.pair import build

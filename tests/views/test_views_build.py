@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED
-from explorer.samples import CURATED
+from explorer.samples.packets import CURATED
 from explorer.views import VIEWS, Selection
 
 from views_support import BUILDERS, head_charts, plots, render, text

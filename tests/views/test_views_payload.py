@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 import explorer
-from explorer.samples import FULL_SAMPLE_NAME, QWEN_FULL_TOKENS, qwen_full_spec, write_packet
+from explorer.samples.packets import FULL_SAMPLE_NAME, QWEN_FULL_TOKENS, qwen_full_spec, write_packet
 from explorer.views import VIEWS, Selection
 
 from views_support import payload_bytes, render

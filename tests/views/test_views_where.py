@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import panel as pn
 
-from explorer.analysis.formatting import short_number
+from explorer.foundations.formatting import short_number
 from explorer.views import Selection, overview
 
 from views_support import text

@@ -17,8 +17,8 @@ from collections.abc import Callable
 import numpy as np
 
 from explorer.analysis import elementary
+from explorer.foundations.record import Record, record
 from explorer.packet.dtypes import narrow
-from explorer.packet.record import Record, record
 
 LANES = 32
 BUTTERFLY_OFFSETS = (16, 8, 4, 2, 1)

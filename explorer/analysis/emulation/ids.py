@@ -19,8 +19,8 @@ from explorer.analysis.emulation.kernels import (
     SWEEP_NAME,
     EmulationIdError,
 )
-from explorer.packet.bounded import clip, quoted
-from explorer.packet.record import Record, record
+from explorer.foundations.bounded import clip, quoted
+from explorer.foundations.record import Record, record
 
 _ID_PATTERN = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\((.*)\))?\s*$", re.DOTALL)
 _ASSIGNMENT = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*([^\s=]+)\s*$")

@@ -17,8 +17,8 @@ from explorer.analysis.emulation.arithmetic import (
     EXP2_SCALED,
     SEQUENTIAL,
 )
+from explorer.foundations.record import Record, record
 from explorer.packet.dtypes import DTYPES
-from explorer.packet.record import Record, record
 
 DEFAULT_SET_NAME, SWEEP_NAME = "default", "sweep"
 MLX_TWO_PASS, MLX_SINGLE_PASS, MLX_SDPA = "mlx_two_pass", "mlx_single_pass", "mlx_sdpa"

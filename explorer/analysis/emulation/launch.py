@@ -6,7 +6,7 @@ numerics, no I/O. The builds and dispatchers, and the sources each rule was read
 
 from __future__ import annotations
 
-from explorer.packet.record import Record, record
+from explorer.foundations.record import Record, record
 
 MLX_VECTOR_HEAD_DIMS = (64, 96, 128, 256)  # MLX's vector kernels; D 192 is routed to unfused attention for one token
 MLX_ENGINE_TWO_PASS_HEAD_DIM = 512  # the engine's build runs two-pass kernels for it at every T

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from explorer.analysis.emulation.launch import LIBRARY_FAILED, NO_LIBRARY, NotEmulated
-from explorer.packet.record import Record, record
+from explorer.foundations.record import Record, record
 
 LIBRARY_NAME = "mlx"
 INSTALL_HINT = "pip install -e '.[mlx]'"

@@ -34,8 +34,8 @@ from explorer.analysis.emulation.spec import (
 )
 from explorer.analysis.metrics import compare, readonly, ulp_distance
 from explorer.analysis.result import Emulation, EmulationCounts
+from explorer.foundations.record import Record, record
 from explorer.packet.dtypes import narrow, promote, round_bits
-from explorer.packet.record import Record, record
 
 VS_OUTPUT_LABEL = "output vs emulation {id} (a counterfactual, not the reference)"
 VS_REFERENCE_LABEL = "emulation {id} vs primary reference"

@@ -30,7 +30,7 @@ from explorer.analysis.emulation.kernels import (
     SINGLE_PASS,
 )
 from explorer.analysis.emulation.launch import Geometry, NotEmulated
-from explorer.packet.record import Record, record
+from explorer.foundations.record import Record, record
 
 SOURCE_SENTENCES = {
     MLX_TWO_PASS: "Emulated as MLX's sdpa_vector_2pass source computes it: blocks visit strided keys with an online "

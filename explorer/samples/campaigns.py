@@ -28,9 +28,9 @@ from pathlib import Path
 
 import numpy as np
 
+from explorer.foundations.record import Record, record
 from explorer.packet.dtypes import promote
-from explorer.packet.record import Record, record
-from explorer.samples import (
+from explorer.samples.packets import (
     DISPATCH,
     OUTPUT_INDEX,
     QWEN_KV_HEADS,
@@ -44,7 +44,6 @@ from explorer.samples import (
     with_snapshot,
     with_tensor,
     write_packet,
-    write_samples,
 )
 
 BACKENDS = ("paged", "contiguous")
@@ -268,9 +267,3 @@ CURATED_CAMPAIGNS = {
     CURATED_NAME: (description(CURATED_SHAPE), lambda directory: write_campaign(directory, CURATED_SHAPE))
 }
 SAMPLE_CAMPAIGNS = {SAMPLE_NAME: (description(SAMPLE_SHAPE), lambda directory: write_campaign(directory))}
-
-
-def write_all_samples(out: str | os.PathLike, *, full: bool = False, campaign: bool = False) -> list[Path]:
-    """`explorer samples`: the curated samples with the curated campaign, and the larger campaign with `campaign`."""
-    extra = {**CURATED_CAMPAIGNS, **(SAMPLE_CAMPAIGNS if campaign else {})}
-    return write_samples(out, full=full, extra=extra)

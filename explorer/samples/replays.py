@@ -26,9 +26,9 @@ from explorer.analysis.blocks import comparison_block
 from explorer.analysis.emulation import native_output_bits
 from explorer.analysis.metrics import compare
 from explorer.analysis.reference import attend
+from explorer.foundations.record import Record, record
 from explorer.packet.dtypes import BITS_DTYPE, ITEM_SIZE, narrow, promote, round_bits
 from explorer.packet.model import TENSOR_NAMES
-from explorer.packet.record import Record, record
 from explorer.replay.checks import ANALYSIS_SCHEMA, INPUT_SCHEMA, RESULT_SCHEMA
 from explorer.replay.model import ARMS, EXPECTED_DISPATCH, NATIVE, PAGE_SIZE, SEGMENTED, SEGMENTED_TWO_FROM_TOKENS
 
