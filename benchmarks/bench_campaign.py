@@ -36,7 +36,7 @@ sys.path.insert(0, str(REPO / "tests" / "app"))
 from explorer.campaigns.grid import campaign_id  # noqa: E402
 from explorer.export.pages import CHROMIUM, CHROMIUM_ARGS, wait_drawn  # noqa: E402
 from explorer.samples.campaigns import CampaignShape, write_campaign  # noqa: E402
-from explorer.views.campaign import GRID_CLASS  # noqa: E402
+from explorer.views.campaign.view import GRID_CLASS  # noqa: E402
 
 from app_support import APP_PATH, PAGE_TIMEOUT_MS, free_port, start_server, stop_server, wait_until_serving  # noqa: E402
 

@@ -26,7 +26,7 @@ from pathlib import Path  # noqa: E402
 from explorer.analysis import analyze as analyze_module  # noqa: E402
 from explorer.analysis.analyze import analyze, clear_cache, emulations_of  # noqa: E402
 from explorer.samples.packets import qwen_full_spec, synthetic_spec, write_packet  # noqa: E402
-from explorer.views.attention import drawn_tokens  # noqa: E402
+from explorer.views.packet.attention import drawn_tokens  # noqa: E402
 
 SESSIONS = 3
 HUGE_TOKENS = 8_388_000

@@ -212,7 +212,7 @@ def _reference_lines(report: dict) -> list[str]:
 
 
 def _emulation_lines(report: dict) -> list[str]:
-    from explorer.views.emulation_tables import emulation_table
+    from explorer.views.packet.emulation_tables import emulation_table
 
     if report["emulationsRequested"] is None:
         return []
@@ -574,7 +574,7 @@ def _pair_nearer_lines(report: dict) -> list[str]:
 
 def _pair_emulation_lines(report: dict) -> list[str]:
     """The emulation x side matrix: per side, the decisive, differing and all output elements bit-equal to each."""
-    from explorer.views.emulation_tables import pair_emulation_table
+    from explorer.views.packet.emulation_tables import pair_emulation_table
 
     if report["emulationsRequested"] is None:
         return []

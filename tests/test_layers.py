@@ -164,4 +164,4 @@ def test_each_allowed_lazy_import_is_lazy_and_commented(pair):
 
 def test_the_checker_sees_a_circle_and_an_upward_import():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == [["a", "b", "c"]]
-    assert _rank("explorer.views.errors") > _rank("explorer.analysis.result") > _rank("explorer.packet.model")
+    assert _rank("explorer.views.packet.errors") > _rank("explorer.analysis.result") > _rank("explorer.packet.model")

@@ -221,7 +221,7 @@ def shown_emulations(analysis: Analysis) -> Analysis:
 
     from explorer.analysis.analyze import emulations_of
     from explorer.analysis.emulation import normalised_ids, shape_of
-    from explorer.views.emulations import EmulationsView
+    from explorer.views.packet.emulations import EmulationsView
 
     if analysis.numerics is None:
         return analysis
@@ -286,7 +286,7 @@ def static_view(view):
     import panel as pn
     from panel.param import ParamFunction, ParamMethod
 
-    from explorer.views.common import HINT_CLASS
+    from explorer.views.shared.common import HINT_CLASS
 
     if not getattr(view, "visible", True) or isinstance(view, pn.widgets.indicators.Indicator):
         return None  # hidden in the app at export time, or a live progress indicator: nothing to show on a page
@@ -668,7 +668,7 @@ def pair_names(pair) -> tuple[str, str]:
 def _pair_page(pair, name: str, names: tuple[str, str]):
     import panel as pn
 
-    from explorer.views.pair import build
+    from explorer.views.pair.view import build
 
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     header = pn.pane.HTML(
@@ -757,7 +757,7 @@ def replay_caption_fields(run, name: str, stamp: str) -> tuple[tuple[str, str], 
 def _replay_page(run, name: str):
     import panel as pn
 
-    from explorer.views.replay import build
+    from explorer.views.replay.view import build
 
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     header = pn.pane.HTML(
@@ -816,7 +816,7 @@ CAMPAIGN_SECTION = "campaign"
 def _campaign_page(campaign: dict, name: str):
     import panel as pn
 
-    from explorer.views.campaign import build
+    from explorer.views.campaign.view import build
 
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     key = campaign["key"]

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from explorer.analysis.result import Analysis
-from explorer.views import html_summary
+from explorer.views.shared import html_summary
 
 # Accessor methods in the app's tab order; the ones taking `head` follow the selected query head.
 VIEW_CALLS = (

@@ -7,7 +7,7 @@ never computes a number and imports Panel only when a view is built.
 from __future__ import annotations
 
 from explorer.pair.model import Pair
-from explorer.views import pair_html
+from explorer.views.pair import html as pair_html
 
 VIEW_CALLS = ("summary()", "inputs()", "bits()", "heads()", "ladder()", "errors()", "tokens()", "emulations()", "all()")
 HINT_STYLE = "color:#555;font-size:0.85em;margin:0.2em 0"
@@ -36,7 +36,7 @@ class PairViews:
         return f"Views of {summary_text(self._pair)}: " + ", ".join(VIEW_CALLS)
 
     def _section(self, name: str):
-        from explorer.views.pair import SECTIONS
+        from explorer.views.pair.view import SECTIONS
 
         return SECTIONS[name][1](self._pair)
 
@@ -74,7 +74,7 @@ class PairViews:
 
     def all(self):
         """The whole pair view (what the app and the export show)."""
-        from explorer.views.pair import build
+        from explorer.views.pair.view import build
 
         return build(self._pair)
 

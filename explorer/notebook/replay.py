@@ -7,7 +7,7 @@ never computes a number and imports Panel only when a view is built.
 from __future__ import annotations
 
 from explorer.replay.model import Replay
-from explorer.views import replay_html
+from explorer.views.replay import html as replay_html
 
 VIEW_CALLS = ("summary()", "matrix()", "arms()", "ladder()", "map()", "readback()", "all()")
 HINT_STYLE = "color:#555;font-size:0.85em;margin:0.2em 0"
@@ -40,7 +40,7 @@ class ReplayViews:
         return f"Views of {summary_text(self._run)}: " + ", ".join(VIEW_CALLS)
 
     def _section(self, name: str):
-        from explorer.views.replay import SECTIONS
+        from explorer.views.replay.view import SECTIONS
 
         return SECTIONS[name][1](self._run)
 
@@ -70,7 +70,7 @@ class ReplayViews:
 
     def all(self):
         """The whole replay view (what the app and the export show)."""
-        from explorer.views.replay import build
+        from explorer.views.replay.view import build
 
         return build(self._run)
 

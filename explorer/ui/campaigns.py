@@ -32,8 +32,8 @@ from explorer.foundations.cache import BoundedCache
 from explorer.ui.area import ModeArea, note_and_buttons
 from explorer.ui.packets import PacketList
 from explorer.ui.shared import echo
-from explorer.views.common import served
-from explorer.views.html_summary import esc, written_note
+from explorer.views.shared.common import served
+from explorer.views.shared.html_summary import esc, written_note
 
 QUERY_CAMPAIGN, QUERY_CELL = "campaign", "cell"
 EXPORT_LABEL, EXPORT_WIDTH = "Export campaign: HTML + PNG + JSON + findings", 330
@@ -193,7 +193,7 @@ class CampaignMode(param.Parameterized):
         return []
 
     def _show(self) -> None:
-        from explorer.views.campaign import build
+        from explorer.views.campaign.view import build
 
         report = self._report
         key = report["key"]

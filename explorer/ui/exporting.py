@@ -28,7 +28,7 @@ from explorer.export.pages import RenderError
 from explorer.foundations.bounded import clip
 from explorer.foundations.executors import ForkSafeExecutor
 from explorer.ui.shared import shown_name
-from explorer.views.common import served
+from explorer.views.shared.common import served
 
 log = logging.getLogger(__name__)
 

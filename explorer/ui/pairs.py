@@ -23,7 +23,7 @@ from explorer.ui.area import ModeArea, note_and_buttons
 from explorer.ui.exporting import run_export
 from explorer.ui.packets import PacketList
 from explorer.ui.shared import content_seen, echo, shown_name
-from explorer.views.html_summary import written_note
+from explorer.views.shared.html_summary import written_note
 
 QUERY_COMPARE = "compare"
 PAIR_STATUS_STYLE = "padding:0.3em 0;font-size:1.05em"
@@ -139,7 +139,7 @@ class PairMode(param.Parameterized):
         return ""
 
     def _show(self, pair: Pair) -> None:
-        from explorer.views.pair import build
+        from explorer.views.pair.view import build
 
         self.area.show(
             f'<div class="pair-status-line" data-a="{shown_name(self.packet)}" data-b="{shown_name(self.partner)}" '

@@ -27,7 +27,7 @@ from explorer.ui.area import ModeArea, note_and_buttons
 from explorer.ui.exporting import run_export
 from explorer.ui.packets import PacketList
 from explorer.ui.shared import echo
-from explorer.views.html_summary import written_note
+from explorer.views.shared.html_summary import written_note
 
 QUERY_REPLAY = "replay"
 REPLAY_STATUS_STYLE = "padding:0.3em 0;font-size:1.05em"
@@ -146,7 +146,7 @@ class ReplayMode(param.Parameterized):
         return []
 
     def _show(self, result: Replay) -> None:
-        from explorer.views.replay import build
+        from explorer.views.replay.view import build
 
         partner = "none" if result.partner is None else html.escape(result.report()["partner"]["name"])
         self.area.show(

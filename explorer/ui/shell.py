@@ -47,9 +47,9 @@ from explorer.ui.replays import QUERY_REPLAY, ReplayMode
 from explorer.ui.shared import content_seen, echo, shown_name
 from explorer.ui.tabbar import TabBar
 from explorer.views import VIEWS, Selection
-from explorer.views.element import element_html
-from explorer.views.emulations import settings_from_query
-from explorer.views.html_summary import ranked_heads, written_note
+from explorer.views.packet.element import element_html
+from explorer.views.packet.emulations import settings_from_query
+from explorer.views.shared.html_summary import ranked_heads, written_note
 
 log = logging.getLogger(__name__)
 

@@ -3,7 +3,7 @@
 Views draw, they never compute.
 
 `VIEWS` and `Selection` load Panel and HoloViews on first access, so importing
-`explorer.views.html_summary` (plain HTML strings) stays free of UI libraries.
+`explorer.views.shared.html_summary` (plain HTML strings) stays free of UI libraries.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ __all__ = ["VIEWS", "Selection"]
 
 def __getattr__(name: str):
     if name in __all__:
-        from explorer.views import registry
+        from explorer.views.packet import registry
 
         return getattr(registry, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

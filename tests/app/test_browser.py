@@ -16,7 +16,7 @@ from explorer.export.pages import LOCAL_URL_PREFIXES, SECTION_CLASS, shown_emula
 from explorer.samples.packets import CURATED
 from explorer.ui import catalog
 from explorer.views import VIEWS
-from explorer.views.html_summary import ranked_heads
+from explorer.views.shared.html_summary import ranked_heads
 
 from app_support import (
     MIN_PIXEL_STD,

@@ -15,7 +15,7 @@ from explorer.campaigns.run import run_campaigns
 from explorer.export.pages import FIND_VIEW_JS, wait_drawn
 from explorer.samples.campaigns import BACKENDS, CURATED_NAME, CURATED_SHAPE, OUTPUT_INDEX
 from explorer.ui import catalog
-from explorer.views.campaign import GRID_CLASS, grid_size
+from explorer.views.campaign.view import GRID_CLASS, grid_size
 
 from app_support import PAGE_TIMEOUT_MS, artifact, deep_text, open_packet, outside_requests
 

@@ -20,7 +20,7 @@ from explorer.export.pages import EXPORT_DIR_ENV
 from explorer.notebook.packet import sample
 from explorer.samples.packets import qwen_spec, synthetic_spec, write_packet
 from explorer.ui.catalog import ROOT_ENV
-from explorer.views.emulations import requested_ids
+from explorer.views.packet.emulations import requested_ids
 
 from app_support import (
     ARTIFACTS,

@@ -17,7 +17,7 @@ import pytest
 
 from explorer.samples.packets import injected_error_spec, synthetic_spec, write_packet
 from explorer.ui.catalog import ROOT_ENV
-from explorer.views.attention import MAX_CURVE_POINTS
+from explorer.views.packet.attention import MAX_CURVE_POINTS
 
 from app_support import APP_PATH, PAGE_TIMEOUT_MS, artifact, deep_text, serve_app, wait_statuses, wait_view
 

@@ -20,7 +20,7 @@ from explorer.foundations.formatting import short_number
 from explorer.pair.findings import pair_findings
 from explorer.samples import packets as samples
 from explorer.views import VIEWS
-from explorer.views.emulations import EmulationsView
+from explorer.views.packet.emulations import EmulationsView
 
 REPO = Path(__file__).resolve().parents[2]
 ROOT = REPO / "sample_packets"

@@ -20,7 +20,7 @@ from explorer.export.pages import shown_emulations
 from explorer.samples.packets import synthetic_spec, write_packet
 from explorer.ui import catalog
 from explorer.ui.shell import SLUGS, Shell, StringQueryLocation, session_query
-from explorer.views.html_summary import ranked_heads
+from explorer.views.shared.html_summary import ranked_heads
 
 ROOT = catalog.default_root()
 ANALYZED_SAMPLE = "injected-error-head5"

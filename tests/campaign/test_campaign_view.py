@@ -10,7 +10,7 @@ import dataclasses
 from explorer.campaigns.grid import campaigns_of
 from explorer.campaigns.model import STATES, CellPair, Member
 from explorer.campaigns.report import campaign_json
-from explorer.views.campaign import CELL_HEIGHT_PX, MAX_GRID_WIDTH_PX, STATE_COLOURS, build, grid, grid_size
+from explorer.views.campaign.view import CELL_HEIGHT_PX, MAX_GRID_WIDTH_PX, STATE_COLOURS, build, grid, grid_size
 
 INPUTS = ("q", "k", "v", "ik", "iv")
 

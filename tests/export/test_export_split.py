@@ -14,7 +14,7 @@ from PIL import Image
 
 from explorer.export.pages import SETTING_CLASS, static_view
 from explorer.export.split import KEEP_WITH_HEADING, MAX_PNG_HEIGHT, cut_rows, split_png
-from explorer.views.common import hint
+from explorer.views.shared.common import hint
 
 CAPTION = 40
 

@@ -19,7 +19,7 @@ from explorer.export.pages import DEFAULT_EXPORT_DIR, EXPORT_DIR_ENV
 from explorer.notebook.packet import VIEW_CALLS, Views, export_dir, sample
 from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED
 from explorer.samples.packets import write_samples
-from explorer.views import html_summary
+from explorer.views.shared import html_summary
 
 REPO = Path(__file__).resolve().parents[2]
 UI_MODULES = ("panel", "holoviews", "bokeh")

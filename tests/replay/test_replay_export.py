@@ -15,7 +15,7 @@ import pytest
 
 import explorer
 from explorer.export.pages import export_replay
-from explorer.views.replay import build
+from explorer.views.replay.view import build
 
 from replay_support import PARTNER, write_root
 

@@ -14,8 +14,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from explorer.views import head_chart
-from explorer.views.head_chart import Series
+from explorer.views.shared import head_chart
+from explorer.views.shared.head_chart import Series
 
 HEIGHT = 280
 

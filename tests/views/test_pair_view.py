@@ -20,9 +20,9 @@ from explorer.foundations.formatting import SIGNIFICANT_DIGITS
 from explorer.notebook.pair import VIEW_CALLS, PairViews
 from explorer.pair.findings import DECIDING, output_sentence, pair_findings
 from explorer.samples import packets as samples
-from explorer.views import pair as pair_view
-from explorer.views import pair_html
-from explorer.views.pair import build
+from explorer.views.pair import html as pair_html
+from explorer.views.pair import view as pair_view
+from explorer.views.pair.view import build
 
 from views_support import colour_mappers, images_by_title, render, text, tooltips
 
@@ -290,7 +290,7 @@ def test_emulations_computed_on_the_page_update_the_findings(monkeypatch):
 
 
 def test_the_emulations_section_hands_the_computed_pair_on():
-    from explorer.views.pair_emulations import PairEmulationsSection
+    from explorer.views.pair.emulations import PairEmulationsSection
 
     heard = []
     section = PairEmulationsSection(explorer.compare(PAGED, CONTIGUOUS), on_computed=heard.append)

@@ -1,4 +1,4 @@
-"""Display scales (explorer.views.scales and the per-head axis).
+"""Display scales (explorer.views.shared.scales and the per-head axis).
 
 Colour-bar labels never repeat, counts tick whole numbers, index labels stay apart, and the discrete ULP scale
 gives 0 its own colour.
@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from explorer.views.common import head_ticks
-from explorer.views.scales import (
+from explorer.views.shared.common import head_ticks
+from explorer.views.shared.scales import (
     INDEX_LABEL_PIXELS,
     ULP_BUCKET_COLOURS,
     ZERO_COLOUR,

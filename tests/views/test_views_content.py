@@ -18,9 +18,11 @@ from explorer.analysis.ranking import noise_floor_ratios, worst_ulp_per_head
 from explorer.analysis.report import report_text
 from explorer.analysis.result import NEGATIVE_INFINITY, POSITIVE_INFINITY
 from explorer.packet.model import TENSOR_NAMES
-from explorer.views import Selection, attention, common, errors, html_summary, nonfinite
-from explorer.views.common import LINEAR, LOG, NAN_COLOUR, colour_scale
-from explorer.views.scales import ZERO_COLOUR
+from explorer.views import Selection
+from explorer.views.packet import attention, errors, nonfinite
+from explorer.views.shared import common, html_summary
+from explorer.views.shared.common import LINEAR, LOG, NAN_COLOUR, colour_scale
+from explorer.views.shared.scales import ZERO_COLOUR
 
 from views_support import (
     BUILDERS,

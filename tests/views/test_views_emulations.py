@@ -15,7 +15,7 @@ import panel as pn
 
 from explorer.analysis.analyze import emulations_of
 from explorer.analysis.emulation import ranked
-from explorer.views.emulations import (
+from explorer.views.packet.emulations import (
     DEFAULT_BLOCKS,
     DEFAULT_PARTIAL,
     DEFAULT_PARTITION_TOKENS,
@@ -141,7 +141,7 @@ def test_without_numerics_the_view_explains_and_computes_nothing(analyses):
 
 
 def test_shown_on_a_page_it_computes_in_the_background_with_a_progress_bar(analyses, monkeypatch):
-    import explorer.views.emulations as module
+    import explorer.views.packet.emulations as module
 
     analysis = analyses["clean-fp32q-bf16kv"]
     release, entered = threading.Event(), threading.Event()
@@ -169,7 +169,7 @@ def test_shown_on_a_page_it_computes_in_the_background_with_a_progress_bar(analy
 
 
 def test_emulations_this_content_already_has_are_shown_at_once_without_a_thread(analyses, monkeypatch):
-    import explorer.views.emulations as module
+    import explorer.views.packet.emulations as module
 
     analysis = analyses["clean-fp32q-bf16kv"]
     expected = emulations_of(analysis, requested_ids(DEFAULT_BLOCKS, DEFAULT_PARTITION_TOKENS, DEFAULT_PARTIAL))

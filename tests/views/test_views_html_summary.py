@@ -8,8 +8,8 @@ import sys
 import numpy as np
 import pytest
 
-from explorer.views import html_summary
-from explorer.views.common import LINEAR, LOG, colour_scale
+from explorer.views.shared import html_summary
+from explorer.views.shared.common import LINEAR, LOG, colour_scale
 
 
 def test_overview_of_an_analyzed_packet_lists_its_largest_linf_heads(analyses):
@@ -73,7 +73,7 @@ def test_largest_heads_skip_null_metrics_and_break_ties_by_head(analyses):
 
 def test_the_html_summary_imports_no_ui_library():
     code = (
-        "import sys, explorer.views.html_summary; "
+        "import sys, explorer.views.shared.html_summary; "
         "print(sorted(m for m in ('panel', 'holoviews', 'bokeh', 'param') if m in sys.modules))"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -15,10 +15,12 @@ import pytest
 
 from explorer.analysis.ranking import worst_ulp_per_head
 from explorer.packet.model import TENSOR_NAMES
-from explorer.views import Selection, html_summary, overview
-from explorer.views.element import element_html
-from explorer.views.html_summary import esc, short_number
-from explorer.views.scales import ulp_bucket_codes
+from explorer.views import Selection
+from explorer.views.packet import overview
+from explorer.views.packet.element import element_html
+from explorer.views.shared import html_summary
+from explorer.views.shared.html_summary import esc, short_number
+from explorer.views.shared.scales import ulp_bucket_codes
 
 from views_support import head_charts, images, images_by_title, render, text
 

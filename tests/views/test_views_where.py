@@ -8,7 +8,8 @@ from __future__ import annotations
 import panel as pn
 
 from explorer.foundations.formatting import short_number
-from explorer.views import Selection, overview
+from explorer.views import Selection
+from explorer.views.packet import overview
 
 from views_support import text
 

@@ -13,8 +13,8 @@ from typing import Any
 
 from explorer.packet.dtypes import FIELD_BITS
 from explorer.replay.model import CAPTURE, PARTNER, REPLAY_LIMITATIONS, Replay
-from explorer.views.html_summary import STATUS_COLOURS, esc, number, refusals_table, status_badge, table
-from explorer.views.pair_html import short
+from explorer.views.pair.html import short
+from explorer.views.shared.html_summary import STATUS_COLOURS, esc, number, refusals_table, status_badge, table
 
 REPLAY_STATUS_MEANING = {
     "analyzed": "all three arms admitted; every output compared with the capture (and the partner)",

@@ -24,8 +24,8 @@ from explorer.analysis.result import (
 )
 from explorer.packet.dtypes import FIELD_BITS
 from explorer.packet.model import TENSOR_NAMES
-from explorer.views import html_summary
-from explorer.views.common import (
+from explorer.views.shared import html_summary
+from explorer.views.shared.common import (
     Field,
     Selection,
     explained,
@@ -39,7 +39,7 @@ from explorer.views.common import (
     selectable,
     state,
 )
-from explorer.views.html_summary import esc, table
+from explorer.views.shared.html_summary import esc, table
 
 TOKEN_TENSORS = ("storedKeys", "storedValues")  # drawn head x token, aggregated over channels
 QUERY_HEAD_TENSORS = ("queries", "output")  # query head x channel maps: a click selects that output element

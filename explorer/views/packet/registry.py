@@ -6,8 +6,8 @@ core, when opened).
 
 from __future__ import annotations
 
-from explorer.views import attention, emulations, errors, lastrow, narrowed, nonfinite, overview, raw, summary
-from explorer.views.common import Selection
+from explorer.views.packet import attention, emulations, errors, lastrow, narrowed, nonfinite, overview, raw, summary
+from explorer.views.shared.common import Selection
 
 VIEWS = (
     ("overview", "Overview", overview.build),

@@ -16,8 +16,10 @@ from explorer.analysis.result import Analysis, LastRow, Numerics
 from explorer.foundations.formatting import at_text
 from explorer.packet.dtypes import FIELD_BITS
 from explorer.packet.model import REFUSED, TENSOR_NAMES
-from explorer.views import html_summary, lastrow, nonfinite
-from explorer.views.common import (
+from explorer.views.packet import lastrow, nonfinite
+from explorer.views.packet.narrowed import reason_words
+from explorer.views.shared import html_summary
+from explorer.views.shared.common import (
     COMPACT_FONT,
     CONTINUOUS_CMAP,
     LOG,
@@ -40,9 +42,8 @@ from explorer.views.common import (
     ulp_map,
     ulp_value,
 )
-from explorer.views.html_summary import esc, ranked_heads, short_number
-from explorer.views.narrowed import reason_words
-from explorer.views.scales import index_ticks, isolated_cells
+from explorer.views.shared.html_summary import esc, ranked_heads, short_number
+from explorer.views.shared.scales import index_ticks, isolated_cells
 
 # Compact cells: the four fit the first screen at 1280 x 800; each cell's link opens its full view.
 MAP_HEIGHT = 160

@@ -22,9 +22,9 @@ from panel.io.state import set_curdoc
 from explorer.analysis.emulation import DEFAULT_SET_NAME, SWEEP_NAME
 from explorer.pair.emulation import with_emulations
 from explorer.pair.model import Pair
-from explorer.views import pair_html
-from explorer.views.common import collapsed, heading, html_pane, note, served
-from explorer.views.html_summary import esc
+from explorer.views.pair import html as pair_html
+from explorer.views.shared.common import collapsed, heading, html_pane, note, served
+from explorer.views.shared.html_summary import esc
 
 log = logging.getLogger(__name__)
 

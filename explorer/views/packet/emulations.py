@@ -45,8 +45,9 @@ from explorer.analysis.emulation.kernels import (
 )
 from explorer.analysis.result import Analysis, Emulation, EmulationCounts
 from explorer.packet.dtypes import DTYPES, ITEM_SIZE
-from explorer.views import html_summary
-from explorer.views.common import (
+from explorer.views.packet.emulation_tables import emulation_table
+from explorer.views.shared import html_summary
+from explorer.views.shared.common import (
     Field,
     Selection,
     grid_map,
@@ -60,8 +61,7 @@ from explorer.views.common import (
     served,
     ulp_value,
 )
-from explorer.views.emulation_tables import emulation_table
-from explorer.views.html_summary import esc, table
+from explorer.views.shared.html_summary import esc, table
 
 log = logging.getLogger(__name__)
 

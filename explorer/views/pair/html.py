@@ -24,8 +24,8 @@ from explorer.pair.report import (
     emulation_matrix_block,
     side_summary,
 )
-from explorer.views.emulation_tables import pair_emulation_table
-from explorer.views.html_summary import (
+from explorer.views.packet.emulation_tables import pair_emulation_table
+from explorer.views.shared.html_summary import (
     BOX_STYLE,
     NOT_A_NUMBER,
     STATUS_COLOURS,

@@ -17,8 +17,8 @@ from bokeh.models import BasicTicker, ColumnDataSource, CustomJSHover, FixedTick
 
 from explorer.analysis.result import Analysis, Comparison, Metrics
 from explorer.foundations.record import Record, record
-from explorer.views import head_chart, html_summary, scales
-from explorer.views.html_summary import short_number
+from explorer.views.shared import head_chart, html_summary, scales
+from explorer.views.shared.html_summary import short_number
 
 hv.Store.set_current_backend("bokeh")
 

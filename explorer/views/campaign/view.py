@@ -19,8 +19,8 @@ import pandas as pd
 import panel as pn
 
 from explorer.campaigns.model import STATES
-from explorer.views.common import hint, html_pane, plot_pane
-from explorer.views.html_summary import esc, short_number
+from explorer.views.shared.common import hint, html_pane, plot_pane
+from explorer.views.shared.html_summary import esc, short_number
 
 # One colour per state (categorical, never a scale): differences warm, agreement grey, gaps pale.
 STATE_COLOURS = {

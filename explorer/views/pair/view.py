@@ -19,8 +19,10 @@ from explorer.analysis.result import Analysis
 from explorer.packet.dtypes import FIELD_BITS
 from explorer.pair.findings import output_sentence
 from explorer.pair.model import SIDES, Pair
-from explorer.views import pair_html
-from explorer.views.common import (
+from explorer.views.pair import html as pair_html
+from explorer.views.pair.emulations import PairEmulationsSection
+from explorer.views.pair.html import short
+from explorer.views.shared.common import (
     CHART_HEIGHT,
     CONTINUOUS_CMAP,
     LOG,
@@ -40,9 +42,7 @@ from explorer.views.common import (
     served,
     ulp_value,
 )
-from explorer.views.html_summary import esc, number, table
-from explorer.views.pair_emulations import PairEmulationsSection
-from explorer.views.pair_html import short
+from explorer.views.shared.html_summary import esc, number, table
 
 # Colours of the bit-difference map by ULP bucket [0], [1], [2, 3], [4, 7], ... (the report's histogram buckets).
 EQUAL_COLOUR = "#f4f4f4"

@@ -17,8 +17,8 @@ import param
 
 from explorer.packet.dtypes import FIELD_BITS
 from explorer.replay.model import Replay
-from explorer.views import replay_html
-from explorer.views.common import (
+from explorer.views.replay import html as replay_html
+from explorer.views.shared.common import (
     Field,
     grid_map,
     heading,

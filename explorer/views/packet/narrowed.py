@@ -9,8 +9,8 @@ from __future__ import annotations
 import panel as pn
 
 from explorer.analysis.result import Analysis, Comparison, NarrowedQuery, Numerics
-from explorer.views import html_summary
-from explorer.views.common import (
+from explorer.views.shared import html_summary
+from explorer.views.shared.common import (
     CONTINUOUS_CMAP,
     LOG,
     Field,
@@ -28,7 +28,7 @@ from explorer.views.common import (
     selectable,
     state,
 )
-from explorer.views.html_summary import esc
+from explorer.views.shared.html_summary import esc
 
 DIFFERENCE_LABEL = "|difference|"  # colour-bar label: the map's title names the two sides
 REASON_WORDS = {

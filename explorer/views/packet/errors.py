@@ -12,8 +12,8 @@ import panel as pn
 
 from explorer.analysis.result import Analysis, Comparison, Numerics, Ulp
 from explorer.foundations.record import Record, record
-from explorer.views import html_summary
-from explorer.views.common import (
+from explorer.views.shared import html_summary
+from explorer.views.shared.common import (
     CONTINUOUS_CMAP,
     LINEAR,
     LOG,
@@ -35,7 +35,7 @@ from explorer.views.common import (
     selectable,
     ulp_value,
 )
-from explorer.views.html_summary import esc, number_cell, table
+from explorer.views.shared.html_summary import esc, number_cell, table
 
 SHARED_OPTIONS = {"a scale per map": False, "one scale for all maps": True}
 FULL_HOVER_CELLS = 65_536  # above this many cells per map, the hover carries the error only (keeps the payload small)

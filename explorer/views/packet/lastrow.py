@@ -12,8 +12,8 @@ import panel as pn
 
 from explorer.analysis.result import Analysis, LastRow
 from explorer.packet.dtypes import FIELD_BITS
-from explorer.views import html_summary
-from explorer.views.common import (
+from explorer.views.shared import html_summary
+from explorer.views.shared.common import (
     Field,
     Selection,
     cell_index,
@@ -29,7 +29,7 @@ from explorer.views.common import (
     plot_pane,
     state,
 )
-from explorer.views.html_summary import esc, table
+from explorer.views.shared.html_summary import esc, table
 
 # field_mask codes: bit 1 = sign differs, 2 = exponent differs, 4 = mantissa differs.
 FIELD_NAMES = (
