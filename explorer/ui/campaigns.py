@@ -33,7 +33,8 @@ from explorer.ui.area import ModeArea, note_and_buttons
 from explorer.ui.packets import PacketList
 from explorer.ui.shared import echo
 from explorer.views.shared.common import served
-from explorer.views.shared.html_summary import esc, written_note
+from explorer.views.shared.html_summary import written_note
+from explorer.views.shared.markup import esc
 
 QUERY_CAMPAIGN, QUERY_CELL = "campaign", "cell"
 EXPORT_LABEL, EXPORT_WIDTH = "Export campaign: HTML + PNG + JSON + findings", 330

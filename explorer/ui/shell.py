@@ -32,11 +32,9 @@ from explorer.analysis.analyze import analyze
 from explorer.analysis.element import locate, parse_index
 from explorer.analysis.result import Analysis
 from explorer.catalog.index import PacketIndex
-from explorer.catalog.summary import ERROR
 from explorer.export.pages import EXPORT_DIR_ENV, ExportPaths, choose_export_dir, write_report
 from explorer.foundations.bounded import clip
 from explorer.foundations.formatting import short_number
-from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED
 from explorer.ui import catalog
 from explorer.ui.area import Downloads
 from explorer.ui.campaigns import QUERY_CAMPAIGN, QUERY_CELL, CampaignMode
@@ -50,6 +48,7 @@ from explorer.views import VIEWS, Selection
 from explorer.views.packet.element import element_html
 from explorer.views.packet.emulations import settings_from_query
 from explorer.views.shared.html_summary import ranked_heads, written_note
+from explorer.views.shared.markup import status_badge
 
 log = logging.getLogger(__name__)
 
@@ -79,16 +78,7 @@ QUERY_ELEMENT = "element"  # `element=H,C` (query head, channel) or `element=N` 
 # A name's bytes that are not UTF-8 (surrogateescape's stand-ins) are percent-encoded as themselves, and read back.
 URL_ERRORS = "surrogateescape"
 
-# Neutral badge colours (background, text): a status is a category, never a verdict.
-BADGE_COLOURS = {
-    ANALYZED: ("#dde5ef", "#1f3550"),
-    INCONCLUSIVE: ("#e7e1ee", "#3d2f52"),
-    REFUSED: ("#e4e4e4", "#333333"),
-    ERROR: ("#f1e6d8", "#4a3a22"),  # the list only: a summary that could not be made
-}
-BADGE_STYLE = (
-    "display:inline-block;padding:0 0.5em;border-radius:0.6em;font-size:0.85em;font-weight:600;margin-right:0.5em"
-)
+BADGE_STYLE = "padding:0 0.5em;font-size:0.85em;margin-right:0.5em;"  # the list's chip: smaller than a view's
 META_STYLE = "font-size:0.85em;color:#444444"
 # Each part of the status line is its own box, so a long list of codes wraps below, never over, the name and chip.
 STATUS_LINE_STYLE = "display:flex;flex-wrap:wrap;align-items:baseline;gap:0.2em 0.6em"
@@ -112,12 +102,8 @@ def _list_badge(status: str) -> str:
 def badge_html(summary: catalog.Summary, css_class: str, heads: int | None = None) -> str:
     """A neutral status chip carrying the packet's score (error / allowance) when it has one, then the heads not
     compared (of `heads`) and the status codes."""
-    background, colour = BADGE_COLOURS[summary.status]
     score = "" if summary.score is None else f" &middot; score {html.escape(short_number(summary.score))}"
-    badge = (
-        f'<span class="{css_class}" data-status="{summary.status}" title="{SCORE_TITLE}" '
-        f'style="{BADGE_STYLE};background:{background};color:{colour}">{summary.status}{score}</span>'
-    )
+    badge = status_badge(summary.status, css_class=css_class, text=score, title=SCORE_TITLE, style=BADGE_STYLE)
     details = list(summary.codes)
     if summary.heads_not_compared:
         of = "" if heads is None else f" of {heads}"

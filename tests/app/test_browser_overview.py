@@ -11,8 +11,8 @@ from urllib.parse import parse_qs, urlparse
 
 import explorer
 from explorer.catalog.summary import list_order, summarize
+from explorer.foundations.formatting import short_number
 from explorer.ui import catalog
-from explorer.views.shared.html_summary import short_number
 
 from app_support import MIN_PIXEL_STD, PAGE_TIMEOUT_MS, artifact, deep_text, open_packet, pixel_std, wait_view
 
@@ -42,7 +42,7 @@ def _assert_panel_shows(page, packet: str, head: int, channel: int) -> None:
     record = explorer.analyze(ROOT / packet).element(head, channel)
     shown = _panel_values(page)
     for label, value in record.fields():
-        expected = explorer.views.shared.html_summary.number(value)
+        expected = explorer.views.shared.formatting.full_number(value)
         assert shown[label] == expected, label
     text = deep_text(panel)
     assert record.output_hex in text and short_number(record.output) in text

@@ -19,7 +19,7 @@ from explorer.export.pages import DEFAULT_EXPORT_DIR, EXPORT_DIR_ENV
 from explorer.notebook.packet import VIEW_CALLS, Views, export_dir, sample
 from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED
 from explorer.samples.packets import write_samples
-from explorer.views.shared import html_summary
+from explorer.views.shared import html_summary, markup
 
 REPO = Path(__file__).resolve().parents[2]
 UI_MODULES = ("panel", "holoviews", "bokeh")
@@ -66,9 +66,9 @@ def test_repr_html_lists_the_largest_heads_first(results):
 
 
 def test_repr_html_without_reference_says_why(results):
-    missing = html_summary.esc(html_summary.MISSING[html_summary.NEEDS_NUMERICS])
+    missing = markup.esc(html_summary.MISSING[html_summary.NEEDS_NUMERICS])
     assert missing in results["discarded-sample"]._repr_html_()
-    assert html_summary.esc(html_summary.MISSING_BECAUSE_REFUSED) in results["refused-hash-mismatch"]._repr_html_()
+    assert markup.esc(html_summary.MISSING_BECAUSE_REFUSED) in results["refused-hash-mismatch"]._repr_html_()
 
 
 @pytest.mark.parametrize("name", SAMPLES)

@@ -20,7 +20,7 @@ from explorer.analysis.result import NEGATIVE_INFINITY, POSITIVE_INFINITY
 from explorer.packet.model import TENSOR_NAMES
 from explorer.views import Selection
 from explorer.views.packet import attention, errors, nonfinite
-from explorer.views.shared import common, html_summary
+from explorer.views.shared import common, markup
 from explorer.views.shared.common import LINEAR, LOG, NAN_COLOUR, colour_scale
 from explorer.views.shared.scales import ZERO_COLOUR
 
@@ -60,7 +60,7 @@ def test_error_maps_draw_the_results_own_errors_each_on_its_own_log_scale(analys
     assert numerics.rounded_to_output.identity and "its map would repeat this one" in text(view)
     charted = set(head_charts(view)[0].points)
     assert "primary reference" in charted and "rounded to float32 (identity)" not in charted  # nor charted twice
-    assert html_summary.esc(numerics.rounded_to_output.comparison.label) in text(view)  # the tables list it
+    assert markup.esc(numerics.rounded_to_output.comparison.label) in text(view)  # the tables list it
     for title, comparison in expected.items():
         renderer = maps[title]
         np.testing.assert_array_equal(_column(renderer, "image"), comparison.abs_error)
@@ -248,7 +248,7 @@ def test_infinities_in_queries_are_mapped_by_kind(analyses):
 def test_narrowed_q_beside_the_primary(analyses):
     nq = analyses["clean-fp32q-bf16kv"].numerics.narrowed_query
     view, document = _build(analyses, "clean-fp32q-bf16kv", "narrowed")
-    assert html_summary.esc(nq.label) in text(view) and "never the reference" in text(view)
+    assert markup.esc(nq.label) in text(view) and "never the reference" in text(view)
     maps = images_by_title(document)
     assert len(maps) == 2
     np.testing.assert_array_equal(
@@ -350,7 +350,7 @@ def test_summary_shows_identity_selection_and_limitations(analyses):
     assert "Declared, not authenticated" in shown
     assert "0x3D800000" in shown  # scaleBits 1031798784 of scale 0.0625
     for sentence in analysis.report()["limitations"]:
-        assert html_summary.esc(sentence) in shown
+        assert markup.esc(sentence) in shown
     assert shown.count("<tr") >= len(analysis.numerics.primary.per_head)
     for name in TENSOR_NAMES:
         assert f"<code>{name}</code>" in shown
@@ -367,9 +367,9 @@ def test_summary_ranks_heads_by_score_with_the_numbers_before_the_limitations(an
     assert sorted(heads) == list(range(len(ratios)))
     shown = [scores[h] for h in heads]
     assert shown == sorted(shown, reverse=True) and heads[0] == 5
-    assert html_summary.number_cell(scores[5]) in table
+    assert markup.number_cell(scores[5]) in table
     assert text(view).index('class="per-head-primary"') < text(view).index('class="limitations"')
-    assert html_summary.number_cell(ratios[5]) in table and html_summary.number_cell(ulps[5]) in table
+    assert markup.number_cell(ratios[5]) in table and markup.number_cell(ulps[5]) in table
     assert "background" not in table, "no shading"
     assert "a ratio, not a verdict" in text(view)
 
@@ -459,6 +459,6 @@ def test_narrowed_difference_maps_select_the_clicked_element(analyses):
 def test_attention_tables_show_four_significant_digits_with_the_full_value_on_hover(analyses):
     entry = analyses["qwen36-bf16-t64"].numerics.attention[0]
     view, _ = _build(analyses, "qwen36-bf16-t64", "attention")
-    markup = " ".join(p.object for p in view.select(pn.pane.HTML) if isinstance(p.object, str))
-    assert html_summary.number_cell(entry.entropy) in markup
-    assert f'title="{entry.entropy!r}"' in markup and f">{entry.entropy:.4g}<" in markup
+    shown = " ".join(p.object for p in view.select(pn.pane.HTML) if isinstance(p.object, str))
+    assert markup.number_cell(entry.entropy) in shown
+    assert f'title="{entry.entropy!r}"' in shown and f">{entry.entropy:.4g}<" in shown

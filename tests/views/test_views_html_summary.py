@@ -8,6 +8,7 @@ import sys
 import numpy as np
 import pytest
 
+from explorer.foundations import formatting
 from explorer.views.shared import html_summary
 from explorer.views.shared.common import LINEAR, LOG, colour_scale
 
@@ -42,22 +43,22 @@ def test_overview_escapes_packet_text(analyses):
 
 
 def test_numbers_are_shown_as_the_report_prints_them():
-    assert html_summary.number(0.1) == "0.1"
-    assert html_summary.number(np.float32(0.1)) == repr(float(np.float32(0.1)))
-    assert html_summary.number(None) == html_summary.NOT_A_NUMBER
-    assert html_summary.number(True) == "true"
-    assert html_summary.number({"a": 1}) == '{"a": 1}'
-    assert html_summary.number(7) == "7"
+    assert formatting.full_number(0.1) == "0.1"
+    assert formatting.full_number(np.float32(0.1)) == repr(float(np.float32(0.1)))
+    assert formatting.full_number(None) == html_summary.NOT_A_NUMBER
+    assert formatting.full_number(True) == "true"
+    assert formatting.full_number({"a": 1}) == '{"a": 1}'
+    assert formatting.full_number(7) == "7"
 
 
 def test_short_numbers_keep_four_significant_digits_and_the_full_value_in_the_tooltip():
-    assert html_summary.short_number(0.13175451755523682) == "0.1318"
-    assert html_summary.short_number(np.float32(3.0517578125e-05)) == "3.052e-05"
-    assert html_summary.short_number(1234567.0) == "1.235e+06"
-    assert html_summary.short_number(float("nan")) == "nan"
-    assert html_summary.short_number(12345) == "12345"  # integers are exact counts, never rounded
-    assert html_summary.short_number(None) == html_summary.NOT_A_NUMBER
-    assert html_summary.short_number("bfloat16") == "bfloat16"
+    assert formatting.short_number(0.13175451755523682) == "0.1318"
+    assert formatting.short_number(np.float32(3.0517578125e-05)) == "3.052e-05"
+    assert formatting.short_number(1234567.0) == "1.235e+06"
+    assert formatting.short_number(float("nan")) == "nan"
+    assert formatting.short_number(12345) == "12345"  # integers are exact counts, never rounded
+    assert formatting.short_number(None) == html_summary.NOT_A_NUMBER
+    assert formatting.short_number("bfloat16") == "bfloat16"
     cell = html_summary.number_cell(0.13175451755523682)
     assert cell == '<span class="number" style="white-space:nowrap" title="0.13175451755523682">0.1318</span>'
     assert html_summary.number_cell(0.5) == '<span class="number" style="white-space:nowrap">0.5</span>'  # no tooltip

@@ -14,12 +14,13 @@ import panel as pn
 import pytest
 
 from explorer.analysis.ranking import worst_ulp_per_head
+from explorer.foundations.formatting import short_number
 from explorer.packet.model import TENSOR_NAMES
 from explorer.views import Selection
 from explorer.views.packet import overview
 from explorer.views.packet.element import element_html
 from explorer.views.shared import html_summary
-from explorer.views.shared.html_summary import esc, short_number
+from explorer.views.shared.markup import esc
 from explorer.views.shared.scales import ulp_bucket_codes
 
 from views_support import head_charts, images, images_by_title, render, text

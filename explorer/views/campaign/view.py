@@ -19,8 +19,9 @@ import pandas as pd
 import panel as pn
 
 from explorer.campaigns.model import STATES
+from explorer.foundations.formatting import short_number
 from explorer.views.shared.common import hint, html_pane, plot_pane
-from explorer.views.shared.html_summary import esc, short_number
+from explorer.views.shared.markup import esc
 
 # One colour per state (categorical, never a scale): differences warm, agreement grey, gaps pale.
 STATE_COLOURS = {

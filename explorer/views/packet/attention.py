@@ -29,7 +29,7 @@ from explorer.views.shared.common import (
     plot_pane,
     state,
 )
-from explorer.views.shared.html_summary import esc, number_cell, table
+from explorer.views.shared.markup import esc, number_cell, table
 
 MAX_OVERVIEW_CELLS = 250_000  # query head x token weights drawn in one overview map
 MAX_CURVE_POINTS = 4_000  # tokens drawn in one head's weight curve; past it, two per bin of consecutive tokens

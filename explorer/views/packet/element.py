@@ -6,7 +6,9 @@ As an HTML table (4 significant digits beside the exact value); stdlib only, com
 from __future__ import annotations
 
 from explorer.analysis.result import Analysis
-from explorer.views.shared.html_summary import esc, number, short_number, table
+from explorer.foundations.formatting import full_number as number
+from explorer.foundations.formatting import short_number
+from explorer.views.shared.markup import esc, table
 
 PANEL_STYLE = "padding:0.4em 0.8em;border:1px solid #b9c6d6;background:#f7f9fc;margin:0.3em 0"
 COLUMN_STYLE = "flex:1 1 380px;min-width:0;overflow-wrap:anywhere"  # two tables side by side, stacked when narrow

@@ -61,7 +61,7 @@ from explorer.views.shared.common import (
     served,
     ulp_value,
 )
-from explorer.views.shared.html_summary import esc, table
+from explorer.views.shared.markup import esc, table
 
 log = logging.getLogger(__name__)
 

@@ -35,7 +35,7 @@ from explorer.views.shared.common import (
     selectable,
     ulp_value,
 )
-from explorer.views.shared.html_summary import esc, number_cell, table
+from explorer.views.shared.markup import esc, number_cell, table
 
 SHARED_OPTIONS = {"a scale per map": False, "one scale for all maps": True}
 FULL_HOVER_CELLS = 65_536  # above this many cells per map, the hover carries the error only (keeps the payload small)

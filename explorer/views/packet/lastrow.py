@@ -29,7 +29,7 @@ from explorer.views.shared.common import (
     plot_pane,
     state,
 )
-from explorer.views.shared.html_summary import esc, table
+from explorer.views.shared.markup import esc, table
 
 # field_mask codes: bit 1 = sign differs, 2 = exponent differs, 4 = mantissa differs.
 FIELD_NAMES = (

@@ -28,7 +28,7 @@ from explorer.views.shared.common import (
     selectable,
     state,
 )
-from explorer.views.shared.html_summary import esc
+from explorer.views.shared.markup import esc
 
 DIFFERENCE_LABEL = "|difference|"  # colour-bar label: the map's title names the two sides
 REASON_WORDS = {

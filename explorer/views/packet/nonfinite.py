@@ -39,7 +39,7 @@ from explorer.views.shared.common import (
     selectable,
     state,
 )
-from explorer.views.shared.html_summary import esc, table
+from explorer.views.shared.markup import esc, table
 
 TOKEN_TENSORS = ("storedKeys", "storedValues")  # drawn head x token, aggregated over channels
 QUERY_HEAD_TENSORS = ("queries", "output")  # query head x channel maps: a click selects that output element

@@ -13,12 +13,12 @@ from bokeh.models import ColumnDataSource
 from explorer.analysis.findings import largest_error_finding, ulp_finding
 from explorer.analysis.ranking import worst_ulp_per_head
 from explorer.analysis.result import Analysis, LastRow, Numerics
-from explorer.foundations.formatting import at_text
+from explorer.foundations.formatting import at_text, short_number
 from explorer.packet.dtypes import FIELD_BITS
 from explorer.packet.model import REFUSED, TENSOR_NAMES
 from explorer.views.packet import lastrow, nonfinite
 from explorer.views.packet.narrowed import reason_words
-from explorer.views.shared import html_summary
+from explorer.views.shared import html_summary, markup
 from explorer.views.shared.common import (
     COMPACT_FONT,
     CONTINUOUS_CMAP,
@@ -42,7 +42,8 @@ from explorer.views.shared.common import (
     ulp_map,
     ulp_value,
 )
-from explorer.views.shared.html_summary import esc, ranked_heads, short_number
+from explorer.views.shared.html_summary import ranked_heads
+from explorer.views.shared.markup import esc
 from explorer.views.shared.scales import index_ticks, isolated_cells
 
 # Compact cells: the four fit the first screen at 1280 x 800; each cell's link opens its full view.
@@ -114,7 +115,7 @@ def _status(analysis: Analysis) -> str:
     """The status line, then one compact line per refusal or inconclusive reason (code and message): a table of them
     pushed the bottom row of cells below the fold."""
     lines = [
-        f'<p style="margin:0.2em 0">Status: {html_summary.status_badge(analysis.status)} &nbsp; '
+        f'<p style="margin:0.2em 0">Status: {markup.status_badge(analysis.status)} &nbsp; '
         f"{esc(html_summary.STATUS_MEANING[analysis.status])}</p>"
     ]
     lines += [

@@ -13,7 +13,7 @@ import panel as pn
 from explorer.analysis.report import REPORT_SUFFIX, packet_name, report_text
 from explorer.analysis.result import Analysis
 from explorer.views.shared.common import Selection, collapsed, explained, heading, html_pane, note
-from explorer.views.shared.html_summary import esc
+from explorer.views.shared.markup import esc
 
 JSON_DEPTH = 2  # levels expanded when a JSON pane opens
 # A long JSON line scrolls inside its pane, never widens the page.

@@ -10,9 +10,9 @@ import panel as pn
 
 from explorer.analysis.result import Analysis
 from explorer.packet.model import REFUSED, TENSOR_NAMES
-from explorer.views.shared import html_summary
+from explorer.views.shared import html_summary, markup
 from explorer.views.shared.common import Selection, heading, html_pane
-from explorer.views.shared.html_summary import esc, mapping_table, number_cell, table
+from explorer.views.shared.markup import esc, mapping_table, number_cell, table
 
 SCALE_BITS_DIGITS = 8  # hex digits of a binary32 pattern
 NOT_INTERPRETED = "Not interpreted: a refused packet's contents are not trusted, so nothing in them is reported."
@@ -42,7 +42,7 @@ def _dtypes_table(analysis: Analysis) -> str:
                 esc(tensors[name].dtype),
                 esc(list(tensors[name].shape)),
                 esc(tensors[name].byte_count),
-                f'<code style="{html_summary.WRAP_STYLE}">{esc(tensors[name].sha256)}</code>',
+                f'<code style="{markup.WRAP_STYLE}">{esc(tensors[name].sha256)}</code>',
             )
             for name in TENSOR_NAMES
         ),

@@ -24,7 +24,7 @@ from explorer.pair.emulation import with_emulations
 from explorer.pair.model import Pair
 from explorer.views.pair import html as pair_html
 from explorer.views.shared.common import collapsed, heading, html_pane, note, served
-from explorer.views.shared.html_summary import esc
+from explorer.views.shared.markup import esc
 
 log = logging.getLogger(__name__)
 

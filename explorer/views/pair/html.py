@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from explorer.analysis.result import Metrics
+from explorer.foundations.formatting import full_number as number
+from explorer.foundations.formatting import short_number
 from explorer.packet.model import INCONCLUSIVE, REFUSED
 from explorer.pair.compare import COMPARED
 from explorer.pair.emulation import ranked_rows
@@ -25,18 +27,8 @@ from explorer.pair.report import (
     side_summary,
 )
 from explorer.views.packet.emulation_tables import pair_emulation_table
-from explorer.views.shared.html_summary import (
-    BOX_STYLE,
-    NOT_A_NUMBER,
-    STATUS_COLOURS,
-    WRAP_STYLE,
-    esc,
-    number,
-    refusals_table,
-    short_number,
-    status_badge,
-    table,
-)
+from explorer.views.shared.html_summary import BOX_STYLE, NOT_A_NUMBER, refusals_table
+from explorer.views.shared.markup import STATUS_COLOURS, WRAP_STYLE, esc, status_badge, table
 
 SHOWN_POSITIONS = 8  # first differing input positions listed per tensor (the report holds up to 100)
 PAIR_STATUS_COLOURS = {

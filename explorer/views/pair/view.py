@@ -16,6 +16,7 @@ import panel as pn
 import param
 
 from explorer.analysis.result import Analysis
+from explorer.foundations.formatting import full_number as number
 from explorer.packet.dtypes import FIELD_BITS
 from explorer.pair.findings import output_sentence
 from explorer.pair.model import SIDES, Pair
@@ -42,7 +43,7 @@ from explorer.views.shared.common import (
     served,
     ulp_value,
 )
-from explorer.views.shared.html_summary import esc, number, table
+from explorer.views.shared.markup import esc, table
 
 # Colours of the bit-difference map by ULP bucket [0], [1], [2, 3], [4, 7], ... (the report's histogram buckets).
 EQUAL_COLOUR = "#f4f4f4"

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from explorer.foundations.formatting import full_number as number
 from explorer.packet.dtypes import FIELD_BITS
 from explorer.replay.model import CAPTURE, PARTNER, REPLAY_LIMITATIONS, Replay
 from explorer.views.pair.html import short
-from explorer.views.shared.html_summary import STATUS_COLOURS, esc, number, refusals_table, status_badge, table
+from explorer.views.shared.html_summary import refusals_table
+from explorer.views.shared.markup import STATUS_COLOURS, esc, status_badge, table
 
 REPLAY_STATUS_MEANING = {
     "analyzed": "all three arms admitted; every output compared with the capture (and the partner)",

@@ -16,9 +16,9 @@ import param
 from bokeh.models import BasicTicker, ColumnDataSource, CustomJSHover, FixedTicker, HoverTool
 
 from explorer.analysis.result import Analysis, Comparison, Metrics
+from explorer.foundations.formatting import short_number
 from explorer.foundations.record import Record, record
-from explorer.views.shared import head_chart, html_summary, scales
-from explorer.views.shared.html_summary import short_number
+from explorer.views.shared import head_chart, html_summary, markup, scales
 
 hv.Store.set_current_backend("bokeh")
 
@@ -159,7 +159,7 @@ def html_pane(markup: str, **params) -> pn.pane.HTML:
 
 def heading(text: str, note: str = "") -> pn.pane.HTML:
     tail = f'<p style="margin:0.1em 0 0.3em 0;color:#444">{note}</p>' if note else ""
-    return html_pane(f'<h3 style="margin:0.6em 0 0.1em 0">{html_summary.esc(text)}</h3>{tail}')
+    return html_pane(f'<h3 style="margin:0.6em 0 0.1em 0">{markup.esc(text)}</h3>{tail}')
 
 
 def note_markup(markup: str, css_class: str = "view-note") -> str:
@@ -498,7 +498,7 @@ def _per_head_chart(
         )
     undrawn = {s.label: _undrawn(s.values) for s in drawn}
     hidden = [
-        f"{html_summary.esc(label)}: {zeros} zero, {nulls} null"
+        f"{markup.esc(label)}: {zeros} zero, {nulls} null"
         for label, (zeros, nulls) in undrawn.items()
         if zeros or nulls
     ]
@@ -541,11 +541,11 @@ def per_head_charts(
     colours = {label: SERIES_COLOURS[i % len(SERIES_COLOURS)] for i, label in enumerate(labels)}
     markers = {label: SERIES_MARKERS[i % len(SERIES_MARKERS)] for i, label in enumerate(labels)}
     entries = [
-        f'<span style="color:{colours[label]}">{MARKER_SYMBOLS[markers[label]]}</span> {html_summary.esc(label)}'
+        f'<span style="color:{colours[label]}">{MARKER_SYMBOLS[markers[label]]}</span> {markup.esc(label)}'
         for label in labels
     ]
     if floor is not None:
-        entries.append(f'<span style="color:{FLOOR_COLOUR}">- - -</span> {html_summary.esc(floor[0])}')
+        entries.append(f'<span style="color:{FLOOR_COLOUR}">- - -</span> {markup.esc(floor[0])}')
     size = f"font-size:{COMPACT_FONT};line-height:1.3" if compact else ""
     legend = html_pane(
         f'<div class="chart-legend" style="{size}">'
@@ -577,12 +577,12 @@ def comparison_rows(series: Sequence[tuple[str, Comparison]]) -> str:
     """Global metric table of several comparisons, each labelled as the result labels it."""
     rows = []
     for label, comparison in series:
-        rows.append([html_summary.esc(label), "all heads", *html_summary.metric_cells(comparison.global_metrics)])
+        rows.append([markup.esc(label), "all heads", *html_summary.metric_cells(comparison.global_metrics)])
         if comparison.eligible_global is not None:
             rows.append(
-                [html_summary.esc(label), "eligible heads only", *html_summary.metric_cells(comparison.eligible_global)]
+                [markup.esc(label), "eligible heads only", *html_summary.metric_cells(comparison.eligible_global)]
             )
-    return html_summary.table(("comparison", "heads", *html_summary.METRIC_HEADER), rows, css_class="global-metrics")
+    return markup.table(("comparison", "heads", *html_summary.METRIC_HEADER), rows, css_class="global-metrics")
 
 
 def per_head_rows(series: Sequence[tuple[str, Comparison]], kv_heads: Sequence[int]) -> str:
@@ -590,8 +590,8 @@ def per_head_rows(series: Sequence[tuple[str, Comparison]], kv_heads: Sequence[i
     rows = []
     for h, kv in enumerate(kv_heads):
         for label, comparison in series:
-            rows.append([str(h), str(kv), html_summary.esc(label), *html_summary.metric_cells(comparison.per_head[h])])
-    return html_summary.table(
+            rows.append([str(h), str(kv), markup.esc(label), *html_summary.metric_cells(comparison.per_head[h])])
+    return markup.table(
         ("query head", "KV head", "comparison", *html_summary.METRIC_HEADER), rows, css_class="per-head-metrics"
     )
 

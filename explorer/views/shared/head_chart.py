@@ -15,8 +15,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from explorer.foundations.formatting import full_number as number
+from explorer.foundations.formatting import short_number
 from explorer.foundations.record import Record, record
-from explorer.views.shared.html_summary import esc, number, short_number
+from explorer.views.shared.markup import esc
 
 PLOT_TOP = 8  # px above the plot frame (room for a marker at the top value)
 X_AXIS_HEIGHT = 38  # px below the frame: upright head labels and the axis label

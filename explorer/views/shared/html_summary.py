@@ -5,31 +5,22 @@ Stdlib and numpy only, never imports a UI library or computes a reported number.
 
 from __future__ import annotations
 
-import html
-from collections.abc import Iterable, Sequence
-
-import numpy as np
+from collections.abc import Sequence
 
 from explorer.analysis.ranking import noise_floor_ratios, ranked_heads, worst_ulp_per_head
 from explorer.analysis.result import Analysis, Comparison, Metrics
-from explorer.foundations.bounded import escaped_bytes
 from explorer.foundations.formatting import MISSING as NOT_A_NUMBER  # noqa: F401  (the views' name for a missing value)
-from explorer.foundations.formatting import full_number as number
-from explorer.foundations.formatting import short_number
 from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED, Problem, Reason
+from explorer.views.shared.markup import (
+    esc,
+    number_cell,
+    status_badge,
+    table,
+)
 
 LARGEST_HEADS = 3  # heads with the largest primary linf, listed in the notebook summary
 
-# Neutral colours (background, text): a status is a category, never a verdict.
-STATUS_COLOURS = {
-    ANALYZED: ("#dde5ef", "#1f3550"),
-    INCONCLUSIVE: ("#e7e1ee", "#3d2f52"),
-    REFUSED: ("#e4e4e4", "#333333"),
-}
-TABLE_STYLE = "border-collapse:collapse;font-size:0.9em;margin:0.3em 0 0.8em 0"
-CELL_STYLE = "border:1px solid #d0d0d0;padding:2px 8px;text-align:left;vertical-align:top"
 NEGATIVE_INFINITY_HEADER = '<span style="white-space:nowrap">-inf</span>'  # never broken after its minus sign
-WRAP_STYLE = "overflow-wrap:anywhere"  # long values (hashes, paths) wrap inside their cell instead of widening it
 BOX_STYLE = "padding:0.5em 0.9em;border-left:4px solid #8a8a8a;background:#f5f5f5;margin-bottom:0.6em"
 
 STATUS_MEANING = {
@@ -50,51 +41,6 @@ MISSING = {
     "reasons above), so the analysis stops before numerics. Tensor facts (nonfinite maps, "
     "last-row bits) are still shown in their tabs when the files verified.",
 }
-
-
-def esc(value: object) -> str:
-    """HTML-escaped text of any value (a byte of a file name that is not UTF-8 as \\xNN: see bounded.escaped_bytes)."""
-    return html.escape(escaped_bytes(str(value)))
-
-
-def number_cell(value: object) -> str:
-    """HTML of a value for a table or label: 4 significant digits (never broken at its exponent's minus sign), the
-    full value in the tooltip when they differ."""
-    shown, full = short_number(value), number(value)
-    title = "" if shown == full else f' title="{esc(full)}"'
-    # A number is never broken; any other value (a hash, a path) wraps inside its cell.
-    numeric = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
-    return f'<span class="number" style="{"white-space:nowrap" if numeric else WRAP_STYLE}"{title}>{esc(shown)}</span>'
-
-
-def table(header: Sequence[str], rows: Iterable[Sequence[str]], *, css_class: str = "") -> str:
-    """An HTML table; cells are already-escaped HTML."""
-    head = "".join(f'<th style="{CELL_STYLE}">{cell}</th>' for cell in header)
-    body = ["<tr>" + "".join(f'<td style="{CELL_STYLE}">{cell}</td>' for cell in row) + "</tr>" for row in rows]
-    return (
-        f'<table class="{esc(css_class)}" style="{TABLE_STYLE}"><thead><tr>{head}</tr></thead>'
-        f"<tbody>{''.join(body)}</tbody></table>"
-    )
-
-
-def mapping_table(mapping: dict | None, *, css_class: str = "") -> str:
-    """A two-column key / value table of a report dict (None: an explicit 'not established')."""
-    if mapping is None:
-        return "<p><i>Not established for this packet.</i></p>"
-    return table(
-        ("field", "value"),
-        ((f"<code>{esc(k)}</code>", f'<span style="{WRAP_STYLE}">{number_cell(v)}</span>') for k, v in mapping.items()),
-        css_class=css_class,
-    )
-
-
-def status_badge(status: str) -> str:
-    background, colour = STATUS_COLOURS[status]
-    return (
-        f'<span class="analysis-status" data-status="{esc(status)}" style="display:inline-block;'
-        f'padding:0 0.6em;border-radius:0.6em;font-weight:600;background:{background};color:{colour}">'
-        f"{esc(status)}</span>"
-    )
 
 
 def refusals_table(problems: Sequence[Problem]) -> str:
