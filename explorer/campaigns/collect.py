@@ -10,8 +10,10 @@ tensor and for the output the elements whose bit patterns differ, and the larges
 ULP distance between the outputs (the same functions `explorer compare` uses, on the
 same verified bytes; no reference is needed for them). `cell_pair(task)` is the whole
 pair (`explorer compare`), with emulations when asked: it runs for each campaign's
-first outputs-differ cell, whose findings need the references. All return small
-picklable records and never raise for packet content.
+first outputs-differ cell, whose findings need the references. Both check that the
+packets read again are the ones the first pass placed (the same tensor digests): a
+packet rewritten in between gives the cell the code `packet_changed` and no counts.
+All return small picklable records and never raise for packet content.
 """
 
 from __future__ import annotations
@@ -20,14 +22,34 @@ import numpy as np
 
 from explorer.analysis.analyze import analyze
 from explorer.analysis.metrics import ulp_distance
-from explorer.campaigns.model import KEY_FIELDS, CellPair, Member
+from explorer.campaigns.model import KEY_FIELDS, PACKET_CHANGED, CellPair, Member
 from explorer.catalog.summary import summary_of
 from explorer.packet.admission import admit
-from explorer.packet.model import REFUSED
+from explorer.packet.model import REFUSED, Admission
 from explorer.pair.compare import COMPARED, PAIR_INCONCLUSIVE, compare
 from explorer.pair.model import INPUT_NAMES, SHAPE_DIFFERS
 
-CellTask = tuple[str, str, tuple[str, ...] | None]  # path of side a, path of side b, emulation ids or None
+Digests = tuple[str, ...]  # the sha256 of a packet's five inputs (the pair's order) and of its output
+# path of side a, path of side b, and the digests the first pass read of each side (None: not checked)
+CountTask = tuple[str, str, tuple[Digests, Digests] | None]
+CellTask = tuple[str, str, tuple[Digests, Digests] | None, tuple[str, ...] | None]  # ..., emulation ids or None
+CHANGED = CellPair(PACKET_CHANGED, (PACKET_CHANGED,), {}, None, None, None, None, None, None)
+
+
+def digests_of(member: Member) -> Digests | None:
+    """The digests the first pass read of a placed packet (None without verified tensors)."""
+    return None if member.input_digests is None else (*member.input_digests, member.output_digest)
+
+
+def _changed(admissions: tuple[Admission, Admission], expected: tuple[Digests, Digests] | None) -> bool:
+    """A side read again holds other tensors than the first pass read (or none now)."""
+    if expected is None:
+        return False
+    return any(
+        admission.tensors is None
+        or tuple(admission.tensors[name].sha256 for name in (*INPUT_NAMES, "output")) != digests
+        for admission, digests in zip(admissions, expected, strict=True)
+    )
 
 
 def member_of(path: str) -> Member:
@@ -54,10 +76,13 @@ def member_of(path: str) -> Member:
     )
 
 
-def cell_counts(task: tuple[str, str]) -> CellPair:
+def cell_counts(task: CountTask) -> CellPair:
     """The differing elements per input tensor and of the output, and the outputs' largest ULP distance, of a
-    cell's two packets (admitted again now)."""
-    a, b = (admit(path) for path in task)
+    cell's two packets (admitted again now; CHANGED when they are not the packets the first pass read)."""
+    path_a, path_b, expected = task
+    a, b = admit(path_a), admit(path_b)
+    if _changed((a, b), expected):
+        return CHANGED
     if a.refused or b.refused or a.tensors is None or b.tensors is None:
         codes = tuple(dict.fromkeys(problem.code for side in (a, b) for problem in side.refusals))
         return CellPair(REFUSED, codes, {}, None, None, None, None, None, None)
@@ -84,8 +109,10 @@ def cell_counts(task: tuple[str, str]) -> CellPair:
 
 def cell_pair(task: CellTask) -> CellPair:
     """The pair (docs/pairs.md) of a cell's two packets, reduced to the counts and findings the origin shows."""
-    path_a, path_b, emulate = task
+    path_a, path_b, expected, emulate = task
     pair = compare(path_a, path_b, emulate=emulate)
+    if _changed((pair.a.admission, pair.b.admission), expected):
+        return CHANGED
     codes = tuple(
         dict.fromkeys([refusal.problem.code for refusal in pair.refusals] + [reason.code for reason in pair.reasons])
     )

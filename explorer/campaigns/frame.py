@@ -3,14 +3,16 @@
 campaign_frame(root): every campaign's cells as a pandas DataFrame for notebooks, the origins as attributes; no UI.
 
 One row per cell of every campaign, sorted by campaign and causal order. Columns:
-`campaign` (the campaign's id) and the key fields (`modelID`, `artifactSHA256`,
+`campaign` (the campaign's id), `captureSet` (the directory naming its capture set,
+campaigns/sets.py) and the key fields (`modelID`, `artifactSHA256`,
 `inputSHA256`, `requestID`), then the cell's JSON keys (`outputIndex`,
 `modelLayerIndex` Int64; `state` an ordered categorical of the states in
 precedence order; `packets`, `inputsDiffering`, `codes` objects;
 `outputsDiffering`, `maxUlp` Int64, <NA> where not counted). `df.attrs` holds the
-report without its cells: `campaigns` (each with `originSentence`,
-`firstOutputsDiffer`, `firstInputsDiffer`, `firstTokensDiffer`, `coverage`,
-`notes`), `notes` and `schema`.
+report without its cells: `campaigns` (the campaigns as the command line and the app
+list them, each with `originSentence`, `firstOutputsDiffer`, `firstInputsDiffer`,
+`firstTokensDiffer`, `coverage`, `notes`), `singleBackend` (the capture sets of one
+backend, listed apart: they have no cells), `notes` and `schema`.
 """
 
 from __future__ import annotations
@@ -21,10 +23,12 @@ from typing import Any
 import pandas as pd
 
 from explorer.campaigns.model import KEY_FIELDS, STATES
+from explorer.campaigns.sets import compared
 from explorer.catalog.limits import DEFAULT_TIMEOUT_S
 
 COLUMNS = (
     "campaign",
+    "captureSet",
     *KEY_FIELDS,
     "outputIndex",
     "modelLayerIndex",
@@ -37,6 +41,7 @@ COLUMNS = (
 )
 DTYPES = {
     "campaign": pd.StringDtype("python"),
+    "captureSet": pd.StringDtype("python"),
     "modelID": object,
     "artifactSHA256": object,
     "inputSHA256": object,
@@ -55,18 +60,18 @@ DTYPES = {
 def frame_of(report: dict[str, Any]) -> pd.DataFrame:
     """The DataFrame of a campaign report (build_campaign_report)."""
     rows = [
-        {"campaign": campaign["id"], **campaign["key"], **cell}
+        {"campaign": campaign["id"], "captureSet": campaign["captureSet"], **campaign["key"], **cell}
         for campaign in report["campaigns"]
         for cell in campaign["cells"]
     ]
     frame = pd.DataFrame({column: pd.Series([row[column] for row in rows], dtype=DTYPES[column]) for column in COLUMNS})
+    entries = [{key: value for key, value in campaign.items() if key != "cells"} for campaign in report["campaigns"]]
     frame.attrs = {
         "schema": report["schema"],
         "root": report["root"],
         "notes": report["notes"],
-        "campaigns": [
-            {key: value for key, value in campaign.items() if key != "cells"} for campaign in report["campaigns"]
-        ],
+        "campaigns": [entry for entry in entries if compared(entry["backends"])],
+        "singleBackend": [entry for entry in entries if not compared(entry["backends"])],
     }
     return frame
 

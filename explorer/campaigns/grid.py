@@ -10,8 +10,6 @@ element counts. The rules are docs/campaigns.md's.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
@@ -27,13 +25,14 @@ from explorer.campaigns.model import (
     CampaignKey,
     CellPair,
     Member,
+    campaign_id,
 )
+from explorer.campaigns.sets import ROOT_DIRECTORY, capture_sets, compared, is_index, ranked_backends
 from explorer.catalog.summary import ERROR
 from explorer.foundations.record import Record, record
 from explorer.packet.model import REFUSED
 from explorer.pair.model import INPUT_NAMES
 
-ID_DIGITS = 12  # hex digits of a campaign's id
 NAMES_IN_NOTE = 5  # packet names a note lists before "and N more"
 
 
@@ -57,7 +56,8 @@ class Cell(Record):
 
 @record
 class Campaign(Record):
-    """One request's packets: the two backends compared, every cell in causal order, and notes."""
+    """One capture set of a request (campaigns/sets.py): the two backends compared, every cell in causal order,
+    and notes."""
 
     id: str
     key: CampaignKey
@@ -65,6 +65,7 @@ class Campaign(Record):
     packets_per_backend: Mapping[str, int]
     cells: tuple[Cell, ...]
     notes: tuple[str, ...]
+    capture_set: str = ROOT_DIRECTORY  # the directory naming the capture set, relative to the root
 
 
 @record
@@ -78,20 +79,15 @@ class Origin(Record):
     gaps_before: tuple[Cell, ...]  # missing, duplicate or refused cells before the origin (all, without one)
 
 
-def campaign_id(key: CampaignKey) -> str:
-    """A short stable name of a campaign for URLs: 'c' and the first hex digits of its key's sha256."""
-    text = json.dumps([str(part) for part in key])
-    return "c" + hashlib.sha256(text.encode()).hexdigest()[:ID_DIGITS]
+def listed(names: Sequence[str], separator: str = ", ", limit: int = NAMES_IN_NOTE) -> str:
+    """Up to `limit` names, then how many more."""
+    shown = separator.join(names[:limit])
+    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
-def _is_index(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def listed(names: Sequence[str], separator: str = ", ") -> str:
-    """Up to NAMES_IN_NOTE names, then how many more."""
-    shown = separator.join(names[:NAMES_IN_NOTE])
-    return shown + (f" and {len(names) - NAMES_IN_NOTE} more" if len(names) > NAMES_IN_NOTE else "")
+def counted(count: int, noun: str, plural: str | None = None) -> str:
+    """'1 cell', '2 cells': a count and its noun in the right number."""
+    return f"{count} {noun if count == 1 else plural or noun + 's'}"
 
 
 def cell_state(sides: Sequence[Sequence[Member]]) -> tuple[str, tuple[str, ...]]:
@@ -122,8 +118,8 @@ def _differing_inputs(sides: Sequence[Sequence[Member]]) -> tuple[str, ...]:
 
 def _chosen_backends(counts: Counter, asked: tuple[str, str] | None) -> tuple[tuple[str, ...], list[str]]:
     """The two backends of the grid (asked, else the two with the most packets), and notes on the choice."""
-    ranked = sorted(counts, key=lambda backend: (-counts[backend], backend))
-    if len(ranked) < 2:
+    ranked = ranked_backends(counts)
+    if not compared(ranked):
         return tuple(ranked), [
             f"one backend only ({ranked[0] if ranked else '-'}): no grid; capture the request "
             "on a second backend to compare"
@@ -150,12 +146,20 @@ def _chosen_backends(counts: Counter, asked: tuple[str, str] | None) -> tuple[tu
     return chosen, notes
 
 
-def build_campaign(key: CampaignKey, members: Sequence[Member], asked: tuple[str, str] | None = None) -> Campaign:
-    """The campaign of one key's packets, every cell's state decided, no pair numbers yet."""
+def build_campaign(
+    key: CampaignKey,
+    members: Sequence[Member],
+    asked: tuple[str, str] | None = None,
+    *,
+    ident: str | None = None,
+    capture_set: str = ROOT_DIRECTORY,
+) -> Campaign:
+    """The campaign of one capture set's packets (`ident`: its id, else its key's), every cell's state decided,
+    no pair numbers yet."""
     counts = Counter(member.backend for member in members)
     backends, notes = _chosen_backends(counts, asked)
     cells: list[Cell] = []
-    if len(backends) == 2:
+    if compared(backends):
         by_cell: dict[tuple[int, int], dict[str, list[Member]]] = defaultdict(lambda: {b: [] for b in backends})
         for member in members:
             if member.backend in backends:
@@ -177,18 +181,27 @@ def build_campaign(key: CampaignKey, members: Sequence[Member], asked: tuple[str
         duplicates = [cell for cell in cells if cell.state == DUPLICATE]
         if duplicates:
             notes.append(
-                f"{len(duplicates)} cells hold two packets of one backend (state duplicate, not compared): "
+                f"{counted(len(duplicates), 'cell')} {'holds' if len(duplicates) == 1 else 'hold'} two packets of "
+                "one backend (state duplicate, not compared): "
                 + listed([f"step {c.output_index} layer {c.layer}" for c in duplicates])
             )
-    return Campaign(campaign_id(key), key, backends, MappingProxyType(dict(counts)), tuple(cells), tuple(notes))
+    return Campaign(
+        ident or campaign_id(key),
+        key,
+        backends,
+        MappingProxyType(dict(counts)),
+        tuple(cells),
+        tuple(notes),
+        capture_set,
+    )
 
 
 def campaigns_of(
     members: Iterable[Member], *, request: str | None = None, backends: tuple[str, str] | None = None
 ) -> tuple[tuple[Campaign, ...], tuple[str, ...]]:
-    """Every campaign among `members` (only request `request` when given), by key; and the run's notes
-    (packets in no campaign, and why)."""
-    groups: dict[CampaignKey, list[Member]] = defaultdict(list)
+    """Every campaign among `members` (only request `request` when given), one per capture set
+    (campaigns/sets.py), by key and directory; and the run's notes (packets in no campaign, and why)."""
+    placed: list[Member] = []
     unplaced: list[str] = []
     unindexed: list[str] = []
     for member in members:
@@ -196,25 +209,43 @@ def campaigns_of(
             continue  # said by the run: its summary could not be made
         if member.key is None or member.backend is None:
             unplaced.append(member.name)
-        elif not (_is_index(member.output_index) and _is_index(member.layer)):
+        elif not (is_index(member.output_index) and is_index(member.layer)):
             unindexed.append(member.name)
         elif request is None or str(member.key[3]) == request:
-            groups[member.key].append(member)
+            placed.append(member)
     notes = []
     if unplaced:
         notes.append(
-            f"{len(unplaced)} packets are in no campaign (their identity, selection or sample was not "
+            f"{counted(len(unplaced), 'packet')} {'is' if len(unplaced) == 1 else 'are'} in no campaign (their "
+            "identity, selection or sample was not "
             f"established): {listed(sorted(unplaced))}"
         )
     if unindexed:
         notes.append(
-            f"{len(unindexed)} packets are in no campaign (outputIndex or modelLayerIndex is not an "
+            f"{counted(len(unindexed), 'packet')} {'is' if len(unindexed) == 1 else 'are'} in no campaign "
+            "(outputIndex or modelLayerIndex is not an "
             f"integer): {listed(sorted(unindexed))}"
         )
-    if request is not None and not groups:
+    if request is not None and not placed:
         notes.append(f"no campaign has requestID {request}")
-    ordered = sorted(groups.items(), key=lambda item: tuple(str(part) for part in item[0]))
-    return tuple(build_campaign(key, group, backends) for key, group in ordered), tuple(notes)
+    sets = capture_sets(placed)
+    # a set of refused packets only is no campaign: the listing from triage summaries (the app's) never sees it
+    unread = sorted(member.name for found in sets if _all_refused(found.members) for member in found.members)
+    if unread:
+        notes.append(
+            f"{counted(len(unread), 'packet')} {'is' if len(unread) == 1 else 'are'} in no campaign (refused, and no "
+            f"packet of their capture set was read): {listed(unread)}"
+        )
+    campaigns = tuple(
+        build_campaign(found.key, found.members, backends, ident=found.id, capture_set=found.directory)
+        for found in sets
+        if not _all_refused(found.members)
+    )
+    return campaigns, tuple(notes)
+
+
+def _all_refused(members: Sequence[Member]) -> bool:
+    return all(member.status == REFUSED for member in members)
 
 
 def needs_pair(cell: Cell) -> bool:

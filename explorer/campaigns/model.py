@@ -8,6 +8,8 @@ first row of the precedence table (docs/campaigns.md) that holds.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -37,6 +39,16 @@ STATE_CODES = {
 
 KEY_FIELDS = ("modelID", "artifactSHA256", "inputSHA256", "requestID")
 CampaignKey = tuple[Any, Any, Any, Any]  # the values of KEY_FIELDS
+ID_DIGITS = 12  # hex digits of a campaign's id
+# A cell's code when one of its packets was rewritten between the campaign's two passes (its digests changed).
+PACKET_CHANGED = "packet_changed"
+
+
+def campaign_id(key: CampaignKey, capture_set: str | None = None) -> str:
+    """A short stable name of a campaign for URLs: 'c' and the first hex digits of the sha256 of its key, and of
+    its capture set's directory when its key is split into several capture sets (campaigns/sets.py)."""
+    parts = [str(part) for part in key] + ([] if capture_set is None else [capture_set])
+    return "c" + hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:ID_DIGITS]
 
 
 @record

@@ -9,7 +9,9 @@ triage's limits. A packet whose work raised, died or ran out of time is in no
 campaign and said so in a note; a cell whose comparison did shows its state without
 counts and the code. Only cells whose bytes differ are read again (an identical
 cell's counts are zero by its digests), for their counts; the first outputs-differ
-cell of each campaign is compared as a whole pair, with the requested emulations.
+cell of each campaign is compared as a whole pair, with the requested emulations. A
+packet rewritten between the two passes leaves its cell without counts, with the code
+`packet_changed` and a note saying so.
 """
 
 from __future__ import annotations
@@ -19,9 +21,9 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from explorer.campaigns.collect import cell_counts, cell_pair, member_of
-from explorer.campaigns.grid import Campaign, campaigns_of, listed, needs_pair, origin_of
-from explorer.campaigns.model import CellPair, Member
+from explorer.campaigns.collect import cell_counts, cell_pair, digests_of, member_of
+from explorer.campaigns.grid import Campaign, campaigns_of, counted, listed, needs_pair, origin_of
+from explorer.campaigns.model import PACKET_CHANGED, CellPair, Member
 from explorer.catalog.discovery import Entry, discover
 from explorer.catalog.limits import DEFAULT_TIMEOUT_S
 from explorer.catalog.summary import ERROR, failed_summary
@@ -83,17 +85,19 @@ def _with_pairs(
 ) -> tuple[Campaign, ...]:
     """Every cell whose bytes differ gets its counts (cell_counts); each campaign's first outputs-differ cell
     its whole pair (cell_pair, with the emulations asked for)."""
-    paths = {member.name: member.path for member in members}
+    by_name = {member.name: member for member in members}
     tasks, places = [], []
     for number, campaign in enumerate(campaigns):
         origin = origin_of(campaign).first_outputs_differ
         for index, cell in enumerate(campaign.cells):
             if needs_pair(cell):
-                sides = tuple(paths[cell.packets[backend][0]] for backend in campaign.backends)
-                tasks.append((cell_pair, (*sides, emulate)) if cell is origin else (cell_counts, sides))
+                sides = [by_name[cell.packets[backend][0]] for backend in campaign.backends]
+                paths = tuple(side.path for side in sides)
+                read = tuple(digests_of(side) for side in sides)
+                tasks.append((cell_pair, (*paths, read, emulate)) if cell is origin else (cell_counts, (*paths, read)))
                 places.append((number, index))
     cells = [list(campaign.cells) for campaign in campaigns]
-    failed = []
+    failed, changed = [], []
     step = progress(len(tasks))
     for task_index, result in run(run_task, tasks):
         number, index = places[task_index]
@@ -102,19 +106,29 @@ def _with_pairs(
             code = failed_summary(tasks[task_index][1][0], result).codes
             failed.append(f"step {cell.output_index} layer {cell.layer}")
             result = CellPair(ERROR, code, {}, None, None, None, None, None, None)
+        elif result.status == PACKET_CHANGED:
+            changed.append(f"step {cell.output_index} layer {cell.layer}")
         cells[number][index] = dataclasses.replace(
             cell, pair=result, codes=tuple(dict.fromkeys(cell.codes + result.codes))
         )
         step()
     if failed:
-        notes.append(f"{len(failed)} cells could not be compared (their counts are missing): {listed(failed)}")
+        notes.append(
+            f"{counted(len(failed), 'cell')} could not be compared (their counts are missing): {listed(failed)}"
+        )
+    if changed:
+        notes.append(
+            f"{counted(len(changed), 'cell')} changed between the two passes (a packet was rewritten after it was "
+            f"placed; code {PACKET_CHANGED}, no counts; run the campaign again): {listed(changed)}"
+        )
     return tuple(
         dataclasses.replace(campaign, cells=tuple(row)) for campaign, row in zip(campaigns, cells, strict=True)
     )
 
 
 def run_task(task: tuple[Callable[[Any], CellPair], Any]) -> CellPair:
-    """One cell's work: (cell_counts, paths) or (cell_pair, (paths..., emulate)); module-level, so picklable."""
+    """One cell's work: (cell_counts, (paths..., digests)) or (cell_pair, (paths..., digests, emulate));
+    module-level, so picklable."""
     work, argument = task
     return work(argument)
 
@@ -154,7 +168,7 @@ def run_campaigns(
     failed = [member.name for member in members if member.status == ERROR]
     if failed:
         notes.append(
-            f"{len(failed)} packets could not be summarized (a worker raised, died or ran out of time): "
+            f"{counted(len(failed), 'packet')} could not be summarized (a worker raised, died or ran out of time): "
             f"{listed(sorted(failed))}"
         )
     campaigns = _with_pairs(campaigns, members, run, progress, emulate, notes)

@@ -14,8 +14,13 @@ import pytest
 
 import explorer
 from explorer.campaigns.collect import cell_counts, cell_pair
+from explorer.campaigns.frame import frame_of
 from explorer.campaigns.report import build_campaign_report
 from explorer.campaigns.run import run_campaigns
+from explorer.campaigns.sets import compared, listing_of_summaries
+from explorer.campaigns.text import campaign_text
+from explorer.catalog.discovery import discover
+from explorer.catalog.summary import summary_of
 from explorer.samples.campaigns import BACKENDS, CURATED_NAME, CURATED_SHAPE, OUTPUT_INDEX, write_campaign
 
 REPO = Path(__file__).resolve().parents[2]
@@ -87,7 +92,9 @@ def test_command_line_json_and_text(root):
         check=False,
         cwd=REPO,
     )
-    assert text.returncode == 0 and text.stdout.startswith("The first kernel-originated difference is at step")
+    header, sentence = text.stdout.splitlines()[:2]  # each origin sentence under its own campaign's header
+    assert text.returncode == 0 and header.startswith("Campaign c") and ", capture set " in header
+    assert sentence.startswith("The first kernel-originated difference is at step")
     usage = subprocess.run(
         [sys.executable, "-m", "explorer", "campaign", str(root), "--backends", "a"],
         capture_output=True,
@@ -131,19 +138,27 @@ def test_the_same_report_from_the_local_pool_and_from_local_2(root):
     assert local["campaigns"][0]["firstOutputsDiffer"]["emulations"]
 
 
-def test_samples_campaign_writes_the_larger_campaign_with_the_same_events(tmp_path):
-    from explorer.samples.campaigns import SAMPLE_NAME, SAMPLE_SHAPE
-
+@pytest.fixture(scope="module")
+def samples_root(tmp_path_factory):
+    """`explorer samples --out DIR --campaign`: the samples, the curated campaign and the larger one of the same
+    request, each in its own directory."""
+    out = tmp_path_factory.mktemp("samples")
     done = subprocess.run(
-        [sys.executable, "-m", "explorer", "samples", "--out", str(tmp_path), "--campaign"],
+        [sys.executable, "-m", "explorer", "samples", "--out", str(out), "--campaign"],
         capture_output=True,
         text=True,
         check=False,
         cwd=REPO,
     )
     assert done.returncode == 0, done.stderr
+    return out
+
+
+def test_samples_campaign_writes_the_larger_campaign_with_the_same_events(samples_root):
+    from explorer.samples.campaigns import SAMPLE_NAME, SAMPLE_SHAPE
+
     assert SAMPLE_SHAPE.layers >= 4 and SAMPLE_SHAPE.steps >= 3 and SAMPLE_SHAPE.query_heads == 16
-    (campaign,) = build_campaign_report(run_campaigns(tmp_path / SAMPLE_NAME, jobs=2))["campaigns"]
+    (campaign,) = build_campaign_report(run_campaigns(samples_root / SAMPLE_NAME, jobs=2))["campaigns"]
     first = campaign["firstOutputsDiffer"]
     assert (first["outputIndex"], first["modelLayerIndex"]) == (
         OUTPUT_INDEX + SAMPLE_SHAPE.origin[0],
@@ -153,6 +168,33 @@ def test_samples_campaign_writes_the_larger_campaign_with_the_same_events(tmp_pa
     assert len(campaign["coverage"]["missing"]) == 1
     states = {cell["state"] for cell in campaign["cells"]}
     assert states == {"identical", "outputs_differ", "inputs_differ", "tokens_differ", "missing"}
+
+
+def test_two_capture_sets_of_one_request_are_two_campaigns_in_every_surface(samples_root):
+    """The samples root holds the curated and the larger campaign of one request: two campaigns, each named by its
+    directory with its own origin; the text, the DataFrame and the app's listing count the same campaigns."""
+    from explorer.samples.campaigns import MODEL_ID, SAMPLE_NAME, SAMPLE_SHAPE
+
+    report = build_campaign_report(run_campaigns(samples_root, jobs=2))
+    listed = [campaign for campaign in report["campaigns"] if compared(campaign["backends"])]
+    ours = {campaign["captureSet"]: campaign for campaign in listed if campaign["key"]["modelID"] == MODEL_ID}
+    assert set(ours) == {CURATED_NAME, SAMPLE_NAME}
+    for name, shape in ((CURATED_NAME, CURATED_SHAPE), (SAMPLE_NAME, SAMPLE_SHAPE)):
+        first = ours[name]["firstOutputsDiffer"]
+        assert (first["outputIndex"], first["modelLayerIndex"]) == (OUTPUT_INDEX + shape.origin[0], shape.origin[1])
+        assert "duplicate" not in {cell["state"] for cell in ours[name]["cells"]}
+        assert len(ours[name]["cells"]) == shape.layers * shape.steps
+    assert (CURATED_SHAPE.origin[1], SAMPLE_SHAPE.origin[1]) == (0, 1)
+    summaries = [(entry.name, summary_of(explorer.analyze(entry.path))) for entry in discover(samples_root)]
+    app = listing_of_summaries(summaries)
+    assert [found.id for found in app.campaigns] == [campaign["id"] for campaign in listed]
+    assert len(app.single_backend) == len(report["campaigns"]) - len(listed)
+    frame = frame_of(report)
+    assert set(frame["captureSet"]) == {campaign["captureSet"] for campaign in listed}
+    assert [entry["id"] for entry in frame.attrs["campaigns"]] == [campaign["id"] for campaign in listed]
+    count = next(line for line in campaign_text(report) if " among " in line)
+    assert count.startswith(f"{len(listed)} campaigns among {report['packets']} packets under ")
+    assert count.endswith(f"; {len(app.single_backend)} single-backend capture sets listed apart")
 
 
 def test_every_sample_packet_is_analyzed_and_inputs_follow_the_outputs(root):
@@ -171,7 +213,7 @@ def test_every_sample_packet_is_analyzed_and_inputs_follow_the_outputs(root):
 def test_a_cells_counts_are_its_pairs_numbers(root, step, layer):
     """cell_counts reads only the two admissions; its counts equal those of `explorer compare` on the cell."""
     sides = tuple(str(root / CURATED_NAME / f"{backend}-o{OUTPUT_INDEX + step}-l{layer}") for backend in BACKENDS)
-    counts, pair = cell_counts(sides), cell_pair((*sides, None))
+    counts, pair = cell_counts((*sides, None)), cell_pair((*sides, None, None))
     assert (counts.inputs_differing, counts.outputs_differing, counts.max_ulp, counts.compared) == (
         pair.inputs_differing,
         pair.outputs_differing,
