@@ -7,10 +7,21 @@ from __future__ import annotations
 
 import dataclasses
 
+from explorer.campaigns.axis import GAP_MARK, folded
 from explorer.campaigns.grid import campaigns_of
 from explorer.campaigns.model import STATES, CellPair, Member
 from explorer.campaigns.report import campaign_json
-from explorer.views.campaign.view import CELL_HEIGHT_PX, MAX_GRID_WIDTH_PX, STATE_COLOURS, build, grid, grid_size
+from explorer.views.campaign.view import (
+    CELL_HEIGHT_PX,
+    MAX_GRID_WIDTH_PX,
+    MIN_GRID_WIDTH_PX,
+    STATE_COLOURS,
+    VISIBLE_STEPS,
+    build,
+    grid,
+    grid_size,
+    jumps_text,
+)
 
 INPUTS = ("q", "k", "v", "ik", "iv")
 
@@ -61,3 +72,46 @@ def test_the_view_shows_the_origin_sentence_first():
 def test_thirty_two_layers_by_sixteen_steps_fit_the_main_area():
     width, height = grid_size(16, 32)
     assert width <= MAX_GRID_WIDTH_PX and height == 32 * CELL_HEIGHT_PX + 50
+
+
+def _steps(steps: int, layers: int = 1, origin_step: int | None = None):
+    """A campaign of `steps` steps x `layers` layers, identical but at `origin_step`, layer 0."""
+    members = [
+        _member(backend, layer, "x" if backend == "contiguous" and step == origin_step and layer == 0 else "o")
+        for step in range(steps)
+        for layer in range(layers)
+        for backend in ("paged", "contiguous")
+    ]
+    members = [
+        dataclasses.replace(m, name=f"{m.name}-{index}", output_index=index // (2 * layers))
+        for index, m in enumerate(members)
+    ]
+    (campaign,), _ = campaigns_of(members)
+    return campaign_json(campaign)
+
+
+def test_a_one_column_grid_keeps_its_axis_titles_whole():
+    width, _ = grid_size(1, 2)
+    assert width >= MIN_GRID_WIDTH_PX
+    assert grid(_steps(1, 2)).values()[0].opts["width"] >= MIN_GRID_WIDTH_PX
+
+
+def test_a_grid_of_1200_steps_opens_at_the_origin_within_the_main_area():
+    campaign = _steps(1200, origin_step=700)
+    rectangles = grid(campaign).values()[0]
+    assert rectangles.opts["width"] <= MAX_GRID_WIDTH_PX
+    low, high = rectangles.opts["xlim"]
+    origin_centre = next(slot.centre for slot in folded(campaign["coverage"]["steps"]) if slot.value == 700)
+    assert low < origin_centre < high and high - low == VISIBLE_STEPS
+    assert "drag it sideways" in build(campaign).objects[3].object
+
+
+def test_a_layer_ten_million_adds_a_row_and_a_labelled_jump_not_ten_million_rows():
+    members = [_member("paged", layer, "o") for layer in range(2)] + [_member("contiguous", 0, "o")]
+    members.append(dataclasses.replace(_member("contiguous", 10**7, "o"), name="far"))
+    (campaign,), _ = campaigns_of(members)
+    entry = campaign_json(campaign)
+    rectangles = grid(entry).values()[0]
+    assert len(rectangles) == len(entry["cells"]) == 3
+    assert [label for _, label in rectangles.opts["yticks"]] == ["0", "1", GAP_MARK, str(10**7)]
+    assert "layers 2-9999999" in jumps_text(entry)

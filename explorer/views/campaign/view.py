@@ -5,8 +5,11 @@ as labels, the origin sentence above; draws only.
 
 It reads one campaign of the campaign report (`explorer campaign --json`,
 docs/campaigns.md) and computes nothing: the states, counts and the origin
-sentence are the report's. `on_cell(step, layer)` hears a click on a cell (the
-app opens that cell's pair); without it the grid is a picture (notebooks).
+sentence are the report's. The axes are folded (campaigns/axis.py): captured steps
+and layers only, a narrow `~` slot where they jump. A grid wider than the main
+area opens at the origin's step and scrolls sideways. `on_cell(step, layer)` hears
+a click on a cell (the app opens that cell's pair); without it the grid is a
+picture (notebooks).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import holoviews as hv
 import pandas as pd
 import panel as pn
 
+from explorer.campaigns.axis import CELL_SPAN, GAP_MARK, Slot, extent, folded
 from explorer.campaigns.model import STATES
 from explorer.foundations.formatting import short_number
 from explorer.views.shared.common import hint, html_pane, plot_pane
@@ -40,15 +44,57 @@ CELL_HEIGHT_PX = 13  # 32 layers fit the first screen of a 1280 x 800 window und
 MIN_CELL_WIDTH_PX = 28
 MAX_GRID_WIDTH_PX = 800  # the main area beside the 430 px sidebar of a 1280 px window, less its padding
 AXIS_MARGIN_PX = (70, 50)  # room for the axes' labels and ticks (x, y)
+MIN_GRID_WIDTH_PX = 220  # a grid of one or two steps still shows its axis title ("step (outputIndex)") whole
 MIN_GRID_HEIGHT_PX = 150  # a grid of a few layers still shows its axis label whole
+# Steps shown at once when the grid is wider than the main area; the rest scroll sideways.
+VISIBLE_STEPS = (MAX_GRID_WIDTH_PX - AXIS_MARGIN_PX[0]) // MIN_CELL_WIDTH_PX
+STEPS_BEFORE_ORIGIN = 1  # steps left of the origin's when a wide grid opens there
 LABEL_FONT = "7pt"
 GRID_CLASS = "campaign-grid"
 
 
-def grid_size(steps: int, layers: int) -> tuple[int, int]:
-    """The grid's width and height in pixels: its cells and the room of its axes."""
+def grid_size(steps: float, layers: float) -> tuple[int, int]:
+    """The grid's width and height in pixels for its columns and rows (a folded axis' gap counts its span): its
+    cells and the room of its axes, never wider than the main area (a wider grid scrolls)."""
     width = max(MIN_CELL_WIDTH_PX, min(CELL_WIDTH_PX, (MAX_GRID_WIDTH_PX - AXIS_MARGIN_PX[0]) // max(steps, 1)))
-    return steps * width + AXIS_MARGIN_PX[0], max(MIN_GRID_HEIGHT_PX, layers * CELL_HEIGHT_PX + AXIS_MARGIN_PX[1])
+    return (
+        max(MIN_GRID_WIDTH_PX, min(MAX_GRID_WIDTH_PX, round(steps * width) + AXIS_MARGIN_PX[0])),
+        max(MIN_GRID_HEIGHT_PX, round(layers * CELL_HEIGHT_PX) + AXIS_MARGIN_PX[1]),
+    )
+
+
+def _span(slots: tuple[Slot, ...]) -> float:
+    low, high = extent(slots)
+    return high - low
+
+
+def _opening_window(campaign: dict[str, Any], columns: tuple[Slot, ...]) -> tuple[float, float]:
+    """The x range shown first: every column, or, for a grid wider than the main area, VISIBLE_STEPS columns from
+    just before the first step where something differs (the origin's)."""
+    low, high = extent(columns)
+    if high - low <= VISIBLE_STEPS:
+        return low, high
+    blocks = (campaign["firstOutputsDiffer"], campaign["firstInputsDiffer"], campaign["firstTokensDiffer"])
+    first = next((block["outputIndex"] for block in blocks if block is not None), None)
+    at = next((index for index, slot in enumerate(columns) if slot.value == first), 0)
+    start = columns[max(0, at - STEPS_BEFORE_ORIGIN)].centre - CELL_SPAN / 2
+    start = min(start, high - VISIBLE_STEPS)
+    return start, start + VISIBLE_STEPS
+
+
+def _ticks(slots: tuple[Slot, ...]) -> list[tuple[float, str]]:
+    return [(slot.centre, GAP_MARK if slot.gap else str(slot.value)) for slot in slots]
+
+
+def jumps_text(campaign: dict[str, Any]) -> str:
+    """The uncaptured runs the folded axes jump over, as a sentence ('' when none)."""
+    columns, rows = folded(campaign["coverage"]["steps"]), folded(campaign["coverage"]["layers"])
+    parts = [
+        f"{name} {', '.join(slot.text() for slot in slots if slot.gap)}"
+        for name, slots in (("steps", columns), ("layers", rows))
+        if any(slot.gap for slot in slots)
+    ]
+    return f"{GAP_MARK} on an axis: not captured ({'; '.join(parts)})." if parts else ""
 
 
 def legend_html() -> str:
@@ -69,9 +115,9 @@ def _label(cell: dict[str, Any]) -> str:
 
 def grid(campaign: dict[str, Any]) -> hv.Overlay:
     """The heatmap: one rectangle per cell (x: step, y: layer, layer 0 on top), the differing-element count on it."""
-    steps, layers = campaign["coverage"]["steps"], campaign["coverage"]["layers"]
-    column = {step: index for index, step in enumerate(steps)}
-    row = {layer: index for index, layer in enumerate(layers)}
+    columns, rows = folded(campaign["coverage"]["steps"]), folded(campaign["coverage"]["layers"])
+    column = {slot.value: slot.centre for slot in columns if not slot.gap}
+    row = {slot.value: slot.centre for slot in rows if not slot.gap}
     records = []
     for cell in campaign["cells"]:
         x, y = column[cell["outputIndex"]], row[cell["modelLayerIndex"]]
@@ -99,21 +145,22 @@ def grid(campaign: dict[str, Any]) -> hv.Overlay:
             )
         )
     vdims = ["colour", "state", "step", "layer", "outputs", "ulp", "inputs", "codes", "label", "ink", "cx", "cy"]
-    width, height = grid_size(len(steps), len(layers))
+    width, height = grid_size(_span(columns), _span(rows))
     rectangles = hv.Rectangles(records, kdims=["x0", "y0", "x1", "y1"], vdims=vdims).opts(
         color="colour",
         line_color=CELL_EDGE,
         line_width=1,
         width=width,
         height=height,
-        xlim=(-0.5, len(steps) - 0.5),
-        ylim=(-0.5, len(layers) - 0.5),
+        xlim=_opening_window(campaign, columns),
+        ylim=extent(rows),
         invert_yaxis=True,
-        xticks=[(index, str(step)) for step, index in column.items()],
-        yticks=[(index, str(layer)) for layer, index in row.items()],
+        xticks=_ticks(columns),
+        yticks=_ticks(rows),
         xlabel="step (outputIndex)",
         ylabel="layer",
-        tools=["hover", "tap"],
+        tools=["hover", "tap", "xpan"],
+        active_tools=["xpan"],
         hover_tooltips=[
             ("step", "@step"),
             ("layer", "@layer"),
@@ -135,6 +182,11 @@ def grid(campaign: dict[str, Any]) -> hv.Overlay:
     return rectangles * labels
 
 
+def _slot_at(slots: tuple[Slot, ...], position: float) -> int | None:
+    """The captured index whose slot holds `position` (None on a gap or outside)."""
+    return next((slot.value for slot in slots if not slot.gap and abs(position - slot.centre) <= CELL_SPAN / 2), None)
+
+
 def build(campaign: dict[str, Any], on_cell: Callable[[int, int], None] | None = None) -> pn.Column:
     """The view of one campaign: origin sentence, legend, the grid (clickable with `on_cell`), its notes."""
     parts = [
@@ -146,15 +198,15 @@ def build(campaign: dict[str, Any], on_cell: Callable[[int, int], None] | None =
     ]
     if campaign["cells"]:
         pane = plot_pane(grid(campaign), css_classes=[GRID_CLASS], sizing_mode="fixed")
+        columns, rows = folded(campaign["coverage"]["steps"]), folded(campaign["coverage"]["layers"])
         if on_cell is not None:
-            steps, layers = campaign["coverage"]["steps"], campaign["coverage"]["layers"]
 
             def clicked(x, y) -> None:
                 if x is None or y is None:
                     return
-                column, row = round(x), round(y)
-                if 0 <= column < len(steps) and 0 <= row < len(layers):
-                    on_cell(steps[column], layers[row])
+                step, layer = _slot_at(columns, x), _slot_at(rows, y)
+                if step is not None and layer is not None:
+                    on_cell(step, layer)
 
             hv.streams.Tap(source=pane.object.get(0)).add_subscriber(clicked)
             parts.append(
@@ -164,6 +216,16 @@ def build(campaign: dict[str, Any], on_cell: Callable[[int, int], None] | None =
                 )
             )
         parts.append(pane)
+        if extent(columns)[1] - extent(columns)[0] > VISIBLE_STEPS:
+            parts.append(
+                hint(
+                    f"{len(campaign['coverage']['steps'])} steps: the grid opens at the first step where something "
+                    "differs; drag it sideways for the others."
+                )
+            )
+        jumps = jumps_text(campaign)
+        if jumps:
+            parts.append(html_pane(f'<div class="campaign-jumps" style="font-size:0.85em">{esc(jumps)}</div>'))
     notes = campaign["notes"]
     if notes:
         parts.append(
