@@ -90,6 +90,11 @@ def counted(count: int, noun: str, plural: str | None = None) -> str:
     return f"{count} {noun if count == 1 else plural or noun + 's'}"
 
 
+def are(count: int) -> str:
+    """'is' after a count of one, else 'are'."""
+    return "is" if count == 1 else "are"
+
+
 def cell_state(sides: Sequence[Sequence[Member]]) -> tuple[str, tuple[str, ...]]:
     """The state of a cell from the packets of each of its two backends, and the codes it shows."""
     codes = tuple(dict.fromkeys(code for side in sides for member in side for code in member.codes))
@@ -216,13 +221,13 @@ def campaigns_of(
     notes = []
     if unplaced:
         notes.append(
-            f"{counted(len(unplaced), 'packet')} {'is' if len(unplaced) == 1 else 'are'} in no campaign (their "
+            f"{counted(len(unplaced), 'packet')} {are(len(unplaced))} in no campaign (their "
             "identity, selection or sample was not "
             f"established): {listed(sorted(unplaced))}"
         )
     if unindexed:
         notes.append(
-            f"{counted(len(unindexed), 'packet')} {'is' if len(unindexed) == 1 else 'are'} in no campaign "
+            f"{counted(len(unindexed), 'packet')} {are(len(unindexed))} in no campaign "
             "(outputIndex or modelLayerIndex is not an "
             f"integer): {listed(sorted(unindexed))}"
         )
@@ -233,7 +238,7 @@ def campaigns_of(
     unread = sorted(member.name for found in sets if _all_refused(found.members) for member in found.members)
     if unread:
         notes.append(
-            f"{counted(len(unread), 'packet')} {'is' if len(unread) == 1 else 'are'} in no campaign (refused, and no "
+            f"{counted(len(unread), 'packet')} {are(len(unread))} in no campaign (refused, and no "
             f"packet of their capture set was read): {listed(unread)}"
         )
     campaigns = tuple(

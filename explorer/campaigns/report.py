@@ -13,7 +13,7 @@ from typing import Any
 
 from explorer.analysis.blocks import runtime
 from explorer.campaigns.axis import uncaptured
-from explorer.campaigns.grid import Campaign, Cell, Origin, counted, listed, origin_of
+from explorer.campaigns.grid import Campaign, Cell, Origin, are, counted, listed, origin_of
 from explorer.campaigns.model import (
     DUPLICATE,
     IDENTICAL,
@@ -227,15 +227,15 @@ def origin_sentence(
     if bound is None:
         identical = sum(cell.state == IDENTICAL for cell in campaign.cells)
         parts.append(
-            f"All {counted(identical, 'cell')} compared {'is' if identical == 1 else 'are'} byte-identical on both "
-            "backends."
+            f"{'The' if identical == 1 else 'All'} {counted(identical, 'cell')} compared {are(identical)} "
+            "byte-identical on both backends."
             if identical
             else "No cell holds one packet of each backend to compare."
         )
     if origin.gaps_before:
         where = "before it " if bound is not None else ""
         parts.append(
-            f"{counted(len(origin.gaps_before), 'cell')} {where}{'is' if len(origin.gaps_before) == 1 else 'are'} "
+            f"{counted(len(origin.gaps_before), 'cell')} {where}{are(len(origin.gaps_before))} "
             "missing, duplicated or refused "
             f"({listed([_at(cell) for cell in origin.gaps_before], '; ')}): "
             f"{'the real' if bound is not None else 'an'} origin may be hidden there."
