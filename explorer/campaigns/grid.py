@@ -27,7 +27,7 @@ from explorer.campaigns.model import (
     Member,
     campaign_id,
 )
-from explorer.campaigns.sets import ROOT_DIRECTORY, capture_sets, compared, is_index, ranked_backends
+from explorer.campaigns.sets import ROOT_DIRECTORY, capture_sets, compared, is_index, ranked_backends, with_refused
 from explorer.catalog.summary import ERROR
 from explorer.foundations.record import Record, record
 from explorer.packet.model import REFUSED
@@ -233,24 +233,23 @@ def campaigns_of(
         )
     if request is not None and not placed:
         notes.append(f"no campaign has requestID {request}")
-    sets = capture_sets(placed)
-    # a set of refused packets only is no campaign: the listing from triage summaries (the app's) never sees it
-    unread = sorted(member.name for found in sets if _all_refused(found.members) for member in found.members)
+    # the sets are split by the packets that were read, as the app's listing (from triage summaries) splits them;
+    # a refused packet joins the deepest set of its request whose directory holds it
+    sets, unread = with_refused(
+        capture_sets(member for member in placed if member.status != REFUSED),
+        [member for member in placed if member.status == REFUSED],
+    )
     if unread:
+        names = sorted(member.name for member in unread)
         notes.append(
-            f"{counted(len(unread), 'packet')} {are(len(unread))} in no campaign (refused, and no "
-            f"packet of their capture set was read): {listed(unread)}"
+            f"{counted(len(names), 'packet')} {are(len(names))} in no campaign (refused, and no packet of "
+            f"their request in their directory was read): {listed(names)}"
         )
     campaigns = tuple(
         build_campaign(found.key, found.members, backends, ident=found.id, capture_set=found.directory)
         for found in sets
-        if not _all_refused(found.members)
     )
     return campaigns, tuple(notes)
-
-
-def _all_refused(members: Sequence[Member]) -> bool:
-    return all(member.status == REFUSED for member in members)
 
 
 def needs_pair(cell: Cell) -> bool:

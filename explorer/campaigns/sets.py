@@ -14,6 +14,7 @@ backend is listed apart, in one line (docs/campaigns.md, "What a campaign is").
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
@@ -146,6 +147,30 @@ def capture_sets(placed: Iterable[Placed]) -> tuple[CaptureSet, ...]:
                 )
             )
     return tuple(sorted(sets, key=lambda found: (tuple(str(part) for part in found.key), found.directory)))
+
+
+def _depth(found: CaptureSet) -> int:
+    return 0 if found.directory == ROOT_DIRECTORY else found.directory.count("/") + 1
+
+
+def _holds(directory: str, member: Placed) -> bool:
+    return directory == ROOT_DIRECTORY or _directories(member.name)[: directory.count("/") + 1] == tuple(
+        directory.split("/")
+    )
+
+
+def with_refused(sets: Sequence[CaptureSet], refused: Iterable[Placed]) -> tuple[tuple[CaptureSet, ...], list]:
+    """The capture sets with each refused packet added to the deepest set of its key whose directory holds it (its
+    backends unchanged: they are the listing's), and the refused packets no set holds."""
+    members = {found.id: list(found.members) for found in sets}
+    unheld = []
+    for member in refused:
+        holding = [found for found in sets if found.key == member.key and _holds(found.directory, member)]
+        if holding:
+            members[max(holding, key=_depth).id].append(member)
+        else:
+            unheld.append(member)
+    return tuple(dataclasses.replace(found, members=tuple(members[found.id])) for found in sets), unheld
 
 
 def listing(placed: Iterable[Placed]) -> Listing:

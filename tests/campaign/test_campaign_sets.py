@@ -77,6 +77,18 @@ def test_packets_beside_a_repeated_set_are_a_set_of_their_own():
     assert [found.directory for found in listed.single_backend] == [".", "day"]
 
 
+def test_refused_packets_join_the_set_that_holds_them_and_never_split_one():
+    refused = [
+        dataclasses.replace(member("day/run2/paged-0-again", "paged", 62, 0), status="refused"),  # a repeat of a cell
+        dataclasses.replace(member("elsewhere/paged-5", "paged", 62, 5, key=("other", "a", "i", 3)), status="refused"),
+    ]
+    campaigns, notes = campaigns_of([*two_sets(), *refused])
+    assert [campaign.capture_set for campaign in campaigns] == ["day/run1", "day/run2"]
+    assert [campaign.id for campaign in campaigns] == [found.id for found in listing(two_sets()).campaigns]
+    assert campaigns[1].cells[0].packets["paged"] == ("day/run2/paged-0", "day/run2/paged-0-again")
+    assert any(note.startswith("1 packet is in no campaign (refused") and "elsewhere/paged-5" in note for note in notes)
+
+
 def test_the_origin_names_the_emulations_that_reproduce_each_side():
     members = [member("paged-0", "paged", 62, 0), member("contiguous-0", "contiguous", 62, 0, "x")]
     (campaign,), _ = campaigns_of(members)
