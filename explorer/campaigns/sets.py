@@ -149,17 +149,20 @@ def capture_sets(placed: Iterable[Placed]) -> tuple[CaptureSet, ...]:
     return tuple(sorted(sets, key=lambda found: (tuple(str(part) for part in found.key), found.directory)))
 
 
+def _parts(directory: str) -> tuple[str, ...]:
+    return () if directory == ROOT_DIRECTORY else tuple(directory.split("/"))
+
+
 def _depth(found: CaptureSet) -> int:
-    return 0 if found.directory == ROOT_DIRECTORY else found.directory.count("/") + 1
+    return len(_parts(found.directory))
 
 
 def _holds(directory: str, member: Placed) -> bool:
-    return directory == ROOT_DIRECTORY or _directories(member.name)[: directory.count("/") + 1] == tuple(
-        directory.split("/")
-    )
+    parts = _parts(directory)
+    return _directories(member.name)[: len(parts)] == parts
 
 
-def with_refused(sets: Sequence[CaptureSet], refused: Iterable[Placed]) -> tuple[tuple[CaptureSet, ...], list]:
+def with_refused(sets: Sequence[CaptureSet], refused: Iterable[Placed]) -> tuple[tuple[CaptureSet, ...], list[Placed]]:
     """The capture sets with each refused packet added to the deepest set of its key whose directory holds it (its
     backends unchanged: they are the listing's), and the refused packets no set holds."""
     members = {found.id: list(found.members) for found in sets}
