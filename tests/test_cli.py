@@ -247,7 +247,10 @@ def test_readme_has_two_setup_commands_and_ci_runs_the_test_command():
         for line in block.split("```")[0].splitlines()
         if line and not line.startswith("#")
     ]
-    assert commands == ["pip install -e . && panel serve explorer/app.py", "bash .ci/run"]
+    assert commands == [
+        "python -m venv .venv && . .venv/bin/activate && pip install -e . && panel serve explorer/app.py",
+        "bash .ci/run",
+    ]
     ci = [line for line in (REPO / ".ci" / "run").read_text().splitlines() if line and not line.startswith("#")]
     assert ci[-1] == "python -m pytest" and "`python -m pytest`" in setup
     assert "-e '.[test]'" in " ".join(ci)  # the package with its test extra, at the pinned versions

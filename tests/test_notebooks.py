@@ -22,6 +22,7 @@ KERNEL_NAME = "python3"
 CELL_TIMEOUT_S = 300  # per cell; a hung cell ends the test instead of the suite
 VIEW_MIME = "application/vnd.holoviews_exec.v0+json"  # a Panel object rendered inline
 CDN_HOSTS = ("cdn.bokeh.org", "cdn.holoviz.org")  # where the non-inline resources would come from
+OUTPUTS_NOTE = "**Saved without outputs.**"  # the first cell says why (docs/development.md, Notebooks)
 VERDICT_WORDS = re.compile(r"\b(pass|passed|passes|fail|failed|fails|ok|okay|acceptable)\b", re.IGNORECASE)
 
 # notebook -> (text its outputs must show, views it must draw inline, export files it must write)
@@ -32,6 +33,10 @@ EXPECTED = {
             "primary reference: original-Q FP32 softmax attention",
             "What this analysis does not prove:",
             "exported report equals the report of what it shows: True",
+            "storedKeys      bfloat16  shape (1, 2, 128, 64)",
+            "queries         float32   shape (1, 8, 1, 64)",
+            "storedKeys[0, 0, 0, 0] = 1.671875 (bit pattern 0x3fd6)",
+            "q . k of query head 0, first tokens:",
             'data-status="analyzed"',
             "19 packets; by status:",
         ),
@@ -54,6 +59,7 @@ EXPECTED = {
             'data-status="inconclusive"',
             "last_row_mismatch",
             "nonfinite_inputs",
+            "white-space: nowrap",  # the triage table's cells never wrap mid-word in a narrow window
         ),
         4,
         (
@@ -197,6 +203,12 @@ def test_committed_without_outputs(name):
     for cell in _code_cells(notebook):
         assert cell.outputs == [], cell.source
         assert cell.execution_count is None, cell.source
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_the_first_cell_says_why_outputs_are_not_saved(name):
+    first = _read(name).cells[0]
+    assert first.cell_type == "markdown" and OUTPUTS_NOTE in first.source
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))

@@ -15,24 +15,12 @@ from typing import Any
 import numpy as np
 
 from explorer.analysis.result import Analysis, Numerics
+from explorer.packet.snapshot import SELECTION_POSITION
 
 # docs/pairs.md, Status and codes: the fields two captures of one selection share, in report order.
-SELECTION_FIELDS = (
-    "modelID",
-    "artifactSHA256",
-    "inputSHA256",
-    "requestID",
-    "outputIndex",
-    "phase",
-    "storageLayerIndex",
-    "modelLayerIndex",
-    "offsetBefore",
-    "offsetAfter",
-    "scaleBits",
-    "seedToken",
-)
 _IDENTITY_FIELDS = ("modelID", "artifactSHA256", "inputSHA256")
 _SAMPLE_FIELDS = ("seedToken",)
+SELECTION_FIELDS = (*_IDENTITY_FIELDS, *SELECTION_POSITION, "scaleBits", *_SAMPLE_FIELDS)
 
 
 def noise_floor_ratios(numerics: Numerics) -> tuple[float | None, ...]:

@@ -35,6 +35,7 @@ from explorer.analysis.result import (
     Numerics,
     Rounded,
 )
+from explorer.packet.files import PACKET_JSON
 from explorer.packet.model import REFUSED, TENSOR_NAMES
 
 REPORT_SCHEMA = "attention-explorer.report.v1"
@@ -184,7 +185,7 @@ def build_report(analysis: Analysis) -> dict[str, Any]:
 def packet_name(analysis: Analysis) -> str:
     """The packet directory's name (the path as given may be the directory or its packet.json)."""
     path = Path(analysis.admission.path)
-    return (path.parent if path.name == "packet.json" else path).name or "packet"
+    return (path.parent if path.name == PACKET_JSON else path).name or "packet"
 
 
 def report_text(analysis: Analysis) -> str:

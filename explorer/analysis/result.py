@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from explorer.analysis.arrays import native_arrays
 from explorer.analysis.display import InlineDisplay
 from explorer.analysis.score import Score
 from explorer.foundations.record import Record, record
@@ -332,3 +333,12 @@ class Analysis(InlineDisplay):
         from explorer.analysis.element import element  # lazy: the result delegates to its own builder
 
         return element(self, head, channel)
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The six tensors as read-only numpy arrays in their native dtype (docs/command-line.md, Python API).
+
+        Keys in packet order (queries, storedKeys, storedValues, incomingKeys, incomingValues, output); bfloat16 as
+        ml_dtypes.bfloat16 (imported by this call only), float16 and float32 as numpy's. Each array views the
+        verified bytes, so every bit pattern is as captured, NaN payloads included. ValueError for a refused packet.
+        """
+        return native_arrays(self.admission)

@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from explorer.foundations.record import Record, record
+from explorer.packet.files import PACKET_JSON
 
-PACKET_FILE = "packet.json"
 MAX_DEPTH = 2  # a packet is a directory one or two levels below the root
 ROOT_ENV = "EXPLORER_PACKET_ROOT"
 SAMPLES_DIR = "sample_packets"
@@ -76,7 +76,7 @@ def _marker_file(directory: Path, marker: str) -> bool | None:
     return not os.path.isdir(candidate)
 
 
-def discover(root: str | os.PathLike, marker: str = PACKET_FILE) -> tuple[Entry, ...]:
+def discover(root: str | os.PathLike, marker: str = PACKET_JSON) -> tuple[Entry, ...]:
     """Every directory holding `marker` (packet.json; a replay run's input.json) one or two levels below `root`, by
     name.
 

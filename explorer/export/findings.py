@@ -20,21 +20,10 @@ from explorer.analysis.findings import packet_findings
 from explorer.analysis.result import Analysis
 from explorer.foundations.bounded import escaped_bytes
 from explorer.foundations.formatting import short_number
+from explorer.packet.snapshot import SELECTION_LABELS
 
 FINDINGS_SUFFIX = ".findings.md"
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>])")  # what Markdown would read as markup inside a line
-SELECTION_LABELS = (
-    ("requestID", "request"),
-    ("outputIndex", "output index"),
-    ("phase", "phase"),
-    ("modelLayerIndex", "layer"),
-    ("storageLayerIndex", "storage layer"),
-    ("offsetBefore", "offset before"),
-    ("offsetAfter", "offset after"),
-    ("scale", "scale"),
-    ("dispatch", "dispatch"),
-    ("kernelOutputDType", "kernel output dtype"),
-)
 
 
 def markdown_text(text: str) -> str:

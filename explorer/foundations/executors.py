@@ -3,7 +3,8 @@
 A fork copies a ThreadPoolExecutor but none of its threads: in the child, work submitted to a pool that had
 already run something is queued for a thread that does not exist there and never runs. `panel serve
 --num-procs N` forks its server processes, after running the app script once when `--warm` asks it to on
-Python 3.12 and later (docs/triage-and-app.md, Serving more users); a multiprocessing worker may be forked too.
+Python 3.12 and later (docs/app-internals.md, Serving: what a session costs); a multiprocessing worker may be
+forked too.
 """
 
 from __future__ import annotations

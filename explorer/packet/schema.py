@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from explorer.foundations.bounded import clip, quoted, shown, shown_int, shown_list
@@ -32,6 +32,7 @@ MAX_RECORD_INDEX = 127
 MIN_VISIBLE_END = 1
 TENSOR_RANK = 4
 SHA256_HEX = re.compile(r"[0-9a-f]{64}")
+SHA256_RULE = "64 lowercase hex characters"
 MISSING = object()  # a key absent from its object
 
 KV_TENSORS = ("storedKeys", "storedValues", "incomingKeys", "incomingValues")
@@ -78,6 +79,99 @@ class Problems:
         if not holds:
             self.add(code, field, f"{clip(field)} must be {rule}; got {describe(value)}")
         return holds
+
+    def fields(self, code: str, section: Mapping[str, Any], where: tuple[str, ...], rules: tuple[Field, ...]) -> dict:
+        """Check each row of `rules` on `section` (at the pointer `where`) in order; the values that held, by key.
+
+        A row's own code, when it names one, replaces `code` (the section's) for that row.
+        """
+        held = {}
+        for rule in rules:
+            value = section.get(rule.key, MISSING)
+            if self.check(rule.holds(value), rule.code or code, pointer(*where, rule.key), rule.rule, value):
+                held[rule.key] = value
+        return held
+
+
+# ---------------------------------------------------------------- field rules as table rows
+
+
+@record
+class Field(Record):
+    """One field rule that is a single predicate: the key, the predicate, the rule's words and its own code (if any).
+
+    Rules that depend on another field (byteCount against the shape, strides against the shape) stay code.
+    """
+
+    key: str
+    holds: Callable[[Any], bool]
+    rule: str
+    code: str | None = None
+
+
+def sha256_field(key: str) -> Field:
+    return Field(key, is_sha256, SHA256_RULE)
+
+
+def integer_field(key: str, low: int | None = None, high: int | None = None) -> Field:
+    """An integer, with an optional inclusive range: "an integer", "an integer >= 1", "an integer 0..127"."""
+    if low is None:
+        return Field(key, is_integer, "an integer")
+    bounds = f">= {low}" if high is None else f"{low}..{high}"
+    return Field(key, lambda value: integer_in(value, low, high), f"an integer {bounds}")
+
+
+def string_field(key: str) -> Field:
+    return Field(key, lambda value: isinstance(value, str), "a string")
+
+
+def boolean_field(key: str) -> Field:
+    return Field(key, lambda value: isinstance(value, bool), "a boolean")
+
+
+def one_of_field(key: str, allowed: tuple[str, ...], code: str | None = None) -> Field:
+    """A string among `allowed` ("'paged' or 'contiguous'"; one allowed value reads as that value)."""
+    return Field(key, lambda value: isinstance(value, str) and value in allowed, " or ".join(map(repr, allowed)), code)
+
+
+IDENTITY_FIELDS = (
+    Field(
+        "modelID",
+        lambda value: isinstance(value, str) and 1 <= len(value) <= MODEL_ID_MAX_CHARS,
+        f"a string of 1..{MODEL_ID_MAX_CHARS} characters",
+    ),
+    one_of_field("backend", BACKENDS),
+    sha256_field("artifactSHA256"),
+    sha256_field("inputSHA256"),
+)
+METADATA_FIELDS = (
+    integer_field("byteCount", 1, JSON_SIZE_LIMIT),
+    sha256_field("sha256"),
+    integer_field("recordIndex", 0, MAX_RECORD_INDEX),
+)
+GEOMETRY_FIELDS = (
+    string_field("attention"),
+    boolean_field("isBidirectional"),
+    boolean_field("sharesKV"),
+    boolean_field("mtpEnabled"),
+    integer_field("visibleStart"),
+    integer_field("visibleEnd", MIN_VISIBLE_END),
+)
+CAPTURE_FIELDS = (
+    one_of_field("evaluationStatus", EVALUATION_STATUSES),
+    integer_field("tensorPayloadBytes", 1, TENSOR_SIZE_LIMIT),
+)
+# A tensor entry's single-predicate rules, each with its own code (the module docstring's convention).
+TENSOR_FORMAT_FIELDS = (
+    one_of_field("dtype", DTYPES, "dtype_unsupported"),
+    one_of_field("byteOrder", (BYTE_ORDER,), "byte_order_unsupported"),
+    Field(
+        "shape",
+        lambda value: isinstance(value, list) and len(value) == TENSOR_RANK and all(integer_in(e, 1) for e in value),
+        f"{TENSOR_RANK} integers >= 1",
+        "shape_invalid",
+    ),
+)
 
 
 @record
@@ -139,34 +233,10 @@ def _identity(problems: Problems, packet: dict) -> dict | None:
     section = _section(problems, packet, "identity")
     if section is None:
         return None
-    model_id = section.get("modelID", MISSING)
-    backend = section.get("backend", MISSING)
-    held = [
-        problems.check(
-            isinstance(model_id, str) and 1 <= len(model_id) <= MODEL_ID_MAX_CHARS,
-            "field_invalid",
-            "/identity/modelID",
-            f"a string of 1..{MODEL_ID_MAX_CHARS} characters",
-            model_id,
-        ),
-        problems.check(
-            isinstance(backend, str) and backend in BACKENDS,
-            "field_invalid",
-            "/identity/backend",
-            " or ".join(map(repr, BACKENDS)),
-            backend,
-        ),
-    ]
-    for key in ("artifactSHA256", "inputSHA256"):
-        value = section.get(key, MISSING)
-        held.append(
-            problems.check(
-                is_sha256(value), "field_invalid", pointer("identity", key), "64 lowercase hex characters", value
-            )
-        )
-    if not all(held):
+    held = problems.fields("field_invalid", section, ("identity",), IDENTITY_FIELDS)
+    if len(held) < len(IDENTITY_FIELDS):
         return None
-    identity = {key: section[key] for key in ("modelID", "artifactSHA256", "inputSHA256", "backend")}
+    identity = {key: held[key] for key in ("modelID", "artifactSHA256", "inputSHA256", "backend")}
     return {**identity, "authenticated": False}
 
 
@@ -175,82 +245,23 @@ def _metadata(problems: Problems, packet: dict) -> tuple[str | None, int | None,
     if section is None:
         return None, None, None, None
     file = _file_path(problems, "/metadata", section.get("file", MISSING))
-    byte_count = section.get("byteCount", MISSING)
-    sha256 = section.get("sha256", MISSING)
-    record_index = section.get("recordIndex", MISSING)
-    held_count = problems.check(
-        integer_in(byte_count, 1, JSON_SIZE_LIMIT),
-        "field_invalid",
-        "/metadata/byteCount",
-        f"an integer 1..{JSON_SIZE_LIMIT}",
-        byte_count,
-    )
-    held_sha = problems.check(
-        is_sha256(sha256), "field_invalid", "/metadata/sha256", "64 lowercase hex characters", sha256
-    )
-    held_index = problems.check(
-        integer_in(record_index, 0, MAX_RECORD_INDEX),
-        "field_invalid",
-        "/metadata/recordIndex",
-        f"an integer 0..{MAX_RECORD_INDEX}",
-        record_index,
-    )
-    return (
-        file,
-        byte_count if held_count else None,
-        sha256 if held_sha else None,
-        record_index if held_index else None,
-    )
+    held = problems.fields("field_invalid", section, ("metadata",), METADATA_FIELDS)
+    return file, held.get("byteCount"), held.get("sha256"), held.get("recordIndex")
 
 
 def _geometry_fields(problems: Problems, packet: dict) -> dict:
     section = _section(problems, packet, "geometry")
     if section is None:
         return {}
-    held: dict = {}
-    attention = section.get("attention", MISSING)
-    if problems.check(isinstance(attention, str), "field_invalid", "/geometry/attention", "a string", attention):
-        held["attention"] = attention
-    for flag in ("isBidirectional", "sharesKV", "mtpEnabled"):
-        value = section.get(flag, MISSING)
-        if problems.check(isinstance(value, bool), "field_invalid", pointer("geometry", flag), "a boolean", value):
-            held[flag] = value
-    start = section.get("visibleStart", MISSING)
-    if problems.check(is_integer(start), "field_invalid", "/geometry/visibleStart", "an integer", start):
-        held["visibleStart"] = start
-    end = section.get("visibleEnd", MISSING)
-    if problems.check(
-        integer_in(end, MIN_VISIBLE_END),
-        "field_invalid",
-        "/geometry/visibleEnd",
-        f"an integer >= {MIN_VISIBLE_END}",
-        end,
-    ):
-        held["visibleEnd"] = end
-    return held
+    return problems.fields("field_invalid", section, ("geometry",), GEOMETRY_FIELDS)
 
 
 def _capture(problems: Problems, packet: dict) -> tuple[str | None, int | None]:
     section = _section(problems, packet, "capture")
     if section is None:
         return None, None
-    status = section.get("evaluationStatus", MISSING)
-    total = section.get("tensorPayloadBytes", MISSING)
-    held_status = problems.check(
-        isinstance(status, str) and status in EVALUATION_STATUSES,
-        "field_invalid",
-        "/capture/evaluationStatus",
-        " or ".join(map(repr, EVALUATION_STATUSES)),
-        status,
-    )
-    held_total = problems.check(
-        integer_in(total, 1, TENSOR_SIZE_LIMIT),
-        "field_invalid",
-        "/capture/tensorPayloadBytes",
-        f"an integer 1..{TENSOR_SIZE_LIMIT}",
-        total,
-    )
-    return status if held_status else None, total if held_total else None
+    held = problems.fields("field_invalid", section, ("capture",), CAPTURE_FIELDS)
+    return held.get("evaluationStatus"), held.get("tensorPayloadBytes")
 
 
 def tensor_descriptor(problems: Problems, name: str, entry: Any) -> TensorDescriptor:
@@ -260,33 +271,9 @@ def tensor_descriptor(problems: Problems, name: str, entry: Any) -> TensorDescri
         return TensorDescriptor(name, None, None, None, None, None, False, None, False)
     before = len(problems.items)
     file = _file_path(problems, base, entry.get("file", MISSING))
-    dtype = entry.get("dtype", MISSING)
-    dtype = (
-        dtype
-        if problems.check(
-            isinstance(dtype, str) and dtype in DTYPES,
-            "dtype_unsupported",
-            f"{base}/dtype",
-            " or ".join(map(repr, DTYPES)),
-            dtype,
-        )
-        else None
-    )
-    order = entry.get("byteOrder", MISSING)
-    problems.check(
-        isinstance(order, str) and order == BYTE_ORDER,
-        "byte_order_unsupported",
-        f"{base}/byteOrder",
-        repr(BYTE_ORDER),
-        order,
-    )
-    shape = entry.get("shape", MISSING)
-    shape_held = isinstance(shape, list) and len(shape) == TENSOR_RANK and all(integer_in(e, 1) for e in shape)
-    shape = (
-        tuple(shape)
-        if problems.check(shape_held, "shape_invalid", f"{base}/shape", f"{TENSOR_RANK} integers >= 1", shape)
-        else None
-    )
+    held = problems.fields("field_invalid", entry, ("tensors", name), TENSOR_FORMAT_FIELDS)
+    dtype = held.get("dtype")
+    shape = tuple(held["shape"]) if "shape" in held else None
     if shape is not None:
         strides = entry.get("packedStrides", MISSING)
         expected = row_major_strides(shape)
@@ -313,10 +300,7 @@ def tensor_descriptor(problems: Problems, name: str, entry: Any) -> TensorDescri
             "product(shape) x item size" + (f" = {shown_int(declared)}" if declared else " (>= 1)"),
             byte_count,
         )
-    sha256 = entry.get("sha256", MISSING)
-    sha_held = problems.check(
-        is_sha256(sha256), "field_invalid", f"{base}/sha256", "64 lowercase hex characters", sha256
-    )
+    sha256 = problems.fields("field_invalid", entry, ("tensors", name), (sha256_field("sha256"),)).get("sha256")
     # path_invalid is a section 5 problem: it does not keep the entry out of the section 4 checks.
     valid = all(problem.code == "path_invalid" for problem in problems.items[before:])
     return TensorDescriptor(
@@ -325,7 +309,7 @@ def tensor_descriptor(problems: Problems, name: str, entry: Any) -> TensorDescri
         dtype,
         shape,
         byte_count if is_integer(byte_count) else None,
-        sha256 if sha_held else None,
+        sha256,
         valid,
         declared,
         count_held,
@@ -358,8 +342,7 @@ def _tensors(problems: Problems, packet: dict) -> tuple[bool, dict[str, TensorDe
 def check_descriptor(packet: dict) -> Descriptor:
     """Apply every field rule of section 2 to a parsed packet.json (payload total included)."""
     problems = Problems()
-    schema = packet.get("schema", MISSING)
-    problems.check(isinstance(schema, str) and schema == SCHEMA, "schema_unsupported", "/schema", repr(SCHEMA), schema)
+    problems.fields("schema_unsupported", packet, (), (one_of_field("schema", (SCHEMA,)),))
     identity = _identity(problems, packet)
     metadata_file, metadata_count, metadata_sha, record_index = _metadata(problems, packet)
     geometry_fields = _geometry_fields(problems, packet)

@@ -59,7 +59,9 @@ RECORD_COUNTERS = {
 }  # field -> minimum
 RECORD_STRINGS = ("phase", "dispatch")
 PRESENCE_FLAGS = ("sinksPresent", "softcapPresent", "spansPresent")
-SELECTION_KEYS = (
+# The one list of selection keys: the record fields that say which step and layer a packet captured. The report's
+# selection block, the replay input's selection, the pair's shared fields and the findings' lines derive from it.
+SELECTION_POSITION = (
     "requestID",
     "outputIndex",
     "phase",
@@ -67,11 +69,23 @@ SELECTION_KEYS = (
     "modelLayerIndex",
     "offsetBefore",
     "offsetAfter",
-    "scaleBits",
-    "scale",
-    "dispatch",
-    "kernelOutputDType",
 )
+SELECTION_KEYS = (*SELECTION_POSITION, "scaleBits", "scale", "dispatch", "kernelOutputDType")  # the report's block
+# How the findings name the selection keys they show, in the order they show them (the model layer first; scaleBits
+# is shown as the scale). Every key is one of SELECTION_KEYS (tests/packet/test_selection_keys.py).
+SELECTION_LABEL = {
+    "requestID": "request",
+    "outputIndex": "output index",
+    "phase": "phase",
+    "modelLayerIndex": "layer",
+    "storageLayerIndex": "storage layer",
+    "offsetBefore": "offset before",
+    "offsetAfter": "offset after",
+    "scale": "scale",
+    "dispatch": "dispatch",
+    "kernelOutputDType": "kernel output dtype",
+}
+SELECTION_LABELS = tuple(SELECTION_LABEL.items())
 SAMPLE_KEYS = (
     "forwardSucceeded",
     "sampleOutcome",

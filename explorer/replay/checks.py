@@ -21,7 +21,18 @@ from explorer.foundations.bounded import shown
 from explorer.foundations.record import Record, record
 from explorer.packet.jsonparse import is_integer
 from explorer.packet.model import TENSOR_NAMES, Admission, Problem
-from explorer.packet.schema import MISSING, Problems, TensorDescriptor, is_sha256, pointer, tensor_descriptor
+from explorer.packet.schema import (
+    MISSING,
+    Problems,
+    TensorDescriptor,
+    integer_field,
+    one_of_field,
+    pointer,
+    sha256_field,
+    string_field,
+    tensor_descriptor,
+)
+from explorer.packet.snapshot import RECORD_STRINGS, SELECTION_POSITION
 from explorer.replay.model import (
     ARM_TENSORS,
     DISPATCH_MISMATCH,
@@ -51,8 +62,9 @@ ANALYSIS_SCHEMA = "darkbloom.attention-replay-analysis.v1"
 CONFIRMED = "confirmed"
 IDENTITY_STRINGS = ("modelID", "backend")
 IDENTITY_HASHES = ("artifactSHA256", "inputSHA256")
-SELECTION_INTEGERS = ("requestID", "outputIndex", "storageLayerIndex", "modelLayerIndex", "offsetBefore", "offsetAfter")
-SELECTION_STRINGS = ("phase", "dispatch")
+REPLAY_SELECTION = (*SELECTION_POSITION, "dispatch")  # input.json's selection (docs/replay.md)
+SELECTION_STRINGS = tuple(key for key in REPLAY_SELECTION if key in RECORD_STRINGS)
+SELECTION_INTEGERS = tuple(key for key in REPLAY_SELECTION if key not in SELECTION_STRINGS)
 GEOMETRY_KEYS = (
     "queryHeads",
     "kvHeads",
@@ -64,6 +76,19 @@ GEOMETRY_KEYS = (
     "segmentTargetBytes",
     "allocationBoundBytes",
 )
+# input.json's single-predicate field rules: the top level, then each section (its tensors are the packet's rules).
+INPUT_FIELDS = (
+    one_of_field("schema", (INPUT_SCHEMA,)),
+    sha256_field("packetSHA256"),
+    sha256_field("metadataSHA256"),
+    one_of_field("sampleOutcome", (CONFIRMED,)),
+    integer_field("scaleBits"),
+)
+INPUT_SECTIONS = {
+    "identity": (*map(string_field, IDENTITY_STRINGS), *map(sha256_field, IDENTITY_HASHES)),
+    "selection": (*map(integer_field, SELECTION_INTEGERS), *map(string_field, SELECTION_STRINGS)),
+    "geometry": tuple(map(integer_field, GEOMETRY_KEYS)),
+}
 INPUT_TENSORS = TENSOR_NAMES[:-1]  # the five inputs: inputBytes sums their bytes
 STAGED_SUFFIX = ".bin"
 
@@ -91,68 +116,10 @@ def _object(problems: Problems, code: str, parent: Mapping[str, Any], key: str) 
 def check_input(value: dict) -> InputFile:
     """The field rules of input.json (all replay_input_invalid)."""
     problems = Problems()
-    schema = value.get("schema", MISSING)
-    problems.check(schema == INPUT_SCHEMA, INPUT_INVALID, "/schema", repr(INPUT_SCHEMA), schema)
-    for key in ("packetSHA256", "metadataSHA256"):
-        problems.check(
-            is_sha256(value.get(key, MISSING)),
-            INPUT_INVALID,
-            pointer(key),
-            "64 lowercase hex characters",
-            value.get(key, MISSING),
-        )
-    outcome = value.get("sampleOutcome", MISSING)
-    problems.check(outcome == CONFIRMED, INPUT_INVALID, "/sampleOutcome", repr(CONFIRMED), outcome)
-    problems.check(
-        is_integer(value.get("scaleBits", MISSING)),
-        INPUT_INVALID,
-        "/scaleBits",
-        "an integer",
-        value.get("scaleBits", MISSING),
-    )
-    if (identity := _object(problems, INPUT_INVALID, value, "identity")) is not None:
-        for key in IDENTITY_STRINGS:
-            problems.check(
-                isinstance(identity.get(key, MISSING), str),
-                INPUT_INVALID,
-                pointer("identity", key),
-                "a string",
-                identity.get(key, MISSING),
-            )
-        for key in IDENTITY_HASHES:
-            problems.check(
-                is_sha256(identity.get(key, MISSING)),
-                INPUT_INVALID,
-                pointer("identity", key),
-                "64 lowercase hex characters",
-                identity.get(key, MISSING),
-            )
-    if (selection := _object(problems, INPUT_INVALID, value, "selection")) is not None:
-        for key in SELECTION_INTEGERS:
-            problems.check(
-                is_integer(selection.get(key, MISSING)),
-                INPUT_INVALID,
-                pointer("selection", key),
-                "an integer",
-                selection.get(key, MISSING),
-            )
-        for key in SELECTION_STRINGS:
-            problems.check(
-                isinstance(selection.get(key, MISSING), str),
-                INPUT_INVALID,
-                pointer("selection", key),
-                "a string",
-                selection.get(key, MISSING),
-            )
-    if (geometry := _object(problems, INPUT_INVALID, value, "geometry")) is not None:
-        for key in GEOMETRY_KEYS:
-            problems.check(
-                is_integer(geometry.get(key, MISSING)),
-                INPUT_INVALID,
-                pointer("geometry", key),
-                "an integer",
-                geometry.get(key, MISSING),
-            )
+    problems.fields(INPUT_INVALID, value, (), INPUT_FIELDS)
+    for key, rules in INPUT_SECTIONS.items():
+        if (section := _object(problems, INPUT_INVALID, value, key)) is not None:
+            problems.fields(INPUT_INVALID, section, (key,), rules)
     tensors: dict[str, TensorDescriptor] = {}
     if (section := _object(problems, INPUT_INVALID, value, "tensors")) is not None:
         names = sorted(section)

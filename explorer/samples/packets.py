@@ -17,6 +17,7 @@ import numpy as np
 from explorer.foundations.record import Record, record
 from explorer.foundations.safeio import write_new
 from explorer.packet.dtypes import BITS_DTYPE, promote, round_bits
+from explorer.packet.files import PACKET_JSON
 from explorer.packet.model import TENSOR_NAMES
 from explorer.samples.replays import RunVariant, run_files
 
@@ -30,7 +31,6 @@ DEFAULT_TENSOR_FILES: Mapping[str, str] = {
     "incomingValues": "incoming-values.bin",
     "output": "output.bin",
 }
-PACKET_JSON = "packet.json"
 SAMPLES_README = "README.md"
 DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC  # a link at the name is refused
 

@@ -28,23 +28,14 @@ from explorer.analysis.metrics import compare
 from explorer.analysis.reference import attend
 from explorer.foundations.record import Record, record
 from explorer.packet.dtypes import BITS_DTYPE, ITEM_SIZE, narrow, promote, round_bits
+from explorer.packet.files import PACKET_JSON
 from explorer.packet.model import TENSOR_NAMES
-from explorer.replay.checks import ANALYSIS_SCHEMA, INPUT_SCHEMA, RESULT_SCHEMA
+from explorer.replay.checks import ANALYSIS_SCHEMA, INPUT_SCHEMA, REPLAY_SELECTION, RESULT_SCHEMA
 from explorer.replay.model import ARMS, EXPECTED_DISPATCH, NATIVE, PAGE_SIZE, SEGMENTED, SEGMENTED_TWO_FROM_TOKENS
 
 ARM_EMULATIONS = {NATIVE: "mlx_two_pass", "pagedFixed": "paged_two_pass", SEGMENTED: "paged_two_pass"}
 PARTITION_TOKENS = 256  # paged_two_pass's default partition
 FIRST_PAGE_ID = {"pagedFixed": 1, SEGMENTED: 4097}  # the arms' physical pages, counted up from these
-SELECTION_FIELDS = (
-    "requestID",
-    "outputIndex",
-    "phase",
-    "storageLayerIndex",
-    "modelLayerIndex",
-    "offsetBefore",
-    "offsetAfter",
-    "dispatch",
-)
 ARM_SECONDS = {NATIVE: 0.412, "pagedFixed": 0.538, SEGMENTED: 0.561}
 FAILED_EXIT_CODE = 1
 FAILURE_TEXT = "pagedSegmented exited with status 1 (synthetic failure)"
@@ -103,16 +94,16 @@ def _geometry(descriptor: Mapping, tensors: Mapping[str, bytes]) -> dict[str, in
 
 def _input(packet_files: Mapping[str, bytes]) -> tuple[dict, dict[str, bytes]]:
     """input.json's value and the staged tensor files, from the packet's files."""
-    descriptor = json.loads(packet_files["packet.json"])
+    descriptor = json.loads(packet_files[PACKET_JSON])
     snapshot = json.loads(packet_files[descriptor["metadata"]["file"]])
     record = snapshot["records"][0]
     staged = {name: packet_files[descriptor["tensors"][name]["file"]] for name in TENSOR_NAMES}
     value = {
         "schema": INPUT_SCHEMA,
-        "packetSHA256": _sha256(packet_files["packet.json"]),
+        "packetSHA256": _sha256(packet_files[PACKET_JSON]),
         "metadataSHA256": descriptor["metadata"]["sha256"],
         "identity": descriptor["identity"],
-        "selection": {key: record[key] for key in SELECTION_FIELDS},
+        "selection": {key: record[key] for key in REPLAY_SELECTION},
         "sampleOutcome": snapshot["sampleOutcome"],
         "scaleBits": record["scaleBits"],
         "geometry": _geometry(descriptor, staged),

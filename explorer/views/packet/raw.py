@@ -12,6 +12,7 @@ import panel as pn
 
 from explorer.analysis.report import REPORT_SUFFIX, packet_name, report_text
 from explorer.analysis.result import Analysis
+from explorer.packet.files import PACKET_JSON
 from explorer.views.shared.common import Selection, collapsed, explained, heading, html_pane, note
 from explorer.views.shared.markup import esc
 
@@ -80,7 +81,7 @@ def _body(analysis: Analysis) -> list:
         pn.pane.JSON(
             report, depth=JSON_DEPTH, sizing_mode="stretch_width", styles=CONTAINED, css_classes=["report-json"]
         ),
-        heading("packet.json", "As captured, decoded as UTF-8 (unknown keys included)."),
+        heading(PACKET_JSON, "As captured, decoded as UTF-8 (unknown keys included)."),
         *_packet_json(analysis),
         heading("Metadata snapshot", "The parsed CBv2AttentionMetadataSnapshot, every field as captured."),
         *_snapshot(analysis),
