@@ -15,6 +15,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from explorer.foundations.bounded import terminal_text
+
 SIGNIFICANT_DIGITS = 4  # digits of a float on screen; hovers, tooltips and JSON carry the full value
 MISSING = "-"  # a value that does not exist (null in the JSON); its reason is said beside it
 
@@ -74,13 +76,15 @@ TABLE_GAP = "  "  # between its columns
 
 
 def text_table(header: Sequence[str], rows: Sequence[Sequence[str]], *, left: bool = False) -> list[str]:
-    """A plain-text table as lines: every column as wide as its widest cell, right-aligned (numbers), or
-    left-aligned with `left` (names); trailing blanks cut."""
-    widths = [max(len(cell) for cell in column) for column in zip(header, *rows, strict=True)]
+    """A plain-text table as lines: every column as wide as its widest cell as a terminal shows it (terminal_text:
+    a name's undecodable byte is the four characters \\xff), right-aligned (numbers), or left-aligned with `left`
+    (names); trailing blanks cut."""
+    shown = [[terminal_text(cell) for cell in line] for line in (header, *rows)]
+    widths = [max(len(cell) for cell in column) for column in zip(*shown, strict=True)]
     return [
         TABLE_INDENT
         + TABLE_GAP.join(
             cell.ljust(width) if left else cell.rjust(width) for cell, width in zip(line, widths, strict=True)
         ).rstrip()
-        for line in (header, *rows)
+        for line in shown
     ]
