@@ -1,4 +1,4 @@
-"""`explorer report` for every kind: a packet, a pair A B, a replay run and a campaign (ROOT --campaign ID).
+"""`explorer report` for every kind: a packet, a pair, a replay run and a campaign of a root.
 
 Each writes the set the app's Export writes (page, JSON, findings, PNGs), all or none, and prints the paths;
 a line naming no such campaign or too many paths is a one-line usage error before anything is rendered.
