@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from explorer.foundations.parallel import single_threaded_blas
+from explorer.foundations.streams import open_standard_streams
 from explorer.packet.admission import ReadAhead
 
 # glibc's malloc returns every freed block of 128 KiB or more to the kernel, and the next temporary of that size
@@ -55,13 +56,15 @@ def packet_to_read(argv: Sequence[str]) -> str | None:
 def run() -> NoReturn:
     """Run the command line of this process, then exit with its status.
 
-    The process asks BLAS for one thread and keeps freed memory for reuse (_reuse_freed_memory), and
+    Standard output and error closed by the caller become /dev/null (foundations/streams.py). The process asks
+    BLAS for one thread and keeps freed memory for reuse (_reuse_freed_memory), and
     reads the packet ahead for `analyze PACKET [--json]` (module docstring). gc.freeze() before the exit:
     the interpreter's exit would otherwise garbage-collect every object the command made, modules and
     classes included, 40 to 100 ms of a Qwen-size analyze. Frozen objects are still freed as the
     interpreter clears its modules; only a reference cycle left behind is not (the process is ending).
     Standard output and error are flushed as always, atexit callbacks run as always.
     """
+    open_standard_streams()  # before any file is opened: a closed descriptor 1 or 2 is /dev/null, never a file
     single_threaded_blas()
     _reuse_freed_memory()
     path = packet_to_read(sys.argv[1:])

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import explorer
-from explorer import cli
+from explorer import cli, cli_parser
 from explorer.analysis.analyze import analyze
 from explorer.samples import campaigns as campaign_samples
 from explorer.samples import packets as samples
@@ -121,11 +121,11 @@ def test_help_is_as_wide_as_argparse_makes_it(monkeypatch, columns):
         monkeypatch.delenv("COLUMNS", raising=False)
     else:
         monkeypatch.setenv("COLUMNS", columns)
-    assert cli.HelpFormatter("explorer")._width == argparse.HelpFormatter("explorer")._width
+    assert cli_parser.HelpFormatter("explorer")._width == argparse.HelpFormatter("explorer")._width
     parsers = [cli.build_parser(), cli.build_parser("analyze")]
-    assert all(isinstance(p._get_formatter(), cli.HelpFormatter) for p in parsers)
+    assert all(isinstance(p._get_formatter(), cli_parser.HelpFormatter) for p in parsers)
     subcommand = parsers[1]._subparsers._group_actions[0].choices["analyze"]
-    assert isinstance(subcommand._get_formatter(), cli.HelpFormatter)
+    assert isinstance(subcommand._get_formatter(), cli_parser.HelpFormatter)
 
 
 def test_output_is_written_and_never_overwritten(capsys, tmp_path):

@@ -32,8 +32,9 @@ from explorer.catalog.summary import (
     summary_json,
 )
 from explorer.catalog.workers import jobs_for, map_isolated
-from explorer.foundations.formatting import short_number
+from explorer.foundations.formatting import short_number, text_table
 from explorer.foundations.record import Record, record
+from explorer.foundations.streams import Sink
 
 PROGRESS_WIDTH = 40  # characters of the progress bar
 
@@ -83,14 +84,6 @@ def json_line(item: Triaged) -> str:
     return json.dumps(json_line_fields(item), allow_nan=False)
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    widths = [max(len(cell) for cell in column) for column in zip(header, *rows, strict=True)]
-    return [
-        "  " + "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
-        for line in (header, *rows)
-    ]
-
-
 def summary_table(items: Sequence[Triaged], root: Path, seconds: float, engine: str, notes: Sequence[str] = ()) -> str:
     """Counts per status and code, every packet by status and score, and the pairs found.
 
@@ -100,15 +93,18 @@ def summary_table(items: Sequence[Triaged], root: Path, seconds: float, engine: 
     lines = [f"Triage of {len(items)} packets under {root} ({engine}, {seconds:.2f} s)"]
     lines += [f"Note: {note}" for note in notes]
     lines += ["", "Status counts:"]
-    lines += _table(
-        ["status", "packets"], [[status, str(statuses[status])] for status in STATUS_ORDER if statuses[status]]
+    lines += text_table(
+        ["status", "packets"],
+        [[status, str(statuses[status])] for status in STATUS_ORDER if statuses[status]],
+        left=True,
     )
     if codes:
         lines += ["", "Codes (refusals, inconclusive reasons, errors):"]
-        lines += _table(["code", "packets"], [[code, str(count)] for code, count in sorted(codes.items())])
+        rows = [[code, str(count)] for code, count in sorted(codes.items())]
+        lines += text_table(["code", "packets"], rows, left=True)
     ordered = sorted(items, key=lambda item: list_order(item.name, item.summary))
     lines += ["", "Packets by status, then score (error / allowance of the worst element, largest first):"]
-    lines += _table(
+    lines += text_table(
         [
             "packet",
             "status",
@@ -138,6 +134,7 @@ def summary_table(items: Sequence[Triaged], root: Path, seconds: float, engine: 
             ]
             for item in ordered
         ],
+        left=True,
     )
     backends = {item.name: item.summary.backend or "-" for item in items}
     groups = selection_groups((item.name, item.summary) for item in items)
@@ -161,25 +158,6 @@ class Progress:
             if self.done == self.total:
                 self.stream.write("\n")
             self.stream.flush()
-
-
-class Sink:
-    """A text stream written line by line that never raises: a reader that went away (closed pipe) ends the
-    writing quietly, any other write error (a full device) ends it and is kept in `error`."""
-
-    def __init__(self, stream: TextIO):
-        self.stream, self.open, self.error = stream, True, None
-
-    def write(self, text: str) -> None:
-        if not self.open:
-            return
-        try:
-            self.stream.write(text)
-            self.stream.flush()
-        except BrokenPipeError:
-            self.open = False
-        except OSError as error:
-            self.open, self.error = False, error
 
 
 def engine_text(jobs: int, packets: int, scheduler: str | None) -> str:

@@ -83,3 +83,15 @@ def escaped_bytes(text: str) -> str:
     """`text` with every byte a file name could not decode (surrogateescape's lone surrogate) written as \\xNN, any
     other lone surrogate as \\uNNNN: text that can be encoded as UTF-8 and sent to a browser or a terminal."""
     return _LONE_SURROGATE.sub(_escaped_surrogate, text)
+
+
+def terminal_text(line: str) -> str:
+    """`line` as a terminal shows it: undecodable file-name bytes as \\xNN (escaped_bytes, as
+    docs/hostile-environment.md promises), every other non-printable character (terminal escapes, newlines from
+    packet text) escaped."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in escaped_bytes(line))
+
+
+def terminal_lines(lines: Iterable[str]) -> str:
+    """Each line as terminal_text, each ended by a newline."""
+    return "".join(terminal_text(line) + "\n" for line in lines)

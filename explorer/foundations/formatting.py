@@ -11,9 +11,11 @@ each float in full (`json.dumps`).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
+
+from explorer.foundations.bounded import terminal_text
 
 SIGNIFICANT_DIGITS = 4  # digits of a float on screen; hovers, tooltips and JSON carry the full value
 MISSING = "-"  # a value that does not exist (null in the JSON); its reason is said beside it
@@ -64,5 +66,25 @@ def _plain(value: object) -> object:
 def at_text(at: Mapping[str, int] | None) -> str:
     """Where a worst value sits, as a phrase to follow it (" at query head 5, channel 17"); "" when nowhere.
 
-    `at` is a report's location block ({"queryHead", "channel"}, docs/report.md)."""
+    `at` is a report's location block ({"queryHead", "channel"}, docs/report.md): the one shape of a location in
+    every report, and this the one text of it."""
     return "" if at is None else f" at query head {at['queryHead']}, channel {at['channel']}"
+
+
+TABLE_INDENT = "  "  # before every line of a plain-text table
+TABLE_GAP = "  "  # between its columns
+
+
+def text_table(header: Sequence[str], rows: Sequence[Sequence[str]], *, left: bool = False) -> list[str]:
+    """A plain-text table as lines: every column as wide as its widest cell as a terminal shows it (terminal_text:
+    a name's undecodable byte is the four characters \\xff), right-aligned (numbers), or left-aligned with `left`
+    (names); trailing blanks cut."""
+    shown = [[terminal_text(cell) for cell in line] for line in (header, *rows)]
+    widths = [max(len(cell) for cell in column) for column in zip(*shown, strict=True)]
+    return [
+        TABLE_INDENT
+        + TABLE_GAP.join(
+            cell.ljust(width) if left else cell.rjust(width) for cell, width in zip(line, widths, strict=True)
+        ).rstrip()
+        for line in shown
+    ]

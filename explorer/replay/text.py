@@ -1,34 +1,30 @@
-"""The human summary of a replay report dict (`explorer replay` without --json).
+"""The terminal summary of a replay report (`explorer replay` without --json): matrix, then each arm.
 
-The matrix first, then each arm; pure text, no I/O.
+Reads the report dict through its typed blocks (replay/typed.py); pure text, no I/O.
 
 Returns lines; the command line escapes what is not printable before writing them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from explorer.analysis.blocks import location_block
+from explorer.foundations.formatting import at_text, short_number, text_table
+from explorer.replay.typed import (
+    Arm,
+    CaptureDifference,
+    Matrix,
+    PacketLine,
+    ReadbackEntry,
+    Receipt,
+    References,
+    ReplayReport,
+    ToolValue,
+)
 
-FLOAT_FORMAT = "{:.4g}"
 LADDER_BLOCKS = (("primary", "FP32 reference"), ("rounded", "rounded reference"), ("fp64", "FP64"))
 
 
-def _number(value: Any) -> str:
-    if value is None:
-        return "-"
-    return FLOAT_FORMAT.format(value) if isinstance(value, float) else str(value)
-
-
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows, strict=True)]
-    return [
-        "  " + "  ".join(str(cell).rjust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
-        for line in (header, *rows)
-    ]
-
-
-def matrix_lines(matrix: dict | None) -> list[str]:
+def matrix_lines(matrix: Matrix | None) -> list[str]:
     """The incident's table, led by its reading in one sentence: elements that differ between every two outputs."""
     if matrix is None:
         return ["Matrix: not computed"]
@@ -37,33 +33,28 @@ def matrix_lines(matrix: dict | None) -> list[str]:
     return [
         f"Reading: {matrix['sentence']}",
         f"Elements that differ, every output against every other (of {matrix['compared']} each):",
-        *_table(["", *labels], rows),
+        *text_table(["", *labels], rows),
     ]
 
 
-def where(position: list[int] | None) -> str:
-    """' at query head H, channel C' for a worst value's [head, channel], '' when it has none."""
-    return "" if position is None else f" at query head {position[0]}, channel {position[1]}"
-
-
-def _receipt(receipt: dict) -> str:
+def _receipt(receipt: Receipt) -> str:
     seconds = receipt["seconds"]
     return (
-        f"    receipt: dispatch {_number(receipt['dispatch'])}, "
-        f"kernel output {_number(receipt['kernelOutputDType'])}, "
-        f"pages {_number(receipt['pages'])}, partition tokens {_number(receipt['partitionTokens'])}, "
-        f"segments {_number(receipt['segmentCount'])}, exit code {_number(receipt['exitCode'])}, "
-        f"{'-' if seconds is None else FLOAT_FORMAT.format(seconds) + ' s'}"
+        f"    receipt: dispatch {short_number(receipt['dispatch'])}, "
+        f"kernel output {short_number(receipt['kernelOutputDType'])}, "
+        f"pages {short_number(receipt['pages'])}, partition tokens {short_number(receipt['partitionTokens'])}, "
+        f"segments {short_number(receipt['segmentCount'])}, exit code {short_number(receipt['exitCode'])}, "
+        f"{'-' if seconds is None else short_number(seconds) + ' s'}"
     )
 
 
-def _difference(label: str, difference: dict | None) -> str:
+def _difference(label: str, difference: CaptureDifference | None) -> str:
     if difference is None:
         return f"{label} not compared"
     return f"{label} {difference['mismatched']} of {difference['compared']} elements differ"
 
 
-def _readback(readback: dict | None) -> str | None:
+def _readback(readback: dict[str, ReadbackEntry] | None) -> str | None:
     if readback is None:
         return None
     parts = [
@@ -76,29 +67,30 @@ def _readback(readback: dict | None) -> str | None:
     return "    readback: " + "; ".join(parts)
 
 
-def _ladder(references: dict | None) -> list[str]:
+def _ladder(references: References | None) -> list[str]:
     if references is None:
         return ["    ladder: no reference (the arm's output was not read, or the packet has no reference)"]
-    worst = references["worstAt"]
+    worst = references["worstAt"]  # [query head, channel] lists: shown as a location block is
     lines = ["    ladder (linf: largest |output - reference|, where it is):"]
     lines += [
-        f"      vs {label}: linf {_number(references[key]['global']['linf'])}{where(worst[key])}, rmse "
-        f"{_number(references[key]['global']['rmse'])}"
+        f"      vs {label}: linf {short_number(block['global']['linf'])}{at_text(location_block(worst[key]))}, "
+        f"rmse {short_number(block['global']['rmse'])}"
         for key, label in LADDER_BLOCKS
+        for block in (references[key],)
     ]
     ulp = references["ulp"]
     return [
         *lines,
         f"      equal to the rounded reference: {references['equalToRoundedReference']}; ULP vs it: max "
-        f"{_number(ulp['max'])}{where(worst['ulp'])}, p99 {_number(ulp['p99'])}",
+        f"{short_number(ulp['max'])}{at_text(location_block(worst['ulp']))}, p99 {short_number(ulp['p99'])}",
     ]
 
 
-def _tool(tool: dict | None) -> str:
+def _tool(tool: dict[str, dict[str, ToolValue]] | None) -> str:
     if tool is None:
         return "    analysis.json: no entry to set beside the explorer's"
     differing = [
-        f"{block} {metric} (tool {_number(value['tool'])}, explorer {_number(value['explorer'])})"
+        f"{block} {metric} (tool {short_number(value['tool'])}, explorer {short_number(value['explorer'])})"
         for block, values in tool.items()
         for metric, value in values.items()
         if not value["agrees"]
@@ -111,7 +103,7 @@ def _tool(tool: dict | None) -> str:
     return "    analysis.json: outside what a second correct FP32 reference can give, in " + "; ".join(differing)
 
 
-def _arm_lines(name: str, arm: dict) -> list[str]:
+def _arm_lines(name: str, arm: Arm) -> list[str]:
     own = ", the capture's own dispatch" if arm["ownDispatch"] else ""
     codes = f" ({', '.join(arm['codes'])})" if arm["codes"] else ""
     lines = [f"  {name}: {arm['state']}{codes}{own}", _receipt(arm["receipt"])]
@@ -131,13 +123,13 @@ def _arm_lines(name: str, arm: dict) -> list[str]:
     return lines
 
 
-def _packet(label: str, packet: dict | None) -> str:
+def _packet(label: str, packet: PacketLine | None) -> str:
     if packet is None:
         return f"{label}: none"
     return f"{label}: {packet['path']} ({packet['status']})"
 
 
-def summary_lines(report: dict) -> list[str]:
+def summary_lines(report: ReplayReport) -> list[str]:
     """The summary of a replay report: run, status, matrix, per arm state / receipt / readback / ladder / tool."""
     lines = [
         f"Replay run: {report['run']['path']}",

@@ -1,0 +1,117 @@
+"""The comparison report's blocks as typed dicts: the keys its text summary reads (docs/pairs.md).
+
+Types only, no code: pair/report.py builds these dicts, pair/text.py reads them.
+
+Blocks shared with the packet report (metrics, ULP, location) are analysis/typed.py's; a block
+whose key is a Python keyword ("global") is declared in the functional form.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+from explorer.analysis.typed import BitFlips, Metrics, Reason, UlpBlock
+
+
+class Side(TypedDict):
+    path: str
+    status: str
+    backend: str | None
+    dispatch: str | None
+    outputDType: str | None
+    kernelOutputDType: str | None
+
+
+class SideRefusal(TypedDict):
+    side: str
+    code: str
+    field: str | None
+    message: str
+
+
+class TensorDifference(TypedDict):
+    identical: bool
+    compared: int
+    mismatched: int
+    perHead: list[int]
+
+
+class Inputs(TypedDict):
+    identical: bool
+    tensors: dict[str, TensorDifference]
+
+
+class SidePair(TypedDict):
+    a: Any
+    b: Any
+
+
+Difference = TypedDict("Difference", {"global": Metrics})
+
+
+class Output(TypedDict):
+    dtypes: SidePair
+    outputDTypesDiffer: bool
+    compared: int
+    mismatched: int
+    perHead: list[int]
+    bitFlips: BitFlips
+    ulp: UlpBlock
+    difference: Difference
+
+
+class LadderRow(TypedDict):
+    primary: Metrics
+    roundedToOutputDType: Metrics
+    fp64OutputError: Metrics
+    equalToRoundedReference: int
+    compared: int
+
+
+class Ladder(TypedDict):
+    a: LadderRow | None
+    b: LadderRow | None
+
+
+class TargetTokens(TypedDict):
+    a: int | None
+    b: int | None
+
+
+class Tokens(TypedDict):
+    seedToken: int | None
+    targetToken: TargetTokens
+    targetTokensDiffer: bool
+
+
+Nearer = TypedDict("Nearer", {"global": dict[str, int]})  # a, b, tie, undefined
+
+
+class SelectionDifference(TypedDict):
+    field: str
+    a: Any
+    b: Any
+
+
+class PairReport(TypedDict):
+    """The comparison report (explorer compare --json), as far as its text summary reads it."""
+
+    a: Side
+    b: Side
+    status: str
+    refusals: list[SideRefusal]
+    inconclusiveReasons: list[Reason]
+    inputs: Inputs | None
+    output: Output | None
+    ladder: Ladder | None
+    tokens: Tokens | None
+    nearerPrimaryReference: Nearer | None
+    nearerReason: str | None
+    emulationsRequested: list[str] | None
+    emulationMatrix: dict[str, Any] | None
+    emulationMatrixReason: str | None
+    emulationDiffering: Any
+    emulationDecisive: Any
+    selectionDifferences: list[SelectionDifference]
+    notes: list[str]
+    limitations: list[str]
