@@ -396,8 +396,9 @@ def _scheduler_errors(scheduler: str | None):
 def _run_campaign(args: argparse.Namespace) -> int:
     import time
 
-    from explorer.campaigns.report import build_campaign_report, campaign_text
+    from explorer.campaigns.report import build_campaign_report
     from explorer.campaigns.run import run_campaigns
+    from explorer.campaigns.text import campaign_text
     from explorer.catalog.triage import Progress, engine_text
     from explorer.catalog.workers import default_jobs
 

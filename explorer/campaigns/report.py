@@ -25,7 +25,6 @@ from explorer.campaigns.model import (
 )
 from explorer.campaigns.run import CampaignRun
 from explorer.campaigns.sets import compared
-from explorer.campaigns.text import campaign_text  # noqa: F401  (cli.py's import until it reads campaigns.text)
 from explorer.foundations.formatting import short_number
 
 LIMITATIONS = (
