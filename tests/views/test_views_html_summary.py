@@ -10,7 +10,7 @@ import pytest
 
 from explorer.foundations import formatting
 from explorer.views.shared import html_summary
-from explorer.views.shared.common import LINEAR, LOG, colour_scale
+from explorer.views.shared.scales import LINEAR, LOG, colour_scale
 
 
 def test_overview_of_an_analyzed_packet_lists_its_largest_linf_heads(analyses):

@@ -13,15 +13,12 @@ import panel as pn
 from explorer.analysis.result import Analysis, Comparison, Numerics, Ulp
 from explorer.foundations.record import Record, record
 from explorer.views.shared import html_summary
+from explorer.views.shared.charts import per_head_charts
 from explorer.views.shared.common import (
     CONTINUOUS_CMAP,
-    LINEAR,
-    LOG,
     Field,
     Selection,
     collapsed,
-    colour_scale,
-    comparison_rows,
     explained,
     grid_map,
     heading,
@@ -29,13 +26,13 @@ from explorer.views.shared.common import (
     html_pane,
     note,
     per_cell,
-    per_head_charts,
-    per_head_rows,
     plot_pane,
-    selectable,
     ulp_value,
 )
+from explorer.views.shared.html_summary import comparison_rows, per_head_rows
+from explorer.views.shared.marks import selectable
 from explorer.views.shared.markup import esc, number_cell, table
+from explorer.views.shared.scales import LINEAR, LOG, colour_scale
 
 SHARED_OPTIONS = {"a scale per map": False, "one scale for all maps": True}
 FULL_HOVER_CELLS = 65_536  # above this many cells per map, the hover carries the error only (keeps the payload small)

@@ -36,9 +36,9 @@ from explorer.views.shared.common import (
     named,
     note,
     plot_pane,
-    selectable,
     state,
 )
+from explorer.views.shared.marks import selectable
 from explorer.views.shared.markup import esc, table
 
 TOKEN_TENSORS = ("storedKeys", "storedValues")  # drawn head x token, aggregated over channels

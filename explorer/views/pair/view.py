@@ -23,13 +23,11 @@ from explorer.pair.model import SIDES, Pair
 from explorer.views.pair import html as pair_html
 from explorer.views.pair.emulations import PairEmulationsSection
 from explorer.views.pair.html import short
+from explorer.views.shared.charts import CHART_HEIGHT
 from explorer.views.shared.common import (
-    CHART_HEIGHT,
     CONTINUOUS_CMAP,
-    LOG,
     Field,
     collapsed,
-    colour_scale,
     grid_map,
     heading,
     hex_pattern,
@@ -44,6 +42,7 @@ from explorer.views.shared.common import (
     ulp_value,
 )
 from explorer.views.shared.markup import esc, table
+from explorer.views.shared.scales import LOG, colour_scale
 
 # Colours of the bit-difference map by ULP bucket [0], [1], [2, 3], [4, 7], ... (the report's histogram buckets).
 EQUAL_COLOUR = "#f4f4f4"

@@ -166,6 +166,25 @@ def global_table(analysis: Analysis) -> str:
     return table(("", *METRIC_HEADER), rows, css_class="global-primary")
 
 
+def comparison_rows(series: Sequence[tuple[str, Comparison]]) -> str:
+    """Global metric table of several comparisons, each labelled as the result labels it."""
+    rows = []
+    for label, comparison in series:
+        rows.append([esc(label), "all heads", *metric_cells(comparison.global_metrics)])
+        if comparison.eligible_global is not None:
+            rows.append([esc(label), "eligible heads only", *metric_cells(comparison.eligible_global)])
+    return table(("comparison", "heads", *METRIC_HEADER), rows, css_class="global-metrics")
+
+
+def per_head_rows(series: Sequence[tuple[str, Comparison]], kv_heads: Sequence[int]) -> str:
+    """Per-head metric table of several comparisons (one row per head and comparison)."""
+    rows = []
+    for h, kv in enumerate(kv_heads):
+        for label, comparison in series:
+            rows.append([str(h), str(kv), esc(label), *metric_cells(comparison.per_head[h])])
+    return table(("query head", "KV head", "comparison", *METRIC_HEADER), rows, css_class="per-head-metrics")
+
+
 def overview_html(analysis: Analysis) -> str:
     """A compact, self-contained HTML summary: status, reasons, primary global metrics and the largest-linf heads."""
     parts = [
