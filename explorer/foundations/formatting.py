@@ -67,8 +67,13 @@ def _plain(value: object) -> object:
     return dict(value) if isinstance(value, Mapping) else str(value)
 
 
+def location(head: int, channel: int) -> str:
+    """Where an output element sits, as every view, line and sentence says it: "query head 5, channel 17"."""
+    return f"query head {head}, channel {channel}"
+
+
 def at_text(at: Mapping[str, int] | None) -> str:
     """Where a worst value sits, as a phrase to follow it (" at query head 5, channel 17"); "" when nowhere.
 
     `at` is a report's location block ({"queryHead", "channel"}, docs/report.md)."""
-    return "" if at is None else f" at query head {at['queryHead']}, channel {at['channel']}"
+    return "" if at is None else f" at {location(at['queryHead'], at['channel'])}"

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from explorer.foundations import formatting
-from explorer.views.shared import html_summary
+from explorer.views.shared import html_summary, markup
 from explorer.views.shared.scales import LINEAR, LOG, colour_scale
 
 
@@ -17,8 +17,8 @@ def test_overview_of_an_analyzed_packet_lists_its_largest_linf_heads(analyses):
     analysis = analyses["injected-error-head5"]
     page = html_summary.overview_html(analysis)
     assert 'data-status="analyzed"' in page
-    assert html_summary.esc(analysis.numerics.primary.label) in page
-    assert html_summary.esc(repr(analysis.numerics.primary.per_head[5].linf)) in page  # the full value, as a tooltip
+    assert markup.esc(analysis.numerics.primary.label) in page
+    assert markup.esc(repr(analysis.numerics.primary.per_head[5].linf)) in page  # the full value, as a tooltip
     assert page.split('class="per-head-primary"')[1].count("<tr><td") == html_summary.LARGEST_HEADS
 
 
@@ -45,7 +45,7 @@ def test_overview_escapes_packet_text(analyses):
 def test_numbers_are_shown_as_the_report_prints_them():
     assert formatting.full_number(0.1) == "0.1"
     assert formatting.full_number(np.float32(0.1)) == repr(float(np.float32(0.1)))
-    assert formatting.full_number(None) == html_summary.NOT_A_NUMBER
+    assert formatting.full_number(None) == formatting.MISSING
     assert formatting.full_number(True) == "true"
     assert formatting.full_number({"a": 1}) == '{"a": 1}'
     assert formatting.full_number(7) == "7"
@@ -57,11 +57,11 @@ def test_short_numbers_keep_four_significant_digits_and_the_full_value_in_the_to
     assert formatting.short_number(1234567.0) == "1.235e+06"
     assert formatting.short_number(float("nan")) == "nan"
     assert formatting.short_number(12345) == "12345"  # integers are exact counts, never rounded
-    assert formatting.short_number(None) == html_summary.NOT_A_NUMBER
+    assert formatting.short_number(None) == formatting.MISSING
     assert formatting.short_number("bfloat16") == "bfloat16"
-    cell = html_summary.number_cell(0.13175451755523682)
+    cell = markup.number_cell(0.13175451755523682)
     assert cell == '<span class="number" style="white-space:nowrap" title="0.13175451755523682">0.1318</span>'
-    assert html_summary.number_cell(0.5) == '<span class="number" style="white-space:nowrap">0.5</span>'  # no tooltip
+    assert markup.number_cell(0.5) == '<span class="number" style="white-space:nowrap">0.5</span>'  # no tooltip
 
 
 def test_largest_heads_skip_null_metrics_and_break_ties_by_head(analyses):

@@ -10,9 +10,9 @@ import numpy as np
 import panel as pn
 
 from explorer.analysis.findings import largest_error_finding, ulp_finding
-from explorer.analysis.ranking import worst_ulp_per_head
+from explorer.analysis.ranking import ranked_heads, worst_ulp_per_head
 from explorer.analysis.result import Analysis, LastRow, Numerics
-from explorer.foundations.formatting import at_text, short_number
+from explorer.foundations.formatting import MISSING, at_text, short_number
 from explorer.packet.dtypes import FIELD_BITS
 from explorer.packet.model import REFUSED, TENSOR_NAMES
 from explorer.views.packet import lastrow, nonfinite
@@ -37,7 +37,6 @@ from explorer.views.shared.common import (
     ulp_map,
     ulp_value,
 )
-from explorer.views.shared.html_summary import ranked_heads
 from explorer.views.shared.marks import selectable
 from explorer.views.shared.markup import esc
 from explorer.views.shared.scales import LOG, colour_scale, index_ticks, isolated_cells
@@ -84,7 +83,7 @@ def identity_line(analysis: Analysis) -> str:
         sha = admission.packet_sha256
         return (
             f"<code>{esc(admission.path)}</code> &middot; packetSHA256 "
-            f"<code>{esc(sha[:SHA_DIGITS]) if sha else html_summary.NOT_A_NUMBER}</code> &middot; "
+            f"<code>{esc(sha[:SHA_DIGITS]) if sha else MISSING}</code> &middot; "
             "refused: identity not interpreted"
         )
     parts = []

@@ -17,6 +17,7 @@ import param
 
 from explorer.analysis.result import Analysis
 from explorer.foundations.formatting import full_number as number
+from explorer.foundations.formatting import location
 from explorer.packet.dtypes import FIELD_BITS
 from explorer.pair.findings import output_sentence
 from explorer.pair.model import SIDES, Pair
@@ -165,7 +166,7 @@ def element_html(pair: Pair, head: int, channel: int) -> str:
         if output.differs is None
         else ("; bit patterns differ" if output.differs[head, channel] else "; bit patterns equal")
     )
-    return f'<p class="element-title"><b>Query head {head}, channel {channel}</b>{differs}{ulp}</p>' + table(
+    return f'<p class="element-title"><b>{location(head, channel).capitalize()}</b>{differs}{ulp}</p>' + table(
         ("", "value (4 significant digits; the comparison JSON holds every digit)", "bits", "dtype"),
         rows,
         css_class="pair-element",

@@ -1,6 +1,7 @@
 """Compact HTML of one analysis (status, reasons, per-head primary metrics) as plain strings.
 
-Stdlib and numpy only, never imports a UI library or computes a reported number.
+The analysis-specific HTML only (the toolkit it builds on is views/shared/markup.py); stdlib and numpy only, never
+imports a UI library or computes a reported number.
 """
 
 from __future__ import annotations
@@ -9,19 +10,22 @@ from collections.abc import Sequence
 
 from explorer.analysis.ranking import noise_floor_ratios, ranked_heads, worst_ulp_per_head
 from explorer.analysis.result import Analysis, Comparison, Metrics
-from explorer.foundations.formatting import MISSING as NOT_A_NUMBER  # noqa: F401  (the views' name for a missing value)
+
+# Re-exported (noqa F401) only for modules outside the views' owner this release: views/packet/emulations.py
+# (NOT_A_NUMBER) and ui/ (written_note); drop both once they import from formatting.MISSING and markup.
+from explorer.foundations.formatting import MISSING as NOT_A_NUMBER  # noqa: F401
 from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED, Problem, Reason
 from explorer.views.shared.markup import (
+    BOX_STYLE,
     esc,
     number_cell,
     status_badge,
     table,
+    written_note,  # noqa: F401
 )
 
 LARGEST_HEADS = 3  # heads with the largest primary linf, listed in the notebook summary
 
-NEGATIVE_INFINITY_HEADER = '<span style="white-space:nowrap">-inf</span>'  # never broken after its minus sign
-BOX_STYLE = "padding:0.5em 0.9em;border-left:4px solid #8a8a8a;background:#f5f5f5;margin-bottom:0.6em"
 
 STATUS_MEANING = {
     ANALYZED: "The packet was admitted and every comparison was computed; no inconclusive reason applies.",
@@ -203,11 +207,3 @@ def overview_html(analysis: Analysis) -> str:
             )
     parts.append("</div>")
     return "".join(parts)
-
-
-def written_note(css_class: str, files) -> str:
-    """The note after an export: one written path per line (`files`: (css class, path) pairs), wrapping anywhere."""
-    lines = "".join(
-        f'<div style="overflow-wrap:anywhere"><code class="{css}">{esc(str(path))}</code></div>' for css, path in files
-    )
-    return f'<div class="{css_class}">Written:{lines}</div>'
