@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from explorer.foundations import formatting
+from explorer.views.pair.html import PAIR_STATUS_COLOURS
 from explorer.views.shared import html_summary, markup
 from explorer.views.shared.scales import LINEAR, LOG, colour_scale
 
@@ -97,3 +98,24 @@ def test_colour_scale_without_a_range(mode):
     assert not one_positive.logz and one_positive.clim == (0.0, 2.0)
     undefined = colour_scale([np.full((2, 2), np.nan)], mode, "x")
     assert undefined.clim == (0.0, 1.0) and "No finite x" in undefined.note
+
+
+def test_a_cell_of_its_own_keeps_the_shared_cell_style_and_adds_its_style_and_attributes():
+    shown = markup.table(
+        ("", "b"),
+        [(markup.Cell("a", header=True), markup.Cell("1", style="color:red", attributes='data-count="1"'))],
+    )
+    assert f'<th style="{markup.CELL_STYLE};">a</th>' in shown
+    assert f'<td data-count="1" style="{markup.CELL_STYLE};color:red">1</td>' in shown
+    assert f'<th style="{markup.CELL_STYLE}"></th>' in shown  # a plain header cell as before
+
+
+def test_one_status_badge_for_packets_pairs_and_replay_runs():
+    compared = markup.status_badge("compared", css_class="pair-status", colours=PAIR_STATUS_COLOURS)
+    assert compared.startswith('<span class="pair-status" data-status="compared" style="display:inline-block;')
+    assert markup.status_badge("analyzed", css_class="replay-status").endswith(">analyzed</span>")
+
+
+def test_one_location_text_for_every_view():
+    assert formatting.location(5, 17) == "query head 5, channel 17"
+    assert formatting.at_text({"queryHead": 5, "channel": 17}) == " at query head 5, channel 17"

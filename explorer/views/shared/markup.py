@@ -1,15 +1,14 @@
 """The views' one HTML toolkit: escaper, status badge, plain table and number cell; strings only.
 
-Stdlib and numpy only, never imports a UI library or computes a reported number. Every view, export and the app's
-sidebar build their HTML from these, so a name, a status, a table or a number looks the same wherever it is shown
-(a location reads as explorer.foundations.formatting.location says it).
+Stdlib, numpy and the core only, never imports a UI library or computes a reported number. Every view, export and
+the app's sidebar build their HTML from these, so a name, a status, a table or a number looks the same wherever it
+is shown (a location reads as explorer.foundations.formatting.location says it).
 """
 
 from __future__ import annotations
 
 import html
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -17,6 +16,7 @@ from explorer.catalog.summary import ERROR
 from explorer.foundations.bounded import escaped_bytes
 from explorer.foundations.formatting import full_number as number
 from explorer.foundations.formatting import short_number
+from explorer.foundations.record import Record, record
 from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED
 
 # Neutral colours (background, text): a status is a category, never a verdict.
@@ -49,8 +49,8 @@ def number_cell(value: object) -> str:
     return f'<span class="number" style="{"white-space:nowrap" if numeric else WRAP_STYLE}"{title}>{esc(shown)}</span>'
 
 
-@dataclass(frozen=True)
-class Cell:
+@record
+class Cell(Record):
     """A table cell of its own: `html` (already escaped) with `style` after the table's cell style, `attributes`
     (already-escaped HTML attributes: class, data-*, title) and `header` for a row's label (a <th>)."""
 
