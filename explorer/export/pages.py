@@ -394,10 +394,12 @@ def _standalone_html(viewable, title: str) -> str:
 
 
 def _packet_html(analysis: Analysis, name: str, head: int | None) -> str:
-    """The standalone page of every view of one packet, opening on `head` (default: export_head)."""
+    """The standalone page of every view of one packet, opening on `head` (default: export_head); its views are
+    given the analysis the JSON beside it serializes (shown_emulations), so the Raw view shows that report."""
     with _detached():
         return _standalone_html(
-            _page(analysis, name, export_head(analysis, head)), title=f"{name} - Attention Packet Explorer"
+            _page(shown_emulations(analysis), name, export_head(analysis, head)),
+            title=f"{name} - Attention Packet Explorer",
         )
 
 

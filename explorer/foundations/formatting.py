@@ -19,6 +19,8 @@ from explorer.foundations.bounded import terminal_text
 
 SIGNIFICANT_DIGITS = 4  # digits of a float on screen; hovers, tooltips and JSON carry the full value
 MISSING = "-"  # a value that does not exist (null in the JSON); its reason is said beside it
+# A whole number up to this size (every integer a float64 holds exactly) is shown as an integer, never 1.000e+00.
+LARGEST_WHOLE_NUMBER = 2**53
 
 
 def _is_float(value: object) -> bool:
@@ -54,13 +56,22 @@ def short_number(value: object) -> str:
 
 
 def scientific_number(value: float) -> str:
-    """A float for a column of numbers: SIGNIFICANT_DIGITS significant digits, always in scientific notation
-    (`5.753e+05`, `9.998e-01`), so a column reads alike."""
-    return f"{float(value):.{SIGNIFICANT_DIGITS - 1}e}"
+    """A number for a column of numbers: a whole number as an integer (`1`, `2544000`, a count or ULP distance is
+    never `1.000e+00`), any other SIGNIFICANT_DIGITS significant digits in scientific notation (`5.753e+05`,
+    `9.998e-01`), so the fractions of a column read alike."""
+    value = float(value)
+    if value.is_integer() and abs(value) <= LARGEST_WHOLE_NUMBER:
+        return f"{value:.0f}"
+    return f"{value:.{SIGNIFICANT_DIGITS - 1}e}"
 
 
 def _plain(value: object) -> object:
     return dict(value) if isinstance(value, Mapping) else str(value)
+
+
+def location(head: int, channel: int) -> str:
+    """Where an output element sits, as every view, line and sentence says it: "query head 5, channel 17"."""
+    return f"query head {head}, channel {channel}"
 
 
 def at_text(at: Mapping[str, int] | None) -> str:
@@ -68,7 +79,7 @@ def at_text(at: Mapping[str, int] | None) -> str:
 
     `at` is a report's location block ({"queryHead", "channel"}, docs/report.md): the one shape of a location in
     every report, and this the one text of it."""
-    return "" if at is None else f" at query head {at['queryHead']}, channel {at['channel']}"
+    return "" if at is None else f" at {location(at['queryHead'], at['channel'])}"
 
 
 TABLE_INDENT = "  "  # before every line of a plain-text table

@@ -40,9 +40,18 @@ def test_short_number_keeps_four_significant_digits():
 
 @pytest.mark.parametrize(
     "value, shown",
-    [(575312.0, "5.753e+05"), (0.98812, "9.881e-01"), (3100.0, "3.100e+03"), (12, "1.200e+01"), (-0.0, "-0.000e+00")],
+    [(575312.5, "5.753e+05"), (0.98812, "9.881e-01"), (3100.5, "3.100e+03"), (1e20, "1.000e+20")],
 )
 def test_scientific_number_keeps_four_significant_digits_in_every_cell(value, shown):
+    assert scientific_number(value) == shown
+
+
+@pytest.mark.parametrize(
+    "value, shown",
+    [(1.0, "1"), (2544000.0, "2544000"), (12, "12"), (3100.0, "3100"), (-0.0, "-0"), (float(2**53), str(2**53))],
+)
+def test_scientific_number_shows_a_whole_number_as_an_integer(value, shown):
+    """The packet list's worst ULP 1 reads `1`, not `1.000e+00` (issue 39)."""
     assert scientific_number(value) == shown
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from explorer.views.shared.common import head_ticks
+from explorer.views.shared.charts import head_ticks
 from explorer.views.shared.scales import (
     INDEX_LABEL_PIXELS,
     ULP_BUCKET_COLOURS,

@@ -12,7 +12,7 @@ import re
 import holoviews as hv
 import numpy as np
 import panel as pn
-from bokeh.models import ColorBar, HoverTool, LinearColorMapper, LogColorMapper
+from bokeh.models import ColorBar, GlyphRenderer, HoverTool, LinearColorMapper, LogColorMapper, Scatter
 
 from explorer.analysis.ranking import noise_floor_ratios, worst_ulp_per_head
 from explorer.analysis.report import report_text
@@ -20,9 +20,9 @@ from explorer.analysis.result import NEGATIVE_INFINITY, POSITIVE_INFINITY
 from explorer.packet.model import TENSOR_NAMES
 from explorer.views import Selection
 from explorer.views.packet import attention, errors, nonfinite
-from explorer.views.shared import common, markup
-from explorer.views.shared.common import LINEAR, LOG, NAN_COLOUR, colour_scale
-from explorer.views.shared.scales import ZERO_COLOUR
+from explorer.views.shared import charts, marks, markup
+from explorer.views.shared.common import NAN_COLOUR
+from explorer.views.shared.scales import LINEAR, LOG, ZERO_COLOUR, colour_scale
 
 from views_support import (
     BUILDERS,
@@ -179,14 +179,29 @@ def test_last_row_maps_colour_the_fields_that_differ(analyses):
 
 
 def test_equal_last_rows_say_so(analyses):
+    """An all-equal last row is said in words where its map would be, never drawn as an empty grey plot (issue 39)."""
     facts = analyses["clean-fp32q-bf16kv"].facts
     view, document = _build(analyses, "clean-fp32q-bf16kv", "lastrow")
-    assert text(view).count('class="all-bits-equal"') == 2
-    maps = images_by_title(document)
-    assert len(plots(document)) == len(maps) == 2  # the rows are still drawn; no bit-position histogram
-    keys = maps["Keys: XOR of stored and incoming, by differing field"]
-    assert not _column(keys, "image").any()
-    np.testing.assert_array_equal(_column(keys, "incoming_bits"), facts.last_row_keys.incoming_bits)
+    shown = text(view)
+    assert shown.count('class="all-bits-equal"') == 2
+    assert f"the {facts.last_row_keys.compared} key elements" in shown and "nothing to draw" in shown
+    assert not plots(document) and not images_by_title(document)  # no empty map, no bit-position histogram
+    assert 'class="field-legend"' not in shown
+
+
+def test_a_lone_differing_last_row_element_is_ringed(analyses):
+    """The Values row of the sample differs in one element of many: ringed on its map, as the Overview rings it."""
+    values = analyses["last-row-mismatch"].facts.last_row_values
+    assert values.mismatched == 1
+    view, document = _build(analyses, "last-row-mismatch", "lastrow")
+    rings = [
+        r.data_source.data
+        for r in models(document, GlyphRenderer)
+        if isinstance(r.glyph, Scatter) and r.glyph.line_color == marks.RING_COLOUR
+    ]
+    (head,), (column,) = np.nonzero(values.field_mask)
+    assert {"y": [float(head)], "x": [float(column)]} in [dict(ring) for ring in rings]
+    assert "Ringed: the 1 differing element, too few to see by colour alone." in text(view)
 
 
 # ---------------------------------------------------------------- nonfinite
@@ -407,18 +422,18 @@ def test_per_head_axes_label_every_head_as_an_integer(analyses):
 
 
 def test_head_ticks_stay_integers_beyond_the_labelled_heads_and_stand_up_when_crowded():
-    assert common.head_ticks(8, common.UPRIGHT_HEAD_LABELS) == (list(range(8)), False)
-    assert common.head_ticks(16, common.UPRIGHT_HEAD_LABELS) == (list(range(16)), True)
-    many, _ = common.head_ticks(64, common.MAX_INDEX_TICKS)
-    assert many == list(range(0, 64, 2)) and len(many) <= common.MAX_INDEX_TICKS
+    assert charts.head_ticks(8, charts.UPRIGHT_HEAD_LABELS) == (list(range(8)), False)
+    assert charts.head_ticks(16, charts.UPRIGHT_HEAD_LABELS) == (list(range(16)), True)
+    many, _ = charts.head_ticks(64, charts.MAX_INDEX_TICKS)
+    assert many == list(range(0, 64, 2)) and len(many) <= charts.MAX_INDEX_TICKS
 
 
 def test_per_head_chart_draws_the_chosen_metric(analyses):
     numerics = analyses["injected-error-head5"].numerics
     floor = ("floor", numerics.fp64.reference_error)
-    controls, chart = common.per_head_charts([("primary", numerics.primary)], floor)
+    controls, chart = charts.per_head_charts([("primary", numerics.primary)], floor)
     choice = controls.select(pn.widgets.RadioButtonGroup)[0]
-    for attribute, metric in common.METRICS:
+    for attribute, metric in charts.METRICS:
         choice.value = attribute
         render(pn.Column(chart))
         shown = head_charts(pn.Column(chart))
@@ -430,13 +445,13 @@ def test_per_head_chart_draws_the_chosen_metric(analyses):
 
 def test_shared_metric_choice_drives_every_chart_and_one_metric_needs_no_choice(analyses):
     numerics = analyses["qwen36-bf16-t64"].numerics
-    choice = common.metric_choice()
-    charts = [common.per_head_charts([(label, numerics.primary)], choice=choice)[1] for label in ("a", "b")]
+    choice = charts.metric_choice()
+    drawn = [charts.per_head_charts([(label, numerics.primary)], choice=choice)[1] for label in ("a", "b")]
     choice.value = "rmse"
-    for chart in charts:
+    for chart in drawn:
         render(pn.Column(chart))
         assert [c.title for c in head_charts(pn.Column(chart))] == ["rmse per query head"]
-    legend, chart = common.per_head_charts([("a", numerics.primary)], metrics=(("linf", "linf"),))
+    legend, chart = charts.per_head_charts([("a", numerics.primary)], metrics=(("linf", "linf"),))
     assert not pn.Column(legend, chart).select(pn.widgets.RadioButtonGroup)
 
 

@@ -51,6 +51,11 @@ def test_the_tables_hold_every_emulations_counts_in_table_order_with_the_baselin
     shown = text(pn.panel(view))
     run = next(e for e in view.emulations if e.id == "mlx_run")  # a row of its own: the real library, here
     assert f"the real library, on this machine: mlx {run.library['version']} on the cpu" in shown
+    # what a CPU run is beside a GPU packet (issue 39)
+    assert (
+        "here MLX&#x27;s CPU path, which rounds every step to the packet&#x27;s dtype, so it is expected to differ"
+        in shown
+    )
     decisive = view.counts.decisive.count
     order = [shown.index(f">{e.id}</code>") for e in ranked(view.emulations)]
     assert order == sorted(order) and order[-1] < shown.index("rounded reference (baseline)")

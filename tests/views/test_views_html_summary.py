@@ -9,16 +9,17 @@ import numpy as np
 import pytest
 
 from explorer.foundations import formatting
-from explorer.views.shared import html_summary
-from explorer.views.shared.common import LINEAR, LOG, colour_scale
+from explorer.views.pair.html import PAIR_STATUS_COLOURS
+from explorer.views.shared import html_summary, markup
+from explorer.views.shared.scales import LINEAR, LOG, colour_scale
 
 
 def test_overview_of_an_analyzed_packet_lists_its_largest_linf_heads(analyses):
     analysis = analyses["injected-error-head5"]
     page = html_summary.overview_html(analysis)
     assert 'data-status="analyzed"' in page
-    assert html_summary.esc(analysis.numerics.primary.label) in page
-    assert html_summary.esc(repr(analysis.numerics.primary.per_head[5].linf)) in page  # the full value, as a tooltip
+    assert markup.esc(analysis.numerics.primary.label) in page
+    assert markup.esc(repr(analysis.numerics.primary.per_head[5].linf)) in page  # the full value, as a tooltip
     assert page.split('class="per-head-primary"')[1].count("<tr><td") == html_summary.LARGEST_HEADS
 
 
@@ -45,7 +46,7 @@ def test_overview_escapes_packet_text(analyses):
 def test_numbers_are_shown_as_the_report_prints_them():
     assert formatting.full_number(0.1) == "0.1"
     assert formatting.full_number(np.float32(0.1)) == repr(float(np.float32(0.1)))
-    assert formatting.full_number(None) == html_summary.NOT_A_NUMBER
+    assert formatting.full_number(None) == formatting.MISSING
     assert formatting.full_number(True) == "true"
     assert formatting.full_number({"a": 1}) == '{"a": 1}'
     assert formatting.full_number(7) == "7"
@@ -57,11 +58,11 @@ def test_short_numbers_keep_four_significant_digits_and_the_full_value_in_the_to
     assert formatting.short_number(1234567.0) == "1.235e+06"
     assert formatting.short_number(float("nan")) == "nan"
     assert formatting.short_number(12345) == "12345"  # integers are exact counts, never rounded
-    assert formatting.short_number(None) == html_summary.NOT_A_NUMBER
+    assert formatting.short_number(None) == formatting.MISSING
     assert formatting.short_number("bfloat16") == "bfloat16"
-    cell = html_summary.number_cell(0.13175451755523682)
+    cell = markup.number_cell(0.13175451755523682)
     assert cell == '<span class="number" style="white-space:nowrap" title="0.13175451755523682">0.1318</span>'
-    assert html_summary.number_cell(0.5) == '<span class="number" style="white-space:nowrap">0.5</span>'  # no tooltip
+    assert markup.number_cell(0.5) == '<span class="number" style="white-space:nowrap">0.5</span>'  # no tooltip
 
 
 def test_largest_heads_skip_null_metrics_and_break_ties_by_head(analyses):
@@ -97,3 +98,24 @@ def test_colour_scale_without_a_range(mode):
     assert not one_positive.logz and one_positive.clim == (0.0, 2.0)
     undefined = colour_scale([np.full((2, 2), np.nan)], mode, "x")
     assert undefined.clim == (0.0, 1.0) and "No finite x" in undefined.note
+
+
+def test_a_cell_of_its_own_keeps_the_shared_cell_style_and_adds_its_style_and_attributes():
+    shown = markup.table(
+        ("", "b"),
+        [(markup.Cell("a", header=True), markup.Cell("1", style="color:red", attributes='data-count="1"'))],
+    )
+    assert f'<th style="{markup.CELL_STYLE};">a</th>' in shown
+    assert f'<td data-count="1" style="{markup.CELL_STYLE};color:red">1</td>' in shown
+    assert f'<th style="{markup.CELL_STYLE}"></th>' in shown  # a plain header cell as before
+
+
+def test_one_status_badge_for_packets_pairs_and_replay_runs():
+    compared = markup.status_badge("compared", css_class="pair-status", colours=PAIR_STATUS_COLOURS)
+    assert compared.startswith('<span class="pair-status" data-status="compared" style="display:inline-block;')
+    assert markup.status_badge("analyzed", css_class="replay-status").endswith(">analyzed</span>")
+
+
+def test_one_location_text_for_every_view():
+    assert formatting.location(5, 17) == "query head 5, channel 17"
+    assert formatting.at_text({"queryHead": 5, "channel": 17}) == " at query head 5, channel 17"

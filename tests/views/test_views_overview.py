@@ -13,13 +13,12 @@ import numpy as np
 import panel as pn
 import pytest
 
-from explorer.analysis.ranking import worst_ulp_per_head
+from explorer.analysis.ranking import ranked_heads, worst_ulp_per_head
 from explorer.foundations.formatting import short_number
 from explorer.packet.model import TENSOR_NAMES
 from explorer.views import Selection
 from explorer.views.packet import overview
 from explorer.views.packet.element import element_html
-from explorer.views.shared import html_summary
 from explorer.views.shared.markup import esc
 from explorer.views.shared.scales import ulp_bucket_codes
 
@@ -204,7 +203,7 @@ def test_the_error_map_labels_every_head_and_a_line_names_the_largest_score_head
     heads = len(numerics.score.per_head)
     assert list(_error_plot(document).left[0].ticker.ticks) == list(range(heads))
     worst = max(range(heads), key=lambda h: (numerics.score.per_head[h] or 0, -h))
-    assert html_summary.ranked_heads(numerics)[0] == worst
+    assert ranked_heads(numerics)[0] == worst
     assert f'data-head="{worst}">Largest score: <b>query head {worst}</b>' in text(_cells(view)["errors"])
 
 

@@ -11,17 +11,14 @@ import panel as pn
 
 from explorer.analysis.result import Analysis, HeadAttention, Numerics
 from explorer.views.shared import head_chart, html_summary
+from explorer.views.shared.charts import CHART_WIDTH, head_chart_pane
 from explorer.views.shared.common import (
-    CHART_WIDTH,
     CONTINUOUS_CMAP,
-    LOG,
     Field,
     Selection,
-    colour_scale,
     exact_number,
     explained,
     grid_map,
-    head_chart_pane,
     heading,
     hover,
     html_pane,
@@ -30,6 +27,7 @@ from explorer.views.shared.common import (
     state,
 )
 from explorer.views.shared.markup import esc, number_cell, table
+from explorer.views.shared.scales import LOG, colour_scale
 
 MAX_OVERVIEW_CELLS = 250_000  # query head x token weights drawn in one overview map
 MAX_CURVE_POINTS = 4_000  # tokens drawn in one head's weight curve; past it, two per bin of consecutive tokens

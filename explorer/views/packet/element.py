@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from explorer.analysis.result import Analysis
 from explorer.foundations.formatting import full_number as number
-from explorer.foundations.formatting import short_number
+from explorer.foundations.formatting import location, short_number
 from explorer.views.shared.markup import esc, table
 
 PANEL_STYLE = "padding:0.4em 0.8em;border:1px solid #b9c6d6;background:#f7f9fc;margin:0.3em 0"
@@ -31,7 +31,7 @@ def element_html(analysis: Analysis, head: int, channel: int) -> str:
         )
         for label, value in record.fields()
     ]
-    title = f"Element: query head {record.head}, channel {record.channel} (flat index {record.flat_index} over [QH, D])"
+    title = f"Element: {location(record.head, record.channel)} (flat index {record.flat_index} over [QH, D])"
     half = (len(rows) + 1) // 2
     header = ("quantity", "value", "exact (as in the JSON report)")
     tables = "".join(

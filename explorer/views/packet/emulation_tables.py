@@ -15,6 +15,11 @@ from typing import Any
 
 BASELINE_LABEL = "rounded reference (baseline)"
 REAL_LIBRARY = "the real library, on this machine"  # an mlx_run row: not an emulation
+CPU_DEVICE = "cpu"  # the device of a library run that took MLX's CPU path (the packets come from a GPU kernel)
+CPU_PATH = (
+    "; here MLX's CPU path, which rounds every step to the packet's dtype, so it is expected to differ from a GPU "
+    "kernel's output"
+)
 SIDES = ("a", "b")
 
 
@@ -28,7 +33,8 @@ def _note(entry: dict[str, Any]) -> str:
     library = entry.get("library")
     if entry.get("kernel") == "mlx_run":
         ran = f": {library['name']} {library['version']} on the {library['device']}" if library else ""
-        return REAL_LIBRARY + ran + (f"; no numbers: {entry['notEmulated']}" if entry.get("notEmulated") else "")
+        path = CPU_PATH if library and library["device"] == CPU_DEVICE else ""
+        return REAL_LIBRARY + ran + path + (f"; no numbers: {entry['notEmulated']}" if entry.get("notEmulated") else "")
     if entry.get("notEmulated"):
         return f"not emulated: {entry['notEmulated']}"
     resolved = entry.get("resolved")

@@ -13,15 +13,12 @@ import panel as pn
 from explorer.analysis.result import Analysis, Comparison, Numerics, Ulp
 from explorer.foundations.record import Record, record
 from explorer.views.shared import html_summary
+from explorer.views.shared.charts import per_head_charts
 from explorer.views.shared.common import (
     CONTINUOUS_CMAP,
-    LINEAR,
-    LOG,
     Field,
     Selection,
     collapsed,
-    colour_scale,
-    comparison_rows,
     explained,
     grid_map,
     heading,
@@ -29,13 +26,13 @@ from explorer.views.shared.common import (
     html_pane,
     note,
     per_cell,
-    per_head_charts,
-    per_head_rows,
     plot_pane,
-    selectable,
     ulp_value,
 )
-from explorer.views.shared.markup import esc, number_cell, table
+from explorer.views.shared.html_summary import comparison_rows, per_head_rows
+from explorer.views.shared.marks import selectable
+from explorer.views.shared.markup import Cell, esc, number_cell, table
+from explorer.views.shared.scales import LINEAR, LOG, colour_scale
 
 SHARED_OPTIONS = {"a scale per map": False, "one scale for all maps": True}
 FULL_HOVER_CELLS = 65_536  # above this many cells per map, the hover carries the error only (keeps the payload small)
@@ -43,6 +40,10 @@ MAX_MAP_COLUMNS = 2  # maps per row: each keeps its title, axes and colour bar r
 ULP_BAR_PIXELS = 180  # the longest ULP histogram bar
 ULP_BAR_COLOUR = "#4c72b0"
 ULP_CHART_WIDTH = 340  # one histogram with its labels and caption
+# The bar chart is a borderless table: a bucket right-aligned beside its bar.
+BARS_TABLE_STYLE = "border-collapse:collapse;font-size:0.9em;margin-top:0.3em"
+BAR_CELL_STYLE = "padding:1px 0;white-space:nowrap;text-align:left"
+BUCKET_STYLE = "text-align:right;padding-right:8px"
 ULP_TABLE_MIN_WIDTH = 320  # the ULP table beside the histograms wraps below them when narrower
 
 
@@ -202,18 +203,20 @@ def _ulp_bars(rounded) -> str:
         width = 0 if count == 0 else max(1, round(ULP_BAR_PIXELS * count / largest))
         bucket = f"{low}" if low == high else f"{low}\u2013{high}"
         rows.append(
-            f'<tr><td style="text-align:right;padding:1px 8px 1px 0;white-space:nowrap">{bucket}</td>'
-            f'<td style="padding:1px 0;white-space:nowrap"><span class="ulp-bar" data-count="{count}" '
-            f'style="display:inline-block;width:{width}px;height:0.85em;background:{ULP_BAR_COLOUR};'
-            f'vertical-align:middle"></span> {count}</td></tr>'
+            (
+                Cell(bucket, style=BUCKET_STYLE),
+                f'<span class="ulp-bar" data-count="{count}" style="display:inline-block;width:{width}px;'
+                f'height:0.85em;background:{ULP_BAR_COLOUR};vertical-align:middle"></span> {count}',
+            )
         )
+    header = (Cell("ULP distance", style=BUCKET_STYLE), "elements")
     return (
         f'<div class="ulp-histogram" style="margin:0.2em 1.5em 0.6em 0;max-width:{ULP_CHART_WIDTH}px">'
         f"<b>{esc(rounded.dtype)} ULP histogram"
         '</b><br><span style="color:#444;font-size:0.9em">elements per ULP distance to the rounded reference '
-        '(bar length linear in the count)</span><table style="border-collapse:collapse;font-size:0.9em;'
-        'margin-top:0.3em"><tr><th style="text-align:right;padding-right:8px">ULP distance</th>'
-        f'<th style="text-align:left">elements</th></tr>{"".join(rows)}</table></div>'
+        "(bar length linear in the count)</span>"
+        + table(header, rows, table_style=BARS_TABLE_STYLE, cell_style=BAR_CELL_STYLE)
+        + "</div>"
     )
 
 

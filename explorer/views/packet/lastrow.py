@@ -12,7 +12,7 @@ import panel as pn
 
 from explorer.analysis.result import Analysis, LastRow
 from explorer.packet.dtypes import FIELD_BITS
-from explorer.views.shared import html_summary
+from explorer.views.shared import html_summary, marks
 from explorer.views.shared.common import (
     Field,
     Selection,
@@ -26,10 +26,12 @@ from explorer.views.shared.common import (
     html_pane,
     integer_y_axis,
     named,
+    note,
     plot_pane,
     state,
 )
 from explorer.views.shared.markup import esc, table
+from explorer.views.shared.scales import isolated_cells
 
 # field_mask codes: bit 1 = sign differs, 2 = exponent differs, 4 = mantissa differs.
 FIELD_NAMES = (
@@ -143,23 +145,33 @@ def _facts_table(row: LastRow) -> str:
 
 
 def _one(row: LastRow, name: str, noun: str) -> list:
+    """Facts, then either the all-bits-equal state (nothing to draw) or the XOR map, a lone differing element ringed
+    as the Overview rings it, and the bit-position histogram."""
     title = f"{name}: stored row T-1 vs incoming row"
     parts = [heading(title), html_pane(_facts_table(row))]
     if row.mismatched == 0:
-        parts.append(
+        return [
+            *parts,
             state(
                 f"<b>All bits equal</b>: the {row.compared} {esc(noun)} elements of the stored "
-                "last row are bitwise identical to the incoming row.",
+                "last row are bitwise identical to the incoming row; there is nothing to draw.",
                 "all-bits-equal",
+            ),
+        ]
+    image = _xor_map(row, f"{name}: XOR of stored and incoming, by differing field")
+    isolated = isolated_cells(row.field_mask > 0)
+    if isolated is not None:
+        image = marks.ringed(image, *isolated)
+    parts += [html_pane(legend_html()), plot_pane(image)]
+    if isolated is not None:
+        count = len(isolated[0])
+        parts.append(
+            note(
+                f"Ringed: the {count} differing element{'s' if count != 1 else ''}, too few to see by colour alone.",
+                "last-row-ringed",
             )
         )
-    parts += [
-        html_pane(legend_html()),
-        plot_pane(_xor_map(row, f"{name}: XOR of stored and incoming, by differing field")),
-    ]
-    if row.mismatched:
-        parts.append(plot_pane(_histogram(row, f"{name}: differing bits per bit position")))
-    return parts
+    return [*parts, plot_pane(_histogram(row, f"{name}: differing bits per bit position"))]
 
 
 def _body(analysis: Analysis) -> list:

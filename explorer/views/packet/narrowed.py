@@ -10,25 +10,23 @@ import panel as pn
 
 from explorer.analysis.result import Analysis, Comparison, NarrowedQuery, Numerics
 from explorer.views.shared import html_summary
+from explorer.views.shared.charts import metric_choice, per_head_charts
 from explorer.views.shared.common import (
     CONTINUOUS_CMAP,
-    LOG,
     Field,
     Selection,
-    colour_scale,
-    comparison_rows,
     explained,
     grid_map,
     heading,
     html_pane,
-    metric_choice,
     note,
-    per_head_charts,
     plot_pane,
-    selectable,
     state,
 )
+from explorer.views.shared.html_summary import comparison_rows
+from explorer.views.shared.marks import selectable
 from explorer.views.shared.markup import esc
+from explorer.views.shared.scales import LOG, colour_scale
 
 DIFFERENCE_LABEL = "|difference|"  # colour-bar label: the map's title names the two sides
 REASON_WORDS = {

@@ -36,10 +36,10 @@ from explorer.views.shared.common import (
     named,
     note,
     plot_pane,
-    selectable,
     state,
 )
-from explorer.views.shared.markup import esc, table
+from explorer.views.shared.marks import selectable
+from explorer.views.shared.markup import NEGATIVE_INFINITY_HEADER, esc, table
 
 TOKEN_TENSORS = ("storedKeys", "storedValues")  # drawn head x token, aggregated over channels
 QUERY_HEAD_TENSORS = ("queries", "output")  # query head x channel maps: a click selects that output element
@@ -172,7 +172,7 @@ def _counts_table(analysis: Analysis) -> str:
             "NaN (quiet and signaling)",
             "of which signaling NaN",
             "+inf",
-            html_summary.NEGATIVE_INFINITY_HEADER,
+            NEGATIVE_INFINITY_HEADER,
             "first [head, token, channel]",
         ),
         rows,

@@ -8,26 +8,23 @@ from __future__ import annotations
 
 import numpy as np
 import panel as pn
-from bokeh.models import ColumnDataSource
 
 from explorer.analysis.findings import largest_error_finding, ulp_finding
-from explorer.analysis.ranking import worst_ulp_per_head
+from explorer.analysis.ranking import ranked_heads, worst_ulp_per_head
 from explorer.analysis.result import Analysis, LastRow, Numerics
-from explorer.foundations.formatting import at_text, short_number
+from explorer.foundations.formatting import MISSING, at_text, short_number
 from explorer.packet.dtypes import FIELD_BITS
 from explorer.packet.model import REFUSED, TENSOR_NAMES
 from explorer.views.packet import lastrow, nonfinite
 from explorer.views.packet.narrowed import reason_words
-from explorer.views.shared import html_summary, markup
+from explorer.views.shared import html_summary, marks, markup
+from explorer.views.shared.charts import UPRIGHT_HEAD_LABELS, per_head_charts
 from explorer.views.shared.common import (
     COMPACT_FONT,
     CONTINUOUS_CMAP,
-    LOG,
     MAP_FRAME_PIXELS,
-    UPRIGHT_HEAD_LABELS,
     Field,
     Selection,
-    colour_scale,
     grid_map,
     hex_pattern,
     hint,
@@ -35,16 +32,14 @@ from explorer.views.shared.common import (
     named,
     note_markup,
     per_cell,
-    per_head_charts,
     plot_pane,
-    selectable,
     state_markup,
     ulp_map,
     ulp_value,
 )
-from explorer.views.shared.html_summary import ranked_heads
+from explorer.views.shared.marks import selectable
 from explorer.views.shared.markup import esc
-from explorer.views.shared.scales import index_ticks, isolated_cells
+from explorer.views.shared.scales import LOG, colour_scale, index_ticks, isolated_cells
 
 # Compact cells: the four fit the first screen at 1280 x 800; each cell's link opens its full view.
 MAP_HEIGHT = 160
@@ -58,8 +53,6 @@ NONFINITE_MAP_HEIGHT = 120  # at least: taller when its heads need room to be la
 NONFINITE_MAP_MIN_WIDTH = 150  # two maps side by side in a cell of a 1280 px window
 TITLE_FONT = "10pt"
 NONFINITE_COLUMNS = 2  # nonfinite maps side by side in the cell's width
-RING_SIZE = 9  # screen pixels of the ring around an isolated nonzero element (its cell may be a pixel wide)
-RING_COLOUR = "#d6004c"
 CHART_HEIGHT = 112
 MAP_HINT = "Click a cell for every number behind it."
 LINK_WIDTH, LINK_HEIGHT = 150, 26
@@ -90,7 +83,7 @@ def identity_line(analysis: Analysis) -> str:
         sha = admission.packet_sha256
         return (
             f"<code>{esc(admission.path)}</code> &middot; packetSHA256 "
-            f"<code>{esc(sha[:SHA_DIGITS]) if sha else html_summary.NOT_A_NUMBER}</code> &middot; "
+            f"<code>{esc(sha[:SHA_DIGITS]) if sha else MISSING}</code> &middot; "
             "refused: identity not interpreted"
         )
     parts = []
@@ -198,11 +191,11 @@ def _error_map(analysis: Analysis, numerics: Numerics, selection: Selection) -> 
         fontsize={"yticks": TICK_FONT},
         yticks=index_ticks(rows, height - MAP_FRAME_PIXELS, HEAD_LABEL_PIXELS),
     )
-    ringed = isolated_cells(np.nan_to_num(colour, nan=0.0) > 0)
-    if ringed is not None:
-        image = image.opts(hooks=[*image.opts.get().kwargs.get("hooks", []), _rings(*ringed)])
+    isolated = isolated_cells(np.nan_to_num(colour, nan=0.0) > 0)
+    if isolated is not None:
+        image = marks.ringed(image, *isolated)
         caption += (
-            f" Ringed: the {len(ringed[0])} nonzero element{'s' if len(ringed[0]) != 1 else ''}, too few to "
+            f" Ringed: the {len(isolated[0])} nonzero element{'s' if len(isolated[0]) != 1 else ''}, too few to "
             "see by colour alone."
         )
     # No toolbar and no tools but hover (and the click): a compact cell, its full view one click away.
@@ -236,25 +229,6 @@ def _worst_head(numerics: Numerics) -> str:
         f"{heads[0]}</b> (score {esc(short_number(score))}{ulp_text}).</span>",
         "overview-worst-head",
     )
-
-
-def _rings(rows: np.ndarray, columns: np.ndarray):
-    """A render hook ringing cells (row, column) on a map's own figure (a glyph, not an overlay: no extra plot)."""
-    data = {"x": columns.astype(float).tolist(), "y": rows.astype(float).tolist()}
-
-    def hook(plot, element) -> None:
-        plot.state.scatter(
-            x="x",
-            y="y",
-            source=ColumnDataSource(data),
-            size=RING_SIZE,
-            marker="circle",
-            fill_alpha=0,
-            line_color=RING_COLOUR,
-            line_width=1.5,
-        )
-
-    return hook
 
 
 def _last_row_line(row: LastRow, name: str) -> str:

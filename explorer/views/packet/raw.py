@@ -19,6 +19,12 @@ from explorer.views.shared.markup import esc
 JSON_DEPTH = 2  # levels expanded when a JSON pane opens
 # A long JSON line scrolls inside its pane, never widens the page.
 CONTAINED = {"overflow-x": "auto", "overflow-wrap": "anywhere"}
+# A long string value (a limitation, a path) wraps inside the JSON tree, never runs past its right edge (Panel's
+# json.css sets `white-space: pre` on strings; this sheet comes after it in the pane's shadow root).
+JSON_WRAP_STYLESHEET = (
+    ".json-formatter-row .json-formatter-string, .json-formatter-row .json-formatter-stringifiable "
+    "{ white-space: pre-wrap; overflow-wrap: anywhere; }"
+)
 PRE_STYLE = (
     "white-space:pre-wrap;word-break:break-all;font-size:0.85em;background:#f7f7f7;padding:0.5em;"
     "max-height:32em;overflow:auto"
@@ -27,6 +33,18 @@ PRE_STYLE = (
 
 def _pre(text: str, css_class: str) -> pn.pane.HTML:
     return html_pane(f'<pre class="{css_class}" style="{PRE_STYLE}">{esc(text)}</pre>')
+
+
+def _json(value: object, css_class: str) -> pn.pane.JSON:
+    """A collapsible JSON tree whose long strings wrap at the pane's edge."""
+    return pn.pane.JSON(
+        value,
+        depth=JSON_DEPTH,
+        sizing_mode="stretch_width",
+        styles=CONTAINED,
+        stylesheets=[JSON_WRAP_STYLESHEET],
+        css_classes=[css_class],
+    )
 
 
 def _packet_json(analysis: Analysis) -> list:
@@ -40,13 +58,7 @@ def _snapshot(analysis: Analysis) -> list:
     admission = analysis.admission
     if admission.snapshot is not None:
         return [
-            pn.pane.JSON(
-                admission.snapshot,
-                depth=JSON_DEPTH,
-                sizing_mode="stretch_width",
-                styles=CONTAINED,
-                css_classes=["snapshot-json"],
-            ),
+            _json(admission.snapshot, "snapshot-json"),
             collapsed("Snapshot text as captured", _pre(admission.snapshot_text or "", "snapshot-text")),
         ]
     if admission.snapshot_text is not None:
@@ -78,9 +90,7 @@ def _body(analysis: Analysis) -> list:
     return [
         heading("JSON report", "The numbers every view draws, as <code>explorer analyze --json</code> prints them."),
         download,
-        pn.pane.JSON(
-            report, depth=JSON_DEPTH, sizing_mode="stretch_width", styles=CONTAINED, css_classes=["report-json"]
-        ),
+        _json(report, "report-json"),
         heading(PACKET_JSON, "As captured, decoded as UTF-8 (unknown keys included)."),
         *_packet_json(analysis),
         heading("Metadata snapshot", "The parsed CBv2AttentionMetadataSnapshot, every field as captured."),

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from explorer.analysis.result import Metrics
+from explorer.foundations.formatting import MISSING, short_number
 from explorer.foundations.formatting import full_number as number
-from explorer.foundations.formatting import short_number
 from explorer.packet.model import INCONCLUSIVE, REFUSED
 from explorer.pair.compare import COMPARED
 from explorer.pair.emulation import ranked_rows
@@ -27,8 +27,8 @@ from explorer.pair.report import (
     side_summary,
 )
 from explorer.views.packet.emulation_tables import pair_emulation_table
-from explorer.views.shared.html_summary import BOX_STYLE, NOT_A_NUMBER, refusals_table
-from explorer.views.shared.markup import STATUS_COLOURS, WRAP_STYLE, esc, status_badge, table
+from explorer.views.shared.html_summary import refusals_table
+from explorer.views.shared.markup import BOX_STYLE, STATUS_COLOURS, WRAP_STYLE, esc, status_badge, table
 
 SHOWN_POSITIONS = 8  # first differing input positions listed per tensor (the report holds up to 100)
 PAIR_STATUS_COLOURS = {
@@ -57,14 +57,6 @@ def short(value: Any) -> str:
     return esc(number(value))
 
 
-def pair_badge(status: str) -> str:
-    background, colour = PAIR_STATUS_COLOURS[status]
-    return (
-        f'<span class="pair-status" data-status="{esc(status)}" style="display:inline-block;padding:0 0.6em;'
-        f'border-radius:0.6em;font-weight:600;background:{background};color:{colour}">{esc(status)}</span>'
-    )
-
-
 def sides_table(pair: Pair) -> str:
     """Each side's packet, status and the fields allowed to differ, side by side."""
     report = {s: side_summary(pair.side(s)) for s in SIDES}
@@ -86,7 +78,8 @@ def sides_table(pair: Pair) -> str:
 
 
 def status_html(pair: Pair) -> str:
-    parts = [f"<p>Pair status: {pair_badge(pair.status)} &nbsp; {esc(PAIR_STATUS_MEANING[pair.status])}</p>"]
+    badge = status_badge(pair.status, css_class="pair-status", colours=PAIR_STATUS_COLOURS)
+    parts = [f"<p>Pair status: {badge} &nbsp; {esc(PAIR_STATUS_MEANING[pair.status])}</p>"]
     for refusal_side in SIDES:
         problems = [r.problem for r in pair.refusals if r.side == refusal_side]
         if problems:
@@ -190,7 +183,7 @@ def ladder_table(pair: Pair) -> str:
     ladder: dict[str, LadderRow | None] = {side: pair.ladder[side] for side in SIDES}
     rows = [["backend", *(esc(number(side_summary(pair.side(side))["backend"])) for side in SIDES)]]
     for attribute, label in LADDER_BLOCKS:
-        missing = [NOT_A_NUMBER] * len(LADDER_METRICS)
+        missing = [MISSING] * len(LADDER_METRICS)
         cells = {
             side: _metric_cells(getattr(row, attribute)) if row is not None else missing for side, row in ladder.items()
         }

@@ -17,19 +17,18 @@ import param
 
 from explorer.analysis.result import Analysis
 from explorer.foundations.formatting import full_number as number
+from explorer.foundations.formatting import location
 from explorer.packet.dtypes import FIELD_BITS
 from explorer.pair.findings import output_sentence
 from explorer.pair.model import SIDES, Pair
 from explorer.views.pair import html as pair_html
 from explorer.views.pair.emulations import PairEmulationsSection
 from explorer.views.pair.html import short
+from explorer.views.shared.charts import CHART_HEIGHT
 from explorer.views.shared.common import (
-    CHART_HEIGHT,
     CONTINUOUS_CMAP,
-    LOG,
     Field,
     collapsed,
-    colour_scale,
     grid_map,
     heading,
     hex_pattern,
@@ -44,6 +43,7 @@ from explorer.views.shared.common import (
     ulp_value,
 )
 from explorer.views.shared.markup import esc, table
+from explorer.views.shared.scales import LOG, colour_scale
 
 # Colours of the bit-difference map by ULP bucket [0], [1], [2, 3], [4, 7], ... (the report's histogram buckets).
 EQUAL_COLOUR = "#f4f4f4"
@@ -166,7 +166,7 @@ def element_html(pair: Pair, head: int, channel: int) -> str:
         if output.differs is None
         else ("; bit patterns differ" if output.differs[head, channel] else "; bit patterns equal")
     )
-    return f'<p class="element-title"><b>Query head {head}, channel {channel}</b>{differs}{ulp}</p>' + table(
+    return f'<p class="element-title"><b>{location(head, channel).capitalize()}</b>{differs}{ulp}</p>' + table(
         ("", "value (4 significant digits; the comparison JSON holds every digit)", "bits", "dtype"),
         rows,
         css_class="pair-element",

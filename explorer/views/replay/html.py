@@ -12,11 +12,12 @@ from __future__ import annotations
 from typing import Any
 
 from explorer.foundations.formatting import full_number as number
+from explorer.foundations.formatting import location, short_number
 from explorer.packet.dtypes import FIELD_BITS
 from explorer.replay.model import CAPTURE, PARTNER, REPLAY_LIMITATIONS, Replay
 from explorer.views.pair.html import short
 from explorer.views.shared.html_summary import refusals_table
-from explorer.views.shared.markup import STATUS_COLOURS, esc, status_badge, table
+from explorer.views.shared.markup import Cell, esc, status_badge, table
 
 REPLAY_STATUS_MEANING = {
     "analyzed": "all three arms admitted; every output compared with the capture (and the partner)",
@@ -29,17 +30,10 @@ DARK_TEXT_FROM = 3  # count colours from this index carry white text
 ARM_STATE_COLOURS = {"admitted": "#e8f1e4", "absent": "#eeeeee", "failed": "#fde0c5", "refused": "#f8d0d0"}
 
 
-def replay_badge(status: str) -> str:
-    background, colour = STATUS_COLOURS[status]
-    return (
-        f'<span class="replay-status" data-status="{esc(status)}" style="display:inline-block;padding:0 0.6em;'
-        f'border-radius:0.6em;font-weight:600;background:{background};color:{colour}">{esc(status)}</span>'
-    )
-
-
 def status_html(run: Replay) -> str:
     """Status badge and meaning, the run-level refusals or the inconclusive reasons."""
-    parts = [f"<p>Replay status: {replay_badge(run.status)} &nbsp; {esc(REPLAY_STATUS_MEANING[run.status])}</p>"]
+    badge = status_badge(run.status, css_class="replay-status")
+    parts = [f"<p>Replay status: {badge} &nbsp; {esc(REPLAY_STATUS_MEANING[run.status])}</p>"]
     if run.refusals:
         parts.append(refusals_table(run.refusals))
     if run.reasons:
@@ -88,29 +82,23 @@ def matrix_html(run: Replay) -> str:
     if matrix is None:
         return "<p><i>No matrix: the run was refused.</i></p>"
     largest = max((max(row) for row in matrix.mismatched), default=0)
-    header = "".join(
-        f'<th style="padding:3px 8px;border:1px solid #d0d0d0">{esc(label)}</th>' for label in matrix.labels
-    )
-    rows = []
-    for label, counts in zip(matrix.labels, matrix.mismatched, strict=True):
-        cells = []
-        for other, count in zip(matrix.labels, counts, strict=True):
-            background, colour = _count_colour(count, largest)
-            cells.append(
-                f'<td class="matrix-cell" data-row="{esc(label)}" data-column="{esc(other)}" '
-                f'data-count="{count}" title="{esc(label)} vs {esc(other)}: {count} of {matrix.compared} '
-                f'elements differ" style="padding:3px 8px;border:1px solid #d0d0d0;text-align:right;'
-                f'background:{background};color:{colour}">{count}</td>'
-            )
-        rows.append(
-            f'<tr><th style="padding:3px 8px;border:1px solid #d0d0d0;text-align:left">{esc(label)}</th>'
-            f"{''.join(cells)}</tr>"
+
+    def cell(label: str, other: str, count: int) -> Cell:
+        background, colour = _count_colour(count, largest)
+        return Cell(
+            str(count),
+            style=f"text-align:right;background:{background};color:{colour}",
+            attributes=f'class="matrix-cell" data-row="{esc(label)}" data-column="{esc(other)}" data-count="{count}" '
+            f'title="{esc(label)} vs {esc(other)}: {count} of {matrix.compared} elements differ"',
         )
+
+    rows = [
+        [Cell(esc(label), header=True), *(cell(label, other, n) for other, n in zip(matrix.labels, row, strict=True))]
+        for label, row in zip(matrix.labels, matrix.mismatched, strict=True)
+    ]
     return (
-        f'<table class="replay-matrix" style="border-collapse:collapse;font-size:0.9em;margin:0.3em 0">'
-        f'<thead><tr><th style="border:1px solid #d0d0d0"></th>{header}</tr></thead>'
-        f"<tbody>{''.join(rows)}</tbody></table>"
-        f'<p class="view-note" style="color:#444;margin:0.2em 0">Elements that differ (bit patterns), of '
+        table(("", *(esc(label) for label in matrix.labels)), rows, css_class="replay-matrix")
+        + f'<p class="view-note" style="color:#444;margin:0.2em 0">Elements that differ (bit patterns), of '
         f'{matrix.compared} per output. <span style="background:{ZERO_COLOUR};padding:0 0.4em">0</span>: '
         f"byte-identical outputs; darker shades: more differing elements.</p>"
     )
@@ -122,7 +110,10 @@ def receipt_text(receipt: dict) -> str:
     launch = (
         "not in execution.json"
         if receipt["exitCode"] is None and seconds is None
-        else (f"exit code {number(receipt['exitCode'])}" + ("" if seconds is None else f" after {seconds:.4g} s"))
+        else (
+            f"exit code {number(receipt['exitCode'])}"
+            + ("" if seconds is None else f" after {short_number(seconds)} s")
+        )
     )
     return (
         f"{number(receipt['dispatch'])}, {number(receipt['kernelOutputDType'])}; {number(receipt['pages'])} pages, "
@@ -173,10 +164,7 @@ def _at(references: dict, key: str) -> str:
     return (
         ""
         if where is None
-        else (
-            f'<br><span class="worst-at" style="font-size:0.85em;color:#555">at query head '
-            f"{where[0]}, channel {where[1]}</span>"
-        )
+        else (f'<br><span class="worst-at" style="font-size:0.85em;color:#555">at {location(*where)}</span>')
     )
 
 
@@ -279,6 +267,6 @@ def element_html(run: Replay, head: int, channel: int) -> str:
                     esc(arm.output_dtype),
                 )
             )
-    return f'<p class="element-title"><b>Query head {head}, channel {channel}</b></p>' + table(
+    return f'<p class="element-title"><b>{location(head, channel).capitalize()}</b></p>' + table(
         ("output", "value", "bits", "dtype"), rows, css_class="replay-element"
     )

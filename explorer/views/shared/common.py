@@ -1,7 +1,7 @@
-"""Shared drawing pieces of the views; never computes a reported number.
+"""The views' common panes: the head Selection, text panes, status boxes, grid maps with hover.
 
-Shared drawing pieces of the views: the head Selection, status boxes, grid maps with exact hover and per-head
-log charts; never computes a reported number.
+Never computes a reported number. The per-head charts are in views/shared/charts.py, the marks drawn on a map (the
+clicked cell's outline, rings) in views/shared/marks.py, the colour scales in views/shared/scales.py.
 """
 
 from __future__ import annotations
@@ -13,42 +13,22 @@ import holoviews.plotting.bokeh
 import numpy as np
 import panel as pn
 import param
-from bokeh.models import BasicTicker, ColumnDataSource, CustomJSHover, FixedTicker, HoverTool
+from bokeh.models import BasicTicker, CustomJSHover, FixedTicker, HoverTool
 
-from explorer.analysis.result import Analysis, Comparison, Metrics
-from explorer.foundations.formatting import short_number
+from explorer.analysis.result import Analysis
 from explorer.foundations.record import Record, record
-from explorer.views.shared import head_chart, html_summary, markup, scales
+from explorer.views.shared import html_summary, markup, scales
 
 hv.Store.set_current_backend("bokeh")
 
 MAP_HEIGHT = 260
 MAP_MIN_WIDTH = 260
-CHART_HEIGHT = 280
-CHART_WIDTH = 230  # a narrow chart still holds its axes and 8 upright head labels
-# up to this many heads the axis labels of a half-width chart stand upright; more stand vertical
-UPRIGHT_HEAD_LABELS = 8
 CONTINUOUS_CMAP = "viridis"
 NAN_COLOUR = scales.NOT_COMPARED_COLOUR  # cells whose value is undefined (NaN, not compared)
-FLOOR_COLOUR = "#7f7f7f"
-SERIES_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2")
-SERIES_MARKERS = ("circle", "square", "triangle", "diamond", "inverted_triangle", "hex")
-MARKER_SYMBOLS = {
-    "circle": "\u25cf",
-    "square": "\u25a0",
-    "triangle": "\u25b2",
-    "diamond": "\u25c6",
-    "inverted_triangle": "\u25bc",
-    "hex": "\u2b22",
-}
-METRICS = (("linf", "linf"), ("rmse", "rmse"), ("relative_l2", "relativeL2"))
-LINEAR, LOG = "linear", "log"
-MAX_INDEX_TICKS = 32  # a per-head chart labels every head up to this many, every k-th above
 MAP_FRAME_PIXELS = 75  # of a map's height, what its title and channel axis take (the rest holds the rows)
 COLOUR_BAR_OUTLINE = "#999999"
 # A browser without a GPU emulates WebGL: each figure compiles shaders and copies every frame to a canvas.
 OUTPUT_BACKEND = "canvas"
-SELECTED_COLOUR, SELECTED_LINE_WIDTH = "#e8175d", 3  # the outline of the clicked map cell
 COMPACT_FONT = "0.85em"  # legends, hints and captions of compact cells
 HINT_CLASS = "view-hint"  # instructions for the live app: an export leaves them out
 IMAGE_COLUMN = "image"  # the data-source column HoloViews gives an image's colour values
@@ -70,65 +50,6 @@ class Selection(param.Parameterized):
         doc="Emulation parameters set away from their defaults, by their URL names "
         "(blocks, partitionTokens, partialDType).",
     )
-
-
-def selectable(pane: pn.pane.HoloViews, selection: Selection) -> pn.pane.HoloViews:
-    """Clicking a cell of this query head x channel map pane sets `selection.element` to (head, channel); the
-    selected cell is outlined on the map (a glyph of the map's own figure whose data follows the selection: the map
-    does not move, and no overlay is built; an hv overlay cost each session 0.15 s of server time)."""
-    image = pane.object
-    rows, columns = image.dimension_values(2, flat=False).shape
-    sources: list[ColumnDataSource] = []  # the outline's data in each document the map is drawn into
-
-    def cells(element) -> dict[str, list[float]]:
-        inside = element is not None and 0 <= element[0] < rows and 0 <= element[1] < columns
-        return {
-            "left": [element[1] - 0.5] if inside else [],
-            "right": [element[1] + 0.5] if inside else [],
-            "top": [element[0] - 0.5] if inside else [],
-            "bottom": [element[0] + 0.5] if inside else [],
-        }
-
-    def clicked(x, y) -> None:
-        if x is None or y is None:
-            return
-        head, channel = round(y), round(x)
-        if 0 <= head < rows and 0 <= channel < columns:
-            selection.element = (head, channel)
-
-    def add_outline(plot, element) -> None:
-        source = ColumnDataSource(cells(selection.element))
-        plot.state.quad(
-            left="left",
-            right="right",
-            top="top",
-            bottom="bottom",
-            source=source,
-            fill_alpha=0,
-            line_color=SELECTED_COLOUR,
-            line_width=SELECTED_LINE_WIDTH,
-        )
-        sources.append(source)
-
-    def redraw(event: param.parameterized.Event) -> None:
-        for source in sources:
-            set_data(source, cells(event.new))
-
-    hv.streams.Tap(source=image).add_subscriber(clicked)
-    selection.param.watch(redraw, "element")
-    pane.object = image.opts(hooks=[*image.opts.get().kwargs.get("hooks", []), add_outline])
-    return pane
-
-
-def set_data(source: ColumnDataSource, data: dict) -> None:
-    """Give a figure's data source new data: at once, or on the next tick of its server session's loop when it has
-    one (a session's callbacks run on threads that do not hold the document's lock; Bokeh allows only
-    add_next_tick_callback from them)."""
-    document = source.document
-    if document is None or document.session_context is None:
-        source.data = data
-    else:
-        document.add_next_tick_callback(lambda: setattr(source, "data", data))
 
 
 # ---------------------------------------------------------------- text panes
@@ -375,227 +296,6 @@ def ulp_map(
 
 
 # ---------------------------------------------------------------- continuous colour scales
-
-
-@record
-class ColourScale(Record):
-    """Display limits of one shared colour scale, and the sentence saying how it was chosen."""
-
-    clim: tuple[float, float]
-    logz: bool
-    note: str
-
-
-def colour_scale(arrays: Sequence[np.ndarray], mode: str, what: str) -> ColourScale:
-    """One colour range over every finite value of `arrays` (presentation only).
-
-    Log mode starts at the smallest positive value; exact zeros are drawn white, apart from every colour of the
-    scale (grid_map).
-    """
-    finite = np.concatenate([a[np.isfinite(a)].ravel() for a in arrays]) if arrays else np.empty(0)
-    undefined = f" Grey cells: {what} undefined (NaN)."
-    if finite.size == 0:
-        return ColourScale((0.0, 1.0), False, f"No finite {what} to colour.{undefined}")
-    high = float(finite.max())
-    positive = finite[finite > 0]
-    if mode == LOG and positive.size and positive.min() < high:
-        low = float(positive.min())
-        return ColourScale(
-            (low, high),
-            True,
-            f"Log colour scale from the smallest positive {what} ({short_number(low)}) to the largest "
-            f"({short_number(high)}); exact zeros are white.{undefined}",
-        )
-    low = float(finite.min())
-    if low == high:
-        return ColourScale(
-            (low, low + 1.0), False, f"Every finite {what} equals {short_number(low)} (lowest colour).{undefined}"
-        )
-    fallback = f"A log scale needs two distinct positive values of {what}; drawn linear. " if mode == LOG else ""
-    return ColourScale(
-        (low, high),
-        False,
-        f"{fallback}Linear colour scale from {short_number(low)} to {short_number(high)}.{undefined}",
-    )
-
-
-# ---------------------------------------------------------------- per-head charts
-
-
-def head_ticks(heads: int, upright: int) -> tuple[list[int], bool]:
-    """(ticks, vertical) of a per-head x axis: integer ticks only. Up to `upright` heads (what the chart's width holds
-    side by side) every head upright; above, the labels stand vertical, which takes half the room: every head up to
-    twice `upright` (and MAX_INDEX_TICKS), every k-th beyond, so neighbouring labels never touch."""
-    room = min(2 * upright, MAX_INDEX_TICKS)
-    step = -(-heads // room) if heads > upright else 1
-    return list(range(0, heads, step)), heads > upright
-
-
-def head_chart_pane(
-    series: Sequence[head_chart.Series],
-    *,
-    title: str,
-    ylabel: str,
-    log: bool,
-    upright: int = MAX_INDEX_TICKS,
-    height: int = CHART_HEIGHT,
-) -> pn.pane.HTML:
-    """A per-query-head chart (inline SVG, no Bokeh figure) of `series`, one value per head each."""
-    heads = len(series[0].values) if series else 0
-    ticks, vertical = head_ticks(heads, upright)
-    return html_pane(
-        head_chart.head_chart(
-            series,
-            title=title,
-            ylabel=ylabel,
-            log=log,
-            heads=heads,
-            xticks=ticks,
-            vertical_labels=vertical,
-            height=height,
-        )
-    )
-
-
-def _metric_values(per_head: Sequence[Metrics], attribute: str) -> np.ndarray:
-    return np.array(
-        [np.nan if getattr(m, attribute) is None else getattr(m, attribute) for m in per_head], dtype=np.float64
-    )
-
-
-def metric_choice(metrics: Sequence[tuple[str, str]] = METRICS) -> pn.widgets.RadioButtonGroup:
-    """The metric a per-head chart draws (one chart at a time: every figure costs the page a fraction of a second)."""
-    return pn.widgets.RadioButtonGroup(
-        options={metric: attribute for attribute, metric in metrics},
-        value=metrics[0][0],
-        css_classes=["metric-choice"],
-        width=110 * len(metrics),
-    )
-
-
-def _per_head_chart(
-    series: Sequence[tuple[str, Comparison]],
-    floor: tuple[str, Comparison] | None,
-    attribute: str,
-    height: int,
-    upright: int,
-    colours: Mapping[str, str],
-    markers: Mapping[str, str],
-    compact: bool,
-) -> list:
-    """[log-y chart of one metric: every comparison's per-head values as markers, the floor dashed; note naming
-    the values a log axis cannot draw (zero or null; `compact`: only when there are some)]."""
-    metric = dict(METRICS).get(attribute, attribute)
-    drawn = [
-        head_chart.Series(label, _metric_values(comparison.per_head, attribute), colours[label], markers[label])
-        for label, comparison in series
-    ]
-    if floor is not None:
-        drawn.append(
-            head_chart.Series(
-                floor[0], _metric_values(floor[1].per_head, attribute), FLOOR_COLOUR, marker=None, line="dashed"
-            )
-        )
-    undrawn = {s.label: _undrawn(s.values) for s in drawn}
-    hidden = [
-        f"{markup.esc(label)}: {zeros} zero, {nulls} null"
-        for label, (zeros, nulls) in undrawn.items()
-        if zeros or nulls
-    ]
-    hidden_note = (
-        f"Not drawn on the log axis ({metric}; the tables list every value): " + "; ".join(hidden) + "."
-        if hidden
-        else f"Every {metric} value is positive and drawn."
-    )
-    chart = head_chart_pane(
-        drawn, title=f"{metric} per query head", ylabel=metric, log=True, upright=upright, height=height
-    )
-    if compact:  # the overview's cells: only when some value is not drawn, in the cells' smaller type
-        return (
-            [chart, note(f'<span style="font-size:{COMPACT_FONT}">{hidden_note}</span>', "hidden-values")]
-            if hidden
-            else [chart]
-        )
-    return [chart, note(hidden_note, "hidden-values")]
-
-
-def per_head_charts(
-    series: Sequence[tuple[str, Comparison]],
-    floor: tuple[str, Comparison] | None = None,
-    *,
-    metrics: Sequence[tuple[str, str]] = METRICS,
-    height: int = CHART_HEIGHT,
-    upright: int = MAX_INDEX_TICKS,
-    choice: pn.widgets.RadioButtonGroup | None = None,
-    compact: bool = False,
-) -> list:
-    """A per-head chart of every comparison in `series`, with the noise floor dashed: [legend (beside its own
-    selector), chart with its note].
-
-    With several `metrics` the chart draws the one picked in `choice` (a fresh selector above the chart unless
-    the caller shares one between charts); the tables beside the charts list every metric. Head labels stand
-    upright up to `upright` heads (a full-width chart holds every head of common models), vertical above.
-    `compact`: a smaller legend, and no note when every value is drawn (the overview's cells).
-    """
-    labels = [label for label, _ in series]
-    colours = {label: SERIES_COLOURS[i % len(SERIES_COLOURS)] for i, label in enumerate(labels)}
-    markers = {label: SERIES_MARKERS[i % len(SERIES_MARKERS)] for i, label in enumerate(labels)}
-    entries = [
-        f'<span style="color:{colours[label]}">{MARKER_SYMBOLS[markers[label]]}</span> {markup.esc(label)}'
-        for label in labels
-    ]
-    if floor is not None:
-        entries.append(f'<span style="color:{FLOOR_COLOUR}">- - -</span> {markup.esc(floor[0])}')
-    size = f"font-size:{COMPACT_FONT};line-height:1.3" if compact else ""
-    legend = html_pane(
-        f'<div class="chart-legend" style="{size}">'
-        + "".join(f'<span style="display:inline-block;margin-right:1.2em">{entry}</span>' for entry in entries)
-        + "</div>",
-        margin=(0, 5) if compact else (5, 10),
-    )
-
-    def draw(attribute: str) -> pn.Column:
-        return pn.Column(
-            *_per_head_chart(series, floor, attribute, height, upright, colours, markers, compact),
-            sizing_mode="stretch_width",
-        )
-
-    if len(metrics) == 1:
-        return [legend, draw(metrics[0][0])]
-    own = choice is None
-    choice = choice or metric_choice(metrics)
-    chart = pn.panel(pn.bind(draw, choice), sizing_mode="stretch_width")
-    return [pn.Row(choice, legend, sizing_mode="stretch_width") if own else legend, chart]
-
-
-def _undrawn(values: np.ndarray) -> tuple[int, int]:
-    """(exact zeros, nulls) among per-head values: what a log axis cannot draw."""
-    return int(np.sum(values == 0)), int(np.sum(np.isnan(values)))
-
-
-def comparison_rows(series: Sequence[tuple[str, Comparison]]) -> str:
-    """Global metric table of several comparisons, each labelled as the result labels it."""
-    rows = []
-    for label, comparison in series:
-        rows.append([markup.esc(label), "all heads", *html_summary.metric_cells(comparison.global_metrics)])
-        if comparison.eligible_global is not None:
-            rows.append(
-                [markup.esc(label), "eligible heads only", *html_summary.metric_cells(comparison.eligible_global)]
-            )
-    return markup.table(("comparison", "heads", *html_summary.METRIC_HEADER), rows, css_class="global-metrics")
-
-
-def per_head_rows(series: Sequence[tuple[str, Comparison]], kv_heads: Sequence[int]) -> str:
-    """Per-head metric table of several comparisons (one row per head and comparison)."""
-    rows = []
-    for h, kv in enumerate(kv_heads):
-        for label, comparison in series:
-            rows.append([str(h), str(kv), markup.esc(label), *html_summary.metric_cells(comparison.per_head[h])])
-    return markup.table(
-        ("query head", "KV head", "comparison", *html_summary.METRIC_HEADER), rows, css_class="per-head-metrics"
-    )
-
-
 def collapsed(title: str, *objects) -> pn.Card:
     return pn.Card(*objects, title=title, collapsed=True, sizing_mode="stretch_width")
 

@@ -1,6 +1,7 @@
 """Compact HTML of one analysis (status, reasons, per-head primary metrics) as plain strings.
 
-Stdlib and numpy only, never imports a UI library or computes a reported number.
+The analysis-specific HTML only (the toolkit it builds on is views/shared/markup.py); stdlib and numpy only, never
+imports a UI library or computes a reported number.
 """
 
 from __future__ import annotations
@@ -9,19 +10,22 @@ from collections.abc import Sequence
 
 from explorer.analysis.ranking import noise_floor_ratios, ranked_heads, worst_ulp_per_head
 from explorer.analysis.result import Analysis, Comparison, Metrics
-from explorer.foundations.formatting import MISSING as NOT_A_NUMBER  # noqa: F401  (the views' name for a missing value)
+
+# Re-exported (noqa F401) only for modules outside the views' owner this release: views/packet/emulations.py
+# (NOT_A_NUMBER) and ui/ (written_note); drop both once they import from formatting.MISSING and markup.
+from explorer.foundations.formatting import MISSING as NOT_A_NUMBER  # noqa: F401
 from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED, Problem, Reason
 from explorer.views.shared.markup import (
+    BOX_STYLE,
     esc,
     number_cell,
     status_badge,
     table,
+    written_note,  # noqa: F401
 )
 
 LARGEST_HEADS = 3  # heads with the largest primary linf, listed in the notebook summary
 
-NEGATIVE_INFINITY_HEADER = '<span style="white-space:nowrap">-inf</span>'  # never broken after its minus sign
-BOX_STYLE = "padding:0.5em 0.9em;border-left:4px solid #8a8a8a;background:#f5f5f5;margin-bottom:0.6em"
 
 STATUS_MEANING = {
     ANALYZED: "The packet was admitted and every comparison was computed; no inconclusive reason applies.",
@@ -166,6 +170,25 @@ def global_table(analysis: Analysis) -> str:
     return table(("", *METRIC_HEADER), rows, css_class="global-primary")
 
 
+def comparison_rows(series: Sequence[tuple[str, Comparison]]) -> str:
+    """Global metric table of several comparisons, each labelled as the result labels it."""
+    rows = []
+    for label, comparison in series:
+        rows.append([esc(label), "all heads", *metric_cells(comparison.global_metrics)])
+        if comparison.eligible_global is not None:
+            rows.append([esc(label), "eligible heads only", *metric_cells(comparison.eligible_global)])
+    return table(("comparison", "heads", *METRIC_HEADER), rows, css_class="global-metrics")
+
+
+def per_head_rows(series: Sequence[tuple[str, Comparison]], kv_heads: Sequence[int]) -> str:
+    """Per-head metric table of several comparisons (one row per head and comparison)."""
+    rows = []
+    for h, kv in enumerate(kv_heads):
+        for label, comparison in series:
+            rows.append([str(h), str(kv), esc(label), *metric_cells(comparison.per_head[h])])
+    return table(("query head", "KV head", "comparison", *METRIC_HEADER), rows, css_class="per-head-metrics")
+
+
 def overview_html(analysis: Analysis) -> str:
     """A compact, self-contained HTML summary: status, reasons, primary global metrics and the largest-linf heads."""
     parts = [
@@ -184,11 +207,3 @@ def overview_html(analysis: Analysis) -> str:
             )
     parts.append("</div>")
     return "".join(parts)
-
-
-def written_note(css_class: str, files) -> str:
-    """The note after an export: one written path per line (`files`: (css class, path) pairs), wrapping anywhere."""
-    lines = "".join(
-        f'<div style="overflow-wrap:anywhere"><code class="{css}">{esc(str(path))}</code></div>' for css, path in files
-    )
-    return f'<div class="{css_class}">Written:{lines}</div>'

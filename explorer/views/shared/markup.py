@@ -1,13 +1,14 @@
 """The views' one HTML toolkit: escaper, status badge, plain table and number cell; strings only.
 
-Stdlib and numpy only, never imports a UI library or computes a reported number. Every view, export and the app's
-sidebar build their HTML from these, so a name, a status or a number looks the same wherever it is shown.
+Stdlib, numpy and the core only, never imports a UI library or computes a reported number. Every view, export and
+the app's sidebar build their HTML from these, so a name, a status, a table or a number looks the same wherever it
+is shown (a location reads as explorer.foundations.formatting.location says it).
 """
 
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -15,6 +16,7 @@ from explorer.catalog.summary import ERROR
 from explorer.foundations.bounded import escaped_bytes
 from explorer.foundations.formatting import full_number as number
 from explorer.foundations.formatting import short_number
+from explorer.foundations.record import Record, record
 from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED
 
 # Neutral colours (background, text): a status is a category, never a verdict.
@@ -28,6 +30,8 @@ TABLE_STYLE = "border-collapse:collapse;font-size:0.9em;margin:0.3em 0 0.8em 0"
 CELL_STYLE = "border:1px solid #d0d0d0;padding:2px 8px;text-align:left;vertical-align:top"
 WRAP_STYLE = "overflow-wrap:anywhere"  # long values (hashes, paths) wrap inside their cell instead of widening it
 BADGE_STYLE = "display:inline-block;padding:0 0.6em;border-radius:0.6em;font-weight:600"
+BOX_STYLE = "padding:0.5em 0.9em;border-left:4px solid #8a8a8a;background:#f5f5f5;margin-bottom:0.6em"
+NEGATIVE_INFINITY_HEADER = '<span style="white-space:nowrap">-inf</span>'  # never broken after its minus sign
 
 
 def esc(value: object) -> str:
@@ -45,12 +49,38 @@ def number_cell(value: object) -> str:
     return f'<span class="number" style="{"white-space:nowrap" if numeric else WRAP_STYLE}"{title}>{esc(shown)}</span>'
 
 
-def table(header: Sequence[str], rows: Iterable[Sequence[str]], *, css_class: str = "") -> str:
-    """An HTML table; cells are already-escaped HTML."""
-    head = "".join(f'<th style="{CELL_STYLE}">{cell}</th>' for cell in header)
-    body = ["<tr>" + "".join(f'<td style="{CELL_STYLE}">{cell}</td>' for cell in row) + "</tr>" for row in rows]
+@record
+class Cell(Record):
+    """A table cell of its own: `html` (already escaped) with `style` after the table's cell style, `attributes`
+    (already-escaped HTML attributes: class, data-*, title) and `header` for a row's label (a <th>)."""
+
+    html: str
+    style: str = ""
+    attributes: str = ""
+    header: bool = False
+
+
+def _cell(cell: str | Cell, tag: str, cell_style: str) -> str:
+    if isinstance(cell, str):
+        return f'<{tag} style="{cell_style}">{cell}</{tag}>'
+    tag = "th" if cell.header else tag
+    attributes = f" {cell.attributes}" if cell.attributes else ""
+    return f'<{tag}{attributes} style="{cell_style};{cell.style}">{cell.html}</{tag}>'
+
+
+def table(
+    header: Sequence[str | Cell],
+    rows: Iterable[Sequence[str | Cell]],
+    *,
+    css_class: str = "",
+    table_style: str = TABLE_STYLE,
+    cell_style: str = CELL_STYLE,
+) -> str:
+    """An HTML table; cells are already-escaped HTML, or a Cell with its own style and attributes."""
+    head = "".join(_cell(cell, "th", cell_style) for cell in header)
+    body = ["<tr>" + "".join(_cell(cell, "td", cell_style) for cell in row) + "</tr>" for row in rows]
     return (
-        f'<table class="{esc(css_class)}" style="{TABLE_STYLE}"><thead><tr>{head}</tr></thead>'
+        f'<table class="{esc(css_class)}" style="{table_style}"><thead><tr>{head}</tr></thead>'
         f"<tbody>{''.join(body)}</tbody></table>"
     )
 
@@ -67,12 +97,27 @@ def mapping_table(mapping: dict | None, *, css_class: str = "") -> str:
 
 
 def status_badge(
-    status: str, *, css_class: str = "analysis-status", text: str = "", title: str = "", style: str = ""
+    status: str,
+    *,
+    css_class: str = "analysis-status",
+    text: str = "",
+    title: str = "",
+    style: str = "",
+    colours: Mapping[str, tuple[str, str]] = STATUS_COLOURS,
 ) -> str:
-    """A neutral status chip (`data-status` for scripts): the status, then `text` (HTML, e.g. the score)."""
-    background, colour = STATUS_COLOURS[status]
+    """A neutral status chip (`data-status` for scripts): the status, then `text` (HTML, e.g. the score); `colours`
+    (background, text) by status for a result of another kind (a pair's `compared`)."""
+    background, colour = colours[status]
     tooltip = f' title="{esc(title)}"' if title else ""
     return (
         f'<span class="{esc(css_class)}" data-status="{esc(status)}"{tooltip} style="{BADGE_STYLE};{style}'
         f'background:{background};color:{colour}">{esc(status)}{text}</span>'
     )
+
+
+def written_note(css_class: str, files) -> str:
+    """The note after an export: one written path per line (`files`: (css class, path) pairs), wrapping anywhere."""
+    lines = "".join(
+        f'<div style="{WRAP_STYLE}"><code class="{css}">{esc(str(path))}</code></div>' for css, path in files
+    )
+    return f'<div class="{css_class}">Written:{lines}</div>'

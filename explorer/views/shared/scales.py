@@ -12,6 +12,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from explorer.foundations.formatting import short_number
+from explorer.foundations.record import Record, record
+
+LINEAR, LOG = "linear", "log"  # the colour scales a map offers
 MAX_COLOUR_BAR_TICKS = 6  # tick labels on one colour bar at most
 PLAIN_DIGITS = 6  # a rounded label prints without an exponent up to this many digits (100000, then 1e+06)
 MAX_LABEL_DIGITS = 17  # significant digits that tell any two distinct doubles apart
@@ -113,3 +117,45 @@ def isolated_cells(nonzero: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     if rows.size == 0 or rows.size > MAX_RINGED or rows.size > MAX_RINGED_SHARE * np.asarray(nonzero).size:
         return None
     return rows, columns
+
+
+@record
+class ColourScale(Record):
+    """Display limits of one shared colour scale, and the sentence saying how it was chosen."""
+
+    clim: tuple[float, float]
+    logz: bool
+    note: str
+
+
+def colour_scale(arrays: Sequence[np.ndarray], mode: str, what: str) -> ColourScale:
+    """One colour range over every finite value of `arrays` (presentation only).
+
+    Log mode starts at the smallest positive value; exact zeros are drawn white, apart from every colour of the
+    scale (grid_map).
+    """
+    finite = np.concatenate([a[np.isfinite(a)].ravel() for a in arrays]) if arrays else np.empty(0)
+    undefined = f" Grey cells: {what} undefined (NaN)."
+    if finite.size == 0:
+        return ColourScale((0.0, 1.0), False, f"No finite {what} to colour.{undefined}")
+    high = float(finite.max())
+    positive = finite[finite > 0]
+    if mode == LOG and positive.size and positive.min() < high:
+        low = float(positive.min())
+        return ColourScale(
+            (low, high),
+            True,
+            f"Log colour scale from the smallest positive {what} ({short_number(low)}) to the largest "
+            f"({short_number(high)}); exact zeros are white.{undefined}",
+        )
+    low = float(finite.min())
+    if low == high:
+        return ColourScale(
+            (low, low + 1.0), False, f"Every finite {what} equals {short_number(low)} (lowest colour).{undefined}"
+        )
+    fallback = f"A log scale needs two distinct positive values of {what}; drawn linear. " if mode == LOG else ""
+    return ColourScale(
+        (low, high),
+        False,
+        f"{fallback}Linear colour scale from {short_number(low)} to {short_number(high)}.{undefined}",
+    )
