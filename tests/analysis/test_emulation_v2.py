@@ -233,10 +233,10 @@ QWEN_SWEEP = [
     "paged_two_pass",
     "single_pass",
     "mlx_run",  # in the default set where MLX is importable; the sweep always has it
-    "mlx_sdpa(build=upstream)",  # the builds set: one launch each (s and d launch alike here)
-    "mlx_sdpa(device=other,build=upstream)",
-    "mlx_sdpa",
+    "mlx_sdpa",  # the builds set, the default build first: one launch each (s and d launch alike here)
     "mlx_sdpa(device=other)",
+    "mlx_sdpa(build=upstream)",
+    "mlx_sdpa(device=other,build=upstream)",
     "paged_two_pass(dispatcher=early)",  # its simdgroups (2 here) are its own default
     "mlx_sdpa(device=cpu)",
     "mlx_unfused",

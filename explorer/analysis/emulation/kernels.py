@@ -162,10 +162,14 @@ KERNELS: Mapping[str, Kernel] = MappingProxyType(
     }
 )
 
-# `--emulate builds`: mlx_sdpa for every build x GPU class (runs with the same launch collapse into one), then the
-# paged kernel under each dispatcher (what a paged packet's sentence names instead of a build).
+# `--emulate builds`: mlx_sdpa for every build x GPU class, the default build first (runs with the same launch
+# collapse into the first), then the paged kernel under each dispatcher (what a paged packet's sentence names).
 BUILDS_SET = (
-    *(f"{MLX_SDPA}(device={device},build={build})" for build in BUILDS for device in GPU_CLASSES),
+    *(
+        f"{MLX_SDPA}(device={device},build={build})"
+        for build in (DEFAULT_BUILD, *(b for b in BUILDS if b != DEFAULT_BUILD))
+        for device in GPU_CLASSES
+    ),
     *(f"{PAGED_TWO_PASS}(dispatcher={dispatcher})" for dispatcher in DISPATCHERS),
 )
 DEFAULT_SET = (MLX_TWO_PASS, f"{MLX_TWO_PASS}(partialDType=float32)", PAGED_TWO_PASS, SINGLE_PASS)

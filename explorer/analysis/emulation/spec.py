@@ -254,7 +254,7 @@ def _sdpa_run(values: Mapping[str, Any], geometry: Geometry, hypotheses: Hypothe
     return Run(
         chosen.kernel,
         blocks=chosen.blocks,
-        partial_dtype=values["partialDType"],
+        partial_dtype=values["partialDType"] if chosen.blocks else None,  # a single pass stores no partials
         hypotheses=hypotheses,
         gqa_heads_per_simdgroup=chosen.gqa_heads_per_simdgroup,
     ), resolved
