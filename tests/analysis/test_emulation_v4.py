@@ -18,6 +18,7 @@ from explorer.analysis.emulation import (
     native_output_bits,
     resolve_all,
 )
+from explorer.analysis.emulation.attribution import report_sentence
 from explorer.analysis.emulation.builds import BUILD_TABLE, BUILDS
 from explorer.analysis.emulation.launch import Geometry, Launch, mlx_launch
 from explorer.analysis.findings import packet_findings
@@ -193,7 +194,9 @@ def _builds(packet):
     analysis = explorer.analyze(packet, emulate="builds")
     report = analysis.report()
     json.dumps(report, allow_nan=False)
-    return report["builds"], packet_findings(analysis)[0].text
+    sentence = packet_findings(analysis)[0].text
+    assert report_sentence(report) == sentence  # the CLI's text reads it from the report alone
+    return report["builds"], sentence
 
 
 ATTRIBUTIONS = [  # (writer, geometry, the builds sharing the writer's arithmetic there, on device s)
@@ -273,6 +276,7 @@ def test_a_paged_packet_has_no_builds_block_and_names_the_paged_dispatcher(tmp_p
     report = report_analysis.report()
     assert report["builds"] is None and "paged" in report["buildsReason"]
     sentence = packet_findings(report_analysis)[0].text
+    assert report_sentence(report) == sentence
     assert "paged kernel" in sentence and "current dispatcher" in sentence and "early dispatcher" in sentence
 
 

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
-from explorer.analysis.emulation.builds import BUILDS, UPSTREAM
+from explorer.analysis.emulation.builds import BUILDS, FORK_0322, FORK_BASE, FORK_D512, FORK_FP32_PARTIALS, UPSTREAM
 from explorer.analysis.emulation.ids import parse_id
 from explorer.analysis.emulation.kernels import BUILDS_NAME, CURRENT, EARLY, GPU_CLASSES, MLX_SDPA, PAGED_TWO_PASS
 from explorer.analysis.emulation.run import shape_of
@@ -22,7 +22,9 @@ DISPATCHER_SOURCES = {  # Layr-Labs/mlx-swift-lm PagedAttentionKernel.swift
     CURRENT: "PagedAttentionKernel.swift fd75caa3",
     EARLY: "PagedAttentionKernel.swift 7c69e2c9",
 }
-NAMING_ORDER = (*(b for b in BUILDS if b != UPSTREAM), UPSTREAM)  # the sentence names the engine's own cores first
+# The order the sentence names builds in: the cores shown to ship first, then the older and the experimental line,
+# upstream last (a build sharing the named one's launch is said in parentheses after it).
+NAMING_ORDER = (FORK_0322, FORK_FP32_PARTIALS, FORK_BASE, FORK_D512, UPSTREAM)
 
 
 @record
@@ -154,18 +156,27 @@ def builds_sentence(block: Mapping[str, Any], compared: int) -> str:
     )
 
 
-def _paged_sentence(dispatch: str | None, entries: Mapping[str, Emulation]) -> str:
-    """The paged packet's sentence: the paged kernel wrote it, and what each dispatcher's emulation reproduces."""
-    counts = []
-    for dispatcher, found in entries.items():
+PAGED_IDS = {CURRENT: PAGED_TWO_PASS, EARLY: f"{PAGED_TWO_PASS}(dispatcher={EARLY})"}  # normalised on every packet
+
+
+def paged_sentence(dispatch: str | None, counts: Mapping[str, tuple[int | None, int, str | None]]) -> str:
+    """The paged packet's sentence: the paged kernel wrote it, and what its emulation under each dispatcher
+    reproduces; `counts`: dispatcher -> (bit-equal or None, compared, why not emulated)."""
+    said = []
+    for dispatcher, (bit_equal, compared, not_emulated) in counts.items():
         where = f"the {dispatcher} dispatcher ({DISPATCHER_SOURCES[dispatcher]})"
-        if found.bit_equal is None:
-            counts.append(f"{where}: not emulated ({found.not_emulated})")
-        else:
-            counts.append(f"{where}: {found.bit_equal:,} of {found.compared:,} elements bit-equal")
+        found = f"not emulated ({not_emulated})" if bit_equal is None else f"{bit_equal:,} of {compared:,} elements"
+        said.append(f"{where}: {found}" + ("" if bit_equal is None else " bit-equal"))
     return (
         f"Written by the engine's paged kernel (dispatch {dispatch}), not by an MLX build's launch: no build is "
-        f"attributed; the paged kernel's emulation under {'; under '.join(counts)}."
+        f"attributed; the paged kernel's emulation under {'; under '.join(said)}."
+    )
+
+
+def paged_reason(dispatch: str | None) -> str:
+    return (
+        f"the packet's backend is paged (dispatch {dispatch}): its output was written by the engine's paged "
+        "kernel, which is not MLX's launch, so no MLX build is attributed"
     )
 
 
@@ -175,34 +186,48 @@ def attribution(
     """The builds attribution of a packet's scored emulations; None when the builds set was not among them."""
     if not emulations or shape.geometry is None:
         return None
-    if backend == PAGED_BACKEND:
-        by_id = {e.id: e for e in emulations}
-        paged = {
-            dispatcher: resolve(parse_id(f"{PAGED_TWO_PASS}(dispatcher={dispatcher})"), shape).id
-            for dispatcher in DISPATCHER_SOURCES
-        }
-        if any(found not in by_id for found in paged.values()) or builds_block(shape, emulations) is None:
-            return None
-        reason = (
-            f"the packet's backend is paged (dispatch {dispatch}): its output was written by the engine's paged "
-            "kernel, which is not MLX's launch, so no MLX build is attributed"
-        )
-        entries = {dispatcher: by_id[found] for dispatcher, found in paged.items()}
-        return Attribution(None, reason, _paged_sentence(dispatch, entries))
     block = builds_block(shape, emulations)
-    if block is None:
+    by_id = {e.id: e for e in emulations}
+    if block is None or any(found not in by_id for found in PAGED_IDS.values()):
         return None
+    if backend == PAGED_BACKEND:
+        counts = {
+            dispatcher: (by_id[found].bit_equal, by_id[found].compared, by_id[found].not_emulated)
+            for dispatcher, found in PAGED_IDS.items()
+        }
+        return Attribution(None, paged_reason(dispatch), paged_sentence(dispatch, counts))
     return Attribution(MappingProxyType(block), None, builds_sentence(block, emulations[0].compared))
 
 
-def packet_attribution(analysis: Analysis) -> Attribution | None:
-    """The builds attribution of an analysed packet's emulations; None without the builds set among them."""
+def report_sentence(report: Mapping[str, Any]) -> str | None:
+    """The builds sentence of a report dict (its `builds`, or `buildsReason` and the paged entries); None when the
+    builds set was not computed."""
+    entries = {e["id"]: e for e in report.get("emulations") or ()}
+    if report.get("builds") is not None:
+        return builds_sentence(report["builds"], next(iter(entries.values()))["compared"])
+    if report.get("buildsReason") is None:
+        return None
+    counts = {
+        dispatcher: (
+            None if entries[found]["bitEqual"] is None else entries[found]["bitEqual"]["global"],
+            entries[found]["compared"],
+            entries[found]["notEmulated"],
+        )
+        for dispatcher, found in PAGED_IDS.items()
+    }
+    return paged_sentence((report.get("selection") or {}).get("dispatch"), counts)
+
+
+def packet_attribution(analysis: Analysis, emulations: Sequence[Emulation] | None = None) -> Attribution | None:
+    """The builds attribution of an analysed packet's emulations (or of `emulations` scored on it, as a view
+    computes them); None without the builds set among them."""
     admission = analysis.admission
-    if analysis.emulations is None or admission.tensors is None:
+    emulations = analysis.emulations if emulations is None else emulations
+    if emulations is None or admission.tensors is None:
         return None
     return attribution(
         shape_of(admission.tensors),
-        analysis.emulations,
+        emulations,
         (admission.identity or {}).get("backend"),
         (admission.selection or {}).get("dispatch"),
     )
