@@ -229,6 +229,14 @@ def _emulation_lines(report: dict) -> list[str]:
     ]
 
 
+def _builds_lines(report: dict) -> list[str]:
+    """Which build wrote the packet (`--emulate builds` or the sweep; emulation-v4): its sentence leads."""
+    from explorer.analysis.emulation.attribution import report_sentence
+
+    sentence = report_sentence(report)
+    return [] if sentence is None else [f"Builds: {sentence}"]
+
+
 def _score_lines(report: dict) -> list[str]:
     """The score line: the packet score (error / allowance) and its head, and the heads not compared."""
     score = report.get("score")
@@ -255,7 +263,7 @@ def summary(report: dict) -> str:
     per-head table, then the packet's identity; one line when there is no packet at all."""
     if (line := _missing_packet(report)) is not None:
         return _printable(line) + "\n"
-    lines = [f"Status: {report['status']}", *_score_lines(report)]
+    lines = [f"Status: {report['status']}", *_builds_lines(report), *_score_lines(report)]
     if report["refusals"]:
         lines.append(f"Refusals ({len(report['refusals'])}):")
         lines += [
@@ -783,7 +791,7 @@ def _add_analyze(commands) -> None:
     _add_report_options(
         analyze,
         "report",
-        "also run kernel arithmetic emulations: 'default' (the default set), "
+        "also run kernel arithmetic emulations: 'default' (the default set), 'builds' (which MLX build wrote it), "
         "'sweep' (every launch rule and hypothesis, a few seconds) or an id such "
         "as 'mlx_two_pass(partialDType=float32)'",
     )

@@ -297,3 +297,18 @@ def test_a_block_count_that_is_not_a_multiple_of_32_tells_fork_base_apart(tmp_pa
     found = {e.parameters["build"]: e.bit_equal for e in explorer.analyze(packet, emulate=ids).emulations}
     assert found["fork-base"] == 128
     assert all(count < 128 for build, count in found.items() if build != "fork-base")
+
+
+def test_the_sentence_leads_the_cli_text_and_the_emulations_view(tmp_path, capsys):
+    from explorer.analysis.analyze import emulations_of
+    from explorer.views.packet.emulations import EMULATION_SETS, bit_equal_tables
+
+    packet = _written_by(tmp_path / "p", "mlx_sdpa(device=d,build=fork-0.32.2)", qh=2, kvh=1, head_dim=64, tokens=1100)
+    analysis = explorer.analyze(packet)
+    sentence = packet_findings(explorer.analyze(packet, emulate="builds"))[0].text
+    assert main(["analyze", str(packet), "--emulate", "builds"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1] == f"Builds: {sentence}"  # right under the status
+    assert "builds" in EMULATION_SETS
+    html = bit_equal_tables(analysis, *emulations_of(analysis, "builds"))
+    assert html.startswith('<p class="emulation-builds">') and "fork-0.32.2 on d-class GPUs" in html

@@ -116,14 +116,18 @@ def _on(devices: Sequence[str]) -> str:
 
 
 def _differing(block: Mapping[str, Any], build: str, compared: int) -> str:
-    """How many elements a build's launches leave different (a range when its GPU classes differ)."""
-    counts = sorted(
-        {compared - row["bitEqual"] for row in block["table"] if row["build"] == build and row["bitEqual"] is not None}
-    )
-    if not counts:
+    """How many elements a build's launches leave different: one count, or a count per group of GPU classes."""
+    by_count: dict[int, list[str]] = {}
+    for row in block["table"]:
+        if row["build"] == build and row["bitEqual"] is not None:
+            by_count.setdefault(compared - row["bitEqual"], []).append(row["device"])
+    if not by_count:
         return "not emulated here"
-    spread = f"{counts[0]:,}" if len(counts) == 1 else f"{counts[0]:,} to {counts[-1]:,}"
-    return f"{spread} of {compared:,} elements differ"
+    if len(by_count) == 1:
+        return f"{next(iter(by_count)):,} of {compared:,} elements differ"
+    counts = sorted(by_count.items(), reverse=True)
+    said = (f"{n:,} {'differs' if n == 1 else 'differ'} on {_on(devices)}" for n, devices in counts)
+    return f"of {compared:,} elements, " + ", ".join(said)
 
 
 def _same_as(block: Mapping[str, Any], build: str) -> list[str]:
