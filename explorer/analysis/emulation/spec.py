@@ -68,6 +68,7 @@ UNFUSED_SENTENCES = {
     "softmax kernel's exp correctly rounded; the reduction order of the GPU's simd_sum and its fast exp are "
     "properties of the hardware the source does not fix (assumptions, not read from the source).",
 }
+PAGED_DISPATCHER_SOURCE = "Layr-Labs/mlx-swift-lm PagedAttentionKernel.swift fd75caa3"
 PAGED_HARDWARE_SENTENCE = (
     "What the source does not fix is assumed: division and the reciprocal 1 / L correctly "
     "rounded, exp2 correctly rounded (the kernel asks for precise exp2), no denormal flushing, "
@@ -216,6 +217,12 @@ class EmulationSpec(Record):
             f"{name} = {self.parameters[name]}" + (" (set by the user)" if name in self.non_default else " (default)")
             for name in launch_names
         )
+        if self.kernel == PAGED_TWO_PASS and "partitionTokens" not in self.non_default:
+            return (
+                f"The launch parameters are {values}; partitionTokens = 256 is the newest dispatcher's "
+                f"({PAGED_DISPATCHER_SOURCE}: its 64 / 128 / 256 ladder is off unless "
+                "DARKBLOOM_CBV2_PAGED_PTOK_TARGET is set)."
+            )
         return f"The launch parameters are assumed to be {values}; the real launch may differ."
 
 
