@@ -235,8 +235,8 @@ QWEN_SWEEP = [
     "mlx_run",  # in the default set where MLX is importable; the sweep always has it
     "mlx_sdpa",  # the builds set, the default build first: one launch each (s and d launch alike here)
     "mlx_sdpa(device=other)",
-    "mlx_sdpa(build=upstream)",
-    "mlx_sdpa(device=other,build=upstream)",
+    "mlx_sdpa(build=fork-0.32.2)",
+    "mlx_sdpa(device=other,build=fork-0.32.2)",
     "paged_two_pass(dispatcher=early)",  # its simdgroups (2 here) are its own default
     "mlx_sdpa(device=cpu)",
     "mlx_unfused",

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
-from explorer.analysis.emulation.builds import BUILDS, FORK_0322, FORK_BASE, FORK_D512, FORK_FP32_PARTIALS, UPSTREAM
+from explorer.analysis.emulation.builds import BUILDS, SHIPPED_FIRST
 from explorer.analysis.emulation.ids import parse_id
 from explorer.analysis.emulation.kernels import BUILDS_NAME, CURRENT, EARLY, GPU_CLASSES, MLX_SDPA, PAGED_TWO_PASS
 from explorer.analysis.emulation.run import shape_of
@@ -22,9 +22,6 @@ DISPATCHER_SOURCES = {  # Layr-Labs/mlx-swift-lm PagedAttentionKernel.swift
     CURRENT: "PagedAttentionKernel.swift fd75caa3",
     EARLY: "PagedAttentionKernel.swift 7c69e2c9",
 }
-# The order the sentence names builds in: the cores shown to ship first, then the older and the experimental line,
-# upstream last (a build sharing the named one's launch is said in parentheses after it).
-NAMING_ORDER = (FORK_0322, FORK_FP32_PARTIALS, FORK_BASE, FORK_D512, UPSTREAM)
 
 
 @record
@@ -132,7 +129,7 @@ def _differing(block: Mapping[str, Any], build: str, compared: int) -> str:
 
 def _same_as(block: Mapping[str, Any], build: str) -> list[str]:
     group = next((g for g in block["indistinguishable"] if build in g), [build])
-    return [b for b in NAMING_ORDER if b in group and b != build]
+    return [b for b in SHIPPED_FIRST if b in group and b != build]
 
 
 def builds_sentence(block: Mapping[str, Any], compared: int) -> str:
@@ -141,12 +138,12 @@ def builds_sentence(block: Mapping[str, Any], compared: int) -> str:
     reproducing = {entry["build"]: entry["devices"] for entry in block["reproducing"]}
     named: list[str] = []
     parts = []
-    for build in (b for b in NAMING_ORDER if b in reproducing and b not in named):
+    for build in (b for b in SHIPPED_FIRST if b in reproducing and b not in named):  # one named, its twins after
         same = [b for b in _same_as(block, build) if b in reproducing and b not in named]
         named += [build, *same]
         also = f" ({', '.join(same)} {'launches' if len(same) == 1 else 'launch'} the same kernel here)" if same else ""
         parts.append(f"{build} on {_on(reproducing[build])}{also}")
-    others = [f"{b} ({_differing(block, b, compared)})" for b in NAMING_ORDER if b not in reproducing]
+    others = [f"{b} ({_differing(block, b, compared)})" for b in SHIPPED_FIRST if b not in reproducing]
     if parts:
         sentence = "Reproduced bit for bit by the launch of " + "; of ".join(parts)
         return sentence + (f"; not by {', '.join(others)}." if others else ".")

@@ -42,3 +42,6 @@ BUILD_TABLE: MappingProxyType[str, Build] = MappingProxyType(
 )
 BUILDS = tuple(BUILD_TABLE)
 DEFAULT_BUILD = FORK_FP32_PARTIALS  # the newest state shown to ship
+# The order builds are run and named in (`--emulate builds`, its sentence): the cores shown to ship first, newest
+# first, then the older and the experimental line, upstream last.
+SHIPPED_FIRST = (FORK_FP32_PARTIALS, FORK_0322, FORK_BASE, FORK_D512, UPSTREAM)

@@ -17,7 +17,7 @@ from explorer.analysis.emulation.arithmetic import (
     EXP2_SCALED,
     SEQUENTIAL,
 )
-from explorer.analysis.emulation.builds import BUILD_TABLE, BUILDS, DEFAULT_BUILD
+from explorer.analysis.emulation.builds import BUILD_TABLE, BUILDS, DEFAULT_BUILD, SHIPPED_FIRST
 from explorer.foundations.record import Record, record
 from explorer.packet.dtypes import DTYPES
 
@@ -163,13 +163,10 @@ KERNELS: Mapping[str, Kernel] = MappingProxyType(
 )
 
 # `--emulate builds`: mlx_sdpa for every build x GPU class, the default build first (runs with the same launch
-# collapse into the first), then the paged kernel under each dispatcher (what a paged packet's sentence names).
+# collapse into the first, so a group is run under its shipped build's id), then the paged kernel under each
+# dispatcher (what a paged packet's sentence names).
 BUILDS_SET = (
-    *(
-        f"{MLX_SDPA}(device={device},build={build})"
-        for build in (DEFAULT_BUILD, *(b for b in BUILDS if b != DEFAULT_BUILD))
-        for device in GPU_CLASSES
-    ),
+    *(f"{MLX_SDPA}(device={device},build={build})" for build in SHIPPED_FIRST for device in GPU_CLASSES),
     *(f"{PAGED_TWO_PASS}(dispatcher={dispatcher})" for dispatcher in DISPATCHERS),
 )
 DEFAULT_SET = (MLX_TWO_PASS, f"{MLX_TWO_PASS}(partialDType=float32)", PAGED_TWO_PASS, SINGLE_PASS)
