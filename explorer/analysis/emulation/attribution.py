@@ -11,17 +11,21 @@ from typing import Any
 
 from explorer.analysis.emulation.builds import BUILDS, SHIPPED_FIRST
 from explorer.analysis.emulation.ids import parse_id
-from explorer.analysis.emulation.kernels import BUILDS_NAME, CURRENT, EARLY, GPU_CLASSES, MLX_SDPA, PAGED_TWO_PASS
+from explorer.analysis.emulation.kernels import (
+    BUILDS_NAME,
+    CURRENT,
+    DISPATCHER_SOURCES,
+    EARLY,
+    GPU_CLASSES,
+    MLX_SDPA,
+    PAGED_TWO_PASS,
+)
 from explorer.analysis.emulation.run import shape_of
 from explorer.analysis.emulation.spec import EmulationSpec, PacketShape, launch_key, resolve, resolve_all
 from explorer.analysis.result import Analysis, Emulation
 from explorer.foundations.record import Record, record
 
 PAGED_BACKEND = "paged"
-DISPATCHER_SOURCES = {  # Layr-Labs/mlx-swift-lm PagedAttentionKernel.swift
-    CURRENT: "PagedAttentionKernel.swift fd75caa3",
-    EARLY: "PagedAttentionKernel.swift 7c69e2c9",
-}
 
 
 @record

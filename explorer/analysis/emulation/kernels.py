@@ -36,6 +36,10 @@ DEFAULT_DEVICE = "default"  # mlx_run: the GPU on Apple silicon, the CPU elsewhe
 RUN_DEVICES = (DEFAULT_DEVICE, CPU, GPU)
 CURRENT, EARLY = "current", "early"
 DISPATCHERS = (CURRENT, EARLY)
+DISPATCHER_SOURCES = {  # where each dispatcher was read: Layr-Labs/mlx-swift-lm, at these commits
+    CURRENT: "PagedAttentionKernel.swift fd75caa3",  # the newest
+    EARLY: "PagedAttentionKernel.swift 7c69e2c9",
+}
 LAUNCH_RULE = "the build's launch rule"  # the default of mlx_sdpa's blocks (MLX_SDPA_BLOCKS unset)
 OUTPUT_DTYPE = "the output tensor's dtype"  # the default of a parameter that follows the packet's output dtype
 ENGINE_CHOICE = "the engine's choice for this geometry"  # the default of the paged kernel's simdgroups

@@ -16,6 +16,8 @@ from explorer.analysis.emulation.builds import BUILD_TABLE
 from explorer.analysis.emulation.ids import RequestedId, expand
 from explorer.analysis.emulation.kernels import (
     CPU,
+    CURRENT,
+    DISPATCHER_SOURCES,
     ENGINE_CHOICE,
     FLOAT32_PARTIAL_BUILDS,
     FMA_VALUES,
@@ -68,7 +70,6 @@ UNFUSED_SENTENCES = {
     "softmax kernel's exp correctly rounded; the reduction order of the GPU's simd_sum and its fast exp are "
     "properties of the hardware the source does not fix (assumptions, not read from the source).",
 }
-PAGED_DISPATCHER_SOURCE = "Layr-Labs/mlx-swift-lm PagedAttentionKernel.swift fd75caa3"
 PAGED_HARDWARE_SENTENCE = (
     "What the source does not fix is assumed: division and the reciprocal 1 / L correctly "
     "rounded, exp2 correctly rounded (the kernel asks for precise exp2), no denormal flushing, "
@@ -220,7 +221,7 @@ class EmulationSpec(Record):
         if self.kernel == PAGED_TWO_PASS and "partitionTokens" not in self.non_default:
             return (
                 f"The launch parameters are {values}; partitionTokens = 256 is the newest dispatcher's "
-                f"({PAGED_DISPATCHER_SOURCE}: its 64 / 128 / 256 ladder is off unless "
+                f"(Layr-Labs/mlx-swift-lm {DISPATCHER_SOURCES[CURRENT]}: its 64 / 128 / 256 ladder is off unless "
                 "DARKBLOOM_CBV2_PAGED_PTOK_TARGET is set)."
             )
         return f"The launch parameters are assumed to be {values}; the real launch may differ."
