@@ -5,14 +5,17 @@ Prints numbers only, asserts nothing, writes only a temp dir.
 Prints the median in-process time (wall, and this process's CPU time, which a busy
 machine inflates less) of the default set (numerics cached, as in the app: emulations
 reuse them; target <= 0.6 s on two cores), of each kernel and hypothesis alone (mlx_unfused
-on both devices and mlx_run, the installed MLX, among them), of the sweep (target <= 3 s of
+on both devices and mlx_run, the installed MLX, among them), of `builds` (every MLX build x GPU
+class, launches run once, and the paged kernel's two dispatchers) and of the sweep (target <= 3 s of
 CPU), and the median wall time of whole-process
-`python -m explorer analyze P --json --emulate default` and `--emulate sweep` against the
-same command without --emulate; then, on the T5585 backend pair, the median wall time of
+`python -m explorer analyze P --json --emulate default`, `--emulate builds` and `--emulate sweep`
+against the same command without --emulate; then, on the T5585 backend pair, the median wall time of
 whole-process `python -m explorer compare A B --json --emulate default` against the same
 command without --emulate. BLAS and OpenMP run one thread, as the CLI sets.
 
-    python benchmarks/bench_emulation.py
+    python benchmarks/bench_emulation.py [--sets]
+
+`--sets` prints only the three named sets in process (default, builds, sweep).
 """
 
 from __future__ import annotations
@@ -86,6 +89,16 @@ def whole_process(argv: list[str]) -> float:
     return statistics.median(runs)
 
 
+def named_sets(packet: Path) -> None:
+    """The in-process time of each named set, side by side."""
+    shape = shape_of(analyze(packet).admission.tensors)
+    for name in ("default", "builds", "sweep"):
+        print(
+            f"  in-process {name} ({len(normalised_ids(name, shape))} emulations), median of {RUNS}:  "
+            f"{in_process(packet, name)}"
+        )
+
+
 def main() -> None:
     print(
         f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average "
@@ -96,20 +109,18 @@ def main() -> None:
         clear_cache()
         print(f"packet QH16/KVH2/D256/T5585 all bfloat16, status {analyze(packet).status}")
         print(f"  default set {', '.join(normalised_ids('default', shape_of(analyze(packet).admission.tensors)))}")
-        print(f"  in-process default set, median of {RUNS}:  {in_process(packet, 'default')}")
+        named_sets(packet)
+        if "--sets" in sys.argv[1:]:
+            return
         for emulation_id in SINGLE_IDS:
             print(f"  in-process {emulation_id + ':':<36} {in_process(packet, [emulation_id])}")
-        print(
-            f"  in-process sweep ({len(normalised_ids('sweep', shape_of(analyze(packet).admission.tensors)))} "
-            f"emulations), median of {RUNS}:  {in_process(packet, 'sweep')}"
-        )
         command = [sys.executable, "-m", "explorer", "analyze", str(packet), "--json"]
-        with_emulations = whole_process([*command, "--emulate", "default"])
-        with_sweep = whole_process([*command, "--emulate", "sweep"])
-        without = whole_process(command)
-        print(f"  whole process analyze --emulate default, median of {RUNS}:  {with_emulations:.3f} s")
-        print(f"  whole process analyze --emulate sweep, median of {RUNS}:    {with_sweep:.3f} s")
-        print(f"  whole process analyze (no --emulate), median of {RUNS}:     {without:.3f} s")
+        for name in ("default", "builds", "sweep"):
+            print(
+                f"  whole process analyze --emulate {name}, median of {RUNS}:  "
+                f"{whole_process([*command, '--emulate', name]):.3f} s"
+            )
+        print(f"  whole process analyze (no --emulate), median of {RUNS}:  {whole_process(command):.3f} s")
         pair(Path(scratch))
 
 

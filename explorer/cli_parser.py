@@ -110,7 +110,7 @@ def _add_analyze(commands) -> None:
     _add_report_options(
         analyze,
         "report",
-        "also run kernel arithmetic emulations: 'default' (the default set), "
+        "also run kernel arithmetic emulations: 'default' (the default set), 'builds' (which MLX build wrote it), "
         "'sweep' (every launch rule and hypothesis, a few seconds) or an id such "
         "as 'mlx_two_pass(partialDType=float32)'",
     )

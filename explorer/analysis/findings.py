@@ -167,11 +167,24 @@ def _emulations(analysis: Analysis) -> Finding | None:
     return finding("emulations", text, ids=ids, bitEqual=bit_equal, compared=compared)
 
 
+def builds_finding(analysis: Analysis) -> Finding | None:
+    """Which engine build (and GPU class) wrote the packet, when the builds set was computed (emulation-v4 §2)."""
+    if analysis.emulations is None:
+        return None
+    from explorer.analysis.emulation.attribution import packet_attribution  # loaded only with emulations
+
+    found = packet_attribution(analysis)
+    if found is None:
+        return None
+    return finding("builds", found.sentence, builds=found.block, reason=found.reason)
+
+
 def packet_findings(analysis: Analysis) -> tuple[Finding, ...]:
-    """The packet's findings in reading order (only the status for a refused packet)."""
-    found = [_status(analysis)]
+    """The packet's findings in reading order (only the status for a refused packet); the builds sentence, when
+    computed, leads."""
     if analysis.status == REFUSED:
-        return tuple(found)
+        return (_status(analysis),)
+    found = [builds_finding(analysis), _status(analysis)]
     numerics = analysis.numerics
     if numerics is not None:
         found += [_score(numerics), largest_error_finding(numerics), ulp_finding(numerics), _emulations(analysis)]

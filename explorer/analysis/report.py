@@ -145,6 +145,8 @@ def build_report(analysis: Analysis) -> dict[str, Any]:
         "emulationsRequested": None,
         "emulationDecisive": None,
         "emulationBaseline": None,
+        "builds": None,
+        "buildsReason": None,
         "runtime": runtime(),
         "limitations": list(LIMITATIONS),
     }
@@ -177,9 +179,21 @@ def build_report(analysis: Analysis) -> dict[str, Any]:
             report["emulations"] = emulation_list(analysis.emulations, group)
             report["emulationDecisive"] = decisive_block(analysis.emulation_counts.decisive)
             report["emulationBaseline"] = baseline_block(analysis.emulation_counts.baseline)
+            report["builds"], report["buildsReason"] = builds_keys(analysis)
     if analysis.emulations_requested is not None:
         report["emulationsRequested"] = list(analysis.emulations_requested)
     return report
+
+
+def builds_keys(analysis: Analysis) -> tuple[dict[str, Any] | None, str | None]:
+    """`builds` and `buildsReason` (docs/emulations.md, "Which build wrote this packet"): both null unless the builds
+    set was scored."""
+    from explorer.analysis.emulation.attribution import packet_attribution  # loaded only with emulations
+
+    found = packet_attribution(analysis)
+    if found is None or found.block is None:
+        return None, None if found is None else found.reason
+    return plain(found.block), None
 
 
 def packet_name(analysis: Analysis) -> str:

@@ -179,6 +179,14 @@ def _missing_packet(report: PacketReport) -> str | None:
     return None
 
 
+def _builds_lines(report: PacketReport) -> list[str]:
+    """Which build wrote the packet (`--emulate builds` or the sweep; emulation-v4): its sentence leads."""
+    from explorer.analysis.emulation.attribution import report_sentence  # the emulation machinery loads when asked
+
+    sentence = report_sentence(report)
+    return [] if sentence is None else [f"Builds: {sentence}"]
+
+
 def summary_lines(report: PacketReport, emulation_table: EmulationTable) -> list[str]:
     """The summary of a packet report (docs/report.md, The report's keys), most telling first: status, score and
     the per-head table, then the packet's identity; one line when there is no packet at all.
@@ -186,7 +194,7 @@ def summary_lines(report: PacketReport, emulation_table: EmulationTable) -> list
     `emulation_table(entries, decisive, baseline)`: the emulation table's header and rows."""
     if (line := _missing_packet(report)) is not None:
         return [line]
-    lines = [f"Status: {report['status']}", *_score_lines(report)]
+    lines = [f"Status: {report['status']}", *_builds_lines(report), *_score_lines(report)]
     if report["refusals"]:
         lines.append(f"Refusals ({len(report['refusals'])}):")
         lines += [

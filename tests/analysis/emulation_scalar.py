@@ -274,15 +274,26 @@ def single_pass(q, K, V, s, out_dtype):
 # ---------------------------------------------------------------- launch rules, from the contract's text
 
 
-def mlx_launch(device: str, qh: int, kvh: int, d: int, t: int, build: str = "engine"):
-    """("mlx_two_pass", blocks), ("mlx_single_pass", None), or None (upstream's _gqa variant or unfused: not here)."""
+# build -> (launches `_gqa`, has D 512 two-pass kernels), from emulation-v4 §1's table
+SCALAR_BUILDS = {
+    "upstream": (True, False),
+    "fork-base": (False, False),
+    "fork-0.32.2": (True, False),
+    "fork-fp32-partials": (True, False),
+    "fork-d512": (True, True),
+}
+
+
+def mlx_launch(device: str, qh: int, kvh: int, d: int, t: int, build: str = "fork-fp32-partials"):
+    """("mlx_two_pass", blocks, gqa HPT), ("mlx_single_pass", None, None), or None (unfused: not here)."""
     n = qh // kvh
-    engine_d512 = build == "engine" and d == 512
+    has_gqa, has_d512 = SCALAR_BUILDS[build]
+    engine_d512 = has_d512 and d == 512
     if device == "cpu" or (d not in (64, 96, 128, 256) and not engine_d512) or n > 32:
         return None
     if not (engine_d512 or (device in ("s", "d") and t >= 1024) or (kvh < qh and t >= 4096)):
         return ("mlx_single_pass", None, None)
-    gqa = {64: 8, 128: 4}.get(d) if build == "upstream" and qh == 8 * kvh and t >= 8192 else None
+    gqa = {64: 8, 128: 4}.get(d) if has_gqa and qh == 8 * kvh and t >= 8192 else None
     if device == "s":
         blocks = 64
         if t > 1024 and n > 4:

@@ -47,6 +47,8 @@ TOP_KEYS = {
     "emulationsRequested",
     "emulationDecisive",
     "emulationBaseline",
+    "builds",
+    "buildsReason",
     "runtime",
     "limitations",
 }
@@ -64,6 +66,8 @@ NULL_WHEN_REFUSED = {
     "emulationsRequested",
     "emulationDecisive",
     "emulationBaseline",
+    "builds",
+    "buildsReason",
 }
 M_KEYS = {"linf", "rmse", "relativeL2", "undefinedReason", "nonfinite"}
 COUNT_KEYS = {"nan", "positiveInfinity", "negativeInfinity"}

@@ -90,7 +90,7 @@ def test_every_id_form_parses_and_normalises():
         "paged_two_pass(simdgroups=8)",
     ]
     assert _ids("paged_two_pass(simdgroups=4)", None, None) == ["paged_two_pass(simdgroups=4)"]
-    assert _ids("mlx_sdpa(device=s,partialDType=bfloat16)") == ["mlx_sdpa"]
+    assert _ids("mlx_sdpa(device=s,build=upstream,partialDType=bfloat16)") == ["mlx_sdpa(build=upstream)"]
 
 
 def test_duplicates_run_once_at_the_first_position_and_the_default_set():
@@ -125,7 +125,11 @@ def test_duplicates_run_once_at_the_first_position_and_the_default_set():
         ("mlx_two_pass(blocks=1e3)", "is not an integer from 1 to 1024"),
         ("paged_two_pass(partialDType=float64)", "partialDType=float64 is not one of float16, bfloat16, float32"),
         ("mlx_sdpa(device=x)", "'mlx_sdpa(device=x)': device=x is not one of s, d, other, cpu"),
-        ("mlx_sdpa(build=fork)", "'mlx_sdpa(build=fork)': build=fork is not one of engine, upstream"),
+        (
+            "mlx_sdpa(build=fork)",
+            "'mlx_sdpa(build=fork)': build=fork is not one of upstream, fork-base, fork-0.32.2, "
+            "fork-fp32-partials, fork-d512",
+        ),
         ("mlx_unfused(device=d)", "'mlx_unfused(device=d)': device=d is not one of cpu, gpu"),
         ("mlx_run(device=tpu)", "'mlx_run(device=tpu)': device=tpu is not one of default, cpu, gpu"),
         ("paged_two_pass(dispatcher=old)", "dispatcher=old is not one of current, early"),

@@ -167,10 +167,10 @@ def test_launch_thresholds_match_the_scalar_code(tokens, kv_heads, group, ids):
     _check(inputs, ids, heads=(group - 1,))
 
 
-def test_where_upstream_runs_its_gqa_variant_the_engine_build_runs_plain_two_pass():
+def test_where_upstream_runs_its_gqa_variant_the_fork_base_build_runs_plain_two_pass():
     inputs = _inputs(head_dim=64, tokens=8192, kv_heads=1, group=8, dtypes=("bfloat16",) * 3, seed=1)
-    (entry,) = _check(inputs, ["mlx_sdpa"], heads=(0,))  # the scalar code's plain two-pass, bit for bit
-    assert entry.spec.resolved["build"] == "engine" and entry.spec.run.gqa_heads_per_simdgroup is None
+    (entry,) = _check(inputs, ["mlx_sdpa(build=fork-base)"], heads=(0,))  # the scalar code's plain two-pass
+    assert entry.spec.resolved["build"] == "fork-base" and entry.spec.run.gqa_heads_per_simdgroup is None
 
 
 def test_the_options_differ_where_the_arithmetic_differs():

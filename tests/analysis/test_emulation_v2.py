@@ -15,6 +15,7 @@ import pytest
 
 import explorer
 from explorer.analysis.emulation import SWEEP, PacketShape, decisive, normalised_ids, ranked, resolve_all, with_counts
+from explorer.analysis.emulation.builds import BUILDS
 from explorer.analysis.emulation.launch import (
     EMULATION_MEMORY_BYTES,
     MEMORY_BOUND,
@@ -63,7 +64,7 @@ LAUNCH_TABLE = [  # (T, QH, KVH, {device: expected}), D 128 unless the _gqa case
 ]
 
 
-@pytest.mark.parametrize("build", ["engine", "upstream"])
+@pytest.mark.parametrize("build", BUILDS)
 @pytest.mark.parametrize("tokens,query_heads,kv_heads,expected", LAUNCH_TABLE)
 def test_mlx_launch_rule_per_device_class(tokens, query_heads, kv_heads, expected, build):
     geometry = Geometry(query_heads, kv_heads, 128, tokens)  # no _gqa case here: both builds agree
@@ -73,10 +74,10 @@ def test_mlx_launch_rule_per_device_class(tokens, query_heads, kv_heads, expecte
 @pytest.mark.parametrize(
     "head_dim,tokens,hpt", [(64, 8192, 8), (128, 8192, 4), (64, 8191, None), (96, 8192, None), (256, 8192, None)]
 )
-def test_upstream_launches_its_gqa_variant_and_the_engine_build_has_none(head_dim, tokens, hpt):
+def test_upstream_launches_its_gqa_variant_and_the_fork_base_build_has_none(head_dim, tokens, hpt):
     for device in (S, D, OTHER):
         geometry = Geometry(16, 2, head_dim, tokens)  # QH = 8 x KVH
-        upstream, engine = mlx_launch(device, geometry, "upstream"), mlx_launch(device, geometry, "engine")
+        upstream, engine = mlx_launch(device, geometry, "upstream"), mlx_launch(device, geometry, "fork-base")
         assert upstream.kernel == engine.kernel == "mlx_two_pass" and upstream.blocks == engine.blocks
         assert upstream.gqa_heads_per_simdgroup == hpt and engine.gqa_heads_per_simdgroup is None
 
@@ -86,18 +87,18 @@ def test_upstream_launches_its_gqa_variant_and_the_engine_build_has_none(head_di
     [
         (192, 8, Launch("mlx_unfused", device="gpu")),
         (80, 8, Launch("mlx_unfused", device="gpu")),
-        (512, 8, Launch("mlx_two_pass", 64)),  # the engine's build has D 512 two-pass kernels at every T
+        (512, 8, Launch("mlx_two_pass", 64)),  # fork-d512 has D 512 two-pass kernels at every T
         (128, 66, Launch("mlx_unfused", device="gpu")),
     ],
 )
 def test_unfused_branches_resolve_to_mlx_unfused_on_the_gpu(head_dim, query_heads, engine):
     geometry = Geometry(query_heads, 2, head_dim, 100)
     assert mlx_launch(S, geometry, "upstream") == Launch("mlx_unfused", device="gpu")
-    assert mlx_launch(S, geometry, "engine") == engine
+    assert mlx_launch(S, geometry, "fork-d512") == engine
 
 
 def test_the_cpu_always_runs_mlx_unfused():
-    for build in ("engine", "upstream"):
+    for build in BUILDS:
         for geometry in (Geometry(16, 2, 128, 9000), Geometry(8, 8, 80, 1), Geometry(8, 1, 512, 4096)):
             assert mlx_launch("cpu", geometry, build) == Launch("mlx_unfused", device="cpu")
 
@@ -106,9 +107,9 @@ def test_the_cpu_always_runs_mlx_unfused():
 def test_each_build_reads_mlx_sdpa_blocks_its_own_way(blocks, upstream, engine):
     geometry = Geometry(16, 16, 128, 4096)
     assert mlx_launch(S, geometry, "upstream", blocks) == Launch("mlx_two_pass", upstream)
-    assert mlx_launch(S, geometry, "engine", blocks) == Launch("mlx_two_pass", engine)
-    (spec,) = resolve_all(f"mlx_sdpa(blocks={blocks})", PacketShape("bfloat16", geometry))
-    assert spec.run.blocks == engine and spec.resolved["build"] == "engine"
+    assert mlx_launch(S, geometry, "fork-base", blocks) == Launch("mlx_two_pass", engine)
+    (spec,) = resolve_all(f"mlx_sdpa(blocks={blocks},build=fork-base)", PacketShape("bfloat16", geometry))
+    assert spec.run.blocks == engine and spec.resolved["build"] == "fork-base"
 
 
 # (QH, KVH, D) -> the engine's simdgroups, from hpt and the 32 KiB threadgroup budget.
@@ -232,12 +233,11 @@ QWEN_SWEEP = [
     "paged_two_pass",
     "single_pass",
     "mlx_run",  # in the default set where MLX is importable; the sweep always has it
-    "mlx_sdpa",
-    "mlx_sdpa(partialDType=float32)",
-    "mlx_sdpa(device=d)",
-    "mlx_sdpa(device=d,partialDType=float32)",
+    "mlx_sdpa",  # the builds set, the default build first: one launch each (s and d launch alike here)
     "mlx_sdpa(device=other)",
-    "mlx_sdpa(device=other,partialDType=float32)",
+    "mlx_sdpa(build=fork-0.32.2)",
+    "mlx_sdpa(device=other,build=fork-0.32.2)",
+    "paged_two_pass(dispatcher=early)",  # its simdgroups (2 here) are its own default
     "mlx_sdpa(device=cpu)",
     "mlx_unfused",
     "mlx_unfused(device=gpu)",
@@ -251,7 +251,6 @@ QWEN_SWEEP = [
     "paged_two_pass(partitionTokens=64)",
     "paged_two_pass(partitionTokens=128)",
     "paged_two_pass(simdgroups=8)",  # simdgroups=4 is the engine's choice here: the default, already listed
-    "paged_two_pass(dispatcher=early)",  # its simdgroups (2 here) are its own default
     "mlx_two_pass(exp=exp2_scaled)",
     "mlx_two_pass(fma=on)",
     "mlx_two_pass(simd=sequential)",
@@ -287,7 +286,7 @@ def test_analyze_runs_the_sweep(tmp_path):
     assert sdpa["resolved"] == {
         "kernel": "mlx_single_pass",
         "blocks": None,
-        "build": "engine",
+        "build": "fork-fp32-partials",
         "device": None,
         "gqaHeadsPerSimdgroup": None,
     }
@@ -305,13 +304,13 @@ def test_the_gqa_variant_is_emulated_where_the_build_has_it(tmp_path):
     spec = synthetic_spec(qh=8, kvh=1, tokens=8192, head_dim=64, output_dtype="bfloat16")
     packet = write_packet(tmp_path / "gqa", spec)
     report = explorer.analyze(
-        packet, emulate=["mlx_sdpa", "mlx_sdpa(build=upstream)", "mlx_two_pass(blocks=128)"]
+        packet, emulate=["mlx_sdpa(build=fork-base)", "mlx_sdpa(build=upstream)", "mlx_two_pass(blocks=128)"]
     ).report()
     found = {e["id"]: e for e in report["emulations"]}
-    upstream, engine = found["mlx_sdpa(build=upstream)"], found["mlx_sdpa"]
+    upstream, engine = found["mlx_sdpa(build=upstream)"], found["mlx_sdpa(build=fork-base)"]
     assert upstream["resolved"]["gqaHeadsPerSimdgroup"] == 8 and upstream["bitEqual"] is not None
     assert any("_gqa" in sentence for sentence in upstream["assumptions"])
-    assert engine["resolved"]["gqaHeadsPerSimdgroup"] is None  # the engine's build has no _gqa launch
+    assert engine["resolved"]["gqaHeadsPerSimdgroup"] is None  # fork-base has no _gqa launch
     assert engine["bitEqual"] == found["mlx_two_pass"]["bitEqual"]
     json.dumps(report, allow_nan=False)
 
@@ -343,7 +342,7 @@ def test_a_refused_emulation_reports_its_code_on_a_packet(tmp_path, monkeypatch)
     [
         ("mlx_two_pass(blocks=0)", "an integer from 1 to 1024"),
         ("mlx_sdpa(device=x)", "one of s, d, other, cpu"),
-        ("mlx_sdpa(build=fork)", "one of engine, upstream"),
+        ("mlx_sdpa(build=fork)", "one of upstream, fork-base, fork-0.32.2, fork-fp32-partials, fork-d512"),
         ("mlx_unfused(device=s)", "one of cpu, gpu"),
         ("mlx_run(device=tpu)", "one of default, cpu, gpu"),
         ("paged_two_pass(dispatcher=old)", "one of current, early"),

@@ -202,7 +202,7 @@ def test_each_dispatcher_chooses_its_simdgroups(geometry, current, early):
 # ---------------------------------------------------------------- each build's launch
 
 
-BUILD_TABLE = [  # (device, QH, KVH, D, T) -> (upstream, engine)
+BUILD_TABLE = [  # (device, QH, KVH, D, T) -> (upstream, fork-base; fork-d512 for D 512)
     ("s", 16, 2, 128, 9000, Launch("mlx_two_pass", 256, gqa_heads_per_simdgroup=4), Launch("mlx_two_pass", 256)),
     ("d", 8, 1, 64, 20000, Launch("mlx_two_pass", 512, gqa_heads_per_simdgroup=8), Launch("mlx_two_pass", 512)),
     ("other", 16, 2, 64, 8192, Launch("mlx_two_pass", 64, gqa_heads_per_simdgroup=8), Launch("mlx_two_pass", 64)),
@@ -218,8 +218,9 @@ BUILD_TABLE = [  # (device, QH, KVH, D, T) -> (upstream, engine)
 def test_each_builds_launch_table(device, qh, kvh, head_dim, tokens, upstream, engine):
     geometry = Geometry(qh, kvh, head_dim, tokens)
     assert mlx_launch(device, geometry, "upstream") == upstream
-    assert mlx_launch(device, geometry, "engine") == engine
-    for build, expected in (("upstream", upstream), ("engine", engine)):
+    engine_build = "fork-d512" if head_dim == 512 else "fork-base"
+    assert mlx_launch(device, geometry, engine_build) == engine
+    for build, expected in (("upstream", upstream), (engine_build, engine)):
         (spec,) = resolve_all(f"mlx_sdpa(device={device},build={build})", PacketShape("bfloat16", geometry))
         assert spec.resolved["build"] == build and spec.resolved["kernel"] == expected.kernel
         assert spec.run.kernel == expected.kernel and spec.not_emulated is None
@@ -234,7 +235,9 @@ def test_the_gqa_variant_matches_the_scalar_code():
         for _ in range(2)
     )
     inputs = EmulationInputs(queries, keys, values, np.float32(0.125), "bfloat16", "bfloat16", "float32")
-    specs = resolve_all(["mlx_sdpa(build=upstream,device=other)", "mlx_sdpa(device=other)"], inputs.shape)
+    specs = resolve_all(
+        ["mlx_sdpa(build=upstream,device=other)", "mlx_sdpa(device=other,build=fork-base)"], inputs.shape
+    )
     emulated = emulate(inputs, specs, np.ones(8, dtype=bool))
     assert specs[0].run.gqa_heads_per_simdgroup == 8 and specs[1].run.gqa_heads_per_simdgroup is None
     head = 3

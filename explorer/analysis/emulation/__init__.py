@@ -6,7 +6,8 @@ UI.
 The next callers use: `resolve_all(request, shape)` (ids -> specs, EmulationIdError for
 unknown kernels, parameters or values), `emulate(inputs, specs, eligible)` (run once),
 `emulations_for(...)` (scored against one output, with the decisive and baseline counts),
-`ranked(...)` (the table order) and `native_output_bits(id, tensors, scale, output_dtype)`.
+`ranked(...)` (the table order) and `native_output_bits(id, tensors, scale, output_dtype)`; which build wrote
+a packet (`--emulate builds`) is in `attribution` (`packet_attribution`, `report_sentence`).
 """
 
 from explorer.analysis.emulation.counts import (

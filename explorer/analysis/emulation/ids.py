@@ -11,10 +11,15 @@ from typing import Any
 
 from explorer.analysis.emulation import library
 from explorer.analysis.emulation.kernels import (
+    BUILD,
+    BUILDS_NAME,
+    BUILDS_SET,
     DEFAULT_SET,
     DEFAULT_SET_NAME,
+    FLOAT32_PARTIAL_BUILDS,
     KERNELS,
     MLX_RUN,
+    MLX_SDPA,
     SWEEP,
     SWEEP_NAME,
     EmulationIdError,
@@ -27,10 +32,11 @@ _ASSIGNMENT = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*([^\s=]+)\s*$")
 
 
 def named_set(name: str) -> tuple[str, ...] | None:
-    """The ids of a named set: `default` (with mlx_run when MLX is importable here), `sweep`; None for another name."""
+    """The ids of a named set: `default` (with mlx_run when MLX is importable here), `sweep`, `builds`; None for
+    another name."""
     if name == DEFAULT_SET_NAME:
         return DEFAULT_SET + ((MLX_RUN,) if library.available() else ())
-    return SWEEP if name == SWEEP_NAME else None
+    return {SWEEP_NAME: SWEEP, BUILDS_NAME: BUILDS_SET}.get(name)
 
 
 MAX_REQUESTED_IDS = 256  # ids in one request, named sets expanded (a request is user input)
@@ -42,6 +48,18 @@ class RequestedId(Record):
 
     kernel: str
     given: tuple[tuple[str, Any], ...]
+    collapsible: bool = False  # from the `builds` set: runs once with any earlier one of the same launch
+
+
+def _check_partials(text: str, kernel: str, given: dict[str, Any]) -> None:
+    """A float32-partials build gives no partialDType choice: another value is a usage error naming the rule."""
+    build = given.get(BUILD.name, BUILD.default)
+    partial = given.get("partialDType", "float32")
+    if kernel == MLX_SDPA and build in FLOAT32_PARTIAL_BUILDS and partial != "float32":
+        raise EmulationIdError(
+            f"{quoted(text)}: partialDType={partial} is not allowed with build={build}, whose two-pass partials are "
+            f"always float32 (builds {', '.join(FLOAT32_PARTIAL_BUILDS)} accept only partialDType=float32)"
+        )
 
 
 def parse_id(text: str) -> RequestedId:
@@ -55,7 +73,7 @@ def parse_id(text: str) -> RequestedId:
     if name not in KERNELS:
         raise EmulationIdError(
             f"unknown emulation kernel {quoted(name)} in {quoted(text)} (known: "
-            f"{', '.join(KERNELS)}, or {DEFAULT_SET_NAME!r} or {SWEEP_NAME!r} for a named set)"
+            f"{', '.join(KERNELS)}, or {DEFAULT_SET_NAME!r}, {SWEEP_NAME!r} or {BUILDS_NAME!r} for a named set)"
         )
     kernel = KERNELS[name]
     given: list[tuple[str, Any]] = []
@@ -75,11 +93,13 @@ def parse_id(text: str) -> RequestedId:
         except ValueError:
             raise EmulationIdError(f"{quoted(text)}: {key}={clip(value_text)} is not {parameter.accepts}") from None
         given.append((key, value))
+    _check_partials(text, name, dict(given))
     return RequestedId(name, tuple(given))
 
 
 def expand(request: str | Iterable[str]) -> tuple[RequestedId, ...]:
-    """The parsed ids of a request: ids and named sets ("default", "sweep"), each set expanded in place."""
+    """The parsed ids of a request: ids and named sets ("default", "sweep", "builds"), each set expanded in place
+    (the `builds` set's ids collapsible)."""
     texts = [request] if isinstance(request, str) else list(request)
     if not texts:
         raise EmulationIdError("no emulation id given")
@@ -87,7 +107,8 @@ def expand(request: str | Iterable[str]) -> tuple[RequestedId, ...]:
     for text in texts:
         named = named_set(text.strip()) if isinstance(text, str) else None
         if named is not None:
-            parsed += expand(list(named))
+            collapse = text.strip() == BUILDS_NAME
+            parsed += [RequestedId(r.kernel, r.given, r.collapsible or collapse) for r in expand(list(named))]
         else:
             parsed.append(parse_id(text))
         if len(parsed) > MAX_REQUESTED_IDS:

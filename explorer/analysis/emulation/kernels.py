@@ -17,10 +17,11 @@ from explorer.analysis.emulation.arithmetic import (
     EXP2_SCALED,
     SEQUENTIAL,
 )
+from explorer.analysis.emulation.builds import BUILD_TABLE, BUILDS, DEFAULT_BUILD, SHIPPED_FIRST
 from explorer.foundations.record import Record, record
 from explorer.packet.dtypes import DTYPES
 
-DEFAULT_SET_NAME, SWEEP_NAME = "default", "sweep"
+DEFAULT_SET_NAME, SWEEP_NAME, BUILDS_NAME = "default", "sweep", "builds"
 MLX_TWO_PASS, MLX_SINGLE_PASS, MLX_SDPA = "mlx_two_pass", "mlx_single_pass", "mlx_sdpa"
 MLX_UNFUSED, MLX_RUN = "mlx_unfused", "mlx_run"
 PAGED_TWO_PASS, SINGLE_PASS = "paged_two_pass", "single_pass"
@@ -33,10 +34,12 @@ DEVICES = (*GPU_CLASSES, CPU)  # mlx_sdpa's devices: a GPU class, or MLX's CPU b
 UNFUSED_DEVICES = (CPU, GPU)
 DEFAULT_DEVICE = "default"  # mlx_run: the GPU on Apple silicon, the CPU elsewhere
 RUN_DEVICES = (DEFAULT_DEVICE, CPU, GPU)
-ENGINE, UPSTREAM = "engine", "upstream"
-BUILDS = (ENGINE, UPSTREAM)
 CURRENT, EARLY = "current", "early"
 DISPATCHERS = (CURRENT, EARLY)
+DISPATCHER_SOURCES = {  # where each dispatcher was read: Layr-Labs/mlx-swift-lm, at these commits
+    CURRENT: "PagedAttentionKernel.swift fd75caa3",  # the newest
+    EARLY: "PagedAttentionKernel.swift 7c69e2c9",
+}
 LAUNCH_RULE = "the build's launch rule"  # the default of mlx_sdpa's blocks (MLX_SDPA_BLOCKS unset)
 OUTPUT_DTYPE = "the output tensor's dtype"  # the default of a parameter that follows the packet's output dtype
 ENGINE_CHOICE = "the engine's choice for this geometry"  # the default of the paged kernel's simdgroups
@@ -109,7 +112,8 @@ SIMDGROUPS = Parameter(
 DEVICE = Parameter(
     "device", "s", f"one of {_listed(DEVICES)} (a GPU's architecture letter, or MLX's CPU backend)", _one_of(DEVICES)
 )
-BUILD = Parameter("build", ENGINE, f"one of {_listed(BUILDS)}", _one_of(BUILDS))
+BUILD = Parameter("build", DEFAULT_BUILD, f"one of {_listed(BUILDS)}", _one_of(BUILDS))
+FLOAT32_PARTIAL_BUILDS = tuple(name for name, build in BUILD_TABLE.items() if build.float32_partials)
 UNFUSED_DEVICE = Parameter("device", CPU, f"one of {_listed(UNFUSED_DEVICES)}", _one_of(UNFUSED_DEVICES))
 RUN_DEVICE = Parameter("device", DEFAULT_DEVICE, f"one of {_listed(RUN_DEVICES)}", _one_of(RUN_DEVICES))
 DISPATCHER = Parameter("dispatcher", CURRENT, f"one of {_listed(DISPATCHERS)}", _one_of(DISPATCHERS))
@@ -162,11 +166,18 @@ KERNELS: Mapping[str, Kernel] = MappingProxyType(
     }
 )
 
+# `--emulate builds`: mlx_sdpa for every build x GPU class, the default build first (runs with the same launch
+# collapse into the first, so a group is run under its shipped build's id), then the paged kernel under each
+# dispatcher (what a paged packet's sentence names).
+BUILDS_SET = (
+    *(f"{MLX_SDPA}(device={device},build={build})" for build in SHIPPED_FIRST for device in GPU_CLASSES),
+    *(f"{PAGED_TWO_PASS}(dispatcher={dispatcher})" for dispatcher in DISPATCHERS),
+)
 DEFAULT_SET = (MLX_TWO_PASS, f"{MLX_TWO_PASS}(partialDType=float32)", PAGED_TWO_PASS, SINGLE_PASS)
 _F32 = "partialDType=float32"
 SWEEP = (
     DEFAULT_SET_NAME,
-    *(f"{MLX_SDPA}(device={device}{suffix})" for device in GPU_CLASSES for suffix in ("", f",{_F32}")),
+    BUILDS_NAME,
     f"{MLX_SDPA}(device={CPU})",
     *(f"{MLX_UNFUSED}(device={device})" for device in UNFUSED_DEVICES),
     MLX_RUN,

@@ -6,14 +6,15 @@ numerics, no I/O. The builds and dispatchers, and the sources each rule was read
 
 from __future__ import annotations
 
+from explorer.analysis.emulation.builds import BUILD_TABLE, DEFAULT_BUILD
 from explorer.foundations.record import Record, record
 
 MLX_VECTOR_HEAD_DIMS = (64, 96, 128, 256)  # MLX's vector kernels; D 192 is routed to unfused attention for one token
-MLX_ENGINE_TWO_PASS_HEAD_DIM = 512  # the engine's build runs two-pass kernels for it at every T
-MLX_GQA_HEADS_PER_SIMDGROUP = {64: 8, 128: 4}  # upstream's `_gqa` two-pass variant: head dim -> HPT
+MLX_D512_TWO_PASS_HEAD_DIM = 512  # a build with D 512 two-pass kernels runs them at every T
+MLX_GQA_HEADS_PER_SIMDGROUP = {64: 8, 128: 4}  # the `_gqa` two-pass variant: head dim -> HPT
 MLX_GQA_FACTOR = 8
 MLX_GQA_MIN_TOKENS = 8192
-MLX_BLOCKS_MULTIPLE = 32  # upstream rounds MLX_SDPA_BLOCKS up to a multiple of it; the engine's build does not
+MLX_BLOCKS_MULTIPLE = 32  # a build that rounds MLX_SDPA_BLOCKS rounds it up to a multiple of this
 MLX_MAX_GQA_FACTOR = 32  # beyond it MLX runs unfused attention
 MLX_LARGE_DEVICES = ("s", "d")  # last letter of the GPU architecture name: the large GPUs
 MLX_LARGE_TWO_PASS_TOKENS = 1024  # large GPUs run the two-pass kernel from this many tokens
@@ -91,14 +92,14 @@ class Launch(Record):
 
 
 def mlx_blocks_read(build: str, blocks: int) -> int:
-    """MLX_SDPA_BLOCKS as `build` reads it: upstream rounds it up to a multiple of 32, the engine's build takes it
-    as is."""
-    if build == "upstream":
+    """MLX_SDPA_BLOCKS as `build` reads it: rounded up to a multiple of 32 (every build since the v0.32.2 sync), or
+    as given (fork-base)."""
+    if BUILD_TABLE[build].rounds_blocks:
         return -(-blocks // MLX_BLOCKS_MULTIPLE) * MLX_BLOCKS_MULTIPLE
     return blocks
 
 
-def mlx_launch(device: str, geometry: Geometry, build: str = "engine", blocks: int | None = None) -> Launch:
+def mlx_launch(device: str, geometry: Geometry, build: str = DEFAULT_BUILD, blocks: int | None = None) -> Launch:
     """What `build` of MLX launches for one query token without a mask on `device` (a GPU class or "cpu").
 
     `blocks`: MLX_SDPA_BLOCKS when set (None: the build's own choice).
@@ -106,11 +107,11 @@ def mlx_launch(device: str, geometry: Geometry, build: str = "engine", blocks: i
     g = geometry
     if device == "cpu":
         return Launch("mlx_unfused", device="cpu")
-    engine_d512 = build == "engine" and g.head_dim == MLX_ENGINE_TWO_PASS_HEAD_DIM
-    if (g.head_dim not in MLX_VECTOR_HEAD_DIMS and not engine_d512) or g.group > MLX_MAX_GQA_FACTOR:
+    d512 = BUILD_TABLE[build].two_pass_d512 and g.head_dim == MLX_D512_TWO_PASS_HEAD_DIM
+    if (g.head_dim not in MLX_VECTOR_HEAD_DIMS and not d512) or g.group > MLX_MAX_GQA_FACTOR:
         return Launch("mlx_unfused", device="gpu")
     two_pass = (
-        engine_d512
+        d512
         or (device in MLX_LARGE_DEVICES and g.tokens >= MLX_LARGE_TWO_PASS_TOKENS)
         or (g.kv_heads < g.query_heads and g.tokens >= MLX_GQA_TWO_PASS_TOKENS)
     )
@@ -118,7 +119,7 @@ def mlx_launch(device: str, geometry: Geometry, build: str = "engine", blocks: i
         return Launch("mlx_single_pass")
     chosen = mlx_blocks(device, geometry) if blocks is None else mlx_blocks_read(build, blocks)
     gqa = (
-        build == "upstream"
+        BUILD_TABLE[build].gqa
         and g.group == MLX_GQA_FACTOR
         and g.tokens >= MLX_GQA_MIN_TOKENS
         and g.head_dim in MLX_GQA_HEADS_PER_SIMDGROUP

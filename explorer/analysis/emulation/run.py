@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from explorer.analysis.emulation import arithmetic, library, unfused
+from explorer.analysis.emulation.builds import UPSTREAM
 from explorer.analysis.emulation.counts import with_counts
 from explorer.analysis.emulation.kernels import (
     MLX_RUN,
@@ -22,7 +23,6 @@ from explorer.analysis.emulation.kernels import (
     MLX_UNFUSED,
     PAGED_TWO_PASS,
     SINGLE_PASS,
-    UPSTREAM,
 )
 from explorer.analysis.emulation.launch import Geometry, NotEmulated
 from explorer.analysis.emulation.spec import (

@@ -12,10 +12,14 @@ from typing import Any
 
 from explorer.analysis.emulation import launch
 from explorer.analysis.emulation.arithmetic import BUTTERFLY, EXACT, Hypotheses
+from explorer.analysis.emulation.builds import BUILD_TABLE
 from explorer.analysis.emulation.ids import RequestedId, expand
 from explorer.analysis.emulation.kernels import (
     CPU,
+    CURRENT,
+    DISPATCHER_SOURCES,
     ENGINE_CHOICE,
+    FLOAT32_PARTIAL_BUILDS,
     FMA_VALUES,
     HYPOTHESES,
     KERNELS,
@@ -196,7 +200,8 @@ class EmulationSpec(Record):
         if self.kernel == MLX_SDPA:
             return (
                 f"The kernel and block count follow the {self.parameters['build']} build's launch rule "
-                f"(scaled_dot_product_attention.cpp) for device {self.parameters['device']!r}"
+                f"(scaled_dot_product_attention.cpp, {BUILD_TABLE[self.parameters['build']].source}) for device "
+                f"{self.parameters['device']!r}"
                 + (
                     ""
                     if self.parameters["blocks"] == LAUNCH_RULE
@@ -213,14 +218,22 @@ class EmulationSpec(Record):
             f"{name} = {self.parameters[name]}" + (" (set by the user)" if name in self.non_default else " (default)")
             for name in launch_names
         )
+        if self.kernel == PAGED_TWO_PASS and "partitionTokens" not in self.non_default:
+            return (
+                f"The launch parameters are {values}; partitionTokens = 256 is the newest dispatcher's "
+                f"(Layr-Labs/mlx-swift-lm {DISPATCHER_SOURCES[CURRENT]}: its 64 / 128 / 256 ladder is off unless "
+                "DARKBLOOM_CBV2_PAGED_PTOK_TARGET is set)."
+            )
         return f"The launch parameters are assumed to be {values}; the real launch may differ."
 
 
-def _default(default: Any, shape: PacketShape, dispatcher: str) -> Any:
-    """A parameter's default for this packet (None when it depends on what is not known)."""
+def _default(default: Any, shape: PacketShape, values: Mapping[str, Any]) -> Any:
+    """A parameter's default for this packet given the values resolved before it (None when it depends on what is
+    not known); a float32-partials build's partials are float32."""
     if default == OUTPUT_DTYPE:
-        return shape.output_dtype
+        return "float32" if values.get("build") in FLOAT32_PARTIAL_BUILDS else shape.output_dtype
     if default == ENGINE_CHOICE:
+        dispatcher = values.get("dispatcher", "current")
         return None if shape.geometry is None else launch.paged_simdgroups(shape.geometry, dispatcher)
     return default
 
@@ -249,7 +262,7 @@ def _sdpa_run(values: Mapping[str, Any], geometry: Geometry, hypotheses: Hypothe
     return Run(
         chosen.kernel,
         blocks=chosen.blocks,
-        partial_dtype=values["partialDType"],
+        partial_dtype=values["partialDType"] if chosen.blocks else None,  # a single pass stores no partials
         hypotheses=hypotheses,
         gqa_heads_per_simdgroup=chosen.gqa_heads_per_simdgroup,
     ), resolved
@@ -311,7 +324,7 @@ def resolve(requested: RequestedId, shape: PacketShape) -> EmulationSpec:
     given = dict(requested.given)
     values, shown, names = {}, [], []
     for parameter in kernel.parameters:
-        default = _default(parameter.default, shape, values.get("dispatcher", "current"))
+        default = _default(parameter.default, shape, values)
         value = given.get(parameter.name, default)
         values[parameter.name] = value
         if parameter.name in given and value != default:
@@ -322,12 +335,28 @@ def resolve(requested: RequestedId, shape: PacketShape) -> EmulationSpec:
     return EmulationSpec(kernel.name, MappingProxyType(values), normalised, tuple(names), run, not_emulated, resolved)
 
 
+def launch_key(spec: EmulationSpec) -> tuple:
+    """What an mlx_sdpa entry runs (kernel, blocks, partials, `_gqa`, hypotheses): entries with equal keys compute the
+    same bits; an entry without a run keys on its id."""
+    return (spec.run,) if spec.run is not None else (spec.id,)
+
+
 def resolve_all(request: str | Iterable[str], shape: PacketShape) -> tuple[EmulationSpec, ...]:
-    """The distinct resolved emulations of a request, each at the position of its first occurrence."""
+    """The distinct resolved emulations of a request, each at the position of its first occurrence.
+
+    An mlx_sdpa id of the `builds` set whose launch equals an earlier one of that set (the
+    same kernel, blocks and partials) runs once, under the earlier id.
+    """
     specs: dict[str, EmulationSpec] = {}
+    launches: set[tuple] = set()  # the launches of the builds set's entries kept so far
     for requested in expand(request):
         spec = resolve(requested, shape)
-        specs.setdefault(spec.id, spec)
+        collapsible = requested.collapsible and spec.kernel == MLX_SDPA
+        if spec.id in specs or (collapsible and launch_key(spec) in launches):
+            continue
+        specs[spec.id] = spec
+        if collapsible:
+            launches.add(launch_key(spec))
     return tuple(specs.values())
 
 

@@ -38,6 +38,7 @@ from explorer.analysis.emulation import (
     ranked,
 )
 from explorer.analysis.emulation.kernels import (
+    BUILDS_NAME,
     MAX_BLOCKS,
     MAX_PARTITION_TOKENS,
     MIN_BLOCKS,
@@ -71,7 +72,7 @@ DEFAULT_BLOCKS = KERNELS[MLX_TWO_PASS].parameter("blocks").default
 DEFAULT_PARTITION_TOKENS = KERNELS[PAGED_TWO_PASS].parameter("partitionTokens").default
 DEFAULT_PARTIAL = "float32"  # the partial dtype of the counterfactual variants (the incident's patched kernel)
 SETTINGS_SET = "settings"  # the view's own emulations and the real library (the default set with the defaults)
-EMULATION_SETS = (SETTINGS_SET, SWEEP_NAME)
+EMULATION_SETS = (SETTINGS_SET, BUILDS_NAME, SWEEP_NAME)
 ULP_LABEL = "ULP distance (output vs emulation, output dtype units)"
 COLOUR_LABEL = "ULP distance"  # the colour bar's title: short enough for a 16-head map; the hover says the rest
 # The map's discrete ULP classes: (lowest distance, tick label, colour); 0 (bit-equal) has a colour of its own.
@@ -196,7 +197,16 @@ def bit_equal_tables(analysis: Analysis, emulations: tuple[Emulation, ...], coun
         ),
         css_class="emulation-bit-equal-per-head",
     )
-    return f'<div style="{SCROLLING}">{overview}</div><div style="{SCROLLING}">{per_head}</div>'
+    tables = f'<div style="{SCROLLING}">{overview}</div><div style="{SCROLLING}">{per_head}</div>'
+    return _builds_html(analysis, emulations) + tables
+
+
+def _builds_html(analysis: Analysis, emulations: tuple[Emulation, ...]) -> str:
+    """Which build wrote the packet, when the set holds the builds (emulation-v4): the sentence that leads the view."""
+    from explorer.analysis.emulation.attribution import packet_attribution
+
+    found = packet_attribution(analysis, emulations)
+    return "" if found is None else f'<p class="emulation-builds"><b>Builds:</b> {esc(found.sentence)}</p>'
 
 
 def drilldown_html(analysis: Analysis, emulations: tuple[Emulation, ...], head: int, channel: int) -> str:
@@ -293,7 +303,7 @@ class EmulationsView(pn.viewable.Viewer):
     emulation_set = param.Selector(
         default=SETTINGS_SET,
         objects=list(EMULATION_SETS),
-        doc="The view's own emulations and the real library, or the sweep (every v2 hypothesis).",
+        doc="The view's own emulations and the real library, every MLX build's launch (builds), or the sweep.",
     )
     selected = param.String(default="", doc="The emulation id the difference map shows.")
     emulations = param.Parameter(
@@ -330,8 +340,8 @@ class EmulationsView(pn.viewable.Viewer):
     # ------------------------------------------------------------ computation
 
     def ids(self) -> list[str]:
-        if self.emulation_set == SWEEP_NAME:
-            return [SWEEP_NAME]
+        if self.emulation_set in (SWEEP_NAME, BUILDS_NAME):
+            return [self.emulation_set]
         return requested_ids(self.blocks, self.partition_tokens, self.partial_dtype)
 
     def settings(self) -> dict[str, object]:
