@@ -79,10 +79,6 @@ def _json(value: Any) -> str:
     return json.dumps(value, allow_nan=False, indent=REPORT_INDENT) + "\n"
 
 
-def _all_sections(subject: Any, kind_sections: Callable[[Any], tuple[Section, ...]]) -> tuple[str, ...]:
-    return tuple(section.slug for section in kind_sections(subject))
-
-
 def _stamped(stamp: str) -> CaptionFields:
     return (("explorer", __version__), ("exported", stamp))
 
@@ -170,7 +166,7 @@ def _packet_drawn(subject: PacketSubject) -> tuple[str, ...]:
     is interpreted)."""
     if subject.analysis.status == REFUSED:
         return (REFUSED_PNG_VIEW,)
-    return _all_sections(subject, _packet_sections)
+    return tuple(section.slug for section in _packet_sections(subject))
 
 
 def _packet_intro(subject: PacketSubject, name: str, stamp: str) -> str:
@@ -211,6 +207,11 @@ class PairSubject:
 
     pair: Any
     names: tuple[str, str]
+
+
+def comparison_text(pair) -> str:
+    """The comparison report exactly as `explorer compare --json` prints it."""
+    return _json(pair.report())
 
 
 def pair_names(pair) -> tuple[str, str]:
@@ -266,7 +267,7 @@ def pair_write_up(subject: PairSubject, name: str, fields: CaptionFields) -> Wri
 PAIR = Kind(
     json_suffix=COMPARISON_SUFFIX,
     fallback=PAIR_SECTION,
-    report=lambda subject: _json(subject.pair.report()),
+    report=lambda subject: comparison_text(subject.pair),
     sections=_pair_sections,
     drawn=lambda subject: (PAIR_SECTION,),
     caption=lambda subject, name, stamp: pair_caption_fields(subject.pair, subject.names, stamp),

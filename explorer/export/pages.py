@@ -13,6 +13,7 @@ the names the app, the command line and the notebooks call.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 from explorer.analysis.report import packet_name
@@ -41,6 +42,7 @@ from explorer.export.kinds import (
     PacketSubject,
     PairSubject,
     campaign_name,
+    comparison_text,
     export_head,
     pair_names,
     shown_emulations,
@@ -57,11 +59,13 @@ __all__ = [  # what the app, the command line and the notebooks import from here
     "ExportPaths",
     "RenderError",
     "choose_export_dir",
+    "comparison_text",
     "export",
     "export_campaign",
     "export_packet",
     "export_pair",
     "export_replay",
+    "shown_emulations",
     "write_report",
 ]
 # What `report` holds beyond the analysis and its emulations (docs/report.md, "Memory"): the plotting libraries, every
@@ -127,7 +131,7 @@ def export_pair(
     name: str | None = None,
     names: tuple[str, str] | None = None,
     png: bool = False,
-    emulate=None,
+    emulate: str | Iterable[str] | None = None,
 ) -> ExportPaths:
     """Write `<a>-vs-<b>.html` (the pair view), `<a>-vs-<b>.comparison.json`, `<a>-vs-<b>.findings.md` and, with
     `png`, `<a>-vs-<b>-pair.png` (or its numbered parts) into `out_dir`, all or none.
