@@ -79,6 +79,10 @@ def test_findings_files_are_tickets_identifiers_in_code_spans_and_no_absolute_pa
         markdown = paths.findings.read_text()
         assert "\\_" not in markdown, paths.findings.name
         assert str(REPO) not in markdown and os.path.abspath(ROOT) not in markdown, paths.findings.name
+        headings = re.findall(r"^(#+) (.*)$", markdown, re.MULTILINE)  # one layout: title, findings, ..., figures
+        assert headings[0][1].endswith(": findings") and [h for _, h in headings[1:2]] == ["Findings"]
+        assert [h for _, h in headings[-2:]] == ["Figures", "Files"], paths.findings.name
+        assert [level for level, _ in headings] == ["#"] + ["##"] * (len(headings) - 1)
     replay = written[2].findings.read_text()
     assert "```" not in replay  # sentences and a table, not the terminal's dump
     assert "| capture | partner | nativeSDPA | pagedFixed | pagedSegmented |" in replay
