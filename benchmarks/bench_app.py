@@ -18,7 +18,7 @@ packet switch <= 1.2 s. On a shared machine the numbers move with the load.
     python benchmarks/bench_app.py
 
 Reuses the browser-test helpers of tests/app/app_support.py (server subprocess,
-free port) and explorer.export.pages's drawn-view check.
+free port) and explorer.export.browser's drawn-view check.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "app"))
 
-from explorer.export.pages import CHROMIUM, CHROMIUM_ARGS, DRAWN_JS  # noqa: E402
+from explorer.export.browser import CHROMIUM, CHROMIUM_ARGS, DRAWN_JS  # noqa: E402
 from explorer.samples.packets import CURATED, FULL_SAMPLE_NAME, qwen_full_spec, write_packet  # noqa: E402
 from explorer.views import VIEWS  # noqa: E402
 

@@ -34,7 +34,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "app"))
 
 from explorer.campaigns.grid import campaign_id  # noqa: E402
-from explorer.export.pages import CHROMIUM, CHROMIUM_ARGS, wait_drawn  # noqa: E402
+from explorer.export.browser import CHROMIUM, CHROMIUM_ARGS, wait_drawn  # noqa: E402
 from explorer.samples.campaigns import CampaignShape, write_campaign  # noqa: E402
 from explorer.views.campaign.view import GRID_CLASS  # noqa: E402
 

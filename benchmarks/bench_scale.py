@@ -48,7 +48,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "app"))
 
-from explorer.export.pages import CHROMIUM, CHROMIUM_ARGS, wait_drawn  # noqa: E402
+from explorer.export.browser import CHROMIUM, CHROMIUM_ARGS, wait_drawn  # noqa: E402
 from explorer.samples.packets import FULL_SAMPLE_NAME, qwen_full_spec, synthetic_spec, with_snapshot, write_packet  # noqa: E402
 
 from app_support import (  # noqa: E402

@@ -63,7 +63,7 @@ def browser():
     """Debian's /usr/bin/chromium, headless, through Playwright (no browser download); one per xdist worker."""
     from playwright.sync_api import sync_playwright
 
-    from explorer.export.pages import CHROMIUM, CHROMIUM_ARGS  # Panel loads only when a browser test runs
+    from explorer.export.browser import CHROMIUM, CHROMIUM_ARGS  # Panel loads only when a browser test runs
 
     with sync_playwright() as playwright:
         chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=list(CHROMIUM_ARGS))

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from explorer import cli
-from explorer.export import pages
+from explorer.export import browser, files
 from explorer.foundations.bounded import MESSAGE_TEXT_CHARS
 from explorer.samples.packets import synthetic_spec, write_packet
 
@@ -115,7 +115,7 @@ def test_over_long_paths_are_refusals_or_one_bounded_line(tmp_path):
     shutil.copytree(REFUSED, long_name)
     done = _explorer("report", str(long_name), "--out", str(tmp_path / "out"))
     assert done.returncode == EXIT_REFUSED and done.stderr == b""
-    assert f"{'p' * pages.MAX_STEM_CHARS}.html" in os.listdir(tmp_path / "out")
+    assert f"{'p' * files.MAX_STEM_CHARS}.html" in os.listdir(tmp_path / "out")
 
 
 @pytest.mark.browser  # renders PNGs in chromium
@@ -192,7 +192,7 @@ def test_unreadable_and_unsearchable_directories_are_refused_or_one_line_as_nobo
 
 
 def test_a_missing_browser_is_one_line_exit_2_naming_the_package_and_nothing_is_written(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(pages, "CHROMIUM", str(tmp_path / "no-chromium"))
+    monkeypatch.setattr(browser, "CHROMIUM", str(tmp_path / "no-chromium"))
     out = tmp_path / "out"
     assert cli.main(["report", str(ANALYZED), "--out", str(out)]) == EXIT_USAGE
     captured = capsys.readouterr()
@@ -204,7 +204,7 @@ def test_a_missing_browser_is_one_line_exit_2_naming_the_package_and_nothing_is_
 
 def test_a_missing_playwright_is_one_line_exit_2_naming_the_extra_and_nothing_is_written(tmp_path, capsys, monkeypatch):
     """`pip install -e .` brings no Playwright: `report` says what to install instead of an internal error."""
-    monkeypatch.setattr(pages, "PLAYWRIGHT_MODULE", "no_such_playwright_module")
+    monkeypatch.setattr(browser, "PLAYWRIGHT_MODULE", "no_such_playwright_module")
     out = tmp_path / "out"
     assert cli.main(["report", str(ANALYZED), "--out", str(out)]) == EXIT_USAGE
     captured = capsys.readouterr()

@@ -1,5 +1,6 @@
-"""Writing to disk: whole-or-nothing new files and the offline export of packets and pairs.
+"""The offline export of every kind of result: page, PNGs, JSON and findings, written all or none.
 
-Writing to disk: whole-or-nothing new files (`safeio`) and the offline HTML / PNG / JSON export of packets and
-pairs (`pages`).
+`pages` holds the entry points and the one flow; `kinds` describes the four kinds (packet, pair, replay run,
+campaign); `static_page` assembles the page, `browser` draws its PNGs (`split` cuts a tall one), `files` names and
+writes them, `findings` lays out NAME.findings.md.
 """

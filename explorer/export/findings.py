@@ -1,128 +1,168 @@
-"""NAME.findings.md: an export's write-up in one Markdown file.
+"""NAME.findings.md: an export's write-up, one Markdown layout for every kind; text only.
 
-NAME.findings.md: an export's write-up in one Markdown file (finding sentences, the selection, links to the PNGs);
-text only, computes nothing.
+Written beside every export (a packet, a pair, a replay run, a campaign) by
+explorer.export.pages, in the same all-or-none write. One layout: a title, the caption
+band's fields, the finding sentences, the kind's tables (a replay run's matrix), its
+details (the selection, a campaign's key and coverage, notes, limitations), a relative
+link to every PNG and to the JSON and page beside it, so the file, its PNGs and its JSON
+can be moved together into an incident ticket (docs/report.md, "The findings file").
 
-Written beside every export (`explorer report`, the app's Export, a pair's and a
-replay run's export) by explorer.export.pages, in the same all-or-none write. The
-sentences are the core's (explorer.analysis.findings, explorer.pair.findings) and
-their numbers are the JSON report's, printed by explorer.foundations.formatting as
-everywhere else; the links are relative, so the file, its PNGs and its JSON can be
-moved together into an incident document (docs/report.md, "The findings file").
+The sentences are the core's (explorer.analysis.findings, explorer.pair.findings,
+explorer.replay.findings, explorer.campaigns.findings) with the JSON's numbers. Every
+text is shown as text: a word holding a character Markdown would read as markup (an
+identifier's underscore, a name's `<`, `[`, `!`, `#`, ...) is set in a code span, which
+shows literally in a plain-text tracker as in a rendered one; control characters and
+undecodable bytes of a name are written as \\xNN.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+import unicodedata
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
-from explorer.analysis.findings import packet_findings
-from explorer.analysis.result import Analysis
 from explorer.foundations.bounded import escaped_bytes
-from explorer.foundations.formatting import short_number
-from explorer.packet.snapshot import SELECTION_LABELS
 
-FINDINGS_SUFFIX = ".findings.md"
-_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>])")  # what Markdown would read as markup inside a line
+MARKUP_CHARACTERS = frozenset("\\`*_[]<>!&#@~$")  # what CommonMark or a tracker (mentions, math) reads as markup
+_LINE_START = re.compile(r"^(?:[-+*>#=]|\d{1,9}[.)]$)")  # a first word that would open a block (list, heading)
+_BACKTICKS = re.compile(r"`+")
+_PART = re.compile(r"-(\d+)\.png$")
+LEADING, TRAILING = "(", ".,;:)"  # punctuation around a word kept outside its code span
+NO_PNG = "No PNG was written with this export."
+FILE_LINES = (
+    ("{json}", "every number at full precision"),
+    ("{html}", "the page of the views (opens offline)"),
+)
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table of the write-up: its heading, column names and rows of cells (text)."""
+
+    heading: str
+    header: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+
+
+@dataclass(frozen=True)
+class WriteUp:
+    """What one export's findings file says: title, caption fields, finding sentences, tables, details (heading,
+    lines: the selection, coverage, notes, ...), in that order."""
+
+    title: str
+    fields: Sequence[tuple[str, str]]
+    findings: Sequence[str]
+    tables: Sequence[Table] = ()
+    details: Sequence[tuple[str, Sequence[str]]] = ()
+
+
+def _visible(character: str) -> str:
+    """A control character (a line break would end the line and let a name open a block) as \\xNN or \\uNNNN."""
+    if unicodedata.category(character) not in ("Cc", "Zl", "Zp"):
+        return character
+    code = ord(character)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def code_span(text: str) -> str:
+    """`text` as a code span: shown exactly as written, never read as markup (backticks inside get a longer fence)."""
+    longest = max((len(run) for run in _BACKTICKS.findall(text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def _needs_span(word: str, first: bool) -> bool:
+    return (
+        any(c in MARKUP_CHARACTERS for c in word)
+        or "://" in word
+        or word.startswith("www.")
+        or (first and _LINE_START.match(word) is not None)
+    )
+
+
+def _split_punctuation(word: str) -> tuple[str, str, str]:
+    """(leading, core, trailing): sentence punctuation around a word, a parenthesis only when it is unbalanced."""
+    start, end = 0, len(word)
+    while end > start:
+        core = word[start:end]
+        if core[-1] in TRAILING[:-1]:
+            end -= 1
+        elif len(core) > 1 and core[0] == LEADING and core[-1] == ")":
+            start, end = start + 1, end - 1
+        elif core[-1] == ")" and core.count(")") > core.count("("):
+            end -= 1
+        elif core[0] == LEADING and core.count("(") > core.count(")"):
+            start += 1
+        else:
+            break
+    return word[:start], word[start:end], word[end:]
 
 
 def markdown_text(text: str) -> str:
-    """`text` (a name, a path, a message) escaped so Markdown shows it as written."""
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", escaped_bytes(text))
+    """`text` (a sentence, a name, a path, a message) as Markdown that shows it as written: every word holding a
+    character Markdown would read as markup in a code span, control characters and undecodable bytes as \\xNN."""
+    shown = "".join(map(_visible, escaped_bytes(text)))
+    words = []
+    for index, word in enumerate(shown.split(" ")):
+        if not word or not _needs_span(word, index == 0):
+            words.append(word)
+            continue
+        leading, core, trailing = _split_punctuation(word)
+        words.append(leading + code_span(core) + trailing if core and _needs_span(core, False) else code_span(word))
+    return " ".join(words)
 
 
-def _bullets(lines: Iterable[str]) -> list[str]:
-    return [f"- {markdown_text(line)}" for line in lines]
+def _cell(text: str) -> str:
+    return markdown_text(text).replace("|", "\\|")
 
 
-def _header(title: str, fields: Sequence[tuple[str, str]]) -> list[str]:
-    """The title and the caption band's fields (the same as on every PNG of the export)."""
-    return [
-        f"# {markdown_text(title)}",
-        "",
-        *(f"- {markdown_text(label)}: {markdown_text(value)}" for label, value in fields),
-    ]
-
-
-def _figures(pngs: Sequence[str], titles: dict[str, str]) -> list[str]:
-    """One image link per PNG file name (relative: the PNGs sit beside this file), titled by its view."""
-    lines = ["", "## Figures", ""]
-    for file_name in pngs:
-        slug = next((s for s in titles if re.search(rf"-{re.escape(s)}(-\d+)?\.png$", file_name)), None)
-        title = titles.get(slug, file_name)
-        part = re.search(r"-(\d+)\.png$", file_name) if slug and not file_name.endswith(f"-{slug}.png") else None
-        alt = title + (f", part {part.group(1)}" if part else "")
-        lines += [f"![{markdown_text(alt)}]({file_name})", ""]
-    if not pngs:
-        lines += ["No PNG was written with this export.", ""]
+def _table(table: Table) -> list[str]:
+    lines = ["", f"## {markdown_text(table.heading)}", ""]
+    lines.append("| " + " | ".join(_cell(name) or " " for name in table.header) + " |")
+    lines.append("|" + "|".join("---" for _ in table.header) + "|")
+    lines += ["| " + " | ".join(_cell(cell) for cell in row) + " |" for row in table.rows]
     return lines
 
 
-def _files(stem: str, json_suffix: str) -> list[str]:
-    return [
-        "## Files",
-        "",
-        f"- [{stem}{json_suffix}]({stem}{json_suffix}): every number at full precision",
-        f"- [{stem}.html]({stem}.html): the page of the views (opens offline)",
-        "",
-    ]
+def _bullets(heading: str, lines: Sequence[str]) -> list[str]:
+    return ["", f"## {markdown_text(heading)}", "", *(f"- {markdown_text(line)}" for line in lines)]
 
 
-def selection_lines(analysis: Analysis) -> list[str]:
-    """The packet's selection fields as one line each (none when the selection is not established)."""
-    selection = analysis.admission.selection
-    if not selection:
-        return ["Selection not established (see the status)."]
-    return [f"{label}: {short_number(selection[key])}" for key, label in SELECTION_LABELS if key in selection]
+def figure_title(file_name: str, titles: Mapping[str, str]) -> str:
+    """The alt text of a PNG's link: its section's title, and its part number when the section was split."""
+    for slug, title in titles.items():
+        if file_name.endswith(f"-{slug}.png"):
+            return title
+        part = _PART.search(file_name)
+        if part and file_name.endswith(f"-{slug}-{part.group(1)}.png"):
+            return f"{title}, part {part.group(1)}"
+    return file_name
 
 
-def packet_markdown(
-    analysis: Analysis,
-    fields: Sequence[tuple[str, str]],
-    stem: str,
-    pngs: Sequence[str],
-    head: int | None,
-    titles: dict[str, str],
+def _figures(pngs: Sequence[str], titles: Mapping[str, str]) -> list[str]:
+    """One image link per PNG file name (relative: the PNGs sit beside this file), titled by its section."""
+    lines = ["", "## Figures", ""]
+    for file_name in pngs:
+        lines += [f"![{markdown_text(figure_title(file_name, titles))}]({file_name})", ""]
+    return lines + ([NO_PNG, ""] if not pngs else [])
+
+
+def findings_markdown(
+    write_up: WriteUp, stem: str, pngs: Sequence[str], titles: Mapping[str, str], json_suffix: str
 ) -> str:
-    """The findings file of one packet: caption fields, finding sentences, selection, figures, files."""
-    lines = _header(f"{fields[0][1]}: findings", fields)
-    lines += ["", "## Findings", "", *_bullets(f.text for f in packet_findings(analysis))]
-    lines += ["", "## Selection", "", *_bullets(selection_lines(analysis))]
-    if head is not None and analysis.numerics is not None:
-        lines += _bullets([f"The views open on query head {head}."])
-    lines += _figures(pngs, titles) + _files(stem, ".report.json")
-    return "\n".join(lines)
-
-
-def pair_markdown(
-    pair, fields: Sequence[tuple[str, str]], title: str, stem: str, pngs: Sequence[str], titles: dict[str, str]
-) -> str:
-    """The findings file of a pair: caption fields, the pair's findings (which side is off first), the shared
-    selection, figures, files."""
-    from explorer.pair.findings import pair_findings
-
-    lines = _header(f"{title}: findings", fields)
-    lines += ["", "## Findings", "", *_bullets(f.text for f in pair_findings(pair))]
-    shared = [f"{name}: {short_number(value)}" for name, value in pair.selection or ()]
-    differing = [f"{d.field} differs: a {short_number(d.a)}, b {short_number(d.b)}" for d in pair.selection_differences]
-    lines += ["", "## Selection", "", *_bullets(shared + differing or ["Selection not compared (a side was refused)."])]
-    lines += _figures(pngs, titles) + _files(stem, ".comparison.json")
-    return "\n".join(lines)
-
-
-def replay_markdown(
-    run, fields: Sequence[tuple[str, str]], title: str, stem: str, pngs: Sequence[str], titles: dict[str, str]
-) -> str:
-    """The findings file of a replay run: caption fields, the run's summary as `explorer replay` prints it (the matrix's
-    sentence first, then each arm), the packet's selection, figures, files."""
-    from explorer.replay.text import summary_lines
-
-    report = run.report()
-    sentence = (report.get("matrix") or {}).get("sentence")
-    lines = _header(f"{title}: findings", fields)
-    lines += ["", "## Findings", ""] + ([escaped_bytes(sentence), ""] if sentence else [])
-    lines += ["```", *(escaped_bytes(line) for line in summary_lines(report)), "```"]
-    selection = ["Source packet not found."] if run.packet is None else selection_lines(run.packet)
-    lines += ["", "## Selection", "", *_bullets(selection)]
-    lines += _figures(pngs, titles) + _files(stem, ".replay.json")
-    return "\n".join(lines)
+    """The findings file of one export: `write_up`, then its figures (`pngs`, titled by `titles`: section slug ->
+    title) and its files (the stem's JSON of `json_suffix` and page), every link relative."""
+    lines = [f"# {markdown_text(write_up.title)}: findings", ""]
+    lines += [f"- {markdown_text(label)}: {markdown_text(value)}" for label, value in write_up.fields]
+    lines += _bullets("Findings", write_up.findings)
+    for table in write_up.tables:
+        lines += _table(table)
+    for heading, detail in write_up.details:
+        lines += _bullets(heading, detail)
+    lines += _figures(pngs, titles)
+    names = {"json": f"{stem}{json_suffix}", "html": f"{stem}.html"}
+    lines += ["## Files", ""]
+    lines += [f"- [{file.format(**names)}]({file.format(**names)}): {what}" for file, what in FILE_LINES]
+    return "\n".join(lines) + "\n"

@@ -23,7 +23,7 @@ from urllib.parse import urlparse
 import numpy as np
 from PIL import Image
 
-from explorer.export.pages import FIND_VIEW_JS, wait_drawn
+from explorer.export.browser import FIND_VIEW_JS, wait_drawn
 
 REPO = Path(__file__).resolve().parents[2]
 # One folder per pytest-xdist worker (gw0, gw1, ...), so two workers never write the same server log or screenshot.

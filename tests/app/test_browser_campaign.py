@@ -12,7 +12,7 @@ import pytest
 
 from explorer.campaigns.report import build_campaign_report
 from explorer.campaigns.run import run_campaigns
-from explorer.export.pages import FIND_VIEW_JS, wait_drawn
+from explorer.export.browser import FIND_VIEW_JS, wait_drawn
 from explorer.samples.campaigns import BACKENDS, CURATED_NAME, CURATED_SHAPE, OUTPUT_INDEX
 from explorer.ui import catalog
 from explorer.views.campaign.view import GRID_CLASS, grid_size

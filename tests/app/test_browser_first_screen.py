@@ -14,7 +14,7 @@ import pytest
 from PIL import Image
 from playwright.sync_api import expect
 
-from explorer.export.pages import FIND_VIEW_JS
+from explorer.export.browser import FIND_VIEW_JS
 from explorer.views import VIEWS
 
 from app_support import MIN_PIXEL_STD, PAGE_TIMEOUT_MS, artifact, open_packet, pixel_std, wait_view

@@ -17,16 +17,10 @@ from PIL import Image
 
 import explorer
 from explorer.catalog.index import PacketIndex
-from explorer.export.pages import (
-    CAPTION_CLASS,
-    PAGE_WIDTH,
-    PAIR_SECTION,
-    SECTION_CLASS,
-    SHA_DIGITS,
-    hide_controls,
-    wait_drawn,
-)
+from explorer.export.browser import PAGE_WIDTH, hide_controls, wait_drawn
+from explorer.export.kinds import PAIR_SECTION, SHA_DIGITS
 from explorer.export.split import MAX_PNG_HEIGHT
+from explorer.export.static_page import CAPTION_CLASS, SECTION_CLASS
 from explorer.ui import catalog
 from explorer.ui.pairs import NO_PARTNERS
 

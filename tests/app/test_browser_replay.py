@@ -15,7 +15,9 @@ from pathlib import Path
 import pytest
 
 import explorer
-from explorer.export.pages import CAPTION_CLASS, REPLAY_SECTION, SECTION_CLASS, wait_drawn
+from explorer.export.browser import wait_drawn
+from explorer.export.kinds import REPLAY_SECTION
+from explorer.export.static_page import CAPTION_CLASS, SECTION_CLASS
 from explorer.ui import catalog
 
 from app_support import PAGE_TIMEOUT_MS, artifact, deep_text, layout_offenders, open_packet, outside_requests

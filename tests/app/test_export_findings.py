@@ -13,8 +13,11 @@ import pytest
 
 import explorer
 from explorer.analysis.findings import packet_findings
-from explorer.export import pages
-from explorer.export.findings import FINDINGS_SUFFIX, markdown_text, packet_markdown
+from explorer.analysis.report import REPORT_SUFFIX
+from explorer.export import files
+from explorer.export.files import FINDINGS_SUFFIX
+from explorer.export.findings import findings_markdown, markdown_text
+from explorer.export.kinds import PacketSubject, caption_fields, packet_write_up
 from explorer.export.pages import export_packet, export_pair, export_replay, shown_emulations
 from explorer.foundations.formatting import short_number
 from explorer.pair.findings import pair_findings
@@ -72,10 +75,10 @@ def test_a_packets_findings_file_holds_the_sentences_with_the_jsons_numbers(tmp_
 def test_png_links_are_relative_and_titled_by_their_view():
     analysis = explorer.analyze(INJECTED)
     titles = {slug: title for slug, title, _ in VIEWS}
-    fields = pages.caption_fields(analysis, "cell", "2026-01-02 03:04 UTC")
-    markdown = packet_markdown(
-        analysis, fields, "cell", ["cell-summary.png", "cell-errors-1.png", "cell-errors-2.png"], 5, titles
-    )
+    fields = caption_fields(analysis, "cell", "2026-01-02 03:04 UTC")
+    write_up = packet_write_up(PacketSubject(analysis, 5), "cell", fields)
+    pngs = ["cell-summary.png", "cell-errors-1.png", "cell-errors-2.png"]
+    markdown = findings_markdown(write_up, "cell", pngs, titles, REPORT_SUFFIX)
     assert f"![{titles['summary']}](cell-summary.png)" in markdown
     assert f"![{titles['errors']}, part 2](cell-errors-2.png)" in markdown
     assert markdown.startswith("# cell: findings\n")
@@ -117,14 +120,14 @@ def test_a_findings_file_that_cannot_be_written_leaves_no_file_of_the_export(tmp
     """The name is taken after the free-name check (another writer got there first): nothing of this export stays."""
     analysis = explorer.analyze(ROOT / "refused-hash-mismatch")
     name = "refused-hash-mismatch"
-    real = pages._free_stem
+    real = files.free_stem
 
-    def taken_later(out_dir, base, suffixes=None):
+    def taken_later(out_dir, base, suffixes):
         stem = real(out_dir, base, suffixes)
         (out_dir / f"{stem}{FINDINGS_SUFFIX}").write_text("another writer")
         return stem
 
-    monkeypatch.setattr(pages, "_free_stem", taken_later)
+    monkeypatch.setattr(files, "free_stem", taken_later)
     with pytest.raises(FileExistsError):
         export_packet(analysis, tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == [f"{name}{FINDINGS_SUFFIX}"]

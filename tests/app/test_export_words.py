@@ -13,13 +13,18 @@ from pathlib import Path
 import pytest
 
 import explorer
-from explorer.export.pages import export_packet, export_pair, export_replay
+from explorer.campaigns.report import build_campaign_report
+from explorer.campaigns.run import run_campaigns
+from explorer.export.pages import export_campaign, export_packet, export_pair, export_replay
 from explorer.ui import catalog
 
 ROOT = catalog.default_root()
 PACKETS = ("injected-error-head5", "nan-stored-values", "refused-hash-mismatch", "last-row-mismatch")
 PAIR = ("qwen36-pair-paged", "qwen36-pair-contiguous-input-differs")
 REPLAY = ("replay-qwen36-pair", "qwen36-pair-contiguous", "qwen36-pair-paged")  # run, its packet, the partner
+CAMPAIGN = "campaign-qwen36-request2"
+# Sentences about the live page's controls (issue 39): true only where the controls are live.
+LIVE_SENTENCES = ("the other settings apply to the default set", "One diagnostic at a time")
 LIVE_WORDS = re.compile(r"\b(?:click\w*|hover\w*|tooltips?|mouse\w*|tap\w*)\b|\bshown:\s*-?\d", re.IGNORECASE)
 # The text a page shows: every string field of its Bokeh documents that is drawn as text (HTML panes, titles,
 # labels); a model's hover templates and scripts are never shown as text.
@@ -65,3 +70,16 @@ def test_a_replay_export_has_no_live_page_word(tmp_path):
     run, packet, partner = (ROOT / name for name in REPLAY)
     paths = export_replay(explorer.replay(run, packet=packet, partner=partner), tmp_path)
     assert live_words(paths.html) == []
+
+
+def test_a_campaign_export_has_no_live_page_word(tmp_path):
+    (campaign,) = build_campaign_report(run_campaigns(ROOT / CAMPAIGN, jobs=1))["campaigns"]
+    paths = export_campaign(campaign, tmp_path)
+    assert live_words(paths.html) == []
+
+
+def test_an_exported_page_says_nothing_about_the_live_pages_controls(tmp_path):
+    paths = export_packet(explorer.analyze(ROOT / PACKETS[0]), tmp_path)
+    text = " ".join(shown_text(paths.html.read_text(encoding="utf-8")).split())
+    assert "Kernel arithmetic emulations" in text and "Across query heads" in text  # the sections were read
+    assert [sentence for sentence in LIVE_SENTENCES if sentence in text] == []

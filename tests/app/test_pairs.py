@@ -10,7 +10,7 @@ from urllib.parse import parse_qsl
 import pytest
 
 import explorer
-from explorer.export.pages import SHA_DIGITS, pair_caption_fields
+from explorer.export.kinds import SHA_DIGITS, pair_caption_fields
 from explorer.samples.packets import synthetic_spec, write_packet
 from explorer.ui import catalog
 from explorer.ui.pairs import NO_PARTNERS

@@ -21,20 +21,11 @@ from PIL import Image
 
 import explorer
 from explorer.analysis.report import report_text
-from explorer.export.pages import (
-    CAPTION_CLASS,
-    SECTION_CLASS,
-    SHA_DIGITS,
-    UNKNOWN,
-    caption_fields,
-    export_head,
-    export_packet,
-    hide_controls,
-    shown_emulations,
-    wait_drawn,
-    write_report,
-)
+from explorer.export.browser import hide_controls, wait_drawn
+from explorer.export.kinds import SHA_DIGITS, UNKNOWN, caption_fields, export_head, shown_emulations
+from explorer.export.pages import export_packet, write_report
 from explorer.export.split import MAX_PNG_HEIGHT
+from explorer.export.static_page import CAPTION_CLASS, SECTION_CLASS
 from explorer.ui import catalog
 from explorer.views import VIEWS
 

@@ -12,8 +12,8 @@ import numpy as np
 import panel as pn
 from PIL import Image
 
-from explorer.export.pages import SETTING_CLASS, static_view
 from explorer.export.split import KEEP_WITH_HEADING, MAX_PNG_HEIGHT, cut_rows, split_png
+from explorer.export.static_page import SETTING_CLASS, static_view
 from explorer.views.shared.common import hint
 
 CAPTION = 40

@@ -265,7 +265,7 @@ def _body(analysis: Analysis, selection: Selection) -> list:
         *fallback,
         _head_selector(numerics, selection),
         pn.panel(pn.bind(head_panel, numerics, selection.param.head), sizing_mode="stretch_width"),
-        heading("Across query heads", "One diagnostic at a time; the table below lists all of them."),
+        heading("Across query heads", "The chart shows one diagnostic per head; the table below lists all of them."),
         *_diagnostic_charts(numerics),
         *_overview_map(numerics),
         html_pane(table(DIAGNOSTICS_HEADER, _diagnostics_rows(numerics.attention), css_class="all-diagnostics")),

@@ -448,10 +448,10 @@ class EmulationsView(pn.viewable.Viewer):
             heading(
                 "Kernel arithmetic emulations",
                 "Output elements whose bit pattern equals each emulation's (eligible heads only), on the decisive "
-                f"elements and on all of them. {esc(ASSUMPTIONS_NOTE)} The sweep runs every launch rule and "
-                "arithmetic hypothesis (a few seconds); the other settings apply to the default set: the MLX and "
-                "paged two-pass kernels and the single-pass kernel, each listed once per distinct partial dtype, "
-                "and the installed MLX library's own run where MLX is installed.",
+                f"elements and on all of them. {esc(ASSUMPTIONS_NOTE)} The sweep is every launch rule and "
+                "arithmetic hypothesis; the settings set is the MLX and paged two-pass kernels with the blocks, "
+                "partition tokens and partial dtype given here, and the single-pass kernel, each listed once per "
+                "distinct partial dtype, and the installed MLX library's own run where MLX is installed.",
             ),
             controls,
             self._settings_note,
