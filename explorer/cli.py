@@ -206,10 +206,10 @@ def _export(args: argparse.Namespace, out) -> tuple[Any, int]:
 
 def _is_replay_run(path: str) -> bool:
     """A directory holding the replay tool's input.json and no packet.json (docs/replay.md)."""
-    from explorer.catalog.discovery import PACKET_FILE
+    from explorer.packet.files import PACKET_JSON
     from explorer.replay.run import INPUT_JSON
 
-    return os.path.isfile(os.path.join(path, INPUT_JSON)) and not os.path.exists(os.path.join(path, PACKET_FILE))
+    return os.path.isfile(os.path.join(path, INPUT_JSON)) and not os.path.exists(os.path.join(path, PACKET_JSON))
 
 
 def _campaign_of(args: argparse.Namespace) -> dict:

@@ -1,6 +1,6 @@
-"""The campaign report (JSON), its origin sentence and the command line's grid.
+"""The campaign report (JSON) and its origin sentence.
 
-The campaign report (JSON, attention-explorer.campaign.v1), its origin sentence and the command line's grid; no UI.
+The campaign report (JSON, attention-explorer.campaign.v1) and its origin sentence; the text is campaigns/text.py.
 
 Keys and meanings are docs/campaigns.md's. Counts are integers or null; nothing
 here is a verdict: the origin says where bytes first differ, not which backend is
@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from explorer.analysis.blocks import runtime
-from explorer.campaigns.grid import Campaign, Cell, Origin, listed, origin_of
+from explorer.campaigns.axis import uncaptured
+from explorer.campaigns.grid import Campaign, Cell, Origin, are, counted, listed, origin_of
 from explorer.campaigns.model import (
     DUPLICATE,
     IDENTICAL,
@@ -20,10 +21,10 @@ from explorer.campaigns.model import (
     MISSING,
     REFUSED_STATE,
     SCHEMA,
-    STATE_CODES,
     STATES,
 )
 from explorer.campaigns.run import CampaignRun
+from explorer.campaigns.sets import compared
 from explorer.foundations.formatting import short_number
 
 LIMITATIONS = (
@@ -82,6 +83,7 @@ def _outputs_block(campaign: Campaign, cell: Cell | None) -> dict[str, Any] | No
         "nearerReason": None,
         "emulations": None,
         "reproducedBy": None,
+        "emulationSentence": None,
     }
     if pair is None:
         return block
@@ -111,7 +113,32 @@ def _outputs_block(campaign: Campaign, cell: Cell | None) -> dict[str, Any] | No
             ]
             for side in (a, b)
         }
+        block["emulationSentence"] = emulation_sentence(block, campaign.backends)
     return block
+
+
+def _side_reproduced(block: dict[str, Any], side: str) -> str:
+    reproducing = block["reproducedBy"][side]
+    if reproducing:
+        return f"{side} by {', '.join(reproducing)}"
+    rows = [row for row in block["emulations"] if row["bitEqual"][side] is not None]
+    if not rows:
+        return f"{side} by none (no emulation could be computed on it)"
+    closest = max(rows, key=lambda row: row["bitEqual"][side])
+    return (
+        f"{side} by none (closest {closest['id']}: {short_number(closest['bitEqual'][side])} of "
+        f"{short_number(closest['compared'][side])} elements bit-equal)"
+    )
+
+
+def emulation_sentence(block: dict[str, Any], backends: tuple[str, ...]) -> str:
+    """Which of the emulations asked for reproduce each side of the first outputs-differ cell bit for bit."""
+    return (
+        f"Of the {counted(len(block['emulations']), 'emulation')} asked for, the output at "
+        f"{_at_block(block)} is reproduced bit for bit on "
+        + "; on ".join(_side_reproduced(block, side) for side in backends)
+        + "."
+    )
 
 
 def _coverage(campaign: Campaign, origin: Origin) -> dict[str, Any]:
@@ -121,12 +148,12 @@ def _coverage(campaign: Campaign, origin: Origin) -> dict[str, Any]:
         "cellsPerBackend": {
             backend: sum(bool(cell.packets[backend]) for cell in cells) for backend in campaign.backends
         }
-        if len(campaign.backends) == 2
+        if compared(campaign.backends)
         else {},
         "packetsPerBackend": dict(campaign.packets_per_backend),
         "steps": sorted({cell.output_index for cell in cells}),
         "layers": layers,
-        "uncapturedLayers": [layer for layer in range(layers[-1]) if layer not in set(layers)] if layers else [],
+        "uncapturedLayers": [list(run) for run in uncaptured(layers)],
         "missing": [
             {
                 "outputIndex": cell.output_index,
@@ -147,9 +174,21 @@ def _at(cell: Cell) -> str:
     return f"step {cell.output_index}, layer {cell.layer}"
 
 
-def origin_sentence(campaign: Campaign, origin: Origin, coverage: dict[str, Any]) -> str:
-    """The one paragraph a reader needs first: where the difference starts, and what could hide it."""
-    if len(campaign.backends) < 2:
+def _at_block(block: dict[str, Any]) -> str:
+    return f"step {block['outputIndex']}, layer {block['modelLayerIndex']}"
+
+
+def _run_text(run: list[int]) -> str:
+    first, last = run
+    return str(first) if first == last else f"{first} to {last}"
+
+
+def origin_sentence(
+    campaign: Campaign, origin: Origin, coverage: dict[str, Any], outputs: dict[str, Any] | None = None
+) -> str:
+    """The one paragraph a reader needs first: where the difference starts (with the emulations that reproduce
+    each side there, when asked: `outputs` is its firstOutputsDiffer block), and what could hide it."""
+    if not compared(campaign.backends):
         return f"One backend only ({', '.join(campaign.backends) or '-'}): nothing to compare."
     parts = []
     first, inputs, tokens = origin.first_outputs_differ, origin.first_inputs_differ, origin.first_tokens_differ
@@ -167,6 +206,8 @@ def origin_sentence(campaign: Campaign, origin: Origin, coverage: dict[str, Any]
             f"The first kernel-originated difference is at {_at(first)} (inputs byte-identical, outputs "
             f"differ{counts})."
         )
+        if outputs is not None and outputs["emulationSentence"] is not None:
+            parts.append(outputs["emulationSentence"])
     else:
         parts.append("No captured cell has byte-identical inputs and differing outputs.")
     if inputs is not None:
@@ -185,19 +226,26 @@ def origin_sentence(campaign: Campaign, origin: Origin, coverage: dict[str, Any]
     if bound is None:
         identical = sum(cell.state == IDENTICAL for cell in campaign.cells)
         parts.append(
-            f"All {identical} cells compared are byte-identical on both backends."
+            f"{'The' if identical == 1 else 'All'} {counted(identical, 'cell')} compared {are(identical)} "
+            "byte-identical on both backends."
             if identical
             else "No cell holds one packet of each backend to compare."
         )
     if origin.gaps_before:
         where = "before it " if bound is not None else ""
         parts.append(
-            f"{len(origin.gaps_before)} cells {where}are missing, duplicated or refused "
+            f"{counted(len(origin.gaps_before), 'cell')} {where}{are(len(origin.gaps_before))} "
+            "missing, duplicated or refused "
             f"({listed([_at(cell) for cell in origin.gaps_before], '; ')}): "
             f"{'the real' if bound is not None else 'an'} origin may be hidden there."
         )
-    if coverage["uncapturedLayers"]:
-        parts.append(f"Layers {listed([str(layer) for layer in coverage['uncapturedLayers']])} were not captured.")
+    runs = coverage["uncapturedLayers"]
+    if runs:
+        single = len(runs) == 1 and runs[0][0] == runs[0][1]
+        parts.append(
+            f"{'Layer' if single else 'Layers'} {listed([_run_text(run) for run in runs])} "
+            f"{'was' if single else 'were'} not captured."
+        )
     return " ".join(parts)
 
 
@@ -206,13 +254,15 @@ def campaign_json(campaign: Campaign) -> dict[str, Any]:
     origin = origin_of(campaign)
     coverage = _coverage(campaign, origin)
     inputs = origin.first_inputs_differ
+    outputs = _outputs_block(campaign, origin.first_outputs_differ)
     return {
         "id": campaign.id,
         "key": dict(zip(KEY_FIELDS, campaign.key, strict=True)),
+        "captureSet": campaign.capture_set,
         "backends": list(campaign.backends),
         "cells": [cell_json(cell) for cell in campaign.cells],
-        "originSentence": origin_sentence(campaign, origin, coverage),
-        "firstOutputsDiffer": _outputs_block(campaign, origin.first_outputs_differ),
+        "originSentence": origin_sentence(campaign, origin, coverage, outputs),
+        "firstOutputsDiffer": outputs,
         "firstInputsDiffer": None
         if inputs is None
         else {
@@ -244,44 +294,3 @@ def build_campaign_report(run: CampaignRun) -> dict[str, Any]:
         "runtime": runtime(),
         "limitations": list(LIMITATIONS),
     }
-
-
-def grid_lines(campaign: dict[str, Any]) -> list[str]:
-    """A campaign's grid as text: layers as rows, steps as columns, one character per state."""
-    cells = {(cell["outputIndex"], cell["modelLayerIndex"]): cell["state"] for cell in campaign["cells"]}
-    steps, layers = campaign["coverage"]["steps"], campaign["coverage"]["layers"]
-    if not steps:
-        return []
-    width = max(len(str(step)) for step in steps)
-    lines = ["layer\\step " + " ".join(str(step).rjust(width) for step in steps)]
-    lines += [
-        f"{layer:>10} " + " ".join(STATE_CODES.get(cells.get((step, layer)), " ").rjust(width) for step in steps)
-        for layer in layers
-    ]
-    lines.append("  " + "  ".join(f"{code} {state}" for state, code in STATE_CODES.items()))
-    return lines
-
-
-def campaign_text(report: dict[str, Any]) -> list[str]:
-    """The command line's text: per campaign its origin sentence first, then its grid and notes; the run's notes
-    last."""
-    lines = []
-    for campaign in report["campaigns"]:
-        key = campaign["key"]
-        if len(campaign["backends"]) < 2:
-            lines += [
-                f"Campaign {campaign['id']}: model {key['modelID']}, request {key['requestID']}: one backend "
-                f"only ({', '.join(campaign['backends']) or '-'}), no grid",
-                "",
-            ]
-            continue
-        lines += [
-            campaign["originSentence"],
-            f"Campaign {campaign['id']}: model {key['modelID']}, request {key['requestID']}, backends "
-            f"{' vs '.join(campaign['backends'])}",
-        ]
-        lines += [f"Note: {note}" for note in campaign["notes"]]
-        lines += [*grid_lines(campaign), ""]
-    lines.append(f"{len(report['campaigns'])} campaigns among {report['packets']} packets under {report['root']}")
-    lines += [f"Note: {note}" for note in report["notes"]]
-    return lines
