@@ -11,21 +11,18 @@ backend (else any partner), by name; the view says which.
 from __future__ import annotations
 
 import html
-from collections.abc import Callable
-from pathlib import Path
+from collections.abc import Mapping
 
 import panel as pn
 import param
 
 from explorer.catalog.discovery import lookup
-from explorer.catalog.index import PacketIndex
 from explorer.catalog.replays import RunIndex
 from explorer.export.pages import ExportPaths, export_replay
 from explorer.replay.model import Replay
 from explorer.replay.replay import replay
 from explorer.ui.area import ModeArea, note_and_buttons
-from explorer.ui.exporting import run_export
-from explorer.ui.packets import PacketList
+from explorer.ui.mode import Context
 from explorer.ui.shared import echo
 from explorer.views.shared.html_summary import written_note
 
@@ -43,14 +40,10 @@ class ReplayMode(param.Parameterized):
     packet = param.String(default="", doc="The open packet (the runs' source).")
     run = param.String(default="", doc="The replay run shown, '' when none is open.")
 
-    def __init__(
-        self, index: PacketIndex, packets: PacketList, export_dir: Path, on_change: Callable[[], None], **params
-    ):
+    def __init__(self, context: Context, **params):
         super().__init__(**params)
-        self.index = index
-        self.runs = RunIndex(index.root)
-        self.export_dir = export_dir
-        self._on_change = on_change  # the shell rewrites the URL and shows or hides the single-packet views
+        self.context, self.index, self.export_dir = context, context.index, context.export_dir
+        self.runs = RunIndex(self.index.root)
         self._replay: Replay | None = None
         self._note = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["replay-note"])
         self.sidebar = pn.Column(self._note, sizing_mode="stretch_width", css_classes=["replay-runs"])
@@ -59,7 +52,7 @@ class ReplayMode(param.Parameterized):
             export_label=EXPORT_LABEL,
             export_width=EXPORT_WIDTH,
             on_close=self.close,
-            on_export=self._on_export,
+            on_export=self.export,
         )
         self.panel = self.area.panel
 
@@ -69,10 +62,9 @@ class ReplayMode(param.Parameterized):
         entry = lookup(self.index.entries, self.packet)
         return () if entry is None else self.runs.runs_of(entry.path)
 
-    def show_packet(self, name: str) -> None:
-        """A packet was opened: close any run and list the runs bound to that packet."""
-        self.packet = name
-        self.close(notify=False)
+    def follow(self, packet: str) -> None:
+        """A packet was opened: list the runs bound to it (the shell closed any run)."""
+        self.packet = name = packet
         names = self._bound()
         buttons = []
         for run in names[:MAX_RUN_BUTTONS]:
@@ -103,8 +95,9 @@ class ReplayMode(param.Parameterized):
 
     # ------------------------------------------------------------ the view
 
-    def from_query(self, value: str | None) -> list[str]:
+    def from_query(self, query: Mapping[str, str]) -> list[str]:
         """Open the run named by `replay=` in the URL query; returns notes about it for the message line."""
+        value = query.get(QUERY_REPLAY)
         if value is None:
             return []
         if not self.packet:
@@ -142,7 +135,7 @@ class ReplayMode(param.Parameterized):
             self._replay = result
             self.run = run
             self._show(result)
-            self._on_change()
+            self.context.shown(self)
         return []
 
     def _show(self, result: Replay) -> None:
@@ -167,7 +160,7 @@ class ReplayMode(param.Parameterized):
             self.run = ""
             self.area.hide()
             if notify:
-                self._on_change()
+                self.context.shown(None)
 
     def query(self) -> dict[str, str]:
         """The URL query parameters of the open run."""
@@ -175,8 +168,8 @@ class ReplayMode(param.Parameterized):
 
     # ------------------------------------------------------------ export
 
-    def _on_export(self) -> None:
-        """Export the open run as its files are now (explorer.ui.exporting runs it off the event loop)."""
+    def export(self) -> None:
+        """Export the open run as its files are now (through the session's runner, off the event loop)."""
         if self._replay is None:
             return
         run = self.run
@@ -201,7 +194,7 @@ class ReplayMode(param.Parameterized):
                 ),
             )
 
-        run_export(
+        self.context.runner.export(
             self.area.export_button,
             self.area.export_note,
             what="The replay export",
