@@ -28,8 +28,8 @@ from explorer.catalog.discovery import lookup
 from explorer.catalog.index import FILL_JOBS, INLINE_PACKETS, WORKER_START_METHOD
 from explorer.export.pages import CAMPAIGN_SUFFIX, FINDINGS_SUFFIX, ExportPaths, export_campaign
 from explorer.foundations.cache import BoundedCache
-from explorer.ui.area import ModeArea, note_and_buttons
-from explorer.ui.mode import Context
+from explorer.ui.area import ModeArea, add_problems, choice_buttons, note_and_buttons
+from explorer.ui.mode import Context, one_at_a_time
 from explorer.ui.runner import error_line
 from explorer.ui.shared import echo
 from explorer.views.shared.html_summary import written_note
@@ -61,7 +61,7 @@ class CampaignMode(param.Parameterized):
 
     def __init__(self, context: Context, **params):
         super().__init__(**params)
-        self.context, self.index, self.export_dir = context, context.index, context.export_dir
+        self.context, self.index, self.export_dir, self.lock = context, context.index, context.export_dir, context.lock
         self._report: dict[str, Any] | None = None
         self._note = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["campaign-note-list"])
         self.buttons: list[pn.widgets.Button] = []
@@ -96,16 +96,18 @@ class CampaignMode(param.Parameterized):
     def list_campaigns(self) -> None:
         """One button per campaign (request and model, packet count)."""
         groups = sorted(self._groups().items(), key=lambda item: (str(item[1][0][3]), str(item[1][0][0])))
-        buttons = []
-        for ident, (key, names) in groups[:MAX_CAMPAIGN_BUTTONS]:
-            button = pn.widgets.Button(
-                label=f"request {key[3]} · {key[0]} ({len(names)})",
-                color="light",
-                css_classes=["campaign-button", f"campaign-{ident}"],
-                description=f"Open the campaign grid of request {key[3]}",
-            )
-            button.on_click(lambda _event, chosen=ident: self._say(self.open(chosen)))
-            buttons.append(button)
+        buttons = choice_buttons(
+            (
+                (
+                    ident,
+                    f"request {key[3]} · {key[0]} ({len(names)})",
+                    f"Open the campaign grid of request {key[3]}",
+                    ["campaign-button", f"campaign-{ident}"],
+                )
+                for ident, (key, names) in groups[:MAX_CAMPAIGN_BUTTONS]
+            ),
+            self._clicked,
+        )
         lead = f"Campaigns ({len(groups)}):" if groups else f'<span class="no-campaigns">{NO_CAMPAIGNS}</span>'
         self._note.object = (
             f'<div class="campaign-note-text" data-campaigns="{len(groups)}" '
@@ -115,8 +117,11 @@ class CampaignMode(param.Parameterized):
         self.sidebar.objects = note_and_buttons(self._note, buttons, "campaign-buttons")
 
     def _say(self, notes: list[str]) -> None:
-        if notes:
-            self._note.object += f'<div class="campaign-problem">{" ".join(notes)}</div>'
+        add_problems(self._note, notes, "campaign-problem")
+
+    @one_at_a_time
+    def _clicked(self, ident: str) -> None:
+        self._say(self.open(ident))
 
     # ------------------------------------------------------------ the grid
 
@@ -165,7 +170,7 @@ class CampaignMode(param.Parameterized):
         self.context.shown(self)
 
         def opened(report: dict[str, Any] | None, error: BaseException | None) -> None:
-            with self.context.lock:
+            with self.lock:
                 if self.campaign != ident or self._report is not None:
                     return  # something else was opened meanwhile
                 if error is not None:
@@ -197,9 +202,13 @@ class CampaignMode(param.Parameterized):
             f'<div class="campaign-status-line" data-campaign="{esc(report["id"])}" '
             f'style="{STATUS_STYLE}">Campaign of request <b>{esc(key["requestID"])}</b>, model '
             f"{esc(key['modelID'])}: {esc(' vs '.join(report['backends']))}</div>",
-            lambda: build(report, on_cell=lambda step, layer: self._say(self.open_cell(f"{step},{layer}"))),
+            lambda: build(report, on_cell=self._cell_clicked),
             "campaign view",
         )
+
+    @one_at_a_time
+    def _cell_clicked(self, step: int, layer: int) -> None:
+        self._say(self.open_cell(f"{step},{layer}"))
 
     def open_cell(self, text: str) -> list[str]:
         """Open the pair of the cell 'STEP,LAYER' of the open campaign; returns notes."""

@@ -59,7 +59,6 @@ class Context:
     lock: threading.RLock  # one change of the page at a time (explorer.ui.shell's docstring)
     shown: Callable[[Mode | None], None]  # this mode is now the one shown (the others close); None: back to the packet
     changed: Callable[[], None]  # what a mode shows changed within it: the URL follows
-    say: Callable[[str], None]  # a note on the message line ('' removes it)
     open_pair: Callable[[Mode, str, str], list[str]]  # (opener, a, b): open packet a compared with b, keeping opener
 
 

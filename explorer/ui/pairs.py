@@ -18,8 +18,8 @@ from explorer.foundations.bounded import escaped_bytes
 from explorer.pair.compare import compare
 from explorer.pair.model import Pair, SamePacketError
 from explorer.ui import catalog
-from explorer.ui.area import ModeArea, note_and_buttons
-from explorer.ui.mode import Context
+from explorer.ui.area import ModeArea, add_problems, choice_buttons, first_shown, note_and_buttons
+from explorer.ui.mode import Context, one_at_a_time
 from explorer.ui.shared import content_seen, echo
 from explorer.views.shared.html_summary import written_note
 from explorer.views.shared.markup import esc
@@ -41,7 +41,7 @@ class PairMode(param.Parameterized):
 
     def __init__(self, context: Context, **params):
         super().__init__(**params)
-        self.context, self.index, self.export_dir = context, context.index, context.export_dir
+        self.context, self.index, self.export_dir, self.lock = context, context.index, context.export_dir, context.lock
         self._pair: Pair | None = None
         self._partner_note = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["partner-note"])
         self.partner_buttons: list[pn.widgets.Button] = []
@@ -64,22 +64,20 @@ class PairMode(param.Parameterized):
         if not self.packet:
             return
         names = self.index.partners(self.packet)
-        buttons = []
-        for name in names[:MAX_PARTNER_BUTTONS]:
-            button = pn.widgets.Button(
-                label=escaped_bytes(name),
-                color="light",
-                css_classes=["partner-button"],
-                description=f"Compare {escaped_bytes(self.packet)} (a) with {escaped_bytes(name)} (b)",
-            )
-            button.on_click(lambda _event, other=name: self._clicked(other))
-            buttons.append(button)
+        buttons = choice_buttons(
+            (
+                (
+                    name,
+                    escaped_bytes(name),
+                    f"Compare {escaped_bytes(self.packet)} (a) with {escaped_bytes(name)} (b)",
+                    ["partner-button"],
+                )
+                for name in names[:MAX_PARTNER_BUTTONS]
+            ),
+            self._clicked,
+        )
         pending = "" if self.index.complete else f"<br>{PARTNERS_PENDING}"
-        if len(names) > MAX_PARTNER_BUTTONS:
-            pending += (
-                f"<br>The first {MAX_PARTNER_BUTTONS} by name are shown; <code>?compare=NAME</code> in the "
-                "URL opens any other."
-            )
+        pending += first_shown(len(names), MAX_PARTNER_BUTTONS, "compare=NAME")
         lead = (
             f"Compare with a packet of the same selection ({len(names)}):"
             if names
@@ -93,10 +91,9 @@ class PairMode(param.Parameterized):
         self.partner_buttons = buttons
         self.sidebar.objects = note_and_buttons(self._partner_note, buttons, "partner-list")
 
+    @one_at_a_time
     def _clicked(self, name: str) -> None:
-        notes = self.open(name)
-        if notes:  # shown under the partner list, where the click happened
-            self._partner_note.object += f'<div class="partner-problem">{" ".join(notes)}</div>'
+        add_problems(self._partner_note, self.open(name), "partner-problem")
 
     # ------------------------------------------------------------ the pair view
 

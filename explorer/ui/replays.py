@@ -10,7 +10,6 @@ backend (else any partner), by name; the view says which.
 
 from __future__ import annotations
 
-import html
 from collections.abc import Mapping
 
 import panel as pn
@@ -21,10 +20,11 @@ from explorer.catalog.replays import RunIndex
 from explorer.export.pages import ExportPaths, export_replay
 from explorer.replay.model import Replay
 from explorer.replay.replay import replay
-from explorer.ui.area import ModeArea, note_and_buttons
-from explorer.ui.mode import Context
+from explorer.ui.area import ModeArea, add_problems, choice_buttons, first_shown, note_and_buttons
+from explorer.ui.mode import Context, one_at_a_time
 from explorer.ui.shared import echo
 from explorer.views.shared.html_summary import written_note
+from explorer.views.shared.markup import esc
 
 QUERY_REPLAY = "replay"
 REPLAY_STATUS_STYLE = "padding:0.3em 0;font-size:1.05em"
@@ -42,7 +42,7 @@ class ReplayMode(param.Parameterized):
 
     def __init__(self, context: Context, **params):
         super().__init__(**params)
-        self.context, self.index, self.export_dir = context, context.index, context.export_dir
+        self.context, self.index, self.export_dir, self.lock = context, context.index, context.export_dir, context.lock
         self.runs = RunIndex(self.index.root)
         self._replay: Replay | None = None
         self._note = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["replay-note"])
@@ -66,32 +66,21 @@ class ReplayMode(param.Parameterized):
         """A packet was opened: list the runs bound to it (the shell closed any run)."""
         self.packet = name = packet
         names = self._bound()
-        buttons = []
-        for run in names[:MAX_RUN_BUTTONS]:
-            button = pn.widgets.Button(
-                label=run,
-                color="light",
-                css_classes=["replay-button"],
-                description=f"Open the replay run {run} of {name}",
-            )
-            button.on_click(lambda _event, chosen=run: self._clicked(chosen))
-            buttons.append(button)
-        more = (
-            f"<br>The first {MAX_RUN_BUTTONS} by name are shown; <code>?replay=RUN</code> in the URL opens any other."
-            if len(names) > MAX_RUN_BUTTONS
-            else ""
+        buttons = choice_buttons(
+            ((run, run, f"Open the replay run {run} of {name}", ["replay-button"]) for run in names[:MAX_RUN_BUTTONS]),
+            self._clicked,
         )
+        more = first_shown(len(names), MAX_RUN_BUTTONS, "replay=RUN")
         lead = f"Replay runs of this packet ({len(names)}):" if names else f'<span class="no-replays">{NO_RUNS}</span>'
         self._note.object = (
             f'<div class="replay-note-text" data-runs="{len(names)}" style="font-size:0.9em">'
-            f"<b>Replay runs</b> of {html.escape(name)}<br>{lead}{more}</div>"
+            f"<b>Replay runs</b> of {esc(name)}<br>{lead}{more}</div>"
         )
         self.sidebar.objects = note_and_buttons(self._note, buttons, "replay-list")
 
+    @one_at_a_time
     def _clicked(self, run: str) -> None:
-        notes = self.open(run)
-        if notes:
-            self._note.object += f'<div class="replay-problem">{" ".join(notes)}</div>'
+        add_problems(self._note, self.open(run), "replay-problem")
 
     # ------------------------------------------------------------ the view
 
@@ -126,10 +115,7 @@ class ReplayMode(param.Parameterized):
     def open(self, run: str) -> list[str]:
         """Open the run (re-read now); returns notes (and shows nothing) when it is not a listed run of the packet."""
         if run not in self._bound():
-            return [
-                f"Replay &quot;{echo(run)}&quot; is not a listed replay run of {html.escape(self.packet)}; "
-                "it was ignored."
-            ]
+            return [f"Replay &quot;{echo(run)}&quot; is not a listed replay run of {esc(self.packet)}; it was ignored."]
         result = self._compute(run)
         with pn.io.hold():
             self._replay = result
@@ -141,11 +127,11 @@ class ReplayMode(param.Parameterized):
     def _show(self, result: Replay) -> None:
         from explorer.views.replay.view import build
 
-        partner = "none" if result.partner is None else html.escape(result.report()["partner"]["name"])
+        partner = "none" if result.partner is None else esc(result.report()["partner"]["name"])
         self.area.show(
-            f'<div class="replay-status-line" data-packet="{html.escape(self.packet)}" '
-            f'data-run="{html.escape(self.run)}" data-status="{result.status}" style="{REPLAY_STATUS_STYLE}">'
-            f"Replay run <b>{html.escape(self.run)}</b> of {html.escape(self.packet)}, partner {partner} "
+            f'<div class="replay-status-line" data-packet="{esc(self.packet)}" '
+            f'data-run="{esc(self.run)}" data-status="{result.status}" style="{REPLAY_STATUS_STYLE}">'
+            f"Replay run <b>{esc(self.run)}</b> of {esc(self.packet)}, partner {partner} "
             f"&nbsp; (replay status: <b>{result.status}</b>)</div>",
             lambda: build(result),
             "replay view",

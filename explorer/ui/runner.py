@@ -1,15 +1,9 @@
 """The app's one background runner: every export, campaign computation and emulation runs through it.
 
-The work runs on the app's own bounded threads, the answer always comes back on the page.
-
-Work that takes seconds (an export renders HTML and PNGs, an emulation set or a campaign
-computes) never runs on the session's event loop. In a served session `Runner.run` submits
-it to a process-wide ForkSafeExecutor and hands its answer to the session's loop as one
-next-tick callback (`pn.state.execute(..., schedule=True)`, public API: the document's lock
-is held and Panel sends the changes). Outside a served session (tests, a notebook, an
-export) the work runs at once. Whatever the work raises, the answer hears the error: no
-request is left without one (docs/triage-and-app.md, "The app's Export"). Exports have
-their own executor of EXPORT_WORKERS threads, whichever session and button asked.
+Work that takes seconds never runs on the session's event loop: in a served session `Runner.run`
+submits it to a bounded process-wide ForkSafeExecutor and hands the answer to the session's loop
+(`pn.state.execute(..., schedule=True)`); outside one (tests, notebooks) it runs at once. Whatever
+the work raises, the answer hears it: no request is left without one (docs/triage-and-app.md).
 """
 
 from __future__ import annotations
@@ -91,7 +85,7 @@ class Runner:
             self._answer(answer, _attempt(work))
             return
         future = executor.submit(_attempt, work)
-        future.add_done_callback(lambda done: self.on_page(partial(self._answer, answer, done.result()))())
+        future.add_done_callback(lambda done: self.on_page(partial(self._answer, answer, done.result())))
 
     def _answer(self, answer: Answer, outcome: tuple[object, BaseException | None]) -> None:
         try:
@@ -102,17 +96,18 @@ class Runner:
             with self._count:
                 self.busy -= 1
 
-    def on_page(self, callback: Callable[[], None]) -> Callable[[], None]:
-        """`callback` made callable from any thread: it runs on the session's loop (at once without a session)."""
+    def on_page(self, callback: Callable[[], None]) -> None:
+        """Run `callback` on the session's loop, from any thread (at once without a session)."""
         document = self._document
         if document is None or document.session_context is None:
-            return callback
+            callback()
+            return
+        with set_curdoc(document):
+            pn.state.execute(callback, schedule=True)
 
-        def scheduled() -> None:
-            with set_curdoc(document):
-                pn.state.execute(callback, schedule=True)
-
-        return scheduled
+    def relay(self, callback: Callable[..., None]) -> Callable[..., None]:
+        """`callback` made callable from any thread (a progress report): each call runs it on the session's loop."""
+        return lambda *args: self.on_page(partial(callback, *args))
 
     def export(
         self,

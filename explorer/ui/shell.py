@@ -71,7 +71,6 @@ class Shell:
             self.lock,
             shown=self._shown,
             changed=self._changed,
-            say=lambda message: self.single.say(message),
             open_pair=self._open_pair,
         )
         self.single = PacketMode(context, on_status)

@@ -177,7 +177,7 @@ def test_emulations_this_content_already_has_are_shown_at_once_without_a_thread(
         def run(self, work, answer) -> None:
             started.append(work)
 
-        def on_page(self, callback):
+        def relay(self, callback):
             return callback
 
     view = EmulationsView(analysis, runner=Recorded())

@@ -301,7 +301,7 @@ class EmulationsView(pn.viewable.Viewer):
     running = param.Boolean(default=False, doc="True while a computation runs.")
 
     def __init__(self, analysis: Analysis, selection: Selection | None = None, runner=None, **params):
-        """`runner` (the app's explorer.ui.runner.Runner: `run(work, answer)`, `on_page(callback)`) computes the set
+        """`runner` (the app's explorer.ui.runner.Runner: `run(work, answer)`, `relay(callback)`) computes the set
         off the page when the view is shown; without one the view computes when shown (exports, notebooks)."""
         super().__init__(**params)
         self.analysis, self._runner = analysis, runner
@@ -367,11 +367,7 @@ class EmulationsView(pn.viewable.Viewer):
             self._deliver(generation, cached, "")
             return
         self.running = True
-        on_page = self._runner.on_page
-
-        def progress(done: int, total: int) -> None:
-            on_page(partial(self._show_progress, generation, done, total))()
-
+        progress = self._runner.relay(partial(self._show_progress, generation))
         self._runner.run(partial(self._attempt, ids, progress), lambda outcome, _: self._deliver(generation, *outcome))
 
     def _attempt(self, ids: list[str], progress) -> tuple[object, str]:

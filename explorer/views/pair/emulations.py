@@ -80,11 +80,7 @@ class PairEmulationsSection(pn.viewable.Viewer):
         self._button.disabled = True
         self._progress.visible = True
         self._progress_note.object = f"Computing {esc(self._choice.value)} on the CPU ..."
-        on_page = self._runner.on_page
-
-        def progress(done: int, total: int) -> None:
-            on_page(partial(self._show_progress, done, total))()
-
+        progress = self._runner.relay(self._show_progress)
         self._runner.run(partial(with_emulations, self.pair, request, progress), self._answer)
 
     def _answer(self, found: Pair | None, error: BaseException | None) -> None:
