@@ -187,11 +187,11 @@ class CampaignMode(param.Parameterized):
             return [f"Campaign &quot;{echo(ident)}&quot; could not be formed from its packets; it was ignored."]
         self._report = report
         self.campaign, self.cell = ident, ""
-        if cell is not None:
-            return self.open_cell(cell)
-        self._show()
-        self.context.shown(self)
-        return []
+        notes = [] if cell is None else self.open_cell(cell)
+        if cell is None or notes:  # a cell with no pair to open: the grid, and why
+            self._show()
+            self.context.shown(self)
+        return notes
 
     def _show(self) -> None:
         from explorer.views.campaign.view import build
