@@ -1,4 +1,4 @@
-"""The campaign mode without a browser: `?campaign=ID&cell=...` with a cell that has no pair opens the grid."""
+"""The campaign mode without a browser: a `cell=` in the URL that has no pair opens the grid."""
 
 from __future__ import annotations
 
