@@ -76,6 +76,7 @@ class Shell:
         self.single = PacketMode(context, on_status)
         self.modes: tuple[Mode, ...] = (self.single, *(kind(context) for kind in MODES))
         self.mode: Mode = self.single
+        self.tab_bar = self.single.tab_bar
         self.pairs, self.replays, self.campaigns = (self._of(kind) for kind in (PairMode, ReplayMode, CampaignMode))
         self.sidebar = pn.Column(
             *(mode.sidebar for mode in self.modes[1:]), self.single.sidebar, sizing_mode="stretch_width"
@@ -211,11 +212,6 @@ class Shell:
     def single_shown(self) -> bool:
         """True while the single packet's views are shown (no pair, replay run or campaign open)."""
         return self.single.panel.visible
-
-    @property
-    def tab_bar(self):
-        """The single packet's tab bar."""
-        return self.single.tab_bar
 
     # The single packet's state and read-outs (explorer.ui.packet.PacketMode), as the shell's.
     packet = property(lambda self: self.single.packet, lambda self, name: setattr(self.single, "packet", name))

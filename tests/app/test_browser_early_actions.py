@@ -1,4 +1,4 @@
-"""An action taken while the page is still loading is never lost, over LOADS page loads, within and across modes.
+"""Early actions while the page loads are never lost, over LOADS loads, within and across modes.
 
 Each load opens a link naming a packet, a tab and a head (the URL parameters); as soon as the page shows
 them, it clicks another tab, and on every other load first another packet in the list, before the first view
