@@ -10,8 +10,9 @@ import panel.io.resources as panel_resources
 
 from explorer.ui.closed import quiet_closed_clients
 from explorer.ui.memory import release_memory
-from explorer.ui.shell import open_session, page_location, parse_options
+from explorer.ui.shell import open_session, parse_options
 from explorer.ui.timings import SessionTimings, log_info_lines
+from explorer.ui.url import page_location
 
 timings = SessionTimings()  # the script runs once per page request: the session's clock starts here
 

@@ -52,6 +52,29 @@ def note_and_buttons(note: pn.pane.HTML, buttons: list[pn.widgets.Button], css_c
     return [note, *([pn.FlexBox(*buttons, sizing_mode="stretch_width", css_classes=[css_class])] if buttons else [])]
 
 
+def choice_buttons(choices: Iterable[tuple[str, str, str, list[str]]], on_choose: Callable[[str], None]) -> list:
+    """One light button per (value, label, description, CSS classes); a click calls `on_choose(value)`."""
+    buttons = []
+    for value, label, description, css_classes in choices:
+        button = pn.widgets.Button(label=label, color="light", css_classes=css_classes, description=description)
+        button.on_click(lambda _event, chosen=value: on_choose(chosen))
+        buttons.append(button)
+    return buttons
+
+
+def first_shown(count: int, limit: int, parameter: str) -> str:
+    """The note's line saying that only the first `limit` of `count` are buttons (`parameter` opens any other)."""
+    if count <= limit:
+        return ""
+    return f"<br>The first {limit} by name are shown; <code>?{parameter}</code> in the URL opens any other."
+
+
+def add_problems(note: pn.pane.HTML, notes: list[str], css_class: str) -> None:
+    """Notes about a click shown under the list where it happened."""
+    if notes:
+        note.object += f'<div class="{css_class}">{" ".join(notes)}</div>'
+
+
 class ModeArea:
     """The area of a view shown instead of the single packet's (a pair, a replay run): its status line, Back and
     Export buttons, the export's note and downloads, then the view. Empty and hidden until it first opens."""

@@ -14,8 +14,7 @@ content, so going back to a campaign after its pair redraws it at once.
 from __future__ import annotations
 
 import html
-from collections.abc import Callable
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 import panel as pn
@@ -26,18 +25,19 @@ from explorer.campaigns.model import KEY_FIELDS
 from explorer.campaigns.report import build_campaign_report
 from explorer.campaigns.run import run_campaigns
 from explorer.catalog.discovery import lookup
-from explorer.catalog.index import FILL_JOBS, INLINE_PACKETS, WORKER_START_METHOD, PacketIndex
-from explorer.export.pages import CAMPAIGN_SUFFIX, FINDINGS_SUFFIX, RenderError, export_campaign
+from explorer.catalog.index import FILL_JOBS, INLINE_PACKETS, WORKER_START_METHOD
+from explorer.export.pages import CAMPAIGN_SUFFIX, FINDINGS_SUFFIX, ExportPaths, export_campaign
 from explorer.foundations.cache import BoundedCache
-from explorer.ui.area import ModeArea, note_and_buttons
-from explorer.ui.packets import PacketList
+from explorer.ui.area import ModeArea, add_problems, choice_buttons, note_and_buttons
+from explorer.ui.mode import Context, one_at_a_time
+from explorer.ui.runner import error_line
 from explorer.ui.shared import echo
-from explorer.views.shared.common import served
 from explorer.views.shared.html_summary import written_note
 from explorer.views.shared.markup import esc
 
 QUERY_CAMPAIGN, QUERY_CELL = "campaign", "cell"
 EXPORT_LABEL, EXPORT_WIDTH = "Export campaign: HTML + PNG + JSON + findings", 330
+EXPORT_BUSY = "Exporting the campaign (the PNG takes a few seconds) ..."
 MAX_CAMPAIGN_BUTTONS = 12
 REPORT_CACHE_ENTRIES = 4  # campaign reports kept per process (a few hundred bytes per cell)
 STATUS_STYLE = "padding:0.3em 0;font-size:1.05em"
@@ -59,21 +59,10 @@ class CampaignMode(param.Parameterized):
     campaign = param.String(default="", doc="The open campaign's id, '' when none.")
     cell = param.String(default="", doc="'STEP,LAYER' of the cell whose pair is open, '' when the grid shows.")
 
-    def __init__(
-        self,
-        index: PacketIndex,
-        packets: PacketList,
-        export_dir: Path,
-        on_change: Callable[[], None],
-        on_pair: Callable[[str, str], list[str]],
-        **params,
-    ):
-        """`on_pair(a, b)` opens the pair of packets a and b (the shell's pair mode) and returns notes."""
+    def __init__(self, context: Context, **params):
         super().__init__(**params)
-        self.index, self.export_dir = index, export_dir
-        self._on_change, self._on_pair = on_change, on_pair
+        self.context, self.index, self.export_dir, self.lock = context, context.index, context.export_dir, context.lock
         self._report: dict[str, Any] | None = None
-        self.opening_pair = False
         self._note = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["campaign-note-list"])
         self.buttons: list[pn.widgets.Button] = []
         self.sidebar = pn.Column(self._note, sizing_mode="stretch_width", css_classes=["campaign-list"])
@@ -82,10 +71,10 @@ class CampaignMode(param.Parameterized):
             export_label=EXPORT_LABEL,
             export_width=EXPORT_WIDTH,
             on_close=self.close,
-            on_export=self._on_export,
+            on_export=self.export,
         )
         self.panel = self.area.panel
-        packets.param.watch(lambda _event: self.list_campaigns(), "filled")
+        context.packets.param.watch(lambda _event: self.list_campaigns(), "filled")
         self.list_campaigns()
 
     @property
@@ -107,16 +96,18 @@ class CampaignMode(param.Parameterized):
     def list_campaigns(self) -> None:
         """One button per campaign (request and model, packet count)."""
         groups = sorted(self._groups().items(), key=lambda item: (str(item[1][0][3]), str(item[1][0][0])))
-        buttons = []
-        for ident, (key, names) in groups[:MAX_CAMPAIGN_BUTTONS]:
-            button = pn.widgets.Button(
-                label=f"request {key[3]} · {key[0]} ({len(names)})",
-                color="light",
-                css_classes=["campaign-button", f"campaign-{ident}"],
-                description=f"Open the campaign grid of request {key[3]}",
-            )
-            button.on_click(lambda _event, chosen=ident: self._say(self.open(chosen)))
-            buttons.append(button)
+        buttons = choice_buttons(
+            (
+                (
+                    ident,
+                    f"request {key[3]} · {key[0]} ({len(names)})",
+                    f"Open the campaign grid of request {key[3]}",
+                    ["campaign-button", f"campaign-{ident}"],
+                )
+                for ident, (key, names) in groups[:MAX_CAMPAIGN_BUTTONS]
+            ),
+            self._clicked,
+        )
         lead = f"Campaigns ({len(groups)}):" if groups else f'<span class="no-campaigns">{NO_CAMPAIGNS}</span>'
         self._note.object = (
             f'<div class="campaign-note-text" data-campaigns="{len(groups)}" '
@@ -126,8 +117,11 @@ class CampaignMode(param.Parameterized):
         self.sidebar.objects = note_and_buttons(self._note, buttons, "campaign-buttons")
 
     def _say(self, notes: list[str]) -> None:
-        if notes:
-            self._note.object += f'<div class="campaign-problem">{" ".join(notes)}</div>'
+        add_problems(self._note, notes, "campaign-problem")
+
+    @one_at_a_time
+    def _clicked(self, ident: str) -> None:
+        self._say(self.open(ident))
 
     # ------------------------------------------------------------ the grid
 
@@ -157,41 +151,47 @@ class CampaignMode(param.Parameterized):
     def open(self, ident: str, cell: str | None = None) -> list[str]:
         """Show the grid of campaign `ident` (or, with `cell`, that cell's pair); returns notes.
 
-        A campaign of more than INLINE_PACKETS packets not computed yet is computed on a thread of the server
-        (the page says so meanwhile) and opened when it is done, unless another campaign was opened since."""
+        A campaign of more than INLINE_PACKETS packets not computed yet is computed by the session's runner (the
+        page says so meanwhile) and opened when it is done, unless another campaign was opened since."""
         group = self._groups().get(ident)
         if group is None:
             return [f"Campaign &quot;{echo(ident)}&quot; is not listed under this root; it was ignored."]
         names = group[1]
         known = _reports.peek(self._signature(ident, names)) is not None
-        if not known and len(names) > INLINE_PACKETS and served():
-            self._report, self.campaign, self.cell = None, ident, ""
-            self.area.show(
-                f'<div class="campaign-pending" style="{STATUS_STYLE}">Computing the campaign of '
-                f"{len(names)} packets in worker processes; the grid follows here.</div>",
-                lambda: pn.pane.HTML("", sizing_mode="stretch_width"),
-                "campaign view",
-            )
-            self._on_change()
-            pn.state.execute(lambda: self._opened_when_computed(ident, names, cell), schedule="thread")
-            return []
-        return self._open_report(ident, self._computed(ident, names), cell)
+        if known or len(names) <= INLINE_PACKETS or self.context.runner.inline:
+            return self._open_report(ident, self._computed(ident, names), cell)
+        self._report, self.campaign, self.cell = None, ident, ""
+        self.area.show(
+            f'<div class="campaign-pending" style="{STATUS_STYLE}">Computing the campaign of '
+            f"{len(names)} packets in worker processes; the grid follows here.</div>",
+            lambda: pn.pane.HTML("", sizing_mode="stretch_width"),
+            "campaign view",
+        )
+        self.context.shown(self)
 
-    def _opened_when_computed(self, ident: str, names: list[str], cell: str | None) -> None:
-        report = self._computed(ident, names)
-        if self.campaign == ident and self._report is None:  # nothing else was opened meanwhile
-            self._say(self._open_report(ident, report, cell))
+        def opened(report: dict[str, Any] | None, error: BaseException | None) -> None:
+            with self.lock:
+                if self.campaign != ident or self._report is not None:
+                    return  # something else was opened meanwhile
+                if error is not None:
+                    failed = esc(error_line("The campaign", error))
+                    self.area.status.object = f'<div class="campaign-failed">{failed}</div>'
+                    return
+                self._say(self._open_report(ident, report, cell))
+
+        self.context.runner.run(lambda: self._computed(ident, names), opened)
+        return []
 
     def _open_report(self, ident: str, report: dict[str, Any] | None, cell: str | None) -> list[str]:
         if report is None:
             return [f"Campaign &quot;{echo(ident)}&quot; could not be formed from its packets; it was ignored."]
         self._report = report
         self.campaign, self.cell = ident, ""
-        if cell is not None:
-            return self.open_cell(cell)
-        self._show()
-        self._on_change()
-        return []
+        notes = [] if cell is None else self.open_cell(cell)
+        if cell is None or notes:  # a cell with no pair to open: the grid, and why
+            self._show()
+            self.context.shown(self)
+        return notes
 
     def _show(self) -> None:
         from explorer.views.campaign.view import build
@@ -202,9 +202,13 @@ class CampaignMode(param.Parameterized):
             f'<div class="campaign-status-line" data-campaign="{esc(report["id"])}" '
             f'style="{STATUS_STYLE}">Campaign of request <b>{esc(key["requestID"])}</b>, model '
             f"{esc(key['modelID'])}: {esc(' vs '.join(report['backends']))}</div>",
-            lambda: build(report, on_cell=lambda step, layer: self._say(self.open_cell(f"{step},{layer}"))),
+            lambda: build(report, on_cell=self._cell_clicked),
             "campaign view",
         )
+
+    @one_at_a_time
+    def _cell_clicked(self, step: int, layer: int) -> None:
+        self._say(self.open_cell(f"{step},{layer}"))
 
     def open_cell(self, text: str) -> list[str]:
         """Open the pair of the cell 'STEP,LAYER' of the open campaign; returns notes."""
@@ -216,31 +220,28 @@ class CampaignMode(param.Parameterized):
         names = [cell["packets"][backend] for backend in self._report["backends"]]
         if any(len(side) != 1 for side in names):
             return [f"Cell {html.escape(text)} is {cell['state']}: it has no pair to open."]
-        self.opening_pair = True
-        try:
-            notes = self._on_pair(names[0][0], names[1][0])
-        finally:
-            self.opening_pair = False
+        notes = self.context.open_pair(self, names[0][0], names[1][0])
         if not notes:
             self.cell = text
             self.area.hide()
-            self._on_change()
+            self.context.changed()
         return notes
 
-    def from_query(self, ident: str | None, cell: str | None) -> list[str]:
+    def from_query(self, query: Mapping[str, str]) -> list[str]:
         """Open what `campaign=` and `cell=` in the URL ask for."""
-        return [] if ident is None else self.open(ident, cell)
+        ident = query.get(QUERY_CAMPAIGN)
+        return [] if ident is None else self.open(ident, query.get(QUERY_CELL))
 
-    def leave(self) -> None:
-        """Another packet or pair was opened by hand: the campaign is no longer open."""
-        if self.opening_pair or not self.campaign:
-            return
-        self.campaign, self.cell = "", ""
-        self.area.hide()
+    def follow(self, packet: str) -> None:
+        """The campaigns are listed from the whole root, whichever packet is open."""
 
-    def close(self) -> None:
-        self.leave()
-        self._on_change()
+    def close(self, notify: bool = True) -> None:
+        """The grid (or its cell's pair) is no longer open; `notify`: back to the packet (the Back button)."""
+        if self.campaign:
+            self.campaign, self.cell = "", ""
+            self.area.hide()
+        if notify:
+            self.context.shown(None)
 
     def query(self) -> dict[str, str]:
         if not self.campaign:
@@ -249,23 +250,13 @@ class CampaignMode(param.Parameterized):
 
     # ------------------------------------------------------------ export
 
-    def _on_export(self) -> None:
+    def export(self) -> None:
+        """Export the open campaign (through the session's runner, off the event loop), as its Export button does."""
         if self._report is None:
             return
-        self.area.export_button.loading = True
-        self.area.export_note.object = "Exporting the campaign (the PNG takes a few seconds) ..."
-        pn.state.execute(self._export, schedule="thread" if served() else False)  # PNG rendering blocks: a thread
+        report = self._report
 
-    def _export(self) -> None:
-        try:
-            paths = export_campaign(self._report, self.export_dir, png=True)
-        except (OSError, RenderError) as error:
-            reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
-            self.area.export_note.object = (
-                f"The campaign export wrote nothing to "
-                f"<code>{html.escape(str(self.export_dir))}</code>: {html.escape(reason)}"
-            )
-        else:
+        def finish(paths: ExportPaths) -> None:
             findings = paths.report.with_name(paths.report.name.replace(CAMPAIGN_SUFFIX, FINDINGS_SUFFIX))
             self.area.downloads.offer(
                 (
@@ -283,5 +274,13 @@ class CampaignMode(param.Parameterized):
                     *(("export-png", png) for png in paths.pngs),
                 ),
             )
-        finally:
-            self.area.export_button.loading = False
+
+        self.context.runner.export(
+            self.area.export_button,
+            self.area.export_note,
+            what="The campaign export",
+            busy=EXPORT_BUSY,
+            export_dir=self.export_dir,
+            work=lambda: export_campaign(report, self.export_dir, png=True),
+            finish=finish,
+        )

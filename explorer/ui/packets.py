@@ -37,8 +37,10 @@ import param
 
 from explorer.catalog.index import PacketIndex
 from explorer.catalog.summary import STATUS_ORDER, PacketSummary, list_order
+from explorer.foundations.bounded import escaped_bytes
 from explorer.foundations.formatting import full_number, scientific_number
 from explorer.ui.table import PageTable
+from explorer.views.shared.markup import esc
 
 PAGE_ROWS = 20
 FLUSH_INTERVAL_MS = 300  # how often arrived summaries are pushed into the session's table
@@ -59,11 +61,6 @@ HEADER_TOOLTIPS = {
     "ratio": "The worst head's primary linf divided by its FP64 noise floor (the reference's own error against FP64)",
     "worst ULP": "Largest ULP distance of the output to the reference rounded to the output dtype",
 }
-
-
-def shown_name(name: str) -> str:
-    """`name` as the list shows it: a byte that is not UTF-8 (kept by Python as a surrogate) becomes \\xNN."""
-    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def number_cell(value: float) -> str:
@@ -150,7 +147,7 @@ class PacketList(param.Parameterized):
         )
         return Row(
             name=name,
-            shown=shown_name(name),
+            shown=escaped_bytes(name),
             status=PENDING_HTML if summary is None else self._badge(summary.status),
             numbers=tuple(float("nan") if value is None else float(value) for value in values),
             full=tuple("" if value is None else full_number(value) for value in values),
@@ -291,7 +288,7 @@ class PacketList(param.Parameterized):
         total = len(self._all)
         query = self._query.strip()
         shown = len(self._page_rows)
-        text = f"<b>{total} packets</b> under <code>{html.escape(shown_name(str(self.index.root)))}</code><br>"
+        text = f"<b>{total} packets</b> under <code>{esc(str(self.index.root))}</code><br>"
         text += f"showing {shown} of {matched}" if query else f"showing {shown} of {total}"
         if query:
             text += f" matching &quot;{html.escape(query)}&quot; ({total} in all)"

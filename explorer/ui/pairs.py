@@ -7,23 +7,22 @@ with its export; computes no numbers and opens only listed packets.
 from __future__ import annotations
 
 import html
-from collections.abc import Callable
+from collections.abc import Mapping
 from pathlib import Path
 
 import panel as pn
 import param
 
-from explorer.catalog.index import PacketIndex
 from explorer.export.pages import ExportPaths, export_pair
 from explorer.foundations.bounded import escaped_bytes
 from explorer.pair.compare import compare
 from explorer.pair.model import Pair, SamePacketError
 from explorer.ui import catalog
-from explorer.ui.area import ModeArea, note_and_buttons
-from explorer.ui.exporting import run_export
-from explorer.ui.packets import PacketList
-from explorer.ui.shared import content_seen, echo, shown_name
+from explorer.ui.area import ModeArea, add_problems, choice_buttons, first_shown, note_and_buttons
+from explorer.ui.mode import Context, one_at_a_time
+from explorer.ui.shared import content_seen, echo
 from explorer.views.shared.html_summary import written_note
+from explorer.views.shared.markup import esc
 
 QUERY_COMPARE = "compare"
 PAIR_STATUS_STYLE = "padding:0.3em 0;font-size:1.05em"
@@ -40,29 +39,24 @@ class PairMode(param.Parameterized):
     packet = param.String(default="", doc="The open packet (side a of a pair).")
     partner = param.String(default="", doc="The packet compared with it (side b), '' when no pair is open.")
 
-    def __init__(
-        self, index: PacketIndex, packets: PacketList, export_dir: Path, on_change: Callable[[], None], **params
-    ):
+    def __init__(self, context: Context, **params):
         super().__init__(**params)
-        self.index = index
-        self.export_dir = export_dir
-        self._on_change = on_change  # the shell rewrites the URL and shows or hides the single-packet views
+        self.context, self.index, self.export_dir, self.lock = context, context.index, context.export_dir, context.lock
         self._pair: Pair | None = None
         self._partner_note = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["partner-note"])
         self.partner_buttons: list[pn.widgets.Button] = []
         self.sidebar = pn.Column(self._partner_note, sizing_mode="stretch_width", css_classes=["pair-partners"])
         self.area = ModeArea(
-            "pair", export_label=EXPORT_LABEL, export_width=EXPORT_WIDTH, on_close=self.close, on_export=self._on_export
+            "pair", export_label=EXPORT_LABEL, export_width=EXPORT_WIDTH, on_close=self.close, on_export=self.export
         )
         self.panel = self.area.panel
-        packets.param.watch(lambda _event: self.list_partners(), "filled")
+        context.packets.param.watch(lambda _event: self.list_partners(), "filled")
 
     # ------------------------------------------------------------ the partner list
 
-    def show_packet(self, name: str) -> None:
-        """A packet was opened: close any pair and list that packet's partners."""
-        self.packet = name
-        self.close(notify=False)
+    def follow(self, packet: str) -> None:
+        """A packet was opened: list its partners (the shell closed any pair)."""
+        self.packet = packet
         self.list_partners()
 
     def list_partners(self) -> None:
@@ -70,22 +64,20 @@ class PairMode(param.Parameterized):
         if not self.packet:
             return
         names = self.index.partners(self.packet)
-        buttons = []
-        for name in names[:MAX_PARTNER_BUTTONS]:
-            button = pn.widgets.Button(
-                label=escaped_bytes(name),
-                color="light",
-                css_classes=["partner-button"],
-                description=f"Compare {escaped_bytes(self.packet)} (a) with {escaped_bytes(name)} (b)",
-            )
-            button.on_click(lambda _event, other=name: self._clicked(other))
-            buttons.append(button)
+        buttons = choice_buttons(
+            (
+                (
+                    name,
+                    escaped_bytes(name),
+                    f"Compare {escaped_bytes(self.packet)} (a) with {escaped_bytes(name)} (b)",
+                    ["partner-button"],
+                )
+                for name in names[:MAX_PARTNER_BUTTONS]
+            ),
+            self._clicked,
+        )
         pending = "" if self.index.complete else f"<br>{PARTNERS_PENDING}"
-        if len(names) > MAX_PARTNER_BUTTONS:
-            pending += (
-                f"<br>The first {MAX_PARTNER_BUTTONS} by name are shown; <code>?compare=NAME</code> in the "
-                "URL opens any other."
-            )
+        pending += first_shown(len(names), MAX_PARTNER_BUTTONS, "compare=NAME")
         lead = (
             f"Compare with a packet of the same selection ({len(names)}):"
             if names
@@ -93,21 +85,21 @@ class PairMode(param.Parameterized):
         )
         self._partner_note.object = (
             f'<div class="partner-note-text" data-partners="{len(names)}" '
-            f'style="font-size:0.9em"><b>Pairs</b> of {shown_name(self.packet)}<br>'
+            f'style="font-size:0.9em"><b>Pairs</b> of {esc(self.packet)}<br>'
             f"{lead}{pending}</div>"
         )
         self.partner_buttons = buttons
         self.sidebar.objects = note_and_buttons(self._partner_note, buttons, "partner-list")
 
+    @one_at_a_time
     def _clicked(self, name: str) -> None:
-        notes = self.open(name)
-        if notes:  # shown under the partner list, where the click happened
-            self._partner_note.object += f'<div class="partner-problem">{" ".join(notes)}</div>'
+        add_problems(self._partner_note, self.open(name), "partner-problem")
 
     # ------------------------------------------------------------ the pair view
 
-    def from_query(self, value: str | None) -> list[str]:
+    def from_query(self, query: Mapping[str, str]) -> list[str]:
         """Open the pair named by `compare=` in the URL query; returns notes about it for the message line."""
+        value = query.get(QUERY_COMPARE)
         if value is None:
             return []
         if not self.packet:
@@ -128,7 +120,7 @@ class PairMode(param.Parameterized):
             self._pair = pair
             self.partner = name
             self._show(pair)
-            self._on_change()
+            self.context.shown(self)
         return []
 
     def _refusal(self, name: str) -> str:
@@ -142,10 +134,10 @@ class PairMode(param.Parameterized):
         from explorer.views.pair.view import build
 
         self.area.show(
-            f'<div class="pair-status-line" data-a="{shown_name(self.packet)}" data-b="{shown_name(self.partner)}" '
-            f'data-status="{pair.status}" style="{PAIR_STATUS_STYLE}">Pair <b>a</b> {shown_name(self.packet)} '
-            f"&nbsp;vs&nbsp; <b>b</b> {shown_name(self.partner)} &nbsp; (pair status: <b>{pair.status}</b>)</div>",
-            lambda: build(pair),
+            f'<div class="pair-status-line" data-a="{esc(self.packet)}" data-b="{esc(self.partner)}" '
+            f'data-status="{pair.status}" style="{PAIR_STATUS_STYLE}">Pair <b>a</b> {esc(self.packet)} '
+            f"&nbsp;vs&nbsp; <b>b</b> {esc(self.partner)} &nbsp; (pair status: <b>{pair.status}</b>)</div>",
+            lambda: build(pair, self.context.runner),
             "pair view",
         )
 
@@ -158,7 +150,7 @@ class PairMode(param.Parameterized):
             self.partner = ""
             self.area.hide()
             if notify:
-                self._on_change()
+                self.context.shown(None)
 
     @property
     def pair(self) -> Pair | None:
@@ -170,19 +162,15 @@ class PairMode(param.Parameterized):
         """The sidebar's note above the partner buttons (HTML)."""
         return self._partner_note.object
 
-    def export(self) -> None:
-        """Export the open pair, as its Export button does."""
-        self._on_export()
-
     def query(self) -> dict[str, str]:
         """The URL query parameters of the open pair."""
         return {QUERY_COMPARE: self.partner} if self.partner else {}
 
     # ------------------------------------------------------------ export
 
-    def _on_export(self) -> None:
-        """Export the open pair as its files are now (explorer.ui.exporting runs it off the event loop); a pair whose
-        files changed since it was shown is drawn again."""
+    def export(self) -> None:
+        """Export the open pair as its files are now (through the session's runner, off the event loop), as its
+        Export button does; a pair whose files changed since it was shown is drawn again."""
         if self._pair is None:
             return
         names, shown = (self.packet, self.partner), self._pair
@@ -211,7 +199,7 @@ class PairMode(param.Parameterized):
                     "was shown; the view and the export show them as they are now.</div>"
                 )
 
-        run_export(
+        self.context.runner.export(
             self.area.export_button,
             self.area.export_note,
             what="The pair export",

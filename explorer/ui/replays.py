@@ -10,24 +10,21 @@ backend (else any partner), by name; the view says which.
 
 from __future__ import annotations
 
-import html
-from collections.abc import Callable
-from pathlib import Path
+from collections.abc import Mapping
 
 import panel as pn
 import param
 
 from explorer.catalog.discovery import lookup
-from explorer.catalog.index import PacketIndex
 from explorer.catalog.replays import RunIndex
 from explorer.export.pages import ExportPaths, export_replay
 from explorer.replay.model import Replay
 from explorer.replay.replay import replay
-from explorer.ui.area import ModeArea, note_and_buttons
-from explorer.ui.exporting import run_export
-from explorer.ui.packets import PacketList
+from explorer.ui.area import ModeArea, add_problems, choice_buttons, first_shown, note_and_buttons
+from explorer.ui.mode import Context, one_at_a_time
 from explorer.ui.shared import echo
 from explorer.views.shared.html_summary import written_note
+from explorer.views.shared.markup import esc
 
 QUERY_REPLAY = "replay"
 REPLAY_STATUS_STYLE = "padding:0.3em 0;font-size:1.05em"
@@ -43,14 +40,10 @@ class ReplayMode(param.Parameterized):
     packet = param.String(default="", doc="The open packet (the runs' source).")
     run = param.String(default="", doc="The replay run shown, '' when none is open.")
 
-    def __init__(
-        self, index: PacketIndex, packets: PacketList, export_dir: Path, on_change: Callable[[], None], **params
-    ):
+    def __init__(self, context: Context, **params):
         super().__init__(**params)
-        self.index = index
-        self.runs = RunIndex(index.root)
-        self.export_dir = export_dir
-        self._on_change = on_change  # the shell rewrites the URL and shows or hides the single-packet views
+        self.context, self.index, self.export_dir, self.lock = context, context.index, context.export_dir, context.lock
+        self.runs = RunIndex(self.index.root)
         self._replay: Replay | None = None
         self._note = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["replay-note"])
         self.sidebar = pn.Column(self._note, sizing_mode="stretch_width", css_classes=["replay-runs"])
@@ -59,7 +52,7 @@ class ReplayMode(param.Parameterized):
             export_label=EXPORT_LABEL,
             export_width=EXPORT_WIDTH,
             on_close=self.close,
-            on_export=self._on_export,
+            on_export=self.export,
         )
         self.panel = self.area.panel
 
@@ -69,42 +62,31 @@ class ReplayMode(param.Parameterized):
         entry = lookup(self.index.entries, self.packet)
         return () if entry is None else self.runs.runs_of(entry.path)
 
-    def show_packet(self, name: str) -> None:
-        """A packet was opened: close any run and list the runs bound to that packet."""
-        self.packet = name
-        self.close(notify=False)
+    def follow(self, packet: str) -> None:
+        """A packet was opened: list the runs bound to it (the shell closed any run)."""
+        self.packet = name = packet
         names = self._bound()
-        buttons = []
-        for run in names[:MAX_RUN_BUTTONS]:
-            button = pn.widgets.Button(
-                label=run,
-                color="light",
-                css_classes=["replay-button"],
-                description=f"Open the replay run {run} of {name}",
-            )
-            button.on_click(lambda _event, chosen=run: self._clicked(chosen))
-            buttons.append(button)
-        more = (
-            f"<br>The first {MAX_RUN_BUTTONS} by name are shown; <code>?replay=RUN</code> in the URL opens any other."
-            if len(names) > MAX_RUN_BUTTONS
-            else ""
+        buttons = choice_buttons(
+            ((run, run, f"Open the replay run {run} of {name}", ["replay-button"]) for run in names[:MAX_RUN_BUTTONS]),
+            self._clicked,
         )
+        more = first_shown(len(names), MAX_RUN_BUTTONS, "replay=RUN")
         lead = f"Replay runs of this packet ({len(names)}):" if names else f'<span class="no-replays">{NO_RUNS}</span>'
         self._note.object = (
             f'<div class="replay-note-text" data-runs="{len(names)}" style="font-size:0.9em">'
-            f"<b>Replay runs</b> of {html.escape(name)}<br>{lead}{more}</div>"
+            f"<b>Replay runs</b> of {esc(name)}<br>{lead}{more}</div>"
         )
         self.sidebar.objects = note_and_buttons(self._note, buttons, "replay-list")
 
+    @one_at_a_time
     def _clicked(self, run: str) -> None:
-        notes = self.open(run)
-        if notes:
-            self._note.object += f'<div class="replay-problem">{" ".join(notes)}</div>'
+        add_problems(self._note, self.open(run), "replay-problem")
 
     # ------------------------------------------------------------ the view
 
-    def from_query(self, value: str | None) -> list[str]:
+    def from_query(self, query: Mapping[str, str]) -> list[str]:
         """Open the run named by `replay=` in the URL query; returns notes about it for the message line."""
+        value = query.get(QUERY_REPLAY)
         if value is None:
             return []
         if not self.packet:
@@ -133,26 +115,23 @@ class ReplayMode(param.Parameterized):
     def open(self, run: str) -> list[str]:
         """Open the run (re-read now); returns notes (and shows nothing) when it is not a listed run of the packet."""
         if run not in self._bound():
-            return [
-                f"Replay &quot;{echo(run)}&quot; is not a listed replay run of {html.escape(self.packet)}; "
-                "it was ignored."
-            ]
+            return [f"Replay &quot;{echo(run)}&quot; is not a listed replay run of {esc(self.packet)}; it was ignored."]
         result = self._compute(run)
         with pn.io.hold():
             self._replay = result
             self.run = run
             self._show(result)
-            self._on_change()
+            self.context.shown(self)
         return []
 
     def _show(self, result: Replay) -> None:
         from explorer.views.replay.view import build
 
-        partner = "none" if result.partner is None else html.escape(result.report()["partner"]["name"])
+        partner = "none" if result.partner is None else esc(result.report()["partner"]["name"])
         self.area.show(
-            f'<div class="replay-status-line" data-packet="{html.escape(self.packet)}" '
-            f'data-run="{html.escape(self.run)}" data-status="{result.status}" style="{REPLAY_STATUS_STYLE}">'
-            f"Replay run <b>{html.escape(self.run)}</b> of {html.escape(self.packet)}, partner {partner} "
+            f'<div class="replay-status-line" data-packet="{esc(self.packet)}" '
+            f'data-run="{esc(self.run)}" data-status="{result.status}" style="{REPLAY_STATUS_STYLE}">'
+            f"Replay run <b>{esc(self.run)}</b> of {esc(self.packet)}, partner {partner} "
             f"&nbsp; (replay status: <b>{result.status}</b>)</div>",
             lambda: build(result),
             "replay view",
@@ -167,7 +146,7 @@ class ReplayMode(param.Parameterized):
             self.run = ""
             self.area.hide()
             if notify:
-                self._on_change()
+                self.context.shown(None)
 
     def query(self) -> dict[str, str]:
         """The URL query parameters of the open run."""
@@ -175,8 +154,8 @@ class ReplayMode(param.Parameterized):
 
     # ------------------------------------------------------------ export
 
-    def _on_export(self) -> None:
-        """Export the open run as its files are now (explorer.ui.exporting runs it off the event loop)."""
+    def export(self) -> None:
+        """Export the open run as its files are now (through the session's runner, off the event loop)."""
         if self._replay is None:
             return
         run = self.run
@@ -201,7 +180,7 @@ class ReplayMode(param.Parameterized):
                 ),
             )
 
-        run_export(
+        self.context.runner.export(
             self.area.export_button,
             self.area.export_note,
             what="The replay export",

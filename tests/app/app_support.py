@@ -184,6 +184,23 @@ REPLACED_JS = f"""({{cssClass, previous}}) => {{
 }}"""
 
 
+# The page position of a cell's centre, from the plot's own scales (Bokeh 3: PlotView.frame, its canvas element).
+CELL_POINT_JS = f"""({{cssClass, x, y}}) => {{
+  {FIND_VIEW_JS}
+  const findPlot = (view) => {{
+    if (view.frame !== undefined && view.canvas_view !== undefined) return view
+    for (const child of view.children()) {{
+      const found = findPlot(child)
+      if (found !== null) return found
+    }}
+    return null
+  }}
+  const plot = findPlot(findView(cssClass))
+  const box = plot.canvas_view.el.getBoundingClientRect()
+  return [box.left + plot.frame.x_scale.compute(x), box.top + plot.frame.y_scale.compute(y)]
+}}"""
+
+
 def wait_view(page, packet: str, slug: str):
     """Wait until `slug` of `packet` is built and drawn; returns its locator."""
     page.wait_for_selector(f".status-line[data-packet='{packet}']", timeout=PAGE_TIMEOUT_MS)

@@ -12,31 +12,16 @@ import pytest
 
 from explorer.campaigns.report import build_campaign_report
 from explorer.campaigns.run import run_campaigns
-from explorer.export.browser import FIND_VIEW_JS, wait_drawn
+from explorer.export.browser import wait_drawn
 from explorer.samples.campaigns import BACKENDS, CURATED_NAME, CURATED_SHAPE, OUTPUT_INDEX
 from explorer.ui import catalog
 from explorer.views.campaign.view import GRID_CLASS, grid_size
 
-from app_support import PAGE_TIMEOUT_MS, artifact, deep_text, open_packet, outside_requests
+from app_support import CELL_POINT_JS, PAGE_TIMEOUT_MS, artifact, deep_text, open_packet, outside_requests
 
 ROOT = catalog.default_root()
 FIRST_SCREEN = {"width": 1280, "height": 800}
 LARGEST_FIRST_SCREEN = (16, 32)  # steps x layers the first screen holds
-# The page position of a cell's centre, from the plot's own scales (Bokeh 3: PlotView.frame, its canvas element).
-CELL_POINT_JS = f"""({{cssClass, x, y}}) => {{
-  {FIND_VIEW_JS}
-  const findPlot = (view) => {{
-    if (view.frame !== undefined && view.canvas_view !== undefined) return view
-    for (const child of view.children()) {{
-      const found = findPlot(child)
-      if (found !== null) return found
-    }}
-    return null
-  }}
-  const plot = findPlot(findView(cssClass))
-  const box = plot.canvas_view.el.getBoundingClientRect()
-  return [box.left + plot.frame.x_scale.compute(x), box.top + plot.frame.y_scale.compute(y)]
-}}"""
 
 
 @pytest.fixture(scope="module")

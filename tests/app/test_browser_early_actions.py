@@ -1,9 +1,10 @@
-"""An action taken while the page is still loading is never lost, over LOADS page loads.
+"""Early actions while the page loads are never lost, over LOADS loads, within and across modes.
 
 Each load opens a link naming a packet, a tab and a head (the URL parameters); as soon as the page shows
 them, it clicks another tab, and on every other load first another packet in the list, before the first view
 is drawn. Every load must end showing what was asked last: the packet, the tab, its view drawn, the tab
-label marked open, and the address bar saying so.
+label marked open, and the address bar saying so. Across modes: a packet row then a campaign button at once
+ends on the campaign; a grid cell clicked as soon as the grid is drawn ends on that cell's pair.
 """
 
 from __future__ import annotations
@@ -12,10 +13,17 @@ import time
 from urllib.parse import parse_qs, urlparse
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
+from explorer.campaigns.report import build_campaign_report
+from explorer.campaigns.run import run_campaigns
+from explorer.export.pages import wait_drawn
+from explorer.samples.campaigns import BACKENDS, CURATED_NAME, CURATED_SHAPE, OUTPUT_INDEX
+from explorer.ui import catalog
 from explorer.views import VIEWS
+from explorer.views.campaign.view import GRID_CLASS
 
-from app_support import APP_PATH, VIEWPORT, click_tab, packet_cell, wait_view
+from app_support import APP_PATH, CELL_POINT_JS, PAGE_TIMEOUT_MS, VIEWPORT, click_tab, packet_cell, wait_view
 
 pytestmark = pytest.mark.browser
 
@@ -83,3 +91,77 @@ def test_no_early_action_is_lost_over_twenty_loads(browser, server):
     assert not lost, lost
     # Where the clicks landed: the last click's time after navigation, for the record (not a limit).
     print(f"last early click after navigation: median {sorted(seconds)[LOADS // 2]:.2f} s, max {max(seconds):.2f} s")
+
+
+@pytest.fixture(scope="module")
+def campaign():
+    report = build_campaign_report(run_campaigns(catalog.default_root() / CURATED_NAME, jobs=1))
+    return report["campaigns"][0]
+
+
+def _waited(wait, *args, **options) -> bool:
+    """True when `wait(*args, **options)` saw what it waits for, False when it never came."""
+    try:
+        wait(*args, **options)
+    except PlaywrightTimeout:
+        return False
+    return True
+
+
+def _row_then_campaign(browser, server: str, ident: str) -> dict | None:
+    """One load: a packet row, then at once a campaign button; None when it ends on the campaign, else the address."""
+    context = browser.new_context(viewport=VIEWPORT)
+    page = context.new_page()
+    try:
+        page.goto(f"{server}{APP_PATH}?packet={FIRST_PACKET}", wait_until="commit")
+        packet_cell(page, OTHER_PACKET).click()
+        page.locator(f".campaign-{ident} button").click()
+        # the row's packet shown first (opening it would close a campaign opened meanwhile), then the grid
+        ended = (
+            _waited(page.locator(f".status-line[data-packet='{OTHER_PACKET}']").wait_for, timeout=PAGE_TIMEOUT_MS)
+            and _waited(
+                page.wait_for_function,
+                "(id) => new URLSearchParams(location.search).get('campaign') === id",
+                arg=ident,
+                timeout=ADDRESS_WAIT_MS,
+            )
+            and _waited(
+                page.locator(f".campaign-status-line[data-campaign='{ident}']").wait_for, timeout=PAGE_TIMEOUT_MS
+            )
+        )
+        return None if ended and page.locator(".campaign-area").first.is_visible() else _address(page)
+    finally:
+        context.close()
+
+
+def test_a_campaign_chosen_right_after_a_packet_row_is_where_every_load_ends(browser, server, campaign):
+    outcomes = [_row_then_campaign(browser, server, campaign["id"]) for _ in range(LOADS)]
+    lost = [(load, address) for load, address in enumerate(outcomes) if address is not None]
+    assert not lost, lost
+
+
+def _cell_at_once(browser, server: str, campaign: dict) -> dict | None:
+    """One load: the grid, its origin cell clicked as soon as it is drawn; None when it ends on the cell's pair."""
+    step, layer = CURATED_SHAPE.origin
+    a, b = (f"{CURATED_NAME}/{backend}-o{OUTPUT_INDEX + step}-l{layer}" for backend in BACKENDS)
+    context = browser.new_context(viewport=VIEWPORT)
+    page = context.new_page()
+    try:
+        page.goto(f"{server}{APP_PATH}?campaign={campaign['id']}", wait_until="commit")
+        wait_drawn(page, GRID_CLASS, PAGE_TIMEOUT_MS)
+        point = {"cssClass": GRID_CLASS, "x": step, "y": campaign["coverage"]["layers"].index(layer)}
+        page.mouse.click(*page.evaluate(CELL_POINT_JS, point))
+        pair = page.locator(f".pair-status-line[data-a='{a}'][data-b='{b}']")
+        cell = f"cell={OUTPUT_INDEX + step}%2C{layer}"
+        ended = _waited(pair.wait_for, timeout=PAGE_TIMEOUT_MS) and _waited(
+            page.wait_for_url, lambda url: cell in url, timeout=ADDRESS_WAIT_MS
+        )
+        return None if ended and pair.first.is_visible() else _address(page)
+    finally:
+        context.close()
+
+
+def test_a_grid_cell_clicked_as_soon_as_the_grid_is_drawn_opens_its_pair_on_every_load(browser, server, campaign):
+    outcomes = [_cell_at_once(browser, server, campaign) for _ in range(LOADS)]
+    lost = [(load, address) for load, address in enumerate(outcomes) if address is not None]
+    assert not lost, lost

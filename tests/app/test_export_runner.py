@@ -1,4 +1,4 @@
-"""The app's one export runner (explorer.ui.exporting) and concurrent exports, each under its own name."""
+"""The app's one background runner (explorer.ui.runner) and exports at once under distinct names."""
 
 from __future__ import annotations
 
@@ -10,10 +10,11 @@ import panel as pn
 import explorer
 from explorer.export.pages import RenderError, export_packet
 from explorer.ui import catalog
-from explorer.ui.exporting import run_export
+from explorer.ui.runner import Runner
 
 ROOT = catalog.default_root()
 SESSIONS = 3
+run_export = Runner(inline=True).export  # an export as the app runs it outside a served session
 INSTALL_HINT = "pip install -e '.[export]', or pip install playwright; no browser is downloaded"
 
 

@@ -19,7 +19,9 @@ from explorer.catalog.summary import list_order, summarize
 from explorer.export.pages import shown_emulations
 from explorer.samples.packets import synthetic_spec, write_packet
 from explorer.ui import catalog
-from explorer.ui.shell import SLUGS, Shell, StringQueryLocation, session_query
+from explorer.ui.packet import SLUGS
+from explorer.ui.shell import Shell
+from explorer.ui.url import StringQueryLocation, session_query
 from explorer.views.shared.html_summary import ranked_heads
 
 ROOT = catalog.default_root()

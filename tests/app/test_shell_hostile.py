@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 
 from explorer.samples.packets import synthetic_spec, write_packet
+from explorer.ui import packet as packet_module
 from explorer.ui import shell as shell_module
 from explorer.ui.shell import Shell, open_session
 
@@ -36,7 +37,7 @@ def test_an_export_that_fails_for_any_reason_says_that_nothing_was_written(tmp_p
     def failing(*args, **options):
         raise MemoryError("simulated")
 
-    monkeypatch.setattr(shell_module, "write_report", failing)
+    monkeypatch.setattr(packet_module, "write_report", failing)
     shell.export()
     assert "Export wrote nothing: MemoryError: simulated" in shell.export_note
     assert shell.exporting is False

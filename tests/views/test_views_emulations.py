@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import threading
 import time
-from types import SimpleNamespace
 
 import numpy as np
 import panel as pn
 
 from explorer.analysis.analyze import emulations_of
 from explorer.analysis.emulation import ranked
+from explorer.ui.runner import Runner
 from explorer.views.packet.emulations import (
     DEFAULT_BLOCKS,
     DEFAULT_PARTIAL,
@@ -158,8 +158,8 @@ def test_shown_on_a_page_it_computes_in_the_background_with_a_progress_bar(analy
 
     monkeypatch.setattr(module, "emulations_of", held)
     monkeypatch.setattr(module, "cached_emulations", lambda *args: None)  # as if no session computed them yet
-    view = EmulationsView(analysis)
-    view.start()  # what showing the view on a served page does: starts the thread and returns at once
+    view = EmulationsView(analysis, runner=Runner(inline=False))  # the runner of a served page
+    view.start()  # what showing the view on a served page does: hands the work to the runner and returns at once
     layout = view.__panel__()
     assert entered.wait(WAIT_SECONDS) and view.emulations is None
     assert view.running and view._progress.visible and "Computing" in view._progress_note.object
@@ -173,22 +173,19 @@ def test_shown_on_a_page_it_computes_in_the_background_with_a_progress_bar(analy
     assert images_by_title(render(layout))
 
 
-def test_emulations_this_content_already_has_are_shown_at_once_without_a_thread(analyses, monkeypatch):
-    import explorer.views.packet.emulations as module
-
+def test_emulations_this_content_already_has_are_shown_at_once_without_a_thread(analyses):
     analysis = analyses["clean-fp32q-bf16kv"]
     expected = emulations_of(analysis, requested_ids(DEFAULT_BLOCKS, DEFAULT_PARTITION_TOKENS, DEFAULT_PARTIAL))
     started = []
 
-    class Recorded:  # a thread that is only recorded, never run
-        def __init__(self, **kwargs):
-            started.append(kwargs)
+    class Recorded:  # a runner that only records the work, never runs it
+        def run(self, work, answer) -> None:
+            started.append(work)
 
-        def start(self) -> None:
-            pass
+        def relay(self, callback):
+            return callback
 
-    monkeypatch.setattr(module, "threading", SimpleNamespace(Lock=threading.Lock, Thread=Recorded))
-    view = EmulationsView(analysis)
+    view = EmulationsView(analysis, runner=Recorded())
     view.start()
     assert view.emulations is expected[0] and not view.running and not view._progress.visible and not started
     assert images_by_title(render(view.__panel__()))

@@ -2,8 +2,8 @@
 
 Emulations view: every kernel emulation's counts (decisive elements first, the baseline row last), a [query
 head x channel] map of where the output differs from the selected one on a discrete ULP scale, and an element
-drill-down; computes through the core (in a background thread with a progress bar on a served page), draws
-only.
+drill-down; computes through the core (through the app's runner, with a progress bar, on a served page),
+draws only.
 
 Its parameters live in the URL by the emulation ids' own names (`blocks`, `partitionTokens`,
 `partialDType`) and `emulationSet` (`settings` or `sweep`): `settings_from_query` reads them
@@ -24,7 +24,6 @@ import holoviews as hv
 import numpy as np
 import panel as pn
 import param
-from panel.io.state import set_curdoc
 
 from explorer.analysis.analyze import cached_emulations, emulations_of
 from explorer.analysis.blocks import baseline_block, emulation_list
@@ -59,7 +58,6 @@ from explorer.views.shared.common import (
     note,
     per_cell,
     plot_pane,
-    served,
     ulp_value,
 )
 from explorer.views.shared.markup import esc, table
@@ -312,9 +310,11 @@ class EmulationsView(pn.viewable.Viewer):
     counts = param.Parameter(default=None, doc="Their decisive elements and baseline (EmulationCounts).")
     running = param.Boolean(default=False, doc="True while a computation runs.")
 
-    def __init__(self, analysis: Analysis, selection: Selection | None = None, **params):
+    def __init__(self, analysis: Analysis, selection: Selection | None = None, runner=None, **params):
+        """`runner` (the app's explorer.ui.runner.Runner: `run(work, answer)`, `relay(callback)`) computes the set
+        off the page when the view is shown; without one the view computes when shown (exports, notebooks)."""
         super().__init__(**params)
-        self.analysis = analysis
+        self.analysis, self._runner = analysis, runner
         self.selection = selection if selection is not None else Selection()
         self.param.update({URL_SETTINGS[name][1]: value for name, value in self.selection.emulation.items()})
         self._lock = threading.Lock()
@@ -352,59 +352,44 @@ class EmulationsView(pn.viewable.Viewer):
             if getattr(self, attribute) != self.param[attribute].default
         }
 
-    def compute(self) -> None:
-        """Compute the current set now, in this thread (tests, notebooks); later parameter changes do too."""
-        self._mode = self._mode or "synchronous"
+    def _next_generation(self) -> int:
         with self._lock:
             self._generation += 1
-            generation = self._generation
-        self._run(generation, self.ids(), None)
+            return self._generation
+
+    def compute(self) -> None:
+        """Compute the current set now, in this thread (tests, notebooks, exports); later parameter changes do too."""
+        self._mode = self._mode or "synchronous"
+        generation, ids = self._next_generation(), self.ids()
+        self._deliver(generation, *self._attempt(ids, lambda done, total: None))
 
     def start(self) -> None:
-        """Compute the current set in a background thread; the page stays responsive, a progress bar shows.
+        """Ask the runner the view was given for the current set; the page stays responsive, a progress bar shows.
 
-        The thread only computes; its results are handed to the session's event loop as one
-        next-tick callback (drawing only), so the loop never waits for the computation. A set
-        this content already has (another session's, or these settings earlier) is shown at once.
+        The runner calls the core off the page and hands the results to the session's event
+        loop (drawing only), so the loop never waits for the computation. A set this content
+        already has (another session's, or these settings earlier) is shown at once.
         """
         self._mode = self._mode or "background"
-        with self._lock:
-            self._generation += 1
-            generation = self._generation
-        cached = cached_emulations(self.analysis, self.ids())
+        generation, ids = self._next_generation(), self.ids()
+        cached = cached_emulations(self.analysis, ids)
         if cached is not None:
             self._deliver(generation, cached, "")
             return
         self.running = True
-        threading.Thread(
-            target=self._run, args=(generation, self.ids(), pn.state.curdoc), daemon=True, name="explorer-emulations"
-        ).start()
+        progress = self._runner.relay(partial(self._show_progress, generation))
+        self._runner.run(partial(self._attempt, ids, progress), lambda outcome, _: self._deliver(generation, *outcome))
 
-    def _run(self, generation: int, ids: list[str], document) -> None:
-        def progress(done: int, total: int) -> None:
-            if document is not None:
-                with set_curdoc(document):
-                    pn.state.execute(partial(self._show_progress, generation, done, total), schedule=True)
-
+    def _attempt(self, ids: list[str], progress) -> tuple[object, str]:
+        """(the core's emulations and counts, '') or (None, why they could not be computed)."""
         started = time.perf_counter()
         try:
             found, failure = emulations_of(self.analysis, ids, progress=progress), ""
         except Exception as error:  # a programming error must not leave the progress bar running forever
             log.exception("emulations %s failed", ids)
             found, failure = None, f"The emulations could not be computed: {type(error).__name__}: {error}"
-        context = document.session_context if document is not None else None
-        log.info(
-            "session %s: emulations %s ready after %.3f s on a background thread",
-            context.id if context is not None else "-",
-            ",".join(ids),
-            time.perf_counter() - started,
-        )
-        deliver = partial(self._deliver, generation, found, failure)
-        if document is None:
-            deliver()
-            return
-        with set_curdoc(document):  # on the session's event loop, after the view's own models were made
-            pn.state.execute(deliver, schedule=True)
+        log.info("emulations %s ready after %.3f s", ",".join(ids), time.perf_counter() - started)
+        return found, failure
 
     def _deliver(self, generation: int, found, failure: str) -> None:
         with self._lock:
@@ -539,10 +524,10 @@ class EmulationsView(pn.viewable.Viewer):
     def __panel__(self) -> pn.viewable.Viewable:
         """The layout; showing it starts the computation: in the background on a served page, else now."""
         if self._mode is None and self.analysis.numerics is not None:
-            self.start() if served() else self.compute()
+            self.start() if self._runner is not None else self.compute()
         return self._layout
 
 
-def build(analysis: Analysis, selection: Selection | None = None) -> pn.viewable.Viewable:
+def build(analysis: Analysis, selection: Selection | None = None, runner=None) -> pn.viewable.Viewable:
     """The registry builder: the view's layout, its computation started (see `EmulationsView.__panel__`)."""
-    return EmulationsView(analysis, selection).__panel__()
+    return EmulationsView(analysis, selection, runner).__panel__()

@@ -1,32 +1,27 @@
 """The pair view's Kernel emulations section.
 
 The emulation x side matrix with the differing-element counts, and on a served page the default set or the
-sweep computed on request in a background thread with a progress bar; computes through the core, draws only.
+sweep computed on request through the app's runner with a progress bar; draws only.
 
 A pair compared with `emulate=` shows its matrix at once. A pair compared without it
-(the app's pair mode) offers a choice of set and a button; the core's
-`with_emulations` runs in a thread and its result is handed to the session's event loop.
-Outside a served page (exports, notebooks) only what the pair holds is shown.
+(the app's pair mode) offers a choice of set and a button; the runner the section was
+given calls the core's `with_emulations` off the page and hands its result to the
+session's event loop. Without a runner (exports, notebooks) only what the pair holds is shown.
 """
 
 from __future__ import annotations
 
-import logging
-import threading
 from collections.abc import Callable
 from functools import partial
 
 import panel as pn
-from panel.io.state import set_curdoc
 
 from explorer.analysis.emulation import DEFAULT_SET_NAME, SWEEP_NAME
 from explorer.pair.emulation import with_emulations
 from explorer.pair.model import Pair
 from explorer.views.pair import html as pair_html
-from explorer.views.shared.common import collapsed, heading, html_pane, note, served
+from explorer.views.shared.common import collapsed, heading, html_pane, note
 from explorer.views.shared.markup import esc
-
-log = logging.getLogger(__name__)
 
 SETS = {"the default set": DEFAULT_SET_NAME, "the sweep (a few seconds)": SWEEP_NAME}
 
@@ -46,9 +41,11 @@ class PairEmulationsSection(pn.viewable.Viewer):
     `on_computed(pair)` hears the pair with its emulations once computed on the page (the view's findings say
     then which emulation reproduces each side)."""
 
-    def __init__(self, pair: Pair, on_computed: Callable[[Pair], None] = lambda pair: None, **params):
+    def __init__(self, pair: Pair, on_computed: Callable[[Pair], None] = lambda pair: None, runner=None, **params):
+        """`runner` (the app's explorer.ui.runner.Runner) computes a requested set off the page; without one only
+        what the pair holds is shown."""
         super().__init__(**params)
-        self.pair = pair
+        self.pair, self._runner = pair, runner
         self._on_computed = on_computed
         self._choice = pn.widgets.Select(label="emulations", options=list(SETS), width=220)
         self._button = pn.widgets.Button(
@@ -73,7 +70,7 @@ class PairEmulationsSection(pn.viewable.Viewer):
         self._show(pair)
 
     def _show(self, pair: Pair) -> None:
-        if pair.emulation is not None or not served():
+        if pair.emulation is not None or self._runner is None:
             self._body.objects = matrix_parts(pair)
             return
         self._body.objects = [pn.Row(self._choice, self._button), pn.Row(self._progress, self._progress_note)]
@@ -83,22 +80,12 @@ class PairEmulationsSection(pn.viewable.Viewer):
         self._button.disabled = True
         self._progress.visible = True
         self._progress_note.object = f"Computing {esc(self._choice.value)} on the CPU ..."
-        threading.Thread(
-            target=self._run, args=(request, pn.state.curdoc), daemon=True, name="explorer-pair-emulations"
-        ).start()
+        progress = self._runner.relay(self._show_progress)
+        self._runner.run(partial(with_emulations, self.pair, request, progress), self._answer)
 
-    def _run(self, request: str, document) -> None:
-        def progress(done: int, total: int) -> None:
-            with set_curdoc(document):
-                pn.state.execute(partial(self._show_progress, done, total), schedule=True)
-
-        try:
-            found, failure = with_emulations(self.pair, request, progress), ""
-        except Exception as error:  # a programming error must not leave the progress bar running forever
-            log.exception("pair emulations %s failed", request)
-            found, failure = None, f"The emulations could not be computed: {type(error).__name__}: {error}"
-        with set_curdoc(document):
-            pn.state.execute(partial(self._deliver, found, failure), schedule=True)
+    def _answer(self, found: Pair | None, error: BaseException | None) -> None:
+        failure = "" if error is None else f"The emulations could not be computed: {type(error).__name__}: {error}"
+        self._deliver(found, failure)
 
     def _show_progress(self, done: int, total: int) -> None:
         self._progress.param.update(active=False, max=total, value=done)

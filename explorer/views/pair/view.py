@@ -381,10 +381,10 @@ def tokens_section(pair: Pair) -> pn.Column:
     )
 
 
-def emulations_section(pair: Pair, on_computed=lambda pair: None) -> pn.viewable.Viewable:
-    """The emulation x side matrix with the differing counts; on a served page computed on request (pair_emulations),
-    `on_computed(pair)` then hearing the pair with its emulations."""
-    return PairEmulationsSection(pair, on_computed).__panel__()
+def emulations_section(pair: Pair, on_computed=lambda pair: None, runner=None) -> pn.viewable.Viewable:
+    """The emulation x side matrix with the differing counts; on a served page computed on request through `runner`
+    (views.pair.emulations), `on_computed(pair)` then hearing the pair with its emulations."""
+    return PairEmulationsSection(pair, on_computed, runner).__panel__()
 
 
 # name -> (title, section builder), in display order
@@ -402,8 +402,9 @@ SECTIONS = {
 }
 
 
-def build(pair: Pair) -> pn.Column:
-    """The whole pair view: every section, the element-wise ones only when the pair was compared element-wise."""
+def build(pair: Pair, runner=None) -> pn.Column:
+    """The whole pair view: every section, the element-wise ones only when the pair was compared element-wise;
+    `runner` (the app's) computes emulations on request."""
     names = ["findings", "summary", "notes"] if pair.output is None and pair.ladder is None else list(SECTIONS)
     if pair.output is None:
         names = [n for n in names if n not in ("bits", "heads")]
@@ -413,6 +414,6 @@ def build(pair: Pair) -> pn.Column:
     if "emulations" in names:  # emulations computed on the page: the findings then say which reproduces each side
         findings = sections["findings"].objects[1]
         sections["emulations"] = emulations_section(
-            pair, lambda found: setattr(findings, "object", pair_html.findings_html(found))
+            pair, lambda found: setattr(findings, "object", pair_html.findings_html(found)), runner
         )
     return pn.Column(*(sections[name] for name in names), sizing_mode="stretch_width", css_classes=["view-pair"])

@@ -1,0 +1,143 @@
+"""The app's one background runner: every export, campaign computation and emulation runs through it.
+
+Work that takes seconds never runs on the session's event loop: in a served session `Runner.run`
+submits it to a bounded process-wide ForkSafeExecutor and hands the answer to the session's loop
+(`pn.state.execute(..., schedule=True)`); outside one (tests, notebooks) it runs at once. Whatever
+the work raises, the answer hears it: no request is left without one (docs/triage-and-app.md).
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+import threading
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from typing import TypeVar
+
+import panel as pn
+from panel.io.state import set_curdoc
+
+from explorer.export.pages import RenderError
+from explorer.foundations.bounded import clip
+from explorer.foundations.executors import ForkSafeExecutor
+from explorer.views.shared.common import served
+from explorer.views.shared.markup import esc
+
+log = logging.getLogger(__name__)
+
+Result = TypeVar("Result")
+Answer = Callable[[object, BaseException | None], None]
+# Exports rendering at once, whichever sessions asked (each starts a chromium and renders a page: more at once only
+# queue for the same two cores); the others wait their turn on the executor, their buttons showing that they run.
+EXPORT_WORKERS = 2
+EXPORT_EXECUTOR = ForkSafeExecutor(max_workers=EXPORT_WORKERS, thread_name_prefix="explorer-export")
+# Emulation sets and campaign computations at once in this process; the others wait their turn, their progress shown.
+BACKGROUND_WORKERS = 4
+BACKGROUND_EXECUTOR = ForkSafeExecutor(max_workers=BACKGROUND_WORKERS, thread_name_prefix="explorer-background")
+
+
+def failure_note(what: str, export_dir: Path, error: BaseException) -> str:
+    """The note of an export that wrote nothing: where it could not write and why (an OSError), what is missing to
+    render PNGs (a RenderError, said whole: it names what to install), or the unexpected error."""
+    if isinstance(error, OSError):
+        reason = error.strerror or str(error)
+        return (
+            f"{html.escape(what)} wrote nothing: it could not write to <code>{esc(clip(str(export_dir)))}"
+            f"</code>: {esc(clip(reason))}."
+        )
+    if isinstance(error, RenderError):
+        return f"{html.escape(what)} wrote nothing: {esc(str(error))}."
+    return f"{html.escape(what)} wrote nothing: {html.escape(type(error).__name__)}: {esc(clip(str(error)))}"
+
+
+def error_line(what: str, error: BaseException) -> str:
+    """One line (text) saying that `what` failed and why."""
+    return f"{what} failed: {type(error).__name__}: {clip(str(error))}"
+
+
+def _attempt(work: Callable[[], Result]) -> tuple[Result | None, BaseException | None]:
+    """(result, None), or (None, the error): nothing may escape unanswered."""
+    try:
+        return work(), None
+    except Exception as error:
+        if not isinstance(error, (OSError, RenderError)):
+            log.exception("background work failed")
+        return None, error
+
+
+class Runner:
+    """One session's background work: `run` for any work, `export` for an Export button; `busy` counts what runs."""
+
+    def __init__(self, inline: bool | None = None):
+        """`inline`: run the work at once in the caller's thread (default: outside a served session)."""
+        self.inline = not served() if inline is None else inline
+        self._document = pn.state.curdoc  # the session's document: answers go to its loop
+        self._count = threading.Lock()
+        self.busy = 0
+
+    def run(self, work: Callable[[], Result], answer: Answer, *, executor: ForkSafeExecutor = BACKGROUND_EXECUTOR):
+        """Run `work` (off the page unless inline), then `answer(result, error)` on the page, in every case."""
+        with self._count:
+            self.busy += 1
+        if self.inline:
+            self._answer(answer, _attempt(work))
+            return
+        future = executor.submit(_attempt, work)
+        future.add_done_callback(lambda done: self.on_page(partial(self._answer, answer, done.result())))
+
+    def _answer(self, answer: Answer, outcome: tuple[object, BaseException | None]) -> None:
+        try:
+            answer(*outcome)
+        except Exception:  # the answer's own failure: logged, the work is still counted done
+            log.exception("the answer to background work failed")
+        finally:
+            with self._count:
+                self.busy -= 1
+
+    def on_page(self, callback: Callable[[], None]) -> None:
+        """Run `callback` on the session's loop, from any thread (at once without a session)."""
+        document = self._document
+        if document is None or document.session_context is None:
+            callback()
+            return
+        with set_curdoc(document):
+            pn.state.execute(callback, schedule=True)
+
+    def relay(self, callback: Callable[..., None]) -> Callable[..., None]:
+        """`callback` made callable from any thread (a progress report): each call runs it on the session's loop."""
+        return lambda *args: self.on_page(partial(callback, *args))
+
+    def export(
+        self,
+        button: pn.widgets.Button,
+        note: pn.pane.HTML,
+        *,
+        what: str,
+        busy: str,
+        export_dir: Path,
+        work: Callable[[], Result],
+        finish: Callable[[Result], None],
+        settled: Callable[[], None] = lambda: None,
+    ) -> None:
+        """Show `busy` in `note` with `button` loading, run `work` on the export executor, then on the page
+        `settled()` (whatever the outcome) and `finish(result)` or the failure note; the button is released in
+        every case. `what` names the export in a failure note ("Export", "The pair export")."""
+        button.loading = True
+        note.object = busy
+
+        def answer(result: Result | None, error: BaseException | None) -> None:
+            try:
+                settled()
+                if error is None:
+                    finish(result)
+                else:
+                    note.object = failure_note(what, export_dir, error)
+            except Exception as failure:  # showing the files failed: said, never "Exporting ..." for good
+                log.exception("finishing %s failed", what)
+                note.object = esc(error_line(f"Showing the files of {what.lower()}", failure))
+            finally:
+                button.loading = False
+
+        self.run(work, answer, executor=EXPORT_EXECUTOR)

@@ -1,0 +1,71 @@
+"""The page's URL query: read from the request as text, written back into the address bar.
+
+Every value stays a string (a name's bytes that are not UTF-8 are percent-encoded as themselves, and read back).
+"""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qsl, urlencode
+
+import panel as pn
+import param
+from panel.custom import JSComponent
+from panel.io.location import Location
+
+# A name's bytes that are not UTF-8 (surrogateescape's stand-ins) are percent-encoded as themselves, and read back.
+URL_ERRORS = "surrogateescape"
+
+
+def read_query(search: str) -> dict[str, str]:
+    """{name: value} of a URL query ('?'-prefixed or not), the last value of a repeated name."""
+    return dict(parse_qsl(search.lstrip("?"), errors=URL_ERRORS))
+
+
+def write_query(query: dict[str, str]) -> str:
+    """The '?'-prefixed URL query of {name: value}."""
+    return "?" + urlencode(query, errors=URL_ERRORS)
+
+
+def session_query() -> str:
+    """This session's URL query ('?'-prefixed, '' outside a session), read from the page request through Panel's public
+    `pn.state.session_args` (the request's bytes, decoded as URL_ERRORS keeps a byte that is not UTF-8)."""
+    arguments = pn.state.session_args
+    pairs = [(name, values[-1].decode("utf-8", URL_ERRORS)) for name, values in arguments.items() if values]
+    return "?" + urlencode(pairs, errors=URL_ERRORS) if pairs else ""
+
+
+class StringQueryLocation(Location):
+    """A Location whose query parameters stay strings: Panel's own parsing calls int() on anything str.isdigit()
+    accepts ('²', 5,000 digits), which raised and left the page blank."""
+
+    @property
+    def query_params(self) -> dict[str, str]:
+        return dict(parse_qsl(self.search[1:], errors=URL_ERRORS))
+
+
+def page_location() -> Location | bool:
+    """The Location the app's template gets (`servable(location=...)`, Panel's public way to give a page its own):
+    a StringQueryLocation of this session's request, or True (Panel's own) outside a session."""
+    document = pn.state.curdoc
+    context = document.session_context if document is not None else None
+    return StringQueryLocation.from_request(context.request) if context is not None else True
+
+
+class QueryWriter(JSComponent):
+    """Writes `query` into the browser's address bar (history.replaceState) whenever it changes, draws nothing."""
+
+    query = param.String(default="", doc="The URL query, '?'-prefixed.")
+
+    _esm = """
+export function render({ model }) {
+  const write = () => {
+    const url = new URL(window.location.href)
+    url.search = model.query
+    if (url.href !== window.location.href) {
+      window.history.replaceState(window.history.state, "", url.href)
+    }
+  }
+  model.on("query", write)
+  write()
+}
+"""
