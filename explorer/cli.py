@@ -172,7 +172,8 @@ def _run_report(args: argparse.Namespace) -> int:
     if len(args.paths) > 2:
         raise UsageError(f"{len(args.paths)} paths: a packet, a replay run, a ROOT with --campaign, or a pair A B")
     # loads panel, holoviews, bokeh, playwright only here
-    from explorer.export.pages import RenderError, choose_export_dir
+    from explorer.export.browser import RenderError
+    from explorer.export.files import choose_export_dir
 
     out = choose_export_dir(args.out)
     try:
@@ -196,7 +197,7 @@ def _export(args: argparse.Namespace, out) -> tuple[Any, int]:
         return pages.export_campaign(_campaign_of(args), out, png=True), EXIT_DONE
     if len(args.paths) == 2:
         pair = _pair_of(*args.paths, args.emulate)
-        return pages.export_pair(pair, out, png=True), EXIT_BY_PAIR_STATUS[pair.status]
+        return pages.export_pair(pair, out, png=True, emulate=args.emulate), EXIT_BY_PAIR_STATUS[pair.status]
     if _is_replay_run(args.paths[0]):
         run = _replay_of(args.paths[0], None, None, args.emulate)
         return pages.export_replay(run, out, png=True), EXIT_BY_STATUS[run.status]

@@ -13,6 +13,7 @@ Numbers are printed by explorer.foundations.formatting; they state, never judge.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
@@ -24,6 +25,8 @@ from explorer.analysis.result import Analysis, Numerics
 from explorer.foundations.formatting import at_text, short_number
 from explorer.foundations.record import Record, record
 from explorer.packet.model import REFUSED, TENSOR_NAMES
+
+SMALLEST_NORMAL = {"float16": 2.0**-14, "bfloat16": 2.0**-126, "float32": 2.0**-126}  # below it: subnormal or zero
 
 
 @record
@@ -70,14 +73,47 @@ def ulp_finding(numerics: Numerics) -> Finding | None:
             maxAt=None,
             p99=ulp.p99,
         )
-    at = location_block(largest_at(ulp.distance))
+    head, channel = largest_at(ulp.distance)
+    comparison = rounded.comparison
+    said, caveat = ulp_caveat(
+        {"output": comparison.actual[head, channel], "rounded reference": comparison.reference[head, channel]},
+        rounded.dtype,
+    )
+    at = location_block((head, channel))
     return finding(
         "ulp",
-        f"ULP max {ulp.max}{at_text(at)} (p99 {ulp.p99}) against the primary reference rounded to {rounded.dtype}.",
+        f"ULP max {ulp.max}{at_text(at)} (p99 {ulp.p99}) against the primary reference rounded to {rounded.dtype}"
+        f"{'' if not said else '; there ' + said}.",
         max=ulp.max,
         maxAt=at,
         p99=ulp.p99,
+        **{f"max{key}": value for key, value in caveat.items()},
     )
+
+
+ULP_CAVEATS = {
+    "zero": "have opposite signs, so the count runs through zero and every smaller value",
+    "subnormals": "reach the subnormals, where the count runs through steps far finer than the format's precision",
+}
+
+
+def ulp_caveat(values: Mapping[str, float], dtype: str) -> tuple[str, dict[str, Any]]:
+    """Why a worst ULP distance between two named values of `dtype` is large by construction, said with their
+    absolute difference ("" and {} when it is not): "zero" (opposite signs) or "subnormals" (the smaller magnitude
+    below the dtype's smallest normal). The numbers: {"Across": the reason, "AbsDifference": |first - second|}."""
+    (first_name, first), (second_name, second) = ((name, float(value)) for name, value in values.items())
+    if math.copysign(1.0, first) != math.copysign(1.0, second) and (first or second):
+        across = "zero"
+    elif min(abs(first), abs(second)) < SMALLEST_NORMAL[dtype]:
+        across = "subnormals"
+    else:
+        return "", {}
+    difference = abs(first - second)
+    said = (
+        f"the {first_name} {short_number(first)} and the {second_name} {short_number(second)} {ULP_CAVEATS[across]}, "
+        f"|difference| {short_number(difference)}"
+    )
+    return said, {"Across": across, "AbsDifference": difference}
 
 
 def _status(analysis: Analysis) -> Finding:

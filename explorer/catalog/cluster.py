@@ -20,7 +20,10 @@ tasks it held caused it, so each gets one more chance elsewhere, as the local
 pool runs a suspect again alone; a crash that recurs is never hidden. A task
 still processing `timeout` seconds after the scheduler first showed it on a
 worker is reported as `WorkerTimedOut` and that worker is restarted through its
-nanny (a worker without one keeps the busy thread, which is noted).
+nanny (a worker without one keeps the busy thread, which is noted). The run
+always finishes: when the scheduler shows no worker, or cannot be reached, for
+WORKERLESS_S (asked once a second), every item not answered yet is reported as
+`ClusterLost` with that reason (also said through `on_note`) and the map ends.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from distributed import Client, LocalCluster, as_completed
 from distributed.scheduler import KilledWorker
 
 from explorer.catalog.limits import MAX_JOBS
-from explorer.catalog.workers import WorkerCrashed, WorkerTimedOut, WorkRaised
+from explorer.catalog.workers import ClusterLost, WorkerCrashed, WorkerTimedOut, WorkRaised
 
 BATCH_ITEMS = 64  # items per task at most; fewer when there are few items per worker (every worker kept busy)
 BATCHES_PER_WORKER = 4  # at least this many batches per worker thread, so that the last ones end together
@@ -46,6 +49,7 @@ CONNECT_TIMEOUT_S = 30
 POLL_S = 0.02  # how often finished tasks are taken while none is ready
 PROCESSING_POLL_S = 1.0  # how often the scheduler is asked which task runs where (for the time limit)
 RESTART_TIMEOUT_S = 30
+WORKERLESS_S = RESTART_TIMEOUT_S  # no worker (or no scheduler) this long: the cluster is lost, its open items answered
 # One task per worker thread (so a dying worker holds only the task that killed it), one re-run of a task whose
 # worker died, and the cluster's own log kept to what stops it. Dask's diagnostics (a sample of the working
 # thread's stack every 10 ms, an event-loop tick every 20 ms, system and memory polls) take the interpreter lock
@@ -102,21 +106,25 @@ def _outcome(future) -> Any:
 
 
 class _Clock:
-    """When each task was first seen processing on a worker, and on which."""
+    """When each task was first seen processing on a worker, and on which; since when no worker could run one."""
 
     def __init__(self, client: Client, timeout: float | None):
         self.client, self.timeout = client, timeout
         self.since: dict[str, tuple[float, str]] = {}
         self.asked = 0.0
+        self.workerless: tuple[float, str] | None = None  # (since, why) while the cluster can run no task
 
     def overdue(self, open_tasks: dict[str, list[int]]) -> list[tuple[str, str]]:
         """(key, worker) of every open task past its time limit, the per-item limit times its items (asks the
         scheduler at most once a second)."""
         now = time.monotonic()
-        if self.timeout is None or now - self.asked < PROCESSING_POLL_S:
+        if now - self.asked < PROCESSING_POLL_S:
             return []
         self.asked = now
-        for worker, keys in self.client.processing().items():
+        processing = self._processing(now)
+        if self.timeout is None:
+            return []
+        for worker, keys in processing.items():
             for key in keys:
                 if key in open_tasks and key not in self.since:
                     self.since[key] = (now, worker)
@@ -125,6 +133,24 @@ class _Clock:
             for key, (since, worker) in self.since.items()
             if key in open_tasks and now - since >= self.timeout * len(open_tasks[key])
         ]
+
+    def _processing(self, now: float) -> dict[str, list[str]]:
+        """The scheduler's tasks per worker (every worker, idle ones too); notes when there is no worker."""
+        try:
+            processing, why = self.client.processing(), "had no worker left"
+        except Exception as error:  # whatever the call raises, the scheduler cannot be asked
+            processing, why = {}, f"lost its scheduler ({type(error).__name__}: {error})"
+        if processing:
+            self.workerless = None
+        elif self.workerless is None:
+            self.workerless = (now, why)
+        return processing
+
+    def lost(self) -> str | None:
+        """Why the cluster can run no task, once that has lasted WORKERLESS_S; None while it can."""
+        if self.workerless is None or time.monotonic() - self.workerless[0] < WORKERLESS_S:
+            return None
+        return f"{self.workerless[1]} for {WORKERLESS_S:g} s"
 
 
 def run_batch(work: Callable[[Any], Any], items: Sequence[Any]) -> list[tuple[bool, Any]]:
@@ -163,11 +189,12 @@ def map_on_cluster(
 
         def submit(indices_of_tasks: list[list[int]]) -> None:
             batches = [[items[index] for index in indices] for indices in indices_of_tasks]
-            for indices, future in zip(
-                indices_of_tasks,
-                client.map(run_batch, [work] * len(batches), batches, pure=False, retries=0),
-                strict=True,
-            ):
+            try:
+                mapped = client.map(run_batch, [work] * len(batches), batches, pure=False, retries=0)
+            except Exception:  # the client lost its scheduler: the items stay open until the cluster is lost
+                open_tasks.update({f"unsubmitted-{indices[0]}": indices for indices in indices_of_tasks})
+                return
+            for indices, future in zip(indices_of_tasks, mapped, strict=True):
                 futures[future.key], open_tasks[future.key] = future, indices
                 completed.add(future)
 
@@ -178,6 +205,8 @@ def map_on_cluster(
             for future in ready:
                 if future.status == "lost":  # its worker died holding the result: the scheduler computes it again
                     completed.add(future)
+                    continue
+                if future.status == "cancelled":  # by a client that lost its scheduler: open until the cluster is lost
                     continue
                 indices = open_tasks.pop(future.key, None)
                 if indices is None:
@@ -198,7 +227,10 @@ def map_on_cluster(
                     submit([[index] for index in indices])
                 else:
                     yield indices[0], WorkerTimedOut(f"ran longer than {timeout:g} s on {worker}")
-            if not ready:
+            reason = clock.lost()
+            if reason is not None:
+                yield from _unanswered(open_tasks, reason, on_note)
+            elif not ready:
                 time.sleep(POLL_S)
     finally:
         client.close()
@@ -211,3 +243,14 @@ def _restart(client: Client, worker: str, on_note: Callable[[str], None]) -> Non
         client.restart_workers([worker], timeout=RESTART_TIMEOUT_S)
     except Exception as error:  # a worker without a nanny, or one that did not come back
         on_note(f"worker {worker} could not be restarted after a time limit ({type(error).__name__}: {error})")
+
+
+def _unanswered(
+    open_tasks: dict[str, list[int]], reason: str, on_note: Callable[[str], None]
+) -> Iterator[tuple[int, Any]]:
+    """ClusterLost for every item still open (all of them closed here), said once through `on_note`."""
+    indices = sorted(index for task in open_tasks.values() for index in task)
+    open_tasks.clear()
+    on_note(f"the Dask cluster {reason}: {len(indices)} items not worked, each reported as its worker crashed")
+    for index in indices:
+        yield index, ClusterLost(f"not worked: the Dask cluster {reason}")

@@ -52,6 +52,10 @@ class WorkerCrashed(Exception):
     """The worker process running this item died."""
 
 
+class ClusterLost(WorkerCrashed):
+    """No worker was left to run this item (a Dask cluster lost them all, or its scheduler): it was not worked."""
+
+
 class WorkerTimedOut(Exception):
     """The item was still running after the time limit; its worker process was killed."""
 

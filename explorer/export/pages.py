@@ -18,13 +18,9 @@ from pathlib import Path
 
 from explorer.analysis.report import packet_name
 from explorer.analysis.result import Analysis
-from explorer.export.browser import RenderError, page_screenshots, require_chromium
+from explorer.export.browser import page_screenshots, require_chromium
 from explorer.export.files import (
-    DEFAULT_EXPORT_DIR,
-    EXPORT_DIR_ENV,
-    FINDINGS_SUFFIX,
     ExportPaths,
-    choose_export_dir,
     png_suffixes,
     stem_base,
     write_export,
@@ -32,42 +28,19 @@ from explorer.export.files import (
 from explorer.export.findings import findings_markdown
 from explorer.export.kinds import (
     CAMPAIGN,
-    CAMPAIGN_SUFFIX,
-    COMPARISON_SUFFIX,
     PACKET,
     PAIR,
     REPLAY,
-    REPLAY_SUFFIX,
     Kind,
     PacketSubject,
     PairSubject,
     campaign_name,
-    comparison_text,
     export_head,
     pair_names,
     shown_emulations,
 )
 from explorer.export.static_page import stamp, standalone_page
 
-__all__ = [  # what the app, the command line and the notebooks import from here
-    "CAMPAIGN_SUFFIX",
-    "COMPARISON_SUFFIX",
-    "DEFAULT_EXPORT_DIR",
-    "EXPORT_DIR_ENV",
-    "FINDINGS_SUFFIX",
-    "REPLAY_SUFFIX",
-    "ExportPaths",
-    "RenderError",
-    "choose_export_dir",
-    "comparison_text",
-    "export",
-    "export_campaign",
-    "export_packet",
-    "export_pair",
-    "export_replay",
-    "shown_emulations",
-    "write_report",
-]
 # What `report` holds beyond the analysis and its emulations (docs/report.md, "Memory"): the plotting libraries, every
 # view's Bokeh document and the page itself in memory before anything is written (measured 225-240 MiB; the views
 # send bounded data whatever the geometry, see the attention curve's thinning).

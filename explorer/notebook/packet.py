@@ -60,7 +60,7 @@ def sample(name: str) -> Path:
 
 def export_dir() -> Path:
     """Where the notebooks export, as the app does: $EXPLORER_EXPORT_DIR, else ./exports (notebooks/exports/)."""
-    from explorer.export.pages import choose_export_dir
+    from explorer.export.files import choose_export_dir
 
     return choose_export_dir(None)
 

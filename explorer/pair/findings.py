@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from explorer.analysis.blocks import linf_at, location_block
-from explorer.analysis.findings import Finding, finding, largest_error_finding, reproducing
+from explorer.analysis.findings import Finding, finding, largest_error_finding, reproducing, ulp_caveat
 from explorer.analysis.metrics import largest_at
 from explorer.foundations.formatting import at_text, short_number
 from explorer.pair.emulation import EACH_SIDE_INPUTS
@@ -165,9 +165,13 @@ def output_finding(pair: Pair) -> Finding:
         where.append(f"the largest |a - b| is {short_number(difference.global_metrics.linf)}{at_text(at)}")
         numbers.update(linf=difference.global_metrics.linf, linfAt=at)
     if output.ulp is not None and output.ulp.max is not None and output.ulp.max > 0:
-        at = location_block(largest_at(output.ulp.distance))
-        where.append(f"the largest ULP distance is {output.ulp.max}{at_text(at)}")
-        numbers.update(ulpMax=output.ulp.max, ulpMaxAt=at)
+        head, channel = largest_at(output.ulp.distance)
+        said, caveat = ulp_caveat(
+            {"a": difference.actual[head, channel], "b": difference.reference[head, channel]}, output.dtype_a
+        )
+        at = location_block((head, channel))
+        where.append(f"the largest ULP distance is {output.ulp.max}{at_text(at)}{f' ({said})' if said else ''}")
+        numbers.update(ulpMax=output.ulp.max, ulpMaxAt=at, **{f"ulpMax{key}": value for key, value in caveat.items()})
     if where and (output.bits is None or output.bits.mismatched):
         text += " " + "; ".join(where)[0].upper() + "; ".join(where)[1:] + "."
     return finding("output", text, **numbers)

@@ -20,8 +20,14 @@ by the triangle inequality the tool's value lies in
     rmse        [rmse - rms B, rmse + rms B]
     relativeL2  [(e - |B|) / (|R| + |B|), (e + |B|) / (|R| - |B|)]   e = relativeL2 x |R|, |.| the L2 norm
 
-(lower ends at least 0; no upper end for relativeL2 when |B| >= |R|). A tool number
-inside its range agrees.
+(lower ends at least 0; no upper end for relativeL2 when |B| >= |R|). Two correct float64
+evaluations of one metric over n elements differ by their summation error: each is a sum of n
+non-negative terms (one difference and one square each), summed in any order, then a square root and a
+division, within gamma(n + 3) of the exact value relatively (gamma(k) = k u / (1 - k u), u = 2^-53, the
+bound of a sum of non-negative terms, Higham's "Accuracy and Stability of Numerical Algorithms" 4.2),
+and the range's own arithmetic (the norm |R|, four operations more) within gamma(n + 4). Each end is
+widened by EVALUATIONS x gamma(n + 4) x the larger of the explorer's value and the upper end (the tool's,
+the explorer's and the range's evaluation). A tool number inside its range agrees.
 """
 
 from __future__ import annotations
@@ -40,6 +46,9 @@ from explorer.packet.dtypes import promote, round_bits
 from explorer.replay.model import NOISE_FLOOR_SIDES, REFERENCE_SPREAD, TOOL_METRICS, ArmReferences, ToolValue
 
 METRIC_ATTRIBUTES = {"linf": "linf", "rmse": "rmse", "relativeL2": "relative_l2"}  # report key -> Metrics field
+FLOAT64_UNIT_ROUNDOFF = 2.0**-53  # u: a float64 operation's largest relative rounding error
+RANGE_OPERATIONS = 4  # roundings counted beyond the n summands (the range: |R| root, product, sum, division)
+EVALUATIONS = 3  # the tool's metric, the explorer's and the range computed from the explorer's
 
 
 @record(eq=False)
@@ -72,6 +81,18 @@ class ElementBounds(Record):
         norm, slack = float(np.linalg.norm(self.reference)), float(np.linalg.norm(self.bounds))
         error = value * norm
         return max(0.0, error - slack) / (norm + slack), (error + slack) / (norm - slack) if norm > slack else None
+
+    def tool_range(self, metric: str, value: float) -> tuple[float, float | None]:
+        """`metric_range` widened by the summation error of three float64 evaluations (the module docstring)."""
+        low, high = self.metric_range(metric, value)
+        widening = summation_slack(self.bounds.size) * max(value, 0.0 if high is None else high)
+        return max(0.0, low - widening), None if high is None else high + widening
+
+
+def summation_slack(count: int) -> float:
+    """EVALUATIONS x gamma(count + RANGE_OPERATIONS): how far float64 evaluations over `count` terms move."""
+    operations = (count + RANGE_OPERATIONS) * FLOAT64_UNIT_ROUNDOFF
+    return EVALUATIONS * operations / (1.0 - operations)
 
 
 def reference_spread(numerics: Numerics) -> float:
@@ -143,7 +164,7 @@ def tool_check(
             if theirs is None or ours is None or bounds is None:
                 values[metric] = ToolValue(theirs, ours, theirs is None and ours is None, None, None)
                 continue
-            low, high = bounds[block].metric_range(metric, ours)
+            low, high = bounds[block].tool_range(metric, ours)
             values[metric] = ToolValue(theirs, ours, low <= theirs and (high is None or theirs <= high), low, high)
         found[block] = MappingProxyType(values)
     return MappingProxyType(found)

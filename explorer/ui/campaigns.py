@@ -26,7 +26,9 @@ from explorer.campaigns.report import build_campaign_report
 from explorer.campaigns.run import run_campaigns
 from explorer.catalog.discovery import lookup
 from explorer.catalog.index import FILL_JOBS, INLINE_PACKETS, WORKER_START_METHOD
-from explorer.export.pages import CAMPAIGN_SUFFIX, FINDINGS_SUFFIX, ExportPaths, export_campaign
+from explorer.export.files import FINDINGS_SUFFIX, ExportPaths
+from explorer.export.kinds import CAMPAIGN_SUFFIX
+from explorer.export.pages import export_campaign
 from explorer.foundations.cache import BoundedCache
 from explorer.ui.area import ModeArea, add_problems, choice_buttons, note_and_buttons
 from explorer.ui.mode import Context, one_at_a_time

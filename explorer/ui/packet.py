@@ -21,7 +21,8 @@ import param
 from explorer.analysis.analyze import analyze
 from explorer.analysis.element import locate, parse_index
 from explorer.analysis.result import Analysis
-from explorer.export.pages import ExportPaths, write_report
+from explorer.export.files import ExportPaths
+from explorer.export.pages import write_report
 from explorer.foundations.formatting import short_number
 from explorer.ui import catalog
 from explorer.ui.area import Downloads

@@ -13,7 +13,8 @@ from pathlib import Path
 import panel as pn
 import param
 
-from explorer.export.pages import ExportPaths, export_pair
+from explorer.export.files import ExportPaths
+from explorer.export.pages import export_pair
 from explorer.foundations.bounded import escaped_bytes
 from explorer.pair.compare import compare
 from explorer.pair.model import Pair, SamePacketError

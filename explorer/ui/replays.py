@@ -17,7 +17,8 @@ import param
 
 from explorer.catalog.discovery import lookup
 from explorer.catalog.replays import RunIndex
-from explorer.export.pages import ExportPaths, export_replay
+from explorer.export.files import ExportPaths
+from explorer.export.pages import export_replay
 from explorer.replay.model import Replay
 from explorer.replay.replay import replay
 from explorer.ui.area import ModeArea, add_problems, choice_buttons, first_shown, note_and_buttons

@@ -19,7 +19,7 @@ from typing import TypeVar
 import panel as pn
 from panel.io.state import set_curdoc
 
-from explorer.export.pages import RenderError
+from explorer.export.browser import RenderError
 from explorer.foundations.bounded import clip
 from explorer.foundations.executors import ForkSafeExecutor
 from explorer.views.shared.common import served

@@ -22,7 +22,7 @@ from pathlib import Path
 import panel as pn
 
 from explorer.catalog.index import PacketIndex
-from explorer.export.pages import EXPORT_DIR_ENV, choose_export_dir
+from explorer.export.files import EXPORT_DIR_ENV, choose_export_dir
 from explorer.foundations.bounded import clip
 from explorer.ui import catalog
 from explorer.ui.campaigns import CampaignMode

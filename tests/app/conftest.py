@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from explorer.export.pages import EXPORT_DIR_ENV
+from explorer.export.files import EXPORT_DIR_ENV
 from explorer.samples.packets import synthetic_spec, write_packet
 from explorer.ui.catalog import ROOT_ENV
 

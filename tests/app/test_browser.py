@@ -13,7 +13,7 @@ from urllib.parse import parse_qs, urlparse
 import explorer
 from explorer.catalog.summary import list_order, summarize
 from explorer.export.browser import LOCAL_URL_PREFIXES, wait_drawn
-from explorer.export.pages import shown_emulations
+from explorer.export.kinds import shown_emulations
 from explorer.export.static_page import SECTION_CLASS
 from explorer.samples.packets import CURATED
 from explorer.ui import catalog

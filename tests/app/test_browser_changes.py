@@ -15,7 +15,8 @@ import pytest
 from playwright.sync_api import expect
 
 import explorer
-from explorer.export.pages import EXPORT_DIR_ENV, shown_emulations
+from explorer.export.files import EXPORT_DIR_ENV
+from explorer.export.kinds import shown_emulations
 from explorer.samples.packets import synthetic_spec, write_packet
 from explorer.ui.catalog import ROOT_ENV
 

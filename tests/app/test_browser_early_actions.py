@@ -17,7 +17,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from explorer.campaigns.report import build_campaign_report
 from explorer.campaigns.run import run_campaigns
-from explorer.export.pages import wait_drawn
+from explorer.export.browser import wait_drawn
 from explorer.samples.campaigns import BACKENDS, CURATED_NAME, CURATED_SHAPE, OUTPUT_INDEX
 from explorer.ui import catalog
 from explorer.views import VIEWS

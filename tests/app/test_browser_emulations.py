@@ -16,7 +16,7 @@ import pytest
 
 import explorer
 from explorer.analysis.emulation import ranked
-from explorer.export.pages import EXPORT_DIR_ENV
+from explorer.export.files import EXPORT_DIR_ENV
 from explorer.notebook.packet import sample
 from explorer.samples.packets import qwen_spec, synthetic_spec, write_packet
 from explorer.ui.catalog import ROOT_ENV

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import explorer
-from explorer.export.pages import EXPORT_DIR_ENV, choose_export_dir
+from explorer.export.files import EXPORT_DIR_ENV, choose_export_dir
 from explorer.samples.packets import CURATED, synthetic_spec, write_packet
 from explorer.ui import catalog
 from explorer.ui.shell import parse_options

@@ -17,8 +17,8 @@ from explorer.analysis.report import REPORT_SUFFIX
 from explorer.export import files
 from explorer.export.files import FINDINGS_SUFFIX
 from explorer.export.findings import findings_markdown, markdown_text
-from explorer.export.kinds import PacketSubject, caption_fields, packet_write_up
-from explorer.export.pages import export_packet, export_pair, export_replay, shown_emulations
+from explorer.export.kinds import PacketSubject, caption_fields, packet_write_up, shown_emulations
+from explorer.export.pages import export_packet, export_pair, export_replay
 from explorer.foundations.formatting import short_number
 from explorer.pair.findings import pair_findings
 from explorer.samples import packets as samples

@@ -8,7 +8,8 @@ from concurrent.futures import ThreadPoolExecutor
 import panel as pn
 
 import explorer
-from explorer.export.pages import RenderError, export_packet
+from explorer.export.browser import RenderError
+from explorer.export.pages import export_packet
 from explorer.ui import catalog
 from explorer.ui.runner import Runner
 

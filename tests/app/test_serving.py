@@ -16,7 +16,7 @@ import re
 import pytest
 
 import explorer
-from explorer.export.pages import EXPORT_DIR_ENV
+from explorer.export.files import EXPORT_DIR_ENV
 from explorer.ui import catalog
 from explorer.ui.catalog import ROOT_ENV
 

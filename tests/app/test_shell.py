@@ -16,7 +16,7 @@ import pytest
 
 import explorer
 from explorer.catalog.summary import list_order, summarize
-from explorer.export.pages import shown_emulations
+from explorer.export.kinds import shown_emulations
 from explorer.samples.packets import synthetic_spec, write_packet
 from explorer.ui import catalog
 from explorer.ui.packet import SLUGS

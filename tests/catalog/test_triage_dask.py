@@ -19,11 +19,12 @@ import dask
 import pytest
 from distributed import LocalCluster
 
+from explorer.catalog import cluster as cluster_module
 from explorer.catalog.cluster import BATCH_ITEMS, BATCHES_PER_WORKER, LOCAL_CONFIG, _Clock, batch_size, map_on_cluster
 from explorer.catalog.discovery import Entry, discover
 from explorer.catalog.summary import ERROR, INTERNAL_ERROR, WORKER_CRASHED, summarize
 from explorer.catalog.triage import json_line, triage
-from explorer.catalog.workers import WorkerCrashed, WorkerTimedOut, WorkRaised
+from explorer.catalog.workers import ClusterLost, WorkerCrashed, WorkerTimedOut, WorkRaised
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "sample_packets"
@@ -164,3 +165,42 @@ def test_a_batch_has_the_per_item_limit_times_its_items():
     started = time.monotonic() - 5.0  # both tasks have run 5 s: past 2 s for one item, not past 8 s for four
     clock.since = {"batch": (started, "tcp://worker"), "single": (started, "tcp://worker")}
     assert clock.overdue({"batch": [0, 1, 2, 3], "single": [4]}) == [("single", "tcp://worker")]
+
+
+def first_item_only(item: int) -> int:
+    """item squared for item 0; every other item waits far longer than any test (its cluster is lost meanwhile)."""
+    if item:
+        time.sleep(600)
+    return item * item
+
+
+def _close_workers(cluster: LocalCluster) -> None:
+    cluster.scale(0)  # workers and their nannies closed: none comes back
+
+
+def _close_scheduler(cluster: LocalCluster) -> None:
+    cluster.close()  # the scheduler with its workers
+
+
+@pytest.mark.parametrize("lose", [_close_workers, _close_scheduler], ids=["no-worker-left", "scheduler-gone"])
+def test_a_lost_cluster_answers_every_open_item_with_its_reason_and_the_run_ends(monkeypatch, lose):
+    """Driven without a clock: the cluster is lost on purpose after the first answer, and a cluster without a
+    worker is lost at once (WORKERLESS_S 0; the client gives up on a closed scheduler after CONNECT_TIMEOUT_S)."""
+    monkeypatch.setattr(cluster_module, "WORKERLESS_S", 0.0)
+    monkeypatch.setattr(cluster_module, "CONNECT_TIMEOUT_S", 1)  # how long the client tries to reconnect
+    notes = []
+    with (
+        dask.config.set(LOCAL_CONFIG),
+        LocalCluster(n_workers=1, processes=True, threads_per_worker=1, dashboard_address=None) as cluster,
+    ):
+        results = map_on_cluster(
+            first_item_only, list(range(4)), scheduler=cluster.scheduler_address, timeout=None, on_note=notes.append
+        )
+        assert next(results) == (0, 0)
+        lose(cluster)
+        rest = dict(results)
+    assert sorted(rest) == [1, 2, 3]
+    assert all(isinstance(result, ClusterLost) and isinstance(result, WorkerCrashed) for result in rest.values())
+    reason = "had no worker left" if lose is _close_workers else "lost its scheduler"
+    assert all(str(result).startswith(f"not worked: the Dask cluster {reason}") for result in rest.values())
+    assert len(notes) == 1 and f"the Dask cluster {reason}" in notes[0] and "3 items not worked" in notes[0]

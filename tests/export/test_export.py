@@ -208,6 +208,7 @@ def test_exported_page_captions_every_view_and_its_pngs_show_no_toolbar_or_contr
 
 def test_report_without_out_writes_where_the_app_and_notebooks_export(tmp_path, monkeypatch):
     from explorer import cli
+    from explorer.export import files
     from explorer.export import pages as export
     from explorer.notebook.packet import export_dir
 
@@ -216,10 +217,10 @@ def test_report_without_out_writes_where_the_app_and_notebooks_export(tmp_path, 
         export,
         "write_report",
         lambda analysis, out: (
-            written.append(out) or export.ExportPaths(html=out / "x.html", report=out / "x.report.json")
+            written.append(out) or files.ExportPaths(html=out / "x.html", report=out / "x.report.json")
         ),
     )
     monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv(export.EXPORT_DIR_ENV, raising=False)
+    monkeypatch.delenv(files.EXPORT_DIR_ENV, raising=False)
     assert cli.main(["report", str(ROOT / BY_STATUS["analyzed"])]) == EXIT_BY_STATUS["analyzed"]
-    assert written == [tmp_path.resolve() / export.DEFAULT_EXPORT_DIR] == [export_dir()]
+    assert written == [tmp_path.resolve() / files.DEFAULT_EXPORT_DIR] == [export_dir()]

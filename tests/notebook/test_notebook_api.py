@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import explorer
-from explorer.export.pages import DEFAULT_EXPORT_DIR, EXPORT_DIR_ENV
+from explorer.export.files import DEFAULT_EXPORT_DIR, EXPORT_DIR_ENV
 from explorer.notebook.packet import VIEW_CALLS, Views, export_dir, sample
 from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED
 from explorer.samples.packets import write_samples

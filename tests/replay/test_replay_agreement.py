@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -15,8 +16,8 @@ import explorer
 from explorer.packet.admission import CPU_MAX_QUERY_HEADS
 from explorer.packet.dtypes import promote, round_bits
 from explorer.packet.files import JSON_SIZE_LIMIT
-from explorer.replay.agreement import ElementBounds, rounding_moves
-from explorer.replay.model import ARMS
+from explorer.replay.agreement import ElementBounds, rounding_moves, summation_slack, tool_check
+from explorer.replay.model import ARMS, ToolValue
 from explorer.replay.run import ANALYSIS_ENTRIES_PER_HEAD, ANALYSIS_ENTRY_BYTES, ANALYSIS_JSON_LIMIT
 from explorer.samples import packets as samples
 from explorer.samples.replays import tool_reference
@@ -244,3 +245,30 @@ def test_a_rounding_past_the_largest_value_leaves_the_range_open_and_json_finite
     assert np.isinf(moves).all()
     assert ElementBounds(moves, primary).metric_range("linf", 1.0) == (0.0, None)
     assert ElementBounds(moves, primary).metric_range("relativeL2", 1.0) == (0.0, None)
+
+
+def test_equal_numbers_but_for_their_summation_error_agree():
+    bounds = ElementBounds(np.zeros(2048), np.ones(2048))  # no rounding can flip: the reference range has zero width
+    ours, theirs = 0.0011277760563121906, 0.0011277760563121904  # the issue's numbers, one float64 ULP apart
+    assert bounds.metric_range("relativeL2", ours) == (ours, ours)
+    low, high = bounds.tool_range("relativeL2", ours)
+    assert low <= theirs <= high
+    assert high - low == pytest.approx(2 * summation_slack(2048) * ours)  # 3 x gamma(2052): about 1.4e-12 x ours
+    assert not low <= 0.001127776 <= high  # a genuinely different value, 5e-9 relative away
+
+
+def test_the_issues_numbers_agree_in_the_tool_check_and_a_different_one_does_not():
+    ours, theirs = 0.0011277760563121906, 0.0011277760563121904
+    metrics = SimpleNamespace(linf=0.0078125, rmse=0.0002, relative_l2=ours)
+    references = SimpleNamespace(
+        primary=SimpleNamespace(global_metrics=metrics), rounded=SimpleNamespace(global_metrics=metrics)
+    )
+    zero_width = ElementBounds(np.zeros(2048), np.ones(2048))
+    bounds = {"primary": zero_width, "rounded": zero_width}
+
+    def checked(relative_l2: float) -> ToolValue:
+        tool = {"linf": 0.0078125, "rmse": 0.0002, "relativeL2": relative_l2}
+        return tool_check({"rounded": tool}, references, bounds)["rounded"]["relativeL2"]
+
+    assert checked(theirs).agrees and checked(theirs).low < ours < checked(theirs).high
+    assert not checked(0.001127776).agrees

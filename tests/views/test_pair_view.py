@@ -15,7 +15,8 @@ import pytest
 from IPython.lib.pretty import pretty
 
 import explorer
-from explorer.export.pages import COMPARISON_SUFFIX, export_pair
+from explorer.export.kinds import COMPARISON_SUFFIX
+from explorer.export.pages import export_pair
 from explorer.foundations.formatting import SIGNIFICANT_DIGITS
 from explorer.notebook.pair import VIEW_CALLS, PairViews
 from explorer.pair.findings import DECIDING, output_sentence, pair_findings

@@ -6,6 +6,8 @@ numerics, no I/O. The builds and dispatchers, and the sources each rule was read
 
 from __future__ import annotations
 
+import math
+
 from explorer.analysis.emulation.builds import BUILD_TABLE, DEFAULT_BUILD
 from explorer.foundations.record import Record, record
 
@@ -37,9 +39,13 @@ PAGED_SHAPE, PAGED_HEAD_DIM, PAGED_OUTPUT_DTYPE, MEMORY_BOUND = (
     "memory_bound",
 )
 NO_LIBRARY, LIBRARY_FAILED = "library_not_installed", "library_failed"
-# mlx_run's working memory: MLX's unfused composition holds the scores, the softmax and its input copies at once.
-LIBRARY_SCORE_COPIES = 3  # [QH, T] scores, their softmax, and a temporary of the softmax
-LIBRARY_KV_COPIES = 4  # K and V as given, and as cast to the promoted dtype
+# mlx_run's working memory, in its own process: the interpreter with MLX loaded, MLX's unfused composition (the
+# scores, the softmax) and the copies of K and V on their way to MLX.
+LIBRARY_SCORE_COPIES = 3  # [QH, T] scores, their softmax, and a temporary of the softmax (measured 1)
+LIBRARY_KV_COPIES = 12  # of K or V: pickled here, received, unpickled, MLX's array and its cast (measured 8.4 in it)
+LIBRARY_PROCESS_BYTES = 64 * 1024 * 1024  # the child interpreter with numpy and MLX loaded (measured 38 MiB)
+UNFUSED_CHUNK_ELEMENTS = 1 << 18  # mlx_unfused scores made at once: whole query rows, at least one (memory only)
+UNFUSED_ROW_COPIES = 40  # float32 arrays of one chunk's scores mlx_unfused holds at once (measured 31, bfloat16)
 
 
 @record
@@ -180,11 +186,22 @@ def paged_output_refusal(kv_dtype: str, output_dtype: str) -> NotEmulated | None
     )
 
 
-def library_estimate(geometry: Geometry) -> int:
-    """Bytes a real MLX run holds at once (float32 bound): LIBRARY_SCORE_COPIES scores and LIBRARY_KV_COPIES of K /
-    V."""
+def unfused_rows(geometry: Geometry) -> int:
+    """Query rows of one KV head mlx_unfused computes at once: UNFUSED_CHUNK_ELEMENTS scores, at least one row."""
+    return max(1, min(geometry.group, UNFUSED_CHUNK_ELEMENTS // max(1, geometry.tokens)))
+
+
+def unfused_estimate(geometry: Geometry) -> int:
+    """Bytes mlx_unfused holds at once: UNFUSED_ROW_COPIES of one chunk's scores, and its output [QH, D] twice."""
     g = geometry
-    return FLOAT32_BYTES * (
+    return FLOAT32_BYTES * (UNFUSED_ROW_COPIES * unfused_rows(g) * g.tokens + 2 * g.query_heads * g.head_dim)
+
+
+def library_estimate(geometry: Geometry) -> int:
+    """Bytes a real MLX run holds at once (float32 bound): its process, LIBRARY_SCORE_COPIES scores and
+    LIBRARY_KV_COPIES of K or V."""
+    g = geometry
+    return LIBRARY_PROCESS_BYTES + FLOAT32_BYTES * (
         LIBRARY_SCORE_COPIES * g.query_heads * g.tokens + LIBRARY_KV_COPIES * g.kv_heads * g.tokens * g.head_dim
     )
 
@@ -210,15 +227,19 @@ def request_bound(geometry: Geometry, parallel_blocks: int) -> int:
     )
 
 
-def memory_refusal(geometry: Geometry, parallel_blocks: int, needed: int | None = None) -> NotEmulated | None:
-    """A refusal when the estimate (of `parallel_blocks` block states, or `needed` bytes) exceeds
-    EMULATION_MEMORY_BYTES."""
-    what = "the library's run" if needed is not None else f"{parallel_blocks} parallel block states"
-    needed = memory_estimate(geometry, parallel_blocks) if needed is None else needed
-    if needed <= EMULATION_MEMORY_BYTES:
+def memory_refusal(
+    geometry: Geometry, parallel_blocks: int, needed: tuple[str, int] | None = None
+) -> NotEmulated | None:
+    """A refusal when the estimate (of `parallel_blocks` block states, or `needed`: what needs how many bytes)
+    exceeds EMULATION_MEMORY_BYTES; the estimate is shown rounded up, so it never reads as the bound itself."""
+    what, needed_bytes = needed or (
+        f"{parallel_blocks} parallel block states",
+        memory_estimate(geometry, parallel_blocks),
+    )
+    if needed_bytes <= EMULATION_MEMORY_BYTES:
         return None
     return NotEmulated(
         MEMORY_BOUND,
-        f"{what} would need about {needed / 2**20:.0f} MiB, above the emulation "
+        f"{what} would need about {math.ceil(needed_bytes / 2**20)} MiB, above the emulation "
         f"bound of {EMULATION_MEMORY_BYTES // 2**20} MiB; not run",
     )

@@ -6,12 +6,19 @@ asked); no I/O beyond the library call.
 Its numbers are whatever that library computes on this machine (docs/emulations.md, "mlx_run"):
 MLX on the CPU runs the composition `mlx_unfused(device=cpu)` emulates; on Apple silicon the
 default device is the GPU and the real Metal kernels run.
+
+The library runs in a child process of its own (CHILD_START_METHOD: a fresh interpreter, safe in a
+threaded server and for MLX's runtime threads), so that a crash inside MLX (a signal, an exit) is the
+entry's `library_failed` note naming it, never the end of the explorer.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import multiprocessing
+import signal
 from collections.abc import Mapping
+from multiprocessing.connection import Connection
 from types import MappingProxyType
 from typing import Any
 
@@ -24,6 +31,7 @@ LIBRARY_NAME = "mlx"
 INSTALL_HINT = "pip install -e '.[mlx]'"
 MLX_DTYPES = ("float16", "bfloat16", "float32")  # the names mlx.core uses for the packet's dtypes
 MAX_MESSAGE_CHARACTERS = 200  # of the library's own error message
+CHILD_START_METHOD = "spawn"  # a fresh interpreter: no thread or MLX runtime state of this process is copied
 
 
 @record
@@ -61,14 +69,56 @@ def _gpu_class(mx: Any) -> str:
 def run(
     queries: np.ndarray, keys: np.ndarray, values: np.ndarray, scale: np.float32, dtypes: tuple[str, str], device: str
 ) -> LibraryRun:
-    """mx.fast.scaled_dot_product_attention(q, k, v, scale) on `device` ("default", "cpu" or "gpu").
+    """mx.fast.scaled_dot_product_attention(q, k, v, scale) on `device` ("default", "cpu" or "gpu"), in a child.
 
     queries [QH, D], keys / values [KVH, T, D]: float32 values of the query and KV dtypes
-    (`dtypes`), cast back to those dtypes exactly. A library that is missing or raises
-    (including running out of memory) gives a LibraryRun without values that says so.
+    (`dtypes`), cast back to those dtypes exactly. A library that is missing, raises
+    (including running out of memory) or dies gives a LibraryRun without values that says so.
     """
     if not available():
         return LibraryRun(None, None, None, missing())
+    context = multiprocessing.get_context(CHILD_START_METHOD)
+    ours, theirs = context.Pipe(duplex=False)
+    child = context.Process(target=_serve, args=(theirs, (queries, keys, values, scale, dtypes, device)), daemon=True)
+    try:
+        child.start()
+    except OSError as error:  # a process or memory limit: no child, no run
+        return LibraryRun(None, None, None, NotEmulated(LIBRARY_FAILED, f"MLX's process could not start: {error}"))
+    finally:
+        theirs.close()
+    try:
+        result, output_dtype, library, not_emulated, launch_device = ours.recv()
+    except (EOFError, OSError):  # the child died before answering
+        child.join()
+        return LibraryRun(None, None, None, NotEmulated(LIBRARY_FAILED, _death(child.exitcode, device)))
+    finally:
+        ours.close()
+    child.join()
+    library = None if library is None else MappingProxyType(library)
+    return LibraryRun(result, output_dtype, library, not_emulated, launch_device)
+
+
+def _death(exitcode: int | None, device: str) -> str:
+    """The sentence of a child that died without answering: the signal that ended it, or its exit status."""
+    if exitcode is not None and exitcode < 0:
+        ended = f"by signal {signal.Signals(-exitcode).name}"
+    else:
+        ended = f"with exit status {exitcode}"
+    return f"MLX died in its process on this packet ({device}) {ended}; the explorer went on without its numbers"
+
+
+def _serve(connection: Connection, request: tuple) -> None:
+    """The child's work: run the library on `request` and send back the fields of its LibraryRun."""
+    found = _run_here(*request)
+    library = None if found.library is None else dict(found.library)
+    connection.send((found.values, found.output_dtype, library, found.not_emulated, found.launch_device))
+    connection.close()
+
+
+def _run_here(
+    queries: np.ndarray, keys: np.ndarray, values: np.ndarray, scale: np.float32, dtypes: tuple[str, str], device: str
+) -> LibraryRun:
+    """The library call itself, in this process (run's child)."""
     try:
         import mlx.core as mx
 

@@ -24,7 +24,7 @@ from explorer.analysis.emulation.kernels import (
     PAGED_TWO_PASS,
     SINGLE_PASS,
 )
-from explorer.analysis.emulation.launch import Geometry, NotEmulated
+from explorer.analysis.emulation.launch import Geometry, NotEmulated, unfused_rows
 from explorer.analysis.emulation.spec import (
     EmulationSpec,
     PacketShape,
@@ -233,11 +233,28 @@ class _Steps:
         return self._memoised(_pass_key(run), make)
 
     def _unfused(self, run: Run) -> np.ndarray:
-        """mlx_unfused: MLX's composition in the promoted dtype, its output rounded to it [KVH, g, D]."""
+        """mlx_unfused: MLX's composition in the promoted dtype, its output rounded to it [KVH, g, D].
+
+        Computed for `unfused_rows` query rows of one KV head at a time: every step works within a row (the
+        scores, their maximum, softmax and weighted sum), so the chunks give the bits of the whole.
+        """
         inputs = self.inputs
         promoted = inputs.promoted_dtype  # at least as wide as every input dtype: casting the inputs to it is exact
         grouped = inputs.queries.reshape(inputs.keys.shape[0], self.group, -1)
-        out = unfused.unfused(grouped, inputs.keys, inputs.values, inputs.scale, promoted, run.device, run.hypotheses)
+        out = np.empty(grouped.shape, dtype=np.float32)
+        rows = unfused_rows(inputs.shape.geometry)
+        for head in range(grouped.shape[0]):
+            keys, values = inputs.keys[head : head + 1], inputs.values[head : head + 1]
+            for lo in range(0, self.group, rows):
+                out[head : head + 1, lo : lo + rows] = unfused.unfused(
+                    grouped[head : head + 1, lo : lo + rows],
+                    keys,
+                    values,
+                    inputs.scale,
+                    promoted,
+                    run.device,
+                    run.hypotheses,
+                )
         return unfused.rounded(out, promoted)
 
     def output(self, run: Run) -> np.ndarray:

@@ -308,7 +308,11 @@ def _run(
         run = Run(kernel, device=values["device"], hypotheses=hypotheses)
     else:
         run = Run(kernel, hypotheses=hypotheses)
-    needed = launch.library_estimate(geometry) if kernel == MLX_RUN else None
+    needed = None  # what needs how many bytes, where it is not the block states
+    if run.kernel == MLX_RUN:
+        needed = ("the library's run", launch.library_estimate(geometry))
+    elif run.kernel == MLX_UNFUSED:  # also mlx_sdpa where MLX runs its unfused composition
+        needed = ("the unfused composition's chunks", launch.unfused_estimate(geometry))
     refusal = launch.memory_refusal(geometry, run.parallel_blocks(geometry), needed)
     return (None, refusal, resolved) if refusal is not None else (run, None, resolved)
 
