@@ -13,7 +13,7 @@ import pytest
 from explorer.analysis.analyze import analyze
 from explorer.packet.model import TENSOR_NAMES
 from explorer.samples import packets as samples
-from explorer.samples import write_all
+from explorer.samples import write_all, writer
 
 REPO = Path(__file__).resolve().parents[1]
 COMMITTED = REPO / "sample_packets"
@@ -165,12 +165,12 @@ def test_descriptor_describes_written_bytes(tmp_path):
         total += len(data)
     assert descriptor["capture"]["tensorPayloadBytes"] == total
     metadata = (directory / descriptor["metadata"]["file"]).read_bytes()
-    assert metadata == samples.metadata_bytes(spec)
+    assert metadata == writer.metadata_bytes(spec)
     assert descriptor["metadata"]["byteCount"] == len(metadata)
     assert descriptor["metadata"]["sha256"] == hashlib.sha256(metadata).hexdigest()
     assert json.loads(metadata) == spec.snapshot
     assert sorted(p.name for p in directory.iterdir()) == sorted(
-        ["packet.json", samples.DEFAULT_METADATA_FILE, *samples.DEFAULT_TENSOR_FILES.values()]
+        ["packet.json", writer.DEFAULT_METADATA_FILE, *writer.DEFAULT_TENSOR_FILES.values()]
     )
 
 
@@ -180,7 +180,7 @@ def test_write_packet_overrides(tmp_path):
     descriptor["schema"] = "something-else"
     directory = samples.write_packet(tmp_path / "d", spec, descriptor=descriptor, metadata=b"{not json")
     assert json.loads((directory / "packet.json").read_text())["schema"] == "something-else"
-    assert (directory / samples.DEFAULT_METADATA_FILE).read_bytes() == b"{not json"
+    assert (directory / writer.DEFAULT_METADATA_FILE).read_bytes() == b"{not json"
     # Without a descriptor override the metadata override is what the descriptor hashes.
     directory = samples.write_packet(tmp_path / "m", spec, metadata=b"[]")
     written = json.loads((directory / "packet.json").read_text())["metadata"]
@@ -259,12 +259,12 @@ def test_pair_outputs_come_from_the_emulated_kernels():
     inputs = ("queries", "storedKeys", "storedValues", "incomingKeys", "incomingValues")
     for name in inputs:
         assert np.array_equal(sides["paged"].tensors[name][1], sides["contiguous"].tensors[name][1])
-    scale = samples.float32_bits(samples.PAIR_SCALE)
+    scale = writer.float32_bits(samples.PAIR_SCALE)
     assert {s.snapshot["records"][0]["scaleBits"] for s in sides.values()} == {scale}
     for backend, spec in sides.items():
         emulated = native_output_bits(samples.PAIR_EMULATIONS[backend], spec.tensors, samples.PAIR_SCALE, "bfloat16")
         assert np.array_equal(spec.tensors["output"][1], emulated)
-        committed = (COMMITTED / samples.PAIR_NAMES[backend] / samples.DEFAULT_TENSOR_FILES["output"]).read_bytes()
+        committed = (COMMITTED / samples.PAIR_NAMES[backend] / writer.DEFAULT_TENSOR_FILES["output"]).read_bytes()
         assert committed == samples.tensor_bytes(spec, "output")
     assert sides["paged"].snapshot["targetToken"] != sides["contiguous"].snapshot["targetToken"]
     assert "own kernel emulations" in (COMMITTED / samples.SAMPLES_README).read_text()

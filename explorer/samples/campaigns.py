@@ -32,10 +32,8 @@ from explorer.foundations.record import Record, record
 from explorer.packet.dtypes import promote
 from explorer.samples.packets import (
     DISPATCH,
-    OUTPUT_INDEX,
     QWEN_KV_HEADS,
     QWEN_QUERY_HEADS,
-    SEED_TOKEN,
     PacketSpec,
     attention_output,
     synthetic_spec,
@@ -45,6 +43,7 @@ from explorer.samples.packets import (
     with_tensor,
     write_packet,
 )
+from explorer.samples.writer import OUTPUT_INDEX, SEED_TOKEN
 
 BACKENDS = ("paged", "contiguous")
 MODEL_ID = "Qwen3.6 (synthetic campaign)"

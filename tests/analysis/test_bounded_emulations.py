@@ -85,15 +85,15 @@ def test_a_refusal_never_shows_the_bound_as_its_estimate():
     assert memory_refusal(Geometry(1, 1, 1, 1), 1, ("the library's run", EMULATION_MEMORY_BYTES)) is None
 
 
-def crash_by_segfault(connection, request) -> None:
-    """The child's work replaced: it dies by SIGSEGV, as MLX did under an address-space limit."""
-    os.kill(os.getpid(), signal.SIGSEGV)
+def crash_by_segfault() -> list[str]:
+    """The child's command replaced: it dies by SIGSEGV, as MLX did under an address-space limit."""
+    return [sys.executable, "-c", f"import os; os.kill(os.getpid(), {int(signal.SIGSEGV)})"]
 
 
 def test_a_library_that_dies_by_a_signal_is_an_entrys_library_failed_note(tmp_path, monkeypatch):
     if not library.available():
         pytest.skip("MLX is not installed here")
-    monkeypatch.setattr(library, "_serve", crash_by_segfault)
+    monkeypatch.setattr(library, "child_command", crash_by_segfault)
     packet = write_packet(tmp_path / "p", synthetic_spec(qh=4, kvh=2, tokens=20, head_dim=64, output_dtype="bfloat16"))
     analysis = explorer.analyze(packet, emulate=["mlx_run(device=cpu)", "mlx_unfused"])
     entries = {e["id"]: e for e in analysis.report()["emulations"]}

@@ -12,7 +12,8 @@ import pytest
 
 from explorer.packet.admission import admit
 from explorer.packet.jsonparse import MAX_DEPTH, MAX_INT_DIGITS, OversizedInteger, is_integer, parse_json_object
-from explorer.samples.packets import metadata_bytes, packet_descriptor, synthetic_spec
+from explorer.samples.packets import packet_descriptor, synthetic_spec
+from explorer.samples.writer import metadata_bytes
 
 from packet_support import build, problems, reason_codes
 

@@ -23,7 +23,8 @@ from hypothesis import strategies as st
 
 from explorer.packet.admission import admit
 from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED
-from explorer.samples.packets import DEFAULT_METADATA_FILE, DEFAULT_TENSOR_FILES, metadata_bytes, synthetic_spec
+from explorer.samples.packets import DEFAULT_TENSOR_FILES, synthetic_spec
+from explorer.samples.writer import DEFAULT_METADATA_FILE, metadata_bytes
 
 from admission_cases import SPEC_REFUSAL_CODES
 from packet_support import DELETE, build

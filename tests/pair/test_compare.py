@@ -22,6 +22,7 @@ from explorer.analysis.analyze import analyze
 from explorer.analysis.ranking import SELECTION_FIELDS
 from explorer.pair.model import SamePacketError
 from explorer.samples import packets as samples
+from explorer.samples import writer
 
 REPO = Path(__file__).resolve().parents[2]
 COMMITTED = REPO / "sample_packets"
@@ -50,7 +51,7 @@ def _request(spec, value):
 
 
 def _other_scale(spec):
-    return samples.with_record(spec, scaleBits=samples.float32_bits(samples.PAIR_SCALE * 2))
+    return samples.with_record(spec, scaleBits=writer.float32_bits(samples.PAIR_SCALE * 2))
 
 
 # name -> (builder of a contiguous-side variant, the selection fields it changes)
@@ -204,7 +205,7 @@ def test_the_sample_pair_is_compared_and_counts_match_the_files(packets):
 
     tokens = report["tokens"]
     assert tokens == {
-        "seedToken": samples.SEED_TOKEN,
+        "seedToken": writer.SEED_TOKEN,
         "targetToken": {"a": 1928, "b": 6829},
         "targetTokensDiffer": True,
     }

@@ -7,18 +7,22 @@ Its numbers are whatever that library computes on this machine (docs/emulations.
 MLX on the CPU runs the composition `mlx_unfused(device=cpu)` emulates; on Apple silicon the
 default device is the GPU and the real Metal kernels run.
 
-The library runs in a child process of its own (CHILD_START_METHOD: a fresh interpreter, safe in a
-threaded server and for MLX's runtime threads), so that a crash inside MLX (a signal, an exit) is the
-entry's `library_failed` note naming it, never the end of the explorer.
+The library runs in a child interpreter of its own (`python -m explorer.analysis.emulation.library`, the
+request and the answer pickled through its standard streams): a fresh process, safe in a threaded server, in
+a daemonic worker process (triage, campaigns) and whatever the parent's `__main__` is, so that a crash inside
+MLX (a signal, an exit) is the entry's `library_failed` note naming it, never the end of the explorer.
 """
 
 from __future__ import annotations
 
 import importlib.util
-import multiprocessing
+import os
+import pickle
 import signal
+import subprocess
+import sys
 from collections.abc import Mapping
-from multiprocessing.connection import Connection
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
@@ -31,7 +35,8 @@ LIBRARY_NAME = "mlx"
 INSTALL_HINT = "pip install -e '.[mlx]'"
 MLX_DTYPES = ("float16", "bfloat16", "float32")  # the names mlx.core uses for the packet's dtypes
 MAX_MESSAGE_CHARACTERS = 200  # of the library's own error message
-CHILD_START_METHOD = "spawn"  # a fresh interpreter: no thread or MLX runtime state of this process is copied
+CHILD_MODULE = "explorer.analysis.emulation.library"  # run as the child: reads a request, writes its answer
+PACKAGE_PARENT = Path(__file__).resolve().parents[3]  # the directory holding this explorer package
 
 
 @record
@@ -77,25 +82,25 @@ def run(
     """
     if not available():
         return LibraryRun(None, None, None, missing())
-    context = multiprocessing.get_context(CHILD_START_METHOD)
-    ours, theirs = context.Pipe(duplex=False)
-    child = context.Process(target=_serve, args=(theirs, (queries, keys, values, scale, dtypes, device)), daemon=True)
+    request = pickle.dumps((queries, keys, values, scale, dtypes, device), protocol=pickle.HIGHEST_PROTOCOL)
+    environment = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, (str(PACKAGE_PARENT), os.environ.get("PYTHONPATH")))),
+    }
     try:
-        child.start()
+        done = subprocess.run(child_command(), input=request, capture_output=True, env=environment, check=False)
     except OSError as error:  # a process or memory limit: no child, no run
         return LibraryRun(None, None, None, NotEmulated(LIBRARY_FAILED, f"MLX's process could not start: {error}"))
-    finally:
-        theirs.close()
-    try:
-        result, output_dtype, library, not_emulated, launch_device = ours.recv()
-    except (EOFError, OSError):  # the child died before answering
-        child.join()
-        return LibraryRun(None, None, None, NotEmulated(LIBRARY_FAILED, _death(child.exitcode, device)))
-    finally:
-        ours.close()
-    child.join()
+    if done.returncode != 0 or not done.stdout:  # the child died before answering
+        return LibraryRun(None, None, None, NotEmulated(LIBRARY_FAILED, _death(done.returncode, device)))
+    result, output_dtype, library, not_emulated, launch_device = pickle.loads(done.stdout)  # our own child's answer
     library = None if library is None else MappingProxyType(library)
     return LibraryRun(result, output_dtype, library, not_emulated, launch_device)
+
+
+def child_command() -> list[str]:
+    """The child interpreter's command line: this module run as a script by this process's Python."""
+    return [sys.executable, "-m", CHILD_MODULE]
 
 
 def _death(exitcode: int | None, device: str) -> str:
@@ -107,12 +112,12 @@ def _death(exitcode: int | None, device: str) -> str:
     return f"MLX died in its process on this packet ({device}) {ended}; the explorer went on without its numbers"
 
 
-def _serve(connection: Connection, request: tuple) -> None:
-    """The child's work: run the library on `request` and send back the fields of its LibraryRun."""
-    found = _run_here(*request)
+def serve() -> None:
+    """The child's work: read the pickled request on standard input, run the library, write its LibraryRun's fields."""
+    found = _run_here(*pickle.loads(sys.stdin.buffer.read()))
     library = None if found.library is None else dict(found.library)
-    connection.send((found.values, found.output_dtype, library, found.not_emulated, found.launch_device))
-    connection.close()
+    answer = (found.values, found.output_dtype, library, found.not_emulated, found.launch_device)
+    sys.stdout.buffer.write(pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL))
 
 
 def _run_here(
@@ -143,3 +148,7 @@ def _run_here(
             None,
             NotEmulated(LIBRARY_FAILED, f"MLX raised on this packet ({device}): {type(error).__name__}: {text}"),
         )
+
+
+if __name__ == "__main__":
+    serve()
