@@ -18,13 +18,6 @@ from explorer.analysis.findings import Finding, finding
 from explorer.foundations.formatting import at_text, short_number
 
 
-def _at(position: Sequence[int] | Mapping[str, int] | None) -> str:
-    """' at query head H, channel C' of a worst position ([head, channel] or a location block)."""
-    if position is None or isinstance(position, Mapping):
-        return at_text(position)
-    return at_text({"queryHead": position[0], "channel": position[1]})
-
-
 def _codes(entries: Sequence[Mapping[str, Any]]) -> str:
     return ", ".join(dict.fromkeys(entry["code"] for entry in entries))
 
@@ -54,8 +47,8 @@ def _references(references: Mapping[str, Any] | None) -> list[str]:
     worst, ulp = references["worstAt"], references["ulp"]
     return [
         f"largest |output - primary reference| {short_number(references['primary']['global']['linf'])}"
-        f"{_at(worst['primary'])}",
-        f"ULP max {short_number(ulp['max'])}{_at(worst['ulp'])} (p99 {short_number(ulp['p99'])}) against the "
+        f"{at_text(worst['primary'])}",
+        f"ULP max {short_number(ulp['max'])}{at_text(worst['ulp'])} (p99 {short_number(ulp['p99'])}) against the "
         f"rounded reference, {short_number(references['equalToRoundedReference'])} elements equal to it",
     ]
 

@@ -15,7 +15,16 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from explorer.analysis.blocks import LIMITATIONS, comparison_block, emulation_block, finite, plain, runtime, ulp_block
+from explorer.analysis.blocks import (
+    LIMITATIONS,
+    comparison_block,
+    emulation_block,
+    finite,
+    location_block,
+    plain,
+    runtime,
+    ulp_block,
+)
 from explorer.analysis.result import Analysis
 from explorer.packet.model import Problem
 from explorer.replay.model import REPLAY_LIMITATIONS, ArmResult, OutputDifference, Replay
@@ -70,7 +79,7 @@ def _references(arm: ArmResult, group: int) -> dict[str, Any] | None:
         "fp64": comparison_block(references.fp64, group),
         "ulp": ulp_block(references.ulp),
         "equalToRoundedReference": references.equal_to_rounded_reference,
-        "worstAt": {key: None if where is None else list(where) for key, where in references.worst.items()},
+        "worstAt": {key: location_block(where) for key, where in references.worst.items()},
     }
 
 

@@ -7,7 +7,6 @@ Returns lines; the command line escapes what is not printable before writing the
 
 from __future__ import annotations
 
-from explorer.analysis.blocks import location_block
 from explorer.foundations.formatting import at_text, short_number, text_table
 from explorer.replay.typed import (
     Arm,
@@ -70,10 +69,10 @@ def _readback(readback: dict[str, ReadbackEntry] | None) -> str | None:
 def _ladder(references: References | None) -> list[str]:
     if references is None:
         return ["    ladder: no reference (the arm's output was not read, or the packet has no reference)"]
-    worst = references["worstAt"]  # [query head, channel] lists: shown as a location block is
+    worst = references["worstAt"]
     lines = ["    ladder (linf: largest |output - reference|, where it is):"]
     lines += [
-        f"      vs {label}: linf {short_number(block['global']['linf'])}{at_text(location_block(worst[key]))}, "
+        f"      vs {label}: linf {short_number(block['global']['linf'])}{at_text(worst[key])}, "
         f"rmse {short_number(block['global']['rmse'])}"
         for key, label in LADDER_BLOCKS
         for block in (references[key],)
@@ -82,7 +81,7 @@ def _ladder(references: References | None) -> list[str]:
     return [
         *lines,
         f"      equal to the rounded reference: {references['equalToRoundedReference']}; ULP vs it: max "
-        f"{short_number(ulp['max'])}{at_text(location_block(worst['ulp']))}, p99 {short_number(ulp['p99'])}",
+        f"{short_number(ulp['max'])}{at_text(worst['ulp'])}, p99 {short_number(ulp['p99'])}",
     ]
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, TypedDict
 
-from explorer.analysis.typed import Comparison, Reason, UlpBlock
+from explorer.analysis.typed import Comparison, Location, Reason, UlpBlock
 
 
 class Matrix(TypedDict):
@@ -49,14 +49,14 @@ class ReadbackEntry(TypedDict):
 
 class References(TypedDict):
     """An arm's output against the primary, rounded and FP64 references (blocks C and U) and `worstAt`: for each
-    of them the [query head, channel] of its largest value (docs/replay.md)."""
+    of them the location block of its largest value (docs/replay.md)."""
 
     primary: Comparison
     rounded: Comparison
     fp64: Comparison
     ulp: UlpBlock
     equalToRoundedReference: int
-    worstAt: dict[str, list[int] | None]
+    worstAt: dict[str, Location | None]
 
 
 class ToolValue(TypedDict):

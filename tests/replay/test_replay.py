@@ -77,9 +77,9 @@ def test_complete_run_with_partner_is_analyzed_and_its_matrix_is_the_incident_ta
         references = arms[arm]["references"]
         assert set(references) == {"primary", "rounded", "fp64", "ulp", "equalToRoundedReference", "worstAt"}
         found = result.arms[arm].references
-        head, channel = references["worstAt"]["primary"]
+        head, channel = references["worstAt"]["primary"]["queryHead"], references["worstAt"]["primary"]["channel"]
         assert found.primary.abs_error[head, channel] == references["primary"]["global"]["linf"]
-        head, channel = references["worstAt"]["ulp"]
+        head, channel = references["worstAt"]["ulp"]["queryHead"], references["worstAt"]["ulp"]["channel"]
         assert found.ulp.distance[head, channel] == references["ulp"]["max"]
     assert matrix["sentence"] == (
         "nativeSDPA reproduces the capture bit for bit; pagedFixed and pagedSegmented "

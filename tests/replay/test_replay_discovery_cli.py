@@ -109,9 +109,9 @@ def test_text_leads_with_the_matrix_then_each_arm(root, capsys):
     )
     assert "readback: storedKeys byte-identical; storedValues byte-identical" in text
     report = explorer.replay(root / RUN, partner=root / PARTNER).report()["arms"]["pagedFixed"]["references"]
-    head, channel = report["worstAt"]["ulp"]
+    head, channel = report["worstAt"]["ulp"]["queryHead"], report["worstAt"]["ulp"]["channel"]
     assert f"ULP vs it: max {report['ulp']['max']} at query head {head}, channel {channel}, p99" in text
-    head, channel = report["worstAt"]["primary"]
+    head, channel = report["worstAt"]["primary"]["queryHead"], report["worstAt"]["primary"]["channel"]
     assert (
         f"vs FP32 reference: linf {report['primary']['global']['linf']:.4g} at query head {head}, channel {channel}"
         in text

@@ -161,11 +161,10 @@ def _metric(block: dict | None, key: str) -> str:
 def _at(references: dict, key: str) -> str:
     """'at query head H, channel C' of a worst value, small, under it ('' without one)."""
     where = references["worstAt"][key]
-    return (
-        ""
-        if where is None
-        else (f'<br><span class="worst-at" style="font-size:0.85em;color:#555">at {location(*where)}</span>')
-    )
+    if where is None:
+        return ""
+    phrase = location(where["queryHead"], where["channel"])
+    return f'<br><span class="worst-at" style="font-size:0.85em;color:#555">at {phrase}</span>'
 
 
 def ladder_table(report: dict) -> str:
