@@ -16,6 +16,7 @@ from typing import Any
 
 from explorer.analysis.findings import Finding, finding
 from explorer.foundations.formatting import at_text, short_number
+from explorer.replay.text import readback_parts
 
 
 def _codes(entries: Sequence[Mapping[str, Any]]) -> str:
@@ -29,16 +30,7 @@ def _differs(what: str, difference: Mapping[str, Any] | None) -> str | None:
 
 
 def _readback(readback: Mapping[str, Any] | None) -> str | None:
-    if readback is None:
-        return None
-    parts = [
-        f"{name} byte-identical"
-        if entry["identical"]
-        else f"{name} {entry['mismatched']} elements differ, first at [kvHead, token, channel] "
-        f"{short_number(entry['firstDifference'])}"
-        for name, entry in readback.items()
-    ]
-    return "readback: " + ", ".join(parts)
+    return None if readback is None else "readback: " + ", ".join(readback_parts(readback))
 
 
 def _references(references: Mapping[str, Any] | None) -> list[str]:

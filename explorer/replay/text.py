@@ -53,17 +53,20 @@ def _difference(label: str, difference: CaptureDifference | None) -> str:
     return f"{label} {difference['mismatched']} of {difference['compared']} elements differ"
 
 
-def _readback(readback: dict[str, ReadbackEntry] | None) -> str | None:
-    if readback is None:
-        return None
-    parts = [
+def readback_parts(readback: dict[str, ReadbackEntry]) -> list[str]:
+    """Each read-back tensor against the packet's stored bytes: byte-identical, or how many elements differ and the
+    first (the text's and the findings' one wording)."""
+    return [
         f"{name} byte-identical"
         if entry["identical"]
         else f"{name} {entry['mismatched']} elements differ, first at [kvHead, token, channel] "
         f"{entry['firstDifference']}"
         for name, entry in readback.items()
     ]
-    return "    readback: " + "; ".join(parts)
+
+
+def _readback(readback: dict[str, ReadbackEntry] | None) -> str | None:
+    return None if readback is None else "    readback: " + "; ".join(readback_parts(readback))
 
 
 def _ladder(references: References | None) -> list[str]:
