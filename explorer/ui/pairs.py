@@ -44,6 +44,7 @@ class PairMode(param.Parameterized):
         super().__init__(**params)
         self.context, self.index, self.export_dir, self.lock = context, context.index, context.export_dir, context.lock
         self._pair: Pair | None = None
+        self._emulate: str | None = None  # the emulation set the pair view computed, carried by its export
         self._partner_note = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["partner-note"])
         self.partner_buttons: list[pn.widgets.Button] = []
         self.sidebar = pn.Column(self._partner_note, sizing_mode="stretch_width", css_classes=["pair-partners"])
@@ -134,13 +135,17 @@ class PairMode(param.Parameterized):
     def _show(self, pair: Pair) -> None:
         from explorer.views.pair.view import build
 
+        self._emulate = None  # a view drawn afresh has computed no emulation yet
         self.area.show(
             f'<div class="pair-status-line" data-a="{esc(self.packet)}" data-b="{esc(self.partner)}" '
             f'data-status="{pair.status}" style="{PAIR_STATUS_STYLE}">Pair <b>a</b> {esc(self.packet)} '
             f"&nbsp;vs&nbsp; <b>b</b> {esc(self.partner)} &nbsp; (pair status: <b>{pair.status}</b>)</div>",
-            lambda: build(pair, self.context.runner),
+            lambda: build(pair, self.context.runner, self._emulated),
             "pair view",
         )
+
+    def _emulated(self, request: str) -> None:
+        self._emulate = request
 
     def close(self, notify: bool = True) -> None:
         """Back to the single packet: the pair view is dropped and `compare=` leaves the URL."""
@@ -171,15 +176,16 @@ class PairMode(param.Parameterized):
 
     def export(self) -> None:
         """Export the open pair as its files are now (through the session's runner, off the event loop), as its
-        Export button does; a pair whose files changed since it was shown is drawn again."""
+        Export button does, with the emulation set its view computed; a pair whose files changed since it was
+        shown is drawn again."""
         if self._pair is None:
             return
-        names, shown = (self.packet, self.partner), self._pair
+        names, shown, emulate = (self.packet, self.partner), self._pair, self._emulate
         now: list[Pair] = []  # the pair as its files are now, once the work has read them
 
         def work() -> ExportPaths:
             now.append(compare(*(catalog.lookup(self.index.entries, n).path for n in names)))
-            return export_pair(now[0], self.export_dir, names=names, png=True)
+            return export_pair(now[0], self.export_dir, names=names, png=True, emulate=emulate)
 
         def changed() -> bool:
             return bool(now) and any(

@@ -141,3 +141,33 @@ def test_a_pair_and_a_replay_run_give_way_to_each_other(shell):
     assert _url(shell).get("compare") == PAGED and "replay" not in _url(shell)
     shell.pairs.close()
     assert shell.single_shown and not shell.pairs.panel.visible and not shell.replays.panel.visible
+
+
+def test_the_pair_export_carries_the_emulation_matrix_its_view_computed(tmp_path, monkeypatch):
+    import json
+
+    import panel as pn
+
+    from explorer.export.pages import export_pair
+
+    monkeypatch.setattr("explorer.views.pair.view.served", lambda: True)  # the matrix is offered on a served page
+    exported = []
+
+    def without_png(pair, out, **options):
+        exported.append(options["emulate"])
+        return export_pair(pair, out, **{**options, "png": False})
+
+    monkeypatch.setattr("explorer.ui.pairs.export_pair", without_png)
+    shell = Shell(ROOT, tmp_path / "exports")
+    shell.open_url(f"?packet={PAGED}&compare={CONTIGUOUS}")
+    compute = next(
+        b for b in shell.pairs.area.view.select(pn.widgets.Button) if "pair-emulations-compute" in b.css_classes
+    )
+    compute.clicks += 1  # the runner runs inline outside a served session: the matrix is there at once
+    shell.pairs.export()
+    assert exported == ["default"]
+    report = json.loads(next((tmp_path / "exports").glob("*.comparison.json")).read_text())
+    assert report["emulationMatrix"] is not None
+    findings = next((tmp_path / "exports").glob("*.findings.md")).read_text()
+    assert "not computed" not in findings
+    assert "side b: `mlx_two_pass`, bit for bit" in findings
