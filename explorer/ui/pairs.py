@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import html
 from collections.abc import Mapping
-from pathlib import Path
 
 import panel as pn
 import param
@@ -19,17 +18,23 @@ from explorer.foundations.bounded import escaped_bytes
 from explorer.pair.compare import compare
 from explorer.pair.model import Pair, SamePacketError
 from explorer.ui import catalog
-from explorer.ui.area import ModeArea, add_problems, choice_buttons, first_shown, note_and_buttons
+from explorer.ui.area import (
+    ModeArea,
+    add_problems,
+    choice_buttons,
+    export_written,
+    first_shown,
+    note_and_buttons,
+)
 from explorer.ui.mode import Context, one_at_a_time
 from explorer.ui.shared import content_seen, echo
-from explorer.views.shared.html_summary import written_note
 from explorer.views.shared.markup import esc
 
 QUERY_COMPARE = "compare"
 PAIR_STATUS_STYLE = "padding:0.3em 0;font-size:1.05em"
 NO_PARTNERS = "No other packet under this root captures the same selection."
 PARTNERS_PENDING = "Statuses are still being read: partners appear as their summaries arrive."
-EXPORT_LABEL, EXPORT_WIDTH = "Export pair: HTML + PNG + JSON", 250
+EXPORT_LABEL, EXPORT_WIDTH = "Export pair: HTML + PNG + JSON + findings.md", 340
 EXPORT_BUSY = "Exporting the pair view (the PNG takes a few seconds) ..."
 MAX_PARTNER_BUTTONS = 12  # a root of many captures of one selection lists the first ones; compare= opens any
 
@@ -199,7 +204,8 @@ class PairMode(param.Parameterized):
                 self._show(now[0])
 
         def finish(paths: ExportPaths) -> None:
-            self._offer(paths.html, paths.pngs, paths.report)
+            self.area.downloads.offer_export(paths, "Download comparison JSON")
+            self.area.export_note.object = export_written("pair-export-note", paths)
             if changed():
                 self.area.export_note.object += (
                     '<div class="pair-changed">The files of this pair changed since it '
@@ -215,13 +221,4 @@ class PairMode(param.Parameterized):
             work=work,
             finish=finish,
             settled=redraw,
-        )
-
-    def _offer(self, page: Path, pngs: tuple[Path, ...], report: Path) -> None:
-        """Downloads of the page, the (first) PNG and the JSON; the note names every file written."""
-        self.area.downloads.offer(
-            ((page, "Download HTML"), (pngs[0], "Download PNG"), (report, "Download comparison JSON"))
-        )
-        self.area.export_note.object = written_note(
-            "pair-export-note", (("export-html", page), *(("export-png", png) for png in pngs), ("export-json", report))
         )
