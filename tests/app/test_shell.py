@@ -15,6 +15,7 @@ import panel as pn
 import pytest
 
 import explorer
+from explorer.analysis.ranking import ranked_heads
 from explorer.catalog.summary import list_order, summarize
 from explorer.export.kinds import shown_emulations
 from explorer.samples.packets import synthetic_spec, write_packet
@@ -22,7 +23,6 @@ from explorer.ui import catalog
 from explorer.ui.packet import SLUGS
 from explorer.ui.shell import Shell
 from explorer.ui.url import StringQueryLocation, session_query
-from explorer.views.shared.html_summary import ranked_heads
 
 ROOT = catalog.default_root()
 ANALYZED_SAMPLE = "injected-error-head5"
