@@ -27,6 +27,8 @@ log = logging.getLogger(__name__)
 DOWNLOAD_WIDTH = 200  # the download buttons' labels are short; the export note names the files
 PNG_ARCHIVE_SUFFIX = "-png.zip"  # an export's several PNGs (one per view, or a view's parts) offered as one archive
 CLOSE_LABEL, CLOSE_WIDTH = "Back to the single packet", 210
+LIST_NOTE_WIDTH = 110  # a sidebar list's note ("Pairs (2)") beside its one line of buttons
+ONE_LINE_STYLE = {"overflow-x": "auto", "flex-wrap": "nowrap", "min-width": "0"}  # one line, scrolled sideways
 
 
 class Downloads:
@@ -90,9 +92,15 @@ def export_written(css_class: str, paths: ExportPaths) -> str:
 
 
 def note_and_buttons(note: pn.pane.HTML, buttons: list[pn.widgets.Button], css_class: str) -> list:
-    """A sidebar list's parts: its note, then a box of its buttons only when there are some (most packets have no
-    partner and no replay run, and an empty box would still cost every session)."""
-    return [note, *([pn.FlexBox(*buttons, sizing_mode="stretch_width", css_classes=[css_class])] if buttons else [])]
+    """A sidebar list's parts: its note beside one line of its buttons, scrolled sideways when they are wider than
+    the sidebar (three lists of buttons one per line pushed the packet list out of a 1280 x 800 window's first
+    screen), or its note alone when there are none (an empty line would still cost every session)."""
+    if not buttons:
+        note.param.update(sizing_mode="stretch_width", width=None)
+        return [note]
+    note.param.update(sizing_mode="fixed", width=LIST_NOTE_WIDTH)
+    line = pn.Row(*buttons, sizing_mode="stretch_width", styles=ONE_LINE_STYLE, css_classes=[css_class])
+    return [pn.Row(note, line, sizing_mode="stretch_width")]
 
 
 def choice_buttons(choices: Iterable[tuple[str, str, str, list[str]]], on_choose: Callable[[str], None]) -> list:

@@ -85,15 +85,11 @@ class PairMode(param.Parameterized):
         )
         pending = "" if self.index.complete else f"<br>{PARTNERS_PENDING}"
         pending += first_shown(len(names), MAX_PARTNER_BUTTONS, "compare=NAME")
-        lead = (
-            f"Compare with a packet of the same selection ({len(names)}):"
-            if names
-            else f'<span class="no-partners">{NO_PARTNERS}</span>'
-        )
+        lead = f" ({len(names)})" if names else f': <span class="no-partners">{NO_PARTNERS}</span>'
         self._partner_note.object = (
-            f'<div class="partner-note-text" data-partners="{len(names)}" '
-            f'style="font-size:0.9em"><b>Pairs</b> of {esc(self.packet)}<br>'
-            f"{lead}{pending}</div>"
+            f'<div class="partner-note-text" data-partners="{len(names)}" style="font-size:0.9em" '
+            f'title="Packets of the same selection as {esc(self.packet)}: one click compares it (a) with one (b)">'
+            f"<b>Pairs</b>{lead}{pending}</div>"
         )
         self.partner_buttons = buttons
         self.sidebar.objects = note_and_buttons(self._partner_note, buttons, "partner-list")

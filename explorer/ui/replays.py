@@ -71,10 +71,11 @@ class ReplayMode(param.Parameterized):
             self._clicked,
         )
         more = first_shown(len(names), MAX_RUN_BUTTONS, "replay=RUN")
-        lead = f"Replay runs of this packet ({len(names)}):" if names else f'<span class="no-replays">{NO_RUNS}</span>'
+        lead = f" ({len(names)})" if names else f': <span class="no-replays">{NO_RUNS}</span>'
         self._note.object = (
-            f'<div class="replay-note-text" data-runs="{len(names)}" style="font-size:0.9em">'
-            f"<b>Replay runs</b> of {esc(name)}<br>{lead}{more}</div>"
+            f'<div class="replay-note-text" data-runs="{len(names)}" style="font-size:0.9em" '
+            f'title="Replay runs bound to {esc(name)}: one click opens one">'
+            f"<b>Replay runs</b>{lead}{more}</div>"
         )
         self.sidebar.objects = note_and_buttons(self._note, buttons, "replay-list")
 

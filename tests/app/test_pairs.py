@@ -171,3 +171,22 @@ def test_the_pair_export_carries_the_emulation_matrix_its_view_computed(tmp_path
     findings = next((tmp_path / "exports").glob("*.findings.md")).read_text()
     assert "not computed" not in findings
     assert "side b: `mlx_two_pass`, bit for bit" in findings
+
+
+def test_each_sidebar_list_is_one_line_beside_its_note(shell):
+    """Three lists of buttons one per line pushed the packet list to y = 660 at 1280 x 800 (issue 39): each list is
+    its note beside one line of buttons, scrolled sideways; a list without buttons is its note alone."""
+    import panel as pn
+
+    from explorer.ui.area import LIST_NOTE_WIDTH, ONE_LINE_STYLE
+
+    shell.open_url(f"?packet={CONTIGUOUS}")
+    for mode, hook in ((shell.pairs, "partner-button"), (shell.replays, "replay-button")):
+        (line,) = mode.sidebar.objects
+        note, buttons = line.objects
+        assert note.width == LIST_NOTE_WIDTH
+        assert isinstance(line, pn.Row) and isinstance(buttons, pn.Row) and buttons.styles == ONE_LINE_STYLE
+        assert buttons.objects and all(hook in button.css_classes for button in buttons.objects)
+    assert "<b>Pairs</b> (2)" in shell.pairs.partner_note
+    shell.choose(OTHER_LAYER)
+    assert [part.sizing_mode for part in shell.pairs.sidebar.objects] == ["stretch_width"]
