@@ -98,7 +98,7 @@ def note_and_buttons(note: pn.pane.HTML, buttons: list[pn.widgets.Button], css_c
     if not buttons:
         note.param.update(sizing_mode="stretch_width", width=None)
         return [note]
-    note.param.update(sizing_mode="fixed", width=LIST_NOTE_WIDTH)
+    note.param.update(sizing_mode=None, width=LIST_NOTE_WIDTH)
     line = pn.Row(*buttons, sizing_mode="stretch_width", styles=ONE_LINE_STYLE, css_classes=[css_class])
     return [pn.Row(note, line, sizing_mode="stretch_width")]
 
