@@ -1,4 +1,4 @@
-"""A page whose server went away says so: `panel serve --num-procs 2`, the page's server processes killed.
+"""A page whose server went away says so: `panel serve --num-procs 2` with its server processes killed.
 
 Issue 41.8: a child killed mid-session left a page that looked alive (a clicked tab marked and never opened, an
 export note spinning for good). Bokeh's client fires `connection_lost` when the websocket closes; the app's page
