@@ -7,6 +7,7 @@ import sys
 
 import panel as pn
 import panel.io.resources as panel_resources
+from bokeh.models import CustomJS
 
 from explorer.ui.closed import quiet_closed_clients
 from explorer.ui.memory import release_memory
@@ -37,6 +38,24 @@ PAGE_SCROLL_CSS = """
 #header.sticky-top { position: relative !important; }
 """
 
+# A page whose server went away (stopped, or under --num-procs a child killed and restarted without this session)
+# says so: Bokeh's client fires `connection_lost` when the websocket closes; without this notice a clicked tab was
+# marked and never opened and an export note spun for good. The text is set as text, never parsed as HTML.
+SERVER_GONE_NOTICE = (
+    "This page lost its connection to the explorer's server (it stopped or restarted): nothing you click here "
+    "is done any more. Reload the page to continue."
+)
+SERVER_GONE_JS = """
+if (document.querySelector('.server-gone')) { return; }
+const notice = document.createElement('div');
+notice.className = 'server-gone';
+notice.setAttribute('role', 'alert');
+notice.style.cssText = 'position:fixed;top:0;left:0;right:0;z-index:10000;padding:0.8em 1.2em;font-size:1.05em;' +
+  'background:#fff3cd;color:#4d3800;border-bottom:2px solid #b58900;';
+notice.textContent = text;
+document.body.appendChild(notice);
+"""
+
 # BootstrapTemplate serves every asset from this server: no web fonts, no CDN (the browser tests check it).
 pn.extension()
 # Panel adds Bokeh's MathJax bundle (1.8 MB of JavaScript that every page parses) whenever a page holds an HTML
@@ -48,6 +67,7 @@ pn.config.nthreads = 4  # callbacks and each session's first packet run on threa
 log_info_lines()
 quiet_closed_clients()  # a browser closed mid-update: one log line, not a traceback
 pn.state.on_session_destroyed(release_memory)
+pn.state.curdoc.js_on_event("connection_lost", CustomJS(args={"text": SERVER_GONE_NOTICE}, code=SERVER_GONE_JS))
 root, export_dir = parse_options(sys.argv[1:])
 sidebar, main = open_session(root, export_dir, on_status=timings.status_shown)
 pn.template.BootstrapTemplate(

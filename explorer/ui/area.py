@@ -11,16 +11,24 @@ for it, so a part that most sessions never show is made when one first does.
 from __future__ import annotations
 
 import html
+import io
 import logging
+import zipfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import panel as pn
 
+from explorer.export.files import ExportPaths
+from explorer.views.shared.markup import written_note
+
 log = logging.getLogger(__name__)
 
 DOWNLOAD_WIDTH = 200  # the download buttons' labels are short; the export note names the files
+PNG_ARCHIVE_SUFFIX = "-png.zip"  # an export's several PNGs (one per view, or a view's parts) offered as one archive
 CLOSE_LABEL, CLOSE_WIDTH = "Back to the single packet", 210
+LIST_NOTE_WIDTH = 110  # a sidebar list's note ("Pairs (2)") beside its one line of buttons
+ONE_LINE_STYLE = {"overflow-x": "auto", "flex-wrap": "nowrap", "min-width": "0"}  # one line, scrolled sideways
 
 
 class Downloads:
@@ -38,6 +46,26 @@ class Downloads:
             for path, label in files
         ]
 
+    def offer_export(self, paths: ExportPaths, json_label: str) -> None:
+        """Every file an export wrote: the page, the JSON (`json_label`), NAME.findings.md, and its PNG, or its
+        several PNGs as one .zip archive."""
+        files = [(paths.html, "Download HTML"), (paths.report, json_label)]
+        if paths.findings is not None:
+            files.append((paths.findings, "Download findings.md"))
+        if len(paths.pngs) == 1:
+            files.append((paths.pngs[0], "Download PNG"))
+        self.offer(files)
+        if len(paths.pngs) > 1:
+            self.panel.append(
+                pn.widgets.FileDownload(
+                    callback=lambda pngs=paths.pngs: png_archive(pngs),
+                    filename=f"{paths.html.stem}{PNG_ARCHIVE_SUFFIX}",
+                    label=f"Download the {len(paths.pngs)} PNGs (.zip)",
+                    color="light",
+                    width=DOWNLOAD_WIDTH,
+                )
+            )
+
     def clear(self) -> None:
         self.panel.objects = []
 
@@ -46,10 +74,33 @@ class Downloads:
         return list(self.panel.objects)
 
 
+def png_archive(pngs: Iterable[Path]) -> io.BytesIO:
+    """The PNGs as one .zip (stored, not compressed: PNG is compressed already), each under its file name."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_STORED) as archive:
+        for png in pngs:
+            archive.write(png, png.name)
+    buffer.seek(0)
+    return buffer
+
+
+def export_written(css_class: str, paths: ExportPaths) -> str:
+    """The note after an export naming every file it wrote (page, JSON, NAME.findings.md, each PNG), one per line,
+    each with its test hook (`export-html`, `export-json`, `export-findings`, `export-png`)."""
+    hooks = {paths.html: "export-html", paths.report: "export-json", paths.findings: "export-findings"}
+    return written_note(css_class, ((hooks.get(path, "export-png"), path) for path in paths.files))
+
+
 def note_and_buttons(note: pn.pane.HTML, buttons: list[pn.widgets.Button], css_class: str) -> list:
-    """A sidebar list's parts: its note, then a box of its buttons only when there are some (most packets have no
-    partner and no replay run, and an empty box would still cost every session)."""
-    return [note, *([pn.FlexBox(*buttons, sizing_mode="stretch_width", css_classes=[css_class])] if buttons else [])]
+    """A sidebar list's parts: its note beside one line of its buttons, scrolled sideways when they are wider than
+    the sidebar (three lists of buttons one per line pushed the packet list out of a 1280 x 800 window's first
+    screen), or its note alone when there are none (an empty line would still cost every session)."""
+    if not buttons:
+        note.param.update(sizing_mode="stretch_width", width=None)
+        return [note]
+    note.param.update(sizing_mode=None, width=LIST_NOTE_WIDTH)
+    line = pn.Row(*buttons, sizing_mode="stretch_width", styles=ONE_LINE_STYLE, css_classes=[css_class])
+    return [pn.Row(note, line, sizing_mode="stretch_width")]
 
 
 def choice_buttons(choices: Iterable[tuple[str, str, str, list[str]]], on_choose: Callable[[str], None]) -> list:

@@ -20,19 +20,19 @@ import param
 
 from explorer.analysis.analyze import analyze
 from explorer.analysis.element import locate, parse_index
+from explorer.analysis.ranking import ranked_heads
 from explorer.analysis.result import Analysis
 from explorer.export.files import ExportPaths
 from explorer.export.pages import write_report
 from explorer.foundations.formatting import short_number
 from explorer.ui import catalog
-from explorer.ui.area import Downloads
+from explorer.ui.area import Downloads, export_written
 from explorer.ui.mode import Context, one_at_a_time
 from explorer.ui.shared import content_seen, echo
 from explorer.ui.tabbar import TabBar
 from explorer.views import VIEWS, Selection
 from explorer.views.packet.element import element_html
 from explorer.views.packet.emulations import settings_from_query
-from explorer.views.shared.html_summary import ranked_heads, written_note
 from explorer.views.shared.markup import esc, status_badge
 
 log = logging.getLogger(__name__)
@@ -48,7 +48,7 @@ SCORE_TITLE = (
     "score: the largest |output - primary reference| / allowance over the compared heads (allowance: half "
     "the output dtype's spacing plus the head's FP64 noise floor; docs/report.md)"
 )
-EXPORT_LABEL, EXPORT_WIDTH = "Export HTML + PNG + JSON", 210
+EXPORT_LABEL, EXPORT_WIDTH = "Export HTML + PNG + JSON + findings.md", 300
 EXPORT_BUSY = "Exporting every view of this packet (the PNGs take a few seconds) ..."
 ELEMENT_DOCK_STYLE = {
     "position": "fixed",
@@ -408,11 +408,8 @@ class PacketMode(param.Parameterized):
         )
 
     def _offer(self, paths: ExportPaths) -> None:
-        self._downloads.offer(((paths.html, "Download HTML"), (paths.report, "Download JSON report")))
-        self._export_note.object = written_note(
-            "export-note",
-            (("export-html", paths.html), ("export-json", paths.report), *(("export-png", png) for png in paths.pngs)),
-        )
+        self._downloads.offer_export(paths, "Download JSON report")
+        self._export_note.object = export_written("export-note", paths)
 
     # ------------------------------------------------------------ what the page shows, for callers without a browser
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import html
 from collections.abc import Mapping
-from pathlib import Path
 
 import panel as pn
 import param
@@ -19,17 +18,23 @@ from explorer.foundations.bounded import escaped_bytes
 from explorer.pair.compare import compare
 from explorer.pair.model import Pair, SamePacketError
 from explorer.ui import catalog
-from explorer.ui.area import ModeArea, add_problems, choice_buttons, first_shown, note_and_buttons
+from explorer.ui.area import (
+    ModeArea,
+    add_problems,
+    choice_buttons,
+    export_written,
+    first_shown,
+    note_and_buttons,
+)
 from explorer.ui.mode import Context, one_at_a_time
 from explorer.ui.shared import content_seen, echo
-from explorer.views.shared.html_summary import written_note
 from explorer.views.shared.markup import esc
 
 QUERY_COMPARE = "compare"
 PAIR_STATUS_STYLE = "padding:0.3em 0;font-size:1.05em"
 NO_PARTNERS = "No other packet under this root captures the same selection."
 PARTNERS_PENDING = "Statuses are still being read: partners appear as their summaries arrive."
-EXPORT_LABEL, EXPORT_WIDTH = "Export pair: HTML + PNG + JSON", 250
+EXPORT_LABEL, EXPORT_WIDTH = "Export pair: HTML + PNG + JSON + findings.md", 340
 EXPORT_BUSY = "Exporting the pair view (the PNG takes a few seconds) ..."
 MAX_PARTNER_BUTTONS = 12  # a root of many captures of one selection lists the first ones; compare= opens any
 
@@ -44,6 +49,7 @@ class PairMode(param.Parameterized):
         super().__init__(**params)
         self.context, self.index, self.export_dir, self.lock = context, context.index, context.export_dir, context.lock
         self._pair: Pair | None = None
+        self._emulate: str | None = None  # the emulation set the pair view computed, carried by its export
         self._partner_note = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["partner-note"])
         self.partner_buttons: list[pn.widgets.Button] = []
         self.sidebar = pn.Column(self._partner_note, sizing_mode="stretch_width", css_classes=["pair-partners"])
@@ -79,15 +85,11 @@ class PairMode(param.Parameterized):
         )
         pending = "" if self.index.complete else f"<br>{PARTNERS_PENDING}"
         pending += first_shown(len(names), MAX_PARTNER_BUTTONS, "compare=NAME")
-        lead = (
-            f"Compare with a packet of the same selection ({len(names)}):"
-            if names
-            else f'<span class="no-partners">{NO_PARTNERS}</span>'
-        )
+        lead = f" ({len(names)})" if names else f': <span class="no-partners">{NO_PARTNERS}</span>'
         self._partner_note.object = (
-            f'<div class="partner-note-text" data-partners="{len(names)}" '
-            f'style="font-size:0.9em"><b>Pairs</b> of {esc(self.packet)}<br>'
-            f"{lead}{pending}</div>"
+            f'<div class="partner-note-text" data-partners="{len(names)}" style="font-size:0.9em" '
+            f'title="Packets of the same selection as {esc(self.packet)}: one click compares it (a) with one (b)">'
+            f"<b>Pairs</b>{lead}{pending}</div>"
         )
         self.partner_buttons = buttons
         self.sidebar.objects = note_and_buttons(self._partner_note, buttons, "partner-list")
@@ -134,13 +136,17 @@ class PairMode(param.Parameterized):
     def _show(self, pair: Pair) -> None:
         from explorer.views.pair.view import build
 
+        self._emulate = None  # a view drawn afresh has computed no emulation yet
         self.area.show(
             f'<div class="pair-status-line" data-a="{esc(self.packet)}" data-b="{esc(self.partner)}" '
             f'data-status="{pair.status}" style="{PAIR_STATUS_STYLE}">Pair <b>a</b> {esc(self.packet)} '
             f"&nbsp;vs&nbsp; <b>b</b> {esc(self.partner)} &nbsp; (pair status: <b>{pair.status}</b>)</div>",
-            lambda: build(pair, self.context.runner),
+            lambda: build(pair, self.context.runner, self._emulated),
             "pair view",
         )
+
+    def _emulated(self, request: str) -> None:
+        self._emulate = request
 
     def close(self, notify: bool = True) -> None:
         """Back to the single packet: the pair view is dropped and `compare=` leaves the URL."""
@@ -171,15 +177,16 @@ class PairMode(param.Parameterized):
 
     def export(self) -> None:
         """Export the open pair as its files are now (through the session's runner, off the event loop), as its
-        Export button does; a pair whose files changed since it was shown is drawn again."""
+        Export button does, with the emulation set its view computed; a pair whose files changed since it was
+        shown is drawn again."""
         if self._pair is None:
             return
-        names, shown = (self.packet, self.partner), self._pair
+        names, shown, emulate = (self.packet, self.partner), self._pair, self._emulate
         now: list[Pair] = []  # the pair as its files are now, once the work has read them
 
         def work() -> ExportPaths:
             now.append(compare(*(catalog.lookup(self.index.entries, n).path for n in names)))
-            return export_pair(now[0], self.export_dir, names=names, png=True)
+            return export_pair(now[0], self.export_dir, names=names, png=True, emulate=emulate)
 
         def changed() -> bool:
             return bool(now) and any(
@@ -193,7 +200,8 @@ class PairMode(param.Parameterized):
                 self._show(now[0])
 
         def finish(paths: ExportPaths) -> None:
-            self._offer(paths.html, paths.pngs, paths.report)
+            self.area.downloads.offer_export(paths, "Download comparison JSON")
+            self.area.export_note.object = export_written("pair-export-note", paths)
             if changed():
                 self.area.export_note.object += (
                     '<div class="pair-changed">The files of this pair changed since it '
@@ -209,13 +217,4 @@ class PairMode(param.Parameterized):
             work=work,
             finish=finish,
             settled=redraw,
-        )
-
-    def _offer(self, page: Path, pngs: tuple[Path, ...], report: Path) -> None:
-        """Downloads of the page, the (first) PNG and the JSON; the note names every file written."""
-        self.area.downloads.offer(
-            ((page, "Download HTML"), (pngs[0], "Download PNG"), (report, "Download comparison JSON"))
-        )
-        self.area.export_note.object = written_note(
-            "pair-export-note", (("export-html", page), *(("export-png", png) for png in pngs), ("export-json", report))
         )

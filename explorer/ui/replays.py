@@ -21,16 +21,15 @@ from explorer.export.files import ExportPaths
 from explorer.export.pages import export_replay
 from explorer.replay.model import Replay
 from explorer.replay.replay import replay
-from explorer.ui.area import ModeArea, add_problems, choice_buttons, first_shown, note_and_buttons
+from explorer.ui.area import ModeArea, add_problems, choice_buttons, export_written, first_shown, note_and_buttons
 from explorer.ui.mode import Context, one_at_a_time
 from explorer.ui.shared import echo
-from explorer.views.shared.html_summary import written_note
 from explorer.views.shared.markup import esc
 
 QUERY_REPLAY = "replay"
 REPLAY_STATUS_STYLE = "padding:0.3em 0;font-size:1.05em"
 NO_RUNS = "No replay run under this root binds to this packet."
-EXPORT_LABEL, EXPORT_WIDTH = "Export replay: HTML + PNG + JSON", 260
+EXPORT_LABEL, EXPORT_WIDTH = "Export replay: HTML + PNG + JSON + findings.md", 350
 EXPORT_BUSY = "Exporting the replay view (the PNG takes a few seconds) ..."
 MAX_RUN_BUTTONS = 12  # the first runs by name; replay= in the URL opens any other listed run of the packet
 
@@ -72,10 +71,11 @@ class ReplayMode(param.Parameterized):
             self._clicked,
         )
         more = first_shown(len(names), MAX_RUN_BUTTONS, "replay=RUN")
-        lead = f"Replay runs of this packet ({len(names)}):" if names else f'<span class="no-replays">{NO_RUNS}</span>'
+        lead = f" ({len(names)})" if names else f': <span class="no-replays">{NO_RUNS}</span>'
         self._note.object = (
-            f'<div class="replay-note-text" data-runs="{len(names)}" style="font-size:0.9em">'
-            f"<b>Replay runs</b> of {esc(name)}<br>{lead}{more}</div>"
+            f'<div class="replay-note-text" data-runs="{len(names)}" style="font-size:0.9em" '
+            f'title="Replay runs bound to {esc(name)}: one click opens one">'
+            f"<b>Replay runs</b>{lead}{more}</div>"
         )
         self.sidebar.objects = note_and_buttons(self._note, buttons, "replay-list")
 
@@ -169,17 +169,8 @@ class ReplayMode(param.Parameterized):
             result, paths = outcome
             if self.run == run:
                 self._replay = result
-            self.area.downloads.offer(
-                ((paths.html, "Download HTML"), (paths.pngs[0], "Download PNG"), (paths.report, "Download replay JSON"))
-            )  # the first PNG of a split view; the note names every part
-            self.area.export_note.object = written_note(
-                "replay-export-note",
-                (
-                    ("export-html", paths.html),
-                    *(("export-png", png) for png in paths.pngs),
-                    ("export-json", paths.report),
-                ),
-            )
+            self.area.downloads.offer_export(paths, "Download replay JSON")
+            self.area.export_note.object = export_written("replay-export-note", paths)
 
         self.context.runner.export(
             self.area.export_button,

@@ -11,6 +11,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
 import explorer
+from explorer.analysis.ranking import ranked_heads
 from explorer.catalog.summary import list_order, summarize
 from explorer.export.browser import LOCAL_URL_PREFIXES, wait_drawn
 from explorer.export.kinds import shown_emulations
@@ -18,7 +19,6 @@ from explorer.export.static_page import SECTION_CLASS
 from explorer.samples.packets import CURATED
 from explorer.ui import catalog
 from explorer.views import VIEWS
-from explorer.views.shared.html_summary import ranked_heads
 
 from app_support import (
     MIN_PIXEL_STD,

@@ -141,3 +141,52 @@ def test_a_pair_and_a_replay_run_give_way_to_each_other(shell):
     assert _url(shell).get("compare") == PAGED and "replay" not in _url(shell)
     shell.pairs.close()
     assert shell.single_shown and not shell.pairs.panel.visible and not shell.replays.panel.visible
+
+
+def test_the_pair_export_carries_the_emulation_matrix_its_view_computed(tmp_path, monkeypatch):
+    import json
+
+    import panel as pn
+
+    from explorer.export.pages import export_pair
+
+    monkeypatch.setattr("explorer.views.pair.view.served", lambda: True)  # the matrix is offered on a served page
+    exported = []
+
+    def without_png(pair, out, **options):
+        exported.append(options["emulate"])
+        return export_pair(pair, out, **{**options, "png": False})
+
+    monkeypatch.setattr("explorer.ui.pairs.export_pair", without_png)
+    shell = Shell(ROOT, tmp_path / "exports")
+    shell.open_url(f"?packet={PAGED}&compare={CONTIGUOUS}")
+    compute = next(
+        b for b in shell.pairs.area.view.select(pn.widgets.Button) if "pair-emulations-compute" in b.css_classes
+    )
+    compute.clicks += 1  # the runner runs inline outside a served session: the matrix is there at once
+    shell.pairs.export()
+    assert exported == ["default"]
+    report = json.loads(next((tmp_path / "exports").glob("*.comparison.json")).read_text())
+    assert report["emulationMatrix"] is not None
+    findings = next((tmp_path / "exports").glob("*.findings.md")).read_text()
+    assert "not computed" not in findings
+    assert "side b: `mlx_two_pass`, bit for bit" in findings
+
+
+def test_each_sidebar_list_is_one_line_beside_its_note(shell):
+    """Three lists of buttons one per line pushed the packet list to y = 660 at 1280 x 800 (issue 39): each list is
+    its note beside one line of buttons, scrolled sideways; a list without buttons is its note alone."""
+    import panel as pn
+
+    from explorer.ui.area import LIST_NOTE_WIDTH, ONE_LINE_STYLE
+
+    shell.open_url(f"?packet={CONTIGUOUS}")
+    for mode, hook in ((shell.pairs, "partner-button"), (shell.replays, "replay-button")):
+        (line,) = mode.sidebar.objects
+        note, buttons = line.objects
+        assert note.width == LIST_NOTE_WIDTH
+        assert isinstance(line, pn.Row) and isinstance(buttons, pn.Row) and buttons.styles == ONE_LINE_STYLE
+        assert buttons.objects and all(hook in button.css_classes for button in buttons.objects)
+    assert "<b>Pairs</b> (2)" in shell.pairs.partner_note
+    shell.choose(OTHER_LAYER)
+    assert [part.sizing_mode for part in shell.pairs.sidebar.objects] == ["stretch_width"]

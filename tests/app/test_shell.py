@@ -15,6 +15,7 @@ import panel as pn
 import pytest
 
 import explorer
+from explorer.analysis.ranking import ranked_heads
 from explorer.catalog.summary import list_order, summarize
 from explorer.export.kinds import shown_emulations
 from explorer.samples.packets import synthetic_spec, write_packet
@@ -22,7 +23,6 @@ from explorer.ui import catalog
 from explorer.ui.packet import SLUGS
 from explorer.ui.shell import Shell
 from explorer.ui.url import StringQueryLocation, session_query
-from explorer.views.shared.html_summary import ranked_heads
 
 ROOT = catalog.default_root()
 ANALYZED_SAMPLE = "injected-error-head5"
@@ -141,7 +141,11 @@ def test_export_writes_html_and_report_and_offers_them(shell, tmp_path):
     # the JSON holds the emulations the exported Emulations view shows (docs/report.md, "Exports")
     assert json.loads(report_path.read_text()) == shown_emulations(explorer.analyze(ROOT / ANALYZED_SAMPLE)).report()
     offered = dict(shell.offered_downloads)
-    assert offered == {"Download HTML": str(html_path), "Download JSON report": str(report_path)}
+    assert {label: offered[label] for label in ("Download HTML", "Download JSON report")} == {
+        "Download HTML": str(html_path),
+        "Download JSON report": str(report_path),
+    }
+    assert offered["Download findings.md"] == str(report_path.with_name(f"{ANALYZED_SAMPLE}.findings.md"))
     assert str(html_path) in shell.export_note
 
 

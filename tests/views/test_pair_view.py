@@ -277,7 +277,7 @@ def test_emulations_computed_on_the_page_update_the_findings(monkeypatch):
     reproduces each side."""
     heard = []
 
-    def section(pair, on_computed=lambda pair: None, runner=None):
+    def section(pair, on_computed=lambda pair: None, runner=None, on_emulated=lambda request: None):
         heard.append(on_computed)
         return pair_view.pn.Column()
 

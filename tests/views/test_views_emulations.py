@@ -14,20 +14,17 @@ import panel as pn
 
 from explorer.analysis.analyze import emulations_of
 from explorer.analysis.emulation import ranked
+from explorer.analysis.emulation.shown import DEFAULT_BLOCKS, DEFAULT_PARTIAL, DEFAULT_PARTITION_TOKENS, settings_set
 from explorer.ui.runner import Runner
 from explorer.views.packet.emulations import (
-    DEFAULT_BLOCKS,
-    DEFAULT_PARTIAL,
-    DEFAULT_PARTITION_TOKENS,
     ULP_CLASSES,
     URL_SETTINGS,
     EmulationsView,
-    requested_ids,
     settings_from_query,
     ulp_classes,
 )
 
-from views_support import images_by_title, render, text, tooltips
+from views_support import images_by_title, models, render, text, tooltips
 
 WAIT_SECONDS = 120
 
@@ -80,6 +77,9 @@ def test_the_map_colours_the_ulp_distance_to_the_selected_emulation(analyses):
     for emulation in view.emulations:
         view.selected = emulation.id
         maps = images_by_title(render(pn.panel(view)))
+        if not (emulation.ulp.distance > 0).any():  # all equal: said, nothing drawn (the test below)
+            assert maps == {} and "All equal" in text(pn.panel(view))
+            continue
         assert list(maps) == [f"output vs {emulation.id}"]
         data = maps[f"output vs {emulation.id}"].data_source.data
         distance = emulation.ulp.distance
@@ -95,6 +95,7 @@ def test_the_map_colours_the_ulp_distance_to_the_selected_emulation(analyses):
 def test_a_click_lists_every_emulations_value_and_bits_beside_the_output(analyses):
     analysis = analyses["qwen36-bf16-t64"]
     view = _computed(analysis)
+    view.selected = "paged_two_pass"  # a map with a difference to click (the first shown is all equal)
     render(pn.panel(view))
     view._tap.event(x=7, y=3)  # what a click on cell (head 3, channel 7) sends
     shown = view._drilldown.object
@@ -132,7 +133,7 @@ def test_parameters_change_the_emulations_computed(analyses):
     assert "mlx_two_pass(blocks=32)" in text(pn.panel(view))
     view.emulation_set = "sweep"
     assert view.emulations == emulations_of(analysis, "sweep")[0] and len(view.emulations) > 20
-    assert requested_ids(128, 256, "float32")[:2] == [
+    assert list(settings_set(128, 256, "float32"))[:2] == [
         "mlx_two_pass(blocks=128)",
         "mlx_two_pass(blocks=128,partialDType=float32)",
     ]
@@ -168,14 +169,14 @@ def test_shown_on_a_page_it_computes_in_the_background_with_a_progress_bar(analy
     while view._progress.visible and time.monotonic() < deadline:  # hidden after the drawing
         time.sleep(0.05)
     assert not view.running and not view._progress.visible
-    expected = emulations_of(analysis, requested_ids(view.blocks, view.partition_tokens, view.partial_dtype))
+    expected = emulations_of(analysis, settings_set(view.blocks, view.partition_tokens, view.partial_dtype))
     assert view.emulations is expected[0]  # the core's cached result, not a view-side computation
     assert images_by_title(render(layout))
 
 
 def test_emulations_this_content_already_has_are_shown_at_once_without_a_thread(analyses):
     analysis = analyses["clean-fp32q-bf16kv"]
-    expected = emulations_of(analysis, requested_ids(DEFAULT_BLOCKS, DEFAULT_PARTITION_TOKENS, DEFAULT_PARTIAL))
+    expected = emulations_of(analysis, settings_set(DEFAULT_BLOCKS, DEFAULT_PARTITION_TOKENS, DEFAULT_PARTIAL))
     started = []
 
     class Recorded:  # a runner that only records the work, never runs it
@@ -204,7 +205,10 @@ def test_the_registry_builder_computes_at_once_outside_a_served_page(analyses):
     for e in expected:
         assert f">{e.id}</code>" in shown and f"{e.bit_equal} of {e.compared}" in shown
     assert "Computing" not in shown
-    assert list(images_by_title(render(layout))) == [f"output vs {ranked(expected)[0].id}"]
+    first = ranked(expected)[0]  # reproduces every element here: said, not drawn as an empty map
+    assert not (first.ulp.distance > 0).any()
+    assert f"bit-equal to <code>{first.id}</code>; there is nothing to draw" in shown
+    assert list(images_by_title(render(layout))) == []
 
 
 def test_url_settings_are_read_with_the_kernels_own_limits():
@@ -257,6 +261,7 @@ def test_the_drilldown_follows_the_shared_element_selection(analyses):
     selection = Selection(element=(2, 5))  # e.g. from the URL, before the emulations exist
     view = EmulationsView(analysis, selection)
     view.compute()
+    view.selected = "paged_two_pass"  # a map with a difference to click (the first shown is all equal)
     render(pn.panel(view))
     assert "Query head 2, channel 5" in view._drilldown.object
     view._tap.event(x=9, y=1)
@@ -280,3 +285,22 @@ def test_a_typed_setting_outside_the_kernels_limits_is_refused_with_a_note(analy
     assert view.emulations[0].id == "mlx_two_pass(blocks=32)"
     view.partition_tokens = 64  # set by code: the box follows
     assert partition.value == 64
+
+
+def test_an_all_equal_map_says_so_and_a_lone_difference_is_ringed(analyses):
+    """On this sample mlx_two_pass reproduces every element and paged_two_pass all but one (issue 39)."""
+    from bokeh.models import GlyphRenderer, Scatter
+
+    view = _computed(analyses["qwen36-bf16-t64"])
+    by_id = {e.id: e for e in view.emulations}
+    view.selected = "mlx_two_pass"
+    shown = text(pn.panel(view))
+    compared = int(np.count_nonzero(by_id["mlx_two_pass"].ulp.distance >= 0))
+    assert f"All equal</b>: the {compared} compared output elements are bit-equal to <code>mlx_two_pass</code>" in shown
+    assert not images_by_title(render(pn.panel(view))) and view._tap is None
+    view.selected = "paged_two_pass"
+    head, channel = (int(i[0]) for i in np.nonzero(by_id["paged_two_pass"].ulp.distance > 0))
+    assert "Ringed: the 1 differing element," in text(pn.panel(view))
+    document = render(pn.panel(view))
+    rings = [r for r in models(document, GlyphRenderer) if isinstance(r.glyph, Scatter)]
+    assert [[list(r.data_source.data[axis]) for axis in "xy"] for r in rings] == [[[float(channel)], [float(head)]]]

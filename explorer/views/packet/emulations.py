@@ -27,15 +27,7 @@ import param
 
 from explorer.analysis.analyze import cached_emulations, emulations_of
 from explorer.analysis.blocks import baseline_block, emulation_list
-from explorer.analysis.emulation import (
-    KERNELS,
-    MLX_RUN,
-    MLX_TWO_PASS,
-    PAGED_TWO_PASS,
-    SINGLE_PASS,
-    SWEEP_NAME,
-    ranked,
-)
+from explorer.analysis.emulation import KERNELS, MLX_TWO_PASS, PAGED_TWO_PASS, SWEEP_NAME, ranked
 from explorer.analysis.emulation.kernels import (
     BUILDS_NAME,
     MAX_BLOCKS,
@@ -43,10 +35,12 @@ from explorer.analysis.emulation.kernels import (
     MIN_BLOCKS,
     Parameter,
 )
+from explorer.analysis.emulation.shown import DEFAULT_BLOCKS, DEFAULT_PARTIAL, DEFAULT_PARTITION_TOKENS, settings_set
 from explorer.analysis.result import Analysis, Emulation, EmulationCounts
+from explorer.foundations.formatting import MISSING, location, short_number
 from explorer.packet.dtypes import DTYPES, ITEM_SIZE
 from explorer.views.packet.emulation_tables import emulation_table
-from explorer.views.shared import html_summary
+from explorer.views.shared import html_summary, marks
 from explorer.views.shared.common import (
     Field,
     Selection,
@@ -58,17 +52,15 @@ from explorer.views.shared.common import (
     note,
     per_cell,
     plot_pane,
+    state,
     ulp_value,
 )
 from explorer.views.shared.markup import esc, table
+from explorer.views.shared.scales import isolated_cells
 
 log = logging.getLogger(__name__)
 
-SIGNIFICANT = "{:.4g}"
 HEX_DIGITS = {dtype: 2 * size for dtype, size in ITEM_SIZE.items()}
-DEFAULT_BLOCKS = KERNELS[MLX_TWO_PASS].parameter("blocks").default
-DEFAULT_PARTITION_TOKENS = KERNELS[PAGED_TWO_PASS].parameter("partitionTokens").default
-DEFAULT_PARTIAL = "float32"  # the partial dtype of the counterfactual variants (the incident's patched kernel)
 SETTINGS_SET = "settings"  # the view's own emulations and the real library (the default set with the defaults)
 EMULATION_SETS = (SETTINGS_SET, BUILDS_NAME, SWEEP_NAME)
 ULP_LABEL = "ULP distance (output vs emulation, output dtype units)"
@@ -112,22 +104,6 @@ ASSUMPTIONS_NOTE = (
 )
 
 
-def requested_ids(blocks: int, partition_tokens: int, partial_dtype: str) -> list[str]:
-    """The view's set: each kernel with partials, with its own partials and with `partial_dtype` partials, single_pass,
-    and mlx_run (the real library on this machine: a row of its own, which says so when MLX is not installed).
-
-    With the defaults (128 blocks, 256-token partitions, float32) it is the default set.
-    """
-    return [
-        f"{MLX_TWO_PASS}(blocks={blocks})",
-        f"{MLX_TWO_PASS}(blocks={blocks},partialDType={partial_dtype})",
-        f"{PAGED_TWO_PASS}(partitionTokens={partition_tokens})",
-        f"{PAGED_TWO_PASS}(partitionTokens={partition_tokens},partialDType={partial_dtype})",
-        SINGLE_PASS,
-        MLX_RUN,
-    ]
-
-
 def settings_from_query(query: Mapping[str, str]) -> tuple[dict[str, object], list[tuple[str, str, str]]]:
     """The emulation settings a URL query names ({URL name: value}) and (name, text, what it accepts) of each invalid
     one."""
@@ -160,8 +136,8 @@ def _hex(bits: int, dtype: str) -> str:
 
 def _share(count: int | None, compared: int) -> str:
     if count is None:
-        return html_summary.NOT_A_NUMBER + " (ineligible head)"
-    return f"{count} of {compared} ({SIGNIFICANT.format(100 * count / compared) if compared else '-'}%)"
+        return MISSING + " (ineligible head)"
+    return f"{count} of {compared} ({short_number(100 * count / compared) if compared else MISSING}%)"
 
 
 def _group(analysis: Analysis) -> int:
@@ -228,7 +204,7 @@ def drilldown_html(analysis: Analysis, emulations: tuple[Emulation, ...], head: 
                 esc(equal),
             )
         )
-    return f"<p><b>Query head {head}, channel {channel}</b> (output dtype {esc(dtype)})</p>" + table(
+    return f"<p><b>{location(head, channel).capitalize()}</b> (output dtype {esc(dtype)})</p>" + table(
         ("", "value", "bits", "vs output"), rows, css_class="emulation-drilldown"
     )
 
@@ -278,6 +254,33 @@ def difference_map(analysis: Analysis, emulation: Emulation) -> hv.Image:
         cmap=[colour for _, _, colour in ULP_CLASSES],
     )
     return image.opts(hooks=[*image.opts.get().kwargs.get("hooks", []), _class_colour_bar])
+
+
+def map_parts(analysis: Analysis, emulation: Emulation) -> list:
+    """The map of where the output differs from `emulation`, a lone differing element ringed as the Overview rings
+    it; or, where every compared element is bit-equal, the sentence saying so (nothing to draw)."""
+    differing = emulation.ulp.distance > 0
+    if not differing.any():
+        compared = int(np.count_nonzero(emulation.ulp.distance >= 0))
+        return [
+            state(
+                f"<b>All equal</b>: the {compared} compared output elements are bit-equal to "
+                f"<code>{esc(emulation.id)}</code>; there is nothing to draw.",
+                "emulation-all-equal",
+            )
+        ]
+    image = difference_map(analysis, emulation)
+    isolated = isolated_cells(differing)
+    if isolated is None:
+        return [plot_pane(image)]
+    count = len(isolated[0])
+    return [
+        plot_pane(marks.ringed(image, *isolated)),
+        note(
+            f"Ringed: the {count} differing element{'s' if count != 1 else ''}, too few to see by colour alone.",
+            "emulation-ringed",
+        ),
+    ]
 
 
 def first_shown(emulations: tuple[Emulation, ...]) -> str:
@@ -342,7 +345,7 @@ class EmulationsView(pn.viewable.Viewer):
     def ids(self) -> list[str]:
         if self.emulation_set in (SWEEP_NAME, BUILDS_NAME):
             return [self.emulation_set]
-        return requested_ids(self.blocks, self.partition_tokens, self.partial_dtype)
+        return list(settings_set(self.blocks, self.partition_tokens, self.partial_dtype))
 
     def settings(self) -> dict[str, object]:
         """{URL name: value} of the parameters that differ from their defaults."""
@@ -492,11 +495,12 @@ class EmulationsView(pn.viewable.Viewer):
         if not drawn:  # every entry without numbers: the table says why, there is no map to draw
             self._map.objects = []
             return
-        by_id = {e.id: e for e in emulations}
-        pane = plot_pane(difference_map(self.analysis, by_id[self.selected]))
-        self._tap = hv.streams.Tap(source=pane.object, x=None, y=None)
-        self._tap.add_subscriber(self._on_tap)
-        self._map.objects = [pane]
+        chosen = next(e for e in emulations if e.id == self.selected)
+        self._map.objects = map_parts(self.analysis, chosen)
+        pane = next((part for part in self._map.objects if isinstance(part, pn.pane.HoloViews)), None)
+        self._tap = None if pane is None else hv.streams.Tap(source=pane.object, x=None, y=None)
+        if self._tap is not None:
+            self._tap.add_subscriber(self._on_tap)
         self._show_element()
 
     def _on_tap(self, x=None, y=None) -> None:

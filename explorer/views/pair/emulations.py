@@ -41,12 +41,20 @@ class PairEmulationsSection(pn.viewable.Viewer):
     `on_computed(pair)` hears the pair with its emulations once computed on the page (the view's findings say
     then which emulation reproduces each side)."""
 
-    def __init__(self, pair: Pair, on_computed: Callable[[Pair], None] = lambda pair: None, runner=None, **params):
+    def __init__(
+        self,
+        pair: Pair,
+        on_computed: Callable[[Pair], None] = lambda pair: None,
+        runner=None,
+        on_emulated: Callable[[str], None] = lambda request: None,
+        **params,
+    ):
         """`runner` (the app's explorer.ui.runner.Runner) computes a requested set off the page; without one only
-        what the pair holds is shown."""
+        what the pair holds is shown. `on_emulated(request)` hears the set computed (an export then carries it)."""
         super().__init__(**params)
         self.pair, self._runner = pair, runner
-        self._on_computed = on_computed
+        self._on_computed, self._on_emulated = on_computed, on_emulated
+        self._request: str | None = None
         self._choice = pn.widgets.Select(label="emulations", options=list(SETS), width=220)
         self._button = pn.widgets.Button(
             label="Compute the emulation x side matrix",
@@ -76,7 +84,7 @@ class PairEmulationsSection(pn.viewable.Viewer):
         self._body.objects = [pn.Row(self._choice, self._button), pn.Row(self._progress, self._progress_note)]
 
     def _start(self, _event=None) -> None:
-        request = SETS[self._choice.value]
+        request = self._request = SETS[self._choice.value]
         self._button.disabled = True
         self._progress.visible = True
         self._progress_note.object = f"Computing {esc(self._choice.value)} on the CPU ..."
@@ -100,6 +108,8 @@ class PairEmulationsSection(pn.viewable.Viewer):
         self.pair = found
         self._body.objects = matrix_parts(found)
         self._on_computed(found)
+        if self._request is not None:
+            self._on_emulated(self._request)
 
     def __panel__(self) -> pn.viewable.Viewable:
         return self._layout

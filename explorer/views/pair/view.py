@@ -381,10 +381,13 @@ def tokens_section(pair: Pair) -> pn.Column:
     )
 
 
-def emulations_section(pair: Pair, on_computed=lambda pair: None, runner=None) -> pn.viewable.Viewable:
+def emulations_section(
+    pair: Pair, on_computed=lambda pair: None, runner=None, on_emulated=lambda request: None
+) -> pn.viewable.Viewable:
     """The emulation x side matrix with the differing counts; on a served page computed on request through `runner`
-    (views.pair.emulations), `on_computed(pair)` then hearing the pair with its emulations."""
-    return PairEmulationsSection(pair, on_computed, runner).__panel__()
+    (views.pair.emulations), `on_computed(pair)` then hearing the pair with its emulations and `on_emulated(request)`
+    the set computed."""
+    return PairEmulationsSection(pair, on_computed, runner, on_emulated).__panel__()
 
 
 # name -> (title, section builder), in display order
@@ -402,9 +405,9 @@ SECTIONS = {
 }
 
 
-def build(pair: Pair, runner=None) -> pn.Column:
+def build(pair: Pair, runner=None, on_emulated=lambda request: None) -> pn.Column:
     """The whole pair view: every section, the element-wise ones only when the pair was compared element-wise;
-    `runner` (the app's) computes emulations on request."""
+    `runner` (the app's) computes emulations on request, `on_emulated(request)` hearing the set computed."""
     names = ["findings", "summary", "notes"] if pair.output is None and pair.ladder is None else list(SECTIONS)
     if pair.output is None:
         names = [n for n in names if n not in ("bits", "heads")]
@@ -414,6 +417,6 @@ def build(pair: Pair, runner=None) -> pn.Column:
     if "emulations" in names:  # emulations computed on the page: the findings then say which reproduces each side
         findings = sections["findings"].objects[1]
         sections["emulations"] = emulations_section(
-            pair, lambda found: setattr(findings, "object", pair_html.findings_html(found)), runner
+            pair, lambda found: setattr(findings, "object", pair_html.findings_html(found)), runner, on_emulated
         )
     return pn.Column(*(sections[name] for name in names), sizing_mode="stretch_width", css_classes=["view-pair"])

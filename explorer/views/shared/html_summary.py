@@ -10,10 +10,6 @@ from collections.abc import Sequence
 
 from explorer.analysis.ranking import noise_floor_ratios, ranked_heads, worst_ulp_per_head
 from explorer.analysis.result import Analysis, Comparison, Metrics
-
-# Re-exported (noqa F401) only for modules outside the views' owner this release: views/packet/emulations.py
-# (NOT_A_NUMBER) and ui/ (written_note); drop both once they import from formatting.MISSING and markup.
-from explorer.foundations.formatting import MISSING as NOT_A_NUMBER  # noqa: F401
 from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED, Problem, Reason
 from explorer.views.shared.markup import (
     BOX_STYLE,
@@ -21,7 +17,7 @@ from explorer.views.shared.markup import (
     number_cell,
     status_badge,
     table,
-    written_note,  # noqa: F401
+    written_note,  # noqa: F401  re-exported only for ui/campaigns.py (another helper's file); drop it there next
 )
 
 LARGEST_HEADS = 3  # heads with the largest primary linf, listed in the notebook summary
