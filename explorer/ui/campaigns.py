@@ -22,7 +22,7 @@ from typing import Any
 import panel as pn
 import param
 
-from explorer.analysis.emulation.kernels import DEFAULT_SET_NAME
+from explorer.analysis.emulation.kernels import DEFAULT_SET, DEFAULT_SET_NAME
 from explorer.campaigns.once import campaign_report_held, campaign_report_once
 from explorer.campaigns.sets import ROOT_DIRECTORY, CaptureSet, Listing, listing_of_summaries
 from explorer.catalog.discovery import lookup
@@ -41,7 +41,9 @@ QUERY_CAMPAIGN, QUERY_CELL = "campaign", "cell"
 EXPORT_LABEL, EXPORT_WIDTH = "Export campaign: HTML + PNG + JSON + findings", 330
 EXPORT_BUSY = "Exporting the campaign (the PNG takes a few seconds) ..."
 EMULATE_LABEL, EMULATE_WIDTH = "Which emulation reproduces each side of the origin cell?", 400
-EMULATE_SET = (DEFAULT_SET_NAME,)  # the emulations the button asks for (as `explorer campaign --emulate default`)
+# The emulations the button asks for: the default set's kernels. Not the set's real-library run (mlx_run): it
+# runs in a child process of its own, which the campaign's worker processes (daemons) cannot start.
+EMULATE_SET = DEFAULT_SET
 BACK_LABEL, BACK_WIDTH = "Back to the campaign grid", 210
 MAX_CAMPAIGN_BUTTONS = 12
 MAX_SINGLE_BACKEND_LISTED = 6  # single-backend capture sets named in their line; the others counted
@@ -274,7 +276,7 @@ class CampaignMode(param.Parameterized):
             return pn.Column(
                 *self._emulation_part(report),
                 self.cell_note,
-                build(report, on_cell=self._cell_clicked),
+                build(report, on_cell=self.click_cell),
                 sizing_mode="stretch_width",
             )
 
@@ -295,8 +297,9 @@ class CampaignMode(param.Parameterized):
         if block["emulationSentence"] is not None:
             return [
                 pn.pane.HTML(
-                    f'<div class="campaign-emulations" style="{NOTE_STYLE}">Emulations of the origin cell '
-                    f"(the {DEFAULT_SET_NAME} set): {esc(block['emulationSentence'])}</div>",
+                    f'<div class="campaign-emulations" style="{NOTE_STYLE}">The emulations of the origin cell '
+                    f"(the {DEFAULT_SET_NAME} set's kernels: {esc(', '.join(EMULATE_SET))}) are computed: the "
+                    "origin below names which reproduces each side.</div>",
                     sizing_mode="stretch_width",
                 )
             ]
@@ -307,7 +310,8 @@ class CampaignMode(param.Parameterized):
         return [self.emulate_button]
 
     @one_at_a_time
-    def _cell_clicked(self, step: int, layer: int) -> None:
+    def click_cell(self, step: int, layer: int) -> None:
+        """Open the pair of the cell (step, layer), as a click on it in the grid does; a note near the grid else."""
         self.cell_note.object = _cell_note(" ".join(self.open_cell(f"{step},{layer}")))
 
     def open_cell(self, text: str) -> list[str]:

@@ -1,4 +1,4 @@
-"""The app lists the campaigns the command line lists: each capture set listed and opened, computed once.
+"""The app lists the campaigns the command line lists: each capture set opened, each computed once.
 
 Two capture sets of one request (the curated sample and the d64 sample, as `explorer samples --campaign` writes
 them) and a re-capture on one backend only under one root: the app lists what the command line lists, opens each,
