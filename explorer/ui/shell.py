@@ -62,7 +62,7 @@ class Shell:
         self._opener: Mode | None = None  # the mode opening another one (a campaign its cell's pair): kept open
         self._query_writer = QueryWriter(width=0, height=0, margin=0)
         self._view: tuple | None = None  # the view of the browser's history entry shown (None before the first)
-        self._visiting = False  # Back or Forward is opening an entry: it is rewritten, not pushed
+        self._rewriting = False  # opening what a URL names (a load, Back, Forward): its entry is rewritten
         self.packets = PacketList(self.index, badge=list_badge, on_choose=self._choose)
         self.runner = Runner()
         context = Context(
@@ -140,7 +140,7 @@ class Shell:
         for mode in self.modes:
             query.update(mode.query())
         view = (type(self.mode).__name__, () if self.mode is self.single else tuple(self.mode.query().items()))
-        self._query_writer.push = self._view is not None and view != self._view and not self._visiting
+        self._query_writer.push = self._view is not None and view != self._view and not self._rewriting
         self._view = view
         self._query_writer.query = write_query(query)
 
@@ -165,9 +165,13 @@ class Shell:
     def _open_from_query(self, search: str) -> None:
         """Every mode opens what the URL query asks of it, the single packet first; then the element."""
         query = read_query(search)
-        notes = []
-        for mode in self.modes:
-            notes += mode.from_query(query)
+        rewriting, self._rewriting = self._rewriting, True
+        try:
+            notes = []
+            for mode in self.modes:
+                notes += mode.from_query(query)
+        finally:
+            self._rewriting = rewriting
         self.single.say(" ".join(notes))
         self._show_status()
         if self.single.packet:
@@ -214,12 +218,12 @@ class Shell:
     def visit(self, search: str) -> None:
         """Show the history entry whose URL query is `search`, as the browser's Back and Forward do (the entry is
         rewritten, not pushed)."""
-        self._visiting = True
+        self._rewriting = True
         try:
             self._shown(None)
             self._open_from_query(search)
         finally:
-            self._visiting = False
+            self._rewriting = False
 
     @one_at_a_time
     def choose(self, name: str) -> None:
