@@ -30,6 +30,7 @@ from explorer.catalog.index import FILL_JOBS, INLINE_PACKETS, WORKER_START_METHO
 from explorer.export.files import FINDINGS_SUFFIX, ExportPaths
 from explorer.export.kinds import CAMPAIGN_SUFFIX
 from explorer.export.pages import export_campaign
+from explorer.foundations.bounded import escaped_bytes
 from explorer.ui.area import ModeArea, add_problems, choice_buttons, first_shown, note_and_buttons
 from explorer.ui.mode import Context, one_at_a_time
 from explorer.ui.runner import error_line
@@ -53,10 +54,10 @@ NO_CAMPAIGNS = "No request is captured on two backends or more under this root."
 
 
 def _label(found: CaptureSet) -> str:
-    """request R · model (· directory when the request is captured in several sets)."""
+    """request R · model · its capture set's directory (but the root's), as the label of a button."""
     request, model = found.key[3], found.key[0]
     where = "" if found.directory == ROOT_DIRECTORY else f" · {found.directory}"
-    return f"request {request} · {model}{where}"
+    return escaped_bytes(f"request {request} · {model}{where}")  # a label's text (a name's bytes as \\xNN)
 
 
 def _cell_note(note: str) -> str:
@@ -101,7 +102,7 @@ class CampaignMode(param.Parameterized):
             on_close=self.close,
             on_export=self.export,
         )
-        self.cell_note = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["campaign-cell-note"])
+        self.cell_note: pn.pane.HTML | None = None  # a cell's note above the grid, made with the first grid
         self.emulate_button: pn.widgets.Button | None = None  # made with a grid whose origin cell can be emulated
         self._back: pn.Row | None = None  # the way back to the grid above a cell's pair, made when first needed
         self.panel = pn.Column(self.area.panel, visible=False, sizing_mode="stretch_width", css_classes=["campaign"])
@@ -224,8 +225,8 @@ class CampaignMode(param.Parameterized):
         Emulations button does: its origin then says which emulation reproduces each side of its cell."""
         ident = self.campaign
         found, sets = self._found(ident)
-        if found is None or self.cell:
-            return
+        if found is None or self.cell or self._report is None:
+            return  # no grid on screen (a cell's pair, or the campaign still computed)
         self._emulated = ident
         if self.emulate_button is not None:
             self.emulate_button.loading = True
@@ -236,6 +237,7 @@ class CampaignMode(param.Parameterized):
                 if self.campaign != ident or self.cell:
                     return  # the grid was left meanwhile: it shows the emulations when opened again
                 if error is not None:
+                    self._emulated = ""
                     if self.emulate_button is not None:
                         self.emulate_button.loading = False
                     self.cell_note.object = (
@@ -270,6 +272,8 @@ class CampaignMode(param.Parameterized):
         report = self._report
         key = report["key"]
         where = "" if report["captureSet"] == ROOT_DIRECTORY else f" ({esc(report['captureSet'])})"
+        if self.cell_note is None:
+            self.cell_note = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["campaign-cell-note"])
         self.cell_note.object = _cell_note(note)
 
         def view() -> pn.Column:
