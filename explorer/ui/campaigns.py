@@ -251,12 +251,14 @@ class CampaignMode(param.Parameterized):
     def _open_report(self, ident: str, report: dict[str, Any] | None, cell: str | None) -> list[str]:
         if report is None:
             return [f"Campaign &quot;{echo(ident)}&quot; could not be formed from its packets; it was ignored."]
-        self._report = report
-        self.campaign, self.cell = ident, ""
-        notes = [] if cell is None else self.open_cell(cell)
-        if cell is None or notes:  # a cell with no pair to open: the grid, and why (near it)
-            self._show(" ".join(notes))
-            self.context.shown(self)
+        # one message to the browser: the grid is drawn where it stays (the packet's status line hidden with it)
+        with pn.io.hold():
+            self._report = report
+            self.campaign, self.cell = ident, ""
+            notes = [] if cell is None else self.open_cell(cell)
+            if cell is None or notes:  # a cell with no pair to open: the grid, and why (near it)
+                self._show(" ".join(notes))
+                self.context.shown(self)
         return notes
 
     def _reveal(self, status_html: str, build) -> None:
