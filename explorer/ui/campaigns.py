@@ -3,12 +3,14 @@
 The app's campaign mode: the sidebar's list of campaigns under the root and the Campaign view (`?campaign=ID`),
 whose cells open their pair (`&cell=STEP,LAYER`); computes no numbers itself.
 
-The campaigns are listed from the packet index's summaries (packets sharing model,
-artifact, input and request, two or more of them). Opening one runs the campaign
-computation (explorer/campaigns/) on that campaign's packets only: in this process
-for a few packets, else in worker processes started from a clean server process
-(never a fork of the threaded server). The last reports are kept per root and
-content, so going back to a campaign after its pair redraws it at once.
+The campaigns are the capture sets of the one listing the command line and the DataFrame
+share (explorer.campaigns.sets, from the packet index's summaries): a set of two backends
+or more is a button, the single-backend sets are one line apart. Opening one computes it
+through explorer.campaigns.once (one computation shared by every session asking for it
+while it runs, the last kept): in this process for a few packets, else in worker
+processes started from a clean server process (never a fork of the threaded server),
+through the session's runner. The Emulations button computes it again with the default
+emulation set, so the origin says which emulation reproduces each side of its cell.
 """
 
 from __future__ import annotations
@@ -20,17 +22,16 @@ from typing import Any
 import panel as pn
 import param
 
-from explorer.campaigns.grid import campaign_id
-from explorer.campaigns.model import KEY_FIELDS
-from explorer.campaigns.report import build_campaign_report
-from explorer.campaigns.run import run_campaigns
+from explorer.analysis.emulation.kernels import DEFAULT_SET, DEFAULT_SET_NAME
+from explorer.campaigns.once import campaign_report_held, campaign_report_once
+from explorer.campaigns.sets import ROOT_DIRECTORY, CaptureSet, Listing, listing_of_summaries
 from explorer.catalog.discovery import lookup
 from explorer.catalog.index import FILL_JOBS, INLINE_PACKETS, WORKER_START_METHOD
 from explorer.export.files import FINDINGS_SUFFIX, ExportPaths
 from explorer.export.kinds import CAMPAIGN_SUFFIX
 from explorer.export.pages import export_campaign
-from explorer.foundations.cache import BoundedCache
-from explorer.ui.area import ModeArea, add_problems, choice_buttons, note_and_buttons
+from explorer.foundations.bounded import escaped_bytes
+from explorer.ui.area import ModeArea, add_problems, choice_buttons, first_shown, note_and_buttons
 from explorer.ui.mode import Context, one_at_a_time
 from explorer.ui.runner import error_line
 from explorer.ui.shared import echo
@@ -40,19 +41,44 @@ from explorer.views.shared.markup import esc
 QUERY_CAMPAIGN, QUERY_CELL = "campaign", "cell"
 EXPORT_LABEL, EXPORT_WIDTH = "Export campaign: HTML + PNG + JSON + findings", 330
 EXPORT_BUSY = "Exporting the campaign (the PNG takes a few seconds) ..."
+EMULATE_LABEL, EMULATE_WIDTH = "Which emulation reproduces each side of the origin cell?", 400
+# The emulations the button asks for: the default set's kernels. Not the set's real-library run (mlx_run): it
+# runs in a child process of its own, which the campaign's worker processes (daemons) cannot start.
+EMULATE_SET = DEFAULT_SET
+BACK_LABEL, BACK_WIDTH = "Back to the campaign grid", 210
 MAX_CAMPAIGN_BUTTONS = 12
-REPORT_CACHE_ENTRIES = 4  # campaign reports kept per process (a few hundred bytes per cell)
+MAX_SINGLE_BACKEND_LISTED = 6  # single-backend capture sets named in their line; the others counted
 STATUS_STYLE = "padding:0.3em 0;font-size:1.05em"
-NO_CAMPAIGNS = "No request is captured in two or more packets under this root."
+NOTE_STYLE = "font-size:0.9em;padding:0.2em 0"
+NO_CAMPAIGNS = "No request is captured on two backends or more under this root."
 
-_reports: BoundedCache[dict[str, Any]] = BoundedCache(REPORT_CACHE_ENTRIES)
+
+def _label(found: CaptureSet) -> str:
+    """request R · model · its capture set's directory (but the root's), as the label of a button."""
+    request, model = found.key[3], found.key[0]
+    where = "" if found.directory == ROOT_DIRECTORY else f" · {found.directory}"
+    return escaped_bytes(f"request {request} · {model}{where}")  # a label's text (a name's bytes as \\xNN)
 
 
-def _key(selection: tuple | None) -> tuple | None:
-    if selection is None:
-        return None
-    fields = dict(selection)
-    return tuple(fields[name] for name in KEY_FIELDS)
+def _cell_note(note: str) -> str:
+    """A click's (or the URL's) note about a cell, shown just above the grid ('' when none)."""
+    return f'<div class="campaign-cell-problem" style="{NOTE_STYLE}">{note}</div>' if note else ""
+
+
+def _single_backend_line(sets: tuple[CaptureSet, ...]) -> str:
+    """The single-backend capture sets in one line (they have no grid), '' when there are none."""
+    if not sets:
+        return ""
+    named = "; ".join(
+        f"{esc(_label(found))} ({esc(found.backends[0])}, {len(found.members)})"
+        for found in sets[:MAX_SINGLE_BACKEND_LISTED]
+    )
+    more = len(sets) - MAX_SINGLE_BACKEND_LISTED
+    rest = f"; and {more} more" if more > 0 else ""
+    return (
+        f'<div class="campaign-single-backend" data-sets="{len(sets)}" style="font-size:0.85em;color:#444444">'
+        f"One backend only, no grid ({len(sets)}): {named}{rest}.</div>"
+    )
 
 
 class CampaignMode(param.Parameterized):
@@ -65,6 +91,7 @@ class CampaignMode(param.Parameterized):
         super().__init__(**params)
         self.context, self.index, self.export_dir, self.lock = context, context.index, context.export_dir, context.lock
         self._report: dict[str, Any] | None = None
+        self._emulated = ""  # the campaign whose emulations were asked for (its grid shows them)
         self._note = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["campaign-note-list"])
         self.buttons: list[pn.widgets.Button] = []
         self.sidebar = pn.Column(self._note, sizing_mode="stretch_width", css_classes=["campaign-list"])
@@ -75,7 +102,10 @@ class CampaignMode(param.Parameterized):
             on_close=self.close,
             on_export=self.export,
         )
-        self.panel = self.area.panel
+        self.cell_note: pn.pane.HTML | None = None  # a cell's note above the grid, made with the first grid
+        self.emulate_button: pn.widgets.Button | None = None  # made with a grid whose origin cell can be emulated
+        self._back: pn.Row | None = None  # the way back to the grid above a cell's pair, made when first needed
+        self.panel = pn.Column(self.area.panel, visible=False, sizing_mode="stretch_width", css_classes=["campaign"])
         context.packets.param.watch(lambda _event: self.list_campaigns(), "filled")
         self.list_campaigns()
 
@@ -86,34 +116,33 @@ class CampaignMode(param.Parameterized):
 
     # ------------------------------------------------------------ the list
 
-    def _groups(self) -> dict[str, tuple[tuple, list[str]]]:
-        groups: dict[str, tuple[tuple, list[str]]] = {}
-        for entry in self.index.entries:
-            summary = self.index.summary(entry.name)
-            key = _key(None if summary is None else summary.selection)
-            if key is not None:
-                groups.setdefault(campaign_id(key), (key, []))[1].append(entry.name)
-        return {ident: group for ident, group in groups.items() if len(group[1]) > 1}
+    def listing(self) -> Listing:
+        """The one listing of campaigns (explorer.campaigns.sets) among the packets summarized so far."""
+        return listing_of_summaries((entry.name, self.index.summary(entry.name)) for entry in self.index.entries)
 
     def list_campaigns(self) -> None:
-        """One button per campaign (request and model, packet count)."""
-        groups = sorted(self._groups().items(), key=lambda item: (str(item[1][0][3]), str(item[1][0][0])))
+        """One button per campaign (request, model and capture set, packet count); the single-backend sets in a
+        line apart."""
+        listing = self.listing()
+        sets = listing.campaigns
         buttons = choice_buttons(
             (
                 (
-                    ident,
-                    f"request {key[3]} · {key[0]} ({len(names)})",
-                    f"Open the campaign grid of request {key[3]}",
-                    ["campaign-button", f"campaign-{ident}"],
+                    found.id,
+                    f"{_label(found)} ({len(found.members)})",
+                    f"Open the campaign grid of {_label(found)}",
+                    ["campaign-button", f"campaign-{found.id}"],
                 )
-                for ident, (key, names) in groups[:MAX_CAMPAIGN_BUTTONS]
+                for found in sets[:MAX_CAMPAIGN_BUTTONS]
             ),
             self._clicked,
         )
-        lead = f"Campaigns ({len(groups)}):" if groups else f'<span class="no-campaigns">{NO_CAMPAIGNS}</span>'
+        lead = f"Campaigns ({len(sets)}):" if sets else f'<span class="no-campaigns">{NO_CAMPAIGNS}</span>'
         self._note.object = (
-            f'<div class="campaign-note-text" data-campaigns="{len(groups)}" '
-            f'style="font-size:0.9em"><b>Campaigns</b> under this root<br>{lead}</div>'
+            f'<div class="campaign-note-text" data-campaigns="{len(sets)}" '
+            f'style="font-size:0.9em"><b>Campaigns</b> under this root<br>{lead}'
+            f"{first_shown(len(sets), MAX_CAMPAIGN_BUTTONS, 'campaign=ID')}</div>"
+            f"{_single_backend_line(listing.single_backend)}"
         )
         self.buttons = buttons
         self.sidebar.objects = note_and_buttons(self._note, buttons, "campaign-buttons")
@@ -127,47 +156,53 @@ class CampaignMode(param.Parameterized):
 
     # ------------------------------------------------------------ the grid
 
-    def _signature(self, ident: str, names: list[str]) -> tuple:
-        return str(self.index.root), ident, tuple((name, self.index.summary(name)) for name in names)
+    def _found(self, ident: str) -> tuple[CaptureSet | None, tuple[CaptureSet, ...]]:
+        """The listed campaign `ident` and every capture set of its request (whose packets form its id)."""
+        listing = self.listing()
+        found = next((found for found in listing.campaigns if found.id == ident), None)
+        if found is None:
+            return None, ()
+        return found, tuple(other for other in (*listing.campaigns, *listing.single_backend) if other.key == found.key)
 
-    def _computed(self, ident: str, names: list[str]) -> dict[str, Any] | None:
-        """The campaign's report entry: kept from an earlier session for the same contents, else computed now."""
-        signature = self._signature(ident, names)
-        held = _reports.get(signature)
-        if held is not None:
-            return held
-        entries = [entry for entry in (lookup(self.index.entries, name) for name in names) if entry is not None]
+    def _contents(self, sets: tuple[CaptureSet, ...]) -> tuple:
+        """What the packets of `sets` hold, as the index summarized them (a computation is kept for these)."""
+        return tuple((member.name, self.index.summary(member.name)) for found in sets for member in found.members)
+
+    def _computed(self, ident: str, sets: tuple[CaptureSet, ...], emulate: tuple[str, ...] | None):
+        """The report entry of campaign `ident`, computed once for every session asking for it (or kept)."""
+        entries = [
+            entry
+            for entry in (lookup(self.index.entries, member.name) for found in sets for member in found.members)
+            if entry is not None
+        ]
         inline = len(entries) <= INLINE_PACKETS
-        run = run_campaigns(
+        return campaign_report_once(
             self.index.root,
+            entries,
+            ident,
+            contents=self._contents(sets),
             jobs=1 if inline else FILL_JOBS,
-            entries=entries,
             context=None if inline else WORKER_START_METHOD,
+            emulate=emulate,
         )
-        report = build_campaign_report(run)
-        found = next((campaign for campaign in report["campaigns"] if campaign["id"] == ident), None)
-        if found is not None:
-            _reports.put(signature, found)
-        return found
 
     def open(self, ident: str, cell: str | None = None) -> list[str]:
         """Show the grid of campaign `ident` (or, with `cell`, that cell's pair); returns notes.
 
         A campaign of more than INLINE_PACKETS packets not computed yet is computed by the session's runner (the
         page says so meanwhile) and opened when it is done, unless another campaign was opened since."""
-        group = self._groups().get(ident)
-        if group is None:
+        found, sets = self._found(ident)
+        if found is None:
             return [f"Campaign &quot;{echo(ident)}&quot; is not listed under this root; it was ignored."]
-        names = group[1]
-        known = _reports.peek(self._signature(ident, names)) is not None
-        if known or len(names) <= INLINE_PACKETS or self.context.runner.inline:
-            return self._open_report(ident, self._computed(ident, names), cell)
+        emulate = EMULATE_SET if ident == self._emulated else None
+        held = campaign_report_held(self.index.root, ident, contents=self._contents(sets), emulate=emulate)
+        if held is not None or len(found.members) <= INLINE_PACKETS or self.context.runner.inline:
+            return self._open_report(ident, held or self._computed(ident, sets, emulate), cell)
         self._report, self.campaign, self.cell = None, ident, ""
-        self.area.show(
+        self._reveal(
             f'<div class="campaign-pending" style="{STATUS_STYLE}">Computing the campaign of '
-            f"{len(names)} packets in worker processes; the grid follows here.</div>",
+            f"{len(found.members)} packets in worker processes; the grid follows here.</div>",
             lambda: pn.pane.HTML("", sizing_mode="stretch_width"),
-            "campaign view",
         )
         self.context.shown(self)
 
@@ -181,36 +216,109 @@ class CampaignMode(param.Parameterized):
                     return
                 self._say(self._open_report(ident, report, cell))
 
-        self.context.runner.run(lambda: self._computed(ident, names), opened)
+        self.context.runner.run(lambda: self._computed(ident, sets, emulate), opened)
         return []
+
+    @one_at_a_time
+    def emulate(self) -> None:
+        """Compute the open campaign again with the default emulation set (through the session's runner), as its
+        Emulations button does: its origin then says which emulation reproduces each side of its cell."""
+        ident = self.campaign
+        found, sets = self._found(ident)
+        if found is None or self.cell or self._report is None:
+            return  # no grid on screen (a cell's pair, or the campaign still computed)
+        self._emulated = ident
+        if self.emulate_button is not None:
+            self.emulate_button.loading = True
+        self.cell_note.object = '<div class="campaign-emulating">Computing the emulations of the origin cell ...</div>'
+
+        def answered(report: dict[str, Any] | None, error: BaseException | None) -> None:
+            with self.lock:
+                if self.campaign != ident or self.cell:
+                    return  # the grid was left meanwhile: it shows the emulations when opened again
+                if error is not None:
+                    self._emulated = ""
+                    if self.emulate_button is not None:
+                        self.emulate_button.loading = False
+                    self.cell_note.object = (
+                        f'<div class="campaign-failed">{esc(error_line("The emulations", error))}</div>'
+                    )
+                    return
+                self._say(self._open_report(ident, report, None))
+
+        self.context.runner.run(lambda: self._computed(ident, sets, EMULATE_SET), answered)
 
     def _open_report(self, ident: str, report: dict[str, Any] | None, cell: str | None) -> list[str]:
         if report is None:
             return [f"Campaign &quot;{echo(ident)}&quot; could not be formed from its packets; it was ignored."]
-        self._report = report
-        self.campaign, self.cell = ident, ""
-        notes = [] if cell is None else self.open_cell(cell)
-        if cell is None or notes:  # a cell with no pair to open: the grid, and why
-            self._show()
-            self.context.shown(self)
+        # one message to the browser: the grid is drawn where it stays (the packet's status line hidden with it)
+        with pn.io.hold():
+            self._report = report
+            self.campaign, self.cell = ident, ""
+            notes = [] if cell is None else self.open_cell(cell)
+            if cell is None or notes:  # a cell with no pair to open: the grid, and why (near it)
+                self._show(" ".join(notes))
+                self.context.shown(self)
         return notes
 
-    def _show(self) -> None:
+    def _reveal(self, status_html: str, build) -> None:
+        """The campaign's area with `status_html` and the view `build` makes, no way back (that is above a cell)."""
+        if self._back is not None:
+            self._back.visible = False
+        self.area.show(status_html, build, "campaign view")
+        self.panel.visible = True
+
+    def _show(self, note: str = "") -> None:
         from explorer.views.campaign.view import build
 
         report = self._report
         key = report["key"]
-        self.area.show(
+        where = "" if report["captureSet"] == ROOT_DIRECTORY else f" ({esc(report['captureSet'])})"
+        if self.cell_note is None:
+            self.cell_note = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["campaign-cell-note"])
+        self.cell_note.object = _cell_note(note)
+
+        def view() -> pn.Column:
+            return pn.Column(
+                *self._emulation_part(report),
+                self.cell_note,
+                build(report, on_cell=self.click_cell),
+                sizing_mode="stretch_width",
+            )
+
+        self._reveal(
             f'<div class="campaign-status-line" data-campaign="{esc(report["id"])}" '
             f'style="{STATUS_STYLE}">Campaign of request <b>{esc(key["requestID"])}</b>, model '
-            f"{esc(key['modelID'])}: {esc(' vs '.join(report['backends']))}</div>",
-            lambda: build(report, on_cell=self._cell_clicked),
-            "campaign view",
+            f"{esc(key['modelID'])}{where}: {esc(' vs '.join(report['backends']))}</div>",
+            view,
         )
 
+    def _emulation_part(self, report: dict[str, Any]) -> list:
+        """The Emulations button while the origin cell's emulations are not computed, else a line saying where
+        they are; nothing when no cell's outputs differ."""
+        block = report["firstOutputsDiffer"]
+        self.emulate_button = None
+        if block is None:
+            return []
+        if block["emulationSentence"] is not None:
+            return [
+                pn.pane.HTML(
+                    f'<div class="campaign-emulations" style="{NOTE_STYLE}">The emulations of the origin cell '
+                    f"(the {DEFAULT_SET_NAME} set's kernels: {esc(', '.join(EMULATE_SET))}) are computed: the "
+                    "origin below names which reproduces each side.</div>",
+                    sizing_mode="stretch_width",
+                )
+            ]
+        self.emulate_button = pn.widgets.Button(
+            label=EMULATE_LABEL, color="light", width=EMULATE_WIDTH, css_classes=["campaign-emulate"]
+        )
+        self.emulate_button.on_click(lambda _event: self.emulate())
+        return [self.emulate_button]
+
     @one_at_a_time
-    def _cell_clicked(self, step: int, layer: int) -> None:
-        self._say(self.open_cell(f"{step},{layer}"))
+    def click_cell(self, step: int, layer: int) -> None:
+        """Open the pair of the cell (step, layer), as a click on it in the grid does; a note near the grid else."""
+        self.cell_note.object = _cell_note(" ".join(self.open_cell(f"{step},{layer}")))
 
     def open_cell(self, text: str) -> list[str]:
         """Open the pair of the cell 'STEP,LAYER' of the open campaign; returns notes."""
@@ -226,8 +334,34 @@ class CampaignMode(param.Parameterized):
         if not notes:
             self.cell = text
             self.area.hide()
+            self._show_back(text)
             self.context.changed()
         return notes
+
+    def _show_back(self, cell: str) -> None:
+        """Above the cell's pair: which campaign it belongs to, and the way back to its grid."""
+        if self._back is None:
+            button = pn.widgets.Button(label=BACK_LABEL, color="light", width=BACK_WIDTH, css_classes=["campaign-back"])
+            button.on_click(lambda _event: self.back_to_grid())
+            self._back = pn.Row(
+                button,
+                pn.pane.HTML("", sizing_mode="stretch_width"),
+                sizing_mode="stretch_width",
+                css_classes=["campaign-back-bar"],
+            )
+            self.panel.insert(0, self._back)
+        key = self._report["key"]
+        self._back[1].object = (
+            f'<div class="campaign-back-line" data-campaign="{esc(self.campaign)}" style="{NOTE_STYLE}">Cell '
+            f"{esc(cell)} of the campaign of request {esc(key['requestID'])}, model {esc(key['modelID'])}</div>"
+        )
+        self._back.visible = True
+
+    @one_at_a_time
+    def back_to_grid(self) -> None:
+        """From a cell's pair back to its campaign's grid, as the Back to the campaign grid button does."""
+        if self.campaign:
+            self._say(self.open(self.campaign))
 
     def from_query(self, query: Mapping[str, str]) -> list[str]:
         """Open what `campaign=` and `cell=` in the URL ask for."""
@@ -242,6 +376,7 @@ class CampaignMode(param.Parameterized):
         if self.campaign:
             self.campaign, self.cell = "", ""
             self.area.hide()
+            self.panel.visible = False
         if notify:
             self.context.shown(None)
 

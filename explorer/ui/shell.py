@@ -61,6 +61,8 @@ class Shell:
         self._document = pn.state.curdoc  # the session's document (its loop runs the list's pushes), None outside
         self._opener: Mode | None = None  # the mode opening another one (a campaign its cell's pair): kept open
         self._query_writer = QueryWriter(width=0, height=0, margin=0)
+        self._view: tuple | None = None  # the view of the browser's history entry shown (None before the first)
+        self._rewriting = False  # opening what a URL names (a load, Back, Forward): its entry is rewritten
         self.packets = PacketList(self.index, badge=list_badge, on_choose=self._choose)
         self.runner = Runner()
         context = Context(
@@ -96,6 +98,7 @@ class Shell:
         if self._names_listed_packet(self._initial_query) or self.packets.filled:
             self._open_requested()
         self.packets.param.watch(self._on_filled, "filled")
+        self._query_writer.param.watch(lambda _event: self.visit(self._query_writer.visited), "visits")
 
     def _of(self, kind: type) -> Mode:
         return next(mode for mode in self.modes if isinstance(mode, kind))
@@ -123,11 +126,27 @@ class Shell:
         for mode in self.modes[1:]:
             if mode.panel.visible and mode.panel not in self.main.objects:
                 self.main.insert(self.main.objects.index(self.single.panel), mode.panel)
+        if self._opener is not None:  # the opener's area (a campaign's way back to its grid) above the one opened
+            objects = list(self.main.objects)
+            if self._opener.panel in objects and objects.index(self._opener.panel) > objects.index(self.mode.panel):
+                objects.remove(self._opener.panel)
+                objects.insert(objects.index(self.mode.panel), self._opener.panel)
+                self.main.objects = objects
         self.single.reveal(self.mode is self.single)
+        self._show_status()
+        if self._opener is not None:
+            return  # the URL follows once the mode opened by another is open
         query: dict[str, str] = {}
         for mode in self.modes:
             query.update(mode.query())
+        view = (type(self.mode).__name__, () if self.mode is self.single else tuple(self.mode.query().items()))
+        self._query_writer.push = self._view is not None and view != self._view and not self._rewriting
+        self._view = view
         self._query_writer.query = write_query(query)
+
+    def _show_status(self) -> None:
+        """Above a campaign's grid its own header, not the packet's status line (but a note about the request)."""
+        self.single.status.visible = self.mode is not self.campaigns or bool(self.single.message)
 
     @one_at_a_time
     def _open_pair(self, opener: Mode, a: str, b: str) -> list[str]:
@@ -146,10 +165,15 @@ class Shell:
     def _open_from_query(self, search: str) -> None:
         """Every mode opens what the URL query asks of it, the single packet first; then the element."""
         query = read_query(search)
-        notes = []
-        for mode in self.modes:
-            notes += mode.from_query(query)
+        rewriting, self._rewriting = self._rewriting, True
+        try:
+            notes = []
+            for mode in self.modes:
+                notes += mode.from_query(query)
+        finally:
+            self._rewriting = rewriting
         self.single.say(" ".join(notes))
+        self._show_status()
         if self.single.packet:
             self.single.element_from_query(query)
 
@@ -191,6 +215,17 @@ class Shell:
         self._open_from_query(search)
 
     @one_at_a_time
+    def visit(self, search: str) -> None:
+        """Show the history entry whose URL query is `search`, as the browser's Back and Forward do (the entry is
+        rewritten, not pushed)."""
+        self._rewriting = True
+        try:
+            self._shown(None)
+            self._open_from_query(search)
+        finally:
+            self._rewriting = False
+
+    @one_at_a_time
     def choose(self, name: str) -> None:
         """Choose the packet `name` in the list, as a click on its row does (the open packet is read again)."""
         self._choose(name)
@@ -207,6 +242,11 @@ class Shell:
     def url_query(self) -> str:
         """The URL query the page shows now ("?packet=...")."""
         return self._query_writer.query
+
+    @property
+    def url_pushed(self) -> bool:
+        """The URL query was written as a new history entry (a new view), not over the one shown."""
+        return self._query_writer.push
 
     @property
     def single_shown(self) -> bool:

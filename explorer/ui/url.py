@@ -52,20 +52,34 @@ def page_location() -> Location | bool:
 
 
 class QueryWriter(JSComponent):
-    """Writes `query` into the browser's address bar (history.replaceState) whenever it changes, draws nothing."""
+    """Writes `query` into the browser's address bar whenever it changes, draws nothing: a new history entry
+    (pushState) when `push` is set, else the entry shown is rewritten (replaceState); the first write always
+    rewrites. The browser's Back and Forward set `visited` (the entry's query) and count `visits`."""
 
     query = param.String(default="", doc="The URL query, '?'-prefixed.")
+    push = param.Boolean(default=False, doc="The next change of `query` is a new history entry (a new view).")
+    visited = param.String(default="", doc="The query of the entry Back or Forward went to.")
+    visits = param.Integer(default=0, doc="How many times Back or Forward went to an entry.")
 
     _esm = """
 export function render({ model }) {
-  const write = () => {
+  const write = (push) => {
     const url = new URL(window.location.href)
     url.search = model.query
-    if (url.href !== window.location.href) {
+    if (url.href === window.location.href) {
+      return
+    }
+    if (push) {
+      window.history.pushState(null, "", url.href)
+    } else {
       window.history.replaceState(window.history.state, "", url.href)
     }
   }
-  model.on("query", write)
-  write()
+  model.on("query", () => write(model.push))
+  window.addEventListener("popstate", () => {
+    model.visited = window.location.search
+    model.visits = model.visits + 1
+  })
+  write(false)
 }
 """

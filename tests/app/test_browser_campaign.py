@@ -2,7 +2,8 @@
 
 The served app's Campaign view in Debian's chromium: listed in the sidebar, the grid drawn with the origin sentence
 above it, a click on a cell opens that cell's pair (campaign= and cell= in the URL), `cell=` opens a pair directly,
-and the first screen fits 1280 x 800 (also for 32 layers x 16 steps, by the grid's own sizing)."""
+and the first screen fits 1280 x 800 (also for 32 layers x 16 steps, by the grid's own sizing); from a cell's pair the
+way back to the grid and the browser's Back both return to it, a missing cell answered beside the grid."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from explorer.samples.campaigns import BACKENDS, CURATED_NAME, CURATED_SHAPE, OU
 from explorer.ui import catalog
 from explorer.views.campaign.view import GRID_CLASS, grid_size
 
-from app_support import CELL_POINT_JS, PAGE_TIMEOUT_MS, artifact, deep_text, open_packet, outside_requests
+from app_support import APP_PATH, CELL_POINT_JS, PAGE_TIMEOUT_MS, artifact, deep_text, open_packet, outside_requests
 
 ROOT = catalog.default_root()
 FIRST_SCREEN = {"width": 1280, "height": 800}
@@ -35,7 +36,9 @@ def _query(page) -> dict[str, str]:
 
 
 def _open_campaign(page, server, campaign, query=""):
-    open_packet(page, server, f"?campaign={campaign['id']}{query}")
+    """Open the app on the campaign; wait for the status line (of a cell's pair) or the grid's own header."""
+    page.goto(f"{server}{APP_PATH}?campaign={campaign['id']}{query}", timeout=PAGE_TIMEOUT_MS)
+    page.wait_for_selector(".status-line:visible, .campaign-status-line:visible", timeout=PAGE_TIMEOUT_MS)
 
 
 def _wait_grid(page, campaign):
@@ -94,3 +97,31 @@ def test_cell_in_the_url_opens_that_pair_and_unknown_values_are_noted(page, serv
     _open_campaign(page, server, campaign, f"&cell={OUTPUT_INDEX + missing_step},{missing_layer}")
     page.wait_for_selector(".shell-message", timeout=PAGE_TIMEOUT_MS)
     assert "missing: it has no pair to open" in deep_text(page.locator(".shell-message").first)
+
+
+def test_back_from_a_cell_returns_to_the_grid_and_a_missing_cell_is_answered_beside_it(page, server, campaign):
+    step, layer = CURATED_SHAPE.origin
+    _open_campaign(page, server, campaign)
+    _wait_grid(page, campaign)
+    assert not page.locator(".status-line").first.is_visible()  # the header names the campaign, not a packet
+    assert "Campaign of request" in deep_text(page.locator(".campaign-status-line").first)
+    grid_url = page.url
+    point = {"cssClass": GRID_CLASS, "x": step, "y": campaign["coverage"]["layers"].index(layer)}
+    page.mouse.click(*page.evaluate(CELL_POINT_JS, point))
+    page.wait_for_url(lambda url: "cell=" in url, timeout=PAGE_TIMEOUT_MS)
+    page.locator(".campaign-back button").click()  # Back to the campaign grid
+    _wait_grid(page, campaign)
+    page.wait_for_url(lambda url: "cell=" not in url and f"campaign={campaign['id']}" in url, timeout=PAGE_TIMEOUT_MS)
+    page.go_back()  # the browser's Back: the cell's pair again
+    page.wait_for_selector(".pair-status-line", timeout=PAGE_TIMEOUT_MS)
+    assert "cell=" in page.url
+    page.go_back()  # and the grid before it
+    _wait_grid(page, campaign)
+    assert _query(page)["campaign"] == campaign["id"] and "cell" not in _query(page)
+    assert urlparse(page.url).path == urlparse(grid_url).path
+    missing_step, missing_layer = CURATED_SHAPE.missing
+    column, row = missing_step, campaign["coverage"]["layers"].index(missing_layer)
+    page.mouse.click(*page.evaluate(CELL_POINT_JS, {"cssClass": GRID_CLASS, "x": column, "y": row}))
+    page.wait_for_selector(".campaign-cell-problem", timeout=PAGE_TIMEOUT_MS)
+    assert "missing: it has no pair to open" in deep_text(page.locator(".campaign-cell-problem").first)
+    assert page.locator(".campaign-problem").count() == 0  # not in the sidebar

@@ -118,7 +118,11 @@ def _row_then_campaign(browser, server: str, ident: str) -> dict | None:
         page.locator(f".campaign-{ident} button").click()
         # the row's packet shown first (opening it would close a campaign opened meanwhile), then the grid
         ended = (
-            _waited(page.locator(f".status-line[data-packet='{OTHER_PACKET}']").wait_for, timeout=PAGE_TIMEOUT_MS)
+            _waited(
+                page.locator(f".status-line[data-packet='{OTHER_PACKET}']").wait_for,
+                state="attached",  # hidden once the grid shows: its header names the campaign
+                timeout=PAGE_TIMEOUT_MS,
+            )
             and _waited(
                 page.wait_for_function,
                 "(id) => new URLSearchParams(location.search).get('campaign') === id",
