@@ -70,7 +70,8 @@ def test_a_campaign_of_a_root_is_exported(capsys, tmp_path):
     code, paths, err = _report(capsys, str(CAMPAIGN_ROOT), "--campaign", identifier, "--out", str(tmp_path))
     assert (code, err) == (EXIT_DONE, "")
     assert sorted(path.name for path in paths) == _written(tmp_path)
-    stem = f"campaign-{identifier}"
+    (report,) = [path for path in paths if path.name.endswith(".campaign.json")]
+    stem = report.name.removesuffix(".campaign.json")  # named by request and model (issue 39)
     assert {".html", ".campaign.json", ".findings.md", "-campaign.png"} <= set(_suffixes(paths, stem))
     assert json.loads((tmp_path / f"{stem}.campaign.json").read_text())["id"] == identifier
 

@@ -42,7 +42,7 @@ def _assert_panel_shows(page, packet: str, head: int, channel: int) -> None:
     record = explorer.analyze(ROOT / packet).element(head, channel)
     shown = _panel_values(page)
     for label, value in record.fields():
-        expected = explorer.views.shared.formatting.full_number(value)
+        expected = explorer.foundations.formatting.full_number(value)
         assert shown[label] == expected, label
     text = deep_text(panel)
     assert record.output_hex in text and short_number(record.output) in text

@@ -20,10 +20,11 @@ JSON_DEPTH = 2  # levels expanded when a JSON pane opens
 # A long JSON line scrolls inside its pane, never widens the page.
 CONTAINED = {"overflow-x": "auto", "overflow-wrap": "anywhere"}
 # A long string value (a limitation, a path) wraps inside the JSON tree, never runs past its right edge (Panel's
-# json.css sets `white-space: pre` on strings; this sheet comes after it in the pane's shadow root).
+# json.css sets `white-space: pre` on strings; this sheet comes after it in the pane's shadow root). It is its own
+# box (inline-block), so a wrapped value moves below its key instead of running under it.
 JSON_WRAP_STYLESHEET = (
     ".json-formatter-row .json-formatter-string, .json-formatter-row .json-formatter-stringifiable "
-    "{ white-space: pre-wrap; overflow-wrap: anywhere; }"
+    "{ display: inline-block; vertical-align: top; max-width: 100%; white-space: pre-wrap; overflow-wrap: anywhere; }"
 )
 PRE_STYLE = (
     "white-space:pre-wrap;word-break:break-all;font-size:0.85em;background:#f7f7f7;padding:0.5em;"
