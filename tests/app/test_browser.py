@@ -99,7 +99,9 @@ def test_every_tab_of_an_analyzed_packet_draws(page, server, requested):
         page.wait_for_url(lambda url, slug=slug: f"tab={slug}" in url, timeout=PAGE_TIMEOUT_MS)
         assert VIEW_ERROR not in deep_text(view)
         png = view.screenshot(path=artifact(f"tab-{ANALYZED_SAMPLE}-{slug}.png"))
-        if slug in PLOT_SLUGS:
+        if slug == "lastrow":  # this sample's last rows are bit-equal: said in a line, no empty map (issue 39)
+            assert canvas_count(view) == 0 and "All bits equal" in deep_text(view)
+        elif slug in PLOT_SLUGS:
             assert canvas_count(view) > 0, slug
             assert pixel_std(png) > MIN_PIXEL_STD, slug
             assert plot_pixel_std(view) > MIN_PIXEL_STD, slug
@@ -177,7 +179,7 @@ def test_export_writes_html_that_loads_offline(page, server, export_dir, browser
     exported = offline.new_page()
     try:
         exported.goto(html_path.as_uri(), timeout=PAGE_TIMEOUT_MS)
-        for slug in PLOT_SLUGS:
+        for slug in (slug for slug in PLOT_SLUGS if slug != "lastrow"):  # its last rows are bit-equal: no map
             wait_drawn(exported, f"{SECTION_CLASS}-{slug}", PAGE_TIMEOUT_MS)
             assert canvas_count(exported.locator(f".{SECTION_CLASS}-{slug}").first) > 0, slug
         errors = exported.locator(f".{SECTION_CLASS}-errors").first
