@@ -143,9 +143,9 @@ EXPECTED = {
         ),
         3,
         (
-            "campaign-cf1fb907d12b2.html",
-            "campaign-cf1fb907d12b2.campaign.json",
-            "campaign-cf1fb907d12b2.findings.md",
+            "campaign-Qwen3.6_synthetic_campaign_-request-2.html",  # named by model and request
+            "campaign-Qwen3.6_synthetic_campaign_-request-2.campaign.json",
+            "campaign-Qwen3.6_synthetic_campaign_-request-2.findings.md",
             "paged-o62-l0-vs-contiguous-o62-l0.html",
         ),
     ),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 
+import panel as pn
 import pytest
 
 from explorer.samples.campaigns import CURATED_NAME
@@ -66,10 +67,10 @@ def test_a_change_within_a_view_rewrites_the_entry(shell):
 
 def test_a_click_on_a_missing_cell_answers_near_the_grid(shell):
     shell.campaigns.buttons[0].clicks += 1
-    sidebar = shell.campaigns.sidebar.objects[0].object
+    sidebar = shell.campaigns.sidebar.select(pn.pane.HTML)[0].object
     shell.campaigns.click_cell(*MISSING_CELL)
     assert "Cell 63,1 is missing: it has no pair to open." in shell.campaigns.cell_note.object
-    assert shell.campaigns.sidebar.objects[0].object == sidebar and shell.campaigns.shown
+    assert shell.campaigns.sidebar.select(pn.pane.HTML)[0].object == sidebar and shell.campaigns.shown
     assert shell.campaigns.cell_note in list(shell.campaigns.area.view.objects[0])  # in the grid's view
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import shutil
 import threading
 
+import panel as pn
 import pytest
 
 from explorer.campaigns import once
@@ -45,7 +46,7 @@ def test_the_app_lists_what_the_command_line_lists_and_opens_each_capture_set(ro
     assert len(with_grid) == 2 and len(single) == 1
     buttons = {button.css_classes[1].removeprefix("campaign-") for button in shell.campaigns.buttons}
     assert buttons == {campaign["id"] for campaign in with_grid}
-    note = shell.campaigns.sidebar.objects[0].object
+    note = shell.campaigns.sidebar.select(pn.pane.HTML)[0].object
     assert 'data-campaigns="2"' in note and 'class="campaign-single-backend" data-sets="1"' in note
     assert f"· {RECAPTURED} (paged, 1)" in note
     for campaign in with_grid:
