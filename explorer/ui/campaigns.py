@@ -32,8 +32,8 @@ from explorer.export.kinds import CAMPAIGN_SUFFIX
 from explorer.export.pages import export_campaign
 from explorer.foundations.bounded import escaped_bytes
 from explorer.ui.area import ModeArea, add_problems, choice_buttons, first_shown, note_and_buttons
+from explorer.ui.background import error_line
 from explorer.ui.mode import Context, one_at_a_time
-from explorer.ui.runner import error_line
 from explorer.ui.shared import echo
 from explorer.views.shared.html_summary import written_note
 from explorer.views.shared.markup import esc

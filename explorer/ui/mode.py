@@ -19,8 +19,8 @@ from typing import Protocol
 import panel as pn
 
 from explorer.catalog.index import PacketIndex
+from explorer.ui.background import Runner
 from explorer.ui.packets import PacketList
-from explorer.ui.runner import Runner
 
 
 class Mode(Protocol):

@@ -25,13 +25,13 @@ from explorer.catalog.index import PacketIndex
 from explorer.export.files import EXPORT_DIR_ENV, choose_export_dir
 from explorer.foundations.bounded import clip
 from explorer.ui import catalog
+from explorer.ui.background import Runner
 from explorer.ui.campaigns import CampaignMode
 from explorer.ui.mode import Context, Mode, one_at_a_time
 from explorer.ui.packet import MESSAGE_STYLE, QUERY_PACKET, PacketMode, list_badge
 from explorer.ui.packets import PacketList
 from explorer.ui.pairs import PairMode
 from explorer.ui.replays import ReplayMode
-from explorer.ui.runner import Runner
 from explorer.ui.url import QueryWriter, read_query, session_query, write_query
 from explorer.views.shared.markup import esc
 

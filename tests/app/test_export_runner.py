@@ -1,4 +1,4 @@
-"""The app's one background runner (explorer.ui.runner) and exports at once under distinct names."""
+"""The app's one background runner (explorer.ui.background) and exports at once under distinct names."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import explorer
 from explorer.export.browser import RenderError
 from explorer.export.pages import export_packet
 from explorer.ui import catalog
-from explorer.ui.runner import Runner
+from explorer.ui.background import Runner
 
 ROOT = catalog.default_root()
 SESSIONS = 3

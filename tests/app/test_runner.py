@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 
 from explorer.samples.campaigns import CURATED_NAME
+from explorer.ui import background as runner_module
 from explorer.ui import campaigns as campaigns_module
 from explorer.ui import catalog
 from explorer.ui import packet as packet_module
-from explorer.ui import runner as runner_module
 from explorer.ui.shell import Shell
 
 PACKAGE = Path(__file__).resolve().parents[2] / "explorer"
-RUNNER = PACKAGE / "ui" / "runner.py"
+RUNNER = PACKAGE / "ui" / "background.py"
 STARTS_WORK = re.compile(r"threading\.Thread\(|pn\.state\.execute\(")
 CAMPAIGN_ROOT = catalog.default_root() / CURATED_NAME
 WAIT_SECONDS = 120  # generous: the held exports are released by the test itself, never by a clock

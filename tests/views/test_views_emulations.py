@@ -15,7 +15,7 @@ import panel as pn
 from explorer.analysis.analyze import emulations_of
 from explorer.analysis.emulation import ranked
 from explorer.analysis.emulation.shown import DEFAULT_BLOCKS, DEFAULT_PARTIAL, DEFAULT_PARTITION_TOKENS, settings_set
-from explorer.ui.runner import Runner
+from explorer.ui.background import Runner
 from explorer.views.packet.emulations import (
     ULP_CLASSES,
     URL_SETTINGS,

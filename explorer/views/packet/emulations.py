@@ -314,7 +314,7 @@ class EmulationsView(pn.viewable.Viewer):
     running = param.Boolean(default=False, doc="True while a computation runs.")
 
     def __init__(self, analysis: Analysis, selection: Selection | None = None, runner=None, **params):
-        """`runner` (the app's explorer.ui.runner.Runner: `run(work, answer)`, `relay(callback)`) computes the set
+        """`runner` (the app's explorer.ui.background.Runner: `run(work, answer)`, `relay(callback)`) computes the set
         off the page when the view is shown; without one the view computes when shown (exports, notebooks)."""
         super().__init__(**params)
         self.analysis, self._runner = analysis, runner

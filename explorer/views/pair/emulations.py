@@ -49,7 +49,7 @@ class PairEmulationsSection(pn.viewable.Viewer):
         on_emulated: Callable[[str], None] = lambda request: None,
         **params,
     ):
-        """`runner` (the app's explorer.ui.runner.Runner) computes a requested set off the page; without one only
+        """`runner` (the app's explorer.ui.background.Runner) computes a requested set off the page; without one only
         what the pair holds is shown. `on_emulated(request)` hears the set computed (an export then carries it)."""
         super().__init__(**params)
         self.pair, self._runner = pair, runner
