@@ -201,8 +201,11 @@ def _export(args: argparse.Namespace, out) -> tuple[Any, int]:
     if _is_replay_run(args.paths[0]):
         run = _replay_of(args.paths[0], None, None, args.emulate)
         return pages.export_replay(run, out, png=True), EXIT_BY_STATUS[run.status]
+    from explorer.analysis.emulation.shown import request_settings
+
     analysis = explorer.analyze(args.paths[0], emulate=args.emulate)
-    return pages.write_report(analysis, out), EXIT_BY_STATUS[analysis.status]
+    emulation = request_settings(args.emulate)
+    return pages.write_report(analysis, out, emulation=emulation), EXIT_BY_STATUS[analysis.status]
 
 
 def _is_replay_run(path: str) -> bool:

@@ -56,6 +56,18 @@ def test_a_pair_is_exported_with_its_emulation_matrix(capsys, tmp_path):
 
 
 @pytest.mark.browser  # renders PNGs in chromium
+def test_a_packet_exported_with_the_builds_leads_with_which_build_wrote_it(capsys, tmp_path):
+    code, _, err = _report(capsys, str(CONTIGUOUS), "--emulate", "builds", "--out", str(tmp_path))
+    assert (code, err) == (EXIT_DONE, "")
+    report = json.loads((tmp_path / f"{CONTIGUOUS.name}.report.json").read_text())
+    assert report["builds"] is not None and report["buildsReason"] is None
+    findings = (tmp_path / f"{CONTIGUOUS.name}.findings.md").read_text().split("## Findings\n\n- ", 1)[1]
+    assert findings.startswith(
+        ("Reproduced bit for bit by the launch of", "No build's launch reproduces the output bit for bit")
+    )
+
+
+@pytest.mark.browser  # renders PNGs in chromium
 def test_a_replay_run_is_exported(capsys, tmp_path):
     code, paths, err = _report(capsys, str(REPLAY_RUN), "--out", str(tmp_path))
     report = json.loads((tmp_path / f"{REPLAY_RUN.name}.replay.json").read_text())

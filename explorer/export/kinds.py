@@ -15,7 +15,7 @@ import dataclasses
 import html
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -77,26 +77,31 @@ def _stamped(stamp: str) -> CaptionFields:
 
 @dataclass(frozen=True)
 class PacketSubject:
-    """A packet's export: its analysis (with the emulations its page shows) and the query head its views open on."""
+    """A packet's export: its analysis (with the emulations its page shows), the query head its views open on and
+    the Emulations view's settings ({URL name: value}, as the app's Selection.emulation holds them)."""
 
     analysis: Analysis
     head: int
+    emulation: Mapping[str, object] = dataclasses.field(default_factory=dict)
 
 
-def shown_emulations(analysis: Analysis) -> Analysis:
-    """The analysis an export serializes: with the emulations its Emulations view shows (SHOWN_SET, computed once
-    and cached by analyze), so the JSON beside the Emulations PNG holds the counts it shows (docs/report.md,
-    "Exports"). Unchanged without numerics or when it already holds that set."""
+def shown_emulations(analysis: Analysis, settings: Mapping[str, object] | None = None) -> Analysis:
+    """The analysis an export serializes: with the emulations its Emulations view shows for `settings` (the builds
+    or the sweep when chosen there), and those the analysis was asked for besides, so the JSON and the findings
+    beside the Emulations PNG hold the counts it shows (docs/report.md, "Exports"); no settings: the view's
+    defaults. Unchanged without numerics or
+    when it already holds that set; computed once and cached by analyze."""
     from explorer.analysis.analyze import emulations_of
     from explorer.analysis.emulation import normalised_ids, shape_of
-    from explorer.analysis.emulation.shown import SHOWN_SET
+    from explorer.analysis.emulation.shown import view_set
 
     if analysis.numerics is None:
         return analysis
-    ids = normalised_ids(SHOWN_SET, shape_of(analysis.admission.tensors))
+    request = [*view_set(settings or {}), *(analysis.emulations_requested or ())]
+    ids = normalised_ids(request, shape_of(analysis.admission.tensors))
     if analysis.emulations_requested == ids:
         return analysis
-    emulations, counts = emulations_of(analysis, SHOWN_SET)
+    emulations, counts = emulations_of(analysis, request)
     return dataclasses.replace(analysis, emulations=emulations, emulation_counts=counts, emulations_requested=ids)
 
 
@@ -145,7 +150,11 @@ def _packet_sections(subject: PacketSubject) -> tuple[Section, ...]:
     from explorer.views import VIEWS, Selection
 
     return tuple(
-        Section(slug, title, partial(builder, subject.analysis, Selection(head=subject.head)))
+        Section(
+            slug,
+            title,
+            partial(builder, subject.analysis, Selection(head=subject.head, emulation=dict(subject.emulation))),
+        )
         for slug, title, builder in VIEWS
     )
 

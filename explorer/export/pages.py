@@ -13,7 +13,7 @@ the names the app, the command line and the notebooks call.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from explorer.analysis.report import packet_name
@@ -73,28 +73,40 @@ def export(kind: Kind, subject, out_dir: str | os.PathLike, name: str, *, png: b
     )
 
 
-def _packet(analysis: Analysis, head: int | None) -> PacketSubject:
-    return PacketSubject(shown_emulations(analysis), export_head(analysis, head))
+def _packet(analysis: Analysis, head: int | None, emulation: Mapping[str, object] | None) -> PacketSubject:
+    settings = dict(emulation or {})
+    return PacketSubject(shown_emulations(analysis, settings), export_head(analysis, head), settings)
 
 
 def export_packet(
-    analysis: Analysis, out_dir: str | os.PathLike, *, name: str | None = None, head: int | None = None
+    analysis: Analysis,
+    out_dir: str | os.PathLike,
+    *,
+    name: str | None = None,
+    head: int | None = None,
+    emulation: Mapping[str, object] | None = None,
 ) -> ExportPaths:
     """Write `<name>.html` (every view, inline resources), `<name>.report.json` (with the emulations the page shows)
     and `<name>.findings.md` into `out_dir`, all or none.
 
-    `head` is the query head the views open on (default: the largest-score head). Existing files are never
-    overwritten: the name gets a -2, -3, ... suffix instead.
+    `head` is the query head the views open on (default: the largest-score head); `emulation` the Emulations
+    view's settings by URL name (default: its defaults; `{"emulationSet": "builds"}` leads with which build wrote
+    the packet). Existing files are never overwritten: the name gets a -2, -3, ... suffix instead.
     """
-    return export(PACKET, _packet(analysis, head), out_dir, name or packet_name(analysis), png=False)
+    return export(PACKET, _packet(analysis, head, emulation), out_dir, name or packet_name(analysis), png=False)
 
 
 def write_report(
-    analysis: Analysis, out_dir: str | os.PathLike, *, name: str | None = None, head: int | None = None
+    analysis: Analysis,
+    out_dir: str | os.PathLike,
+    *,
+    name: str | None = None,
+    head: int | None = None,
+    emulation: Mapping[str, object] | None = None,
 ) -> ExportPaths:
     """`explorer report PACKET --out DIR` and the app's Export: what export_packet writes and one PNG per view (a
-    refused packet: the Summary's alone), all or none; `name` and `head` as for `export_packet`."""
-    return export(PACKET, _packet(analysis, head), out_dir, name or packet_name(analysis), png=True)
+    refused packet: the Summary's alone), all or none; `name`, `head` and `emulation` as for `export_packet`."""
+    return export(PACKET, _packet(analysis, head, emulation), out_dir, name or packet_name(analysis), png=True)
 
 
 def export_pair(

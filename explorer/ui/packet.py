@@ -380,10 +380,12 @@ class PacketMode(param.Parameterized):
         if not self.packet:
             return
         name, head = self.packet, self.head
+        emulation = dict(self._selection.emulation) if self._selection is not None else {}  # the view's set
 
         def work() -> tuple[Analysis, list[str], ExportPaths]:
             analysis, notes = self._current()  # the numbers of the files on disk now
-            return analysis, notes, write_report(analysis, self.context.export_dir, name=name, head=head)
+            paths = write_report(analysis, self.context.export_dir, name=name, head=head, emulation=emulation)
+            return analysis, notes, paths
 
         def finish(result: tuple[Analysis, list[str], ExportPaths]) -> None:
             analysis, notes, paths = result

@@ -15,6 +15,7 @@ import panel as pn
 import pytest
 
 import explorer
+from explorer.analysis.emulation import normalised_ids, shape_of
 from explorer.analysis.ranking import ranked_heads
 from explorer.catalog.summary import list_order, summarize
 from explorer.export.kinds import shown_emulations
@@ -129,6 +130,17 @@ def test_head_follows_the_views_selection(shell):
     assert shell.head == 2
     shell.head = 4
     assert shell.selection.head == 4
+
+
+@pytest.mark.browser  # renders PNGs in chromium
+def test_export_carries_the_emulation_set_chosen_in_the_view(shell, tmp_path):
+    shell.choose(ANALYZED_SAMPLE)
+    shell.selection.emulation = {"emulationSet": "builds"}  # as the Emulations view's set choice writes it
+    _export(shell)
+    report = json.loads((tmp_path / "exports" / f"{ANALYZED_SAMPLE}.report.json").read_text())
+    shape = shape_of(explorer.analyze(ROOT / ANALYZED_SAMPLE).admission.tensors)
+    assert report["emulationsRequested"] == list(normalised_ids("builds", shape))
+    assert report["builds"] is None and "paged" in report["buildsReason"]  # the sample: the paged kernel wrote it
 
 
 @pytest.mark.browser  # renders PNGs in chromium

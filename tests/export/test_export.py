@@ -216,7 +216,7 @@ def test_report_without_out_writes_where_the_app_and_notebooks_export(tmp_path, 
     monkeypatch.setattr(
         export,
         "write_report",
-        lambda analysis, out: (
+        lambda analysis, out, **_settings: (
             written.append(out) or files.ExportPaths(html=out / "x.html", report=out / "x.report.json")
         ),
     )

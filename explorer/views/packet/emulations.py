@@ -35,7 +35,14 @@ from explorer.analysis.emulation.kernels import (
     MIN_BLOCKS,
     Parameter,
 )
-from explorer.analysis.emulation.shown import DEFAULT_BLOCKS, DEFAULT_PARTIAL, DEFAULT_PARTITION_TOKENS, settings_set
+from explorer.analysis.emulation.shown import (
+    DEFAULT_BLOCKS,
+    DEFAULT_PARTIAL,
+    DEFAULT_PARTITION_TOKENS,
+    EMULATION_SETS,
+    SETTINGS_SET,
+    view_set,
+)
 from explorer.analysis.result import Analysis, Emulation, EmulationCounts
 from explorer.foundations.formatting import MISSING, location, short_number
 from explorer.packet.dtypes import DTYPES, ITEM_SIZE
@@ -61,8 +68,6 @@ from explorer.views.shared.scales import isolated_cells
 log = logging.getLogger(__name__)
 
 HEX_DIGITS = {dtype: 2 * size for dtype, size in ITEM_SIZE.items()}
-SETTINGS_SET = "settings"  # the view's own emulations and the real library (the default set with the defaults)
-EMULATION_SETS = (SETTINGS_SET, BUILDS_NAME, SWEEP_NAME)
 ULP_LABEL = "ULP distance (output vs emulation, output dtype units)"
 COLOUR_LABEL = "ULP distance"  # the colour bar's title: short enough for a 16-head map; the hover says the rest
 # The map's discrete ULP classes: (lowest distance, tick label, colour); 0 (bit-equal) has a colour of its own.
@@ -343,9 +348,7 @@ class EmulationsView(pn.viewable.Viewer):
     # ------------------------------------------------------------ computation
 
     def ids(self) -> list[str]:
-        if self.emulation_set in (SWEEP_NAME, BUILDS_NAME):
-            return [self.emulation_set]
-        return list(settings_set(self.blocks, self.partition_tokens, self.partial_dtype))
+        return list(view_set(self.settings()))
 
     def settings(self) -> dict[str, object]:
         """{URL name: value} of the parameters that differ from their defaults."""
@@ -479,7 +482,8 @@ class EmulationsView(pn.viewable.Viewer):
 
     def _show_running(self, _event=None) -> None:
         self._progress.param.update(visible=self.running, active=True, value=-1)
-        request = "the sweep" if self.emulation_set == SWEEP_NAME else f"{len(self.ids())} emulations"
+        named = {SWEEP_NAME: "the sweep", BUILDS_NAME: "every build's launch"}
+        request = named.get(self.emulation_set, f"{len(self.ids())} emulations")
         self._progress_note.object = f"Computing {request} on the CPU ..." if self.running else ""
 
     def _show(self, _event=None) -> None:
