@@ -1,18 +1,7 @@
-"""campaign_frame(root): every campaign's cells as a pandas DataFrame for notebooks.
+"""campaign_frame(root): every campaign's cells as a pandas DataFrame for notebooks; no UI.
 
-campaign_frame(root): every campaign's cells as a pandas DataFrame for notebooks, the origins as attributes; no UI.
-
-One row per cell of every campaign, sorted by campaign and causal order. Columns:
-`campaign` (the campaign's id), `captureSet` (the directory naming its capture set,
-campaigns/sets.py) and the key fields (`modelID`, `artifactSHA256`,
-`inputSHA256`, `requestID`), then the cell's JSON keys (`outputIndex`,
-`modelLayerIndex` Int64; `state` an ordered categorical of the states in
-precedence order; `packets`, `inputsDiffering`, `codes` objects;
-`outputsDiffering`, `maxUlp` Int64, <NA> where not counted). `df.attrs` holds the
-report without its cells: `campaigns` (the campaigns as the command line and the app
-list them, each with `originSentence`, `firstOutputsDiffer`, `firstInputsDiffer`,
-`firstTokensDiffer`, `coverage`, `notes`), `singleBackend` (the capture sets of one
-backend, listed apart: they have no cells), `notes` and `schema`.
+One row per cell, by campaign and causal order, with COLUMNS' dtypes; `df.attrs` holds the report without its
+cells (`campaigns`, `singleBackend`, `notes`, `schema`, `root`).
 """
 
 from __future__ import annotations

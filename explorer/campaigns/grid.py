@@ -1,11 +1,7 @@
-"""Campaigns from placed packets: grouping, cells in causal order, states and the origin.
+"""Campaigns from placed packets: grouping, cells in causal order, states and the origin; pure.
 
-Campaigns from placed packets: grouping by request, the cells in causal order, their states and the origin; pure.
-
-Everything here reads `Member` and `CellPair` records only (summaries and counts,
-never tensors), so a grid of 10^5 packets stays small. The state of a cell is
-decided from the sides' statuses, seed tokens and tensor digests; its pair adds the
-element counts. The rules are docs/campaigns.md's.
+Reads `Member` and `CellPair` records only (never tensors), so a grid of 10^5 packets stays small; the rules
+are docs/campaigns.md's.
 """
 
 from __future__ import annotations
@@ -56,8 +52,7 @@ class Cell(Record):
 
 @record
 class Campaign(Record):
-    """One capture set of a request (campaigns/sets.py): the two backends compared, every cell in causal order,
-    and notes."""
+    """One capture set of a request: the two backends compared, every cell in causal order, and notes."""
 
     id: str
     key: CampaignKey
@@ -159,8 +154,7 @@ def build_campaign(
     ident: str | None = None,
     capture_set: str = ROOT_DIRECTORY,
 ) -> Campaign:
-    """The campaign of one capture set's packets (`ident`: its id, else its key's), every cell's state decided,
-    no pair numbers yet."""
+    """The campaign of one capture set's packets, every cell's state decided, no pair numbers yet."""
     counts = Counter(member.backend for member in members)
     backends, notes = _chosen_backends(counts, asked)
     cells: list[Cell] = []
@@ -204,8 +198,7 @@ def build_campaign(
 def campaigns_of(
     members: Iterable[Member], *, request: str | None = None, backends: tuple[str, str] | None = None
 ) -> tuple[tuple[Campaign, ...], tuple[str, ...]]:
-    """Every campaign among `members` (only request `request` when given), one per capture set
-    (campaigns/sets.py), by key and directory; and the run's notes (packets in no campaign, and why)."""
+    """Every campaign among `members` (of `request` when given), one per capture set, and the run's notes."""
     placed: list[Member] = []
     unplaced: list[str] = []
     unindexed: list[str] = []

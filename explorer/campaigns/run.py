@@ -55,8 +55,7 @@ def _with_pairs(
     emulate: tuple[str, ...] | None,
     notes: list[str],
 ) -> tuple[Campaign, ...]:
-    """Every cell whose bytes differ gets its counts (cell_counts); each campaign's first outputs-differ cell
-    its whole pair (cell_pair, with the emulations asked for)."""
+    """Counts for every cell whose bytes differ, the whole pair for each campaign's first outputs-differ cell."""
     by_name = {member.name: member for member in members}
     tasks, places = [], []
     for number, campaign in enumerate(campaigns):
@@ -99,8 +98,7 @@ def _with_pairs(
 
 
 def run_task(task: tuple[Callable[[Any], CellPair], Any]) -> CellPair:
-    """One cell's work: (cell_counts, (paths..., digests)) or (cell_pair, (paths..., digests, emulate));
-    module-level, so picklable."""
+    """One cell's work, (cell_counts or cell_pair, its task); module-level, so picklable."""
     work, argument = task
     return work(argument)
 
@@ -119,8 +117,8 @@ def run_campaigns(
     entries: Sequence[Entry] | None = None,
     context: str | None = None,
 ) -> CampaignRun:
-    """Every campaign under `root` (among `entries` when given, else every packet discovered) with its cells'
-    states and counts; never raises for packet content. `context`: the local workers' start method."""
+    """Every campaign under `root` (among `entries` when given) with its cells' states and counts; never raises
+    for packet content."""
     notes: list[str] = []
 
     def run(work: Callable[[Any], Any], items: Sequence[Any]) -> Iterator[tuple[int, Any]]:
