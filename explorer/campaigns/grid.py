@@ -120,9 +120,9 @@ def _chosen_backends(counts: Counter, asked: tuple[str, str] | None) -> tuple[tu
     """The two backends of the grid (asked, else the two with the most packets), and notes on the choice."""
     ranked = ranked_backends(counts)
     if not compared(ranked):
+        only = ranked[0] if ranked else "-"
         return tuple(ranked), [
-            f"one backend only ({ranked[0] if ranked else '-'}): no grid; capture the request "
-            "on a second backend to compare"
+            f"one backend only ({only}): no grid; capture the request on a second backend to compare"
         ]
     if asked is not None:
         absent = [backend for backend in asked if backend not in counts]
@@ -134,16 +134,12 @@ def _chosen_backends(counts: Counter, asked: tuple[str, str] | None) -> tuple[tu
         chosen = tuple(asked)
     else:
         chosen = tuple(ranked[:2])
-    others = [backend for backend in ranked if backend not in chosen]
-    notes = (
-        [
-            f"{len(ranked)} backends ({', '.join(ranked)}): compared {chosen[0]} and {chosen[1]}; "
-            f"choose others with --backends A,B"
-        ]
-        if others
-        else []
-    )
-    return chosen, notes
+    if set(ranked) <= set(chosen):
+        return chosen, []
+    return chosen, [
+        f"{len(ranked)} backends ({', '.join(ranked)}): compared {chosen[0]} and {chosen[1]}; "
+        "choose others with --backends A,B"
+    ]
 
 
 def build_campaign(
@@ -214,15 +210,13 @@ def campaigns_of(
     notes = []
     if unplaced:
         notes.append(
-            f"{counted(len(unplaced), 'packet')} {are(len(unplaced))} in no campaign (their "
-            "identity, selection or sample was not "
-            f"established): {listed(sorted(unplaced))}"
+            f"{counted(len(unplaced), 'packet')} {are(len(unplaced))} in no campaign (their identity, selection or "
+            f"sample was not established): {listed(sorted(unplaced))}"
         )
     if unindexed:
         notes.append(
-            f"{counted(len(unindexed), 'packet')} {are(len(unindexed))} in no campaign "
-            "(outputIndex or modelLayerIndex is not an "
-            f"integer): {listed(sorted(unindexed))}"
+            f"{counted(len(unindexed), 'packet')} {are(len(unindexed))} in no campaign (outputIndex or "
+            f"modelLayerIndex is not an integer): {listed(sorted(unindexed))}"
         )
     if request is not None and not placed:
         notes.append(f"no campaign has requestID {request}")

@@ -88,13 +88,8 @@ def _outputs_block(campaign: Campaign, cell: Cell | None) -> dict[str, Any] | No
         maxUlp=pair.max_ulp,
         nearerReason=pair.nearer_reason,
     )
-    if pair.nearer is not None:
-        block["nearerPrimaryReference"] = {
-            a: pair.nearer["a"],
-            b: pair.nearer["b"],
-            "tie": pair.nearer["tie"],
-            "undefined": pair.nearer["undefined"],
-        }
+    if pair.nearer is not None:  # sides "a" and "b" by their backends' names
+        block["nearerPrimaryReference"] = {{"a": a, "b": b}.get(name, name): n for name, n in pair.nearer.items()}
     if pair.emulations is not None:
         block["emulations"] = [
             {"id": ident, "bitEqual": {a: equal_a, b: equal_b}, "compared": {a: compared_a, b: compared_b}}

@@ -85,13 +85,8 @@ def _directories(name: str) -> tuple[str, ...]:
 
 
 def _holds_a_cell_twice(members: Sequence[Placed]) -> bool:
-    seen: set[tuple[Any, Any, Any]] = set()
-    for member in members:
-        cell = (member.backend, member.output_index, member.layer)
-        if cell in seen:
-            return True
-        seen.add(cell)
-    return False
+    cells = [(member.backend, member.output_index, member.layer) for member in members]
+    return len(set(cells)) < len(cells)
 
 
 def _split(members: list[Placed]) -> list[list[Placed]]:

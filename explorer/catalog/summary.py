@@ -83,13 +83,8 @@ def summarize(path: str | os.PathLike) -> PacketSummary:
 def failed_summary(path: str | os.PathLike, error: Exception) -> PacketSummary:
     """The stand-in for a packet whose work gave `error` instead of a summary: a timeout, a crashed worker, or
     anything else raised (internal_error)."""
-    if isinstance(error, WorkerTimedOut):
-        return error_summary(path, TIMEOUT)
-    return error_summary(path, WORKER_CRASHED if isinstance(error, WorkerCrashed) else INTERNAL_ERROR)
-
-
-def error_summary(path: str | os.PathLike, code: str) -> PacketSummary:
-    """The stand-in for a packet whose summary could not be made (`code`: WORKER_CRASHED, INTERNAL_ERROR, TIMEOUT)."""
+    crashed = WORKER_CRASHED if isinstance(error, WorkerCrashed) else INTERNAL_ERROR
+    code = TIMEOUT if isinstance(error, WorkerTimedOut) else crashed
     return PacketSummary(str(path), ERROR, (code,), None, None, None, None, None, None)
 
 

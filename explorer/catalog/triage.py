@@ -68,11 +68,8 @@ def triage(
     scheduler: str | None = None,
     on_note: Callable[[str], None] = lambda note: None,
 ) -> Iterator[Triaged]:
-    """Yield every entry's summary once, as they finish (an error summary where the work raised, died or timed out).
-
-    `scheduler`: None for local worker processes (`jobs` of them at most), else a Dask scheduler address or
-    'local:N'; `on_note` hears how the run deviated from what was asked (fewer workers, a worker not restarted).
-    """
+    """Yield every entry's summary once, as they finish (an error summary where the work raised, died or timed out);
+    `scheduler` a Dask address or 'local:N'; `on_note` hears how the run deviated from what was asked."""
     paths = [str(entry.path) for entry in entries]
     results = map_anywhere(work, paths, jobs=jobs, scheduler=scheduler, timeout=timeout, on_note=on_note)
     for index, result in results:
@@ -92,9 +89,8 @@ def json_line(item: Triaged) -> str:
 
 
 def summary_table(items: Sequence[Triaged], root: Path, seconds: float, engine: str, notes: Sequence[str] = ()) -> str:
-    """Counts per status and code, every packet by status and score, and the pairs found.
-
-    `engine` says what ran the work ("2 worker processes", "the Dask scheduler at ..."); `notes` follow it."""
+    """Counts per status and code, every packet by status and score, and the pairs found, under a line naming
+    what ran the work (`engine`) and the `notes`."""
     statuses = Counter(item.summary.status for item in items)
     codes = Counter(code for item in items for code in item.summary.codes)
     lines = [f"Triage of {len(items)} packets under {root} ({engine}, {seconds:.2f} s)"]
@@ -187,10 +183,8 @@ def run(
     timeout: float | None = DEFAULT_TIMEOUT_S,
     scheduler: str | None = None,
 ) -> tuple[str, Sink]:
-    """Triage every packet under `root`: JSON lines on `out` with `as_json`, progress on `err`; returns the table
-    and the sink of `out` (whose `error` says whether every line could be written).
-
-    A closed `out` (the reader went away) stops the run after the packets in flight."""
+    """Triage every packet under `root`: JSON lines on `out` with `as_json` (the run stops when its reader goes
+    away), progress on `err`; returns the table and the sink of `out` (its `error`: a line not written)."""
     started = time.perf_counter()
     entries = discover(root)
     progress = Progress(len(entries), err)

@@ -275,17 +275,8 @@ def tensor_descriptor(problems: Problems, name: str, entry: Any) -> TensorDescri
     sha256 = problems.fields("field_invalid", entry, ("tensors", name), (sha256_field("sha256"),)).get("sha256")
     # path_invalid is a section 5 problem: it does not keep the entry out of the section 4 checks.
     valid = all(problem.code == "path_invalid" for problem in problems.items[before:])
-    return TensorDescriptor(
-        name,
-        file,
-        dtype,
-        shape,
-        byte_count if is_integer(byte_count) else None,
-        sha256,
-        valid,
-        declared,
-        count_held,
-    )
+    count = byte_count if is_integer(byte_count) else None
+    return TensorDescriptor(name, file, dtype, shape, count, sha256, valid, declared, count_held)
 
 
 def _tensors(problems: Problems, packet: dict) -> tuple[bool, dict[str, TensorDescriptor]]:

@@ -303,16 +303,9 @@ def check_snapshot(snapshot: dict, descriptor: Descriptor) -> Snapshot:
         scale = decode_scale(record["scaleBits"])
         selection = {key: record.get(key) for key in SELECTION_KEYS}
         selection.update(requestID=configuration["requestID"], outputIndex=configuration["outputIndex"], scale=scale)
-    expected = snapshot.get("expectedOwnerCount")
-    return Snapshot(
-        tuple(problems.items),
-        record,
-        record_count,
-        expected if integer_in(expected, 1, MAX_EXPECTED_OWNERS) else None,
-        selection,
-        sample,
-        scale,
-    )
+    owners = snapshot.get("expectedOwnerCount")
+    owners = owners if integer_in(owners, 1, MAX_EXPECTED_OWNERS) else None
+    return Snapshot(tuple(problems.items), record, record_count, owners, selection, sample, scale)
 
 
 def visible_range_problems(descriptor: Descriptor, record: Mapping[str, Any] | None) -> tuple[Problem, ...]:
