@@ -1,7 +1,7 @@
 """campaign_frame(root): every campaign's cells as a pandas DataFrame for notebooks; no UI.
 
-One row per cell, by campaign and causal order, with COLUMNS' dtypes; `df.attrs` holds the report without its
-cells (`campaigns`, `singleBackend`, `notes`, `schema`, `root`).
+One row per cell, by campaign and causal order, with DTYPES' columns and dtypes; `df.attrs` holds the report
+without its cells (`campaigns`, `singleBackend`, `notes`, `schema`, `root`).
 """
 
 from __future__ import annotations
@@ -15,26 +15,11 @@ from explorer.campaigns.model import KEY_FIELDS, STATES
 from explorer.campaigns.sets import compared
 from explorer.catalog.limits import DEFAULT_TIMEOUT_S
 
-COLUMNS = (
-    "campaign",
-    "captureSet",
-    *KEY_FIELDS,
-    "outputIndex",
-    "modelLayerIndex",
-    "state",
-    "packets",
-    "inputsDiffering",
-    "outputsDiffering",
-    "maxUlp",
-    "codes",
-)
+# The columns in order, with their dtypes.
 DTYPES = {
     "campaign": pd.StringDtype("python"),
     "captureSet": pd.StringDtype("python"),
-    "modelID": object,
-    "artifactSHA256": object,
-    "inputSHA256": object,
-    "requestID": object,
+    **dict.fromkeys(KEY_FIELDS, object),
     "outputIndex": "Int64",
     "modelLayerIndex": "Int64",
     "state": pd.CategoricalDtype(STATES, ordered=True),
@@ -53,7 +38,7 @@ def frame_of(report: dict[str, Any]) -> pd.DataFrame:
         for campaign in report["campaigns"]
         for cell in campaign["cells"]
     ]
-    frame = pd.DataFrame({column: pd.Series([row[column] for row in rows], dtype=DTYPES[column]) for column in COLUMNS})
+    frame = pd.DataFrame({column: pd.Series([row[column] for row in rows], dtype=DTYPES[column]) for column in DTYPES})
     entries = [{key: value for key, value in campaign.items() if key != "cells"} for campaign in report["campaigns"]]
     frame.attrs = {
         "schema": report["schema"],

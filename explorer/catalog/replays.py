@@ -24,11 +24,6 @@ def _bound_hash(run: Path) -> str | None:
     return value if is_sha256(value) else None
 
 
-def _packet_hash(packet: Path) -> str | None:
-    with open_packet(str(packet)) as file:
-        return file.sha256
-
-
 class RunIndex:
     """The replay runs under one root as discovered now, each with the packet.json hash it names."""
 
@@ -39,5 +34,6 @@ class RunIndex:
 
     def runs_of(self, packet: Path) -> tuple[str, ...]:
         """The names of the runs whose packetSHA256 is this packet's packet.json hash (read now), by name."""
-        digest = _packet_hash(packet)
+        with open_packet(str(packet)) as file:
+            digest = file.sha256
         return tuple(name for name, bound in self._bound.items() if digest is not None and bound == digest)

@@ -16,13 +16,13 @@ from pathlib import Path
 import numpy as np
 
 from explorer.foundations.record import Record, record
-from explorer.packet.dtypes import promote
 from explorer.samples.packets import (
     DISPATCH,
     QWEN_KV_HEADS,
     QWEN_QUERY_HEADS,
     PacketSpec,
     attention_output,
+    bits_to_values,
     synthetic_spec,
     values_to_bits,
     with_record,
@@ -111,10 +111,6 @@ def _bits(values: np.ndarray) -> np.ndarray:
     return values_to_bits(values, DTYPE)
 
 
-def _values(bits: np.ndarray) -> np.ndarray:
-    return promote(bits, DTYPE).astype(np.float64)
-
-
 def _truncated(values: np.ndarray) -> np.ndarray:
     """bfloat16 by truncation (round toward zero) of the float32 value: the origin's different rounding."""
     return (np.asarray(values, dtype=np.float32).view(np.uint32) >> 16).astype(np.uint16)
@@ -163,7 +159,7 @@ def campaign_specs(shape: CampaignShape) -> Iterator[tuple[str, PacketSpec]]:
                 truncates = backend == BACKENDS[1] and (step, layer) == shape.origin
                 output = _truncated(exact) if truncates else _bits(exact)
                 tensors["output"] = (DTYPE, output)
-                hidden[backend] = hidden[backend] + w["o"] @ _values(output).reshape(-1)
+                hidden[backend] = hidden[backend] + w["o"] @ bits_to_values(output, DTYPE).reshape(-1)
                 captured[backend].append(tensors)
         cdfs = {backend: _cdf(hidden[backend], unembed) for backend in BACKENDS}
         draw = DRAW
