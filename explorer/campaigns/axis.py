@@ -1,12 +1,6 @@
 """A campaign grid's folded axis: a slot per captured index, a narrow slot per run of uncaptured ones.
 
-A campaign grid's folded axis and the runs of uncaptured indexes; pure, sized by the captured indexes only.
-
-A grid holds the steps and layers that hold packets, never every index up to the
-highest: a packet at layer 10^7 adds one row, not 10^7. Between two captured indexes
-that are not adjacent the axis has a gap slot naming the uncaptured run (the text
-prints it as a row or column of its own, the view draws it as a narrow labelled
-band), so a jump reads as a jump.
+Sized by the captured indexes only: a packet at layer 10^7 adds one row, not 10^7, and a jump reads as a jump.
 """
 
 from __future__ import annotations
@@ -39,8 +33,7 @@ class Slot(Record):
 
 
 def uncaptured(values: Sequence[int], start: int = 0) -> list[tuple[int, int]]:
-    """The runs (first, last) of indexes from `start` to the highest of `values` (ascending, distinct) that are not
-    among them; one run per jump, never one entry per index."""
+    """The runs (first, last) of indexes from `start` up to the highest of `values` (ascending) not among them."""
     runs, expected = [], start
     for value in values:
         if value > expected:
@@ -50,8 +43,7 @@ def uncaptured(values: Sequence[int], start: int = 0) -> list[tuple[int, int]]:
 
 
 def folded(values: Sequence[int]) -> tuple[Slot, ...]:
-    """The axis of the captured `values` (ascending, distinct): their slots, a gap slot between two that are not
-    adjacent; the first captured slot is centred at 0."""
+    """The axis of the captured `values` (ascending): their slots from 0, a gap slot between non-adjacent ones."""
     slots: list[Slot] = []
     edge = -CELL_SPAN / 2  # the right edge of the last slot placed
     for index, value in enumerate(values):

@@ -1,19 +1,9 @@
-"""The pure functions a campaign runs in worker processes.
+"""The pure functions a campaign runs in worker processes: a packet's placement, a cell's counts.
 
-The pure functions a campaign runs in worker processes: one packet's placement, one cell's counts; no UI.
-
-`member_of(path)` analyzes the packet exactly as triage's summary does and keeps
-where it sits (the campaign key, the cell, the seed token, the backend) and the
-sha256 of every tensor's native bytes, which admission verified. `cell_counts(task)`
-reads a cell's two packets again and counts what a pair counts (docs/pairs.md): per input
-tensor and for the output the elements whose bit patterns differ, and the largest
-ULP distance between the outputs (the same functions `explorer compare` uses, on the
-same verified bytes; no reference is needed for them). `cell_pair(task)` is the whole
-pair (`explorer compare`), with emulations when asked: it runs for each campaign's
-first outputs-differ cell, whose findings need the references. Both check that the
-packets read again are the ones the first pass placed (the same tensor digests): a
-packet rewritten in between gives the cell the code `packet_changed` and no counts.
-All return small picklable records and never raise for packet content.
+`member_of` analyzes a packet as triage does and keeps its place and tensor digests; `cell_counts` reads a
+cell's two packets again and counts what a pair counts (docs/pairs.md); `cell_pair` is the whole pair, for each
+campaign's first outputs-differ cell. Both give `packet_changed` when a packet's digests changed since the
+first pass. All return small picklable records and never raise for packet content.
 """
 
 from __future__ import annotations
@@ -77,8 +67,7 @@ def member_of(path: str) -> Member:
 
 
 def cell_counts(task: CountTask) -> CellPair:
-    """The differing elements per input tensor and of the output, and the outputs' largest ULP distance, of a
-    cell's two packets (admitted again now; CHANGED when they are not the packets the first pass read)."""
+    """The differing elements per input tensor and of the output, and the largest ULP distance, of a cell."""
     path_a, path_b, expected = task
     a, b = admit(path_a), admit(path_b)
     if _changed((a, b), expected):

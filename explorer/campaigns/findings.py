@@ -1,12 +1,7 @@
 """A campaign's findings: the origin sentence, then the first cells with their numbers and emulations.
 
-Read from one entry of the campaign report's `campaigns` (docs/campaigns.md) so every
-number is the JSON's; no I/O, no UI. The origin sentence leads; then the first cell
-whose inputs are byte-identical and outputs differ (its counts, which side is nearer the
-shared primary reference, which emulation reproduces each side), the first cell whose
-inputs differ, and the first step whose seed tokens differ. `coverage_lines` and
-`key_lines` are the details a write-up gives beside them. Packet names and model ids
-are the packets' declarations, given as they are: a renderer shows them as text.
+Read from one entry of the report's `campaigns` so every number is the JSON's; no I/O, no UI. Names and model
+ids are the packets' declarations, given as they are: a renderer shows them as text.
 """
 
 from __future__ import annotations

@@ -1,18 +1,7 @@
-"""campaign_frame(root): every campaign's cells as a pandas DataFrame for notebooks.
+"""campaign_frame(root): every campaign's cells as a pandas DataFrame for notebooks; no UI.
 
-campaign_frame(root): every campaign's cells as a pandas DataFrame for notebooks, the origins as attributes; no UI.
-
-One row per cell of every campaign, sorted by campaign and causal order. Columns:
-`campaign` (the campaign's id), `captureSet` (the directory naming its capture set,
-campaigns/sets.py) and the key fields (`modelID`, `artifactSHA256`,
-`inputSHA256`, `requestID`), then the cell's JSON keys (`outputIndex`,
-`modelLayerIndex` Int64; `state` an ordered categorical of the states in
-precedence order; `packets`, `inputsDiffering`, `codes` objects;
-`outputsDiffering`, `maxUlp` Int64, <NA> where not counted). `df.attrs` holds the
-report without its cells: `campaigns` (the campaigns as the command line and the app
-list them, each with `originSentence`, `firstOutputsDiffer`, `firstInputsDiffer`,
-`firstTokensDiffer`, `coverage`, `notes`), `singleBackend` (the capture sets of one
-backend, listed apart: they have no cells), `notes` and `schema`.
+One row per cell, by campaign and causal order, with DTYPES' columns and dtypes; `df.attrs` holds the report
+without its cells (`campaigns`, `singleBackend`, `notes`, `schema`, `root`).
 """
 
 from __future__ import annotations
@@ -26,26 +15,11 @@ from explorer.campaigns.model import KEY_FIELDS, STATES
 from explorer.campaigns.sets import compared
 from explorer.catalog.limits import DEFAULT_TIMEOUT_S
 
-COLUMNS = (
-    "campaign",
-    "captureSet",
-    *KEY_FIELDS,
-    "outputIndex",
-    "modelLayerIndex",
-    "state",
-    "packets",
-    "inputsDiffering",
-    "outputsDiffering",
-    "maxUlp",
-    "codes",
-)
+# The columns in order, with their dtypes.
 DTYPES = {
     "campaign": pd.StringDtype("python"),
     "captureSet": pd.StringDtype("python"),
-    "modelID": object,
-    "artifactSHA256": object,
-    "inputSHA256": object,
-    "requestID": object,
+    **dict.fromkeys(KEY_FIELDS, object),
     "outputIndex": "Int64",
     "modelLayerIndex": "Int64",
     "state": pd.CategoricalDtype(STATES, ordered=True),
@@ -64,7 +38,7 @@ def frame_of(report: dict[str, Any]) -> pd.DataFrame:
         for campaign in report["campaigns"]
         for cell in campaign["cells"]
     ]
-    frame = pd.DataFrame({column: pd.Series([row[column] for row in rows], dtype=DTYPES[column]) for column in COLUMNS})
+    frame = pd.DataFrame({column: pd.Series([row[column] for row in rows], dtype=DTYPES[column]) for column in DTYPES})
     entries = [{key: value for key, value in campaign.items() if key != "cells"} for campaign in report["campaigns"]]
     frame.attrs = {
         "schema": report["schema"],

@@ -1,11 +1,7 @@
-"""Campaigns from placed packets: grouping, cells in causal order, states and the origin.
+"""Campaigns from placed packets: grouping, cells in causal order, states and the origin; pure.
 
-Campaigns from placed packets: grouping by request, the cells in causal order, their states and the origin; pure.
-
-Everything here reads `Member` and `CellPair` records only (summaries and counts,
-never tensors), so a grid of 10^5 packets stays small. The state of a cell is
-decided from the sides' statuses, seed tokens and tensor digests; its pair adds the
-element counts. The rules are docs/campaigns.md's.
+Reads `Member` and `CellPair` records only (never tensors), so a grid of 10^5 packets stays small; the rules
+are docs/campaigns.md's.
 """
 
 from __future__ import annotations
@@ -56,8 +52,7 @@ class Cell(Record):
 
 @record
 class Campaign(Record):
-    """One capture set of a request (campaigns/sets.py): the two backends compared, every cell in causal order,
-    and notes."""
+    """One capture set of a request: the two backends compared, every cell in causal order, and notes."""
 
     id: str
     key: CampaignKey
@@ -125,9 +120,9 @@ def _chosen_backends(counts: Counter, asked: tuple[str, str] | None) -> tuple[tu
     """The two backends of the grid (asked, else the two with the most packets), and notes on the choice."""
     ranked = ranked_backends(counts)
     if not compared(ranked):
+        only = ranked[0] if ranked else "-"
         return tuple(ranked), [
-            f"one backend only ({ranked[0] if ranked else '-'}): no grid; capture the request "
-            "on a second backend to compare"
+            f"one backend only ({only}): no grid; capture the request on a second backend to compare"
         ]
     if asked is not None:
         absent = [backend for backend in asked if backend not in counts]
@@ -139,16 +134,12 @@ def _chosen_backends(counts: Counter, asked: tuple[str, str] | None) -> tuple[tu
         chosen = tuple(asked)
     else:
         chosen = tuple(ranked[:2])
-    others = [backend for backend in ranked if backend not in chosen]
-    notes = (
-        [
-            f"{len(ranked)} backends ({', '.join(ranked)}): compared {chosen[0]} and {chosen[1]}; "
-            f"choose others with --backends A,B"
-        ]
-        if others
-        else []
-    )
-    return chosen, notes
+    if set(ranked) <= set(chosen):
+        return chosen, []
+    return chosen, [
+        f"{len(ranked)} backends ({', '.join(ranked)}): compared {chosen[0]} and {chosen[1]}; "
+        "choose others with --backends A,B"
+    ]
 
 
 def build_campaign(
@@ -159,8 +150,7 @@ def build_campaign(
     ident: str | None = None,
     capture_set: str = ROOT_DIRECTORY,
 ) -> Campaign:
-    """The campaign of one capture set's packets (`ident`: its id, else its key's), every cell's state decided,
-    no pair numbers yet."""
+    """The campaign of one capture set's packets, every cell's state decided, no pair numbers yet."""
     counts = Counter(member.backend for member in members)
     backends, notes = _chosen_backends(counts, asked)
     cells: list[Cell] = []
@@ -204,8 +194,7 @@ def build_campaign(
 def campaigns_of(
     members: Iterable[Member], *, request: str | None = None, backends: tuple[str, str] | None = None
 ) -> tuple[tuple[Campaign, ...], tuple[str, ...]]:
-    """Every campaign among `members` (only request `request` when given), one per capture set
-    (campaigns/sets.py), by key and directory; and the run's notes (packets in no campaign, and why)."""
+    """Every campaign among `members` (of `request` when given), one per capture set, and the run's notes."""
     placed: list[Member] = []
     unplaced: list[str] = []
     unindexed: list[str] = []
@@ -221,15 +210,13 @@ def campaigns_of(
     notes = []
     if unplaced:
         notes.append(
-            f"{counted(len(unplaced), 'packet')} {are(len(unplaced))} in no campaign (their "
-            "identity, selection or sample was not "
-            f"established): {listed(sorted(unplaced))}"
+            f"{counted(len(unplaced), 'packet')} {are(len(unplaced))} in no campaign (their identity, selection or "
+            f"sample was not established): {listed(sorted(unplaced))}"
         )
     if unindexed:
         notes.append(
-            f"{counted(len(unindexed), 'packet')} {are(len(unindexed))} in no campaign "
-            "(outputIndex or modelLayerIndex is not an "
-            f"integer): {listed(sorted(unindexed))}"
+            f"{counted(len(unindexed), 'packet')} {are(len(unindexed))} in no campaign (outputIndex or "
+            f"modelLayerIndex is not an integer): {listed(sorted(unindexed))}"
         )
     if request is not None and not placed:
         notes.append(f"no campaign has requestID {request}")

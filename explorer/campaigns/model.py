@@ -1,10 +1,4 @@
-"""The campaign's frozen records: placements, cell pair numbers, cell states.
-
-The campaign's frozen records: one packet's placement, one cell's pair numbers, the cell states; no I/O, no UI.
-
-A cell is one (outputIndex, modelLayerIndex) of one campaign; its state is the
-first row of the precedence table (docs/campaigns.md) that holds.
-"""
+"""The campaign's frozen records: a packet's placement, a cell's pair numbers, the cell states; no I/O."""
 
 from __future__ import annotations
 
@@ -45,20 +39,15 @@ PACKET_CHANGED = "packet_changed"
 
 
 def campaign_id(key: CampaignKey, capture_set: str | None = None) -> str:
-    """A short stable name of a campaign for URLs: 'c' and the first hex digits of the sha256 of its key, and of
-    its capture set's directory when its key is split into several capture sets (campaigns/sets.py)."""
+    """A short stable name for URLs: 'c' and hex digits of the sha256 of its key (and capture set, when split)."""
     parts = [str(part) for part in key] + ([] if capture_set is None else [capture_set])
     return "c" + hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:ID_DIGITS]
 
 
 @record
 class Member(Record):
-    """One packet as a campaign sees it: where it sits and the digests of its tensors' native bytes.
-
-    `key`, `output_index`, `layer`, `seed_token` and `backend` are None when admission did not
-    establish them (then the packet is in no campaign); `input_digests` (the five inputs in
-    the pair's order, docs/pairs.md) and `output_digest` are None without verified tensors.
-    """
+    """One packet as a campaign sees it: where it sits (None where not established: then in no campaign) and the
+    digests of its tensors' native bytes (None without verified tensors; inputs in the pair's order)."""
 
     name: str
     path: str
@@ -75,13 +64,8 @@ class Member(Record):
 
 @record
 class CellPair(Record):
-    """The numbers of one cell's pair (docs/pairs.md) (side a = the campaign's first backend); never arrays.
-
-    `inputs_differing` maps each input tensor whose bytes differ to its mismatched element count
-    (None when no element-wise comparison exists); `nearer` maps "a", "b", "tie", "undefined" to
-    counts when both sides share one reference; `emulations` holds (id, bitEqual a, bitEqual b,
-    compared a, compared b) per emulation when emulations were requested.
-    """
+    """The numbers of one cell's pair (docs/pairs.md; side a the first backend); `emulations` holds (id, bitEqual
+    a, bitEqual b, compared a, compared b) rows when asked for."""
 
     status: str
     codes: tuple[str, ...]

@@ -1,11 +1,7 @@
 """One computation per campaign, shared by every session asking for it while it runs; the last kept.
 
-campaign_report_once(root, entries, ident, ...): a campaign's report entry computed once for every caller; no UI.
-
-The app opens a campaign in each session that asks for it (`?campaign=ID`); several
-sessions asking for one uncomputed campaign together share one computation (one set
-of worker processes), as the analysis does, and a campaign asked for again with the
-same contents is served from the last REPORT_CACHE_ENTRIES kept.
+Several app sessions opening one uncomputed campaign share one computation (one set of worker processes), and
+a campaign asked for again with the same contents is served from the last REPORT_CACHE_ENTRIES kept.
 """
 
 from __future__ import annotations
@@ -47,10 +43,8 @@ def campaign_report_once(
     context: str | None = None,
     emulate: tuple[str, ...] | None = None,
 ) -> dict[str, Any] | None:
-    """The report entry (campaigns[] of the JSON report) of campaign `ident` among `entries` under `root`, or None
-    when they form no campaign of that id. `contents` names what the packets hold (the app: their summaries): the
-    same root, id, contents and emulations are computed once, by the first caller, and every caller meanwhile
-    waits for that computation and shares its result (or its exception)."""
+    """The report entry of campaign `ident` among `entries` under `root` (None when there is none), computed once
+    per root, id, `contents` (what the packets hold) and emulations; callers meanwhile share its result."""
     key = _key(root, ident, contents, emulate)
 
     def compute() -> dict[str, Any] | None:

@@ -1,10 +1,6 @@
-"""The campaign report (JSON) and its origin sentence.
+"""The campaign report (JSON, attention-explorer.campaign.v1) and its origin sentence; no verdicts.
 
-The campaign report (JSON, attention-explorer.campaign.v1) and its origin sentence; the text is campaigns/text.py.
-
-Keys and meanings are docs/campaigns.md's. Counts are integers or null; nothing
-here is a verdict: the origin says where bytes first differ, not which backend is
-right.
+Keys are docs/campaigns.md's: the origin says where bytes first differ, not which backend is right.
 """
 
 from __future__ import annotations
@@ -49,8 +45,7 @@ def _where(cell: Cell | None) -> dict[str, Any] | None:
 
 
 def cell_json(cell: Cell) -> dict[str, Any]:
-    """One cell of `cells[]`: the pair's counts; an identical cell's are zero (its digests), a cell without a pair
-    (duplicate, missing, refused) has none; a pair that failed leaves the differing tensors' counts null."""
+    """One cell of `cells[]` with its pair's counts (zero when identical, null where not counted)."""
     pair, compared = cell.pair, cell.state not in (DUPLICATE, MISSING, REFUSED_STATE)
     if cell.state == IDENTICAL:
         differing, outputs, ulp = {}, 0, 0
@@ -93,13 +88,8 @@ def _outputs_block(campaign: Campaign, cell: Cell | None) -> dict[str, Any] | No
         maxUlp=pair.max_ulp,
         nearerReason=pair.nearer_reason,
     )
-    if pair.nearer is not None:
-        block["nearerPrimaryReference"] = {
-            a: pair.nearer["a"],
-            b: pair.nearer["b"],
-            "tie": pair.nearer["tie"],
-            "undefined": pair.nearer["undefined"],
-        }
+    if pair.nearer is not None:  # sides "a" and "b" by their backends' names
+        block["nearerPrimaryReference"] = {{"a": a, "b": b}.get(name, name): n for name, n in pair.nearer.items()}
     if pair.emulations is not None:
         block["emulations"] = [
             {"id": ident, "bitEqual": {a: equal_a, b: equal_b}, "compared": {a: compared_a, b: compared_b}}
@@ -186,8 +176,8 @@ def _run_text(run: list[int]) -> str:
 def origin_sentence(
     campaign: Campaign, origin: Origin, coverage: dict[str, Any], outputs: dict[str, Any] | None = None
 ) -> str:
-    """The one paragraph a reader needs first: where the difference starts (with the emulations that reproduce
-    each side there, when asked: `outputs` is its firstOutputsDiffer block), and what could hide it."""
+    """The paragraph a reader needs first: where the difference starts (with `outputs`, its firstOutputsDiffer
+    block, the emulations reproducing each side) and what could hide it."""
     if not compared(campaign.backends):
         return f"One backend only ({', '.join(campaign.backends) or '-'}): nothing to compare."
     parts = []

@@ -1,17 +1,8 @@
-"""run_campaigns(root): place every packet under a root, then compare the cells that differ.
+"""run_campaigns(root): place every packet under a root, then compare the cells that differ; no UI.
 
-run_campaigns(root): place every packet under a root, then compare the cells that differ, locally or on Dask; no UI.
-
-The two passes run as `explorer triage` runs its summaries: local worker processes
-(`explorer.catalog.workers.map_isolated`) or tasks of a Dask cluster
-(`explorer.catalog.cluster.map_on_cluster`, imported only for a scheduler), with
-triage's limits. A packet whose work raised, died or ran out of time is in no
-campaign and said so in a note; a cell whose comparison did shows its state without
-counts and the code. Only cells whose bytes differ are read again (an identical
-cell's counts are zero by its digests), for their counts; the first outputs-differ
-cell of each campaign is compared as a whole pair, with the requested emulations. A
-packet rewritten between the two passes leaves its cell without counts, with the code
-`packet_changed` and a note saying so.
+Both passes run as `explorer triage` runs (local workers or Dask). Only cells whose bytes differ are read again,
+for their counts; each campaign's first outputs-differ cell is compared as a whole pair, with the emulations
+asked for. A packet rewritten between the passes leaves its cell without counts, code `packet_changed`.
 """
 
 from __future__ import annotations
@@ -27,7 +18,7 @@ from explorer.campaigns.model import PACKET_CHANGED, CellPair, Member
 from explorer.catalog.discovery import Entry, discover
 from explorer.catalog.limits import DEFAULT_TIMEOUT_S
 from explorer.catalog.summary import ERROR, failed_summary
-from explorer.catalog.workers import map_isolated
+from explorer.catalog.triage import map_anywhere
 from explorer.foundations.record import Record, record
 
 Progress = Callable[[int], Callable[[], None]]  # given a pass's item count, the function to call per finished item
@@ -41,25 +32,6 @@ class CampaignRun(Record):
     packets: int
     campaigns: tuple[Campaign, ...]
     notes: tuple[str, ...]
-
-
-def map_anywhere(
-    work: Callable[[Any], Any],
-    items: Sequence[Any],
-    *,
-    jobs: int,
-    scheduler: str | None,
-    timeout: float | None,
-    on_note: Callable[[str], None],
-    context: str | None = None,
-) -> Iterator[tuple[int, Any]]:
-    """(index, result) of `work` on every item, in local worker processes (`context`: their start method) or on
-    the Dask cluster at `scheduler`."""
-    if scheduler is None:
-        return map_isolated(work, items, jobs=jobs, timeout=timeout, context=context, on_note=on_note)
-    from explorer.catalog.cluster import map_on_cluster  # Dask is imported only for a scheduler
-
-    return map_on_cluster(work, items, scheduler=scheduler, timeout=timeout, on_note=on_note)
 
 
 def _members(entries: Sequence[Entry], run: Callable, progress: Progress) -> list[Member]:
@@ -83,8 +55,7 @@ def _with_pairs(
     emulate: tuple[str, ...] | None,
     notes: list[str],
 ) -> tuple[Campaign, ...]:
-    """Every cell whose bytes differ gets its counts (cell_counts); each campaign's first outputs-differ cell
-    its whole pair (cell_pair, with the emulations asked for)."""
+    """Counts for every cell whose bytes differ, the whole pair for each campaign's first outputs-differ cell."""
     by_name = {member.name: member for member in members}
     tasks, places = [], []
     for number, campaign in enumerate(campaigns):
@@ -127,8 +98,7 @@ def _with_pairs(
 
 
 def run_task(task: tuple[Callable[[Any], CellPair], Any]) -> CellPair:
-    """One cell's work: (cell_counts, (paths..., digests)) or (cell_pair, (paths..., digests, emulate));
-    module-level, so picklable."""
+    """One cell's work, (cell_counts or cell_pair, its task); module-level, so picklable."""
     work, argument = task
     return work(argument)
 
@@ -147,8 +117,8 @@ def run_campaigns(
     entries: Sequence[Entry] | None = None,
     context: str | None = None,
 ) -> CampaignRun:
-    """Every campaign under `root` (among `entries` when given, else every packet discovered) with its cells'
-    states and counts; never raises for packet content. `context`: the local workers' start method."""
+    """Every campaign under `root` (among `entries` when given) with its cells' states and counts; never raises
+    for packet content."""
     notes: list[str] = []
 
     def run(work: Callable[[Any], Any], items: Sequence[Any]) -> Iterator[tuple[int, Any]]:

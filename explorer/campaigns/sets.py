@@ -1,15 +1,9 @@
-"""Capture sets and the one listing of campaigns: which packets form a campaign, which are listed.
+"""Capture sets and the one listing of campaigns the command line, the DataFrame and the app share.
 
-Capture sets and the one listing of campaigns the command line, the DataFrame and the app share; pure, no I/O.
-
-Packets sharing model, artifact, input and request (the key) are one capture set unless
-two of them are the same cell on the same backend; then they are split by the next
-directory of their names, and so on down, so a request captured again under the same
-root (after a fix, on another day) is a campaign of its own. Packets that sit directly
-in a directory being split stay together (two of one cell there are a `duplicate`).
-Each set is named by the deepest directory holding all its packets ("." for the root).
-A set with two backends or more is listed as a campaign (it has a grid); a set of one
-backend is listed apart, in one line (docs/campaigns.md, "What a campaign is").
+Packets sharing the key (model, artifact, input, request) are one capture set unless two are the same cell on
+one backend: then they are split by directory, level by level, so a request captured again under the root is a
+campaign of its own; each set is named by its deepest shared directory. A set of two backends or more is listed
+as a campaign, one of a single backend apart (docs/campaigns.md, "What a campaign is").
 """
 
 from __future__ import annotations
@@ -91,13 +85,8 @@ def _directories(name: str) -> tuple[str, ...]:
 
 
 def _holds_a_cell_twice(members: Sequence[Placed]) -> bool:
-    seen: set[tuple[Any, Any, Any]] = set()
-    for member in members:
-        cell = (member.backend, member.output_index, member.layer)
-        if cell in seen:
-            return True
-        seen.add(cell)
-    return False
+    cells = [(member.backend, member.output_index, member.layer) for member in members]
+    return len(set(cells)) < len(cells)
 
 
 def _split(members: list[Placed]) -> list[list[Placed]]:
@@ -130,8 +119,7 @@ def _directory(members: Sequence[Placed]) -> str:
 
 
 def capture_sets(placed: Iterable[Placed]) -> tuple[CaptureSet, ...]:
-    """Every capture set of `placed` (packets with a key, a backend and integer cell indexes), by key and
-    directory; a key captured once keeps the id of its key alone."""
+    """Every capture set of `placed`, by key and directory (a key captured once keeps the id of its key alone)."""
     by_key: dict[Any, list[Placed]] = defaultdict(list)
     for member in placed:
         by_key[member.key].append(member)
@@ -163,8 +151,7 @@ def _holds(directory: str, member: Placed) -> bool:
 
 
 def with_refused(sets: Sequence[CaptureSet], refused: Iterable[Placed]) -> tuple[tuple[CaptureSet, ...], list[Placed]]:
-    """The capture sets with each refused packet added to the deepest set of its key whose directory holds it (its
-    backends unchanged: they are the listing's), and the refused packets no set holds."""
+    """The capture sets with each refused packet in the deepest set of its key holding it, and those none holds."""
     members = {found.id: list(found.members) for found in sets}
     unheld = []
     for member in refused:

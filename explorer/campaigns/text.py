@@ -1,11 +1,7 @@
-"""The campaign report as the command line prints it: per campaign a header, origin sentence, grid.
+"""The campaign report as `explorer campaign ROOT` prints it; reads the JSON report only, no UI.
 
-The campaign report as text (`explorer campaign ROOT`): each campaign under its own header, the single-backend
-capture sets apart in one line, one count; reads the JSON report (campaigns/report.py) only, no UI.
-
-The grid is folded (campaigns/axis.py): one column per captured step, one row per
-captured layer, and a `~` column or row where captured indexes jump, so its size
-follows the packets, never an index's value.
+Each campaign under its own header with a folded grid (`~` where captured indexes jump), the single-backend
+capture sets in one line, one count.
 """
 
 from __future__ import annotations
@@ -30,8 +26,7 @@ def _jumps(name: str, slots: tuple[Slot, ...]) -> str:
 
 
 def grid_lines(campaign: dict[str, Any]) -> list[str]:
-    """A campaign's grid as text: layers as rows, steps as columns, one character per state; `~` marks a jump
-    over uncaptured steps or layers, named on the line below the legend."""
+    """A campaign's grid as text: layers as rows, steps as columns, one character per state, jumps named below."""
     cells = {(cell["outputIndex"], cell["modelLayerIndex"]): cell["state"] for cell in campaign["cells"]}
     columns, rows = folded(campaign["coverage"]["steps"]), folded(campaign["coverage"]["layers"])
     if not columns:
@@ -73,8 +68,7 @@ def _single(campaign: dict[str, Any]) -> str:
 
 
 def campaign_text(report: dict[str, Any]) -> list[str]:
-    """The command line's text: per campaign its header, then its origin sentence, notes and grid; the
-    single-backend capture sets in one line; the count and the run's notes last."""
+    """The command line's text: per campaign its header, origin sentence, notes and grid; then the rest."""
     listed_campaigns = [campaign for campaign in report["campaigns"] if compared(campaign["backends"])]
     single = [campaign for campaign in report["campaigns"] if not compared(campaign["backends"])]
     lines = []

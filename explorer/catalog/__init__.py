@@ -1,4 +1,1 @@
-"""Many packets under one root: discovery, the app's packet index, worker processes and triage.
-
-Never imports UI code.
-"""
+"""Many packets under one root: discovery, the app's packet index, worker processes and triage; no UI."""

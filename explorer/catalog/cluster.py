@@ -1,29 +1,11 @@
-"""map_on_cluster(work, items, scheduler): Workers.map_isolated's contract on a Dask cluster.
+"""map_on_cluster(work, items, scheduler): workers.map_isolated's contract on a Dask cluster.
 
-map_on_cluster(work, items, scheduler): workers.map_isolated's contract on a dask.distributed cluster;
-imported only for --scheduler, never by the app.
-
-Items go to the cluster in batches of up to BATCH_ITEMS (`Client.map`, `pure=False`,
-`retries=0`): Dask costs a few milliseconds per task, as much as a small packet's
-analysis, so a batch pays it once. Results are taken as batches complete
-(`as_completed`). An item whose `work` raised is reported at once (`WorkRaised`)
-and its batch goes on: `retries=0` because `work` is pure and deterministic, so a
-retry could only repeat the exception or hide a flaky one. A batch that fails as a
-whole (its worker died, or it ran past the per-item time limit times its items) is split:
-each of its items runs again as a task of its own, under the rules below, so a
-crash or a hang is reported for the one item that causes it (at the cost of
-running the batch's finished items once more). A task whose worker died is
-re-run by the scheduler on another worker up to its `allowed-failures` setting
-(Dask's default 3; `local:N` clusters are started with ALLOWED_FAILURES) and
-then reported as `WorkerCrashed`: a worker's death does not say which of the
-tasks it held caused it, so each gets one more chance elsewhere, as the local
-pool runs a suspect again alone; a crash that recurs is never hidden. A task
-still processing `timeout` seconds after the scheduler first showed it on a
-worker is reported as `WorkerTimedOut` and that worker is restarted through its
-nanny (a worker without one keeps the busy thread, which is noted). The run
-always finishes: when the scheduler shows no worker, or cannot be reached, for
-WORKERLESS_S (asked once a second), every item not answered yet is reported as
-`ClusterLost` with that reason (also said through `on_note`) and the map ends.
+Imported only for --scheduler, never by the app. Items go in batches of up to BATCH_ITEMS (a Dask task costs as
+much as a small packet's analysis), `retries=0` as `work` is pure. A batch that fails as a whole (a dead worker,
+a time limit) is split into one task per item, so a crash or a hang is reported for the item causing it; a task
+whose worker died gets `allowed-failures` more chances elsewhere, then `WorkerCrashed`. A task processing past
+`timeout` is `WorkerTimedOut` and its worker restarted. The run always finishes: a cluster without workers or
+scheduler for WORKERLESS_S answers every open item with `ClusterLost`.
 """
 
 from __future__ import annotations
@@ -115,8 +97,7 @@ class _Clock:
         self.workerless: tuple[float, str] | None = None  # (since, why) while the cluster can run no task
 
     def overdue(self, open_tasks: dict[str, list[int]]) -> list[tuple[str, str]]:
-        """(key, worker) of every open task past its time limit, the per-item limit times its items (asks the
-        scheduler at most once a second)."""
+        """(key, worker) of every open task past the per-item limit times its items (asked once a second)."""
         now = time.monotonic()
         if now - self.asked < PROCESSING_POLL_S:
             return []
@@ -135,7 +116,7 @@ class _Clock:
         ]
 
     def _processing(self, now: float) -> dict[str, list[str]]:
-        """The scheduler's tasks per worker (every worker, idle ones too); notes when there is no worker."""
+        """The scheduler's tasks per worker; notes when there is none."""
         try:
             processing, why = self.client.processing(), "had no worker left"
         except Exception as error:  # whatever the call raises, the scheduler cannot be asked

@@ -64,8 +64,7 @@ def _subdirectories(directory: Path) -> list[Path] | None:
 
 
 def _marker_file(directory: Path, marker: str) -> bool | None:
-    """True when `marker` exists and is no directory (a FIFO or a link is listed too, and admission refuses it);
-    None when the directory cannot be searched."""
+    """True when `marker` exists and is no directory (admission refuses a FIFO or link); None when unsearchable."""
     candidate = directory / marker
     try:
         os.lstat(candidate)
@@ -78,15 +77,8 @@ def _marker_file(directory: Path, marker: str) -> bool | None:
 
 def discover(root: str | os.PathLike, marker: str = PACKET_JSON) -> tuple[Entry, ...]:
     """Every directory holding `marker` (packet.json; a replay run's input.json) one or two levels below `root`, by
-    name.
-
-    Hidden directories and anything that resolves outside the root (symbolic links)
-    are skipped; each directory is visited once (by device and inode), so a link to
-    a directory already seen (the root itself, say) adds nothing. A directory that
-    cannot be searched or listed is listed itself (admission then says why it cannot
-    be read). A packet directory is not searched further. Nothing is capped: every
-    packet found is returned.
-    """
+    name: hidden ones and what resolves outside the root skipped, each visited once (device and inode), one that
+    cannot be listed listed itself (admission says why), nothing capped."""
     root = Path(root).resolve()
     found: list[Entry] = []
     seen = {_identity(root)}

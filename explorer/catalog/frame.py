@@ -1,14 +1,7 @@
-"""triage_frame(root): `explorer triage`'s JSON lines as a pandas DataFrame for notebooks.
+"""triage_frame(root): `explorer triage`'s JSON lines as a pandas DataFrame for notebooks; no UI.
 
-One row per packet; no UI.
-
-The columns are the JSON-line keys (docs/triage-and-app.md), with these dtypes:
-`name`, `path`, `backend` string (backend <NA> when not declared); `status`
-an ordered categorical of STATUS_ORDER; `codes` object (a tuple of strings);
-`selection` object (a dict of the partner fields, or None); `worstHead`,
-`worstLinfHead`, `worstUlp`, `headsNotCompared` Int64 (<NA> without a reference);
-`worstLinf`, `noiseFloorRatio`, `score` float64 (NaN when undefined). Rows are
-sorted by name.
+One row per packet, sorted by name; the columns are the JSON-line keys (docs/triage-and-app.md) with the dtypes
+of DTYPES (<NA> or NaN where a number is undefined).
 """
 
 from __future__ import annotations

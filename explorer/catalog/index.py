@@ -1,22 +1,10 @@
-"""PacketIndex: the packets under a root, summaries filled in the background from one cache.
+"""PacketIndex: the packets under a root, summaries filled in the background from one cache; no UI.
 
-PacketIndex: the packets under a root, their summaries filled in the background from one process-wide cache;
-no UI.
-
-The summary cache is keyed by verified content (`content_key`, the analysis
-cache's key) and holds summaries only, never analyses. Filling an index
-re-admits (re-reads and re-hashes) every packet in worker processes: a packet
-whose verified key is cached costs no analysis, any other is analyzed and
-summarized there. The last key seen for a path only routes that check.
-
-A packet is not re-read at all when its stat signature (device, inode, mode,
-size, modification and change times of the directory and of everything in it,
-links not followed) equals the one taken just before its last check, as git's
-index does: any write, rename, link or chmod changes a change time. A packet
-changed less than RACY_SECONDS before its check, or holding more than
-SIGNATURE_MAX_ENTRIES entries, gets no signature and is re-read every time.
-This serves the list's statuses only: opening a packet always re-reads and
-re-hashes it.
+The summary cache is keyed by verified content (the analysis cache's key): filling re-admits every packet in
+worker processes and analyzes only those whose key is not cached. A packet whose stat signature (of the
+directory and everything in it, as git's index takes it) is unchanged since its last check is not re-read;
+one changed within RACY_SECONDS or holding over SIGNATURE_MAX_ENTRIES entries is re-read every time. Opening
+a packet always re-reads it.
 """
 
 from __future__ import annotations
@@ -72,10 +60,7 @@ class _Unsigned(Exception):
 
 
 def stat_signature(path: str) -> Signature | None:
-    """The stat signature of the packet directory at `path` and of everything under it, or None when it has none.
-
-    Reads names and stat results only, never file content; never follows a link (a link's own stat is signed).
-    """
+    """The stat signature of the packet directory at `path` and everything under it (links not followed), or None."""
     signed: list = []
     newest = 0
 
@@ -113,11 +98,8 @@ def stat_signature(path: str) -> Signature | None:
 
 
 def checked_summary(task: tuple[str, ContentKey | None]) -> Check:
-    """Re-admit the packet at `path`: (its verified key, None, signature) when that is `known`, else (key, a fresh
-    summary, signature); the stat signature is taken before anything is read.
-
-    Runs in a worker process; pure apart from reading the packet.
-    """
+    """Re-admit the packet (in a worker): (key, None, signature) when its key is `known`, else (key, a fresh
+    summary, signature); the signature is taken before anything is read."""
     path, known = task
     signature = stat_signature(path)
     if known is not None:
@@ -129,8 +111,7 @@ def checked_summary(task: tuple[str, ContentKey | None]) -> Check:
 
 
 def _checks(tasks: list[tuple[str, ContentKey | None]]) -> Iterator[tuple[int, Check | Exception]]:
-    """Check every task: a small root in this thread, a larger one in at most FILL_JOBS worker processes (each with
-    triage's per-packet time limit; without any worker process, here too)."""
+    """Check every task: a small root in this thread, a larger one in at most FILL_JOBS worker processes."""
     if len(tasks) <= INLINE_PACKETS:
         for index, task in enumerate(tasks):
             yield index, work_here(checked_summary, task)
@@ -164,15 +145,13 @@ def _resolved(path: str, check: Check | Exception) -> PacketSummary:
 
 
 def _digest(signature: Signature) -> bytes:
-    """16 bytes standing for a signature in the cache (a packet's signature holds about 9 entries of 7 fields)."""
+    """16 bytes standing for a signature in the cache."""
     return hashlib.blake2b(repr(signature).encode(), digest_size=SIGNATURE_DIGEST_BYTES).digest()
 
 
 def _unchanged(path: str) -> PacketSummary | None:
-    """The summary of the last check of `path` when its stat signature has not changed since, else None.
-
-    A write through a shared memory map can leave every time unchanged: the list says how many of its statuses
-    come from here."""
+    """The summary of the last check of `path` when its stat signature has not changed since (a write through a
+    shared memory map can leave it unchanged: the list says how many statuses come from here), else None."""
     signed = _signed.get(path)
     if signed is None:
         return None
@@ -181,10 +160,7 @@ def _unchanged(path: str) -> PacketSummary | None:
 
 
 class PacketIndex:
-    """The packets under one root as last discovered, and their summaries as they arrive (thread-safe reads).
-
-    `rescan` discovers the root again: a packet that appeared is checked, one that disappeared is forgotten, and
-    every other is checked again unless its stat signature is unchanged (then it costs a few stat calls)."""
+    """The packets under one root as last discovered, and their summaries as they arrive (thread-safe reads)."""
 
     def __init__(self, root: Path):
         self.root = root

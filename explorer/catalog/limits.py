@@ -1,7 +1,4 @@
-"""The limits of a triage run (worker count, per-packet time).
-
-Importable without loading any machinery.
-"""
+"""The limits of a triage run (worker count, per-packet time), importable without loading machinery."""
 
 MAX_JOBS = 64  # worker processes (or local:N Dask workers) at most, whatever is asked
 DEFAULT_TIMEOUT_S = 300.0  # seconds one packet may take; the Qwen-size packet takes about one

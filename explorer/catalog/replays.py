@@ -1,13 +1,7 @@
 """The replay runs under one root and the packet each binds to; reads only bounded JSON files.
 
-The replay runs under one root and the packet each binds to (docs/replay.md, The source packet and the
-partner): runs are directories holding input.json one or two levels down, bound by packetSHA256; reads only
-input.json and packet.json files, bounded.
-
-A run binds to the listed packet whose packet.json hashes to its input.json's
-packetSHA256. Both files are read as admission reads them (below their own open
-directory, no link followed out, at most 256 KiB); a run whose input.json cannot be
-read or names no hash binds to nothing and is not listed.
+A run (a directory holding input.json one or two levels down) binds to the listed packet whose packet.json
+hashes to its packetSHA256 (docs/replay.md); both files are read as admission reads them.
 """
 
 from __future__ import annotations
@@ -30,11 +24,6 @@ def _bound_hash(run: Path) -> str | None:
     return value if is_sha256(value) else None
 
 
-def _packet_hash(packet: Path) -> str | None:
-    with open_packet(str(packet)) as file:
-        return file.sha256
-
-
 class RunIndex:
     """The replay runs under one root as discovered now, each with the packet.json hash it names."""
 
@@ -45,5 +34,6 @@ class RunIndex:
 
     def runs_of(self, packet: Path) -> tuple[str, ...]:
         """The names of the runs whose packetSHA256 is this packet's packet.json hash (read now), by name."""
-        digest = _packet_hash(packet)
+        with open_packet(str(packet)) as file:
+            digest = file.sha256
         return tuple(name for name, bound in self._bound.items() if digest is not None and bound == digest)

@@ -1,14 +1,7 @@
-"""summarize(path): the few numbers a packet list or `explorer triage` shows for one packet.
+"""summarize(path): the few numbers a packet list or `explorer triage` shows for one packet; no UI.
 
-Picklable and small; no UI.
-
-A summary is read off the one analysis (`analyze`), never recomputed: status,
-codes, backend, the partner selection key (docs/pairs.md, Partners), the packet's worst head (the largest
-score, as `analyze` and the app name it), the head with the largest primary linf,
-that linf as a multiple of the head's FP64 noise floor, and the largest ULP distance
-of the output to the reference rounded to the output dtype. These are numbers for
-sorting and pairing, never verdicts. `list_order` is the one order of every packet
-list: `explorer triage`'s table and the app's sidebar (docs/triage-and-app.md).
+Read off the one analysis, never recomputed: numbers for sorting and pairing, never verdicts. `list_order` is
+the one order of every packet list (docs/triage-and-app.md).
 """
 
 from __future__ import annotations
@@ -38,11 +31,8 @@ SelectionKey = tuple[tuple[str, Any], ...]
 
 @record
 class PacketSummary(Record):
-    """One packet in a list: status, codes and its ranking numbers (None where undefined).
-
-    `worst_head` is the head with the largest score (analysis.ranking.worst_score_head); `worst_linf_head` the
-    head with the largest primary linf, whose linf and noise-floor ratio are `worst_linf` and `noise_floor_ratio`.
-    """
+    """One packet in a list: status, codes and its ranking numbers (None where undefined); `worst_head` has the
+    largest score, `worst_linf_head` the largest primary linf (`worst_linf`, `noise_floor_ratio`)."""
 
     path: str
     status: str
@@ -93,13 +83,8 @@ def summarize(path: str | os.PathLike) -> PacketSummary:
 def failed_summary(path: str | os.PathLike, error: Exception) -> PacketSummary:
     """The stand-in for a packet whose work gave `error` instead of a summary: a timeout, a crashed worker, or
     anything else raised (internal_error)."""
-    if isinstance(error, WorkerTimedOut):
-        return error_summary(path, TIMEOUT)
-    return error_summary(path, WORKER_CRASHED if isinstance(error, WorkerCrashed) else INTERNAL_ERROR)
-
-
-def error_summary(path: str | os.PathLike, code: str) -> PacketSummary:
-    """The stand-in for a packet whose summary could not be made (`code`: WORKER_CRASHED, INTERNAL_ERROR, TIMEOUT)."""
+    crashed = WORKER_CRASHED if isinstance(error, WorkerCrashed) else INTERNAL_ERROR
+    code = TIMEOUT if isinstance(error, WorkerTimedOut) else crashed
     return PacketSummary(str(path), ERROR, (code,), None, None, None, None, None, None)
 
 
@@ -122,9 +107,8 @@ def summary_json(summary: PacketSummary) -> dict:
 
 
 def list_order(name: str, summary: PacketSummary | None) -> tuple:
-    """The one sort key of every packet list (triage's table, the app's sidebar and the packet it opens first):
-    by status (STATUS_ORDER: analyzed, inconclusive, refused, error; unknown last), then the largest score first
-    (a packet without a score after those with one), then the name."""
+    """The one sort key of every packet list: by STATUS_ORDER (unknown last), the largest score first (none after
+    those with one), then the name."""
     if summary is None:
         return (len(STATUS_ORDER), True, 0.0, name)
     score = summary.score

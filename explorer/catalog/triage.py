@@ -1,13 +1,7 @@
-"""`explorer triage ROOT`: every packet under a root summarized in worker processes.
+"""`explorer triage ROOT`: every packet under a root summarized in worker processes; no UI.
 
-JSON lines and a summary table; never imports the UI.
-
-Discovery is the app's (`explorer.catalog.discovery`); each worker runs the pure
-`summarize(path)`, in local worker processes (`explorer.catalog.workers`) or as
-tasks of a Dask cluster (`explorer.catalog.cluster`, imported only when a
-scheduler is named). A packet whose worker raised, died or ran past the time
-limit is reported once with status "error" and the code internal_error,
-worker_crashed or timeout.
+JSON lines and a summary table. A packet whose worker raised, died or ran past the time limit is reported once
+with status "error" and the code internal_error, worker_crashed or timeout.
 """
 
 from __future__ import annotations
@@ -18,7 +12,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from explorer.catalog.discovery import Entry, discover
 from explorer.catalog.limits import DEFAULT_TIMEOUT_S, MAX_JOBS
@@ -47,6 +41,24 @@ class Triaged(Record):
     summary: PacketSummary
 
 
+def map_anywhere(
+    work: Callable[[Any], Any],
+    items: Sequence[Any],
+    *,
+    jobs: int,
+    scheduler: str | None,
+    timeout: float | None,
+    on_note: Callable[[str], None],
+    context: str | None = None,
+) -> Iterator[tuple[int, Any]]:
+    """map_isolated, or map_on_cluster on the Dask cluster at `scheduler` (Dask imported only then)."""
+    if scheduler is None:
+        return map_isolated(work, items, jobs=jobs, timeout=timeout, context=context, on_note=on_note)
+    from explorer.catalog.cluster import map_on_cluster
+
+    return map_on_cluster(work, items, scheduler=scheduler, timeout=timeout, on_note=on_note)
+
+
 def triage(
     entries: Sequence[Entry],
     *,
@@ -56,18 +68,10 @@ def triage(
     scheduler: str | None = None,
     on_note: Callable[[str], None] = lambda note: None,
 ) -> Iterator[Triaged]:
-    """Yield every entry's summary once, as they finish (an error summary where the work raised, died or timed out).
-
-    `scheduler`: None for local worker processes (`jobs` of them at most), else a Dask scheduler address or
-    'local:N'; `on_note` hears how the run deviated from what was asked (fewer workers, a worker not restarted).
-    """
+    """Yield every entry's summary once, as they finish (an error summary where the work raised, died or timed out);
+    `scheduler` a Dask address or 'local:N'; `on_note` hears how the run deviated from what was asked."""
     paths = [str(entry.path) for entry in entries]
-    if scheduler is None:
-        results = map_isolated(work, paths, jobs=jobs, timeout=timeout, on_note=on_note)
-    else:
-        from explorer.catalog.cluster import map_on_cluster  # Dask is imported only for a scheduler
-
-        results = map_on_cluster(work, paths, scheduler=scheduler, timeout=timeout, on_note=on_note)
+    results = map_anywhere(work, paths, jobs=jobs, scheduler=scheduler, timeout=timeout, on_note=on_note)
     for index, result in results:
         if isinstance(result, Exception):
             result = failed_summary(paths[index], result)
@@ -85,9 +89,8 @@ def json_line(item: Triaged) -> str:
 
 
 def summary_table(items: Sequence[Triaged], root: Path, seconds: float, engine: str, notes: Sequence[str] = ()) -> str:
-    """Counts per status and code, every packet by status and score, and the pairs found.
-
-    `engine` says what ran the work ("2 worker processes", "the Dask scheduler at ..."); `notes` follow it."""
+    """Counts per status and code, every packet by status and score, and the pairs found, under a line naming
+    what ran the work (`engine`) and the `notes`."""
     statuses = Counter(item.summary.status for item in items)
     codes = Counter(code for item in items for code in item.summary.codes)
     lines = [f"Triage of {len(items)} packets under {root} ({engine}, {seconds:.2f} s)"]
@@ -180,10 +183,8 @@ def run(
     timeout: float | None = DEFAULT_TIMEOUT_S,
     scheduler: str | None = None,
 ) -> tuple[str, Sink]:
-    """Triage every packet under `root`: JSON lines on `out` with `as_json`, progress on `err`; returns the table
-    and the sink of `out` (whose `error` says whether every line could be written).
-
-    A closed `out` (the reader went away) stops the run after the packets in flight."""
+    """Triage every packet under `root`: JSON lines on `out` with `as_json` (the run stops when its reader goes
+    away), progress on `err`; returns the table and the sink of `out` (its `error`: a line not written)."""
     started = time.perf_counter()
     entries = discover(root)
     progress = Progress(len(entries), err)

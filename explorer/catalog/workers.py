@@ -1,27 +1,10 @@
 """map_isolated(work, items): one pure function over many items in worker processes.
 
-map_isolated(work, items): one pure function over many items in worker processes, a crash, a raise or a hang
-costing only its own item; no UI, no packet logic.
-
-Each worker process is connected to this one by a pipe and holds at most
-PIPELINE items, which it works in the order they were sent, so the item a dead
-worker was working on is known exactly: its first unanswered one. That item is
-reported as a crash (`WorkerCrashed`), the items queued behind it go back to
-the pending ones (they never started), and a fresh worker takes over. An item
-still running `timeout` seconds after it started (after the previous answer,
-or when it was sent to an idle worker) has its worker killed (also a stopped
-one) and is reported as `WorkerTimedOut`. An exception raised by `work` is
-reported for its item (`WorkRaised`). Every item is reported exactly once.
-
-At most min(jobs, items, MAX_JOBS) workers run. A worker that cannot be started
-(a process or file limit) leaves the run with the workers it has, said through
-`on_note`; when not even one starts, the items are worked in this process, one
-after another and without a time limit (also said).
-
-Workers are forked (the platform default) unless this process has loaded MLX: MLX's
-runtime threads do not survive a fork, and a forked child's first MLX call never
-returns, so such a run starts its workers from a fresh forkserver instead
-(`start_method`).
+A crash, a raise or a hang costs only its own item, reported once (`WorkerCrashed`, `WorkRaised`,
+`WorkerTimedOut` after `timeout` seconds). Each worker holds at most PIPELINE items and works them in order, so
+a dead worker's item is its first unanswered one; the items behind it go back to the pending ones. When no
+worker can start, the items are worked here, one after another. Workers fork unless MLX is loaded (its runtime
+threads do not survive a fork): then they start from a forkserver (`start_method`).
 """
 
 from __future__ import annotations
@@ -83,7 +66,6 @@ def work_here(work: Callable[[Any], Any], item: Any) -> Any:
 
 
 def _serve(work: Callable[[Any], Any], connection: Connection) -> None:
-    """A worker's loop: receive an item, send back its result (or WorkRaised), until None arrives."""
     while True:
         try:
             item = connection.recv()
@@ -221,8 +203,7 @@ UNFORKABLE_MODULES = ("mlx.core",)  # loaded here, their runtime threads make a 
 
 
 def start_method(context: str | None) -> str | None:
-    """The multiprocessing start method of a run: `context` when named, else the platform default, unless a loaded
-    module cannot survive a fork (UNFORKABLE_MODULES), then FRESH_START_METHOD."""
+    """`context` when named, else the platform default, unless a loaded module cannot survive a fork."""
     if context is None and any(name in sys.modules for name in UNFORKABLE_MODULES):
         return FRESH_START_METHOD
     return context
@@ -237,11 +218,8 @@ def map_isolated(
     context: str | None = None,
     on_note: Callable[[str], None] = log.warning,
 ) -> Iterator[tuple[int, Any]]:
-    """Yield (index, result) for every item as it finishes; the result is WorkRaised, WorkerCrashed or
-    WorkerTimedOut when the item gave none.
-
-    `context` names the multiprocessing start method (None: start_method's choice); `timeout` None: no limit.
-    """
+    """Yield (index, result) for every item as it finishes (WorkRaised, WorkerCrashed or WorkerTimedOut when it
+    gave none); `context`: the start method (None: start_method's choice); `timeout` None: no limit."""
     single_threaded_blas()  # inherited by workers that load numpy themselves (forkserver, spawn)
     pool = _Pool(work, items, jobs, timeout, start_method(context), on_note)
     try:

@@ -1,11 +1,7 @@
-"""Bounded renderings of untrusted values for messages.
+"""Bounded renderings of untrusted values for messages; never does I/O.
 
-Long texts and lists cut with a count, huge integers by digit count, undecodable file-name bytes escaped;
-never does I/O.
-
-A message never formats an unbounded integer (Python refuses to print one of
-more than 4,300 digits) or an unbounded string: the full value stays in the
-structured fields where the contracts keep it.
+A message never formats an unbounded integer (Python refuses one of over 4,300 digits) or string: texts and lists
+are cut with a count, huge integers shown by digit count; the full value stays in the structured fields.
 """
 
 from __future__ import annotations
@@ -80,15 +76,13 @@ def _escaped_surrogate(match: re.Match) -> str:
 
 
 def escaped_bytes(text: str) -> str:
-    """`text` with every byte a file name could not decode (surrogateescape's lone surrogate) written as \\xNN, any
-    other lone surrogate as \\uNNNN: text that can be encoded as UTF-8 and sent to a browser or a terminal."""
+    """`text` with each undecodable file-name byte as \\xNN and any other lone surrogate as \\uNNNN (valid UTF-8)."""
     return _LONE_SURROGATE.sub(_escaped_surrogate, text)
 
 
 def terminal_text(line: str) -> str:
-    """`line` as a terminal shows it: undecodable file-name bytes as \\xNN (escaped_bytes, as
-    docs/hostile-environment.md promises), every other non-printable character (terminal escapes, newlines from
-    packet text) escaped."""
+    """`line` as a terminal shows it: undecodable bytes as \\xNN (docs/hostile-environment.md), every other
+    non-printable character escaped."""
     return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in escaped_bytes(line))
 
 

@@ -1,8 +1,7 @@
 """The one bounded LRU cache every layer keeps its results in; thread-safe, no I/O.
 
-A cache holds at most `entries` values and, when given a `size` function, at most `max_bytes` of their
-summed sizes (a value larger than `max_bytes` alone is never kept). Reading a value makes it the most
-recently used; adding one evicts the least recently used until both bounds hold.
+At most `entries` values and, with a `size` function, at most `max_bytes` of their summed sizes; reading makes a
+value the most recently used, adding evicts the least recently used.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """ForkSafeExecutor: a process-wide thread pool that a forked child replaces with a pool of its own.
 
-A fork copies a ThreadPoolExecutor but none of its threads: in the child, work submitted to a pool that had
-already run something is queued for a thread that does not exist there and never runs. `panel serve
---num-procs N` forks its server processes, after running the app script once when `--warm` asks it to on
-Python 3.12 and later (docs/app-internals.md, Serving: what a session costs); a multiprocessing worker may be
-forked too.
+A fork copies a pool but none of its threads, so work submitted in the child would never run; `panel serve
+--num-procs N` and multiprocessing workers fork (docs/app-internals.md, Serving: what a session costs).
 """
 
 from __future__ import annotations
@@ -15,8 +12,7 @@ from concurrent.futures import Executor, Future, ThreadPoolExecutor
 
 
 class ForkSafeExecutor(Executor):
-    """A ThreadPoolExecutor(max_workers, thread_name_prefix) of this process; a child forked from it starts with a
-    fresh one (the parent's queued work stays the parent's)."""
+    """A ThreadPoolExecutor of this process; a child forked from it starts with a fresh one."""
 
     def __init__(self, max_workers: int, thread_name_prefix: str):
         self._options = {"max_workers": max_workers, "thread_name_prefix": thread_name_prefix}

@@ -1,11 +1,6 @@
-"""The one number formatter of the app, the command line, triage and the exports.
+"""The one number formatter of the app, the command line, triage and the exports; never computes.
 
-4 significant digits for people, the full value for hovers; formats given values, never computes or reads one.
-
-Every place that shows a number imports it from here (it sits in the core, below
-every layer that prints), so `5.753e+05` reads the same in a table cell, a
-terminal line, a triage row and a PNG. The JSON reports never use it: they carry
-each float in full (`json.dumps`).
+4 significant digits for people, the full value for hovers; the JSON reports carry every float in full.
 """
 
 from __future__ import annotations
@@ -32,8 +27,8 @@ def _is_bool(value: object) -> bool:
 
 
 def full_number(value: object) -> str:
-    """A value in full: floats as Python's shortest round-trip repr (as the JSON report prints them), null as
-    MISSING, booleans as true/false, lists and mappings as JSON, anything else as str()."""
+    """A value in full: floats as their shortest round-trip repr, null as MISSING, booleans as true/false, lists
+    and mappings as JSON, anything else as str()."""
     if value is None:
         return MISSING
     if _is_bool(value):
@@ -56,9 +51,8 @@ def short_number(value: object) -> str:
 
 
 def scientific_number(value: float) -> str:
-    """A number for a column of numbers: a whole number as an integer (`1`, `2544000`, a count or ULP distance is
-    never `1.000e+00`), any other SIGNIFICANT_DIGITS significant digits in scientific notation (`5.753e+05`,
-    `9.998e-01`), so the fractions of a column read alike."""
+    """A number for a column: a whole number as an integer (never `1.000e+00`), any other in scientific notation
+    (`5.753e+05`), so a column's fractions read alike."""
     value = float(value)
     if value.is_integer() and abs(value) <= LARGEST_WHOLE_NUMBER:
         return f"{value:.0f}"
@@ -75,10 +69,8 @@ def location(head: int, channel: int) -> str:
 
 
 def at_text(at: Mapping[str, int] | None) -> str:
-    """Where a worst value sits, as a phrase to follow it (" at query head 5, channel 17"); "" when nowhere.
-
-    `at` is a report's location block ({"queryHead", "channel"}, docs/report.md): the one shape of a location in
-    every report, and this the one text of it."""
+    """The one text of a report's location block ({"queryHead", "channel"}): " at query head 5, channel 17", or ""
+    when nowhere."""
     return "" if at is None else f" at {location(at['queryHead'], at['channel'])}"
 
 
@@ -87,9 +79,8 @@ TABLE_GAP = "  "  # between its columns
 
 
 def text_table(header: Sequence[str], rows: Sequence[Sequence[str]], *, left: bool = False) -> list[str]:
-    """A plain-text table as lines: every column as wide as its widest cell as a terminal shows it (terminal_text:
-    a name's undecodable byte is the four characters \\xff), right-aligned (numbers), or left-aligned with `left`
-    (names); trailing blanks cut."""
+    """A plain-text table as lines, each column as wide as its widest cell as a terminal shows it, right-aligned
+    (numbers) or left-aligned with `left` (names)."""
     shown = [[terminal_text(cell) for cell in line] for line in (header, *rows)]
     widths = [max(len(cell) for cell in column) for column in zip(*shown, strict=True)]
     return [

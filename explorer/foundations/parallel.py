@@ -1,9 +1,6 @@
-"""Runs one function over a list of items on a few threads, results in item order.
+"""Runs one function over a list of items on a few threads, results in item order; no I/O.
 
-Asks BLAS for one thread; no I/O, no numbers.
-
-For work that releases the interpreter lock (reading files, SHA-256, numpy loops): what each
-item gives never depends on which thread ran it or on how many there were.
+For work that releases the interpreter lock (reads, SHA-256, numpy loops): no result depends on the threads.
 """
 
 from __future__ import annotations
@@ -22,16 +19,14 @@ Result = TypeVar("Result")
 
 
 def single_threaded_blas() -> None:
-    """Ask BLAS for one thread (unless the environment says otherwise): effective before numpy loads, and in
-    the worker processes started afterwards, which inherit the environment."""
+    """Ask BLAS for one thread unless the environment says otherwise (before numpy loads; workers inherit it)."""
     for variable in BLAS_THREAD_VARIABLES:
         os.environ.setdefault(variable, "1")
 
 
 def run_on_threads(work: Callable[[Item], Result], items: Sequence[Item], threads: int) -> list[Result]:
-    """[work(item) for item in items], on up to `threads` threads taking items in turn (the calling thread alone
-    when no other can start, e.g. under an address-space limit); the first exception is raised here once every
-    thread has stopped, and no item is started after it."""
+    """[work(item) for item in items] on up to `threads` threads (the calling thread alone when no other starts);
+    the first exception is raised here once every thread has stopped."""
     results: list[Result | None] = [None] * len(items)
     pending = iter(range(len(items)))
     lock = threading.Lock()

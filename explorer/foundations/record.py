@@ -1,28 +1,10 @@
-"""The explorer's frozen dataclass records: `@record` over `Record`, methods shared.
+"""The explorer's frozen dataclass records: `@record` over `Record`, methods shared; no I/O.
 
-The explorer's frozen dataclass records: `@record` over `Record`, methods shared instead of generated; no I/O,
-no numerics.
-
-Every record is declared
-
-    @record                 # value record: == and hash compare the fields
-    class Name(Record): ...
-
-or `@record(eq=False)` for a record holding numpy arrays (directly or in a field):
-`==` is then identity, as for the arrays' own truth value, and the record hashes
-by identity (field-wise equality could only raise on an array).
-
-`record` is `dataclass(init=False, repr=False, eq=False)`: the class gets its
-fields (`dataclasses.fields`, `replace`, `is_dataclass` work) and no generated
-method. `__init__`, immutability, the repr (`Name(field=value, ...)`), `==` and
-hash behave as `@dataclass(frozen=True)` generates them and are written once here:
-Python 3.11 compiles every generated method at every process start, about 0.3 ms
-each, and a command defines 35 to 50 records (40 ms of a Qwen-size analyze; 5 ms
-now). A record is immutable once made: assigning or deleting any attribute raises
-`dataclasses.FrozenInstanceError`. Fields take positional or keyword arguments,
-defaults and default factories, and `__post_init__` is called (it sets derived
-values with `object.__setattr__`, as in a frozen dataclass); `init=False`,
-keyword-only and `InitVar` fields are not supported (`record` refuses them).
+`@record` (value records: `==` and hash by field) or `@record(eq=False)` (records holding arrays: identity) is
+`dataclass(init=False, repr=False, eq=False)`: the fields work with `dataclasses`, and `__init__`, immutability,
+repr, `==` and hash behave as `@dataclass(frozen=True)`'s but are written once here, because Python 3.11
+compiles every generated method at every start (40 ms of a Qwen-size analyze). `init=False`, keyword-only and
+`InitVar` fields are refused.
 """
 
 from __future__ import annotations
@@ -45,7 +27,7 @@ class _Factory:
 class _Signature:
     """`Name.__signature__`, built on first use from the fields (what `help()` and Jupyter's `Name?` show)."""
 
-    def __get__(self, instance: object, owner: type) -> inspect.Signature:
+    def __get__(self, _instance: object, owner: type) -> inspect.Signature:
         parameters = [
             inspect.Parameter(
                 item.name,

@@ -1,13 +1,7 @@
-"""Writes a new file whole or not at all, never replacing anything.
+"""Writes a new file whole or not at all, never replacing anything; no packets, no UI.
 
-Never reads packets or imports the UI.
-
-`write_new` writes the bytes to a temporary file in the target directory,
-flushes and fsyncs it, then hard-links it to the final name, which succeeds
-only while that name is free (a link never follows a symlink standing at the
-name, and never replaces a file). The temporary name is removed whatever
-happens, so a full disk, a file-size limit or a taken name leaves nothing
-behind.
+The bytes go to a fsynced temporary file hard-linked to the final name, which succeeds only while the name is
+free (never following a link there); the temporary name is removed whatever happens.
 """
 
 from __future__ import annotations
@@ -32,11 +26,8 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def write_new(path: str | os.PathLike, data: str | bytes, *, dir_fd: int | None = None) -> Path:
-    """Create `path` holding exactly `data` (str is written as UTF-8); FileExistsError when the name is taken.
-
-    With `dir_fd`, `path` is a name inside that open directory (no other path
-    is resolved); otherwise its parent directory is opened by name.
-    """
+    """Create `path` holding exactly `data` (str as UTF-8; with `dir_fd` a name in that open directory);
+    FileExistsError when the name is taken."""
     path = Path(path)
     payload = data.encode("utf-8") if isinstance(data, str) else bytes(data)
     directory = os.open(path.parent, DIRECTORY_FLAGS) if dir_fd is None else dir_fd

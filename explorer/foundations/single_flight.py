@@ -1,8 +1,4 @@
-"""SingleFlight: one computation per key at a time, shared by every thread that asks meanwhile.
-
-SingleFlight: one computation per key at a time, shared by every thread that asks for that key meanwhile;
-keeps no result afterwards and does no I/O.
-"""
+"""SingleFlight: one computation per key at a time, shared by every thread asking meanwhile."""
 
 from __future__ import annotations
 
@@ -14,10 +10,7 @@ Result = TypeVar("Result")
 
 
 class _Flight(Generic[Result]):
-    """One computation under way: who waits for it waits on `done`, then reads `result` or `error`.
-
-    A plain class, not a dataclass: it needs no generated method, and generating them costs every start.
-    """
+    """One computation under way: who waits for it waits on `done`, then reads `result` or `error`."""
 
     __slots__ = ("done", "error", "result")
 

@@ -1,13 +1,7 @@
-"""Standard output and error as every command writes them: closed streams, gone readers, full devices.
+"""Standard output and error as every command writes them: closed streams, gone readers, full disks.
 
-One mechanism for every command: a stream closed before the process started is /dev/null, a write never raises.
-
-A command started with its standard output or error closed (`>&-`, `2>&-`) would get None as
-sys.stdout or sys.stderr, and the next file it opens would take descriptor 1 or 2 (a child such as
-chromium would then write into it). `open_standard_streams` gives each closed descriptor /dev/null
-first, so what would be written there is dropped, as after a reader that went away, and the command
-keeps its own exit status. `Sink` writes text and never raises: a reader that went away (closed pipe)
-ends the writing quietly, any other error (a full device) ends it and is kept for the caller to report.
+A stream closed when the process started becomes /dev/null (else the next file opened would take its
+descriptor), and `Sink` writes text without ever raising.
 """
 
 from __future__ import annotations
@@ -30,8 +24,8 @@ def _is_open(descriptor: int) -> bool:
 
 
 def open_standard_streams() -> None:
-    """Give standard output and error that were closed when the process started /dev/null (descriptor and sys
-    stream), and let both escape what their encoding cannot write. Call it before any file is opened."""
+    """Give a closed standard output or error /dev/null and let both escape what their encoding cannot write (call
+    it before any file is opened)."""
     for name, descriptor in STANDARD_STREAMS:
         if not _is_open(descriptor):
             devnull = os.open(os.devnull, os.O_WRONLY)
@@ -53,8 +47,8 @@ def discard_stdout() -> None:
 
 
 class Sink:
-    """A text stream written line by line that never raises: a reader that went away (closed pipe) ends the
-    writing quietly, any other write error (a full device) ends it and is kept in `error`."""
+    """A text stream that never raises: a closed pipe ends the writing quietly, any other error ends it, kept in
+    `error`."""
 
     def __init__(self, stream: TextIO):
         self.stream, self.open, self.error = stream, True, None

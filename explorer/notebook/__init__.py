@@ -1,4 +1,1 @@
-"""Inline display of results in Jupyter (`_repr_html_`, `.views`): the packet's and the pair's.
-
-Loads the UI libraries only when a view is asked for.
-"""
+"""Inline display of results in Jupyter (`_repr_html_`, `.views`); the UI loads only for a view."""

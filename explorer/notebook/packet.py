@@ -1,11 +1,6 @@
-"""Inline Jupyter display of one analysis.
+"""Inline Jupyter display of one analysis: HTML and plain-text summaries and the `.views` accessor.
 
-Its compact HTML and plain-text summaries and the `result.views` accessor; never computes a number and imports
-Panel only when a view is built.
-
-`Analysis._repr_html_`, `Analysis.views` and `Analysis.__panel__` delegate here, so
-showing a result as the last expression of a cell needs no UI library, and every
-view is the one the app draws (`explorer.views.VIEWS`), built for the same result.
+Every view is the one the app draws (`explorer.views.VIEWS`), built for the same result.
 """
 
 from __future__ import annotations
@@ -13,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from explorer.analysis.result import Analysis
+from explorer.notebook.accessor import SectionViews, section, views_hint
 from explorer.views.shared import html_summary
 
 # Accessor methods in the app's tab order; the ones taking `head` follow the selected query head.
@@ -28,17 +24,12 @@ VIEW_CALLS = (
     "raw()",
     "all(head=0)",
 )
-HINT_STYLE = "color:#555;font-size:0.85em;margin:0.2em 0"
 
 
 def summary_html(analysis: Analysis) -> str:
     """The compact rich display of a result: status, every reason, the largest-linf heads, and how to open the views."""
-    calls = ", ".join(f"<code>.views.{call}</code>" for call in VIEW_CALLS)
-    return (
-        html_summary.overview_html(analysis)
-        + f'<p class="views-hint" style="{HINT_STYLE}">Inline views: {calls}; <code>pn.panel(result)</code> '
-        "shows them all in tabs.</p>"
-    )
+    tail = "; <code>pn.panel(result)</code> shows them all in tabs"
+    return html_summary.overview_html(analysis) + views_hint(VIEW_CALLS, tail)
 
 
 def summary_text(analysis: Analysis) -> str:
@@ -65,71 +56,40 @@ def export_dir() -> Path:
     return choose_export_dir(None)
 
 
-class Views:
+class Views(SectionViews):
     """The explorer's views of one analysis, each a Panel viewable to show inline (`result.views.attention(head=5)`)."""
 
-    def __init__(self, analysis: Analysis) -> None:
-        self._analysis = analysis
+    CALLS = VIEW_CALLS
+    TEXT = summary_text
+    overview = section("overview", "Status, reasons and identity above the error map, last-row bits and counts.")
+    summary = section("summary", "Status, reasons, identity (declared), selection, geometry and per-head table.")
+    errors = section("errors", "|output - reference| maps of every query head x channel, and per-head charts.")
+    lastrow = section("lastrow", "Bitwise XOR of the stored last K/V row against the incoming row.")
+    nonfinite = section("nonfinite", "Where the NaNs and infinities of each of the six tensors are.")
+    narrowed = section("narrowed", "The narrowed-Q counterfactual beside the primary reference (or why not).")
+    emulations = section("emulations", "Every kernel emulation's bit-equal counts and drill-down (computed now).")
+    raw = section("raw", "packet.json, the metadata snapshot and the JSON report.")
 
-    def __repr__(self) -> str:
-        return f"Views of {summary_text(self._analysis)}: " + ", ".join(VIEW_CALLS)
-
-    def _build(self, slug: str, head: int = 0):
+    def _section(self, slug: str, head: int = 0):
         from explorer.views import VIEWS, Selection
 
         builders = {view_slug: builder for view_slug, _, builder in VIEWS}
-        return builders[slug](self._analysis, Selection(head=head))
-
-    def overview(self):
-        """Status, reasons and identity above the error map, last-row bits, nonfinite counts and narrowed-Q."""
-        return self._build("overview")
-
-    def summary(self):
-        """Status, reasons, identity (declared), selection, geometry, limitations and per-head table."""
-        return self._build("summary")
-
-    def errors(self):
-        """|output - reference| maps of every query head x channel, and per-head metric charts."""
-        return self._build("errors")
-
-    def lastrow(self):
-        """Bitwise XOR of the stored last K/V row against the incoming row."""
-        return self._build("lastrow")
-
-    def nonfinite(self):
-        """Where the NaNs and infinities of each of the six tensors are."""
-        return self._build("nonfinite")
-
-    def narrowed(self):
-        """The narrowed-Q counterfactual beside the primary reference (or why it does not apply)."""
-        return self._build("narrowed")
+        return builders[slug](self._result, Selection(head=head))
 
     def attention(self, head: int = 0):
         """Softmax weights over tokens of query `head`, and diagnostics across heads."""
-        return self._build("attention", head)
-
-    def emulations(self):
-        """Every kernel emulation's bit-equal counts, where the output differs from one, and the drill-down (computed
-        now)."""
-        return self._build("emulations")
-
-    def raw(self):
-        """packet.json, the metadata snapshot and the JSON report."""
-        return self._build("raw")
+        return self._section("attention", head)
 
     def all(self, head: int = 0):
-        """Every view in tabs, in the app's order, sharing one selected query head.
-
-        Tabs are drawn when first opened (`dynamic`): rendering all nine at once in a
-        notebook with inline resources takes Panel tens of seconds, one tab about one.
-        """
+        """Every view in tabs, in the app's order, sharing one selected query head (each drawn when first opened:
+        all nine at once take Panel tens of seconds in a notebook)."""
         import panel as pn
 
         from explorer.views import VIEWS, Selection
 
         selection = Selection(head=head)
         return pn.Tabs(
-            *((title, builder(self._analysis, selection)) for _, title, builder in VIEWS),
+            *((title, builder(self._result, selection)) for _, title, builder in VIEWS),
             dynamic=True,
             sizing_mode="stretch_width",
         )

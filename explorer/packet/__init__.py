@@ -1,8 +1,6 @@
 """Packet admission: parsing, files, schema checks and native tensor decoding; never imports UI code.
 
-`from explorer.packet import admit` is resolved lazily, so that importing one small
-module (`explorer.packet.model`, `explorer.packet.dtypes`) does not load the whole
-admission pipeline with it.
+`admit` is resolved lazily, so that importing one small module does not load the whole admission pipeline.
 """
 
 __all__ = ["admit"]

@@ -1,31 +1,9 @@
-"""`admit(path)`: every admission check, all problems reported at once, as an Admission.
+"""`admit(path)`: every check of docs/packet-format.md, all problems reported at once, as an Admission.
 
-`admit(path)`: every check of docs/packet-format.md, all problems reported at once, as an Admission; never
-computes numerics or imports UI code.
-
-Order of work: read packet.json (a refusal there ends admission: nothing else
-can be located); apply the section 2 field rules; refuse declared sizes over the
-limits; open every named file and refuse aliases; read, measure and hash each
-file whose declared length is usable; interpret the metadata only when it read
-at its declared length, hashed to its declared hash and parsed; then the
-section 3 rules and the section 4 cross-checks. Checks whose input is already
-broken are skipped (section 6 cascades), so each fault is reported once.
-
-What the Admission carries besides refusals and reasons:
-
-- `identity` when all four identity fields held their rules (with
-  `"authenticated": False`: they are declarations);
-- `selection` (and `scale`, `kernel_output_dtype`) when the snapshot was
-  interpreted, `records[0]` has no structural problem, its `scaleBits` decodes
-  to a finite positive binary32 and the configuration's `requestID` and
-  `outputIndex` held (those are the values reported);
-- `sample` when the snapshot was interpreted and all its sample fields held;
-- `geometry` when all six tensor descriptors are valid and their shapes agree;
-- `tensors` when, in addition, all six files read at their declared length and
-  hashed to their declared hash.
-
-These are filled for refused packets too when they could be established; the
-report of a refused packet shows none of them (docs/report.md, The report's keys).
+packet.json is read first (a refusal there ends admission); then the section 2 field rules, the size limits,
+the files (aliases refused, each read and hashed once), the snapshot (interpreted only when its file verified)
+and the section 3 and 4 cross-checks. A check whose input is already broken is skipped (section 6 cascades), so
+each fault is reported once. Never computes numerics or imports UI code.
 """
 
 from __future__ import annotations
@@ -188,29 +166,6 @@ def _reasons(descriptor: Descriptor, snapshot: Snapshot, geometry: Mapping[str, 
     return tuple(Reason(code, message) for code, message in table.items() if message)
 
 
-def _refused_early(
-    given: str, problem: Problem, packet_sha256: str | None = None, packet_text: str | None = None
-) -> Admission:
-    return Admission(
-        path=given,
-        packet_sha256=packet_sha256,
-        metadata_sha256=None,
-        refusals=(problem,),
-        reasons=(),
-        packet_json=None,
-        packet_text=packet_text,
-        snapshot=None,
-        snapshot_text=None,
-        identity=None,
-        selection=None,
-        sample=None,
-        geometry=None,
-        tensors=None,
-        scale=None,
-        kernel_output_dtype=None,
-    )
-
-
 def admit(path: str | bytes | os.PathLike) -> Admission:
     """Admit the packet at `path` (a directory or its packet.json; str or bytes). Never raises for packet content."""
     given = os.fsdecode(path)
@@ -220,15 +175,11 @@ def admit(path: str | bytes | os.PathLike) -> Admission:
 
 def _admit_open(given: str, packet: PacketFile) -> Admission:
     if packet.problem is not None:
-        return _refused_early(given, packet.problem)
+        return Admission(given, None, None, (packet.problem,), ())
     parsed = parse_json_object(packet.data)
     if parsed.error is not None:
-        return _refused_early(
-            given,
-            Problem("json_invalid", None, f"packet.json is not valid JSON: {parsed.error}"),
-            packet.sha256,
-            parsed.text,
-        )
+        problem = Problem("json_invalid", None, f"packet.json is not valid JSON: {parsed.error}")
+        return Admission(given, packet.sha256, None, (problem,), (), packet_text=parsed.text)
     descriptor = check_descriptor(parsed.value)
     limit_problems, not_opened = payload_limits(descriptor.tensors)
     geometry_problems, geometry = tensor_geometry(descriptor)
@@ -269,8 +220,7 @@ def _admit_open(given: str, packet: PacketFile) -> Admission:
 
 
 class ReadAhead:
-    """`admit(path)` on a thread of its own: the command line starts it before numpy and the analysis load
-    (explorer/launch.py), so that reading and hashing the files overlaps loading them."""
+    """`admit(path)` on a thread of its own, started before numpy loads (explorer/launch.py)."""
 
     def __init__(self, path: str) -> None:
         self.path = path

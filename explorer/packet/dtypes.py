@@ -1,25 +1,9 @@
-"""Bit-exact float16 / bfloat16 / float32 decoding, RNE rounding and bit classification.
+"""Bit-exact float16 / bfloat16 / float32 decoding, RNE rounding and bit classification; no I/O.
 
-Never does I/O.
-
-Every conversion here is defined on integer bit patterns, so it is exact for every
-pattern (signed zeros, subnormals, infinities, NaN payloads and the quiet bit) and
-does not depend on how a CPU's float16 instructions treat signaling NaNs:
-
-- float16 promotion is a lookup in a 65,536-entry table built once with integer
-  arithmetic (a NaN's 10 payload bits go to the top of the binary32 mantissa, so
-  the quiet bit stays the quiet bit).
-- bfloat16 promotion is `bits << 16` into a binary32 pattern (tests/packet/test_dtypes.py
-  checks all 65,536 patterns against ml_dtypes' cast); ml_dtypes is not imported here,
-  its import alone costs more than the shift.
-- Rounding float32 to a 16-bit format (`round_bits`) is integer
-  round-to-nearest-even (ml_dtypes' cast would replace every NaN with 0x7fc0).
-
-NaN payload policy of `round_bits`: the sign and the top payload bits are kept (the
-mantissa is truncated, never rounded, so the quiet bit is kept as it was); if the
-kept mantissa is zero (the payload sat only in discarded bits) it becomes 1, so a
-NaN always stays a NaN, and a signaling NaN stays signaling. Consequently
-`round_bits(promote(bits))` returns `bits` for every 16-bit pattern.
+Every conversion works on integer bit patterns, so it is exact for every pattern (signed zeros, subnormals,
+infinities, NaN payloads and the quiet bit) whatever a CPU does with signaling NaNs. ml_dtypes is not imported:
+its import costs more than bfloat16's `bits << 16`, and its cast would replace every NaN with 0x7fc0.
+`round_bits` truncates a NaN's mantissa (a zero one becomes 1), so `round_bits(promote(bits))` is `bits`.
 """
 
 from __future__ import annotations
@@ -106,10 +90,7 @@ def _float16_promotion_table() -> np.ndarray:
 
 
 def promote(bits: np.ndarray, dtype: str) -> np.ndarray:
-    """The exact float32 values of `dtype` bit patterns (same shape).
-
-    float16 and bfloat16 give a new array; float32 gives a float32 view of `bits`.
-    """
+    """The exact float32 values of `dtype` bit patterns (same shape; float32 gives a view of `bits`)."""
     bits = _checked_bits(bits, dtype)
     if dtype == "float16":
         return _float16_promotion_table()[bits]
@@ -130,12 +111,8 @@ def _shift_right_rne(value: np.ndarray, shift: np.ndarray | int) -> np.ndarray:
 
 
 def round_bits(values: np.ndarray, dtype: str) -> np.ndarray:
-    """Bit patterns of float32 `values` rounded to `dtype`: RNE, overflow to infinity, NaN stays NaN.
-
-    float32 gives a uint32 view of `values` (the identity). For the 16-bit formats
-    see the module docstring for the NaN payload policy. `values` must be float32
-    (rounding a float64 here would round twice).
-    """
+    """Bit patterns of float32 `values` (never float64: that would round twice) rounded to `dtype`: RNE, overflow
+    to infinity, NaN stays NaN (the module docstring); float32 gives a uint32 view."""
     values = np.asarray(values)
     if values.dtype != np.float32:
         raise ValueError(f"round_bits takes float32 values, got {values.dtype}")
@@ -168,15 +145,6 @@ def narrow(values: np.ndarray, dtype: str) -> np.ndarray:
     return promote(round_bits(values, dtype), dtype)
 
 
-def is_signaling_nan(bits: np.ndarray, dtype: str) -> np.ndarray:
-    """True where the pattern is a NaN whose quiet bit (the top mantissa bit) is 0."""
-    bits = _checked_bits(bits, dtype)
-    sign_mask, exponent_mask, mantissa_mask = field_masks(dtype)
-    quiet_bit = (mantissa_mask + 1) >> 1
-    magnitude = bits & (sign_mask - 1)
-    return (magnitude > exponent_mask) & ((bits & quiet_bit) == 0)
-
-
 def nonfinite_kinds(bits: np.ndarray, dtype: str) -> np.ndarray:
     """uint8 array (same shape) of FINITE / QUIET_NAN / SIGNALING_NAN / POSITIVE_INFINITY / NEGATIVE_INFINITY."""
     bits = _checked_bits(bits, dtype)
@@ -196,13 +164,8 @@ def nonfinite_kinds(bits: np.ndarray, dtype: str) -> np.ndarray:
 
 
 def ulp_ordinal(bits: np.ndarray, dtype: str) -> np.ndarray:
-    """int64 position of each pattern on the ordered line of `dtype`.
-
-    Adjacent representable values differ by 1; negatives mirror positives; -0 and +0
-    are both 0; +-infinity sit one step beyond +-max finite. NaN patterns get the
-    positions beyond the infinities (their magnitude bits); callers measure distances
-    between finite values only.
-    """
+    """int64 position of each pattern on the ordered line of `dtype`: neighbours differ by 1, -0 and +0 are 0,
+    negatives mirror positives, infinities and then NaNs lie beyond the largest finite value."""
     bits = _checked_bits(bits, dtype)
     sign_mask, _, _ = field_masks(dtype)
     magnitude = (bits & (sign_mask - 1)).astype(np.int64)

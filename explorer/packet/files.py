@@ -1,21 +1,9 @@
 """Safe opening, reading and hashing of a packet's files (docs/packet-format.md, How files are read).
 
-Never parses or decodes.
-
-The packet directory is opened once; every descriptor path is then walked
-below that descriptor one component at a time (`dir_fd`, `O_NOFOLLOW |
-O_NONBLOCK` on each), so the kernel never follows a link and nothing is
-resolved by name before it is opened. A symbolic link met on the way is read
-with `readlink` and its target walked the same way (at most MAX_SYMLINK_HOPS
-links): a relative target continues from the link's directory, `..` climbs
-back only as far as the packet directory, an absolute target continues from
-the packet directory only when it names a place inside it (textually, below
-the directory's own path); anything else is `path_escape`. The final
-descriptor is checked with `fstat` and read at most once, never past its
-declared length plus one byte. The bytes returned are exactly the bytes
-hashed. Aliases (symlinks, hard links, the same name twice, `packet.json`
-itself) are caught by `(st_dev, st_ino)` of the opened files before anything
-is read.
+Never parses or decodes. Every path is walked below the one open packet directory a component at a time, no
+link followed by the kernel (`_walk`); each file is checked with `fstat`, read at most once and never past its
+declared length plus one byte, and the bytes returned are the bytes hashed. Aliases are caught by
+`(st_dev, st_ino)` before anything is read.
 """
 
 from __future__ import annotations
@@ -56,12 +44,8 @@ _FILE_KINDS = (
 
 @record
 class FileRequest(Record):
-    """One descriptor's file: `key` is the descriptor's JSON pointer (e.g. `/tensors/queries`).
-
-    `byte_count` None means open and check only (the declared length is unusable);
-    `sha256` None means the hash is not compared (the declared hash is unusable);
-    `json_file` applies the JSON size limit to the file's actual size.
-    """
+    """One descriptor's file at its JSON pointer `key`; `byte_count` None: open and check only, `sha256` None: the
+    hash not compared, `json_file`: the JSON size limit applies to its actual size."""
 
     key: str
     path: str
@@ -72,11 +56,8 @@ class FileRequest(Record):
 
 @record
 class FileOutcome(Record):
-    """What section 5 established about one file: its problems and, when read, the bytes and their hash.
-
-    `data` is set only when exactly `byte_count` bytes were read; `verified` when
-    they also hash to the declared `sha256`.
-    """
+    """What section 5 established about one file: its problems, the bytes (exactly `byte_count` of them) and their
+    hash when read, `verified` when that is the declared hash."""
 
     problems: tuple[Problem, ...]
     data: bytes | None
@@ -149,10 +130,11 @@ def _link_target(name: str, directory: int) -> str | None:
 
 
 def _walk(root: PacketRoot, relative: str) -> int:
-    """Open `relative` below the packet directory, one component at a time (see the module docstring).
+    """Open `relative` below the packet directory, one component at a time (`O_NOFOLLOW` on each).
 
-    Raises _Refusal("path_escape") for a path that leaves the packet and OSError
-    for what the operating system refuses (a link loop counts as ELOOP).
+    A link met on the way is read and its target walked the same way (at most MAX_SYMLINK_HOPS): a relative
+    target from the link's directory, `..` no higher than the packet directory, an absolute one only when it names
+    a place inside it; anything else raises _Refusal("path_escape"). OSError for what the system refuses.
     """
     parts = deque(relative.split("/"))
     directories: list[int] = []  # descriptors of the directories walked below the root, innermost last
@@ -296,11 +278,8 @@ def _open_root(given: str) -> tuple[PacketRoot | None, Problem | None]:
 
 
 def read_json_file(root: PacketRoot, relative: str, limit: int = JSON_SIZE_LIMIT) -> PacketFile:
-    """The JSON file `relative` below `root`, walked and read as packet.json is (at most `limit` bytes).
-
-    `problem` (its field None) carries the section 5 code: path_missing, path_escape,
-    path_not_regular, file_unreadable or json_too_large; the bytes are not parsed.
-    """
+    """The JSON file `relative` below `root`, walked and read as packet.json is (at most `limit` bytes, not parsed);
+    `problem` carries the section 5 code."""
     try:
         fd, status = _open_inside(root, relative)
     except _Refusal as refusal:
@@ -320,10 +299,8 @@ def read_json_file(root: PacketRoot, relative: str, limit: int = JSON_SIZE_LIMIT
 
 @contextmanager
 def open_directory(given: str) -> Iterator[tuple[PacketRoot | None, Problem | None]]:
-    """Open the directory `given` (a packet directory, or a replay run) as the root of every later walk; closed on exit.
-
-    Yields (root, None), or (None, the problem) when it cannot be opened.
-    """
+    """Open the directory `given` (a packet or a replay run) as the root of later walks: (root, None) or (None,
+    the problem); closed on exit."""
     root, problem = _open_root(given)
     if root is None:
         yield None, problem
@@ -336,10 +313,7 @@ def open_directory(given: str) -> Iterator[tuple[PacketRoot | None, Problem | No
 
 @contextmanager
 def open_packet(given: str) -> Iterator[PacketFile]:
-    """Open the packet directory (`given` is it or its packet.json) and read packet.json; closes it on exit.
-
-    Every later file of the packet is opened below this one open directory.
-    """
+    """Open the packet directory (`given` is it or its packet.json) and read packet.json; closed on exit."""
     with open_directory(given) as (root, problem):
         yield PacketFile(None, problem, None, None, None) if root is None else read_json_file(root, PACKET_JSON)
 
@@ -373,12 +347,8 @@ def _read_one(request: FileRequest, fd: int, status: os.stat_result) -> FileOutc
 def verify_files(
     root: PacketRoot, packet_identity: tuple[int, int], requests: Sequence[FileRequest]
 ) -> dict[str, FileOutcome]:
-    """Open every requested file, refuse aliases, then read and hash the rest (READ_THREADS files at a time);
-    keyed by request key, in request order.
-
-    A request whose file duplicates packet.json or an earlier request's file gets
-    path_duplicate and is not read; the earlier one is handled normally.
-    """
+    """Open every requested file, refuse aliases (path_duplicate for the later one, not read), then read and hash
+    the rest (READ_THREADS files at a time); keyed by request key, in request order."""
     outcomes: dict[str, FileOutcome] = {}
     opened: list[tuple[FileRequest, int, os.stat_result]] = []
     seen = {packet_identity: PACKET_JSON}

@@ -1,8 +1,6 @@
 """The three tensor formats' names, byte sizes and bit fields: plain constants, no numpy, no I/O.
 
-Kept apart from `dtypes.py` (which decodes bit patterns with numpy) so that reading and
-checking a packet's files needs no numpy: the command line reads the packet while the
-interpreter is still loading numpy (explorer/launch.py).
+Apart from `dtypes.py` so that reading a packet needs no numpy: the command line reads it while numpy loads.
 """
 
 DTYPES = ("float16", "bfloat16", "float32")

@@ -1,19 +1,9 @@
-"""Strict JSON parsing of untrusted bytes (docs/packet-format.md, How files are read).
+"""Strict JSON parsing of untrusted bytes (docs/packet-format.md, How files are read); no I/O.
 
-Never touches files or numerics.
-
-Rules beyond the standard library's: UTF-8 only; a duplicated key in any object,
-the constants `NaN` / `Infinity` / `-Infinity`, a number that overflows to
-infinity, a string holding a lone surrogate, nesting deeper than `MAX_DEPTH`
-(the root is level 1) and a root that is not an object are all invalid.
-
-Depth is measured by one linear pass over the text (each quote, backslash and
-bracket visited once, strings skipped by their escapes) before the recursive
-parser runs, so a document nested 100,000 levels deep is rejected without
-recursion and no content makes the scan quadratic. Integers with more than `MAX_INT_DIGITS` digits never reach
-`int()` (which would raise past Python's digit limit): they become an
-`OversizedInteger`, which is not an `int`, so every field rule that wants an
-integer finds it out of range, and an ignored key holding one stays ignored.
+Beyond the standard library: UTF-8 only; duplicated keys, `NaN` / `Infinity`, overflowing numbers, lone
+surrogates, nesting deeper than `MAX_DEPTH` (measured by one linear scan before the recursive parser runs) and
+a root that is not an object are invalid. Integers of more than `MAX_INT_DIGITS` digits become an
+`OversizedInteger`, which every integer rule finds out of range.
 """
 
 from __future__ import annotations
@@ -47,8 +37,7 @@ class OversizedInteger(Record):
 
 @record
 class ParsedJson(Record):
-    """The outcome of parsing: `value` (a dict for parse_json_object) when valid, else `error`; `text` when the bytes
-    were UTF-8."""
+    """The outcome of parsing: `value` when valid, else `error`; `text` when the bytes were UTF-8."""
 
     value: Any
     text: str | None
@@ -78,8 +67,7 @@ def json_type(value: Any) -> str:
 
 
 def is_integer(value: Any) -> bool:
-    """True for a JSON integer as docs/packet-format.md, How files are read, defines it (never a bool, float or
-    OversizedInteger)."""
+    """True for a JSON integer (never a bool, float or OversizedInteger)."""
     return type(value) is int
 
 

@@ -1,8 +1,4 @@
-"""Plain frozen records produced by packet admission; no I/O, no numerics, no UI.
-
-The records holding arrays (NativeTensor, Admission) are `eq=False`: equality is identity, as in
-explorer.analysis.result.
-"""
+"""Plain frozen records produced by packet admission; no I/O, no numerics, no UI."""
 
 from __future__ import annotations
 
@@ -41,11 +37,8 @@ class Reason(Record):
 
 @record(eq=False)
 class NativeTensor(Record):
-    """One verified tensor: its native bit patterns and their exact FP32 promotion.
-
-    `bits` is uint16 (float16, bfloat16) or uint32 (float32) holding the packet's
-    bytes unchanged; `values` is float32. Both have `shape` and are read-only.
-    """
+    """One verified tensor: its native bit patterns (uint16 or uint32, the packet's bytes) and their exact float32
+    values, both read-only."""
 
     name: str
     dtype: str
@@ -56,9 +49,7 @@ class NativeTensor(Record):
 
     @functools.cached_property
     def values(self) -> np.ndarray:
-        """The exact float32 values of `bits`, made on first use (read-only): an app session that shows numbers
-        the server already holds for the same verified content never needs them (24 MB for a Qwen-size packet's
-        bfloat16 K/V, and a few tens of milliseconds of one core, per opening)."""
+        """The exact float32 values of `bits`, made on first use (24 MB for a Qwen-size packet's K/V)."""
         from explorer.packet.dtypes import promote  # numpy loads only when numbers are needed
 
         values = promote(self.bits, self.dtype)
@@ -68,16 +59,11 @@ class NativeTensor(Record):
 
 @record(eq=False)
 class Admission(Record):
-    """Everything admission established about one packet (docs/packet-format.md).
+    """Everything admission established about one packet (docs/packet-format.md), None where unknown.
 
-    `refusals` is sorted by (code, field). `reasons` holds the inconclusive reasons
-    of the first two tables of section 6, in table order (empty when refused).
-    `tensors` is present whenever all six files verified and the section 4
-    geometry holds, whatever the status. `identity`, `selection`, `sample` and
-    `geometry` are the report dicts of docs/report.md, The report's keys (None when unknown).
-    `packet_json` / `snapshot` are the parsed JSON values as captured (None when not
-    parsed or, for the snapshot, not interpreted); `packet_text` / `snapshot_text`
-    are the decoded text as read, for the raw view.
+    `refusals` is sorted by (code, field); `reasons` are section 6's first two tables, in order. `identity`,
+    `selection`, `sample` and `geometry` are the report dicts (docs/report.md), filled for a refused packet too
+    when established (its report shows none); `tensors` whenever all six files verified and the geometry holds.
     """
 
     path: str
@@ -85,17 +71,17 @@ class Admission(Record):
     metadata_sha256: str | None
     refusals: tuple[Problem, ...]
     reasons: tuple[Reason, ...]
-    packet_json: Any | None
-    packet_text: str | None
-    snapshot: Any | None
-    snapshot_text: str | None
-    identity: Mapping[str, Any] | None
-    selection: Mapping[str, Any] | None
-    sample: Mapping[str, Any] | None
-    geometry: Mapping[str, int] | None
-    tensors: Mapping[str, NativeTensor] | None
-    scale: float | None
-    kernel_output_dtype: str | None
+    packet_json: Any | None = None
+    packet_text: str | None = None
+    snapshot: Any | None = None
+    snapshot_text: str | None = None
+    identity: Mapping[str, Any] | None = None
+    selection: Mapping[str, Any] | None = None
+    sample: Mapping[str, Any] | None = None
+    geometry: Mapping[str, int] | None = None
+    tensors: Mapping[str, NativeTensor] | None = None
+    scale: float | None = None
+    kernel_output_dtype: str | None = None
 
     @property
     def refused(self) -> bool:

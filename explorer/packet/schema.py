@@ -1,12 +1,8 @@
-"""Field rules of packet.json and the tensor geometry between its descriptors.
+"""Field rules of packet.json and the tensor geometry between its descriptors (never does I/O).
 
-See docs/packet-format.md, What is in the directory and Refusal codes; never does I/O.
-
-Convention for a rule row that names its own code ("else `dtype_unsupported`"):
-every violation of that row, a missing key or a wrong type included, gets that
-code. The two rows whose code is about a relation between fields
-(`byteCount` vs the shape, `tensorPayloadBytes` vs the sum) refuse a value that
-is not an integer with `field_invalid` and keep their own code for the relation.
+See docs/packet-format.md, Refusal codes: a rule row naming its own code gives it for every violation of that
+row (missing key and wrong type included); the two relation rows (`byteCount` vs the shape,
+`tensorPayloadBytes` vs the sum) refuse a non-integer with `field_invalid`.
 """
 
 from __future__ import annotations
@@ -81,10 +77,8 @@ class Problems:
         return holds
 
     def fields(self, code: str, section: Mapping[str, Any], where: tuple[str, ...], rules: tuple[Field, ...]) -> dict:
-        """Check each row of `rules` on `section` (at the pointer `where`) in order; the values that held, by key.
-
-        A row's own code, when it names one, replaces `code` (the section's) for that row.
-        """
+        """Check each row of `rules` on `section` (at the pointer `where`, a row's own code before `code`) in order;
+        the values that held, by key."""
         held = {}
         for rule in rules:
             value = section.get(rule.key, MISSING)
@@ -98,10 +92,7 @@ class Problems:
 
 @record
 class Field(Record):
-    """One field rule that is a single predicate: the key, the predicate, the rule's words and its own code (if any).
-
-    Rules that depend on another field (byteCount against the shape, strides against the shape) stay code.
-    """
+    """One field rule that is a single predicate: the key, the predicate, the rule's words and its own code (if any)."""
 
     key: str
     holds: Callable[[Any], bool]
@@ -176,13 +167,8 @@ TENSOR_FORMAT_FIELDS = (
 
 @record
 class TensorDescriptor(Record):
-    """One tensor entry of packet.json, each part None when it broke its rule.
-
-    `valid` is False when the entry has any section 2 problem (it then takes no
-    part in the section 4 checks); `declared_size` is product(shape) x item size
-    when dtype and shape are valid; `byte_count_valid` is False when `byteCount`
-    is not an integer or contradicts the shape.
-    """
+    """One tensor entry of packet.json, each part None when it broke its rule; `valid` False with any section 2
+    problem (then no section 4 check), `declared_size` product(shape) x item size when both are valid."""
 
     name: str
     file: str | None
@@ -207,7 +193,6 @@ class Descriptor(Record):
     record_index: int | None
     geometry_fields: Mapping[str, Any]  # attention, the three flags, visibleStart, visibleEnd (those that held)
     evaluation_status: str | None
-    tensor_payload_bytes: int | None
     tensor_set_valid: bool
     tensors: Mapping[str, TensorDescriptor]
 
@@ -229,11 +214,13 @@ def _file_path(problems: Problems, base: str, value: Any) -> str | None:
     return value
 
 
+def _section_fields(problems: Problems, packet: dict, key: str, rules: tuple[Field, ...]) -> dict:
+    section = _section(problems, packet, key)
+    return {} if section is None else problems.fields("field_invalid", section, (key,), rules)
+
+
 def _identity(problems: Problems, packet: dict) -> dict | None:
-    section = _section(problems, packet, "identity")
-    if section is None:
-        return None
-    held = problems.fields("field_invalid", section, ("identity",), IDENTITY_FIELDS)
+    held = _section_fields(problems, packet, "identity", IDENTITY_FIELDS)
     if len(held) < len(IDENTITY_FIELDS):
         return None
     identity = {key: held[key] for key in ("modelID", "artifactSHA256", "inputSHA256", "backend")}
@@ -247,21 +234,6 @@ def _metadata(problems: Problems, packet: dict) -> tuple[str | None, int | None,
     file = _file_path(problems, "/metadata", section.get("file", MISSING))
     held = problems.fields("field_invalid", section, ("metadata",), METADATA_FIELDS)
     return file, held.get("byteCount"), held.get("sha256"), held.get("recordIndex")
-
-
-def _geometry_fields(problems: Problems, packet: dict) -> dict:
-    section = _section(problems, packet, "geometry")
-    if section is None:
-        return {}
-    return problems.fields("field_invalid", section, ("geometry",), GEOMETRY_FIELDS)
-
-
-def _capture(problems: Problems, packet: dict) -> tuple[str | None, int | None]:
-    section = _section(problems, packet, "capture")
-    if section is None:
-        return None, None
-    held = problems.fields("field_invalid", section, ("capture",), CAPTURE_FIELDS)
-    return held.get("evaluationStatus"), held.get("tensorPayloadBytes")
 
 
 def tensor_descriptor(problems: Problems, name: str, entry: Any) -> TensorDescriptor:
@@ -303,17 +275,8 @@ def tensor_descriptor(problems: Problems, name: str, entry: Any) -> TensorDescri
     sha256 = problems.fields("field_invalid", entry, ("tensors", name), (sha256_field("sha256"),)).get("sha256")
     # path_invalid is a section 5 problem: it does not keep the entry out of the section 4 checks.
     valid = all(problem.code == "path_invalid" for problem in problems.items[before:])
-    return TensorDescriptor(
-        name,
-        file,
-        dtype,
-        shape,
-        byte_count if is_integer(byte_count) else None,
-        sha256,
-        valid,
-        declared,
-        count_held,
-    )
+    count = byte_count if is_integer(byte_count) else None
+    return TensorDescriptor(name, file, dtype, shape, count, sha256, valid, declared, count_held)
 
 
 def _tensors(problems: Problems, packet: dict) -> tuple[bool, dict[str, TensorDescriptor]]:
@@ -345,8 +308,9 @@ def check_descriptor(packet: dict) -> Descriptor:
     problems.fields("schema_unsupported", packet, (), (one_of_field("schema", (SCHEMA,)),))
     identity = _identity(problems, packet)
     metadata_file, metadata_count, metadata_sha, record_index = _metadata(problems, packet)
-    geometry_fields = _geometry_fields(problems, packet)
-    evaluation_status, payload_total = _capture(problems, packet)
+    geometry_fields = _section_fields(problems, packet, "geometry", GEOMETRY_FIELDS)
+    capture = _section_fields(problems, packet, "capture", CAPTURE_FIELDS)
+    evaluation_status, payload_total = capture.get("evaluationStatus"), capture.get("tensorPayloadBytes")
     set_valid, tensors = _tensors(problems, packet)
     if set_valid and payload_total is not None and all(t.byte_count_valid for t in tensors.values()):
         total = sum(t.byte_count for t in tensors.values())
@@ -365,7 +329,6 @@ def check_descriptor(packet: dict) -> Descriptor:
         record_index,
         geometry_fields,
         evaluation_status,
-        payload_total,
         set_valid,
         tensors,
     )
@@ -400,12 +363,8 @@ def payload_limits(tensors: Mapping[str, TensorDescriptor]) -> tuple[tuple[Probl
 
 
 def tensor_geometry(descriptor: Descriptor) -> tuple[tuple[Problem, ...], dict | None]:
-    """Section 4 checks between the valid tensor descriptors, and the geometry dict when it holds.
-
-    Returns tensor_geometry_mismatch / kv_dtype_mismatch problems (skipped with an
-    invalid tensor set) and {"queryHeads", "kvHeads", "groupSize", "headDim",
-    "tokens"} when all six descriptors are valid and their shapes agree.
-    """
+    """Section 4 checks between the valid tensor descriptors (none with an invalid tensor set), and the geometry
+    dict (docs/report.md) when all six are valid and their shapes agree."""
     if not descriptor.tensor_set_valid:
         return (), None
     shapes = {name: t.shape for name, t in descriptor.tensors.items() if t.valid}

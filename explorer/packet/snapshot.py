@@ -1,19 +1,7 @@
-"""Field rules of the metadata snapshot and its cross-checks with packet.json.
+"""Field rules of the metadata snapshot and its cross-checks with packet.json (never does I/O).
 
-See docs/packet-format.md, What is in the directory and Refusal codes; never does I/O.
-
-Codes: structural problems are `snapshot_invalid` at a pointer into the
-snapshot, except where a more specific code applies: `record_budget_exceeded`
-(more records than `maximumRecords`, at most 128), `scale_invalid` (every
-violation of the `scaleBits` rule, out-of-range integers and non-integers
-included), `selection_identity_mismatch` (record `requestID` / `outputIndex`
-integers different from the configuration's) and `observed_tensor_mismatch`.
-A record with a structural problem takes no part in the cross-checks.
-
-`visible_range_problems` is the section 4 visible-range check: its pointers are
-into packet.json (`/geometry/visibleStart`, `/geometry/visibleEnd`), except
-`offsetAfter != offsetBefore + 1`, a fault inside the record, which points at
-`/records/0/offsetAfter` in the snapshot.
+See docs/packet-format.md, Refusal codes: structural problems are `snapshot_invalid` unless a more specific
+code applies; a record with a structural problem takes no part in the cross-checks.
 """
 
 from __future__ import annotations
@@ -28,7 +16,18 @@ from explorer.foundations.record import Record, record
 from explorer.packet.formats import DTYPES
 from explorer.packet.jsonparse import is_integer
 from explorer.packet.model import Problem
-from explorer.packet.schema import MISSING, Descriptor, Problems, integer_in, pointer
+from explorer.packet.schema import (
+    MISSING,
+    Descriptor,
+    Field,
+    Problems,
+    boolean_field,
+    integer_field,
+    integer_in,
+    one_of_field,
+    pointer,
+    string_field,
+)
 
 MAX_RECORDS = 128
 MAX_REQUEST_ID = 2**64 - 1
@@ -48,15 +47,6 @@ SAMPLE_OUTCOMES = (
     "retired_unconfirmed",
 )
 OBSERVED_TENSORS = ("queries", "incomingKeys", "incomingValues", "output")
-RECORD_COUNTERS = {
-    "batchIndex": 0,
-    "storageLayerIndex": 0,
-    "modelLayerIndex": 0,
-    "offsetBefore": 0,
-    "offsetAfter": 0,
-    "batchSize": 1,
-    "inputWidth": 1,
-}  # field -> minimum
 RECORD_STRINGS = ("phase", "dispatch")
 PRESENCE_FLAGS = ("sinksPresent", "softcapPresent", "spansPresent")
 # The one list of selection keys: the record fields that say which step and layer a packet captured. The report's
@@ -98,16 +88,71 @@ SAMPLE_KEYS = (
 RECORD = ("records", 0)
 
 
+def decode_scale(scale_bits: int) -> float:
+    """The binary32 value of a 32-bit pattern, as a Python float (exact)."""
+    return struct.unpack("<f", struct.pack("<I", scale_bits))[0]
+
+
+def _is_scale_bits(value: Any) -> bool:
+    return integer_in(value, 0, MAX_SCALE_BITS) and math.isfinite(decode_scale(value)) and decode_scale(value) > 0
+
+
+CONFIGURATION_FIELDS = (
+    integer_field("requestID", 1, MAX_REQUEST_ID),
+    integer_field("outputIndex", 1, MAX_OUTPUT_INDEX),
+    integer_field("maximumRecords", 1, MAX_RECORDS),
+)
+# records[0]'s structural rules before its observed tensors.
+RECORD_FIELDS = (
+    integer_field("requestID"),
+    integer_field("outputIndex"),
+    *(string_field(key) for key in RECORD_STRINGS),
+    *(integer_field(key, 0) for key in ("batchIndex", "storageLayerIndex", "modelLayerIndex", "offsetBefore")),
+    integer_field("offsetAfter", 0),
+    *(integer_field(key, 1) for key in ("batchSize", "inputWidth")),
+    one_of_field("kernelOutputDType", DTYPES),
+)
+PRESENCE_FIELDS = tuple(boolean_field(flag) for flag in PRESENCE_FLAGS)
+SCALE_FIELD = Field(
+    "scaleBits",
+    _is_scale_bits,
+    f"an integer 0..{MAX_SCALE_BITS} whose binary32 value is finite and > 0",
+    "scale_invalid",
+)
+OBSERVED_FIELDS = (
+    one_of_field("dtype", DTYPES),
+    Field(
+        "shape",
+        lambda value: (
+            isinstance(value, list) and 1 <= len(value) <= MAX_OBSERVED_RANK and all(integer_in(e, 1) for e in value)
+        ),
+        f"1..{MAX_OBSERVED_RANK} integers >= 1",
+    ),
+)
+SAMPLE_FIELDS = (
+    integer_field("selectedForwards", 0, MAX_SELECTED_FORWARDS),
+    integer_field("expectedOwnerCount", 1, MAX_EXPECTED_OWNERS),
+    boolean_field("forwardSucceeded"),
+    Field(
+        "sampleOutcome",
+        lambda value: isinstance(value, str) and value in SAMPLE_OUTCOMES,
+        "one of " + ", ".join(SAMPLE_OUTCOMES),
+    ),
+    *(
+        Field(
+            key,
+            lambda value: value is MISSING or value is None or integer_in(value, 0, MAX_TOKEN_ID),
+            f"absent, null or an integer 0..{MAX_TOKEN_ID}",
+        )
+        for key in ("seedToken", "targetToken")
+    ),
+)
+
+
 @record
 class Snapshot(Record):
-    """The interpreted snapshot.
-
-    `record` is `records[0]` when it has no structural problem (else None);
-    `record_count` is `len(records)` when `records` is an array. `selection` is
-    the report's selection dict, present when the configuration's identity,
-    the record and its scale all held their rules; `sample` is present when
-    every sample field held its rule.
-    """
+    """The interpreted snapshot: `record` is records[0] when structurally sound, `selection` and `sample` the
+    report's dicts when their fields held their rules (else None)."""
 
     problems: tuple[Problem, ...]
     record: Mapping[str, Any] | None
@@ -118,66 +163,29 @@ class Snapshot(Record):
     scale: float | None
 
 
-def decode_scale(scale_bits: int) -> float:
-    """The binary32 value of a 32-bit pattern, as a Python float (exact)."""
-    return struct.unpack("<f", struct.pack("<I", scale_bits))[0]
-
-
-def _observed(problems: Problems, base: str, value: Any) -> None:
-    if not problems.check(
-        isinstance(value, dict), "snapshot_invalid", base, "observed tensor metadata (an object)", value
+def _observed(problems: Problems, where: tuple[str | int, ...], value: Any) -> None:
+    if problems.check(
+        isinstance(value, dict), "snapshot_invalid", pointer(*where), "observed tensor metadata (an object)", value
     ):
-        return
-    dtype = value.get("dtype", MISSING)
-    problems.check(
-        isinstance(dtype, str) and dtype in DTYPES,
-        "snapshot_invalid",
-        f"{base}/dtype",
-        " or ".join(map(repr, DTYPES)),
-        dtype,
-    )
-    shape = value.get("shape", MISSING)
-    shape_held = problems.check(
-        isinstance(shape, list) and 1 <= len(shape) <= MAX_OBSERVED_RANK and all(integer_in(e, 1) for e in shape),
-        "snapshot_invalid",
-        f"{base}/shape",
-        f"1..{MAX_OBSERVED_RANK} integers >= 1",
-        shape,
-    )
-    strides = value.get("graphConstructionStrides", MISSING)
-    problems.check(
-        isinstance(strides, list)
-        and all(is_integer(s) for s in strides)
-        and (not shape_held or len(strides) == len(shape)),
-        "snapshot_invalid",
-        f"{base}/graphConstructionStrides",
-        "an integer array as long as the shape",
-        strides,
-    )
+        held = problems.fields("snapshot_invalid", value, where, OBSERVED_FIELDS)
+        strides = value.get("graphConstructionStrides", MISSING)
+        problems.check(
+            isinstance(strides, list)
+            and all(is_integer(s) for s in strides)
+            and ("shape" not in held or len(strides) == len(held["shape"])),
+            "snapshot_invalid",
+            pointer(*where, "graphConstructionStrides"),
+            "an integer array as long as the shape",
+            strides,
+        )
 
 
 def _record(problems: Problems, record: dict) -> bool:
     """Structural rules of records[0]; True when none broke (scale_invalid is not structural)."""
     before = len(problems.items)
-    for key in ("requestID", "outputIndex"):
-        value = record.get(key, MISSING)
-        problems.check(is_integer(value), "snapshot_invalid", pointer(*RECORD, key), "an integer", value)
-    for key in RECORD_STRINGS:
-        value = record.get(key, MISSING)
-        problems.check(isinstance(value, str), "snapshot_invalid", pointer(*RECORD, key), "a string", value)
-    for key, low in RECORD_COUNTERS.items():
-        value = record.get(key, MISSING)
-        problems.check(integer_in(value, low), "snapshot_invalid", pointer(*RECORD, key), f"an integer >= {low}", value)
-    kernel = record.get("kernelOutputDType", MISSING)
-    problems.check(
-        isinstance(kernel, str) and kernel in DTYPES,
-        "snapshot_invalid",
-        pointer(*RECORD, "kernelOutputDType"),
-        " or ".join(map(repr, DTYPES)),
-        kernel,
-    )
+    problems.fields("snapshot_invalid", record, RECORD, RECORD_FIELDS)
     for name in OBSERVED_TENSORS:
-        _observed(problems, pointer(*RECORD, name), record.get(name, MISSING))
+        _observed(problems, (*RECORD, name), record.get(name, MISSING))
     storage = record.get("storage", MISSING)
     if problems.check(
         isinstance(storage, dict) and 1 <= len(storage) <= MAX_STORAGE_ENTRIES,
@@ -187,24 +195,10 @@ def _record(problems: Problems, record: dict) -> bool:
         storage,
     ):
         for name, entry in storage.items():
-            _observed(problems, pointer(*RECORD, "storage", name), entry)
-    for flag in PRESENCE_FLAGS:
-        value = record.get(flag, MISSING)
-        problems.check(isinstance(value, bool), "snapshot_invalid", pointer(*RECORD, flag), "a boolean", value)
+            _observed(problems, (*RECORD, "storage", name), entry)
+    problems.fields("snapshot_invalid", record, RECORD, PRESENCE_FIELDS)
     structural = len(problems.items) == before
-    scale_bits = record.get("scaleBits", MISSING)
-    scale_held = (
-        integer_in(scale_bits, 0, MAX_SCALE_BITS)
-        and math.isfinite(decode_scale(scale_bits))
-        and decode_scale(scale_bits) > 0
-    )
-    problems.check(
-        scale_held,
-        "scale_invalid",
-        pointer(*RECORD, "scaleBits"),
-        f"an integer 0..{MAX_SCALE_BITS} whose binary32 value is finite and > 0",
-        scale_bits,
-    )
+    problems.fields("scale_invalid", record, RECORD, (SCALE_FIELD,))
     return structural
 
 
@@ -247,94 +241,36 @@ def _cross_checks(problems: Problems, record: dict, configuration: dict, descrip
 
 
 def _sample(problems: Problems, snapshot: dict) -> dict | None:
-    values = {key: snapshot.get(key, MISSING) for key in SAMPLE_KEYS}
-    held = [
-        problems.check(
-            integer_in(values["selectedForwards"], 0, MAX_SELECTED_FORWARDS),
-            "snapshot_invalid",
-            "/selectedForwards",
-            f"an integer 0..{MAX_SELECTED_FORWARDS}",
-            values["selectedForwards"],
-        ),
-        problems.check(
-            integer_in(values["expectedOwnerCount"], 1, MAX_EXPECTED_OWNERS),
-            "snapshot_invalid",
-            "/expectedOwnerCount",
-            f"an integer 1..{MAX_EXPECTED_OWNERS}",
-            values["expectedOwnerCount"],
-        ),
-        problems.check(
-            isinstance(values["forwardSucceeded"], bool),
-            "snapshot_invalid",
-            "/forwardSucceeded",
-            "a boolean",
-            values["forwardSucceeded"],
-        ),
-        problems.check(
-            isinstance(values["sampleOutcome"], str) and values["sampleOutcome"] in SAMPLE_OUTCOMES,
-            "snapshot_invalid",
-            "/sampleOutcome",
-            "one of " + ", ".join(SAMPLE_OUTCOMES),
-            values["sampleOutcome"],
-        ),
-    ]
-    for key in ("seedToken", "targetToken"):
-        value = values[key]
-        held.append(
-            problems.check(
-                value is MISSING or value is None or integer_in(value, 0, MAX_TOKEN_ID),
-                "snapshot_invalid",
-                pointer(key),
-                f"absent, null or an integer 0..{MAX_TOKEN_ID}",
-                value,
-            )
-        )
-    refusals = values["refusals"]
+    held = len(problems.fields("snapshot_invalid", snapshot, (), SAMPLE_FIELDS)) == len(SAMPLE_FIELDS)
+    refusals = snapshot.get("refusals", MISSING)
     if problems.check(
         isinstance(refusals, dict), "snapshot_invalid", "/refusals", "an object of refusal name -> count", refusals
     ):
-        held += [
+        counts = [
             problems.check(
                 integer_in(count, 1), "snapshot_invalid", pointer("refusals", name), "an integer count >= 1", count
             )
             for name, count in refusals.items()
         ]
+        held = held and all(counts)
     else:
-        held.append(False)
-    if not all(held):
-        return None
-    return {key: (None if values[key] is MISSING else values[key]) for key in SAMPLE_KEYS}
+        held = False
+    return {key: snapshot.get(key) for key in SAMPLE_KEYS} if held else None
 
 
 def check_snapshot(snapshot: dict, descriptor: Descriptor) -> Snapshot:
     """Apply every rule of section 3 to a parsed snapshot, with its cross-checks against packet.json."""
     problems = Problems()
     configuration = snapshot.get("configuration", MISSING)
-    maximum = None
+    held = {}
     if problems.check(
         isinstance(configuration, dict), "snapshot_invalid", "/configuration", "an object", configuration
     ):
-        identity_held = [
-            problems.check(
-                integer_in(configuration.get(key, MISSING), 1, high),
-                "snapshot_invalid",
-                pointer("configuration", key),
-                f"an integer 1..{high}",
-                configuration.get(key, MISSING),
-            )
-            for key, high in (("requestID", MAX_REQUEST_ID), ("outputIndex", MAX_OUTPUT_INDEX))
-        ]
-        maximum = configuration.get("maximumRecords", MISSING)
-        if not problems.check(
-            integer_in(maximum, 1, MAX_RECORDS),
-            "snapshot_invalid",
-            "/configuration/maximumRecords",
-            f"an integer 1..{MAX_RECORDS}",
-            maximum,
-        ):
-            maximum = None
+        held = problems.fields("snapshot_invalid", configuration, ("configuration",), CONFIGURATION_FIELDS)
     else:
-        configuration, identity_held = {}, [False]
+        configuration = {}
+    maximum = held.get("maximumRecords")
+    identity_held = "requestID" in held and "outputIndex" in held
     records = snapshot.get("records", MISSING)
     record_count = len(records) if isinstance(records, list) else None
     records_held = problems.check(
@@ -363,29 +299,18 @@ def check_snapshot(snapshot: dict, descriptor: Descriptor) -> Snapshot:
     sample = _sample(problems, snapshot)
     scale = None
     selection = None
-    if record is not None and all(identity_held) and not any(p.code == "scale_invalid" for p in problems.items):
+    if record is not None and identity_held and not any(p.code == "scale_invalid" for p in problems.items):
         scale = decode_scale(record["scaleBits"])
         selection = {key: record.get(key) for key in SELECTION_KEYS}
         selection.update(requestID=configuration["requestID"], outputIndex=configuration["outputIndex"], scale=scale)
-    expected = snapshot.get("expectedOwnerCount")
-    return Snapshot(
-        tuple(problems.items),
-        record,
-        record_count,
-        expected if integer_in(expected, 1, MAX_EXPECTED_OWNERS) else None,
-        selection,
-        sample,
-        scale,
-    )
+    owners = snapshot.get("expectedOwnerCount")
+    owners = owners if integer_in(owners, 1, MAX_EXPECTED_OWNERS) else None
+    return Snapshot(tuple(problems.items), record, record_count, owners, selection, sample, scale)
 
 
 def visible_range_problems(descriptor: Descriptor, record: Mapping[str, Any] | None) -> tuple[Problem, ...]:
-    """visible_range_mismatch: visibleStart == 0, visibleEnd == offsetAfter == T, offsetAfter == offsetBefore + 1.
-
-    Each part is checked only when its inputs held their rules: T comes from a
-    valid storedKeys descriptor in a valid tensor set, the offsets from a
-    structurally sound record.
-    """
+    """visible_range_mismatch: visibleStart == 0, visibleEnd == offsetAfter == T, offsetAfter == offsetBefore + 1
+    (each part only when its inputs held their rules); pointers into packet.json but for offsetAfter's own."""
     problems = Problems()
     start = descriptor.geometry_fields.get("visibleStart")
     if start is not None and start != 0:

@@ -1,8 +1,6 @@
 """The sample writers: synthetic packets, replay runs and campaigns, entered through `write_all`.
 
-`packets.py` writes packets (and the pair's replay runs through `replays.py`, which makes their files),
-`campaigns.py` writes capture campaigns from the packets' writer. They sit above the results they synthesize
-(packet, analysis, replay) and below every view.
+They sit above the results they synthesize (packet, analysis, replay) and below every view.
 """
 
 from __future__ import annotations

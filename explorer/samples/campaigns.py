@@ -1,23 +1,10 @@
 """Synthetic capture campaigns: one request decoded on two backends through a small model.
 
-Synthetic capture campaigns: one request decoded on two backends through a small model, captured at every layer and
-step.
-
-The packets are written as the engine's capture tool would write them: at step s,
-layer l, the queries and the incoming key/value row are projections of that
-backend's own hidden state after layer l - 1, the stored keys and values are the
-prefill rows plus every row that backend wrote at layers l of steps <= s, and the
-seed token is the token that backend sampled at step s - 1. So a difference one
-kernel makes reaches the later cells as differing inputs by the model's own
-arithmetic, not by flipped bytes (docs/campaigns.md, "The samples").
-
-Both backends round the float64 attention of their inputs to bfloat16 to nearest
-even, except at the ORIGIN cell, where the second backend truncates (rounds toward
-zero): a documented rounding difference of at most 1 ULP. The sampler draws one
-uniform number per step and picks the token whose cumulative probability first
-exceeds it; at DIVERGE_STEP the draw sits between the two backends' cumulative
-probabilities, so the sampled tokens differ and every later step's seed tokens
-differ. One cell (MISSING) is not captured on the second backend.
+Packets are written as the capture tool would: each cell's inputs come from that backend's own hidden state and
+K/V cache, so a kernel difference reaches later cells by the model's own arithmetic (docs/campaigns.md, "The
+samples"). Both backends round to nearest even but at the origin cell, where the second truncates (at most
+1 ULP); at the diverge step the sampler's draw falls between the two backends' probabilities, so the tokens
+differ from then on; one cell is not captured on the second backend.
 """
 
 from __future__ import annotations
@@ -29,13 +16,13 @@ from pathlib import Path
 import numpy as np
 
 from explorer.foundations.record import Record, record
-from explorer.packet.dtypes import promote
 from explorer.samples.packets import (
     DISPATCH,
     QWEN_KV_HEADS,
     QWEN_QUERY_HEADS,
     PacketSpec,
     attention_output,
+    bits_to_values,
     synthetic_spec,
     values_to_bits,
     with_record,
@@ -124,10 +111,6 @@ def _bits(values: np.ndarray) -> np.ndarray:
     return values_to_bits(values, DTYPE)
 
 
-def _values(bits: np.ndarray) -> np.ndarray:
-    return promote(bits, DTYPE).astype(np.float64)
-
-
 def _truncated(values: np.ndarray) -> np.ndarray:
     """bfloat16 by truncation (round toward zero) of the float32 value: the origin's different rounding."""
     return (np.asarray(values, dtype=np.float32).view(np.uint32) >> 16).astype(np.uint16)
@@ -144,8 +127,7 @@ def _sample(cdf: np.ndarray, draw: float) -> int:
 
 
 def campaign_specs(shape: CampaignShape) -> Iterator[tuple[str, PacketSpec]]:
-    """Every packet of the campaign as (name, spec), step by step (the MISSING cell left out on the second
-    backend); one step's packets are held at a time."""
+    """Every packet of the campaign as (name, spec), step by step (one step's packets held at a time)."""
     rng = np.random.default_rng(CAMPAIGN_SEED)
     embed = rng.normal(0.0, 1.0, (VOCABULARY, HIDDEN))
     unembed = rng.normal(0.0, 1.0 / np.sqrt(HIDDEN), (VOCABULARY, HIDDEN))
@@ -177,7 +159,7 @@ def campaign_specs(shape: CampaignShape) -> Iterator[tuple[str, PacketSpec]]:
                 truncates = backend == BACKENDS[1] and (step, layer) == shape.origin
                 output = _truncated(exact) if truncates else _bits(exact)
                 tensors["output"] = (DTYPE, output)
-                hidden[backend] = hidden[backend] + w["o"] @ _values(output).reshape(-1)
+                hidden[backend] = hidden[backend] + w["o"] @ bits_to_values(output, DTYPE).reshape(-1)
                 captured[backend].append(tensors)
         cdfs = {backend: _cdf(hidden[backend], unembed) for backend in BACKENDS}
         draw = DRAW

@@ -11,6 +11,7 @@ import numpy as np
 
 from explorer.foundations.safeio import write_new
 from explorer.packet.dtypes import BITS_DTYPE
+from explorer.packet.snapshot import decode_scale
 from explorer.samples.replays import RunVariant, run_files
 from explorer.samples.writer import (
     DEFAULT_TENSOR_FILES,
@@ -141,7 +142,7 @@ def nan_stored_values_spec() -> PacketSpec:
         values[0, head, token, channel] = pattern
     spec = with_tensor(spec, "storedValues", values)
     output_dtype = spec.tensors["output"][0]
-    output = attention_output(spec.tensors, float(np.uint32(spec.snapshot["records"][0]["scaleBits"]).view(np.float32)))
+    output = attention_output(spec.tensors, _scale(spec))
     return with_tensor(spec, "output", values_to_bits(output, output_dtype))
 
 
@@ -178,13 +179,8 @@ FULL_PAIR_NAMES = {"paged": "qwen36-pair-paged-full-t5585", "contiguous": "qwen3
 
 
 def pair_outputs(tensors: Mapping[str, tuple[str, np.ndarray]], scale: float) -> dict[str, np.ndarray]:
-    """The output bits [1, QH, 1, D] of each backend for the same inputs, from the explorer's kernel emulations.
-
-    - "paged": `paged_two_pass` (256-token partitions, float32 partials, the exp2 domain).
-    - "contiguous": `mlx_two_pass` (128 strided blocks, partials stored in the output dtype: bfloat16 here).
-
-    So on these outputs the matching emulation reproduces every element by construction.
-    """
+    """The output bits [1, QH, 1, D] of each backend for the same inputs, from the emulation PAIR_EMULATIONS names
+    for it (so on them it reproduces every element by construction)."""
     from explorer.analysis.emulation import native_output_bits
 
     dtype = tensors["output"][0]
@@ -243,7 +239,7 @@ def pair_input_differs_spec() -> PacketSpec:
 
 
 def _scale(spec: PacketSpec) -> float:
-    return float(np.uint32(spec.snapshot["records"][0]["scaleBits"]).view(np.float32))
+    return decode_scale(spec.snapshot["records"][0]["scaleBits"])
 
 
 def _write_spec(build: Callable[[], PacketSpec]) -> Callable[[str | os.PathLike], Path]:
@@ -412,12 +408,8 @@ def write_samples(
     full: bool = False,
     extra: Mapping[str, tuple[str, Callable[[str | os.PathLike], Path]]] = NO_EXTRA,
 ) -> list[Path]:
-    """Write every curated packet and replay run (and the full-size ones when `full`, and the `extra` samples: name
-    -> (description, builder), the campaigns of explorer/samples/campaigns.py) plus README.md into `out`.
-
-    Refuses (FileExistsError, nothing written) when `out` already holds any
-    name it would write; each packet directory is created afresh.
-    """
+    """Write every curated packet and replay run (the full-size ones with `full`, and the `extra` samples: name ->
+    (description, builder)) plus README.md into `out`; FileExistsError, nothing written, when a name is taken."""
     out = Path(out)
     builders = {name: build for name, (_, build) in (*CURATED.items(), *REPLAY_RUNS.items(), *extra.items())}
     if full:

@@ -1,16 +1,9 @@
 """The files of synthetic operator replay runs made from a sample packet's files; returns bytes.
 
-The files of synthetic operator replay runs (docs/replay.md, Samples) made from a sample packet's files, the
-arms from the explorer's own kernel emulations; returns bytes, never writes or imports the UI.
-
-What stands in for the GPU: `nativeSDPA` is the emulation `mlx_two_pass`, both paged
-arms `paged_two_pass` (the arithmetic the sample pair's captures were written with),
-their readback the packet's stored K/V bytes. `result.json` is written the way
-Apple's JSON writer writes it (sorted keys, `"key" : value`, `\\/`), and
-`analysis.json` as the tool's collector writes it (global and per-head metrics of each
-arm against the FP32 reference and the reference rounded), against the tool's own
-correct FP32 reference: here the same formula evaluated in float64 and rounded once to
-float32, which is not the explorer's float32 reference bit for bit (docs/replay.md).
+The arms are the explorer's own kernel emulations (docs/replay.md, Samples): nativeSDPA `mlx_two_pass`, both
+paged arms `paged_two_pass`, their readback the packet's K/V bytes. `result.json` is written as Apple's JSON
+writer writes it, `analysis.json` as the tool's collector does, against the tool's FP32 reference (float64,
+rounded once: not the explorer's float32 reference bit for bit).
 """
 
 from __future__ import annotations
@@ -30,6 +23,7 @@ from explorer.foundations.record import Record, record
 from explorer.packet.dtypes import BITS_DTYPE, ITEM_SIZE, narrow, promote, round_bits
 from explorer.packet.files import PACKET_JSON
 from explorer.packet.model import TENSOR_NAMES
+from explorer.packet.schema import row_major_strides
 from explorer.replay.checks import ANALYSIS_SCHEMA, INPUT_SCHEMA, REPLAY_SELECTION, RESULT_SCHEMA
 from explorer.replay.model import ARMS, EXPECTED_DISPATCH, NATIVE, PAGE_SIZE, SEGMENTED, SEGMENTED_TWO_FROM_TOKENS
 
@@ -51,8 +45,7 @@ TOOL_LIMITATION = "Synthetic run made by the explorer: no GPU ran."
 
 @record
 class RunVariant(Record):
-    """What differs between the sample runs: a failed arm (no directory, exit code, no analysis.json) or a readback
-    fault."""
+    """What differs between the sample runs: a failed arm or a readback fault."""
 
     failed_arm: str | None = None
     readback_fault_arm: str | None = None  # its storedKeys read back with the last row's first element flipped
@@ -113,13 +106,12 @@ def _input(packet_files: Mapping[str, bytes]) -> tuple[dict, dict[str, bytes]]:
 
 
 def _descriptor(name: str, dtype: str, shape: list[int], data: bytes) -> dict:
-    strides = [math.prod(shape[axis + 1 :]) for axis in range(len(shape))]
     return {
         "file": f"{name}.bin",
         "dtype": dtype,
         "byteOrder": "little",
         "shape": shape,
-        "packedStrides": strides,
+        "packedStrides": row_major_strides(shape),
         "byteCount": len(data),
         "sha256": _sha256(data),
     }
@@ -172,10 +164,7 @@ def _arm_files(
 def tool_reference(
     tensors: Mapping[str, tuple[str, np.ndarray]], scale: float, queries: np.ndarray | None = None
 ) -> np.ndarray:
-    """The tool's FP32 reference [QH, D]: the attention formula in float64, rounded once to float32.
-
-    `queries` float32 [QH, D] replace the packet's (the narrowed-Q counterfactual).
-    """
+    """The tool's FP32 reference [QH, D]: the attention in float64 (of `queries` when given), rounded once."""
     promoted = {name: promote(bits, dtype) for name, (dtype, bits) in tensors.items()}
     query = promoted["queries"][0, :, 0, :] if queries is None else queries
     eligible = np.ones(query.shape[0], dtype=bool)
@@ -192,12 +181,8 @@ def analysis_document(
     arm_outputs: Mapping[str, np.ndarray],
     reference: np.ndarray,
 ) -> dict:
-    """The tool's analysis.json as its collector writes it (without the receipts), against its FP32 `reference`.
-
-    Per arm (native bits [1, QH, 1, D] in `arm_outputs`): the output against the reference and
-    against the reference rounded to the output dtype, byte identity with the capture and, for
-    float32 queries over narrow K/V, the narrowed-Q counterfactual; then the arms against each other.
-    """
+    """The tool's analysis.json as its collector writes it (without the receipts), against its FP32 `reference`:
+    each arm's output (native bits in `arm_outputs`) against it, then the arms against each other."""
     dtype, queries = tensors["queries"]
     kv_dtype = tensors["storedKeys"][0]
     group = queries.shape[1] // tensors["storedKeys"][1].shape[1]
@@ -242,10 +227,7 @@ def analysis_document(
 def run_files(
     packet_files: Mapping[str, bytes], tensors: Mapping[str, tuple[str, np.ndarray]], scale: float, variant: RunVariant
 ) -> dict[str, bytes]:
-    """Every file of a replay run of the packet whose files are `packet_files` (relative name -> bytes).
-
-    `tensors` are the packet's (dtype, bits) in their 4-D shapes and `scale` its float32 scale.
-    """
+    """Every file of a replay run of the packet with these files (relative name -> bytes), tensors and scale."""
     value, staged = _input(packet_files)
     input_bytes = _pretty(value)
     input_sha256 = _sha256(input_bytes)

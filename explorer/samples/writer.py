@@ -18,8 +18,9 @@ from explorer.foundations.safeio import write_new
 from explorer.packet.dtypes import BITS_DTYPE, promote, round_bits
 from explorer.packet.files import PACKET_JSON
 from explorer.packet.model import TENSOR_NAMES
+from explorer.packet.schema import SCHEMA, row_major_strides
+from explorer.packet.snapshot import decode_scale
 
-SCHEMA = "darkbloom.attention-packet.v1"
 DEFAULT_METADATA_FILE = "attention-metadata.json"
 DEFAULT_TENSOR_FILES: Mapping[str, str] = {
     "queries": "queries.bin",
@@ -59,11 +60,7 @@ FULL_SAMPLE_NAME = "qwen36-bf16-full-t5585"
 
 @record
 class PacketSpec(Record):
-    """Everything needed to write one packet: descriptor parts, the snapshot and native tensor bits.
-
-    `tensors` maps each of the six tensor names to (dtype, bits) where bits is a
-    uint16 (float16/bfloat16) or uint32 (float32) array of the 4-D packet shape.
-    """
+    """Everything needed to write one packet: descriptor parts, the snapshot and each tensor's (dtype, bits)."""
 
     identity: dict
     geometry: dict
@@ -118,28 +115,20 @@ def _observed(dtype: str, shape: list[int], strides: list[int]) -> dict:
     return {"dtype": dtype, "shape": list(shape), "graphConstructionStrides": list(strides)}
 
 
-def _row_major(shape: list[int]) -> list[int]:
-    strides, step = [], 1
-    for extent in reversed(shape):
-        strides.append(step)
-        step *= extent
-    return strides[::-1]
-
-
 def _storage(backend: str, kv_dtype: str, kvh: int, tokens: int, head_dim: int) -> dict:
     if backend == "paged":
         blocks = -(-tokens // PAGE_BLOCK_TOKENS)
         slab = [blocks, kvh, PAGE_BLOCK_TOKENS, head_dim]
         return {
-            "key_slab": _observed(kv_dtype, slab, _row_major(slab)),
-            "value_slab": _observed(kv_dtype, slab, _row_major(slab)),
+            "key_slab": _observed(kv_dtype, slab, row_major_strides(slab)),
+            "value_slab": _observed(kv_dtype, slab, row_major_strides(slab)),
         }
     visible = [1, kvh, tokens, head_dim]
     # The contiguous cache is allocated for more tokens than are visible.
     capacity = [1, kvh, tokens + PAGE_BLOCK_TOKENS, head_dim]
     return {
-        "visible_keys": _observed(kv_dtype, visible, _row_major(capacity)),
-        "visible_values": _observed(kv_dtype, visible, _row_major(capacity)),
+        "visible_keys": _observed(kv_dtype, visible, row_major_strides(capacity)),
+        "visible_values": _observed(kv_dtype, visible, row_major_strides(capacity)),
     }
 
 
@@ -162,12 +151,8 @@ def synthetic_spec(
     scale: float | None = None,
     model_id: str = "synthetic-attention-model",
 ) -> PacketSpec:
-    """A valid, analyzable packet with random inputs from a fixed seed and its float64 attention output.
-
-    The last stored K/V row equals the incoming row bit for bit; every record field
-    is consistent with the tensors; the output is the float64 attention of the
-    promoted inputs rounded to `output_dtype`.
-    """
+    """A valid, analyzable packet with random inputs from a fixed seed, every field consistent with the tensors,
+    and its float64 attention output rounded to `output_dtype`."""
     rng = np.random.default_rng(seed)
     scale = float(np.float32(1.0 / np.sqrt(head_dim))) if scale is None else scale
     kernel_output_dtype = output_dtype if kernel_output_dtype is None else kernel_output_dtype
@@ -183,7 +168,7 @@ def synthetic_spec(
         "incomingValues": (kv_dtype, stored_values[:, :, tokens - 1 :, :].copy()),
     }
     scale_bits = float32_bits(scale)
-    output = attention_output(tensors, float(np.uint32(scale_bits).view(np.float32)))
+    output = attention_output(tensors, decode_scale(scale_bits))
     tensors["output"] = (output_dtype, values_to_bits(output, output_dtype))
 
     fused = (qh + 2 * kvh) * head_dim  # q, k and v come out of one fused projection
@@ -204,7 +189,7 @@ def synthetic_spec(
         "queries": _observed(query_dtype, [1, qh, 1, head_dim], [fused, head_dim, fused, 1]),
         "incomingKeys": _observed(kv_dtype, [1, kvh, 1, head_dim], [fused, head_dim, fused, 1]),
         "incomingValues": _observed(kv_dtype, [1, kvh, 1, head_dim], [fused, head_dim, fused, 1]),
-        "output": _observed(output_dtype, [1, qh, 1, head_dim], _row_major([1, qh, 1, head_dim])),
+        "output": _observed(output_dtype, [1, qh, 1, head_dim], row_major_strides([1, qh, 1, head_dim])),
         "storage": _storage(backend, kv_dtype, kvh, tokens, head_dim),
         "sinksPresent": False,
         "softcapPresent": False,
@@ -269,11 +254,7 @@ def metadata_bytes(spec: PacketSpec) -> bytes:
 
 
 def packet_descriptor(spec: PacketSpec, *, metadata: bytes | None = None) -> dict:
-    """packet.json for `spec` with consistent strides, byte counts, hashes and payload total.
-
-    `metadata` (the metadata file's bytes, default `metadata_bytes(spec)`) is what
-    the metadata byteCount and sha256 describe.
-    """
+    """packet.json for `spec`, consistent with its tensors and `metadata` (default: `metadata_bytes(spec)`)."""
     metadata = metadata_bytes(spec) if metadata is None else metadata
     tensors = {}
     for name in TENSOR_NAMES:
@@ -284,7 +265,7 @@ def packet_descriptor(spec: PacketSpec, *, metadata: bytes | None = None) -> dic
             "dtype": dtype,
             "byteOrder": "little",
             "shape": list(bits.shape),
-            "packedStrides": _row_major(list(bits.shape)),
+            "packedStrides": row_major_strides(list(bits.shape)),
             "byteCount": len(payload),
             "sha256": hashlib.sha256(payload).hexdigest(),
         }
@@ -306,11 +287,7 @@ def packet_descriptor(spec: PacketSpec, *, metadata: bytes | None = None) -> dic
 def make_packet_files(
     spec: PacketSpec, *, descriptor: dict | None = None, metadata: bytes | None = None
 ) -> dict[str, bytes]:
-    """Every file of the packet, relative name -> bytes.
-
-    `metadata` replaces the metadata file's bytes (the default descriptor then
-    hashes the replacement); `descriptor` replaces packet.json as a whole.
-    """
+    """Every file of the packet, relative name -> bytes; `metadata` and `descriptor` replace the default ones."""
     metadata = metadata_bytes(spec) if metadata is None else metadata
     descriptor = packet_descriptor(spec, metadata=metadata) if descriptor is None else descriptor
     files = {PACKET_JSON: (json.dumps(descriptor, indent=2) + "\n").encode(), spec.metadata_file: metadata}
@@ -332,11 +309,8 @@ def _subdirectory(parent: int, name: str) -> Iterator[int]:
 
 
 def write_files(directory: str | os.PathLike, files: Mapping[str, bytes]) -> Path:
-    """Write `files` (relative name -> bytes, `/` between directories) into `directory` (created if needed).
-
-    Every file is written whole by explorer.foundations.safeio.write_new: nothing existing is
-    replaced (FileExistsError) and no link standing at any name is followed.
-    """
+    """Write `files` (relative name -> bytes) into `directory` (created if needed), each by write_new: nothing
+    replaced, no link followed."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     root = os.open(directory, DIRECTORY_FLAGS)
@@ -356,6 +330,5 @@ def write_files(directory: str | os.PathLike, files: Mapping[str, bytes]) -> Pat
 def write_packet(
     directory: str | os.PathLike, spec: PacketSpec, *, descriptor: dict | None = None, metadata: bytes | None = None
 ) -> Path:
-    """Write the packet into `directory` (created if needed) and return the directory; never overwrites
-    (write_files)."""
+    """Write the packet into `directory` (created if needed; never overwriting) and return the directory."""
     return write_files(directory, make_packet_files(spec, descriptor=descriptor, metadata=metadata))

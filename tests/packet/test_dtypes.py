@@ -201,8 +201,6 @@ def test_round_trip_of_every_pattern_is_bit_exact(dtype):
 
 @pytest.mark.parametrize("dtype", NARROW)
 def test_signaling_detection_and_kinds_of_every_pattern(dtype):
-    signaling = dtypes.is_signaling_nan(ALL_PATTERNS, dtype)
-    assert signaling.tolist() == [oracle_is_signaling(p, dtype) for p in range(1 << 16)]
     expected = []
     for p in range(1 << 16):
         if is_nan(p, dtype):
@@ -394,7 +392,7 @@ def test_float32_is_identity():
     assert np.array_equal(promoted.view(np.uint32), bits)
     assert np.array_equal(dtypes.round_bits(promoted, "float32"), bits)
     assert np.array_equal(dtypes.narrow(promoted, "float32").view(np.uint32), bits)
-    assert dtypes.is_signaling_nan(bits, "float32").tolist() == [
+    assert (dtypes.nonfinite_kinds(bits, "float32") == SIGNALING_NAN).tolist() == [
         (b & 0x7F800000) == 0x7F800000 and (b & 0x7FFFFF) != 0 and not b & 0x400000 for b in bits.tolist()
     ]
 
