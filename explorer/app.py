@@ -9,6 +9,7 @@ import panel as pn
 import panel.io.resources as panel_resources
 from bokeh.models import CustomJS
 
+from explorer.ui.arrival import install_arrival_pool
 from explorer.ui.closed import quiet_closed_clients
 from explorer.ui.memory import release_memory
 from explorer.ui.shell import open_session, parse_options
@@ -63,6 +64,7 @@ pn.extension()
 # titles and divs) still adds it when a model needs it. Measured: 0.1-0.3 s of browser CPU per page.
 panel_resources._panel_use_mathjax = lambda roots: False
 pn.config.nthreads = 4  # callbacks and each session's first packet run on threads: no session waits for another's
+install_arrival_pool()  # a session's clicks handled in the order they arrived (explorer.ui.arrival)
 
 log_info_lines()
 quiet_closed_clients()  # a browser closed mid-update: one log line, not a traceback

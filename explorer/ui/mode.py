@@ -19,6 +19,7 @@ from typing import Protocol
 import panel as pn
 
 from explorer.catalog.index import PacketIndex
+from explorer.ui.arrival import wait_for_earlier
 from explorer.ui.background import Runner
 from explorer.ui.packets import PacketList
 
@@ -63,10 +64,12 @@ class Context:
 
 
 def one_at_a_time(method: Callable) -> Callable:
-    """`method` of a shell or mode run under the session's lock (`self.lock`)."""
+    """`method` of a shell or mode run under the session's lock (`self.lock`), after every action of the session
+    that arrived before it (explorer.ui.arrival)."""
 
     @functools.wraps(method)
     def locked(self, *args, **kwargs):
+        wait_for_earlier()
         with self.lock:
             return method(self, *args, **kwargs)
 
