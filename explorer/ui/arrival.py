@@ -1,4 +1,4 @@
-"""A session's browser actions handled in the order they arrived, whichever of Panel's threads runs each.
+"""A session's browser actions handled in the order they arrived, whichever thread runs each.
 
 With `pn.config.nthreads`, Panel hands each message of a page (a click, a changed property) to a thread pool
 from the server's loop, in the order the browser sent them, and the threads then race for the session's lock:

@@ -155,19 +155,9 @@ class PageTable(JSComponent):
     _esm = ESM
     _stylesheets: ClassVar[list[str]] = [TABLE_CSS]
 
-    def __init__(
-        self,
-        on_search: Callable[[str], None],
-        on_sort: Callable[[str], None],
-        on_page: Callable[[int], None],
-        on_choose: Callable[[str, int], None],
-        **params,
-    ):
-        super().__init__(**params)
-        self._on_search = on_search
-        self._on_sort = on_sort
-        self._on_page = on_page
-        self._on_choose = on_choose
+    def __init__(self, on_search: Callable, on_sort: Callable, on_page: Callable, on_choose: Callable):
+        super().__init__(sizing_mode="stretch_width", css_classes=["packet-table"])
+        self._on_search, self._on_sort, self._on_page, self._on_choose = on_search, on_sort, on_page, on_choose
 
     def _handle_msg(self, data) -> None:  # Panel's hook for the ESM's model.send_msg
         self.receive(data)

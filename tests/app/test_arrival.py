@@ -1,4 +1,4 @@
-"""A session's actions run in the order they arrived on Panel's pool, whichever thread reaches the lock first."""
+"""A session's actions run in the order they arrived on Panel's pool, whichever thread is first."""
 
 from __future__ import annotations
 

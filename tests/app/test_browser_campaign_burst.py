@@ -1,4 +1,4 @@
-"""Six browsers opening one uncomputed campaign of more than 16 packets at once on a fresh server (issue 41.2).
+"""Six browsers opening one uncomputed campaign of over 16 packets at once on a fresh server (41.2).
 
 Each page must end on the campaign's grid with `campaign=` kept in its address, and no page may log that a
 Bokeh reference is unknown (the dead pages that stayed "reading ..." with the query erased).
