@@ -37,12 +37,7 @@ class Downloads:
 
     def offer(self, files: Iterable[tuple[Path, str]]) -> None:
         """One button per (path, label), replacing any offered before."""
-        self.panel.objects = [
-            pn.widgets.FileDownload(
-                file=str(path), filename=path.name, label=label, color="light", width=DOWNLOAD_WIDTH
-            )
-            for path, label in files
-        ]
+        self.panel.objects = [_download(label, file=str(path), filename=path.name) for path, label in files]
 
     def offer_export(self, paths: ExportPaths, json_label: str) -> None:
         """Every file an export wrote (the JSON labelled `json_label`), several PNGs as one .zip archive."""
@@ -53,15 +48,9 @@ class Downloads:
             files.append((paths.pngs[0], "Download PNG"))
         self.offer(files)
         if len(paths.pngs) > 1:
-            self.panel.append(
-                pn.widgets.FileDownload(
-                    callback=lambda pngs=paths.pngs: png_archive(pngs),
-                    filename=f"{paths.html.stem}{PNG_ARCHIVE_SUFFIX}",
-                    label=f"Download the {len(paths.pngs)} PNGs (.zip)",
-                    color="light",
-                    width=DOWNLOAD_WIDTH,
-                )
-            )
+            archive = f"{paths.html.stem}{PNG_ARCHIVE_SUFFIX}"
+            label = f"Download the {len(paths.pngs)} PNGs (.zip)"
+            self.panel.append(_download(label, callback=lambda pngs=paths.pngs: png_archive(pngs), filename=archive))
 
     def clear(self) -> None:
         self.panel.objects = []
@@ -69,6 +58,10 @@ class Downloads:
     @property
     def offered(self) -> list[pn.widgets.FileDownload]:
         return list(self.panel.objects)
+
+
+def _download(label: str, **source) -> pn.widgets.FileDownload:
+    return pn.widgets.FileDownload(label=label, color="light", width=DOWNLOAD_WIDTH, **source)
 
 
 def png_archive(pngs: Iterable[Path]) -> io.BytesIO:
@@ -119,18 +112,9 @@ class ModeArea:
     """The area of a view shown instead of the single packet's: status line, Back and Export buttons, the export's
     note and downloads, then the view. Empty and hidden until it first opens."""
 
-    def __init__(
-        self,
-        kind: str,
-        *,
-        export_label: str,
-        export_width: int,
-        on_close: Callable[[], None],
-        on_export: Callable[[], None],
-    ):
-        self.kind = kind
-        self._export_label, self._export_width = export_label, export_width
-        self._on_close, self._on_export = on_close, on_export
+    def __init__(self, kind: str, export: tuple[str, int], on_close: Callable, on_export: Callable):
+        """`export`: the Export button's label and width."""
+        self.kind, self._export, self._on_close, self._on_export = kind, export, on_close, on_export
         self.panel = pn.Column(visible=False, sizing_mode="stretch_width", css_classes=[f"{kind}-area"])
         self._made = False
 
@@ -140,8 +124,9 @@ class ModeArea:
             label=CLOSE_LABEL, color="light", width=CLOSE_WIDTH, css_classes=[f"{self.kind}-close"]
         )
         close.on_click(lambda _event: self._on_close())
+        label, width = self._export
         self.export_button = pn.widgets.Button(
-            label=self._export_label, color="primary", width=self._export_width, css_classes=[f"{self.kind}-export"]
+            label=label, color="primary", width=width, css_classes=[f"{self.kind}-export"]
         )
         self.export_button.on_click(lambda _event: self._on_export())
         self.export_note = pn.pane.HTML("", sizing_mode="stretch_width")
@@ -196,9 +181,7 @@ class ListedMode(param.Parameterized):
         self._problem_class = classes[2]
         self.buttons: list[pn.widgets.Button] = []
         self.sidebar = pn.Column(self._note, sizing_mode="stretch_width", css_classes=[classes[1]])
-        self.area = ModeArea(
-            kind, export_label=export[0], export_width=export[1], on_close=self.close, on_export=self.export
-        )
+        self.area = ModeArea(kind, export, self.close, self.export)
         self.panel = self.area.panel
 
     def _list(self, note_html: str, choices: Iterable[tuple[str, str, str, list[str]]], list_class: str) -> None:

@@ -1,12 +1,9 @@
 """A session's browser actions handled in the order they arrived, whichever thread runs each.
 
-With `pn.config.nthreads`, Panel hands each message of a page (a click, a changed property) to a thread pool
-from the server's loop, in the order the browser sent them, and the threads then race for the session's lock:
-a packet row clicked just before a campaign button was now and then opened after it, and closed the campaign
-(issue 41). `ArrivalPool` numbers each callback as the loop submits it and keeps, per session document, the
-numbers not yet done; `wait_for_earlier()`, called before an action takes the session's lock, waits until
-every callback of its session that arrived before it is done. Calls from any other thread (the loop, tests)
-do not wait.
+Panel's loop hands each message of a page to its thread pool in the order the browser sent them; the threads then
+raced for the session's lock (a packet row clicked just before a campaign button was now and then opened after it,
+closing the campaign). `ArrivalPool` numbers each callback per session as the loop submits it; `wait_for_earlier()`
+waits until the session's callbacks that arrived before this thread's are done (other threads never wait).
 """
 
 from __future__ import annotations
@@ -34,7 +31,6 @@ _here = threading.local()  # this thread's (document id, number) while it runs a
 
 
 def _document_of(work, args: tuple) -> Document | None:
-    """The session document among the callback's arguments (Panel passes it first), or None."""
     while isinstance(work, functools.partial):
         args, work = (*work.args, *args), work.func
     return next((arg for arg in args if isinstance(arg, Document)), None)
@@ -44,8 +40,7 @@ class ArrivalPool(ThreadPoolExecutor):
     """A thread pool numbering each callback it is given with its session, in the order it is given them."""
 
     def submit(self, work, /, *args, **kwargs):
-        document = _document_of(work, args)
-        key = None if document is None else id(document)
+        key = None if (document := _document_of(work, args)) is None else id(document)
         with _changed:
             number = next(_numbers)
             if key is not None:

@@ -337,10 +337,8 @@ class CampaignMode(ListedMode):
         if notify:
             self.context.shown(None)
 
-    def query(self) -> dict[str, str]:
-        if not self.campaign:
-            return {}
-        return {QUERY_CAMPAIGN: self.campaign, **({QUERY_CELL: self.cell} if self.cell else {})}
+    def query(self) -> dict[str, str]:  # a cell only within an open campaign
+        return {name: value for name, value in ((QUERY_CAMPAIGN, self.campaign), (QUERY_CELL, self.cell)) if value}
 
     def export(self) -> None:
         """Export the open campaign, as its Export button does."""

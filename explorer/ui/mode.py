@@ -1,10 +1,7 @@
 """What every mode of the app is (`Mode`) and what the shell lends each (`Context`); no widgets.
 
-A mode is one kind of result the page shows (a packet, a pair, a replay run, a campaign).
-
-The shell shows one mode at a time: a mode that opens tells it (`Context.shown`), and the
-shell closes every other one (but the mode that opened it, as a campaign opens its cell's
-pair). The single-packet mode is the base the others return to when they close.
+A mode is one kind of result the page shows (a packet, a pair, a replay run, a campaign); the single-packet mode
+is the base the others return to when they close.
 """
 
 from __future__ import annotations

@@ -125,8 +125,6 @@ class PacketMode(param.Parameterized):
         """Show (or hide, while another mode is shown) the views and the Export button."""
         self.panel.visible = self.export_button.visible = shown
 
-    # ------------------------------------------------------------ the mode
-
     def open(self, name: str) -> list[str]:
         """Open the listed packet `name` now (read again when it is the open one); returns notes."""
         if catalog.lookup(self.context.index.entries, name) is None:
@@ -178,8 +176,6 @@ class PacketMode(param.Parameterized):
 
     def follow(self, packet: str) -> None:
         """The packet mode opens packets itself."""
-
-    # ------------------------------------------------------------ opening
 
     def _current(self) -> tuple[Analysis, list[str]]:
         """The open packet analyzed again now, with a note when its files changed since this session showed it."""
@@ -259,8 +255,6 @@ class PacketMode(param.Parameterized):
         built = [name for name in self._view_holder.css_classes if name.startswith("view-built-")]
         return built[0].removeprefix("view-built-") if built else None
 
-    # ------------------------------------------------------------ watchers
-
     @one_at_a_time
     def _on_packet(self, event: param.parameterized.Event) -> None:
         if catalog.lookup(self.context.index.entries, event.new) is None:
@@ -323,8 +317,6 @@ class PacketMode(param.Parameterized):
         close.on_click(lambda _event: self.close_element())
         self._element_box = pn.Row(panel, close, visible=False, styles=ELEMENT_DOCK_STYLE, css_classes=["element-dock"])
         self.panel.insert(0, self._element_box)
-
-    # ------------------------------------------------------------ element query
 
     def element_from_query(self, query: Mapping[str, str]) -> None:
         """Select the element named by `element=` in the URL query, or add a note saying why it was ignored."""
@@ -394,33 +386,16 @@ class PacketMode(param.Parameterized):
         self._downloads.offer_export(paths, "Download JSON report")
         self._export_note.object = export_written("export-note", paths)
 
-    # ------------------------------------------------------------ what the page shows, for callers without a browser
-
-    @property
-    def analysis(self) -> Analysis | None:
-        """The analysis on screen, None before a packet is open."""
-        return self._shown
-
-    @property
-    def selection(self) -> Selection | None:
-        """The views' shared selection (head, element, tab) of the open packet; None before one is open."""
-        return self._selection
+    analysis = property(lambda self: self._shown, doc="The analysis on screen, None before a packet is open.")
+    selection = property(lambda self: self._selection, doc="The views' shared selection (head, element, tab), or None.")
+    built_views = property(lambda self: dict(self._views), doc="The views built for the open packet so far, by slug.")
+    exporting = property(lambda self: self.export_button.loading, doc="True while an Export runs.")
 
     @property
     def shown_view(self) -> tuple[str, pn.viewable.Viewable] | None:
         """(slug, view) of the open tab, the one view on the page; None before a packet is open."""
         slug = self._shown_slug()
         return None if slug is None else (slug, self._view_holder.objects[0])
-
-    @property
-    def built_views(self) -> dict[str, pn.viewable.Viewable]:
-        """The views built for the open packet so far, by slug (each kept while the packet stays open)."""
-        return dict(self._views)
-
-    @property
-    def exporting(self) -> bool:
-        """True while an Export runs (its button shows it is busy)."""
-        return self.export_button.loading
 
     @property
     def export_note(self) -> str:

@@ -43,6 +43,10 @@ HEADER_TOOLTIPS = {
     "ratio": "The worst head's primary linf divided by its FP64 noise floor (the reference's own error against FP64)",
     "worst ULP": "Largest ULP distance of the output to the reference rounded to the output dtype",
 }
+HEADERS = [  # the table's column headers, as its `view` names them
+    {"field": c, "title": TITLES.get(c, c), "tooltip": HEADER_TOOLTIPS[c], "number": c in NUMBER_COLUMNS}
+    for c in COLUMNS
+]
 
 
 def number_cell(value: float) -> str:
@@ -107,18 +111,15 @@ class PacketList(param.Parameterized):
         return [self._row(name, summary) for name, summary in known]
 
     def _row(self, name: str, summary: PacketSummary | None) -> Row:
-        values = (
-            (None, None, None) if summary is None else (summary.score, summary.noise_floor_ratio, summary.worst_ulp)
-        )
+        known = summary is not None
+        values = (summary.score, summary.noise_floor_ratio, summary.worst_ulp) if known else (None, None, None)
         return Row(
-            name=name,
-            shown=escaped_bytes(name),
-            status=PENDING_HTML if summary is None else self._badge(summary.status),
-            numbers=tuple(float("nan") if value is None else float(value) for value in values),
-            full=tuple("" if value is None else full_number(value) for value in values),
+            name,
+            escaped_bytes(name),
+            self._badge(summary.status) if known else PENDING_HTML,
+            tuple(float("nan") if value is None else float(value) for value in values),
+            tuple("" if value is None else full_number(value) for value in values),
         )
-
-    # ------------------------------------------------------------ filling and rescanning
 
     def start(self) -> None:
         """Fill the index (in the background for a large root in a session); in a session, rescan every RESCAN_MS."""
@@ -166,10 +167,7 @@ class PacketList(param.Parameterized):
 
     def _close(self, _session_context) -> None:
         with self._lock:
-            self._closed = True
-            self._document = None
-
-    # ------------------------------------------------------------ search, sort, pages, clicks
+            self._closed, self._document = True, None
 
     def search(self, text: str) -> None:
         """Show the rows whose shown name holds `text` (ignoring case), from the first page."""
@@ -196,15 +194,11 @@ class PacketList(param.Parameterized):
         """The rows of the page shown, top to bottom."""
         return list(self._page_rows)
 
-    @property
-    def page_count(self) -> int:
-        """How many pages the rows matching the search fill (at least one)."""
-        return max(1, math.ceil(len(matching_rows(self._all, self._query)) / PAGE_ROWS))
-
-    @property
-    def count_text(self) -> str:
-        """The count line above the table, as HTML."""
-        return self._count.object
+    page_count = property(
+        lambda self: max(1, math.ceil(len(matching_rows(self._all, self._query)) / PAGE_ROWS)),
+        doc="How many pages the rows matching the search fill (at least one).",
+    )
+    count_text = property(lambda self: self._count.object, doc="The count line above the table, as HTML.")
 
     def _show(self) -> None:
         """Send the page shown (search, sort, page and the open packet applied) and the count line."""
@@ -218,15 +212,7 @@ class PacketList(param.Parameterized):
             "pages": pages,
             "sort": self._sort or "",
             "descending": self._descending,
-            "columns": [
-                {
-                    "field": column,
-                    "title": TITLES.get(column, column),
-                    "tooltip": HEADER_TOOLTIPS[column],
-                    "number": column in NUMBER_COLUMNS,
-                }
-                for column in COLUMNS
-            ],
+            "columns": HEADERS,
             "rows": [
                 {
                     "name": row.shown,

@@ -60,14 +60,7 @@ class Shell:
         self.packets = PacketList(self.index, badge=list_badge, on_choose=self._choose)
         self.runner = Runner()
         context = Context(
-            self.index,
-            self.packets,
-            export_dir,
-            self.runner,
-            self.lock,
-            shown=self._shown,
-            changed=self._changed,
-            open_pair=self._open_pair,
+            self.index, self.packets, export_dir, self.runner, self.lock, self._shown, self._changed, self._open_pair
         )
         self.single = PacketMode(context, on_status)
         self.modes: tuple[Mode, ...] = (self.single, *(kind(context) for kind in MODES))
@@ -90,8 +83,6 @@ class Shell:
             self._open_requested()
         self.packets.param.watch(self._on_filled, "filled")
         self._query_writer.param.watch(lambda _event: self.visit(self._query_writer.visited), "visits")
-
-    # ------------------------------------------------------------ one mode at a time
 
     @one_at_a_time
     def _shown(self, mode: Mode | None) -> None:
@@ -122,9 +113,7 @@ class Shell:
         self._show_status()
         if self._opener is not None:
             return  # the URL follows once the mode opened by another is open
-        query: dict[str, str] = {}
-        for mode in self.modes:
-            query.update(mode.query())
+        query = {name: value for mode in self.modes for name, value in mode.query().items()}
         view = (type(self.mode).__name__, () if self.mode is self.single else tuple(self.mode.query().items()))
         self._query_writer.push = self._view is not None and view != self._view and not self._rewriting
         self._view = view
@@ -144,15 +133,11 @@ class Shell:
         finally:
             self._opener = None
 
-    # ------------------------------------------------------------ the URL and the first packet
-
     def _open_from_query(self, search: str) -> None:
         query = read_query(search)
         rewriting, self._rewriting = self._rewriting, True
         try:
-            notes = []
-            for mode in self.modes:
-                notes += mode.from_query(query)
+            notes = [note for mode in self.modes for note in mode.from_query(query)]  # the single packet first
         finally:
             self._rewriting = rewriting
         self.single.say(" ".join(notes))
@@ -186,8 +171,6 @@ class Shell:
             self.single.say(" ".join(self.single.open(name)))
         self.single.packet = name
 
-    # ------------------------------------------------------------ what a page does, for callers without a browser
-
     @one_at_a_time
     def open_url(self, search: str) -> None:
         """Open what the URL query `search` ("?packet=NAME&tab=errors&element=3,7") names, as a page load does."""
@@ -216,20 +199,9 @@ class Shell:
         """Close the element panel, as its Close button does."""
         self.single.close_element()
 
-    @property
-    def url_query(self) -> str:
-        """The URL query the page shows now ("?packet=...")."""
-        return self._query_writer.query
-
-    @property
-    def url_pushed(self) -> bool:
-        """The URL query was written as a new history entry (a new view), not over the one shown."""
-        return self._query_writer.push
-
-    @property
-    def single_shown(self) -> bool:
-        """True while the single packet's views are shown (no pair, replay run or campaign open)."""
-        return self.single.panel.visible
+    url_query = property(lambda self: self._query_writer.query, doc='The URL query the page shows ("?packet=...").')
+    url_pushed = property(lambda self: self._query_writer.push, doc="The URL query was a new history entry.")
+    single_shown = property(lambda self: self.single.panel.visible, doc="The single packet's views are shown.")
 
     # The single packet's state and read-outs (explorer.ui.packet.PacketMode), as the shell's.
     packet = property(lambda self: self.single.packet, lambda self, name: setattr(self.single, "packet", name))
@@ -248,9 +220,7 @@ class Shell:
 
 
 def open_session(
-    root: Path,
-    export_dir: Path,
-    on_status: Callable[[str], None] = lambda packet: None,
+    root: Path, export_dir: Path, on_status: Callable[[str], None] = lambda packet: None
 ) -> tuple[pn.viewable.Viewable, pn.viewable.Viewable]:
     """(sidebar, main) of one session's Shell, or a note naming the root and the error when it cannot be set up."""
     try:

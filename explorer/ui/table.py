@@ -1,10 +1,7 @@
 """A light paged table for the browser: search box, sortable headers, rows of one page, a pager.
 
-The server owns the rows, the search, the sort and the paging (explorer.ui.packets); this component draws
-the one page it is sent as a plain HTML table and sends back what the user does: a search text (as typed,
-debounced), a header click, a page step and a chosen row. It loads nothing beyond Panel's own bundle.
-
-`view` is everything the page shows, sent in one piece so one change draws once:
+The server owns the rows, the search, the sort and the paging (explorer.ui.packets); this draws the page it is
+sent and sends back what the user does. `view` is everything the page shows, sent in one piece:
 {"query", "page", "pages", "sort", "descending", "columns": [{"field", "title", "tooltip", "number"}],
 "rows": [{"name", "status", "open", "numbers": [[shown, full], ...]}]}. Names and numbers are plain text
 (set with textContent); `status` is HTML the server builds from fixed strings (a status badge).
