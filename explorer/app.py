@@ -9,6 +9,7 @@ import panel as pn
 import panel.io.resources as panel_resources
 from bokeh.models import CustomJS
 
+from explorer.ui.arrival import install_arrival_pool
 from explorer.ui.closed import quiet_closed_clients
 from explorer.ui.memory import release_memory
 from explorer.ui.shell import open_session, parse_options
@@ -24,12 +25,9 @@ DOCS_HINT = (
     "<span class='docs-hint' style='font-size:0.85em;color:#dfe6ee'>Packet rules and report keys: "
     "<code style='color:#ffffff'>docs/</code> in the repository</span>"
 )
-# BootstrapTemplate scrolls its main area inside a viewport-high pane (Bootstrap's !important utilities
-# vh-100 / mh-100 / overflow-hidden); these rules let the whole page grow and scroll instead, so a browser's
-# full-page screenshot holds the whole view. The top bar scrolls with the page instead of sticking to the window's top:
-# a sticky bar was stamped over the content of a full-page screenshot taken after scrolling (Chromium draws it where
-# the window was). min-width 0 keeps the main column beside the sidebar (a flex item
-# whose overflow is visible would otherwise be as wide as its widest plot's minimum and wrap below it).
+# The whole page grows and scrolls (not BootstrapTemplate's viewport-high pane), so a full-page screenshot holds the
+# whole view; the top bar scrolls too (a sticky one was stamped over such screenshots); min-width 0 keeps the main
+# column beside the sidebar (else as wide as its widest plot's minimum, wrapped below it).
 PAGE_SCROLL_CSS = """
 #container.vh-100 { height: auto !important; min-height: 100vh; overflow: visible !important; }
 #content.overflow-hidden { height: auto; overflow: visible !important; flex: 1 0 auto; }
@@ -38,9 +36,8 @@ PAGE_SCROLL_CSS = """
 #header.sticky-top { position: relative !important; }
 """
 
-# A page whose server went away (stopped, or under --num-procs a child killed and restarted without this session)
-# says so: Bokeh's client fires `connection_lost` when the websocket closes; without this notice a clicked tab was
-# marked and never opened and an export note spun for good. The text is set as text, never parsed as HTML.
+# A page whose server went away (stopped, or a --num-procs child restarted) says so when Bokeh's client fires
+# `connection_lost` (else a clicked tab never opened, an export note spun for good); set as text, never as HTML.
 SERVER_GONE_NOTICE = (
     "This page lost its connection to the explorer's server (it stopped or restarted): nothing you click here "
     "is done any more. Reload the page to continue."
@@ -56,13 +53,12 @@ notice.textContent = text;
 document.body.appendChild(notice);
 """
 
-# BootstrapTemplate serves every asset from this server: no web fonts, no CDN (the browser tests check it).
-pn.extension()
-# Panel adds Bokeh's MathJax bundle (1.8 MB of JavaScript that every page parses) whenever a page holds an HTML
-# pane, in case its text is TeX; no text of the explorer is. Bokeh's own test (MathText models, TeX in axis labels,
-# titles and divs) still adds it when a model needs it. Measured: 0.1-0.3 s of browser CPU per page.
+pn.extension()  # BootstrapTemplate serves every asset from this server: no web fonts, no CDN
+# Panel adds Bokeh's MathJax bundle (1.8 MB of JavaScript, 0.1-0.3 s of browser CPU per page) to any page holding an
+# HTML pane, in case its text is TeX; no text of the explorer is (Bokeh still adds it for a model that needs it).
 panel_resources._panel_use_mathjax = lambda roots: False
 pn.config.nthreads = 4  # callbacks and each session's first packet run on threads: no session waits for another's
+install_arrival_pool()  # a session's clicks handled in the order they arrived (explorer.ui.arrival)
 
 log_info_lines()
 quiet_closed_clients()  # a browser closed mid-update: one log line, not a traceback
@@ -78,9 +74,8 @@ pn.template.BootstrapTemplate(
     main=[main],
     header=[pn.pane.HTML(DOCS_HINT, margin=(0, 10))],
     raw_css=[PAGE_SCROLL_CSS],
-    # No busy spinner: Panel's is one flag for the whole server (any session's callback turns every page's spinner
-    # on), and each flip is a message to every open page: with 8 pages open it took 12% of the server's busy time
-    # (py-spy). The app shows its own progress where work runs (the Export button, the Emulations bar).
+    # No busy spinner: Panel's is one flag for the whole server, each flip a message to every open page (12% of the
+    # server's busy time with 8 pages open); the app shows its own progress where work runs.
     busy_indicator=None,
 ).servable(title=TITLE, location=page_location())  # query parameters kept as strings
 timings.document_built()

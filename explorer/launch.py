@@ -1,13 +1,8 @@
-"""The `explorer` script and `python -m explorer`.
+"""The `explorer` script and `python -m explorer`: sets up the process and runs explorer.cli.
 
-Sets up the process, starts reading the packet, runs explorer.cli.
-
-Loading numpy and the analysis takes a command 100 to 150 ms, holding the interpreter lock;
-reading and hashing a Qwen-size packet takes 10 to 20 ms, mostly without it. For the common
-line `explorer analyze PACKET [--json]` the packet is admitted on a second thread while this
-one loads the rest, and the command uses that admission: the same function on the same files,
-started earlier. Packet admission needs no numpy until it decodes the verified tensors
-(explorer/packet/formats.py), so the two overlap. Every other line runs as it always has.
+Loading numpy and the analysis takes 100 to 150 ms holding the interpreter lock; reading and hashing a Qwen-size
+packet 10 to 20 ms, mostly without it. For `explorer analyze PACKET [--json]` the packet is admitted on a second
+thread meanwhile (admission needs no numpy until it decodes the verified tensors), and the command uses it.
 """
 
 from __future__ import annotations
@@ -33,7 +28,7 @@ READ_AHEAD_FLAGS = frozenset({"--json"})  # options of an `analyze` line whose p
 
 
 def _reuse_freed_memory() -> None:
-    """Tune glibc's malloc of this process to reuse freed blocks (nothing elsewhere: musl, macOS, Windows)."""
+    """Tune glibc's malloc of this process to reuse freed blocks (nothing elsewhere)."""
     if not sys.platform.startswith("linux"):
         return
     import ctypes  # numpy loads it anyway
@@ -56,13 +51,9 @@ def packet_to_read(argv: Sequence[str]) -> str | None:
 def run() -> NoReturn:
     """Run the command line of this process, then exit with its status.
 
-    Standard output and error closed by the caller become /dev/null (foundations/streams.py). The process asks
-    BLAS for one thread and keeps freed memory for reuse (_reuse_freed_memory), and
-    reads the packet ahead for `analyze PACKET [--json]` (module docstring). gc.freeze() before the exit:
-    the interpreter's exit would otherwise garbage-collect every object the command made, modules and
-    classes included, 40 to 100 ms of a Qwen-size analyze. Frozen objects are still freed as the
-    interpreter clears its modules; only a reference cycle left behind is not (the process is ending).
-    Standard output and error are flushed as always, atexit callbacks run as always.
+    gc.freeze() before the exit: the interpreter's exit would otherwise garbage-collect every object the command
+    made, 40 to 100 ms of a Qwen-size analyze (frozen objects are still freed as the interpreter clears its modules;
+    streams are flushed and atexit callbacks run as always).
     """
     open_standard_streams()  # before any file is opened: a closed descriptor 1 or 2 is /dev/null, never a file
     single_threaded_blas()

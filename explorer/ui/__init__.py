@@ -1,4 +1,1 @@
-"""The app's shell around the views: packet catalog, packet list, URL query and export wiring.
-
-Computes no numbers.
-"""
+"""The app's shell around the views: packet list, modes, URL query and export wiring; no numbers."""

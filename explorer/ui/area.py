@@ -1,26 +1,24 @@
-"""Parts of the page made only when first used (a view's area, the downloads an export offers).
+"""Parts of the page made when first used (a view's area, an export's downloads); the listed modes.
 
-Every widget on a page costs each session server time; computes nothing.
-
-Measured on this 2-core machine: a Panel widget or pane costs 3 to 5 ms of the
-server's one interpreter per session (made, turned into Bokeh models, sent),
-a FileDownload more. Eight sessions opening at once queue behind one another
-for it, so a part that most sessions never show is made when one first does.
+Computes nothing. A Panel widget or pane costs 3 to 5 ms of the server's one interpreter per session (measured
+on a 2-core machine), so a part that most sessions never show is made when one first does.
 """
 
 from __future__ import annotations
 
-import html
 import io
 import logging
 import zipfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 import panel as pn
+import param
 
 from explorer.export.files import ExportPaths
-from explorer.views.shared.markup import written_note
+from explorer.ui.mode import Context, one_at_a_time
+from explorer.ui.shared import echo
+from explorer.views.shared.markup import esc, written_note
 
 log = logging.getLogger(__name__)
 
@@ -39,16 +37,10 @@ class Downloads:
 
     def offer(self, files: Iterable[tuple[Path, str]]) -> None:
         """One button per (path, label), replacing any offered before."""
-        self.panel.objects = [
-            pn.widgets.FileDownload(
-                file=str(path), filename=path.name, label=label, color="light", width=DOWNLOAD_WIDTH
-            )
-            for path, label in files
-        ]
+        self.panel.objects = [_download(label, file=str(path), filename=path.name) for path, label in files]
 
     def offer_export(self, paths: ExportPaths, json_label: str) -> None:
-        """Every file an export wrote: the page, the JSON (`json_label`), NAME.findings.md, and its PNG, or its
-        several PNGs as one .zip archive."""
+        """Every file an export wrote (the JSON labelled `json_label`), several PNGs as one .zip archive."""
         files = [(paths.html, "Download HTML"), (paths.report, json_label)]
         if paths.findings is not None:
             files.append((paths.findings, "Download findings.md"))
@@ -56,15 +48,9 @@ class Downloads:
             files.append((paths.pngs[0], "Download PNG"))
         self.offer(files)
         if len(paths.pngs) > 1:
-            self.panel.append(
-                pn.widgets.FileDownload(
-                    callback=lambda pngs=paths.pngs: png_archive(pngs),
-                    filename=f"{paths.html.stem}{PNG_ARCHIVE_SUFFIX}",
-                    label=f"Download the {len(paths.pngs)} PNGs (.zip)",
-                    color="light",
-                    width=DOWNLOAD_WIDTH,
-                )
-            )
+            archive = f"{paths.html.stem}{PNG_ARCHIVE_SUFFIX}"
+            label = f"Download the {len(paths.pngs)} PNGs (.zip)"
+            self.panel.append(_download(label, callback=lambda pngs=paths.pngs: png_archive(pngs), filename=archive))
 
     def clear(self) -> None:
         self.panel.objects = []
@@ -74,8 +60,12 @@ class Downloads:
         return list(self.panel.objects)
 
 
+def _download(label: str, **source) -> pn.widgets.FileDownload:
+    return pn.widgets.FileDownload(label=label, color="light", width=DOWNLOAD_WIDTH, **source)
+
+
 def png_archive(pngs: Iterable[Path]) -> io.BytesIO:
-    """The PNGs as one .zip (stored, not compressed: PNG is compressed already), each under its file name."""
+    """The PNGs as one .zip, stored (PNG is compressed already)."""
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_STORED) as archive:
         for png in pngs:
@@ -85,16 +75,14 @@ def png_archive(pngs: Iterable[Path]) -> io.BytesIO:
 
 
 def export_written(css_class: str, paths: ExportPaths) -> str:
-    """The note after an export naming every file it wrote (page, JSON, NAME.findings.md, each PNG), one per line,
-    each with its test hook (`export-html`, `export-json`, `export-findings`, `export-png`)."""
+    """The note after an export naming every file it wrote, one per line, each with its test hook."""
     hooks = {paths.html: "export-html", paths.report: "export-json", paths.findings: "export-findings"}
     return written_note(css_class, ((hooks.get(path, "export-png"), path) for path in paths.files))
 
 
 def note_and_buttons(note: pn.pane.HTML, buttons: list[pn.widgets.Button], css_class: str) -> list:
-    """A sidebar list's parts: its note beside one line of its buttons, scrolled sideways when they are wider than
-    the sidebar (three lists of buttons one per line pushed the packet list out of a 1280 x 800 window's first
-    screen), or its note alone when there are none (an empty line would still cost every session)."""
+    """A sidebar list's note beside one line of its buttons, scrolled sideways (buttons one per line pushed the packet
+    list out of a 1280 x 800 first screen), or its note alone when there are none."""
     if not buttons:
         note.param.update(sizing_mode="stretch_width", width=None)
         return [note]
@@ -120,29 +108,13 @@ def first_shown(count: int, limit: int, parameter: str) -> str:
     return f"<br>The first {limit} by name are shown; <code>?{parameter}</code> in the URL opens any other."
 
 
-def add_problems(note: pn.pane.HTML, notes: list[str], css_class: str) -> None:
-    """Notes about a click shown under the list where it happened."""
-    if notes:
-        note.object += f'<div class="{css_class}">{" ".join(notes)}</div>'
-
-
 class ModeArea:
-    """The area of a view shown instead of the single packet's (a pair, a replay run): its status line, Back and
-    Export buttons, the export's note and downloads, then the view. Empty and hidden until it first opens."""
+    """The area of a view shown instead of the single packet's: status line, Back and Export buttons, the export's
+    note and downloads, then the view. Empty and hidden until it first opens."""
 
-    def __init__(
-        self,
-        kind: str,
-        *,
-        export_label: str,
-        export_width: int,
-        on_close: Callable[[], None],
-        on_export: Callable[[], None],
-    ):
-        """`kind` names its CSS classes (`{kind}-area`, `{kind}-close`, `{kind}-export`, `{kind}-view-holder`)."""
-        self.kind = kind
-        self._export_label, self._export_width = export_label, export_width
-        self._on_close, self._on_export = on_close, on_export
+    def __init__(self, kind: str, export: tuple[str, int], on_close: Callable, on_export: Callable):
+        """`export`: the Export button's label and width."""
+        self.kind, self._export, self._on_close, self._on_export = kind, export, on_close, on_export
         self.panel = pn.Column(visible=False, sizing_mode="stretch_width", css_classes=[f"{kind}-area"])
         self._made = False
 
@@ -152,8 +124,9 @@ class ModeArea:
             label=CLOSE_LABEL, color="light", width=CLOSE_WIDTH, css_classes=[f"{self.kind}-close"]
         )
         close.on_click(lambda _event: self._on_close())
+        label, width = self._export
         self.export_button = pn.widgets.Button(
-            label=self._export_label, color="primary", width=self._export_width, css_classes=[f"{self.kind}-export"]
+            label=label, color="primary", width=width, css_classes=[f"{self.kind}-export"]
         )
         self.export_button.on_click(lambda _event: self._on_export())
         self.export_note = pn.pane.HTML("", sizing_mode="stretch_width")
@@ -179,10 +152,7 @@ class ModeArea:
             view = build()
         except Exception as error:  # a programming error in the view must not blank the page
             log.exception("the %s could not be built", what)
-            view = pn.pane.HTML(
-                f'<div class="view-error">The {html.escape(what)} could not be built: '
-                f"{html.escape(type(error).__name__)}: {html.escape(str(error))}</div>"
-            )
+            view = pn.pane.HTML(view_error(what, error))
         self.view.objects = [view]
         self.panel.visible = True
 
@@ -191,3 +161,62 @@ class ModeArea:
         if self._made:
             self.view.objects = []
         self.panel.visible = False
+
+
+def view_error(what: str, error: BaseException) -> str:
+    """The note in place of a view whose building raised (a programming error must not blank the page)."""
+    return (
+        f'<div class="view-error">The {esc(what)} could not be built: {esc(type(error).__name__)}: {esc(error)}</div>'
+    )
+
+
+class ListedMode(param.Parameterized):
+    """A mode listed in the sidebar (a note beside one line of buttons) with an area of its own and an Export."""
+
+    def __init__(self, context: Context, kind: str, classes: tuple[str, str, str], export: tuple[str, int], **params):
+        """`classes`: the CSS classes of the list's note, of the list and of a click's problem."""
+        super().__init__(**params)
+        self.context, self.index, self.export_dir, self.lock = context, context.index, context.export_dir, context.lock
+        self._note = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=[classes[0]])
+        self._problem_class = classes[2]
+        self.buttons: list[pn.widgets.Button] = []
+        self.sidebar = pn.Column(self._note, sizing_mode="stretch_width", css_classes=[classes[1]])
+        self.area = ModeArea(kind, export, self.close, self.export)
+        self.panel = self.area.panel
+
+    def _list(self, note_html: str, choices: Iterable[tuple[str, str, str, list[str]]], list_class: str) -> None:
+        """The note and one button per (value, label, description, CSS classes); a click opens the value."""
+        self.buttons = choice_buttons(choices, self._clicked)
+        self._note.object = note_html
+        self.sidebar.objects = note_and_buttons(self._note, self.buttons, list_class)
+
+    @one_at_a_time
+    def _clicked(self, value: str) -> None:
+        self._say(self.open(value))
+
+    def _say(self, notes: list[str]) -> None:
+        """Notes about a click, under the list where it happened."""
+        if notes:
+            self._note.object += f'<div class="{self._problem_class}">{" ".join(notes)}</div>'
+
+    def _named(self, query: Mapping[str, str], parameter: str, what: str) -> list[str]:
+        """Open what `parameter` of the URL query names of the open packet's; returns notes."""
+        value = query.get(parameter)
+        if value is None:
+            return []
+        if not self.packet:
+            return [f"{what} &quot;{echo(value)}&quot; needs an open packet; it was ignored."]
+        return self.open(value)
+
+    def _export_through_runner(self, what: str, busy: str, work: Callable, finish: Callable, **settled) -> None:
+        """Run the Export of this mode through the session's runner (off the event loop)."""
+        self.context.runner.export(
+            self.area.export_button,
+            self.area.export_note,
+            what=what,
+            busy=busy,
+            export_dir=self.export_dir,
+            work=work,
+            finish=finish,
+            **settled,
+        )

@@ -1,14 +1,11 @@
 """The app's one background runner: every export, campaign computation and emulation runs through it.
 
-Work that takes seconds never runs on the session's event loop: in a served session `Runner.run`
-submits it to a bounded process-wide ForkSafeExecutor and hands the answer to the session's loop
-(`pn.state.execute(..., schedule=True)`); outside one (tests, notebooks) it runs at once. Whatever
-the work raises, the answer hears it: no request is left without one (docs/triage-and-app.md).
+In a served session `Runner.run` submits the work to a bounded process-wide ForkSafeExecutor and hands the answer to
+the session's loop; outside one (tests, notebooks) it runs at once. Whatever the work raises, the answer hears it.
 """
 
 from __future__ import annotations
 
-import html
 import logging
 import threading
 from collections.abc import Callable
@@ -39,26 +36,21 @@ BACKGROUND_EXECUTOR = ForkSafeExecutor(max_workers=BACKGROUND_WORKERS, thread_na
 
 
 def failure_note(what: str, export_dir: Path, error: BaseException) -> str:
-    """The note of an export that wrote nothing: where it could not write and why (an OSError), what is missing to
-    render PNGs (a RenderError, said whole: it names what to install), or the unexpected error."""
+    """The note of an export that wrote nothing: where it could not write and why, what is missing to render PNGs
+    (a RenderError, said whole: it names what to install), or the unexpected error."""
     if isinstance(error, OSError):
-        reason = error.strerror or str(error)
-        return (
-            f"{html.escape(what)} wrote nothing: it could not write to <code>{esc(clip(str(export_dir)))}"
-            f"</code>: {esc(clip(reason))}."
-        )
+        where, reason = esc(clip(str(export_dir))), esc(clip(error.strerror or str(error)))
+        return f"{esc(what)} wrote nothing: it could not write to <code>{where}</code>: {reason}."
     if isinstance(error, RenderError):
-        return f"{html.escape(what)} wrote nothing: {esc(str(error))}."
-    return f"{html.escape(what)} wrote nothing: {html.escape(type(error).__name__)}: {esc(clip(str(error)))}"
+        return f"{esc(what)} wrote nothing: {esc(error)}."
+    return f"{esc(what)} wrote nothing: {esc(type(error).__name__)}: {esc(clip(str(error)))}"
 
 
 def error_line(what: str, error: BaseException) -> str:
-    """One line (text) saying that `what` failed and why."""
     return f"{what} failed: {type(error).__name__}: {clip(str(error))}"
 
 
 def _attempt(work: Callable[[], Result]) -> tuple[Result | None, BaseException | None]:
-    """(result, None), or (None, the error): nothing may escape unanswered."""
     try:
         return work(), None
     except Exception as error:
@@ -71,11 +63,9 @@ class Runner:
     """One session's background work: `run` for any work, `export` for an Export button; `busy` counts what runs."""
 
     def __init__(self, inline: bool | None = None):
-        """`inline`: run the work at once in the caller's thread (default: outside a served session)."""
         self.inline = not served() if inline is None else inline
         self._document = pn.state.curdoc  # the session's document: answers go to its loop
-        self._count = threading.Lock()
-        self.busy = 0
+        self._count, self.busy = threading.Lock(), 0
 
     def run(self, work: Callable[[], Result], answer: Answer, *, executor: ForkSafeExecutor = BACKGROUND_EXECUTOR):
         """Run `work` (off the page unless inline), then `answer(result, error)` on the page, in every case."""
@@ -122,8 +112,7 @@ class Runner:
         settled: Callable[[], None] = lambda: None,
     ) -> None:
         """Show `busy` in `note` with `button` loading, run `work` on the export executor, then on the page
-        `settled()` (whatever the outcome) and `finish(result)` or the failure note; the button is released in
-        every case. `what` names the export in a failure note ("Export", "The pair export")."""
+        `settled()` and `finish(result)` or the failure note (`what` names the export); the button is released."""
         button.loading = True
         note.object = busy
 

@@ -1,21 +1,13 @@
-"""The app's campaign mode: the sidebar's list of campaigns and the Campaign view.
+"""The app's campaign mode: the sidebar's list of campaigns and the Campaign view (`?campaign=ID`).
 
-The app's campaign mode: the sidebar's list of campaigns under the root and the Campaign view (`?campaign=ID`),
-whose cells open their pair (`&cell=STEP,LAYER`); computes no numbers itself.
-
-The campaigns are the capture sets of the one listing the command line and the DataFrame
-share (explorer.campaigns.sets, from the packet index's summaries): a set of two backends
-or more is a button, the single-backend sets are one line apart. Opening one computes it
-through explorer.campaigns.once (one computation shared by every session asking for it
-while it runs, the last kept): in this process for a few packets, else in worker
-processes started from a clean server process (never a fork of the threaded server),
-through the session's runner. The Emulations button computes it again with the default
-emulation set, so the origin says which emulation reproduces each side of its cell.
+A cell opens its pair (`&cell=STEP,LAYER`); computes no numbers itself. The campaigns are the capture sets of the
+one listing (explorer.campaigns.sets). Opening one computes it through explorer.campaigns.once (one computation
+shared by every session asking for it while it runs): in this process for a few packets, else in worker processes
+started from a clean process, through the session's runner.
 """
 
 from __future__ import annotations
 
-import html
 from collections.abc import Mapping
 from typing import Any
 
@@ -31,7 +23,7 @@ from explorer.export.files import FINDINGS_SUFFIX, ExportPaths
 from explorer.export.kinds import CAMPAIGN_SUFFIX
 from explorer.export.pages import export_campaign
 from explorer.foundations.bounded import escaped_bytes
-from explorer.ui.area import ModeArea, add_problems, choice_buttons, first_shown, note_and_buttons
+from explorer.ui.area import ListedMode, first_shown
 from explorer.ui.background import error_line
 from explorer.ui.mode import Context, one_at_a_time
 from explorer.ui.shared import echo
@@ -60,13 +52,11 @@ def _label(found: CaptureSet) -> str:
     return escaped_bytes(f"request {request} · {model}{where}")  # a label's text (a name's bytes as \\xNN)
 
 
-def _cell_note(note: str) -> str:
-    """A click's (or the URL's) note about a cell, shown just above the grid ('' when none)."""
+def _cell_note(note: str) -> str:  # a click's (or the URL's) note about a cell, just above the grid
     return f'<div class="campaign-cell-problem" style="{NOTE_STYLE}">{note}</div>' if note else ""
 
 
 def _single_backend_line(sets: tuple[CaptureSet, ...]) -> str:
-    """The single-backend capture sets in one line (they have no grid), '' when there are none."""
     if not sets:
         return ""
     named = "; ".join(
@@ -81,27 +71,17 @@ def _single_backend_line(sets: tuple[CaptureSet, ...]) -> str:
     )
 
 
-class CampaignMode(param.Parameterized):
+class CampaignMode(ListedMode):
     """The campaign list and, while `campaign` is set, its grid (or the pair of its cell `cell`)."""
 
     campaign = param.String(default="", doc="The open campaign's id, '' when none.")
     cell = param.String(default="", doc="'STEP,LAYER' of the cell whose pair is open, '' when the grid shows.")
 
     def __init__(self, context: Context, **params):
-        super().__init__(**params)
-        self.context, self.index, self.export_dir, self.lock = context, context.index, context.export_dir, context.lock
+        classes = ("campaign-note-list", "campaign-list", "campaign-problem")
+        super().__init__(context, "campaign", classes, (EXPORT_LABEL, EXPORT_WIDTH), **params)
         self._report: dict[str, Any] | None = None
         self._emulated = ""  # the campaign whose emulations were asked for (its grid shows them)
-        self._note = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["campaign-note-list"])
-        self.buttons: list[pn.widgets.Button] = []
-        self.sidebar = pn.Column(self._note, sizing_mode="stretch_width", css_classes=["campaign-list"])
-        self.area = ModeArea(
-            "campaign",
-            export_label=EXPORT_LABEL,
-            export_width=EXPORT_WIDTH,
-            on_close=self.close,
-            on_export=self.export,
-        )
         self.cell_note: pn.pane.HTML | None = None  # a cell's note above the grid, made with the first grid
         self.emulate_button: pn.widgets.Button | None = None  # made with a grid whose origin cell can be emulated
         self._back: pn.Row | None = None  # the way back to the grid above a cell's pair, made when first needed
@@ -114,18 +94,20 @@ class CampaignMode(param.Parameterized):
         """The grid is on screen (not a cell's pair)."""
         return bool(self.campaign) and not self.cell
 
-    # ------------------------------------------------------------ the list
-
     def listing(self) -> Listing:
         """The one listing of campaigns (explorer.campaigns.sets) among the packets summarized so far."""
         return listing_of_summaries((entry.name, self.index.summary(entry.name)) for entry in self.index.entries)
 
     def list_campaigns(self) -> None:
-        """One button per campaign (request, model and capture set, packet count); the single-backend sets in a
-        line apart."""
+        """One button per campaign (request, model and capture set, packet count); the single-backend sets apart."""
         listing = self.listing()
         sets = listing.campaigns
-        buttons = choice_buttons(
+        lead = f"Campaigns ({len(sets)}):" if sets else f'<span class="no-campaigns">{NO_CAMPAIGNS}</span>'
+        self._list(
+            f'<div class="campaign-note-text" data-campaigns="{len(sets)}" '
+            f'style="font-size:0.9em"><b>Campaigns</b> under this root<br>{lead}'
+            f"{first_shown(len(sets), MAX_CAMPAIGN_BUTTONS, 'campaign=ID')}</div>"
+            f"{_single_backend_line(listing.single_backend)}",
             (
                 (
                     found.id,
@@ -135,26 +117,8 @@ class CampaignMode(param.Parameterized):
                 )
                 for found in sets[:MAX_CAMPAIGN_BUTTONS]
             ),
-            self._clicked,
+            "campaign-buttons",
         )
-        lead = f"Campaigns ({len(sets)}):" if sets else f'<span class="no-campaigns">{NO_CAMPAIGNS}</span>'
-        self._note.object = (
-            f'<div class="campaign-note-text" data-campaigns="{len(sets)}" '
-            f'style="font-size:0.9em"><b>Campaigns</b> under this root<br>{lead}'
-            f"{first_shown(len(sets), MAX_CAMPAIGN_BUTTONS, 'campaign=ID')}</div>"
-            f"{_single_backend_line(listing.single_backend)}"
-        )
-        self.buttons = buttons
-        self.sidebar.objects = note_and_buttons(self._note, buttons, "campaign-buttons")
-
-    def _say(self, notes: list[str]) -> None:
-        add_problems(self._note, notes, "campaign-problem")
-
-    @one_at_a_time
-    def _clicked(self, ident: str) -> None:
-        self._say(self.open(ident))
-
-    # ------------------------------------------------------------ the grid
 
     def _found(self, ident: str) -> tuple[CaptureSet | None, tuple[CaptureSet, ...]]:
         """The listed campaign `ident` and every capture set of its request (whose packets form its id)."""
@@ -164,8 +128,7 @@ class CampaignMode(param.Parameterized):
             return None, ()
         return found, tuple(other for other in (*listing.campaigns, *listing.single_backend) if other.key == found.key)
 
-    def _contents(self, sets: tuple[CaptureSet, ...]) -> tuple:
-        """What the packets of `sets` hold, as the index summarized them (a computation is kept for these)."""
+    def _contents(self, sets: tuple[CaptureSet, ...]) -> tuple:  # what a kept computation was made of
         return tuple((member.name, self.index.summary(member.name)) for found in sets for member in found.members)
 
     def _computed(self, ident: str, sets: tuple[CaptureSet, ...], emulate: tuple[str, ...] | None):
@@ -187,10 +150,8 @@ class CampaignMode(param.Parameterized):
         )
 
     def open(self, ident: str, cell: str | None = None) -> list[str]:
-        """Show the grid of campaign `ident` (or, with `cell`, that cell's pair); returns notes.
-
-        A campaign of more than INLINE_PACKETS packets not computed yet is computed by the session's runner (the
-        page says so meanwhile) and opened when it is done, unless another campaign was opened since."""
+        """Show the grid of campaign `ident` (or, with `cell`, that cell's pair); returns notes. A large campaign not
+        computed yet is computed by the session's runner and opened when done, unless something else was since."""
         found, sets = self._found(ident)
         if found is None:
             return [f"Campaign &quot;{echo(ident)}&quot; is not listed under this root; it was ignored."]
@@ -221,8 +182,7 @@ class CampaignMode(param.Parameterized):
 
     @one_at_a_time
     def emulate(self) -> None:
-        """Compute the open campaign again with the default emulation set (through the session's runner), as its
-        Emulations button does: its origin then says which emulation reproduces each side of its cell."""
+        """Compute the open campaign again with the default emulation set, as its Emulations button does."""
         ident = self.campaign
         found, sets = self._found(ident)
         if found is None or self.cell or self._report is None:
@@ -262,7 +222,6 @@ class CampaignMode(param.Parameterized):
         return notes
 
     def _reveal(self, status_html: str, build) -> None:
-        """The campaign's area with `status_html` and the view `build` makes, no way back (that is above a cell)."""
         if self._back is not None:
             self._back.visible = False
         self.area.show(status_html, build, "campaign view")
@@ -294,8 +253,7 @@ class CampaignMode(param.Parameterized):
         )
 
     def _emulation_part(self, report: dict[str, Any]) -> list:
-        """The Emulations button while the origin cell's emulations are not computed, else a line saying where
-        they are; nothing when no cell's outputs differ."""
+        """The Emulations button, or the line saying they are computed; nothing when no cell's outputs differ."""
         block = report["firstOutputsDiffer"]
         self.emulate_button = None
         if block is None:
@@ -329,7 +287,7 @@ class CampaignMode(param.Parameterized):
             return [f"Cell &quot;{echo(text)}&quot; is not in this campaign; it was ignored."]
         names = [cell["packets"][backend] for backend in self._report["backends"]]
         if any(len(side) != 1 for side in names):
-            return [f"Cell {html.escape(text)} is {cell['state']}: it has no pair to open."]
+            return [f"Cell {esc(text)} is {cell['state']}: it has no pair to open."]
         notes = self.context.open_pair(self, names[0][0], names[1][0])
         if not notes:
             self.cell = text
@@ -339,7 +297,6 @@ class CampaignMode(param.Parameterized):
         return notes
 
     def _show_back(self, cell: str) -> None:
-        """Above the cell's pair: which campaign it belongs to, and the way back to its grid."""
         if self._back is None:
             button = pn.widgets.Button(label=BACK_LABEL, color="light", width=BACK_WIDTH, css_classes=["campaign-back"])
             button.on_click(lambda _event: self.back_to_grid())
@@ -372,7 +329,7 @@ class CampaignMode(param.Parameterized):
         """The campaigns are listed from the whole root, whichever packet is open."""
 
     def close(self, notify: bool = True) -> None:
-        """The grid (or its cell's pair) is no longer open; `notify`: back to the packet (the Back button)."""
+        """The grid (or its cell's pair) is no longer open; `notify`: back to the packet."""
         if self.campaign:
             self.campaign, self.cell = "", ""
             self.area.hide()
@@ -380,15 +337,11 @@ class CampaignMode(param.Parameterized):
         if notify:
             self.context.shown(None)
 
-    def query(self) -> dict[str, str]:
-        if not self.campaign:
-            return {}
-        return {QUERY_CAMPAIGN: self.campaign, **({QUERY_CELL: self.cell} if self.cell else {})}
-
-    # ------------------------------------------------------------ export
+    def query(self) -> dict[str, str]:  # a cell only within an open campaign
+        return {name: value for name, value in ((QUERY_CAMPAIGN, self.campaign), (QUERY_CELL, self.cell)) if value}
 
     def export(self) -> None:
-        """Export the open campaign (through the session's runner, off the event loop), as its Export button does."""
+        """Export the open campaign, as its Export button does."""
         if self._report is None:
             return
         report = self._report
@@ -412,12 +365,6 @@ class CampaignMode(param.Parameterized):
                 ),
             )
 
-        self.context.runner.export(
-            self.area.export_button,
-            self.area.export_note,
-            what="The campaign export",
-            busy=EXPORT_BUSY,
-            export_dir=self.export_dir,
-            work=lambda: export_campaign(report, self.export_dir, png=True),
-            finish=finish,
+        self._export_through_runner(
+            "The campaign export", EXPORT_BUSY, lambda: export_campaign(report, self.export_dir, png=True), finish
         )

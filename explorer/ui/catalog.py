@@ -1,8 +1,4 @@
-"""The app's names for packet discovery and one packet's summary; no UI code of its own.
-
-The app's names for discovery (explorer.catalog.discovery) and one packet's summary
-(explorer.catalog.summary); no UI code of its own.
-"""
+"""The app's names for packet discovery and one packet's summary; no UI code of its own."""
 
 from explorer.catalog.discovery import ROOT_ENV, Entry, choose_root, default_root, discover, lookup
 from explorer.catalog.summary import PacketSummary as Summary

@@ -1,13 +1,7 @@
 """A browser that closed while an update was on its way: one server log line, not a traceback.
 
-Other errors keep their traceback.
-
-When a page closes (an ordinary tab close, a reload), an update already queued for it
-meets a closed websocket: asyncio reports the sending task's WebSocketClosedError as
-"Task exception was never retrieved" with a full traceback, which an operator cannot
-tell from a fault. `quiet_closed_clients()` installs a logging filter on the loggers
-that report it (asyncio's, Tornado's) that rewrites such a record as one line
-(docs/triage-and-app.md, "Server log").
+An update queued for a page that closed meets a closed websocket, which asyncio reports with a full traceback an
+operator cannot tell from a fault; other errors keep theirs (docs/triage-and-app.md, "Server log").
 """
 
 from __future__ import annotations
@@ -21,8 +15,7 @@ MAX_CAUSES = 8  # links of an exception's cause/context chain looked at
 
 
 def closed_client_error(error: BaseException | None) -> BaseException | None:
-    """The closed-connection error in `error`'s cause/context chain (matched by class name along the class's own
-    hierarchy, so Tornado need not be imported), or None."""
+    """The closed-connection error in `error`'s cause/context chain (by class name, Tornado not imported), or None."""
     for _ in range(MAX_CAUSES):
         if error is None:
             return None
@@ -47,7 +40,7 @@ class ClosedClientFilter(logging.Filter):
 
 
 def quiet_closed_clients() -> None:
-    """Install ClosedClientFilter on REPORTING_LOGGERS, once per process (the app's script runs once per session)."""
+    """Install ClosedClientFilter on REPORTING_LOGGERS, once per process."""
     for name in REPORTING_LOGGERS:
         logger = logging.getLogger(name)
         if not any(isinstance(existing, ClosedClientFilter) for existing in logger.filters):

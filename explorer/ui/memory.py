@@ -1,8 +1,4 @@
-"""release_memory: once sessions are gone, free their cycles and return heap pages to the OS.
-
-release_memory: once sessions are gone, collect their reference cycles and hand freed heap pages back to the
-OS; holds no session object.
-"""
+"""release_memory: once sessions are gone, free their cycles and return heap pages to the OS."""
 
 from __future__ import annotations
 
@@ -30,8 +26,7 @@ def _collect() -> None:
 
 
 def release_memory(session_context) -> None:
-    """A session-destroyed callback: collect and trim the heap shortly after (on the server's loop), one
-    collection for all the sessions destroyed before it runs."""
+    """A session-destroyed callback: collect and trim the heap shortly after, once for the sessions closed by then."""
     global _pending
     if not _pending:
         _pending = True

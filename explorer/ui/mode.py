@@ -1,10 +1,7 @@
 """What every mode of the app is (`Mode`) and what the shell lends each (`Context`); no widgets.
 
-A mode is one kind of result the page shows (a packet, a pair, a replay run, a campaign).
-
-The shell shows one mode at a time: a mode that opens tells it (`Context.shown`), and the
-shell closes every other one (but the mode that opened it, as a campaign opens its cell's
-pair). The single-packet mode is the base the others return to when they close.
+A mode is one kind of result the page shows (a packet, a pair, a replay run, a campaign); the single-packet mode
+is the base the others return to when they close.
 """
 
 from __future__ import annotations
@@ -19,6 +16,7 @@ from typing import Protocol
 import panel as pn
 
 from explorer.catalog.index import PacketIndex
+from explorer.ui.arrival import wait_for_earlier
 from explorer.ui.background import Runner
 from explorer.ui.packets import PacketList
 
@@ -63,10 +61,12 @@ class Context:
 
 
 def one_at_a_time(method: Callable) -> Callable:
-    """`method` of a shell or mode run under the session's lock (`self.lock`)."""
+    """`method` of a shell or mode run under the session's lock (`self.lock`), after every action of the session
+    that arrived before it (explorer.ui.arrival)."""
 
     @functools.wraps(method)
     def locked(self, *args, **kwargs):
+        wait_for_earlier()
         with self.lock:
             return method(self, *args, **kwargs)
 

@@ -1,15 +1,11 @@
 """The single-packet mode: status line, the views as tabs, the element panel and the Export.
 
-Computes no numbers and opens only listed packets.
-
-Every view but the open tab's is built when its tab opens, the export's note and downloads
-when first used. Its URL parameters are `packet`, `tab`, `head`, `element` and the
-Emulations view's settings.
+Computes no numbers and opens only listed packets. A view is built when its tab opens, the export's note and
+downloads when first used. URL parameters: `packet`, `tab`, `head`, `element` and the Emulations view's settings.
 """
 
 from __future__ import annotations
 
-import html
 import logging
 import re
 from collections.abc import Callable, Mapping
@@ -26,7 +22,7 @@ from explorer.export.files import ExportPaths
 from explorer.export.pages import write_report
 from explorer.foundations.formatting import short_number
 from explorer.ui import catalog
-from explorer.ui.area import Downloads, export_written
+from explorer.ui.area import Downloads, export_written, view_error
 from explorer.ui.mode import Context, one_at_a_time
 from explorer.ui.shared import content_seen, echo
 from explorer.ui.tabbar import TabBar
@@ -74,15 +70,14 @@ def list_badge(status: str) -> str:
 
 
 def badge_html(summary: catalog.Summary, css_class: str, heads: int | None = None) -> str:
-    """A neutral status chip carrying the packet's score (error / allowance) when it has one, then the heads not
-    compared (of `heads`) and the status codes."""
-    score = "" if summary.score is None else f" &middot; score {html.escape(short_number(summary.score))}"
+    """A neutral status chip with the packet's score when it has one, then the heads not compared and the codes."""
+    score = "" if summary.score is None else f" &middot; score {esc(short_number(summary.score))}"
     badge = status_badge(summary.status, css_class=css_class, text=score, title=SCORE_TITLE, style=BADGE_STYLE)
     details = list(summary.codes)
     if summary.heads_not_compared:
         of = "" if heads is None else f" of {heads}"
         details.insert(0, f"{summary.heads_not_compared}{of} heads not compared")
-    return f'{badge}<span class="packet-meta" style="{META_STYLE}">{html.escape(", ".join(details))}</span>'
+    return f'{badge}<span class="packet-meta" style="{META_STYLE}">{esc(", ".join(details))}</span>'
 
 
 class PacketMode(param.Parameterized):
@@ -93,7 +88,6 @@ class PacketMode(param.Parameterized):
     head = param.Integer(default=0, bounds=(0, None), doc="Selected query head.")
 
     def __init__(self, context: Context, on_status: Callable[[str], None], **params):
-        """`on_status(packet)` hears every status line shown (the server's per-session timings)."""
         super().__init__(**params)
         self.context, self.lock, self._on_status = context, context.lock, on_status
         self.sidebar = context.packets.panel
@@ -131,8 +125,6 @@ class PacketMode(param.Parameterized):
         """Show (or hide, while another mode is shown) the views and the Export button."""
         self.panel.visible = self.export_button.visible = shown
 
-    # ------------------------------------------------------------ the mode
-
     def open(self, name: str) -> list[str]:
         """Open the listed packet `name` now (read again when it is the open one); returns notes."""
         if catalog.lookup(self.context.index.entries, name) is None:
@@ -142,8 +134,7 @@ class PacketMode(param.Parameterized):
         return self._open()
 
     def from_query(self, query: Mapping[str, str]) -> list[str]:
-        """Open the packet, tab, head and emulation settings the URL query names (the list's first packet when it
-        names none); the element follows once the packet is open (`element_from_query`)."""
+        """Open the packet, tab, head and emulation settings the URL query names (else the list's first packet)."""
         notes = []
         name = query.get(QUERY_PACKET)
         if name is not None and catalog.lookup(self.context.index.entries, name) is None:
@@ -162,7 +153,7 @@ class PacketMode(param.Parameterized):
             head, self._head_asked = "0", False
         self._emulation, problems = settings_from_query(query)
         notes += [
-            f"{name} &quot;{echo(text)}&quot; is not {html.escape(accepts)}; using its default."
+            f"{name} &quot;{echo(text)}&quot; is not {esc(accepts)}; using its default."
             for name, text, accepts in problems
         ]
         with param.parameterized.discard_events(self):
@@ -186,11 +177,8 @@ class PacketMode(param.Parameterized):
     def follow(self, packet: str) -> None:
         """The packet mode opens packets itself."""
 
-    # ------------------------------------------------------------ opening
-
     def _current(self) -> tuple[Analysis, list[str]]:
-        """The open packet analyzed again now (admission re-reads and re-hashes its files on every call), with a note
-        when its files changed since this session showed it."""
+        """The open packet analyzed again now, with a note when its files changed since this session showed it."""
         analysis = analyze(catalog.lookup(self.context.index.entries, self.packet).path)
         before, self._seen[self.packet] = self._seen.get(self.packet), content_seen(analysis)
         if before is None or before == self._seen[self.packet]:
@@ -201,13 +189,11 @@ class PacketMode(param.Parameterized):
         ]
 
     def _open(self) -> list[str]:
-        """Show self.packet (one message to the browser); returns notes about the request for the message line."""
         analysis, notes = self._current()
         with pn.io.hold():
             return notes + self._show(analysis)
 
     def _show(self, analysis: Analysis) -> list[str]:
-        """Fresh selection, empty tabs, then the active tab built; the shell then shows this mode."""
         self._shown = analysis
         self.context.packets.highlight(self.packet)
         notes = []
@@ -249,8 +235,7 @@ class PacketMode(param.Parameterized):
         return notes
 
     def _build(self, slug: str) -> None:
-        """Show `slug`'s view (built once per packet, kept while the packet is open) in the view holder, which
-        carries `view-{slug}` and `view-built-{slug}` (the browser tests and benchmarks find the open view by them)."""
+        """Show `slug`'s view (built once per packet) in the holder, marked `view-{slug}` and `view-built-{slug}`."""
         if self._view_holder.objects and self._shown_slug() == slug:
             return
         view = self._views.get(slug)
@@ -262,19 +247,13 @@ class PacketMode(param.Parameterized):
                 view = builder(self._shown, self._selection)
             except Exception as error:  # a programming error in a view must not take the other tabs down
                 log.exception("view %s raised for packet %s", slug, self.packet)
-                view = pn.pane.HTML(
-                    f'<div class="view-error">The {html.escape(TITLES[slug])} view could not be '
-                    f"built: {html.escape(type(error).__name__)}: {html.escape(str(error))}</div>"
-                )
+                view = pn.pane.HTML(view_error(f"{TITLES[slug]} view", error))
             self._views[slug] = view
         self._view_holder.param.update(objects=[view], css_classes=[f"view-{slug}", f"view-built-{slug}"])
 
     def _shown_slug(self) -> str | None:
-        """The slug of the view in the holder, None while it holds none."""
         built = [name for name in self._view_holder.css_classes if name.startswith("view-built-")]
         return built[0].removeprefix("view-built-") if built else None
-
-    # ------------------------------------------------------------ watchers
 
     @one_at_a_time
     def _on_packet(self, event: param.parameterized.Event) -> None:
@@ -332,15 +311,12 @@ class PacketMode(param.Parameterized):
             self.context.changed()
 
     def _make_element_dock(self) -> None:
-        """The element panel with its Close button, docked over the bottom of the window: opening it moves nothing on
-        the page (the clicked map stays put)."""
+        """The element panel and its Close button, docked over the window's bottom (the clicked map stays put)."""
         panel = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["element-panel-pane"])
         close = pn.widgets.Button(label="Close element", color="light", width=130, css_classes=["element-close"])
         close.on_click(lambda _event: self.close_element())
         self._element_box = pn.Row(panel, close, visible=False, styles=ELEMENT_DOCK_STYLE, css_classes=["element-dock"])
         self.panel.insert(0, self._element_box)
-
-    # ------------------------------------------------------------ element query
 
     def element_from_query(self, query: Mapping[str, str]) -> None:
         """Select the element named by `element=` in the URL query, or add a note saying why it was ignored."""
@@ -352,7 +328,6 @@ class PacketMode(param.Parameterized):
             self.say(f"Element &quot;{echo(value)}&quot; {problem}; it was ignored.", append=True)
 
     def _select_element(self, value: str) -> str:
-        """Select element `value` ('H,C' or a flat index); returns what is wrong with it, or '' when selected."""
         try:
             first, second = parse_index(value)
         except ValueError:
@@ -364,7 +339,7 @@ class PacketMode(param.Parameterized):
         try:
             position = locate(heads, channels, first, second)
         except IndexError as error:
-            return f"is outside the output ({html.escape(str(error))})"
+            return f"is outside the output ({esc(error)})"
         self._selection.element = position
         return ""
 
@@ -413,33 +388,16 @@ class PacketMode(param.Parameterized):
         self._downloads.offer_export(paths, "Download JSON report")
         self._export_note.object = export_written("export-note", paths)
 
-    # ------------------------------------------------------------ what the page shows, for callers without a browser
-
-    @property
-    def analysis(self) -> Analysis | None:
-        """The analysis on screen, None before a packet is open."""
-        return self._shown
-
-    @property
-    def selection(self) -> Selection | None:
-        """The views' shared selection (head, element, tab) of the open packet; None before one is open."""
-        return self._selection
+    analysis = property(lambda self: self._shown, doc="The analysis on screen, None before a packet is open.")
+    selection = property(lambda self: self._selection, doc="The views' shared selection (head, element, tab), or None.")
+    built_views = property(lambda self: dict(self._views), doc="The views built for the open packet so far, by slug.")
+    exporting = property(lambda self: self.export_button.loading, doc="True while an Export runs.")
 
     @property
     def shown_view(self) -> tuple[str, pn.viewable.Viewable] | None:
         """(slug, view) of the open tab, the one view on the page; None before a packet is open."""
         slug = self._shown_slug()
         return None if slug is None else (slug, self._view_holder.objects[0])
-
-    @property
-    def built_views(self) -> dict[str, pn.viewable.Viewable]:
-        """The views built for the open packet so far, by slug (each kept while the packet stays open)."""
-        return dict(self._views)
-
-    @property
-    def exporting(self) -> bool:
-        """True while an Export runs (its button shows it is busy)."""
-        return self.export_button.loading
 
     @property
     def export_note(self) -> str:

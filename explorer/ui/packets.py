@@ -1,32 +1,14 @@
-"""The sidebar's packet list: a paged, searchable, sortable table of a PacketIndex.
+"""The sidebar's packet list: a paged, searchable, sortable table of a PacketIndex following its root.
 
-That follows its root while open; computes nothing.
-
-The names are listed at once (discovery only); statuses, scores, noise-floor ratios
-and worst ULPs arrive from the index's background fill (started once the page is
-drawn, so worker processes never compete with the first paint), which asks the
-session's event loop (`add_next_tick_callback`, the one thread-safe Document method)
-to redraw the table in batches, so the page never waits for them. Every RESCAN_MS the
-index rescans its root on the filling thread: packets that appeared are listed and
-checked, packets gone are dropped, and only packets whose stat signature changed are
-read again (one still being written has no signature yet, so it is listed as what it
-is now and read again at the next rescan); the table changes in place, without a page
-reload. Rows are in the one list order of `explorer.catalog.summary.list_order`
-(analyzed, inconclusive, refused, error, each by the largest score; the order of
-`explorer triage`), unless the user sorts by a column header (every column, both
-directions; sorting the status column gives the list order back, or its reverse;
-a number column puts unknown values last both ways). The server keeps every row and
-does the search, the sort and the paging; the browser gets the PAGE_ROWS rows of the
-page shown (explorer.ui.table), so a root of thousands of packets costs the page
-twenty rows. A click on a row (or Enter on its name) calls `on_choose` with its name,
-and `highlight(name)` marks the open packet's row. Numbers show 4 significant digits;
-hovering a cell shows its full value. A name with a byte that is not UTF-8 is shown
-with that byte escaped.
+Names are listed at once; statuses and numbers arrive from the index's background fill (started once the page is
+drawn, so worker processes never compete with the first paint) and reach the table in batches through the session's
+loop (`add_next_tick_callback`, the one thread-safe Document method). Every RESCAN_MS the index rescans its root.
+Rows keep the one list order (explorer.catalog.summary.list_order) unless a header sorts them; the server keeps every
+row and sends the browser only the PAGE_ROWS rows of the page shown (explorer.ui.table).
 """
 
 from __future__ import annotations
 
-import html
 import math
 import threading
 from collections.abc import Callable
@@ -61,10 +43,14 @@ HEADER_TOOLTIPS = {
     "ratio": "The worst head's primary linf divided by its FP64 noise floor (the reference's own error against FP64)",
     "worst ULP": "Largest ULP distance of the output to the reference rounded to the output dtype",
 }
+HEADERS = [  # the table's column headers, as its `view` names them
+    {"field": c, "title": TITLES.get(c, c), "tooltip": HEADER_TOOLTIPS[c], "number": c in NUMBER_COLUMNS}
+    for c in COLUMNS
+]
 
 
 def number_cell(value: float) -> str:
-    """A number as its cell shows it (explorer.foundations.formatting.scientific_number); empty when unknown."""
+    """A number as its cell shows it; empty when unknown."""
     return "" if math.isnan(value) else scientific_number(value)
 
 
@@ -80,9 +66,7 @@ class Row:
 
 
 def sorted_rows(rows: list[Row], column: str | None, descending: bool) -> list[Row]:
-    """`rows` (in the list order) sorted by `column`: None or "status" is the list order (reversed when
-    descending), "packet" by the shown name ignoring case, a number column with unknown values last both ways;
-    ties keep the list order."""
+    """`rows` sorted by `column` (None or "status": the list order); unknown numbers last both ways."""
     if column is None or column == "status":
         return list(reversed(rows)) if descending else list(rows)
     if column == "packet":
@@ -106,62 +90,42 @@ class PacketList(param.Parameterized):
 
     def __init__(self, index: PacketIndex, badge: Callable[[str], str], on_choose: Callable[[str], None], **params):
         super().__init__(**params)
-        self.index = index
-        self._badge = badge
-        self._on_choose = on_choose
+        self.index, self._badge, self._on_choose = index, badge, on_choose
         self._lock = threading.Lock()
-        self._closed = False
-        self._flush_pending = False
-        self._document = None
-        self._highlighted: str | None = None
-        self._signed_shown = 0  # statuses from stat signatures, as the count line says
-        self._pending = 0  # listed packets without a status yet
-        self._query = ""
+        self._closed = self._flush_pending = self._descending = False
+        self._document = self._highlighted = None
+        self._signed_shown = self._pending = 0  # statuses from stat signatures; packets without a status yet
+        self._query, self._page = "", 1
         self._sort: str | None = None  # None: the list order
-        self._descending = False
-        self._page = 1
         self._page_rows: list[Row] = []
         self._all = self._rows()
-        self.table = PageTable(  # the browser side: the page shown, sent as one `view`
-            on_search=self.search,
-            on_sort=self._toggle_sort,
-            on_page=self.go_to_page,
-            on_choose=self._chosen,
-            sizing_mode="stretch_width",
-            css_classes=["packet-table"],
-        )
+        self.table = PageTable(self.search, self._toggle_sort, self.go_to_page, self._chosen)
         self._count = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["packet-count"])
         self.panel = pn.Column(self._count, self.table, sizing_mode="stretch_width")
         self._show()
 
     def _rows(self) -> list[Row]:
-        """Every listed packet as the index knows it now, in the list order."""
         known = [(entry.name, self.index.summary(entry.name)) for entry in self.index.entries]
         known.sort(key=lambda item: list_order(*item))
         self._pending = sum(summary is None for _, summary in known)
         return [self._row(name, summary) for name, summary in known]
 
     def _row(self, name: str, summary: PacketSummary | None) -> Row:
-        values = (
-            (None, None, None) if summary is None else (summary.score, summary.noise_floor_ratio, summary.worst_ulp)
-        )
+        known = summary is not None
+        values = (summary.score, summary.noise_floor_ratio, summary.worst_ulp) if known else (None, None, None)
         return Row(
-            name=name,
-            shown=escaped_bytes(name),
-            status=PENDING_HTML if summary is None else self._badge(summary.status),
-            numbers=tuple(float("nan") if value is None else float(value) for value in values),
-            full=tuple("" if value is None else full_number(value) for value in values),
+            name,
+            escaped_bytes(name),
+            self._badge(summary.status) if known else PENDING_HTML,
+            tuple(float("nan") if value is None else float(value) for value in values),
+            tuple("" if value is None else full_number(value) for value in values),
         )
-
-    # ------------------------------------------------------------ filling and rescanning
 
     def start(self) -> None:
-        """Fill the index (in the background when serving a session on a large root, else right here); in a
-        session, rescan its root every RESCAN_MS while the session lasts."""
+        """Fill the index (in the background for a large root in a session); in a session, rescan every RESCAN_MS."""
         session = pn.state.curdoc is not None and pn.state.curdoc.session_context is not None
         if session and len(self.index.entries) > SYNCHRONOUS_FILL_PACKETS:
             self._document = pn.state.curdoc
-            # Once the page is drawn: worker processes started earlier would take the cores from the first paint.
             pn.state.onload(lambda: self.index.fill_in_background(self._arrive, lambda: self._closed))
         else:
             self.index.fill(self._arrive)
@@ -172,17 +136,15 @@ class PacketList(param.Parameterized):
             pn.state.add_periodic_callback(self._rescan, period=RESCAN_MS)
 
     def _rescan(self) -> None:
-        """On the session's loop: start a rescan on the filling thread unless this index's last one still runs."""
         if not self._closed:
             self.index.rescan_in_background(self._arrive, self._rescanned, lambda: self._closed)
 
     def _rescanned(self, names_changed: bool) -> None:
-        """On the filling thread: redraw when the names or the count of statuses from signatures changed."""
         if names_changed or self.index.signed_count() != self._signed_shown:
             self._arrive()
 
     def _arrive(self, *_summary) -> None:
-        """On the filling thread: a summary arrived or the names changed; ask the session's loop for one flush."""
+        """On the filling thread: ask the session's loop for one flush."""
         with self._lock:
             if self._document is None or self._flush_pending or self._closed:
                 return
@@ -195,8 +157,7 @@ class PacketList(param.Parameterized):
             document.add_timeout_callback(self.flush, FLUSH_INTERVAL_MS)
 
     def flush(self) -> None:
-        """Redraw the table from the index (rows appear, change and disappear in place); a session does it in
-        batches as summaries arrive."""
+        """Redraw the table from the index (rows appear, change and disappear in place)."""
         with self._lock:
             self._flush_pending = False
         self._all = self._rows()
@@ -205,30 +166,22 @@ class PacketList(param.Parameterized):
             self.filled = True
 
     def _close(self, _session_context) -> None:
-        """The session closed: stop filling, rescanning and pushing, drop the document."""
         with self._lock:
-            self._closed = True
-            self._document = None
-
-    # ------------------------------------------------------------ search, sort, pages, clicks
+            self._closed, self._document = True, None
 
     def search(self, text: str) -> None:
         """Show the rows whose shown name holds `text` (ignoring case), from the first page."""
-        self._query = text
-        self._page = 1
+        self._query, self._page = text, 1
         self._show()
 
     def sort_by(self, column: str | None, descending: bool = False) -> None:
         """Sort by one of COLUMNS (None: the list order), from the first page."""
         if column is not None and column not in COLUMNS:
             raise ValueError(f"no column {column!r}: one of {', '.join(COLUMNS)}")
-        self._sort = column
-        self._descending = descending
-        self._page = 1
+        self._sort, self._descending, self._page = column, descending, 1
         self._show()
 
     def _toggle_sort(self, column: str) -> None:
-        """A header click: ascending first, then the other way at each click on the same header."""
         if column in COLUMNS:
             self.sort_by(column, descending=column == self._sort and not self._descending)
 
@@ -241,18 +194,14 @@ class PacketList(param.Parameterized):
         """The rows of the page shown, top to bottom."""
         return list(self._page_rows)
 
-    @property
-    def page_count(self) -> int:
-        """How many pages the rows matching the search fill (at least one)."""
-        return max(1, math.ceil(len(matching_rows(self._all, self._query)) / PAGE_ROWS))
-
-    @property
-    def count_text(self) -> str:
-        """The count line above the table, as HTML."""
-        return self._count.object
+    page_count = property(
+        lambda self: max(1, math.ceil(len(matching_rows(self._all, self._query)) / PAGE_ROWS)),
+        doc="How many pages the rows matching the search fill (at least one).",
+    )
+    count_text = property(lambda self: self._count.object, doc="The count line above the table, as HTML.")
 
     def _show(self) -> None:
-        """Send the page shown (search, sort, page and the open packet applied) and say the count line."""
+        """Send the page shown (search, sort, page and the open packet applied) and the count line."""
         matched = sorted_rows(matching_rows(self._all, self._query), self._sort, self._descending)
         pages = max(1, math.ceil(len(matched) / PAGE_ROWS))
         self._page = min(max(1, self._page), pages)
@@ -263,15 +212,7 @@ class PacketList(param.Parameterized):
             "pages": pages,
             "sort": self._sort or "",
             "descending": self._descending,
-            "columns": [
-                {
-                    "field": column,
-                    "title": TITLES.get(column, column),
-                    "tooltip": HEADER_TOOLTIPS[column],
-                    "number": column in NUMBER_COLUMNS,
-                }
-                for column in COLUMNS
-            ],
+            "columns": HEADERS,
             "rows": [
                 {
                     "name": row.shown,
@@ -285,14 +226,11 @@ class PacketList(param.Parameterized):
         self._say_count(len(matched))
 
     def _say_count(self, matched: int) -> None:
-        total = len(self._all)
-        query = self._query.strip()
-        shown = len(self._page_rows)
+        total, query, pending = len(self._all), self._query.strip(), self._pending
         text = f"<b>{total} packets</b> under <code>{esc(str(self.index.root))}</code><br>"
-        text += f"showing {shown} of {matched}" if query else f"showing {shown} of {total}"
+        text += f"showing {len(self._page_rows)} of {matched if query else total}"
         if query:
-            text += f" matching &quot;{html.escape(query)}&quot; ({total} in all)"
-        pending = self._pending
+            text += f" matching &quot;{esc(query)}&quot; ({total} in all)"
         if pending:
             text += f"<br>reading statuses: {total - pending} of {total} known"
         signed = self._signed_shown = self.index.signed_count()

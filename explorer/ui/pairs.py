@@ -1,12 +1,10 @@
-"""The app's pair mode: the open packet's partner list and the pair view with its export.
+"""The app's pair mode: the open packet's partners and the pair view (`?packet=A&compare=B`).
 
-The app's pair mode: the sidebar's partner list of the open packet and the pair view (`?packet=A&compare=B`)
-with its export; computes no numbers and opens only listed packets.
+Computes no numbers and opens only listed packets.
 """
 
 from __future__ import annotations
 
-import html
 from collections.abc import Mapping
 
 import panel as pn
@@ -18,15 +16,8 @@ from explorer.foundations.bounded import escaped_bytes
 from explorer.pair.compare import compare
 from explorer.pair.model import Pair, SamePacketError
 from explorer.ui import catalog
-from explorer.ui.area import (
-    ModeArea,
-    add_problems,
-    choice_buttons,
-    export_written,
-    first_shown,
-    note_and_buttons,
-)
-from explorer.ui.mode import Context, one_at_a_time
+from explorer.ui.area import ListedMode, export_written, first_shown
+from explorer.ui.mode import Context
 from explorer.ui.shared import content_seen, echo
 from explorer.views.shared.markup import esc
 
@@ -39,27 +30,21 @@ EXPORT_BUSY = "Exporting the pair view (the PNG takes a few seconds) ..."
 MAX_PARTNER_BUTTONS = 12  # a root of many captures of one selection lists the first ones; compare= opens any
 
 
-class PairMode(param.Parameterized):
+class PairMode(ListedMode):
     """The partner list of `packet` and, while `partner` is set, the pair view of (packet, partner)."""
 
     packet = param.String(default="", doc="The open packet (side a of a pair).")
     partner = param.String(default="", doc="The packet compared with it (side b), '' when no pair is open.")
 
     def __init__(self, context: Context, **params):
-        super().__init__(**params)
-        self.context, self.index, self.export_dir, self.lock = context, context.index, context.export_dir, context.lock
+        classes = ("partner-note", "pair-partners", "partner-problem")
+        super().__init__(context, "pair", classes, (EXPORT_LABEL, EXPORT_WIDTH), **params)
         self._pair: Pair | None = None
         self._emulate: str | None = None  # the emulation set the pair view computed, carried by its export
-        self._partner_note = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["partner-note"])
-        self.partner_buttons: list[pn.widgets.Button] = []
-        self.sidebar = pn.Column(self._partner_note, sizing_mode="stretch_width", css_classes=["pair-partners"])
-        self.area = ModeArea(
-            "pair", export_label=EXPORT_LABEL, export_width=EXPORT_WIDTH, on_close=self.close, on_export=self.export
-        )
-        self.panel = self.area.panel
         context.packets.param.watch(lambda _event: self.list_partners(), "filled")
 
-    # ------------------------------------------------------------ the partner list
+    partner_buttons = property(lambda self: self.buttons)
+    partner_note = property(lambda self: self._note.object, doc="The sidebar's note above the partner buttons.")
 
     def follow(self, packet: str) -> None:
         """A packet was opened: list its partners (the shell closed any pair)."""
@@ -71,43 +56,24 @@ class PairMode(param.Parameterized):
         if not self.packet:
             return
         names = self.index.partners(self.packet)
-        buttons = choice_buttons(
-            (
-                (
-                    name,
-                    escaped_bytes(name),
-                    f"Compare {escaped_bytes(self.packet)} (a) with {escaped_bytes(name)} (b)",
-                    ["partner-button"],
-                )
-                for name in names[:MAX_PARTNER_BUTTONS]
-            ),
-            self._clicked,
-        )
         pending = "" if self.index.complete else f"<br>{PARTNERS_PENDING}"
         pending += first_shown(len(names), MAX_PARTNER_BUTTONS, "compare=NAME")
         lead = f" ({len(names)})" if names else f': <span class="no-partners">{NO_PARTNERS}</span>'
-        self._partner_note.object = (
+        a = escaped_bytes(self.packet)
+        self._list(
             f'<div class="partner-note-text" data-partners="{len(names)}" style="font-size:0.9em" '
             f'title="Packets of the same selection as {esc(self.packet)}: one click compares it (a) with one (b)">'
-            f"<b>Pairs</b>{lead}{pending}</div>"
+            f"<b>Pairs</b>{lead}{pending}</div>",
+            (
+                (name, escaped_bytes(name), f"Compare {a} (a) with {escaped_bytes(name)} (b)", ["partner-button"])
+                for name in names[:MAX_PARTNER_BUTTONS]
+            ),
+            "partner-list",
         )
-        self.partner_buttons = buttons
-        self.sidebar.objects = note_and_buttons(self._partner_note, buttons, "partner-list")
-
-    @one_at_a_time
-    def _clicked(self, name: str) -> None:
-        add_problems(self._partner_note, self.open(name), "partner-problem")
-
-    # ------------------------------------------------------------ the pair view
 
     def from_query(self, query: Mapping[str, str]) -> list[str]:
-        """Open the pair named by `compare=` in the URL query; returns notes about it for the message line."""
-        value = query.get(QUERY_COMPARE)
-        if value is None:
-            return []
-        if not self.packet:
-            return [f"Compare &quot;{echo(value)}&quot; needs an open packet; it was ignored."]
-        return self.open(value)
+        """Open the pair named by `compare=` in the URL query; returns notes."""
+        return self._named(query, QUERY_COMPARE, "Compare")
 
     def open(self, name: str) -> list[str]:
         """Open the pair (packet, name), both re-admitted now; returns notes (and shows them when nothing opened)."""
@@ -118,7 +84,7 @@ class PairMode(param.Parameterized):
         try:
             pair = compare(entry_a.path, entry_b.path)
         except SamePacketError as error:
-            return [f"Compare &quot;{echo(name)}&quot;: {html.escape(str(error))}; it was ignored."]
+            return [f"Compare &quot;{echo(name)}&quot;: {esc(error)}; it was ignored."]
         with pn.io.hold():
             self._pair = pair
             self.partner = name
@@ -159,26 +125,15 @@ class PairMode(param.Parameterized):
             if notify:
                 self.context.shown(None)
 
-    @property
-    def pair(self) -> Pair | None:
-        """The pair on screen, None while none is open."""
-        return self._pair
-
-    @property
-    def partner_note(self) -> str:
-        """The sidebar's note above the partner buttons (HTML)."""
-        return self._partner_note.object
+    pair = property(lambda self: self._pair, doc="The pair on screen, None while none is open.")
 
     def query(self) -> dict[str, str]:
         """The URL query parameters of the open pair."""
         return {QUERY_COMPARE: self.partner} if self.partner else {}
 
-    # ------------------------------------------------------------ export
-
     def export(self) -> None:
-        """Export the open pair as its files are now (through the session's runner, off the event loop), as its
-        Export button does, with the emulation set its view computed; a pair whose files changed since it was
-        shown is drawn again."""
+        """Export the open pair as its files are now, with the emulation set its view computed; a pair whose files
+        changed since it was shown is drawn again."""
         if self._pair is None:
             return
         names, shown, emulate = (self.packet, self.partner), self._pair, self._emulate
@@ -208,13 +163,4 @@ class PairMode(param.Parameterized):
                     "was shown; the view and the export show them as they are now.</div>"
                 )
 
-        self.context.runner.export(
-            self.area.export_button,
-            self.area.export_note,
-            what="The pair export",
-            busy=EXPORT_BUSY,
-            export_dir=self.export_dir,
-            work=work,
-            finish=finish,
-            settled=redraw,
-        )
+        self._export_through_runner("The pair export", EXPORT_BUSY, work, finish, settled=redraw)

@@ -1,11 +1,6 @@
-"""The app's replay mode: the runs bound to the open packet and the Replay view with its export.
+"""The app's replay mode: the runs bound to the open packet and their view (`?packet=NAME&replay=RUN`).
 
-The app's replay mode: the sidebar's list of replay runs bound to the open packet and the Replay view
-(`?packet=NAME&replay=RUN`) with its export; computes no numbers and opens only listed runs of the open
-packet.
-
-The partner of the view is the first packet of the same selection captured by another
-backend (else any partner), by name; the view says which.
+Computes no numbers and opens only listed runs of the open packet.
 """
 
 from __future__ import annotations
@@ -21,8 +16,8 @@ from explorer.export.files import ExportPaths
 from explorer.export.pages import export_replay
 from explorer.replay.model import Replay
 from explorer.replay.replay import replay
-from explorer.ui.area import ModeArea, add_problems, choice_buttons, export_written, first_shown, note_and_buttons
-from explorer.ui.mode import Context, one_at_a_time
+from explorer.ui.area import ListedMode, export_written, first_shown
+from explorer.ui.mode import Context
 from explorer.ui.shared import echo
 from explorer.views.shared.markup import esc
 
@@ -34,29 +29,17 @@ EXPORT_BUSY = "Exporting the replay view (the PNG takes a few seconds) ..."
 MAX_RUN_BUTTONS = 12  # the first runs by name; replay= in the URL opens any other listed run of the packet
 
 
-class ReplayMode(param.Parameterized):
+class ReplayMode(ListedMode):
     """The replay runs of `packet` and, while `run` is set, the Replay view of that run."""
 
     packet = param.String(default="", doc="The open packet (the runs' source).")
     run = param.String(default="", doc="The replay run shown, '' when none is open.")
 
     def __init__(self, context: Context, **params):
-        super().__init__(**params)
-        self.context, self.index, self.export_dir, self.lock = context, context.index, context.export_dir, context.lock
+        classes = ("replay-note", "replay-runs", "replay-problem")
+        super().__init__(context, "replay", classes, (EXPORT_LABEL, EXPORT_WIDTH), **params)
         self.runs = RunIndex(self.index.root)
         self._replay: Replay | None = None
-        self._note = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["replay-note"])
-        self.sidebar = pn.Column(self._note, sizing_mode="stretch_width", css_classes=["replay-runs"])
-        self.area = ModeArea(
-            "replay",
-            export_label=EXPORT_LABEL,
-            export_width=EXPORT_WIDTH,
-            on_close=self.close,
-            on_export=self.export,
-        )
-        self.panel = self.area.panel
-
-    # ------------------------------------------------------------ the run list
 
     def _bound(self) -> tuple[str, ...]:
         entry = lookup(self.index.entries, self.packet)
@@ -66,36 +49,21 @@ class ReplayMode(param.Parameterized):
         """A packet was opened: list the runs bound to it (the shell closed any run)."""
         self.packet = name = packet
         names = self._bound()
-        buttons = choice_buttons(
-            ((run, run, f"Open the replay run {run} of {name}", ["replay-button"]) for run in names[:MAX_RUN_BUTTONS]),
-            self._clicked,
-        )
         more = first_shown(len(names), MAX_RUN_BUTTONS, "replay=RUN")
         lead = f" ({len(names)})" if names else f': <span class="no-replays">{NO_RUNS}</span>'
-        self._note.object = (
+        self._list(
             f'<div class="replay-note-text" data-runs="{len(names)}" style="font-size:0.9em" '
-            f'title="Replay runs bound to {esc(name)}: one click opens one">'
-            f"<b>Replay runs</b>{lead}{more}</div>"
+            f'title="Replay runs bound to {esc(name)}: one click opens one"><b>Replay runs</b>{lead}{more}</div>',
+            ((run, run, f"Open the replay run {run} of {name}", ["replay-button"]) for run in names[:MAX_RUN_BUTTONS]),
+            "replay-list",
         )
-        self.sidebar.objects = note_and_buttons(self._note, buttons, "replay-list")
-
-    @one_at_a_time
-    def _clicked(self, run: str) -> None:
-        add_problems(self._note, self.open(run), "replay-problem")
-
-    # ------------------------------------------------------------ the view
 
     def from_query(self, query: Mapping[str, str]) -> list[str]:
-        """Open the run named by `replay=` in the URL query; returns notes about it for the message line."""
-        value = query.get(QUERY_REPLAY)
-        if value is None:
-            return []
-        if not self.packet:
-            return [f"Replay &quot;{echo(value)}&quot; needs an open packet; it was ignored."]
-        return self.open(value)
+        """Open the run named by `replay=` in the URL query; returns notes."""
+        return self._named(query, QUERY_REPLAY, "Replay")
 
     def _partner(self) -> str | None:
-        """The first partner captured by another backend, else the first partner, by name (None without one)."""
+        """The view's partner: the first packet of the same selection by another backend, else any (by name)."""
         names = self.index.partners(self.packet)
         mine = self.index.summary(self.packet)
         other = [
@@ -153,10 +121,8 @@ class ReplayMode(param.Parameterized):
         """The URL query parameters of the open run."""
         return {QUERY_REPLAY: self.run} if self.run else {}
 
-    # ------------------------------------------------------------ export
-
     def export(self) -> None:
-        """Export the open run as its files are now (through the session's runner, off the event loop)."""
+        """Export the open run as its files are now."""
         if self._replay is None:
             return
         run = self.run
@@ -172,12 +138,4 @@ class ReplayMode(param.Parameterized):
             self.area.downloads.offer_export(paths, "Download replay JSON")
             self.area.export_note.object = export_written("replay-export-note", paths)
 
-        self.context.runner.export(
-            self.area.export_button,
-            self.area.export_note,
-            what="The replay export",
-            busy=EXPORT_BUSY,
-            export_dir=self.export_dir,
-            work=work,
-            finish=finish,
-        )
+        self._export_through_runner("The replay export", EXPORT_BUSY, work, finish)

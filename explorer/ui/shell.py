@@ -1,13 +1,8 @@
 """The app shell: the modes (packet, pair, replay run, campaign), one shown at a time, and the URL.
 
-Computes no numbers and opens only listed packets.
-
-The first page holds what it shows first: the list, the status line, the tab labels and the
-open view. Every mode's area is made when first shown. Every change a browser asks for (a
-tab, a packet, a head, an element, a mode) runs under one lock per session: with callbacks
-on threads, a tab click landing while a packet opened was otherwise lost now and then (the
-label moved, the view did not). A mode that opens tells the shell, which closes the others
-(explorer.ui.mode); adding a mode is one module and one entry of MODES.
+Computes no numbers and opens only listed packets. Every mode's area is made when first shown. Every change a
+browser asks for runs under one lock per session, in the order the browser asked (explorer.ui.arrival). A mode
+that opens tells the shell, which closes the others; adding a mode is one module and one entry of MODES.
 """
 
 from __future__ import annotations
@@ -54,7 +49,6 @@ class Shell:
     """One browser session: the mode shown (the single packet unless a pair, run or campaign is), in the URL."""
 
     def __init__(self, root: Path, export_dir: Path, on_status: Callable[[str], None] = lambda packet: None):
-        """`on_status(packet)` hears every status line shown (the server's per-session timings)."""
         self.root, self.export_dir = root, export_dir
         self.index = PacketIndex(root)  # discovered afresh for every session, and rescanned while it lasts
         self.lock = threading.RLock()  # one change of the page at a time (module docstring)
@@ -66,24 +60,16 @@ class Shell:
         self.packets = PacketList(self.index, badge=list_badge, on_choose=self._choose)
         self.runner = Runner()
         context = Context(
-            self.index,
-            self.packets,
-            export_dir,
-            self.runner,
-            self.lock,
-            shown=self._shown,
-            changed=self._changed,
-            open_pair=self._open_pair,
+            self.index, self.packets, export_dir, self.runner, self.lock, self._shown, self._changed, self._open_pair
         )
         self.single = PacketMode(context, on_status)
         self.modes: tuple[Mode, ...] = (self.single, *(kind(context) for kind in MODES))
         self.mode: Mode = self.single
         self.tab_bar = self.single.tab_bar
-        self.pairs, self.replays, self.campaigns = (self._of(kind) for kind in (PairMode, ReplayMode, CampaignMode))
+        self.pairs, self.replays, self.campaigns = self.modes[1:]
         self.sidebar = pn.Column(
             *(mode.sidebar for mode in self.modes[1:]), self.single.sidebar, sizing_mode="stretch_width"
         )
-        # The other modes' areas join the page when one is first shown (_changed), before the single packet's.
         self.main = pn.Column(
             self._query_writer,
             pn.Row(self.single.status, self.single.export_button, sizing_mode="stretch_width"),
@@ -92,23 +78,15 @@ class Shell:
         )
         self._initial_query = session_query()
         self.packets.start()
-        # A link naming its packet, or a list that knows every status already, opens before the first paint: views
-        # and URL changed from an onload callback were lost on about one page load in three. Otherwise the first
-        # packet by status and ratio opens when the list is filled (pushed through the session's own loop).
+        # A named packet or a filled list opens before the first paint (from an onload callback views were lost).
         if self._names_listed_packet(self._initial_query) or self.packets.filled:
             self._open_requested()
         self.packets.param.watch(self._on_filled, "filled")
         self._query_writer.param.watch(lambda _event: self.visit(self._query_writer.visited), "visits")
 
-    def _of(self, kind: type) -> Mode:
-        return next(mode for mode in self.modes if isinstance(mode, kind))
-
-    # ------------------------------------------------------------ one mode at a time
-
     @one_at_a_time
     def _shown(self, mode: Mode | None) -> None:
-        """`mode` opened (None: a mode closed, back to the single packet): every other mode closes but the one that
-        opened it; a packet (re)opened is followed by every mode."""
+        """`mode` opened (None: back to the single packet): every other mode closes but its opener."""
         shown = mode or self.single
         for other in self.modes:
             if other is not shown and other is not self._opener:
@@ -121,12 +99,11 @@ class Shell:
 
     @one_at_a_time
     def _changed(self) -> None:
-        """A mode's area joins the page when first shown, the single packet's views show only while it is the mode
-        shown; the URL follows."""
+        """A mode's area joins the page when first shown (above its opener's); the URL follows."""
         for mode in self.modes[1:]:
             if mode.panel.visible and mode.panel not in self.main.objects:
                 self.main.insert(self.main.objects.index(self.single.panel), mode.panel)
-        if self._opener is not None:  # the opener's area (a campaign's way back to its grid) above the one opened
+        if self._opener is not None:
             objects = list(self.main.objects)
             if self._opener.panel in objects and objects.index(self._opener.panel) > objects.index(self.mode.panel):
                 objects.remove(self._opener.panel)
@@ -136,22 +113,18 @@ class Shell:
         self._show_status()
         if self._opener is not None:
             return  # the URL follows once the mode opened by another is open
-        query: dict[str, str] = {}
-        for mode in self.modes:
-            query.update(mode.query())
+        query = {name: value for mode in self.modes for name, value in mode.query().items()}
         view = (type(self.mode).__name__, () if self.mode is self.single else tuple(self.mode.query().items()))
         self._query_writer.push = self._view is not None and view != self._view and not self._rewriting
         self._view = view
         self._query_writer.query = write_query(query)
 
-    def _show_status(self) -> None:
-        """Above a campaign's grid its own header, not the packet's status line (but a note about the request)."""
+    def _show_status(self) -> None:  # above a campaign's grid its own header, not the packet's status line
         self.single.status.visible = self.mode is not self.campaigns or bool(self.single.message)
 
     @one_at_a_time
     def _open_pair(self, opener: Mode, a: str, b: str) -> list[str]:
-        """Open the pair (a, b) for `opener` (a campaign's cell), which stays open: packet a, then b as its partner;
-        returns notes."""
+        """Open packet a compared with b for `opener` (a campaign's cell), which stays open; returns notes."""
         self._opener = opener
         try:
             if self.single.packet != a:
@@ -160,16 +133,11 @@ class Shell:
         finally:
             self._opener = None
 
-    # ------------------------------------------------------------ the URL and the first packet
-
     def _open_from_query(self, search: str) -> None:
-        """Every mode opens what the URL query asks of it, the single packet first; then the element."""
         query = read_query(search)
         rewriting, self._rewriting = self._rewriting, True
         try:
-            notes = []
-            for mode in self.modes:
-                notes += mode.from_query(query)
+            notes = [note for mode in self.modes for note in mode.from_query(query)]  # the single packet first
         finally:
             self._rewriting = rewriting
         self.single.say(" ".join(notes))
@@ -178,14 +146,12 @@ class Shell:
             self.single.element_from_query(query)
 
     def _names_listed_packet(self, search: str) -> bool:
-        """True when the URL query's `packet=` names a packet listed under this root."""
         name = read_query(search).get(QUERY_PACKET)
         return name is not None and catalog.lookup(self.index.entries, name) is not None
 
     def _on_filled(self, *_event) -> None:
-        """The list knows every status (pushed on the session's loop): open what the URL asks for. A packet being
-        opened on a callback thread holds the session's lock; rather than stall the server's loop (every session's)
-        until it is done, try again RETRY_OPEN_MS later."""
+        """On the session's loop, once the list is filled: open what the URL asks for (retried while the lock is held:
+        every session's loop would stall)."""
         if not self.lock.acquire(blocking=self._document is None):  # outside a session: no loop to stall
             self._document.add_timeout_callback(self._on_filled, RETRY_OPEN_MS)
             return
@@ -196,7 +162,6 @@ class Shell:
 
     @one_at_a_time
     def _open_requested(self, *_event) -> None:
-        """Open what the URL asks for; without ?packet=, the first by status and ratio once the list is filled."""
         if not self.single.packet:
             self._open_from_query(self._initial_query)
 
@@ -206,18 +171,14 @@ class Shell:
             self.single.say(" ".join(self.single.open(name)))
         self.single.packet = name
 
-    # ------------------------------------------------------------ what a page does, for callers without a browser
-
     @one_at_a_time
     def open_url(self, search: str) -> None:
-        """Open what the URL query `search` (e.g. "?packet=NAME&tab=errors&element=3,7") names, as a page loaded
-        with it does."""
+        """Open what the URL query `search` ("?packet=NAME&tab=errors&element=3,7") names, as a page load does."""
         self._open_from_query(search)
 
     @one_at_a_time
     def visit(self, search: str) -> None:
-        """Show the history entry whose URL query is `search`, as the browser's Back and Forward do (the entry is
-        rewritten, not pushed)."""
+        """Show the history entry of URL query `search`, as Back and Forward do (rewritten, not pushed)."""
         self._rewriting = True
         try:
             self._shown(None)
@@ -238,20 +199,9 @@ class Shell:
         """Close the element panel, as its Close button does."""
         self.single.close_element()
 
-    @property
-    def url_query(self) -> str:
-        """The URL query the page shows now ("?packet=...")."""
-        return self._query_writer.query
-
-    @property
-    def url_pushed(self) -> bool:
-        """The URL query was written as a new history entry (a new view), not over the one shown."""
-        return self._query_writer.push
-
-    @property
-    def single_shown(self) -> bool:
-        """True while the single packet's views are shown (no pair, replay run or campaign open)."""
-        return self.single.panel.visible
+    url_query = property(lambda self: self._query_writer.query, doc='The URL query the page shows ("?packet=...").')
+    url_pushed = property(lambda self: self._query_writer.push, doc="The URL query was a new history entry.")
+    single_shown = property(lambda self: self.single.panel.visible, doc="The single packet's views are shown.")
 
     # The single packet's state and read-outs (explorer.ui.packet.PacketMode), as the shell's.
     packet = property(lambda self: self.single.packet, lambda self, name: setattr(self.single, "packet", name))
@@ -270,13 +220,9 @@ class Shell:
 
 
 def open_session(
-    root: Path,
-    export_dir: Path,
-    on_status: Callable[[str], None] = lambda packet: None,
+    root: Path, export_dir: Path, on_status: Callable[[str], None] = lambda packet: None
 ) -> tuple[pn.viewable.Viewable, pn.viewable.Viewable]:
-    """(sidebar, main) of one browser session's Shell (`on_status` as for Shell); when the session cannot be set up
-    at all (a root that cannot be listed, say), a one-line note naming the root and the error instead of a blank
-    page."""
+    """(sidebar, main) of one session's Shell, or a note naming the root and the error when it cannot be set up."""
     try:
         shell = Shell(root, export_dir, on_status=on_status)
     except Exception as error:  # whatever it is, every session would otherwise get an empty page

@@ -1,9 +1,6 @@
 """The views' tab labels as one row of buttons: `active` is the open view's slug; draws no view.
 
-One component instead of Panel's Tabs with a pane per view: the page holds the open view
-only, and nine empty panes cost every session's page about 90 DOM elements and their
-styles (benchmarks/bench_scale.py prints the page's element count against a
-one-figure Panel app's).
+Instead of Panel's Tabs, whose nine empty panes cost every page about 90 DOM elements (benchmarks/bench_scale.py).
 """
 
 from __future__ import annotations

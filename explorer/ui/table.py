@@ -1,10 +1,7 @@
 """A light paged table for the browser: search box, sortable headers, rows of one page, a pager.
 
-The server owns the rows, the search, the sort and the paging (explorer.ui.packets); this component draws
-the one page it is sent as a plain HTML table and sends back what the user does: a search text (as typed,
-debounced), a header click, a page step and a chosen row. It loads nothing beyond Panel's own bundle.
-
-`view` is everything the page shows, sent in one piece so one change draws once:
+The server owns the rows, the search, the sort and the paging (explorer.ui.packets); this draws the page it is
+sent and sends back what the user does. `view` is everything the page shows, sent in one piece:
 {"query", "page", "pages", "sort", "descending", "columns": [{"field", "title", "tooltip", "number"}],
 "rows": [{"name", "status", "open", "numbers": [[shown, full], ...]}]}. Names and numbers are plain text
 (set with textContent); `status` is HTML the server builds from fixed strings (a status badge).
@@ -155,19 +152,9 @@ class PageTable(JSComponent):
     _esm = ESM
     _stylesheets: ClassVar[list[str]] = [TABLE_CSS]
 
-    def __init__(
-        self,
-        on_search: Callable[[str], None],
-        on_sort: Callable[[str], None],
-        on_page: Callable[[int], None],
-        on_choose: Callable[[str, int], None],
-        **params,
-    ):
-        super().__init__(**params)
-        self._on_search = on_search
-        self._on_sort = on_sort
-        self._on_page = on_page
-        self._on_choose = on_choose
+    def __init__(self, on_search: Callable, on_sort: Callable, on_page: Callable, on_choose: Callable):
+        super().__init__(sizing_mode="stretch_width", css_classes=["packet-table"])
+        self._on_search, self._on_sort, self._on_page, self._on_choose = on_search, on_sort, on_page, on_choose
 
     def _handle_msg(self, data) -> None:  # Panel's hook for the ESM's model.send_msg
         self.receive(data)

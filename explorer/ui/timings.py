@@ -1,8 +1,6 @@
 """Per-session server timings, one INFO line each on the `explorer` logger; changes nothing.
 
-Per-session server timings: from the page request to the document built and to the first status line pushed,
-one INFO line each on the `explorer` logger, naming the server process that built the session (several serve
-one port under `panel serve --num-procs N`: docs/triage-and-app.md, Serving more users); changes nothing on the page.
+From the page request to the document built and to the first status line, naming the serving process.
 """
 
 from __future__ import annotations
@@ -18,8 +16,7 @@ LOG_FORMAT = "%(asctime)s %(message)s"  # as `panel serve` prints its own lines
 
 
 def log_info_lines() -> None:
-    """Let the `explorer` logger's INFO lines through (unless the operator set its level) and print them on stderr
-    when no handler would (`panel serve` gives the root logger one)."""
+    """Let the `explorer` logger's INFO lines through (unless its level is set), on stderr when no handler would."""
     if log.level == logging.NOTSET:
         log.setLevel(logging.INFO)
     if not log.hasHandlers():
@@ -35,8 +32,7 @@ class SessionTimings:
         self.requested = time.perf_counter()
         context = pn.state.curdoc.session_context if pn.state.curdoc is not None else None
         self.session = context.id if context is not None else "-"
-        self._loaded = False
-        self._status_logged = False
+        self._loaded = self._status_logged = False
         pn.state.onload(self._on_load)
 
     def _since(self) -> float:
@@ -46,7 +42,6 @@ class SessionTimings:
         self._loaded = True
 
     def document_built(self) -> None:
-        """The document is complete (the template is servable)."""
         log.info(
             "session %s: document built %.3f s after the page request in process %d",
             self.session,
@@ -55,8 +50,7 @@ class SessionTimings:
         )
 
     def status_shown(self, packet: str) -> None:
-        """The shell put a status line into the document: sent with the document before the page loaded, else
-        pushed to the open page at once. Only the session's first one is logged."""
+        """The shell showed a status line (only the session's first is logged)."""
         if self._status_logged:
             return
         self._status_logged = True

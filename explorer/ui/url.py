@@ -1,7 +1,4 @@
-"""The page's URL query: read from the request as text, written back into the address bar.
-
-Every value stays a string (a name's bytes that are not UTF-8 are percent-encoded as themselves, and read back).
-"""
+"""The page's URL query: read from the request as text, written back into the address bar."""
 
 from __future__ import annotations
 
@@ -17,7 +14,7 @@ URL_ERRORS = "surrogateescape"
 
 
 def read_query(search: str) -> dict[str, str]:
-    """{name: value} of a URL query ('?'-prefixed or not), the last value of a repeated name."""
+    """{name: value} of a URL query ('?'-prefixed or not); a repeated name's last value."""
     return dict(parse_qsl(search.lstrip("?"), errors=URL_ERRORS))
 
 
@@ -27,16 +24,14 @@ def write_query(query: dict[str, str]) -> str:
 
 
 def session_query() -> str:
-    """This session's URL query ('?'-prefixed, '' outside a session), read from the page request through Panel's public
-    `pn.state.session_args` (the request's bytes, decoded as URL_ERRORS keeps a byte that is not UTF-8)."""
+    """This session's URL query ('?'-prefixed, '' outside a session), from the request's bytes."""
     arguments = pn.state.session_args
     pairs = [(name, values[-1].decode("utf-8", URL_ERRORS)) for name, values in arguments.items() if values]
     return "?" + urlencode(pairs, errors=URL_ERRORS) if pairs else ""
 
 
 class StringQueryLocation(Location):
-    """A Location whose query parameters stay strings: Panel's own parsing calls int() on anything str.isdigit()
-    accepts ('²', 5,000 digits), which raised and left the page blank."""
+    """A Location whose query parameters stay strings (Panel's calls int() on what str.isdigit() accepts: '²')."""
 
     @property
     def query_params(self) -> dict[str, str]:
@@ -44,17 +39,15 @@ class StringQueryLocation(Location):
 
 
 def page_location() -> Location | bool:
-    """The Location the app's template gets (`servable(location=...)`, Panel's public way to give a page its own):
-    a StringQueryLocation of this session's request, or True (Panel's own) outside a session."""
+    """The template's Location: a StringQueryLocation of this session's request, or True (Panel's) outside one."""
     document = pn.state.curdoc
     context = document.session_context if document is not None else None
     return StringQueryLocation.from_request(context.request) if context is not None else True
 
 
 class QueryWriter(JSComponent):
-    """Writes `query` into the browser's address bar whenever it changes, draws nothing: a new history entry
-    (pushState) when `push` is set, else the entry shown is rewritten (replaceState); the first write always
-    rewrites. The browser's Back and Forward set `visited` (the entry's query) and count `visits`."""
+    """Writes `query` into the address bar as it changes (a new history entry when `push` is set, else over the one
+    shown; the first write rewrites); draws nothing. Back and Forward set `visited` and count `visits`."""
 
     query = param.String(default="", doc="The URL query, '?'-prefixed.")
     push = param.Boolean(default=False, doc="The next change of `query` is a new history entry (a new view).")

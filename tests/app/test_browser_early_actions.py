@@ -138,11 +138,6 @@ def _row_then_campaign(browser, server: str, ident: str) -> dict | None:
         context.close()
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="a known race left open (issue 41.3): on an idle 2-core CI run 1 load in 20 ended on the packet, not the "
-    "campaign, after the merge of the one-line sidebar lists and the history entries; the test stays to show it",
-)
 def test_a_campaign_chosen_right_after_a_packet_row_is_where_every_load_ends(browser, server, campaign):
     outcomes = [_row_then_campaign(browser, server, campaign["id"]) for _ in range(LOADS)]
     lost = [(load, address) for load, address in enumerate(outcomes) if address is not None]
