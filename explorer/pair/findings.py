@@ -1,15 +1,8 @@
-"""The pair's findings: one sentence per fact, which side is off first.
+"""The pair's findings: one sentence per fact with its numbers, which side is off first; no I/O, no UI.
 
-The pair's findings: one sentence per fact that says which side is off, then what and where the outputs differ, each
-with its numbers; no I/O, no UI.
-
-Leading (docs/pairs.md, "Findings"): which output is nearer the shared primary
-reference, how many elements of each side equal the reference rounded to the
-output dtype, and which emulation reproduces each side. Then the input identity,
-the output elements that differ (with the largest |a - b| and the largest ULP
-distance, each at its element), each side's largest |output - reference| at its
-element, and the target tokens. The sentences state counts, never a verdict;
-the views, the command line and the findings file draw them as they are.
+Leading (docs/pairs.md, "Findings"): which output is nearer the shared primary reference, each side's elements equal to
+the rounded reference, which emulation reproduces each side; then inputs, outputs, errors and tokens. Counts, never a
+verdict.
 """
 
 from __future__ import annotations

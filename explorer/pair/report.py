@@ -1,16 +1,9 @@
-"""build_comparison_report: a Pair as the JSON-ready comparison report; no I/O, no UI.
+"""build_comparison_report: a Pair as the JSON-ready comparison report (docs/pairs.md); no I/O, no UI.
 
-build_comparison_report: the JSON-ready comparison report (docs/pairs.md, The comparison report's keys) as a
-pure serialization of a Pair; no I/O, no UI.
-
-Every float is finite or None (json.dumps(allow_nan=False) holds). Each section is
-one function. The emulation keys (null without an emulation request): "emulations",
-"emulationsRequested", "emulationDecisive" and "emulationBaseline" hold each side's own
-({"a", "b"}), as `explorer analyze SIDE --emulate` reports them; "emulationDiffering"
-the elements where the two outputs differ; "emulationMatrix" holds, per emulation in
-table order, the elements of each side bit-equal to it, on the decisive elements and on
-the differing ones, then the baseline row ({"emulatedOn", "rows", "baseline"}), or is
-null with "emulationMatrixReason".
+Every float is finite or None (json.dumps(allow_nan=False) holds). The emulation keys are null without an emulation
+request: "emulations", "emulationsRequested", "emulationDecisive" and "emulationBaseline" hold each side's own ({"a",
+"b"}) as `explorer analyze SIDE --emulate` reports them; "emulationMatrix" the elements of each side bit-equal to each
+emulation (table order, then the baseline), or is null with "emulationMatrixReason".
 """
 
 from __future__ import annotations
@@ -173,8 +166,8 @@ def _side_baseline(analysis: Analysis) -> dict[str, Any] | None:
 
 
 def emulation_matrix_block(pair: Pair) -> dict[str, Any] | None:
-    """Per emulation (table order), then the baseline row: output elements of each side bit-equal to it, on the
-    decisive elements and on the differing ones."""
+    """Per emulation (table order), then the baseline row: output elements of each side bit-equal to it, on the decisive
+    elements and on the differing ones."""
     if pair.emulation is None or pair.emulation.rows is None:
         return None
     rows = [

@@ -1,10 +1,6 @@
 """The terminal summary of a comparison report (`explorer compare` without --json), findings first.
 
-Reads the report dict through its typed blocks (pair/typed.py); pure text, no I/O.
-
-Returns lines; the command line escapes what is not printable before writing them. The
-emulation x side table's rows come from the caller (explorer/views/packet/emulation_tables.py,
-a higher layer, draws the same table in the views).
+Pure text from the typed blocks (pair/typed.py); the emulation table's rows come from the caller (views draw it too).
 """
 
 from __future__ import annotations
@@ -175,8 +171,8 @@ def _compared_lines(report: PairReport, emulation_table: PairEmulationTable) -> 
 
 
 def summary_lines(report: PairReport, findings: Sequence[str], emulation_table: PairEmulationTable) -> list[str]:
-    """The summary of a comparison report (docs/pairs.md), led by the pair's finding sentences (pair/findings.py:
-    which side is off first). `emulation_table(matrix, differing, decisive)`: that table's header and rows."""
+    """The summary of a comparison report (docs/pairs.md), led by the pair's finding sentences (pair/findings.py: which
+    side is off first). `emulation_table(matrix, differing, decisive)`: that table's header and rows."""
     lines = ["Pair:", _side_line("a", report["a"]), _side_line("b", report["b"]), f"Status: {report['status']}"]
     if findings:
         lines.append("Findings:")

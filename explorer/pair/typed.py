@@ -1,9 +1,6 @@
 """The comparison report's blocks as typed dicts: the keys its text summary reads (docs/pairs.md).
 
-Types only, no code: pair/report.py builds these dicts, pair/text.py reads them.
-
-Blocks shared with the packet report (metrics, ULP, location) are analysis/typed.py's; a block
-whose key is a Python keyword ("global") is declared in the functional form.
+Shared blocks are analysis/typed.py's; a block keyed by a keyword ("global") is declared in the functional form.
 """
 
 from __future__ import annotations

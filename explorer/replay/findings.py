@@ -1,12 +1,6 @@
 """A replay run's findings: the matrix's sentence, then one sentence per arm with its numbers.
 
-Read from the replay report (docs/replay.md, The report) so every number is the JSON's;
-no I/O, no UI. The matrix's own sentence leads (which output reproduces which); each
-arm's sentence then gives its state, its elements that differ from the capture and the
-partner, its readback, its largest |output - primary reference| and ULP distance each at
-its element, its elements equal to the rounded reference and the emulations it was
-scored against. `matrix_rows` is the matrix as table rows. States and counts, never a
-verdict.
+Read from the replay report, so every number is the JSON's; no I/O, no UI. States and counts, never a verdict.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """The replay matrix read in one sentence; pure, from the Matrix and the arm states only.
 
-Which arm reproduces which capture, and which arms are byte-identical:
-"nativeSDPA reproduces the capture bit for bit; pagedFixed and pagedSegmented reproduce the
-partner bit for bit; pagedFixed and pagedSegmented are byte-identical." Arms that read the
-same are named together; an arm that reproduces neither capture says by how many elements
-it differs from each; an arm without an output says its state. Counts, never a verdict.
+E.g. "nativeSDPA reproduces the capture bit for bit; pagedFixed and pagedSegmented reproduce the partner bit for bit;
+pagedFixed and pagedSegmented are byte-identical." Counts, never a verdict.
 """
 
 from __future__ import annotations

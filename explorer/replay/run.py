@@ -1,12 +1,7 @@
-"""Reading a replay run directory with the packet rules.
+"""Reading a replay run directory with the packet rules: its JSON files, arm directories and launches.
 
-Its JSON files (bounded, strict), which arm directories exist, execution.json and analysis.json; walks only
-inside RUN, never computes numerics.
-
-Every file is opened below the one open run directory by `explorer.packet.files`
-(component by component, no link followed out, regular files only, read at most
-once and hashed as read). The tensor files are verified by `verify_files` with
-their declared length and hash, and aliases between them are refused.
+Every file is opened below the one open run directory by explorer.packet.files (no link followed out, regular files
+only, read once and hashed as read); never computes numerics.
 """
 
 from __future__ import annotations

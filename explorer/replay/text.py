@@ -1,8 +1,6 @@
 """The terminal summary of a replay report (`explorer replay` without --json): matrix, then each arm.
 
-Reads the report dict through its typed blocks (replay/typed.py); pure text, no I/O.
-
-Returns lines; the command line escapes what is not printable before writing them.
+Pure text from the typed blocks (replay/typed.py); the command line escapes what is not printable.
 """
 
 from __future__ import annotations
