@@ -33,7 +33,12 @@ EXIT_INTERNAL = 1
 EXIT_USAGE = 2
 EXIT_INCONCLUSIVE = 3
 EXIT_REFUSED = 4
-EXIT_BY_STATUS = {"analyzed": EXIT_ANALYZED, "inconclusive": EXIT_INCONCLUSIVE, "refused": EXIT_REFUSED}
+EXIT_BY_STATUS = {  # a packet's, a pair's ("compared") or a replay run's status
+    "analyzed": EXIT_ANALYZED,
+    "compared": EXIT_ANALYZED,
+    "inconclusive": EXIT_INCONCLUSIVE,
+    "refused": EXIT_REFUSED,
+}
 
 JSON_INDENT = 2
 SCHEDULER_CONNECT_TIMEOUT_S = 5.0  # a --scheduler address that accepts no connection in this time is a usage error
@@ -194,7 +199,7 @@ def _export(args: argparse.Namespace, out) -> tuple[Any, int]:
         return pages.export_campaign(_campaign_of(args), out, png=True), EXIT_DONE
     if len(args.paths) == 2:
         pair = _pair_of(*args.paths, args.emulate)
-        return pages.export_pair(pair, out, png=True, emulate=args.emulate), EXIT_BY_PAIR_STATUS[pair.status]
+        return pages.export_pair(pair, out, png=True, emulate=args.emulate), EXIT_BY_STATUS[pair.status]
     if _is_replay_run(args.paths[0]):
         run = _replay_of(args.paths[0], None, None, args.emulate)
         return pages.export_replay(run, out, png=True), EXIT_BY_STATUS[run.status]
@@ -242,8 +247,6 @@ def _run_samples(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------- explorer compare (docs/pairs.md)
 
-EXIT_BY_PAIR_STATUS = {"compared": EXIT_ANALYZED, "inconclusive": EXIT_INCONCLUSIVE, "refused": EXIT_REFUSED}
-
 
 def _pair_of(a: str, b: str, emulate: list[str] | None):
     """The pair A B (a usage error when both name one packet.json)."""
@@ -263,10 +266,9 @@ def _run_compare(args: argparse.Namespace) -> int:
     pair = _pair_of(args.a, args.b, args.emulate)
     report = pair.report()
     findings = [finding.text for finding in pair_findings(pair)]
-    _deliver(
-        args, report, lambda: terminal_lines(summary_lines(report, findings, _emulation_table("pair_emulation_table")))
-    )
-    return EXIT_BY_PAIR_STATUS[report["status"]]
+    table = _emulation_table("pair_emulation_table")
+    _deliver(args, report, lambda: terminal_lines(summary_lines(report, findings, table)))
+    return EXIT_BY_STATUS[report["status"]]
 
 
 ROOT_SHOWN = 200  # characters of a ROOT argument echoed in a message

@@ -27,7 +27,8 @@ from explorer.foundations.formatting import short_number
 from explorer.packet.model import REFUSED
 from explorer.packet.snapshot import SELECTION_LABELS
 from explorer.pair.findings import pair_findings
-from explorer.replay.findings import matrix_heading, matrix_rows, replay_findings
+from explorer.replay.findings import matrix_rows, replay_findings
+from explorer.replay.text import matrix_heading
 from explorer.version import __version__
 
 COMPARISON_SUFFIX = ".comparison.json"

@@ -87,22 +87,16 @@ def split_png(
     first = cut_rows(blank, 0, max_height, headings)[:1]
     ends = first + cut_rows(blank, first[0], max_height - caption_height - tallest, headings)
     caption = image.crop((0, 0, width, caption_height))
-    parts, top = [], 0
-    for index, bottom in enumerate([*ends, height]):
-        body = image.crop((0, top, width, bottom))
-        if index == 0:
-            parts.append(_png(body))
-            top = bottom
-            continue
-        titles = [caption]
+    parts = [_png(image.crop((0, 0, width, ends[0])))]
+    for top, bottom in zip(ends, [*ends[1:], height], strict=True):
+        pieces = [caption, image.crop((0, top, width, bottom))]
         heading = continued_heading(headings, top)
         if heading is not None:
-            titles.append(image.crop((0, heading[0], width, heading[1])))
-        part = Image.new("RGB", (width, sum(t.height for t in titles) + body.height), "white")
+            pieces.insert(1, image.crop((0, heading[0], width, heading[1])))
+        part = Image.new("RGB", (width, sum(piece.height for piece in pieces)), "white")
         row = 0
-        for piece in (*titles, body):
+        for piece in pieces:
             part.paste(piece, (0, row))
             row += piece.height
         parts.append(_png(part))
-        top = bottom
     return parts

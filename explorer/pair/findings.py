@@ -7,6 +7,7 @@ verdict.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from explorer.analysis.blocks import linf_at, location_block
@@ -14,7 +15,7 @@ from explorer.analysis.findings import Finding, finding, largest_error_finding, 
 from explorer.analysis.metrics import largest_at
 from explorer.foundations.formatting import at_text, short_number
 from explorer.pair.emulation import EACH_SIDE_INPUTS
-from explorer.pair.model import INPUTS_DIFFER, NO_REFERENCE, SCALE_DIFFERS, SHAPE_DIFFERS, SIDES, Pair
+from explorer.pair.model import INPUTS_DIFFER, NEARER_KEYS, NO_REFERENCE, SCALE_DIFFERS, SHAPE_DIFFERS, SIDES, Pair
 
 # Why no nearer count exists, in words (the codes of Pair.nearer_reason).
 NEARER_REASONS = {
@@ -43,10 +44,7 @@ def nearer_finding(pair: Pair) -> Finding:
         "nearer",
         f"Nearer the primary reference: a {c.a}, b {c.b} of {total} elements "
         f"(equally near {c.tie}, undefined {c.undefined}).",
-        a=c.a,
-        b=c.b,
-        tie=c.tie,
-        undefined=c.undefined,
+        **{key: getattr(c, key) for key in NEARER_KEYS},
         compared=total,
     )
 
@@ -74,8 +72,9 @@ def rounded_finding(pair: Pair) -> Finding:
     return finding("rounded", f"Equal to the primary reference rounded to {dtype}: {counts}.", **numbers)
 
 
-def _ids(ids: list[str]) -> str:
-    return ids[0] if len(ids) == 1 else ", ".join(ids[:-1]) + " and " + ids[-1]
+def and_list(names: Sequence[str]) -> str:
+    """Names as prose: a; a and b; a, b and c."""
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 def emulations_finding(pair: Pair) -> Finding:
@@ -100,7 +99,7 @@ def emulations_finding(pair: Pair) -> Finding:
             continue
         ids, bit_equal, compared = found
         parts.append(
-            f"side {side}: {_ids(ids)}, bit for bit ({compared} of {compared})"
+            f"side {side}: {and_list(ids)}, bit for bit ({compared} of {compared})"
             if bit_equal == compared
             else f"side {side}: none bit for bit; the nearest is {ids[0]} ({bit_equal} of {compared})"
         )

@@ -23,13 +23,14 @@ from explorer.analysis.blocks import (
     runtime,
     ulp_block,
 )
-from explorer.analysis.result import Analysis
+from explorer.analysis.result import Analysis, Emulation
 from explorer.pair.emulation import ranked_rows
 from explorer.pair.model import (
     PAIR_LIMITATIONS,
     SIDES,
     BitDifference,
     LadderRow,
+    MatrixRow,
     NearerCounts,
     OutputDifference,
     Pair,
@@ -152,17 +153,18 @@ def _per_side(pair: Pair, block: Callable[[Analysis], Any]) -> dict[str, Any] | 
     return {side: block(pair.side(side)) for side in SIDES}
 
 
-def _side_decisive(analysis: Analysis) -> dict[str, Any] | None:
-    return None if analysis.emulation_counts is None else decisive_block(analysis.emulation_counts.decisive)
+def _side_counts(block: Callable[[Any], dict[str, Any]], field: str) -> Callable[[Analysis], dict[str, Any] | None]:
+    """One side's `block` of its emulation counts' `field` (None without counts)."""
+    return lambda side: None if side.emulation_counts is None else block(getattr(side.emulation_counts, field))
 
 
 def emulation_decisive_block(pair: Pair) -> dict[str, Any] | None:
     """emulationDecisive: each side's decisive elements ({"a", "b"}), null without an emulation request."""
-    return _per_side(pair, _side_decisive)
+    return _per_side(pair, _side_counts(decisive_block, "decisive"))
 
 
-def _side_baseline(analysis: Analysis) -> dict[str, Any] | None:
-    return None if analysis.emulation_counts is None else baseline_block(analysis.emulation_counts.baseline)
+def _by_side(row: MatrixRow) -> tuple[tuple[str, Emulation], ...]:
+    return (("a", row.a), ("b", row.b))
 
 
 def emulation_matrix_block(pair: Pair) -> dict[str, Any] | None:
@@ -178,13 +180,9 @@ def emulation_matrix_block(pair: Pair) -> dict[str, Any] | None:
             "notEmulated": row.a.not_emulated,
             "library": None if row.a.library is None else dict(row.a.library),
             "compared": {"a": row.a.compared, "b": row.b.compared},
-            "bitEqual": {
-                side: count_block(e.bit_equal, e.bit_equal_per_head)
-                for side, e in zip(SIDES, (row.a, row.b), strict=True)
-            },
+            "bitEqual": {side: count_block(e.bit_equal, e.bit_equal_per_head) for side, e in _by_side(row)},
             "bitEqualDecisive": {
-                side: count_block(e.bit_equal_decisive, e.bit_equal_decisive_per_head)
-                for side, e in zip(SIDES, (row.a, row.b), strict=True)
+                side: count_block(e.bit_equal_decisive, e.bit_equal_decisive_per_head) for side, e in _by_side(row)
             },
             "bitEqualDiffering": {"a": row.differing_a, "b": row.differing_b},
         }
@@ -237,7 +235,7 @@ def build_comparison_report(pair: Pair) -> dict[str, Any]:
         "emulations": _per_side(pair, _side_emulations),
         "emulationsRequested": _per_side(pair, lambda analysis: list(analysis.emulations_requested)),
         "emulationDecisive": emulation_decisive_block(pair),
-        "emulationBaseline": _per_side(pair, _side_baseline),
+        "emulationBaseline": _per_side(pair, _side_counts(baseline_block, "baseline")),
         "emulationDiffering": emulation_differing_block(pair),
         "emulationMatrix": emulation_matrix_block(pair),
         "emulationMatrixReason": None if pair.emulation is None else pair.emulation.reason,

@@ -65,19 +65,9 @@ class LadderRow(TypedDict):
     compared: int
 
 
-class Ladder(TypedDict):
-    a: LadderRow | None
-    b: LadderRow | None
-
-
-class TargetTokens(TypedDict):
-    a: int | None
-    b: int | None
-
-
 class Tokens(TypedDict):
     seedToken: int | None
-    targetToken: TargetTokens
+    targetToken: SidePair
     targetTokensDiffer: bool
 
 
@@ -100,7 +90,7 @@ class PairReport(TypedDict):
     inconclusiveReasons: list[Reason]
     inputs: Inputs | None
     output: Output | None
-    ladder: Ladder | None
+    ladder: dict[str, LadderRow | None] | None  # "a", "b"
     tokens: Tokens | None
     nearerPrimaryReference: Nearer | None
     nearerReason: str | None

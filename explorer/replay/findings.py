@@ -101,11 +101,6 @@ def replay_findings(report: Mapping[str, Any]) -> tuple[Finding, ...]:
     return tuple(found)
 
 
-def matrix_heading(matrix: Mapping[str, Any]) -> str:
-    """The matrix table's heading, with the elements each output holds."""
-    return f"Elements that differ, every output against every other (of {matrix['compared']} each)"
-
-
 def matrix_rows(matrix: Mapping[str, Any]) -> tuple[tuple[str, ...], ...]:
     """The matrix as rows of text: the output's label, then its count against every output."""
     return tuple(

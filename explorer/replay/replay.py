@@ -302,29 +302,29 @@ def _arm_result(
 # ---------------------------------------------------------------- reasons
 
 
+def _listing(code: str, what: str, items: Iterable[str]) -> Reason:
+    return Reason(code, f"{what}: " + ", ".join(items))
+
+
 def _packet_reasons(source: Analysis, partner: Analysis | None) -> list[Reason]:
     reasons = []
     if source.status == INCONCLUSIVE:
         reasons.append(
-            Reason(
-                PACKET_INCONCLUSIVE, "the source packet is inconclusive: " + ", ".join(r.code for r in source.reasons)
-            )
+            _listing(PACKET_INCONCLUSIVE, "the source packet is inconclusive", (r.code for r in source.reasons))
         )
     if partner is None:
         return reasons
     if partner.status == REFUSED:
-        reasons.append(
-            Reason(PARTNER_REFUSED, "the partner is refused: " + ", ".join(p.code for p in partner.admission.refusals))
-        )
-        return reasons
+        return [
+            *reasons,
+            _listing(PARTNER_REFUSED, "the partner is refused", (p.code for p in partner.admission.refusals)),
+        ]
     if partner.status == INCONCLUSIVE:
-        reasons.append(
-            Reason(PARTNER_INCONCLUSIVE, "the partner is inconclusive: " + ", ".join(r.code for r in partner.reasons))
-        )
+        reasons.append(_listing(PARTNER_INCONCLUSIVE, "the partner is inconclusive", (r.code for r in partner.reasons)))
     mine, theirs = selection_key(source), selection_key(partner)
     if mine is not None and theirs is not None and mine != theirs:
         fields = [name for (name, value), (_, other) in zip(mine, theirs, strict=True) if value != other]
-        reasons.append(Reason(PARTNER_SELECTION_DIFFERS, "the partner's selection differs: " + ", ".join(fields)))
+        reasons.append(_listing(PARTNER_SELECTION_DIFFERS, "the partner's selection differs", fields))
     return reasons
 
 
