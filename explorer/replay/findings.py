@@ -71,15 +71,8 @@ def replay_findings(report: Mapping[str, Any]) -> tuple[Finding, ...]:
     """The run's findings in reading order: refusals (then nothing else), the matrix's sentence, the inconclusive
     reasons, one sentence per arm."""
     if report["refusals"]:
-        return (
-            finding(
-                "status",
-                f"Refused ({_codes(report['refusals'])}): nothing was computed, the run cannot be read against its "
-                "packet.",
-                status=report["status"],
-                codes=[p["code"] for p in report["refusals"]],
-            ),
-        )
+        said = "nothing was computed, the run cannot be read against its packet"
+        return (_status_finding(report, "Refused", report["refusals"], said),)
     matrix = report["matrix"]
     found = [
         finding("matrix", "Matrix: not computed.")
@@ -87,18 +80,15 @@ def replay_findings(report: Mapping[str, Any]) -> tuple[Finding, ...]:
         else finding("matrix", matrix["sentence"], compared=matrix["compared"])
     ]
     if report["reasons"]:
-        found.append(
-            finding(
-                "status",
-                f"Inconclusive ({_codes(report['reasons'])}): "
-                + "; ".join(reason["message"] for reason in report["reasons"])
-                + ".",
-                status=report["status"],
-                codes=[r["code"] for r in report["reasons"]],
-            )
-        )
-    found += [arm_finding(name, arm) for name, arm in report["arms"].items()]
-    return tuple(found)
+        said = "; ".join(reason["message"] for reason in report["reasons"])
+        found.append(_status_finding(report, "Inconclusive", report["reasons"], said))
+    return (*found, *(arm_finding(name, arm) for name, arm in report["arms"].items()))
+
+
+def _status_finding(report: Mapping[str, Any], status: str, entries: Sequence[Mapping[str, Any]], said: str) -> Finding:
+    """The run's status sentence: refused or inconclusive, its codes and what they say."""
+    codes = [entry["code"] for entry in entries]
+    return finding("status", f"{status} ({_codes(entries)}): {said}.", status=report["status"], codes=codes)
 
 
 def matrix_rows(matrix: Mapping[str, Any]) -> tuple[tuple[str, ...], ...]:
