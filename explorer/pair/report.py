@@ -91,10 +91,9 @@ def _output(pair: Pair) -> dict[str, Any] | None:
         "dtypes": {"a": output.dtype_a, "b": output.dtype_b},
         "outputDTypesDiffer": output.dtypes_differ,
         "compared": output.compared,
-        "mismatched": None if bitwise is None else bitwise["mismatched"],
-        "perHead": None if bitwise is None else bitwise["perHead"],
-        "positions": None if bitwise is None else bitwise["positions"],
-        "bitFlips": None if bitwise is None else bitwise["bitFlips"],
+        **{
+            key: None if bitwise is None else bitwise[key] for key in ("mismatched", "perHead", "positions", "bitFlips")
+        },
         "ulp": None if output.ulp is None else ulp_block(output.ulp),
         "difference": comparison_block(output.difference, _group(pair)),
     }
