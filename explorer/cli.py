@@ -33,7 +33,12 @@ EXIT_INTERNAL = 1
 EXIT_USAGE = 2
 EXIT_INCONCLUSIVE = 3
 EXIT_REFUSED = 4
-EXIT_BY_STATUS = {"analyzed": EXIT_ANALYZED, "inconclusive": EXIT_INCONCLUSIVE, "refused": EXIT_REFUSED}
+EXIT_BY_STATUS = {  # a packet's, a pair's ("compared") or a replay run's status
+    "analyzed": EXIT_ANALYZED,
+    "compared": EXIT_ANALYZED,
+    "inconclusive": EXIT_INCONCLUSIVE,
+    "refused": EXIT_REFUSED,
+}
 
 JSON_INDENT = 2
 SCHEDULER_CONNECT_TIMEOUT_S = 5.0  # a --scheduler address that accepts no connection in this time is a usage error
@@ -46,15 +51,19 @@ class UsageError(Exception):
 # ---------------------------------------------------------------- output
 
 
-def _check_output(output: str | None) -> None:
-    """A usage error when --output names something that exists (it is never overwritten)."""
-    if output is not None and os.path.lexists(output):
-        raise UsageError(f"--output {clip(output)} already exists; it is never overwritten")
+def _check_report_options(args: argparse.Namespace) -> None:
+    """Usage errors of --output (it is never overwritten) and --emulate, before any packet is read."""
+    if args.output is not None and os.path.lexists(args.output):
+        raise _output_exists(args.output)
+    _check_emulate(args.emulate)
+
+
+def _output_exists(output: str) -> UsageError:
+    return UsageError(f"--output {clip(output)} already exists; it is never overwritten")
 
 
 def _deliver(args: argparse.Namespace, report: dict, summary_text: Callable[[], str]) -> None:
-    """The JSON report to --output and on stdout with --json, else the text summary: the indented JSON (Python's
-    slow pure encoder) is made only when one of them asks for it."""
+    """The JSON report to --output and on stdout with --json, else the text summary (the slow JSON only when asked)."""
     wanted = args.json or args.output is not None
     text = json.dumps(report, allow_nan=False, indent=JSON_INDENT) + "\n" if wanted else ""
     _write_output(args.output, text)
@@ -69,7 +78,7 @@ def _write_output(output: str | None, text: str) -> None:
         try:
             write_new(output, text)
         except FileExistsError:
-            raise UsageError(f"--output {clip(output)} already exists; it is never overwritten") from None
+            raise _output_exists(output) from None
         except OSError as error:
             raise UsageError(f"cannot write --output {clip(output)}: {_reason(error)}") from None
 
@@ -80,7 +89,7 @@ def _reason(error: OSError) -> str:
 
 
 def _check_emulate(emulate: list[str] | None) -> None:
-    """A usage error for an unknown kernel, parameter or value, before any packet is read."""
+    """A usage error for an unknown kernel, parameter or value."""
     if emulate is not None:
         from explorer.analysis.emulation import EmulationIdError, expand
 
@@ -98,9 +107,8 @@ def _emit(text: str) -> None:
 
 
 def _settle(output: Sink, *others: Sink) -> None:
-    """How every command ends its output: a reader that went away (closed pipe) ended it quietly, as Unix tools
-    do; any other write error (a full device) on `output` or `others` is a usage error. Either way what is still
-    buffered for standard output is dropped."""
+    """How every command ends its output: a closed pipe ends it quietly (as Unix tools do), any other write error
+    (a full device) is a usage error; either way what is still buffered for standard output is dropped."""
     error = next((sink.error for sink in (output, *others) if sink.error is not None), None)
     if error is not None or not output.open:
         discard_stdout()
@@ -122,8 +130,7 @@ def _check_element(element: str | None, as_json: bool) -> None:
 
 
 def _run_analyze(args: argparse.Namespace) -> int:
-    _check_output(args.output)
-    _check_emulate(args.emulate)
+    _check_report_options(args)
     _check_element(args.element, args.json)
     from explorer.analysis.analyze import analyze
 
@@ -138,7 +145,7 @@ def _analysis_text(analysis, report: dict, element: str | None) -> str:
     from explorer.analysis.element import parse_index
     from explorer.analysis.text import element_lines, element_unavailable_lines, summary_lines
 
-    lines = summary_lines(report, _emulation_table)
+    lines = summary_lines(report, _emulation_table("emulation_table"))
     if element is not None:
         try:
             lines += element_lines(analysis.element(*parse_index(element)))
@@ -149,23 +156,19 @@ def _analysis_text(analysis, report: dict, element: str | None) -> str:
     return terminal_lines(lines)
 
 
-def _emulation_table(*blocks):
-    """The packet's emulation table (header, rows), loaded only for a report with emulations."""
-    from explorer.views.packet.emulation_tables import emulation_table
+def _emulation_table(name: str) -> Callable:
+    """A table (header, rows) of views/packet/emulation_tables.py, loaded only for a report with emulations."""
 
-    return emulation_table(*blocks)
+    def table(*blocks):
+        from explorer.views.packet import emulation_tables
 
+        return getattr(emulation_tables, name)(*blocks)
 
-def _pair_emulation_table(*blocks):
-    """The pair's emulation x side table (header, rows), loaded only for a report with emulations."""
-    from explorer.views.packet.emulation_tables import pair_emulation_table
-
-    return pair_emulation_table(*blocks)
+    return table
 
 
 def _run_report(args: argparse.Namespace) -> int:
-    """`explorer report`: export a packet, a pair (A B), a replay run or a campaign of a root (--campaign ID), the
-    same files the app's Export writes; prints the paths written."""
+    """`explorer report`: export what the paths name as the app's Export does; prints the paths written."""
     _check_emulate(args.emulate)
     if args.campaign is not None and len(args.paths) != 1:
         raise UsageError("--campaign ID exports one campaign of one ROOT")
@@ -189,15 +192,14 @@ def _run_report(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace, out) -> tuple[Any, int]:
-    """Compute what `args` names and export it into `out` as the app does (with its PNGs): the paths and the exit
-    status."""
+    """Compute what `args` names and export it into `out` with its PNGs: the paths and the exit status."""
     from explorer.export import pages
 
     if args.campaign is not None:
         return pages.export_campaign(_campaign_of(args), out, png=True), EXIT_DONE
     if len(args.paths) == 2:
         pair = _pair_of(*args.paths, args.emulate)
-        return pages.export_pair(pair, out, png=True, emulate=args.emulate), EXIT_BY_PAIR_STATUS[pair.status]
+        return pages.export_pair(pair, out, png=True, emulate=args.emulate), EXIT_BY_STATUS[pair.status]
     if _is_replay_run(args.paths[0]):
         run = _replay_of(args.paths[0], None, None, args.emulate)
         return pages.export_replay(run, out, png=True), EXIT_BY_STATUS[run.status]
@@ -217,24 +219,13 @@ def _is_replay_run(path: str) -> bool:
 
 
 def _campaign_of(args: argparse.Namespace) -> dict:
-    """The campaign `--campaign ID` of the report of every campaign under ROOT (a usage error naming the IDs found
-    when none has that ID)."""
+    """The campaign `--campaign ID` under ROOT (a usage error naming the IDs found when none has it)."""
     from explorer.campaigns.report import build_campaign_report
     from explorer.campaigns.run import run_campaigns
-    from explorer.catalog.limits import DEFAULT_TIMEOUT_S
     from explorer.catalog.workers import default_jobs
 
     root = _checked_directory(args.paths[0])
-    run = run_campaigns(
-        root,
-        jobs=default_jobs(),
-        scheduler=None,
-        timeout=DEFAULT_TIMEOUT_S,
-        request=None,
-        backends=None,
-        emulate=None if args.emulate is None else tuple(args.emulate),
-        progress=lambda total: lambda: None,
-    )
+    run = run_campaigns(root, jobs=default_jobs(), emulate=None if args.emulate is None else tuple(args.emulate))
     campaigns = build_campaign_report(run)["campaigns"]
     found = next((campaign for campaign in campaigns if campaign["id"] == args.campaign), None)
     if found is None:
@@ -256,8 +247,6 @@ def _run_samples(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------- explorer compare (docs/pairs.md)
 
-EXIT_BY_PAIR_STATUS = {"compared": EXIT_ANALYZED, "inconclusive": EXIT_INCONCLUSIVE, "refused": EXIT_REFUSED}
-
 
 def _pair_of(a: str, b: str, emulate: list[str] | None):
     """The pair A B (a usage error when both name one packet.json)."""
@@ -273,13 +262,13 @@ def _run_compare(args: argparse.Namespace) -> int:
     from explorer.pair.findings import pair_findings
     from explorer.pair.text import summary_lines
 
-    _check_output(args.output)
-    _check_emulate(args.emulate)
+    _check_report_options(args)
     pair = _pair_of(args.a, args.b, args.emulate)
     report = pair.report()
     findings = [finding.text for finding in pair_findings(pair)]
-    _deliver(args, report, lambda: terminal_lines(summary_lines(report, findings, _pair_emulation_table)))
-    return EXIT_BY_PAIR_STATUS[report["status"]]
+    table = _emulation_table("pair_emulation_table")
+    _deliver(args, report, lambda: terminal_lines(summary_lines(report, findings, table)))
+    return EXIT_BY_STATUS[report["status"]]
 
 
 ROOT_SHOWN = 200  # characters of a ROOT argument echoed in a message
@@ -298,8 +287,7 @@ def _replay_of(run: str, packet: str | None, partner: str | None, emulate: list[
 def _run_replay(args: argparse.Namespace) -> int:
     from explorer.replay.text import summary_lines
 
-    _check_output(args.output)
-    _check_emulate(args.emulate)
+    _check_report_options(args)
     report = _replay_of(args.run_directory, args.packet, args.partner, args.emulate).report()
     _deliver(args, report, lambda: terminal_lines(summary_lines(report)))
     return EXIT_BY_STATUS[report["status"]]
@@ -354,8 +342,7 @@ def _run_triage(args: argparse.Namespace) -> int:
 
 
 def _check_scheduler(scheduler: str) -> None:
-    """A usage error for a --scheduler that is malformed or cannot be used: Dask missing, local:N out of range, an
-    address that is not HOST:PORT or that accepts no connection within SCHEDULER_CONNECT_TIMEOUT_S."""
+    """A usage error for a --scheduler that is malformed or unusable (no Dask, local:N out of range, no connection)."""
     try:
         from distributed.comm import parse_address, parse_host_port
 

@@ -1,9 +1,6 @@
 """The command line's grammar: every `explorer` command, its arguments and help, for argparse.
 
-What each command accepts and says about itself; explorer/cli.py parses with it, routes and sets exit statuses.
-
-A parser names its command (`args.command`); explorer/cli.py runs it. Building only the
-subcommand a command line names keeps a process start short (build_parser).
+A parser names its command (`args.command`); explorer/cli.py runs it and sets the exit status.
 """
 
 from __future__ import annotations
@@ -30,28 +27,32 @@ def terminal_columns(fallback: int = 80) -> int:
 
 
 class HelpFormatter(argparse.HelpFormatter):
-    """argparse's help formatter at the width argparse itself picks, read without importing shutil: argparse makes
-    a formatter for every argument added, and the first one imported shutil with bz2 and lzma (2.7 ms of every
-    command)."""
+    """argparse's formatter at argparse's own width, read without importing shutil (bz2 and lzma: 2.7 ms a start)."""
 
     def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24, width: int | None = None):
         super().__init__(prog, indent_increment, max_help_position, terminal_columns() - 2 if width is None else width)
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse's parser with HelpFormatter by default; the subcommands' parsers are made of this class too."""
+    """argparse's parser with HelpFormatter by default (the subcommands' parsers too)."""
 
     def __init__(self, *args, formatter_class: type[argparse.HelpFormatter] = HelpFormatter, **kwargs):
         super().__init__(*args, formatter_class=formatter_class, **kwargs)
 
 
+def _flag(command, name: str, help_text: str) -> None:
+    command.add_argument(name, action="store_true", help=help_text)
+
+
+def _add_emulate(command, help_text: str) -> None:
+    command.add_argument("--emulate", action="append", metavar="ID", help=help_text)
+
+
 def _add_report_options(command, report: str, emulate_help: str) -> None:
-    """--json, --output and --emulate, shared by analyze and compare."""
-    command.add_argument("--json", action="store_true", help=f"print the JSON {report} instead of a summary")
+    """--json, --output and --emulate, shared by analyze, compare and replay."""
+    _flag(command, "--json", f"print the JSON {report} instead of a summary")
     command.add_argument("--output", metavar="FILE", help=f"also write the JSON {report} to FILE (never overwritten)")
-    command.add_argument(
-        "--emulate", action="append", metavar="ID", help=f"{emulate_help} (repeatable; quote ids with parentheses)"
-    )
+    _add_emulate(command, f"{emulate_help} (repeatable; quote ids with parentheses)")
 
 
 def _add_compare(commands) -> None:
@@ -66,9 +67,8 @@ def _add_compare(commands) -> None:
     _add_report_options(
         compare,
         "comparison report",
-        "also run kernel arithmetic emulations and report the "
-        "emulation x side matrix: 'default', 'sweep' or an id as for "
-        "analyze",
+        "also run kernel arithmetic emulations and report the emulation x side matrix: 'default', 'sweep' or an id "
+        "as for analyze",
     )
 
 
@@ -95,8 +95,8 @@ def _add_replay(commands) -> None:
     _add_report_options(
         replay,
         "replay report",
-        "also run kernel arithmetic emulations on the packet and score "
-        "each arm's output against them: 'default' or an id as for analyze",
+        "also run kernel arithmetic emulations on the packet and score each arm's output against them: 'default' or "
+        "an id as for analyze",
     )
 
 
@@ -142,12 +142,7 @@ def _add_report(commands) -> None:
     report.add_argument(
         "--campaign", metavar="ID", help="export the campaign ID (as `explorer campaign ROOT` lists it) of ROOT"
     )
-    report.add_argument(
-        "--emulate",
-        action="append",
-        metavar="ID",
-        help="also run kernel emulations, as for analyze, compare, replay or campaign (repeatable)",
-    )
+    _add_emulate(report, "also run kernel emulations, as for analyze, compare, replay or campaign (repeatable)")
     report.add_argument(
         "--out",
         metavar="DIR",
@@ -163,9 +158,7 @@ def _add_triage(commands) -> None:
         "processes. Exit status 0 when it ran, whatever the packets' statuses; 2 usage error.",
     )
     triage.add_argument("root", metavar="ROOT", help="the directory to search for packets")
-    triage.add_argument(
-        "--json", action="store_true", help="one JSON line per packet on stdout (the summary table goes to stderr)"
-    )
+    _flag(triage, "--json", "one JSON line per packet on stdout (the summary table goes to stderr)")
     _add_run_options(triage)
 
 
@@ -198,15 +191,11 @@ def _add_run_options(command) -> None:
 def _add_samples(commands) -> None:
     samples = commands.add_parser("samples", help="write the curated sample packets")
     samples.add_argument("--out", required=True, metavar="DIR", help="directory to write the samples into")
-    samples.add_argument(
-        "--full",
-        action="store_true",
-        help="also write the full-size Qwen3.6 packet (QH16/KVH2/D256/T5585, about 11.4 MB)",
-    )
-    samples.add_argument(
+    _flag(samples, "--full", "also write the full-size Qwen3.6 packet (QH16/KVH2/D256/T5585, about 11.4 MB)")
+    _flag(
+        samples,
         "--campaign",
-        action="store_true",
-        help="also write a synthetic capture campaign (2 backends x 4 layers x 3 steps, QH16/KVH2/D64)",
+        "also write a synthetic capture campaign (2 backends x 4 layers x 3 steps, QH16/KVH2/D64)",
     )
 
 
@@ -219,21 +208,15 @@ def _add_campaign(commands) -> None:
         "named (docs/campaigns.md). Exit status 0 when it ran, whatever the states; 2 usage error.",
     )
     campaign.add_argument("root", metavar="ROOT", help="the directory to search for packets")
-    campaign.add_argument(
-        "--json",
-        action="store_true",
-        help="print the JSON report (attention-explorer.campaign.v1) instead of the grids",
-    )
+    _flag(campaign, "--json", "print the JSON report (attention-explorer.campaign.v1) instead of the grids")
     campaign.add_argument("--request", metavar="ID", help="only the campaign(s) of this requestID")
     campaign.add_argument(
         "--backends", metavar="A,B", help="the two backends to compare (default: the two with the most packets)"
     )
-    campaign.add_argument(
-        "--emulate",
-        action="append",
-        metavar="ID",
-        help="run kernel emulations on each campaign's first outputs-differ cell: 'default' or an "
-        "id as for analyze (repeatable)",
+    _add_emulate(
+        campaign,
+        "run kernel emulations on each campaign's first outputs-differ cell: 'default' or an id as for analyze "
+        "(repeatable)",
     )
     _add_run_options(campaign)
 
@@ -251,11 +234,9 @@ COMMANDS = {
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """The command line's parser; with `command` (one of COMMANDS), only that subcommand's.
+    """The command line's parser; with `command` (one of COMMANDS), only that subcommand's (same messages and help).
 
-    The parser of a command line naming its command holds that subcommand alone: building every
-    subcommand costs about 10 ms of a process start (argparse formats each argument's help once as it is
-    added). Its messages and help are the same; a line naming no known command gets the whole parser.
+    Building every subcommand costs about 10 ms of a process start (argparse formats each help as it is added).
     """
     parser = Parser(prog="explorer", description="Admit and analyze attention packets.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {explorer.__version__}")

@@ -1,6 +1,5 @@
 """The offline export of every kind of result: page, PNGs, JSON and findings, written all or none.
 
-`pages` holds the entry points and the one flow; `kinds` describes the four kinds (packet, pair, replay run,
-campaign); `static_page` assembles the page, `browser` draws its PNGs (`split` cuts a tall one), `files` names and
-writes them, `findings` lays out NAME.findings.md.
+`pages` runs the one flow; `kinds` describes the four kinds, `static_page` assembles the page, `browser` draws its PNGs
+(`split` cuts a tall one), `files` names and writes them, `findings` lays out NAME.findings.md.
 """

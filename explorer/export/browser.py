@@ -1,13 +1,7 @@
 """Rendering an exported page in headless Chromium: each section's PNG, offline.
 
-PNGs need system packages, no browser download: Debian's `chromium` package
-(`apt-get install chromium`, /usr/bin/chromium) driven headless by Playwright for
-Python (`pip install playwright`; never `playwright install`). The page is opened from
-a private temporary copy on disk with every non-file request blocked; each section is
-captured as an element screenshot once it reports itself drawn, after the Bokeh
-toolbars are hidden and scrolling text boxes unrolled, and a section taller than
-MAX_PNG_HEIGHT is split into numbered parts each under its title band
-(explorer.export.split). Writes nothing but its scratch copy.
+Needs Debian's `chromium` (/usr/bin/chromium) and Playwright for Python, never a browser download. The page is opened
+from a private temporary copy with every non-file request blocked; writes nothing but that copy.
 """
 
 from __future__ import annotations
@@ -113,8 +107,7 @@ def _block_network(route) -> None:
 
 
 def require_chromium() -> None:
-    """RenderError naming what to install when CHROMIUM is not an executable file or Playwright is not installed
-    (`pip install -e .` does not bring it: the `export` extra does)."""
+    """RenderError naming what to install when CHROMIUM or Playwright (the `export` extra) is missing."""
     if not (os.path.isfile(CHROMIUM) and os.access(CHROMIUM, os.X_OK)):
         raise RenderError(f"{CHROMIUM} is missing: PNGs need Debian's chromium package ({CHROMIUM_INSTALL})")
     if importlib.util.find_spec(PLAYWRIGHT_MODULE) is None:
@@ -122,8 +115,7 @@ def require_chromium() -> None:
 
 
 def _screenshots(html_path: str | os.PathLike, slugs: tuple[str, ...]) -> dict[str, list[bytes]]:
-    """PNG bytes of each `export-view-<slug>` section of an exported page, rendered by /usr/bin/chromium offline;
-    RenderError when chromium is missing or fails, or a view does not draw."""
+    """PNG parts of each `export-view-<slug>` section; RenderError when chromium fails or a view does not draw."""
     from playwright.sync_api import Error as PlaywrightError
 
     require_chromium()
@@ -183,8 +175,7 @@ def _title_height(section, top: float) -> int:
 
 
 def page_screenshots(page: str, slugs: tuple[str, ...]) -> dict[str, list[bytes]]:
-    """The PNG parts of each `export-view-<slug>` section of a standalone page (one part unless it is taller than
-    MAX_PNG_HEIGHT), rendered from a private temporary copy of the page."""
+    """The PNG parts of each `export-view-<slug>` section of a page, rendered from a private temporary copy."""
     require_chromium()
     with tempfile.TemporaryDirectory(prefix="explorer-render-") as scratch:
         html_path = Path(scratch) / SCRATCH_PAGE

@@ -1,11 +1,7 @@
-"""An export's files: where they go, the free name they share, and their all-or-none write.
+"""An export's files: where they go, the free name they share (name, name-2, ...), all-or-none writes.
 
-Every export (a packet, a pair, a replay run, a campaign) writes one set: NAME plus its
-kind's JSON suffix, NAME.html, one PNG per drawn section (or its numbered parts) and
-NAME.findings.md, under the first stem none of whose files exist (name, name-2, name-3,
-...). Each file is written whole or not at all and never over an existing name
-(explorer.foundations.safeio); when any file of the set cannot be written, the files
-this export wrote are removed. Computes nothing, renders nothing.
+Each file is written whole or not at all and never over an existing name (explorer.foundations.safeio); when any file of
+the set cannot be written, the files this export wrote are removed. Computes nothing, renders nothing.
 """
 
 from __future__ import annotations
@@ -33,8 +29,7 @@ Findings = Callable[[str, Sequence[str]], str]  # (stem, PNG file names) -> the 
 
 @dataclass(frozen=True)
 class ExportPaths:
-    """Files written by one export: the HTML page, the JSON report, one PNG per drawn section (every part of a
-    split one) and NAME.findings.md; `files` names them all, for the app to offer each for download."""
+    """Files written by one export (every part of a split PNG); `files` names them all, for the app's downloads."""
 
     html: Path
     report: Path
@@ -48,10 +43,8 @@ class ExportPaths:
 
 
 def choose_export_dir(argument: str | None, environ: Mapping[str, str] = os.environ) -> Path:
-    """The export directory: the argument, else $EXPLORER_EXPORT_DIR, else ./exports, made absolute.
-
-    os.path.realpath, not Path.resolve: a symlink loop is left in the path (writing there fails with ELOOP)
-    instead of raising RuntimeError."""
+    """The export directory: the argument, else $EXPLORER_EXPORT_DIR, else ./exports, made absolute (realpath: a symlink
+    loop stays in the path and writing there fails with ELOOP, where Path.resolve would raise)."""
     chosen = argument or environ.get(EXPORT_DIR_ENV) or DEFAULT_EXPORT_DIR
     return Path(os.path.realpath(os.path.expanduser(chosen)))
 
@@ -62,8 +55,7 @@ def stem_base(name: str, fallback: str) -> str:
 
 
 def png_suffixes(shots: Mapping[str, Sequence[bytes]]) -> dict[str, bytes]:
-    """The file-name ending of each section's PNG after the export's stem: `-<slug>.png`, or `-<slug>-1.png`,
-    `-2.png`, ... for the parts of a section split in parts."""
+    """Each PNG's file-name ending after the stem: `-<slug>.png`, or `-<slug>-1.png`, `-2.png`, ... for parts."""
     files = {}
     for slug, parts in shots.items():
         names = (
@@ -112,9 +104,8 @@ def remove(paths: Sequence[Path]) -> None:
 def _write_named(out_dir: Path, base: str, files: Mapping[str, str | bytes], suffixes: Sequence[str]):
     """Every file of one export (`files`: suffix -> content) under the first free stem, all or none.
 
-    The name is reserved by the export's first file: `write_new` links it only while its name is free, so of two
-    exports that chose the same stem at the same moment exactly one gets it; the other, having written nothing,
-    takes the next free stem."""
+    The first file reserves the name (`write_new` links it only while free): of two exports choosing one stem at once,
+    the other, having written nothing, takes the next free stem."""
     for _ in range(MAX_NAME_ATTEMPTS):
         stem = free_stem(out_dir, base, suffixes)
         try:
@@ -133,10 +124,9 @@ def write_export(
     findings: Findings,
     sections: Sequence[str],
 ) -> ExportPaths:
-    """One export under the first free stem from `base`, all or none: the JSON (`report`: suffix, text), the page,
-    the PNGs (suffix -> bytes, png_suffixes) and, last, NAME.findings.md made by `findings(stem, PNG names)` (its
-    links name the files just written). A stem is taken when any file of the kind's set exists (`sections`: the
-    slugs of its PNGs, drawn or not). When the findings file cannot be written the other files are removed."""
+    """One export under the first free stem from `base`, all or none: the JSON (`report`: suffix, text), the page, the
+    PNGs (suffix -> bytes) and, last, `findings(stem, PNG names)`. A stem is taken when any file of the kind's set
+    exists (`sections`: its PNG slugs, drawn or not)."""
     json_suffix, text = report
     suffixes = (*set_suffixes(json_suffix, sections), *pngs)
     stem, written = _write_named(out_dir, base, {json_suffix: text, HTML_SUFFIX: page, **pngs}, suffixes)

@@ -1,18 +1,8 @@
 """NAME.findings.md: an export's write-up, one Markdown layout for every kind; text only.
 
-Written beside every export (a packet, a pair, a replay run, a campaign) by
-explorer.export.pages, in the same all-or-none write. One layout: a title, the caption
-band's fields, the finding sentences, the kind's tables (a replay run's matrix), its
-details (the selection, a campaign's key and coverage, notes, limitations), a relative
-link to every PNG and to the JSON and page beside it, so the file, its PNGs and its JSON
-can be moved together into an incident ticket (docs/report.md, "The findings file").
-
-The sentences are the core's (explorer.analysis.findings, explorer.pair.findings,
-explorer.replay.findings, explorer.campaigns.findings) with the JSON's numbers. Every
-text is shown as text: a word holding a character Markdown would read as markup (an
-identifier's underscore, a name's `<`, `[`, `!`, `#`, ...) is set in a code span, which
-shows literally in a plain-text tracker as in a rendered one; control characters and
-undecodable bytes of a name are written as \\xNN.
+Title, caption fields, the core's finding sentences, tables and details, then relative links to the PNGs, JSON and page
+beside it, so the set moves into an incident ticket together (docs/report.md, "The findings file"). Every text shows as
+written: a word Markdown would read as markup goes in a code span, a control character as \\xNN.
 """
 
 from __future__ import annotations
@@ -47,8 +37,7 @@ class Table:
 
 @dataclass(frozen=True)
 class WriteUp:
-    """What one export's findings file says: title, caption fields, finding sentences, tables, details (heading,
-    lines: the selection, coverage, notes, ...), in that order."""
+    """What one export's findings file says, in this order; `details` are (heading, lines) sections."""
 
     title: str
     fields: Sequence[tuple[str, str]]
@@ -101,8 +90,7 @@ def _split_punctuation(word: str) -> tuple[str, str, str]:
 
 
 def markdown_text(text: str) -> str:
-    """`text` (a sentence, a name, a path, a message) as Markdown that shows it as written: every word holding a
-    character Markdown would read as markup in a code span, control characters and undecodable bytes as \\xNN."""
+    """`text` as Markdown that shows it as written (the module docstring): markup words in code spans."""
     shown = "".join(map(_visible, escaped_bytes(text)))
     words = []
     for index, word in enumerate(shown.split(" ")):
@@ -152,8 +140,8 @@ def _figures(pngs: Sequence[str], titles: Mapping[str, str]) -> list[str]:
 def findings_markdown(
     write_up: WriteUp, stem: str, pngs: Sequence[str], titles: Mapping[str, str], json_suffix: str
 ) -> str:
-    """The findings file of one export: `write_up`, then its figures (`pngs`, titled by `titles`: section slug ->
-    title) and its files (the stem's JSON of `json_suffix` and page), every link relative."""
+    """The findings file of one export: `write_up`, its figures (`pngs`, titled by `titles`: slug -> title) and its
+    files (the stem's JSON and page), every link relative."""
     lines = [f"# {markdown_text(write_up.title)}: findings", ""]
     lines += [f"- {markdown_text(label)}: {markdown_text(value)}" for label, value in write_up.fields]
     lines += _bullets("Findings", write_up.findings)

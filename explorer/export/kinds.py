@@ -1,12 +1,6 @@
 """The four kinds of export, each described once: its report, sections, caption, intro and write-up.
 
-A Kind says what an export of one result is made of; explorer.export.pages runs the one
-flow that writes any of them (page, PNGs, JSON and NAME.findings.md, all or none, under
-one free name). The subjects: a packet (`PacketSubject`: its analysis carrying the
-emulations its Emulations view shows, and the head its views open on), a pair
-(`PairSubject`: the pair and its sides' names), a replay run (explorer.replay.Replay) and
-a campaign (one entry of the campaign report's `campaigns`). Views are imported only
-when a page is built: reading this table loads no plotting library.
+Views are imported only when a page is built: reading this table loads no plotting library.
 """
 
 from __future__ import annotations
@@ -33,7 +27,8 @@ from explorer.foundations.formatting import short_number
 from explorer.packet.model import REFUSED
 from explorer.packet.snapshot import SELECTION_LABELS
 from explorer.pair.findings import pair_findings
-from explorer.replay.findings import matrix_heading, matrix_rows, replay_findings
+from explorer.replay.findings import matrix_rows, replay_findings
+from explorer.replay.text import matrix_heading
 from explorer.version import __version__
 
 COMPARISON_SUFFIX = ".comparison.json"
@@ -46,22 +41,27 @@ UNKNOWN = "unknown"
 NOT_REPORTED = "Selection not reported: the packet was refused, nothing in it is trusted."
 PAIR_SIDE_FIELDS = ("packet", "status", "backend", "packetSHA256")  # caption fields shown once per side
 STAMP_FIELDS = ("explorer", "exported")
+PACKET_INTRO = (
+    "Static export of the Attention Packet Explorer views: the plots still zoom, pan and give each cell's exact "
+    "values; each setting chosen in the app is written as text. The JSON report beside this file holds the same "
+    "numbers; the repository's docs/ explains the packet rules and the report."
+)
 
 
 @dataclass(frozen=True)
 class Kind:
-    """One kind of export: the JSON's file ending and text, the page's sections (and those drawn as PNGs), the
-    caption band, the page's intro paragraph (HTML) and the findings file's content; `fallback` is the file
-    stem of a name with no safe character."""
+    """One kind of export: the JSON's file ending and text, the page's sections, the caption band, the page's intro
+    (HTML), the findings file's content and the sections drawn as PNGs (default: all); `fallback` is the file stem of a
+    name with no safe character."""
 
     json_suffix: str
     fallback: str
     report: Callable[[Any], str]
     sections: Callable[[Any], tuple[Section, ...]]
-    drawn: Callable[[Any], tuple[str, ...]]
     caption: Callable[[Any, str, str], CaptionFields]
     intro: Callable[[Any, str, str], str]
     write_up: Callable[[Any, str, CaptionFields], WriteUp]
+    drawn: Callable[[Any], tuple[str, ...]] | None = None
 
 
 def _json(value: Any) -> str:
@@ -77,8 +77,8 @@ def _stamped(stamp: str) -> CaptionFields:
 
 @dataclass(frozen=True)
 class PacketSubject:
-    """A packet's export: its analysis (with the emulations its page shows), the query head its views open on and
-    the Emulations view's settings ({URL name: value}, as the app's Selection.emulation holds them)."""
+    """A packet's export: its analysis (with the emulations its page shows), the head its views open on and the
+    Emulations view's settings ({URL name: value}, as the app's Selection.emulation)."""
 
     analysis: Analysis
     head: int
@@ -106,8 +106,7 @@ def shown_emulations(analysis: Analysis, settings: Mapping[str, object] | None =
 
 
 def export_head(analysis: Analysis, head: int | None) -> int:
-    """The query head the exported views open on: the one chosen, else the packet's worst head (the largest score, the
-    head the app opens on)."""
+    """The query head the exported views open on: the one chosen, else the largest-score head (as the app)."""
     if head is not None:
         return head
     chosen = worst_score_head(analysis.numerics) if analysis.numerics is not None else None
@@ -160,19 +159,10 @@ def _packet_sections(subject: PacketSubject) -> tuple[Section, ...]:
 
 
 def _packet_drawn(subject: PacketSubject) -> tuple[str, ...]:
-    """Every view, or for a refused packet the Summary alone (every other view would only repeat that nothing in it
-    is interpreted)."""
+    """Every view, or for a refused packet the Summary alone (every other would only repeat that nothing is read)."""
     if subject.analysis.status == REFUSED:
         return (REFUSED_PNG_VIEW,)
     return tuple(section.slug for section in _packet_sections(subject))
-
-
-def _packet_intro(subject: PacketSubject, name: str, stamp: str) -> str:
-    return (
-        "Static export of the Attention Packet Explorer views: the plots still zoom, pan and give each cell's exact "
-        "values; each setting chosen in the app is written as text. The JSON report beside this file holds the same "
-        "numbers; the repository's docs/ explains the packet rules and the report."
-    )
 
 
 def packet_write_up(subject: PacketSubject, name: str, fields: CaptionFields) -> WriteUp:
@@ -189,10 +179,10 @@ PACKET = Kind(
     fallback="packet",
     report=lambda subject: report_text(subject.analysis),
     sections=_packet_sections,
-    drawn=_packet_drawn,
     caption=lambda subject, name, stamp: caption_fields(subject.analysis, name, stamp),
-    intro=_packet_intro,
+    intro=lambda subject, name, stamp: PACKET_INTRO,
     write_up=packet_write_up,
+    drawn=_packet_drawn,
 )
 
 
@@ -207,19 +197,14 @@ class PairSubject:
     names: tuple[str, str]
 
 
-def comparison_text(pair) -> str:
-    """The comparison report exactly as `explorer compare --json` prints it."""
-    return _json(pair.report())
-
-
 def pair_names(pair) -> tuple[str, str]:
     """The two packets' directory names (sides a and b)."""
     return packet_name(pair.a), packet_name(pair.b)
 
 
 def pair_caption_fields(pair, names: tuple[str, str], stamp: str) -> CaptionFields:
-    """The caption band of a pair: both packets (name, status, backend, hash prefix), the pair status, what the
-    two sides share (model, request, output index, layer; 'a | b' where they differ), version and date."""
+    """The caption band of a pair: the pair status, each packet's own fields, the shared ones ('a | b' where they
+    differ), version and date."""
     sides = [
         dict(caption_fields(analysis, name, stamp)) for analysis, name in zip((pair.a, pair.b), names, strict=True)
     ]
@@ -265,9 +250,8 @@ def pair_write_up(subject: PairSubject, name: str, fields: CaptionFields) -> Wri
 PAIR = Kind(
     json_suffix=COMPARISON_SUFFIX,
     fallback=PAIR_SECTION,
-    report=lambda subject: comparison_text(subject.pair),
+    report=lambda subject: _json(subject.pair.report()),
     sections=_pair_sections,
-    drawn=lambda subject: (PAIR_SECTION,),
     caption=lambda subject, name, stamp: pair_caption_fields(subject.pair, subject.names, stamp),
     intro=_pair_intro,
     write_up=pair_write_up,
@@ -306,8 +290,8 @@ def _relative(path: str, root: str) -> str:
 
 
 def replay_write_up(run, name: str, fields: CaptionFields) -> WriteUp:
-    """The replay run's findings file: the matrix's sentence and one per arm, the matrix as a table, where the run,
-    its packet and the partner are (relative to the run's directory), the packet's selection, notes, limitations."""
+    """The replay run's findings file: its sentences, the matrix, where the run and its packets are (relative to the
+    run's directory), the packet's selection, notes, limitations."""
     report = run.report()
     root = os.path.dirname(os.path.abspath(run.path))
     where = [f"run: {_relative(run.path, root)}"]
@@ -329,7 +313,6 @@ REPLAY = Kind(
     fallback=REPLAY_SECTION,
     report=lambda run: _json(run.report()),
     sections=_replay_sections,
-    drawn=lambda run: (REPLAY_SECTION,),
     caption=replay_caption_fields,
     intro=_replay_intro,
     write_up=replay_write_up,
@@ -390,7 +373,6 @@ CAMPAIGN = Kind(
     fallback=CAMPAIGN_SECTION,
     report=_json,
     sections=_campaign_sections,
-    drawn=lambda campaign: (CAMPAIGN_SECTION,),
     caption=campaign_caption_fields,
     intro=_campaign_intro,
     write_up=campaign_write_up,

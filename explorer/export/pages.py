@@ -1,13 +1,8 @@
 """Exports a packet, a pair, a replay run or a campaign: one flow for page, PNGs, JSON and findings.
 
-Every kind (explorer.export.kinds) goes through `export`: the page is assembled in memory
-(explorer.export.static_page), its sections drawn as PNGs when asked
-(explorer.export.browser), then the JSON, the page, the PNGs and NAME.findings.md are
-written under one free name, all or none (explorer.export.files). A missing or failing
-Chromium (RenderError) is raised before anything is written; a full disk or a taken name
-leaves no file of the export behind (only the export directory itself may have been
-created). Computes no numbers and never overwrites a file. The entry points below keep
-the names the app, the command line and the notebooks call.
+The page is assembled in memory (static_page) and its sections drawn as PNGs when asked (browser; a missing or failing
+Chromium raises RenderError before anything is written), then every file is written under one free name, all or none
+(files). Computes no numbers and never overwrites a file.
 """
 
 from __future__ import annotations
@@ -48,9 +43,8 @@ REPORT_PAGE_BYTES = 256 * 1024 * 1024
 
 
 def export(kind: Kind, subject, out_dir: str | os.PathLike, name: str, *, png: bool) -> ExportPaths:
-    """Write one export of `kind` into `out_dir` under a free stem made from `name`: the JSON, the page (every
-    section under its caption band), with `png` one PNG per drawn section (or its numbered parts), and
-    NAME.findings.md linking them, all or none."""
+    """Write one export of `kind` into `out_dir` under a free stem made from `name`: the JSON, the page, with `png` one
+    PNG per drawn section (or its numbered parts), and NAME.findings.md linking them, all or none."""
     if png:
         require_chromium()
     out_dir = Path(out_dir)
@@ -59,8 +53,9 @@ def export(kind: Kind, subject, out_dir: str | os.PathLike, name: str, *, png: b
     fields = kind.caption(subject, name, when)
     sections = kind.sections(subject)
     page = standalone_page(name, kind.intro(subject, name, when), fields, sections)
-    pngs = png_suffixes(page_screenshots(page, kind.drawn(subject))) if png else {}
     titles = {section.slug: section.title for section in sections}
+    drawn = tuple(titles) if kind.drawn is None else kind.drawn(subject)
+    pngs = png_suffixes(page_screenshots(page, drawn)) if png else {}
     write_up = kind.write_up(subject, name, fields)
     return write_export(
         out_dir,
@@ -86,12 +81,12 @@ def export_packet(
     head: int | None = None,
     emulation: Mapping[str, object] | None = None,
 ) -> ExportPaths:
-    """Write `<name>.html` (every view, inline resources), `<name>.report.json` (with the emulations the page shows)
-    and `<name>.findings.md` into `out_dir`, all or none.
+    """Write `<name>.html` (every view, inline resources), `<name>.report.json` (with the emulations the page shows) and
+    `<name>.findings.md` into `out_dir`, all or none.
 
-    `head` is the query head the views open on (default: the largest-score head); `emulation` the Emulations
-    view's settings by URL name (default: its defaults; `{"emulationSet": "builds"}` leads with which build wrote
-    the packet). Existing files are never overwritten: the name gets a -2, -3, ... suffix instead.
+    `head` is the query head the views open on (default: the largest-score head); `emulation` the Emulations view's
+    settings by URL name (default: its defaults; `{"emulationSet": "builds"}` leads with which build wrote the packet).
+    Existing files are never overwritten: the name gets a -2, -3, ... suffix instead.
     """
     return export(PACKET, _packet(analysis, head, emulation), out_dir, name or packet_name(analysis), png=False)
 
@@ -118,13 +113,11 @@ def export_pair(
     png: bool = False,
     emulate: str | Iterable[str] | None = None,
 ) -> ExportPaths:
-    """Write `<a>-vs-<b>.html` (the pair view), `<a>-vs-<b>.comparison.json`, `<a>-vs-<b>.findings.md` and, with
-    `png`, `<a>-vs-<b>-pair.png` (or its numbered parts) into `out_dir`, all or none.
+    """Write `<a>-vs-<b>.html` (the pair view), `.comparison.json`, `.findings.md` and, with `png`, `-pair.png` (or its
+    numbered parts) into `out_dir`, all or none.
 
-    `emulate` is the emulation set the pair's page computed (as for compare: "default", "sweep" or ids; the sides'
-    emulations come from analyze's cache, so the matrix is the page's): the matrix is then in the page, the PNGs,
-    the findings and the JSON's `emulationMatrix`. `names` are the packets' names in the caption band (default
-    their directory names); `report` of the returned paths is the comparison JSON.
+    `emulate`: the emulation set the pair's page computed (as for compare; from analyze's cache), then in the page,
+    PNGs, findings and `emulationMatrix`. `names`: the packets' names in the caption band (default their directories).
     """
     from explorer.pair.emulation import with_emulations
 
@@ -135,18 +128,14 @@ def export_pair(
 
 
 def export_replay(run, out_dir: str | os.PathLike, *, name: str | None = None, png: bool = False) -> ExportPaths:
-    """Write `<run>.html` (the replay view), `<run>.replay.json`, `<run>.findings.md` and, with `png`,
-    `<run>-replay.png` (or its numbered parts) into `out_dir`, all or none; `name` is the run's name in the caption
-    band (default its directory name)."""
+    """Write `<run>.html` (the replay view), `.replay.json`, `.findings.md` and, with `png`, `-replay.png` (or its
+    numbered parts) into `out_dir`, all or none; `name` defaults to the run's directory name."""
     return export(REPLAY, run, out_dir, name or os.path.basename(os.path.normpath(run.path)), png=png)
 
 
 def export_campaign(
     campaign: dict, out_dir: str | os.PathLike, *, name: str | None = None, png: bool = False
 ) -> ExportPaths:
-    """Write `<name>.html` (the campaign view), `<name>.campaign.json` (one campaign of the report),
-    `<name>.findings.md` and, with `png`, `<name>-campaign.png` into `out_dir`, all or none.
-
-    `campaign` is one entry of the campaign report's `campaigns`; `name` defaults to its model and request
-    (campaign_name)."""
+    """Write `<name>.html` (the campaign view), `.campaign.json`, `.findings.md` and, with `png`, `-campaign.png` into
+    `out_dir`, all or none; `campaign` is one entry of the report's `campaigns`, `name` defaults to campaign_name."""
     return export(CAMPAIGN, campaign, out_dir, name or campaign_name(campaign), png=png)

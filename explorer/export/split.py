@@ -1,18 +1,9 @@
-"""Splits a tall PNG of one view into numbered parts, each carrying its titles.
+"""Splits a tall PNG of one view into numbered parts, each carrying its titles; Pillow only, no I/O.
 
-Pillow only, never reads or writes a file.
-
-Every part is at most MAX_PNG_HEIGHT pixels tall. A part after the first starts with
-a copy of the view's title band (the caption band naming the packet and the view's
-title) and, when it does not itself start with a heading, a copy of the heading it
-continues (the last heading above its first row), so no part shows a figure or a
-table without its title (docs/triage-and-app.md, "The app's Export").
-
-A part ends just above a heading when one lies in the lower half of the room the
-part has; else at the lowest blank pixel row there (one colour across the whole
-width: the gap between two plots or paragraphs), never within KEEP_WITH_HEADING rows
-under a heading (a heading stays with the start of what it titles); a chart is cut
-only when no such place exists.
+Every part is at most MAX_PNG_HEIGHT tall; a later part starts with a copy of the view's title band and of the heading
+it continues (docs/triage-and-app.md, "The app's Export"). A part ends just above a heading in the lower half of its
+room, else at the lowest blank pixel row there, never within KEEP_WITH_HEADING rows under a heading; a chart is cut only
+when no such place exists.
 """
 
 from __future__ import annotations
@@ -36,8 +27,7 @@ def _blank_rows(pixels: np.ndarray) -> np.ndarray:
 
 
 def _cut_places(blank: np.ndarray, headings: Sequence[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
-    """(preferred, allowed) row masks: a part may end after row r where allowed[r]; preferred rows sit just above a
-    heading."""
+    """(preferred, allowed) row masks of where a part may end; preferred rows sit just above a heading."""
     height = len(blank)
     allowed, preferred = blank.copy(), np.zeros(height, dtype=bool)
     for top, bottom in headings:
@@ -48,9 +38,8 @@ def _cut_places(blank: np.ndarray, headings: Sequence[tuple[int, int]]) -> tuple
 
 
 def cut_rows(blank: np.ndarray, start: int, room: int, headings: Sequence[tuple[int, int]] = ()) -> list[int]:
-    """Row indices where parts end: from `start`, each part at most `room` rows, ending just above a heading (of
-    `headings`, (top, bottom) rows) or after the lowest allowed blank row of its lower half (else exactly at
-    `room`)."""
+    """Row indices where parts end: from `start`, each part at most `room` rows, ending as the module docstring says
+    (`headings`: (top, bottom) rows)."""
     preferred, allowed = _cut_places(blank, headings)
     cuts, height = [], len(blank)
     while height - start > room:
@@ -65,8 +54,7 @@ def cut_rows(blank: np.ndarray, start: int, room: int, headings: Sequence[tuple[
 
 
 def continued_heading(headings: Sequence[tuple[int, int]], start: int) -> tuple[int, int] | None:
-    """The heading a part starting at row `start` continues: the last one above it, unless the part itself begins
-    with a heading."""
+    """The heading a part starting at row `start` continues: the last one above, unless the part begins with one."""
     if any(start <= top < start + STARTS_WITH_HEADING for top, _ in headings):
         return None
     above = [(top, bottom) for top, bottom in headings if bottom <= start]
@@ -82,9 +70,8 @@ def _png(image: Image.Image) -> bytes:
 def split_png(
     png: bytes, caption_height: int, max_height: int = MAX_PNG_HEIGHT, headings: Sequence[tuple[int, int]] = ()
 ) -> list[bytes]:
-    """`png` itself when it is at most `max_height` tall; else parts, the first as it starts (with its title band of
-    `caption_height` rows), every later one under a copy of that band and of the heading it continues
-    (`headings`: (top, bottom) rows of the view's headings), each at most `max_height` tall."""
+    """`png` itself when at most `max_height` tall, else its parts: every later one under a copy of the title band
+    (`caption_height` rows) and of the heading it continues (`headings`: (top, bottom) rows)."""
     image = Image.open(io.BytesIO(png)).convert("RGB")
     width, height = image.size
     if height <= max_height:
@@ -100,22 +87,16 @@ def split_png(
     first = cut_rows(blank, 0, max_height, headings)[:1]
     ends = first + cut_rows(blank, first[0], max_height - caption_height - tallest, headings)
     caption = image.crop((0, 0, width, caption_height))
-    parts, top = [], 0
-    for index, bottom in enumerate([*ends, height]):
-        body = image.crop((0, top, width, bottom))
-        if index == 0:
-            parts.append(_png(body))
-            top = bottom
-            continue
-        titles = [caption]
+    parts = [_png(image.crop((0, 0, width, ends[0])))]
+    for top, bottom in zip(ends, [*ends[1:], height], strict=True):
+        pieces = [caption, image.crop((0, top, width, bottom))]
         heading = continued_heading(headings, top)
         if heading is not None:
-            titles.append(image.crop((0, heading[0], width, heading[1])))
-        part = Image.new("RGB", (width, sum(t.height for t in titles) + body.height), "white")
+            pieces.insert(1, image.crop((0, heading[0], width, heading[1])))
+        part = Image.new("RGB", (width, sum(piece.height for piece in pieces)), "white")
         row = 0
-        for piece in (*titles, body):
+        for piece in pieces:
             part.paste(piece, (0, row))
             row += piece.height
         parts.append(_png(part))
-        top = bottom
     return parts

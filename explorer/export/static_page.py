@@ -1,17 +1,8 @@
 """An export's page: each section under its caption band, every control as text, one offline file.
 
-The HTML inlines every script, stylesheet and icon (Bokeh INLINE resources; Panel's
-component stylesheets, which it links from its CDN even in inline mode, are turned
-into data: URLs), so the page opens with no network at all. It is a static snapshot
-of each view's state at export time: plots still zoom, pan and give exact values,
-widgets are not live.
-
-Every section opens with a caption band naming what it shows (the kind's caption
-fields: name, status, identity, selection, hash prefix, explorer version and export
-date) and the view's title, so a PNG pasted alone still says what it shows. The page
-holds no control: each setting chosen in the app is written as text, cards are plain
-open sections, buttons and instructions about clicking are left out (`static_view`).
-Builds the page in memory; writes nothing.
+Every script, stylesheet and icon is inlined (Panel's CDN stylesheets as data: URLs), so the page opens with no network;
+its plots still zoom, pan and give exact values. Each section's caption band (the kind's caption fields) and title make
+a PNG pasted alone say what it shows. Builds the page in memory; writes nothing.
 """
 
 from __future__ import annotations
@@ -52,8 +43,7 @@ CaptionFields = tuple[tuple[str, str], ...]  # (label, text) pairs of a caption 
 
 @dataclass(frozen=True)
 class Section:
-    """One section of an exported page: its slug (`export-view-<slug>`, `NAME-<slug>.png`), its title and the
-    function building its view (a Panel viewable, made static by `static_view`)."""
+    """One section of an exported page: its slug (`export-view-<slug>`, `NAME-<slug>.png`), title and view builder."""
 
     slug: str
     title: str
@@ -76,10 +66,8 @@ def caption_html(fields: tuple[tuple[str, str], ...]) -> str:
 
 
 def static_view(view):
-    """A freshly built view made fit for a static page: every control replaced by the setting it shows, as text (or
-    left out when it is a button: nothing on the page looks live that is not), every card open as a plain titled
-    column, every bound chart drawn for the settings shown, and every instruction about the live app, progress
-    indicator and part hidden at export time left out."""
+    """A freshly built view made static: every control as the setting it shows (a button left out), every card an open
+    titled column, every bound chart drawn, and hints, progress indicators and hidden parts left out."""
     import panel as pn
     from panel.param import ParamFunction, ParamMethod
 
@@ -91,9 +79,7 @@ def static_view(view):
         return _setting(view)
     if HINT_CLASS in (getattr(view, "css_classes", None) or []):
         return None
-    if isinstance(view, ParamFunction):
-        return static_view(pn.panel(view.object()))
-    if isinstance(view, ParamMethod):
+    if isinstance(view, (ParamFunction, ParamMethod)):
         return static_view(pn.panel(view.object()))
     if isinstance(view, pn.viewable.Viewer):
         return static_view(view.__panel__())
@@ -121,9 +107,9 @@ def _setting(widget):
         shown = ("yes" if value else "no") if isinstance(value, bool) else value
     if not widget.name:
         return None  # a value without a name would say nothing on a page
-    label = widget.name
     return pn.pane.HTML(
-        f'<p class="{SETTING_CLASS}" style="margin:0.2em 0"><b>{html.escape(label)}:</b> {html.escape(str(shown))}</p>',
+        f'<p class="{SETTING_CLASS}" style="margin:0.2em 0"><b>{html.escape(widget.name)}:</b> '
+        f"{html.escape(str(shown))}</p>",
         sizing_mode="stretch_width",
     )
 
@@ -141,8 +127,8 @@ def _section(section: Section, caption: str):
 
 
 def standalone_page(name: str, intro: str, fields: CaptionFields, sections: Sequence[Section]) -> str:
-    """The whole offline page of one export: `name` as its heading, the `intro` paragraph (HTML), then every
-    section under the caption band of `fields` and its title."""
+    """The whole offline page of one export: `name` as its heading, the `intro` paragraph (HTML), then every section
+    under the caption band of `fields` and its title."""
     import panel as pn
 
     with _detached():
@@ -164,8 +150,7 @@ def _data_url(match: re.Match) -> str:
 
 @contextmanager
 def _detached():
-    """Panel state of its own for an export: a private document (no session design, stylesheet cache or
-    template config of a running app leaks in) and inline resource mode (restored afterwards), one export at a
+    """A private Panel document (nothing of a running app's session leaks in) in inline resource mode, one export at a
     time (RENDERING)."""
     from bokeh.document import Document
     from panel.io.resources import set_resource_mode
@@ -176,8 +161,7 @@ def _detached():
 
 
 def _standalone_html(viewable, title: str) -> str:
-    """The viewable as one HTML document that loads nothing from anywhere (see the module docstring); a byte of a
-    file name that is not UTF-8 anywhere in it is written as \\xNN (bounded.escaped_bytes)."""
+    """The viewable as one HTML document that loads nothing; a name's byte that is not UTF-8 is written as \\xNN."""
     from bokeh.resources import INLINE
     from panel.io.resources import CDN_DIST, LOCAL_DIST
 

@@ -1,12 +1,8 @@
 """compare(a, b): two captures of one selection as one immutable Pair result (docs/pairs.md).
 
-Reads each side's cached analysis, no I/O beyond analyze() and a stat of each packet.json, never UI.
-
-Every number of a side (its ladder, its |output - reference|) is read from that
-side's own analysis; the pair adds only what needs both sides: the selection
-differences, the byte facts of the inputs, the bit / ULP / metric differences of
-the outputs and, when both sides share one primary reference, which output is
-nearer it. Swapping the sides swaps `a` and `b` and nothing else.
+Every number of a side is read from its own cached analysis; the pair adds only what needs both sides (selection
+differences, input bytes, output differences, which output is nearer a shared reference). Swapping the sides swaps `a`
+and `b` and nothing else.
 """
 
 from __future__ import annotations
@@ -135,16 +131,8 @@ def _shape_message(a: Analysis, b: Analysis) -> str:
 def bit_difference(name: str, dtype: str, bits_a: np.ndarray, bits_b: np.ndarray, limit: int) -> BitDifference:
     """Bitwise comparison of two same-shape pattern arrays whose axis 0 is the head axis."""
     if np.array_equal(bits_a, bits_b):
-        return BitDifference(
-            name,
-            dtype,
-            True,
-            int(bits_a.size),
-            0,
-            (0,) * bits_a.shape[0],
-            (),
-            MappingProxyType(bit_flips(np.zeros(8 * bits_a.itemsize, dtype=np.int64), dtype)),
-        )
+        flips = MappingProxyType(bit_flips(np.zeros(8 * bits_a.itemsize, dtype=np.int64), dtype))
+        return BitDifference(name, dtype, True, int(bits_a.size), 0, (0,) * bits_a.shape[0], (), flips)
     xor = bits_a ^ bits_b
     where = np.flatnonzero(xor)
     per_head = np.bincount(where // (xor.size // xor.shape[0]), minlength=xor.shape[0])
@@ -195,10 +183,8 @@ def _output(a: Analysis, b: Analysis) -> OutputDifference:
 
 
 def ladder_row(analysis: Analysis) -> LadderRow | None:
-    """The side's global primary, rounded and FP64-output metrics, and its elements equal to the rounded reference.
-
-    Counted over eligible heads (the only ones with a reference); `compared` is their element count.
-    """
+    """The side's global primary, rounded and FP64-output metrics and its elements equal to the rounded reference, over
+    its eligible heads (`compared`: their element count)."""
     numerics = analysis.numerics
     if numerics is None:
         return None
@@ -254,12 +240,13 @@ def _tokens(a: Analysis, b: Analysis) -> Tokens | None:
 
 
 def _refused(a: Analysis, b: Analysis) -> Pair:
+    """The pair of two analyses at least one of which is refused: its sides' refusals, nothing compared."""
     refusals = tuple(
         SideRefusal(name, problem)
         for name, side in zip(SIDES, (a, b), strict=True)
         for problem in side.admission.refusals
     )
-    return Pair.refused(a, b, refusals)
+    return Pair(a, b, REFUSED, refusals)
 
 
 def _notes(a: Analysis, b: Analysis, inputs: Inputs | None, output: OutputDifference | None) -> tuple[str, ...]:
@@ -317,10 +304,9 @@ def compare(
 ) -> Pair:
     """The pair of packets `a` and `b` (paths or analyze() results); each side's analysis comes from analyze's cache.
 
-    `emulate` (None, "default" or emulation ids, as for analyze) adds each side's emulations
-    and the emulation x side matrix (`Pair.emulation`). Raises SamePacketError when both
-    name the same packet.json and EmulationIdError for an unknown id, before reading
-    anything. Never raises for packet content.
+    `emulate` (as for analyze) adds each side's emulations and the emulation x side matrix (`Pair.emulation`). Raises
+    SamePacketError when both name one packet.json and EmulationIdError for an unknown id, before reading anything;
+    never for packet content.
     """
     if emulate is not None:
         expand(emulate)

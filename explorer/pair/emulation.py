@@ -1,23 +1,9 @@
-"""The emulation x side matrix of a pair (docs/emulations.md, Reading the counts).
+"""The emulation x side matrix of a pair (docs/emulations.md, Reading the counts); no I/O, no UI.
 
-Each side's emulations, run once when the emulated inputs are identical, and the counts on the elements where
-the sides differ; reads the sides' analyses and analyze's emulation cache, no I/O, no UI.
-
-Reading of the matrix: row `id` says how many output elements of side a, and of
-side b, equal that emulation's output bit for bit, how many of the decisive ones
-(where the emulations disagree) and how many of the differing ones (where the two
-outputs differ: the incident's "all but 1 of the 786"). When both sides hold the same
-emulated inputs (queries, stored keys and values bit for bit, the scale, the
-output dtype and the eligible heads; the incoming rows, which the paged kernel and a
-real MLX run read at token T-1), the emulations run once and both sides are
-scored against the same emulated outputs ("shared_inputs"). When the shapes agree
-but those inputs differ, each side is scored against the emulations of its own inputs
-("each_side_inputs", also said in the pair's notes): each count still answers
-"which arithmetic produced this side", but the two columns no longer share one
-emulated output. No matrix exists when a side is refused or has no reference, or
-when the geometry or the output dtypes differ (the ids then normalise
-differently); the reason code says which. Rows are held in request order;
-`ranked_rows` gives the table order.
+Per emulation, the output elements of each side bit-equal to it: all, decisive and differing ones. When both sides hold
+the same emulated inputs the emulations run once ("shared_inputs"), else each side is scored against its own
+("each_side_inputs", said in the notes). No matrix when a side is refused or has no reference, or when the geometry or
+the output dtypes differ (the reason code says which). Rows are in request order; `ranked_rows` gives the table's.
 """
 
 from __future__ import annotations
@@ -39,11 +25,18 @@ from explorer.analysis.emulation import (
     shape_of,
 )
 from explorer.analysis.result import Analysis
-from explorer.pair.model import NO_REFERENCE, SHAPE_DIFFERS, BaselineRow, Differing, MatrixRow, Pair, PairEmulations
+from explorer.pair.model import (
+    INPUT_NAMES,
+    NO_REFERENCE,
+    SHAPE_DIFFERS,
+    BaselineRow,
+    Differing,
+    MatrixRow,
+    Pair,
+    PairEmulations,
+)
 
 SHARED_INPUTS, EACH_SIDE_INPUTS = "shared_inputs", "each_side_inputs"
-EMULATED_TENSORS = ("queries", "storedKeys", "storedValues", "incomingKeys", "incomingValues")  # the paged kernel
-# and a real run read token T-1 from the incoming row
 # Why a pair's emulation matrix is None (the report's "emulationMatrixReason").
 SIDE_REFUSED = "side_refused"
 OUTPUT_DTYPES_DIFFER = "output_dtypes_differ"
@@ -57,7 +50,7 @@ def _shared_inputs(pair: Pair) -> bool:
     """True when both sides' emulations read the same values: the emulated tensors, scale, output dtype, eligibility."""
     a, b = pair.a, pair.b
     return (
-        all(pair.inputs.tensors[name].identical for name in EMULATED_TENSORS)
+        all(pair.inputs.tensors[name].identical for name in INPUT_NAMES)  # a paged or real run reads the incoming row
         and a.admission.scale == b.admission.scale
         and np.array_equal(a.numerics.eligible, b.numerics.eligible)
     )
@@ -77,10 +70,7 @@ def _with(
     run: bool = True,
     progress: Callable[[int, int], None] | None = None,
 ) -> Analysis:
-    """The side's analysis carrying the emulations of `request` (what analyze(path, emulate=request) gives).
-
-    With `run` False (a refused pair: nothing is compared) only the requested ids are set.
-    """
+    """The side's analysis carrying the emulations of `request`, as analyze gives it (`run` False: the ids only)."""
     ids = normalised_ids(request, shape_of(analysis.admission.tensors))
     if not run:
         return dataclasses.replace(analysis, emulations=None, emulation_counts=None, emulations_requested=ids)
@@ -110,8 +100,7 @@ def _on_differing(bits: np.ndarray | None, analysis: Analysis, mask: np.ndarray)
 
 
 def ranked_rows(rows: tuple[MatrixRow, ...]) -> tuple[MatrixRow, ...]:
-    """The matrix's table order: by the larger of the two sides' decisive counts (else bitEqual), ties in request
-    order."""
+    """The table order: by the larger of the sides' decisive counts (else bitEqual), ties in request order."""
     return tuple(sorted(rows, key=lambda row: min(rank_key(row.a), rank_key(row.b))))
 
 
@@ -130,9 +119,8 @@ def with_emulations(
 ) -> Pair:
     """`pair` whose sides carry the emulations of `request` and the emulation x side matrix (a new Pair).
 
-    Side a's emulations come from its analysis or analyze's cache (run on a miss); side b
-    is scored against the same emulated outputs when the emulated inputs are identical,
-    else against its own. `progress(done, total)` follows side a's computation.
+    Side a's come from analyze's cache (run on a miss); side b is scored against the same emulated outputs when the
+    emulated inputs are identical, else against its own. `progress(done, total)` follows side a's computation.
     """
     if pair.refusals:
         return dataclasses.replace(

@@ -1,19 +1,13 @@
-"""The pair's findings: one sentence per fact, which side is off first.
+"""The pair's findings: one sentence per fact with its numbers, which side is off first; no I/O, no UI.
 
-The pair's findings: one sentence per fact that says which side is off, then what and where the outputs differ, each
-with its numbers; no I/O, no UI.
-
-Leading (docs/pairs.md, "Findings"): which output is nearer the shared primary
-reference, how many elements of each side equal the reference rounded to the
-output dtype, and which emulation reproduces each side. Then the input identity,
-the output elements that differ (with the largest |a - b| and the largest ULP
-distance, each at its element), each side's largest |output - reference| at its
-element, and the target tokens. The sentences state counts, never a verdict;
-the views, the command line and the findings file draw them as they are.
+Leading (docs/pairs.md, "Findings"): which output is nearer the shared primary reference, each side's elements equal to
+the rounded reference, which emulation reproduces each side; then inputs, outputs, errors and tokens. Counts, never a
+verdict.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from explorer.analysis.blocks import linf_at, location_block
@@ -21,7 +15,7 @@ from explorer.analysis.findings import Finding, finding, largest_error_finding, 
 from explorer.analysis.metrics import largest_at
 from explorer.foundations.formatting import at_text, short_number
 from explorer.pair.emulation import EACH_SIDE_INPUTS
-from explorer.pair.model import INPUTS_DIFFER, NO_REFERENCE, SCALE_DIFFERS, SHAPE_DIFFERS, SIDES, Pair
+from explorer.pair.model import INPUTS_DIFFER, NEARER_KEYS, NO_REFERENCE, SCALE_DIFFERS, SHAPE_DIFFERS, SIDES, Pair
 
 # Why no nearer count exists, in words (the codes of Pair.nearer_reason).
 NEARER_REASONS = {
@@ -50,10 +44,7 @@ def nearer_finding(pair: Pair) -> Finding:
         "nearer",
         f"Nearer the primary reference: a {c.a}, b {c.b} of {total} elements "
         f"(equally near {c.tie}, undefined {c.undefined}).",
-        a=c.a,
-        b=c.b,
-        tie=c.tie,
-        undefined=c.undefined,
+        **{key: getattr(c, key) for key in NEARER_KEYS},
         compared=total,
     )
 
@@ -81,8 +72,9 @@ def rounded_finding(pair: Pair) -> Finding:
     return finding("rounded", f"Equal to the primary reference rounded to {dtype}: {counts}.", **numbers)
 
 
-def _ids(ids: list[str]) -> str:
-    return ids[0] if len(ids) == 1 else ", ".join(ids[:-1]) + " and " + ids[-1]
+def and_list(names: Sequence[str]) -> str:
+    """Names as prose: a; a and b; a, b and c."""
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 def emulations_finding(pair: Pair) -> Finding:
@@ -107,7 +99,7 @@ def emulations_finding(pair: Pair) -> Finding:
             continue
         ids, bit_equal, compared = found
         parts.append(
-            f"side {side}: {_ids(ids)}, bit for bit ({compared} of {compared})"
+            f"side {side}: {and_list(ids)}, bit for bit ({compared} of {compared})"
             if bit_equal == compared
             else f"side {side}: none bit for bit; the nearest is {ids[0]} ({bit_equal} of {compared})"
         )

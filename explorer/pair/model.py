@@ -1,11 +1,7 @@
-"""The Pair result and its parts as frozen dataclasses, with the pair's codes and limits.
+"""The Pair result of docs/pairs.md and its parts as frozen dataclasses, with its codes and limits.
 
-The Pair result of docs/pairs.md and its parts, as frozen dataclasses, with the pair's codes and limits; no
-computation, no I/O, no UI.
-
-`explorer.pair.compare` builds a Pair, `explorer.pair.emulation` adds its emulation
-x side matrix and `explorer.pair.report` serialises it. Classes holding arrays are `eq=False` (identity
-equality), as in explorer.analysis.result.
+Built by pair.compare, given its matrix by pair.emulation, serialised by pair.report. Classes holding arrays are
+`eq=False` (identity equality), as in explorer.analysis.result.
 """
 
 from __future__ import annotations
@@ -18,7 +14,7 @@ import numpy as np
 from explorer.analysis.display import InlineDisplay
 from explorer.analysis.result import Analysis, Baseline, Comparison, Emulation, Metrics, Ulp
 from explorer.foundations.record import Record, record
-from explorer.packet.model import REFUSED, Problem, Reason
+from explorer.packet.model import Problem, Reason
 
 SIDES = ("a", "b")
 INPUT_NAMES = ("queries", "storedKeys", "storedValues", "incomingKeys", "incomingValues")
@@ -74,11 +70,8 @@ class SelectionDifference(Record):
 
 @record
 class BitDifference(Record):
-    """Bitwise comparison of one tensor's native patterns on both sides (same dtype and shape).
-
-    `per_head` counts mismatches along the tensor's head axis; `first_positions` are the
-    first mismatched [head, token, channel] (row-major), at most `limit` of them.
-    """
+    """Bitwise comparison of one tensor's native patterns on both sides (same dtype and shape), per head axis;
+    `first_positions`: the first mismatched [head, token, channel] (row-major), at most `limit`."""
 
     tensor: str
     dtype: str
@@ -100,11 +93,8 @@ class Inputs(Record):
 
 @record(eq=False)
 class OutputDifference(Record):
-    """Output a against output b. Bitwise fields are None when the output dtypes differ.
-
-    `bits` holds the [QH, D] comparison (positions as [head, channel]); `ulp.distance`
-    is int64 [QH, D] (-1 where a value is nonfinite); `difference.abs_error` is |a - b|.
-    """
+    """Output a against output b, [QH, D]; bitwise fields are None when the output dtypes differ. `ulp.distance` is
+    -1 where a value is nonfinite; `difference.abs_error` is |a - b|."""
 
     dtype_a: str
     dtype_b: str
@@ -161,9 +151,8 @@ class Tokens(Record):
 class Pair(InlineDisplay):
     """The comparison of two analyses (docs/pairs.md). `a` and `b` are the sides' own immutable results.
 
-    `selection` holds the selection fields both sides share, as ((name, value), ...) in
-    report order; `ladder` maps "a" / "b" to a LadderRow, or None for a side without a
-    reference.
+    `selection`: the fields both sides share, ((name, value), ...) in report order; `ladder`: "a" / "b" to a LadderRow,
+    or None for a side without a reference.
     """
 
     DISPLAY_MODULE = "explorer.notebook.pair"
@@ -172,37 +161,18 @@ class Pair(InlineDisplay):
     b: Analysis
     status: str
     refusals: tuple[SideRefusal, ...]
-    reasons: tuple[Reason, ...]
-    selection: tuple[tuple[str, Any], ...] | None
-    selection_differences: tuple[SelectionDifference, ...]
-    inputs: Inputs | None
-    output: OutputDifference | None
-    ladder: Mapping[str, LadderRow | None] | None
-    nearer: Nearer | None
-    nearer_reason: str | None
-    tokens: Tokens | None
-    notes: tuple[str, ...]
+    # Past this point the defaults are a refused pair's: nothing compared.
+    reasons: tuple[Reason, ...] = ()
+    selection: tuple[tuple[str, Any], ...] | None = None
+    selection_differences: tuple[SelectionDifference, ...] = ()
+    inputs: Inputs | None = None
+    output: OutputDifference | None = None
+    ladder: Mapping[str, LadderRow | None] | None = None
+    nearer: Nearer | None = None
+    nearer_reason: str | None = None
+    tokens: Tokens | None = None
+    notes: tuple[str, ...] = ()
     emulation: PairEmulations | None = None  # None: no emulation requested (pair/emulation.py)
-
-    @classmethod
-    def refused(cls, a: Analysis, b: Analysis, refusals: tuple[SideRefusal, ...]) -> Pair:
-        """The pair of two analyses at least one of which is refused: its sides' refusals, nothing compared."""
-        return cls(
-            a=a,
-            b=b,
-            status=REFUSED,
-            refusals=refusals,
-            reasons=(),
-            selection=None,
-            selection_differences=(),
-            inputs=None,
-            output=None,
-            ladder=None,
-            nearer=None,
-            nearer_reason=None,
-            tokens=None,
-            notes=(),
-        )
 
     def side(self, name: str) -> Analysis:
         """The analysis of side "a" or "b"."""
@@ -217,11 +187,8 @@ class Pair(InlineDisplay):
 
 @record(eq=False)
 class MatrixRow(Record):
-    """One emulation scored against side a (`a`) and side b (`b`), each that side's own Emulation entry.
-
-    `differing_a` / `differing_b`: of the elements where the two outputs differ, how many
-    of side a's (side b's) equal the emulation (bitEqualDiffering); None without numbers.
-    """
+    """One emulation scored against each side (its own Emulation entry); `differing_a` / `differing_b`: of the elements
+    where the outputs differ, how many of that side's equal it (bitEqualDiffering; None without numbers)."""
 
     a: Emulation
     b: Emulation
@@ -241,8 +208,7 @@ class BaselineRow(Record):
 
 @record(eq=False)
 class Differing(Record):
-    """The elements (eligible on both sides) where the two outputs' bit patterns differ: count, per head, bool mask [QH,
-    D]."""
+    """The elements (eligible on both sides) where the outputs' bit patterns differ: count, per head, mask [QH, D]."""
 
     count: int
     per_head: tuple[int | None, ...]
@@ -251,8 +217,7 @@ class Differing(Record):
 
 @record(eq=False)
 class PairEmulations(Record):
-    """The matrix of a pair with emulations requested; `rows` (request order) None with `reason` when no matrix
-    exists."""
+    """The matrix of a pair with emulations requested; `rows` (request order) None with `reason` when none exists."""
 
     emulated_on: str | None
     rows: tuple[MatrixRow, ...] | None

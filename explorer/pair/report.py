@@ -1,16 +1,9 @@
-"""build_comparison_report: a Pair as the JSON-ready comparison report; no I/O, no UI.
+"""build_comparison_report: a Pair as the JSON-ready comparison report (docs/pairs.md); no I/O, no UI.
 
-build_comparison_report: the JSON-ready comparison report (docs/pairs.md, The comparison report's keys) as a
-pure serialization of a Pair; no I/O, no UI.
-
-Every float is finite or None (json.dumps(allow_nan=False) holds). Each section is
-one function. The emulation keys (null without an emulation request): "emulations",
-"emulationsRequested", "emulationDecisive" and "emulationBaseline" hold each side's own
-({"a", "b"}), as `explorer analyze SIDE --emulate` reports them; "emulationDiffering"
-the elements where the two outputs differ; "emulationMatrix" holds, per emulation in
-table order, the elements of each side bit-equal to it, on the decisive elements and on
-the differing ones, then the baseline row ({"emulatedOn", "rows", "baseline"}), or is
-null with "emulationMatrixReason".
+Every float is finite or None (json.dumps(allow_nan=False) holds). The emulation keys are null without an emulation
+request: "emulations", "emulationsRequested", "emulationDecisive" and "emulationBaseline" hold each side's own ({"a",
+"b"}) as `explorer analyze SIDE --emulate` reports them; "emulationMatrix" the elements of each side bit-equal to each
+emulation (table order, then the baseline), or is null with "emulationMatrixReason".
 """
 
 from __future__ import annotations
@@ -30,13 +23,14 @@ from explorer.analysis.blocks import (
     runtime,
     ulp_block,
 )
-from explorer.analysis.result import Analysis
+from explorer.analysis.result import Analysis, Emulation
 from explorer.pair.emulation import ranked_rows
 from explorer.pair.model import (
     PAIR_LIMITATIONS,
     SIDES,
     BitDifference,
     LadderRow,
+    MatrixRow,
     NearerCounts,
     OutputDifference,
     Pair,
@@ -97,10 +91,9 @@ def _output(pair: Pair) -> dict[str, Any] | None:
         "dtypes": {"a": output.dtype_a, "b": output.dtype_b},
         "outputDTypesDiffer": output.dtypes_differ,
         "compared": output.compared,
-        "mismatched": None if bitwise is None else bitwise["mismatched"],
-        "perHead": None if bitwise is None else bitwise["perHead"],
-        "positions": None if bitwise is None else bitwise["positions"],
-        "bitFlips": None if bitwise is None else bitwise["bitFlips"],
+        **{
+            key: None if bitwise is None else bitwise[key] for key in ("mismatched", "perHead", "positions", "bitFlips")
+        },
         "ulp": None if output.ulp is None else ulp_block(output.ulp),
         "difference": comparison_block(output.difference, _group(pair)),
     }
@@ -159,22 +152,23 @@ def _per_side(pair: Pair, block: Callable[[Analysis], Any]) -> dict[str, Any] | 
     return {side: block(pair.side(side)) for side in SIDES}
 
 
-def _side_decisive(analysis: Analysis) -> dict[str, Any] | None:
-    return None if analysis.emulation_counts is None else decisive_block(analysis.emulation_counts.decisive)
+def _side_counts(block: Callable[[Any], dict[str, Any]], field: str) -> Callable[[Analysis], dict[str, Any] | None]:
+    """One side's `block` of its emulation counts' `field` (None without counts)."""
+    return lambda side: None if side.emulation_counts is None else block(getattr(side.emulation_counts, field))
 
 
 def emulation_decisive_block(pair: Pair) -> dict[str, Any] | None:
     """emulationDecisive: each side's decisive elements ({"a", "b"}), null without an emulation request."""
-    return _per_side(pair, _side_decisive)
+    return _per_side(pair, _side_counts(decisive_block, "decisive"))
 
 
-def _side_baseline(analysis: Analysis) -> dict[str, Any] | None:
-    return None if analysis.emulation_counts is None else baseline_block(analysis.emulation_counts.baseline)
+def _by_side(row: MatrixRow) -> tuple[tuple[str, Emulation], ...]:
+    return (("a", row.a), ("b", row.b))
 
 
 def emulation_matrix_block(pair: Pair) -> dict[str, Any] | None:
-    """Per emulation (table order), then the baseline row: output elements of each side bit-equal to it, on the
-    decisive elements and on the differing ones."""
+    """Per emulation (table order), then the baseline row: output elements of each side bit-equal to it, on the decisive
+    elements and on the differing ones."""
     if pair.emulation is None or pair.emulation.rows is None:
         return None
     rows = [
@@ -185,13 +179,9 @@ def emulation_matrix_block(pair: Pair) -> dict[str, Any] | None:
             "notEmulated": row.a.not_emulated,
             "library": None if row.a.library is None else dict(row.a.library),
             "compared": {"a": row.a.compared, "b": row.b.compared},
-            "bitEqual": {
-                side: count_block(e.bit_equal, e.bit_equal_per_head)
-                for side, e in zip(SIDES, (row.a, row.b), strict=True)
-            },
+            "bitEqual": {side: count_block(e.bit_equal, e.bit_equal_per_head) for side, e in _by_side(row)},
             "bitEqualDecisive": {
-                side: count_block(e.bit_equal_decisive, e.bit_equal_decisive_per_head)
-                for side, e in zip(SIDES, (row.a, row.b), strict=True)
+                side: count_block(e.bit_equal_decisive, e.bit_equal_decisive_per_head) for side, e in _by_side(row)
             },
             "bitEqualDiffering": {"a": row.differing_a, "b": row.differing_b},
         }
@@ -244,7 +234,7 @@ def build_comparison_report(pair: Pair) -> dict[str, Any]:
         "emulations": _per_side(pair, _side_emulations),
         "emulationsRequested": _per_side(pair, lambda analysis: list(analysis.emulations_requested)),
         "emulationDecisive": emulation_decisive_block(pair),
-        "emulationBaseline": _per_side(pair, _side_baseline),
+        "emulationBaseline": _per_side(pair, _side_counts(baseline_block, "baseline")),
         "emulationDiffering": emulation_differing_block(pair),
         "emulationMatrix": emulation_matrix_block(pair),
         "emulationMatrixReason": None if pair.emulation is None else pair.emulation.reason,

@@ -1,18 +1,14 @@
 """The terminal summary of a comparison report (`explorer compare` without --json), findings first.
 
-Reads the report dict through its typed blocks (pair/typed.py); pure text, no I/O.
-
-Returns lines; the command line escapes what is not printable before writing them. The
-emulation x side table's rows come from the caller (explorer/views/packet/emulation_tables.py,
-a higher layer, draws the same table in the views).
+Pure text from the typed blocks (pair/typed.py); the emulation table's rows come from the caller (views draw it too).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from explorer.foundations.formatting import at_text, short_number, text_table
-from explorer.pair.typed import Inputs, Output, PairReport, Side
+from explorer.pair.typed import Inputs, LadderRow, Output, PairReport, Side
 
 SIDES = ("a", "b")
 LADDER_HEADER = (
@@ -92,25 +88,18 @@ def _output_lines(output: Output | None) -> list[str]:
     return lines
 
 
+def _ladder_cells(row: LadderRow | None) -> list[str]:
+    if row is None:
+        return ["-"] * (len(LADDER_HEADER) - 2)
+    cells = [short_number(row[block][k]) for block in LADDER_BLOCKS for k in ("linf", "rmse")]
+    return [*cells, f"{row['equalToRoundedReference']} of {row['compared']}"]
+
+
 def _ladder_lines(report: PairReport) -> list[str]:
     ladder = report["ladder"]
     if ladder is None:
         return ["Ladder: no reference on either side"]
-    rows = []
-    for name in SIDES:
-        row = ladder[name]
-        if row is None:
-            rows.append([name, short_number(report[name]["backend"]), *["-"] * 7])
-            continue
-        cells = [short_number(row[block][k]) for block in LADDER_BLOCKS for k in ("linf", "rmse")]
-        rows.append(
-            [
-                name,
-                short_number(report[name]["backend"]),
-                *cells,
-                f"{row['equalToRoundedReference']} of {row['compared']}",
-            ]
-        )
+    rows = [[name, short_number(report[name]["backend"]), *_ladder_cells(ladder[name])] for name in SIDES]
     where = [
         f"{name} {short_number(ladder[name]['primary']['linf'])}{at_text(ladder[name]['primary']['linfAt'])}"
         for name in SIDES
@@ -174,29 +163,29 @@ def _compared_lines(report: PairReport, emulation_table: PairEmulationTable) -> 
     return lines
 
 
+def listed(heading: str, items: Sequence[str], bullet: str = "  - ") -> list[str]:
+    """`heading:` over its items, one a line; nothing when there are none (the text summaries' one layout)."""
+    return [f"{heading}:", *(bullet + item for item in items)] if items else []
+
+
+def reasons_lines(reasons: Sequence[Mapping[str, str]]) -> list[str]:
+    return listed(f"Inconclusive reasons ({len(reasons)})", [f"{r['code']}  {r['message']}" for r in reasons], "  ")
+
+
 def summary_lines(report: PairReport, findings: Sequence[str], emulation_table: PairEmulationTable) -> list[str]:
-    """The summary of a comparison report (docs/pairs.md), led by the pair's finding sentences (pair/findings.py:
-    which side is off first). `emulation_table(matrix, differing, decisive)`: that table's header and rows."""
+    """The summary of a comparison report (docs/pairs.md), led by the pair's finding sentences (pair/findings.py: which
+    side is off first). `emulation_table(matrix, differing, decisive)`: that table's header and rows."""
     lines = ["Pair:", _side_line("a", report["a"]), _side_line("b", report["b"]), f"Status: {report['status']}"]
-    if findings:
-        lines.append("Findings:")
-        lines += [f"  - {text}" for text in findings]
+    lines += listed("Findings", findings)
     if report["refusals"]:
-        lines.append(f"Refusals ({len(report['refusals'])}):")
-        lines += [
-            f"  side {p['side']}: {p['code']}  {p['field'] if p['field'] is not None else '(packet.json)'}  "
+        refusals = [
+            f"side {p['side']}: {p['code']}  {p['field'] if p['field'] is not None else '(packet.json)'}  "
             f"{p['message']}"
             for p in report["refusals"]
         ]
+        lines += listed(f"Refusals ({len(refusals)})", refusals, "  ")
         lines.append("Nothing was compared: a refused packet cannot be trusted.")
-    if report["inconclusiveReasons"]:
-        lines.append(f"Inconclusive reasons ({len(report['inconclusiveReasons'])}):")
-        lines += [f"  {r['code']}  {r['message']}" for r in report["inconclusiveReasons"]]
+    lines += reasons_lines(report["inconclusiveReasons"])
     if report["status"] != "refused":
         lines += _compared_lines(report, emulation_table)
-    if report["notes"]:
-        lines.append("Notes:")
-        lines += [f"  - {text}" for text in report["notes"]]
-    lines.append("Limitations:")
-    lines += [f"  - {text}" for text in report["limitations"]]
-    return lines
+    return lines + listed("Notes", report["notes"]) + listed("Limitations", report["limitations"])

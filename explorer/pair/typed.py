@@ -1,9 +1,6 @@
 """The comparison report's blocks as typed dicts: the keys its text summary reads (docs/pairs.md).
 
-Types only, no code: pair/report.py builds these dicts, pair/text.py reads them.
-
-Blocks shared with the packet report (metrics, ULP, location) are analysis/typed.py's; a block
-whose key is a Python keyword ("global") is declared in the functional form.
+Shared blocks are analysis/typed.py's; a block keyed by a keyword ("global") is declared in the functional form.
 """
 
 from __future__ import annotations
@@ -68,19 +65,9 @@ class LadderRow(TypedDict):
     compared: int
 
 
-class Ladder(TypedDict):
-    a: LadderRow | None
-    b: LadderRow | None
-
-
-class TargetTokens(TypedDict):
-    a: int | None
-    b: int | None
-
-
 class Tokens(TypedDict):
     seedToken: int | None
-    targetToken: TargetTokens
+    targetToken: SidePair
     targetTokensDiffer: bool
 
 
@@ -103,7 +90,7 @@ class PairReport(TypedDict):
     inconclusiveReasons: list[Reason]
     inputs: Inputs | None
     output: Output | None
-    ladder: Ladder | None
+    ladder: dict[str, LadderRow | None] | None  # "a", "b"
     tokens: Tokens | None
     nearerPrimaryReference: Nearer | None
     nearerReason: str | None

@@ -1,10 +1,7 @@
-"""Operator replay runs beside their packet (docs/replay.md).
+"""Operator replay runs beside their packet (docs/replay.md); never imports UI code.
 
-The Replay model, reading the run, its computation and its JSON report; never imports UI code.
-
-The package is callable as `explorer.replay(run, ...)`: importing any module of it makes
-Python bind the package itself to the name `explorer.replay`, where the public function
-of the same name stood; calling the package runs that function, so both spellings work.
+Callable as `explorer.replay(run, ...)`: importing a module of the package binds the package to that name, where the
+public function stood, so calling the package runs the function.
 """
 
 from __future__ import annotations

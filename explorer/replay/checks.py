@@ -1,13 +1,6 @@
-"""Field rules of a replay run's JSON files and their cross-checks with the source packet.
+"""Field rules of a replay run's JSON files and their cross-checks with the source packet; pure.
 
-See docs/replay.md, Admission of the run; pure, never does I/O.
-
-Every rule returns Problems (code, JSON pointer into the file, bounded message).
-`input.json` problems are all `replay_input_invalid`; its binding to the packet is
-`replay_packet_mismatch`, its geometry `replay_geometry_mismatch`. An arm's
-`result.json` gets the arm codes of section 3; a tensor descriptor breaking a
-field rule of docs/packet-format.md is `replay_result_invalid` (a `path_invalid` file keeps its
-packet code, as the tensor files' other codes do).
+See docs/replay.md, Admission of the run. Every rule returns Problems (code, JSON pointer, bounded message).
 """
 
 from __future__ import annotations
@@ -23,6 +16,7 @@ from explorer.packet.jsonparse import is_integer
 from explorer.packet.model import TENSOR_NAMES, Admission, Problem
 from explorer.packet.schema import (
     MISSING,
+    Field,
     Problems,
     TensorDescriptor,
     integer_field,
@@ -91,6 +85,13 @@ INPUT_SECTIONS = {
 }
 INPUT_TENSORS = TENSOR_NAMES[:-1]  # the five inputs: inputBytes sums their bytes
 STAGED_SUFFIX = ".bin"
+RESULT_SCHEMA_FIELD = one_of_field("schema", (RESULT_SCHEMA,))
+GEOMETRY_FIELD = Field("geometry", lambda value: isinstance(value, dict), "an object")
+SOURCE_FIELD = Field(  # result.json's partitionGeometrySource: absent, null or a text
+    "partitionGeometrySource",
+    lambda value: value is MISSING or value is None or isinstance(value, str),
+    "a text (or null)",
+)
 
 
 @record
@@ -311,38 +312,19 @@ def check_result(
     """Every arm rule of section 3 for one result.json; `tensors` are those whose files may be read."""
     problems = Problems()
     tokens = admission.geometry["tokens"]
-    schema = value.get("schema", MISSING)
-    problems.check(schema == RESULT_SCHEMA, RESULT_INVALID, "/schema", repr(RESULT_SCHEMA), schema)
-    declared = value.get("inputSHA256", MISSING)
-    problems.check(
-        declared == input_sha256, RESULT_INVALID, "/inputSHA256", f"the SHA-256 of input.json, {input_sha256}", declared
-    )
-    problems.check(value.get("arm", MISSING) == arm, RESULT_INVALID, "/arm", repr(arm), value.get("arm", MISSING))
-    dispatch = value.get("dispatch", MISSING)
-    if problems.check(isinstance(dispatch, str), RESULT_INVALID, "/dispatch", "a string", dispatch):
-        problems.check(
-            dispatch == EXPECTED_DISPATCH[arm], DISPATCH_MISMATCH, "/dispatch", repr(EXPECTED_DISPATCH[arm]), dispatch
-        )
-    kernel = value.get("kernelOutputDType", MISSING)
-    kernel_expected = admission.tensors["queries" if arm == NATIVE else "storedKeys"].dtype
-    if problems.check(isinstance(kernel, str), RESULT_INVALID, "/kernelOutputDType", "a string", kernel):
-        problems.check(kernel == kernel_expected, DTYPE_MISMATCH, "/kernelOutputDType", repr(kernel_expected), kernel)
-    offset = value.get("offset", MISSING)
-    if problems.check(is_integer(offset), RESULT_INVALID, "/offset", "an integer", offset):
-        problems.check(offset == tokens, OFFSET_MISMATCH, "/offset", f"T = {tokens}", offset)
-    geometry = value.get("geometry", MISSING)
-    if problems.check(isinstance(geometry, dict), RESULT_INVALID, "/geometry", "an object", geometry):
-        problems.check(
-            geometry == dict(input_geometry), OFFSET_MISMATCH, "/geometry", "input.json's geometry", geometry
-        )
-    source = value.get("partitionGeometrySource")
-    problems.check(
-        source is None or isinstance(source, str),
-        RESULT_INVALID,
-        "/partitionGeometrySource",
-        "a text (or null)",
-        source,
-    )
+    digest = Field("inputSHA256", lambda held: held == input_sha256, f"the SHA-256 of input.json, {input_sha256}")
+    problems.fields(RESULT_INVALID, value, (), (RESULT_SCHEMA_FIELD, digest, one_of_field("arm", (arm,))))
+    kernel = admission.tensors["queries" if arm == NATIVE else "storedKeys"].dtype
+    for rule, expected, code, words in (  # a type (replay_result_invalid), then the value the packet gives
+        (string_field("dispatch"), EXPECTED_DISPATCH[arm], DISPATCH_MISMATCH, repr(EXPECTED_DISPATCH[arm])),
+        (string_field("kernelOutputDType"), kernel, DTYPE_MISMATCH, repr(kernel)),
+        (integer_field("offset"), tokens, OFFSET_MISMATCH, f"T = {tokens}"),
+        (GEOMETRY_FIELD, dict(input_geometry), OFFSET_MISMATCH, "input.json's geometry"),
+    ):
+        held = problems.fields(RESULT_INVALID, value, (), (rule,))
+        if rule.key in held:
+            problems.check(held[rule.key] == expected, code, pointer(rule.key), words, held[rule.key])
+    problems.fields(RESULT_INVALID, value, (), (SOURCE_FIELD,))
     table = value.get("pageTable", MISSING)
     if problems.check(isinstance(table, list), RESULT_INVALID, "/pageTable", "an array of page ids", table):
         _page_table(problems, arm, table, tokens)

@@ -1,11 +1,7 @@
-"""The numbers of a replay (docs/replay.md, What is computed).
+"""The numbers of a replay (docs/replay.md, What is computed); pure, no I/O.
 
-Each arm's output against the captures, the references and the emulations, the readback, the matrix and the
-tool-analysis cross-check; pure, no I/O.
-
-Outputs are compared by the bit patterns of their exact float32 promotions: for one
-dtype that is the native bit comparison (promotion is exact and one-to-one), +0 and
--0 differ and a NaN equals only the same NaN pattern (docs/replay.md, What is computed).
+Outputs are compared by the bit patterns of their exact float32 promotions: +0 and -0 differ, a NaN equals only the same
+pattern.
 """
 
 from __future__ import annotations
@@ -53,8 +49,8 @@ def output_difference(values: np.ndarray, other: np.ndarray) -> OutputDifference
 def readback(name: str, replayed: np.ndarray, captured: np.ndarray, same_sha256: bool) -> Readback:
     """A stored tensor read back [KVH, T, D] against the packet's, by native bit patterns.
 
-    `same_sha256`: both files (same dtype and shape) hash to one SHA-256, so they hold the same bytes and
-    no element is compared (the content identity every cache of the explorer already rests on).
+    `same_sha256`: both files (same dtype and shape) hash to one SHA-256, so they hold the same bytes and no element is
+    compared (the content identity every cache of the explorer already rests on).
     """
     if same_sha256:
         return Readback(name, True, 0, None)

@@ -1,10 +1,6 @@
-"""Finding a run's source packet by its packetSHA256 among the run's parent and siblings.
+"""Finding a run's source packet by its packetSHA256: the run's parent and its subdirectories.
 
-Finding a run's source packet by its packetSHA256 (docs/replay.md, The source packet and the partner): the
-run's parent and that parent's subdirectories, one level, never further; reads only packet.json files.
-
-A packet.json is read as admission reads it (bounded, no link followed out of its
-directory); a subdirectory reached through a link is not searched.
+Reads only packet.json files, as admission does (bounded, no link followed out); a linked subdirectory is skipped.
 """
 
 from __future__ import annotations

@@ -1,12 +1,6 @@
 """A replay run's findings: the matrix's sentence, then one sentence per arm with its numbers.
 
-Read from the replay report (docs/replay.md, The report) so every number is the JSON's;
-no I/O, no UI. The matrix's own sentence leads (which output reproduces which); each
-arm's sentence then gives its state, its elements that differ from the capture and the
-partner, its readback, its largest |output - primary reference| and ULP distance each at
-its element, its elements equal to the rounded reference and the emulations it was
-scored against. `matrix_rows` is the matrix as table rows. States and counts, never a
-verdict.
+Read from the replay report, so every number is the JSON's; no I/O, no UI. States and counts, never a verdict.
 """
 
 from __future__ import annotations
@@ -77,15 +71,8 @@ def replay_findings(report: Mapping[str, Any]) -> tuple[Finding, ...]:
     """The run's findings in reading order: refusals (then nothing else), the matrix's sentence, the inconclusive
     reasons, one sentence per arm."""
     if report["refusals"]:
-        return (
-            finding(
-                "status",
-                f"Refused ({_codes(report['refusals'])}): nothing was computed, the run cannot be read against its "
-                "packet.",
-                status=report["status"],
-                codes=[p["code"] for p in report["refusals"]],
-            ),
-        )
+        said = "nothing was computed, the run cannot be read against its packet"
+        return (_status_finding(report, "Refused", report["refusals"], said),)
     matrix = report["matrix"]
     found = [
         finding("matrix", "Matrix: not computed.")
@@ -93,23 +80,15 @@ def replay_findings(report: Mapping[str, Any]) -> tuple[Finding, ...]:
         else finding("matrix", matrix["sentence"], compared=matrix["compared"])
     ]
     if report["reasons"]:
-        found.append(
-            finding(
-                "status",
-                f"Inconclusive ({_codes(report['reasons'])}): "
-                + "; ".join(reason["message"] for reason in report["reasons"])
-                + ".",
-                status=report["status"],
-                codes=[r["code"] for r in report["reasons"]],
-            )
-        )
-    found += [arm_finding(name, arm) for name, arm in report["arms"].items()]
-    return tuple(found)
+        said = "; ".join(reason["message"] for reason in report["reasons"])
+        found.append(_status_finding(report, "Inconclusive", report["reasons"], said))
+    return (*found, *(arm_finding(name, arm) for name, arm in report["arms"].items()))
 
 
-def matrix_heading(matrix: Mapping[str, Any]) -> str:
-    """The matrix table's heading, with the elements each output holds."""
-    return f"Elements that differ, every output against every other (of {matrix['compared']} each)"
+def _status_finding(report: Mapping[str, Any], status: str, entries: Sequence[Mapping[str, Any]], said: str) -> Finding:
+    """The run's status sentence: refused or inconclusive, its codes and what they say."""
+    codes = [entry["code"] for entry in entries]
+    return finding("status", f"{status} ({_codes(entries)}): {said}.", status=report["status"], codes=codes)
 
 
 def matrix_rows(matrix: Mapping[str, Any]) -> tuple[tuple[str, ...], ...]:

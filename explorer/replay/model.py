@@ -1,12 +1,7 @@
-"""The Replay result and its parts as frozen dataclasses, with the run's codes, arms and limits.
+"""The Replay result of docs/replay.md and its parts as frozen dataclasses, with its codes and limits.
 
-The Replay result of docs/replay.md and its parts, as frozen dataclasses, with the run's codes, arms and
-limits; no computation, no I/O, no UI.
-
-`explorer.replay.run` reads a run directory, `explorer.replay.compute` builds a
-Replay from it and the analyses of its packets, `explorer.replay.report`
-serialises it. Classes holding arrays are `eq=False` (identity equality), as in
-explorer.analysis.result.
+Read by replay.run, built by replay.replay, serialised by replay.report. Classes holding arrays are `eq=False` (identity
+equality), as in explorer.analysis.result.
 """
 
 from __future__ import annotations
@@ -19,15 +14,13 @@ import numpy as np
 from explorer.analysis.display import InlineDisplay
 from explorer.analysis.result import Analysis, Comparison, Emulation, Ulp
 from explorer.foundations.record import Record, record
-from explorer.packet.model import INCONCLUSIVE, REFUSED, Problem, Reason
+from explorer.packet.model import Problem, Reason
 
 ANALYZED = "analyzed"
-REPLAY_INCONCLUSIVE, REPLAY_REFUSED = INCONCLUSIVE, REFUSED
 
 # The three arms, in report order, with the dispatch each is expected to observe.
 NATIVE, FIXED, SEGMENTED = "nativeSDPA", "pagedFixed", "pagedSegmented"
 ARMS = (NATIVE, FIXED, SEGMENTED)
-PAGED_ARMS = (FIXED, SEGMENTED)
 EXPECTED_DISPATCH = {NATIVE: "contiguous_sdpa", FIXED: "paged_fixed_decode", SEGMENTED: "paged_segmented_decode"}
 READBACK_TENSORS = ("storedKeys", "storedValues")
 ARM_TENSORS = {NATIVE: ("output",), FIXED: ("output", *READBACK_TENSORS), SEGMENTED: ("output", *READBACK_TENSORS)}
@@ -96,8 +89,7 @@ class AmbiguousPacketError(ValueError):
 class OutputDifference(Record):
     """One output against another, element bit patterns as float32 (exact for every dtype; +0 and -0 differ).
 
-    `per_head` counts differing elements per query head; `first_positions` are the first
-    differing [head, channel] (row-major), at most FIRST_POSITIONS_LIMIT.
+    `first_positions`: the first differing [head, channel] (row-major), at most FIRST_POSITIONS_LIMIT.
     """
 
     identical: bool
@@ -135,35 +127,21 @@ class ArmReferences(Record):
 class Receipt(Record):
     """What the arm says it did (result.json) and how its launch ended (execution.json); None where unknown."""
 
-    dispatch: Any
-    kernel_output_dtype: Any
-    partition_tokens: Any
-    segment_count: Any
-    pages: int | None
-    exit_code: int | None
-    seconds: float | None
-
-    @classmethod
-    def unknown(cls) -> Receipt:
-        """The receipt of an arm nothing was read of: every field unknown."""
-        return cls(
-            dispatch=None,
-            kernel_output_dtype=None,
-            partition_tokens=None,
-            segment_count=None,
-            pages=None,
-            exit_code=None,
-            seconds=None,
-        )
+    dispatch: Any = None
+    kernel_output_dtype: Any = None
+    partition_tokens: Any = None
+    segment_count: Any = None
+    pages: int | None = None
+    exit_code: int | None = None
+    seconds: float | None = None
 
 
 @record
 class ToolValue(Record):
     """One metric of the replay tool's analysis.json beside the explorer's (explorer/replay/agreement.py).
 
-    `low` / `high`: what the tool can report when its FP32 reference is another correct one
-    (None without both numbers; `high` None also when unbounded); `agrees`: the tool's
-    number lies in that range, or both are None.
+    `low` / `high`: what the tool can report when its FP32 reference is another correct one (None without both numbers;
+    `high` None also when unbounded); `agrees`: the tool's number lies in that range, or both are None.
     """
 
     tool: float | None
@@ -175,49 +153,26 @@ class ToolValue(Record):
 
 @record(eq=False)
 class ArmResult(Record):
-    """One arm: its state, codes and problems, and the numbers of a readable output (None otherwise).
+    """One arm: its state, codes and problems, and the numbers of a readable output (all None when it was not read).
 
-    `output_values` float32 [QH, D] and `output_bits` (native patterns of `output_dtype`)
-    are the arm's output when it was read; `readback` maps storedKeys / storedValues
-    to their Readback (paged arms with readable tensors).
+    `output_values` float32 [QH, D] and `output_bits` (native patterns of `output_dtype`) are the arm's output;
+    `readback` maps storedKeys / storedValues to their Readback (paged arms with readable tensors).
     """
 
     arm: str
-    state: str
+    state: str | None
     problems: tuple[Problem, ...]
     own_dispatch: bool
     receipt: Receipt
-    output_dtype: str | None
-    output_values: np.ndarray | None
-    output_bits: np.ndarray | None
-    capture: OutputDifference | None
-    partner: OutputDifference | None
-    readback: Mapping[str, Readback] | None
-    references: ArmReferences | None
-    emulations: tuple[Emulation, ...] | None
-    tool_analysis: Mapping[str, Mapping[str, ToolValue]] | None
-
-    @classmethod
-    def unread(
-        cls, arm: str, state: str | None, problems: tuple[Problem, ...], own_dispatch: bool, receipt: Receipt
-    ) -> ArmResult:
-        """An arm whose output was not read (a refused run, a refused or failed arm): state and codes, no numbers."""
-        return cls(
-            arm=arm,
-            state=state,
-            problems=problems,
-            own_dispatch=own_dispatch,
-            receipt=receipt,
-            output_dtype=None,
-            output_values=None,
-            output_bits=None,
-            capture=None,
-            partner=None,
-            readback=None,
-            references=None,
-            emulations=None,
-            tool_analysis=None,
-        )
+    output_dtype: str | None = None
+    output_values: np.ndarray | None = None
+    output_bits: np.ndarray | None = None
+    capture: OutputDifference | None = None
+    partner: OutputDifference | None = None
+    readback: Mapping[str, Readback] | None = None
+    references: ArmReferences | None = None
+    emulations: tuple[Emulation, ...] | None = None
+    tool_analysis: Mapping[str, Mapping[str, ToolValue]] | None = None
 
     @property
     def codes(self) -> tuple[str, ...]:
@@ -242,9 +197,8 @@ class Matrix(Record):
 class Replay(InlineDisplay):
     """The replay run against its packet (and partner): the one immutable result of docs/replay.md.
 
-    `packet` / `partner` are the packets' own analyses (None when not found / not given);
-    `arms` maps every arm name to its ArmResult (refused runs included, every arm absent
-    of numbers); `refusals` are the run-level refusals, `reasons` the inconclusive ones.
+    `packet` / `partner` are the packets' own analyses (None when not found / not given); `arms` maps every arm to its
+    ArmResult (a refused run's without numbers); `refusals` are the run-level refusals, `reasons` the inconclusive ones.
     """
 
     DISPLAY_MODULE = "explorer.notebook.replay"

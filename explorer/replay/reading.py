@@ -1,25 +1,19 @@
 """The replay matrix read in one sentence; pure, from the Matrix and the arm states only.
 
-Which arm reproduces which capture, and which arms are byte-identical:
-"nativeSDPA reproduces the capture bit for bit; pagedFixed and pagedSegmented reproduce the
-partner bit for bit; pagedFixed and pagedSegmented are byte-identical." Arms that read the
-same are named together; an arm that reproduces neither capture says by how many elements
-it differs from each; an arm without an output says its state. Counts, never a verdict.
+E.g. "nativeSDPA reproduces the capture bit for bit; pagedFixed and pagedSegmented reproduce the partner bit for bit;
+pagedFixed and pagedSegmented are byte-identical." Counts, never a verdict.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from explorer.pair.findings import and_list
 from explorer.replay.model import ARMS, CAPTURE, PARTNER, ArmResult, Matrix
 
 
-def _names(arms: Sequence[str]) -> str:
-    return arms[0] if len(arms) == 1 else ", ".join(arms[:-1]) + " and " + arms[-1]
-
-
 def _plural(arms: Sequence[str], one: str, many: str) -> str:
-    return f"{_names(arms)} {one if len(arms) == 1 else many}"
+    return f"{and_list(arms)} {one if len(arms) == 1 else many}"
 
 
 def _arm_phrase(matrix: Matrix, arm: str) -> tuple[str, str]:
@@ -61,7 +55,7 @@ def matrix_sentence(matrix: Matrix | None, arms: Mapping[str, ArmResult]) -> str
         plurals[singular] = plural
     parts = [_plural(names, singular, plurals[singular]) for singular, names in clauses.items()]
     parts += [
-        f"{_names(group)} are byte-identical" if len(group) < len(ARMS) else "all three arms are byte-identical"
+        f"{and_list(group)} are byte-identical" if len(group) < len(ARMS) else "all three arms are byte-identical"
         for group in _identical_groups(matrix, readable)
     ]
     if len(readable) > 1 and not _identical_groups(matrix, readable):

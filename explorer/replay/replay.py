@@ -1,13 +1,7 @@
-"""replay(run, packet, partner): a replay run put against its packet (and partner) as one Replay.
+"""replay(run, packet, partner): a replay run read with the packet rules as one Replay.
 
-replay(run, packet, partner): a replay run read with the packet rules and put against its packet (and partner)
-as one immutable Replay (docs/replay.md); reads the run and the packets' cached analyses, never UI.
-
-Order of work: open RUN; input.json (a refusal there ends the run); the source packet
-(given, or found beside the run by packetSHA256) and its cached analysis; input.json's
-binding to it, the staged files and the geometry; then each arm on its own: its
-directory, execution.json's launch, result.json's rules, its tensor files; then the
-numbers of every readable output, the matrix and the tool's analysis.json beside them.
+Order of work (docs/replay.md): input.json (a refusal there ends the run); the source packet and its cached analysis;
+the binding, staged files and geometry; each arm on its own; then the numbers, the matrix and analysis.json.
 """
 
 from __future__ import annotations
@@ -93,7 +87,7 @@ def _refused(
     packet: Analysis | None = None,
     value: Mapping[str, Any] | None = None,
 ) -> Replay:
-    arms = {arm: ArmResult.unread(arm, None, (), False, Receipt.unknown()) for arm in ARMS}
+    arms = {arm: ArmResult(arm, None, (), False, Receipt()) for arm in ARMS}
     return Replay(
         path=path,
         status=REFUSED,
@@ -199,14 +193,10 @@ def _file_problems(arm: str, outcomes: Mapping[str, FileOutcome]) -> list[Proble
     ]
 
 
-def _bits(outcome: FileOutcome, dtype: str, shape: tuple[int, ...]) -> np.ndarray:
-    return bits_from_buffer(outcome.data, dtype, shape)
-
-
-def _values(bits: np.ndarray, dtype: str) -> np.ndarray:
-    values = promote(bits, dtype)
-    values.flags.writeable = False
-    return values
+def _tensor_bits(outcomes: Mapping[str, FileOutcome], arm: str, name: str, descriptors: Mapping) -> np.ndarray:
+    """The native bit patterns of the arm's tensor file `name`."""
+    descriptor = descriptors[name]
+    return bits_from_buffer(outcomes[f"/{arm}/tensors/{name}"].data, descriptor.dtype, descriptor.shape)
 
 
 class _Arm:
@@ -261,11 +251,12 @@ def _arm_result(
     arm = read.arm
     own = EXPECTED_DISPATCH[arm] == source.admission.selection["dispatch"]
     if read.checked is None or read.problems:
-        return ArmResult.unread(arm, read.state, tuple(read.problems), own, read.receipt)
+        return ArmResult(arm, read.state, tuple(read.problems), own, read.receipt)
     descriptors = read.checked.tensors
     dtype = descriptors["output"].dtype
-    bits = _bits(outcomes[f"/{arm}/tensors/output"], dtype, descriptors["output"].shape)[0, :, 0, :]
-    values = _values(bits, dtype)
+    bits = _tensor_bits(outcomes, arm, "output", descriptors)[0, :, 0, :]
+    values = promote(bits, dtype)
+    values.flags.writeable = False
     packet_tensors = source.admission.tensors
     backs = None
     if len(descriptors) > 1:
@@ -273,7 +264,7 @@ def _arm_result(
             {
                 name: readback(
                     name,
-                    _bits(outcomes[f"/{arm}/tensors/{name}"], descriptors[name].dtype, descriptors[name].shape)[0],
+                    _tensor_bits(outcomes, arm, name, descriptors)[0],
                     packet_tensors[name].bits[0],
                     outcomes[f"/{arm}/tensors/{name}"].sha256 == packet_tensors[name].sha256,
                 )
@@ -311,29 +302,29 @@ def _arm_result(
 # ---------------------------------------------------------------- reasons
 
 
+def _listing(code: str, what: str, items: Iterable[str]) -> Reason:
+    return Reason(code, f"{what}: " + ", ".join(items))
+
+
 def _packet_reasons(source: Analysis, partner: Analysis | None) -> list[Reason]:
     reasons = []
     if source.status == INCONCLUSIVE:
         reasons.append(
-            Reason(
-                PACKET_INCONCLUSIVE, "the source packet is inconclusive: " + ", ".join(r.code for r in source.reasons)
-            )
+            _listing(PACKET_INCONCLUSIVE, "the source packet is inconclusive", (r.code for r in source.reasons))
         )
     if partner is None:
         return reasons
     if partner.status == REFUSED:
-        reasons.append(
-            Reason(PARTNER_REFUSED, "the partner is refused: " + ", ".join(p.code for p in partner.admission.refusals))
-        )
-        return reasons
+        return [
+            *reasons,
+            _listing(PARTNER_REFUSED, "the partner is refused", (p.code for p in partner.admission.refusals)),
+        ]
     if partner.status == INCONCLUSIVE:
-        reasons.append(
-            Reason(PARTNER_INCONCLUSIVE, "the partner is inconclusive: " + ", ".join(r.code for r in partner.reasons))
-        )
+        reasons.append(_listing(PARTNER_INCONCLUSIVE, "the partner is inconclusive", (r.code for r in partner.reasons)))
     mine, theirs = selection_key(source), selection_key(partner)
     if mine is not None and theirs is not None and mine != theirs:
         fields = [name for (name, value), (_, other) in zip(mine, theirs, strict=True) if value != other]
-        reasons.append(Reason(PARTNER_SELECTION_DIFFERS, "the partner's selection differs: " + ", ".join(fields)))
+        reasons.append(_listing(PARTNER_SELECTION_DIFFERS, "the partner's selection differs", fields))
     return reasons
 
 
@@ -392,10 +383,9 @@ def replay(
 ) -> Replay:
     """The Replay of the run directory `run` against `packet` (default: found by packetSHA256) and `partner`.
 
-    `emulate` as for analyze: the packet's emulations, scored against each arm's output.
-    Raises AmbiguousPacketError when two or more packets beside the run match and
-    EmulationIdError for an unknown id, before reading anything else. Never raises for
-    the content of the run or of the packets.
+    `emulate` as for analyze: the packet's emulations, scored against each arm's output. Raises AmbiguousPacketError
+    when two or more packets beside the run match and EmulationIdError for an unknown id, before reading anything else.
+    Never raises for the content of the run or of the packets.
     """
     if emulate is not None:
         from explorer.analysis.emulation import expand  # loaded only when emulations are asked for, as in analyze

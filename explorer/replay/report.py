@@ -1,13 +1,7 @@
-"""build_replay_report: a Replay as the JSON-ready replay report; no I/O, no UI.
+"""build_replay_report: a Replay as the JSON-ready replay report (docs/replay.md); no I/O, no UI.
 
-build_replay_report: the JSON-ready replay report (docs/replay.md, The report) as a pure serialization of a
-Replay; no I/O, no UI.
-
-Every float is finite or None (json.dumps(allow_nan=False) holds). Keys beyond the
-contract's list: `reasons` (each inconclusive reason with its message), per arm
-`problems` (each refusal code with its pointer into result.json and its message),
-`matrix.compared` (elements per output), `emulationsRequested`, `runtime` and
-`limitations`.
+Every float is finite or None (json.dumps(allow_nan=False) holds). Keys beyond the contract's list: `reasons`, per arm
+`problems`, `matrix.compared`, `emulationsRequested`, `runtime` and `limitations`.
 """
 
 from __future__ import annotations

@@ -1,12 +1,7 @@
-"""Reading a replay run directory with the packet rules.
+"""Reading a replay run directory with the packet rules: its JSON files, arm directories and launches.
 
-Its JSON files (bounded, strict), which arm directories exist, execution.json and analysis.json; walks only
-inside RUN, never computes numerics.
-
-Every file is opened below the one open run directory by `explorer.packet.files`
-(component by component, no link followed out, regular files only, read at most
-once and hashed as read). The tensor files are verified by `verify_files` with
-their declared length and hash, and aliases between them are refused.
+Every file is opened below the one open run directory by explorer.packet.files (no link followed out, regular files
+only, read once and hashed as read); never computes numerics.
 """
 
 from __future__ import annotations
@@ -117,25 +112,32 @@ def arm_present(root: PacketRoot, arm: str) -> bool:
     return True
 
 
-def _seconds(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value) if math.isfinite(float(value)) else None
+def _number(value: Any) -> tuple[bool, float | None]:
+    """(usable, value): a finite number or null."""
+    if value is None:
+        return True, None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(float(value)):
+        return False, None
+    return True, float(value)
+
+
+def _unused(name: str, document: JsonDocument) -> tuple[str, ...]:
+    """The note on a file that could not be read (none when it is simply absent)."""
+    missing = document.problem.code == "path_missing"
+    return () if missing else (f"{name} was not used: {document.problem.message}",)
 
 
 def launches(document: JsonDocument) -> tuple[dict[str, Launch], tuple[str, ...]]:
     """Each arm's launch (the last entry naming it) and notes on what was unusable; ({}, note) without the file."""
     if document.problem is not None:
-        missing = document.problem.code == "path_missing"
-        return {}, () if missing else (f"{EXECUTION_JSON} was not used: {document.problem.message}",)
+        return {}, _unused(EXECUTION_JSON, document)
     if not isinstance(document.value, list):
         return {}, (f"{EXECUTION_JSON} was not used: its root is not an array",)
     found: dict[str, Launch] = {}
     notes = []
     for index, entry in enumerate(document.value):
-        arm = entry.get("arm") if isinstance(entry, dict) else None
-        exit_code = entry.get("exitCode") if isinstance(entry, dict) else None
-        failure = entry.get("failure") if isinstance(entry, dict) else None
+        fields = entry if isinstance(entry, dict) else {}
+        arm, exit_code, failure = fields.get("arm"), fields.get("exitCode"), fields.get("failure")
         if (
             arm not in ARMS
             or not (exit_code is None or is_integer(exit_code))
@@ -146,30 +148,17 @@ def launches(document: JsonDocument) -> tuple[dict[str, Launch], tuple[str, ...]
                 f"{shown(exit_code)}, failure {shown(failure)}"
             )
             continue
-        found[arm] = Launch(exit_code, failure, _seconds(entry.get("seconds")))
+        found[arm] = Launch(exit_code, failure, _number(fields.get("seconds"))[1])
     return found, tuple(notes)
-
-
-def _tool_value(value: Any) -> tuple[bool, float | None]:
-    """(usable, value): a metric of analysis.json is a finite number or null."""
-    if value is None:
-        return True, None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(float(value)):
-        return False, None
-    return True, float(value)
 
 
 def tool_metrics(
     document: JsonDocument,
 ) -> tuple[dict[str, dict[str, dict[str, float | None]]] | None, tuple[str, ...]]:
-    """Per arm {primary|rounded: {linf, rmse, relativeL2}} from analysis.json, or None with a note when unusable.
-
-    An arm the file does not describe (or describes in another shape) is left out, with a note.
-    """
+    """Per arm {primary|rounded: {linf, rmse, relativeL2}} from analysis.json, or None with a note when unusable; an
+    arm the file does not describe (or describes in another shape) is left out, with a note."""
     if document.problem is not None:
-        if document.problem.code == "path_missing":
-            return None, ()
-        return None, (f"{ANALYSIS_JSON} was not used: {document.problem.message}",)
+        return None, _unused(ANALYSIS_JSON, document)
     value = document.value
     if value.get("schema") != ANALYSIS_SCHEMA or not isinstance(value.get("arms"), dict):
         return None, (f"{ANALYSIS_JSON} was not used: not of schema {ANALYSIS_SCHEMA} with an arms object",)
@@ -182,7 +171,7 @@ def tool_metrics(
             metrics = block.get("global") if isinstance(block, dict) else None
             if not isinstance(metrics, dict):
                 break
-            usable = {metric: _tool_value(metrics.get(metric)) for metric in TOOL_METRICS}
+            usable = {metric: _number(metrics.get(metric)) for metric in TOOL_METRICS}
             if not all(held for held, _ in usable.values()):
                 break
             blocks[name] = {metric: number for metric, (_, number) in usable.items()}

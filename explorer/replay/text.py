@@ -1,13 +1,12 @@
 """The terminal summary of a replay report (`explorer replay` without --json): matrix, then each arm.
 
-Reads the report dict through its typed blocks (replay/typed.py); pure text, no I/O.
-
-Returns lines; the command line escapes what is not printable before writing them.
+Pure text from the typed blocks (replay/typed.py); the command line escapes what is not printable.
 """
 
 from __future__ import annotations
 
 from explorer.foundations.formatting import at_text, short_number, text_table
+from explorer.pair.text import listed, reasons_lines
 from explorer.replay.typed import (
     Arm,
     CaptureDifference,
@@ -23,6 +22,11 @@ from explorer.replay.typed import (
 LADDER_BLOCKS = (("primary", "FP32 reference"), ("rounded", "rounded reference"), ("fp64", "FP64"))
 
 
+def matrix_heading(matrix: Matrix) -> str:
+    """The matrix table's heading, with the elements each output holds."""
+    return f"Elements that differ, every output against every other (of {matrix['compared']} each)"
+
+
 def matrix_lines(matrix: Matrix | None) -> list[str]:
     """The incident's table, led by its reading in one sentence: elements that differ between every two outputs."""
     if matrix is None:
@@ -31,7 +35,7 @@ def matrix_lines(matrix: Matrix | None) -> list[str]:
     rows = [[label, *map(str, row)] for label, row in zip(labels, matrix["mismatched"], strict=True)]
     return [
         f"Reading: {matrix['sentence']}",
-        f"Elements that differ, every output against every other (of {matrix['compared']} each):",
+        f"{matrix_heading(matrix)}:",
         *text_table(["", *labels], rows),
     ]
 
@@ -139,21 +143,12 @@ def summary_lines(report: ReplayReport) -> list[str]:
         _packet("Partner", report["partner"]),
         f"Status: {report['status']}",
     ]
-    if report["refusals"]:
-        lines.append(f"Refusals ({len(report['refusals'])}):")
-        lines += [f"  {p['code']}  {p['pointer'] or ''}  {p['message']}" for p in report["refusals"]]
+    refusals = [f"{p['code']}  {p['pointer'] or ''}  {p['message']}" for p in report["refusals"]]
+    if refusals:
+        lines += listed(f"Refusals ({len(refusals)})", refusals, "  ")
         lines.append("Nothing was computed: the run cannot be read against its packet.")
     else:
-        lines += matrix_lines(report["matrix"])
-        if report["reasons"]:
-            lines.append(f"Inconclusive reasons ({len(report['reasons'])}):")
-            lines += [f"  {r['code']}  {r['message']}" for r in report["reasons"]]
-        lines.append("Arms:")
+        lines += matrix_lines(report["matrix"]) + reasons_lines(report["reasons"]) + ["Arms:"]
         for name, arm in report["arms"].items():
             lines += _arm_lines(name, arm)
-    if report["notes"]:
-        lines.append("Notes:")
-        lines += [f"  - {note}" for note in report["notes"]]
-    lines.append("Limitations:")
-    lines += [f"  - {text}" for text in report["limitations"]]
-    return lines
+    return lines + listed("Notes", report["notes"]) + listed("Limitations", report["limitations"])

@@ -1,9 +1,6 @@
 """The replay report's blocks as typed dicts: the keys its text summary reads (docs/replay.md).
 
-Types only, no code: replay/report.py builds these dicts, replay/text.py reads them.
-
-Blocks shared with the packet report (metrics, ULP) are analysis/typed.py's; a block whose key is
-a Python keyword ("global") is declared in the functional form.
+Shared blocks are analysis/typed.py's; a block keyed by a keyword ("global") is declared in the functional form.
 """
 
 from __future__ import annotations
@@ -48,8 +45,8 @@ class ReadbackEntry(TypedDict):
 
 
 class References(TypedDict):
-    """An arm's output against the primary, rounded and FP64 references (blocks C and U) and `worstAt`: for each
-    of them the location block of its largest value (docs/replay.md)."""
+    """An arm's output against the primary, rounded and FP64 references (blocks C and U) and `worstAt`: for each of them
+    the location block of its largest value (docs/replay.md)."""
 
     primary: Comparison
     rounded: Comparison
