@@ -44,6 +44,7 @@ DEFAULT_IDS = ["mlx_two_pass", "mlx_two_pass(partialDType=float32)", "paged_two_
 
 @pytest.fixture(scope="module")
 def pair():
+    clear_cache()  # computed here, not taken from an earlier test's analyses (a side's own run is no shared one)
     return explorer.compare(PAGED, CONTIGUOUS, emulate="default")
 
 
