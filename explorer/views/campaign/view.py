@@ -1,15 +1,8 @@
-"""The Campaign view: a campaign's cells as a steps x layers heatmap; draws only.
+"""The Campaign view: a campaign's cells as a steps x layers heatmap in state colours; draws only.
 
-The Campaign view: a campaign's cells as a steps x layers heatmap in categorical state colours, differing elements
-as labels, the origin sentence above; draws only.
-
-It reads one campaign of the campaign report (`explorer campaign --json`,
-docs/campaigns.md) and computes nothing: the states, counts and the origin
-sentence are the report's. The axes are folded (campaigns/axis.py): captured steps
-and layers only, a narrow `~` slot where they jump. A grid wider than the main
-area opens at the origin's step and scrolls sideways. `on_cell(step, layer)` hears
-a click on a cell (the app opens that cell's pair); without it the grid is a
-picture (notebooks).
+It draws one campaign of the report (docs/campaigns.md): the states, counts and origin sentence are the report's.
+The axes are folded (campaigns/axis.py); a grid wider than the main area opens at the origin's step and scrolls
+sideways. `on_cell(step, layer)` hears a click on a cell; without it the grid is a picture (notebooks).
 """
 
 from __future__ import annotations

@@ -1,7 +1,4 @@
-"""Attention view: softmax weights over tokens of the selected query head.
-
-(log y) with its diagnostics, and an overview across heads; draws only the analysis' attention numbers.
-"""
+"""Attention view: a query head's softmax weights (log y) and diagnostics, then every head's."""
 
 from __future__ import annotations
 
@@ -232,7 +229,6 @@ def _overview_map(numerics: Numerics) -> list:
         title="Softmax weights, query head x token",
         colour_label="weight",
         xlabel="token",
-        ylabel="query head",
         clim=scale.clim,
         logz=scale.logz,
         cmap=CONTINUOUS_CMAP,
@@ -277,11 +273,10 @@ def build(analysis: Analysis, selection: Selection) -> pn.Column:
 
     A head beyond the packet's query heads is replaced by head 0 in `selection`, and the view says so.
     """
-    column = explained(
+    return explained(
         analysis,
         html_summary.NEEDS_NUMERICS,
         lambda: _body(analysis, selection),
         "the softmax weights and attention diagnostics per query head",
+        "view-attention",
     )
-    column.css_classes = ["view-attention"]
-    return column

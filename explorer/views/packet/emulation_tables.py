@@ -1,11 +1,6 @@
-"""The emulation tables as header and rows of plain strings.
+"""Emulation tables as header and rows of plain strings (the CLI prints them, views escape them).
 
-Read from the report's own emulation keys (the CLI prints them, the views and notebooks escape them into
-HTML); stdlib only, computes no number.
-
-Rows come in the report's table order (bitEqualDecisive, else bitEqual, largest
-first; entries without numbers last) and the baseline (the primary reference rounded
-to the output dtype) is always the last row.
+Rows in the report's table order (bitEqualDecisive, else bitEqual, largest first), the baseline always last.
 """
 
 from __future__ import annotations

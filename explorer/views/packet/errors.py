@@ -1,8 +1,6 @@
-"""Per-head error view: maps of |output - reference| and per-head metric charts.
+"""Per-head error view: maps of |output - reference|, per-head metric charts with the noise floor.
 
-Per-head error view: query head x channel maps of |output - reference| (each its own colour scale, or one
-shared), with captions saying what dominates each, and per-head metric charts with the FP64 noise floor; draws
-only numbers held by the analysis.
+Each map on its own colour scale or one shared, captioned with what dominates it.
 """
 
 from __future__ import annotations
@@ -136,8 +134,6 @@ def _map(item: ErrorMap, kv_heads: list[int], scale) -> hv.Image:
         fields,
         title=item.title,
         colour_label="|output - reference|",
-        xlabel="channel",
-        ylabel="query head",
         clim=scale.clim,
         logz=scale.logz,
         cmap=CONTINUOUS_CMAP,
@@ -279,11 +275,10 @@ def _body(analysis: Analysis, selection: Selection) -> list:
 
 def build(analysis: Analysis, selection: Selection) -> pn.Column:
     """The per-head error view of one analysis (explains itself when no reference was computed)."""
-    column = explained(
+    return explained(
         analysis,
         html_summary.NEEDS_NUMERICS,
         lambda: _body(analysis, selection),
         "the |output - reference| maps and the per-head metric charts",
+        "view-errors",
     )
-    column.css_classes = ["view-errors"]
-    return column

@@ -1,8 +1,4 @@
-"""Last-row view: stored row T-1 vs the incoming row for keys and values.
-
-As XOR field maps, bit-position histograms and an explicit all-bits-equal state; draws only the analysis'
-LastRow facts.
-"""
+"""Last-row view: stored row T-1 vs the incoming row of keys and values: XOR maps, histograms."""
 
 from __future__ import annotations
 
@@ -30,7 +26,7 @@ from explorer.views.shared.common import (
     plot_pane,
     state,
 )
-from explorer.views.shared.markup import esc, table
+from explorer.views.shared.markup import esc, swatches, table
 from explorer.views.shared.scales import isolated_cells
 
 # field_mask codes: bit 1 = sign differs, 2 = exponent differs, 4 = mantissa differs.
@@ -55,13 +51,9 @@ HISTOGRAM_HEIGHT = 260
 
 
 def legend_html() -> str:
-    swatches = "".join(
-        f'<span style="display:inline-block;margin-right:1em"><span style="display:inline-block;'
-        f'width:0.9em;height:0.9em;background:{colour};border:1px solid #999;vertical-align:middle">'
-        f"</span> {esc(name)}</span>"
-        for name, colour in zip(FIELD_NAMES, FIELD_COLOURS, strict=True)
+    return (
+        f'<div class="field-legend">Fields that differ: {swatches(zip(FIELD_NAMES, FIELD_COLOURS, strict=True))}</div>'
     )
-    return f'<div class="field-legend">Fields that differ: {swatches}</div>'
 
 
 def _xor_map(row: LastRow, title: str) -> hv.Image:
@@ -80,7 +72,6 @@ def _xor_map(row: LastRow, title: str) -> hv.Image:
         fields,
         title=title,
         colour_label="fields that differ",
-        xlabel="channel",
         ylabel="KV head",
         clim=(-0.5, len(FIELD_NAMES) - 0.5),
         cmap=list(FIELD_COLOURS),
@@ -181,11 +172,10 @@ def _body(analysis: Analysis) -> list:
 
 def build(analysis: Analysis, selection: Selection) -> pn.Column:
     """The last-row bit view of one analysis (explains itself when no tensor facts exist)."""
-    column = explained(
+    return explained(
         analysis,
         html_summary.NEEDS_FACTS,
         lambda: _body(analysis),
         "the stored-vs-incoming last-row bit comparison of keys and values",
+        "view-lastrow",
     )
-    column.css_classes = ["view-lastrow"]
-    return column

@@ -1,8 +1,4 @@
-"""Narrowed-Q view: the counterfactual beside the primary reference, or why it does not apply.
-
-Narrowed-Q view: the counterfactual beside the primary reference (per-head errors, the difference between the
-two references, the Q rounding difference) or why it does not apply; draws only numbers held by the analysis.
-"""
+"""Narrowed-Q view: the counterfactual beside the primary reference, or why it does not apply."""
 
 from __future__ import annotations
 
@@ -66,8 +62,6 @@ def _difference_map(
         fields,
         title=title,
         colour_label=DIFFERENCE_LABEL,
-        xlabel="channel",
-        ylabel="query head",
         clim=scale.clim,
         logz=scale.logz,
         cmap=CONTINUOUS_CMAP,
@@ -139,11 +133,10 @@ def _body(analysis: Analysis, selection: Selection) -> list:
 
 def build(analysis: Analysis, selection: Selection) -> pn.Column:
     """The narrowed-Q view of one analysis (explains itself when no reference was computed)."""
-    column = explained(
+    return explained(
         analysis,
         html_summary.NEEDS_NUMERICS,
         lambda: _body(analysis, selection),
         "the narrowed-Q counterfactual beside the primary reference",
+        "view-narrowed",
     )
-    column.css_classes = ["view-narrowed"]
-    return column

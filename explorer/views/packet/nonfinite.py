@@ -1,8 +1,6 @@
 """Nonfinite view: counts and maps of where each tensor holds NaNs or infinities.
 
-Nonfinite view: a counts table, a map of where each tensor holding quiet/signaling NaNs or +/-inf holds them
-(head x channel, or head x token aggregated over channels) and one all-finite line per other tensor; draws
-only the analysis' NonfiniteMap facts.
+Head x channel kinds, or head x token counts for the stored K/V; one all-finite line per other tensor.
 """
 
 from __future__ import annotations
@@ -39,7 +37,7 @@ from explorer.views.shared.common import (
     state,
 )
 from explorer.views.shared.marks import selectable
-from explorer.views.shared.markup import NEGATIVE_INFINITY_HEADER, esc, table
+from explorer.views.shared.markup import NEGATIVE_INFINITY_HEADER, esc, swatches, table
 
 TOKEN_TENSORS = ("storedKeys", "storedValues")  # drawn head x token, aggregated over channels
 QUERY_HEAD_TENSORS = ("queries", "output")  # query head x channel maps: a click selects that output element
@@ -60,13 +58,7 @@ def _height(rows: int) -> int:
 
 def legend_html() -> str:
     """The colour of each kind (finite, quiet/signaling NaN, +/-inf) as a line of swatches."""
-    swatches = "".join(
-        f'<span style="display:inline-block;margin-right:1em"><span style="display:inline-block;'
-        f'width:0.9em;height:0.9em;background:{colour};border:1px solid #999;vertical-align:middle">'
-        f"</span> {esc(name)}</span>"
-        for name, colour in zip(KIND_NAMES, KIND_COLOURS, strict=True)
-    )
-    return f'<div class="kind-legend">{swatches}</div>'
+    return f'<div class="kind-legend">{swatches(zip(KIND_NAMES, KIND_COLOURS, strict=True))}</div>'
 
 
 def _channel_map(nonfinite: NonfiniteMap, bits: np.ndarray, dtype: str, height: int | None = None) -> hv.Image:
@@ -81,7 +73,6 @@ def _channel_map(nonfinite: NonfiniteMap, bits: np.ndarray, dtype: str, height: 
         fields,
         title=f"{nonfinite.tensor}: kind of every element",
         colour_label="kind",
-        xlabel="channel",
         ylabel="head",
         clim=(-0.5, len(KIND_CODES) - 0.5),
         cmap=list(KIND_COLOURS),
@@ -241,11 +232,10 @@ def _body(analysis: Analysis, selection: Selection) -> list:
 
 def build(analysis: Analysis, selection: Selection) -> pn.Column:
     """The nonfinite view of one analysis (explains itself when no tensor facts exist)."""
-    column = explained(
+    return explained(
         analysis,
         html_summary.NEEDS_FACTS,
         lambda: _body(analysis, selection),
         "the NaN and infinity maps and counts of the six tensors",
+        "view-nonfinite",
     )
-    column.css_classes = ["view-nonfinite"]
-    return column

@@ -1,8 +1,4 @@
-"""Overview view: status, reasons and identity above four compact views, each linked to its tab.
-
-Overview view: status, reasons and identity above the four views side by side (error map, last-row bits,
-nonfinite counts, narrowed-Q), each compact and linked to its tab; draws only numbers held by the analysis.
-"""
+"""Overview view: status, reasons and identity above four compact views, each linked to its tab."""
 
 from __future__ import annotations
 
@@ -156,8 +152,6 @@ def _error_map(analysis: Analysis, numerics: Numerics, selection: Selection) -> 
             fields,
             title=what,
             colour_label="|error|",
-            xlabel="channel",
-            ylabel="query head",
             clim=scale.clim,
             logz=scale.logz,
             cmap=CONTINUOUS_CMAP,
@@ -259,7 +253,6 @@ def _last_rows(analysis: Analysis) -> list:
         fields,
         title="",
         colour_label="fields that differ",
-        xlabel="channel",
         ylabel="KV head",
         clim=(-0.5, len(lastrow.FIELD_NAMES) - 0.5),
         cmap=list(lastrow.FIELD_COLOURS),
@@ -397,30 +390,23 @@ def _where_caption(numerics: Numerics) -> str:
 
 
 def _cells(analysis: Analysis, selection: Selection) -> list:
-    numerics, facts = analysis.numerics, analysis.facts
-    needs_numerics, needs_facts = html_summary.NEEDS_NUMERICS, html_summary.NEEDS_FACTS
-    bodies = {
+    numerics, needs_numerics, needs_facts = analysis.numerics, html_summary.NEEDS_NUMERICS, html_summary.NEEDS_FACTS
+    bodies = {  # slug: (what the cell needs, what it draws, its body); the live app's hint (left out of exports) last
         "errors": (
-            # the captions' markup in one pane, the live app's hint (left out of exports) last
-            [*_error_map(analysis, numerics, selection), _where_caption(numerics), hint(MAP_HINT)]
-            if numerics is not None
-            else [_unavailable(analysis, needs_numerics, "the per-head error map")]
+            needs_numerics,
+            "the per-head error map",
+            lambda: [*_error_map(analysis, numerics, selection), _where_caption(numerics), hint(MAP_HINT)],
         ),
-        "lastrow": (
-            _last_rows(analysis)
-            if facts is not None
-            else [_unavailable(analysis, needs_facts, "the last-row bit comparison")]
-        ),
-        "nonfinite": (
-            _nonfinite(analysis) if facts is not None else [_unavailable(analysis, needs_facts, "the nonfinite counts")]
-        ),
-        "narrowed": (
-            _narrowed(analysis, numerics)
-            if numerics is not None
-            else [_unavailable(analysis, needs_numerics, "the narrowed-Q counterfactual")]
-        ),
+        "lastrow": (needs_facts, "the last-row bit comparison", lambda: _last_rows(analysis)),
+        "nonfinite": (needs_facts, "the nonfinite counts", lambda: _nonfinite(analysis)),
+        "narrowed": (needs_numerics, "the narrowed-Q counterfactual", lambda: _narrowed(analysis, numerics)),
     }
-    return [_cell(slug, title, tab, selection, bodies[slug]) for slug, title, tab in CELLS]
+    cells = []
+    for slug, title, tab in CELLS:
+        needs, what, body = bodies[slug]
+        drawn = body() if html_summary.missing_text(analysis, needs) is None else [_unavailable(analysis, needs, what)]
+        cells.append(_cell(slug, title, tab, selection, drawn))
+    return cells
 
 
 def build(analysis: Analysis, selection: Selection) -> pn.Column:

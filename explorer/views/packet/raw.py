@@ -1,8 +1,4 @@
-"""Raw view: packet.json, the metadata snapshot and the JSON report as captured; computes nothing.
-
-Raw view: packet.json as captured, the metadata snapshot as collapsible JSON and the JSON report with a
-download button; shows text and parsed values, computes nothing.
-"""
+"""Raw view: packet.json, the metadata snapshot and the JSON report as captured."""
 
 from __future__ import annotations
 
@@ -101,6 +97,4 @@ def _body(analysis: Analysis) -> list:
 
 def build(analysis: Analysis, selection: Selection) -> pn.Column:
     """The raw inputs and the JSON report of one analysis (every status)."""
-    column = explained(analysis, None, lambda: _body(analysis))
-    column.css_classes = ["view-raw"]
-    return column
+    return explained(analysis, None, lambda: _body(analysis), "", "view-raw")

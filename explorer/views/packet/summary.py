@@ -1,8 +1,4 @@
-"""Summary view: status, refusals or reasons, the score, the per-head table and the identity.
-
-Summary view: status and every refusal or reason, the score and the per-head primary table ranked by score,
-then identity (declared), selection, geometry, sample facts, and the limitations last; computes nothing.
-"""
+"""Summary view: status, refusals or reasons, the score, the per-head table and the identity."""
 
 from __future__ import annotations
 

@@ -1,12 +1,7 @@
-"""The pair view's Kernel emulations section.
+"""The pair view's Kernel emulations section: the emulation x side matrix with the differing counts.
 
-The emulation x side matrix with the differing-element counts, and on a served page the default set or the
-sweep computed on request through the app's runner with a progress bar; draws only.
-
-A pair compared with `emulate=` shows its matrix at once. A pair compared without it
-(the app's pair mode) offers a choice of set and a button; the runner the section was
-given calls the core's `with_emulations` off the page and hands its result to the
-session's event loop. Without a runner (exports, notebooks) only what the pair holds is shown.
+A pair compared with `emulate=` shows its matrix at once; otherwise, on a served page, a set choice and a button
+hand `with_emulations` to the app's runner. Without a runner (exports, notebooks) only what the pair holds shows.
 """
 
 from __future__ import annotations

@@ -1,19 +1,14 @@
-"""The pair's tables as plain HTML strings; stdlib and numpy only.
+"""The pair's tables as plain HTML strings; never imports a UI library.
 
-The pair's tables as plain HTML strings (sides, status, inputs, ladder, nearer counts, tokens, emulation
-matrix); stdlib and numpy only, never imports a UI library or computes a reported number.
-
-Numbers show 4 significant digits; the full value (as the JSON report prints it)
-is in each cell's hover title.
+Numbers show 4 significant digits, the full value (as the JSON report prints it) in each cell's hover title.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from explorer.analysis.result import Metrics
-from explorer.foundations.formatting import MISSING, short_number
+from explorer.foundations.formatting import MISSING
 from explorer.foundations.formatting import full_number as number
 from explorer.packet.model import INCONCLUSIVE, REFUSED
 from explorer.pair.compare import COMPARED
@@ -27,8 +22,8 @@ from explorer.pair.report import (
     side_summary,
 )
 from explorer.views.packet.emulation_tables import pair_emulation_table
-from explorer.views.shared.html_summary import refusals_table
-from explorer.views.shared.markup import BOX_STYLE, STATUS_COLOURS, WRAP_STYLE, esc, status_badge, table
+from explorer.views.shared.html_summary import reasons_table, refusals_table
+from explorer.views.shared.markup import BOX_STYLE, STATUS_COLOURS, WRAP_STYLE, esc, number_cell, status_badge, table
 
 SHOWN_POSITIONS = 8  # first differing input positions listed per tensor (the report holds up to 100)
 PAIR_STATUS_COLOURS = {
@@ -48,13 +43,6 @@ LADDER_BLOCKS = (
     ("fp64_output_error", "vs FP64 (diagnostic)"),
 )
 LADDER_METRICS = (("linf", "linf"), ("rmse", "rmse"), ("relative_l2", "relativeL2"))
-
-
-def short(value: Any) -> str:
-    """A float at 4 significant digits, its full value in the hover title; other values as the report prints them."""
-    if isinstance(value, float):
-        return f'<span title="{esc(number(value))}">{esc(short_number(value))}</span>'
-    return esc(number(value))
 
 
 def sides_table(pair: Pair) -> str:
@@ -85,13 +73,7 @@ def status_html(pair: Pair) -> str:
         if problems:
             parts.append(f"<p>Side {refusal_side} refusals:</p>{refusals_table(problems)}")
     if pair.reasons:
-        parts.append(
-            table(
-                ("inconclusive reason", "message"),
-                ((f'<code class="reason-code">{esc(r.code)}</code>', esc(r.message)) for r in pair.reasons),
-                css_class="pair-reasons",
-            )
-        )
+        parts.append(reasons_table(pair.reasons, "pair-reasons"))
     return "".join(parts)
 
 
@@ -172,7 +154,7 @@ def findings_html(pair: Pair) -> str:
 
 
 def _metric_cells(m: Metrics) -> list[str]:
-    return [short(getattr(m, attribute)) for attribute, _ in LADDER_METRICS]
+    return [number_cell(getattr(m, attribute), bare=True) for attribute, _ in LADDER_METRICS]
 
 
 def ladder_table(pair: Pair) -> str:

@@ -1,11 +1,7 @@
-"""Pair view: two captures of one selection side by side.
+"""Pair view: two captures of one selection side by side; draws only what the Pair result holds.
 
-Pair view: two captures of one selection side by side (inputs, output bit-difference map with a clickable
-element detail, mismatches per head, the ladder, |a - ref| and |b - ref|, the tokens, the emulation x side
-matrix when requested); draws only what the Pair result holds.
-
-`build(pair)` is the whole view (the app and the export); each `*_section(pair)`
-is one part of it (the notebook accessor `pair.views.<name>()`).
+`build(pair)` is the whole view (the app and the export); each `*_section(pair)` is one part of it (the notebook
+accessor `pair.views.<name>()`).
 """
 
 from __future__ import annotations
@@ -23,7 +19,6 @@ from explorer.pair.findings import output_sentence
 from explorer.pair.model import SIDES, Pair
 from explorer.views.pair import html as pair_html
 from explorer.views.pair.emulations import PairEmulationsSection
-from explorer.views.pair.html import short
 from explorer.views.shared.charts import CHART_HEIGHT
 from explorer.views.shared.common import (
     CONTINUOUS_CMAP,
@@ -39,16 +34,17 @@ from explorer.views.shared.common import (
     note,
     per_cell,
     plot_pane,
+    section,
     served,
     ulp_value,
 )
-from explorer.views.shared.markup import esc, table
+from explorer.views.shared.markup import esc, swatches, table, value_row
 from explorer.views.shared.scales import LOG, colour_scale
 
 # Colours of the bit-difference map by ULP bucket [0], [1], [2, 3], [4, 7], ... (the report's histogram buckets).
 EQUAL_COLOUR = "#f4f4f4"
 ULP_BUCKET_COLOURS = ("#fdd49e", "#fc8d59", "#e34a33", "#b30000", "#7f0000", "#4d0000")
-UNDEFINED_BUCKET = -1.0  # drawn in the NaN colour: a nonfinite value on either side
+BUCKET_LABELS = ("equal", "1 ULP", "2-3", "4-7", "8-15", "16-31", ">= 32")
 BAR_COLOUR = "#5b7fa6"
 
 
@@ -60,15 +56,8 @@ def _bucket(distance: np.ndarray) -> np.ndarray:
 
 
 def _bucket_legend() -> str:
-    labels = ["equal", "1 ULP", "2-3", "4-7", "8-15", "16-31", ">= 32"]
-    colours = (EQUAL_COLOUR, *ULP_BUCKET_COLOURS)
-    swatches = "".join(
-        f'<span style="display:inline-block;margin-right:1em"><span style="display:inline-block;'
-        f'width:0.9em;height:0.9em;background:{c};border:1px solid #999;vertical-align:middle"></span> '
-        f"{esc(label)}</span>"
-        for label, c in zip(labels, colours, strict=True)
-    )
-    return f'<div class="ulp-legend">ULP distance between the outputs: {swatches} (grey: a nonfinite value)</div>'
+    shown = swatches(zip(BUCKET_LABELS, (EQUAL_COLOUR, *ULP_BUCKET_COLOURS), strict=True))
+    return f'<div class="ulp-legend">ULP distance between the outputs: {shown} (grey: a nonfinite value)</div>'
 
 
 def _references(analysis: Analysis) -> tuple[np.ndarray | None, np.ndarray | None]:
@@ -124,8 +113,6 @@ def bit_map(pair: Pair) -> hv.Image:
         fields,
         title=title,
         colour_label=label,
-        xlabel="channel",
-        ylabel="query head",
         clim=clim,
         cmap=cmap,
         colorbar=colorbar,
@@ -138,27 +125,12 @@ def element_html(pair: Pair, head: int, channel: int) -> str:
     for side in SIDES:
         analysis = pair.side(side)
         tensor = analysis.admission.tensors["output"]
-        digits = _hex_bits(tensor.dtype) // 4
-        pattern = int(tensor.bits[0, head, 0, channel])
+        values, bits = tensor.values[0, head, 0, channel], tensor.bits[0, head, 0, channel]
+        rows.append(value_row(f"output {side}", values, tensor.dtype, bits))
         primary, rounded = _references(analysis)
-        rows.append(
-            (
-                f"output {side}",
-                short(float(tensor.values[0, head, 0, channel])),
-                f"<code>0x{pattern:0{digits}x}</code>",
-                esc(tensor.dtype),
-            )
-        )
         if primary is not None:
-            rows.append((f"primary reference {side} (FP32)", short(float(primary[head, channel])), "", "float32"))
-            rows.append(
-                (
-                    f"reference {side} rounded to {tensor.dtype}",
-                    short(float(rounded[head, channel])),
-                    "",
-                    esc(tensor.dtype),
-                )
-            )
+            rows.append(value_row(f"primary reference {side} (FP32)", primary[head, channel], "float32"))
+            rows.append(value_row(f"reference {side} rounded to {tensor.dtype}", rounded[head, channel], tensor.dtype))
     output = pair.output
     ulp = "" if output.ulp is None else f"; ULP distance {esc(number(int(output.ulp.distance[head, channel])))}"
     differs = (
@@ -258,8 +230,6 @@ def error_maps(pair: Pair) -> pn.Column:
                 fields,
                 title=f"|{side} - reference| (side {side})",
                 colour_label=f"|{side} - ref|",
-                xlabel="channel",
-                ylabel="query head",
                 clim=scale.clim,
                 logz=scale.logz,
                 cmap=CONTINUOUS_CMAP,
@@ -286,99 +256,64 @@ def error_maps(pair: Pair) -> pn.Column:
 
 def findings_section(pair: Pair) -> pn.Column:
     """What the pair shows, first: which side is off (nearer, rounded, emulations), then what differs and where."""
-    return pn.Column(
-        heading("Findings"),
-        html_pane(pair_html.findings_html(pair)),
-        sizing_mode="stretch_width",
-        css_classes=["pair-findings-section"],
-    )
+    return section("pair-findings-section", heading("Findings"), html_pane(pair_html.findings_html(pair)))
 
 
 def summary_section(pair: Pair) -> pn.Column:
     """Status and reasons, the two sides and the selection."""
-    return pn.Column(
-        heading("Pair"),
-        html_pane(pair_html.status_html(pair)),
-        html_pane(pair_html.sides_table(pair)),
-        heading("Selection"),
-        html_pane(pair_html.selection_html(pair)),
-        sizing_mode="stretch_width",
-        css_classes=["pair-summary"],
+    status, sides = html_pane(pair_html.status_html(pair)), html_pane(pair_html.sides_table(pair))
+    return section(
+        "pair-summary", heading("Pair"), status, sides, heading("Selection"), html_pane(pair_html.selection_html(pair))
     )
 
 
 def notes_section(pair: Pair) -> pn.Column:
     """The pair's notes and limitations (after its numbers)."""
-    return pn.Column(
-        heading("Notes and limitations"),
-        html_pane(pair_html.notes_html(pair)),
-        sizing_mode="stretch_width",
-        css_classes=["pair-notes-section"],
-    )
+    return section("pair-notes-section", heading("Notes and limitations"), html_pane(pair_html.notes_html(pair)))
 
 
 def inputs_section(pair: Pair) -> pn.Column:
-    return pn.Column(
-        heading("Input identity", "Native bytes of each input tensor, side a against side b."),
-        html_pane(pair_html.inputs_table(pair)),
-        sizing_mode="stretch_width",
-        css_classes=["pair-inputs"],
-    )
+    lead = heading("Input identity", "Native bytes of each input tensor, side a against side b.")
+    return section("pair-inputs", lead, html_pane(pair_html.inputs_table(pair)))
 
 
 def bits_section(pair: Pair) -> pn.Column:
     parts = [heading("Output differences", esc(output_sentence(pair)))]
-    if pair.output is None:
-        return pn.Column(*parts, sizing_mode="stretch_width", css_classes=["pair-bits"])
-    if pair.output.bits is not None:
-        parts.append(html_pane(_bucket_legend()))
-    parts.append(BitDifferenceExplorer(pair))
-    return pn.Column(*parts, sizing_mode="stretch_width", css_classes=["pair-bits"])
+    if pair.output is not None:
+        parts += [html_pane(_bucket_legend())] if pair.output.bits is not None else []
+        parts.append(BitDifferenceExplorer(pair))
+    return section("pair-bits", *parts)
 
 
 def heads_section(pair: Pair) -> pn.Column:
-    parts = [heading("Mismatches per query head")]
     if pair.output is None or pair.output.bits is None:
-        parts.append(note("No bitwise comparison of the outputs (see the output differences)."))
+        drawn = note("No bitwise comparison of the outputs (see the output differences).")
     else:
-        parts.append(plot_pane(mismatch_bars(pair)))
-    return pn.Column(*parts, sizing_mode="stretch_width", css_classes=["pair-heads"])
+        drawn = plot_pane(mismatch_bars(pair))
+    return section("pair-heads", heading("Mismatches per query head"), drawn)
 
 
 def ladder_section(pair: Pair) -> pn.Column:
-    return pn.Column(
+    per_head = pair_html.nearer_per_head_html(pair)
+    return section(
+        "pair-ladder",
         heading("Ladder", "Each side against its own references (global metrics)."),
         hint("Hover a number for its full value."),
         html_pane(pair_html.ladder_table(pair)),
         heading("Nearer the primary reference", "Per element, |a - ref| against |b - ref| in FP64."),
         html_pane(pair_html.nearer_html(pair)),
-        *_nearer_per_head(pair),
-        sizing_mode="stretch_width",
-        css_classes=["pair-ladder"],
+        *([collapsed("Nearer the primary reference, per query head", html_pane(per_head))] if per_head else []),
     )
 
 
-def _nearer_per_head(pair: Pair) -> list:
-    markup = pair_html.nearer_per_head_html(pair)
-    return [collapsed("Nearer the primary reference, per query head", html_pane(markup))] if markup else []
-
-
 def errors_section(pair: Pair) -> pn.Column:
-    return pn.Column(
-        heading("|a - ref| and |b - ref|", "One colour scale for both maps."),
-        error_maps(pair),
-        sizing_mode="stretch_width",
-        css_classes=["pair-errors"],
+    return section(
+        "pair-errors", heading("|a - ref| and |b - ref|", "One colour scale for both maps."), error_maps(pair)
     )
 
 
 def tokens_section(pair: Pair) -> pn.Column:
-    return pn.Column(
-        heading("Tokens"),
-        html_pane(pair_html.tokens_html(pair)),
-        sizing_mode="stretch_width",
-        css_classes=["pair-tokens"],
-    )
+    return section("pair-tokens", heading("Tokens"), html_pane(pair_html.tokens_html(pair)))
 
 
 def emulations_section(

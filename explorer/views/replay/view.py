@@ -1,11 +1,7 @@
-"""Replay view: an operator replay run against its packet.
+"""Replay view: an operator replay run against its packet; draws only what the Replay result holds.
 
-Replay view: an operator replay run against its packet (status, the matrix of differing elements, arm states
-and receipts, the ladder per arm, a query head x channel map of where the chosen arm differs from the capture
-and the partner with an element drill-down, the readback); draws only what the Replay result holds.
-
-`build(run)` is the whole view (the app and the export); each `*_section(run)` is one
-part of it (the notebook accessor `run.views.<name>()`).
+`build(run)` is the whole view (the app and the export); each `*_section(run)` is one part of it (the notebook
+accessor `run.views.<name>()`).
 """
 
 from __future__ import annotations
@@ -29,8 +25,10 @@ from explorer.views.shared.common import (
     note,
     per_cell,
     plot_pane,
+    section,
     state,
 )
+from explorer.views.shared.markup import swatches
 
 # Per-element codes of the difference map, with their colours.
 SAME, CAPTURE_ONLY, PARTNER_ONLY, BOTH = 0, 1, 2, 3
@@ -54,13 +52,7 @@ def _legend(with_partner: bool) -> str:
         for code, (name, colour) in enumerate(zip(CODE_NAMES, CODE_COLOURS, strict=True))
         if with_partner or code in (SAME, CAPTURE_ONLY)
     ]
-    swatches = "".join(
-        f'<span style="display:inline-block;margin-right:1em"><span style="display:inline-block;'
-        f'width:0.9em;height:0.9em;background:{colour};border:1px solid #999;vertical-align:middle">'
-        f"</span> {replay_html.esc(name)}</span>"
-        for name, colour in shown
-    )
-    return f'<div class="replay-legend">{swatches}</div>'
+    return f'<div class="replay-legend">{swatches(shown)}</div>'
 
 
 def difference_map(run: Replay, arm: str) -> hv.Image:
@@ -94,8 +86,6 @@ def difference_map(run: Replay, arm: str) -> hv.Image:
         fields,
         title=f"Where {arm} differs from the capture" + (" and the partner" if result.partner is not None else ""),
         colour_label="element",
-        xlabel="channel",
-        ylabel="query head",
         clim=(-0.5, BOTH + 0.5),
         cmap=list(CODE_COLOURS),
         colorbar=False,
@@ -177,36 +167,30 @@ class DifferenceExplorer(pn.viewable.Viewer):
 
 def summary_section(run: Replay) -> pn.Column:
     report = run.report()
-    parts = [heading("Replay run")]
-    if report["matrix"] is not None:
-        parts.append(state(replay_html.reading_html(report), "replay-reading"))
-    parts += [html_pane(replay_html.status_html(run)), html_pane(replay_html.run_table(report))]
-    return pn.Column(*parts, sizing_mode="stretch_width", css_classes=["replay-summary"])
+    reading = [state(replay_html.reading_html(report), "replay-reading")] if report["matrix"] is not None else []
+    status, table = html_pane(replay_html.status_html(run)), html_pane(replay_html.run_table(report))
+    return section("replay-summary", heading("Replay run"), *reading, status, table)
 
 
 def matrix_section(run: Replay) -> pn.Column:
-    return pn.Column(
-        heading("Matrix", "Every output against every other, in elements whose bit patterns differ."),
-        html_pane(replay_html.matrix_html(run)),
-        sizing_mode="stretch_width",
-        css_classes=["replay-matrix-section"],
-    )
+    lead = heading("Matrix", "Every output against every other, in elements whose bit patterns differ.")
+    return section("replay-matrix-section", lead, html_pane(replay_html.matrix_html(run)))
 
 
 def arms_section(run: Replay) -> pn.Column:
     report = run.report()
-    parts = [
+    problems = replay_html.problems_html(report)
+    return section(
+        "replay-arms-section",
         heading("Arms", "Each arm's state and what it says it did (result.json, execution.json)."),
         html_pane(replay_html.arms_table(report)),
-    ]
-    problems = replay_html.problems_html(report)
-    if problems:
-        parts.append(html_pane(problems))
-    return pn.Column(*parts, sizing_mode="stretch_width", css_classes=["replay-arms-section"])
+        *([html_pane(problems)] if problems else []),
+    )
 
 
 def ladder_section(run: Replay) -> pn.Column:
-    return pn.Column(
+    return section(
+        "replay-ladder-section",
         heading(
             "Ladder",
             "Each arm's output against the packet's references (global metrics, 4 "
@@ -216,41 +200,29 @@ def ladder_section(run: Replay) -> pn.Column:
         ),
         hint("Hover a number for its full value."),
         html_pane(replay_html.ladder_table(run.report())),
-        sizing_mode="stretch_width",
-        css_classes=["replay-ladder-section"],
     )
 
 
 def map_section(run: Replay) -> pn.Column:
-    parts = [
-        heading(
-            "Where an arm differs",
-            "Query head x channel of the chosen arm's output, against the capture and the partner.",
-        )
-    ]
-    if any(arm.readable for arm in run.arms.values()):
-        parts.append(DifferenceExplorer(run))
-    else:
-        parts.append(note("No arm's output was read: nothing to map."))
-    return pn.Column(*parts, sizing_mode="stretch_width", css_classes=["replay-map-section"])
+    lead = heading(
+        "Where an arm differs", "Query head x channel of the chosen arm's output, against the capture and the partner."
+    )
+    readable = any(arm.readable for arm in run.arms.values())
+    return section(
+        "replay-map-section",
+        lead,
+        DifferenceExplorer(run) if readable else note("No arm's output was read: nothing to map."),
+    )
 
 
 def readback_section(run: Replay) -> pn.Column:
-    return pn.Column(
-        heading("Readback", "The K/V each paged arm read back from its cache, against the packet's."),
-        html_pane(replay_html.readback_table(run.report())),
-        sizing_mode="stretch_width",
-        css_classes=["replay-readback-section"],
-    )
+    lead = heading("Readback", "The K/V each paged arm read back from its cache, against the packet's.")
+    return section("replay-readback-section", lead, html_pane(replay_html.readback_table(run.report())))
 
 
 def notes_section(run: Replay) -> pn.Column:
-    return pn.Column(
-        heading("Notes and limitations"),
-        html_pane(replay_html.notes_html(run.report())),
-        sizing_mode="stretch_width",
-        css_classes=["replay-notes"],
-    )
+    notes = html_pane(replay_html.notes_html(run.report()))
+    return section("replay-notes", heading("Notes and limitations"), notes)
 
 
 # name -> (title, section builder), in display order

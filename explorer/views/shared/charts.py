@@ -1,7 +1,4 @@
-"""Per-query-head charts: a marker per comparison, the noise floor dashed, one metric at a time.
-
-Inline SVG (views/shared/head_chart.py), no Bokeh figure; draws given values, never computes a reported number.
-"""
+"""Per-query-head charts: a marker per comparison, the noise floor dashed, one metric at a time."""
 
 from __future__ import annotations
 

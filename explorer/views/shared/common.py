@@ -1,7 +1,6 @@
 """The views' common panes: the head Selection, text panes, status boxes, grid maps with hover.
 
-Never computes a reported number. The per-head charts are in views/shared/charts.py, the marks drawn on a map (the
-clicked cell's outline, rings) in views/shared/marks.py, the colour scales in views/shared/scales.py.
+Charts are in views/shared/charts.py, marks on a map in views/shared/marks.py, colour scales in views/shared/scales.py.
 """
 
 from __future__ import annotations
@@ -112,15 +111,16 @@ def state(markup: str, css_class: str) -> pn.pane.HTML:
     return html_pane(state_markup(markup, css_class))
 
 
-def explained(analysis: Analysis, needs: str | None, body: Callable[[], list], what: str = "") -> pn.Column:
+def section(css_class: str, *parts) -> pn.Column:
+    """A view's part as one full-width column (`css_class` names it for tests and exports)."""
+    return pn.Column(*parts, sizing_mode="stretch_width", css_classes=[css_class])
+
+
+def explained(analysis: Analysis, needs: str | None, body: Callable[[], list], what: str, css_class: str) -> pn.Column:
     """A view: the status box (when not analyzed, or when `what` it draws is missing), then `body()` when it can."""
-    parts: list = []
     box = html_summary.explanation_html(analysis, needs, what)
-    if box:
-        parts.append(html_pane(box))
-    if needs is None or html_summary.missing_text(analysis, needs) is None:
-        parts.extend(body())
-    return pn.Column(*parts, sizing_mode="stretch_width")
+    drawn = needs is None or html_summary.missing_text(analysis, needs) is None
+    return section(css_class, *([html_pane(box)] if box else []), *(body() if drawn else []))
 
 
 # ---------------------------------------------------------------- hover formatting (in the browser)
@@ -181,8 +181,8 @@ def grid_map(
     *,
     title: str,
     colour_label: str,
-    xlabel: str,
-    ylabel: str,
+    xlabel: str = "channel",
+    ylabel: str = "query head",
     clim: tuple[float, float],
     cmap,
     logz: bool = False,

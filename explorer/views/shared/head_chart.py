@@ -1,11 +1,8 @@
-"""Per-query-head charts as inline SVG markup (markers and lines, log or linear y).
+"""Per-query-head charts as inline SVG markup (markers and lines, log or linear y); no UI library.
 
-Draws given numbers only, never imports a UI library or computes a reported number.
-
-A chart of a few dozen points needs no Bokeh figure (each costs the page about 0.2 s in the browser): the SVG is
-plain markup, drawn by the browser with the page's text, the same in the app and in exports, with the full value in
-each marker's tooltip. The plot stretches with its column: x positions are percentages, y positions pixels, so text
-and markers never stretch with the width.
+A chart of a few dozen points needs no Bokeh figure (each costs the page about 0.2 s): the SVG is drawn with the
+page's text, the same in the app and in exports, the full value in each marker's tooltip. x positions are
+percentages, y positions pixels, so text and markers never stretch with the width.
 """
 
 from __future__ import annotations

@@ -1,8 +1,4 @@
-"""Compact HTML of one analysis (status, reasons, per-head primary metrics) as plain strings.
-
-The analysis-specific HTML only (the toolkit it builds on is views/shared/markup.py); stdlib and numpy only, never
-imports a UI library or computes a reported number.
-"""
+"""Compact HTML of one analysis (status, reasons, per-head primary metrics) as plain strings."""
 
 from __future__ import annotations
 
@@ -17,7 +13,6 @@ from explorer.views.shared.markup import (
     number_cell,
     status_badge,
     table,
-    written_note,  # noqa: F401  re-exported only for ui/campaigns.py (another helper's file); drop it there next
 )
 
 LARGEST_HEADS = 3  # heads with the largest primary linf, listed in the notebook summary
@@ -58,11 +53,11 @@ def refusals_table(problems: Sequence[Problem]) -> str:
     )
 
 
-def reasons_table(reasons: Sequence[Reason]) -> str:
+def reasons_table(reasons: Sequence[Reason], css_class: str = "reasons") -> str:
     return table(
         ("inconclusive reason", "message"),
         ((f'<code class="reason-code">{esc(r.code)}</code>', esc(r.message)) for r in reasons),
-        css_class="reasons",
+        css_class=css_class,
     )
 
 

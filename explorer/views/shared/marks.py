@@ -1,7 +1,4 @@
-"""Marks drawn on a map's own figure: the clicked cell's outline and rings around isolated elements.
-
-A glyph of the map's figure, never an overlay (an hv overlay cost each session 0.15 s of server time); draws only.
-"""
+"""Marks drawn on a map's own figure (never an overlay): the clicked cell's outline, rings."""
 
 from __future__ import annotations
 

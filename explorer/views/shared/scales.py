@@ -1,8 +1,7 @@
-"""Display scales of the maps and charts.
+"""Display scales of the maps and charts; numpy only.
 
-Colour-bar ticks whose labels never repeat, integer ticks for counts, index ticks that stay legible, and the
-discrete ULP-distance scale in which 0 has its own colour; numpy only, never imports a UI library or computes
-a reported number.
+Colour-bar ticks whose labels never repeat, legible index ticks, and the discrete ULP scale in which 0 has its own
+colour.
 """
 
 from __future__ import annotations
