@@ -47,8 +47,7 @@ GRID_CLASS = "campaign-grid"
 
 
 def grid_size(steps: float, layers: float) -> tuple[int, int]:
-    """The grid's width and height in pixels for its columns and rows (a folded axis' gap counts its span): its
-    cells and the room of its axes, never wider than the main area (a wider grid scrolls)."""
+    """The grid's (width, height) in pixels: its cells and axes, never wider than the main area (it scrolls)."""
     width = max(MIN_CELL_WIDTH_PX, min(CELL_WIDTH_PX, (MAX_GRID_WIDTH_PX - AXIS_MARGIN_PX[0]) // max(steps, 1)))
     return (
         max(MIN_GRID_WIDTH_PX, min(MAX_GRID_WIDTH_PX, round(steps * width) + AXIS_MARGIN_PX[0])),
@@ -62,8 +61,7 @@ def _span(slots: tuple[Slot, ...]) -> float:
 
 
 def _opening_window(campaign: dict[str, Any], columns: tuple[Slot, ...]) -> tuple[float, float]:
-    """The x range shown first: every column, or, for a grid wider than the main area, VISIBLE_STEPS columns from
-    just before the first step where something differs (the origin's)."""
+    """The x range shown first: every column, or VISIBLE_STEPS from just before the origin's step."""
     low, high = extent(columns)
     if high - low <= VISIBLE_STEPS:
         return low, high
@@ -101,11 +99,6 @@ def legend_html() -> str:
     return f'<div class="campaign-legend" style="font-size:0.85em">{swatches}</div>'
 
 
-def _label(cell: dict[str, Any]) -> str:
-    count = cell["outputsDiffering"]
-    return "" if count in (None, 0) else short_number(count)
-
-
 def grid(campaign: dict[str, Any]) -> hv.Overlay:
     """The heatmap: one rectangle per cell (x: step, y: layer, layer 0 on top), the differing-element count on it."""
     columns, rows = folded(campaign["coverage"]["steps"]), folded(campaign["coverage"]["layers"])
@@ -131,7 +124,7 @@ def grid(campaign: dict[str, Any]) -> hv.Overlay:
                 short_number(cell["maxUlp"]),
                 differing or "-",
                 " ".join(cell["codes"]) or "-",
-                _label(cell),
+                "" if cell["outputsDiffering"] in (None, 0) else short_number(cell["outputsDiffering"]),
                 LABEL_COLOURS.get(cell["state"], "#222222"),
                 x,
                 y,

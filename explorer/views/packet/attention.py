@@ -8,11 +8,11 @@ import panel as pn
 
 from explorer.analysis.result import Analysis, HeadAttention, Numerics
 from explorer.views.shared import head_chart, html_summary
-from explorer.views.shared.charts import CHART_WIDTH, head_chart_pane
+from explorer.views.shared.charts import CHART_WIDTH, head_chart_pane, per_head_values
 from explorer.views.shared.common import (
-    CONTINUOUS_CMAP,
     Field,
     Selection,
+    continuous,
     exact_number,
     explained,
     grid_map,
@@ -183,10 +183,7 @@ def _thinned_note(drawn: int, tokens: int) -> list:
 def _diagnostic_chart(numerics: Numerics, attribute: str) -> pn.viewable.Viewable:
     """One attention diagnostic per query head, markers joined by a line (log y for the last-token weight)."""
     label, logy = next((label, logy) for name, label, logy in OVERVIEW_METRICS if name == attribute)
-    values = np.array(
-        [np.nan if getattr(a, attribute) is None else getattr(a, attribute) for a in numerics.attention],
-        dtype=np.float64,
-    )
+    values = per_head_values(numerics.attention, attribute)
     series = head_chart.Series(label, values, WEIGHT_COLOUR, line="solid")
     chart = head_chart_pane([series], title=f"{label} per query head", ylabel=label, log=logy)
     hidden = np.flatnonzero(~head_chart.drawable(values, logy))
@@ -229,9 +226,7 @@ def _overview_map(numerics: Numerics) -> list:
         title="Softmax weights, query head x token",
         colour_label="weight",
         xlabel="token",
-        clim=scale.clim,
-        logz=scale.logz,
-        cmap=CONTINUOUS_CMAP,
+        **continuous(scale),
     )
     return [plot_pane(image), note(esc(scale.note), "colour-scale-note")]
 
@@ -269,10 +264,7 @@ def _body(analysis: Analysis, selection: Selection) -> list:
 
 
 def build(analysis: Analysis, selection: Selection) -> pn.Column:
-    """The attention view of one analysis, following `selection.head` (explains itself when no reference exists).
-
-    A head beyond the packet's query heads is replaced by head 0 in `selection`, and the view says so.
-    """
+    """The attention view, following `selection.head` (a head the packet lacks becomes 0, and it says so)."""
     return explained(
         analysis,
         html_summary.NEEDS_NUMERICS,

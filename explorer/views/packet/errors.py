@@ -13,10 +13,10 @@ from explorer.foundations.record import Record, record
 from explorer.views.shared import html_summary
 from explorer.views.shared.charts import per_head_charts
 from explorer.views.shared.common import (
-    CONTINUOUS_CMAP,
     Field,
     Selection,
     collapsed,
+    continuous,
     explained,
     grid_map,
     heading,
@@ -129,22 +129,13 @@ def _map(item: ErrorMap, kv_heads: list[int], scale) -> hv.Image:
             *fields,
             Field("ulp", item.ulp_label, item.ulp.distance, ulp_value),
         ]
-    return grid_map(
-        c.abs_error,
-        fields,
-        title=item.title,
-        colour_label="|output - reference|",
-        clim=scale.clim,
-        logz=scale.logz,
-        cmap=CONTINUOUS_CMAP,
-    )
+    return grid_map(c.abs_error, fields, title=item.title, colour_label="|output - reference|", **continuous(scale))
 
 
 def maps_panel(numerics: Numerics, mode: str, shared: bool = False, selection: Selection | None = None) -> pn.Column:
     """Every error map with its caption, each on its own colour scale or on one `shared` scale (`mode` LINEAR or LOG).
 
-    Every map carries its colour bar (on a shared scale they are equal), so linked maps keep equal plot areas.
-    Zoom and pan are linked; clicking a cell selects that element when `selection` is given.
+    Every map carries its colour bar, so linked maps keep equal plot areas; a click selects an element (`selection`).
     """
     maps = [m for m in error_maps(numerics) if not m.same_as_primary]
     what = "|output - reference|"
@@ -174,24 +165,16 @@ def maps_panel(numerics: Numerics, mode: str, shared: bool = False, selection: S
 
 
 def _ulp_table(numerics: Numerics) -> str:
-    rows = []
-    for rounded in (numerics.rounded_to_output, numerics.rounded_to_kernel):
-        if rounded is None:
-            continue
-        rows.append(
-            (
-                esc(rounded.label),
-                number_cell(rounded.ulp.max),
-                number_cell(rounded.ulp.p99),
-                esc(rounded.ulp.nonfinite_pairs),
-            )
-        )
+    rows = [
+        (esc(r.label), number_cell(r.ulp.max), number_cell(r.ulp.p99), esc(r.ulp.nonfinite_pairs))
+        for r in (numerics.rounded_to_output, numerics.rounded_to_kernel)
+        if r is not None
+    ]
     return table(("comparison", "max ULP", "p99 ULP", "nonfinite pairs (eligible heads only)"), rows, css_class="ulp")
 
 
 def _ulp_bars(rounded) -> str:
-    """The ULP histogram of one rounded comparison as a horizontal bar chart in HTML (bar length linear in the
-    element count, the count printed beside it): a figure's cost in the browser for a handful of bars is not paid."""
+    """One ULP histogram as HTML bars, linear in the count printed beside each (no figure for a few bars)."""
     histogram = rounded.ulp.histogram
     largest = max(count for _, _, count in histogram) or 1
     rows = []

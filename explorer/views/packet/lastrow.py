@@ -42,6 +42,7 @@ FIELD_NAMES = (
 )
 FIELD_COLOURS = ("#f4f4f4", "#d62728", "#1f77b4", "#9467bd", "#2ca02c", "#ff7f0e", "#17becf", "#3b3b3b")
 PART_COLOURS = {"sign": FIELD_COLOURS[1], "exponent": FIELD_COLOURS[2], "mantissa": FIELD_COLOURS[4]}
+FIELDS_LABEL = "fields that differ"
 SHOWN_POSITIONS = 32  # first mismatched positions listed in the table (the report holds up to 4,096)
 ROW_PIXELS = 28
 MAP_BASE_HEIGHT = 110
@@ -59,7 +60,7 @@ def legend_html() -> str:
 def _xor_map(row: LastRow, title: str) -> hv.Image:
     bits = sum(FIELD_BITS[row.dtype])
     fields = [
-        Field("fields", "fields that differ", row.field_mask, lambda: named(FIELD_NAMES)),
+        Field("fields", FIELDS_LABEL, row.field_mask, lambda: named(FIELD_NAMES)),
         Field("stored_bits", "stored (token T-1)", row.stored_bits, lambda: hex_pattern(bits)),
         Field("incoming_bits", "incoming", row.incoming_bits, lambda: hex_pattern(bits)),
         Field("xor", "XOR", row.xor, lambda: hex_pattern(bits)),
@@ -67,17 +68,23 @@ def _xor_map(row: LastRow, title: str) -> hv.Image:
         Field("incoming_value", "incoming value", row.incoming_values, exact_number),
     ]
     height = min(MAP_BASE_HEIGHT + ROW_PIXELS * row.field_mask.shape[0], MAX_MAP_HEIGHT)
+    return field_map(row.field_mask, fields, title, height).opts(toolbar=TOOLBAR_PLACE)
+
+
+def field_map(mask: np.ndarray, fields: list[Field], title: str, height: int) -> hv.Image:
+    """A KV head x channel map coloured by the bit fields that differ (FIELD_COLOURS, no colour bar)."""
+    clim, cmap = (-0.5, len(FIELD_NAMES) - 0.5), list(FIELD_COLOURS)
     return grid_map(
-        row.field_mask,
+        mask,
         fields,
         title=title,
-        colour_label="fields that differ",
+        colour_label=FIELDS_LABEL,
         ylabel="KV head",
-        clim=(-0.5, len(FIELD_NAMES) - 0.5),
-        cmap=list(FIELD_COLOURS),
+        clim=clim,
+        cmap=cmap,
         colorbar=False,
         height=height,
-    ).opts(toolbar=TOOLBAR_PLACE)
+    )
 
 
 def _histogram(row: LastRow, title: str) -> hv.Overlay:
@@ -136,8 +143,7 @@ def _facts_table(row: LastRow) -> str:
 
 
 def _one(row: LastRow, name: str, noun: str) -> list:
-    """Facts, then either the all-bits-equal state (nothing to draw) or the XOR map, a lone differing element ringed
-    as the Overview rings it, and the bit-position histogram."""
+    """Facts, then the all-bits-equal state, or the XOR map (lone elements ringed) and the bit histogram."""
     title = f"{name}: stored row T-1 vs incoming row"
     parts = [heading(title), html_pane(_facts_table(row))]
     if row.mismatched == 0:
@@ -155,13 +161,7 @@ def _one(row: LastRow, name: str, noun: str) -> list:
         image = marks.ringed(image, *isolated)
     parts += [html_pane(legend_html()), plot_pane(image)]
     if isolated is not None:
-        count = len(isolated[0])
-        parts.append(
-            note(
-                f"Ringed: the {count} differing element{'s' if count != 1 else ''}, too few to see by colour alone.",
-                "last-row-ringed",
-            )
-        )
+        parts.append(note(marks.ringed_note(len(isolated[0]), "differing"), "last-row-ringed"))
     return [*parts, plot_pane(_histogram(row, f"{name}: differing bits per bit position"))]
 
 

@@ -8,9 +8,9 @@ from explorer.analysis.result import Analysis, Comparison, NarrowedQuery, Numeri
 from explorer.views.shared import html_summary
 from explorer.views.shared.charts import metric_choice, per_head_charts
 from explorer.views.shared.common import (
-    CONTINUOUS_CMAP,
     Field,
     Selection,
+    continuous,
     explained,
     grid_map,
     heading,
@@ -47,25 +47,14 @@ def reason_words(analysis: Analysis, code: str | None) -> str:
 def _difference_map(
     comparison: Comparison, title: str, actual: str, reference: str, what: str, selection: Selection
 ) -> list:
-    """The map titled with the whole difference `what`; its colour bar and hover say DIFFERENCE_LABEL (it fits).
-
-    Clicking a cell selects that output element (query head, channel), as on every query head x channel map.
-    """
+    """The map titled with the difference `what`, its colour bar DIFFERENCE_LABEL (it fits); a click selects."""
     scale = colour_scale([comparison.abs_error], LOG, what)
     fields = [
         Field("actual", actual, comparison.actual),
         Field("reference", reference, comparison.reference),
         Field("difference", DIFFERENCE_LABEL, comparison.abs_error),
     ]
-    image = grid_map(
-        comparison.abs_error,
-        fields,
-        title=title,
-        colour_label=DIFFERENCE_LABEL,
-        clim=scale.clim,
-        logz=scale.logz,
-        cmap=CONTINUOUS_CMAP,
-    )
+    image = grid_map(comparison.abs_error, fields, title=title, colour_label=DIFFERENCE_LABEL, **continuous(scale))
     return [selectable(plot_pane(image), selection), note(esc(scale.note), "colour-scale-note")]
 
 

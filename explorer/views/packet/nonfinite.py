@@ -191,30 +191,20 @@ def _tensor(analysis: Analysis, name: str, selection: Selection) -> list:
     return [title, selectable(pane, selection) if name in QUERY_HEAD_TENSORS else pane]
 
 
+def _codes(names) -> str:
+    return ", ".join(f"<code>{name}</code>" for name in names)
+
+
 def _body(analysis: Analysis, selection: Selection) -> list:
     parts = [heading("Nonfinite counts"), html_pane(_counts_table(analysis))]
     finite = [name for name in TENSOR_NAMES if analysis.facts.nonfinite[name].total == 0]
-    if len(finite) == len(TENSOR_NAMES):
-        parts.append(
-            state(
-                "<b>All finite</b>: no NaN and no infinity in any element of the six tensors ("
-                + ", ".join(f"<code>{name}</code>" for name in TENSOR_NAMES)
-                + ").",
-                "all-finite",
-            )
-        )
+    others = [name for name in TENSOR_NAMES if name not in finite]
+    if not others:
+        everywhere = f"any element of the six tensors ({_codes(TENSOR_NAMES)})"
+        parts.append(state(f"<b>All finite</b>: no NaN and no infinity in {everywhere}.", "all-finite"))
     elif finite:
-        others = [name for name in TENSOR_NAMES if name not in finite]
-        parts.append(
-            note(
-                "No NaN and no infinity in "
-                + ", ".join(f"<code>{name}</code>" for name in finite)
-                + " only; "
-                + ", ".join(f"<code>{name}</code>" for name in others)
-                + " hold NaN or infinity (counts above).",
-                "tensors-all-finite",
-            )
-        )
+        held = f"{_codes(others)} hold NaN or infinity (counts above)"
+        parts.append(note(f"No NaN and no infinity in {_codes(finite)} only; {held}.", "tensors-all-finite"))
     parts.append(
         heading(
             "Where",
@@ -223,7 +213,7 @@ def _body(analysis: Analysis, selection: Selection) -> list:
             "coloured by its nonfinite count.",
         )
     )
-    if len(finite) < len(TENSOR_NAMES):
+    if others:
         parts.append(html_pane(legend_html()))
     for name in TENSOR_NAMES:
         parts += _tensor(analysis, name, selection)

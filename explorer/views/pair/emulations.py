@@ -31,10 +31,7 @@ def matrix_parts(pair: Pair) -> list:
 
 
 class PairEmulationsSection(pn.viewable.Viewer):
-    """The section of one pair: its matrix, or (served, none requested yet) a set choice and a Compute button.
-
-    `on_computed(pair)` hears the pair with its emulations once computed on the page (the view's findings say
-    then which emulation reproduces each side)."""
+    """The section of one pair: its matrix, or (served, none requested yet) a set choice and a Compute button."""
 
     def __init__(
         self,
@@ -44,8 +41,7 @@ class PairEmulationsSection(pn.viewable.Viewer):
         on_emulated: Callable[[str], None] = lambda request: None,
         **params,
     ):
-        """`runner` (the app's explorer.ui.background.Runner) computes a requested set off the page; without one only
-        what the pair holds is shown. `on_emulated(request)` hears the set computed (an export then carries it)."""
+        """`runner` (the app's) computes a set off the page; `on_computed(pair)` and `on_emulated(request)` hear it."""
         super().__init__(**params)
         self.pair, self._runner = pair, runner
         self._on_computed, self._on_emulated = on_computed, on_emulated
@@ -86,13 +82,13 @@ class PairEmulationsSection(pn.viewable.Viewer):
         progress = self._runner.relay(self._show_progress)
         self._runner.run(partial(with_emulations, self.pair, request, progress), self._answer)
 
-    def _answer(self, found: Pair | None, error: BaseException | None) -> None:
-        failure = "" if error is None else f"The emulations could not be computed: {type(error).__name__}: {error}"
-        self._deliver(found, failure)
-
     def _show_progress(self, done: int, total: int) -> None:
         self._progress.param.update(active=False, max=total, value=done)
         self._progress_note.object = f"Computing emulations on the CPU: {done} of {total} done ..."
+
+    def _answer(self, found: Pair | None, error: BaseException | None) -> None:
+        failure = "" if error is None else f"The emulations could not be computed: {type(error).__name__}: {error}"
+        self._deliver(found, failure)
 
     def _deliver(self, found: Pair | None, failure: str) -> None:
         if found is None:

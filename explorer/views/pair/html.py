@@ -26,11 +26,7 @@ from explorer.views.shared.html_summary import reasons_table, refusals_table
 from explorer.views.shared.markup import BOX_STYLE, STATUS_COLOURS, WRAP_STYLE, esc, number_cell, status_badge, table
 
 SHOWN_POSITIONS = 8  # first differing input positions listed per tensor (the report holds up to 100)
-PAIR_STATUS_COLOURS = {
-    COMPARED: STATUS_COLOURS["analyzed"],
-    INCONCLUSIVE: STATUS_COLOURS[INCONCLUSIVE],
-    REFUSED: STATUS_COLOURS[REFUSED],
-}
+PAIR_STATUS_COLOURS = {**STATUS_COLOURS, COMPARED: STATUS_COLOURS["analyzed"]}  # compared: as an analyzed packet
 PAIR_STATUS_MEANING = {
     COMPARED: "Both sides analyzed, one selection, one shape: every element-wise comparison below was computed.",
     INCONCLUSIVE: "The reasons below limit what this pair's comparison can be taken to show; what both sides "
@@ -142,9 +138,7 @@ def inputs_table(pair: Pair) -> str:
 
 
 def findings_html(pair: Pair) -> str:
-    """The pair's findings (explorer.pair.findings), for its first screen: first the facts that say which side is
-    off (nearer the primary reference, equal to the rounded reference, which emulation reproduces each side), then
-    the input identity, the output elements that differ and where, each side's largest error and the tokens."""
+    """The pair's findings (explorer.pair.findings) for its first screen, those saying which side is off in bold."""
     items = "".join(
         f'<li class="finding-{esc(f.key)}" style="margin:0.15em 0">'
         f"{'<b>' + esc(f.text) + '</b>' if f.key in DECIDING else esc(f.text)}</li>"
@@ -158,8 +152,7 @@ def _metric_cells(m: Metrics) -> list[str]:
 
 
 def ladder_table(pair: Pair) -> str:
-    """The two sides as columns; one row per reference and metric, then the elements equal to the rounded reference
-    (a side without a reference says so)."""
+    """The two sides as columns; a row per reference and metric, then the elements equal to the rounded one."""
     if pair.ladder is None:
         return "<p><i>No ladder: neither side has a reference (see the status).</i></p>"
     ladder: dict[str, LadderRow | None] = {side: pair.ladder[side] for side in SIDES}
@@ -224,8 +217,7 @@ def tokens_html(pair: Pair) -> str:
 
 
 def emulation_matrix_html(pair: Pair) -> str:
-    """The emulation x side matrix (table order, baseline last): per side, the decisive, differing and all elements
-    whose bit pattern equals each emulation's."""
+    """The emulation x side matrix: per side, the decisive, differing and all elements equal to each emulation."""
     emulation = pair.emulation
     if emulation is None:
         return "<p><i>No kernel emulation was requested for this pair.</i></p>"

@@ -24,6 +24,7 @@ from explorer.views.shared.common import (
     CONTINUOUS_CMAP,
     Field,
     collapsed,
+    continuous,
     grid_map,
     heading,
     hex_pattern,
@@ -38,6 +39,7 @@ from explorer.views.shared.common import (
     served,
     ulp_value,
 )
+from explorer.views.shared.marks import ElementExplorer
 from explorer.views.shared.markup import esc, swatches, table, value_row
 from explorer.views.shared.scales import LOG, colour_scale
 
@@ -67,10 +69,6 @@ def _references(analysis: Analysis) -> tuple[np.ndarray | None, np.ndarray | Non
     return numerics.primary.reference, numerics.rounded_to_output.comparison.reference
 
 
-def _hex_bits(dtype: str) -> int:
-    return sum(FIELD_BITS[dtype])
-
-
 # ---------------------------------------------------------------- the bit-difference map and its element detail
 
 
@@ -83,8 +81,8 @@ def bit_map(pair: Pair) -> hv.Image:
     if output.bits is not None:
         fields = [
             Field("ulp", "ULP distance", output.ulp.distance, ulp_value),
-            Field("bits_a", "bits a", tensor_a.bits[0, :, 0, :], lambda: hex_pattern(_hex_bits(tensor_a.dtype))),
-            Field("bits_b", "bits b", tensor_b.bits[0, :, 0, :], lambda: hex_pattern(_hex_bits(tensor_b.dtype))),
+            Field("bits_a", "bits a", tensor_a.bits[0, :, 0, :], lambda: hex_pattern(sum(FIELD_BITS[tensor_a.dtype]))),
+            Field("bits_b", "bits b", tensor_b.bits[0, :, 0, :], lambda: hex_pattern(sum(FIELD_BITS[tensor_b.dtype]))),
             *fields,
         ]
         colour, cmap, clim = (
@@ -145,11 +143,8 @@ def element_html(pair: Pair, head: int, channel: int) -> str:
     )
 
 
-class BitDifferenceExplorer(pn.viewable.Viewer):
+class BitDifferenceExplorer(ElementExplorer):
     """The bit-difference map; a click (tap) on a cell shows that element's outputs, patterns and references."""
-
-    head = param.Integer(default=0, bounds=(0, None), doc="Query head of the element shown.")
-    channel = param.Integer(default=0, bounds=(0, None), doc="Channel of the element shown.")
 
     def __init__(self, pair: Pair, **params):
         positions = pair.output.bits.first_positions if pair.output.bits is not None else ()
@@ -158,18 +153,9 @@ class BitDifferenceExplorer(pn.viewable.Viewer):
         params.setdefault("channel", int(first[1]))
         super().__init__(**params)
         self._pair = pair
-        self._shape = pair.output.difference.abs_error.shape
         self._plot = plot_pane(bit_map(pair))
-        self.tap = hv.streams.Tap(source=self._plot.object, x=float(self.channel), y=float(self.head))
-        self.tap.add_subscriber(self._on_tap)
+        self._listen(self._plot, pair.output.difference.abs_error.shape)
         self._detail = html_pane(element_html(pair, self.head, self.channel), css_classes=["pair-element-detail"])
-
-    def _on_tap(self, x: float | None = None, y: float | None = None, **_) -> None:
-        if x is None or y is None:
-            return
-        heads, channels = self._shape
-        self.head = min(max(round(y), 0), heads - 1)
-        self.channel = min(max(round(x), 0), channels - 1)
 
     @param.depends("head", "channel", watch=True)
     def _show(self) -> None:
@@ -184,13 +170,11 @@ class BitDifferenceExplorer(pn.viewable.Viewer):
         )
 
 
-# ---------------------------------------------------------------- charts and maps
-
-
 def mismatch_bars(pair: Pair) -> hv.Bars:
     """Differing output elements per query head."""
     per_head = pair.output.bits.per_head
     data = {"query head": [str(h) for h in range(len(per_head))], "elements differing": list(per_head)}
+    options = hover([("query head", "@{query_head}"), ("elements differing", "@{elements_differing}")], {})
     return hv.Bars(data, "query head", "elements differing").opts(
         title="Differing output elements per query head",
         color=BAR_COLOUR,
@@ -198,13 +182,8 @@ def mismatch_bars(pair: Pair) -> hv.Bars:
         responsive=True,
         min_width=320,
         show_grid=True,
-        **_counted(hover([("query head", "@{query_head}"), ("elements differing", "@{elements_differing}")], {})),
+        **{**options, "hooks": [*options["hooks"], integer_y_axis]},  # the count axis ticks whole numbers
     )
-
-
-def _counted(options: dict) -> dict:
-    """Plot options with the count axis ticking whole numbers."""
-    return {**options, "hooks": [*options["hooks"], integer_y_axis]}
 
 
 def error_maps(pair: Pair) -> pn.Column:
@@ -230,9 +209,7 @@ def error_maps(pair: Pair) -> pn.Column:
                 fields,
                 title=f"|{side} - reference| (side {side})",
                 colour_label=f"|{side} - ref|",
-                clim=scale.clim,
-                logz=scale.logz,
-                cmap=CONTINUOUS_CMAP,
+                **continuous(scale),
                 colorbar=index == len(drawn) - 1,
             )
         )
@@ -249,9 +226,6 @@ def error_maps(pair: Pair) -> pn.Column:
     if missing:
         parts.append(note(f"Side {', '.join(missing)} has no primary reference (see the status)."))
     return pn.Column(*parts, sizing_mode="stretch_width")
-
-
-# ---------------------------------------------------------------- sections
 
 
 def findings_section(pair: Pair) -> pn.Column:
@@ -319,9 +293,7 @@ def tokens_section(pair: Pair) -> pn.Column:
 def emulations_section(
     pair: Pair, on_computed=lambda pair: None, runner=None, on_emulated=lambda request: None
 ) -> pn.viewable.Viewable:
-    """The emulation x side matrix with the differing counts; on a served page computed on request through `runner`
-    (views.pair.emulations), `on_computed(pair)` then hearing the pair with its emulations and `on_emulated(request)`
-    the set computed."""
+    """The emulation x side matrix; on a served page computed on request (views.pair.emulations)."""
     return PairEmulationsSection(pair, on_computed, runner, on_emulated).__panel__()
 
 

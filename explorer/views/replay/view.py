@@ -28,6 +28,7 @@ from explorer.views.shared.common import (
     section,
     state,
 )
+from explorer.views.shared.marks import ElementExplorer
 from explorer.views.shared.markup import swatches
 
 # Per-element codes of the difference map, with their colours.
@@ -101,12 +102,10 @@ def _first_difference(run: Replay, arm: str) -> tuple[int, int]:
     return 0, 0
 
 
-class DifferenceExplorer(pn.viewable.Viewer):
+class DifferenceExplorer(ElementExplorer):
     """The chosen arm's difference map; a click (tap) on a cell shows that element of every output below."""
 
     arm = param.String(default="", doc="The arm drawn.")
-    head = param.Integer(default=0, bounds=(0, None), doc="Query head of the element shown.")
-    channel = param.Integer(default=0, bounds=(0, None), doc="Channel of the element shown.")
 
     def __init__(self, run: Replay, **params):
         readable = [name for name, arm in run.arms.items() if arm.readable]
@@ -116,7 +115,6 @@ class DifferenceExplorer(pn.viewable.Viewer):
         params.setdefault("channel", int(channel))
         super().__init__(**params)
         self._run = run
-        self._shape = run.arms[self.arm].output_values.shape
         self._choice = pn.widgets.RadioButtonGroup(
             label=ARM_CHOICE_LABEL, options=readable, value=self.arm, color="light", css_classes=["replay-arm-choice"]
         )
@@ -126,25 +124,14 @@ class DifferenceExplorer(pn.viewable.Viewer):
         self._detail = html_pane(
             replay_html.element_html(run, self.head, self.channel), css_classes=["replay-element-detail"]
         )
-        self._attach()
-
-    def _attach(self) -> None:
-        self.tap = hv.streams.Tap(source=self._plot.object, x=float(self.channel), y=float(self.head))
-        self.tap.add_subscriber(self._on_tap)
-
-    def _on_tap(self, x: float | None = None, y: float | None = None, **_) -> None:
-        if x is None or y is None:
-            return
-        heads, channels = self._shape
-        self.head = min(max(round(y), 0), heads - 1)
-        self.channel = min(max(round(x), 0), channels - 1)
+        self._listen(self._plot, run.arms[self.arm].output_values.shape)
 
     @param.depends("arm", watch=True)
     def _redraw(self) -> None:
         self._plot.object = difference_map(self._run, self.arm).opts(
             backend_opts={"plot.output_backend": "canvas"}, clone=True
         )
-        self._attach()
+        self._listen(self._plot, self._shape)
 
     @param.depends("head", "channel", watch=True)
     def _show(self) -> None:
@@ -160,9 +147,6 @@ class DifferenceExplorer(pn.viewable.Viewer):
             sizing_mode="stretch_width",
             css_classes=["replay-map"],
         )
-
-
-# ---------------------------------------------------------------- sections
 
 
 def summary_section(run: Replay) -> pn.Column:

@@ -80,10 +80,7 @@ def missing_text(analysis: Analysis, needs: str) -> str | None:
 
 
 def explanation_html(analysis: Analysis, needs: str | None = None, what: str = "") -> str:
-    """The status box every view opens with when the packet is not analyzed, or its data is missing.
-
-    `what` names what the view would draw, said to be missing when it is.
-    """
+    """The status box a view opens with when the packet is not analyzed or `what` it draws is missing."""
     missing = None if needs is None else missing_text(analysis, needs)
     if analysis.status == ANALYZED and missing is None:
         return ""
@@ -173,10 +170,11 @@ def comparison_rows(series: Sequence[tuple[str, Comparison]]) -> str:
 
 def per_head_rows(series: Sequence[tuple[str, Comparison]], kv_heads: Sequence[int]) -> str:
     """Per-head metric table of several comparisons (one row per head and comparison)."""
-    rows = []
-    for h, kv in enumerate(kv_heads):
-        for label, comparison in series:
-            rows.append([str(h), str(kv), esc(label), *metric_cells(comparison.per_head[h])])
+    rows = [
+        [str(h), str(kv), esc(label), *metric_cells(comparison.per_head[h])]
+        for h, kv in enumerate(kv_heads)
+        for label, comparison in series
+    ]
     return table(("query head", "KV head", "comparison", *METRIC_HEADER), rows, css_class="per-head-metrics")
 
 
