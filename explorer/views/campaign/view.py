@@ -17,7 +17,7 @@ import panel as pn
 from explorer.campaigns.axis import CELL_SPAN, GAP_MARK, Slot, extent, folded
 from explorer.campaigns.model import STATES
 from explorer.foundations.formatting import short_number
-from explorer.views.shared.common import hint, html_pane, plot_pane
+from explorer.views.shared.common import hint, html_pane, plot_pane, section
 from explorer.views.shared.markup import esc
 
 # One colour per state (categorical, never a scale): differences warm, agreement grey, gaps pale.
@@ -195,31 +195,19 @@ def build(campaign: dict[str, Any], on_cell: Callable[[int, int], None] | None =
                     on_cell(step, layer)
 
             hv.streams.Tap(source=pane.object.get(0)).add_subscriber(clicked)
-            parts.append(
-                hint(
-                    "Click a cell to open its pair (side a: "
-                    f"{esc(campaign['backends'][0])}, side b: {esc(campaign['backends'][1])})."
-                )
-            )
+            sides = f"side a: {esc(campaign['backends'][0])}, side b: {esc(campaign['backends'][1])}"
+            parts.append(hint(f"Click a cell to open its pair ({sides})."))
         parts.append(pane)
         if extent(columns)[1] - extent(columns)[0] > VISIBLE_STEPS:
-            parts.append(
-                hint(
-                    f"{len(campaign['coverage']['steps'])} steps: the grid opens at the first step where something "
-                    "differs; drag it sideways for the others."
-                )
-            )
+            opens = "the grid opens at the first step where something differs; drag it sideways for the others"
+            parts.append(hint(f"{len(campaign['coverage']['steps'])} steps: {opens}."))
         jumps = jumps_text(campaign)
         if jumps:
             parts.append(html_pane(f'<div class="campaign-jumps" style="font-size:0.85em">{esc(jumps)}</div>'))
-    notes = campaign["notes"]
+    notes = "".join(f'<div class="campaign-note" style="font-size:0.85em">{esc(n)}</div>' for n in campaign["notes"])
     if notes:
-        parts.append(
-            html_pane(
-                "".join(f'<div class="campaign-note" style="font-size:0.85em">{esc(note)}</div>' for note in notes)
-            )
-        )
-    return pn.Column(*parts, sizing_mode="stretch_width", css_classes=["campaign-view"])
+        parts.append(html_pane(notes))
+    return section("campaign-view", *parts)
 
 
 def campaign_of(frame, campaign: str | None = None) -> dict[str, Any]:

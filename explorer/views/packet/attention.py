@@ -122,21 +122,17 @@ def head_panel(numerics: Numerics, head: int) -> pn.Column:
     """The selected head's weights and diagnostics (an explanation when the head number or its values are missing)."""
     heads = len(numerics.attention)
     if not 0 <= head < heads:
-        return pn.Column(
-            state(f"Query head {head} does not exist in this packet (heads 0..{heads - 1}).", "head-out-of-range"),
-            sizing_mode="stretch_width",
-        )
+        missing = f"Query head {head} does not exist in this packet (heads 0..{heads - 1})."
+        return pn.Column(state(missing, "head-out-of-range"), sizing_mode="stretch_width")
     entry = numerics.attention[head]
     parts = [html_pane(table(DIAGNOSTICS_HEADER, _diagnostics_rows((entry,)), css_class="head-diagnostics"))]
     if entry.undefined_reason is not None:
-        parts.append(
-            state(
-                f"No weights for query head {head}: <code>{esc(entry.undefined_reason)}</code> "
-                "(ineligible inputs or overflowing logits; the values are null).",
-                "head-undefined",
-            )
+        why = (
+            f"<code>{esc(entry.undefined_reason)}</code> (ineligible inputs or overflowing logits; the values are null)"
         )
-        return pn.Column(*parts, sizing_mode="stretch_width")
+        return pn.Column(
+            *parts, state(f"No weights for query head {head}: {why}.", "head-undefined"), sizing_mode="stretch_width"
+        )
     weights = numerics.weights[head]
     zeros = int(np.sum(weights == 0))
     top = table(
@@ -213,12 +209,8 @@ def _diagnostic_charts(numerics: Numerics) -> list:
 def _overview_map(numerics: Numerics) -> list:
     weights = numerics.weights
     if weights.size > MAX_OVERVIEW_CELLS:
-        return [
-            note(
-                f"The query head x token map is not drawn: {weights.size} weights exceed {MAX_OVERVIEW_CELLS}; "
-                "choose a head above to see its weights."
-            )
-        ]
+        too_many = f"{weights.size} weights exceed {MAX_OVERVIEW_CELLS}; choose a head above to see its weights"
+        return [note(f"The query head x token map is not drawn: {too_many}.")]
     scale = colour_scale([weights], LOG, "weight")
     image = grid_map(
         weights,
@@ -243,13 +235,8 @@ def _body(analysis: Analysis, selection: Selection) -> list:
     heads = len(numerics.attention)
     fallback = []
     if selection.head >= heads:
-        fallback = [
-            state(
-                f"Query head {selection.head} does not exist in this packet (heads 0..{heads - 1}); "
-                "showing query head 0.",
-                "head-out-of-range",
-            )
-        ]
+        missing = f"Query head {selection.head} does not exist in this packet (heads 0..{heads - 1})"
+        fallback = [state(f"{missing}; showing query head 0.", "head-out-of-range")]
         selection.head = 0
     return [
         heading("Selected query head", "Softmax weights of the primary computation (scaled logits)."),

@@ -147,14 +147,10 @@ def _one(row: LastRow, name: str, noun: str) -> list:
     title = f"{name}: stored row T-1 vs incoming row"
     parts = [heading(title), html_pane(_facts_table(row))]
     if row.mismatched == 0:
-        return [
-            *parts,
-            state(
-                f"<b>All bits equal</b>: the {row.compared} {esc(noun)} elements of the stored "
-                "last row are bitwise identical to the incoming row; there is nothing to draw.",
-                "all-bits-equal",
-            ),
-        ]
+        equal = (
+            f"the {row.compared} {esc(noun)} elements of the stored last row are bitwise identical to the incoming row"
+        )
+        return [*parts, state(f"<b>All bits equal</b>: {equal}; there is nothing to draw.", "all-bits-equal")]
     image = _xor_map(row, f"{name}: XOR of stored and incoming, by differing field")
     isolated = isolated_cells(row.field_mask > 0)
     if isolated is not None:

@@ -17,7 +17,7 @@ from explorer.views.shared.common import (
     html_pane,
     note,
     plot_pane,
-    state,
+    state_markup,
 )
 from explorer.views.shared.html_summary import comparison_rows
 from explorer.views.shared.marks import selectable
@@ -42,6 +42,13 @@ def reason_words(analysis: Analysis, code: str | None) -> str:
     tensors = analysis.admission.tensors
     template = REASON_WORDS.get(code or "", "The counterfactual was not computed (reason code {code}).")
     return template.format(queries=tensors["queries"].dtype, storage=tensors["storedKeys"].dtype, code=code)
+
+
+def not_applicable(analysis: Analysis) -> str:
+    """The state line saying why the counterfactual does not apply (this view and the overview)."""
+    reason = analysis.numerics.narrowed_query_reason
+    why = f'<code class="narrowed-reason">{esc(reason)}</code>): {esc(reason_words(analysis, reason))}'
+    return state_markup(f"<b>Not applicable</b> ({why}", "narrowed-not-applicable")
 
 
 def _difference_map(
@@ -110,11 +117,7 @@ def _body(analysis: Analysis, selection: Selection) -> list:
     if numerics.narrowed_query is None:
         return [
             heading("Narrowed-Q counterfactual"),
-            state(
-                f'<b>Not applicable</b> (<code class="narrowed-reason">{esc(numerics.narrowed_query_reason)}'
-                f"</code>): {esc(reason_words(analysis, numerics.narrowed_query_reason))}",
-                "narrowed-not-applicable",
-            ),
+            html_pane(not_applicable(analysis)),
             note("The primary reference and the rounded comparisons are in the Per-head errors tab."),
         ]
     return _applicable(numerics, numerics.narrowed_query, selection)

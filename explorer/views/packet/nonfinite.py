@@ -176,13 +176,8 @@ def _tensor(analysis: Analysis, name: str, selection: Selection) -> list:
     nonfinite = analysis.facts.nonfinite[name]
     tensor = analysis.admission.tensors[name]
     if nonfinite.total == 0:
-        return [
-            note(
-                f"<b><code>{name}</code>: all finite</b> ({math.prod(tensor.shape)} elements, no NaN and no "
-                "infinity): no map drawn.",
-                "tensor-all-finite",
-            )
-        ]
+        finite = f"({math.prod(tensor.shape)} elements, no NaN and no infinity): no map drawn."
+        return [note(f"<b><code>{name}</code>: all finite</b> {finite}", "tensor-all-finite")]
     title = heading(name)
     if name in TOKEN_TENSORS:
         image, caption = _token_map(nonfinite)

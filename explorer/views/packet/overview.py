@@ -12,7 +12,7 @@ from explorer.foundations.formatting import MISSING, at_text, short_number
 from explorer.packet.dtypes import FIELD_BITS
 from explorer.packet.model import REFUSED, TENSOR_NAMES
 from explorer.views.packet import lastrow, nonfinite
-from explorer.views.packet.narrowed import reason_words
+from explorer.views.packet.narrowed import not_applicable
 from explorer.views.shared import html_summary, marks, markup
 from explorer.views.shared.charts import UPRIGHT_HEAD_LABELS, per_head_charts
 from explorer.views.shared.common import (
@@ -29,7 +29,7 @@ from explorer.views.shared.common import (
     note_markup,
     per_cell,
     plot_pane,
-    state_markup,
+    section,
     ulp_map,
     ulp_value,
 )
@@ -199,9 +199,8 @@ def _worst_head(numerics: Numerics) -> str:
     heads = ranked_heads(numerics)
     score = numerics.score.per_head[heads[0]] if heads else None
     if score is None:
-        return note_markup(
-            f'<span style="{COMPACT_STYLE}">No query head has a score (none compared).</span>', "overview-worst-head"
-        )
+        none = "No query head has a score (none compared)."
+        return note_markup(f'<span style="{COMPACT_STYLE}">{none}</span>', "overview-worst-head")
     ulp = worst_ulp_per_head(numerics)[heads[0]]
     ulp_text = "" if ulp is None else f", worst ULP {esc(short_number(ulp))}"
     return note_markup(
@@ -289,14 +288,7 @@ def _compact_nonfinite_map(analysis: Analysis, name: str):
 def _narrowed(analysis: Analysis, numerics: Numerics) -> list:
     nq = numerics.narrowed_query
     if nq is None:
-        reason = numerics.narrowed_query_reason
-        return [
-            state_markup(
-                f'<b>Not applicable</b> (<code class="narrowed-reason">{esc(reason)}</code>): '
-                f"{esc(reason_words(analysis, reason))}",
-                "narrowed-not-applicable",
-            )
-        ]
+        return [not_applicable(analysis)]
     floor = ("FP64 noise floor", numerics.fp64.reference_error)
     legend, chart = per_head_charts(
         [("vs primary reference", numerics.primary), ("vs narrowed-Q counterfactual", nq.comparison)],
@@ -384,4 +376,4 @@ def _cells(analysis: Analysis, selection: Selection) -> list:
 def build(analysis: Analysis, selection: Selection) -> pn.Column:
     """The overview of one analysis (every status): header, then the four compact views two by two."""
     grid = pn.GridBox(*_cells(analysis, selection), ncols=2, sizing_mode="stretch_width", css_classes=["overview-grid"])
-    return pn.Column(_header(analysis), grid, sizing_mode="stretch_width", css_classes=["view-overview"])
+    return section("view-overview", _header(analysis), grid)

@@ -15,7 +15,7 @@ from explorer.analysis.emulation import DEFAULT_SET_NAME, SWEEP_NAME
 from explorer.pair.emulation import with_emulations
 from explorer.pair.model import Pair
 from explorer.views.pair import html as pair_html
-from explorer.views.shared.common import collapsed, heading, html_pane, note
+from explorer.views.shared.common import collapsed, heading, html_pane, note, section
 from explorer.views.shared.markup import esc
 
 SETS = {"the default set": DEFAULT_SET_NAME, "the sweep (a few seconds)": SWEEP_NAME}
@@ -65,7 +65,7 @@ class PairEmulationsSection(pn.viewable.Viewer):
             "on the decisive elements (where the emulations disagree), on the differing ones (where the "
             "two outputs differ) and on all of them.",
         )
-        self._layout = pn.Column(lead, self._body, sizing_mode="stretch_width", css_classes=["pair-emulations"])
+        self._layout = section("pair-emulations", lead, self._body)
         self._show(pair)
 
     def _show(self, pair: Pair) -> None:

@@ -326,4 +326,4 @@ def build(pair: Pair, runner=None, on_emulated=lambda request: None) -> pn.Colum
         sections["emulations"] = emulations_section(
             pair, lambda found: setattr(findings, "object", pair_html.findings_html(found)), runner, on_emulated
         )
-    return pn.Column(*(sections[name] for name in names), sizing_mode="stretch_width", css_classes=["view-pair"])
+    return section("view-pair", *(sections[name] for name in names))

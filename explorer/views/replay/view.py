@@ -224,6 +224,4 @@ SECTIONS = {
 def build(run: Replay) -> pn.Column:
     """The whole replay view: every section (a refused run: its status and notes only)."""
     names = ["summary", "notes"] if run.matrix is None else list(SECTIONS)
-    return pn.Column(
-        *(SECTIONS[name][1](run) for name in names), sizing_mode="stretch_width", css_classes=["view-replay"]
-    )
+    return section("view-replay", *(SECTIONS[name][1](run) for name in names))

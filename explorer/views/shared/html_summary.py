@@ -7,13 +7,7 @@ from collections.abc import Sequence
 from explorer.analysis.ranking import noise_floor_ratios, ranked_heads, worst_ulp_per_head
 from explorer.analysis.result import Analysis, Comparison, Metrics
 from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED, Problem, Reason
-from explorer.views.shared.markup import (
-    BOX_STYLE,
-    esc,
-    number_cell,
-    status_badge,
-    table,
-)
+from explorer.views.shared.markup import BOX_STYLE, esc, number_cell, status_badge, table
 
 LARGEST_HEADS = 3  # heads with the largest primary linf, listed in the notebook summary
 
@@ -98,12 +92,7 @@ def largest_heads(comparison: Comparison, count: int = LARGEST_HEADS) -> list[in
 
 
 def metric_cells(m: Metrics) -> list[str]:
-    return [
-        number_cell(m.linf),
-        number_cell(m.rmse),
-        number_cell(m.relative_l2),
-        esc(m.undefined_reason) if m.undefined_reason else "",
-    ]
+    return [number_cell(m.linf), number_cell(m.rmse), number_cell(m.relative_l2), esc(m.undefined_reason or "")]
 
 
 METRIC_HEADER = ("linf", "rmse", "relativeL2", "undefined reason")
