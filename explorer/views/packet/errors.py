@@ -149,11 +149,8 @@ def maps_panel(numerics: Numerics, mode: str, shared: bool = False, selection: S
             selectable(pane, selection)
         notes = item.caption if shared else f"{item.caption} {scale.note}"
         cells.append(pn.Column(pane, note(esc(notes), "map-caption"), sizing_mode="stretch_width"))
-    reduced = (
-        []
-        if maps[0].comparison.abs_error.size <= FULL_HOVER_CELLS
-        else [hint(f"Over {FULL_HOVER_CELLS} cells per map the hover shows the error only.")]
-    )
+    many = maps[0].comparison.abs_error.size > FULL_HOVER_CELLS
+    reduced = [hint(f"Over {FULL_HOVER_CELLS} cells per map the hover shows the error only.")] if many else []
     scale_note = (
         f"One colour scale for every map. {one.note}"
         if shared

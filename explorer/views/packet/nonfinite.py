@@ -186,7 +186,8 @@ def _tensor(analysis: Analysis, name: str, selection: Selection) -> list:
     return [title, selectable(pane, selection) if name in QUERY_HEAD_TENSORS else pane]
 
 
-def _codes(names) -> str:
+def codes(names) -> str:
+    """Tensor names as code, comma-separated."""
     return ", ".join(f"<code>{name}</code>" for name in names)
 
 
@@ -195,11 +196,11 @@ def _body(analysis: Analysis, selection: Selection) -> list:
     finite = [name for name in TENSOR_NAMES if analysis.facts.nonfinite[name].total == 0]
     others = [name for name in TENSOR_NAMES if name not in finite]
     if not others:
-        everywhere = f"any element of the six tensors ({_codes(TENSOR_NAMES)})"
+        everywhere = f"any element of the six tensors ({codes(TENSOR_NAMES)})"
         parts.append(state(f"<b>All finite</b>: no NaN and no infinity in {everywhere}.", "all-finite"))
     elif finite:
-        held = f"{_codes(others)} hold NaN or infinity (counts above)"
-        parts.append(note(f"No NaN and no infinity in {_codes(finite)} only; {held}.", "tensors-all-finite"))
+        held = f"{codes(others)} hold NaN or infinity (counts above)"
+        parts.append(note(f"No NaN and no infinity in {codes(finite)} only; {held}.", "tensors-all-finite"))
     parts.append(
         heading(
             "Where",

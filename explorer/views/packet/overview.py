@@ -254,7 +254,7 @@ def _nonfinite(analysis: Analysis) -> list:
     finite = [name for name in TENSOR_NAMES if name not in held]
     line = "; ".join(counts(name) for name in held) + "."
     if finite:
-        line += " No NaN and no infinity in " + ", ".join(f"<code>{n}</code>" for n in finite) + " (only these)."
+        line += f" No NaN and no infinity in {nonfinite.codes(finite)} (only these)."
     panes = [plot_pane(_compact_nonfinite_map(analysis, name)) for name in held]
     grid = pn.GridBox(
         *panes,
