@@ -106,15 +106,7 @@ def bit_map(pair: Pair) -> hv.Image:
             ]
     kv_heads = np.arange(colour.shape[0]) // pair.a.admission.geometry["groupSize"]
     fields.insert(0, Field("kv_head", "KV head", per_cell(kv_heads, colour.shape)))
-    return grid_map(
-        colour,
-        fields,
-        title=title,
-        colour_label=label,
-        clim=clim,
-        cmap=cmap,
-        colorbar=colorbar,
-    )
+    return grid_map(colour, fields, title=title, colour_label=label, clim=clim, cmap=cmap, colorbar=colorbar)
 
 
 def element_html(pair: Pair, head: int, channel: int) -> str:
