@@ -27,8 +27,7 @@ from explorer.ui.area import ListedMode, first_shown
 from explorer.ui.background import error_line
 from explorer.ui.mode import Context, one_at_a_time
 from explorer.ui.shared import echo
-from explorer.views.shared.html_summary import written_note
-from explorer.views.shared.markup import esc
+from explorer.views.shared.markup import esc, written_note
 
 QUERY_CAMPAIGN, QUERY_CELL = "campaign", "cell"
 EXPORT_LABEL, EXPORT_WIDTH = "Export campaign: HTML + PNG + JSON + findings", 330

@@ -1,9 +1,6 @@
 """The explorer's views: `VIEWS` (slug, title, builder) in tab order and the shared `Selection`.
 
-Views draw, they never compute.
-
-`VIEWS` and `Selection` load Panel and HoloViews on first access, so importing
-`explorer.views.shared.html_summary` (plain HTML strings) stays free of UI libraries.
+Both load Panel and HoloViews on first access: importing `explorer.views.shared.html_summary` stays free of them.
 """
 
 from __future__ import annotations

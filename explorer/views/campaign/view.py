@@ -1,15 +1,8 @@
-"""The Campaign view: a campaign's cells as a steps x layers heatmap; draws only.
+"""The Campaign view: a campaign's cells as a steps x layers heatmap in state colours; draws only.
 
-The Campaign view: a campaign's cells as a steps x layers heatmap in categorical state colours, differing elements
-as labels, the origin sentence above; draws only.
-
-It reads one campaign of the campaign report (`explorer campaign --json`,
-docs/campaigns.md) and computes nothing: the states, counts and the origin
-sentence are the report's. The axes are folded (campaigns/axis.py): captured steps
-and layers only, a narrow `~` slot where they jump. A grid wider than the main
-area opens at the origin's step and scrolls sideways. `on_cell(step, layer)` hears
-a click on a cell (the app opens that cell's pair); without it the grid is a
-picture (notebooks).
+It draws one campaign of the report (docs/campaigns.md): the states, counts and origin sentence are the report's.
+The axes are folded (campaigns/axis.py); a grid wider than the main area opens at the origin's step and scrolls
+sideways. `on_cell(step, layer)` hears a click on a cell; without it the grid is a picture (notebooks).
 """
 
 from __future__ import annotations
@@ -24,7 +17,7 @@ import panel as pn
 from explorer.campaigns.axis import CELL_SPAN, GAP_MARK, Slot, extent, folded
 from explorer.campaigns.model import STATES
 from explorer.foundations.formatting import short_number
-from explorer.views.shared.common import hint, html_pane, plot_pane
+from explorer.views.shared.common import hint, html_pane, plot_pane, section
 from explorer.views.shared.markup import esc
 
 # One colour per state (categorical, never a scale): differences warm, agreement grey, gaps pale.
@@ -54,8 +47,7 @@ GRID_CLASS = "campaign-grid"
 
 
 def grid_size(steps: float, layers: float) -> tuple[int, int]:
-    """The grid's width and height in pixels for its columns and rows (a folded axis' gap counts its span): its
-    cells and the room of its axes, never wider than the main area (a wider grid scrolls)."""
+    """The grid's (width, height) in pixels: its cells and axes, never wider than the main area (it scrolls)."""
     width = max(MIN_CELL_WIDTH_PX, min(CELL_WIDTH_PX, (MAX_GRID_WIDTH_PX - AXIS_MARGIN_PX[0]) // max(steps, 1)))
     return (
         max(MIN_GRID_WIDTH_PX, min(MAX_GRID_WIDTH_PX, round(steps * width) + AXIS_MARGIN_PX[0])),
@@ -69,8 +61,7 @@ def _span(slots: tuple[Slot, ...]) -> float:
 
 
 def _opening_window(campaign: dict[str, Any], columns: tuple[Slot, ...]) -> tuple[float, float]:
-    """The x range shown first: every column, or, for a grid wider than the main area, VISIBLE_STEPS columns from
-    just before the first step where something differs (the origin's)."""
+    """The x range shown first: every column, or VISIBLE_STEPS from just before the origin's step."""
     low, high = extent(columns)
     if high - low <= VISIBLE_STEPS:
         return low, high
@@ -108,11 +99,6 @@ def legend_html() -> str:
     return f'<div class="campaign-legend" style="font-size:0.85em">{swatches}</div>'
 
 
-def _label(cell: dict[str, Any]) -> str:
-    count = cell["outputsDiffering"]
-    return "" if count in (None, 0) else short_number(count)
-
-
 def grid(campaign: dict[str, Any]) -> hv.Overlay:
     """The heatmap: one rectangle per cell (x: step, y: layer, layer 0 on top), the differing-element count on it."""
     columns, rows = folded(campaign["coverage"]["steps"]), folded(campaign["coverage"]["layers"])
@@ -138,7 +124,7 @@ def grid(campaign: dict[str, Any]) -> hv.Overlay:
                 short_number(cell["maxUlp"]),
                 differing or "-",
                 " ".join(cell["codes"]) or "-",
-                _label(cell),
+                "" if cell["outputsDiffering"] in (None, 0) else short_number(cell["outputsDiffering"]),
                 LABEL_COLOURS.get(cell["state"], "#222222"),
                 x,
                 y,
@@ -209,31 +195,19 @@ def build(campaign: dict[str, Any], on_cell: Callable[[int, int], None] | None =
                     on_cell(step, layer)
 
             hv.streams.Tap(source=pane.object.get(0)).add_subscriber(clicked)
-            parts.append(
-                hint(
-                    "Click a cell to open its pair (side a: "
-                    f"{esc(campaign['backends'][0])}, side b: {esc(campaign['backends'][1])})."
-                )
-            )
+            sides = f"side a: {esc(campaign['backends'][0])}, side b: {esc(campaign['backends'][1])}"
+            parts.append(hint(f"Click a cell to open its pair ({sides})."))
         parts.append(pane)
         if extent(columns)[1] - extent(columns)[0] > VISIBLE_STEPS:
-            parts.append(
-                hint(
-                    f"{len(campaign['coverage']['steps'])} steps: the grid opens at the first step where something "
-                    "differs; drag it sideways for the others."
-                )
-            )
+            opens = "the grid opens at the first step where something differs; drag it sideways for the others"
+            parts.append(hint(f"{len(campaign['coverage']['steps'])} steps: {opens}."))
         jumps = jumps_text(campaign)
         if jumps:
             parts.append(html_pane(f'<div class="campaign-jumps" style="font-size:0.85em">{esc(jumps)}</div>'))
-    notes = campaign["notes"]
+    notes = "".join(f'<div class="campaign-note" style="font-size:0.85em">{esc(n)}</div>' for n in campaign["notes"])
     if notes:
-        parts.append(
-            html_pane(
-                "".join(f'<div class="campaign-note" style="font-size:0.85em">{esc(note)}</div>' for note in notes)
-            )
-        )
-    return pn.Column(*parts, sizing_mode="stretch_width", css_classes=["campaign-view"])
+        parts.append(html_pane(notes))
+    return section("campaign-view", *parts)
 
 
 def campaign_of(frame, campaign: str | None = None) -> dict[str, Any]:

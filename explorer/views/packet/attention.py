@@ -1,7 +1,4 @@
-"""Attention view: softmax weights over tokens of the selected query head.
-
-(log y) with its diagnostics, and an overview across heads; draws only the analysis' attention numbers.
-"""
+"""Attention view: a query head's softmax weights (log y) and diagnostics, then every head's."""
 
 from __future__ import annotations
 
@@ -11,11 +8,11 @@ import panel as pn
 
 from explorer.analysis.result import Analysis, HeadAttention, Numerics
 from explorer.views.shared import head_chart, html_summary
-from explorer.views.shared.charts import CHART_WIDTH, head_chart_pane
+from explorer.views.shared.charts import CHART_WIDTH, head_chart_pane, per_head_values
 from explorer.views.shared.common import (
-    CONTINUOUS_CMAP,
     Field,
     Selection,
+    continuous,
     exact_number,
     explained,
     grid_map,
@@ -125,21 +122,17 @@ def head_panel(numerics: Numerics, head: int) -> pn.Column:
     """The selected head's weights and diagnostics (an explanation when the head number or its values are missing)."""
     heads = len(numerics.attention)
     if not 0 <= head < heads:
-        return pn.Column(
-            state(f"Query head {head} does not exist in this packet (heads 0..{heads - 1}).", "head-out-of-range"),
-            sizing_mode="stretch_width",
-        )
+        missing = f"Query head {head} does not exist in this packet (heads 0..{heads - 1})."
+        return pn.Column(state(missing, "head-out-of-range"), sizing_mode="stretch_width")
     entry = numerics.attention[head]
     parts = [html_pane(table(DIAGNOSTICS_HEADER, _diagnostics_rows((entry,)), css_class="head-diagnostics"))]
     if entry.undefined_reason is not None:
-        parts.append(
-            state(
-                f"No weights for query head {head}: <code>{esc(entry.undefined_reason)}</code> "
-                "(ineligible inputs or overflowing logits; the values are null).",
-                "head-undefined",
-            )
+        why = (
+            f"<code>{esc(entry.undefined_reason)}</code> (ineligible inputs or overflowing logits; the values are null)"
         )
-        return pn.Column(*parts, sizing_mode="stretch_width")
+        return pn.Column(
+            *parts, state(f"No weights for query head {head}: {why}.", "head-undefined"), sizing_mode="stretch_width"
+        )
     weights = numerics.weights[head]
     zeros = int(np.sum(weights == 0))
     top = table(
@@ -186,10 +179,7 @@ def _thinned_note(drawn: int, tokens: int) -> list:
 def _diagnostic_chart(numerics: Numerics, attribute: str) -> pn.viewable.Viewable:
     """One attention diagnostic per query head, markers joined by a line (log y for the last-token weight)."""
     label, logy = next((label, logy) for name, label, logy in OVERVIEW_METRICS if name == attribute)
-    values = np.array(
-        [np.nan if getattr(a, attribute) is None else getattr(a, attribute) for a in numerics.attention],
-        dtype=np.float64,
-    )
+    values = per_head_values(numerics.attention, attribute)
     series = head_chart.Series(label, values, WEIGHT_COLOUR, line="solid")
     chart = head_chart_pane([series], title=f"{label} per query head", ylabel=label, log=logy)
     hidden = np.flatnonzero(~head_chart.drawable(values, logy))
@@ -219,12 +209,8 @@ def _diagnostic_charts(numerics: Numerics) -> list:
 def _overview_map(numerics: Numerics) -> list:
     weights = numerics.weights
     if weights.size > MAX_OVERVIEW_CELLS:
-        return [
-            note(
-                f"The query head x token map is not drawn: {weights.size} weights exceed {MAX_OVERVIEW_CELLS}; "
-                "choose a head above to see its weights."
-            )
-        ]
+        too_many = f"{weights.size} weights exceed {MAX_OVERVIEW_CELLS}; choose a head above to see its weights"
+        return [note(f"The query head x token map is not drawn: {too_many}.")]
     scale = colour_scale([weights], LOG, "weight")
     image = grid_map(
         weights,
@@ -232,10 +218,7 @@ def _overview_map(numerics: Numerics) -> list:
         title="Softmax weights, query head x token",
         colour_label="weight",
         xlabel="token",
-        ylabel="query head",
-        clim=scale.clim,
-        logz=scale.logz,
-        cmap=CONTINUOUS_CMAP,
+        **continuous(scale),
     )
     return [plot_pane(image), note(esc(scale.note), "colour-scale-note")]
 
@@ -252,13 +235,8 @@ def _body(analysis: Analysis, selection: Selection) -> list:
     heads = len(numerics.attention)
     fallback = []
     if selection.head >= heads:
-        fallback = [
-            state(
-                f"Query head {selection.head} does not exist in this packet (heads 0..{heads - 1}); "
-                "showing query head 0.",
-                "head-out-of-range",
-            )
-        ]
+        missing = f"Query head {selection.head} does not exist in this packet (heads 0..{heads - 1})"
+        fallback = [state(f"{missing}; showing query head 0.", "head-out-of-range")]
         selection.head = 0
     return [
         heading("Selected query head", "Softmax weights of the primary computation (scaled logits)."),
@@ -273,15 +251,11 @@ def _body(analysis: Analysis, selection: Selection) -> list:
 
 
 def build(analysis: Analysis, selection: Selection) -> pn.Column:
-    """The attention view of one analysis, following `selection.head` (explains itself when no reference exists).
-
-    A head beyond the packet's query heads is replaced by head 0 in `selection`, and the view says so.
-    """
-    column = explained(
+    """The attention view, following `selection.head` (a head the packet lacks becomes 0, and it says so)."""
+    return explained(
         analysis,
         html_summary.NEEDS_NUMERICS,
         lambda: _body(analysis, selection),
         "the softmax weights and attention diagnostics per query head",
+        "view-attention",
     )
-    column.css_classes = ["view-attention"]
-    return column

@@ -1,7 +1,4 @@
-"""The element panel: every number the analysis holds about one output element.
-
-As an HTML table (4 significant digits beside the exact value); stdlib only, computes nothing.
-"""
+"""The element panel: every number the analysis holds about one output element, as an HTML table."""
 
 from __future__ import annotations
 

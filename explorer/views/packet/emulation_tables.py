@@ -1,11 +1,6 @@
-"""The emulation tables as header and rows of plain strings.
+"""Emulation tables as header and rows of plain strings (the CLI prints them, views escape them).
 
-Read from the report's own emulation keys (the CLI prints them, the views and notebooks escape them into
-HTML); stdlib only, computes no number.
-
-Rows come in the report's table order (bitEqualDecisive, else bitEqual, largest
-first; entries without numbers last) and the baseline (the primary reference rounded
-to the output dtype) is always the last row.
+Rows in the report's table order (bitEqualDecisive, else bitEqual, largest first), the baseline always last.
 """
 
 from __future__ import annotations
@@ -50,8 +45,7 @@ def _global(block: dict[str, Any] | None) -> int | None:
 def emulation_table(
     emulations: Sequence[dict[str, Any]], decisive: dict[str, Any] | None, baseline: dict[str, Any]
 ) -> tuple[list[str], list[list[str]]]:
-    """(header, rows) of one packet's emulations: decisive count, bit-equal count, ULP max, and a note; baseline
-    last."""
+    """(header, rows) of one packet's emulations: decisive, bit-equal, ULP max and a note; baseline last."""
     compared = emulations[0]["compared"] if emulations else None
     on = _global(decisive)
     header = [
@@ -88,9 +82,7 @@ def pair_emulation_table(
 ) -> tuple[list[str], list[list[str]]]:
     """(header, rows) of a pair's emulation x side matrix: per side decisive, differing and all elements; baseline last.
 
-    `decisive` is the report's emulationDecisive, {"a": ..., "b": ...}: each side's decisive
-    column stands under its own count (the two differ when the emulations ran on each
-    side's own inputs).
+    `decisive` is the report's emulationDecisive: each side's column under its own count (each side's own inputs).
     """
     on, apart = {side: _global(decisive[side]) for side in SIDES}, _global(differing)
     rows_in = matrix["rows"]

@@ -1,8 +1,6 @@
-"""Per-head error view: maps of |output - reference| and per-head metric charts.
+"""Per-head error view: maps of |output - reference|, per-head metric charts with the noise floor.
 
-Per-head error view: query head x channel maps of |output - reference| (each its own colour scale, or one
-shared), with captions saying what dominates each, and per-head metric charts with the FP64 noise floor; draws
-only numbers held by the analysis.
+Each map on its own colour scale or one shared, captioned with what dominates it.
 """
 
 from __future__ import annotations
@@ -15,10 +13,10 @@ from explorer.foundations.record import Record, record
 from explorer.views.shared import html_summary
 from explorer.views.shared.charts import per_head_charts
 from explorer.views.shared.common import (
-    CONTINUOUS_CMAP,
     Field,
     Selection,
     collapsed,
+    continuous,
     explained,
     grid_map,
     heading,
@@ -131,24 +129,13 @@ def _map(item: ErrorMap, kv_heads: list[int], scale) -> hv.Image:
             *fields,
             Field("ulp", item.ulp_label, item.ulp.distance, ulp_value),
         ]
-    return grid_map(
-        c.abs_error,
-        fields,
-        title=item.title,
-        colour_label="|output - reference|",
-        xlabel="channel",
-        ylabel="query head",
-        clim=scale.clim,
-        logz=scale.logz,
-        cmap=CONTINUOUS_CMAP,
-    )
+    return grid_map(c.abs_error, fields, title=item.title, colour_label="|output - reference|", **continuous(scale))
 
 
 def maps_panel(numerics: Numerics, mode: str, shared: bool = False, selection: Selection | None = None) -> pn.Column:
     """Every error map with its caption, each on its own colour scale or on one `shared` scale (`mode` LINEAR or LOG).
 
-    Every map carries its colour bar (on a shared scale they are equal), so linked maps keep equal plot areas.
-    Zoom and pan are linked; clicking a cell selects that element when `selection` is given.
+    Every map carries its colour bar, so linked maps keep equal plot areas; a click selects an element (`selection`).
     """
     maps = [m for m in error_maps(numerics) if not m.same_as_primary]
     what = "|output - reference|"
@@ -162,11 +149,8 @@ def maps_panel(numerics: Numerics, mode: str, shared: bool = False, selection: S
             selectable(pane, selection)
         notes = item.caption if shared else f"{item.caption} {scale.note}"
         cells.append(pn.Column(pane, note(esc(notes), "map-caption"), sizing_mode="stretch_width"))
-    reduced = (
-        []
-        if maps[0].comparison.abs_error.size <= FULL_HOVER_CELLS
-        else [hint(f"Over {FULL_HOVER_CELLS} cells per map the hover shows the error only.")]
-    )
+    many = maps[0].comparison.abs_error.size > FULL_HOVER_CELLS
+    reduced = [hint(f"Over {FULL_HOVER_CELLS} cells per map the hover shows the error only.")] if many else []
     scale_note = (
         f"One colour scale for every map. {one.note}"
         if shared
@@ -178,24 +162,16 @@ def maps_panel(numerics: Numerics, mode: str, shared: bool = False, selection: S
 
 
 def _ulp_table(numerics: Numerics) -> str:
-    rows = []
-    for rounded in (numerics.rounded_to_output, numerics.rounded_to_kernel):
-        if rounded is None:
-            continue
-        rows.append(
-            (
-                esc(rounded.label),
-                number_cell(rounded.ulp.max),
-                number_cell(rounded.ulp.p99),
-                esc(rounded.ulp.nonfinite_pairs),
-            )
-        )
+    rows = [
+        (esc(r.label), number_cell(r.ulp.max), number_cell(r.ulp.p99), esc(r.ulp.nonfinite_pairs))
+        for r in (numerics.rounded_to_output, numerics.rounded_to_kernel)
+        if r is not None
+    ]
     return table(("comparison", "max ULP", "p99 ULP", "nonfinite pairs (eligible heads only)"), rows, css_class="ulp")
 
 
 def _ulp_bars(rounded) -> str:
-    """The ULP histogram of one rounded comparison as a horizontal bar chart in HTML (bar length linear in the
-    element count, the count printed beside it): a figure's cost in the browser for a handful of bars is not paid."""
+    """One ULP histogram as HTML bars, linear in the count printed beside each (no figure for a few bars)."""
     histogram = rounded.ulp.histogram
     largest = max(count for _, _, count in histogram) or 1
     rows = []
@@ -279,11 +255,10 @@ def _body(analysis: Analysis, selection: Selection) -> list:
 
 def build(analysis: Analysis, selection: Selection) -> pn.Column:
     """The per-head error view of one analysis (explains itself when no reference was computed)."""
-    column = explained(
+    return explained(
         analysis,
         html_summary.NEEDS_NUMERICS,
         lambda: _body(analysis, selection),
         "the |output - reference| maps and the per-head metric charts",
+        "view-errors",
     )
-    column.css_classes = ["view-errors"]
-    return column

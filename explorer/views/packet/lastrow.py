@@ -1,8 +1,4 @@
-"""Last-row view: stored row T-1 vs the incoming row for keys and values.
-
-As XOR field maps, bit-position histograms and an explicit all-bits-equal state; draws only the analysis'
-LastRow facts.
-"""
+"""Last-row view: stored row T-1 vs the incoming row of keys and values: XOR maps, histograms."""
 
 from __future__ import annotations
 
@@ -30,7 +26,7 @@ from explorer.views.shared.common import (
     plot_pane,
     state,
 )
-from explorer.views.shared.markup import esc, table
+from explorer.views.shared.markup import esc, swatches, table
 from explorer.views.shared.scales import isolated_cells
 
 # field_mask codes: bit 1 = sign differs, 2 = exponent differs, 4 = mantissa differs.
@@ -46,6 +42,7 @@ FIELD_NAMES = (
 )
 FIELD_COLOURS = ("#f4f4f4", "#d62728", "#1f77b4", "#9467bd", "#2ca02c", "#ff7f0e", "#17becf", "#3b3b3b")
 PART_COLOURS = {"sign": FIELD_COLOURS[1], "exponent": FIELD_COLOURS[2], "mantissa": FIELD_COLOURS[4]}
+FIELDS_LABEL = "fields that differ"
 SHOWN_POSITIONS = 32  # first mismatched positions listed in the table (the report holds up to 4,096)
 ROW_PIXELS = 28
 MAP_BASE_HEIGHT = 110
@@ -55,19 +52,15 @@ HISTOGRAM_HEIGHT = 260
 
 
 def legend_html() -> str:
-    swatches = "".join(
-        f'<span style="display:inline-block;margin-right:1em"><span style="display:inline-block;'
-        f'width:0.9em;height:0.9em;background:{colour};border:1px solid #999;vertical-align:middle">'
-        f"</span> {esc(name)}</span>"
-        for name, colour in zip(FIELD_NAMES, FIELD_COLOURS, strict=True)
+    return (
+        f'<div class="field-legend">Fields that differ: {swatches(zip(FIELD_NAMES, FIELD_COLOURS, strict=True))}</div>'
     )
-    return f'<div class="field-legend">Fields that differ: {swatches}</div>'
 
 
 def _xor_map(row: LastRow, title: str) -> hv.Image:
     bits = sum(FIELD_BITS[row.dtype])
     fields = [
-        Field("fields", "fields that differ", row.field_mask, lambda: named(FIELD_NAMES)),
+        Field("fields", FIELDS_LABEL, row.field_mask, lambda: named(FIELD_NAMES)),
         Field("stored_bits", "stored (token T-1)", row.stored_bits, lambda: hex_pattern(bits)),
         Field("incoming_bits", "incoming", row.incoming_bits, lambda: hex_pattern(bits)),
         Field("xor", "XOR", row.xor, lambda: hex_pattern(bits)),
@@ -75,18 +68,23 @@ def _xor_map(row: LastRow, title: str) -> hv.Image:
         Field("incoming_value", "incoming value", row.incoming_values, exact_number),
     ]
     height = min(MAP_BASE_HEIGHT + ROW_PIXELS * row.field_mask.shape[0], MAX_MAP_HEIGHT)
+    return field_map(row.field_mask, fields, title, height).opts(toolbar=TOOLBAR_PLACE)
+
+
+def field_map(mask: np.ndarray, fields: list[Field], title: str, height: int) -> hv.Image:
+    """A KV head x channel map coloured by the bit fields that differ (FIELD_COLOURS, no colour bar)."""
+    clim, cmap = (-0.5, len(FIELD_NAMES) - 0.5), list(FIELD_COLOURS)
     return grid_map(
-        row.field_mask,
+        mask,
         fields,
         title=title,
-        colour_label="fields that differ",
-        xlabel="channel",
+        colour_label=FIELDS_LABEL,
         ylabel="KV head",
-        clim=(-0.5, len(FIELD_NAMES) - 0.5),
-        cmap=list(FIELD_COLOURS),
+        clim=clim,
+        cmap=cmap,
         colorbar=False,
         height=height,
-    ).opts(toolbar=TOOLBAR_PLACE)
+    )
 
 
 def _histogram(row: LastRow, title: str) -> hv.Overlay:
@@ -145,32 +143,21 @@ def _facts_table(row: LastRow) -> str:
 
 
 def _one(row: LastRow, name: str, noun: str) -> list:
-    """Facts, then either the all-bits-equal state (nothing to draw) or the XOR map, a lone differing element ringed
-    as the Overview rings it, and the bit-position histogram."""
+    """Facts, then the all-bits-equal state, or the XOR map (lone elements ringed) and the bit histogram."""
     title = f"{name}: stored row T-1 vs incoming row"
     parts = [heading(title), html_pane(_facts_table(row))]
     if row.mismatched == 0:
-        return [
-            *parts,
-            state(
-                f"<b>All bits equal</b>: the {row.compared} {esc(noun)} elements of the stored "
-                "last row are bitwise identical to the incoming row; there is nothing to draw.",
-                "all-bits-equal",
-            ),
-        ]
+        equal = (
+            f"the {row.compared} {esc(noun)} elements of the stored last row are bitwise identical to the incoming row"
+        )
+        return [*parts, state(f"<b>All bits equal</b>: {equal}; there is nothing to draw.", "all-bits-equal")]
     image = _xor_map(row, f"{name}: XOR of stored and incoming, by differing field")
     isolated = isolated_cells(row.field_mask > 0)
     if isolated is not None:
         image = marks.ringed(image, *isolated)
     parts += [html_pane(legend_html()), plot_pane(image)]
     if isolated is not None:
-        count = len(isolated[0])
-        parts.append(
-            note(
-                f"Ringed: the {count} differing element{'s' if count != 1 else ''}, too few to see by colour alone.",
-                "last-row-ringed",
-            )
-        )
+        parts.append(note(marks.ringed_note(len(isolated[0]), "differing"), "last-row-ringed"))
     return [*parts, plot_pane(_histogram(row, f"{name}: differing bits per bit position"))]
 
 
@@ -181,11 +168,10 @@ def _body(analysis: Analysis) -> list:
 
 def build(analysis: Analysis, selection: Selection) -> pn.Column:
     """The last-row bit view of one analysis (explains itself when no tensor facts exist)."""
-    column = explained(
+    return explained(
         analysis,
         html_summary.NEEDS_FACTS,
         lambda: _body(analysis),
         "the stored-vs-incoming last-row bit comparison of keys and values",
+        "view-lastrow",
     )
-    column.css_classes = ["view-lastrow"]
-    return column

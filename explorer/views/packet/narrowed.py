@@ -1,8 +1,4 @@
-"""Narrowed-Q view: the counterfactual beside the primary reference, or why it does not apply.
-
-Narrowed-Q view: the counterfactual beside the primary reference (per-head errors, the difference between the
-two references, the Q rounding difference) or why it does not apply; draws only numbers held by the analysis.
-"""
+"""Narrowed-Q view: the counterfactual beside the primary reference, or why it does not apply."""
 
 from __future__ import annotations
 
@@ -12,16 +8,16 @@ from explorer.analysis.result import Analysis, Comparison, NarrowedQuery, Numeri
 from explorer.views.shared import html_summary
 from explorer.views.shared.charts import metric_choice, per_head_charts
 from explorer.views.shared.common import (
-    CONTINUOUS_CMAP,
     Field,
     Selection,
+    continuous,
     explained,
     grid_map,
     heading,
     html_pane,
     note,
     plot_pane,
-    state,
+    state_markup,
 )
 from explorer.views.shared.html_summary import comparison_rows
 from explorer.views.shared.marks import selectable
@@ -48,30 +44,24 @@ def reason_words(analysis: Analysis, code: str | None) -> str:
     return template.format(queries=tensors["queries"].dtype, storage=tensors["storedKeys"].dtype, code=code)
 
 
+def not_applicable(analysis: Analysis) -> str:
+    """The state line saying why the counterfactual does not apply (this view and the overview)."""
+    reason = analysis.numerics.narrowed_query_reason
+    why = f'<code class="narrowed-reason">{esc(reason)}</code>): {esc(reason_words(analysis, reason))}'
+    return state_markup(f"<b>Not applicable</b> ({why}", "narrowed-not-applicable")
+
+
 def _difference_map(
     comparison: Comparison, title: str, actual: str, reference: str, what: str, selection: Selection
 ) -> list:
-    """The map titled with the whole difference `what`; its colour bar and hover say DIFFERENCE_LABEL (it fits).
-
-    Clicking a cell selects that output element (query head, channel), as on every query head x channel map.
-    """
+    """The map titled with the difference `what`, its colour bar DIFFERENCE_LABEL (it fits); a click selects."""
     scale = colour_scale([comparison.abs_error], LOG, what)
     fields = [
         Field("actual", actual, comparison.actual),
         Field("reference", reference, comparison.reference),
         Field("difference", DIFFERENCE_LABEL, comparison.abs_error),
     ]
-    image = grid_map(
-        comparison.abs_error,
-        fields,
-        title=title,
-        colour_label=DIFFERENCE_LABEL,
-        xlabel="channel",
-        ylabel="query head",
-        clim=scale.clim,
-        logz=scale.logz,
-        cmap=CONTINUOUS_CMAP,
-    )
+    image = grid_map(comparison.abs_error, fields, title=title, colour_label=DIFFERENCE_LABEL, **continuous(scale))
     return [selectable(plot_pane(image), selection), note(esc(scale.note), "colour-scale-note")]
 
 
@@ -127,11 +117,7 @@ def _body(analysis: Analysis, selection: Selection) -> list:
     if numerics.narrowed_query is None:
         return [
             heading("Narrowed-Q counterfactual"),
-            state(
-                f'<b>Not applicable</b> (<code class="narrowed-reason">{esc(numerics.narrowed_query_reason)}'
-                f"</code>): {esc(reason_words(analysis, numerics.narrowed_query_reason))}",
-                "narrowed-not-applicable",
-            ),
+            html_pane(not_applicable(analysis)),
             note("The primary reference and the rounded comparisons are in the Per-head errors tab."),
         ]
     return _applicable(numerics, numerics.narrowed_query, selection)
@@ -139,11 +125,10 @@ def _body(analysis: Analysis, selection: Selection) -> list:
 
 def build(analysis: Analysis, selection: Selection) -> pn.Column:
     """The narrowed-Q view of one analysis (explains itself when no reference was computed)."""
-    column = explained(
+    return explained(
         analysis,
         html_summary.NEEDS_NUMERICS,
         lambda: _body(analysis, selection),
         "the narrowed-Q counterfactual beside the primary reference",
+        "view-narrowed",
     )
-    column.css_classes = ["view-narrowed"]
-    return column

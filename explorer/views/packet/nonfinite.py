@@ -1,8 +1,6 @@
 """Nonfinite view: counts and maps of where each tensor holds NaNs or infinities.
 
-Nonfinite view: a counts table, a map of where each tensor holding quiet/signaling NaNs or +/-inf holds them
-(head x channel, or head x token aggregated over channels) and one all-finite line per other tensor; draws
-only the analysis' NonfiniteMap facts.
+Head x channel kinds, or head x token counts for the stored K/V; one all-finite line per other tensor.
 """
 
 from __future__ import annotations
@@ -39,7 +37,7 @@ from explorer.views.shared.common import (
     state,
 )
 from explorer.views.shared.marks import selectable
-from explorer.views.shared.markup import NEGATIVE_INFINITY_HEADER, esc, table
+from explorer.views.shared.markup import NEGATIVE_INFINITY_HEADER, esc, swatches, table
 
 TOKEN_TENSORS = ("storedKeys", "storedValues")  # drawn head x token, aggregated over channels
 QUERY_HEAD_TENSORS = ("queries", "output")  # query head x channel maps: a click selects that output element
@@ -60,13 +58,7 @@ def _height(rows: int) -> int:
 
 def legend_html() -> str:
     """The colour of each kind (finite, quiet/signaling NaN, +/-inf) as a line of swatches."""
-    swatches = "".join(
-        f'<span style="display:inline-block;margin-right:1em"><span style="display:inline-block;'
-        f'width:0.9em;height:0.9em;background:{colour};border:1px solid #999;vertical-align:middle">'
-        f"</span> {esc(name)}</span>"
-        for name, colour in zip(KIND_NAMES, KIND_COLOURS, strict=True)
-    )
-    return f'<div class="kind-legend">{swatches}</div>'
+    return f'<div class="kind-legend">{swatches(zip(KIND_NAMES, KIND_COLOURS, strict=True))}</div>'
 
 
 def _channel_map(nonfinite: NonfiniteMap, bits: np.ndarray, dtype: str, height: int | None = None) -> hv.Image:
@@ -81,7 +73,6 @@ def _channel_map(nonfinite: NonfiniteMap, bits: np.ndarray, dtype: str, height: 
         fields,
         title=f"{nonfinite.tensor}: kind of every element",
         colour_label="kind",
-        xlabel="channel",
         ylabel="head",
         clim=(-0.5, len(KIND_CODES) - 0.5),
         cmap=list(KIND_COLOURS),
@@ -185,13 +176,8 @@ def _tensor(analysis: Analysis, name: str, selection: Selection) -> list:
     nonfinite = analysis.facts.nonfinite[name]
     tensor = analysis.admission.tensors[name]
     if nonfinite.total == 0:
-        return [
-            note(
-                f"<b><code>{name}</code>: all finite</b> ({math.prod(tensor.shape)} elements, no NaN and no "
-                "infinity): no map drawn.",
-                "tensor-all-finite",
-            )
-        ]
+        finite = f"({math.prod(tensor.shape)} elements, no NaN and no infinity): no map drawn."
+        return [note(f"<b><code>{name}</code>: all finite</b> {finite}", "tensor-all-finite")]
     title = heading(name)
     if name in TOKEN_TENSORS:
         image, caption = _token_map(nonfinite)
@@ -200,30 +186,21 @@ def _tensor(analysis: Analysis, name: str, selection: Selection) -> list:
     return [title, selectable(pane, selection) if name in QUERY_HEAD_TENSORS else pane]
 
 
+def codes(names) -> str:
+    """Tensor names as code, comma-separated."""
+    return ", ".join(f"<code>{name}</code>" for name in names)
+
+
 def _body(analysis: Analysis, selection: Selection) -> list:
     parts = [heading("Nonfinite counts"), html_pane(_counts_table(analysis))]
     finite = [name for name in TENSOR_NAMES if analysis.facts.nonfinite[name].total == 0]
-    if len(finite) == len(TENSOR_NAMES):
-        parts.append(
-            state(
-                "<b>All finite</b>: no NaN and no infinity in any element of the six tensors ("
-                + ", ".join(f"<code>{name}</code>" for name in TENSOR_NAMES)
-                + ").",
-                "all-finite",
-            )
-        )
+    others = [name for name in TENSOR_NAMES if name not in finite]
+    if not others:
+        everywhere = f"any element of the six tensors ({codes(TENSOR_NAMES)})"
+        parts.append(state(f"<b>All finite</b>: no NaN and no infinity in {everywhere}.", "all-finite"))
     elif finite:
-        others = [name for name in TENSOR_NAMES if name not in finite]
-        parts.append(
-            note(
-                "No NaN and no infinity in "
-                + ", ".join(f"<code>{name}</code>" for name in finite)
-                + " only; "
-                + ", ".join(f"<code>{name}</code>" for name in others)
-                + " hold NaN or infinity (counts above).",
-                "tensors-all-finite",
-            )
-        )
+        held = f"{codes(others)} hold NaN or infinity (counts above)"
+        parts.append(note(f"No NaN and no infinity in {codes(finite)} only; {held}.", "tensors-all-finite"))
     parts.append(
         heading(
             "Where",
@@ -232,7 +209,7 @@ def _body(analysis: Analysis, selection: Selection) -> list:
             "coloured by its nonfinite count.",
         )
     )
-    if len(finite) < len(TENSOR_NAMES):
+    if others:
         parts.append(html_pane(legend_html()))
     for name in TENSOR_NAMES:
         parts += _tensor(analysis, name, selection)
@@ -241,11 +218,10 @@ def _body(analysis: Analysis, selection: Selection) -> list:
 
 def build(analysis: Analysis, selection: Selection) -> pn.Column:
     """The nonfinite view of one analysis (explains itself when no tensor facts exist)."""
-    column = explained(
+    return explained(
         analysis,
         html_summary.NEEDS_FACTS,
         lambda: _body(analysis, selection),
         "the NaN and infinity maps and counts of the six tensors",
+        "view-nonfinite",
     )
-    column.css_classes = ["view-nonfinite"]
-    return column

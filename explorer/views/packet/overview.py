@@ -1,8 +1,4 @@
-"""Overview view: status, reasons and identity above four compact views, each linked to its tab.
-
-Overview view: status, reasons and identity above the four views side by side (error map, last-row bits,
-nonfinite counts, narrowed-Q), each compact and linked to its tab; draws only numbers held by the analysis.
-"""
+"""Overview view: status, reasons and identity above four compact views, each linked to its tab."""
 
 from __future__ import annotations
 
@@ -16,15 +12,15 @@ from explorer.foundations.formatting import MISSING, at_text, short_number
 from explorer.packet.dtypes import FIELD_BITS
 from explorer.packet.model import REFUSED, TENSOR_NAMES
 from explorer.views.packet import lastrow, nonfinite
-from explorer.views.packet.narrowed import reason_words
+from explorer.views.packet.narrowed import not_applicable
 from explorer.views.shared import html_summary, marks, markup
 from explorer.views.shared.charts import UPRIGHT_HEAD_LABELS, per_head_charts
 from explorer.views.shared.common import (
     COMPACT_FONT,
-    CONTINUOUS_CMAP,
     MAP_FRAME_PIXELS,
     Field,
     Selection,
+    continuous,
     grid_map,
     hex_pattern,
     hint,
@@ -33,7 +29,7 @@ from explorer.views.shared.common import (
     note_markup,
     per_cell,
     plot_pane,
-    state_markup,
+    section,
     ulp_map,
     ulp_value,
 )
@@ -105,8 +101,7 @@ def identity_line(analysis: Analysis) -> str:
 
 
 def _status(analysis: Analysis) -> str:
-    """The status line, then one compact line per refusal or inconclusive reason (code and message): a table of them
-    pushed the bottom row of cells below the fold."""
+    """The status line, then one compact line per refusal or reason (a table pushed cells below the fold)."""
     lines = [
         f'<p style="margin:0.2em 0">Status: {markup.status_badge(analysis.status)} &nbsp; '
         f"{esc(html_summary.STATUS_MEANING[analysis.status])}</p>"
@@ -141,8 +136,7 @@ def _unavailable(analysis: Analysis, needs: str, what: str) -> str:
 
 
 def _error_map(analysis: Analysis, numerics: Numerics, selection: Selection) -> list:
-    """The map carrying the information: ULP to the rounded reference for a narrow output (a discrete scale, 0 in
-    its own colour), else |output - primary| (log colours, zeros white)."""
+    """ULP to the rounded reference for a narrow output, else |output - primary| (log colours, zeros white)."""
     rounded = numerics.rounded_to_output
     dtype = rounded.dtype
     if rounded.identity:
@@ -151,18 +145,7 @@ def _error_map(analysis: Analysis, numerics: Numerics, selection: Selection) -> 
         what = "|output - primary|"
         scale = colour_scale([colour], LOG, what)
         fields = [Field("error", "|error|", colour), Field("ulp", "ULP (float32)", rounded.ulp.distance, ulp_value)]
-        image = grid_map(
-            colour,
-            fields,
-            title=what,
-            colour_label="|error|",
-            xlabel="channel",
-            ylabel="query head",
-            clim=scale.clim,
-            logz=scale.logz,
-            cmap=CONTINUOUS_CMAP,
-            height=MAP_HEIGHT,
-        )
+        image = grid_map(colour, fields, title=what, colour_label="|error|", **continuous(scale), height=MAP_HEIGHT)
         finite = colour[np.isfinite(colour)]
         spread = finite.size and finite.min() < finite.max()
         colours = (
@@ -194,10 +177,7 @@ def _error_map(analysis: Analysis, numerics: Numerics, selection: Selection) -> 
     isolated = isolated_cells(np.nan_to_num(colour, nan=0.0) > 0)
     if isolated is not None:
         image = marks.ringed(image, *isolated)
-        caption += (
-            f" Ringed: the {len(isolated[0])} nonzero element{'s' if len(isolated[0]) != 1 else ''}, too few to "
-            "see by colour alone."
-        )
+        caption += " " + marks.ringed_note(len(isolated[0]), "nonzero")
     # No toolbar and no tools but hover (and the click): a compact cell, its full view one click away.
     pane = selectable(
         plot_pane(image.opts(toolbar=None, default_tools=[]), css_classes=["overview-error-map"]), selection
@@ -219,9 +199,8 @@ def _worst_head(numerics: Numerics) -> str:
     heads = ranked_heads(numerics)
     score = numerics.score.per_head[heads[0]] if heads else None
     if score is None:
-        return note_markup(
-            f'<span style="{COMPACT_STYLE}">No query head has a score (none compared).</span>', "overview-worst-head"
-        )
+        none = "No query head has a score (none compared)."
+        return note_markup(f'<span style="{COMPACT_STYLE}">{none}</span>', "overview-worst-head")
     ulp = worst_ulp_per_head(numerics)[heads[0]]
     ulp_text = "" if ulp is None else f", worst ULP {esc(short_number(ulp))}"
     return note_markup(
@@ -238,8 +217,7 @@ def _last_row_line(row: LastRow, name: str) -> str:
 
 
 def _last_rows(analysis: Analysis) -> list:
-    """One line of counts each for keys and values, then, when any element differs, one map of their rows: the keys'
-    KV heads (K0, K1, ...) above the values' (V0, V1, ...), channels across, every row labelled."""
+    """A line of counts each for keys and values, then, when any differ, one map: K0, K1, ... above V0, V1, ...."""
     keys, values = analysis.facts.last_row_keys, analysis.facts.last_row_values
     text = f'<div class="overview-last-row">{_last_row_line(keys, "Keys")}<br>{_last_row_line(values, "Values")}</div>'
     if not (keys.mismatched or values.mismatched):
@@ -250,22 +228,11 @@ def _last_rows(analysis: Analysis) -> list:
     bits = max(sum(FIELD_BITS[keys.dtype]), sum(FIELD_BITS[values.dtype]))
     fields = [
         Field("row", "tensor, KV head", per_cell(range(len(labels)), mask.shape), lambda: named(labels)),
-        Field("fields", "fields that differ", mask, lambda: named(lastrow.FIELD_NAMES)),
+        Field("fields", lastrow.FIELDS_LABEL, mask, lambda: named(lastrow.FIELD_NAMES)),
         Field("xor", "XOR", xor, lambda: hex_pattern(bits)),
     ]
     height = min(MAP_FRAME_PIXELS + max(LAST_ROW_MIN_ROWS_PIXELS, ROW_PIXELS * len(labels)), LAST_ROW_MAX_HEIGHT)
-    image = grid_map(
-        mask,
-        fields,
-        title="",
-        colour_label="fields that differ",
-        xlabel="channel",
-        ylabel="KV head",
-        clim=(-0.5, len(lastrow.FIELD_NAMES) - 0.5),
-        cmap=list(lastrow.FIELD_COLOURS),
-        colorbar=False,
-        height=height,
-    )
+    image = lastrow.field_map(mask, fields, "", height)
     image = image.opts(yticks=list(enumerate(labels)), fontsize={"yticks": TICK_FONT}, toolbar=None, default_tools=[])
     return [text, plot_pane(image, css_classes=["overview-last-row-map"]), lastrow.legend_html()]
 
@@ -287,7 +254,7 @@ def _nonfinite(analysis: Analysis) -> list:
     finite = [name for name in TENSOR_NAMES if name not in held]
     line = "; ".join(counts(name) for name in held) + "."
     if finite:
-        line += " No NaN and no infinity in " + ", ".join(f"<code>{n}</code>" for n in finite) + " (only these)."
+        line += f" No NaN and no infinity in {nonfinite.codes(finite)} (only these)."
     panes = [plot_pane(_compact_nonfinite_map(analysis, name)) for name in held]
     grid = pn.GridBox(
         *panes,
@@ -303,8 +270,7 @@ def _nonfinite(analysis: Analysis) -> list:
 
 
 def _compact_nonfinite_map(analysis: Analysis, name: str):
-    """A tensor's nonfinite map made to sit beside another in one cell: titled by the tensor, every head labelled
-    while they fit, no colour bar (the hover gives each cell's count or kind)."""
+    """A tensor's nonfinite map to sit beside another: titled by the tensor, no colour bar (the hover tells)."""
     rows = analysis.facts.nonfinite[name].kinds.shape[0]
     height = min(max(NONFINITE_MAP_HEIGHT, MAP_FRAME_PIXELS + rows * HEAD_LABEL_PIXELS), MAX_MAP_HEIGHT)
     image = nonfinite.tensor_map(analysis, name, height)
@@ -322,14 +288,7 @@ def _compact_nonfinite_map(analysis: Analysis, name: str):
 def _narrowed(analysis: Analysis, numerics: Numerics) -> list:
     nq = numerics.narrowed_query
     if nq is None:
-        reason = numerics.narrowed_query_reason
-        return [
-            state_markup(
-                f'<b>Not applicable</b> (<code class="narrowed-reason">{esc(reason)}</code>): '
-                f"{esc(reason_words(analysis, reason))}",
-                "narrowed-not-applicable",
-            )
-        ]
+        return [not_applicable(analysis)]
     floor = ("FP64 noise floor", numerics.fp64.reference_error)
     legend, chart = per_head_charts(
         [("vs primary reference", numerics.primary), ("vs narrowed-Q counterfactual", nq.comparison)],
@@ -348,8 +307,7 @@ def _narrowed(analysis: Analysis, numerics: Numerics) -> list:
 
 
 def _cell(slug: str, title: str, tab_title: str, selection: Selection, body: list) -> pn.Column:
-    """The cell's link, then its title and `body`: HTML markup (str) and panes, each run of markup one pane (every
-    pane costs each session's page a few milliseconds of server time)."""
+    """The cell's link, title and `body` (markup and panes), each run of markup one pane (panes cost time)."""
     link = pn.widgets.Button(
         label=f"{tab_title} \u2192",
         color="light",
@@ -381,8 +339,7 @@ def _cell(slug: str, title: str, tab_title: str, selection: Selection, body: lis
 
 
 def _where_caption(numerics: Numerics) -> str:
-    """The error map's last caption: the largest ULP distance and the largest |output - reference|, each at its
-    element (explorer.analysis.findings)."""
+    """The error map's last caption: the largest ULP distance and |output - reference|, each where it is."""
     ulp, largest = ulp_finding(numerics), largest_error_finding(numerics)
     parts = [] if ulp is None else [f"ULP max {ulp.numbers['max']}{at_text(ulp.numbers['maxAt'])}"]
     if largest is not None:
@@ -397,33 +354,26 @@ def _where_caption(numerics: Numerics) -> str:
 
 
 def _cells(analysis: Analysis, selection: Selection) -> list:
-    numerics, facts = analysis.numerics, analysis.facts
-    needs_numerics, needs_facts = html_summary.NEEDS_NUMERICS, html_summary.NEEDS_FACTS
-    bodies = {
+    numerics, needs_numerics, needs_facts = analysis.numerics, html_summary.NEEDS_NUMERICS, html_summary.NEEDS_FACTS
+    bodies = {  # slug: (what the cell needs, what it draws, its body); the live app's hint (left out of exports) last
         "errors": (
-            # the captions' markup in one pane, the live app's hint (left out of exports) last
-            [*_error_map(analysis, numerics, selection), _where_caption(numerics), hint(MAP_HINT)]
-            if numerics is not None
-            else [_unavailable(analysis, needs_numerics, "the per-head error map")]
+            needs_numerics,
+            "the per-head error map",
+            lambda: [*_error_map(analysis, numerics, selection), _where_caption(numerics), hint(MAP_HINT)],
         ),
-        "lastrow": (
-            _last_rows(analysis)
-            if facts is not None
-            else [_unavailable(analysis, needs_facts, "the last-row bit comparison")]
-        ),
-        "nonfinite": (
-            _nonfinite(analysis) if facts is not None else [_unavailable(analysis, needs_facts, "the nonfinite counts")]
-        ),
-        "narrowed": (
-            _narrowed(analysis, numerics)
-            if numerics is not None
-            else [_unavailable(analysis, needs_numerics, "the narrowed-Q counterfactual")]
-        ),
+        "lastrow": (needs_facts, "the last-row bit comparison", lambda: _last_rows(analysis)),
+        "nonfinite": (needs_facts, "the nonfinite counts", lambda: _nonfinite(analysis)),
+        "narrowed": (needs_numerics, "the narrowed-Q counterfactual", lambda: _narrowed(analysis, numerics)),
     }
-    return [_cell(slug, title, tab, selection, bodies[slug]) for slug, title, tab in CELLS]
+    cells = []
+    for slug, title, tab in CELLS:
+        needs, what, body = bodies[slug]
+        drawn = body() if html_summary.missing_text(analysis, needs) is None else [_unavailable(analysis, needs, what)]
+        cells.append(_cell(slug, title, tab, selection, drawn))
+    return cells
 
 
 def build(analysis: Analysis, selection: Selection) -> pn.Column:
     """The overview of one analysis (every status): header, then the four compact views two by two."""
     grid = pn.GridBox(*_cells(analysis, selection), ncols=2, sizing_mode="stretch_width", css_classes=["overview-grid"])
-    return pn.Column(_header(analysis), grid, sizing_mode="stretch_width", css_classes=["view-overview"])
+    return section("view-overview", _header(analysis), grid)

@@ -1,8 +1,4 @@
-"""Raw view: packet.json, the metadata snapshot and the JSON report as captured; computes nothing.
-
-Raw view: packet.json as captured, the metadata snapshot as collapsible JSON and the JSON report with a
-download button; shows text and parsed values, computes nothing.
-"""
+"""Raw view: packet.json, the metadata snapshot and the JSON report as captured."""
 
 from __future__ import annotations
 
@@ -16,6 +12,7 @@ from explorer.packet.files import PACKET_JSON
 from explorer.views.shared.common import Selection, collapsed, explained, heading, html_pane, note
 from explorer.views.shared.markup import esc
 
+MISSING_CLASS = "raw-missing"  # a note saying what is not shown
 JSON_DEPTH = 2  # levels expanded when a JSON pane opens
 # A long JSON line scrolls inside its pane, never widens the page.
 CONTAINED = {"overflow-x": "auto", "overflow-wrap": "anywhere"}
@@ -51,31 +48,20 @@ def _json(value: object, css_class: str) -> pn.pane.JSON:
 def _packet_json(analysis: Analysis) -> list:
     text = analysis.admission.packet_text
     if text is None:
-        return [note("packet.json was not read or not decoded (see the refusals above).", "raw-missing")]
+        return [note("packet.json was not read or not decoded (see the refusals above).", MISSING_CLASS)]
     return [_pre(text, "packet-json-text")]
 
 
 def _snapshot(analysis: Analysis) -> list:
     admission = analysis.admission
     if admission.snapshot is not None:
-        return [
-            _json(admission.snapshot, "snapshot-json"),
-            collapsed("Snapshot text as captured", _pre(admission.snapshot_text or "", "snapshot-text")),
-        ]
+        text = collapsed("Snapshot text as captured", _pre(admission.snapshot_text or "", "snapshot-text"))
+        return [_json(admission.snapshot, "snapshot-json"), text]
     if admission.snapshot_text is not None:
-        return [
-            note(
-                "The metadata file was read but not interpreted (see the refusals above); its text as read:",
-                "raw-missing",
-            ),
-            _pre(admission.snapshot_text, "snapshot-text"),
-        ]
-    return [
-        note(
-            "The metadata file was not read, does not match its hash, or is not valid JSON: nothing of it is shown.",
-            "raw-missing",
-        )
-    ]
+        read = "The metadata file was read but not interpreted (see the refusals above); its text as read:"
+        return [note(read, MISSING_CLASS), _pre(admission.snapshot_text, "snapshot-text")]
+    unread = "The metadata file was not read, does not match its hash, or is not valid JSON: nothing of it is shown."
+    return [note(unread, MISSING_CLASS)]
 
 
 def _body(analysis: Analysis) -> list:
@@ -101,6 +87,4 @@ def _body(analysis: Analysis) -> list:
 
 def build(analysis: Analysis, selection: Selection) -> pn.Column:
     """The raw inputs and the JSON report of one analysis (every status)."""
-    column = explained(analysis, None, lambda: _body(analysis))
-    column.css_classes = ["view-raw"]
-    return column
+    return explained(analysis, None, lambda: _body(analysis), "", "view-raw")

@@ -1,8 +1,4 @@
-"""The views registry: (slug, title, builder) in tab order.
-
-Each builder(analysis, selection) returns a Panel viewable and computes nothing itself (Emulations asks the
-core, when opened).
-"""
+"""The views registry: (slug, title, builder(analysis, selection)) in tab order."""
 
 from __future__ import annotations
 

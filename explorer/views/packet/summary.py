@@ -1,8 +1,4 @@
-"""Summary view: status, refusals or reasons, the score, the per-head table and the identity.
-
-Summary view: status and every refusal or reason, the score and the per-head primary table ranked by score,
-then identity (declared), selection, geometry, sample facts, and the limitations last; computes nothing.
-"""
+"""Summary view: status, refusals or reasons, the score, the per-head table and the identity."""
 
 from __future__ import annotations
 
@@ -11,7 +7,7 @@ import panel as pn
 from explorer.analysis.result import Analysis
 from explorer.packet.model import REFUSED, TENSOR_NAMES
 from explorer.views.shared import html_summary, markup
-from explorer.views.shared.common import Selection, heading, html_pane
+from explorer.views.shared.common import Selection, heading, html_pane, section
 from explorer.views.shared.markup import esc, mapping_table, number_cell, table
 
 SCALE_BITS_DIGITS = 8  # hex digits of a binary32 pattern
@@ -137,4 +133,4 @@ def build(analysis: Analysis, selection: Selection) -> pn.Column:
             html_pane(_dtypes_table(analysis)),
         ]
     parts += [heading("What this analysis does not prove"), html_pane(f'<ul class="limitations">{limitations}</ul>')]
-    return pn.Column(*parts, sizing_mode="stretch_width", css_classes=["view-summary"])
+    return section("view-summary", *parts)

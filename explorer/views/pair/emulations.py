@@ -1,12 +1,7 @@
-"""The pair view's Kernel emulations section.
+"""The pair view's Kernel emulations section: the emulation x side matrix with the differing counts.
 
-The emulation x side matrix with the differing-element counts, and on a served page the default set or the
-sweep computed on request through the app's runner with a progress bar; draws only.
-
-A pair compared with `emulate=` shows its matrix at once. A pair compared without it
-(the app's pair mode) offers a choice of set and a button; the runner the section was
-given calls the core's `with_emulations` off the page and hands its result to the
-session's event loop. Without a runner (exports, notebooks) only what the pair holds is shown.
+A pair compared with `emulate=` shows its matrix at once; otherwise, on a served page, a set choice and a button
+hand `with_emulations` to the app's runner. Without a runner (exports, notebooks) only what the pair holds shows.
 """
 
 from __future__ import annotations
@@ -20,7 +15,7 @@ from explorer.analysis.emulation import DEFAULT_SET_NAME, SWEEP_NAME
 from explorer.pair.emulation import with_emulations
 from explorer.pair.model import Pair
 from explorer.views.pair import html as pair_html
-from explorer.views.shared.common import collapsed, heading, html_pane, note
+from explorer.views.shared.common import collapsed, heading, html_pane, note, section
 from explorer.views.shared.markup import esc
 
 SETS = {"the default set": DEFAULT_SET_NAME, "the sweep (a few seconds)": SWEEP_NAME}
@@ -36,10 +31,7 @@ def matrix_parts(pair: Pair) -> list:
 
 
 class PairEmulationsSection(pn.viewable.Viewer):
-    """The section of one pair: its matrix, or (served, none requested yet) a set choice and a Compute button.
-
-    `on_computed(pair)` hears the pair with its emulations once computed on the page (the view's findings say
-    then which emulation reproduces each side)."""
+    """The section of one pair: its matrix, or (served, none requested yet) a set choice and a Compute button."""
 
     def __init__(
         self,
@@ -49,8 +41,7 @@ class PairEmulationsSection(pn.viewable.Viewer):
         on_emulated: Callable[[str], None] = lambda request: None,
         **params,
     ):
-        """`runner` (the app's explorer.ui.background.Runner) computes a requested set off the page; without one only
-        what the pair holds is shown. `on_emulated(request)` hears the set computed (an export then carries it)."""
+        """`runner` (the app's) computes a set off the page; `on_computed(pair)` and `on_emulated(request)` hear it."""
         super().__init__(**params)
         self.pair, self._runner = pair, runner
         self._on_computed, self._on_emulated = on_computed, on_emulated
@@ -74,7 +65,7 @@ class PairEmulationsSection(pn.viewable.Viewer):
             "on the decisive elements (where the emulations disagree), on the differing ones (where the "
             "two outputs differ) and on all of them.",
         )
-        self._layout = pn.Column(lead, self._body, sizing_mode="stretch_width", css_classes=["pair-emulations"])
+        self._layout = section("pair-emulations", lead, self._body)
         self._show(pair)
 
     def _show(self, pair: Pair) -> None:
@@ -91,13 +82,13 @@ class PairEmulationsSection(pn.viewable.Viewer):
         progress = self._runner.relay(self._show_progress)
         self._runner.run(partial(with_emulations, self.pair, request, progress), self._answer)
 
-    def _answer(self, found: Pair | None, error: BaseException | None) -> None:
-        failure = "" if error is None else f"The emulations could not be computed: {type(error).__name__}: {error}"
-        self._deliver(found, failure)
-
     def _show_progress(self, done: int, total: int) -> None:
         self._progress.param.update(active=False, max=total, value=done)
         self._progress_note.object = f"Computing emulations on the CPU: {done} of {total} done ..."
+
+    def _answer(self, found: Pair | None, error: BaseException | None) -> None:
+        failure = "" if error is None else f"The emulations could not be computed: {type(error).__name__}: {error}"
+        self._deliver(found, failure)
 
     def _deliver(self, found: Pair | None, failure: str) -> None:
         if found is None:

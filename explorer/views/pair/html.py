@@ -1,19 +1,14 @@
-"""The pair's tables as plain HTML strings; stdlib and numpy only.
+"""The pair's tables as plain HTML strings; never imports a UI library.
 
-The pair's tables as plain HTML strings (sides, status, inputs, ladder, nearer counts, tokens, emulation
-matrix); stdlib and numpy only, never imports a UI library or computes a reported number.
-
-Numbers show 4 significant digits; the full value (as the JSON report prints it)
-is in each cell's hover title.
+Numbers show 4 significant digits, the full value (as the JSON report prints it) in each cell's hover title.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from explorer.analysis.result import Metrics
-from explorer.foundations.formatting import MISSING, short_number
+from explorer.foundations.formatting import MISSING
 from explorer.foundations.formatting import full_number as number
 from explorer.packet.model import INCONCLUSIVE, REFUSED
 from explorer.pair.compare import COMPARED
@@ -27,15 +22,11 @@ from explorer.pair.report import (
     side_summary,
 )
 from explorer.views.packet.emulation_tables import pair_emulation_table
-from explorer.views.shared.html_summary import refusals_table
-from explorer.views.shared.markup import BOX_STYLE, STATUS_COLOURS, WRAP_STYLE, esc, status_badge, table
+from explorer.views.shared.html_summary import reasons_table, refusals_table
+from explorer.views.shared.markup import BOX_STYLE, STATUS_COLOURS, WRAP_STYLE, esc, number_cell, status_badge, table
 
 SHOWN_POSITIONS = 8  # first differing input positions listed per tensor (the report holds up to 100)
-PAIR_STATUS_COLOURS = {
-    COMPARED: STATUS_COLOURS["analyzed"],
-    INCONCLUSIVE: STATUS_COLOURS[INCONCLUSIVE],
-    REFUSED: STATUS_COLOURS[REFUSED],
-}
+PAIR_STATUS_COLOURS = {**STATUS_COLOURS, COMPARED: STATUS_COLOURS["analyzed"]}  # compared: as an analyzed packet
 PAIR_STATUS_MEANING = {
     COMPARED: "Both sides analyzed, one selection, one shape: every element-wise comparison below was computed.",
     INCONCLUSIVE: "The reasons below limit what this pair's comparison can be taken to show; what both sides "
@@ -48,13 +39,6 @@ LADDER_BLOCKS = (
     ("fp64_output_error", "vs FP64 (diagnostic)"),
 )
 LADDER_METRICS = (("linf", "linf"), ("rmse", "rmse"), ("relative_l2", "relativeL2"))
-
-
-def short(value: Any) -> str:
-    """A float at 4 significant digits, its full value in the hover title; other values as the report prints them."""
-    if isinstance(value, float):
-        return f'<span title="{esc(number(value))}">{esc(short_number(value))}</span>'
-    return esc(number(value))
 
 
 def sides_table(pair: Pair) -> str:
@@ -85,13 +69,7 @@ def status_html(pair: Pair) -> str:
         if problems:
             parts.append(f"<p>Side {refusal_side} refusals:</p>{refusals_table(problems)}")
     if pair.reasons:
-        parts.append(
-            table(
-                ("inconclusive reason", "message"),
-                ((f'<code class="reason-code">{esc(r.code)}</code>', esc(r.message)) for r in pair.reasons),
-                css_class="pair-reasons",
-            )
-        )
+        parts.append(reasons_table(pair.reasons, "pair-reasons"))
     return "".join(parts)
 
 
@@ -160,9 +138,7 @@ def inputs_table(pair: Pair) -> str:
 
 
 def findings_html(pair: Pair) -> str:
-    """The pair's findings (explorer.pair.findings), for its first screen: first the facts that say which side is
-    off (nearer the primary reference, equal to the rounded reference, which emulation reproduces each side), then
-    the input identity, the output elements that differ and where, each side's largest error and the tokens."""
+    """The pair's findings (explorer.pair.findings) for its first screen, those saying which side is off in bold."""
     items = "".join(
         f'<li class="finding-{esc(f.key)}" style="margin:0.15em 0">'
         f"{'<b>' + esc(f.text) + '</b>' if f.key in DECIDING else esc(f.text)}</li>"
@@ -172,12 +148,11 @@ def findings_html(pair: Pair) -> str:
 
 
 def _metric_cells(m: Metrics) -> list[str]:
-    return [short(getattr(m, attribute)) for attribute, _ in LADDER_METRICS]
+    return [number_cell(getattr(m, attribute), bare=True) for attribute, _ in LADDER_METRICS]
 
 
 def ladder_table(pair: Pair) -> str:
-    """The two sides as columns; one row per reference and metric, then the elements equal to the rounded reference
-    (a side without a reference says so)."""
+    """The two sides as columns; a row per reference and metric, then the elements equal to the rounded one."""
     if pair.ladder is None:
         return "<p><i>No ladder: neither side has a reference (see the status).</i></p>"
     ladder: dict[str, LadderRow | None] = {side: pair.ladder[side] for side in SIDES}
@@ -242,8 +217,7 @@ def tokens_html(pair: Pair) -> str:
 
 
 def emulation_matrix_html(pair: Pair) -> str:
-    """The emulation x side matrix (table order, baseline last): per side, the decisive, differing and all elements
-    whose bit pattern equals each emulation's."""
+    """The emulation x side matrix: per side, the decisive, differing and all elements equal to each emulation."""
     emulation = pair.emulation
     if emulation is None:
         return "<p><i>No kernel emulation was requested for this pair.</i></p>"

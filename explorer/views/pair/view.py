@@ -1,11 +1,7 @@
-"""Pair view: two captures of one selection side by side.
+"""Pair view: two captures of one selection side by side; draws only what the Pair result holds.
 
-Pair view: two captures of one selection side by side (inputs, output bit-difference map with a clickable
-element detail, mismatches per head, the ladder, |a - ref| and |b - ref|, the tokens, the emulation x side
-matrix when requested); draws only what the Pair result holds.
-
-`build(pair)` is the whole view (the app and the export); each `*_section(pair)`
-is one part of it (the notebook accessor `pair.views.<name>()`).
+`build(pair)` is the whole view (the app and the export); each `*_section(pair)` is one part of it (the notebook
+accessor `pair.views.<name>()`).
 """
 
 from __future__ import annotations
@@ -23,12 +19,12 @@ from explorer.pair.findings import output_sentence
 from explorer.pair.model import SIDES, Pair
 from explorer.views.pair import html as pair_html
 from explorer.views.pair.emulations import PairEmulationsSection
-from explorer.views.pair.html import short
 from explorer.views.shared.charts import CHART_HEIGHT
 from explorer.views.shared.common import (
     CONTINUOUS_CMAP,
     Field,
     collapsed,
+    continuous,
     grid_map,
     heading,
     hex_pattern,
@@ -39,16 +35,18 @@ from explorer.views.shared.common import (
     note,
     per_cell,
     plot_pane,
+    section,
     served,
     ulp_value,
 )
-from explorer.views.shared.markup import esc, table
+from explorer.views.shared.marks import ElementExplorer
+from explorer.views.shared.markup import esc, swatches, table, value_row
 from explorer.views.shared.scales import LOG, colour_scale
 
 # Colours of the bit-difference map by ULP bucket [0], [1], [2, 3], [4, 7], ... (the report's histogram buckets).
 EQUAL_COLOUR = "#f4f4f4"
 ULP_BUCKET_COLOURS = ("#fdd49e", "#fc8d59", "#e34a33", "#b30000", "#7f0000", "#4d0000")
-UNDEFINED_BUCKET = -1.0  # drawn in the NaN colour: a nonfinite value on either side
+BUCKET_LABELS = ("equal", "1 ULP", "2-3", "4-7", "8-15", "16-31", ">= 32")
 BAR_COLOUR = "#5b7fa6"
 
 
@@ -60,15 +58,8 @@ def _bucket(distance: np.ndarray) -> np.ndarray:
 
 
 def _bucket_legend() -> str:
-    labels = ["equal", "1 ULP", "2-3", "4-7", "8-15", "16-31", ">= 32"]
-    colours = (EQUAL_COLOUR, *ULP_BUCKET_COLOURS)
-    swatches = "".join(
-        f'<span style="display:inline-block;margin-right:1em"><span style="display:inline-block;'
-        f'width:0.9em;height:0.9em;background:{c};border:1px solid #999;vertical-align:middle"></span> '
-        f"{esc(label)}</span>"
-        for label, c in zip(labels, colours, strict=True)
-    )
-    return f'<div class="ulp-legend">ULP distance between the outputs: {swatches} (grey: a nonfinite value)</div>'
+    shown = swatches(zip(BUCKET_LABELS, (EQUAL_COLOUR, *ULP_BUCKET_COLOURS), strict=True))
+    return f'<div class="ulp-legend">ULP distance between the outputs: {shown} (grey: a nonfinite value)</div>'
 
 
 def _references(analysis: Analysis) -> tuple[np.ndarray | None, np.ndarray | None]:
@@ -76,10 +67,6 @@ def _references(analysis: Analysis) -> tuple[np.ndarray | None, np.ndarray | Non
     if numerics is None:
         return None, None
     return numerics.primary.reference, numerics.rounded_to_output.comparison.reference
-
-
-def _hex_bits(dtype: str) -> int:
-    return sum(FIELD_BITS[dtype])
 
 
 # ---------------------------------------------------------------- the bit-difference map and its element detail
@@ -94,8 +81,8 @@ def bit_map(pair: Pair) -> hv.Image:
     if output.bits is not None:
         fields = [
             Field("ulp", "ULP distance", output.ulp.distance, ulp_value),
-            Field("bits_a", "bits a", tensor_a.bits[0, :, 0, :], lambda: hex_pattern(_hex_bits(tensor_a.dtype))),
-            Field("bits_b", "bits b", tensor_b.bits[0, :, 0, :], lambda: hex_pattern(_hex_bits(tensor_b.dtype))),
+            Field("bits_a", "bits a", tensor_a.bits[0, :, 0, :], lambda: hex_pattern(sum(FIELD_BITS[tensor_a.dtype]))),
+            Field("bits_b", "bits b", tensor_b.bits[0, :, 0, :], lambda: hex_pattern(sum(FIELD_BITS[tensor_b.dtype]))),
             *fields,
         ]
         colour, cmap, clim = (
@@ -119,17 +106,7 @@ def bit_map(pair: Pair) -> hv.Image:
             ]
     kv_heads = np.arange(colour.shape[0]) // pair.a.admission.geometry["groupSize"]
     fields.insert(0, Field("kv_head", "KV head", per_cell(kv_heads, colour.shape)))
-    return grid_map(
-        colour,
-        fields,
-        title=title,
-        colour_label=label,
-        xlabel="channel",
-        ylabel="query head",
-        clim=clim,
-        cmap=cmap,
-        colorbar=colorbar,
-    )
+    return grid_map(colour, fields, title=title, colour_label=label, clim=clim, cmap=cmap, colorbar=colorbar)
 
 
 def element_html(pair: Pair, head: int, channel: int) -> str:
@@ -138,27 +115,12 @@ def element_html(pair: Pair, head: int, channel: int) -> str:
     for side in SIDES:
         analysis = pair.side(side)
         tensor = analysis.admission.tensors["output"]
-        digits = _hex_bits(tensor.dtype) // 4
-        pattern = int(tensor.bits[0, head, 0, channel])
+        values, bits = tensor.values[0, head, 0, channel], tensor.bits[0, head, 0, channel]
+        rows.append(value_row(f"output {side}", values, tensor.dtype, bits))
         primary, rounded = _references(analysis)
-        rows.append(
-            (
-                f"output {side}",
-                short(float(tensor.values[0, head, 0, channel])),
-                f"<code>0x{pattern:0{digits}x}</code>",
-                esc(tensor.dtype),
-            )
-        )
         if primary is not None:
-            rows.append((f"primary reference {side} (FP32)", short(float(primary[head, channel])), "", "float32"))
-            rows.append(
-                (
-                    f"reference {side} rounded to {tensor.dtype}",
-                    short(float(rounded[head, channel])),
-                    "",
-                    esc(tensor.dtype),
-                )
-            )
+            rows.append(value_row(f"primary reference {side} (FP32)", primary[head, channel], "float32"))
+            rows.append(value_row(f"reference {side} rounded to {tensor.dtype}", rounded[head, channel], tensor.dtype))
     output = pair.output
     ulp = "" if output.ulp is None else f"; ULP distance {esc(number(int(output.ulp.distance[head, channel])))}"
     differs = (
@@ -173,11 +135,8 @@ def element_html(pair: Pair, head: int, channel: int) -> str:
     )
 
 
-class BitDifferenceExplorer(pn.viewable.Viewer):
+class BitDifferenceExplorer(ElementExplorer):
     """The bit-difference map; a click (tap) on a cell shows that element's outputs, patterns and references."""
-
-    head = param.Integer(default=0, bounds=(0, None), doc="Query head of the element shown.")
-    channel = param.Integer(default=0, bounds=(0, None), doc="Channel of the element shown.")
 
     def __init__(self, pair: Pair, **params):
         positions = pair.output.bits.first_positions if pair.output.bits is not None else ()
@@ -186,18 +145,9 @@ class BitDifferenceExplorer(pn.viewable.Viewer):
         params.setdefault("channel", int(first[1]))
         super().__init__(**params)
         self._pair = pair
-        self._shape = pair.output.difference.abs_error.shape
         self._plot = plot_pane(bit_map(pair))
-        self.tap = hv.streams.Tap(source=self._plot.object, x=float(self.channel), y=float(self.head))
-        self.tap.add_subscriber(self._on_tap)
+        self._listen(self._plot, pair.output.difference.abs_error.shape)
         self._detail = html_pane(element_html(pair, self.head, self.channel), css_classes=["pair-element-detail"])
-
-    def _on_tap(self, x: float | None = None, y: float | None = None, **_) -> None:
-        if x is None or y is None:
-            return
-        heads, channels = self._shape
-        self.head = min(max(round(y), 0), heads - 1)
-        self.channel = min(max(round(x), 0), channels - 1)
 
     @param.depends("head", "channel", watch=True)
     def _show(self) -> None:
@@ -212,13 +162,11 @@ class BitDifferenceExplorer(pn.viewable.Viewer):
         )
 
 
-# ---------------------------------------------------------------- charts and maps
-
-
 def mismatch_bars(pair: Pair) -> hv.Bars:
     """Differing output elements per query head."""
     per_head = pair.output.bits.per_head
     data = {"query head": [str(h) for h in range(len(per_head))], "elements differing": list(per_head)}
+    options = hover([("query head", "@{query_head}"), ("elements differing", "@{elements_differing}")], {})
     return hv.Bars(data, "query head", "elements differing").opts(
         title="Differing output elements per query head",
         color=BAR_COLOUR,
@@ -226,13 +174,8 @@ def mismatch_bars(pair: Pair) -> hv.Bars:
         responsive=True,
         min_width=320,
         show_grid=True,
-        **_counted(hover([("query head", "@{query_head}"), ("elements differing", "@{elements_differing}")], {})),
+        **{**options, "hooks": [*options["hooks"], integer_y_axis]},  # the count axis ticks whole numbers
     )
-
-
-def _counted(options: dict) -> dict:
-    """Plot options with the count axis ticking whole numbers."""
-    return {**options, "hooks": [*options["hooks"], integer_y_axis]}
 
 
 def error_maps(pair: Pair) -> pn.Column:
@@ -258,11 +201,7 @@ def error_maps(pair: Pair) -> pn.Column:
                 fields,
                 title=f"|{side} - reference| (side {side})",
                 colour_label=f"|{side} - ref|",
-                xlabel="channel",
-                ylabel="query head",
-                clim=scale.clim,
-                logz=scale.logz,
-                cmap=CONTINUOUS_CMAP,
+                **continuous(scale),
                 colorbar=index == len(drawn) - 1,
             )
         )
@@ -281,112 +220,72 @@ def error_maps(pair: Pair) -> pn.Column:
     return pn.Column(*parts, sizing_mode="stretch_width")
 
 
-# ---------------------------------------------------------------- sections
-
-
 def findings_section(pair: Pair) -> pn.Column:
     """What the pair shows, first: which side is off (nearer, rounded, emulations), then what differs and where."""
-    return pn.Column(
-        heading("Findings"),
-        html_pane(pair_html.findings_html(pair)),
-        sizing_mode="stretch_width",
-        css_classes=["pair-findings-section"],
-    )
+    return section("pair-findings-section", heading("Findings"), html_pane(pair_html.findings_html(pair)))
 
 
 def summary_section(pair: Pair) -> pn.Column:
     """Status and reasons, the two sides and the selection."""
-    return pn.Column(
-        heading("Pair"),
-        html_pane(pair_html.status_html(pair)),
-        html_pane(pair_html.sides_table(pair)),
-        heading("Selection"),
-        html_pane(pair_html.selection_html(pair)),
-        sizing_mode="stretch_width",
-        css_classes=["pair-summary"],
+    status, sides = html_pane(pair_html.status_html(pair)), html_pane(pair_html.sides_table(pair))
+    return section(
+        "pair-summary", heading("Pair"), status, sides, heading("Selection"), html_pane(pair_html.selection_html(pair))
     )
 
 
 def notes_section(pair: Pair) -> pn.Column:
     """The pair's notes and limitations (after its numbers)."""
-    return pn.Column(
-        heading("Notes and limitations"),
-        html_pane(pair_html.notes_html(pair)),
-        sizing_mode="stretch_width",
-        css_classes=["pair-notes-section"],
-    )
+    return section("pair-notes-section", heading("Notes and limitations"), html_pane(pair_html.notes_html(pair)))
 
 
 def inputs_section(pair: Pair) -> pn.Column:
-    return pn.Column(
-        heading("Input identity", "Native bytes of each input tensor, side a against side b."),
-        html_pane(pair_html.inputs_table(pair)),
-        sizing_mode="stretch_width",
-        css_classes=["pair-inputs"],
-    )
+    lead = heading("Input identity", "Native bytes of each input tensor, side a against side b.")
+    return section("pair-inputs", lead, html_pane(pair_html.inputs_table(pair)))
 
 
 def bits_section(pair: Pair) -> pn.Column:
     parts = [heading("Output differences", esc(output_sentence(pair)))]
-    if pair.output is None:
-        return pn.Column(*parts, sizing_mode="stretch_width", css_classes=["pair-bits"])
-    if pair.output.bits is not None:
-        parts.append(html_pane(_bucket_legend()))
-    parts.append(BitDifferenceExplorer(pair))
-    return pn.Column(*parts, sizing_mode="stretch_width", css_classes=["pair-bits"])
+    if pair.output is not None:
+        parts += [html_pane(_bucket_legend())] if pair.output.bits is not None else []
+        parts.append(BitDifferenceExplorer(pair))
+    return section("pair-bits", *parts)
 
 
 def heads_section(pair: Pair) -> pn.Column:
-    parts = [heading("Mismatches per query head")]
     if pair.output is None or pair.output.bits is None:
-        parts.append(note("No bitwise comparison of the outputs (see the output differences)."))
+        drawn = note("No bitwise comparison of the outputs (see the output differences).")
     else:
-        parts.append(plot_pane(mismatch_bars(pair)))
-    return pn.Column(*parts, sizing_mode="stretch_width", css_classes=["pair-heads"])
+        drawn = plot_pane(mismatch_bars(pair))
+    return section("pair-heads", heading("Mismatches per query head"), drawn)
 
 
 def ladder_section(pair: Pair) -> pn.Column:
-    return pn.Column(
+    per_head = pair_html.nearer_per_head_html(pair)
+    return section(
+        "pair-ladder",
         heading("Ladder", "Each side against its own references (global metrics)."),
         hint("Hover a number for its full value."),
         html_pane(pair_html.ladder_table(pair)),
         heading("Nearer the primary reference", "Per element, |a - ref| against |b - ref| in FP64."),
         html_pane(pair_html.nearer_html(pair)),
-        *_nearer_per_head(pair),
-        sizing_mode="stretch_width",
-        css_classes=["pair-ladder"],
+        *([collapsed("Nearer the primary reference, per query head", html_pane(per_head))] if per_head else []),
     )
 
 
-def _nearer_per_head(pair: Pair) -> list:
-    markup = pair_html.nearer_per_head_html(pair)
-    return [collapsed("Nearer the primary reference, per query head", html_pane(markup))] if markup else []
-
-
 def errors_section(pair: Pair) -> pn.Column:
-    return pn.Column(
-        heading("|a - ref| and |b - ref|", "One colour scale for both maps."),
-        error_maps(pair),
-        sizing_mode="stretch_width",
-        css_classes=["pair-errors"],
+    return section(
+        "pair-errors", heading("|a - ref| and |b - ref|", "One colour scale for both maps."), error_maps(pair)
     )
 
 
 def tokens_section(pair: Pair) -> pn.Column:
-    return pn.Column(
-        heading("Tokens"),
-        html_pane(pair_html.tokens_html(pair)),
-        sizing_mode="stretch_width",
-        css_classes=["pair-tokens"],
-    )
+    return section("pair-tokens", heading("Tokens"), html_pane(pair_html.tokens_html(pair)))
 
 
 def emulations_section(
     pair: Pair, on_computed=lambda pair: None, runner=None, on_emulated=lambda request: None
 ) -> pn.viewable.Viewable:
-    """The emulation x side matrix with the differing counts; on a served page computed on request through `runner`
-    (views.pair.emulations), `on_computed(pair)` then hearing the pair with its emulations and `on_emulated(request)`
-    the set computed."""
+    """The emulation x side matrix; on a served page computed on request (views.pair.emulations)."""
     return PairEmulationsSection(pair, on_computed, runner, on_emulated).__panel__()
 
 
@@ -419,4 +318,4 @@ def build(pair: Pair, runner=None, on_emulated=lambda request: None) -> pn.Colum
         sections["emulations"] = emulations_section(
             pair, lambda found: setattr(findings, "object", pair_html.findings_html(found)), runner, on_emulated
         )
-    return pn.Column(*(sections[name] for name in names), sizing_mode="stretch_width", css_classes=["view-pair"])
+    return section("view-pair", *(sections[name] for name in names))

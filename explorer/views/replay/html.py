@@ -1,23 +1,12 @@
-"""The replay's tables as plain HTML strings; stdlib and numpy only.
-
-The replay's tables as plain HTML strings (status, matrix, arm states and receipts, ladder, readback, one
-element); stdlib and numpy only, never imports a UI library or computes a reported number.
-
-Everything drawn is read from the Replay result or its report dict; floats at 4
-significant digits with the full value in the element's title attribute.
-"""
+"""The replay's tables as plain HTML strings, read from the Replay or its report; no UI library."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from explorer.foundations.formatting import full_number as number
 from explorer.foundations.formatting import location, short_number
-from explorer.packet.dtypes import FIELD_BITS
 from explorer.replay.model import CAPTURE, PARTNER, REPLAY_LIMITATIONS, Replay
-from explorer.views.pair.html import short
-from explorer.views.shared.html_summary import refusals_table
-from explorer.views.shared.markup import Cell, esc, status_badge, table
+from explorer.views.shared.html_summary import reasons_table, refusals_table
+from explorer.views.shared.markup import Cell, esc, number_cell, status_badge, table, value_row
 
 REPLAY_STATUS_MEANING = {
     "analyzed": "all three arms admitted; every output compared with the capture (and the partner)",
@@ -37,13 +26,7 @@ def status_html(run: Replay) -> str:
     if run.refusals:
         parts.append(refusals_table(run.refusals))
     if run.reasons:
-        parts.append(
-            table(
-                ("inconclusive reason", "message"),
-                ((f'<code class="reason-code">{esc(r.code)}</code>', esc(r.message)) for r in run.reasons),
-                css_class="replay-reasons",
-            )
-        )
+        parts.append(reasons_table(run.reasons, "replay-reasons"))
     return "".join(parts)
 
 
@@ -155,7 +138,7 @@ def problems_html(report: dict) -> str:
 
 
 def _metric(block: dict | None, key: str) -> str:
-    return "-" if block is None else short(block["global"][key])
+    return "-" if block is None else number_cell(block["global"][key], bare=True)
 
 
 def _at(references: dict, key: str) -> str:
@@ -167,47 +150,27 @@ def _at(references: dict, key: str) -> str:
     return f'<br><span class="worst-at" style="font-size:0.85em;color:#555">at {phrase}</span>'
 
 
+def _ladder_row(name: str, arm: dict) -> tuple[str, ...]:
+    references, tool = arm["references"], arm["toolAnalysis"]
+    agrees = tool is not None and all(v["agrees"] for block in tool.values() for v in block.values())
+    agreement = "-" if tool is None else "agrees" if agrees else "differs"
+    shown = f'<span class="tool-agreement" data-arm="{esc(name)}">{agreement}</span>'
+    if references is None:
+        return esc(name), *["-"] * 8, shown
+    metrics = (
+        _metric(references[block], key) + (_at(references, block) if key == "linf" else "")
+        for block in ("primary", "rounded", "fp64")
+        for key in ("linf", "rmse")
+    )
+    ulp = number_cell(references["ulp"]["max"], bare=True) + _at(references, "ulp")
+    return esc(name), *metrics, esc(str(references["equalToRoundedReference"])), ulp, shown
+
+
 def ladder_table(report: dict) -> str:
     """Each arm's output against the FP32, rounded and FP64 references, and whether the tool's analysis agrees."""
-    rows = []
-    for name, arm in report["arms"].items():
-        references = arm["references"]
-        tool = arm["toolAnalysis"]
-        agreement = (
-            "-"
-            if tool is None
-            else ("agrees" if all(v["agrees"] for block in tool.values() for v in block.values()) else "differs")
-        )
-        rows.append(
-            (
-                esc(name),
-                *(
-                    _metric(None if references is None else references[block], key)
-                    + ("" if references is None or key != "linf" else _at(references, block))
-                    for block in ("primary", "rounded", "fp64")
-                    for key in ("linf", "rmse")
-                ),
-                "-" if references is None else esc(str(references["equalToRoundedReference"])),
-                "-" if references is None else short(references["ulp"]["max"]) + _at(references, "ulp"),
-                f'<span class="tool-agreement" data-arm="{esc(name)}">{agreement}</span>',
-            )
-        )
-    return table(
-        (
-            "arm",
-            "vs FP32 linf",
-            "rmse",
-            "vs rounded linf",
-            "rmse",
-            "vs FP64 linf",
-            "rmse",
-            "equal to rounded ref",
-            "ULP max",
-            "analysis.json",
-        ),
-        rows,
-        css_class="replay-ladder",
-    )
+    header = ("arm", "vs FP32 linf", "rmse", "vs rounded linf", "rmse", "vs FP64 linf", "rmse")
+    rows = [_ladder_row(name, arm) for name, arm in report["arms"].items()]
+    return table((*header, "equal to rounded ref", "ULP max", "analysis.json"), rows, css_class="replay-ladder")
 
 
 def readback_table(report: dict) -> str:
@@ -234,11 +197,6 @@ def notes_html(report: dict) -> str:
     return "<ul>" + "".join(f"<li>{esc(item)}</li>" for item in items) + "</ul>"
 
 
-def _pattern(dtype: str, bits: Any) -> str:
-    digits = sum(FIELD_BITS[dtype]) // 4
-    return f"<code>0x{int(bits):0{digits}x}</code>"
-
-
 def element_html(run: Replay, head: int, channel: int) -> str:
     """One output element: the capture's, the partner's and each read arm's value and bit pattern."""
     rows = []
@@ -247,25 +205,15 @@ def element_html(run: Replay, head: int, channel: int) -> str:
         tensors = None if analysis is None else analysis.admission.tensors
         if tensors is None or tensors["output"].shape != shape:
             continue
-        tensor = analysis.admission.tensors["output"]
+        tensor = tensors["output"]
         rows.append(
-            (
-                esc(label),
-                short(float(tensor.values[0, head, 0, channel])),
-                _pattern(tensor.dtype, tensor.bits[0, head, 0, channel]),
-                esc(tensor.dtype),
-            )
+            value_row(label, tensor.values[0, head, 0, channel], tensor.dtype, tensor.bits[0, head, 0, channel])
         )
-    for name, arm in run.arms.items():
-        if arm.readable:
-            rows.append(
-                (
-                    esc(name),
-                    short(float(arm.output_values[head, channel])),
-                    _pattern(arm.output_dtype, arm.output_bits[head, channel]),
-                    esc(arm.output_dtype),
-                )
-            )
+    rows += [
+        value_row(name, arm.output_values[head, channel], arm.output_dtype, arm.output_bits[head, channel])
+        for name, arm in run.arms.items()
+        if arm.readable
+    ]
     return f'<p class="element-title"><b>{location(head, channel).capitalize()}</b></p>' + table(
         ("output", "value", "bits", "dtype"), rows, css_class="replay-element"
     )

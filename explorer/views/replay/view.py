@@ -1,11 +1,7 @@
-"""Replay view: an operator replay run against its packet.
+"""Replay view: an operator replay run against its packet; draws only what the Replay result holds.
 
-Replay view: an operator replay run against its packet (status, the matrix of differing elements, arm states
-and receipts, the ladder per arm, a query head x channel map of where the chosen arm differs from the capture
-and the partner with an element drill-down, the readback); draws only what the Replay result holds.
-
-`build(run)` is the whole view (the app and the export); each `*_section(run)` is one
-part of it (the notebook accessor `run.views.<name>()`).
+`build(run)` is the whole view (the app and the export); each `*_section(run)` is one part of it (the notebook
+accessor `run.views.<name>()`).
 """
 
 from __future__ import annotations
@@ -29,8 +25,11 @@ from explorer.views.shared.common import (
     note,
     per_cell,
     plot_pane,
+    section,
     state,
 )
+from explorer.views.shared.marks import ElementExplorer
+from explorer.views.shared.markup import swatches
 
 # Per-element codes of the difference map, with their colours.
 SAME, CAPTURE_ONLY, PARTNER_ONLY, BOTH = 0, 1, 2, 3
@@ -54,13 +53,7 @@ def _legend(with_partner: bool) -> str:
         for code, (name, colour) in enumerate(zip(CODE_NAMES, CODE_COLOURS, strict=True))
         if with_partner or code in (SAME, CAPTURE_ONLY)
     ]
-    swatches = "".join(
-        f'<span style="display:inline-block;margin-right:1em"><span style="display:inline-block;'
-        f'width:0.9em;height:0.9em;background:{colour};border:1px solid #999;vertical-align:middle">'
-        f"</span> {replay_html.esc(name)}</span>"
-        for name, colour in shown
-    )
-    return f'<div class="replay-legend">{swatches}</div>'
+    return f'<div class="replay-legend">{swatches(shown)}</div>'
 
 
 def difference_map(run: Replay, arm: str) -> hv.Image:
@@ -94,8 +87,6 @@ def difference_map(run: Replay, arm: str) -> hv.Image:
         fields,
         title=f"Where {arm} differs from the capture" + (" and the partner" if result.partner is not None else ""),
         colour_label="element",
-        xlabel="channel",
-        ylabel="query head",
         clim=(-0.5, BOTH + 0.5),
         cmap=list(CODE_COLOURS),
         colorbar=False,
@@ -111,12 +102,10 @@ def _first_difference(run: Replay, arm: str) -> tuple[int, int]:
     return 0, 0
 
 
-class DifferenceExplorer(pn.viewable.Viewer):
+class DifferenceExplorer(ElementExplorer):
     """The chosen arm's difference map; a click (tap) on a cell shows that element of every output below."""
 
     arm = param.String(default="", doc="The arm drawn.")
-    head = param.Integer(default=0, bounds=(0, None), doc="Query head of the element shown.")
-    channel = param.Integer(default=0, bounds=(0, None), doc="Channel of the element shown.")
 
     def __init__(self, run: Replay, **params):
         readable = [name for name, arm in run.arms.items() if arm.readable]
@@ -126,7 +115,6 @@ class DifferenceExplorer(pn.viewable.Viewer):
         params.setdefault("channel", int(channel))
         super().__init__(**params)
         self._run = run
-        self._shape = run.arms[self.arm].output_values.shape
         self._choice = pn.widgets.RadioButtonGroup(
             label=ARM_CHOICE_LABEL, options=readable, value=self.arm, color="light", css_classes=["replay-arm-choice"]
         )
@@ -136,25 +124,14 @@ class DifferenceExplorer(pn.viewable.Viewer):
         self._detail = html_pane(
             replay_html.element_html(run, self.head, self.channel), css_classes=["replay-element-detail"]
         )
-        self._attach()
-
-    def _attach(self) -> None:
-        self.tap = hv.streams.Tap(source=self._plot.object, x=float(self.channel), y=float(self.head))
-        self.tap.add_subscriber(self._on_tap)
-
-    def _on_tap(self, x: float | None = None, y: float | None = None, **_) -> None:
-        if x is None or y is None:
-            return
-        heads, channels = self._shape
-        self.head = min(max(round(y), 0), heads - 1)
-        self.channel = min(max(round(x), 0), channels - 1)
+        self._listen(self._plot, run.arms[self.arm].output_values.shape)
 
     @param.depends("arm", watch=True)
     def _redraw(self) -> None:
         self._plot.object = difference_map(self._run, self.arm).opts(
             backend_opts={"plot.output_backend": "canvas"}, clone=True
         )
-        self._attach()
+        self._listen(self._plot, self._shape)
 
     @param.depends("head", "channel", watch=True)
     def _show(self) -> None:
@@ -172,41 +149,32 @@ class DifferenceExplorer(pn.viewable.Viewer):
         )
 
 
-# ---------------------------------------------------------------- sections
-
-
 def summary_section(run: Replay) -> pn.Column:
     report = run.report()
-    parts = [heading("Replay run")]
-    if report["matrix"] is not None:
-        parts.append(state(replay_html.reading_html(report), "replay-reading"))
-    parts += [html_pane(replay_html.status_html(run)), html_pane(replay_html.run_table(report))]
-    return pn.Column(*parts, sizing_mode="stretch_width", css_classes=["replay-summary"])
+    reading = [state(replay_html.reading_html(report), "replay-reading")] if report["matrix"] is not None else []
+    status, table = html_pane(replay_html.status_html(run)), html_pane(replay_html.run_table(report))
+    return section("replay-summary", heading("Replay run"), *reading, status, table)
 
 
 def matrix_section(run: Replay) -> pn.Column:
-    return pn.Column(
-        heading("Matrix", "Every output against every other, in elements whose bit patterns differ."),
-        html_pane(replay_html.matrix_html(run)),
-        sizing_mode="stretch_width",
-        css_classes=["replay-matrix-section"],
-    )
+    lead = heading("Matrix", "Every output against every other, in elements whose bit patterns differ.")
+    return section("replay-matrix-section", lead, html_pane(replay_html.matrix_html(run)))
 
 
 def arms_section(run: Replay) -> pn.Column:
     report = run.report()
-    parts = [
+    problems = replay_html.problems_html(report)
+    return section(
+        "replay-arms-section",
         heading("Arms", "Each arm's state and what it says it did (result.json, execution.json)."),
         html_pane(replay_html.arms_table(report)),
-    ]
-    problems = replay_html.problems_html(report)
-    if problems:
-        parts.append(html_pane(problems))
-    return pn.Column(*parts, sizing_mode="stretch_width", css_classes=["replay-arms-section"])
+        *([html_pane(problems)] if problems else []),
+    )
 
 
 def ladder_section(run: Replay) -> pn.Column:
-    return pn.Column(
+    return section(
+        "replay-ladder-section",
         heading(
             "Ladder",
             "Each arm's output against the packet's references (global metrics, 4 "
@@ -216,41 +184,29 @@ def ladder_section(run: Replay) -> pn.Column:
         ),
         hint("Hover a number for its full value."),
         html_pane(replay_html.ladder_table(run.report())),
-        sizing_mode="stretch_width",
-        css_classes=["replay-ladder-section"],
     )
 
 
 def map_section(run: Replay) -> pn.Column:
-    parts = [
-        heading(
-            "Where an arm differs",
-            "Query head x channel of the chosen arm's output, against the capture and the partner.",
-        )
-    ]
-    if any(arm.readable for arm in run.arms.values()):
-        parts.append(DifferenceExplorer(run))
-    else:
-        parts.append(note("No arm's output was read: nothing to map."))
-    return pn.Column(*parts, sizing_mode="stretch_width", css_classes=["replay-map-section"])
+    lead = heading(
+        "Where an arm differs", "Query head x channel of the chosen arm's output, against the capture and the partner."
+    )
+    readable = any(arm.readable for arm in run.arms.values())
+    return section(
+        "replay-map-section",
+        lead,
+        DifferenceExplorer(run) if readable else note("No arm's output was read: nothing to map."),
+    )
 
 
 def readback_section(run: Replay) -> pn.Column:
-    return pn.Column(
-        heading("Readback", "The K/V each paged arm read back from its cache, against the packet's."),
-        html_pane(replay_html.readback_table(run.report())),
-        sizing_mode="stretch_width",
-        css_classes=["replay-readback-section"],
-    )
+    lead = heading("Readback", "The K/V each paged arm read back from its cache, against the packet's.")
+    return section("replay-readback-section", lead, html_pane(replay_html.readback_table(run.report())))
 
 
 def notes_section(run: Replay) -> pn.Column:
-    return pn.Column(
-        heading("Notes and limitations"),
-        html_pane(replay_html.notes_html(run.report())),
-        sizing_mode="stretch_width",
-        css_classes=["replay-notes"],
-    )
+    notes = html_pane(replay_html.notes_html(run.report()))
+    return section("replay-notes", heading("Notes and limitations"), notes)
 
 
 # name -> (title, section builder), in display order
@@ -268,6 +224,4 @@ SECTIONS = {
 def build(run: Replay) -> pn.Column:
     """The whole replay view: every section (a refused run: its status and notes only)."""
     names = ["summary", "notes"] if run.matrix is None else list(SECTIONS)
-    return pn.Column(
-        *(SECTIONS[name][1](run) for name in names), sizing_mode="stretch_width", css_classes=["view-replay"]
-    )
+    return section("view-replay", *(SECTIONS[name][1](run) for name in names))

@@ -1,7 +1,4 @@
-"""Per-query-head charts: a marker per comparison, the noise floor dashed, one metric at a time.
-
-Inline SVG (views/shared/head_chart.py), no Bokeh figure; draws given values, never computes a reported number.
-"""
+"""Per-query-head charts: a marker per comparison, the noise floor dashed, one metric at a time."""
 
 from __future__ import annotations
 
@@ -10,7 +7,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import panel as pn
 
-from explorer.analysis.result import Comparison, Metrics
+from explorer.analysis.result import Comparison
 from explorer.views.shared import head_chart, markup
 from explorer.views.shared.common import COMPACT_FONT, html_pane, note
 
@@ -68,10 +65,9 @@ def head_chart_pane(
     )
 
 
-def _metric_values(per_head: Sequence[Metrics], attribute: str) -> np.ndarray:
-    return np.array(
-        [np.nan if getattr(m, attribute) is None else getattr(m, attribute) for m in per_head], dtype=np.float64
-    )
+def per_head_values(per_head: Sequence, attribute: str) -> np.ndarray:
+    """`attribute` of each head's entry (metrics, attention diagnostics) as float64, NaN for null."""
+    return np.array([np.nan if (v := getattr(m, attribute)) is None else v for m in per_head], dtype=np.float64)
 
 
 def metric_choice(metrics: Sequence[tuple[str, str]] = METRICS) -> pn.widgets.RadioButtonGroup:
@@ -94,25 +90,18 @@ def _per_head_chart(
     markers: Mapping[str, str],
     compact: bool,
 ) -> list:
-    """[log-y chart of one metric: every comparison's per-head values as markers, the floor dashed; note naming
-    the values a log axis cannot draw (zero or null; `compact`: only when there are some)]."""
+    """[log-y chart of one metric, the floor dashed; note naming what a log axis cannot draw (zero, null)]."""
     metric = dict(METRICS).get(attribute, attribute)
     drawn = [
-        head_chart.Series(label, _metric_values(comparison.per_head, attribute), colours[label], markers[label])
+        head_chart.Series(label, per_head_values(comparison.per_head, attribute), colours[label], markers[label])
         for label, comparison in series
     ]
     if floor is not None:
-        drawn.append(
-            head_chart.Series(
-                floor[0], _metric_values(floor[1].per_head, attribute), FLOOR_COLOUR, marker=None, line="dashed"
-            )
-        )
-    undrawn = {s.label: _undrawn(s.values) for s in drawn}
-    hidden = [
-        f"{markup.esc(label)}: {zeros} zero, {nulls} null"
-        for label, (zeros, nulls) in undrawn.items()
-        if zeros or nulls
-    ]
+        values = per_head_values(floor[1].per_head, attribute)
+        drawn.append(head_chart.Series(floor[0], values, FLOOR_COLOUR, marker=None, line="dashed"))
+    # what a log axis cannot draw: exact zeros and nulls
+    counts = [(s.label, int(np.sum(s.values == 0)), int(np.sum(np.isnan(s.values)))) for s in drawn]
+    hidden = [f"{markup.esc(label)}: {zeros} zero, {nulls} null" for label, zeros, nulls in counts if zeros or nulls]
     hidden_note = (
         f"Not drawn on the log axis ({metric}; the tables list every value): " + "; ".join(hidden) + "."
         if hidden
@@ -121,13 +110,10 @@ def _per_head_chart(
     chart = head_chart_pane(
         drawn, title=f"{metric} per query head", ylabel=metric, log=True, upright=upright, height=height
     )
-    if compact:  # the overview's cells: only when some value is not drawn, in the cells' smaller type
-        return (
-            [chart, note(f'<span style="font-size:{COMPACT_FONT}">{hidden_note}</span>', "hidden-values")]
-            if hidden
-            else [chart]
-        )
-    return [chart, note(hidden_note, "hidden-values")]
+    if compact and not hidden:  # the overview's cells: a note only when some value is not drawn, in smaller type
+        return [chart]
+    shown = f'<span style="font-size:{COMPACT_FONT}">{hidden_note}</span>' if compact else hidden_note
+    return [chart, note(shown, "hidden-values")]
 
 
 def per_head_charts(
@@ -140,13 +126,10 @@ def per_head_charts(
     choice: pn.widgets.RadioButtonGroup | None = None,
     compact: bool = False,
 ) -> list:
-    """A per-head chart of every comparison in `series`, with the noise floor dashed: [legend (beside its own
-    selector), chart with its note].
+    """A per-head chart of every comparison in `series`, the noise floor dashed: [legend, chart with its note].
 
-    With several `metrics` the chart draws the one picked in `choice` (a fresh selector above the chart unless
-    the caller shares one between charts); the tables beside the charts list every metric. Head labels stand
-    upright up to `upright` heads (a full-width chart holds every head of common models), vertical above.
-    `compact`: a smaller legend, and no note when every value is drawn (the overview's cells).
+    With several `metrics` it draws the one picked in `choice` (its own selector unless the caller shares one).
+    Head labels stand upright up to `upright` heads. `compact`: a smaller legend, no note when all are drawn.
     """
     labels = [label for label, _ in series]
     colours = {label: SERIES_COLOURS[i % len(SERIES_COLOURS)] for i, label in enumerate(labels)}
@@ -177,8 +160,3 @@ def per_head_charts(
     choice = choice or metric_choice(metrics)
     chart = pn.panel(pn.bind(draw, choice), sizing_mode="stretch_width")
     return [pn.Row(choice, legend, sizing_mode="stretch_width") if own else legend, chart]
-
-
-def _undrawn(values: np.ndarray) -> tuple[int, int]:
-    """(exact zeros, nulls) among per-head values: what a log axis cannot draw."""
-    return int(np.sum(values == 0)), int(np.sum(np.isnan(values)))

@@ -1,7 +1,6 @@
 """The views' common panes: the head Selection, text panes, status boxes, grid maps with hover.
 
-Never computes a reported number. The per-head charts are in views/shared/charts.py, the marks drawn on a map (the
-clicked cell's outline, rings) in views/shared/marks.py, the colour scales in views/shared/scales.py.
+Charts are in views/shared/charts.py, marks on a map in views/shared/marks.py, colour scales in views/shared/scales.py.
 """
 
 from __future__ import annotations
@@ -62,12 +61,7 @@ def served() -> bool:
 
 
 def plot_pane(obj, *, linked_axes: bool = False, **params) -> pn.pane.HoloViews:
-    """A HoloViews object as a Panel pane.
-
-    Axes are linked only between panes created with `linked_axes=True` that share a
-    dimension name (Panel links such panes across a layout); other plots keep their own ranges.
-    Plots draw on a 2D canvas (OUTPUT_BACKEND), not HoloViews' default WebGL.
-    """
+    """A HoloViews object as a Panel pane drawn on a canvas (OUTPUT_BACKEND); axes linked only with `linked_axes`."""
     params.setdefault("sizing_mode", "stretch_width")  # a plot of fixed pixel size passes "fixed"
     return pn.pane.HoloViews(
         obj.opts(backend_opts={"plot.output_backend": OUTPUT_BACKEND}, clone=True), linked_axes=linked_axes, **params
@@ -112,15 +106,16 @@ def state(markup: str, css_class: str) -> pn.pane.HTML:
     return html_pane(state_markup(markup, css_class))
 
 
-def explained(analysis: Analysis, needs: str | None, body: Callable[[], list], what: str = "") -> pn.Column:
+def section(css_class: str, *parts) -> pn.Column:
+    """A view's part as one full-width column (`css_class` names it for tests and exports)."""
+    return pn.Column(*parts, sizing_mode="stretch_width", css_classes=[css_class])
+
+
+def explained(analysis: Analysis, needs: str | None, body: Callable[[], list], what: str, css_class: str) -> pn.Column:
     """A view: the status box (when not analyzed, or when `what` it draws is missing), then `body()` when it can."""
-    parts: list = []
     box = html_summary.explanation_html(analysis, needs, what)
-    if box:
-        parts.append(html_pane(box))
-    if needs is None or html_summary.missing_text(analysis, needs) is None:
-        parts.extend(body())
-    return pn.Column(*parts, sizing_mode="stretch_width")
+    drawn = needs is None or html_summary.missing_text(analysis, needs) is None
+    return section(css_class, *([html_pane(box)] if box else []), *(body() if drawn else []))
 
 
 # ---------------------------------------------------------------- hover formatting (in the browser)
@@ -150,11 +145,7 @@ def ulp_value() -> CustomJSHover:
 
 
 def hover(tooltips: Sequence[tuple[str, str]], formatters: Mapping[str, Callable[[], CustomJSHover]]) -> dict:
-    """Plot options for a hover tool showing `tooltips`.
-
-    The formatters are made afresh at every render by a hook (a Bokeh model belongs
-    to one document only, and a view may be rendered into several: app, export).
-    """
+    """Plot options for a hover tool showing `tooltips`, its formatters made afresh per render (per document)."""
 
     def add_formatters(plot, element) -> None:
         own = plot.handles.get("hover")
@@ -181,8 +172,8 @@ def grid_map(
     *,
     title: str,
     colour_label: str,
-    xlabel: str,
-    ylabel: str,
+    xlabel: str = "channel",
+    ylabel: str = "query head",
     clim: tuple[float, float],
     cmap,
     logz: bool = False,
@@ -193,11 +184,8 @@ def grid_map(
 ) -> hv.Image:
     """A rows x columns hv.Image coloured by `colour`; hover gives the cell's row, column and every field exactly.
 
-    Row 0 is at the top; the map stretches to the available width (responsive: fixed-size
-    figures inside the app's tabs never finish drawing). `colour` is drawn only; the numbers
-    shown are the fields'. On a log scale exact zeros are drawn in ZERO_COLOUR and NaN in NAN_COLOUR, both apart
-    from the lowest colour. The colour bar's labels never repeat (`counts`: whole numbers only); with
-    `categories`, `colour` holds category indices, `cmap` one colour each, and the bar names them.
+    Row 0 on top; responsive (fixed-size figures inside the app's tabs never finish drawing). On a log scale zeros
+    are ZERO_COLOUR, NaN is NAN_COLOUR. `counts`: whole-number colour-bar labels; `categories`: one per colour.
     """
     rows, columns = colour.shape
     # A field showing the colour array itself is sent once, as the drawn image column (not twice).
@@ -246,6 +234,11 @@ def grid_map(
     )
 
 
+def continuous(scale: scales.ColourScale) -> dict:
+    """grid_map's colour options for a continuous colour `scale`."""
+    return {"clim": scale.clim, "logz": scale.logz, "cmap": CONTINUOUS_CMAP}
+
+
 def integer_y_axis(plot, element) -> None:
     """A render hook: a count axis ticks whole numbers only (never 0.2, 0.4, ...); a fresh ticker per render."""
     for axis in plot.state.yaxis:
@@ -253,8 +246,7 @@ def integer_y_axis(plot, element) -> None:
 
 
 def _colour_bar_ticks(ticks: Sequence[tuple[float, str]]):
-    """A render hook putting `ticks` (value, label) on a map's colour bar (fresh models per render: a Bokeh model
-    belongs to one document)."""
+    """A render hook putting `ticks` (value, label) on a map's colour bar (fresh models per render)."""
 
     def hook(plot, element) -> None:
         bar = plot.handles.get("colorbar")
@@ -295,7 +287,6 @@ def ulp_map(
     )
 
 
-# ---------------------------------------------------------------- continuous colour scales
 def collapsed(title: str, *objects) -> pn.Card:
     return pn.Card(*objects, title=title, collapsed=True, sizing_mode="stretch_width")
 

@@ -1,11 +1,8 @@
-"""Per-query-head charts as inline SVG markup (markers and lines, log or linear y).
+"""Per-query-head charts as inline SVG markup (markers and lines, log or linear y); no UI library.
 
-Draws given numbers only, never imports a UI library or computes a reported number.
-
-A chart of a few dozen points needs no Bokeh figure (each costs the page about 0.2 s in the browser): the SVG is
-plain markup, drawn by the browser with the page's text, the same in the app and in exports, with the full value in
-each marker's tooltip. The plot stretches with its column: x positions are percentages, y positions pixels, so text
-and markers never stretch with the width.
+A chart of a few dozen points needs no Bokeh figure (each costs the page about 0.2 s): the SVG is drawn with the
+page's text, the same in the app and in exports, the full value in each marker's tooltip. x positions are
+percentages, y positions pixels, so text and markers never stretch with the width.
 """
 
 from __future__ import annotations
@@ -111,8 +108,7 @@ def linear_axis(values: np.ndarray) -> Axis:
 
 
 def _tick_label(value: float, step: float) -> str:
-    """A linear tick as the step's own decimals print it (2.0, 2.5: neighbours never print alike), or to 4
-    significant digits when it is very large or the step very small."""
+    """A linear tick in the step's own decimals (2.0, 2.5), or 4 significant digits when very large or fine."""
     if step >= FIXED_NOTATION_STEP and abs(value) < FIXED_NOTATION_LIMIT:
         return f"{value:.{max(0, -math.floor(math.log10(step)))}f}"
     return short_number(value)
@@ -206,9 +202,7 @@ def _joined(ok: np.ndarray) -> np.ndarray:
 
 
 def marker_offsets(series: Sequence[Series], heads: int) -> list[float]:
-    """Each series' horizontal offset from its head's centre, in percent of the plot's width: series with markers
-    stand side by side within the head's slot, so equal values never hide each other (a lone one is centred);
-    line-only series are centred."""
+    """Each series' offset from its head's centre (% of the width): markers side by side, equal values apart."""
     marked = [index for index, s in enumerate(series) if s.marker is not None]
     step = SLOT_SHARE * 100 / max(heads, 1) / max(len(marked), 1)
     offsets = [0.0] * len(series)
@@ -218,9 +212,7 @@ def marker_offsets(series: Sequence[Series], heads: int) -> list[float]:
 
 
 def _series_marks(s: Series, index: int, offset: float, x, y, log: bool) -> list[str]:
-    """The line segments between neighbouring drawable heads, then one marker per drawable head, `offset` percent
-    beside the head's centre; later series (index) get larger markers, so even where slots are too narrow to keep
-    markers apart the one beneath shows around the one on top."""
+    """Lines between drawable neighbours, then a marker per drawable head (later series larger: both show)."""
     ok = drawable(s.values, log)
     scale = 1 + MARKER_GROWTH * index
     marks = []

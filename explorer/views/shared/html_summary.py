@@ -1,8 +1,4 @@
-"""Compact HTML of one analysis (status, reasons, per-head primary metrics) as plain strings.
-
-The analysis-specific HTML only (the toolkit it builds on is views/shared/markup.py); stdlib and numpy only, never
-imports a UI library or computes a reported number.
-"""
+"""Compact HTML of one analysis (status, reasons, per-head primary metrics) as plain strings."""
 
 from __future__ import annotations
 
@@ -11,14 +7,7 @@ from collections.abc import Sequence
 from explorer.analysis.ranking import noise_floor_ratios, ranked_heads, worst_ulp_per_head
 from explorer.analysis.result import Analysis, Comparison, Metrics
 from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED, Problem, Reason
-from explorer.views.shared.markup import (
-    BOX_STYLE,
-    esc,
-    number_cell,
-    status_badge,
-    table,
-    written_note,  # noqa: F401  re-exported only for ui/campaigns.py (another helper's file); drop it there next
-)
+from explorer.views.shared.markup import BOX_STYLE, esc, number_cell, status_badge, table
 
 LARGEST_HEADS = 3  # heads with the largest primary linf, listed in the notebook summary
 
@@ -58,11 +47,11 @@ def refusals_table(problems: Sequence[Problem]) -> str:
     )
 
 
-def reasons_table(reasons: Sequence[Reason]) -> str:
+def reasons_table(reasons: Sequence[Reason], css_class: str = "reasons") -> str:
     return table(
         ("inconclusive reason", "message"),
         ((f'<code class="reason-code">{esc(r.code)}</code>', esc(r.message)) for r in reasons),
-        css_class="reasons",
+        css_class=css_class,
     )
 
 
@@ -85,10 +74,7 @@ def missing_text(analysis: Analysis, needs: str) -> str | None:
 
 
 def explanation_html(analysis: Analysis, needs: str | None = None, what: str = "") -> str:
-    """The status box every view opens with when the packet is not analyzed, or its data is missing.
-
-    `what` names what the view would draw, said to be missing when it is.
-    """
+    """The status box a view opens with when the packet is not analyzed or `what` it draws is missing."""
     missing = None if needs is None else missing_text(analysis, needs)
     if analysis.status == ANALYZED and missing is None:
         return ""
@@ -106,12 +92,7 @@ def largest_heads(comparison: Comparison, count: int = LARGEST_HEADS) -> list[in
 
 
 def metric_cells(m: Metrics) -> list[str]:
-    return [
-        number_cell(m.linf),
-        number_cell(m.rmse),
-        number_cell(m.relative_l2),
-        esc(m.undefined_reason) if m.undefined_reason else "",
-    ]
+    return [number_cell(m.linf), number_cell(m.rmse), number_cell(m.relative_l2), esc(m.undefined_reason or "")]
 
 
 METRIC_HEADER = ("linf", "rmse", "relativeL2", "undefined reason")
@@ -178,10 +159,11 @@ def comparison_rows(series: Sequence[tuple[str, Comparison]]) -> str:
 
 def per_head_rows(series: Sequence[tuple[str, Comparison]], kv_heads: Sequence[int]) -> str:
     """Per-head metric table of several comparisons (one row per head and comparison)."""
-    rows = []
-    for h, kv in enumerate(kv_heads):
-        for label, comparison in series:
-            rows.append([str(h), str(kv), esc(label), *metric_cells(comparison.per_head[h])])
+    rows = [
+        [str(h), str(kv), esc(label), *metric_cells(comparison.per_head[h])]
+        for h, kv in enumerate(kv_heads)
+        for label, comparison in series
+    ]
     return table(("query head", "KV head", "comparison", *METRIC_HEADER), rows, css_class="per-head-metrics")
 
 

@@ -1,7 +1,4 @@
-"""Marks drawn on a map's own figure: the clicked cell's outline and rings around isolated elements.
-
-A glyph of the map's figure, never an overlay (an hv overlay cost each session 0.15 s of server time); draws only.
-"""
+"""Marks drawn on a map's own figure (never an overlay): the clicked cell's outline, rings."""
 
 from __future__ import annotations
 
@@ -20,9 +17,7 @@ RING_LINE_WIDTH = 1.5
 
 
 def selectable(pane: pn.pane.HoloViews, selection: Selection) -> pn.pane.HoloViews:
-    """Clicking a cell of this query head x channel map pane sets `selection.element` to (head, channel); the
-    selected cell is outlined on the map (a glyph of the map's own figure whose data follows the selection: the map
-    does not move, and no overlay is built; an hv overlay cost each session 0.15 s of server time)."""
+    """A click on a cell of this query head x channel map sets `selection.element`; the cell is outlined."""
     image = pane.object
     rows, columns = image.dimension_values(2, flat=False).shape
     sources: list[ColumnDataSource] = []  # the outline's data in each document the map is drawn into
@@ -67,10 +62,28 @@ def selectable(pane: pn.pane.HoloViews, selection: Selection) -> pn.pane.HoloVie
     return pane
 
 
+class ElementExplorer(pn.viewable.Viewer):
+    """A query head x channel map whose clicked cell becomes (`head`, `channel`), clamped to the map."""
+
+    head = param.Integer(default=0, bounds=(0, None), doc="Query head of the element shown.")
+    channel = param.Integer(default=0, bounds=(0, None), doc="Channel of the element shown.")
+
+    def _listen(self, plot: pn.pane.HoloViews, shape: tuple[int, int]) -> None:
+        """Hear clicks on `plot`, a map of `shape` cells (`self.tap`)."""
+        self._shape = shape
+        self.tap = hv.streams.Tap(source=plot.object, x=float(self.channel), y=float(self.head))
+        self.tap.add_subscriber(self._on_tap)
+
+    def _on_tap(self, x: float | None = None, y: float | None = None, **_) -> None:
+        if x is None or y is None:
+            return
+        heads, channels = self._shape
+        self.head = min(max(round(y), 0), heads - 1)
+        self.channel = min(max(round(x), 0), channels - 1)
+
+
 def set_data(source: ColumnDataSource, data: dict) -> None:
-    """Give a figure's data source new data: at once, or on the next tick of its server session's loop when it has
-    one (a session's callbacks run on threads that do not hold the document's lock; Bokeh allows only
-    add_next_tick_callback from them)."""
+    """New data for a figure's source: at once, or on its session's next tick (callbacks lack the lock)."""
     document = source.document
     if document is None or document.session_context is None:
         source.data = data
@@ -81,6 +94,11 @@ def set_data(source: ColumnDataSource, data: dict) -> None:
 def ringed(image: hv.Image, rows: np.ndarray, columns: np.ndarray) -> hv.Image:
     """`image` with the cells (row, column) ringed (scales.isolated_cells: too few to see by colour alone)."""
     return image.opts(hooks=[*image.opts.get().kwargs.get("hooks", []), _rings(rows, columns)])
+
+
+def ringed_note(count: int, what: str) -> str:
+    """The caption of a map whose `count` `what` elements are ringed."""
+    return f"Ringed: the {count} {what} element{'s' if count != 1 else ''}, too few to see by colour alone."
 
 
 def _rings(rows: np.ndarray, columns: np.ndarray):

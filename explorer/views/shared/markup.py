@@ -1,8 +1,7 @@
 """The views' one HTML toolkit: escaper, status badge, plain table and number cell; strings only.
 
-Stdlib, numpy and the core only, never imports a UI library or computes a reported number. Every view, export and
-the app's sidebar build their HTML from these, so a name, a status, a table or a number looks the same wherever it
-is shown (a location reads as explorer.foundations.formatting.location says it).
+Every view, export and the app's sidebar build their HTML from these, so a name, a status, a table or a number looks
+the same wherever it is shown.
 """
 
 from __future__ import annotations
@@ -17,6 +16,7 @@ from explorer.foundations.bounded import escaped_bytes
 from explorer.foundations.formatting import full_number as number
 from explorer.foundations.formatting import short_number
 from explorer.foundations.record import Record, record
+from explorer.packet.dtypes import FIELD_BITS
 from explorer.packet.model import ANALYZED, INCONCLUSIVE, REFUSED
 
 # Neutral colours (background, text): a status is a category, never a verdict.
@@ -39,14 +39,38 @@ def esc(value: object) -> str:
     return html.escape(escaped_bytes(str(value)))
 
 
-def number_cell(value: object) -> str:
+def number_cell(value: object, *, bare: bool = False) -> str:
     """HTML of a value for a table or label: 4 significant digits (never broken at its exponent's minus sign), the
-    full value in the tooltip when they differ."""
+    full value in the tooltip when they differ. `bare` (the pair and replay tables): a float in a plain span whose
+    tooltip always holds the full value, any other value as text."""
     shown, full = short_number(value), number(value)
+    if bare:
+        return f'<span title="{esc(full)}">{esc(shown)}</span>' if isinstance(value, float) else esc(full)
     title = "" if shown == full else f' title="{esc(full)}"'
     # A number is never broken; any other value (a hash, a path) wraps inside its cell.
     numeric = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
     return f'<span class="number" style="{"white-space:nowrap" if numeric else WRAP_STYLE}"{title}>{esc(shown)}</span>'
+
+
+def bit_pattern(dtype: str, bits: object) -> str:
+    """A value's bit pattern in hex, as wide as its dtype."""
+    return f"<code>0x{int(bits):0{sum(FIELD_BITS[dtype]) // 4}x}</code>"
+
+
+def value_row(label: str, value: object, dtype: str, bits: object = None) -> tuple[str, str, str, str]:
+    """A row of an element's table: label, value (4 digits, the full one on hover), bit pattern and dtype."""
+    pattern = "" if bits is None else bit_pattern(dtype, bits)
+    return esc(label), number_cell(float(value), bare=True), pattern, esc(dtype)
+
+
+def swatches(named_colours: Iterable[tuple[str, str]]) -> str:
+    """A legend's entries: a box of each colour before its name."""
+    return "".join(
+        f'<span style="display:inline-block;margin-right:1em"><span style="display:inline-block;'
+        f'width:0.9em;height:0.9em;background:{colour};border:1px solid #999;vertical-align:middle">'
+        f"</span> {esc(name)}</span>"
+        for name, colour in named_colours
+    )
 
 
 @record

@@ -1,8 +1,7 @@
-"""Display scales of the maps and charts.
+"""Display scales of the maps and charts; numpy only.
 
-Colour-bar ticks whose labels never repeat, integer ticks for counts, index ticks that stay legible, and the
-discrete ULP-distance scale in which 0 has its own colour; numpy only, never imports a UI library or computes
-a reported number.
+Colour-bar ticks whose labels never repeat, legible index ticks, and the discrete ULP scale in which 0 has its own
+colour.
 """
 
 from __future__ import annotations
@@ -51,15 +50,10 @@ def nice_at_least(value: float) -> float:
     return next(step for step in (s * power for s in (*NICE_STEPS, 10.0)) if step >= value * (1 - 1e-12))
 
 
-def nice_step(span: float, most: int, integer: bool = False) -> float:
-    """The round step that cuts `span` into at most `most - 1` steps (at least 1 when `integer`)."""
-    step = nice_at_least(span / max(most - 1, 1)) if span > 0 else 1.0
-    return max(step, 1.0) if integer else step
-
-
 def linear_ticks(low: float, high: float, *, integer: bool = False, most: int = MAX_COLOUR_BAR_TICKS) -> list[float]:
     """Round tick values within [low, high]: at most `most`, whole numbers when `integer` (counts)."""
-    step = nice_step(high - low, most, integer)
+    step = nice_at_least((high - low) / max(most - 1, 1)) if high > low else 1.0  # at most `most - 1` steps
+    step = max(step, 1.0) if integer else step
     first, last = math.ceil(low / step - 1e-9), math.floor(high / step + 1e-9)
     return [k * step + 0.0 for k in range(first, last + 1)]
 
@@ -67,11 +61,7 @@ def linear_ticks(low: float, high: float, *, integer: bool = False, most: int = 
 def colour_bar_ticks(
     low: float, high: float, *, log: bool = False, integer: bool = False
 ) -> tuple[tuple[float, str], ...]:
-    """(value, label) ticks of a colour bar from `low` to `high`; no two labels alike.
-
-    A log bar spanning a decade or more ticks whole decades (every k-th when there are many, labelled 1e-05);
-    a narrower one ticks round values as a linear bar does. `integer`: counts, whole numbers only.
-    """
+    """(value, label) ticks of a colour bar, no two labels alike: whole decades on a log bar of a decade or more."""
     if log and low > 0 and math.log10(high) - math.log10(low) >= 1:
         first, last = math.ceil(math.log10(low) - 1e-9), math.floor(math.log10(high) + 1e-9)
         stride = max(1, math.ceil((last - first + 1) / MAX_COLOUR_BAR_TICKS))
@@ -111,8 +101,7 @@ def ulp_buckets_shown(codes: np.ndarray) -> int:
 
 
 def isolated_cells(nonzero: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-    """(rows, columns) of the nonzero cells of a map when they are few enough to ring (MAX_RINGED, MAX_RINGED_SHARE),
-    else None (none at all, or enough that their colours show)."""
+    """(rows, columns) of a map's nonzero cells when few enough to ring (MAX_RINGED, MAX_RINGED_SHARE), else None."""
     rows, columns = np.nonzero(np.asarray(nonzero, dtype=bool))
     if rows.size == 0 or rows.size > MAX_RINGED or rows.size > MAX_RINGED_SHARE * np.asarray(nonzero).size:
         return None
@@ -129,11 +118,7 @@ class ColourScale(Record):
 
 
 def colour_scale(arrays: Sequence[np.ndarray], mode: str, what: str) -> ColourScale:
-    """One colour range over every finite value of `arrays` (presentation only).
-
-    Log mode starts at the smallest positive value; exact zeros are drawn white, apart from every colour of the
-    scale (grid_map).
-    """
+    """One colour range over every finite value of `arrays`; a log one starts at the smallest positive value."""
     finite = np.concatenate([a[np.isfinite(a)].ravel() for a in arrays]) if arrays else np.empty(0)
     undefined = f" Grey cells: {what} undefined (NaN)."
     if finite.size == 0:
