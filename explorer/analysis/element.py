@@ -1,17 +1,14 @@
-"""Every number the analysis holds about one output element (query head, channel).
+"""Every number the analysis holds about one output element (query head, channel); no I/O, no UI.
 
-Read off an Analysis; no I/O, no UI.
-
-An element is addressed by (head, channel) or by its flat index over the [QH, D]
-output in row-major order (flat = head * D + channel). Nothing here computes a new
-number: values, differences and ULP distances are read from the arrays the
-analysis already holds (NaN differences and -1 distances become None).
+An element is (head, channel) or its flat index over the [QH, D] output (head * D + channel). Nothing here
+computes a new number: values are read from the analysis' arrays (NaN differences, -1 distances become None).
 """
 
 from __future__ import annotations
 
 import math
 import re
+from dataclasses import fields
 from typing import Any
 
 import numpy as np
@@ -48,10 +45,8 @@ class RoundedElement(Record):
 class Element(Record):
     """Everything about output element [head, channel]: values, native patterns, differences, ULP distances.
 
-    Reference fields are None when `missing` says why (no numerics for the packet,
-    or an ineligible head); a difference or ULP distance is None where it is
-    undefined (nonfinite pair or ineligible head). Differences are |output - x| in
-    FP64 as the comparisons hold them.
+    Reference fields are None when `missing` says why; a difference (|output - x| in FP64) or ULP distance is
+    None where undefined.
     """
 
     head: int
@@ -179,8 +174,7 @@ def _rounded(rounded: Rounded | None, h: int, c: int) -> RoundedElement | None:
 def element(analysis: Analysis, head: Any, channel: Any = None) -> Element:
     """The record of output element (head, channel), or of a flat index over [QH, D] when `channel` is None.
 
-    Raises ValueError for a packet whose tensors did not verify (nothing to read),
-    TypeError for a non-integer index and IndexError for one outside the output.
+    ValueError when the tensors did not verify, TypeError for a non-integer index, IndexError outside the output.
     """
     tensors = analysis.admission.tensors
     if tensors is None or analysis.facts is None:
@@ -200,21 +194,7 @@ def element(analysis: Analysis, head: Any, channel: Any = None) -> Element:
     }
     numerics = analysis.numerics
     if numerics is None:
-        return Element(
-            **record,
-            kv_head=None,
-            eligible=None,
-            primary=None,
-            primary_difference=None,
-            fp64=None,
-            fp64_difference=None,
-            rounded_to_output=None,
-            rounded_to_kernel=None,
-            narrowed_query=None,
-            narrowed_query_difference=None,
-            narrowed_query_reason=None,
-            missing=NO_NUMERICS,
-        )
+        return Element(**{**dict.fromkeys(item.name for item in fields(Element)), **record, "missing": NO_NUMERICS})
     eligible = bool(numerics.eligible[h])
     narrowed = numerics.narrowed_query
     return Element(

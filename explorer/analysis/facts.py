@@ -1,8 +1,4 @@
-"""Tensor facts of a verified packet: nonfinite maps and the bitwise last-row check.
-
-Tensor facts of a verified packet: nonfinite maps of the six tensors and the bitwise last-row check; no I/O,
-no UI.
-"""
+"""Tensor facts of a verified packet: nonfinite maps of the six tensors and the bitwise last-row check."""
 
 from __future__ import annotations
 
@@ -10,6 +6,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from explorer.analysis.metrics import readonly
 from explorer.analysis.result import (
     NEGATIVE_INFINITY,
     POSITIVE_INFINITY,
@@ -39,20 +36,12 @@ _KIND_COLUMN[list(PER_HEAD_TOKEN_KINDS)] = np.arange(len(PER_HEAD_TOKEN_KINDS))
 
 
 def _frozen(array: np.ndarray) -> np.ndarray:
-    """A read-only copy of `array`."""
-    copy = np.array(array, copy=True)
-    copy.flags.writeable = False
-    return copy
-
-
-def _read_only(array: np.ndarray) -> np.ndarray:
-    array.flags.writeable = False
-    return array
+    return readonly(np.array(array, copy=True))
 
 
 def _all_finite(values: np.ndarray) -> bool:
-    """Whether every element is finite: NaN and infinities reach the minimum or the maximum (two passes without a
-    temporary, against four over the bits; the promotion to float32 keeps every NaN and infinity)."""
+    """Whether every element is finite: NaN and infinities reach the minimum or the maximum (two passes, no
+    temporary)."""
     return values.size == 0 or bool(np.isfinite(values.min()) and np.isfinite(values.max()))
 
 
@@ -80,8 +69,8 @@ def nonfinite_map(tensor: NativeTensor) -> NonfiniteMap:
         positive_infinity=int(counts[POSITIVE_INFINITY]),
         negative_infinity=int(counts[NEGATIVE_INFINITY]),
         first_locations=tuple(zip(*(axis.tolist() for axis in first), strict=True)),
-        kinds=_read_only(kinds),
-        per_head_token=_read_only(per_head_token.reshape(heads, tokens, len(PER_HEAD_TOKEN_KINDS))),
+        kinds=readonly(kinds),
+        per_head_token=readonly(per_head_token.reshape(heads, tokens, len(PER_HEAD_TOKEN_KINDS))),
     )
 
 
@@ -121,7 +110,7 @@ def last_row(stored: NativeTensor, incoming: NativeTensor) -> LastRow:
     dtype = stored.dtype
     stored_bits = _frozen(stored.bits[0, :, -1, :])
     incoming_bits = _frozen(incoming.bits[0, :, 0, :])
-    xor = _read_only(stored_bits ^ incoming_bits)
+    xor = readonly(stored_bits ^ incoming_bits)
     bit_position_counts = bit_positions(xor, dtype)
     differs = xor != 0
     return LastRow(
@@ -136,14 +125,13 @@ def last_row(stored: NativeTensor, incoming: NativeTensor) -> LastRow:
         xor=xor,
         stored_values=_frozen(stored.values[0, :, -1, :]),
         incoming_values=_frozen(incoming.values[0, :, 0, :]),
-        field_mask=_read_only(field_mask(xor, dtype)),
-        bit_position_counts=_read_only(bit_position_counts),
+        field_mask=readonly(field_mask(xor, dtype)),
+        bit_position_counts=readonly(bit_position_counts),
     )
 
 
 def tensor_facts(tensors: Mapping[str, NativeTensor]) -> TensorFacts:
-    """Nonfinite maps of the six tensors (in TENSOR_NAMES order, FACTS_THREADS tensors at once) and the last-row
-    checks of keys and values."""
+    """Nonfinite maps of the six tensors (FACTS_THREADS at once) and the last-row checks of keys and values."""
     maps = run_on_threads(lambda name: nonfinite_map(tensors[name]), TENSOR_NAMES, FACTS_THREADS)
     return TensorFacts(
         nonfinite=dict(zip(TENSOR_NAMES, maps, strict=True)),

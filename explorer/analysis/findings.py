@@ -1,14 +1,7 @@
-"""A packet's findings: one sentence per fact with its numbers and where its worst value is.
+"""A packet's findings: one sentence per fact with its numbers and where its worst value is; no I/O.
 
-A packet's findings: one sentence per fact with its numbers, each worst value with the element where it is; no I/O,
-no UI.
-
-The sentences are the ones the overview's captions, the command line and the
-findings file (`NAME.findings.md`, docs/report.md) quote: status and reasons, the
-score and its head, the largest |output - primary reference| and the largest ULP
-distance to the rounded reference, each at its element, the last-row check, the
-nonfinite counts and, when computed, the emulations that reproduce the output.
-Numbers are printed by explorer.foundations.formatting; they state, never judge.
+The overview's captions, the command line and `NAME.findings.md` (docs/report.md) quote these sentences; they
+state, never judge.
 """
 
 from __future__ import annotations
@@ -98,9 +91,8 @@ ULP_CAVEATS = {
 
 
 def ulp_caveat(values: Mapping[str, float], dtype: str) -> tuple[str, dict[str, Any]]:
-    """Why a worst ULP distance between two named values of `dtype` is large by construction, said with their
-    absolute difference ("" and {} when it is not): "zero" (opposite signs) or "subnormals" (the smaller magnitude
-    below the dtype's smallest normal). The numbers: {"Across": the reason, "AbsDifference": |first - second|}."""
+    """Why a worst ULP distance between two named values of `dtype` is large by construction ("" and {} when it is
+    not): "zero" (opposite signs) or "subnormals", said with |difference|; numbers {"Across", "AbsDifference"}."""
     (first_name, first), (second_name, second) = ((name, float(value)) for name, value in values.items())
     if math.copysign(1.0, first) != math.copysign(1.0, second) and (first or second):
         across = "zero"
@@ -177,8 +169,8 @@ def _nonfinite(analysis: Analysis) -> Finding:
 
 
 def reproducing(emulations) -> tuple[list[str], int, int] | None:
-    """(ids, bit-equal, compared) of the emulations that reproduce an output bit for bit, else of the one with the
-    most bit-equal elements (the first in request order on a tie); None when no emulation has numbers."""
+    """(ids, bit-equal, compared) of the emulations that reproduce an output bit for bit, else of the nearest (the
+    first on a tie); None when no emulation has numbers."""
     entries = [e for e in emulations or () if e.bit_equal is not None]
     if not entries:
         return None
@@ -216,8 +208,7 @@ def builds_finding(analysis: Analysis) -> Finding | None:
 
 
 def packet_findings(analysis: Analysis) -> tuple[Finding, ...]:
-    """The packet's findings in reading order (only the status for a refused packet); the builds sentence, when
-    computed, leads."""
+    """The packet's findings in reading order (only the status for a refused packet), the builds sentence first."""
     if analysis.status == REFUSED:
         return (_status(analysis),)
     found = [builds_finding(analysis), _status(analysis)]

@@ -1,12 +1,7 @@
 """Metric blocks (FP64 linf / rmse / relativeL2), comparisons, rounded references and ULP distances.
 
-No I/O.
-
-Per-head eligibility applies to every block: an ineligible head's metrics are
-None with "nonfinite_inputs". Nonfinite counts cover the values that exist: the
-rows of a computed array (a reference, or anything derived from one) for an
-ineligible head were never computed and count as zero; data arrays (the output,
-the queries) are counted in full.
+An ineligible head's metrics are None with "nonfinite_inputs". Nonfinite counts cover the values that exist:
+a computed array's rows of an ineligible head were never computed and count as zero; data arrays count in full.
 """
 
 from __future__ import annotations
@@ -133,10 +128,8 @@ def compare(
 ) -> Comparison:
     """Per-head, global and eligible-only metrics of `actual` [QH, D] against `reference` [QH, D].
 
-    `*_computed` says whether an array was computed from the inputs (its ineligible
-    rows hold no values) or is packet data. `global` is None-valued with
-    "nonfinite_inputs" unless every head is eligible; `eligible_global` exists only
-    when some but not all heads are eligible. Both arrays are stored read-only.
+    `*_computed`: the array was computed from the inputs (no values in ineligible rows), else packet data.
+    Both arrays are stored read-only.
     """
     stats = _RowStatistics(actual, reference, eligible, actual_computed, reference_computed)
     heads = np.arange(eligible.size)
@@ -171,10 +164,7 @@ def _bucket_bounds(index: int) -> tuple[int, int]:
 
 
 def ulp_distance(actual_bits: np.ndarray, reference_bits: np.ndarray, dtype: str, eligible: np.ndarray) -> Ulp:
-    """ULP distances in units of `dtype` between two [QH, D] bit arrays, over eligible heads' finite pairs.
-
-    p99 is the nearest-rank percentile: the ceil(0.99 n)-th smallest distance.
-    """
+    """ULP distances in `dtype` units between two [QH, D] bit arrays over eligible finite pairs; p99 nearest-rank."""
     finite = np.isfinite(promote(actual_bits, dtype)) & np.isfinite(promote(reference_bits, dtype))
     rows = np.broadcast_to(eligible[:, None], finite.shape)
     defined = finite & rows
@@ -199,11 +189,8 @@ def rounded(
     reference: np.ndarray,
     eligible: np.ndarray,
 ) -> Rounded:
-    """The float32 `reference` rounded (RNE) to `dtype`, compared with the output.
-
-    `output_values` [QH, D] float32 enter the metrics; `output_bits` are the output
-    in `dtype` bit patterns for the ULP distances. `identity` is True for float32.
-    """
+    """The float32 `reference` rounded (RNE) to `dtype`, compared with the output (values for the metrics, its
+    `dtype` bits for the ULP distances)."""
     bits = round_bits(reference, dtype)
     comparison = compare(label, output_values, promote(bits, dtype), eligible)
     return Rounded(

@@ -1,7 +1,4 @@
-"""compute_numerics (references, comparisons, attention diagnostics) and the after-numerics reasons.
-
-No I/O, no UI.
-"""
+"""compute_numerics (references, comparisons, attention diagnostics) and the after-numerics reasons."""
 
 from __future__ import annotations
 
@@ -67,13 +64,8 @@ def _head_has_nonfinite(facts: TensorFacts, name: str) -> np.ndarray:
 def compute_numerics(
     admission: Admission, facts: TensorFacts, timings: MutableMapping[str, float] | None = None
 ) -> Numerics:
-    """Every reference, comparison and diagnostic of docs/report.md, How the numbers are computed for an admitted
-    packet.
-
-    Requires `admission.numerics_allowed`. When `timings` is given, the seconds
-    spent on the references ("reference") and the comparisons ("comparisons") are
-    stored in it.
-    """
+    """Every reference, comparison and diagnostic of docs/report.md for a packet whose numerics are allowed;
+    `timings` receives the seconds of "reference" and "comparisons"."""
     started = perf_counter()
     tensors = admission.tensors
     queries = tensors["queries"].values[0, :, 0, :]

@@ -1,10 +1,7 @@
 """The terminal summary of a packet report (`explorer analyze` without --json) and of one element.
 
-Reads the report dict through its typed blocks (analysis/typed.py); pure text, no I/O.
-
-Returns lines; the command line escapes what is not printable before writing them. The
-emulation table's rows come from the caller (the views' and the terminal's one table,
-explorer/views/packet/emulation_tables.py, sits in a higher layer).
+Reads the report dict through its typed blocks (analysis/typed.py) and returns lines, which the command line
+escapes; the emulation table comes from the caller (explorer/views/packet/emulation_tables.py, a higher layer).
 """
 
 from __future__ import annotations
@@ -67,16 +64,9 @@ def _tensor_lines(report: PacketReport) -> list[str]:
     lines = []
     tensors = report["tensors"]
     if tensors is not None:
+        kinds = ("nan", "signalingNan", "positiveInfinity", "negativeInfinity")
         rows = [
-            [
-                name,
-                facts["dtype"],
-                "x".join(str(n) for n in facts["shape"]),
-                str(facts["nonfinite"]["nan"]),
-                str(facts["nonfinite"]["signalingNan"]),
-                str(facts["nonfinite"]["positiveInfinity"]),
-                str(facts["nonfinite"]["negativeInfinity"]),
-            ]
+            [name, facts["dtype"], "x".join(map(str, facts["shape"])), *(str(facts["nonfinite"][k]) for k in kinds)]
             for name, facts in tensors.items()
         ]
         lines += ["Tensors:", *text_table(["tensor", "dtype", "shape", "NaN", "sNaN", "+inf", "-inf"], rows)]
@@ -159,7 +149,6 @@ def _emulation_lines(report: PacketReport, emulation_table: EmulationTable) -> l
 
 
 def _score_lines(report: PacketReport) -> list[str]:
-    """The score line: the packet score (error / allowance) and its head, and the heads not compared."""
     score = report.get("score")
     if score is None:
         return []
@@ -188,10 +177,8 @@ def _builds_lines(report: PacketReport) -> list[str]:
 
 
 def summary_lines(report: PacketReport, emulation_table: EmulationTable) -> list[str]:
-    """The summary of a packet report (docs/report.md, The report's keys), most telling first: status, score and
-    the per-head table, then the packet's identity; one line when there is no packet at all.
-
-    `emulation_table(entries, decisive, baseline)`: the emulation table's header and rows."""
+    """The summary of a packet report, most telling first (one line when there is no packet at all);
+    `emulation_table(entries, decisive, baseline)` gives the emulation table's header and rows."""
     if (line := _missing_packet(report)) is not None:
         return [line]
     lines = [f"Status: {report['status']}", *_builds_lines(report), *_score_lines(report)]
@@ -223,8 +210,7 @@ def _exact(value: Any) -> str:
 
 
 def element_lines(record) -> list[str]:
-    """The --element section of the summary: every field of the element record (analysis/element.py), values exact
-    (repr)."""
+    """The --element section of the summary: every field of the element record, values exact (repr)."""
     fields = record.fields()
     width = max(len(label) for label, _ in fields)
     return [

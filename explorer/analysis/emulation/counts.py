@@ -1,8 +1,4 @@
-"""What a count can tell apart (docs/emulations.md, Reading the counts).
-
-The decisive elements, each emulation's count on them, the baseline row and the table order; numpy only, no
-I/O.
-"""
+"""What a count can tell apart: decisive elements, counts on them, the baseline and the table order."""
 
 from __future__ import annotations
 
@@ -41,6 +37,11 @@ def decisive(emulations: Sequence[Emulation], eligible: np.ndarray) -> Decisive 
     return Decisive(count, per_head, positions, mask)
 
 
+def bit_equal(bits: np.ndarray, output_bits: np.ndarray, eligible: np.ndarray) -> tuple[int, tuple[int | None, ...]]:
+    """(global, per head) counts of the output elements whose bit pattern equals `bits` (eligible heads only)."""
+    return head_counts(output_bits == bits, eligible)
+
+
 def equal_on(
     bits: np.ndarray, output_bits: np.ndarray, mask: np.ndarray, eligible: np.ndarray
 ) -> tuple[int, tuple[int | None, ...]]:
@@ -70,10 +71,8 @@ def with_counts(
             )
             for e in emulations
         )
-    everywhere = np.ones(output_bits.shape, dtype=bool)
-    bit_equal, per_head = equal_on(rounded_bits, output_bits, everywhere, eligible)
     on_decisive = (None, None) if found is None else equal_on(rounded_bits, output_bits, found.mask, eligible)
-    return counted, EmulationCounts(found, Baseline(bit_equal, per_head, *on_decisive))
+    return counted, EmulationCounts(found, Baseline(*bit_equal(rounded_bits, output_bits, eligible), *on_decisive))
 
 
 def rank_key(emulation: Emulation) -> tuple[int, int]:

@@ -1,8 +1,4 @@
-"""The table of emulated kernels and the named sets (default, sweep); no numerics, no I/O.
-
-The table of emulated kernels (parameters, defaults, what each accepts, descriptions) and the named sets
-(default, sweep); no numerics, no I/O.
-"""
+"""The table of emulated kernels (parameters, defaults, what each accepts) and the named sets."""
 
 from __future__ import annotations
 

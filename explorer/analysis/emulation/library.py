@@ -1,16 +1,9 @@
-"""mlx_run: the installed MLX library on a packet's exact inputs.
+"""mlx_run: the installed MLX library on a packet's exact inputs (imported only when asked).
 
-mlx_run: the installed MLX library's scaled_dot_product_attention on a packet's exact inputs (imported only when
-asked); no I/O beyond the library call.
-
-Its numbers are whatever that library computes on this machine (docs/emulations.md, "mlx_run"):
-MLX on the CPU runs the composition `mlx_unfused(device=cpu)` emulates; on Apple silicon the
-default device is the GPU and the real Metal kernels run.
-
-The library runs in a child interpreter of its own (`python -m explorer.analysis.emulation.library`, the
-request and the answer pickled through its standard streams): a fresh process, safe in a threaded server, in
-a daemonic worker process (triage, campaigns) and whatever the parent's `__main__` is, so that a crash inside
-MLX (a signal, an exit) is the entry's `library_failed` note naming it, never the end of the explorer.
+Its numbers are whatever that library computes on this machine (docs/emulations.md, "mlx_run"). It runs in a
+child interpreter of its own (this module, request and answer pickled through its standard streams): safe in a
+threaded server or a daemonic worker, and a crash inside MLX is the entry's `library_failed` note naming it,
+never the end of the explorer.
 """
 
 from __future__ import annotations
@@ -33,7 +26,6 @@ from explorer.foundations.record import Record, record
 
 LIBRARY_NAME = "mlx"
 INSTALL_HINT = "pip install -e '.[mlx]'"
-MLX_DTYPES = ("float16", "bfloat16", "float32")  # the names mlx.core uses for the packet's dtypes
 MAX_MESSAGE_CHARACTERS = 200  # of the library's own error message
 CHILD_MODULE = "explorer.analysis.emulation.library"  # run as the child: reads a request, writes its answer
 PACKAGE_PARENT = Path(__file__).resolve().parents[3]  # the directory holding this explorer package
@@ -76,9 +68,8 @@ def run(
 ) -> LibraryRun:
     """mx.fast.scaled_dot_product_attention(q, k, v, scale) on `device` ("default", "cpu" or "gpu"), in a child.
 
-    queries [QH, D], keys / values [KVH, T, D]: float32 values of the query and KV dtypes
-    (`dtypes`), cast back to those dtypes exactly. A library that is missing, raises
-    (including running out of memory) or dies gives a LibraryRun without values that says so.
+    Inputs are float32 values of `dtypes`, cast back exactly. A library that is missing, raises or dies gives a
+    LibraryRun without values that says so.
     """
     if not available():
         return LibraryRun(None, None, None, missing())
@@ -113,7 +104,7 @@ def _death(exitcode: int | None, device: str) -> str:
 
 
 def serve() -> None:
-    """The child's work: read the pickled request on standard input, run the library, write its LibraryRun's fields."""
+    """The child's work: the pickled request on standard input, its LibraryRun's fields on standard output."""
     found = _run_here(*pickle.loads(sys.stdin.buffer.read()))
     library = None if found.library is None else dict(found.library)
     answer = (found.values, found.output_dtype, library, found.not_emulated, found.launch_device)

@@ -1,13 +1,13 @@
 """Runs resolved emulations on promoted inputs and scores them against an output; no I/O, no UI.
 
-Runs resolved emulations on promoted inputs (steps shared between emulations where they coincide, each dropped
-after its last use) and scores them against an output; no I/O, no UI.
+Steps are shared between emulations where they coincide, each dropped after its last use.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import fields
 from types import MappingProxyType
 from typing import Any
 
@@ -15,7 +15,7 @@ import numpy as np
 
 from explorer.analysis.emulation import arithmetic, library, unfused
 from explorer.analysis.emulation.builds import UPSTREAM
-from explorer.analysis.emulation.counts import with_counts
+from explorer.analysis.emulation.counts import bit_equal, with_counts
 from explorer.analysis.emulation.kernels import (
     MLX_RUN,
     MLX_SINGLE_PASS,
@@ -49,8 +49,7 @@ ROW_SENTENCES = {
 class EmulationInputs(Record):
     """What every kernel reads: promoted q [QH, D], K / V [KVH, T, D] (float32), the float32 scale and the dtypes.
 
-    `incoming_keys` / `incoming_values` [KVH, D]: the incoming row (what the paged kernel and
-    a real run read at token T-1); None: the stored row T-1.
+    `incoming_*` [KVH, D]: the row the paged kernel and a real run read at token T-1 (None: the stored row).
     """
 
     queries: np.ndarray
@@ -100,10 +99,7 @@ class EmulationInputs(Record):
 
 @record
 class EmulatedOutput(Record):
-    """One emulation's output: values float32 [QH, D] and native output-dtype bits (NaN rows: heads not emulated).
-
-    Both are None for an entry without numbers (`spec.not_emulated`).
-    """
+    """One emulation's output: values float32 [QH, D] and native bits (NaN rows: heads not emulated; None: none)."""
 
     spec: EmulationSpec
     output_dtype: str
@@ -135,11 +131,8 @@ def _pass_key(run: Run) -> tuple:
 
 
 class _Steps:
-    """The steps one run shares between emulations: scores per query rounding and hypotheses, block states per layout.
-
-    Each memoised step is forgotten after the last emulation that needs it, so the
-    memory held at once stays that of a few emulations, not of the whole request.
-    """
+    """The steps shared between emulations (scores, block states), each forgotten after its last use: the memory
+    held at once stays that of a few emulations, not of the whole request."""
 
     def __init__(self, inputs: EmulationInputs, runs: Sequence[Run]) -> None:
         self.inputs = inputs
@@ -180,8 +173,8 @@ class _Steps:
             self._memo.pop(key, None)
 
     def order(self, specs: Sequence[EmulationSpec]) -> list[int]:
-        """The indices of `specs` in the order to run them: those sharing scores together, then those sharing a
-        first pass, so that one [QH, T] array of scores is held at a time (the results keep the request's order)."""
+        """The indices of `specs` in run order: those sharing scores, then a first pass, together (one [QH, T] array
+        of scores held at a time)."""
 
         def first_seen(keys: list) -> list[int]:
             seen: dict[tuple, int] = {}
@@ -233,11 +226,8 @@ class _Steps:
         return self._memoised(_pass_key(run), make)
 
     def _unfused(self, run: Run) -> np.ndarray:
-        """mlx_unfused: MLX's composition in the promoted dtype, its output rounded to it [KVH, g, D].
-
-        Computed for `unfused_rows` query rows of one KV head at a time: every step works within a row (the
-        scores, their maximum, softmax and weighted sum), so the chunks give the bits of the whole.
-        """
+        """mlx_unfused's output [KVH, g, D] rounded to the promoted dtype, `unfused_rows` rows of one KV head at a
+        time (every step works within a row, so the chunks give the bits of the whole)."""
         inputs = self.inputs
         promoted = inputs.promoted_dtype  # at least as wide as every input dtype: casting the inputs to it is exact
         grouped = inputs.queries.reshape(inputs.keys.shape[0], self.group, -1)
@@ -278,6 +268,16 @@ class _Steps:
         return merged.reshape(self.inputs.queries.shape)
 
 
+def _rounded_output(
+    spec: EmulationSpec, inputs: EmulationInputs, raw: np.ndarray, eligible: np.ndarray, **known: Any
+) -> EmulatedOutput:
+    """The output of `raw` float32 [QH, D] on the eligible heads, rounded to the output dtype."""
+    values = np.where(eligible[:, None], raw, np.float32(np.nan)).astype(np.float32)
+    bits = round_bits(values, inputs.output_dtype).copy()
+    output = readonly(promote(bits, inputs.output_dtype).copy())
+    return EmulatedOutput(spec, inputs.output_dtype, output, readonly(bits), **known)
+
+
 def _library_output(inputs: EmulationInputs, spec: EmulationSpec, eligible: np.ndarray) -> EmulatedOutput:
     """mlx_run: the installed library on the packet's inputs, row T-1 from the incoming K/V as the cache holds it."""
     found = library.run(
@@ -290,13 +290,11 @@ def _library_output(inputs: EmulationInputs, spec: EmulationSpec, eligible: np.n
     )
     if found.values is None:
         return EmulatedOutput(spec, inputs.output_dtype, None, None, failure=found.not_emulated)
-    values = np.where(eligible[:, None], found.values, np.float32(np.nan)).astype(np.float32)
-    bits = round_bits(values, inputs.output_dtype).copy()
-    return EmulatedOutput(
+    return _rounded_output(
         spec,
-        inputs.output_dtype,
-        readonly(promote(bits, inputs.output_dtype).copy()),
-        readonly(bits),
+        inputs,
+        found.values,
+        eligible,
         library=found.library,
         incoming_read=inputs.incoming_differs,
         resolved=launch_resolved(found.launch_device, inputs.shape.geometry, UPSTREAM),
@@ -309,12 +307,10 @@ def emulate(
     eligible: np.ndarray,
     progress: Callable[[int, int], None] | None = None,
 ) -> tuple[EmulatedOutput, ...]:
-    """Every emulation of `specs` on `inputs`; heads not `eligible` hold no result (NaN values and NaN bits).
+    """Every emulation of `specs` on `inputs`; heads not `eligible` hold NaN (computed, never reported).
 
-    The array arithmetic runs over every head at once; what it gives for a head not
-    eligible (nonfinite inputs) is discarded, never reported. An entry whose spec has
-    no run (`not_emulated`) has no values; mlx_run calls the installed library.
-    `progress(done, total)` is called after each.
+    An entry whose spec has no run has no values; mlx_run calls the installed library. `progress(done, total)`
+    is called after each.
     """
     steps = _Steps(inputs, [spec.run for spec in specs if spec.run is not None and spec.kernel != MLX_RUN])
     found: dict[int, EmulatedOutput] = {}
@@ -326,15 +322,8 @@ def emulate(
             elif spec.kernel == MLX_RUN:
                 found[index] = _library_output(inputs, spec, eligible)
             else:
-                values = np.where(eligible[:, None], steps.output(spec.run), np.float32(np.nan)).astype(np.float32)
-                bits = round_bits(values, inputs.output_dtype).copy()
-                found[index] = EmulatedOutput(
-                    spec,
-                    inputs.output_dtype,
-                    readonly(promote(bits, inputs.output_dtype).copy()),
-                    readonly(bits),
-                    incoming_read=inputs.incoming_differs if spec.kernel == PAGED_TWO_PASS else None,
-                )
+                read = inputs.incoming_differs if spec.kernel == PAGED_TWO_PASS else None
+                found[index] = _rounded_output(spec, inputs, steps.output(spec.run), eligible, incoming_read=read)
             if progress is not None:
                 progress(done, len(specs))
     return tuple(found[index] for index in range(len(specs)))
@@ -355,19 +344,6 @@ def reused(spec: EmulationSpec, scored: Emulation) -> EmulatedOutput:
         failure=failure,
         incoming_read=read,
         resolved=scored.resolved if scored.library is not None else None,
-    )
-
-
-def bit_equal(
-    bits: np.ndarray, output_bits: np.ndarray, eligible: np.ndarray, where: np.ndarray | None = None
-) -> tuple[int, tuple[int | None, ...]]:
-    """(global, per head) counts of output elements whose bit pattern equals `bits`, eligible heads only (and
-    `where`)."""
-    equal = output_bits == bits
-    per_head = np.count_nonzero(equal if where is None else equal & where, axis=1)
-    return (
-        int(per_head[eligible].sum()),
-        tuple(int(n) if ok else None for n, ok in zip(per_head, eligible, strict=True)),
     )
 
 
@@ -398,16 +374,7 @@ def score(
         "library": emulated.library,
     }
     if emulated.bits is None:
-        return Emulation(
-            **common,
-            bit_equal=None,
-            bit_equal_per_head=None,
-            ulp=None,
-            vs_output=None,
-            vs_primary_reference=None,
-            values=None,
-            bits=None,
-        )
+        return Emulation(**{**dict.fromkeys(item.name for item in fields(Emulation)), **common})
     global_count, per_head = bit_equal(emulated.bits, output_bits, eligible)
     return Emulation(
         **common,
@@ -455,11 +422,8 @@ def native_output_bits(
 ) -> np.ndarray:
     """The emulated output's native bits [1, QH, 1, D] for native inputs, e.g. to write a packet's output.
 
-    `tensors` maps "queries", "storedKeys", "storedValues" (and optionally "incomingKeys",
-    "incomingValues") to (dtype, bits) in the packet's 4-D shapes
-    (explorer.samples.PacketSpec.tensors); `scale` is the float32 scale. Every head is
-    emulated (nonfinite inputs give what the arithmetic gives). Raises ValueError for an
-    emulation that has no numbers on this geometry.
+    `tensors` maps "queries", "storedKeys", "storedValues" (optionally "incomingKeys", "incomingValues") to
+    (dtype, bits) in the packet's 4-D shapes; every head is emulated. ValueError when there are no numbers.
     """
     (query_dtype, q), (kv_dtype, k), (_, v) = (tensors[name] for name in ("queries", "storedKeys", "storedValues"))
     incoming = [
@@ -496,11 +460,10 @@ def emulations_for(
     emulated: Sequence[EmulatedOutput] | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> tuple[tuple[Emulation, ...], EmulationCounts]:
-    """The scored emulations of `request` on one admitted packet, in request order, and their counts (section 4).
+    """The scored emulations of `request` on one admitted packet, in request order, and their counts.
 
-    `rounded_bits` [QH, D]: the primary reference rounded to the output dtype (the
-    baseline). `emulated`, when given, holds the emulated outputs of `request` already
-    run on inputs identical to these (a pair's other side): they are scored, not run again.
+    `rounded_bits` [QH, D]: the baseline. `emulated`: outputs of `request` already run on identical inputs (a
+    pair's other side), scored, not run again.
     """
     output = tensors["output"]
     if emulated is None:

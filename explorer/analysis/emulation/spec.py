@@ -1,8 +1,4 @@
-"""Resolved emulations: every parameter's value for a packet, the normalised id, what runs.
-
-Resolved emulations: every parameter's value for a packet, the normalised id, what runs (the launch rules
-applied), the label and the assumptions; no numerics, no I/O.
-"""
+"""Resolved emulations: each parameter's value for a packet, the normalised id, what runs, the label."""
 
 from __future__ import annotations
 
@@ -132,9 +128,8 @@ class Run(Record):
 class EmulationSpec(Record):
     """A resolved emulation: kernel, every parameter's value (listed order), the normalised id and what runs.
 
-    `run` is None with `not_emulated` when the launch rule or the memory bound leaves the
-    entry without numbers, and None without a reason when the geometry is unknown.
-    `resolved` names the kernel and blocks an mlx_sdpa entry ran.
+    `run` is None with `not_emulated` when the launch rule or the memory bound leaves no numbers, without a
+    reason when the geometry is unknown; `resolved`: what an mlx_sdpa entry launched.
     """
 
     kernel: str
@@ -228,8 +223,7 @@ class EmulationSpec(Record):
 
 
 def _default(default: Any, shape: PacketShape, values: Mapping[str, Any]) -> Any:
-    """A parameter's default for this packet given the values resolved before it (None when it depends on what is
-    not known); a float32-partials build's partials are float32."""
+    """A parameter's default for this packet given the values resolved before it (None when not known)."""
     if default == OUTPUT_DTYPE:
         return "float32" if values.get("build") in FLOAT32_PARTIAL_BUILDS else shape.output_dtype
     if default == ENGINE_CHOICE:
@@ -320,9 +314,8 @@ def _run(
 def resolve(requested: RequestedId, shape: PacketShape) -> EmulationSpec:
     """Every parameter's value, the normalised id (only non-default parameters, in the kernel's order) and what runs.
 
-    A default that follows the packet (the output dtype, the engine's simdgroups) is
-    unknown when the packet's tensors were not admitted; a value given for it is then
-    kept in the id.
+    A default that follows the packet is unknown when its tensors were not admitted: a value given for it is
+    then kept in the id.
     """
     kernel = KERNELS[requested.kernel]
     given = dict(requested.given)
@@ -340,17 +333,13 @@ def resolve(requested: RequestedId, shape: PacketShape) -> EmulationSpec:
 
 
 def launch_key(spec: EmulationSpec) -> tuple:
-    """What an mlx_sdpa entry runs (kernel, blocks, partials, `_gqa`, hypotheses): entries with equal keys compute the
-    same bits; an entry without a run keys on its id."""
+    """What an entry runs: entries with equal keys compute the same bits; an entry without a run keys on its id."""
     return (spec.run,) if spec.run is not None else (spec.id,)
 
 
 def resolve_all(request: str | Iterable[str], shape: PacketShape) -> tuple[EmulationSpec, ...]:
-    """The distinct resolved emulations of a request, each at the position of its first occurrence.
-
-    An mlx_sdpa id of the `builds` set whose launch equals an earlier one of that set (the
-    same kernel, blocks and partials) runs once, under the earlier id.
-    """
+    """The distinct resolved emulations of a request, each at its first occurrence; a `builds` set's mlx_sdpa id
+    whose launch equals an earlier one of that set runs once, under the earlier id."""
     specs: dict[str, EmulationSpec] = {}
     launches: set[tuple] = set()  # the launches of the builds set's entries kept so far
     for requested in expand(request):

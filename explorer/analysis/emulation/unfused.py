@@ -1,15 +1,9 @@
-"""MLX's unfused attention composition on its CPU backend, and as modelled on its GPU.
+"""MLX's unfused attention composition on its CPU backend, and as modelled on its GPU; no I/O.
 
-MLX's unfused attention composition (scale, matmul, precise softmax, matmul, each rounded to the promoted dtype) on
-its CPU backend, and as modelled on its GPU; numpy only, no I/O.
-
-The CPU backend's arithmetic is read from MLX's sources (docs/emulations.md, "mlx_unfused"):
-float32 matmuls go to the reference BLAS, whose loops sum the products of one output element
-in order from +0; float16 / bfloat16 matmuls go to MLX's `simd_gemm` with a float32
-accumulator and SIMD width 1 on x86-64 (the same sequential order); the precise softmax works
-in float32 with MLX's own polynomial `exp` (`simd/math.h`), a sequential sum and one
-reciprocal. Every step here is an IEEE operation numpy does to the bit on every CPU.
-The GPU model's reduction orders are assumptions (the `exp` and `simd` hypotheses).
+The CPU arithmetic is read from MLX's sources (docs/emulations.md, "mlx_unfused"): every matmul sums one output
+element's products in order from +0 in float32 (the reference BLAS; `simd_gemm` with SIMD width 1 for 16-bit
+inputs), the precise softmax uses MLX's polynomial `exp`, a sequential sum and one reciprocal. The GPU model's
+reduction orders are assumptions (the `exp` and `simd` hypotheses).
 """
 
 from __future__ import annotations
@@ -108,8 +102,8 @@ def _weighted_lanes(weights: np.ndarray, values: np.ndarray, simd: str) -> np.nd
 
 
 def _gpu_normaliser(exps: np.ndarray, simd: str) -> np.ndarray:
-    """The GPU softmax kernel's sum of exps [KVH, g, T]: each thread sums its SOFTMAX_READS consecutive values (its
-    reads of every pass in order), then the lanes of each simdgroup, then the simdgroups, each by `simd`."""
+    """The GPU softmax kernel's sum of exps [KVH, g, T]: per thread (its reads in order), then lanes, then
+    simdgroups by `simd`."""
     per_pass = SOFTMAX_READS * SOFTMAX_THREADS
     passes = max(1, -(-exps.shape[-1] // per_pass))
     padded = np.zeros((*exps.shape[:-1], passes * per_pass), dtype=np.float32)
@@ -129,10 +123,8 @@ def unfused(
     device: str,
     hypotheses: Hypotheses,
 ) -> np.ndarray:
-    """The composition's output [KVH, g, D] before its final rounding to `promoted` (P, the inputs' result type).
-
-    queries [KVH, g, D], keys / values [KVH, T, D]: float32 values of dtype P already.
-    """
+    """The composition's output [KVH, g, D] before its final rounding to `promoted` (the inputs' result type P;
+    the inputs are float32 values of dtype P already)."""
     scaled = rounded(queries * rounded(np.asarray([scale], dtype=np.float32), promoted)[0], promoted)
     if device == "cpu":
         scores = rounded(sequential_dot(scaled, keys), promoted)
