@@ -161,10 +161,8 @@ def _emulations(
     emulated: Sequence[EmulatedOutput] | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> Scored:
-    """The scored emulations `ids` of an analysed packet and their counts, computed once per content key and ids.
-
-    `emulated`: outputs of `ids` already run on identical inputs (a pair's other side), scored, not run again.
-    """
+    """The scored emulations `ids` of an analysed packet and their counts, computed once per content key and ids;
+    `emulated`: outputs of `ids` already run on identical inputs (a pair's other side), scored, not run again."""
 
     def computed() -> Scored:
         from explorer.analysis.emulation import emulations_for  # the emulation machinery loads when first asked for

@@ -43,11 +43,8 @@ class RoundedElement(Record):
 
 @record
 class Element(Record):
-    """Everything about output element [head, channel]: values, native patterns, differences, ULP distances.
-
-    Reference fields are None when `missing` says why; a difference (|output - x| in FP64) or ULP distance is
-    None where undefined.
-    """
+    """Everything about output element [head, channel]: values, native patterns, differences (|output - x| in
+    FP64), ULP distances; None where undefined, reference fields None when `missing` says why."""
 
     head: int
     channel: int
@@ -172,10 +169,8 @@ def _rounded(rounded: Rounded | None, h: int, c: int) -> RoundedElement | None:
 
 
 def element(analysis: Analysis, head: Any, channel: Any = None) -> Element:
-    """The record of output element (head, channel), or of a flat index over [QH, D] when `channel` is None.
-
-    ValueError when the tensors did not verify, TypeError for a non-integer index, IndexError outside the output.
-    """
+    """The record of output element (head, channel), or of a flat index over [QH, D] when `channel` is None;
+    ValueError when the tensors did not verify, TypeError for a non-integer index, IndexError outside the output."""
     tensors = analysis.admission.tensors
     if tensors is None or analysis.facts is None:
         raise ValueError(NO_TENSORS)

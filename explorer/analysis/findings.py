@@ -109,24 +109,16 @@ def ulp_caveat(values: Mapping[str, float], dtype: str) -> tuple[str, dict[str, 
 
 
 def _status(analysis: Analysis) -> Finding:
-    if analysis.status == REFUSED:
-        codes = [p.code for p in analysis.admission.refusals]
-        return finding(
-            "status",
-            f"Refused at admission ({', '.join(dict.fromkeys(codes))}): nothing numeric was "
-            "computed, the packet cannot be trusted.",
-            status=analysis.status,
-            codes=codes,
-        )
-    codes = [r.code for r in analysis.reasons]
-    if codes:
-        return finding(
-            "status",
-            f"Inconclusive ({', '.join(dict.fromkeys(codes))}): what the packet allows is still computed.",
-            status=analysis.status,
-            codes=codes,
-        )
-    return finding("status", f"Status {analysis.status}.", status=analysis.status, codes=[])
+    refused = analysis.status == REFUSED
+    codes = [p.code for p in (analysis.admission.refusals if refused else analysis.reasons)]
+    listed = ", ".join(dict.fromkeys(codes))
+    if refused:
+        text = f"Refused at admission ({listed}): nothing numeric was computed, the packet cannot be trusted."
+    elif codes:
+        text = f"Inconclusive ({listed}): what the packet allows is still computed."
+    else:
+        text = f"Status {analysis.status}."
+    return finding("status", text, status=analysis.status, codes=codes)
 
 
 def _score(numerics: Numerics) -> Finding | None:

@@ -126,11 +126,8 @@ def compare(
     actual_computed: bool = False,
     reference_computed: bool = True,
 ) -> Comparison:
-    """Per-head, global and eligible-only metrics of `actual` [QH, D] against `reference` [QH, D].
-
-    `*_computed`: the array was computed from the inputs (no values in ineligible rows), else packet data.
-    Both arrays are stored read-only.
-    """
+    """Per-head, global and eligible-only metrics of `actual` [QH, D] against `reference` [QH, D] (both stored
+    read-only); `*_computed`: computed from the inputs (no values in ineligible rows), not packet data."""
     stats = _RowStatistics(actual, reference, eligible, actual_computed, reference_computed)
     heads = np.arange(eligible.size)
     eligible_heads = np.flatnonzero(eligible)

@@ -171,11 +171,8 @@ def attend(
     *,
     keep_weights: bool | np.ndarray = False,
 ) -> AttentionPass:
-    """Softmax attention of float32 queries [QH, D] over keys / values [KVH, T, D] in `dtype` arithmetic.
-
-    Only eligible heads are evaluated, overflow kept as the formula gives it. `keep_weights`: True for all
-    [QH, T] weights, or a bool mask [QH] for the kept heads' rows in head order.
-    """
+    """Softmax attention of float32 queries [QH, D] over keys / values [KVH, T, D] in `dtype`, eligible heads only;
+    `keep_weights`: True for all [QH, T] weights, or a bool mask [QH] for the kept heads' rows in head order."""
     query_heads, head_dim = queries.shape
     kv_heads, tokens, _ = keys.shape
     group = group_size(query_heads, kv_heads)

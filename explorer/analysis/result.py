@@ -29,11 +29,8 @@ from explorer.packet.model import Admission, Reason
 
 @record(eq=False)
 class NonfiniteMap(Record):
-    """Nonfinite counts of one tensor, its first locations and the full per-element map.
-
-    `kinds` uint8 [head, token, channel] holds the kind codes; `nan` counts quiet and signaling NaNs;
-    `per_head_token` uint16 [head, token, 4] counts quiet NaN, signaling NaN, +inf, -inf per row.
-    """
+    """Nonfinite counts of one tensor (`nan`: quiet and signaling), its first locations, the kind codes `kinds`
+    uint8 [head, token, channel] and `per_head_token` uint16 [head, token, 4] (qNaN, sNaN, +inf, -inf)."""
 
     tensor: str
     dtype: str
@@ -99,11 +96,8 @@ class Metrics(Record):
 
 @record(eq=False)
 class Comparison(Record):
-    """A comparison `C` of an actual [QH, D] tensor against a reference [QH, D].
-
-    `eligible_global` aggregates the eligible heads, None unless some but not all are eligible; `abs_error`
-    is float64 |actual - reference| [QH, D], NaN where undefined.
-    """
+    """A comparison `C` of an actual [QH, D] against a reference [QH, D]; `eligible_global` only when some but not
+    all heads are eligible; `abs_error` float64 |actual - reference|, NaN where undefined."""
 
     label: str
     global_metrics: Metrics
@@ -176,10 +170,8 @@ class HeadAttention(Record):
 
 @record(eq=False)
 class Numerics(Record):
-    """Everything computed once a packet passes the first two inconclusive tables.
-
-    `weights` float32 [QH, T]: the primary pass's softmax weights (NaN rows: ineligible or overflowing heads).
-    """
+    """Everything computed once a packet passes the first two inconclusive tables; `weights` float32 [QH, T] of
+    the primary pass (NaN rows: ineligible or overflowing heads)."""
 
     eligible: np.ndarray
     primary: Comparison
@@ -225,10 +217,8 @@ class Emulation(Record):
 
 @record(eq=False)
 class Decisive(Record):
-    """The eligible output elements where the emulations with numbers are not all bit-identical.
-
-    `per_head[h]` is None for an ineligible head; `positions` the first [head, channel] in row-major order.
-    """
+    """The eligible output elements where the emulations with numbers are not all bit-identical; `positions`: the
+    first [head, channel] in row-major order."""
 
     count: int
     per_head: tuple[int | None, ...]
@@ -259,11 +249,8 @@ class EmulationCounts(Record):
 
 @record(eq=False)
 class Analysis(InlineDisplay):
-    """The whole analysis of one packet: admission, tensor facts, numerics and final status.
-
-    `reasons`: every inconclusive reason in table order. `emulations` (None when none was requested or no
-    numerics exist) in the order run; `emulations_requested` their normalised ids.
-    """
+    """The whole analysis of one packet: admission, tensor facts, numerics, status, every inconclusive reason in
+    table order, and the emulations (None unless requested and numerics exist) with their normalised ids."""
 
     DISPLAY_MODULE = "explorer.notebook.packet"
 
@@ -288,20 +275,13 @@ class Analysis(InlineDisplay):
         return build_report(self)
 
     def element(self, head: int, channel: int | None = None):
-        """Everything about one output element: `element(head, channel)` or `element(flat_index)` over [QH, D].
-
-        IndexError outside the output, ValueError when the tensors did not verify; without numerics the
-        reference fields are None and `missing` says why.
-        """
+        """Everything about one output element: `element(head, channel)` or `element(flat_index)` over [QH, D]
+        (explorer.analysis.element.element)."""
         from explorer.analysis.element import element  # lazy: the result delegates to its own builder
 
         return element(self, head, channel)
 
     def arrays(self) -> dict[str, np.ndarray]:
-        """The six tensors as read-only numpy arrays in their native dtype (docs/command-line.md, Python API).
-
-        Keys in packet order (queries, storedKeys, storedValues, incomingKeys, incomingValues, output); bfloat16 as
-        ml_dtypes.bfloat16 (imported by this call only), float16 and float32 as numpy's. Each array views the
-        verified bytes, so every bit pattern is as captured, NaN payloads included. ValueError for a refused packet.
-        """
+        """The six tensors as read-only numpy arrays in their native dtype, bit for bit, by name in packet order
+        (docs/command-line.md, Python API); ValueError for a refused packet."""
         return native_arrays(self.admission)

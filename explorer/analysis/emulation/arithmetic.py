@@ -207,11 +207,9 @@ def gqa_layout(tokens: int, blocks: int, heads_per_simdgroup: int) -> np.ndarray
 
 
 def gqa_block_merge(m: np.ndarray, state: np.ndarray, hypotheses: Hypotheses) -> tuple[np.ndarray, np.ndarray]:
-    """The end of upstream's `_gqa` pass 1: each head's HPT sub-chunks [blocks, HPT, ...] merged in order.
-
-    Each sub-chunk's o is normalised (o * (1 / l), 0 when l is 0) and weighted by w = l * exp(m - M); the block
-    stores M, the sum of w and the sum of w * o (each from +0 in sub-chunk order).
-    """
+    """The end of upstream's `_gqa` pass 1: each head's HPT sub-chunks [blocks, HPT, ...] merged in order, each o
+    normalised (o * (1 / l), 0 when l is 0) and weighted by w = l * exp(m - M); the block stores M, the sum of w
+    and the sum of w * o (each from +0 in sub-chunk order)."""
     finite_min = np.finfo(np.float32).min
     m = np.where(m == -np.inf, finite_min, m)
     top = np.maximum(m.max(axis=1), finite_min)
@@ -245,10 +243,7 @@ def _divide(total: np.ndarray) -> np.ndarray:
 
 def mlx_merge(m: np.ndarray, state: np.ndarray, partial_dtype: str, hypotheses: Hypotheses) -> np.ndarray:
     """MLX pass 2: lane l merges blocks l, l + 32, ... from +0, then the lane reduction; returns O / S [KVH, g, D].
-
-    Only the first multiple of 32 blocks are merged (none: 0, as the source gives); o is stored in
-    `partial_dtype`, l in float32.
-    """
+    Only the first multiple of 32 blocks are merged (none: 0, as the source gives); o is stored in `partial_dtype`."""
     merged = (m.shape[0] // LANES) * LANES  # pass 2 reads blocks in chunks of 32: a tail is dropped, as in the source
     if merged == 0:
         return np.zeros((*state.shape[1:-1], state.shape[-1] - 1), dtype=np.float32)

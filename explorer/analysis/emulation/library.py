@@ -66,11 +66,8 @@ def _gpu_class(mx: Any) -> str:
 def run(
     queries: np.ndarray, keys: np.ndarray, values: np.ndarray, scale: np.float32, dtypes: tuple[str, str], device: str
 ) -> LibraryRun:
-    """mx.fast.scaled_dot_product_attention(q, k, v, scale) on `device` ("default", "cpu" or "gpu"), in a child.
-
-    Inputs are float32 values of `dtypes`, cast back exactly. A library that is missing, raises or dies gives a
-    LibraryRun without values that says so.
-    """
+    """mx.fast.scaled_dot_product_attention(q, k, v, scale) on `device` ("default", "cpu" or "gpu"), in a child,
+    on float32 values of `dtypes` cast back exactly; a library that is missing, raises or dies gives no values."""
     if not available():
         return LibraryRun(None, None, None, missing())
     request = pickle.dumps((queries, keys, values, scale, dtypes, device), protocol=pickle.HIGHEST_PROTOCOL)

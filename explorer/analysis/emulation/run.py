@@ -47,10 +47,8 @@ ROW_SENTENCES = {
 
 @record
 class EmulationInputs(Record):
-    """What every kernel reads: promoted q [QH, D], K / V [KVH, T, D] (float32), the float32 scale and the dtypes.
-
-    `incoming_*` [KVH, D]: the row the paged kernel and a real run read at token T-1 (None: the stored row).
-    """
+    """What every kernel reads: promoted q [QH, D], K / V [KVH, T, D] (float32), the float32 scale, the dtypes and
+    the row the paged kernel and a real run read at token T-1 (`incoming_*` [KVH, D]; None: the stored row)."""
 
     queries: np.ndarray
     keys: np.ndarray
@@ -65,9 +63,7 @@ class EmulationInputs(Record):
     @property
     def shape(self) -> PacketShape:
         kv_heads, tokens, head_dim = self.keys.shape
-        return PacketShape(
-            self.output_dtype, Geometry(self.queries.shape[0], kv_heads, head_dim, tokens), self.kv_dtype
-        )
+        return PacketShape(self.output_dtype, Geometry(len(self.queries), kv_heads, head_dim, tokens), self.kv_dtype)
 
     @property
     def promoted_dtype(self) -> str:
@@ -120,14 +116,8 @@ def _pass_key(run: Run) -> tuple:
         return ("single",)
     if run.kernel in (MLX_UNFUSED, MLX_RUN):
         return (run.kernel, run.device, h.exp, h.simd)
-    return (
-        "mlx",
-        arithmetic.LANES if run.kernel == MLX_SINGLE_PASS else run.blocks,
-        run.gqa_heads_per_simdgroup,
-        h.exp,
-        h.fma,
-        h.simd,
-    )
+    blocks = arithmetic.LANES if run.kernel == MLX_SINGLE_PASS else run.blocks
+    return ("mlx", blocks, run.gqa_heads_per_simdgroup, h.exp, h.fma, h.simd)
 
 
 class _Steps:
@@ -207,28 +197,24 @@ class _Steps:
         h = run.hypotheses
 
         def make():
+            scores, exp = self._scores(run), arithmetic.natural_exp(h)
             if run.kernel == PAGED_TWO_PASS:
                 layout = arithmetic.paged_layout(tokens, run.partition_tokens, run.simdgroups)
-                return arithmetic.online_softmax(
-                    self._scores(run), self.paged_rows(), layout, arithmetic.exp2_32, h.fma, factor=arithmetic.LOG2E
-                )
+                rows = self.paged_rows()
+                return arithmetic.online_softmax(scores, rows, layout, arithmetic.exp2_32, h.fma, arithmetic.LOG2E)
             blocks = _pass_key(run)[1] if run.kernel != SINGLE_PASS else 1
             if run.gqa_heads_per_simdgroup:
                 layout = arithmetic.gqa_layout(tokens, blocks, run.gqa_heads_per_simdgroup)
-                m, state = arithmetic.online_softmax(
-                    self._scores(run), self.rows, layout, arithmetic.natural_exp(h), h.fma
-                )
+                m, state = arithmetic.online_softmax(scores, self.rows, layout, exp, h.fma)
                 return arithmetic.gqa_block_merge(m, state, h)
-            return arithmetic.online_softmax(
-                self._scores(run), self.rows, arithmetic.block_layout(tokens, blocks), arithmetic.natural_exp(h), h.fma
-            )
+            return arithmetic.online_softmax(scores, self.rows, arithmetic.block_layout(tokens, blocks), exp, h.fma)
 
         return self._memoised(_pass_key(run), make)
 
     def _unfused(self, run: Run) -> np.ndarray:
         """mlx_unfused's output [KVH, g, D] rounded to the promoted dtype, `unfused_rows` rows of one KV head at a
         time (every step works within a row, so the chunks give the bits of the whole)."""
-        inputs = self.inputs
+        inputs, h = self.inputs, run.hypotheses
         promoted = inputs.promoted_dtype  # at least as wide as every input dtype: casting the inputs to it is exact
         grouped = inputs.queries.reshape(inputs.keys.shape[0], self.group, -1)
         out = np.empty(grouped.shape, dtype=np.float32)
@@ -236,15 +222,8 @@ class _Steps:
         for head in range(grouped.shape[0]):
             keys, values = inputs.keys[head : head + 1], inputs.values[head : head + 1]
             for lo in range(0, self.group, rows):
-                out[head : head + 1, lo : lo + rows] = unfused.unfused(
-                    grouped[head : head + 1, lo : lo + rows],
-                    keys,
-                    values,
-                    inputs.scale,
-                    promoted,
-                    run.device,
-                    run.hypotheses,
-                )
+                part = (slice(head, head + 1), slice(lo, lo + rows))
+                out[part] = unfused.unfused(grouped[part], keys, values, inputs.scale, promoted, run.device, h)
         return unfused.rounded(out, promoted)
 
     def output(self, run: Run) -> np.ndarray:
@@ -307,11 +286,8 @@ def emulate(
     eligible: np.ndarray,
     progress: Callable[[int, int], None] | None = None,
 ) -> tuple[EmulatedOutput, ...]:
-    """Every emulation of `specs` on `inputs`; heads not `eligible` hold NaN (computed, never reported).
-
-    An entry whose spec has no run has no values; mlx_run calls the installed library. `progress(done, total)`
-    is called after each.
-    """
+    """Every emulation of `specs` on `inputs` (an entry without a run has no values); heads not `eligible` hold
+    NaN. `progress(done, total)` is called after each."""
     steps = _Steps(inputs, [spec.run for spec in specs if spec.run is not None and spec.kernel != MLX_RUN])
     found: dict[int, EmulatedOutput] = {}
     with np.errstate(all="ignore"):
@@ -420,11 +396,8 @@ def shape_of(tensors: Mapping[str, Any] | None) -> PacketShape:
 def native_output_bits(
     emulation_id: str, tensors: Mapping[str, tuple[str, np.ndarray]], scale: float, output_dtype: str
 ) -> np.ndarray:
-    """The emulated output's native bits [1, QH, 1, D] for native inputs, e.g. to write a packet's output.
-
-    `tensors` maps "queries", "storedKeys", "storedValues" (optionally "incomingKeys", "incomingValues") to
-    (dtype, bits) in the packet's 4-D shapes; every head is emulated. ValueError when there are no numbers.
-    """
+    """The emulated output's native bits [1, QH, 1, D] of every head for native inputs ({name: (dtype, bits)} in
+    the packet's shapes, the incoming rows optional), e.g. to write a packet's output; ValueError without numbers."""
     (query_dtype, q), (kv_dtype, k), (_, v) = (tensors[name] for name in ("queries", "storedKeys", "storedValues"))
     incoming = [
         promote(np.asarray(tensors[name][1]), kv_dtype)[0, :, 0, :] if name in tensors else None
@@ -460,11 +433,8 @@ def emulations_for(
     emulated: Sequence[EmulatedOutput] | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> tuple[tuple[Emulation, ...], EmulationCounts]:
-    """The scored emulations of `request` on one admitted packet, in request order, and their counts.
-
-    `rounded_bits` [QH, D]: the baseline. `emulated`: outputs of `request` already run on identical inputs (a
-    pair's other side), scored, not run again.
-    """
+    """The scored emulations of `request` on one admitted packet, in request order, and their counts against the
+    baseline `rounded_bits`; `emulated`: outputs already run on identical inputs, scored, not run again."""
     output = tensors["output"]
     if emulated is None:
         emulated = emulate(

@@ -126,11 +126,8 @@ class Run(Record):
 
 @record
 class EmulationSpec(Record):
-    """A resolved emulation: kernel, every parameter's value (listed order), the normalised id and what runs.
-
-    `run` is None with `not_emulated` when the launch rule or the memory bound leaves no numbers, without a
-    reason when the geometry is unknown; `resolved`: what an mlx_sdpa entry launched.
-    """
+    """A resolved emulation: kernel, every parameter's value (listed order), the normalised id and what runs (None
+    with `not_emulated`, or without a reason when the geometry is unknown); `resolved`: what mlx_sdpa launched."""
 
     kernel: str
     parameters: Mapping[str, Any]
@@ -312,11 +309,8 @@ def _run(
 
 
 def resolve(requested: RequestedId, shape: PacketShape) -> EmulationSpec:
-    """Every parameter's value, the normalised id (only non-default parameters, in the kernel's order) and what runs.
-
-    A default that follows the packet is unknown when its tensors were not admitted: a value given for it is
-    then kept in the id.
-    """
+    """Every parameter's value, the normalised id (only non-default parameters, in the kernel's order) and what runs;
+    a value given for a default that follows an unknown packet is kept in the id."""
     kernel = KERNELS[requested.kernel]
     given = dict(requested.given)
     values, shown, names = {}, [], []
