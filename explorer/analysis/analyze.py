@@ -211,8 +211,7 @@ def emulations_of(
     emulated: Sequence[EmulatedOutput] | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> Scored | None:
-    """The scored emulations of `request` on an existing analysis and their counts (None without numerics), cached
-    as analyze's; `emulated` as for `_emulations`."""
+    """`_emulations` of `request` on an existing analysis (None without numerics), cached as analyze's."""
     found = _emulation_key(analysis, request)
     if found is None:
         return None

@@ -71,8 +71,7 @@ def location_block(at: tuple[int, int] | None) -> dict[str, int] | None:
 
 
 def linf_at(c: Comparison, metrics: Metrics) -> dict[str, int] | None:
-    """Where the global or eligible-heads block `metrics` of `c` has its linf (the largest defined c.abs_error);
-    None when its linf is None or 0 (no element stands out)."""
+    """Where block `metrics` of `c` has its linf (largest defined c.abs_error); None when it is None or 0."""
     return None if not metrics.linf else location_block(largest_at(c.abs_error))
 
 

@@ -12,8 +12,7 @@ from explorer.foundations.record import Record
 
 
 class InlineDisplay(Record):
-    """Mixin: `_repr_html_`, `_repr_pretty_`, `.views` and `__panel__` from DISPLAY_MODULE's `summary_html`,
-    `summary_text` and `views_of`."""
+    """Mixin: `_repr_html_`, `_repr_pretty_`, `.views` and `__panel__` from DISPLAY_MODULE."""
 
     DISPLAY_MODULE: ClassVar[str]
 

@@ -40,8 +40,7 @@ def _frozen(array: np.ndarray) -> np.ndarray:
 
 
 def _all_finite(values: np.ndarray) -> bool:
-    """Whether every element is finite: NaN and infinities reach the minimum or the maximum (two passes, no
-    temporary)."""
+    """Whether every element is finite: NaN and infinities reach the minimum or the maximum (no temporary)."""
     return values.size == 0 or bool(np.isfinite(values.min()) and np.isfinite(values.max()))
 
 

@@ -161,8 +161,7 @@ def _nonfinite(analysis: Analysis) -> Finding:
 
 
 def reproducing(emulations) -> tuple[list[str], int, int] | None:
-    """(ids, bit-equal, compared) of the emulations that reproduce an output bit for bit, else of the nearest (the
-    first on a tie); None when no emulation has numbers."""
+    """(ids, bit-equal, compared) of the emulations that reproduce an output, else of the nearest (first on a tie)."""
     entries = [e for e in emulations or () if e.bit_equal is not None]
     if not entries:
         return None

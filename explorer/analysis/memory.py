@@ -43,12 +43,6 @@ def payload_bytes(admission: Admission) -> int:
     return sum(admission.tensors[name].byte_count for name in TENSOR_NAMES)
 
 
-def _geometry(admission: Admission) -> tuple[int, int, int]:
-    """(QH, T, D) of an admitted packet."""
-    _, query_heads, _, head_dim = admission.tensors["queries"].shape
-    return query_heads, admission.tensors["storedKeys"].shape[2], head_dim
-
-
 def numerics_bytes(query_heads: int, tokens: int, head_dim: int) -> int:
     """The most the references, comparisons and diagnostics allocate for this geometry (weights included)."""
     return (
@@ -67,7 +61,7 @@ def bound_bytes(payload: int, query_heads: int, tokens: int, head_dim: int) -> i
 
 def analysis_bound(admission: Admission) -> int:
     """`bound_bytes` of an admitted packet."""
-    return bound_bytes(payload_bytes(admission), *_geometry(admission))
+    return ADMISSION_PER_PAYLOAD_BYTE * payload_bytes(admission) + facts_need(admission) + numerics_need(admission)
 
 
 def facts_need(admission: Admission) -> int:
@@ -77,7 +71,8 @@ def facts_need(admission: Admission) -> int:
 
 def numerics_need(admission: Admission) -> int:
     """`numerics_bytes` of an admitted packet."""
-    return numerics_bytes(*_geometry(admission))
+    _, query_heads, _, head_dim = admission.tensors["queries"].shape
+    return numerics_bytes(query_heads, admission.tensors["storedKeys"].shape[2], head_dim)
 
 
 def address_space_room() -> int | None:

@@ -186,8 +186,7 @@ def rounded(
     reference: np.ndarray,
     eligible: np.ndarray,
 ) -> Rounded:
-    """The float32 `reference` rounded (RNE) to `dtype`, compared with the output (values for the metrics, its
-    `dtype` bits for the ULP distances)."""
+    """The float32 `reference` rounded (RNE) to `dtype`, compared with the output's values and `dtype` bits."""
     bits = round_bits(reference, dtype)
     comparison = compare(label, output_values, promote(bits, dtype), eligible)
     return Rounded(

@@ -64,8 +64,7 @@ def _head_has_nonfinite(facts: TensorFacts, name: str) -> np.ndarray:
 def compute_numerics(
     admission: Admission, facts: TensorFacts, timings: MutableMapping[str, float] | None = None
 ) -> Numerics:
-    """Every reference, comparison and diagnostic of docs/report.md for a packet whose numerics are allowed;
-    `timings` receives the seconds of "reference" and "comparisons"."""
+    """Every reference, comparison and diagnostic of docs/report.md for a packet whose numerics are allowed."""
     started = perf_counter()
     tensors = admission.tensors
     queries = tensors["queries"].values[0, :, 0, :]

@@ -36,8 +36,7 @@ def worst_ulp_per_head(numerics: Numerics) -> tuple[int | None, ...]:
 
 
 def ranked_heads(numerics: Numerics) -> list[int]:
-    """Query heads by score, then worst ULP, largest first, heads not compared last, ties by head: the first is
-    the packet's worst head everywhere."""
+    """Query heads by score, then worst ULP, largest first, not compared last: the first is the worst head."""
     scores, ulps = numerics.score.per_head, worst_ulp_per_head(numerics)
 
     def key(h: int) -> tuple:

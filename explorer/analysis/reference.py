@@ -101,8 +101,7 @@ def _logits(queries: np.ndarray, keys: np.ndarray, scale: np.floating, out: np.n
 
 
 def token_sum(rows: np.ndarray) -> np.ndarray:
-    """Sums over the last (token) axis of `rows`: pairwise within each TOKEN_BLOCK block, blocks added in token
-    order."""
+    """Sums over the token axis of `rows`: pairwise within each TOKEN_BLOCK block, blocks added in token order."""
     total = None
     for block in spans(rows.shape[-1], TOKEN_BLOCK):
         partial = np.add.reduce(rows[..., block], axis=-1)
@@ -111,8 +110,7 @@ def token_sum(rows: np.ndarray) -> np.ndarray:
 
 
 def _block_groups(tokens: int, head_dim: int) -> list[tuple[slice, int, int]]:
-    """(tokens, blocks, tokens per block): whole TOKEN_BLOCK blocks grouped within PRODUCT_ELEMENTS, the tail
-    alone."""
+    """(tokens, blocks, tokens per block): whole blocks grouped within PRODUCT_ELEMENTS, the tail alone."""
     per_group = max(1, PRODUCT_ELEMENTS // (head_dim * TOKEN_BLOCK))
     whole = tokens // TOKEN_BLOCK
     groups = [
@@ -254,8 +252,7 @@ def _entropies(weights: np.ndarray) -> np.ndarray:
 
 
 def head_attention(primary: AttentionPass, eligible: np.ndarray, kv_heads: int) -> tuple[HeadAttention, ...]:
-    """Per query head: maxLogit, logSumExp, entropy (nats, FP64), lastTokenWeight and topTokens of the primary
-    pass."""
+    """Per query head: maxLogit, logSumExp, entropy (nats, FP64), lastTokenWeight and topTokens."""
     query_heads, tokens = primary.weights.shape
     kv_of = kv_head_of(query_heads, kv_heads)
     top_count = min(TOP_TOKENS, tokens)

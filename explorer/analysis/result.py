@@ -170,8 +170,7 @@ class HeadAttention(Record):
 
 @record(eq=False)
 class Numerics(Record):
-    """Everything computed once a packet passes the first two inconclusive tables; `weights` float32 [QH, T] of
-    the primary pass (NaN rows: ineligible or overflowing heads)."""
+    """Everything computed once a packet passes the first two inconclusive tables."""
 
     eligible: np.ndarray
     primary: Comparison
@@ -217,8 +216,7 @@ class Emulation(Record):
 
 @record(eq=False)
 class Decisive(Record):
-    """The eligible output elements where the emulations with numbers are not all bit-identical; `positions`: the
-    first [head, channel] in row-major order."""
+    """The eligible output elements where the emulations with numbers are not all bit-identical."""
 
     count: int
     per_head: tuple[int | None, ...]
@@ -275,8 +273,7 @@ class Analysis(InlineDisplay):
         return build_report(self)
 
     def element(self, head: int, channel: int | None = None):
-        """Everything about one output element: `element(head, channel)` or `element(flat_index)` over [QH, D]
-        (explorer.analysis.element.element)."""
+        """Everything about one output element: `element(head, channel)` or `element(flat_index)` over [QH, D]."""
         from explorer.analysis.element import element  # lazy: the result delegates to its own builder
 
         return element(self, head, channel)

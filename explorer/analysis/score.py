@@ -27,8 +27,7 @@ ROUNDING_ALLOWANCE = 0.5  # in units of the output dtype's spacing: what round-t
 
 @record
 class Score(Record):
-    """The packet score (the largest head score) and its per-head parts; None: not compared (no reference, a
-    NaN or infinity, or no noise floor)."""
+    """The packet score (the largest head score) and its per-head parts (None: not compared)."""
 
     value: float | None
     per_head: tuple[float | None, ...]

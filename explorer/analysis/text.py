@@ -177,8 +177,7 @@ def _builds_lines(report: PacketReport) -> list[str]:
 
 
 def summary_lines(report: PacketReport, emulation_table: EmulationTable) -> list[str]:
-    """The summary of a packet report, most telling first (one line when there is no packet at all);
-    `emulation_table(entries, decisive, baseline)` gives the emulation table's header and rows."""
+    """The summary of a packet report, most telling first; `emulation_table` gives that table's header and rows."""
     if (line := _missing_packet(report)) is not None:
         return [line]
     lines = [f"Status: {report['status']}", *_builds_lines(report), *_score_lines(report)]

@@ -184,8 +184,8 @@ def block_layout(tokens: int, blocks: int) -> np.ndarray:
 
 
 def paged_layout(tokens: int, partition_tokens: int, simdgroups: int) -> np.ndarray:
-    """[steps, partitions, simdgroups']: simdgroup r of partition p visits p*P + r, p*P + r + simdgroups, ...;
-    simdgroups a short partition leaves without keys (exact zeros in the merge) are left out."""
+    """[steps, partitions, simdgroups']: simdgroup r of partition p visits p*P + r, p*P + r + simdgroups, ...
+    (simdgroups a short partition leaves without keys add exact zeros to the merge: left out)."""
     size = min(partition_tokens, tokens)  # one partition of T tokens either way when P >= T
     partitions = -(-tokens // size)
     steps = -(-size // simdgroups)

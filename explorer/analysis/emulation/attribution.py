@@ -205,8 +205,7 @@ def attribution(
 
 
 def report_sentence(report: Mapping[str, Any]) -> str | None:
-    """The builds sentence of a report dict (its `builds`, or `buildsReason` and the paged entries); None when the
-    builds set was not computed."""
+    """The builds sentence of a report dict; None when the builds set was not computed."""
     entries = {e["id"]: e for e in report.get("emulations") or ()}
     if report.get("builds") is not None:
         return builds_sentence(report["builds"], next(iter(entries.values()))["compared"])
@@ -224,8 +223,7 @@ def report_sentence(report: Mapping[str, Any]) -> str | None:
 
 
 def packet_attribution(analysis: Analysis, emulations: Sequence[Emulation] | None = None) -> Attribution | None:
-    """The builds attribution of an analysed packet's emulations (or of `emulations` scored on it, as a view
-    computes them); None without the builds set among them."""
+    """The builds attribution of an analysed packet's emulations (or of `emulations` a view scored on it)."""
     admission = analysis.admission
     emulations = analysis.emulations if emulations is None else emulations
     if emulations is None or admission.tensors is None:

@@ -99,8 +99,7 @@ def mlx_blocks_read(build: str, blocks: int) -> int:
 
 
 def mlx_launch(device: str, geometry: Geometry, build: str = DEFAULT_BUILD, blocks: int | None = None) -> Launch:
-    """What `build` of MLX launches for one query token without a mask on `device` (a GPU class or "cpu");
-    `blocks`: MLX_SDPA_BLOCKS when set."""
+    """What `build` launches for one unmasked query token on `device`; `blocks`: MLX_SDPA_BLOCKS when set."""
     g = geometry
     if device == "cpu":
         return Launch("mlx_unfused", device="cpu")

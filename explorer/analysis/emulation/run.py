@@ -121,8 +121,7 @@ def _pass_key(run: Run) -> tuple:
 
 
 class _Steps:
-    """The steps shared between emulations (scores, block states), each forgotten after its last use: the memory
-    held at once stays that of a few emulations, not of the whole request."""
+    """The steps shared between emulations (scores, block states), each forgotten after its last use."""
 
     def __init__(self, inputs: EmulationInputs, runs: Sequence[Run]) -> None:
         self.inputs = inputs
@@ -163,8 +162,7 @@ class _Steps:
             self._memo.pop(key, None)
 
     def order(self, specs: Sequence[EmulationSpec]) -> list[int]:
-        """The indices of `specs` in run order: those sharing scores, then a first pass, together (one [QH, T] array
-        of scores held at a time)."""
+        """The indices of `specs` in run order: those sharing scores, then a first pass, together."""
 
         def first_seen(keys: list) -> list[int]:
             seen: dict[tuple, int] = {}
@@ -286,8 +284,7 @@ def emulate(
     eligible: np.ndarray,
     progress: Callable[[int, int], None] | None = None,
 ) -> tuple[EmulatedOutput, ...]:
-    """Every emulation of `specs` on `inputs` (an entry without a run has no values); heads not `eligible` hold
-    NaN. `progress(done, total)` is called after each."""
+    """Every emulation of `specs` on `inputs`, heads not `eligible` NaN; `progress(done, total)` after each."""
     steps = _Steps(inputs, [spec.run for spec in specs if spec.run is not None and spec.kernel != MLX_RUN])
     found: dict[int, EmulatedOutput] = {}
     with np.errstate(all="ignore"):

@@ -332,8 +332,7 @@ def launch_key(spec: EmulationSpec) -> tuple:
 
 
 def resolve_all(request: str | Iterable[str], shape: PacketShape) -> tuple[EmulationSpec, ...]:
-    """The distinct resolved emulations of a request, each at its first occurrence; a `builds` set's mlx_sdpa id
-    whose launch equals an earlier one of that set runs once, under the earlier id."""
+    """The distinct resolved emulations of a request; a `builds` id launching as an earlier one runs under it."""
     specs: dict[str, EmulationSpec] = {}
     launches: set[tuple] = set()  # the launches of the builds set's entries kept so far
     for requested in expand(request):

@@ -87,8 +87,7 @@ def _weighted_sequential(weights: np.ndarray, values: np.ndarray) -> np.ndarray:
 
 
 def _weighted_lanes(weights: np.ndarray, values: np.ndarray, simd: str) -> np.ndarray:
-    """The GPU model's sum over t of w[t] * V[t]: lane l sums tokens l, l + 32, ... in order, then the lane
-    reduction."""
+    """The GPU model's sum of w[t] * V[t]: lane l sums tokens l, l + 32, ... in order, then the lane reduction."""
     kv_heads, group, tokens = weights.shape
     lanes = np.zeros((LANES, kv_heads, group, values.shape[2]), dtype=np.float32)
     for lo in range(0, tokens, LANES):
@@ -102,8 +101,7 @@ def _weighted_lanes(weights: np.ndarray, values: np.ndarray, simd: str) -> np.nd
 
 
 def _gpu_normaliser(exps: np.ndarray, simd: str) -> np.ndarray:
-    """The GPU softmax kernel's sum of exps [KVH, g, T]: per thread (its reads in order), then lanes, then
-    simdgroups by `simd`."""
+    """The GPU softmax kernel's sum of exps: per thread (its reads in order), then lanes, then simdgroups."""
     per_pass = SOFTMAX_READS * SOFTMAX_THREADS
     passes = max(1, -(-exps.shape[-1] // per_pass))
     padded = np.zeros((*exps.shape[:-1], passes * per_pass), dtype=np.float32)
@@ -123,8 +121,7 @@ def unfused(
     device: str,
     hypotheses: Hypotheses,
 ) -> np.ndarray:
-    """The composition's output [KVH, g, D] before its final rounding to `promoted` (the inputs' result type P;
-    the inputs are float32 values of dtype P already)."""
+    """The composition's output [KVH, g, D] before its final rounding to `promoted` (inputs already of it)."""
     scaled = rounded(queries * rounded(np.asarray([scale], dtype=np.float32), promoted)[0], promoted)
     if device == "cpu":
         scores = rounded(sequential_dot(scaled, keys), promoted)
