@@ -141,12 +141,9 @@ def _value(array: np.ndarray, h: int, c: int) -> float:
     return float(array[h, c])
 
 
-def _defined(value: float) -> float | None:
-    return None if math.isnan(value) else value
-
-
 def _difference(comparison: Comparison, h: int, c: int) -> float | None:
-    return _defined(_value(comparison.abs_error, h, c))
+    value = _value(comparison.abs_error, h, c)
+    return None if math.isnan(value) else value
 
 
 def _ulp(ulp: Ulp, h: int, c: int) -> int | None:

@@ -53,11 +53,6 @@ def group_size(query_heads: int, kv_heads: int) -> int:
     return query_heads // kv_heads
 
 
-def kv_head_of(query_heads: int, kv_heads: int) -> np.ndarray:
-    """int64 [QH]: the KV head read by each query head (`h // (QH / KVH)`)."""
-    return np.arange(query_heads) // group_size(query_heads, kv_heads)
-
-
 def eligibility(query_nonfinite: np.ndarray, key_nonfinite: np.ndarray, value_nonfinite: np.ndarray) -> np.ndarray:
     """bool [QH]: head h is eligible iff q[h], K[kv] and V[kv] are all finite (arguments: bool per head)."""
     kv_bad = np.asarray(key_nonfinite) | np.asarray(value_nonfinite)
@@ -254,7 +249,7 @@ def _entropies(weights: np.ndarray) -> np.ndarray:
 def head_attention(primary: AttentionPass, eligible: np.ndarray, kv_heads: int) -> tuple[HeadAttention, ...]:
     """Per query head: maxLogit, logSumExp, entropy (nats, FP64), lastTokenWeight and topTokens."""
     query_heads, tokens = primary.weights.shape
-    kv_of = kv_head_of(query_heads, kv_heads)
+    kv_of = np.arange(query_heads) // group_size(query_heads, kv_heads)  # the KV head each query head reads
     top_count = min(TOP_TOKENS, tokens)
     with np.errstate(all="ignore"):
         log_sum_exp = primary.max_logit + elementary.log(primary.sum_exp)

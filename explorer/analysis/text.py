@@ -18,12 +18,7 @@ EmulationTable = Callable[..., tuple[Sequence[str], Sequence[Sequence[str]]]]  #
 
 
 def _metric_cells(block: Metrics) -> list[str]:
-    return [
-        short_number(block["linf"]),
-        short_number(block["rmse"]),
-        short_number(block["relativeL2"]),
-        block["undefinedReason"] or "",
-    ]
+    return [*(short_number(block[key]) for key in ("linf", "rmse", "relativeL2")), block["undefinedReason"] or ""]
 
 
 def _identity_lines(identity: Identity | None) -> list[str]:
@@ -45,17 +40,15 @@ def _selection_lines(report: PacketReport) -> list[str]:
     if selection is not None:
         lines.append(
             f"Selection: request {selection['requestID']}, output index {selection['outputIndex']}, "
-            f"{selection['phase']}, layer {selection['modelLayerIndex']} "
-            f"(storage {selection['storageLayerIndex']}), offset {selection['offsetBefore']} -> "
-            f"{selection['offsetAfter']}, scale {short_number(selection['scale'])} "
-            f"(0x{selection['scaleBits']:0{HEX_WIDTH}X}), dispatch {selection['dispatch']}, "
-            f"kernel output {selection['kernelOutputDType']}"
+            f"{selection['phase']}, layer {selection['modelLayerIndex']} (storage {selection['storageLayerIndex']}), "
+            f"offset {selection['offsetBefore']} -> {selection['offsetAfter']}, scale "
+            f"{short_number(selection['scale'])} (0x{selection['scaleBits']:0{HEX_WIDTH}X}), dispatch "
+            f"{selection['dispatch']}, kernel output {selection['kernelOutputDType']}"
         )
     if sample is not None:
         lines.append(
             f"Sample: {sample['sampleOutcome']}, forward succeeded {json.dumps(sample['forwardSucceeded'])}, "
-            f"tokens {sample['seedToken']} -> {sample['targetToken']}, "
-            f"selected forwards {sample['selectedForwards']}"
+            f"tokens {sample['seedToken']} -> {sample['targetToken']}, selected forwards {sample['selectedForwards']}"
         )
     return lines
 
@@ -76,9 +69,8 @@ def _tensor_lines(report: PacketReport) -> list[str]:
             facts = last_row[part]
             flips = facts["bitFlips"]
             lines.append(
-                f"Last row {part}: {facts['mismatched']} of {facts['compared']} elements differ "
-                f"(bit flips: sign {flips['sign']}, exponent {flips['exponent']}, "
-                f"mantissa {flips['mantissa']})"
+                f"Last row {part}: {facts['mismatched']} of {facts['compared']} elements differ (bit flips: sign "
+                f"{flips['sign']}, exponent {flips['exponent']}, mantissa {flips['mantissa']})"
             )
     return lines
 
@@ -121,12 +113,8 @@ def _reference_lines(report: PacketReport) -> list[str]:
         # the rounded block has no eligible-heads aggregate: that row, when present, gets an empty cell
         for row, cell in zip(rows, cells + [""] * (len(rows) - len(cells)), strict=True):
             row.append(cell)
-    lines = [
-        f"Reference: {primary['label']}",
-        *text_table(header, rows),
-        *_largest_error_line(primary),
-        _ulp_line(rounded),
-    ]
+    lines = [f"Reference: {primary['label']}", *text_table(header, rows), *_largest_error_line(primary)]
+    lines.append(_ulp_line(rounded))
     if reference["roundedToKernelOutputDType"] is not None:
         lines.append(_ulp_line(reference["roundedToKernelOutputDType"]))
     return lines

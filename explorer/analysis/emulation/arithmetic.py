@@ -265,8 +265,9 @@ def mlx_single_merge(m: np.ndarray, state: np.ndarray, hypotheses: Hypotheses) -
     return _divide(reduce_lanes(np.moveaxis(state * weights, 0, -1), hypotheses.simd))
 
 
-def ordered_sum(terms: np.ndarray) -> np.ndarray:
-    """Sum over axis 0 in increasing index order, starting from +0, every addition rounded to float32."""
+def ordered_sum(terms: np.ndarray, axis: int = 0) -> np.ndarray:
+    """Sum over `axis` in increasing index order, starting from +0, every addition rounded to float32."""
+    terms = np.moveaxis(terms, axis, 0)
     start = np.zeros((1, *terms.shape[1:]), dtype=np.float32)
     return np.add.accumulate(np.concatenate([start, terms]), axis=0)[-1]
 

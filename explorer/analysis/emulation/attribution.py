@@ -46,11 +46,6 @@ def _row_specs(shape: PacketShape) -> dict[tuple[str, str], EmulationSpec]:
     }
 
 
-def _kernel(spec: EmulationSpec) -> str:
-    resolved = spec.resolved
-    return resolved["kernel"] + (" (_gqa)" if resolved.get("gqaHeadsPerSimdgroup") else "")
-
-
 def _table(
     rows: Mapping[tuple[str, str], EmulationSpec], entries: Mapping[tuple[str, str], Emulation]
 ) -> list[dict[str, Any]]:
@@ -58,7 +53,7 @@ def _table(
         {
             "build": build,
             "device": device,
-            "kernel": _kernel(spec),
+            "kernel": spec.resolved["kernel"] + (" (_gqa)" if spec.resolved.get("gqaHeadsPerSimdgroup") else ""),
             "blocks": spec.resolved["blocks"],
             "partialDType": spec.run.partial_dtype if spec.run is not None and spec.resolved["blocks"] else None,
             "bitEqual": entries[build, device].bit_equal,
@@ -70,6 +65,10 @@ def _table(
 
 def _devices(table: Sequence[Mapping[str, Any]], build: str, count: int) -> list[str]:
     return [row["device"] for row in table if row["build"] == build and row["bitEqual"] == count]
+
+
+def _entry(table: Sequence[Mapping[str, Any]], build: str, count: int) -> dict[str, Any]:
+    return {"build": build, "devices": _devices(table, build, count), "bitEqual": count}
 
 
 def _indistinguishable(rows: Mapping[tuple[str, str], EmulationSpec]) -> list[list[str]]:
@@ -90,20 +89,13 @@ def builds_block(shape: PacketShape, emulations: Sequence[Emulation]) -> dict[st
         return None
     table = _table(rows, {key: by_id[found] for key, found in ids.items()})
     compared = next(iter(by_id.values())).compared
-    reproducing = [
-        {"build": build, "devices": _devices(table, build, compared), "bitEqual": compared}
-        for build in BUILDS
-        if compared and _devices(table, build, compared)  # no element compared: nothing is reproduced
-    ]
+    # no element compared: nothing is reproduced
+    reproducing = [_entry(table, build, compared) for build in BUILDS if compared and _devices(table, build, compared)]
     counted = [row for row in table if row["bitEqual"] is not None]
     closest = None
     if not reproducing and counted:
         best = max(counted, key=lambda row: row["bitEqual"])  # the first in table order on a tie
-        closest = {
-            "build": best["build"],
-            "devices": _devices(table, best["build"], best["bitEqual"]),
-            "bitEqual": best["bitEqual"],
-        }
+        closest = _entry(table, best["build"], best["bitEqual"])
     return {
         "reproducing": reproducing,
         "closest": closest,

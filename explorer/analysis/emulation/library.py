@@ -35,10 +35,10 @@ PACKAGE_PARENT = Path(__file__).resolve().parents[3]  # the directory holding th
 class LibraryRun(Record):
     """A real run: the output float32 [QH, D] in the library's output dtype, or why there is none; the library."""
 
-    values: np.ndarray | None
-    output_dtype: str | None
-    library: Mapping[str, Any] | None
-    not_emulated: NotEmulated | None
+    values: np.ndarray | None = None
+    output_dtype: str | None = None
+    library: Mapping[str, Any] | None = None
+    not_emulated: NotEmulated | None = None
     launch_device: str | None = None  # "cpu", or the GPU's architecture letter class (s, d, other) for its launch rule
 
 
@@ -69,7 +69,7 @@ def run(
     """mx.fast.scaled_dot_product_attention(q, k, v, scale) on `device` ("default", "cpu" or "gpu"), in a child,
     on float32 values of `dtypes` cast back exactly; a library that is missing, raises or dies gives no values."""
     if not available():
-        return LibraryRun(None, None, None, missing())
+        return LibraryRun(not_emulated=missing())
     request = pickle.dumps((queries, keys, values, scale, dtypes, device), protocol=pickle.HIGHEST_PROTOCOL)
     environment = {
         **os.environ,
@@ -78,9 +78,9 @@ def run(
     try:
         done = subprocess.run(child_command(), input=request, capture_output=True, env=environment, check=False)
     except OSError as error:  # a process or memory limit: no child, no run
-        return LibraryRun(None, None, None, NotEmulated(LIBRARY_FAILED, f"MLX's process could not start: {error}"))
+        return LibraryRun(not_emulated=NotEmulated(LIBRARY_FAILED, f"MLX's process could not start: {error}"))
     if done.returncode != 0 or not done.stdout:  # the child died before answering
-        return LibraryRun(None, None, None, NotEmulated(LIBRARY_FAILED, _death(done.returncode, device)))
+        return LibraryRun(not_emulated=NotEmulated(LIBRARY_FAILED, _death(done.returncode, device)))
     result, output_dtype, library, not_emulated, launch_device = pickle.loads(done.stdout)  # our own child's answer
     library = None if library is None else MappingProxyType(library)
     return LibraryRun(result, output_dtype, library, not_emulated, launch_device)
@@ -124,18 +124,12 @@ def _run_here(
             out = mx.fast.scaled_dot_product_attention(q, k, v, scale=float(scale))
             result = np.array(out.astype(mx.float32))[0, :, 0, :]
         on_gpu = target == mx.gpu
-        library = MappingProxyType(
-            {"name": LIBRARY_NAME, "version": mx.__version__, "device": "gpu" if on_gpu else "cpu"}
-        )
+        library = {"name": LIBRARY_NAME, "version": mx.__version__, "device": "gpu" if on_gpu else "cpu"}
         return LibraryRun(result, str(out.dtype).rsplit(".", 1)[-1], library, None, _gpu_class(mx) if on_gpu else "cpu")
     except (RuntimeError, ValueError, MemoryError, TypeError) as error:
         text = " ".join(str(error).split())[:MAX_MESSAGE_CHARACTERS]
-        return LibraryRun(
-            None,
-            None,
-            None,
-            NotEmulated(LIBRARY_FAILED, f"MLX raised on this packet ({device}): {type(error).__name__}: {text}"),
-        )
+        said = f"MLX raised on this packet ({device}): {type(error).__name__}: {text}"
+        return LibraryRun(not_emulated=NotEmulated(LIBRARY_FAILED, said))
 
 
 if __name__ == "__main__":

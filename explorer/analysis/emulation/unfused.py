@@ -16,6 +16,7 @@ from explorer.analysis.emulation.arithmetic import (
     dot,
     fma32,
     natural_exp,
+    ordered_sum,
     reduce_lanes,
     sequential_dot,
 )
@@ -65,12 +66,6 @@ def mlx_exp(x: np.ndarray) -> np.ndarray:
     return np.where(x < -MLX_EXP_LIMIT, np.float32(0.0), result)
 
 
-def _sequential_sum(terms: np.ndarray) -> np.ndarray:
-    """Sum over the last axis in index order from +0, every addition rounded to float32."""
-    start = np.zeros((*terms.shape[:-1], 1), dtype=np.float32)
-    return np.add.accumulate(np.concatenate([start, terms], axis=-1), axis=-1)[..., -1]
-
-
 def _weighted_sequential(weights: np.ndarray, values: np.ndarray) -> np.ndarray:
     """sum over t of w[t] * V[t], [KVH, g, D], in token order from +0 (weights [KVH, g, T], values [KVH, T, D])."""
     kv_heads, group, tokens = weights.shape
@@ -107,7 +102,7 @@ def _gpu_normaliser(exps: np.ndarray, simd: str) -> np.ndarray:
     padded = np.zeros((*exps.shape[:-1], passes * per_pass), dtype=np.float32)
     padded[..., : exps.shape[-1]] = exps
     threads = padded.reshape(*exps.shape[:-1], passes, SOFTMAX_THREADS, SOFTMAX_READS)
-    per_thread = _sequential_sum(np.moveaxis(threads, -3, -2).reshape(*exps.shape[:-1], SOFTMAX_THREADS, -1))
+    per_thread = ordered_sum(np.moveaxis(threads, -3, -2).reshape(*exps.shape[:-1], SOFTMAX_THREADS, -1), axis=-1)
     simdgroups = reduce_lanes(per_thread.reshape(*exps.shape[:-1], SOFTMAX_THREADS // LANES, LANES), simd)
     return reduce_lanes(simdgroups, simd)
 
@@ -126,7 +121,7 @@ def unfused(
     if device == "cpu":
         scores = rounded(sequential_dot(scaled, keys), promoted)
         exps = mlx_exp(scores - scores.max(axis=-1, keepdims=True))
-        normaliser = _sequential_sum(exps)
+        normaliser = ordered_sum(exps, axis=-1)
     else:
         scores = rounded(dot(scaled, keys, Hypotheses(simd=hypotheses.simd)), promoted)
         exps = natural_exp(hypotheses)(scores - scores.max(axis=-1, keepdims=True))
