@@ -166,23 +166,16 @@ def after_numerics_reasons(facts: TensorFacts, numerics: Numerics) -> tuple[Reas
     reasons = []
     keys, values = facts.last_row_keys.mismatched, facts.last_row_values.mismatched
     if keys or values:
-        reasons.append(
-            Reason(
-                LAST_ROW_MISMATCH,
-                f"the stored row at token T-1 differs bitwise from the incoming row: "
-                f"{keys} of {facts.last_row_keys.compared} key elements, "
-                f"{values} of {facts.last_row_values.compared} value elements",
-            )
+        said = (
+            f"the stored row at token T-1 differs bitwise from the incoming row: {keys} of "
+            f"{facts.last_row_keys.compared} key elements, {values} of {facts.last_row_values.compared} value elements"
         )
+        reasons.append(Reason(LAST_ROW_MISMATCH, said))
     inputs = [name for name in REFERENCE_INPUTS if facts.nonfinite[name].total]
     if inputs:
         ineligible = np.flatnonzero(~numerics.eligible).tolist()
-        reasons.append(
-            Reason(
-                NONFINITE_INPUTS_REASON,
-                f"NaN or infinity in {', '.join(inputs)}; query heads {ineligible} have no reference",
-            )
-        )
+        said = f"NaN or infinity in {', '.join(inputs)}; query heads {ineligible} have no reference"
+        reasons.append(Reason(NONFINITE_INPUTS_REASON, said))
     sources = _nonfinite_sources(facts, numerics)
     if sources:
         reasons.append(Reason(NONFINITE_COMPARISON, f"NaN or infinity in: {', '.join(sources)}"))

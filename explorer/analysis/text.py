@@ -140,12 +140,10 @@ def _score_lines(report: PacketReport) -> list[str]:
     score = report.get("score")
     if score is None:
         return []
-    per_head = score["perHead"]
     head = "" if score["worstHead"] is None else f" (query head {score['worstHead']})"
-    missing = (
-        f"; {score['headsNotCompared']} of {len(per_head)} heads not compared" if score["headsNotCompared"] else ""
-    )
-    return [f"Score (error / allowance, docs/report.md): {short_number(score['value'])}{head}{missing}"]
+    missing = score["headsNotCompared"]
+    missing_text = f"; {missing} of {len(score['perHead'])} heads not compared" if missing else ""
+    return [f"Score (error / allowance, docs/report.md): {short_number(score['value'])}{head}{missing_text}"]
 
 
 def _missing_packet(report: PacketReport) -> str | None:

@@ -54,25 +54,16 @@ def with_counts(
 ) -> tuple[tuple[Emulation, ...], EmulationCounts]:
     """The emulations with their `bit_equal_decisive` set, and the decisive elements and baseline row."""
     found = decisive(emulations, eligible)
-    counted = tuple(emulations)
-    if found is not None:
-        counted = tuple(
-            e
-            if e.bits is None
-            else dataclasses.replace(
-                e,
-                **dict(
-                    zip(
-                        ("bit_equal_decisive", "bit_equal_decisive_per_head"),
-                        equal_on(e.bits, output_bits, found.mask, eligible),
-                        strict=True,
-                    )
-                ),
-            )
-            for e in emulations
-        )
+
+    def counted(e: Emulation) -> Emulation:
+        if found is None or e.bits is None:
+            return e
+        count, per_head = equal_on(e.bits, output_bits, found.mask, eligible)
+        return dataclasses.replace(e, bit_equal_decisive=count, bit_equal_decisive_per_head=per_head)
+
     on_decisive = (None, None) if found is None else equal_on(rounded_bits, output_bits, found.mask, eligible)
-    return counted, EmulationCounts(found, Baseline(*bit_equal(rounded_bits, output_bits, eligible), *on_decisive))
+    baseline = Baseline(*bit_equal(rounded_bits, output_bits, eligible), *on_decisive)
+    return tuple(map(counted, emulations)), EmulationCounts(found, baseline)
 
 
 def rank_key(emulation: Emulation) -> tuple[int, int]:

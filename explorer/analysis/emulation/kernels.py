@@ -60,9 +60,9 @@ class Parameter(Record):
     read: Callable[[str], Any]
 
 
-def _integer(low: int, high: int, multiple: int = 1) -> Callable[[str], int]:
+def _integer(low: int, high: int) -> Callable[[str], int]:
     def read(text: str) -> int:
-        if not _DECIMAL.match(text) or not low <= int(text) <= high or int(text) % multiple:
+        if not _DECIMAL.match(text) or not low <= int(text) <= high:
             raise ValueError
         return int(text)
 

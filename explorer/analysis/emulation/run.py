@@ -222,7 +222,7 @@ class _Steps:
             for lo in range(0, self.group, rows):
                 part = (slice(head, head + 1), slice(lo, lo + rows))
                 out[part] = unfused.unfused(grouped[part], keys, values, inputs.scale, promoted, run.device, h)
-        return unfused.rounded(out, promoted)
+        return arithmetic.stored(out, promoted)
 
     def output(self, run: Run) -> np.ndarray:
         """The emulated output before the final rounding, float32 [QH, D]."""

@@ -139,7 +139,8 @@ class EmulationSpec(Record):
 
     @property
     def label(self) -> str:
-        settings = ", ".join(f"{name} {value}" for name, value in self.parameters.items())
+        listed = ", ".join(f"{name} {value}" for name, value in self.parameters.items())
+        settings = f" ({listed})" if listed else ""
         chosen = ""
         if self.resolved is not None:
             chosen = (
@@ -150,15 +151,12 @@ class EmulationSpec(Record):
             )
         if self.kernel == MLX_RUN:
             return (
-                f"{self.id}: output elements bit-equal to the installed MLX library run on this machine"
-                + (f" ({settings})" if settings else "")
-                + "; the real library, not the engine's GPU"
+                f"{self.id}: output elements bit-equal to the installed MLX library run on this machine{settings}; "
+                "the real library, not the engine's GPU"
             )
         return (
-            f"{self.id}: output elements bit-equal to an emulation of the {KERNELS[self.kernel].description}"
-            + (f" ({settings})" if settings else "")
-            + chosen
-            + "; a counterfactual under stated hypotheses, not the reference"
+            f"{self.id}: output elements bit-equal to an emulation of the {KERNELS[self.kernel].description}{settings}"
+            f"{chosen}; a counterfactual under stated hypotheses, not the reference"
         )
 
     def assumptions(self) -> tuple[str, ...]:

@@ -19,8 +19,8 @@ from explorer.analysis.emulation.arithmetic import (
     ordered_sum,
     reduce_lanes,
     sequential_dot,
+    stored,
 )
-from explorer.packet.dtypes import narrow
 
 # MLX's exp (simd/math.h, after Cephes): 2^y with y = x * 1.442695 split at floor(y + 0.5); the fraction's
 # polynomial in Horner's order with fused multiply-adds, highest coefficient first.
@@ -42,11 +42,6 @@ FLOAT32_EXPONENT_BIAS, FLOAT32_MANTISSA_BITS = 127, 23
 SOFTMAX_READS = 4  # the GPU softmax kernel: consecutive elements one thread reads (SOFTMAX_N_READS)
 SOFTMAX_THREADS = 1024  # threads of its threadgroup: 32 simdgroups of 32 lanes
 WEIGHTED_CHUNK_ELEMENTS = 1 << 18  # products of the weighted sum made at once (speed and memory only)
-
-
-def rounded(values: np.ndarray, dtype: str) -> np.ndarray:
-    """float32 `values` rounded to `dtype` and promoted back (RNE); float32 unchanged."""
-    return values if dtype == "float32" else narrow(np.ascontiguousarray(values), dtype)
 
 
 def mlx_exp(x: np.ndarray) -> np.ndarray:
@@ -117,16 +112,16 @@ def unfused(
     hypotheses: Hypotheses,
 ) -> np.ndarray:
     """The composition's output [KVH, g, D] before its final rounding to `promoted` (inputs already of it)."""
-    scaled = rounded(queries * rounded(np.asarray([scale], dtype=np.float32), promoted)[0], promoted)
+    scaled = stored(queries * stored(np.asarray([scale], dtype=np.float32), promoted)[0], promoted)
     if device == "cpu":
-        scores = rounded(sequential_dot(scaled, keys), promoted)
+        scores = stored(sequential_dot(scaled, keys), promoted)
         exps = mlx_exp(scores - scores.max(axis=-1, keepdims=True))
         normaliser = ordered_sum(exps, axis=-1)
     else:
-        scores = rounded(dot(scaled, keys, Hypotheses(simd=hypotheses.simd)), promoted)
+        scores = stored(dot(scaled, keys, Hypotheses(simd=hypotheses.simd)), promoted)
         exps = natural_exp(hypotheses)(scores - scores.max(axis=-1, keepdims=True))
         normaliser = _gpu_normaliser(exps, hypotheses.simd)
-    weights = rounded(exps * (np.float32(1.0) / normaliser)[..., None], promoted)
+    weights = stored(exps * (np.float32(1.0) / normaliser)[..., None], promoted)
     if device == "cpu":
         return _weighted_sequential(weights, values)
     return _weighted_lanes(weights, values, hypotheses.simd)
