@@ -265,13 +265,4 @@ def analyze(
         ids = normalised_ids(emulate, shape_of(admission.tensors))
         if numerics is not None:
             emulations, counts = _emulations(key, admission, numerics, ids, timings)
-    return Analysis(
-        admission=admission,
-        status=_status(admission, reasons, numerics),
-        reasons=reasons,
-        facts=facts,
-        numerics=numerics,
-        emulations=emulations,
-        emulation_counts=counts,
-        emulations_requested=ids,
-    )
+    return Analysis(admission, _status(admission, reasons, numerics), reasons, facts, numerics, emulations, ids, counts)

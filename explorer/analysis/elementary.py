@@ -15,6 +15,7 @@ into the caller's `out`.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -148,10 +149,6 @@ def _exp_chunk(x: np.ndarray, work: _Workspace, limit: float = EXP_INPUT_LIMIT, 
     return p
 
 
-def _exp2_chunk(x: np.ndarray, work: _Workspace) -> np.ndarray:
-    return _exp_chunk(x, work, EXP2_INPUT_LIMIT, binary=True)
-
-
 def _log_chunk(x: np.ndarray, work: _Workspace) -> np.ndarray:
     """log of the workspace's chunk `x` (which it overwrites)."""
     (_, e, s, f, z, half_square), (exponent, _), (low, special) = work.of(x.size)
@@ -221,7 +218,7 @@ def exp(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
 
 def exp2(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """2 ** x elementwise, computed in float64: exp2(-inf) = 0, exp2(inf) = inf, NaN stays NaN."""
-    return _elementwise(_exp2_chunk, x, out)
+    return _elementwise(functools.partial(_exp_chunk, limit=EXP2_INPUT_LIMIT, binary=True), x, out)
 
 
 def log(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:

@@ -135,15 +135,8 @@ def compare(
     global_metrics = stats.block(heads, bool(eligible.all()))
     eligible_global = stats.block(eligible_heads, True) if 0 < eligible_heads.size < eligible.size else None
     abs_error = np.where(stats.pair_finite & eligible[:, None], stats.abs_diff, np.nan)
-    return Comparison(
-        label=label,
-        global_metrics=global_metrics,
-        per_head=per_head,
-        eligible_global=eligible_global,
-        actual=readonly(actual),
-        reference=readonly(reference),
-        abs_error=readonly(abs_error),
-    )
+    arrays = (readonly(actual), readonly(reference), readonly(abs_error))
+    return Comparison(label, global_metrics, per_head, eligible_global, *arrays)
 
 
 def largest_at(values: np.ndarray) -> tuple[int, int] | None:
@@ -189,11 +182,5 @@ def rounded(
     """The float32 `reference` rounded (RNE) to `dtype`, compared with the output's values and `dtype` bits."""
     bits = round_bits(reference, dtype)
     comparison = compare(label, output_values, promote(bits, dtype), eligible)
-    return Rounded(
-        label=label,
-        dtype=dtype,
-        identity=dtype == "float32",
-        comparison=comparison,
-        ulp=ulp_distance(output_bits, bits, dtype, eligible),
-        rounded_bits=readonly(bits),
-    )
+    ulp = ulp_distance(output_bits, bits, dtype, eligible)
+    return Rounded(label, dtype, dtype == "float32", comparison, ulp, readonly(bits))

@@ -261,16 +261,7 @@ def head_attention(primary: AttentionPass, eligible: np.ndarray, kv_heads: int) 
             entries.append(HeadAttention(h, int(kv_of[h]), None, None, None, None, None, reason))
             continue
         row = primary.weights[h]
-        entries.append(
-            HeadAttention(
-                query_head=h,
-                kv_head=int(kv_of[h]),
-                max_logit=float(primary.max_logit[h]),
-                log_sum_exp=float(log_sum_exp[h]),
-                entropy=float(entropy[h]),
-                last_token_weight=float(row[-1]),
-                top_tokens=tuple((int(t), float(row[t])) for t in _top_tokens(row, top_count)),
-                undefined_reason=None,
-            )
-        )
+        numbers = (float(primary.max_logit[h]), float(log_sum_exp[h]), float(entropy[h]), float(row[-1]))
+        top = tuple((int(t), float(row[t])) for t in _top_tokens(row, top_count))
+        entries.append(HeadAttention(h, int(kv_of[h]), *numbers, top, None))
     return tuple(entries)

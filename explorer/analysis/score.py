@@ -57,9 +57,4 @@ def packet_score(abs_error: np.ndarray, reference: np.ndarray, floors: Sequence[
             continue
         per_head.append(float(np.max(row / (allowance[h] + floor))))
     defined = [value for value in per_head if value is not None]
-    return Score(
-        value=max(defined) if defined else None,
-        per_head=tuple(per_head),
-        heads_not_compared=len(per_head) - len(defined),
-        heads=len(per_head),
-    )
+    return Score(max(defined) if defined else None, tuple(per_head), len(per_head) - len(defined), len(per_head))

@@ -63,8 +63,7 @@ def _computed(
         primary, narrowed_reference = attend_two(queries, narrowed_queries, keys, values, scale, eligible, np.float32)
         readonly(narrowed_reference)
     readonly(primary.reference)
-    if primary.weights is not None:
-        readonly(primary.weights)
+    readonly(primary.weights)
     exact = readonly(attend(queries, keys, values, scale, eligible, np.float64).reference)
     return References(primary, exact, narrowed_queries, narrowed_reference)
 

@@ -308,15 +308,9 @@ def reused(spec: EmulationSpec, scored: Emulation) -> EmulatedOutput:
     if spec.not_emulated is None and scored.not_emulated is not None:
         failure = NotEmulated(scored.not_emulated_code, scored.not_emulated)
     read = next((flag for flag, sentence in ROW_SENTENCES.items() if sentence in scored.assumptions), None)
+    resolved = scored.resolved if scored.library is not None else None
     return EmulatedOutput(
-        spec,
-        scored.output_dtype,
-        scored.values,
-        scored.bits,
-        library=scored.library,
-        failure=failure,
-        incoming_read=read,
-        resolved=scored.resolved if scored.library is not None else None,
+        spec, scored.output_dtype, scored.values, scored.bits, scored.library, failure, read, resolved
     )
 
 
@@ -365,16 +359,11 @@ def score(
 
 def inputs_from_tensors(tensors: Mapping[str, Any], scale: float) -> EmulationInputs:
     """EmulationInputs of an admitted packet's tensors (NativeTensor records)."""
+    queries, keys, values = (tensors[name] for name in ("queries", "storedKeys", "storedValues"))
+    incoming = (tensors[name].values[0, :, 0, :] for name in ("incomingKeys", "incomingValues"))
+    dtypes = (queries.dtype, keys.dtype, tensors["output"].dtype)
     return EmulationInputs(
-        queries=tensors["queries"].values[0, :, 0, :],
-        keys=tensors["storedKeys"].values[0],
-        values=tensors["storedValues"].values[0],
-        scale=np.float32(scale),
-        query_dtype=tensors["queries"].dtype,
-        kv_dtype=tensors["storedKeys"].dtype,
-        output_dtype=tensors["output"].dtype,
-        incoming_keys=tensors["incomingKeys"].values[0, :, 0, :],
-        incoming_values=tensors["incomingValues"].values[0, :, 0, :],
+        queries.values[0, :, 0, :], keys.values[0], values.values[0], np.float32(scale), *dtypes, *incoming
     )
 
 

@@ -45,9 +45,8 @@ SOURCE_SENTENCES = {
     "the output is written in the stored keys' dtype.",
     SINGLE_PASS: "No real kernel is claimed to run exactly this loop; it is the baseline of a kernel without blocks.",
     MLX_RUN: "Not an emulation: the installed MLX library's mx.fast.scaled_dot_product_attention run on this "
-    "machine on "
-    "the packet's exact inputs (stored keys and values with the incoming row at T-1, as the cache holds them "
-    "after the write; scale from scaleBits); its numbers are whatever that library computes here, not the "
+    "machine on the packet's exact inputs (stored keys and values with the incoming row at T-1, as the cache holds "
+    "them after the write; scale from scaleBits); its numbers are whatever that library computes here, not the "
     "engine's GPU.",
 }
 GQA_SENTENCE = (
@@ -67,9 +66,9 @@ UNFUSED_SENTENCES = {
     "properties of the hardware the source does not fix (assumptions, not read from the source).",
 }
 PAGED_HARDWARE_SENTENCE = (
-    "What the source does not fix is assumed: division and the reciprocal 1 / L correctly "
-    "rounded, exp2 correctly rounded (the kernel asks for precise exp2), no denormal flushing, "
-    "and float32 to bfloat16 / float16 conversion by round-to-nearest-even."
+    "What the source does not fix is assumed: division and the reciprocal 1 / L correctly rounded, exp2 correctly "
+    "rounded (the kernel asks for precise exp2), no denormal flushing, and float32 to bfloat16 / float16 "
+    "conversion by round-to-nearest-even."
 )
 HYPOTHESIS_SENTENCES = {
     "exp": {
