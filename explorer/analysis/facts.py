@@ -60,17 +60,11 @@ def nonfinite_map(tensor: NativeTensor) -> NonfiniteMap:
     per_head_token = np.zeros((heads * tokens, len(PER_HEAD_TOKEN_KINDS)), dtype=PER_HEAD_TOKEN_DTYPE)
     np.add.at(per_head_token, (where // channels, _KIND_COLUMN[found]), 1)
     first = np.unravel_index(where[:FIRST_LOCATIONS_LIMIT], (heads, tokens, channels))
-    return NonfiniteMap(
-        tensor=tensor.name,
-        dtype=tensor.dtype,
-        nan=int(counts[QUIET_NAN] + counts[SIGNALING_NAN]),
-        signaling_nan=int(counts[SIGNALING_NAN]),
-        positive_infinity=int(counts[POSITIVE_INFINITY]),
-        negative_infinity=int(counts[NEGATIVE_INFINITY]),
-        first_locations=tuple(zip(*(axis.tolist() for axis in first), strict=True)),
-        kinds=readonly(kinds),
-        per_head_token=readonly(per_head_token.reshape(heads, tokens, len(PER_HEAD_TOKEN_KINDS))),
-    )
+    nan = int(counts[QUIET_NAN] + counts[SIGNALING_NAN])
+    others = (int(counts[kind]) for kind in (SIGNALING_NAN, POSITIVE_INFINITY, NEGATIVE_INFINITY))
+    locations = tuple(zip(*(axis.tolist() for axis in first), strict=True))
+    per_head_token = readonly(per_head_token.reshape(heads, tokens, len(PER_HEAD_TOKEN_KINDS)))
+    return NonfiniteMap(tensor.name, tensor.dtype, nan, *others, locations, readonly(kinds), per_head_token)
 
 
 def bit_positions(xor: np.ndarray, dtype: str) -> np.ndarray:
@@ -132,8 +126,6 @@ def last_row(stored: NativeTensor, incoming: NativeTensor) -> LastRow:
 def tensor_facts(tensors: Mapping[str, NativeTensor]) -> TensorFacts:
     """Nonfinite maps of the six tensors (FACTS_THREADS at once) and the last-row checks of keys and values."""
     maps = run_on_threads(lambda name: nonfinite_map(tensors[name]), TENSOR_NAMES, FACTS_THREADS)
-    return TensorFacts(
-        nonfinite=dict(zip(TENSOR_NAMES, maps, strict=True)),
-        last_row_keys=last_row(tensors["storedKeys"], tensors["incomingKeys"]),
-        last_row_values=last_row(tensors["storedValues"], tensors["incomingValues"]),
-    )
+    keys = last_row(tensors["storedKeys"], tensors["incomingKeys"])
+    values = last_row(tensors["storedValues"], tensors["incomingValues"])
+    return TensorFacts(dict(zip(TENSOR_NAMES, maps, strict=True)), keys, values)

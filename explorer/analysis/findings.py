@@ -44,12 +44,8 @@ def largest_error_finding(numerics: Numerics) -> Finding | None:
         return None
     at = linf_at(primary, block)
     over = "" if primary.eligible_global is None else " (eligible heads)"
-    return finding(
-        "largestError",
-        f"Largest |output - primary reference|{over}: {short_number(block.linf)}{at_text(at)}.",
-        linf=block.linf,
-        linfAt=at,
-    )
+    text = f"Largest |output - primary reference|{over}: {short_number(block.linf)}{at_text(at)}."
+    return finding("largestError", text, linf=block.linf, linfAt=at)
 
 
 def ulp_finding(numerics: Numerics) -> Finding | None:
@@ -59,13 +55,8 @@ def ulp_finding(numerics: Numerics) -> Finding | None:
     if ulp.max is None:
         return None
     if ulp.max == 0:
-        return finding(
-            "ulp",
-            f"ULP max 0: every compared element equals the primary reference rounded to {rounded.dtype}.",
-            max=0,
-            maxAt=None,
-            p99=ulp.p99,
-        )
+        text = f"ULP max 0: every compared element equals the primary reference rounded to {rounded.dtype}."
+        return finding("ulp", text, max=0, maxAt=None, p99=ulp.p99)
     head, channel = largest_at(ulp.distance)
     comparison = rounded.comparison
     said, caveat = ulp_caveat(
@@ -127,26 +118,18 @@ def _score(numerics: Numerics) -> Finding | None:
         return None
     head = worst_score_head(numerics)
     missing = f"; {score.heads_not_compared} of {score.heads} heads not compared" if score.heads_not_compared else ""
-    return finding(
-        "score",
-        f"Score (error / allowance) {short_number(score.value)} at query head {head}{missing}.",
-        score=score.value,
-        worstHead=head,
-        headsNotCompared=score.heads_not_compared,
-    )
+    text = f"Score (error / allowance) {short_number(score.value)} at query head {head}{missing}."
+    return finding("score", text, score=score.value, worstHead=head, headsNotCompared=score.heads_not_compared)
 
 
 def _last_row(analysis: Analysis) -> Finding:
     facts = analysis.facts
     keys, values = facts.last_row_keys, facts.last_row_values
-    return finding(
-        "lastRow",
-        f"Last row: keys {keys.mismatched} of {keys.compared} elements differ, values "
-        f"{values.mismatched} of {values.compared}.",
-        keys=keys.mismatched,
-        values=values.mismatched,
-        compared=keys.compared,
+    text = (
+        f"Last row: keys {keys.mismatched} of {keys.compared} elements differ, values {values.mismatched} of "
+        f"{values.compared}."
     )
+    return finding("lastRow", text, keys=keys.mismatched, values=values.mismatched, compared=keys.compared)
 
 
 def _nonfinite(analysis: Analysis) -> Finding:

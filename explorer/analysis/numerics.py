@@ -56,11 +56,6 @@ def narrowed_labels(dtype: str) -> tuple[str, str, str, str]:
     )
 
 
-def _head_has_nonfinite(facts: TensorFacts, name: str) -> np.ndarray:
-    """bool per head of tensor `name`: any NaN or infinity in that head."""
-    return facts.nonfinite[name].per_head_token.any(axis=(1, 2))
-
-
 def compute_numerics(
     admission: Admission, facts: TensorFacts, timings: MutableMapping[str, float] | None = None
 ) -> Numerics:
@@ -72,7 +67,8 @@ def compute_numerics(
     output = tensors["output"]
     output_values = output.values[0, :, 0, :]
     scale = admission.scale
-    eligible = readonly(eligibility(*(_head_has_nonfinite(facts, name) for name in REFERENCE_INPUTS)))
+    held = (facts.nonfinite[name].per_head_token.any(axis=(1, 2)) for name in REFERENCE_INPUTS)  # NaN or inf per head
+    eligible = readonly(eligibility(*held))
 
     narrow_dtype, narrow_reason = narrowed_query_plan(tensors["queries"].dtype, tensors["storedKeys"].dtype)
     shared = references(tensors, scale, eligible, narrow_dtype)  # a partner with the same inputs computed them
@@ -99,19 +95,12 @@ def compute_numerics(
     narrowed_query = None
     if narrow_dtype is not None:
         label, comparison_label, difference_label, query_label = narrowed_labels(narrow_dtype)
-        narrowed_query = NarrowedQuery(
-            label=label,
-            dtype=narrow_dtype,
-            comparison=compare(comparison_label, output_values, narrowed_reference, eligible),
-            difference_from_primary=compare(
-                difference_label, narrowed_reference, reference, eligible, actual_computed=True
-            ),
-            query_rounding_difference=compare(
-                query_label, narrowed_queries, queries, eligible, reference_computed=False
-            ),
-            query_values=narrowed_queries,
-            reference=narrowed_reference,
+        comparisons = (
+            compare(comparison_label, output_values, narrowed_reference, eligible),
+            compare(difference_label, narrowed_reference, reference, eligible, actual_computed=True),
+            compare(query_label, narrowed_queries, queries, eligible, reference_computed=False),
         )
+        narrowed_query = NarrowedQuery(label, narrow_dtype, *comparisons, narrowed_queries, narrowed_reference)
     fp64 = Fp64Diagnostic(
         label=FP64_LABEL,
         reference_error=compare(FP64_REFERENCE_ERROR_LABEL, reference, exact, eligible, actual_computed=True),
@@ -123,17 +112,10 @@ def compute_numerics(
     if timings is not None:
         timings["reference"] = referenced - started
         timings["comparisons"] = perf_counter() - referenced
+    narrowed = (narrowed_query, narrow_reason)  # the counterfactual, or why there is none
+    weights = readonly(primary.weights)
     return Numerics(
-        eligible=eligible,
-        primary=primary_comparison,
-        rounded_to_output=rounded_to_output,
-        rounded_to_kernel=rounded_to_kernel,
-        narrowed_query=narrowed_query,
-        narrowed_query_reason=narrow_reason,
-        fp64=fp64,
-        attention=attention,
-        weights=readonly(primary.weights),
-        score=score,
+        eligible, primary_comparison, rounded_to_output, rounded_to_kernel, *narrowed, fp64, attention, weights, score
     )
 
 

@@ -21,11 +21,10 @@ SELECTION_FIELDS = (*_IDENTITY_FIELDS, *SELECTION_POSITION, "scaleBits", *_SAMPL
 
 def noise_floor_ratios(numerics: Numerics) -> tuple[float | None, ...]:
     """Per query head: primary linf / FP64 noise-floor linf; None where either is undefined or the floor is 0."""
-    ratios = []
-    for actual, floor in zip(numerics.primary.per_head, numerics.fp64.reference_error.per_head, strict=True):
-        defined = actual.linf is not None and floor.linf is not None and floor.linf > 0
-        ratios.append(actual.linf / floor.linf if defined else None)
-    return tuple(ratios)
+    pairs = zip(numerics.primary.per_head, numerics.fp64.reference_error.per_head, strict=True)
+    return tuple(
+        a.linf / f.linf if a.linf is not None and f.linf is not None and f.linf > 0 else None for a, f in pairs
+    )
 
 
 def worst_ulp_per_head(numerics: Numerics) -> tuple[int | None, ...]:

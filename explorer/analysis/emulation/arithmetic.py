@@ -84,10 +84,7 @@ def reduce_lanes(lanes: np.ndarray, simd: str) -> np.ndarray:
     """The reduction of the 32 lane values on the last axis: the butterfly's lane 0 (lane[j] + lane[j ^ off] for
     off 16..1, keeping only what lane 0 depends on), or the sum in lane order from +0."""
     if simd == SEQUENTIAL:
-        total = np.zeros(lanes.shape[:-1], dtype=np.float32)
-        for lane in range(LANES):
-            total = total + lanes[..., lane]
-        return total
+        return ordered_sum(lanes, axis=-1)
     for offset in BUTTERFLY_OFFSETS:
         lanes = lanes[..., :offset] + lanes[..., offset : 2 * offset]
     return lanes[..., 0]
@@ -217,10 +214,9 @@ def gqa_block_merge(m: np.ndarray, state: np.ndarray, hypotheses: Hypotheses) ->
     inverse = np.where(sums > 0, _ONE / np.where(sums > 0, sums, _ONE), _ZERO)
     normalised = state[..., :-1] * inverse
     weights = sums * natural_exp(hypotheses)(m - top[:, None])[..., None]
-    denominator = ordered_multiply_add(
-        np.moveaxis(weights, 1, 0), np.ones_like(np.moveaxis(weights, 1, 0)), hypotheses.fma
-    )
-    numerator = ordered_multiply_add(np.moveaxis(weights, 1, 0), np.moveaxis(normalised, 1, 0), hypotheses.fma)
+    by_chunk = np.moveaxis(weights, 1, 0)
+    denominator = ordered_multiply_add(by_chunk, np.ones_like(by_chunk), hypotheses.fma)
+    numerator = ordered_multiply_add(by_chunk, np.moveaxis(normalised, 1, 0), hypotheses.fma)
     return top, np.concatenate([numerator, denominator], axis=-1)
 
 

@@ -170,13 +170,6 @@ def paged_sentence(dispatch: str | None, counts: Mapping[str, tuple[int | None, 
     )
 
 
-def paged_reason(dispatch: str | None) -> str:
-    return (
-        f"the packet's backend is paged (dispatch {dispatch}): its output was written by the engine's paged "
-        "kernel, which is not MLX's launch, so no MLX build is attributed"
-    )
-
-
 def attribution(
     shape: PacketShape, emulations: Sequence[Emulation] | None, backend: str | None, dispatch: str | None
 ) -> Attribution | None:
@@ -192,7 +185,11 @@ def attribution(
             dispatcher: (by_id[found].bit_equal, by_id[found].compared, by_id[found].not_emulated)
             for dispatcher, found in PAGED_IDS.items()
         }
-        return Attribution(None, paged_reason(dispatch), paged_sentence(dispatch, counts))
+        reason = (
+            f"the packet's backend is paged (dispatch {dispatch}): its output was written by the engine's paged "
+            "kernel, which is not MLX's launch, so no MLX build is attributed"
+        )
+        return Attribution(None, reason, paged_sentence(dispatch, counts))
     return Attribution(MappingProxyType(block), None, builds_sentence(block, emulations[0].compared))
 
 
@@ -203,14 +200,11 @@ def report_sentence(report: Mapping[str, Any]) -> str | None:
         return builds_sentence(report["builds"], next(iter(entries.values()))["compared"])
     if report.get("buildsReason") is None:
         return None
-    counts = {
-        dispatcher: (
-            None if entries[found]["bitEqual"] is None else entries[found]["bitEqual"]["global"],
-            entries[found]["compared"],
-            entries[found]["notEmulated"],
-        )
-        for dispatcher, found in PAGED_IDS.items()
-    }
+    counts = {}
+    for dispatcher, found in PAGED_IDS.items():
+        entry = entries[found]
+        bit_equal = None if entry["bitEqual"] is None else entry["bitEqual"]["global"]
+        counts[dispatcher] = (bit_equal, entry["compared"], entry["notEmulated"])
     return paged_sentence((report.get("selection") or {}).get("dispatch"), counts)
 
 

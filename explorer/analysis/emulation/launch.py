@@ -145,9 +145,8 @@ def paged_simdgroups(geometry: Geometry, dispatcher: str = "current") -> int | N
 def paged_refusal(geometry: Geometry) -> NotEmulated:
     return NotEmulated(
         PAGED_SHAPE,
-        f"the paged dispatcher refuses D {geometry.head_dim} with QH/KVH {geometry.group}: "
-        "not even one simdgroup fits its "
-        f"{PAGED_THREADGROUP_BYTES}-byte threadgroup memory",
+        f"the paged dispatcher refuses D {geometry.head_dim} with QH/KVH {geometry.group}: not even one simdgroup "
+        f"fits its {PAGED_THREADGROUP_BYTES}-byte threadgroup memory",
     )
 
 

@@ -71,10 +71,8 @@ def run(
     if not available():
         return LibraryRun(not_emulated=missing())
     request = pickle.dumps((queries, keys, values, scale, dtypes, device), protocol=pickle.HIGHEST_PROTOCOL)
-    environment = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join(filter(None, (str(PACKAGE_PARENT), os.environ.get("PYTHONPATH")))),
-    }
+    path = os.pathsep.join(filter(None, (str(PACKAGE_PARENT), os.environ.get("PYTHONPATH"))))
+    environment = {**os.environ, "PYTHONPATH": path}
     try:
         done = subprocess.run(child_command(), input=request, capture_output=True, env=environment, check=False)
     except OSError as error:  # a process or memory limit: no child, no run
@@ -93,10 +91,8 @@ def child_command() -> list[str]:
 
 def _death(exitcode: int | None, device: str) -> str:
     """The sentence of a child that died without answering: the signal that ended it, or its exit status."""
-    if exitcode is not None and exitcode < 0:
-        ended = f"by signal {signal.Signals(-exitcode).name}"
-    else:
-        ended = f"with exit status {exitcode}"
+    signalled = exitcode is not None and exitcode < 0
+    ended = f"by signal {signal.Signals(-exitcode).name}" if signalled else f"with exit status {exitcode}"
     return f"MLX died in its process on this packet ({device}) {ended}; the explorer went on without its numbers"
 
 

@@ -390,15 +390,10 @@ def native_output_bits(
         for name in ("incomingKeys", "incomingValues")
     ]
     with np.errstate(invalid="ignore"):
+        queries = promote(np.asarray(q), query_dtype)[0, :, 0, :]
+        keys, values = (promote(np.asarray(bits), kv_dtype)[0] for bits in (k, v))
         inputs = EmulationInputs(
-            promote(np.asarray(q), query_dtype)[0, :, 0, :],
-            promote(np.asarray(k), kv_dtype)[0],
-            promote(np.asarray(v), kv_dtype)[0],
-            np.float32(scale),
-            query_dtype,
-            kv_dtype,
-            output_dtype,
-            *incoming,
+            queries, keys, values, np.float32(scale), query_dtype, kv_dtype, output_dtype, *incoming
         )
     (spec,) = resolve_all(emulation_id, inputs.shape)
     if spec.run is None:

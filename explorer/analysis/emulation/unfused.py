@@ -61,17 +61,18 @@ def mlx_exp(x: np.ndarray) -> np.ndarray:
     return np.where(x < -MLX_EXP_LIMIT, np.float32(0.0), result)
 
 
+def _products(weights: np.ndarray, values: np.ndarray, tokens: slice) -> np.ndarray:
+    """w[t] * V[t] [t, KVH, g, D] of the tokens `tokens` (weights [KVH, g, T], values [KVH, T, D]), each rounded."""
+    return np.moveaxis(weights[:, :, tokens], 2, 0)[..., None] * np.moveaxis(values[:, tokens], 1, 0)[:, :, None, :]
+
+
 def _weighted_sequential(weights: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """sum over t of w[t] * V[t], [KVH, g, D], in token order from +0 (weights [KVH, g, T], values [KVH, T, D])."""
+    """sum over t of w[t] * V[t], [KVH, g, D], in token order from +0."""
     kv_heads, group, tokens = weights.shape
     total = np.zeros((kv_heads, group, values.shape[2]), dtype=np.float32)
     step = max(1, WEIGHTED_CHUNK_ELEMENTS // total.size)
     for lo in range(0, tokens, step):
-        terms = (
-            np.moveaxis(weights[:, :, lo : lo + step], 2, 0)[..., None]
-            * np.moveaxis(values[:, lo : lo + step], 1, 0)[:, :, None, :]
-        )
-        for term in terms:
+        for term in _products(weights, values, slice(lo, lo + step)):
             np.add(total, term, out=total)
     return total
 
@@ -82,11 +83,7 @@ def _weighted_lanes(weights: np.ndarray, values: np.ndarray, simd: str) -> np.nd
     lanes = np.zeros((LANES, kv_heads, group, values.shape[2]), dtype=np.float32)
     for lo in range(0, tokens, LANES):
         count = min(LANES, tokens - lo)
-        terms = (
-            np.moveaxis(weights[:, :, lo : lo + count], 2, 0)[..., None]
-            * np.moveaxis(values[:, lo : lo + count], 1, 0)[:, :, None, :]
-        )
-        lanes[:count] += terms
+        lanes[:count] += _products(weights, values, slice(lo, lo + count))
     return reduce_lanes(np.moveaxis(lanes, 0, -1), simd)
 
 
