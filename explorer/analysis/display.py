@@ -1,6 +1,7 @@
-"""Inline display of core results (Jupyter, `pn.panel`), delegated to a display module imported on first use.
+"""Inline display of core results (Jupyter, `pn.panel`), delegated to a display module.
 
-Naming that module (explorer.notebook.packet, explorer.notebook.pair) by string keeps the core free of the UI.
+Imported on first use, that module (explorer.notebook.packet, explorer.notebook.pair) is named by string: the
+core stays free of the UI.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The packet score: each output element's error over its allowance (output rounding plus FP64 noise floor).
+"""The packet score: each output element's error over its allowance (output rounding plus noise floor).
 
 A score is a ratio, never a verdict. For element `e` of query head `h`:
 

@@ -50,13 +50,6 @@ def available() -> bool:
         return False
 
 
-def missing() -> NotEmulated:
-    return NotEmulated(
-        NO_LIBRARY,
-        f"MLX is not installed here; install the extra with {INSTALL_HINT} to run the real library on this packet",
-    )
-
-
 def _gpu_class(mx: Any) -> str:
     """The GPU's class for MLX's launch rule: the last letter of its architecture name (s, d), else "other"."""
     letter = str(mx.metal.device_info().get("architecture", ""))[-1:]
@@ -69,7 +62,8 @@ def run(
     """mx.fast.scaled_dot_product_attention(q, k, v, scale) on `device` ("default", "cpu" or "gpu"), in a child,
     on float32 values of `dtypes` cast back exactly; a library that is missing, raises or dies gives no values."""
     if not available():
-        return LibraryRun(not_emulated=missing())
+        hint = f"install the extra with {INSTALL_HINT} to run the real library on this packet"
+        return LibraryRun(not_emulated=NotEmulated(NO_LIBRARY, f"MLX is not installed here; {hint}"))
     request = pickle.dumps((queries, keys, values, scale, dtypes, device), protocol=pickle.HIGHEST_PROTOCOL)
     path = os.pathsep.join(filter(None, (str(PACKAGE_PARENT), os.environ.get("PYTHONPATH"))))
     environment = {**os.environ, "PYTHONPATH": path}
