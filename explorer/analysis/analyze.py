@@ -1,13 +1,9 @@
-"""analyze(path): admission, tensor facts, numerics and the final status.
+"""analyze(path): admission, tensor facts, numerics and the final status, cached by content; no UI.
 
-Cached by verified content hashes; no UI.
-
-Admission (reading and hashing every file) runs on every call. The tensor facts,
-numerics and after-numerics reasons are reused when the content key matches: the
-SHA-256 of packet.json and the verified SHA-256 of the metadata file and of every
-tensor file. Paths, sizes and modification times never enter the key. The cache is
-process-wide, bounded in entries and in the bytes of the arrays it holds, and one
-content is computed once even when several threads ask for it at the same time.
+Admission (reading and hashing every file) runs on every call. The facts, numerics and after-numerics reasons
+are reused when the content key matches: the SHA-256 of packet.json and the verified SHA-256 of the metadata
+and of every tensor file (never paths, sizes or times). The cache is process-wide, bounded in entries and in
+array bytes, and one content is computed once however many threads ask for it at the same time.
 """
 
 from __future__ import annotations
@@ -77,11 +73,6 @@ def array_bytes(value: Any) -> int:
     if isinstance(value, Mapping):
         return sum(array_bytes(item) for item in value.values())
     return 0
-
-
-def cached_bytes() -> int:
-    """The array bytes the cache holds now."""
-    return _cache.held_bytes()
 
 
 def content_key(admission: Admission) -> ContentKey | None:
@@ -170,11 +161,8 @@ def _emulations(
     emulated: Sequence[EmulatedOutput] | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> Scored:
-    """The scored emulations `ids` of an analysed packet and their counts, computed once per content key and ids.
-
-    `emulated`: the emulated outputs of `ids` already run on identical inputs (a pair's other
-    side), scored here instead of run again. `progress(done, total)` follows a computation.
-    """
+    """The scored emulations `ids` of an analysed packet and their counts, computed once per content key and ids;
+    `emulated`: outputs of `ids` already run on identical inputs (a pair's other side), scored, not run again."""
 
     def computed() -> Scored:
         from explorer.analysis.emulation import emulations_for  # the emulation machinery loads when first asked for
@@ -223,11 +211,7 @@ def emulations_of(
     emulated: Sequence[EmulatedOutput] | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> Scored | None:
-    """The scored emulations of `request` on an existing analysis and their counts (None without numerics), cached as
-    analyze's.
-
-    `emulated` as for `_emulations`: outputs of the same ids on identical inputs, scored, not run.
-    """
+    """`_emulations` of `request` on an existing analysis (None without numerics), cached as analyze's."""
     found = _emulation_key(analysis, request)
     if found is None:
         return None
@@ -252,12 +236,10 @@ def analyze(
 ) -> Analysis:
     """The analysis of the packet at `path` (a directory or its packet.json); never raises for packet content.
 
-    When `timings` is given it receives seconds per stage: "admission", and on a
-    cache miss "facts", "reference" and "comparisons" (and "emulations" when they
-    are computed); "cached" is 1.0 on a hit, 0.0 otherwise. `emulate` is None, "default",
-    "sweep" or emulation ids (docs/emulations.md, Ids); an unknown kernel, parameter or value raises
-    EmulationIdError before anything is read. Emulations exist only when numerics do. `admission`: the
-    admission of `path` this process made earlier (the command line reads the packet ahead, explorer/launch.py).
+    `timings` receives seconds per stage ("admission"; on a miss "facts", "reference", "comparisons",
+    "emulations") and "cached" (1.0 on a hit). `emulate`: None, a named set or emulation ids (docs/emulations.md,
+    Ids); an unknown one raises EmulationIdError before anything is read. `admission`: one this process made
+    earlier of `path` (explorer/launch.py reads the packet ahead).
     """
     if emulate is not None:
         # the emulation machinery (about a tenth of the analysis modules' import time) loads only when asked for
@@ -283,13 +265,4 @@ def analyze(
         ids = normalised_ids(emulate, shape_of(admission.tensors))
         if numerics is not None:
             emulations, counts = _emulations(key, admission, numerics, ids, timings)
-    return Analysis(
-        admission=admission,
-        status=_status(admission, reasons, numerics),
-        reasons=reasons,
-        facts=facts,
-        numerics=numerics,
-        emulations=emulations,
-        emulation_counts=counts,
-        emulations_requested=ids,
-    )
+    return Analysis(admission, _status(admission, reasons, numerics), reasons, facts, numerics, emulations, ids, counts)

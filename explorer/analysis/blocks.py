@@ -1,10 +1,7 @@
 """The blocks the JSON reports share, and JSON-safe numbers; pure serialization, no I/O.
 
-The shared blocks of the JSON reports (docs/report.md, docs/pairs.md, docs/replay.md) (metrics, comparisons,
-ULP, emulation entries, runtime, limitations) and JSON-safe numbers; pure serialization, no I/O.
-
-The packet report (analysis/report.py), the comparison report (pair/report.py) and
-any later report build their common parts here, so one key is spelled in one place.
+The packet, pair and replay reports build their common parts here (metrics, comparisons, ULP, emulation
+entries, runtime, limitations), so one key is spelled in one place.
 """
 
 from __future__ import annotations
@@ -58,8 +55,7 @@ def finite(value: float | None) -> float | None:
 
 
 def metrics_block(m: Metrics) -> dict[str, Any]:
-    """The metrics block (docs/report.md, The report's keys: M): linf, rmse, relativeL2, undefinedReason, nonfinite
-    counts."""
+    """The metrics block M (docs/report.md)."""
     return {
         "linf": finite(m.linf),
         "rmse": finite(m.rmse),
@@ -75,19 +71,13 @@ def location_block(at: tuple[int, int] | None) -> dict[str, int] | None:
 
 
 def linf_at(c: Comparison, metrics: Metrics) -> dict[str, int] | None:
-    """Where the global or eligible-heads block `metrics` of `c` has its linf; None when its linf is None or 0 (then
-    no element stands out).
-
-    Every element such a block covers has its |error| in c.abs_error (NaN elsewhere), so its linf is the
-    largest defined value there."""
+    """Where block `metrics` of `c` has its linf (largest defined c.abs_error); None when it is None or 0."""
     return None if not metrics.linf else location_block(largest_at(c.abs_error))
 
 
-def head_linf_at(c: Comparison, head: int) -> dict[str, int] | None:
+def _head_linf_at(c: Comparison, head: int) -> dict[str, int] | None:
     """Where query head `head` of `c` has its linf; None when that head's linf is None or 0."""
-    if not c.per_head[head].linf:
-        return None
-    return location_block((head, largest_at(c.abs_error[head : head + 1])[1]))
+    return location_block((head, largest_at(c.abs_error[head : head + 1])[1])) if c.per_head[head].linf else None
 
 
 def global_block(c: Comparison) -> dict[str, Any]:
@@ -95,23 +85,17 @@ def global_block(c: Comparison) -> dict[str, Any]:
     return {**metrics_block(c.global_metrics), "linfAt": linf_at(c, c.global_metrics)}
 
 
-def per_head_block(c: Comparison, group: int) -> list[dict[str, Any]]:
-    """One metrics block per query head, with its query and KV head index (`group` query heads per KV head) and the
-    element of its linf (`linfAt`)."""
-    return [
-        {**metrics_block(m), "queryHead": h, "kvHead": h // group, "linfAt": head_linf_at(c, h)}
+def comparison_block(c: Comparison, group: int) -> dict[str, Any]:
+    """The comparison block C (docs/report.md): global and per-head metrics (`group` query heads per KV head)."""
+    per_head = [
+        {**metrics_block(m), "queryHead": h, "kvHead": h // group, "linfAt": _head_linf_at(c, h)}
         for h, m in enumerate(c.per_head)
     ]
-
-
-def comparison_block(c: Comparison, group: int) -> dict[str, Any]:
-    """The comparison block (docs/report.md: C): global metrics and the per-head list, each with the element of its
-    linf."""
-    return {"global": global_block(c), "perHead": per_head_block(c, group)}
+    return {"global": global_block(c), "perHead": per_head}
 
 
 def ulp_block(u: Ulp) -> dict[str, Any]:
-    """The ULP block (docs/report.md: U): max and where it is (`maxAt`), p99, nonfinite pairs and the histogram."""
+    """The ULP block U (docs/report.md)."""
     return {
         "max": u.max,
         "maxAt": location_block(largest_at(u.distance) if u.max else None),
@@ -127,8 +111,7 @@ def count_block(count: int | None, per_head) -> dict[str, Any] | None:
 
 
 def emulation_block(e: Emulation, group: int) -> dict[str, Any]:
-    """One emulation entry (docs/emulations.md: with resolved,
-    notEmulated, bitEqualDecisive and library)."""
+    """One emulation entry (docs/emulations.md)."""
     return {
         "id": e.id,
         "kernel": e.kernel,
@@ -164,9 +147,8 @@ def score_block(s: Score) -> dict[str, Any]:
 def installed_version(distribution: str) -> str | None:
     """The installed version of a distribution, read from its metadata without importing it (None if absent).
 
-    The first `NAME-VERSION.dist-info` directory on sys.path names it, as importlib.metadata would find
-    it; importlib.metadata itself (about 20 ms of imports, a tenth of a CLI analysis beyond its floor) is
-    asked only when no such directory exists (an egg or a zip on the path).
+    The first `NAME-VERSION.dist-info` on sys.path names it; importlib.metadata (about 20 ms of imports, a tenth
+    of a CLI analysis) is asked only when there is none (an egg or a zip on the path).
     """
     wanted = re.sub(r"[-_.]+", "_", distribution).lower()
     for entry in sys.path:
@@ -188,8 +170,7 @@ def installed_version(distribution: str) -> str | None:
 
 
 def emulation_list(emulations: Sequence[Emulation], group: int) -> list[dict[str, Any]]:
-    """The report's emulation entries in table order (docs/emulations.md, Reading the counts: decisive count, else
-    bitEqual)."""
+    """The report's emulation entries in table order (docs/emulations.md, Reading the counts)."""
     from explorer.analysis.emulation import ranked  # loaded only when a report has emulations, as in analyze
 
     return [emulation_block(e, group) for e in ranked(emulations)]

@@ -1,17 +1,14 @@
-"""Every number the analysis holds about one output element (query head, channel).
+"""Every number the analysis holds about one output element (query head, channel); no I/O, no UI.
 
-Read off an Analysis; no I/O, no UI.
-
-An element is addressed by (head, channel) or by its flat index over the [QH, D]
-output in row-major order (flat = head * D + channel). Nothing here computes a new
-number: values, differences and ULP distances are read from the arrays the
-analysis already holds (NaN differences and -1 distances become None).
+An element is (head, channel) or its flat index over the [QH, D] output (head * D + channel). Nothing here
+computes a new number: values are read from the analysis' arrays (NaN differences, -1 distances become None).
 """
 
 from __future__ import annotations
 
 import math
 import re
+from dataclasses import fields
 from typing import Any
 
 import numpy as np
@@ -46,13 +43,8 @@ class RoundedElement(Record):
 
 @record
 class Element(Record):
-    """Everything about output element [head, channel]: values, native patterns, differences, ULP distances.
-
-    Reference fields are None when `missing` says why (no numerics for the packet,
-    or an ineligible head); a difference or ULP distance is None where it is
-    undefined (nonfinite pair or ineligible head). Differences are |output - x| in
-    FP64 as the comparisons hold them.
-    """
+    """Everything about output element [head, channel]: values, native patterns, differences (|output - x| in
+    FP64), ULP distances; None where undefined, reference fields None when `missing` says why."""
 
     head: int
     channel: int
@@ -149,12 +141,9 @@ def _value(array: np.ndarray, h: int, c: int) -> float:
     return float(array[h, c])
 
 
-def _defined(value: float) -> float | None:
-    return None if math.isnan(value) else value
-
-
 def _difference(comparison: Comparison, h: int, c: int) -> float | None:
-    return _defined(_value(comparison.abs_error, h, c))
+    value = _value(comparison.abs_error, h, c)
+    return None if math.isnan(value) else value
 
 
 def _ulp(ulp: Ulp, h: int, c: int) -> int | None:
@@ -177,11 +166,8 @@ def _rounded(rounded: Rounded | None, h: int, c: int) -> RoundedElement | None:
 
 
 def element(analysis: Analysis, head: Any, channel: Any = None) -> Element:
-    """The record of output element (head, channel), or of a flat index over [QH, D] when `channel` is None.
-
-    Raises ValueError for a packet whose tensors did not verify (nothing to read),
-    TypeError for a non-integer index and IndexError for one outside the output.
-    """
+    """The record of output element (head, channel), or of a flat index over [QH, D] when `channel` is None;
+    ValueError when the tensors did not verify, TypeError for a non-integer index, IndexError outside the output."""
     tensors = analysis.admission.tensors
     if tensors is None or analysis.facts is None:
         raise ValueError(NO_TENSORS)
@@ -200,21 +186,7 @@ def element(analysis: Analysis, head: Any, channel: Any = None) -> Element:
     }
     numerics = analysis.numerics
     if numerics is None:
-        return Element(
-            **record,
-            kv_head=None,
-            eligible=None,
-            primary=None,
-            primary_difference=None,
-            fp64=None,
-            fp64_difference=None,
-            rounded_to_output=None,
-            rounded_to_kernel=None,
-            narrowed_query=None,
-            narrowed_query_difference=None,
-            narrowed_query_reason=None,
-            missing=NO_NUMERICS,
-        )
+        return Element(**{**dict.fromkeys(item.name for item in fields(Element)), **record, "missing": NO_NUMERICS})
     eligible = bool(numerics.eligible[h])
     narrowed = numerics.narrowed_query
     return Element(

@@ -1,31 +1,21 @@
 """exp, exp2 and log of float64 arrays from IEEE-exact numpy operations, the same bits on every CPU.
 
-No I/O.
+numpy's own loops depend on the CPU (AVX-512, AVX2 or libc) and round differently (other noise floors and
+softmax weights on one packet). Here every step is one IEEE 754 defines to the bit, within one or two ulps of
+the true value (tests/analysis/test_elementary.py, against 60-digit decimals):
 
-numpy's own `exp`, `exp2` and `log` choose their loop by the CPU they run on (AVX-512,
-AVX2 or the C library), and these round differently: one packet gave other float64
-noise floors and entropies where AVX-512 was missing, and other float32 softmax
-weights without AVX2. Here every step is an operation IEEE 754 defines to the bit
-(+, -, *, /, rint, frexp, integer shifts, a table lookup), so every CPU gives the same
-bits. The results are within one or two units in the last place of the true values
-(tests/analysis/test_elementary.py checks them against 60-digit decimal arithmetic);
-rounded to float32 they give the correctly rounded float32 exp for every bfloat16 and
-float16 input tried.
+- exp(x): x = (32 k + j) ln2 / 32 + r, |r| <= ln2 / 64 (ln2 / 32 in two parts: an exact reduction); exp(r) by
+  Taylor to r^6 / 6! in Horner's order, times 2^(j/32) from a table, times 2^k. exp2: x = k + j / 32 + f, r = f ln2.
+- log(x): x = m 2^e, sqrt(1/2) <= m < sqrt(2), f = m - 1, s = f / (2 + f): log(m) = f - (f^2/2 - s (f^2/2 + R)),
+  R = 2 (s^2/3 + ... + s^22/23) (fdlibm's arrangement); plus e ln2 in two parts.
 
-- exp(x) = 2^(x / ln2): x = (32 k + j) ln2 / 32 + r with |r| <= ln2 / 64 (ln2 / 32 in two
-  parts, so the reduction is exact); exp(r) by its Taylor series to r^6 / 6! in Horner's
-  order, times 2^(j/32) from a table (written out here, checked against 40-digit decimals), times 2^k.
-- exp2(x): the same with x = k + j / 32 + f and r = f ln2.
-- log(x): x = m 2^e with sqrt(1/2) <= m < sqrt(2), f = m - 1, s = f / (2 + f):
-  log(m) = f - (f^2/2 - s (f^2/2 + R)) with R = 2 (s^2/3 + s^4/5 + ... + s^22/23) (fdlibm's
-  arrangement); plus e ln2 in two parts.
-
-Arrays go through in chunks of CHUNK_ELEMENTS, in a workspace of that many elements per row made once per
-call (`_Workspace`); each result is rounded once into the caller's `out` (float32 for a float32 pass).
+Arrays go through in chunks of CHUNK_ELEMENTS in a workspace made once per call; each result is rounded once
+into the caller's `out`.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -91,9 +81,8 @@ def _power_of_two(exponent: np.ndarray) -> np.ndarray:
 
 
 class _Workspace:
-    """The float64, int64 and bool arrays of one chunk, made once per call: every step writes into them (`out=`),
-    so a chunk allocates nothing and a shortage of memory is numpy's MemoryError at the start, never a failure
-    inside a ufunc."""
+    """One chunk's float64, int64 and bool arrays, made once per call: every step writes into them (`out=`), so a
+    shortage of memory is a MemoryError at the start, never inside a ufunc."""
 
     def __init__(self, size: int):
         self.floats = np.empty((6, size))
@@ -160,10 +149,6 @@ def _exp_chunk(x: np.ndarray, work: _Workspace, limit: float = EXP_INPUT_LIMIT, 
     return p
 
 
-def _exp2_chunk(x: np.ndarray, work: _Workspace) -> np.ndarray:
-    return _exp_chunk(x, work, EXP2_INPUT_LIMIT, binary=True)
-
-
 def _log_chunk(x: np.ndarray, work: _Workspace) -> np.ndarray:
     """log of the workspace's chunk `x` (which it overwrites)."""
     (_, e, s, f, z, half_square), (exponent, _), (low, special) = work.of(x.size)
@@ -210,8 +195,7 @@ def _log_chunk(x: np.ndarray, work: _Workspace) -> np.ndarray:
 
 
 def _elementwise(chunk_function, x: np.ndarray, out: np.ndarray | None) -> np.ndarray:
-    """`chunk_function` over float64 chunks of `x`, each result rounded once into `out` (float64 when None; it
-    must be C-contiguous and may be `x` itself)."""
+    """`chunk_function` over float64 chunks of `x`, each rounded once into `out` (C-contiguous, may be `x`)."""
     x = np.asarray(x)
     if out is None:
         out = np.empty(x.shape, dtype=np.float64)
@@ -234,7 +218,7 @@ def exp(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
 
 def exp2(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """2 ** x elementwise, computed in float64: exp2(-inf) = 0, exp2(inf) = inf, NaN stays NaN."""
-    return _elementwise(_exp2_chunk, x, out)
+    return _elementwise(functools.partial(_exp_chunk, limit=EXP2_INPUT_LIMIT, binary=True), x, out)
 
 
 def log(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:

@@ -1,8 +1,4 @@
-"""Tensor facts of a verified packet: nonfinite maps and the bitwise last-row check.
-
-Tensor facts of a verified packet: nonfinite maps of the six tensors and the bitwise last-row check; no I/O,
-no UI.
-"""
+"""Tensor facts of a verified packet: nonfinite maps of the six tensors and the bitwise last-row check."""
 
 from __future__ import annotations
 
@@ -10,6 +6,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from explorer.analysis.metrics import readonly
 from explorer.analysis.result import (
     NEGATIVE_INFINITY,
     POSITIVE_INFINITY,
@@ -39,20 +36,11 @@ _KIND_COLUMN[list(PER_HEAD_TOKEN_KINDS)] = np.arange(len(PER_HEAD_TOKEN_KINDS))
 
 
 def _frozen(array: np.ndarray) -> np.ndarray:
-    """A read-only copy of `array`."""
-    copy = np.array(array, copy=True)
-    copy.flags.writeable = False
-    return copy
-
-
-def _read_only(array: np.ndarray) -> np.ndarray:
-    array.flags.writeable = False
-    return array
+    return readonly(np.array(array, copy=True))
 
 
 def _all_finite(values: np.ndarray) -> bool:
-    """Whether every element is finite: NaN and infinities reach the minimum or the maximum (two passes without a
-    temporary, against four over the bits; the promotion to float32 keeps every NaN and infinity)."""
+    """Whether every element is finite: NaN and infinities reach the minimum or the maximum (no temporary)."""
     return values.size == 0 or bool(np.isfinite(values.min()) and np.isfinite(values.max()))
 
 
@@ -72,17 +60,11 @@ def nonfinite_map(tensor: NativeTensor) -> NonfiniteMap:
     per_head_token = np.zeros((heads * tokens, len(PER_HEAD_TOKEN_KINDS)), dtype=PER_HEAD_TOKEN_DTYPE)
     np.add.at(per_head_token, (where // channels, _KIND_COLUMN[found]), 1)
     first = np.unravel_index(where[:FIRST_LOCATIONS_LIMIT], (heads, tokens, channels))
-    return NonfiniteMap(
-        tensor=tensor.name,
-        dtype=tensor.dtype,
-        nan=int(counts[QUIET_NAN] + counts[SIGNALING_NAN]),
-        signaling_nan=int(counts[SIGNALING_NAN]),
-        positive_infinity=int(counts[POSITIVE_INFINITY]),
-        negative_infinity=int(counts[NEGATIVE_INFINITY]),
-        first_locations=tuple(zip(*(axis.tolist() for axis in first), strict=True)),
-        kinds=_read_only(kinds),
-        per_head_token=_read_only(per_head_token.reshape(heads, tokens, len(PER_HEAD_TOKEN_KINDS))),
-    )
+    nan = int(counts[QUIET_NAN] + counts[SIGNALING_NAN])
+    others = (int(counts[kind]) for kind in (SIGNALING_NAN, POSITIVE_INFINITY, NEGATIVE_INFINITY))
+    locations = tuple(zip(*(axis.tolist() for axis in first), strict=True))
+    per_head_token = readonly(per_head_token.reshape(heads, tokens, len(PER_HEAD_TOKEN_KINDS)))
+    return NonfiniteMap(tensor.name, tensor.dtype, nan, *others, locations, readonly(kinds), per_head_token)
 
 
 def bit_positions(xor: np.ndarray, dtype: str) -> np.ndarray:
@@ -121,7 +103,7 @@ def last_row(stored: NativeTensor, incoming: NativeTensor) -> LastRow:
     dtype = stored.dtype
     stored_bits = _frozen(stored.bits[0, :, -1, :])
     incoming_bits = _frozen(incoming.bits[0, :, 0, :])
-    xor = _read_only(stored_bits ^ incoming_bits)
+    xor = readonly(stored_bits ^ incoming_bits)
     bit_position_counts = bit_positions(xor, dtype)
     differs = xor != 0
     return LastRow(
@@ -136,17 +118,14 @@ def last_row(stored: NativeTensor, incoming: NativeTensor) -> LastRow:
         xor=xor,
         stored_values=_frozen(stored.values[0, :, -1, :]),
         incoming_values=_frozen(incoming.values[0, :, 0, :]),
-        field_mask=_read_only(field_mask(xor, dtype)),
-        bit_position_counts=_read_only(bit_position_counts),
+        field_mask=readonly(field_mask(xor, dtype)),
+        bit_position_counts=readonly(bit_position_counts),
     )
 
 
 def tensor_facts(tensors: Mapping[str, NativeTensor]) -> TensorFacts:
-    """Nonfinite maps of the six tensors (in TENSOR_NAMES order, FACTS_THREADS tensors at once) and the last-row
-    checks of keys and values."""
+    """Nonfinite maps of the six tensors (FACTS_THREADS at once) and the last-row checks of keys and values."""
     maps = run_on_threads(lambda name: nonfinite_map(tensors[name]), TENSOR_NAMES, FACTS_THREADS)
-    return TensorFacts(
-        nonfinite=dict(zip(TENSOR_NAMES, maps, strict=True)),
-        last_row_keys=last_row(tensors["storedKeys"], tensors["incomingKeys"]),
-        last_row_values=last_row(tensors["storedValues"], tensors["incomingValues"]),
-    )
+    keys = last_row(tensors["storedKeys"], tensors["incomingKeys"])
+    values = last_row(tensors["storedValues"], tensors["incomingValues"])
+    return TensorFacts(dict(zip(TENSOR_NAMES, maps, strict=True)), keys, values)

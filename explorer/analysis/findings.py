@@ -1,14 +1,7 @@
-"""A packet's findings: one sentence per fact with its numbers and where its worst value is.
+"""A packet's findings: one sentence per fact with its numbers and where its worst value is; no I/O.
 
-A packet's findings: one sentence per fact with its numbers, each worst value with the element where it is; no I/O,
-no UI.
-
-The sentences are the ones the overview's captions, the command line and the
-findings file (`NAME.findings.md`, docs/report.md) quote: status and reasons, the
-score and its head, the largest |output - primary reference| and the largest ULP
-distance to the rounded reference, each at its element, the last-row check, the
-nonfinite counts and, when computed, the emulations that reproduce the output.
-Numbers are printed by explorer.foundations.formatting; they state, never judge.
+The overview's captions, the command line and `NAME.findings.md` (docs/report.md) quote these sentences; they
+state, never judge.
 """
 
 from __future__ import annotations
@@ -51,12 +44,8 @@ def largest_error_finding(numerics: Numerics) -> Finding | None:
         return None
     at = linf_at(primary, block)
     over = "" if primary.eligible_global is None else " (eligible heads)"
-    return finding(
-        "largestError",
-        f"Largest |output - primary reference|{over}: {short_number(block.linf)}{at_text(at)}.",
-        linf=block.linf,
-        linfAt=at,
-    )
+    text = f"Largest |output - primary reference|{over}: {short_number(block.linf)}{at_text(at)}."
+    return finding("largestError", text, linf=block.linf, linfAt=at)
 
 
 def ulp_finding(numerics: Numerics) -> Finding | None:
@@ -66,13 +55,8 @@ def ulp_finding(numerics: Numerics) -> Finding | None:
     if ulp.max is None:
         return None
     if ulp.max == 0:
-        return finding(
-            "ulp",
-            f"ULP max 0: every compared element equals the primary reference rounded to {rounded.dtype}.",
-            max=0,
-            maxAt=None,
-            p99=ulp.p99,
-        )
+        text = f"ULP max 0: every compared element equals the primary reference rounded to {rounded.dtype}."
+        return finding("ulp", text, max=0, maxAt=None, p99=ulp.p99)
     head, channel = largest_at(ulp.distance)
     comparison = rounded.comparison
     said, caveat = ulp_caveat(
@@ -98,9 +82,8 @@ ULP_CAVEATS = {
 
 
 def ulp_caveat(values: Mapping[str, float], dtype: str) -> tuple[str, dict[str, Any]]:
-    """Why a worst ULP distance between two named values of `dtype` is large by construction, said with their
-    absolute difference ("" and {} when it is not): "zero" (opposite signs) or "subnormals" (the smaller magnitude
-    below the dtype's smallest normal). The numbers: {"Across": the reason, "AbsDifference": |first - second|}."""
+    """Why a worst ULP distance between two named values of `dtype` is large by construction ("" and {} when it is
+    not): "zero" (opposite signs) or "subnormals", said with |difference|; numbers {"Across", "AbsDifference"}."""
     (first_name, first), (second_name, second) = ((name, float(value)) for name, value in values.items())
     if math.copysign(1.0, first) != math.copysign(1.0, second) and (first or second):
         across = "zero"
@@ -117,24 +100,16 @@ def ulp_caveat(values: Mapping[str, float], dtype: str) -> tuple[str, dict[str, 
 
 
 def _status(analysis: Analysis) -> Finding:
-    if analysis.status == REFUSED:
-        codes = [p.code for p in analysis.admission.refusals]
-        return finding(
-            "status",
-            f"Refused at admission ({', '.join(dict.fromkeys(codes))}): nothing numeric was "
-            "computed, the packet cannot be trusted.",
-            status=analysis.status,
-            codes=codes,
-        )
-    codes = [r.code for r in analysis.reasons]
-    if codes:
-        return finding(
-            "status",
-            f"Inconclusive ({', '.join(dict.fromkeys(codes))}): what the packet allows is still computed.",
-            status=analysis.status,
-            codes=codes,
-        )
-    return finding("status", f"Status {analysis.status}.", status=analysis.status, codes=[])
+    refused = analysis.status == REFUSED
+    codes = [p.code for p in (analysis.admission.refusals if refused else analysis.reasons)]
+    listed = ", ".join(dict.fromkeys(codes))
+    if refused:
+        text = f"Refused at admission ({listed}): nothing numeric was computed, the packet cannot be trusted."
+    elif codes:
+        text = f"Inconclusive ({listed}): what the packet allows is still computed."
+    else:
+        text = f"Status {analysis.status}."
+    return finding("status", text, status=analysis.status, codes=codes)
 
 
 def _score(numerics: Numerics) -> Finding | None:
@@ -143,26 +118,18 @@ def _score(numerics: Numerics) -> Finding | None:
         return None
     head = worst_score_head(numerics)
     missing = f"; {score.heads_not_compared} of {score.heads} heads not compared" if score.heads_not_compared else ""
-    return finding(
-        "score",
-        f"Score (error / allowance) {short_number(score.value)} at query head {head}{missing}.",
-        score=score.value,
-        worstHead=head,
-        headsNotCompared=score.heads_not_compared,
-    )
+    text = f"Score (error / allowance) {short_number(score.value)} at query head {head}{missing}."
+    return finding("score", text, score=score.value, worstHead=head, headsNotCompared=score.heads_not_compared)
 
 
 def _last_row(analysis: Analysis) -> Finding:
     facts = analysis.facts
     keys, values = facts.last_row_keys, facts.last_row_values
-    return finding(
-        "lastRow",
-        f"Last row: keys {keys.mismatched} of {keys.compared} elements differ, values "
-        f"{values.mismatched} of {values.compared}.",
-        keys=keys.mismatched,
-        values=values.mismatched,
-        compared=keys.compared,
+    text = (
+        f"Last row: keys {keys.mismatched} of {keys.compared} elements differ, values {values.mismatched} of "
+        f"{values.compared}."
     )
+    return finding("lastRow", text, keys=keys.mismatched, values=values.mismatched, compared=keys.compared)
 
 
 def _nonfinite(analysis: Analysis) -> Finding:
@@ -177,8 +144,7 @@ def _nonfinite(analysis: Analysis) -> Finding:
 
 
 def reproducing(emulations) -> tuple[list[str], int, int] | None:
-    """(ids, bit-equal, compared) of the emulations that reproduce an output bit for bit, else of the one with the
-    most bit-equal elements (the first in request order on a tie); None when no emulation has numbers."""
+    """(ids, bit-equal, compared) of the emulations that reproduce an output, else of the nearest (first on a tie)."""
     entries = [e for e in emulations or () if e.bit_equal is not None]
     if not entries:
         return None
@@ -216,8 +182,7 @@ def builds_finding(analysis: Analysis) -> Finding | None:
 
 
 def packet_findings(analysis: Analysis) -> tuple[Finding, ...]:
-    """The packet's findings in reading order (only the status for a refused packet); the builds sentence, when
-    computed, leads."""
+    """The packet's findings in reading order (only the status for a refused packet), the builds sentence first."""
     if analysis.status == REFUSED:
         return (_status(analysis),)
     found = [builds_finding(analysis), _status(analysis)]

@@ -1,7 +1,4 @@
-"""The memory an analysis needs for a packet's geometry, and the room this process has.
-
-The memory an analysis needs, as a function of the packet's geometry, and the room this process has; no packet
-I/O.
+"""The memory an analysis needs for a packet's geometry, and the room this process has; no packet I/O.
 
 The bound (docs/report.md, "Memory"): beyond the interpreter with numpy and the explorer loaded,
 `analyze` holds at most
@@ -46,17 +43,6 @@ def payload_bytes(admission: Admission) -> int:
     return sum(admission.tensors[name].byte_count for name in TENSOR_NAMES)
 
 
-def _geometry(admission: Admission) -> tuple[int, int, int]:
-    """(QH, T, D) of an admitted packet."""
-    _, query_heads, _, head_dim = admission.tensors["queries"].shape
-    return query_heads, admission.tensors["storedKeys"].shape[2], head_dim
-
-
-def facts_bytes(payload: int) -> int:
-    """The most the tensor facts allocate for a payload of `payload` bytes."""
-    return FACTS_PER_PAYLOAD_BYTE * payload
-
-
 def numerics_bytes(query_heads: int, tokens: int, head_dim: int) -> int:
     """The most the references, comparisons and diagnostics allocate for this geometry (weights included)."""
     return (
@@ -69,22 +55,24 @@ def numerics_bytes(query_heads: int, tokens: int, head_dim: int) -> int:
 
 def bound_bytes(payload: int, query_heads: int, tokens: int, head_dim: int) -> int:
     """The documented bound on what `analyze` holds beyond the loaded interpreter (module docstring)."""
-    return ADMISSION_PER_PAYLOAD_BYTE * payload + facts_bytes(payload) + numerics_bytes(query_heads, tokens, head_dim)
+    per_payload_byte = ADMISSION_PER_PAYLOAD_BYTE + FACTS_PER_PAYLOAD_BYTE
+    return per_payload_byte * payload + numerics_bytes(query_heads, tokens, head_dim)
 
 
 def analysis_bound(admission: Admission) -> int:
     """`bound_bytes` of an admitted packet."""
-    return bound_bytes(payload_bytes(admission), *_geometry(admission))
+    return ADMISSION_PER_PAYLOAD_BYTE * payload_bytes(admission) + facts_need(admission) + numerics_need(admission)
 
 
 def facts_need(admission: Admission) -> int:
-    """`facts_bytes` of an admitted packet."""
-    return facts_bytes(payload_bytes(admission))
+    """The most the tensor facts of an admitted packet allocate."""
+    return FACTS_PER_PAYLOAD_BYTE * payload_bytes(admission)
 
 
 def numerics_need(admission: Admission) -> int:
     """`numerics_bytes` of an admitted packet."""
-    return numerics_bytes(*_geometry(admission))
+    _, query_heads, _, head_dim = admission.tensors["queries"].shape
+    return numerics_bytes(query_heads, admission.tensors["storedKeys"].shape[2], head_dim)
 
 
 def address_space_room() -> int | None:

@@ -1,12 +1,7 @@
 """Metric blocks (FP64 linf / rmse / relativeL2), comparisons, rounded references and ULP distances.
 
-No I/O.
-
-Per-head eligibility applies to every block: an ineligible head's metrics are
-None with "nonfinite_inputs". Nonfinite counts cover the values that exist: the
-rows of a computed array (a reference, or anything derived from one) for an
-ineligible head were never computed and count as zero; data arrays (the output,
-the queries) are counted in full.
+An ineligible head's metrics are None with "nonfinite_inputs". Nonfinite counts cover the values that exist:
+a computed array's rows of an ineligible head were never computed and count as zero; data arrays count in full.
 """
 
 from __future__ import annotations
@@ -131,13 +126,8 @@ def compare(
     actual_computed: bool = False,
     reference_computed: bool = True,
 ) -> Comparison:
-    """Per-head, global and eligible-only metrics of `actual` [QH, D] against `reference` [QH, D].
-
-    `*_computed` says whether an array was computed from the inputs (its ineligible
-    rows hold no values) or is packet data. `global` is None-valued with
-    "nonfinite_inputs" unless every head is eligible; `eligible_global` exists only
-    when some but not all heads are eligible. Both arrays are stored read-only.
-    """
+    """Per-head, global and eligible-only metrics of `actual` [QH, D] against `reference` [QH, D] (both stored
+    read-only); `*_computed`: computed from the inputs (no values in ineligible rows), not packet data."""
     stats = _RowStatistics(actual, reference, eligible, actual_computed, reference_computed)
     heads = np.arange(eligible.size)
     eligible_heads = np.flatnonzero(eligible)
@@ -145,15 +135,8 @@ def compare(
     global_metrics = stats.block(heads, bool(eligible.all()))
     eligible_global = stats.block(eligible_heads, True) if 0 < eligible_heads.size < eligible.size else None
     abs_error = np.where(stats.pair_finite & eligible[:, None], stats.abs_diff, np.nan)
-    return Comparison(
-        label=label,
-        global_metrics=global_metrics,
-        per_head=per_head,
-        eligible_global=eligible_global,
-        actual=readonly(actual),
-        reference=readonly(reference),
-        abs_error=readonly(abs_error),
-    )
+    arrays = (readonly(actual), readonly(reference), readonly(abs_error))
+    return Comparison(label, global_metrics, per_head, eligible_global, *arrays)
 
 
 def largest_at(values: np.ndarray) -> tuple[int, int] | None:
@@ -171,10 +154,7 @@ def _bucket_bounds(index: int) -> tuple[int, int]:
 
 
 def ulp_distance(actual_bits: np.ndarray, reference_bits: np.ndarray, dtype: str, eligible: np.ndarray) -> Ulp:
-    """ULP distances in units of `dtype` between two [QH, D] bit arrays, over eligible heads' finite pairs.
-
-    p99 is the nearest-rank percentile: the ceil(0.99 n)-th smallest distance.
-    """
+    """ULP distances in `dtype` units between two [QH, D] bit arrays over eligible finite pairs; p99 nearest-rank."""
     finite = np.isfinite(promote(actual_bits, dtype)) & np.isfinite(promote(reference_bits, dtype))
     rows = np.broadcast_to(eligible[:, None], finite.shape)
     defined = finite & rows
@@ -199,18 +179,8 @@ def rounded(
     reference: np.ndarray,
     eligible: np.ndarray,
 ) -> Rounded:
-    """The float32 `reference` rounded (RNE) to `dtype`, compared with the output.
-
-    `output_values` [QH, D] float32 enter the metrics; `output_bits` are the output
-    in `dtype` bit patterns for the ULP distances. `identity` is True for float32.
-    """
+    """The float32 `reference` rounded (RNE) to `dtype`, compared with the output's values and `dtype` bits."""
     bits = round_bits(reference, dtype)
     comparison = compare(label, output_values, promote(bits, dtype), eligible)
-    return Rounded(
-        label=label,
-        dtype=dtype,
-        identity=dtype == "float32",
-        comparison=comparison,
-        ulp=ulp_distance(output_bits, bits, dtype, eligible),
-        rounded_bits=readonly(bits),
-    )
+    ulp = ulp_distance(output_bits, bits, dtype, eligible)
+    return Rounded(label, dtype, dtype == "float32", comparison, ulp, readonly(bits))

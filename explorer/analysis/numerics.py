@@ -1,7 +1,4 @@
-"""compute_numerics (references, comparisons, attention diagnostics) and the after-numerics reasons.
-
-No I/O, no UI.
-"""
+"""compute_numerics (references, comparisons, attention diagnostics) and the after-numerics reasons."""
 
 from __future__ import annotations
 
@@ -59,21 +56,10 @@ def narrowed_labels(dtype: str) -> tuple[str, str, str, str]:
     )
 
 
-def _head_has_nonfinite(facts: TensorFacts, name: str) -> np.ndarray:
-    """bool per head of tensor `name`: any NaN or infinity in that head."""
-    return facts.nonfinite[name].per_head_token.any(axis=(1, 2))
-
-
 def compute_numerics(
     admission: Admission, facts: TensorFacts, timings: MutableMapping[str, float] | None = None
 ) -> Numerics:
-    """Every reference, comparison and diagnostic of docs/report.md, How the numbers are computed for an admitted
-    packet.
-
-    Requires `admission.numerics_allowed`. When `timings` is given, the seconds
-    spent on the references ("reference") and the comparisons ("comparisons") are
-    stored in it.
-    """
+    """Every reference, comparison and diagnostic of docs/report.md for a packet whose numerics are allowed."""
     started = perf_counter()
     tensors = admission.tensors
     queries = tensors["queries"].values[0, :, 0, :]
@@ -81,7 +67,8 @@ def compute_numerics(
     output = tensors["output"]
     output_values = output.values[0, :, 0, :]
     scale = admission.scale
-    eligible = readonly(eligibility(*(_head_has_nonfinite(facts, name) for name in REFERENCE_INPUTS)))
+    held = (facts.nonfinite[name].per_head_token.any(axis=(1, 2)) for name in REFERENCE_INPUTS)  # NaN or inf per head
+    eligible = readonly(eligibility(*held))
 
     narrow_dtype, narrow_reason = narrowed_query_plan(tensors["queries"].dtype, tensors["storedKeys"].dtype)
     shared = references(tensors, scale, eligible, narrow_dtype)  # a partner with the same inputs computed them
@@ -108,19 +95,12 @@ def compute_numerics(
     narrowed_query = None
     if narrow_dtype is not None:
         label, comparison_label, difference_label, query_label = narrowed_labels(narrow_dtype)
-        narrowed_query = NarrowedQuery(
-            label=label,
-            dtype=narrow_dtype,
-            comparison=compare(comparison_label, output_values, narrowed_reference, eligible),
-            difference_from_primary=compare(
-                difference_label, narrowed_reference, reference, eligible, actual_computed=True
-            ),
-            query_rounding_difference=compare(
-                query_label, narrowed_queries, queries, eligible, reference_computed=False
-            ),
-            query_values=narrowed_queries,
-            reference=narrowed_reference,
+        comparisons = (
+            compare(comparison_label, output_values, narrowed_reference, eligible),
+            compare(difference_label, narrowed_reference, reference, eligible, actual_computed=True),
+            compare(query_label, narrowed_queries, queries, eligible, reference_computed=False),
         )
+        narrowed_query = NarrowedQuery(label, narrow_dtype, *comparisons, narrowed_queries, narrowed_reference)
     fp64 = Fp64Diagnostic(
         label=FP64_LABEL,
         reference_error=compare(FP64_REFERENCE_ERROR_LABEL, reference, exact, eligible, actual_computed=True),
@@ -132,17 +112,10 @@ def compute_numerics(
     if timings is not None:
         timings["reference"] = referenced - started
         timings["comparisons"] = perf_counter() - referenced
+    narrowed = (narrowed_query, narrow_reason)  # the counterfactual, or why there is none
+    weights = readonly(primary.weights)
     return Numerics(
-        eligible=eligible,
-        primary=primary_comparison,
-        rounded_to_output=rounded_to_output,
-        rounded_to_kernel=rounded_to_kernel,
-        narrowed_query=narrowed_query,
-        narrowed_query_reason=narrow_reason,
-        fp64=fp64,
-        attention=attention,
-        weights=readonly(primary.weights),
-        score=score,
+        eligible, primary_comparison, rounded_to_output, rounded_to_kernel, *narrowed, fp64, attention, weights, score
     )
 
 
@@ -175,23 +148,16 @@ def after_numerics_reasons(facts: TensorFacts, numerics: Numerics) -> tuple[Reas
     reasons = []
     keys, values = facts.last_row_keys.mismatched, facts.last_row_values.mismatched
     if keys or values:
-        reasons.append(
-            Reason(
-                LAST_ROW_MISMATCH,
-                f"the stored row at token T-1 differs bitwise from the incoming row: "
-                f"{keys} of {facts.last_row_keys.compared} key elements, "
-                f"{values} of {facts.last_row_values.compared} value elements",
-            )
+        said = (
+            f"the stored row at token T-1 differs bitwise from the incoming row: {keys} of "
+            f"{facts.last_row_keys.compared} key elements, {values} of {facts.last_row_values.compared} value elements"
         )
+        reasons.append(Reason(LAST_ROW_MISMATCH, said))
     inputs = [name for name in REFERENCE_INPUTS if facts.nonfinite[name].total]
     if inputs:
         ineligible = np.flatnonzero(~numerics.eligible).tolist()
-        reasons.append(
-            Reason(
-                NONFINITE_INPUTS_REASON,
-                f"NaN or infinity in {', '.join(inputs)}; query heads {ineligible} have no reference",
-            )
-        )
+        said = f"NaN or infinity in {', '.join(inputs)}; query heads {ineligible} have no reference"
+        reasons.append(Reason(NONFINITE_INPUTS_REASON, said))
     sources = _nonfinite_sources(facts, numerics)
     if sources:
         reasons.append(Reason(NONFINITE_COMPARISON, f"NaN or infinity in: {', '.join(sources)}"))

@@ -1,11 +1,7 @@
 """Per-head ranking numbers and the pair selection key, read off an analysis the core already holds.
 
-No I/O, no UI.
-
-These are ratios, maxima and keys for sorting and pairing, never verdicts: a
-head's primary linf as a multiple of its own FP64 noise floor says how far the
-output sits from the reference in units of the reference's own rounding, nothing
-about whether that is acceptable.
+Ratios, maxima and keys for sorting and pairing, never verdicts: a linf in units of the head's FP64 noise floor
+says how far the output sits from the reference, nothing about whether that is acceptable.
 """
 
 from __future__ import annotations
@@ -24,31 +20,22 @@ SELECTION_FIELDS = (*_IDENTITY_FIELDS, *SELECTION_POSITION, "scaleBits", *_SAMPL
 
 
 def noise_floor_ratios(numerics: Numerics) -> tuple[float | None, ...]:
-    """Per query head: primary linf / FP64 noise-floor linf (the primary reference's own error against FP64).
-
-    None for a head whose linf or floor is undefined, or whose floor is exactly 0
-    (the FP32 reference equals the FP64 one there: no unit to divide by).
-    """
-    ratios = []
-    for actual, floor in zip(numerics.primary.per_head, numerics.fp64.reference_error.per_head, strict=True):
-        defined = actual.linf is not None and floor.linf is not None and floor.linf > 0
-        ratios.append(actual.linf / floor.linf if defined else None)
-    return tuple(ratios)
+    """Per query head: primary linf / FP64 noise-floor linf; None where either is undefined or the floor is 0."""
+    pairs = zip(numerics.primary.per_head, numerics.fp64.reference_error.per_head, strict=True)
+    return tuple(
+        a.linf / f.linf if a.linf is not None and f.linf is not None and f.linf > 0 else None for a, f in pairs
+    )
 
 
 def worst_ulp_per_head(numerics: Numerics) -> tuple[int | None, ...]:
-    """Per query head: the largest ULP distance of the output to the reference rounded to the output dtype.
-
-    None for a head with no finite pair (ineligible, or every pair nonfinite).
-    """
+    """Per query head: the largest ULP distance to the rounded reference (None: no finite pair)."""
     distance = numerics.rounded_to_output.ulp.distance
     worst = np.where(distance >= 0, distance, -1).max(axis=1)
     return tuple(int(value) if value >= 0 else None for value in worst)
 
 
 def ranked_heads(numerics: Numerics) -> list[int]:
-    """Query heads by score (error / allowance), then by worst ULP, largest first; heads not compared (no score)
-    follow, ties by head. The first is the packet's worst head everywhere (the app, analyze, triage's worstHead)."""
+    """Query heads by score, then worst ULP, largest first, not compared last: the first is the worst head."""
     scores, ulps = numerics.score.per_head, worst_ulp_per_head(numerics)
 
     def key(h: int) -> tuple:
@@ -72,12 +59,8 @@ def worst_head(numerics: Numerics) -> tuple[int | None, float | None, float | No
 
 
 def selection_key(analysis: Analysis) -> tuple[tuple[str, Any], ...] | None:
-    """The partner selection fields (docs/pairs.md, Partners) of a packet as ((name, value), ...) in report order, or
-    None when unknown.
-
-    Two packets whose keys are equal are partners (captures of one selection).
-    Unknown means refused, or identity, selection or sample not established.
-    """
+    """The partner selection fields (docs/pairs.md, Partners) as ((name, value), ...) in report order: equal keys
+    are partners. None when refused or identity, selection or sample is not established."""
     admission = analysis.admission
     if admission.refused or None in (admission.identity, admission.selection, admission.sample):
         return None

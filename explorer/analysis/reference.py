@@ -1,30 +1,12 @@
-"""FP32 / FP64 GQA softmax attention of an admitted packet.
+"""FP32 / FP64 GQA softmax attention of an admitted packet, per-head eligibility and diagnostics.
 
-Per-head eligibility and attention diagnostics; no I/O.
-
-Every sum is taken in one fixed order, whatever the BLAS library, its threads, the
-process or the machine (no BLAS `matmul` / `dot` is used; numpy's elementwise
-operations, its `einsum` loop and its pairwise `add.reduce` are compiled C code, the
-same everywhere for one numpy build):
-
-- a logit `(K[kv, t, :] . q[h, :]) * s` is numpy's einsum dot product of the two
-  length-D rows in the pass dtype (`dot_rows`), then multiplied by `s`;
-- each output element `sum_t w[t] * V[kv, t, d]` is cut into blocks of TOKEN_BLOCK
-  tokens from token 0: an einsum dot product within a block, the block sums added
-  in token order;
-- the softmax denominator is a token sum in the same blocks, numpy's pairwise sum
-  within each (`token_sum`);
-- `exp` and `log` are the explorer's own (`elementary`: IEEE-exact steps, float64,
-  rounded once to the pass dtype), not numpy's, whose loop depends on the CPU.
-
-Each dot product is one einsum call on one head's row, so a head's numbers never
-depend on which heads share its batch. Memory stays proportional to the packet:
-tokens are processed in chunks (a cast key chunk holds at most PRODUCT_ELEMENTS
-values) and query heads in batches whose rows hold at most ROW_ELEMENTS values;
-neither choice changes any sum's order. Repeated K/V are never materialised. Up to
-PASS_THREADS batches run at once on threads (numpy releases the GIL inside its
-loops): each head's numbers come from the same operations in the same order
-whichever thread runs its batch.
+Every sum is taken in one fixed order, whatever the BLAS library, threads or machine (no BLAS; numpy's einsum
+loop and pairwise `add.reduce` are the same C code everywhere for one numpy build): a logit is the einsum dot
+of two length-D rows in the pass dtype (`dot_rows`), times `s`; an output element `sum_t w[t] * V[kv, t, d]`
+and the softmax denominator are summed in blocks of TOKEN_BLOCK tokens added in token order; `exp` and `log`
+are the explorer's own (`elementary`), not numpy's CPU-dependent loops. Each dot product is one einsum call on
+one head's row, so a head's numbers never depend on its batch, its thread (PASS_THREADS at once) or the chunk
+sizes (PRODUCT_ELEMENTS, ROW_ELEMENTS) that keep memory proportional to the packet.
 """
 
 from __future__ import annotations
@@ -55,12 +37,9 @@ STORAGE_NOT_NARROW = "storage_not_narrow"
 class AttentionPass(Record):
     """One evaluation of the formula for every query head, in one float dtype.
 
-    `reference` [QH, D] is NaN for ineligible heads (an eligible head keeps what the
-    formula gives, overflow included); `weights` [QH, T] (None unless asked for) is
-    NaN for ineligible heads and for heads whose logits overflowed; `logits_finite`
-    bool [QH] is False for both; `max_logit` / `sum_exp` float64 [QH] are the row
-    maximum of the scaled logits and the sum of `exp(logits - max)` (NaN for
-    ineligible heads).
+    `reference` [QH, D] is NaN for ineligible heads (overflow kept as computed); `weights` [QH, T] (None
+    unless asked for) is also NaN where logits overflowed; `logits_finite` is False for both; `max_logit` /
+    `sum_exp` [QH] are the row maximum of the scaled logits and the sum of `exp(logits - max)`.
     """
 
     reference: np.ndarray
@@ -74,16 +53,8 @@ def group_size(query_heads: int, kv_heads: int) -> int:
     return query_heads // kv_heads
 
 
-def kv_head_of(query_heads: int, kv_heads: int) -> np.ndarray:
-    """int64 [QH]: the KV head read by each query head (`h // (QH / KVH)`)."""
-    return np.arange(query_heads) // group_size(query_heads, kv_heads)
-
-
 def eligibility(query_nonfinite: np.ndarray, key_nonfinite: np.ndarray, value_nonfinite: np.ndarray) -> np.ndarray:
-    """bool [QH]: head h is eligible iff q[h], K[kv] and V[kv] are all finite.
-
-    Arguments are bool per head: [QH] for the queries, [KVH] for stored keys / values.
-    """
+    """bool [QH]: head h is eligible iff q[h], K[kv] and V[kv] are all finite (arguments: bool per head)."""
     kv_bad = np.asarray(key_nonfinite) | np.asarray(value_nonfinite)
     return ~(np.asarray(query_nonfinite) | np.repeat(kv_bad, group_size(len(query_nonfinite), len(kv_bad))))
 
@@ -103,11 +74,8 @@ def spans(count: int, size: int) -> list[slice]:
 
 
 def dot_rows(matrix: np.ndarray, vector: np.ndarray, out: np.ndarray) -> None:
-    """out[i] = sum over j of matrix[i, j] * vector[j]: numpy's einsum loop (never BLAS), in `out`'s dtype.
-
-    All three share one dtype and `matrix` is C-contiguous, so einsum runs its own unbuffered C loop over
-    `j` for each `i` (docs/report.md, "One summation order"): the same order for every call of one shape.
-    """
+    """out[i] = sum_j matrix[i, j] * vector[j]: einsum's own unbuffered C loop (one dtype, C-contiguous), never
+    BLAS: the same order for every call of one shape (docs/report.md, "One summation order")."""
     np.einsum("ij,j->i", matrix, vector, out=out, optimize=False)
 
 
@@ -128,8 +96,7 @@ def _logits(queries: np.ndarray, keys: np.ndarray, scale: np.floating, out: np.n
 
 
 def token_sum(rows: np.ndarray) -> np.ndarray:
-    """Sums over the last (token) axis of `rows`: pairwise within each TOKEN_BLOCK block, blocks added in token
-    order."""
+    """Sums over the token axis of `rows`: pairwise within each TOKEN_BLOCK block, blocks added in token order."""
     total = None
     for block in spans(rows.shape[-1], TOKEN_BLOCK):
         partial = np.add.reduce(rows[..., block], axis=-1)
@@ -138,9 +105,7 @@ def token_sum(rows: np.ndarray) -> np.ndarray:
 
 
 def _block_groups(tokens: int, head_dim: int) -> list[tuple[slice, int, int]]:
-    """(tokens, blocks, tokens per block) of consecutive TOKEN_BLOCK blocks taken together: as many whole
-    blocks as keep a group's [blocks, D, tokens per block] copy within PRODUCT_ELEMENTS values (at least one),
-    then the last, shorter block alone."""
+    """(tokens, blocks, tokens per block): whole blocks grouped within PRODUCT_ELEMENTS, the tail alone."""
     per_group = max(1, PRODUCT_ELEMENTS // (head_dim * TOKEN_BLOCK))
     whole = tokens // TOKEN_BLOCK
     groups = [
@@ -153,13 +118,8 @@ def _block_groups(tokens: int, head_dim: int) -> list[tuple[slice, int, int]]:
 
 
 def _weighted_values(weights: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """[h, D]: sum over tokens of weights[h, t] * values[t, d], blocks of TOKEN_BLOCK tokens added in token order.
-
-    A block's sum is an einsum dot product of the head's weights with the value channel (the loop of
-    `dot_rows`, over a block's tokens for each block and channel); the block sums are folded from token 0 by
-    `np.add.accumulate` (each one added to the total so far), so that a group of blocks costs one einsum and
-    one fold per head: the same sums as one block at a time.
-    """
+    """[h, D]: sum_t weights[h, t] * values[t, d], einsum within TOKEN_BLOCK blocks, the block sums folded in
+    token order by `np.add.accumulate` (one einsum and one fold per group: the sums of one block at a time)."""
     heads, tokens = weights.shape
     head_dim = values.shape[1]
     out = np.empty((heads, head_dim), dtype=weights.dtype)
@@ -185,8 +145,7 @@ def _weighted_values(weights: np.ndarray, values: np.ndarray) -> np.ndarray:
 
 
 def _head_batches(eligible: np.ndarray, group: int, tokens: int) -> list[tuple[int, np.ndarray]]:
-    """(KV head, eligible query heads) batches: within one KV group, at most ROW_ELEMENTS // T heads (at least
-    one) and at most a PASS_THREADS-th of all eligible heads, so that the threads share the work."""
+    """(KV head, eligible query heads) batches of at most ROW_ELEMENTS // T heads, split over the threads."""
     size = max(1, min(ROW_ELEMENTS // tokens, math.ceil(np.count_nonzero(eligible) / PASS_THREADS)))
     batches = []
     for kv in range(len(eligible) // group):
@@ -205,14 +164,8 @@ def attend(
     *,
     keep_weights: bool | np.ndarray = False,
 ) -> AttentionPass:
-    """Softmax attention of queries [QH, D] over keys / values [KVH, T, D] in `dtype` arithmetic.
-
-    Inputs are float32; `scale` is the packet's float32 scale (cast to `dtype`).
-    Only eligible heads are evaluated; nonfinite intermediates of eligible heads
-    (overflowing logits) are kept as the formula produces them. `keep_weights`: also
-    return the softmax weights, [QH, T] for True, or for a bool mask [QH] the kept
-    heads' rows in head order (else they are never held for all heads at once).
-    """
+    """Softmax attention of float32 queries [QH, D] over keys / values [KVH, T, D] in `dtype`, eligible heads only;
+    `keep_weights`: True for all [QH, T] weights, or a bool mask [QH] for the kept heads' rows in head order."""
     query_heads, head_dim = queries.shape
     kv_heads, tokens, _ = keys.shape
     group = group_size(query_heads, kv_heads)
@@ -257,12 +210,8 @@ def attend_two(
     eligible: np.ndarray,
     dtype: type[np.floating],
 ) -> tuple[AttentionPass, np.ndarray]:
-    """`attend(first, ..., keep_weights=True)` and `attend(second, ...).reference`, bit for bit, in one pass.
-
-    Each KV group's heads of `second` join the batches of its heads of `first`, so that one transposed
-    value block serves both (a Qwen-size float32-query packet's primary and narrowed passes: 12.3 ->
-    9.4 ms); every head's numbers are the same operations either way.
-    """
+    """`attend(first, ..., keep_weights=True)` and `attend(second, ...).reference`, bit for bit, in one pass:
+    one transposed value block serves both (Qwen-size primary and narrowed passes: 12.3 -> 9.4 ms)."""
     query_heads = first.shape[0]
     kv_heads = keys.shape[0]
     group = group_size(query_heads, kv_heads)
@@ -289,8 +238,7 @@ def _top_tokens(weights: np.ndarray, count: int) -> np.ndarray:
 
 
 def _entropies(weights: np.ndarray) -> np.ndarray:
-    """float64 [QH]: `-sum w ln w` (0 ln 0 = 0) of each row in FP64, in token_sum's order, a block of tokens at a
-    time."""
+    """float64 [QH]: `-sum w ln w` (0 ln 0 = 0) of each row in FP64, in token_sum's order."""
     total = np.zeros(weights.shape[0])
     for block in spans(weights.shape[1], TOKEN_BLOCK):
         w = weights[:, block].astype(np.float64)
@@ -299,13 +247,9 @@ def _entropies(weights: np.ndarray) -> np.ndarray:
 
 
 def head_attention(primary: AttentionPass, eligible: np.ndarray, kv_heads: int) -> tuple[HeadAttention, ...]:
-    """Per query head: maxLogit, logSumExp, entropy (nats), lastTokenWeight and topTokens of the primary pass.
-
-    logSumExp is `max + ln(sum exp(logits - max))` and the entropy `-sum w ln w`
-    (0 ln 0 = 0), both evaluated in FP64 from the FP32 quantities.
-    """
+    """Per query head: maxLogit, logSumExp, entropy (nats, FP64), lastTokenWeight and topTokens."""
     query_heads, tokens = primary.weights.shape
-    kv_of = kv_head_of(query_heads, kv_heads)
+    kv_of = np.arange(query_heads) // group_size(query_heads, kv_heads)  # the KV head each query head reads
     top_count = min(TOP_TOKENS, tokens)
     with np.errstate(all="ignore"):
         log_sum_exp = primary.max_logit + elementary.log(primary.sum_exp)
@@ -317,16 +261,7 @@ def head_attention(primary: AttentionPass, eligible: np.ndarray, kv_heads: int) 
             entries.append(HeadAttention(h, int(kv_of[h]), None, None, None, None, None, reason))
             continue
         row = primary.weights[h]
-        entries.append(
-            HeadAttention(
-                query_head=h,
-                kv_head=int(kv_of[h]),
-                max_logit=float(primary.max_logit[h]),
-                log_sum_exp=float(log_sum_exp[h]),
-                entropy=float(entropy[h]),
-                last_token_weight=float(row[-1]),
-                top_tokens=tuple((int(t), float(row[t])) for t in _top_tokens(row, top_count)),
-                undefined_reason=None,
-            )
-        )
+        numbers = (float(primary.max_logit[h]), float(log_sum_exp[h]), float(entropy[h]), float(row[-1]))
+        top = tuple((int(t), float(row[t])) for t in _top_tokens(row, top_count))
+        entries.append(HeadAttention(h, int(kv_of[h]), *numbers, top, None))
     return tuple(entries)

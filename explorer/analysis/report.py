@@ -1,7 +1,4 @@
-"""build_report: an Analysis as the JSON-ready report, a pure serialization; no I/O.
-
-build_report: the JSON-ready report (docs/report.md, The report's keys) as a pure serialization of an
-Analysis; no I/O.
+"""build_report: an Analysis as the JSON-ready report (docs/report.md), a pure serialization; no I/O.
 
 Every float in the report is finite or None (json.dumps(allow_nan=False) holds).
 """
@@ -152,10 +149,7 @@ def build_report(analysis: Analysis) -> dict[str, Any]:
     }
     if analysis.status == REFUSED:
         return report
-    report["identity"] = plain(admission.identity)
-    report["selection"] = plain(admission.selection)
-    report["sample"] = plain(admission.sample)
-    report["geometry"] = plain(admission.geometry)
+    report.update((key, plain(getattr(admission, key))) for key in ("identity", "selection", "sample", "geometry"))
     facts = analysis.facts
     if facts is not None:
         report["tensors"] = {
@@ -186,8 +180,7 @@ def build_report(analysis: Analysis) -> dict[str, Any]:
 
 
 def builds_keys(analysis: Analysis) -> tuple[dict[str, Any] | None, str | None]:
-    """`builds` and `buildsReason` (docs/emulations.md, "Which build wrote this packet"): both null unless the builds
-    set was scored."""
+    """`builds` and `buildsReason` (docs/emulations.md): both null unless the builds set was scored."""
     from explorer.analysis.emulation.attribution import packet_attribution  # loaded only with emulations
 
     found = packet_attribution(analysis)

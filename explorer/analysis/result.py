@@ -1,11 +1,7 @@
 """The one immutable analysis result every view, notebook and export reads; no I/O, no UI.
 
-Arrays held here are read-only numpy arrays. Per-head tuples are indexed by query
-head (or KV head for `perKvHead`). Nothing here is a verdict: only numbers,
-labels and reasons.
-
-A record holding numpy arrays (directly or in a field) is declared `@record(eq=False)`: `==` between two of
-them is identity, as for the arrays' own truth value (explorer/foundations/record.py).
+Arrays held here are read-only; per-head tuples are indexed by query head (KV head for `perKvHead`). Nothing
+here is a verdict: only numbers, labels and reasons. Records holding arrays are `@record(eq=False)`.
 """
 
 from __future__ import annotations
@@ -33,14 +29,8 @@ from explorer.packet.model import Admission, Reason
 
 @record(eq=False)
 class NonfiniteMap(Record):
-    """Nonfinite counts of one tensor, its first locations and the full per-element map.
-
-    `kinds` is uint8 with the tensor's shape minus the batch axis, i.e.
-    [head, token, channel], holding FINITE / QUIET_NAN / SIGNALING_NAN /
-    POSITIVE_INFINITY / NEGATIVE_INFINITY. `nan` counts quiet and signaling NaNs.
-    `per_head_token` is uint16 [head, token, 4]: counts of quiet NaN, signaling NaN,
-    +inf, -inf per (head, token) row, for views that aggregate over channels.
-    """
+    """Nonfinite counts of one tensor (`nan`: quiet and signaling), its first locations, the kind codes `kinds`
+    uint8 [head, token, channel] and `per_head_token` uint16 [head, token, 4] (qNaN, sNaN, +inf, -inf)."""
 
     tensor: str
     dtype: str
@@ -61,11 +51,8 @@ class NonfiniteMap(Record):
 class LastRow(Record):
     """Bitwise comparison of stored[0, :, T-1, :] against incoming[0, :, 0, :] (keys or values).
 
-    `stored_bits`, `incoming_bits`, `xor` are the native unsigned patterns [KVH, D];
-    `stored_values`, `incoming_values` their FP32 promotions; `field_mask` is uint8
-    [KVH, D] with bit 1 = sign differs, 2 = exponent differs, 4 = mantissa differs;
-    `bit_position_counts` is int64 [bits of dtype]: how many compared elements differ
-    at each bit position (index 0 = least significant bit).
+    `*_bits` and `xor` are native unsigned patterns [KVH, D], `*_values` their FP32 promotions; `field_mask`
+    uint8 [KVH, D]: 1 sign, 2 exponent, 4 mantissa differs; `bit_position_counts` int64 [bits], LSB first.
     """
 
     dtype: str
@@ -97,11 +84,7 @@ class TensorFacts(Record):
 
 @record
 class Metrics(Record):
-    """One metric block `M` of docs/report.md, The report's keys: FP64 linf / rmse / relativeL2, or None with a reason.
-
-    `nonfinite_actual` / `nonfinite_reference` are {"nan", "positiveInfinity",
-    "negativeInfinity"} counts over the block's elements.
-    """
+    """Metric block `M` (docs/report.md): FP64 linf / rmse / relativeL2 or None with a reason; nonfinite counts."""
 
     linf: float | None
     rmse: float | None
@@ -113,13 +96,8 @@ class Metrics(Record):
 
 @record(eq=False)
 class Comparison(Record):
-    """A comparison `C` of an actual [QH, D] tensor against a reference [QH, D].
-
-    `per_head[h]` is the block of query head h (undefined_reason "nonfinite_inputs"
-    for an ineligible head); `eligible_global` aggregates eligible heads only and
-    is None unless some but not all heads are eligible. `abs_error` is float64
-    |actual - reference| [QH, D] (NaN where undefined), for the heatmaps.
-    """
+    """A comparison `C` of an actual [QH, D] against a reference [QH, D]; `eligible_global` only when some but not
+    all heads are eligible; `abs_error` float64 |actual - reference|, NaN where undefined."""
 
     label: str
     global_metrics: Metrics
@@ -132,11 +110,7 @@ class Comparison(Record):
 
 @record(eq=False)
 class Ulp(Record):
-    """ULP distance between output and a rounded reference (docs/report.md, The report's keys: `U`).
-
-    `distance` is int64 [QH, D], -1 where undefined (nonfinite pair or ineligible head).
-    `histogram` holds (low, high, count) buckets [0,0], [1,1], [2,3], [4,7], ...
-    """
+    """ULP block `U` (docs/report.md): `distance` int64 [QH, D] (-1 undefined), (low, high, count) buckets."""
 
     max: int | None
     p99: int | None
@@ -196,12 +170,7 @@ class HeadAttention(Record):
 
 @record(eq=False)
 class Numerics(Record):
-    """Everything computed once a packet passes the first two inconclusive tables.
-
-    `eligible` is bool [QH]; `weights` float32 [QH, T] softmax weights of the primary
-    computation (NaN rows for ineligible heads or overflowing logits); `score` the packet
-    score (explorer/analysis/score.py).
-    """
+    """Everything computed once a packet passes the first two inconclusive tables."""
 
     eligible: np.ndarray
     primary: Comparison
@@ -217,17 +186,10 @@ class Numerics(Record):
 
 @record(eq=False)
 class Emulation(Record):
-    """One kernel-arithmetic emulation scored against the output (docs/emulations.md, The result of one emulation): a
-    counterfactual.
+    """One kernel-arithmetic emulation scored against the output: a counterfactual (docs/emulations.md).
 
-    `bit_equal` counts output elements whose bit pattern equals the emulation's over the
-    eligible heads (`compared` elements); `bit_equal_per_head[h]` is None for an
-    ineligible head. `values` float32 / `bits` native output-dtype patterns [QH, D] are
-    the emulated output (NaN where a head was not emulated). An entry without numbers
-    has `not_emulated` (a sentence) and `not_emulated_code`, and None in every count.
-    `bit_equal_decisive` counts the output's elements equal to it among the decisive
-    ones (None without decisive elements); `resolved` is what mlx_sdpa launched;
-    `library` names the real library an mlx_run entry ran (None for an emulation).
+    Counts cover the eligible heads (None per ineligible head, and everywhere for an entry without numbers,
+    which has `not_emulated`); `values` float32 / `bits` native [QH, D] are the emulated output.
     """
 
     id: str
@@ -249,17 +211,12 @@ class Emulation(Record):
     not_emulated_code: str | None = None
     bit_equal_decisive: int | None = None
     bit_equal_decisive_per_head: tuple[int | None, ...] | None = None
-    library: Mapping[str, Any] | None = None  # mlx_run: {"name", "version", "device"} of the real library that ran
+    library: Mapping[str, Any] | None = None  # mlx_run: {"name", "version", "device"} of the library that ran
 
 
 @record(eq=False)
 class Decisive(Record):
-    """The eligible output elements where the emulations with numbers are not all bit-identical (docs/emulations.md,
-    Reading the counts).
-
-    `per_head[h]` is None for an ineligible head; `positions` the first 100 [head,
-    channel] in row-major order; `mask` bool [QH, D].
-    """
+    """The eligible output elements where the emulations with numbers are not all bit-identical."""
 
     count: int
     per_head: tuple[int | None, ...]
@@ -279,8 +236,7 @@ class Baseline(Record):
 
 @record(eq=False)
 class EmulationCounts(Record):
-    """What the emulations of one request tell apart: the decisive elements (None with fewer than two) and the
-    baseline."""
+    """What one request's emulations tell apart: the decisive elements (None with fewer than two), the baseline."""
 
     decisive: Decisive | None
     baseline: Baseline
@@ -291,14 +247,8 @@ class EmulationCounts(Record):
 
 @record(eq=False)
 class Analysis(InlineDisplay):
-    """The whole analysis of one packet: admission, tensor facts, numerics and final status.
-
-    `reasons` holds every inconclusive reason, the admission's first two tables
-    followed by the after-numerics table, in table order. `emulations` holds the
-    requested kernel emulations in the order run (None when none was requested or no
-    numerics exist); `emulations_requested` their normalised ids (None when none was requested);
-    `emulation_counts` the decisive elements and the baseline of those emulations.
-    """
+    """The whole analysis of one packet: admission, tensor facts, numerics, status, every inconclusive reason in
+    table order, and the emulations (None unless requested and numerics exist) with their normalised ids."""
 
     DISPLAY_MODULE = "explorer.notebook.packet"
 
@@ -323,22 +273,12 @@ class Analysis(InlineDisplay):
         return build_report(self)
 
     def element(self, head: int, channel: int | None = None):
-        """Everything about one output element: `element(head, channel)` or `element(flat_index)` over [QH, D].
-
-        Returns an immutable `explorer.analysis.element.Element`; IndexError for an
-        index outside the output, ValueError when the packet's tensors did not verify.
-        A packet without numerics gives a record whose reference fields are None and
-        whose `missing` says why.
-        """
+        """Everything about one output element: `element(head, channel)` or `element(flat_index)` over [QH, D]."""
         from explorer.analysis.element import element  # lazy: the result delegates to its own builder
 
         return element(self, head, channel)
 
     def arrays(self) -> dict[str, np.ndarray]:
-        """The six tensors as read-only numpy arrays in their native dtype (docs/command-line.md, Python API).
-
-        Keys in packet order (queries, storedKeys, storedValues, incomingKeys, incomingValues, output); bfloat16 as
-        ml_dtypes.bfloat16 (imported by this call only), float16 and float32 as numpy's. Each array views the
-        verified bytes, so every bit pattern is as captured, NaN payloads included. ValueError for a refused packet.
-        """
+        """The six tensors as read-only numpy arrays in their native dtype, bit for bit, by name in packet order
+        (docs/command-line.md, Python API); ValueError for a refused packet."""
         return native_arrays(self.admission)

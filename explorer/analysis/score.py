@@ -1,6 +1,4 @@
-"""The packet score: each output element's error over its allowance.
-
-The allowance is the output rounding plus the FP64 noise floor; no I/O, no UI.
+"""The packet score: each output element's error over its allowance (output rounding plus noise floor).
 
 A score is a ratio, never a verdict. For element `e` of query head `h`:
 
@@ -29,12 +27,7 @@ ROUNDING_ALLOWANCE = 0.5  # in units of the output dtype's spacing: what round-t
 
 @record
 class Score(Record):
-    """The packet score and its per-head parts (None: the head is not compared).
-
-    A head is not compared when it has no reference (ineligible), when its output or
-    reference holds a NaN or infinity, or when its FP64 noise floor is undefined.
-    `value` is the largest head score, None when no head is compared.
-    """
+    """The packet score (the largest head score) and its per-head parts (None: not compared)."""
 
     value: float | None
     per_head: tuple[float | None, ...]
@@ -53,13 +46,8 @@ def spacing(values: np.ndarray, dtype: str) -> np.ndarray:
 
 
 def packet_score(abs_error: np.ndarray, reference: np.ndarray, floors: Sequence[float | None], dtype: str) -> Score:
-    """The score of an output against the primary reference.
-
-    `abs_error` float64 [QH, D]: |output - primary reference|, NaN where undefined (a
-    nonfinite pair or an ineligible head); `reference` float32 [QH, D]: the primary
-    reference; `floors[h]`: head h's FP64 noise-floor linf (None where undefined);
-    `dtype`: the output tensor's dtype.
-    """
+    """The score of an output of `dtype` from |output - primary reference| [QH, D] (NaN where undefined), the
+    reference and each head's FP64 noise floor (None where undefined)."""
     allowance = ROUNDING_ALLOWANCE * spacing(reference, dtype)
     per_head = []
     for h, floor in enumerate(floors):
@@ -69,9 +57,4 @@ def packet_score(abs_error: np.ndarray, reference: np.ndarray, floors: Sequence[
             continue
         per_head.append(float(np.max(row / (allowance[h] + floor))))
     defined = [value for value in per_head if value is not None]
-    return Score(
-        value=max(defined) if defined else None,
-        per_head=tuple(per_head),
-        heads_not_compared=len(per_head) - len(defined),
-        heads=len(per_head),
-    )
+    return Score(max(defined) if defined else None, tuple(per_head), len(per_head) - len(defined), len(per_head))

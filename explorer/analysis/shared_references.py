@@ -1,13 +1,8 @@
-"""The references of one input set, computed once for every packet that holds those inputs.
+"""The references of one input set, computed once for every packet that holds those inputs; no I/O.
 
-No I/O, no UI.
-
-Two captures of one selection (a pair, a replay run's packet and partner) usually carry byte-identical
-queries, keys and values and differ only in their output. The FP32, FP64 and narrowed-Q references are
-functions of those inputs, the scale and the eligible heads alone, so they are keyed by the verified
-SHA-256, dtype and shape of each input tensor, the scale's bits and the eligible mask, and the second
-packet reuses the first one's arrays (read-only, never copied). The numbers are the same arrays, bit for
-bit, as a fresh computation would give.
+Two captures of one selection usually differ only in their output. The references are functions of the inputs,
+the scale and the eligible heads alone, so they are keyed by each input's verified SHA-256, dtype and shape, the
+scale's bits and the eligible mask, and the second packet reuses the first one's read-only arrays.
 """
 
 from __future__ import annotations
@@ -31,8 +26,7 @@ INPUT_TENSORS = ("queries", "storedKeys", "storedValues")  # what the references
 
 @record
 class References(Record):
-    """The primary FP32 pass (weights kept), the FP64 reference, and the narrowed queries and their FP32
-    reference (None when the packet has no narrowed-Q counterfactual)."""
+    """The primary FP32 pass (weights kept), the FP64 reference, the narrowed queries and their reference."""
 
     primary: AttentionPass
     exact: np.ndarray
@@ -40,13 +34,8 @@ class References(Record):
     narrowed_reference: np.ndarray | None
 
     def nbytes(self) -> int:
-        arrays = (
-            self.primary.reference,
-            self.primary.weights,
-            self.exact,
-            self.narrowed_queries,
-            self.narrowed_reference,
-        )
+        primary = self.primary
+        arrays = (primary.reference, primary.weights, self.exact, self.narrowed_queries, self.narrowed_reference)
         return sum(array.nbytes for array in arrays if array is not None)
 
 
@@ -74,8 +63,7 @@ def _computed(
         primary, narrowed_reference = attend_two(queries, narrowed_queries, keys, values, scale, eligible, np.float32)
         readonly(narrowed_reference)
     readonly(primary.reference)
-    if primary.weights is not None:
-        readonly(primary.weights)
+    readonly(primary.weights)
     exact = readonly(attend(queries, keys, values, scale, eligible, np.float64).reference)
     return References(primary, exact, narrowed_queries, narrowed_reference)
 

@@ -1,10 +1,7 @@
 """The terminal summary of a packet report (`explorer analyze` without --json) and of one element.
 
-Reads the report dict through its typed blocks (analysis/typed.py); pure text, no I/O.
-
-Returns lines; the command line escapes what is not printable before writing them. The
-emulation table's rows come from the caller (the views' and the terminal's one table,
-explorer/views/packet/emulation_tables.py, sits in a higher layer).
+Reads the report dict through its typed blocks (analysis/typed.py) and returns lines, which the command line
+escapes; the emulation table comes from the caller (explorer/views/packet/emulation_tables.py, a higher layer).
 """
 
 from __future__ import annotations
@@ -21,12 +18,7 @@ EmulationTable = Callable[..., tuple[Sequence[str], Sequence[Sequence[str]]]]  #
 
 
 def _metric_cells(block: Metrics) -> list[str]:
-    return [
-        short_number(block["linf"]),
-        short_number(block["rmse"]),
-        short_number(block["relativeL2"]),
-        block["undefinedReason"] or "",
-    ]
+    return [*(short_number(block[key]) for key in ("linf", "rmse", "relativeL2")), block["undefinedReason"] or ""]
 
 
 def _identity_lines(identity: Identity | None) -> list[str]:
@@ -48,17 +40,15 @@ def _selection_lines(report: PacketReport) -> list[str]:
     if selection is not None:
         lines.append(
             f"Selection: request {selection['requestID']}, output index {selection['outputIndex']}, "
-            f"{selection['phase']}, layer {selection['modelLayerIndex']} "
-            f"(storage {selection['storageLayerIndex']}), offset {selection['offsetBefore']} -> "
-            f"{selection['offsetAfter']}, scale {short_number(selection['scale'])} "
-            f"(0x{selection['scaleBits']:0{HEX_WIDTH}X}), dispatch {selection['dispatch']}, "
-            f"kernel output {selection['kernelOutputDType']}"
+            f"{selection['phase']}, layer {selection['modelLayerIndex']} (storage {selection['storageLayerIndex']}), "
+            f"offset {selection['offsetBefore']} -> {selection['offsetAfter']}, scale "
+            f"{short_number(selection['scale'])} (0x{selection['scaleBits']:0{HEX_WIDTH}X}), dispatch "
+            f"{selection['dispatch']}, kernel output {selection['kernelOutputDType']}"
         )
     if sample is not None:
         lines.append(
             f"Sample: {sample['sampleOutcome']}, forward succeeded {json.dumps(sample['forwardSucceeded'])}, "
-            f"tokens {sample['seedToken']} -> {sample['targetToken']}, "
-            f"selected forwards {sample['selectedForwards']}"
+            f"tokens {sample['seedToken']} -> {sample['targetToken']}, selected forwards {sample['selectedForwards']}"
         )
     return lines
 
@@ -67,16 +57,9 @@ def _tensor_lines(report: PacketReport) -> list[str]:
     lines = []
     tensors = report["tensors"]
     if tensors is not None:
+        kinds = ("nan", "signalingNan", "positiveInfinity", "negativeInfinity")
         rows = [
-            [
-                name,
-                facts["dtype"],
-                "x".join(str(n) for n in facts["shape"]),
-                str(facts["nonfinite"]["nan"]),
-                str(facts["nonfinite"]["signalingNan"]),
-                str(facts["nonfinite"]["positiveInfinity"]),
-                str(facts["nonfinite"]["negativeInfinity"]),
-            ]
+            [name, facts["dtype"], "x".join(map(str, facts["shape"])), *(str(facts["nonfinite"][k]) for k in kinds)]
             for name, facts in tensors.items()
         ]
         lines += ["Tensors:", *text_table(["tensor", "dtype", "shape", "NaN", "sNaN", "+inf", "-inf"], rows)]
@@ -86,9 +69,8 @@ def _tensor_lines(report: PacketReport) -> list[str]:
             facts = last_row[part]
             flips = facts["bitFlips"]
             lines.append(
-                f"Last row {part}: {facts['mismatched']} of {facts['compared']} elements differ "
-                f"(bit flips: sign {flips['sign']}, exponent {flips['exponent']}, "
-                f"mantissa {flips['mantissa']})"
+                f"Last row {part}: {facts['mismatched']} of {facts['compared']} elements differ (bit flips: sign "
+                f"{flips['sign']}, exponent {flips['exponent']}, mantissa {flips['mantissa']})"
             )
     return lines
 
@@ -131,12 +113,8 @@ def _reference_lines(report: PacketReport) -> list[str]:
         # the rounded block has no eligible-heads aggregate: that row, when present, gets an empty cell
         for row, cell in zip(rows, cells + [""] * (len(rows) - len(cells)), strict=True):
             row.append(cell)
-    lines = [
-        f"Reference: {primary['label']}",
-        *text_table(header, rows),
-        *_largest_error_line(primary),
-        _ulp_line(rounded),
-    ]
+    lines = [f"Reference: {primary['label']}", *text_table(header, rows), *_largest_error_line(primary)]
+    lines.append(_ulp_line(rounded))
     if reference["roundedToKernelOutputDType"] is not None:
         lines.append(_ulp_line(reference["roundedToKernelOutputDType"]))
     return lines
@@ -159,16 +137,13 @@ def _emulation_lines(report: PacketReport, emulation_table: EmulationTable) -> l
 
 
 def _score_lines(report: PacketReport) -> list[str]:
-    """The score line: the packet score (error / allowance) and its head, and the heads not compared."""
     score = report.get("score")
     if score is None:
         return []
-    per_head = score["perHead"]
     head = "" if score["worstHead"] is None else f" (query head {score['worstHead']})"
-    missing = (
-        f"; {score['headsNotCompared']} of {len(per_head)} heads not compared" if score["headsNotCompared"] else ""
-    )
-    return [f"Score (error / allowance, docs/report.md): {short_number(score['value'])}{head}{missing}"]
+    missing = score["headsNotCompared"]
+    missing_text = f"; {missing} of {len(score['perHead'])} heads not compared" if missing else ""
+    return [f"Score (error / allowance, docs/report.md): {short_number(score['value'])}{head}{missing_text}"]
 
 
 def _missing_packet(report: PacketReport) -> str | None:
@@ -188,10 +163,7 @@ def _builds_lines(report: PacketReport) -> list[str]:
 
 
 def summary_lines(report: PacketReport, emulation_table: EmulationTable) -> list[str]:
-    """The summary of a packet report (docs/report.md, The report's keys), most telling first: status, score and
-    the per-head table, then the packet's identity; one line when there is no packet at all.
-
-    `emulation_table(entries, decisive, baseline)`: the emulation table's header and rows."""
+    """The summary of a packet report, most telling first; `emulation_table` gives that table's header and rows."""
     if (line := _missing_packet(report)) is not None:
         return [line]
     lines = [f"Status: {report['status']}", *_builds_lines(report), *_score_lines(report)]
@@ -223,8 +195,7 @@ def _exact(value: Any) -> str:
 
 
 def element_lines(record) -> list[str]:
-    """The --element section of the summary: every field of the element record (analysis/element.py), values exact
-    (repr)."""
+    """The --element section of the summary: every field of the element record, values exact (repr)."""
     fields = record.fields()
     width = max(len(label) for label, _ in fields)
     return [

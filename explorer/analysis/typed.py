@@ -1,9 +1,7 @@
 """The packet report's blocks as typed dicts: the keys its text summary reads (docs/report.md).
 
-Types only, no code: analysis/blocks.py and analysis/report.py build these dicts, analysis/text.py reads them.
-
-A block whose key is a Python keyword ("global") is declared in the functional form. Only the
-keys a renderer reads are declared; the JSON holds more (docs/report.md lists every key).
+Types only: analysis/blocks.py and analysis/report.py build these dicts, analysis/text.py reads them. Only the
+keys a renderer reads are declared; a block whose key is a Python keyword ("global") is in the functional form.
 """
 
 from __future__ import annotations

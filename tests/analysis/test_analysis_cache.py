@@ -9,7 +9,7 @@ import threading
 import time
 
 import explorer.analysis.analyze as analyze_module
-from explorer.analysis.analyze import analyze, array_bytes, cached_bytes, clear_cache
+from explorer.analysis.analyze import analyze, array_bytes, clear_cache
 from explorer.samples.packets import pair_input_differs_spec, pair_spec, synthetic_spec, write_packet
 
 
@@ -18,12 +18,12 @@ def test_the_cache_is_bounded_in_bytes(tmp_path, monkeypatch):
     packets = [write_packet(tmp_path / f"p{seed}", synthetic_spec(seed=seed, tokens=32)) for seed in range(3)]
     timings = {}
     analyze(packets[0])
-    one_entry = cached_bytes()
+    one_entry = analyze_module._cache.held_bytes()
     assert one_entry > 0
     monkeypatch.setattr(analyze_module._cache, "max_bytes", int(one_entry * 2.5))
     for packet in packets[1:]:
         analyze(packet)
-    assert cached_bytes() <= analyze_module._cache.max_bytes
+    assert analyze_module._cache.held_bytes() <= analyze_module._cache.max_bytes
     analyze(packets[0], timings=timings)
     assert timings["cached"] == 0.0  # the oldest entry went first
     analyze(packets[2], timings=timings)

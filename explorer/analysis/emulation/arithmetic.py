@@ -1,13 +1,7 @@
-"""The emulated kernels' float32 arithmetic.
+"""The emulated kernels' float32 arithmetic, vectorised over heads, blocks, simdgroups and lanes.
 
-Vectorised (KV heads, group heads, blocks, partitions, simdgroups and lanes as array axes); no I/O, no UI.
-
-Every operation is one float32 numpy operation (one rounding, no wider accumulator),
-except where a `Hypotheses.fma` fused multiply-add rounds a product and a sum once
-(`fma32`). Python loops run only over the products inside one lane, the
-online-softmax steps inside one block, the blocks of one lane and the reduction
-across lanes. Arrays are laid out [*blocks, KVH, g, ...] so one step of every block
-is one slice.
+Every operation is one float32 numpy operation (one rounding), except a `Hypotheses.fma` fused multiply-add
+(`fma32`). Arrays are laid out [*blocks, KVH, g, ...] so one step of every block is one slice.
 """
 
 from __future__ import annotations
@@ -35,8 +29,7 @@ NARROW_CHUNK_ELEMENTS = 1 << 14
 
 @record
 class Hypotheses(Record):
-    """The arithmetic hypotheses of docs/emulations.md, The kernels, what each follows and what is hypothesis: how `exp`
-    is evaluated, fused multiply-adds, the lane reduction."""
+    """The arithmetic hypotheses (docs/emulations.md): how `exp` is evaluated, fused multiply-adds, lane reduction."""
 
     exp: str = EXACT
     fma: bool = False
@@ -88,16 +81,10 @@ def multiply_add(a: np.ndarray, b: np.ndarray, acc: np.ndarray, fused: bool) -> 
 
 
 def reduce_lanes(lanes: np.ndarray, simd: str) -> np.ndarray:
-    """The reduction of the 32 lane values on the last axis: the butterfly's lane 0, or the sum in lane order from +0.
-
-    Butterfly: for off in 16, 8, 4, 2, 1 every lane j becomes lane[j] + lane[j ^ off];
-    only the lanes lane 0 depends on are kept at each step (j < off: j ^ off = j + off).
-    """
+    """The reduction of the 32 lane values on the last axis: the butterfly's lane 0 (lane[j] + lane[j ^ off] for
+    off 16..1, keeping only what lane 0 depends on), or the sum in lane order from +0."""
     if simd == SEQUENTIAL:
-        total = np.zeros(lanes.shape[:-1], dtype=np.float32)
-        for lane in range(LANES):
-            total = total + lanes[..., lane]
-        return total
+        return ordered_sum(lanes, axis=-1)
     for offset in BUTTERFLY_OFFSETS:
         lanes = lanes[..., :offset] + lanes[..., offset : 2 * offset]
     return lanes[..., 0]
@@ -118,11 +105,8 @@ def sequential_dot(queries: np.ndarray, keys: np.ndarray, fused: bool = False) -
 
 
 def dot(queries: np.ndarray, keys: np.ndarray, hypotheses: Hypotheses) -> np.ndarray:
-    """Scores [KVH, g, T] of queries [KVH, g, D] against keys [KVH, T, D]: the lane-split dot and its lane reduction.
-
-    When D % 32 == 0, lane j sums its D/32 contiguous products in order from +0 and the
-    32 lane sums are reduced (`reduce_lanes`); otherwise the plain sequential sum from +0.
-    """
+    """Scores [KVH, g, T] of queries [KVH, g, D] against keys [KVH, T, D]: when D % 32 == 0, lane j sums its D/32
+    contiguous products from +0 and the lanes are reduced; otherwise the plain sequential sum."""
     kv_heads, group, head_dim = queries.shape
     tokens = keys.shape[1]
     fused = hypotheses.fma
@@ -151,18 +135,13 @@ def dot(queries: np.ndarray, keys: np.ndarray, hypotheses: Hypotheses) -> np.nda
 def online_softmax(
     scores: np.ndarray, values: np.ndarray, tokens: np.ndarray, exp, fused: bool, factor: np.float32 | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Online softmax of every block at once, in chunks of steps.
+    """Online softmax of every block at once, in chunks of steps; returns m [*blocks, KVH, g] and the state
+    [*blocks, KVH, g, D + 1] (o, then l; a block that visits no key keeps m = -inf, l = o = 0).
 
-    `scores` [KVH, g, T], multiplied by `factor` (float32, one rounding) as each chunk
-    reads them when a factor is given, so no scaled copy of every score is made;
-    `values` [T, KVH, D + 1] with a last column of ones (so the
-    running sum l is computed by the very operations of o, unless `fused`); `tokens`
-    int [steps, *blocks]: the key each block visits at each step, T where it visits none.
-    Returns m [*blocks, KVH, g] and the state [*blocks, KVH, g, D + 1] (o, then l).
-    A block that visits no key keeps m = -inf, l = 0, o = 0; a step without a key
-    leaves a block's state as it was (up to the sign of a zero). Fused:
-    l = fma(l, f, p) and o = fma(p, v, round32(o * f)).
-    """
+    `scores` [KVH, g, T] are multiplied by `factor` (one rounding) as read; `values` [T, KVH, D + 1] end in a
+    column of ones (l computed by the operations of o, unless `fused`: l = fma(l, f, p) and
+    o = fma(p, v, round32(o * f))); `tokens` [steps, *blocks]: the key each block visits at each step, T for
+    none (a step without a key leaves the state as it was, up to the sign of a zero)."""
     kv_heads, group, count = scores.shape
     rows = np.concatenate([values, np.zeros((1, *values.shape[1:]), dtype=np.float32)])[:, :, None, :]
     blocks = tokens.shape[1:]
@@ -202,12 +181,8 @@ def block_layout(tokens: int, blocks: int) -> np.ndarray:
 
 
 def paged_layout(tokens: int, partition_tokens: int, simdgroups: int) -> np.ndarray:
-    """[steps, partitions, simdgroups']: simdgroup r of partition p visits p*P + r, p*P + r + simdgroups, ... below
-    min(T, (p+1)*P).
-
-    A partition of fewer tokens than simdgroups leaves simdgroups without keys; they
-    add exact zeros to the simdgroup merge and are left out.
-    """
+    """[steps, partitions, simdgroups']: simdgroup r of partition p visits p*P + r, p*P + r + simdgroups, ...
+    (simdgroups a short partition leaves without keys add exact zeros to the merge: left out)."""
     size = min(partition_tokens, tokens)  # one partition of T tokens either way when P >= T
     partitions = -(-tokens // size)
     steps = -(-size // simdgroups)
@@ -229,12 +204,9 @@ def gqa_layout(tokens: int, blocks: int, heads_per_simdgroup: int) -> np.ndarray
 
 
 def gqa_block_merge(m: np.ndarray, state: np.ndarray, hypotheses: Hypotheses) -> tuple[np.ndarray, np.ndarray]:
-    """The end of upstream's `_gqa` pass 1: each head's HPT sub-chunks [blocks, HPT, ...] merged in sub-chunk order.
-
-    A sub-chunk's output is normalised first (o * (1 / l), 0 when l is 0); w = l * exp(m - M)
-    with M the largest sub-chunk maximum (from float32's finite minimum); the block stores
-    M, the sum of w and the sum of w * normalised o (each from +0 in sub-chunk order).
-    """
+    """The end of upstream's `_gqa` pass 1: each head's HPT sub-chunks [blocks, HPT, ...] merged in order, each o
+    normalised (o * (1 / l), 0 when l is 0) and weighted by w = l * exp(m - M); the block stores M, the sum of w
+    and the sum of w * o (each from +0 in sub-chunk order)."""
     finite_min = np.finfo(np.float32).min
     m = np.where(m == -np.inf, finite_min, m)
     top = np.maximum(m.max(axis=1), finite_min)
@@ -242,10 +214,9 @@ def gqa_block_merge(m: np.ndarray, state: np.ndarray, hypotheses: Hypotheses) ->
     inverse = np.where(sums > 0, _ONE / np.where(sums > 0, sums, _ONE), _ZERO)
     normalised = state[..., :-1] * inverse
     weights = sums * natural_exp(hypotheses)(m - top[:, None])[..., None]
-    denominator = ordered_multiply_add(
-        np.moveaxis(weights, 1, 0), np.ones_like(np.moveaxis(weights, 1, 0)), hypotheses.fma
-    )
-    numerator = ordered_multiply_add(np.moveaxis(weights, 1, 0), np.moveaxis(normalised, 1, 0), hypotheses.fma)
+    by_chunk = np.moveaxis(weights, 1, 0)
+    denominator = ordered_multiply_add(by_chunk, np.ones_like(by_chunk), hypotheses.fma)
+    numerator = ordered_multiply_add(by_chunk, np.moveaxis(normalised, 1, 0), hypotheses.fma)
     return top, np.concatenate([numerator, denominator], axis=-1)
 
 
@@ -267,13 +238,8 @@ def _divide(total: np.ndarray) -> np.ndarray:
 
 
 def mlx_merge(m: np.ndarray, state: np.ndarray, partial_dtype: str, hypotheses: Hypotheses) -> np.ndarray:
-    """MLX pass 2 (docs/emulations.md, The kernels, what each follows and what is hypothesis): lane l merges blocks l, l
-    + 32, ... in order from +0, then the lane reduction.
-
-    `m` [blocks, KVH, g] and `state` [blocks, KVH, g, D + 1]; only the first multiple of
-    32 blocks are merged (none: the output is 0, as the source's S == 0 case gives);
-    o is stored in `partial_dtype`, l in float32. Returns O / S [KVH, g, D].
-    """
+    """MLX pass 2: lane l merges blocks l, l + 32, ... from +0, then the lane reduction; returns O / S [KVH, g, D].
+    Only the first multiple of 32 blocks are merged (none: 0, as the source gives); o is stored in `partial_dtype`."""
     merged = (m.shape[0] // LANES) * LANES  # pass 2 reads blocks in chunks of 32: a tail is dropped, as in the source
     if merged == 0:
         return np.zeros((*state.shape[1:-1], state.shape[-1] - 1), dtype=np.float32)
@@ -290,14 +256,14 @@ def mlx_merge(m: np.ndarray, state: np.ndarray, partial_dtype: str, hypotheses: 
 
 
 def mlx_single_merge(m: np.ndarray, state: np.ndarray, hypotheses: Hypotheses) -> np.ndarray:
-    """The end of mlx_single_pass: the 32 simdgroups' m, l, o [32, ...] scaled by exp(m - M), each product rounded, then
-    reduced."""
+    """The end of mlx_single_pass: the 32 simdgroups' state scaled by exp(m - M), each product rounded, reduced."""
     weights = natural_exp(hypotheses)(m - m.max(axis=0))[..., None]
     return _divide(reduce_lanes(np.moveaxis(state * weights, 0, -1), hypotheses.simd))
 
 
-def ordered_sum(terms: np.ndarray) -> np.ndarray:
-    """Sum over axis 0 in increasing index order, starting from +0, every addition rounded to float32."""
+def ordered_sum(terms: np.ndarray, axis: int = 0) -> np.ndarray:
+    """Sum over `axis` in increasing index order, starting from +0, every addition rounded to float32."""
+    terms = np.moveaxis(terms, axis, 0)
     start = np.zeros((1, *terms.shape[1:]), dtype=np.float32)
     return np.add.accumulate(np.concatenate([start, terms]), axis=0)[-1]
 
@@ -313,8 +279,7 @@ def ordered_multiply_add(a: np.ndarray, b: np.ndarray, fused: bool) -> np.ndarra
 
 
 def paged_merge(m: np.ndarray, state: np.ndarray, partial_dtype: str, fused: bool) -> np.ndarray:
-    """Steps 3-4 of paged_two_pass from the simdgroups' m, l and o [partitions, simdgroups, ...]: A * (1 / L) [KVH, g,
-    D]."""
+    """Steps 3-4 of paged_two_pass from the simdgroups' state [partitions, simdgroups, ...]: A * (1 / L)."""
     partition_max = m.max(axis=1)
     scale = exp2_32(m - partition_max[:, None])[..., None]
     merged = ordered_multiply_add(np.moveaxis(state, 1, 0), np.moveaxis(scale, 1, 0), fused)  # [partitions, ...]

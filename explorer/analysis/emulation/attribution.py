@@ -46,11 +46,6 @@ def _row_specs(shape: PacketShape) -> dict[tuple[str, str], EmulationSpec]:
     }
 
 
-def _kernel(spec: EmulationSpec) -> str:
-    resolved = spec.resolved
-    return resolved["kernel"] + (" (_gqa)" if resolved.get("gqaHeadsPerSimdgroup") else "")
-
-
 def _table(
     rows: Mapping[tuple[str, str], EmulationSpec], entries: Mapping[tuple[str, str], Emulation]
 ) -> list[dict[str, Any]]:
@@ -58,7 +53,7 @@ def _table(
         {
             "build": build,
             "device": device,
-            "kernel": _kernel(spec),
+            "kernel": spec.resolved["kernel"] + (" (_gqa)" if spec.resolved.get("gqaHeadsPerSimdgroup") else ""),
             "blocks": spec.resolved["blocks"],
             "partialDType": spec.run.partial_dtype if spec.run is not None and spec.resolved["blocks"] else None,
             "bitEqual": entries[build, device].bit_equal,
@@ -70,6 +65,10 @@ def _table(
 
 def _devices(table: Sequence[Mapping[str, Any]], build: str, count: int) -> list[str]:
     return [row["device"] for row in table if row["build"] == build and row["bitEqual"] == count]
+
+
+def _entry(table: Sequence[Mapping[str, Any]], build: str, count: int) -> dict[str, Any]:
+    return {"build": build, "devices": _devices(table, build, count), "bitEqual": count}
 
 
 def _indistinguishable(rows: Mapping[tuple[str, str], EmulationSpec]) -> list[list[str]]:
@@ -90,20 +89,13 @@ def builds_block(shape: PacketShape, emulations: Sequence[Emulation]) -> dict[st
         return None
     table = _table(rows, {key: by_id[found] for key, found in ids.items()})
     compared = next(iter(by_id.values())).compared
-    reproducing = [
-        {"build": build, "devices": _devices(table, build, compared), "bitEqual": compared}
-        for build in BUILDS
-        if compared and _devices(table, build, compared)  # no element compared: nothing is reproduced
-    ]
+    # no element compared: nothing is reproduced
+    reproducing = [_entry(table, build, compared) for build in BUILDS if compared and _devices(table, build, compared)]
     counted = [row for row in table if row["bitEqual"] is not None]
     closest = None
     if not reproducing and counted:
         best = max(counted, key=lambda row: row["bitEqual"])  # the first in table order on a tie
-        closest = {
-            "build": best["build"],
-            "devices": _devices(table, best["build"], best["bitEqual"]),
-            "bitEqual": best["bitEqual"],
-        }
+        closest = _entry(table, best["build"], best["bitEqual"])
     return {
         "reproducing": reproducing,
         "closest": closest,
@@ -178,13 +170,6 @@ def paged_sentence(dispatch: str | None, counts: Mapping[str, tuple[int | None, 
     )
 
 
-def paged_reason(dispatch: str | None) -> str:
-    return (
-        f"the packet's backend is paged (dispatch {dispatch}): its output was written by the engine's paged "
-        "kernel, which is not MLX's launch, so no MLX build is attributed"
-    )
-
-
 def attribution(
     shape: PacketShape, emulations: Sequence[Emulation] | None, backend: str | None, dispatch: str | None
 ) -> Attribution | None:
@@ -200,32 +185,31 @@ def attribution(
             dispatcher: (by_id[found].bit_equal, by_id[found].compared, by_id[found].not_emulated)
             for dispatcher, found in PAGED_IDS.items()
         }
-        return Attribution(None, paged_reason(dispatch), paged_sentence(dispatch, counts))
+        reason = (
+            f"the packet's backend is paged (dispatch {dispatch}): its output was written by the engine's paged "
+            "kernel, which is not MLX's launch, so no MLX build is attributed"
+        )
+        return Attribution(None, reason, paged_sentence(dispatch, counts))
     return Attribution(MappingProxyType(block), None, builds_sentence(block, emulations[0].compared))
 
 
 def report_sentence(report: Mapping[str, Any]) -> str | None:
-    """The builds sentence of a report dict (its `builds`, or `buildsReason` and the paged entries); None when the
-    builds set was not computed."""
+    """The builds sentence of a report dict; None when the builds set was not computed."""
     entries = {e["id"]: e for e in report.get("emulations") or ()}
     if report.get("builds") is not None:
         return builds_sentence(report["builds"], next(iter(entries.values()))["compared"])
     if report.get("buildsReason") is None:
         return None
-    counts = {
-        dispatcher: (
-            None if entries[found]["bitEqual"] is None else entries[found]["bitEqual"]["global"],
-            entries[found]["compared"],
-            entries[found]["notEmulated"],
-        )
-        for dispatcher, found in PAGED_IDS.items()
-    }
+    counts = {}
+    for dispatcher, found in PAGED_IDS.items():
+        entry = entries[found]
+        bit_equal = None if entry["bitEqual"] is None else entry["bitEqual"]["global"]
+        counts[dispatcher] = (bit_equal, entry["compared"], entry["notEmulated"])
     return paged_sentence((report.get("selection") or {}).get("dispatch"), counts)
 
 
 def packet_attribution(analysis: Analysis, emulations: Sequence[Emulation] | None = None) -> Attribution | None:
-    """The builds attribution of an analysed packet's emulations (or of `emulations` scored on it, as a view
-    computes them); None without the builds set among them."""
+    """The builds attribution of an analysed packet's emulations (or of `emulations` a view scored on it)."""
     admission = analysis.admission
     emulations = analysis.emulations if emulations is None else emulations
     if emulations is None or admission.tensors is None:

@@ -1,8 +1,4 @@
-"""What a count can tell apart (docs/emulations.md, Reading the counts).
-
-The decisive elements, each emulation's count on them, the baseline row and the table order; numpy only, no
-I/O.
-"""
+"""What a count can tell apart: decisive elements, counts on them, the baseline and the table order."""
 
 from __future__ import annotations
 
@@ -41,6 +37,11 @@ def decisive(emulations: Sequence[Emulation], eligible: np.ndarray) -> Decisive 
     return Decisive(count, per_head, positions, mask)
 
 
+def bit_equal(bits: np.ndarray, output_bits: np.ndarray, eligible: np.ndarray) -> tuple[int, tuple[int | None, ...]]:
+    """(global, per head) counts of the output elements whose bit pattern equals `bits` (eligible heads only)."""
+    return head_counts(output_bits == bits, eligible)
+
+
 def equal_on(
     bits: np.ndarray, output_bits: np.ndarray, mask: np.ndarray, eligible: np.ndarray
 ) -> tuple[int, tuple[int | None, ...]]:
@@ -53,27 +54,16 @@ def with_counts(
 ) -> tuple[tuple[Emulation, ...], EmulationCounts]:
     """The emulations with their `bit_equal_decisive` set, and the decisive elements and baseline row."""
     found = decisive(emulations, eligible)
-    counted = tuple(emulations)
-    if found is not None:
-        counted = tuple(
-            e
-            if e.bits is None
-            else dataclasses.replace(
-                e,
-                **dict(
-                    zip(
-                        ("bit_equal_decisive", "bit_equal_decisive_per_head"),
-                        equal_on(e.bits, output_bits, found.mask, eligible),
-                        strict=True,
-                    )
-                ),
-            )
-            for e in emulations
-        )
-    everywhere = np.ones(output_bits.shape, dtype=bool)
-    bit_equal, per_head = equal_on(rounded_bits, output_bits, everywhere, eligible)
+
+    def counted(e: Emulation) -> Emulation:
+        if found is None or e.bits is None:
+            return e
+        count, per_head = equal_on(e.bits, output_bits, found.mask, eligible)
+        return dataclasses.replace(e, bit_equal_decisive=count, bit_equal_decisive_per_head=per_head)
+
     on_decisive = (None, None) if found is None else equal_on(rounded_bits, output_bits, found.mask, eligible)
-    return counted, EmulationCounts(found, Baseline(bit_equal, per_head, *on_decisive))
+    baseline = Baseline(*bit_equal(rounded_bits, output_bits, eligible), *on_decisive)
+    return tuple(map(counted, emulations)), EmulationCounts(found, baseline)
 
 
 def rank_key(emulation: Emulation) -> tuple[int, int]:

@@ -32,8 +32,7 @@ _ASSIGNMENT = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*([^\s=]+)\s*$")
 
 
 def named_set(name: str) -> tuple[str, ...] | None:
-    """The ids of a named set: `default` (with mlx_run when MLX is importable here), `sweep`, `builds`; None for
-    another name."""
+    """The ids of a named set (`default` with mlx_run when MLX is importable here); None for another name."""
     if name == DEFAULT_SET_NAME:
         return DEFAULT_SET + ((MLX_RUN,) if library.available() else ())
     return {SWEEP_NAME: SWEEP, BUILDS_NAME: BUILDS_SET}.get(name)
@@ -98,8 +97,7 @@ def parse_id(text: str) -> RequestedId:
 
 
 def expand(request: str | Iterable[str]) -> tuple[RequestedId, ...]:
-    """The parsed ids of a request: ids and named sets ("default", "sweep", "builds"), each set expanded in place
-    (the `builds` set's ids collapsible)."""
+    """The parsed ids of a request, named sets expanded in place (the `builds` set's ids collapsible)."""
     texts = [request] if isinstance(request, str) else list(request)
     if not texts:
         raise EmulationIdError("no emulation id given")

@@ -1,8 +1,4 @@
-"""The table of emulated kernels and the named sets (default, sweep); no numerics, no I/O.
-
-The table of emulated kernels (parameters, defaults, what each accepts, descriptions) and the named sets
-(default, sweep); no numerics, no I/O.
-"""
+"""The table of emulated kernels (parameters, defaults, what each accepts) and the named sets."""
 
 from __future__ import annotations
 
@@ -64,9 +60,9 @@ class Parameter(Record):
     read: Callable[[str], Any]
 
 
-def _integer(low: int, high: int, multiple: int = 1) -> Callable[[str], int]:
+def _integer(low: int, high: int) -> Callable[[str], int]:
     def read(text: str) -> int:
-        if not _DECIMAL.match(text) or not low <= int(text) <= high or int(text) % multiple:
+        if not _DECIMAL.match(text) or not low <= int(text) <= high:
             raise ValueError
         return int(text)
 

@@ -1,7 +1,6 @@
 """What the real kernels launch for a packet's geometry, and each emulation's memory estimate.
 
-MLX's kernel and block choice per build, the paged kernel's simdgroups per dispatcher; pure functions, no
-numerics, no I/O. The builds and dispatchers, and the sources each rule was read from, are in docs/emulations.md.
+MLX's kernel and blocks per build, the paged kernel's simdgroups per dispatcher (sources: docs/emulations.md).
 """
 
 from __future__ import annotations
@@ -32,12 +31,8 @@ EMULATION_MEMORY_BYTES = 512 * 1024 * 1024  # an emulation whose estimate exceed
 REQUEST_SCORE_COPIES = 2  # [QH, T] float32 scores a request holds at once (measured at most 1.5)
 REQUEST_SCRATCH_BYTES = 64 * 1024 * 1024  # chunk temporaries (a float64 fused dot of 2**18 scores), outputs, counts
 
-PAGED_SHAPE, PAGED_HEAD_DIM, PAGED_OUTPUT_DTYPE, MEMORY_BOUND = (
-    "paged_shape_refused",
-    "paged_head_dim_refused",
-    "paged_output_dtype",
-    "memory_bound",
-)
+PAGED_SHAPE, PAGED_HEAD_DIM = "paged_shape_refused", "paged_head_dim_refused"
+PAGED_OUTPUT_DTYPE, MEMORY_BOUND = "paged_output_dtype", "memory_bound"
 NO_LIBRARY, LIBRARY_FAILED = "library_not_installed", "library_failed"
 # mlx_run's working memory, in its own process: the interpreter with MLX loaded, MLX's unfused composition (the
 # scores, the softmax) and the copies of K and V on their way to MLX.
@@ -71,8 +66,7 @@ class NotEmulated(Record):
 
 
 def mlx_blocks(device: str, geometry: Geometry) -> int:
-    """The two-pass block count MLX chooses on `device` (docs/emulations.md, The kernels, what each follows and what is
-    hypothesis)."""
+    """The two-pass block count MLX chooses on `device` (docs/emulations.md, The kernels)."""
     tokens, n = geometry.tokens, geometry.group
     if device == "s":
         if tokens > 1024 and n > 4:
@@ -98,18 +92,14 @@ class Launch(Record):
 
 
 def mlx_blocks_read(build: str, blocks: int) -> int:
-    """MLX_SDPA_BLOCKS as `build` reads it: rounded up to a multiple of 32 (every build since the v0.32.2 sync), or
-    as given (fork-base)."""
+    """MLX_SDPA_BLOCKS as `build` reads it: rounded up to a multiple of 32 (since the v0.32.2 sync), or as given."""
     if BUILD_TABLE[build].rounds_blocks:
         return -(-blocks // MLX_BLOCKS_MULTIPLE) * MLX_BLOCKS_MULTIPLE
     return blocks
 
 
 def mlx_launch(device: str, geometry: Geometry, build: str = DEFAULT_BUILD, blocks: int | None = None) -> Launch:
-    """What `build` of MLX launches for one query token without a mask on `device` (a GPU class or "cpu").
-
-    `blocks`: MLX_SDPA_BLOCKS when set (None: the build's own choice).
-    """
+    """What `build` launches for one unmasked query token on `device`; `blocks`: MLX_SDPA_BLOCKS when set."""
     g = geometry
     if device == "cpu":
         return Launch("mlx_unfused", device="cpu")
@@ -142,11 +132,8 @@ def paged_heads_per_threadgroup(geometry: Geometry) -> int:
 
 
 def paged_simdgroups(geometry: Geometry, dispatcher: str = "current") -> int | None:
-    """The engine's simdgroups: the first of 8, 4, 2, 1 whose threadgroup memory fits.
-
-    `current`: heads per threadgroup `hpt` (paged_heads_per_threadgroup), None when none
-    fits; `early`: the whole GQA factor as the heads, falling back to 1 simdgroup.
-    """
+    """The engine's simdgroups: the first of 8, 4, 2, 1 whose threadgroup memory fits; `current` holds `hpt` heads
+    (None when none fits), `early` the whole GQA factor (else 1 simdgroup)."""
     d = geometry.head_dim
     hpt = paged_heads_per_threadgroup(geometry) if dispatcher == "current" else geometry.group
     for simdgroups in PAGED_SIMDGROUP_CHOICES:
@@ -158,9 +145,8 @@ def paged_simdgroups(geometry: Geometry, dispatcher: str = "current") -> int | N
 def paged_refusal(geometry: Geometry) -> NotEmulated:
     return NotEmulated(
         PAGED_SHAPE,
-        f"the paged dispatcher refuses D {geometry.head_dim} with QH/KVH {geometry.group}: "
-        "not even one simdgroup fits its "
-        f"{PAGED_THREADGROUP_BYTES}-byte threadgroup memory",
+        f"the paged dispatcher refuses D {geometry.head_dim} with QH/KVH {geometry.group}: not even one simdgroup "
+        f"fits its {PAGED_THREADGROUP_BYTES}-byte threadgroup memory",
     )
 
 
@@ -198,8 +184,7 @@ def unfused_estimate(geometry: Geometry) -> int:
 
 
 def library_estimate(geometry: Geometry) -> int:
-    """Bytes a real MLX run holds at once (float32 bound): its process, LIBRARY_SCORE_COPIES scores and
-    LIBRARY_KV_COPIES of K or V."""
+    """Bytes a real MLX run holds at once (float32 bound): its process, its scores and copies of K or V."""
     g = geometry
     return LIBRARY_PROCESS_BYTES + FLOAT32_BYTES * (
         LIBRARY_SCORE_COPIES * g.query_heads * g.tokens + LIBRARY_KV_COPIES * g.kv_heads * g.tokens * g.head_dim
@@ -215,9 +200,8 @@ def memory_estimate(geometry: Geometry, parallel_blocks: int) -> int:
 
 
 def request_bound(geometry: Geometry, parallel_blocks: int) -> int:
-    """Bytes a request of emulations holds at once (docs/emulations.md, "Memory bound"), `parallel_blocks` being the
-    largest of its runs: the runs sharing scores go one after another, so one [QH, T] array of scores and its
-    scaled chunks live at a time (REQUEST_SCORE_COPIES of it), the largest run's states, and scratch."""
+    """Bytes a request of emulations holds at once (docs/emulations.md, "Memory bound"): REQUEST_SCORE_COPIES of
+    one [QH, T] scores array, the largest run's `parallel_blocks` states, and scratch."""
     g = geometry
     return (
         REQUEST_SCORE_COPIES * FLOAT32_BYTES * g.query_heads * g.tokens
@@ -230,8 +214,8 @@ def request_bound(geometry: Geometry, parallel_blocks: int) -> int:
 def memory_refusal(
     geometry: Geometry, parallel_blocks: int, needed: tuple[str, int] | None = None
 ) -> NotEmulated | None:
-    """A refusal when the estimate (of `parallel_blocks` block states, or `needed`: what needs how many bytes)
-    exceeds EMULATION_MEMORY_BYTES; the estimate is shown rounded up, so it never reads as the bound itself."""
+    """A refusal when the estimate (of `parallel_blocks` states, or `needed`: what, bytes) exceeds the bound; shown
+    rounded up, so it never reads as the bound itself."""
     what, needed_bytes = needed or (
         f"{parallel_blocks} parallel block states",
         memory_estimate(geometry, parallel_blocks),

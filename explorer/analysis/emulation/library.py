@@ -1,16 +1,9 @@
-"""mlx_run: the installed MLX library on a packet's exact inputs.
+"""mlx_run: the installed MLX library on a packet's exact inputs (imported only when asked).
 
-mlx_run: the installed MLX library's scaled_dot_product_attention on a packet's exact inputs (imported only when
-asked); no I/O beyond the library call.
-
-Its numbers are whatever that library computes on this machine (docs/emulations.md, "mlx_run"):
-MLX on the CPU runs the composition `mlx_unfused(device=cpu)` emulates; on Apple silicon the
-default device is the GPU and the real Metal kernels run.
-
-The library runs in a child interpreter of its own (`python -m explorer.analysis.emulation.library`, the
-request and the answer pickled through its standard streams): a fresh process, safe in a threaded server, in
-a daemonic worker process (triage, campaigns) and whatever the parent's `__main__` is, so that a crash inside
-MLX (a signal, an exit) is the entry's `library_failed` note naming it, never the end of the explorer.
+Its numbers are whatever that library computes on this machine (docs/emulations.md, "mlx_run"). It runs in a
+child interpreter of its own (this module, request and answer pickled through its standard streams): safe in a
+threaded server or a daemonic worker, and a crash inside MLX is the entry's `library_failed` note naming it,
+never the end of the explorer.
 """
 
 from __future__ import annotations
@@ -33,7 +26,6 @@ from explorer.foundations.record import Record, record
 
 LIBRARY_NAME = "mlx"
 INSTALL_HINT = "pip install -e '.[mlx]'"
-MLX_DTYPES = ("float16", "bfloat16", "float32")  # the names mlx.core uses for the packet's dtypes
 MAX_MESSAGE_CHARACTERS = 200  # of the library's own error message
 CHILD_MODULE = "explorer.analysis.emulation.library"  # run as the child: reads a request, writes its answer
 PACKAGE_PARENT = Path(__file__).resolve().parents[3]  # the directory holding this explorer package
@@ -43,10 +35,10 @@ PACKAGE_PARENT = Path(__file__).resolve().parents[3]  # the directory holding th
 class LibraryRun(Record):
     """A real run: the output float32 [QH, D] in the library's output dtype, or why there is none; the library."""
 
-    values: np.ndarray | None
-    output_dtype: str | None
-    library: Mapping[str, Any] | None
-    not_emulated: NotEmulated | None
+    values: np.ndarray | None = None
+    output_dtype: str | None = None
+    library: Mapping[str, Any] | None = None
+    not_emulated: NotEmulated | None = None
     launch_device: str | None = None  # "cpu", or the GPU's architecture letter class (s, d, other) for its launch rule
 
 
@@ -58,13 +50,6 @@ def available() -> bool:
         return False
 
 
-def missing() -> NotEmulated:
-    return NotEmulated(
-        NO_LIBRARY,
-        f"MLX is not installed here; install the extra with {INSTALL_HINT} to run the real library on this packet",
-    )
-
-
 def _gpu_class(mx: Any) -> str:
     """The GPU's class for MLX's launch rule: the last letter of its architecture name (s, d), else "other"."""
     letter = str(mx.metal.device_info().get("architecture", ""))[-1:]
@@ -74,25 +59,20 @@ def _gpu_class(mx: Any) -> str:
 def run(
     queries: np.ndarray, keys: np.ndarray, values: np.ndarray, scale: np.float32, dtypes: tuple[str, str], device: str
 ) -> LibraryRun:
-    """mx.fast.scaled_dot_product_attention(q, k, v, scale) on `device` ("default", "cpu" or "gpu"), in a child.
-
-    queries [QH, D], keys / values [KVH, T, D]: float32 values of the query and KV dtypes
-    (`dtypes`), cast back to those dtypes exactly. A library that is missing, raises
-    (including running out of memory) or dies gives a LibraryRun without values that says so.
-    """
+    """mx.fast.scaled_dot_product_attention(q, k, v, scale) on `device` ("default", "cpu" or "gpu"), in a child,
+    on float32 values of `dtypes` cast back exactly; a library that is missing, raises or dies gives no values."""
     if not available():
-        return LibraryRun(None, None, None, missing())
+        hint = f"install the extra with {INSTALL_HINT} to run the real library on this packet"
+        return LibraryRun(not_emulated=NotEmulated(NO_LIBRARY, f"MLX is not installed here; {hint}"))
     request = pickle.dumps((queries, keys, values, scale, dtypes, device), protocol=pickle.HIGHEST_PROTOCOL)
-    environment = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join(filter(None, (str(PACKAGE_PARENT), os.environ.get("PYTHONPATH")))),
-    }
+    path = os.pathsep.join(filter(None, (str(PACKAGE_PARENT), os.environ.get("PYTHONPATH"))))
+    environment = {**os.environ, "PYTHONPATH": path}
     try:
         done = subprocess.run(child_command(), input=request, capture_output=True, env=environment, check=False)
     except OSError as error:  # a process or memory limit: no child, no run
-        return LibraryRun(None, None, None, NotEmulated(LIBRARY_FAILED, f"MLX's process could not start: {error}"))
+        return LibraryRun(not_emulated=NotEmulated(LIBRARY_FAILED, f"MLX's process could not start: {error}"))
     if done.returncode != 0 or not done.stdout:  # the child died before answering
-        return LibraryRun(None, None, None, NotEmulated(LIBRARY_FAILED, _death(done.returncode, device)))
+        return LibraryRun(not_emulated=NotEmulated(LIBRARY_FAILED, _death(done.returncode, device)))
     result, output_dtype, library, not_emulated, launch_device = pickle.loads(done.stdout)  # our own child's answer
     library = None if library is None else MappingProxyType(library)
     return LibraryRun(result, output_dtype, library, not_emulated, launch_device)
@@ -105,15 +85,13 @@ def child_command() -> list[str]:
 
 def _death(exitcode: int | None, device: str) -> str:
     """The sentence of a child that died without answering: the signal that ended it, or its exit status."""
-    if exitcode is not None and exitcode < 0:
-        ended = f"by signal {signal.Signals(-exitcode).name}"
-    else:
-        ended = f"with exit status {exitcode}"
+    signalled = exitcode is not None and exitcode < 0
+    ended = f"by signal {signal.Signals(-exitcode).name}" if signalled else f"with exit status {exitcode}"
     return f"MLX died in its process on this packet ({device}) {ended}; the explorer went on without its numbers"
 
 
 def serve() -> None:
-    """The child's work: read the pickled request on standard input, run the library, write its LibraryRun's fields."""
+    """The child's work: the pickled request on standard input, its LibraryRun's fields on standard output."""
     found = _run_here(*pickle.loads(sys.stdin.buffer.read()))
     library = None if found.library is None else dict(found.library)
     answer = (found.values, found.output_dtype, library, found.not_emulated, found.launch_device)
@@ -136,18 +114,12 @@ def _run_here(
             out = mx.fast.scaled_dot_product_attention(q, k, v, scale=float(scale))
             result = np.array(out.astype(mx.float32))[0, :, 0, :]
         on_gpu = target == mx.gpu
-        library = MappingProxyType(
-            {"name": LIBRARY_NAME, "version": mx.__version__, "device": "gpu" if on_gpu else "cpu"}
-        )
+        library = {"name": LIBRARY_NAME, "version": mx.__version__, "device": "gpu" if on_gpu else "cpu"}
         return LibraryRun(result, str(out.dtype).rsplit(".", 1)[-1], library, None, _gpu_class(mx) if on_gpu else "cpu")
     except (RuntimeError, ValueError, MemoryError, TypeError) as error:
         text = " ".join(str(error).split())[:MAX_MESSAGE_CHARACTERS]
-        return LibraryRun(
-            None,
-            None,
-            None,
-            NotEmulated(LIBRARY_FAILED, f"MLX raised on this packet ({device}): {type(error).__name__}: {text}"),
-        )
+        said = f"MLX raised on this packet ({device}): {type(error).__name__}: {text}"
+        return LibraryRun(not_emulated=NotEmulated(LIBRARY_FAILED, said))
 
 
 if __name__ == "__main__":

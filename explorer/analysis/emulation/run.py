@@ -1,13 +1,13 @@
 """Runs resolved emulations on promoted inputs and scores them against an output; no I/O, no UI.
 
-Runs resolved emulations on promoted inputs (steps shared between emulations where they coincide, each dropped
-after its last use) and scores them against an output; no I/O, no UI.
+Steps are shared between emulations where they coincide, each dropped after its last use.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import fields
 from types import MappingProxyType
 from typing import Any
 
@@ -15,7 +15,7 @@ import numpy as np
 
 from explorer.analysis.emulation import arithmetic, library, unfused
 from explorer.analysis.emulation.builds import UPSTREAM
-from explorer.analysis.emulation.counts import with_counts
+from explorer.analysis.emulation.counts import bit_equal, with_counts
 from explorer.analysis.emulation.kernels import (
     MLX_RUN,
     MLX_SINGLE_PASS,
@@ -47,11 +47,8 @@ ROW_SENTENCES = {
 
 @record
 class EmulationInputs(Record):
-    """What every kernel reads: promoted q [QH, D], K / V [KVH, T, D] (float32), the float32 scale and the dtypes.
-
-    `incoming_keys` / `incoming_values` [KVH, D]: the incoming row (what the paged kernel and
-    a real run read at token T-1); None: the stored row T-1.
-    """
+    """What every kernel reads: promoted q [QH, D], K / V [KVH, T, D] (float32), the float32 scale, the dtypes and
+    the row the paged kernel and a real run read at token T-1 (`incoming_*` [KVH, D]; None: the stored row)."""
 
     queries: np.ndarray
     keys: np.ndarray
@@ -66,9 +63,7 @@ class EmulationInputs(Record):
     @property
     def shape(self) -> PacketShape:
         kv_heads, tokens, head_dim = self.keys.shape
-        return PacketShape(
-            self.output_dtype, Geometry(self.queries.shape[0], kv_heads, head_dim, tokens), self.kv_dtype
-        )
+        return PacketShape(self.output_dtype, Geometry(len(self.queries), kv_heads, head_dim, tokens), self.kv_dtype)
 
     @property
     def promoted_dtype(self) -> str:
@@ -100,10 +95,7 @@ class EmulationInputs(Record):
 
 @record
 class EmulatedOutput(Record):
-    """One emulation's output: values float32 [QH, D] and native output-dtype bits (NaN rows: heads not emulated).
-
-    Both are None for an entry without numbers (`spec.not_emulated`).
-    """
+    """One emulation's output: values float32 [QH, D] and native bits (NaN rows: heads not emulated; None: none)."""
 
     spec: EmulationSpec
     output_dtype: str
@@ -124,22 +116,12 @@ def _pass_key(run: Run) -> tuple:
         return ("single",)
     if run.kernel in (MLX_UNFUSED, MLX_RUN):
         return (run.kernel, run.device, h.exp, h.simd)
-    return (
-        "mlx",
-        arithmetic.LANES if run.kernel == MLX_SINGLE_PASS else run.blocks,
-        run.gqa_heads_per_simdgroup,
-        h.exp,
-        h.fma,
-        h.simd,
-    )
+    blocks = arithmetic.LANES if run.kernel == MLX_SINGLE_PASS else run.blocks
+    return ("mlx", blocks, run.gqa_heads_per_simdgroup, h.exp, h.fma, h.simd)
 
 
 class _Steps:
-    """The steps one run shares between emulations: scores per query rounding and hypotheses, block states per layout.
-
-    Each memoised step is forgotten after the last emulation that needs it, so the
-    memory held at once stays that of a few emulations, not of the whole request.
-    """
+    """The steps shared between emulations (scores, block states), each forgotten after its last use."""
 
     def __init__(self, inputs: EmulationInputs, runs: Sequence[Run]) -> None:
         self.inputs = inputs
@@ -180,8 +162,7 @@ class _Steps:
             self._memo.pop(key, None)
 
     def order(self, specs: Sequence[EmulationSpec]) -> list[int]:
-        """The indices of `specs` in the order to run them: those sharing scores together, then those sharing a
-        first pass, so that one [QH, T] array of scores is held at a time (the results keep the request's order)."""
+        """The indices of `specs` in run order: those sharing scores, then a first pass, together."""
 
         def first_seen(keys: list) -> list[int]:
             seen: dict[tuple, int] = {}
@@ -214,31 +195,24 @@ class _Steps:
         h = run.hypotheses
 
         def make():
+            scores, exp = self._scores(run), arithmetic.natural_exp(h)
             if run.kernel == PAGED_TWO_PASS:
                 layout = arithmetic.paged_layout(tokens, run.partition_tokens, run.simdgroups)
-                return arithmetic.online_softmax(
-                    self._scores(run), self.paged_rows(), layout, arithmetic.exp2_32, h.fma, factor=arithmetic.LOG2E
-                )
+                rows = self.paged_rows()
+                return arithmetic.online_softmax(scores, rows, layout, arithmetic.exp2_32, h.fma, arithmetic.LOG2E)
             blocks = _pass_key(run)[1] if run.kernel != SINGLE_PASS else 1
             if run.gqa_heads_per_simdgroup:
                 layout = arithmetic.gqa_layout(tokens, blocks, run.gqa_heads_per_simdgroup)
-                m, state = arithmetic.online_softmax(
-                    self._scores(run), self.rows, layout, arithmetic.natural_exp(h), h.fma
-                )
+                m, state = arithmetic.online_softmax(scores, self.rows, layout, exp, h.fma)
                 return arithmetic.gqa_block_merge(m, state, h)
-            return arithmetic.online_softmax(
-                self._scores(run), self.rows, arithmetic.block_layout(tokens, blocks), arithmetic.natural_exp(h), h.fma
-            )
+            return arithmetic.online_softmax(scores, self.rows, arithmetic.block_layout(tokens, blocks), exp, h.fma)
 
         return self._memoised(_pass_key(run), make)
 
     def _unfused(self, run: Run) -> np.ndarray:
-        """mlx_unfused: MLX's composition in the promoted dtype, its output rounded to it [KVH, g, D].
-
-        Computed for `unfused_rows` query rows of one KV head at a time: every step works within a row (the
-        scores, their maximum, softmax and weighted sum), so the chunks give the bits of the whole.
-        """
-        inputs = self.inputs
+        """mlx_unfused's output [KVH, g, D] rounded to the promoted dtype, `unfused_rows` rows of one KV head at a
+        time (every step works within a row, so the chunks give the bits of the whole)."""
+        inputs, h = self.inputs, run.hypotheses
         promoted = inputs.promoted_dtype  # at least as wide as every input dtype: casting the inputs to it is exact
         grouped = inputs.queries.reshape(inputs.keys.shape[0], self.group, -1)
         out = np.empty(grouped.shape, dtype=np.float32)
@@ -246,16 +220,9 @@ class _Steps:
         for head in range(grouped.shape[0]):
             keys, values = inputs.keys[head : head + 1], inputs.values[head : head + 1]
             for lo in range(0, self.group, rows):
-                out[head : head + 1, lo : lo + rows] = unfused.unfused(
-                    grouped[head : head + 1, lo : lo + rows],
-                    keys,
-                    values,
-                    inputs.scale,
-                    promoted,
-                    run.device,
-                    run.hypotheses,
-                )
-        return unfused.rounded(out, promoted)
+                part = (slice(head, head + 1), slice(lo, lo + rows))
+                out[part] = unfused.unfused(grouped[part], keys, values, inputs.scale, promoted, run.device, h)
+        return arithmetic.stored(out, promoted)
 
     def output(self, run: Run) -> np.ndarray:
         """The emulated output before the final rounding, float32 [QH, D]."""
@@ -278,6 +245,16 @@ class _Steps:
         return merged.reshape(self.inputs.queries.shape)
 
 
+def _rounded_output(
+    spec: EmulationSpec, inputs: EmulationInputs, raw: np.ndarray, eligible: np.ndarray, **known: Any
+) -> EmulatedOutput:
+    """The output of `raw` float32 [QH, D] on the eligible heads, rounded to the output dtype."""
+    values = np.where(eligible[:, None], raw, np.float32(np.nan)).astype(np.float32)
+    bits = round_bits(values, inputs.output_dtype).copy()
+    output = readonly(promote(bits, inputs.output_dtype).copy())
+    return EmulatedOutput(spec, inputs.output_dtype, output, readonly(bits), **known)
+
+
 def _library_output(inputs: EmulationInputs, spec: EmulationSpec, eligible: np.ndarray) -> EmulatedOutput:
     """mlx_run: the installed library on the packet's inputs, row T-1 from the incoming K/V as the cache holds it."""
     found = library.run(
@@ -290,13 +267,11 @@ def _library_output(inputs: EmulationInputs, spec: EmulationSpec, eligible: np.n
     )
     if found.values is None:
         return EmulatedOutput(spec, inputs.output_dtype, None, None, failure=found.not_emulated)
-    values = np.where(eligible[:, None], found.values, np.float32(np.nan)).astype(np.float32)
-    bits = round_bits(values, inputs.output_dtype).copy()
-    return EmulatedOutput(
+    return _rounded_output(
         spec,
-        inputs.output_dtype,
-        readonly(promote(bits, inputs.output_dtype).copy()),
-        readonly(bits),
+        inputs,
+        found.values,
+        eligible,
         library=found.library,
         incoming_read=inputs.incoming_differs,
         resolved=launch_resolved(found.launch_device, inputs.shape.geometry, UPSTREAM),
@@ -309,13 +284,7 @@ def emulate(
     eligible: np.ndarray,
     progress: Callable[[int, int], None] | None = None,
 ) -> tuple[EmulatedOutput, ...]:
-    """Every emulation of `specs` on `inputs`; heads not `eligible` hold no result (NaN values and NaN bits).
-
-    The array arithmetic runs over every head at once; what it gives for a head not
-    eligible (nonfinite inputs) is discarded, never reported. An entry whose spec has
-    no run (`not_emulated`) has no values; mlx_run calls the installed library.
-    `progress(done, total)` is called after each.
-    """
+    """Every emulation of `specs` on `inputs`, heads not `eligible` NaN; `progress(done, total)` after each."""
     steps = _Steps(inputs, [spec.run for spec in specs if spec.run is not None and spec.kernel != MLX_RUN])
     found: dict[int, EmulatedOutput] = {}
     with np.errstate(all="ignore"):
@@ -326,15 +295,8 @@ def emulate(
             elif spec.kernel == MLX_RUN:
                 found[index] = _library_output(inputs, spec, eligible)
             else:
-                values = np.where(eligible[:, None], steps.output(spec.run), np.float32(np.nan)).astype(np.float32)
-                bits = round_bits(values, inputs.output_dtype).copy()
-                found[index] = EmulatedOutput(
-                    spec,
-                    inputs.output_dtype,
-                    readonly(promote(bits, inputs.output_dtype).copy()),
-                    readonly(bits),
-                    incoming_read=inputs.incoming_differs if spec.kernel == PAGED_TWO_PASS else None,
-                )
+                read = inputs.incoming_differs if spec.kernel == PAGED_TWO_PASS else None
+                found[index] = _rounded_output(spec, inputs, steps.output(spec.run), eligible, incoming_read=read)
             if progress is not None:
                 progress(done, len(specs))
     return tuple(found[index] for index in range(len(specs)))
@@ -346,28 +308,9 @@ def reused(spec: EmulationSpec, scored: Emulation) -> EmulatedOutput:
     if spec.not_emulated is None and scored.not_emulated is not None:
         failure = NotEmulated(scored.not_emulated_code, scored.not_emulated)
     read = next((flag for flag, sentence in ROW_SENTENCES.items() if sentence in scored.assumptions), None)
+    resolved = scored.resolved if scored.library is not None else None
     return EmulatedOutput(
-        spec,
-        scored.output_dtype,
-        scored.values,
-        scored.bits,
-        library=scored.library,
-        failure=failure,
-        incoming_read=read,
-        resolved=scored.resolved if scored.library is not None else None,
-    )
-
-
-def bit_equal(
-    bits: np.ndarray, output_bits: np.ndarray, eligible: np.ndarray, where: np.ndarray | None = None
-) -> tuple[int, tuple[int | None, ...]]:
-    """(global, per head) counts of output elements whose bit pattern equals `bits`, eligible heads only (and
-    `where`)."""
-    equal = output_bits == bits
-    per_head = np.count_nonzero(equal if where is None else equal & where, axis=1)
-    return (
-        int(per_head[eligible].sum()),
-        tuple(int(n) if ok else None for n, ok in zip(per_head, eligible, strict=True)),
+        spec, scored.output_dtype, scored.values, scored.bits, scored.library, failure, read, resolved
     )
 
 
@@ -398,16 +341,7 @@ def score(
         "library": emulated.library,
     }
     if emulated.bits is None:
-        return Emulation(
-            **common,
-            bit_equal=None,
-            bit_equal_per_head=None,
-            ulp=None,
-            vs_output=None,
-            vs_primary_reference=None,
-            values=None,
-            bits=None,
-        )
+        return Emulation(**{**dict.fromkeys(item.name for item in fields(Emulation)), **common})
     global_count, per_head = bit_equal(emulated.bits, output_bits, eligible)
     return Emulation(
         **common,
@@ -425,16 +359,11 @@ def score(
 
 def inputs_from_tensors(tensors: Mapping[str, Any], scale: float) -> EmulationInputs:
     """EmulationInputs of an admitted packet's tensors (NativeTensor records)."""
+    queries, keys, values = (tensors[name] for name in ("queries", "storedKeys", "storedValues"))
+    incoming = (tensors[name].values[0, :, 0, :] for name in ("incomingKeys", "incomingValues"))
+    dtypes = (queries.dtype, keys.dtype, tensors["output"].dtype)
     return EmulationInputs(
-        queries=tensors["queries"].values[0, :, 0, :],
-        keys=tensors["storedKeys"].values[0],
-        values=tensors["storedValues"].values[0],
-        scale=np.float32(scale),
-        query_dtype=tensors["queries"].dtype,
-        kv_dtype=tensors["storedKeys"].dtype,
-        output_dtype=tensors["output"].dtype,
-        incoming_keys=tensors["incomingKeys"].values[0, :, 0, :],
-        incoming_values=tensors["incomingValues"].values[0, :, 0, :],
+        queries.values[0, :, 0, :], keys.values[0], values.values[0], np.float32(scale), *dtypes, *incoming
     )
 
 
@@ -453,29 +382,18 @@ def shape_of(tensors: Mapping[str, Any] | None) -> PacketShape:
 def native_output_bits(
     emulation_id: str, tensors: Mapping[str, tuple[str, np.ndarray]], scale: float, output_dtype: str
 ) -> np.ndarray:
-    """The emulated output's native bits [1, QH, 1, D] for native inputs, e.g. to write a packet's output.
-
-    `tensors` maps "queries", "storedKeys", "storedValues" (and optionally "incomingKeys",
-    "incomingValues") to (dtype, bits) in the packet's 4-D shapes
-    (explorer.samples.PacketSpec.tensors); `scale` is the float32 scale. Every head is
-    emulated (nonfinite inputs give what the arithmetic gives). Raises ValueError for an
-    emulation that has no numbers on this geometry.
-    """
+    """The emulated output's native bits [1, QH, 1, D] of every head for native inputs ({name: (dtype, bits)} in
+    the packet's shapes, the incoming rows optional), e.g. to write a packet's output; ValueError without numbers."""
     (query_dtype, q), (kv_dtype, k), (_, v) = (tensors[name] for name in ("queries", "storedKeys", "storedValues"))
     incoming = [
         promote(np.asarray(tensors[name][1]), kv_dtype)[0, :, 0, :] if name in tensors else None
         for name in ("incomingKeys", "incomingValues")
     ]
     with np.errstate(invalid="ignore"):
+        queries = promote(np.asarray(q), query_dtype)[0, :, 0, :]
+        keys, values = (promote(np.asarray(bits), kv_dtype)[0] for bits in (k, v))
         inputs = EmulationInputs(
-            promote(np.asarray(q), query_dtype)[0, :, 0, :],
-            promote(np.asarray(k), kv_dtype)[0],
-            promote(np.asarray(v), kv_dtype)[0],
-            np.float32(scale),
-            query_dtype,
-            kv_dtype,
-            output_dtype,
-            *incoming,
+            queries, keys, values, np.float32(scale), query_dtype, kv_dtype, output_dtype, *incoming
         )
     (spec,) = resolve_all(emulation_id, inputs.shape)
     if spec.run is None:
@@ -496,12 +414,8 @@ def emulations_for(
     emulated: Sequence[EmulatedOutput] | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> tuple[tuple[Emulation, ...], EmulationCounts]:
-    """The scored emulations of `request` on one admitted packet, in request order, and their counts (section 4).
-
-    `rounded_bits` [QH, D]: the primary reference rounded to the output dtype (the
-    baseline). `emulated`, when given, holds the emulated outputs of `request` already
-    run on inputs identical to these (a pair's other side): they are scored, not run again.
-    """
+    """The scored emulations of `request` on one admitted packet, in request order, and their counts against the
+    baseline `rounded_bits`; `emulated`: outputs already run on identical inputs, scored, not run again."""
     output = tensors["output"]
     if emulated is None:
         emulated = emulate(

@@ -1,8 +1,4 @@
-"""Resolved emulations: every parameter's value for a packet, the normalised id, what runs.
-
-Resolved emulations: every parameter's value for a packet, the normalised id, what runs (the launch rules
-applied), the label and the assumptions; no numerics, no I/O.
-"""
+"""Resolved emulations: each parameter's value for a packet, the normalised id, what runs, the label."""
 
 from __future__ import annotations
 
@@ -49,9 +45,8 @@ SOURCE_SENTENCES = {
     "the output is written in the stored keys' dtype.",
     SINGLE_PASS: "No real kernel is claimed to run exactly this loop; it is the baseline of a kernel without blocks.",
     MLX_RUN: "Not an emulation: the installed MLX library's mx.fast.scaled_dot_product_attention run on this "
-    "machine on "
-    "the packet's exact inputs (stored keys and values with the incoming row at T-1, as the cache holds them "
-    "after the write; scale from scaleBits); its numbers are whatever that library computes here, not the "
+    "machine on the packet's exact inputs (stored keys and values with the incoming row at T-1, as the cache holds "
+    "them after the write; scale from scaleBits); its numbers are whatever that library computes here, not the "
     "engine's GPU.",
 }
 GQA_SENTENCE = (
@@ -71,9 +66,9 @@ UNFUSED_SENTENCES = {
     "properties of the hardware the source does not fix (assumptions, not read from the source).",
 }
 PAGED_HARDWARE_SENTENCE = (
-    "What the source does not fix is assumed: division and the reciprocal 1 / L correctly "
-    "rounded, exp2 correctly rounded (the kernel asks for precise exp2), no denormal flushing, "
-    "and float32 to bfloat16 / float16 conversion by round-to-nearest-even."
+    "What the source does not fix is assumed: division and the reciprocal 1 / L correctly rounded, exp2 correctly "
+    "rounded (the kernel asks for precise exp2), no denormal flushing, and float32 to bfloat16 / float16 "
+    "conversion by round-to-nearest-even."
 )
 HYPOTHESIS_SENTENCES = {
     "exp": {
@@ -130,12 +125,8 @@ class Run(Record):
 
 @record
 class EmulationSpec(Record):
-    """A resolved emulation: kernel, every parameter's value (listed order), the normalised id and what runs.
-
-    `run` is None with `not_emulated` when the launch rule or the memory bound leaves the
-    entry without numbers, and None without a reason when the geometry is unknown.
-    `resolved` names the kernel and blocks an mlx_sdpa entry ran.
-    """
+    """A resolved emulation: kernel, every parameter's value (listed order), the normalised id and what runs (None
+    with `not_emulated`, or without a reason when the geometry is unknown); `resolved`: what mlx_sdpa launched."""
 
     kernel: str
     parameters: Mapping[str, Any]
@@ -147,7 +138,8 @@ class EmulationSpec(Record):
 
     @property
     def label(self) -> str:
-        settings = ", ".join(f"{name} {value}" for name, value in self.parameters.items())
+        listed = ", ".join(f"{name} {value}" for name, value in self.parameters.items())
+        settings = f" ({listed})" if listed else ""
         chosen = ""
         if self.resolved is not None:
             chosen = (
@@ -158,15 +150,12 @@ class EmulationSpec(Record):
             )
         if self.kernel == MLX_RUN:
             return (
-                f"{self.id}: output elements bit-equal to the installed MLX library run on this machine"
-                + (f" ({settings})" if settings else "")
-                + "; the real library, not the engine's GPU"
+                f"{self.id}: output elements bit-equal to the installed MLX library run on this machine{settings}; "
+                "the real library, not the engine's GPU"
             )
         return (
-            f"{self.id}: output elements bit-equal to an emulation of the {KERNELS[self.kernel].description}"
-            + (f" ({settings})" if settings else "")
-            + chosen
-            + "; a counterfactual under stated hypotheses, not the reference"
+            f"{self.id}: output elements bit-equal to an emulation of the {KERNELS[self.kernel].description}{settings}"
+            f"{chosen}; a counterfactual under stated hypotheses, not the reference"
         )
 
     def assumptions(self) -> tuple[str, ...]:
@@ -228,8 +217,7 @@ class EmulationSpec(Record):
 
 
 def _default(default: Any, shape: PacketShape, values: Mapping[str, Any]) -> Any:
-    """A parameter's default for this packet given the values resolved before it (None when it depends on what is
-    not known); a float32-partials build's partials are float32."""
+    """A parameter's default for this packet given the values resolved before it (None when not known)."""
     if default == OUTPUT_DTYPE:
         return "float32" if values.get("build") in FLOAT32_PARTIAL_BUILDS else shape.output_dtype
     if default == ENGINE_CHOICE:
@@ -318,12 +306,8 @@ def _run(
 
 
 def resolve(requested: RequestedId, shape: PacketShape) -> EmulationSpec:
-    """Every parameter's value, the normalised id (only non-default parameters, in the kernel's order) and what runs.
-
-    A default that follows the packet (the output dtype, the engine's simdgroups) is
-    unknown when the packet's tensors were not admitted; a value given for it is then
-    kept in the id.
-    """
+    """Every parameter's value, the normalised id (only non-default parameters, in the kernel's order) and what runs;
+    a value given for a default that follows an unknown packet is kept in the id."""
     kernel = KERNELS[requested.kernel]
     given = dict(requested.given)
     values, shown, names = {}, [], []
@@ -340,17 +324,12 @@ def resolve(requested: RequestedId, shape: PacketShape) -> EmulationSpec:
 
 
 def launch_key(spec: EmulationSpec) -> tuple:
-    """What an mlx_sdpa entry runs (kernel, blocks, partials, `_gqa`, hypotheses): entries with equal keys compute the
-    same bits; an entry without a run keys on its id."""
+    """What an entry runs: entries with equal keys compute the same bits; an entry without a run keys on its id."""
     return (spec.run,) if spec.run is not None else (spec.id,)
 
 
 def resolve_all(request: str | Iterable[str], shape: PacketShape) -> tuple[EmulationSpec, ...]:
-    """The distinct resolved emulations of a request, each at the position of its first occurrence.
-
-    An mlx_sdpa id of the `builds` set whose launch equals an earlier one of that set (the
-    same kernel, blocks and partials) runs once, under the earlier id.
-    """
+    """The distinct resolved emulations of a request; a `builds` id launching as an earlier one runs under it."""
     specs: dict[str, EmulationSpec] = {}
     launches: set[tuple] = set()  # the launches of the builds set's entries kept so far
     for requested in expand(request):

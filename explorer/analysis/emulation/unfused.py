@@ -1,15 +1,9 @@
-"""MLX's unfused attention composition on its CPU backend, and as modelled on its GPU.
+"""MLX's unfused attention composition on its CPU backend, and as modelled on its GPU; no I/O.
 
-MLX's unfused attention composition (scale, matmul, precise softmax, matmul, each rounded to the promoted dtype) on
-its CPU backend, and as modelled on its GPU; numpy only, no I/O.
-
-The CPU backend's arithmetic is read from MLX's sources (docs/emulations.md, "mlx_unfused"):
-float32 matmuls go to the reference BLAS, whose loops sum the products of one output element
-in order from +0; float16 / bfloat16 matmuls go to MLX's `simd_gemm` with a float32
-accumulator and SIMD width 1 on x86-64 (the same sequential order); the precise softmax works
-in float32 with MLX's own polynomial `exp` (`simd/math.h`), a sequential sum and one
-reciprocal. Every step here is an IEEE operation numpy does to the bit on every CPU.
-The GPU model's reduction orders are assumptions (the `exp` and `simd` hypotheses).
+The CPU arithmetic is read from MLX's sources (docs/emulations.md, "mlx_unfused"): every matmul sums one output
+element's products in order from +0 in float32 (the reference BLAS; `simd_gemm` with SIMD width 1 for 16-bit
+inputs), the precise softmax uses MLX's polynomial `exp`, a sequential sum and one reciprocal. The GPU model's
+reduction orders are assumptions (the `exp` and `simd` hypotheses).
 """
 
 from __future__ import annotations
@@ -22,10 +16,11 @@ from explorer.analysis.emulation.arithmetic import (
     dot,
     fma32,
     natural_exp,
+    ordered_sum,
     reduce_lanes,
     sequential_dot,
+    stored,
 )
-from explorer.packet.dtypes import narrow
 
 # MLX's exp (simd/math.h, after Cephes): 2^y with y = x * 1.442695 split at floor(y + 0.5); the fraction's
 # polynomial in Horner's order with fused multiply-adds, highest coefficient first.
@@ -49,11 +44,6 @@ SOFTMAX_THREADS = 1024  # threads of its threadgroup: 32 simdgroups of 32 lanes
 WEIGHTED_CHUNK_ELEMENTS = 1 << 18  # products of the weighted sum made at once (speed and memory only)
 
 
-def rounded(values: np.ndarray, dtype: str) -> np.ndarray:
-    """float32 `values` rounded to `dtype` and promoted back (RNE); float32 unchanged."""
-    return values if dtype == "float32" else narrow(np.ascontiguousarray(values), dtype)
-
-
 def mlx_exp(x: np.ndarray) -> np.ndarray:
     """MLX CPU's exp of float32 `x`, bit for bit: 2^floor(y + 0.5) times a degree-6 polynomial of the fraction."""
     x = np.asarray(x, dtype=np.float32)
@@ -71,51 +61,40 @@ def mlx_exp(x: np.ndarray) -> np.ndarray:
     return np.where(x < -MLX_EXP_LIMIT, np.float32(0.0), result)
 
 
-def _sequential_sum(terms: np.ndarray) -> np.ndarray:
-    """Sum over the last axis in index order from +0, every addition rounded to float32."""
-    start = np.zeros((*terms.shape[:-1], 1), dtype=np.float32)
-    return np.add.accumulate(np.concatenate([start, terms], axis=-1), axis=-1)[..., -1]
+def _products(weights: np.ndarray, values: np.ndarray, tokens: slice) -> np.ndarray:
+    """w[t] * V[t] [t, KVH, g, D] of the tokens `tokens` (weights [KVH, g, T], values [KVH, T, D]), each rounded."""
+    return np.moveaxis(weights[:, :, tokens], 2, 0)[..., None] * np.moveaxis(values[:, tokens], 1, 0)[:, :, None, :]
 
 
 def _weighted_sequential(weights: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """sum over t of w[t] * V[t], [KVH, g, D], in token order from +0 (weights [KVH, g, T], values [KVH, T, D])."""
+    """sum over t of w[t] * V[t], [KVH, g, D], in token order from +0."""
     kv_heads, group, tokens = weights.shape
     total = np.zeros((kv_heads, group, values.shape[2]), dtype=np.float32)
     step = max(1, WEIGHTED_CHUNK_ELEMENTS // total.size)
     for lo in range(0, tokens, step):
-        terms = (
-            np.moveaxis(weights[:, :, lo : lo + step], 2, 0)[..., None]
-            * np.moveaxis(values[:, lo : lo + step], 1, 0)[:, :, None, :]
-        )
-        for term in terms:
+        for term in _products(weights, values, slice(lo, lo + step)):
             np.add(total, term, out=total)
     return total
 
 
 def _weighted_lanes(weights: np.ndarray, values: np.ndarray, simd: str) -> np.ndarray:
-    """The GPU model's sum over t of w[t] * V[t]: lane l sums tokens l, l + 32, ... in order, then the lane
-    reduction."""
+    """The GPU model's sum of w[t] * V[t]: lane l sums tokens l, l + 32, ... in order, then the lane reduction."""
     kv_heads, group, tokens = weights.shape
     lanes = np.zeros((LANES, kv_heads, group, values.shape[2]), dtype=np.float32)
     for lo in range(0, tokens, LANES):
         count = min(LANES, tokens - lo)
-        terms = (
-            np.moveaxis(weights[:, :, lo : lo + count], 2, 0)[..., None]
-            * np.moveaxis(values[:, lo : lo + count], 1, 0)[:, :, None, :]
-        )
-        lanes[:count] += terms
+        lanes[:count] += _products(weights, values, slice(lo, lo + count))
     return reduce_lanes(np.moveaxis(lanes, 0, -1), simd)
 
 
 def _gpu_normaliser(exps: np.ndarray, simd: str) -> np.ndarray:
-    """The GPU softmax kernel's sum of exps [KVH, g, T]: each thread sums its SOFTMAX_READS consecutive values (its
-    reads of every pass in order), then the lanes of each simdgroup, then the simdgroups, each by `simd`."""
+    """The GPU softmax kernel's sum of exps: per thread (its reads in order), then lanes, then simdgroups."""
     per_pass = SOFTMAX_READS * SOFTMAX_THREADS
     passes = max(1, -(-exps.shape[-1] // per_pass))
     padded = np.zeros((*exps.shape[:-1], passes * per_pass), dtype=np.float32)
     padded[..., : exps.shape[-1]] = exps
     threads = padded.reshape(*exps.shape[:-1], passes, SOFTMAX_THREADS, SOFTMAX_READS)
-    per_thread = _sequential_sum(np.moveaxis(threads, -3, -2).reshape(*exps.shape[:-1], SOFTMAX_THREADS, -1))
+    per_thread = ordered_sum(np.moveaxis(threads, -3, -2).reshape(*exps.shape[:-1], SOFTMAX_THREADS, -1), axis=-1)
     simdgroups = reduce_lanes(per_thread.reshape(*exps.shape[:-1], SOFTMAX_THREADS // LANES, LANES), simd)
     return reduce_lanes(simdgroups, simd)
 
@@ -129,20 +108,17 @@ def unfused(
     device: str,
     hypotheses: Hypotheses,
 ) -> np.ndarray:
-    """The composition's output [KVH, g, D] before its final rounding to `promoted` (P, the inputs' result type).
-
-    queries [KVH, g, D], keys / values [KVH, T, D]: float32 values of dtype P already.
-    """
-    scaled = rounded(queries * rounded(np.asarray([scale], dtype=np.float32), promoted)[0], promoted)
+    """The composition's output [KVH, g, D] before its final rounding to `promoted` (inputs already of it)."""
+    scaled = stored(queries * stored(np.asarray([scale], dtype=np.float32), promoted)[0], promoted)
     if device == "cpu":
-        scores = rounded(sequential_dot(scaled, keys), promoted)
+        scores = stored(sequential_dot(scaled, keys), promoted)
         exps = mlx_exp(scores - scores.max(axis=-1, keepdims=True))
-        normaliser = _sequential_sum(exps)
+        normaliser = ordered_sum(exps, axis=-1)
     else:
-        scores = rounded(dot(scaled, keys, Hypotheses(simd=hypotheses.simd)), promoted)
+        scores = stored(dot(scaled, keys, Hypotheses(simd=hypotheses.simd)), promoted)
         exps = natural_exp(hypotheses)(scores - scores.max(axis=-1, keepdims=True))
         normaliser = _gpu_normaliser(exps, hypotheses.simd)
-    weights = rounded(exps * (np.float32(1.0) / normaliser)[..., None], promoted)
+    weights = stored(exps * (np.float32(1.0) / normaliser)[..., None], promoted)
     if device == "cpu":
         return _weighted_sequential(weights, values)
     return _weighted_lanes(weights, values, hypotheses.simd)
