@@ -167,10 +167,8 @@ def tool_reference(
     """The tool's FP32 reference [QH, D]: the attention in float64 (of `queries` when given), rounded once."""
     promoted = {name: promote(bits, dtype) for name, (dtype, bits) in tensors.items()}
     query = promoted["queries"][0, :, 0, :] if queries is None else queries
-    eligible = np.ones(query.shape[0], dtype=bool)
-    return attend(
-        query, promoted["storedKeys"][0], promoted["storedValues"][0], scale, eligible, np.float64
-    ).reference.astype(np.float32)
+    keys, values, eligible = promoted["storedKeys"][0], promoted["storedValues"][0], np.ones(query.shape[0], dtype=bool)
+    return attend(query, keys, values, scale, eligible, np.float64).reference.astype(np.float32)
 
 
 def analysis_document(
@@ -257,8 +255,6 @@ def run_files(
         )
     files["execution.json"] = _pretty(execution)
     if variant.failed_arm is None:
-        arm_outputs = {arm: outputs[ARM_EMULATIONS[arm]] for arm in ARMS}
-        files["analysis.json"] = _pretty(
-            analysis_document(value, input_sha256, tensors, scale, arm_outputs, tool_reference(tensors, scale))
-        )
+        arm_outputs, reference = {arm: outputs[ARM_EMULATIONS[arm]] for arm in ARMS}, tool_reference(tensors, scale)
+        files["analysis.json"] = _pretty(analysis_document(value, input_sha256, tensors, scale, arm_outputs, reference))
     return files
