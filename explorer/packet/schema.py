@@ -296,7 +296,7 @@ def check_descriptor(packet: dict) -> Descriptor:
     problems = Problems()
     problems.fields("schema_unsupported", packet, (), (one_of_field("schema", (SCHEMA,)),))
     identity = _identity(problems, packet)
-    metadata_file, metadata_count, metadata_sha, record_index = _metadata(problems, packet)
+    metadata = _metadata(problems, packet)  # file, byteCount, sha256, recordIndex
     geometry_fields = _section_fields(problems, packet, "geometry", GEOMETRY_FIELDS)
     capture = _section_fields(problems, packet, "capture", CAPTURE_FIELDS)
     evaluation_status, payload_total = capture.get("evaluationStatus"), capture.get("tensorPayloadBytes")
@@ -307,16 +307,7 @@ def check_descriptor(packet: dict) -> Descriptor:
             sums = f"the six byteCounts sum to {shown_int(total)}"
             problems.add("payload_total_mismatch", PAYLOAD_TOTAL, f"{PAYLOAD_TOTAL} is {payload_total}; {sums}")
     return Descriptor(
-        tuple(problems.items),
-        identity,
-        metadata_file,
-        metadata_count,
-        metadata_sha,
-        record_index,
-        geometry_fields,
-        evaluation_status,
-        set_valid,
-        tensors,
+        tuple(problems.items), identity, *metadata, geometry_fields, evaluation_status, set_valid, tensors
     )
 
 

@@ -173,13 +173,8 @@ def _receipt(value: Mapping[str, Any] | None, launch: Launch | None) -> Receipt:
 
 def _requests(arm: str, checked: ResultFile) -> list[FileRequest]:
     return [
-        FileRequest(
-            f"/{arm}{pointer('tensors', name)}",
-            arm_file(arm, descriptor.file),
-            descriptor.byte_count,
-            descriptor.sha256,
-        )
-        for name, descriptor in checked.tensors.items()
+        FileRequest(f"/{arm}{pointer('tensors', name)}", arm_file(arm, d.file), d.byte_count, d.sha256)
+        for name, d in checked.tensors.items()
     ]
 
 
