@@ -23,9 +23,9 @@ from explorer.foundations.record import Record, record
 from explorer.packet.dtypes import BITS_DTYPE, ITEM_SIZE, narrow, promote, round_bits
 from explorer.packet.files import PACKET_JSON
 from explorer.packet.model import TENSOR_NAMES
-from explorer.packet.schema import row_major_strides
 from explorer.replay.checks import ANALYSIS_SCHEMA, INPUT_SCHEMA, REPLAY_SELECTION, RESULT_SCHEMA
 from explorer.replay.model import ARMS, EXPECTED_DISPATCH, NATIVE, PAGE_SIZE, SEGMENTED, SEGMENTED_TWO_FROM_TOKENS
+from explorer.samples.writer import tensor_entry
 
 ARM_EMULATIONS = {NATIVE: "mlx_two_pass", "pagedFixed": "paged_two_pass", SEGMENTED: "paged_two_pass"}
 PARTITION_TOKENS = 256  # paged_two_pass's default partition
@@ -105,18 +105,6 @@ def _input(packet_files: Mapping[str, bytes]) -> tuple[dict, dict[str, bytes]]:
     return value, staged
 
 
-def _descriptor(name: str, dtype: str, shape: list[int], data: bytes) -> dict:
-    return {
-        "file": f"{name}.bin",
-        "dtype": dtype,
-        "byteOrder": "little",
-        "shape": shape,
-        "packedStrides": row_major_strides(shape),
-        "byteCount": len(data),
-        "sha256": _sha256(data),
-    }
-
-
 def _arm_files(
     arm: str,
     value: dict,
@@ -153,7 +141,8 @@ def _arm_files(
         "partitionGeometrySource": "pinned/partition-rung" if paged else "mlx/fused-sdpa",
         "geometry": value["geometry"],
         "tensors": {
-            name: _descriptor(name, dtype, list(bits.shape), data[name]) for name, (dtype, bits) in written.items()
+            name: tensor_entry(f"{name}.bin", dtype, list(bits.shape), data[name])
+            for name, (dtype, bits) in written.items()
         },
     }
     files = {f"{arm}/result.json": _apple(result)}
