@@ -26,16 +26,15 @@ def _nearer(first: Block) -> str:
     if nearer is None:
         return f"nearer the shared primary reference: not defined ({first['nearerReason']})"
     return "nearer the shared primary reference: " + ", ".join(
-        f"{side} {short_number(count)}" for side, count in nearer.items()
+        f"{side} {short_number(n)}" for side, n in nearer.items()
     )
 
 
 def _reproduced(first: Block) -> str | None:
     if first["reproducedBy"] is None:
         return None
-    return "reproduced bit for bit " + "; ".join(
-        f"on {side} by {', '.join(ids) or 'no emulation'}" for side, ids in first["reproducedBy"].items()
-    )
+    by = (f"on {side} by {', '.join(ids) or 'no emulation'}" for side, ids in first["reproducedBy"].items())
+    return "reproduced bit for bit " + "; ".join(by)
 
 
 def first_outputs_finding(first: Block) -> Finding:

@@ -162,17 +162,9 @@ def build_campaign(
         for (step, layer), per_backend in sorted(by_cell.items()):
             sides = [per_backend[backend] for backend in backends]
             state, codes = cell_state(sides)
-            cells.append(
-                Cell(
-                    step,
-                    layer,
-                    state,
-                    MappingProxyType({b: tuple(m.name for m in per_backend[b]) for b in backends}),
-                    codes,
-                    MappingProxyType({b: per_backend[b][0].seed_token for b in backends if per_backend[b]}),
-                    _differing_inputs(sides),
-                )
-            )
+            names = MappingProxyType({b: tuple(m.name for m in per_backend[b]) for b in backends})
+            seeds = MappingProxyType({b: per_backend[b][0].seed_token for b in backends if per_backend[b]})
+            cells.append(Cell(step, layer, state, names, codes, seeds, _differing_inputs(sides)))
         duplicates = [cell for cell in cells if cell.state == DUPLICATE]
         if duplicates:
             notes.append(
@@ -180,15 +172,8 @@ def build_campaign(
                 "one backend (state duplicate, not compared): "
                 + listed([f"step {c.output_index} layer {c.layer}" for c in duplicates])
             )
-    return Campaign(
-        ident or campaign_id(key),
-        key,
-        backends,
-        MappingProxyType(dict(counts)),
-        tuple(cells),
-        tuple(notes),
-        capture_set,
-    )
+    packets = MappingProxyType(dict(counts))
+    return Campaign(ident or campaign_id(key), key, backends, packets, tuple(cells), tuple(notes), capture_set)
 
 
 def campaigns_of(

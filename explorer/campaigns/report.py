@@ -33,15 +33,10 @@ LIMITATIONS = (
 
 
 def _where(cell: Cell | None) -> dict[str, Any] | None:
-    return (
-        None
-        if cell is None
-        else {
-            "outputIndex": cell.output_index,
-            "modelLayerIndex": cell.layer,
-            "packets": {backend: list(names) for backend, names in cell.packets.items()},
-        }
-    )
+    if cell is None:
+        return None
+    packets = {backend: list(names) for backend, names in cell.packets.items()}
+    return {"outputIndex": cell.output_index, "modelLayerIndex": cell.layer, "packets": packets}
 
 
 def cell_json(cell: Cell) -> dict[str, Any]:
@@ -134,12 +129,9 @@ def emulation_sentence(block: dict[str, Any], backends: tuple[str, ...]) -> str:
 def _coverage(campaign: Campaign, origin: Origin) -> dict[str, Any]:
     cells = campaign.cells
     layers = sorted({cell.layer for cell in cells})
+    per_backend = {backend: sum(bool(cell.packets[backend]) for cell in cells) for backend in campaign.backends}
     return {
-        "cellsPerBackend": {
-            backend: sum(bool(cell.packets[backend]) for cell in cells) for backend in campaign.backends
-        }
-        if compared(campaign.backends)
-        else {},
+        "cellsPerBackend": per_backend if compared(campaign.backends) else {},
         "packetsPerBackend": dict(campaign.packets_per_backend),
         "steps": sorted({cell.output_index for cell in cells}),
         "layers": layers,
@@ -184,14 +176,10 @@ def origin_sentence(
     first, inputs, tokens = origin.first_outputs_differ, origin.first_inputs_differ, origin.first_tokens_differ
     if first is not None:
         pair = first.pair
-        counts = (
-            ""
-            if pair is None or pair.outputs_differing is None
-            else (
-                f": {short_number(pair.outputs_differing)} of {short_number(pair.compared)} output elements differ, "
-                f"max {short_number(pair.max_ulp)} ULP"
-            )
-        )
+        counts = ""
+        if pair is not None and pair.outputs_differing is not None:
+            counts = f": {short_number(pair.outputs_differing)} of {short_number(pair.compared)} output elements"
+            counts += f" differ, max {short_number(pair.max_ulp)} ULP"
         parts.append(
             f"The first kernel-originated difference is at {_at(first)} (inputs byte-identical, outputs "
             f"differ{counts})."
@@ -243,7 +231,8 @@ def campaign_json(campaign: Campaign) -> dict[str, Any]:
     """One entry of `campaigns[]`."""
     origin = origin_of(campaign)
     coverage = _coverage(campaign, origin)
-    inputs = origin.first_inputs_differ
+    inputs, tokens = origin.first_inputs_differ, origin.first_tokens_differ
+    seeds = None if tokens is None else dict(tokens.seed_tokens)
     outputs = _outputs_block(campaign, origin.first_outputs_differ)
     return {
         "id": campaign.id,
@@ -261,12 +250,7 @@ def campaign_json(campaign: Campaign) -> dict[str, Any]:
             "explained": origin.explained,
             "explanation": "inherited" if origin.explained else "unexplained",
         },
-        "firstTokensDiffer": None
-        if origin.first_tokens_differ is None
-        else {
-            "outputIndex": origin.first_tokens_differ.output_index,
-            "seedTokens": dict(origin.first_tokens_differ.seed_tokens),
-        },
+        "firstTokensDiffer": None if tokens is None else {"outputIndex": tokens.output_index, "seedTokens": seeds},
         "coverage": coverage,
         "notes": list(campaign.notes),
     }

@@ -88,6 +88,13 @@ def json_line(item: Triaged) -> str:
     return json.dumps(json_line_fields(item), allow_nan=False)
 
 
+def _row(item: Triaged) -> list[str]:
+    summary = item.summary
+    numbers = (summary.score, summary.worst_head, summary.heads_not_compared, summary.noise_floor_ratio)
+    numbers += (summary.worst_linf, summary.worst_linf_head, summary.worst_ulp)
+    return [item.name, summary.status, *map(short_number, numbers), summary.backend or "-", ",".join(summary.codes)]
+
+
 def summary_table(items: Sequence[Triaged], root: Path, seconds: float, engine: str, notes: Sequence[str] = ()) -> str:
     """Counts per status and code, every packet by status and score, and the pairs found, under a line naming
     what ran the work (`engine`) and the `notes`."""
@@ -96,49 +103,16 @@ def summary_table(items: Sequence[Triaged], root: Path, seconds: float, engine: 
     lines = [f"Triage of {len(items)} packets under {root} ({engine}, {seconds:.2f} s)"]
     lines += [f"Note: {note}" for note in notes]
     lines += ["", "Status counts:"]
-    lines += text_table(
-        ["status", "packets"],
-        [[status, str(statuses[status])] for status in STATUS_ORDER if statuses[status]],
-        left=True,
-    )
+    rows = [[status, str(statuses[status])] for status in STATUS_ORDER if statuses[status]]
+    lines += text_table(["status", "packets"], rows, left=True)
     if codes:
         lines += ["", "Codes (refusals, inconclusive reasons, errors):"]
         rows = [[code, str(count)] for code, count in sorted(codes.items())]
         lines += text_table(["code", "packets"], rows, left=True)
     ordered = sorted(items, key=lambda item: list_order(item.name, item.summary))
     lines += ["", "Packets by status, then score (error / allowance of the worst element, largest first):"]
-    lines += text_table(
-        [
-            "packet",
-            "status",
-            "score",
-            "worst head",
-            "heads not compared",
-            "ratio",
-            "worst linf",
-            "linf head",
-            "worst ULP",
-            "backend",
-            "codes",
-        ],
-        [
-            [
-                item.name,
-                item.summary.status,
-                short_number(item.summary.score),
-                short_number(item.summary.worst_head),
-                short_number(item.summary.heads_not_compared),
-                short_number(item.summary.noise_floor_ratio),
-                short_number(item.summary.worst_linf),
-                short_number(item.summary.worst_linf_head),
-                short_number(item.summary.worst_ulp),
-                item.summary.backend or "-",
-                ",".join(item.summary.codes),
-            ]
-            for item in ordered
-        ],
-        left=True,
-    )
+    columns = "packet,status,score,worst head,heads not compared,ratio,worst linf,linf head,worst ULP,backend,codes"
+    lines += text_table(columns.split(","), [_row(item) for item in ordered], left=True)
     backends = {item.name: item.summary.backend or "-" for item in items}
     groups = selection_groups((item.name, item.summary) for item in items)
     lines += ["", f"Pairs (partners: packets sharing the selection fields): {len(groups)}"]
@@ -204,6 +178,5 @@ def run(
             progress.step()
     finally:
         results.close()
-    return summary_table(
-        items, root, time.perf_counter() - started, engine_text(jobs, len(entries), scheduler), notes
-    ), sink
+    engine = engine_text(jobs, len(entries), scheduler)
+    return summary_table(items, root, time.perf_counter() - started, engine, notes), sink

@@ -58,12 +58,8 @@ def png_suffixes(shots: Mapping[str, Sequence[bytes]]) -> dict[str, bytes]:
     """Each PNG's file-name ending after the stem: `-<slug>.png`, or `-<slug>-1.png`, `-2.png`, ... for parts."""
     files = {}
     for slug, parts in shots.items():
-        names = (
-            [f"-{slug}{PNG_SUFFIX}"]
-            if len(parts) == 1
-            else [f"-{slug}-{number}{PNG_SUFFIX}" for number in range(1, len(parts) + 1)]
-        )
-        files.update(zip(names, parts, strict=True))
+        numbers = [""] if len(parts) == 1 else [f"-{number}" for number in range(1, len(parts) + 1)]
+        files.update(zip([f"-{slug}{number}{PNG_SUFFIX}" for number in numbers], parts, strict=True))
     return files
 
 
@@ -102,10 +98,8 @@ def remove(paths: Sequence[Path]) -> None:
 
 
 def _write_named(out_dir: Path, base: str, files: Mapping[str, str | bytes], suffixes: Sequence[str]):
-    """Every file of one export (`files`: suffix -> content) under the first free stem, all or none.
-
-    The first file reserves the name (`write_new` links it only while free): of two exports choosing one stem at once,
-    the other, having written nothing, takes the next free stem."""
+    """Every file of one export (`files`: suffix -> content) under the first free stem, all or none; the first file
+    reserves the name (`write_new` links it only while free), so of two exports choosing one stem the other moves on."""
     for _ in range(MAX_NAME_ATTEMPTS):
         stem = free_stem(out_dir, base, suffixes)
         try:

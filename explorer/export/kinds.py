@@ -148,12 +148,9 @@ def selection_lines(analysis: Analysis) -> list[str]:
 def _packet_sections(subject: PacketSubject) -> tuple[Section, ...]:
     from explorer.views import VIEWS, Selection
 
+    head, emulation = subject.head, subject.emulation
     return tuple(
-        Section(
-            slug,
-            title,
-            partial(builder, subject.analysis, Selection(head=subject.head, emulation=dict(subject.emulation))),
-        )
+        Section(slug, title, partial(builder, subject.analysis, Selection(head=head, emulation=dict(emulation))))
         for slug, title, builder in VIEWS
     )
 

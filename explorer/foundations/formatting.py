@@ -83,10 +83,6 @@ def text_table(header: Sequence[str], rows: Sequence[Sequence[str]], *, left: bo
     (numbers) or left-aligned with `left` (names)."""
     shown = [[terminal_text(cell) for cell in line] for line in (header, *rows)]
     widths = [max(len(cell) for cell in column) for column in zip(*shown, strict=True)]
-    return [
-        TABLE_INDENT
-        + TABLE_GAP.join(
-            cell.ljust(width) if left else cell.rjust(width) for cell, width in zip(line, widths, strict=True)
-        ).rstrip()
-        for line in shown
-    ]
+    align = str.ljust if left else str.rjust
+    joined = (TABLE_GAP.join(align(cell, width) for cell, width in zip(line, widths, strict=True)) for line in shown)
+    return [TABLE_INDENT + text.rstrip() for text in joined]

@@ -117,12 +117,10 @@ def _reasons(descriptor: Descriptor, snapshot: Snapshot, geometry: Mapping[str, 
     backend = descriptor.identity["backend"]
     qh, d, t = geometry["queryHeads"], geometry["headDim"], geometry["tokens"]
     missing_tokens = [key for key in ("seedToken", "targetToken") if sample[key] is None]
+    owners, dispatch, evaluation = snapshot.expected_owner_count, record["dispatch"], descriptor.evaluation_status
     table = {
         "owner_selection_unsupported": _applying(
-            (
-                snapshot.expected_owner_count != SUPPORTED_OWNER_COUNT,
-                f"expectedOwnerCount is {snapshot.expected_owner_count}",
-            ),
+            (owners != SUPPORTED_OWNER_COUNT, f"expectedOwnerCount is {owners}"),
             (snapshot.record_count != 1, f"the snapshot holds {snapshot.record_count} records"),
             (descriptor.record_index != SUPPORTED_RECORD_INDEX, f"recordIndex is {descriptor.record_index}"),
         ),
@@ -132,10 +130,7 @@ def _reasons(descriptor: Descriptor, snapshot: Snapshot, geometry: Mapping[str, 
             *((record[flag], f"{flag} is true") for flag in PRESENCE_FLAGS),
             *((record[key] != value, f"{key} is {shown_int(record[key])}") for key, value in SUPPORTED_BATCH.items()),
             (record["phase"] not in SUPPORTED_PHASES, f"phase is {quoted(record['phase'])}"),
-            (
-                record["dispatch"] not in BACKEND_DISPATCHES[backend],
-                f"dispatch {quoted(record['dispatch'])} is not a {backend} dispatch",
-            ),
+            (dispatch not in BACKEND_DISPATCHES[backend], f"dispatch {quoted(dispatch)} is not a {backend} dispatch"),
         ),
         "cpu_bound_exceeded": _applying(
             (qh > CPU_MAX_QUERY_HEADS, f"{qh} query heads (more than {CPU_MAX_QUERY_HEADS})"),
@@ -157,10 +152,7 @@ def _reasons(descriptor: Descriptor, snapshot: Snapshot, geometry: Mapping[str, 
         ),
         "sample_tokens_missing": _applying((bool(missing_tokens), f"{' and '.join(missing_tokens)} absent or null")),
         "evaluation_not_completed": _applying(
-            (
-                descriptor.evaluation_status != COMPLETED_EVALUATION,
-                f"evaluationStatus is {descriptor.evaluation_status!r}",
-            )
+            (evaluation != COMPLETED_EVALUATION, f"evaluationStatus is {evaluation!r}")
         ),
     }
     return tuple(Reason(code, message) for code, message in table.items() if message)

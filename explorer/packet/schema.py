@@ -30,6 +30,7 @@ TENSOR_RANK = 4
 SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 SHA256_RULE = "64 lowercase hex characters"
 MISSING = object()  # a key absent from its object
+PAYLOAD_TOTAL = "/capture/tensorPayloadBytes"
 
 KV_TENSORS = ("storedKeys", "storedValues", "incomingKeys", "incomingValues")
 SINGLE_TOKEN_TENSORS = ("queries", "output", "incomingKeys", "incomingValues")
@@ -254,24 +255,15 @@ def tensor_descriptor(problems: Problems, name: str, entry: Any) -> TensorDescri
             and len(strides) == TENSOR_RANK
             and all(is_integer(s) and s == e for s, e in zip(strides, expected, strict=True))
         )
-        problems.check(
-            packed,
-            "strides_not_packed",
-            f"{base}/packedStrides",
-            f"the row-major strides {shown_list(expected)} of the shape",
-            strides,
-        )
+        rule = f"the row-major strides {shown_list(expected)} of the shape"
+        problems.check(packed, "strides_not_packed", f"{base}/packedStrides", rule, strides)
     declared = math.prod(shape) * ITEM_SIZE[dtype] if shape is not None and dtype is not None else None
     byte_count = entry.get("byteCount", MISSING)
     count_held = problems.check(is_integer(byte_count), "field_invalid", f"{base}/byteCount", "an integer", byte_count)
     if count_held:
-        count_held = problems.check(
-            byte_count >= 1 and (declared is None or byte_count == declared),
-            "byte_count_shape_mismatch",
-            f"{base}/byteCount",
-            "product(shape) x item size" + (f" = {shown_int(declared)}" if declared else " (>= 1)"),
-            byte_count,
-        )
+        matches = byte_count >= 1 and (declared is None or byte_count == declared)
+        rule = "product(shape) x item size" + (f" = {shown_int(declared)}" if declared else " (>= 1)")
+        count_held = problems.check(matches, "byte_count_shape_mismatch", f"{base}/byteCount", rule, byte_count)
     sha256 = problems.fields("field_invalid", entry, ("tensors", name), (sha256_field("sha256"),)).get("sha256")
     # path_invalid is a section 5 problem: it does not keep the entry out of the section 4 checks.
     valid = all(problem.code == "path_invalid" for problem in problems.items[before:])
@@ -282,11 +274,8 @@ def tensor_descriptor(problems: Problems, name: str, entry: Any) -> TensorDescri
 def _tensors(problems: Problems, packet: dict) -> tuple[bool, dict[str, TensorDescriptor]]:
     section = packet.get("tensors", MISSING)
     if not isinstance(section, dict):
-        problems.add(
-            "tensor_set_invalid",
-            "/tensors",
-            f"/tensors must be an object with exactly the six tensors; got {describe(section)}",
-        )
+        message = f"/tensors must be an object with exactly the six tensors; got {describe(section)}"
+        problems.add("tensor_set_invalid", "/tensors", message)
         return False, {}
     missing = [name for name in TENSOR_NAMES if name not in section]
     extra = sorted(name for name in section if name not in TENSOR_NAMES)
@@ -307,7 +296,7 @@ def check_descriptor(packet: dict) -> Descriptor:
     problems = Problems()
     problems.fields("schema_unsupported", packet, (), (one_of_field("schema", (SCHEMA,)),))
     identity = _identity(problems, packet)
-    metadata_file, metadata_count, metadata_sha, record_index = _metadata(problems, packet)
+    metadata = _metadata(problems, packet)  # file, byteCount, sha256, recordIndex
     geometry_fields = _section_fields(problems, packet, "geometry", GEOMETRY_FIELDS)
     capture = _section_fields(problems, packet, "capture", CAPTURE_FIELDS)
     evaluation_status, payload_total = capture.get("evaluationStatus"), capture.get("tensorPayloadBytes")
@@ -315,22 +304,10 @@ def check_descriptor(packet: dict) -> Descriptor:
     if set_valid and payload_total is not None and all(t.byte_count_valid for t in tensors.values()):
         total = sum(t.byte_count for t in tensors.values())
         if total != payload_total:
-            problems.add(
-                "payload_total_mismatch",
-                "/capture/tensorPayloadBytes",
-                f"/capture/tensorPayloadBytes is {payload_total}; the six byteCounts sum to {shown_int(total)}",
-            )
+            sums = f"the six byteCounts sum to {shown_int(total)}"
+            problems.add("payload_total_mismatch", PAYLOAD_TOTAL, f"{PAYLOAD_TOTAL} is {payload_total}; {sums}")
     return Descriptor(
-        tuple(problems.items),
-        identity,
-        metadata_file,
-        metadata_count,
-        metadata_sha,
-        record_index,
-        geometry_fields,
-        evaluation_status,
-        set_valid,
-        tensors,
+        tuple(problems.items), identity, *metadata, geometry_fields, evaluation_status, set_valid, tensors
     )
 
 
@@ -352,13 +329,8 @@ def payload_limits(tensors: Mapping[str, TensorDescriptor]) -> tuple[tuple[Probl
         ), frozenset(over)
     total = sum(t.declared_size for t in tensors.values() if t.declared_size is not None)
     if total > TENSOR_SIZE_LIMIT:
-        return (
-            Problem(
-                "payload_too_large",
-                "/tensors",
-                f"the tensors declare {shown_int(total)} bytes together, more than {TENSOR_SIZE_LIMIT}",
-            ),
-        ), frozenset(tensors)
+        message = f"the tensors declare {shown_int(total)} bytes together, more than {TENSOR_SIZE_LIMIT}"
+        return (Problem("payload_too_large", "/tensors", message),), frozenset(tensors)
     return (), frozenset()
 
 

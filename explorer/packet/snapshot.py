@@ -38,6 +38,7 @@ MAX_TOKEN_ID = 2**31 - 1
 MAX_SCALE_BITS = 2**32 - 1
 MAX_STORAGE_ENTRIES = 64
 MAX_OBSERVED_RANK = 8
+INVALID, OBSERVED_MISMATCH, RANGE_MISMATCH = "snapshot_invalid", "observed_tensor_mismatch", "visible_range_mismatch"
 SAMPLE_OUTCOMES = (
     "not_selected",
     "graph_constructed_unconfirmed",
@@ -164,39 +165,28 @@ class Snapshot(Record):
 
 
 def _observed(problems: Problems, where: tuple[str | int, ...], value: Any) -> None:
-    if problems.check(
-        isinstance(value, dict), "snapshot_invalid", pointer(*where), "observed tensor metadata (an object)", value
-    ):
-        held = problems.fields("snapshot_invalid", value, where, OBSERVED_FIELDS)
+    if problems.check(isinstance(value, dict), INVALID, pointer(*where), "observed tensor metadata (an object)", value):
+        held = problems.fields(INVALID, value, where, OBSERVED_FIELDS)
         strides = value.get("graphConstructionStrides", MISSING)
-        problems.check(
-            isinstance(strides, list)
-            and all(is_integer(s) for s in strides)
-            and ("shape" not in held or len(strides) == len(held["shape"])),
-            "snapshot_invalid",
-            pointer(*where, "graphConstructionStrides"),
-            "an integer array as long as the shape",
-            strides,
-        )
+        valid = isinstance(strides, list) and all(is_integer(s) for s in strides)
+        valid = valid and ("shape" not in held or len(strides) == len(held["shape"]))
+        rule = "an integer array as long as the shape"
+        problems.check(valid, INVALID, pointer(*where, "graphConstructionStrides"), rule, strides)
 
 
 def _record(problems: Problems, record: dict) -> bool:
     """Structural rules of records[0]; True when none broke (scale_invalid is not structural)."""
     before = len(problems.items)
-    problems.fields("snapshot_invalid", record, RECORD, RECORD_FIELDS)
+    problems.fields(INVALID, record, RECORD, RECORD_FIELDS)
     for name in OBSERVED_TENSORS:
         _observed(problems, (*RECORD, name), record.get(name, MISSING))
     storage = record.get("storage", MISSING)
-    if problems.check(
-        isinstance(storage, dict) and 1 <= len(storage) <= MAX_STORAGE_ENTRIES,
-        "snapshot_invalid",
-        pointer(*RECORD, "storage"),
-        f"an object of 1..{MAX_STORAGE_ENTRIES} entries",
-        storage,
-    ):
+    valid = isinstance(storage, dict) and 1 <= len(storage) <= MAX_STORAGE_ENTRIES
+    rule = f"an object of 1..{MAX_STORAGE_ENTRIES} entries"
+    if problems.check(valid, INVALID, pointer(*RECORD, "storage"), rule, storage):
         for name, entry in storage.items():
             _observed(problems, (*RECORD, "storage", name), entry)
-    problems.fields("snapshot_invalid", record, RECORD, PRESENCE_FIELDS)
+    problems.fields(INVALID, record, RECORD, PRESENCE_FIELDS)
     structural = len(problems.items) == before
     problems.fields("scale_invalid", record, RECORD, (SCALE_FIELD,))
     return structural
@@ -217,39 +207,25 @@ def _cross_checks(problems: Problems, record: dict, configuration: dict, descrip
             continue
         observed = record[name]
         if observed["dtype"] != tensor.dtype:
-            problems.add(
-                "observed_tensor_mismatch",
-                pointer(*RECORD, name, "dtype"),
-                f"the record observed {name} as {observed['dtype']}, the packet holds {tensor.dtype}",
-            )
+            held_as = f"the record observed {name} as {observed['dtype']}, the packet holds {tensor.dtype}"
+            problems.add(OBSERVED_MISMATCH, pointer(*RECORD, name, "dtype"), held_as)
         if observed["shape"] != list(tensor.shape):
-            problems.add(
-                "observed_tensor_mismatch",
-                pointer(*RECORD, name, "shape"),
-                f"the record observed {name} with shape {shown(observed['shape'])}, the packet holds "
-                f"{shown(list(tensor.shape))}",
-            )
+            held_as = f"the record observed {name} with shape {shown(observed['shape'])}, the packet holds "
+            problems.add(OBSERVED_MISMATCH, pointer(*RECORD, name, "shape"), held_as + shown(list(tensor.shape)))
     stored_keys = descriptor.tensors.get("storedKeys")
     if stored_keys is not None and stored_keys.valid:
         for entry_name, entry in record["storage"].items():
             if entry["dtype"] != stored_keys.dtype:
-                problems.add(
-                    "observed_tensor_mismatch",
-                    pointer(*RECORD, "storage", entry_name, "dtype"),
-                    f"storage {quoted(entry_name)} is {entry['dtype']}, storedKeys is {stored_keys.dtype}",
-                )
+                held_as = f"storage {quoted(entry_name)} is {entry['dtype']}, storedKeys is {stored_keys.dtype}"
+                problems.add(OBSERVED_MISMATCH, pointer(*RECORD, "storage", entry_name, "dtype"), held_as)
 
 
 def _sample(problems: Problems, snapshot: dict) -> dict | None:
-    held = len(problems.fields("snapshot_invalid", snapshot, (), SAMPLE_FIELDS)) == len(SAMPLE_FIELDS)
+    held = len(problems.fields(INVALID, snapshot, (), SAMPLE_FIELDS)) == len(SAMPLE_FIELDS)
     refusals = snapshot.get("refusals", MISSING)
-    if problems.check(
-        isinstance(refusals, dict), "snapshot_invalid", "/refusals", "an object of refusal name -> count", refusals
-    ):
+    if problems.check(isinstance(refusals, dict), INVALID, "/refusals", "an object of refusal name -> count", refusals):
         counts = [
-            problems.check(
-                integer_in(count, 1), "snapshot_invalid", pointer("refusals", name), "an integer count >= 1", count
-            )
+            problems.check(integer_in(count, 1), INVALID, pointer("refusals", name), "an integer count >= 1", count)
             for name, count in refusals.items()
         ]
         held = held and all(counts)
@@ -263,35 +239,29 @@ def check_snapshot(snapshot: dict, descriptor: Descriptor) -> Snapshot:
     problems = Problems()
     configuration = snapshot.get("configuration", MISSING)
     held = {}
-    if problems.check(
-        isinstance(configuration, dict), "snapshot_invalid", "/configuration", "an object", configuration
-    ):
-        held = problems.fields("snapshot_invalid", configuration, ("configuration",), CONFIGURATION_FIELDS)
+    if problems.check(isinstance(configuration, dict), INVALID, "/configuration", "an object", configuration):
+        held = problems.fields(INVALID, configuration, ("configuration",), CONFIGURATION_FIELDS)
     else:
         configuration = {}
     maximum = held.get("maximumRecords")
     identity_held = "requestID" in held and "outputIndex" in held
     records = snapshot.get("records", MISSING)
     record_count = len(records) if isinstance(records, list) else None
-    records_held = problems.check(
-        isinstance(records, list) and 1 <= len(records) <= MAX_RECORDS,
-        "snapshot_invalid",
-        "/records",
-        f"an array of 1..{MAX_RECORDS} objects",
-        records,
-    )
+    valid = isinstance(records, list) and 1 <= len(records) <= MAX_RECORDS
+    rule = f"an array of 1..{MAX_RECORDS} objects"
+    records_held = problems.check(valid, INVALID, "/records", rule, records)
     if records_held and maximum is not None and len(records) > maximum:
         problems.add(
             "record_budget_exceeded", "/records", f"{len(records)} records, more than maximumRecords {maximum}"
         )
     if records_held:
         for index, entry in enumerate(records[1:], start=1):
-            problems.check(isinstance(entry, dict), "snapshot_invalid", pointer("records", index), "an object", entry)
+            problems.check(isinstance(entry, dict), INVALID, pointer("records", index), "an object", entry)
     first = records[0] if record_count else MISSING
     record = None
     if (
         first is not MISSING
-        and problems.check(isinstance(first, dict), "snapshot_invalid", "/records/0", "an object", first)
+        and problems.check(isinstance(first, dict), INVALID, "/records/0", "an object", first)
         and _record(problems, first)
     ):
         record = first
@@ -314,7 +284,7 @@ def visible_range_problems(descriptor: Descriptor, record: Mapping[str, Any] | N
     problems = Problems()
     start = descriptor.geometry_fields.get("visibleStart")
     if start is not None and start != 0:
-        problems.add("visible_range_mismatch", "/geometry/visibleStart", f"visibleStart is {shown_int(start)}, not 0")
+        problems.add(RANGE_MISMATCH, "/geometry/visibleStart", f"visibleStart is {shown_int(start)}, not 0")
     end = descriptor.geometry_fields.get("visibleEnd")
     stored_keys = descriptor.tensors.get("storedKeys")
     tokens = stored_keys.shape[2] if descriptor.tensor_set_valid and stored_keys and stored_keys.valid else None
@@ -326,16 +296,10 @@ def visible_range_problems(descriptor: Descriptor, record: Mapping[str, Any] | N
             if value is not None and value != end
         ]
         if disagreements:
-            problems.add(
-                "visible_range_mismatch",
-                "/geometry/visibleEnd",
-                f"visibleEnd is {shown_int(end)} but {' and '.join(disagreements)}",
-            )
+            but = " and ".join(disagreements)
+            problems.add(RANGE_MISMATCH, "/geometry/visibleEnd", f"visibleEnd is {shown_int(end)} but {but}")
     if record is not None and record["offsetAfter"] != record["offsetBefore"] + 1:
-        problems.add(
-            "visible_range_mismatch",
-            pointer(*RECORD, "offsetAfter"),
-            f"offsetAfter {shown_int(record['offsetAfter'])} is not offsetBefore "
-            f"{shown_int(record['offsetBefore'])} + 1",
-        )
+        after = f"offsetAfter {shown_int(record['offsetAfter'])}"
+        not_next = f"{after} is not offsetBefore {shown_int(record['offsetBefore'])} + 1"
+        problems.add(RANGE_MISMATCH, pointer(*RECORD, "offsetAfter"), not_next)
     return tuple(problems.items)

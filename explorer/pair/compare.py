@@ -90,11 +90,10 @@ def _selection(a: Analysis, b: Analysis) -> tuple[tuple[tuple[str, Any], ...] | 
     key_a, key_b = selection_key(a), selection_key(b)
     if key_a is None or key_b is None:
         return None, ()
-    shared = tuple((name, value) for (name, value), (_, other) in zip(key_a, key_b, strict=True) if value == other)
+    fields = list(zip(key_a, key_b, strict=True))
+    shared = tuple((name, value) for (name, value), (_, other) in fields if value == other)
     differences = tuple(
-        SelectionDifference(name, value, other)
-        for (name, value), (_, other) in zip(key_a, key_b, strict=True)
-        if value != other
+        SelectionDifference(name, value, other) for (name, value), (_, other) in fields if value != other
     )
     return shared, differences
 
@@ -103,14 +102,8 @@ def _shape(analysis: Analysis) -> tuple | None:
     admission = analysis.admission
     if admission.geometry is None or admission.tensors is None:
         return None
-    geometry = admission.geometry
-    return (
-        geometry["queryHeads"],
-        geometry["kvHeads"],
-        geometry["headDim"],
-        geometry["tokens"],
-        tuple(admission.tensors[name].dtype for name in INPUT_NAMES),
-    )
+    geometry, dtypes = admission.geometry, tuple(admission.tensors[name].dtype for name in INPUT_NAMES)
+    return (geometry["queryHeads"], geometry["kvHeads"], geometry["headDim"], geometry["tokens"], dtypes)
 
 
 def _shape_message(a: Analysis, b: Analysis) -> str:
@@ -167,16 +160,8 @@ def _output(a: Analysis, b: Analysis) -> OutputDifference:
     if first.dtype != second.dtype:
         return OutputDifference(first.dtype, second.dtype, True, int(bits_a.size), None, None, None, difference)
     bits = bit_difference("output", first.dtype, bits_a, bits_b, OUTPUT_POSITIONS_LIMIT)
-    return OutputDifference(
-        first.dtype,
-        second.dtype,
-        False,
-        int(bits_a.size),
-        bits,
-        readonly(bits_a != bits_b),
-        ulp_distance(bits_a, bits_b, first.dtype, every_head),
-        difference,
-    )
+    differs, ulp = readonly(bits_a != bits_b), ulp_distance(bits_a, bits_b, first.dtype, every_head)
+    return OutputDifference(first.dtype, second.dtype, False, int(bits_a.size), bits, differs, ulp, difference)
 
 
 # ---------------------------------------------------------------- ladder and nearer
@@ -241,11 +226,8 @@ def _tokens(a: Analysis, b: Analysis) -> Tokens | None:
 
 def _refused(a: Analysis, b: Analysis) -> Pair:
     """The pair of two analyses at least one of which is refused: its sides' refusals, nothing compared."""
-    refusals = tuple(
-        SideRefusal(name, problem)
-        for name, side in zip(SIDES, (a, b), strict=True)
-        for problem in side.admission.refusals
-    )
+    sides = zip(SIDES, (a, b), strict=True)
+    refusals = tuple(SideRefusal(name, problem) for name, side in sides for problem in side.admission.refusals)
     return Pair(a, b, REFUSED, refusals)
 
 

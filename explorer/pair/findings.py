@@ -33,11 +33,8 @@ def nearer_finding(pair: Pair) -> Finding:
     nearer = pair.nearer
     if nearer is None:
         reason = pair.nearer_reason
-        return finding(
-            "nearer",
-            f"Nearer the primary reference: not computed ({reason}: {NEARER_REASONS.get(reason, reason)}).",
-            reason=reason,
-        )
+        why = f"{reason}: {NEARER_REASONS.get(reason, reason)}"
+        return finding("nearer", f"Nearer the primary reference: not computed ({why}).", reason=reason)
     c = nearer.global_counts
     total = c.a + c.b + c.tie + c.undefined
     return finding(
@@ -80,17 +77,12 @@ def and_list(names: Sequence[str]) -> str:
 def emulations_finding(pair: Pair) -> Finding:
     """Per side, the emulations that reproduce it bit for bit, else the one with the most bit-equal elements."""
     emulation = pair.emulation
+    question = "Which emulation reproduces each side"
     if emulation is None:
-        return finding(
-            "emulations",
-            "Which emulation reproduces each side: not computed (no emulation was requested for this pair).",
-        )
+        return finding("emulations", f"{question}: not computed (no emulation was requested for this pair).")
     if emulation.rows is None:
-        return finding(
-            "emulations",
-            f"Which emulation reproduces each side: no emulation x side matrix ({emulation.reason}).",
-            reason=emulation.reason,
-        )
+        matrix = f"{question}: no emulation x side matrix ({emulation.reason})."
+        return finding("emulations", matrix, reason=emulation.reason)
     parts, numbers = [], {}
     for side in SIDES:
         found = reproducing([getattr(row, side) for row in emulation.rows])
@@ -105,7 +97,7 @@ def emulations_finding(pair: Pair) -> Finding:
         )
         numbers[side] = {"ids": ids, "bitEqual": bit_equal, "compared": compared}
     own = " (each side against the emulations of its own inputs)" if emulation.emulated_on == EACH_SIDE_INPUTS else ""
-    return finding("emulations", f"Which emulation reproduces each side{own}: " + "; ".join(parts) + ".", **numbers)
+    return finding("emulations", f"{question}{own}: " + "; ".join(parts) + ".", **numbers)
 
 
 def inputs_finding(pair: Pair) -> Finding:
@@ -116,12 +108,9 @@ def inputs_finding(pair: Pair) -> Finding:
         return finding("inputs", "Inputs: all five tensors byte-identical.", identical=True)
     differing = {name: (t.mismatched, t.compared) for name, t in pair.inputs.tensors.items() if not t.identical}
     listed = ", ".join(f"{name} ({n} of {m} elements)" for name, (n, m) in differing.items())
-    return finding(
-        "inputs",
-        f"Inputs differ: {listed}. Output differences mix input and arithmetic.",
-        identical=False,
-        differing={name: n for name, (n, _) in differing.items()},
-    )
+    counts = {name: n for name, (n, _) in differing.items()}
+    text = f"Inputs differ: {listed}. Output differences mix input and arithmetic."
+    return finding("inputs", text, identical=False, differing=counts)
 
 
 def output_sentence(pair: Pair) -> str:
@@ -147,10 +136,8 @@ def output_finding(pair: Pair) -> Finding:
     if output is None:
         return finding("output", text)
     difference = output.difference
-    numbers: dict[str, Any] = {
-        "mismatched": None if output.bits is None else output.bits.mismatched,
-        "compared": output.compared,
-    }
+    numbers: dict[str, Any] = {"mismatched": None if output.bits is None else output.bits.mismatched}
+    numbers["compared"] = output.compared
     where = []
     if difference.global_metrics.linf:
         at = linf_at(difference, difference.global_metrics)
@@ -158,9 +145,8 @@ def output_finding(pair: Pair) -> Finding:
         numbers.update(linf=difference.global_metrics.linf, linfAt=at)
     if output.ulp is not None and output.ulp.max is not None and output.ulp.max > 0:
         head, channel = largest_at(output.ulp.distance)
-        said, caveat = ulp_caveat(
-            {"a": difference.actual[head, channel], "b": difference.reference[head, channel]}, output.dtype_a
-        )
+        values = {"a": difference.actual[head, channel], "b": difference.reference[head, channel]}
+        said, caveat = ulp_caveat(values, output.dtype_a)
         at = location_block((head, channel))
         where.append(f"the largest ULP distance is {output.ulp.max}{at_text(at)}{f' ({said})' if said else ''}")
         numbers.update(ulpMax=output.ulp.max, ulpMaxAt=at, **{f"ulpMax{key}": value for key, value in caveat.items()})
@@ -181,9 +167,8 @@ def errors_finding(pair: Pair) -> Finding | None:
         numbers[side] = dict(found.numbers)
     if not parts:
         return None
-    return finding(
-        "errors", "Largest error against each side's own primary reference: " + "; ".join(parts) + ".", **numbers
-    )
+    text = "Largest error against each side's own primary reference: " + "; ".join(parts) + "."
+    return finding("errors", text, **numbers)
 
 
 def tokens_finding(pair: Pair) -> Finding:
@@ -205,9 +190,8 @@ def pair_findings(pair: Pair) -> tuple[Finding, ...]:
     """The pair's findings in reading order: the deciding facts (DECIDING) first, then what and where."""
     if pair.refusals:
         sides = sorted({r.side for r in pair.refusals})
-        return (
-            finding("refused", f"Side {' and '.join(sides)} refused at admission: nothing is compared.", sides=sides),
-        )
+        text = f"Side {' and '.join(sides)} refused at admission: nothing is compared."
+        return (finding("refused", text, sides=sides),)
     found = [
         nearer_finding(pair),
         rounded_finding(pair),

@@ -78,8 +78,7 @@ def _inputs(pair: Pair) -> dict[str, Any] | None:
 
 
 def _group(pair: Pair) -> int:
-    geometry = pair.a.admission.geometry
-    return geometry["groupSize"]
+    return pair.a.admission.geometry["groupSize"]
 
 
 def _output(pair: Pair) -> dict[str, Any] | None:
@@ -209,6 +208,7 @@ def emulation_differing_block(pair: Pair) -> dict[str, Any] | None:
 
 def build_comparison_report(pair: Pair) -> dict[str, Any]:
     """The report of docs/pairs.md, The comparison report's keys for `pair` (complete for every status)."""
+    ladder = None if pair.ladder is None else {side: _ladder_row(pair.ladder[side], pair.side(side)) for side in SIDES}
     return {
         "schema": COMPARISON_SCHEMA,
         "status": pair.status,
@@ -225,9 +225,7 @@ def build_comparison_report(pair: Pair) -> dict[str, Any]:
         ],
         "inputs": _inputs(pair),
         "output": _output(pair),
-        "ladder": None
-        if pair.ladder is None
-        else {side: _ladder_row(pair.ladder[side], pair.side(side)) for side in SIDES},
+        "ladder": ladder,
         "nearerPrimaryReference": _nearer(pair),
         "nearerReason": pair.nearer_reason,
         "tokens": _tokens(pair),

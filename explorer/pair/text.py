@@ -65,26 +65,20 @@ def _output_lines(output: Output | None) -> list[str]:
             f"{output['compared']} elements"
         ]
     else:
-        flips = output["bitFlips"]
-        ulp = output["ulp"]
+        flips, ulp = output["bitFlips"], output["ulp"]
         lines = [
             f"Output: {output['mismatched']} of {output['compared']} output elements differ ({dtypes['a']} bit "
             f"patterns), in query heads (count): {_heads_with(output['perHead'])}",
             f"  bit flips: sign {flips['sign']}, exponent {flips['exponent']}, mantissa {flips['mantissa']}; "
             f"ULP distance a vs b: max {short_number(ulp['max'])}{at_text(ulp['maxAt'])}, "
-            f"p99 {short_number(ulp['p99'])}, "
-            f"nonfinite pairs {ulp['nonfinitePairs']}",
+            f"p99 {short_number(ulp['p99'])}, nonfinite pairs {ulp['nonfinitePairs']}",
             "  ULP histogram: " + ", ".join(f"[{low}, {high}] {count}" for low, high, count in ulp["histogram"]),
         ]
     difference = output["difference"]["global"]
-    lines.append(
-        "  a vs b (b as reference): linf {}{}, rmse {}, relativeL2 {}{}".format(
-            short_number(difference["linf"]),
-            at_text(difference["linfAt"]),
-            *(short_number(difference[k]) for k in ("rmse", "relativeL2")),
-            f" ({difference['undefinedReason']})" if difference["undefinedReason"] else "",
-        )
-    )
+    linf, rmse, relative = (short_number(difference[k]) for k in ("linf", "rmse", "relativeL2"))
+    undefined = f" ({difference['undefinedReason']})" if difference["undefinedReason"] else ""
+    at = at_text(difference["linfAt"])
+    lines.append(f"  a vs b (b as reference): linf {linf}{at}, rmse {rmse}, relativeL2 {relative}{undefined}")
     return lines
 
 

@@ -1,33 +1,8 @@
 """When the replay tool's analysis.json agrees with the explorer's numbers; pure numpy, no I/O.
 
-Each metric gets the range a second correct FP32 reference can give it (docs/replay.md).
-
-The tool computes its metrics against its own FP32 reference r', the explorer
-against its own r. Two correct FP32 references differ per element by at most
-
-    spread = max(REFERENCE_SPREAD x max |r|, NOISE_FLOOR_SIDES x floor)
-
-(`floor`: the explorer's FP64 noise floor, the largest |r - r64|; r' may sit as far
-from the FP64 value as r, on the other side). Each element of the reference a
-metric is taken against can then move by a bound b: `spread` for the FP32
-reference; for the reference rounded to the output dtype, the largest move of
-round(x) for x within `spread` of r (0 where no rounding boundary is that near,
-one output ULP where the rounding can flip, `spread` itself for float32). With
-B = the bounds over the compared elements and R = the explorer's reference there,
-by the triangle inequality the tool's value lies in
-
-    linf        [linf - max B, linf + max B]
-    rmse        [rmse - rms B, rmse + rms B]
-    relativeL2  [(e - |B|) / (|R| + |B|), (e + |B|) / (|R| - |B|)]   e = relativeL2 x |R|, |.| the L2 norm
-
-(lower ends at least 0; no upper end for relativeL2 when |B| >= |R|). Two correct float64
-evaluations of one metric over n elements differ by their summation error: each is a sum of n
-non-negative terms (one difference and one square each), summed in any order, then a square root and a
-division, within gamma(n + 3) of the exact value relatively (gamma(k) = k u / (1 - k u), u = 2^-53, the
-bound of a sum of non-negative terms, Higham's "Accuracy and Stability of Numerical Algorithms" 4.2),
-and the range's own arithmetic (the norm |R|, four operations more) within gamma(n + 4). Each end is
-widened by EVALUATIONS x gamma(n + 4) x the larger of the explorer's value and the upper end (the tool's,
-the explorer's and the range's evaluation). A tool number inside its range agrees.
+Each metric gets the range a second correct FP32 reference can give it, widened by the float64 summation error
+of two evaluations of one metric; the bounds, the per-metric ranges and their derivation are in docs/replay.md,
+"When the tool's numbers agree". A tool number inside its range agrees.
 """
 
 from __future__ import annotations
@@ -83,20 +58,21 @@ class ElementBounds(Record):
         return max(0.0, error - slack) / (norm + slack), (error + slack) / (norm - slack) if norm > slack else None
 
     def tool_range(self, metric: str, value: float) -> tuple[float, float | None]:
-        """`metric_range` widened by the summation error of three float64 evaluations (the module docstring)."""
+        """`metric_range` widened by the summation error of three float64 evaluations (docs/replay.md)."""
         low, high = self.metric_range(metric, value)
         widening = summation_slack(self.bounds.size) * max(value, 0.0 if high is None else high)
         return max(0.0, low - widening), None if high is None else high + widening
 
 
 def summation_slack(count: int) -> float:
-    """EVALUATIONS x gamma(count + RANGE_OPERATIONS): how far float64 evaluations over `count` terms move."""
+    """EVALUATIONS x gamma(count + RANGE_OPERATIONS): how far float64 evaluations over `count` terms move (gamma
+    bounds a sum of non-negative terms: Higham, "Accuracy and Stability of Numerical Algorithms" 4.2)."""
     operations = (count + RANGE_OPERATIONS) * FLOAT64_UNIT_ROUNDOFF
     return EVALUATIONS * operations / (1.0 - operations)
 
 
 def reference_spread(numerics: Numerics) -> float:
-    """How far two correct FP32 references of the packet can differ in one element (the module docstring)."""
+    """How far two correct FP32 references of the packet can differ in one element (docs/replay.md)."""
     eligible = numerics.eligible
     reference = np.abs(numerics.primary.reference[eligible].astype(np.float64))
     floor = numerics.fp64.reference_error.abs_error[eligible]

@@ -123,26 +123,14 @@ def check_input(value: dict) -> InputFile:
             problems.fields(INPUT_INVALID, section, (key,), rules)
     tensors: dict[str, TensorDescriptor] = {}
     if (section := _object(problems, INPUT_INVALID, value, "tensors")) is not None:
-        names = sorted(section)
-        problems.check(
-            names == sorted(TENSOR_NAMES),
-            INPUT_INVALID,
-            "/tensors",
-            f"an object of exactly {', '.join(TENSOR_NAMES)}",
-            names,
-        )
+        names, exactly = sorted(section), f"an object of exactly {', '.join(TENSOR_NAMES)}"
+        problems.check(names == sorted(TENSOR_NAMES), INPUT_INVALID, "/tensors", exactly, names)
         scratch = Problems()
         for name in TENSOR_NAMES:
             if name in section:
                 tensors[name] = tensor_descriptor(scratch, name, section[name])
-                staged = name + STAGED_SUFFIX
-                problems.check(
-                    tensors[name].file == staged,
-                    INPUT_INVALID,
-                    pointer("tensors", name, "file"),
-                    repr(staged),
-                    tensors[name].file,
-                )
+                file, staged = tensors[name].file, name + STAGED_SUFFIX
+                problems.check(file == staged, INPUT_INVALID, pointer("tensors", name, "file"), repr(staged), file)
         _descriptor_problems(problems, scratch, INPUT_INVALID)
     held = not problems.items
     return InputFile(tuple(problems.items), value if held else None, tensors if held else {})
@@ -244,13 +232,9 @@ def _partition_and_segments(problems: Problems, arm: str, value: Mapping[str, An
             partition is None, PARTITION_INVALID, "/partitionTokens", "absent or null for the native arm", partition
         )
     else:
-        problems.check(
-            is_integer(partition) and partition in PARTITION_TOKENS,
-            PARTITION_INVALID,
-            "/partitionTokens",
-            " or ".join(map(str, PARTITION_TOKENS)),
-            partition,
-        )
+        allowed = " or ".join(map(str, PARTITION_TOKENS))
+        valid = is_integer(partition) and partition in PARTITION_TOKENS
+        problems.check(valid, PARTITION_INVALID, "/partitionTokens", allowed, partition)
     segments = value.get("segmentCount", MISSING)
     if not problems.check(is_integer(segments), RESULT_INVALID, "/segmentCount", "an integer", segments):
         return
@@ -263,11 +247,10 @@ def _partition_and_segments(problems: Problems, arm: str, value: Mapping[str, An
 
 def _expected_tensors(arm: str, admission: Admission) -> dict[str, tuple[str, tuple[int, ...]]]:
     """(dtype, shape) of each tensor the arm must write: its output as the queries, the readback as the packet's."""
-    queries = admission.tensors["queries"]
-    expected = {"output": (queries.dtype, queries.shape)}
-    for name in ARM_TENSORS[arm][1:]:
-        expected[name] = (admission.tensors[name].dtype, admission.tensors[name].shape)
-    return expected
+    sources = {"output": admission.tensors["queries"]} | {
+        name: admission.tensors[name] for name in ARM_TENSORS[arm][1:]
+    }
+    return {name: (sources[name].dtype, sources[name].shape) for name in ARM_TENSORS[arm]}
 
 
 def _tensors(
@@ -276,14 +259,8 @@ def _tensors(
     section = value.get("tensors", MISSING)
     if not problems.check(isinstance(section, dict), RESULT_INVALID, "/tensors", "an object", section):
         return {}
-    names = sorted(section)
-    if not problems.check(
-        names == sorted(ARM_TENSORS[arm]),
-        TENSOR_SET_INVALID,
-        "/tensors",
-        f"exactly {', '.join(ARM_TENSORS[arm])}",
-        names,
-    ):
+    names, exactly = sorted(section), f"exactly {', '.join(ARM_TENSORS[arm])}"
+    if not problems.check(names == sorted(ARM_TENSORS[arm]), TENSOR_SET_INVALID, "/tensors", exactly, names):
         return {}
     readable = {}
     for name, (dtype, shape) in _expected_tensors(arm, admission).items():
@@ -292,16 +269,9 @@ def _tensors(
         _descriptor_problems(problems, scratch, RESULT_INVALID)
         if not descriptor.valid:
             continue
-        if (
-            problems.check(
-                (descriptor.dtype, descriptor.shape) == (dtype, shape),
-                DTYPE_MISMATCH,
-                pointer("tensors", name),
-                f"{dtype} of shape {list(shape)}",
-                [descriptor.dtype, list(descriptor.shape)],
-            )
-            and descriptor.file is not None
-        ):
+        got, wanted = [descriptor.dtype, list(descriptor.shape)], f"{dtype} of shape {list(shape)}"
+        matches = problems.check(got == [dtype, list(shape)], DTYPE_MISMATCH, pointer("tensors", name), wanted, got)
+        if matches and descriptor.file is not None:
             readable[name] = descriptor
     return readable
 

@@ -173,13 +173,8 @@ def _receipt(value: Mapping[str, Any] | None, launch: Launch | None) -> Receipt:
 
 def _requests(arm: str, checked: ResultFile) -> list[FileRequest]:
     return [
-        FileRequest(
-            f"/{arm}{pointer('tensors', name)}",
-            arm_file(arm, descriptor.file),
-            descriptor.byte_count,
-            descriptor.sha256,
-        )
-        for name, descriptor in checked.tensors.items()
+        FileRequest(f"/{arm}{pointer('tensors', name)}", arm_file(arm, d.file), d.byte_count, d.sha256)
+        for name, d in checked.tensors.items()
     ]
 
 
@@ -274,13 +269,10 @@ def _arm_result(
     numerics = source.numerics
     references = None if numerics is None else arm_references(arm, values, bits, dtype, numerics)
     partner_output = None if partner is None else partner.admission.tensors["output"].values[0, :, 0, :]
-    tool = (
-        None
-        if tools is None or arm not in tools
-        else tool_check(
-            tools[arm], references, None if references is None else element_bounds(references, numerics, dtype)
-        )
-    )
+    tool = None
+    if tools is not None and arm in tools:
+        bounds = None if references is None else element_bounds(references, numerics, dtype)
+        tool = tool_check(tools[arm], references, bounds)
     return ArmResult(
         arm=arm,
         state=read.state,
@@ -309,16 +301,13 @@ def _listing(code: str, what: str, items: Iterable[str]) -> Reason:
 def _packet_reasons(source: Analysis, partner: Analysis | None) -> list[Reason]:
     reasons = []
     if source.status == INCONCLUSIVE:
-        reasons.append(
-            _listing(PACKET_INCONCLUSIVE, "the source packet is inconclusive", (r.code for r in source.reasons))
-        )
+        codes = (r.code for r in source.reasons)
+        reasons.append(_listing(PACKET_INCONCLUSIVE, "the source packet is inconclusive", codes))
     if partner is None:
         return reasons
     if partner.status == REFUSED:
-        return [
-            *reasons,
-            _listing(PARTNER_REFUSED, "the partner is refused", (p.code for p in partner.admission.refusals)),
-        ]
+        refusals = (p.code for p in partner.admission.refusals)
+        return [*reasons, _listing(PARTNER_REFUSED, "the partner is refused", refusals)]
     if partner.status == INCONCLUSIVE:
         reasons.append(_listing(PARTNER_INCONCLUSIVE, "the partner is inconclusive", (r.code for r in partner.reasons)))
     mine, theirs = selection_key(source), selection_key(partner)
@@ -355,12 +344,9 @@ def _arm_reasons(arms: Mapping[str, ArmResult]) -> list[Reason]:
         if not a.readable:
             continue
         if a.own_dispatch and not a.capture.identical:
+            counts = f"{a.capture.mismatched} of {a.capture.compared} elements"
             reasons.append(
-                Reason(
-                    NOT_REPRODUCING,
-                    f"{name} shares the capture's dispatch and differs from it in "
-                    f"{a.capture.mismatched} of {a.capture.compared} elements",
-                )
+                Reason(NOT_REPRODUCING, f"{name} shares the capture's dispatch and differs from it in {counts}")
             )
         differing = [b.tensor for b in (a.readback or {}).values() if not b.identical]
         if differing:
@@ -412,19 +398,9 @@ def _replay_open(
     value = checked.value
     given = _source(path, packet, value["packetSHA256"])
     if given is None:
-        return _refused(
-            path,
-            [
-                Problem(
-                    PACKET_MISSING,
-                    "/packetSHA256",
-                    f"no packet beside the run ({quoted(os.path.dirname(os.path.abspath(path)))} "
-                    f"and its subdirectories) hashes to {value['packetSHA256']}",
-                )
-            ],
-            document,
-            value=value,
-        )
+        beside = quoted(os.path.dirname(os.path.abspath(path)))
+        message = f"no packet beside the run ({beside} and its subdirectories) hashes to {value['packetSHA256']}"
+        return _refused(path, [Problem(PACKET_MISSING, "/packetSHA256", message)], document, value=value)
     source = _analysis(given, emulate)
     if source.status == REFUSED:
         return _refused(path, source.admission.refusals, document, source, value)

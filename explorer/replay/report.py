@@ -7,6 +7,7 @@ Every float is finite or None (json.dumps(allow_nan=False) holds). Keys beyond t
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import Any
 
 from explorer.analysis.blocks import (
@@ -21,7 +22,7 @@ from explorer.analysis.blocks import (
 )
 from explorer.analysis.result import Analysis
 from explorer.packet.model import Problem
-from explorer.replay.model import REPLAY_LIMITATIONS, ArmResult, OutputDifference, Replay
+from explorer.replay.model import REPLAY_LIMITATIONS, ArmResult, Matrix, OutputDifference, Readback, Replay
 from explorer.replay.reading import matrix_sentence
 
 REPLAY_SCHEMA = "explorer.replay-report.v1"
@@ -94,6 +95,10 @@ def _tool(arm: ArmResult) -> dict[str, Any] | None:
     }
 
 
+def _readback(back: Readback) -> dict[str, Any]:
+    return {"identical": back.identical, "mismatched": back.mismatched, "firstDifference": plain(back.first)}
+
+
 def _arm(arm: ArmResult, group: int) -> dict[str, Any]:
     return {
         "state": arm.state,
@@ -103,20 +108,17 @@ def _arm(arm: ArmResult, group: int) -> dict[str, Any]:
         "receipt": _receipt(arm),
         "capture": _difference(arm.capture),
         "partner": _difference(arm.partner),
-        "readback": None
-        if arm.readback is None
-        else {
-            name: {
-                "identical": b.identical,
-                "mismatched": b.mismatched,
-                "firstDifference": None if b.first is None else list(b.first),
-            }
-            for name, b in arm.readback.items()
-        },
+        "readback": None if arm.readback is None else {name: _readback(b) for name, b in arm.readback.items()},
         "references": _references(arm, group),
         "emulations": None if arm.emulations is None else [emulation_block(e, group) for e in arm.emulations],
         "toolAnalysis": _tool(arm),
     }
+
+
+def _matrix(matrix: Matrix, arms: Mapping[str, ArmResult]) -> dict[str, Any]:
+    mismatched = [list(row) for row in matrix.mismatched]
+    sentence = matrix_sentence(matrix, arms)
+    return {"outputs": list(matrix.labels), "mismatched": mismatched, "compared": matrix.compared, "sentence": sentence}
 
 
 def build_replay_report(run: Replay) -> dict[str, Any]:
@@ -139,14 +141,7 @@ def build_replay_report(run: Replay) -> dict[str, Any]:
         "packet": _packet(run.packet),
         "partner": _packet(run.partner),
         "arms": {name: _arm(arm, group) for name, arm in run.arms.items()},
-        "matrix": None
-        if matrix is None
-        else {
-            "outputs": list(matrix.labels),
-            "mismatched": [list(row) for row in matrix.mismatched],
-            "compared": matrix.compared,
-            "sentence": matrix_sentence(matrix, run.arms),
-        },
+        "matrix": None if matrix is None else _matrix(matrix, run.arms),
         "emulationsRequested": None if run.emulations_requested is None else list(run.emulations_requested),
         "notes": list(run.notes),
         "runtime": runtime(),

@@ -33,11 +33,7 @@ def matrix_lines(matrix: Matrix | None) -> list[str]:
         return ["Matrix: not computed"]
     labels = matrix["outputs"]
     rows = [[label, *map(str, row)] for label, row in zip(labels, matrix["mismatched"], strict=True)]
-    return [
-        f"Reading: {matrix['sentence']}",
-        f"{matrix_heading(matrix)}:",
-        *text_table(["", *labels], rows),
-    ]
+    return [f"Reading: {matrix['sentence']}", f"{matrix_heading(matrix)}:", *text_table(["", *labels], rows)]
 
 
 def _receipt(receipt: Receipt) -> str:

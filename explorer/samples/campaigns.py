@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from explorer.foundations.record import Record, record
+from explorer.packet.model import TENSOR_NAMES
 from explorer.samples.packets import (
     DISPATCH,
     QWEN_KV_HEADS,
@@ -95,9 +96,8 @@ def _weights(shape: CampaignShape, layer: int) -> dict[str, np.ndarray]:
     weights = {
         name: rng.normal(0.0, 1.0 / np.sqrt(HIDDEN), (heads * shape.head_dim, HIDDEN)) for name, heads in width.items()
     }
-    weights["o"] = rng.normal(
-        0.0, 0.5 / np.sqrt(shape.query_heads * shape.head_dim), (HIDDEN, shape.query_heads * shape.head_dim)
-    )
+    attended = shape.query_heads * shape.head_dim
+    weights["o"] = rng.normal(0.0, 0.5 / np.sqrt(attended), (HIDDEN, attended))
     weights["prefill_k"] = rng.normal(0.0, 1.0, (1, shape.kv_heads, shape.prefill_tokens, shape.head_dim))
     weights["prefill_v"] = rng.normal(0.0, 0.5, (1, shape.kv_heads, shape.prefill_tokens, shape.head_dim))
     return weights
@@ -148,13 +148,8 @@ def campaign_specs(shape: CampaignShape) -> Iterator[tuple[str, PacketSpec]]:
                     np.concatenate([old, new], axis=2) for old, new in zip(caches[backend][layer], (k, v), strict=True)
                 )
                 caches[backend][layer] = (keys, values)
-                tensors = {
-                    "queries": (DTYPE, q),
-                    "storedKeys": (DTYPE, keys),
-                    "storedValues": (DTYPE, values),
-                    "incomingKeys": (DTYPE, k),
-                    "incomingValues": (DTYPE, v),
-                }
+                inputs = (q, keys, values, k, v)  # in TENSOR_NAMES order, the output last
+                tensors = {name: (DTYPE, bits) for name, bits in zip(TENSOR_NAMES, inputs, strict=False)}
                 exact = attention_output(tensors, scale)
                 truncates = backend == BACKENDS[1] and (step, layer) == shape.origin
                 output = _truncated(exact) if truncates else _bits(exact)
@@ -208,13 +203,8 @@ def _spec(
     )
     for name, (_, bits) in tensors.items():
         spec = with_tensor(spec, name, bits)
-    spec = with_record(
-        spec,
-        outputIndex=OUTPUT_INDEX + step,
-        storageLayerIndex=layer,
-        modelLayerIndex=layer,
-        dispatch=DISPATCH[backend],
-    )
+    placed = {"outputIndex": OUTPUT_INDEX + step, "storageLayerIndex": layer, "modelLayerIndex": layer}
+    spec = with_record(spec, **placed, dispatch=DISPATCH[backend])
     configuration = {**spec.snapshot["configuration"], "outputIndex": OUTPUT_INDEX + step}
     return with_snapshot(spec, configuration=configuration, seedToken=seed_token, targetToken=target_token)
 

@@ -23,9 +23,9 @@ from explorer.foundations.record import Record, record
 from explorer.packet.dtypes import BITS_DTYPE, ITEM_SIZE, narrow, promote, round_bits
 from explorer.packet.files import PACKET_JSON
 from explorer.packet.model import TENSOR_NAMES
-from explorer.packet.schema import row_major_strides
 from explorer.replay.checks import ANALYSIS_SCHEMA, INPUT_SCHEMA, REPLAY_SELECTION, RESULT_SCHEMA
 from explorer.replay.model import ARMS, EXPECTED_DISPATCH, NATIVE, PAGE_SIZE, SEGMENTED, SEGMENTED_TWO_FROM_TOKENS
+from explorer.samples.writer import tensor_entry
 
 ARM_EMULATIONS = {NATIVE: "mlx_two_pass", "pagedFixed": "paged_two_pass", SEGMENTED: "paged_two_pass"}
 PARTITION_TOKENS = 256  # paged_two_pass's default partition
@@ -105,18 +105,6 @@ def _input(packet_files: Mapping[str, bytes]) -> tuple[dict, dict[str, bytes]]:
     return value, staged
 
 
-def _descriptor(name: str, dtype: str, shape: list[int], data: bytes) -> dict:
-    return {
-        "file": f"{name}.bin",
-        "dtype": dtype,
-        "byteOrder": "little",
-        "shape": shape,
-        "packedStrides": row_major_strides(shape),
-        "byteCount": len(data),
-        "sha256": _sha256(data),
-    }
-
-
 def _arm_files(
     arm: str,
     value: dict,
@@ -153,7 +141,8 @@ def _arm_files(
         "partitionGeometrySource": "pinned/partition-rung" if paged else "mlx/fused-sdpa",
         "geometry": value["geometry"],
         "tensors": {
-            name: _descriptor(name, dtype, list(bits.shape), data[name]) for name, (dtype, bits) in written.items()
+            name: tensor_entry(f"{name}.bin", dtype, list(bits.shape), data[name])
+            for name, (dtype, bits) in written.items()
         },
     }
     files = {f"{arm}/result.json": _apple(result)}
@@ -167,10 +156,8 @@ def tool_reference(
     """The tool's FP32 reference [QH, D]: the attention in float64 (of `queries` when given), rounded once."""
     promoted = {name: promote(bits, dtype) for name, (dtype, bits) in tensors.items()}
     query = promoted["queries"][0, :, 0, :] if queries is None else queries
-    eligible = np.ones(query.shape[0], dtype=bool)
-    return attend(
-        query, promoted["storedKeys"][0], promoted["storedValues"][0], scale, eligible, np.float64
-    ).reference.astype(np.float32)
+    keys, values, eligible = promoted["storedKeys"][0], promoted["storedValues"][0], np.ones(query.shape[0], dtype=bool)
+    return attend(query, keys, values, scale, eligible, np.float64).reference.astype(np.float32)
 
 
 def analysis_document(
@@ -257,8 +244,6 @@ def run_files(
         )
     files["execution.json"] = _pretty(execution)
     if variant.failed_arm is None:
-        arm_outputs = {arm: outputs[ARM_EMULATIONS[arm]] for arm in ARMS}
-        files["analysis.json"] = _pretty(
-            analysis_document(value, input_sha256, tensors, scale, arm_outputs, tool_reference(tensors, scale))
-        )
+        arm_outputs, reference = {arm: outputs[ARM_EMULATIONS[arm]] for arm in ARMS}, tool_reference(tensors, scale)
+        files["analysis.json"] = _pretty(analysis_document(value, input_sha256, tensors, scale, arm_outputs, reference))
     return files

@@ -253,22 +253,26 @@ def metadata_bytes(spec: PacketSpec) -> bytes:
     return (json.dumps(spec.snapshot, indent=2, allow_nan=False) + "\n").encode()
 
 
+def tensor_entry(file: str, dtype: str, shape: list[int], payload: bytes) -> dict:
+    """One tensor's descriptor as packet.json and a replay arm's result.json write it."""
+    return {
+        "file": file,
+        "dtype": dtype,
+        "byteOrder": "little",
+        "shape": shape,
+        "packedStrides": row_major_strides(shape),
+        "byteCount": len(payload),
+        "sha256": hashlib.sha256(payload).hexdigest(),
+    }
+
+
 def packet_descriptor(spec: PacketSpec, *, metadata: bytes | None = None) -> dict:
     """packet.json for `spec`, consistent with its tensors and `metadata` (default: `metadata_bytes(spec)`)."""
     metadata = metadata_bytes(spec) if metadata is None else metadata
     tensors = {}
     for name in TENSOR_NAMES:
         dtype, bits = spec.tensors[name]
-        payload = tensor_bytes(spec, name)
-        tensors[name] = {
-            "file": spec.tensor_files[name],
-            "dtype": dtype,
-            "byteOrder": "little",
-            "shape": list(bits.shape),
-            "packedStrides": row_major_strides(list(bits.shape)),
-            "byteCount": len(payload),
-            "sha256": hashlib.sha256(payload).hexdigest(),
-        }
+        tensors[name] = tensor_entry(spec.tensor_files[name], dtype, list(bits.shape), tensor_bytes(spec, name))
     return {
         "schema": SCHEMA,
         "identity": dict(spec.identity),

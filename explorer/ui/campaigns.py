@@ -19,15 +19,14 @@ from explorer.campaigns.once import campaign_report_held, campaign_report_once
 from explorer.campaigns.sets import ROOT_DIRECTORY, CaptureSet, Listing, listing_of_summaries
 from explorer.catalog.discovery import lookup
 from explorer.catalog.index import FILL_JOBS, INLINE_PACKETS, WORKER_START_METHOD
-from explorer.export.files import FINDINGS_SUFFIX, ExportPaths
-from explorer.export.kinds import CAMPAIGN_SUFFIX
+from explorer.export.files import ExportPaths
 from explorer.export.pages import export_campaign
 from explorer.foundations.bounded import escaped_bytes
-from explorer.ui.area import ListedMode, first_shown
+from explorer.ui.area import ListedMode, export_written, first_shown
 from explorer.ui.background import error_line
 from explorer.ui.mode import Context, one_at_a_time
 from explorer.ui.shared import echo
-from explorer.views.shared.markup import esc, written_note
+from explorer.views.shared.markup import esc
 
 QUERY_CAMPAIGN, QUERY_CELL = "campaign", "cell"
 EXPORT_LABEL, EXPORT_WIDTH = "Export campaign: HTML + PNG + JSON + findings", 330
@@ -346,23 +345,14 @@ class CampaignMode(ListedMode):
         report = self._report
 
         def finish(paths: ExportPaths) -> None:
-            findings = paths.report.with_name(paths.report.name.replace(CAMPAIGN_SUFFIX, FINDINGS_SUFFIX))
             self.area.downloads.offer(
                 (
                     (paths.html, "Download HTML"),
                     (paths.report, "Download campaign JSON"),
-                    (findings, "Download findings"),
+                    (paths.findings, "Download findings"),
                 )
             )
-            self.area.export_note.object = written_note(
-                "campaign-export-note",
-                (
-                    ("export-html", paths.html),
-                    ("export-json", paths.report),
-                    ("export-findings", findings),
-                    *(("export-png", png) for png in paths.pngs),
-                ),
-            )
+            self.area.export_note.object = export_written("campaign-export-note", paths)
 
         self._export_through_runner(
             "The campaign export", EXPORT_BUSY, lambda: export_campaign(report, self.export_dir, png=True), finish

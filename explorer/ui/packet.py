@@ -368,7 +368,8 @@ class PacketMode(param.Parameterized):
                 if notes and name == self.packet:
                     with pn.io.hold():
                         self.say(" ".join(notes + self._show(analysis)))
-                self._offer(paths)
+                self._downloads.offer_export(paths, "Download JSON report")
+                self._export_note.object = export_written("export-note", paths)
 
         if self._export_note is None:  # the note and downloads join the page at its first export
             self._export_note = pn.pane.HTML("", sizing_mode="stretch_width")
@@ -383,10 +384,6 @@ class PacketMode(param.Parameterized):
             work=work,
             finish=finish,
         )
-
-    def _offer(self, paths: ExportPaths) -> None:
-        self._downloads.offer_export(paths, "Download JSON report")
-        self._export_note.object = export_written("export-note", paths)
 
     analysis = property(lambda self: self._shown, doc="The analysis on screen, None before a packet is open.")
     selection = property(lambda self: self._selection, doc="The views' shared selection (head, element, tab), or None.")

@@ -213,17 +213,13 @@ class PacketList(param.Parameterized):
             "sort": self._sort or "",
             "descending": self._descending,
             "columns": HEADERS,
-            "rows": [
-                {
-                    "name": row.shown,
-                    "status": row.status,
-                    "open": row.name == self._highlighted,
-                    "numbers": [[number_cell(value), full] for value, full in zip(row.numbers, row.full, strict=True)],
-                }
-                for row in self._page_rows
-            ],
+            "rows": [self._row_view(row) for row in self._page_rows],
         }
         self._say_count(len(matched))
+
+    def _row_view(self, row: Row) -> dict:
+        numbers = [[number_cell(value), full] for value, full in zip(row.numbers, row.full, strict=True)]
+        return {"name": row.shown, "status": row.status, "open": row.name == self._highlighted, "numbers": numbers}
 
     def _say_count(self, matched: int) -> None:
         total, query, pending = len(self._all), self._query.strip(), self._pending
