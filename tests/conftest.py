@@ -46,10 +46,14 @@ def pytest_collection_modifyitems(items):
 
 @pytest.hookimpl(optionalhook=True)  # an xdist hook: `-p no:xdist` still runs the suite
 def pytest_xdist_make_scheduler(config, log):
-    """`--dist loadscope`, except that each test of EACH_TEST_A_SCOPE is a scope of its own."""
+    """`--dist loadscope` in collection order (LONGEST_FIRST), each test of EACH_TEST_A_SCOPE a scope of its own."""
     if config.getoption("dist") != "loadscope":
         return None
     from xdist.scheduler import LoadScopeScheduling
+
+    # xdist >= 3.6 hands out the scopes with the most tests first by default, which sent the one-test notebook
+    # scopes and the few-test browser files to the end, where one worker ran them alone: keep our order.
+    config.option.loadscopereorder = False
 
     class Scheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
