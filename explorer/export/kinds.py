@@ -244,10 +244,15 @@ def pair_write_up(subject: PairSubject, name: str, fields: CaptionFields) -> Wri
     return WriteUp(name, fields, [f.text for f in pair_findings(pair)], details=[("Selection", selection)])
 
 
+def comparison_text(pair) -> str:
+    """The comparison report exactly as `explorer compare --json` prints it (notebook 03 checks an export by it)."""
+    return _json(pair.report())
+
+
 PAIR = Kind(
     json_suffix=COMPARISON_SUFFIX,
     fallback=PAIR_SECTION,
-    report=lambda subject: _json(subject.pair.report()),
+    report=lambda subject: comparison_text(subject.pair),
     sections=_pair_sections,
     caption=lambda subject, name, stamp: pair_caption_fields(subject.pair, subject.names, stamp),
     intro=_pair_intro,
