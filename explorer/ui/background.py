@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -33,6 +34,11 @@ EXPORT_EXECUTOR = ForkSafeExecutor(max_workers=EXPORT_WORKERS, thread_name_prefi
 # Emulation sets and campaign computations at once in this process; the others wait their turn, their progress shown.
 BACKGROUND_WORKERS = 4
 BACKGROUND_EXECUTOR = ForkSafeExecutor(max_workers=BACKGROUND_WORKERS, thread_name_prefix="explorer-background")
+# Panel drops a change made inside `pn.io.hold()` before the page reports itself loaded (document_ready), counting on
+# the document sent at connection; one made after that was serialized and before the page loaded was lost (a
+# computed emulation map never drawn). Answers wait for the loaded page, checked this often, at most this long.
+LOADED_POLL_MS = 100
+LOADED_WAIT_S = 60.0
 
 
 def failure_note(what: str, export_dir: Path, error: BaseException) -> str:
@@ -87,13 +93,24 @@ class Runner:
                 self.busy -= 1
 
     def on_page(self, callback: Callable[[], None]) -> None:
-        """Run `callback` on the session's loop, from any thread (at once without a session)."""
+        """Run `callback` on the session's loop once its page loaded, from any thread (at once outside a session)."""
         document = self._document
         if document is None or document.session_context is None:
             callback()
             return
+        waiting = partial(self._once_loaded, document, callback, time.monotonic() + LOADED_WAIT_S)
         with set_curdoc(document):
-            pn.state.execute(callback, schedule=True)
+            pn.state.execute(waiting, schedule=True)
+
+    def _once_loaded(self, document, callback: Callable[[], None], deadline: float) -> None:
+        """On the session's loop: `callback` once the page has loaded (or, for a page that never loads, at
+        `deadline`: its changes have nowhere to go); until then it looks again every LOADED_POLL_MS."""
+        with set_curdoc(document):
+            loaded = pn.state.loaded
+        if loaded or time.monotonic() >= deadline:
+            callback()
+        else:
+            document.add_timeout_callback(partial(self._once_loaded, document, callback, deadline), LOADED_POLL_MS)
 
     def relay(self, callback: Callable[..., None]) -> Callable[..., None]:
         """`callback` made callable from any thread (a progress report): each call runs it on the session's loop."""

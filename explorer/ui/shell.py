@@ -81,7 +81,8 @@ class Shell:
         # A named packet or a filled list opens before the first paint (from an onload callback views were lost).
         if self._names_listed_packet(self._initial_query) or self.packets.filled:
             self._open_requested()
-        self.packets.param.watch(self._on_filled, "filled")
+        # after the page loaded: Panel drops what opening it changes until then (explorer.ui.background.on_page)
+        self.packets.param.watch(lambda _event: self.runner.on_page(self._on_filled), "filled")
         self._query_writer.param.watch(lambda _event: self.visit(self._query_writer.visited), "visits")
 
     @one_at_a_time

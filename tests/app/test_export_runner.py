@@ -10,7 +10,7 @@ import panel as pn
 import explorer
 from explorer.export.browser import RenderError
 from explorer.export.pages import export_packet
-from explorer.ui import catalog
+from explorer.ui import background, catalog
 from explorer.ui.background import Runner
 
 ROOT = catalog.default_root()
@@ -91,3 +91,48 @@ def test_the_runner_answers_success_and_every_failure_and_always_releases_the_bu
 
     run_export(button, note, what="Export", busy="...", export_dir=tmp_path, work=broken, finish=lambda _: None)
     assert note.object == "Export wrote nothing: MemoryError: simulated" and button.loading is False
+
+
+class _LoadingDocument:
+    """A session's document as the runner sees it: its loop's callbacks kept to be run by the test."""
+
+    session_context = object()
+
+    def __init__(self):
+        self.ticks, self.timeouts = [], []
+
+    def add_next_tick_callback(self, callback):
+        self.ticks.append(callback)
+
+    def add_timeout_callback(self, callback, period_ms):
+        self.timeouts.append(callback)
+
+
+def _run_loop_once(document: _LoadingDocument) -> None:
+    waiting, document.ticks, document.timeouts = document.ticks + document.timeouts, [], []
+    for callback in waiting:
+        callback()
+
+
+def test_an_answer_waits_for_the_page_to_load_then_comes_once(monkeypatch):
+    # Panel drops layout changes made before the page reports itself loaded: a computed map was never drawn.
+    document, answered = _LoadingDocument(), []
+    runner = Runner(inline=False)
+    runner._document = document
+    runner.on_page(lambda: answered.append("drawn"))
+    for _ in range(3):
+        _run_loop_once(document)
+    assert answered == [] and len(document.timeouts) == 1  # the page has not loaded: it looks again later
+    monkeypatch.setitem(pn.state._loaded, document, True)
+    _run_loop_once(document)
+    assert answered == ["drawn"] and document.ticks == document.timeouts == []
+
+
+def test_an_answer_for_a_page_that_never_loads_comes_at_the_deadline(monkeypatch):
+    document, answered = _LoadingDocument(), []
+    runner = Runner(inline=False)
+    runner._document = document
+    monkeypatch.setattr(background, "LOADED_WAIT_S", 0.0)
+    runner.on_page(lambda: answered.append("drawn"))
+    _run_loop_once(document)
+    assert answered == ["drawn"]
