@@ -20,6 +20,7 @@ PAGE_WIDTH = 1280  # CSS pixels of the page the PNGs are taken from: the exporte
 PAGE_HEIGHT = 1000
 RENDER_TIMEOUT_MS = 60_000  # per view: a static page draws in seconds
 SETTLE_MS = 300  # one more paint after a view reports itself drawn
+DRAWN_POLL_MS = 50  # how often a wait asks whether a view is drawn (every frame walked every view: 8 % of a core)
 SCRATCH_PAGE = "page.html"  # the private copy of the page Chromium opens
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_INSTALL = "apt-get install chromium"  # Debian's package; Playwright never downloads a browser here
@@ -95,7 +96,7 @@ def hide_controls(page) -> int:
 
 def wait_drawn(page, css_class: str, timeout_ms: int = RENDER_TIMEOUT_MS) -> None:
     """Wait until the Bokeh view carrying `css_class` exists and its whole subtree is rendered (a Playwright page)."""
-    page.wait_for_function(DRAWN_JS, arg=css_class, timeout=timeout_ms)
+    page.wait_for_function(DRAWN_JS, arg=css_class, timeout=timeout_ms, polling=DRAWN_POLL_MS)
     page.wait_for_timeout(SETTLE_MS)
 
 

@@ -122,8 +122,11 @@ class PacketMode(param.Parameterized):
         self.status.object = self.message + self.status_line
 
     def reveal(self, shown: bool) -> None:
-        """Show (or hide, while another mode is shown) the views and the Export button."""
+        """Show (or hide, while another mode is shown) the views and the Export button; the open tab's view is built
+        when first shown (a packet opened under a campaign cell's pair draws nothing until it is)."""
         self.panel.visible = self.export_button.visible = shown
+        if shown and self._shown is not None:
+            self._build(self.tab)
 
     def open(self, name: str) -> list[str]:
         """Open the listed packet `name` now (read again when it is the open one); returns notes."""
@@ -230,7 +233,8 @@ class PacketMode(param.Parameterized):
             self._downloads.clear()
         self._views = {}
         self._view_holder.param.update(objects=[], css_classes=[])
-        self._build(self.tab)
+        if self.panel.visible:
+            self._build(self.tab)
         self.context.shown(self)
         return notes
 
@@ -276,7 +280,8 @@ class PacketMode(param.Parameterized):
         with pn.io.hold():
             self.tab_bar.active = event.new
             if self.packet:
-                self._build(event.new)
+                if self.panel.visible:
+                    self._build(event.new)
                 self.context.changed()
 
     @one_at_a_time

@@ -110,10 +110,9 @@ class Shell:
                 objects.remove(self._opener.panel)
                 objects.insert(objects.index(self.mode.panel), self._opener.panel)
                 self.main.objects = objects
+            return  # what shows and the URL follow once the mode opened by another is open
         self.single.reveal(self.mode is self.single)
         self._show_status()
-        if self._opener is not None:
-            return  # the URL follows once the mode opened by another is open
         query = {name: value for mode in self.modes for name, value in mode.query().items()}
         view = (type(self.mode).__name__, () if self.mode is self.single else tuple(self.mode.query().items()))
         self._query_writer.push = self._view is not None and view != self._view and not self._rewriting

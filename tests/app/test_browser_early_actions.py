@@ -40,13 +40,12 @@ def _address(page) -> dict[str, str]:
     return {key: values[-1] for key, values in parse_qs(urlparse(page.url).query).items()}
 
 
-def _load(browser, server: str, load: int) -> tuple[dict, float]:
-    """One page load with its early actions; returns (what the page ends showing, seconds from navigation to the
-    last click)."""
+def _load(context, server: str, load: int) -> tuple[dict, float]:
+    """One page load (a page of its own) with its early actions; returns (what the page ends showing, seconds from
+    navigation to the last click)."""
     link_tab = SLUGS[load % len(SLUGS)]
     clicked_tab = SLUGS[(load + 1 + load // len(SLUGS)) % len(SLUGS)]
     switch = load % 2 == 1
-    context = browser.new_context(viewport=VIEWPORT)
     page = context.new_page()
     try:
         started = time.perf_counter()
@@ -68,16 +67,24 @@ def _load(browser, server: str, load: int) -> tuple[dict, float]:
         }
         return shown, clicked
     finally:
-        context.close()
+        page.close()
 
 
-def test_no_early_action_is_lost_over_twenty_loads(browser, server):
+@pytest.fixture
+def context(browser):
+    """One browser context for a test's loads, each load a page of its own (the scripts parsed once, not per load)."""
+    context = browser.new_context(viewport=VIEWPORT)
+    yield context
+    context.close()
+
+
+def test_no_early_action_is_lost_over_twenty_loads(context, server):
     lost, seconds = [], []
     for load in range(LOADS):
         switch = load % 2 == 1
         clicked_tab = SLUGS[(load + 1 + load // len(SLUGS)) % len(SLUGS)]
         packet = OTHER_PACKET if switch else FIRST_PACKET
-        shown, clicked = _load(browser, server, load)
+        shown, clicked = _load(context, server, load)
         seconds.append(clicked)
         address = shown["address"]
         expected = {"packet": packet, "label": clicked_tab, "views": 1}
@@ -108,9 +115,8 @@ def _waited(wait, *args, **options) -> bool:
     return True
 
 
-def _row_then_campaign(browser, server: str, ident: str) -> dict | None:
+def _row_then_campaign(context, server: str, ident: str) -> dict | None:
     """One load: a packet row, then at once a campaign button; None when it ends on the campaign, else the address."""
-    context = browser.new_context(viewport=VIEWPORT)
     page = context.new_page()
     try:
         page.goto(f"{server}{APP_PATH}?packet={FIRST_PACKET}", wait_until="commit")
@@ -135,20 +141,19 @@ def _row_then_campaign(browser, server: str, ident: str) -> dict | None:
         )
         return None if ended and page.locator(".campaign-area").first.is_visible() else _address(page)
     finally:
-        context.close()
+        page.close()
 
 
-def test_a_campaign_chosen_right_after_a_packet_row_is_where_every_load_ends(browser, server, campaign):
-    outcomes = [_row_then_campaign(browser, server, campaign["id"]) for _ in range(LOADS)]
+def test_a_campaign_chosen_right_after_a_packet_row_is_where_every_load_ends(context, server, campaign):
+    outcomes = [_row_then_campaign(context, server, campaign["id"]) for _ in range(LOADS)]
     lost = [(load, address) for load, address in enumerate(outcomes) if address is not None]
     assert not lost, lost
 
 
-def _cell_at_once(browser, server: str, campaign: dict) -> dict | None:
+def _cell_at_once(context, server: str, campaign: dict) -> dict | None:
     """One load: the grid, its origin cell clicked as soon as it is drawn; None when it ends on the cell's pair."""
     step, layer = CURATED_SHAPE.origin
     a, b = (f"{CURATED_NAME}/{backend}-o{OUTPUT_INDEX + step}-l{layer}" for backend in BACKENDS)
-    context = browser.new_context(viewport=VIEWPORT)
     page = context.new_page()
     try:
         page.goto(f"{server}{APP_PATH}?campaign={campaign['id']}", wait_until="commit")
@@ -162,10 +167,10 @@ def _cell_at_once(browser, server: str, campaign: dict) -> dict | None:
         )
         return None if ended and pair.first.is_visible() else _address(page)
     finally:
-        context.close()
+        page.close()
 
 
-def test_a_grid_cell_clicked_as_soon_as_the_grid_is_drawn_opens_its_pair_on_every_load(browser, server, campaign):
-    outcomes = [_cell_at_once(browser, server, campaign) for _ in range(LOADS)]
+def test_a_grid_cell_clicked_as_soon_as_the_grid_is_drawn_opens_its_pair_on_every_load(context, server, campaign):
+    outcomes = [_cell_at_once(context, server, campaign) for _ in range(LOADS)]
     lost = [(load, address) for load, address in enumerate(outcomes) if address is not None]
     assert not lost, lost
