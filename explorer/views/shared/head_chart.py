@@ -71,7 +71,8 @@ class Axis(Record):
         return self.position_fraction(math.log10(value) if self.log else value)
 
     def position_fraction(self, position: float) -> float:
-        return VALUE_PADDING + (1 - 2 * VALUE_PADDING) * (position - self.low) / (self.high - self.low)
+        # the ratio first: multiplying a subnormal difference by the padding rounded it (a marker left the frame)
+        return VALUE_PADDING + (1 - 2 * VALUE_PADDING) * ((position - self.low) / (self.high - self.low))
 
 
 def drawable(values: np.ndarray, log: bool) -> np.ndarray:
@@ -92,13 +93,17 @@ def log_axis(values: np.ndarray) -> Axis:
     return Axis(float(low), float(high), True, ticks)
 
 
+SMALLEST_STEP = math.ulp(0.0)  # 5e-324: a tick step below it is 0.0
+
+
 def linear_axis(values: np.ndarray) -> Axis:
     """Round ticks (1, 2 or 5 times a power of ten apart), at most MAX_Y_TICKS of them, spanning the values."""
     low, high = float(values.min()), float(values.max())
     if low == high:
         spread = abs(low) * 0.1 or 1.0
         low, high = low - spread, high + spread
-    power = 10.0 ** math.floor(math.log10((high - low) / (MAX_Y_TICKS - 1)))
+    span = (high - low) / (MAX_Y_TICKS - 1)  # 0.0 when the values are subnormals a few apart (the division underflows)
+    power = max(10.0 ** math.floor(math.log10(span)), SMALLEST_STEP) if span > 0 else SMALLEST_STEP
     for step in (s * power for s in NICE_STEPS):
         first, last = math.floor(low / step), math.ceil(high / step)
         if last - first < MAX_Y_TICKS:
