@@ -112,10 +112,9 @@ def test_back_from_a_cell_returns_to_the_grid_and_a_missing_cell_is_answered_bes
     page.locator(".campaign-back button").click()  # Back to the campaign grid
     _wait_grid(page, campaign)
     page.wait_for_url(lambda url: "cell=" not in url and f"campaign={campaign['id']}" in url, timeout=PAGE_TIMEOUT_MS)
-    page.go_back()  # the browser's Back: the cell's pair again, whole (reopened by its campaign: the back bar)
+    page.go_back()  # the browser's Back: the cell's pair again
     page.wait_for_selector(".pair-status-line", timeout=PAGE_TIMEOUT_MS)
-    page.wait_for_selector(f".campaign-back-line[data-campaign='{campaign['id']}']", timeout=PAGE_TIMEOUT_MS)
-    page.wait_for_url(lambda url: "cell=" in url, timeout=PAGE_TIMEOUT_MS)
+    assert "cell=" in page.url
     page.go_back()  # and the grid before it
     _wait_grid(page, campaign)
     assert _query(page)["campaign"] == campaign["id"] and "cell" not in _query(page)
