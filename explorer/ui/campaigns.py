@@ -290,6 +290,7 @@ class CampaignMode(ListedMode):
         if not notes:
             self.cell = text
             self.area.hide()
+            self.panel.visible = True  # it holds the way back (hidden when Back to this entry closed the campaign)
             self._show_back(text)
             self.context.changed()
         return notes

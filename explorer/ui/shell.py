@@ -8,6 +8,7 @@ that opens tells the shell, which closes the others; adding a mode is one module
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import threading
@@ -57,6 +58,7 @@ class Shell:
         self._query_writer = QueryWriter(width=0, height=0, margin=0)
         self._view: tuple | None = None  # the view of the browser's history entry shown (None before the first)
         self._rewriting = False  # opening what a URL names (a load, Back, Forward): its entry is rewritten
+        self._reading = False  # opening what a URL names: the page and the URL follow once, when all of it is open
         self.packets = PacketList(self.index, badge=list_badge, on_choose=self._choose)
         self.runner = Runner()
         context = Context(
@@ -111,6 +113,8 @@ class Shell:
                 objects.insert(objects.index(self.mode.panel), self._opener.panel)
                 self.main.objects = objects
             return  # what shows and the URL follow once the mode opened by another is open
+        if self._reading:
+            return  # ... and once the URL's every mode has opened (explorer.ui.shell.Shell._read)
         self.single.reveal(self.mode is self.single)
         self._show_status()
         query = {name: value for mode in self.modes for name, value in mode.query().items()}
@@ -129,21 +133,34 @@ class Shell:
         try:
             if self.single.packet != a:
                 self.single.say(" ".join(self.single.open(a)))
+            if self.pairs.pair is not None and (self.pairs.packet, self.pairs.partner) == (a, b):
+                self._shown(self.pairs)  # the URL's compare= opened it a moment ago: kept, not read and drawn again
+                return []
             return self.pairs.open(b)
         finally:
             self._opener = None
 
+    @contextlib.contextmanager
+    def _read(self):
+        """Open what a URL names within: what shows and the URL follow once, at its end. The browser never gets a
+        half-opened view's URL (Back to a cell's pair: the packet's, then the pair's, then the cell's)."""
+        rewriting, reading = self._rewriting, self._reading
+        self._rewriting = self._reading = True
+        try:
+            yield
+        finally:
+            self._reading = reading
+            if not reading:
+                self._changed()
+            self._rewriting = rewriting
+
     def _open_from_query(self, search: str) -> None:
         query = read_query(search)
-        rewriting, self._rewriting = self._rewriting, True
-        try:
+        with self._read():
             notes = [note for mode in self.modes for note in mode.from_query(query)]  # the single packet first
-        finally:
-            self._rewriting = rewriting
-        self.single.say(" ".join(notes))
-        self._show_status()
-        if self.single.packet:
-            self.single.element_from_query(query)
+            self.single.say(" ".join(notes))
+            if self.single.packet:
+                self.single.element_from_query(query)
 
     def _names_listed_packet(self, search: str) -> bool:
         name = read_query(search).get(QUERY_PACKET)
@@ -179,12 +196,9 @@ class Shell:
     @one_at_a_time
     def visit(self, search: str) -> None:
         """Show the history entry of URL query `search`, as Back and Forward do (rewritten, not pushed)."""
-        self._rewriting = True
-        try:
+        with self._read():
             self._shown(None)
             self._open_from_query(search)
-        finally:
-            self._rewriting = False
 
     @one_at_a_time
     def choose(self, name: str) -> None:

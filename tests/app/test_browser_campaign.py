@@ -112,9 +112,12 @@ def test_back_from_a_cell_returns_to_the_grid_and_a_missing_cell_is_answered_bes
     page.locator(".campaign-back button").click()  # Back to the campaign grid
     _wait_grid(page, campaign)
     page.wait_for_url(lambda url: "cell=" not in url and f"campaign={campaign['id']}" in url, timeout=PAGE_TIMEOUT_MS)
-    page.go_back()  # the browser's Back: the cell's pair again
+    shown = []  # every URL the page shows from here on (the app rewrites the entry Back went to, at most once)
+    page.on("framenavigated", lambda frame: shown.append(frame.url) if frame == page.main_frame else None)
+    page.go_back()  # the browser's Back: the cell's pair again, with the way back to its grid
     page.wait_for_selector(".pair-status-line", timeout=PAGE_TIMEOUT_MS)
-    assert "cell=" in page.url
+    page.wait_for_selector(f".campaign-back-line[data-campaign='{campaign['id']}']", timeout=PAGE_TIMEOUT_MS)
+    assert "cell=" in page.url and all("cell=" in url for url in shown), shown
     page.go_back()  # and the grid before it
     _wait_grid(page, campaign)
     assert _query(page)["campaign"] == campaign["id"] and "cell" not in _query(page)

@@ -49,8 +49,12 @@ def test_a_cell_pair_leads_back_to_the_grid_and_back_in_the_browser_returns_thro
     back[0].clicks += 1  # Back to the campaign grid
     assert shell.campaigns.shown and shell.pairs.pair is None and not back.visible
     assert f"campaign={ident}" in shell.url_query and "cell=" not in shell.url_query and shell.url_pushed
+    written = []
+    shell._query_writer.param.watch(lambda event: written.append(event.new), "query")
     shell.visit(pair)  # the browser's Back: the cell's pair again, that entry rewritten, not pushed
     assert shell.pairs.pair is not None and shell.url_query == pair and not shell.url_pushed
+    assert written == [pair]  # once, never a half-opened view's URL (the packet's, then the pair's)
+    assert shell.campaigns.panel.visible and back.visible  # the way back to the grid, above the pair again
     shell.visit(grid)
     assert shell.campaigns.shown and shell.pairs.pair is None and f"campaign={ident}" in shell.url_query
     shell.visit(first)
