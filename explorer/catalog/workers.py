@@ -147,16 +147,18 @@ class _Pool:
                 f"worked in this process, one after another, without a time limit"
             )
 
-    def hand_out(self) -> None:
-        """Fill every worker's pipeline, idle workers first."""
+    def hand_out(self) -> Iterator[tuple[int, Any]]:
+        """Fill every worker's pipeline, idle workers first; yield the item a worker found dead here was working on."""
         for worker in sorted(self.workers, key=lambda worker: len(worker.held)):
             while self.pending and len(worker.held) < PIPELINE and worker in self.workers:
                 index = self.pending.popleft()
                 try:
                     worker.connection.send(self.items[index])
-                except (OSError, ValueError):  # it died: the item never started
+                except (OSError, ValueError):  # it died: this item never started, the one it was working on ended it
                     self.pending.appendleft(index)
-                    self.retire(worker)
+                    started = self.retire(worker)
+                    if started is not None:
+                        yield started, _crashed(started)
                     break
                 if not worker.held:
                     worker.since = time.monotonic()
@@ -183,7 +185,7 @@ class _Pool:
                     result = worker.connection.recv()
                 except (EOFError, OSError):  # it died before answering
                     index = self.retire(worker)
-                    yield index, WorkerCrashed(f"the worker process died while working on item {index}")
+                    yield index, _crashed(index)
                     continue
                 index = worker.held.popleft()
                 worker.since = time.monotonic()  # the next held item starts now
@@ -196,6 +198,10 @@ class _Pool:
         if self.timeout is None:
             return None
         return max(0.0, min(worker.since for worker in busy) + self.timeout - time.monotonic())
+
+
+def _crashed(index: int) -> WorkerCrashed:
+    return WorkerCrashed(f"the worker process died while working on item {index}")
 
 
 FRESH_START_METHOD = "forkserver"  # a clean interpreter per worker, for parents whose libraries cannot be forked
@@ -230,7 +236,7 @@ def map_isolated(
                     index = pool.pending.popleft()
                     yield index, work_here(work, items[index])
                 return
-            pool.hand_out()
+            yield from pool.hand_out()
             if pool.busy():
                 yield from pool.collect()
     finally:
