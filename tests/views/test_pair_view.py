@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from bokeh.models import LogColorMapper
 from IPython.lib.pretty import pretty
 
 import explorer
@@ -24,6 +25,7 @@ from explorer.samples import packets as samples
 from explorer.views.pair import html as pair_html
 from explorer.views.pair import view as pair_view
 from explorer.views.pair.view import build
+from explorer.views.shared.scales import LOG, colour_scale
 
 from views_support import colour_mappers, images_by_title, render, text, tooltips
 
@@ -150,6 +152,18 @@ def test_output_dtypes_differ_draws_the_value_difference(pairs):
     maps = images_by_title(render(view))
     assert any(title.startswith("|output a - output b|") for title in maps)
     assert "compared by value only" in text(view)
+
+
+def test_output_values_that_differ_in_another_dtype_are_drawn_on_the_log_scale_of_their_limits(tmp_path):
+    """The paged output as float32 against the contiguous bfloat16 one: 786 differences, a log colour scale."""
+    paged_float32 = samples.write_packet(tmp_path / "paged-float32", _float32_output(samples.pair_spec("paged")))
+    pair = explorer.compare(CONTIGUOUS, paged_float32)
+    maps = images_by_title(render(pair_view.build(pair)))
+    (difference,) = (renderer for title, renderer in maps.items() if title.startswith("|output a - output b|"))
+    mapper = difference.glyph.color_mapper
+    scale = colour_scale([pair.output.difference.abs_error], LOG, "|a - b|")
+    assert scale.logz and isinstance(mapper, LogColorMapper) and (mapper.low, mapper.high) == scale.clim
+    assert "Log colour scale from the smallest positive |a - b|" in text(pair_view.bits_section(pair))
 
 
 def test_inputs_differ_names_the_tensor_and_why_nearer_is_missing(pairs):

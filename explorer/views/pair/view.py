@@ -21,7 +21,6 @@ from explorer.views.pair import html as pair_html
 from explorer.views.pair.emulations import PairEmulationsSection
 from explorer.views.shared.charts import CHART_HEIGHT
 from explorer.views.shared.common import (
-    CONTINUOUS_CMAP,
     Field,
     collapsed,
     continuous,
@@ -41,7 +40,7 @@ from explorer.views.shared.common import (
 )
 from explorer.views.shared.marks import ElementExplorer
 from explorer.views.shared.markup import esc, swatches, table, value_row
-from explorer.views.shared.scales import LOG, colour_scale
+from explorer.views.shared.scales import LOG, ColourScale, colour_scale
 
 # Colours of the bit-difference map by ULP bucket [0], [1], [2, 3], [4, 7], ... (the report's histogram buckets).
 EQUAL_COLOUR = "#f4f4f4"
@@ -72,6 +71,11 @@ def _references(analysis: Analysis) -> tuple[np.ndarray | None, np.ndarray | Non
 # ---------------------------------------------------------------- the bit-difference map and its element detail
 
 
+def _difference_scale(pair: Pair) -> ColourScale:
+    """The log colour scale of |a - b| for outputs of different dtypes (no bitwise map)."""
+    return colour_scale([pair.output.difference.abs_error], LOG, "|a - b|")
+
+
 def bit_map(pair: Pair) -> hv.Image:
     """Query head x channel, coloured by the ULP distance of the two outputs; hover gives both sides exactly."""
     output = pair.output
@@ -85,16 +89,12 @@ def bit_map(pair: Pair) -> hv.Image:
             Field("bits_b", "bits b", tensor_b.bits[0, :, 0, :], lambda: hex_pattern(sum(FIELD_BITS[tensor_b.dtype]))),
             *fields,
         ]
-        colour, cmap, clim = (
-            _bucket(output.ulp.distance),
-            [EQUAL_COLOUR, *ULP_BUCKET_COLOURS],
-            (-0.5, len(ULP_BUCKET_COLOURS) + 0.5),
-        )
+        colour = _bucket(output.ulp.distance)
+        scale = {"cmap": [EQUAL_COLOUR, *ULP_BUCKET_COLOURS], "clim": (-0.5, len(ULP_BUCKET_COLOURS) + 0.5)}
         title, label, colorbar = "Output bit differences, coloured by ULP distance", "ULP bucket", False
     else:
         colour = output.difference.abs_error
-        scale = colour_scale([colour], LOG, "|a - b|")
-        cmap, clim, colorbar = CONTINUOUS_CMAP, scale.clim, True
+        scale, colorbar = continuous(_difference_scale(pair)), True
         title, label = "|output a - output b| (the output dtypes differ: no bitwise map)", "|a - b|"
         fields.append(Field("difference", "|a - b|", colour))
     for side in SIDES:
@@ -106,7 +106,7 @@ def bit_map(pair: Pair) -> hv.Image:
             ]
     kv_heads = np.arange(colour.shape[0]) // pair.a.admission.geometry["groupSize"]
     fields.insert(0, Field("kv_head", "KV head", per_cell(kv_heads, colour.shape)))
-    return grid_map(colour, fields, title=title, colour_label=label, clim=clim, cmap=cmap, colorbar=colorbar)
+    return grid_map(colour, fields, title=title, colour_label=label, colorbar=colorbar, **scale)
 
 
 def element_html(pair: Pair, head: int, channel: int) -> str:
@@ -246,7 +246,10 @@ def inputs_section(pair: Pair) -> pn.Column:
 def bits_section(pair: Pair) -> pn.Column:
     parts = [heading("Output differences", esc(output_sentence(pair)))]
     if pair.output is not None:
-        parts += [html_pane(_bucket_legend())] if pair.output.bits is not None else []
+        if pair.output.bits is not None:
+            parts.append(html_pane(_bucket_legend()))
+        else:  # what the value-difference map's colours mean (zeros white, its log range)
+            parts.append(note(esc(_difference_scale(pair).note), "colour-scale-note"))
         parts.append(BitDifferenceExplorer(pair))
     return section("pair-bits", *parts)
 
