@@ -8,13 +8,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import re
 import shutil
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import pytest
+from report_words import VERDICT_WORDS, strings_and_keys
 
 from explorer.analysis.analyze import analyze, clear_cache
 from explorer.analysis.blocks import installed_version
@@ -25,8 +25,6 @@ from explorer.analysis.result import Analysis
 from explorer.samples.packets import CURATED, synthetic_spec, tensor_bytes, values_to_bits, with_tensor, write_packet
 
 from analysis_support import make_admission
-
-VERDICT_WORDS = re.compile(r"\b(pass(es|ed)?|fail(s|ed|ure)?|ok|okay|acceptable|unacceptable)\b", re.IGNORECASE)
 
 TOP_KEYS = {
     "schema",
@@ -163,18 +161,6 @@ def test_reports_round_trip_through_strict_json(curated):
         assert report == build_report(analysis)
         text = json.dumps(report, allow_nan=False)
         assert json.loads(text) == report, name
-
-
-def strings_and_keys(value: Any):
-    if isinstance(value, dict):
-        for key, item in value.items():
-            yield key
-            yield from strings_and_keys(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from strings_and_keys(item)
-    elif isinstance(value, str):
-        yield value
 
 
 def test_no_verdict_wording_anywhere(curated):

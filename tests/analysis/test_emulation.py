@@ -338,7 +338,7 @@ def test_cli_summary_and_json(tmp_path, capsys):
 
 
 def test_no_verdict_wording_in_emulation_reports(tmp_path):
-    from test_analysis_result import VERDICT_WORDS, strings_and_keys
+    from report_words import VERDICT_WORDS, strings_and_keys
 
     packet = write_packet(tmp_path / "p", synthetic_spec(qh=2, kvh=1, tokens=5, head_dim=32, output_dtype="bfloat16"))
     report = explorer.analyze(

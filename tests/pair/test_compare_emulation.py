@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_analysis_result import VERDICT_WORDS, strings_and_keys
+from report_words import VERDICT_WORDS, strings_and_keys
 
 import explorer
 from explorer.analysis.analyze import analyze, clear_cache
