@@ -79,19 +79,22 @@ def test_output_on_a_full_disk_exits_2_and_leaves_nothing(tmp_path):
 def test_export_on_a_full_disk_says_so_leaves_nothing_and_the_next_export_keeps_the_name(tmp_path, size):
     mountpoint = tmp_path / "full"
     mountpoint.mkdir()
+    # The guard: the packet list's worker processes start from a fresh interpreter that imports this script again
+    # (without it each one ran the probe itself and failed: 10 s a run).
     probe = textwrap.dedent(f"""
         import json, os, subprocess, sys
         from pathlib import Path
         from explorer.ui import catalog
         from explorer.ui.shell import Shell
-        out = Path({str(mountpoint)!r})
-        shell = Shell(catalog.default_root(), out)
-        shell.choose({REFUSED.name!r})
-        shell.export()
-        failed = {{"note": shell.export_note, "left": sorted(os.listdir(out))}}
-        subprocess.run(["mount", "-o", "remount,size=64m", str(out)], check=True)
-        shell.export()
-        print(json.dumps({{**failed, "after": sorted(os.listdir(out))}}))
+        if __name__ == "__main__":
+            out = Path({str(mountpoint)!r})
+            shell = Shell(catalog.default_root(), out)
+            shell.choose({REFUSED.name!r})
+            shell.export()
+            failed = {{"note": shell.export_note, "left": sorted(os.listdir(out))}}
+            subprocess.run(["mount", "-o", "remount,size=64m", str(out)], check=True)
+            shell.export()
+            print(json.dumps({{**failed, "after": sorted(os.listdir(out))}}))
     """)
     script = tmp_path / "export_probe.py"
     script.write_text(probe)

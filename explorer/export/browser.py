@@ -94,10 +94,12 @@ def hide_controls(page) -> int:
     return hidden
 
 
-def wait_drawn(page, css_class: str, timeout_ms: int = RENDER_TIMEOUT_MS) -> None:
-    """Wait until the Bokeh view carrying `css_class` exists and its whole subtree is rendered (a Playwright page)."""
+def wait_drawn(page, css_class: str, timeout_ms: int = RENDER_TIMEOUT_MS, settle_ms: int = SETTLE_MS) -> None:
+    """Wait until the Bokeh view carrying `css_class` exists and its whole subtree is rendered (a Playwright page),
+    then `settle_ms` more (0 when a settling wait follows anyway, as hide_controls's)."""
     page.wait_for_function(DRAWN_JS, arg=css_class, timeout=timeout_ms, polling=DRAWN_POLL_MS)
-    page.wait_for_timeout(SETTLE_MS)
+    if settle_ms:
+        page.wait_for_timeout(settle_ms)
 
 
 def _block_network(route) -> None:
@@ -144,7 +146,7 @@ def _rendered(html_path: str | os.PathLike, slugs: tuple[str, ...]) -> dict[str,
             page.goto(Path(html_path).resolve().as_uri(), timeout=RENDER_TIMEOUT_MS)
             for slug in slugs:
                 try:
-                    wait_drawn(page, f"{SECTION_CLASS}-{slug}")
+                    wait_drawn(page, f"{SECTION_CLASS}-{slug}", settle_ms=0)  # hide_controls settles once after all
                 except PlaywrightTimeout:
                     seconds = RENDER_TIMEOUT_MS // 1000
                     raise RenderError(f"the {slug} view did not finish drawing in {seconds} s") from None

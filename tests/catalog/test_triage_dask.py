@@ -119,7 +119,8 @@ def test_without_a_scheduler_dask_is_never_imported():
     assert completed.returncode == 0, completed.stderr
 
 
-CRASHING_ITEM, RAISING_ITEM, HANGING_ITEM = 7, 13, 21
+ITEMS = 16  # 2 per batch on 2 workers: several items share each batch, and a hanging batch waits 2 x its limit
+CRASHING_ITEM, RAISING_ITEM, HANGING_ITEM = 3, 8, 13  # in three batches
 
 
 def squaring_work(item: int) -> int:
@@ -137,8 +138,8 @@ WORK_TIMEOUT_S = 10  # per item: far above a healthy item even on a loaded 2-cor
 
 
 def test_batches_are_split_so_a_crash_a_raise_and_a_hang_cost_only_their_own_item(scheduler):
-    items = list(range(40))
-    assert batch_size(len(items), 2) == 5  # so several items share each batch
+    items = list(range(ITEMS))
+    assert batch_size(len(items), 2) == 2  # so several items share each batch
     results = dict(
         map_on_cluster(squaring_work, items, scheduler=scheduler, timeout=WORK_TIMEOUT_S, on_note=lambda note: None)
     )

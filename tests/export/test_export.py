@@ -189,7 +189,7 @@ def test_exported_page_captions_every_view_and_its_pngs_show_no_toolbar_or_contr
         page = context.new_page()
         page.goto(paths.html.as_uri())
         for slug, _, _ in VIEWS:
-            wait_drawn(page, f"{SECTION_CLASS}-{slug}")
+            wait_drawn(page, f"{SECTION_CLASS}-{slug}", settle_ms=0)  # hide_controls settles once below
             caption = page.locator(f".{SECTION_CLASS}-{slug}").first.locator(f".{CAPTION_CLASS}").first
             assert caption.is_visible(), slug
             assert BY_STATUS[status] in caption.inner_text() and digest in caption.inner_text(), slug
