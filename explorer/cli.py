@@ -207,7 +207,7 @@ def _export(args: argparse.Namespace, out) -> tuple[Any, int]:
 
     analysis = explorer.analyze(args.paths[0], emulate=args.emulate)
     emulation = request_settings(args.emulate)
-    return pages.write_report(analysis, out, emulation=emulation), EXIT_BY_STATUS[analysis.status]
+    return pages.export_packet(analysis, out, emulation=emulation, png=True), EXIT_BY_STATUS[analysis.status]
 
 
 def _is_replay_run(path: str) -> bool:

@@ -147,18 +147,17 @@ class _Pool:
                 f"worked in this process, one after another, without a time limit"
             )
 
-    def hand_out(self) -> Iterator[tuple[int, Any]]:
-        """Fill every worker's pipeline, idle workers first; yield the item a worker found dead here was working on."""
+    def hand_out(self) -> None:
+        """Fill every worker's pipeline, idle workers first."""
         for worker in sorted(self.workers, key=lambda worker: len(worker.held)):
             while self.pending and len(worker.held) < PIPELINE and worker in self.workers:
                 index = self.pending.popleft()
                 try:
                     worker.connection.send(self.items[index])
-                except (OSError, ValueError):  # it died: this item never started, the one it was working on ended it
+                except (OSError, ValueError):  # it died: this item never started; collect answers the one it was on
                     self.pending.appendleft(index)
-                    started = self.retire(worker)
-                    if started is not None:
-                        yield started, _crashed(started)
+                    if not worker.held:
+                        self.retire(worker)
                     break
                 if not worker.held:
                     worker.since = time.monotonic()
@@ -185,7 +184,7 @@ class _Pool:
                     result = worker.connection.recv()
                 except (EOFError, OSError):  # it died before answering
                     index = self.retire(worker)
-                    yield index, _crashed(index)
+                    yield index, WorkerCrashed(f"the worker process died while working on item {index}")
                     continue
                 index = worker.held.popleft()
                 worker.since = time.monotonic()  # the next held item starts now
@@ -198,10 +197,6 @@ class _Pool:
         if self.timeout is None:
             return None
         return max(0.0, min(worker.since for worker in busy) + self.timeout - time.monotonic())
-
-
-def _crashed(index: int) -> WorkerCrashed:
-    return WorkerCrashed(f"the worker process died while working on item {index}")
 
 
 FRESH_START_METHOD = "forkserver"  # a clean interpreter per worker, for parents whose libraries cannot be forked
@@ -236,7 +231,7 @@ def map_isolated(
                     index = pool.pending.popleft()
                     yield index, work_here(work, items[index])
                 return
-            yield from pool.hand_out()
+            pool.hand_out()
             if pool.busy():
                 yield from pool.collect()
     finally:

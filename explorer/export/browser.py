@@ -98,8 +98,7 @@ def wait_drawn(page, css_class: str, timeout_ms: int = RENDER_TIMEOUT_MS, settle
     """Wait until the Bokeh view carrying `css_class` exists and its whole subtree is rendered (a Playwright page),
     then `settle_ms` more (0 when a settling wait follows anyway, as hide_controls's)."""
     page.wait_for_function(DRAWN_JS, arg=css_class, timeout=timeout_ms, polling=DRAWN_POLL_MS)
-    if settle_ms:
-        page.wait_for_timeout(settle_ms)
+    page.wait_for_timeout(settle_ms)
 
 
 def _block_network(route) -> None:

@@ -80,28 +80,17 @@ def export_packet(
     name: str | None = None,
     head: int | None = None,
     emulation: Mapping[str, object] | None = None,
+    png: bool = False,
 ) -> ExportPaths:
-    """Write `<name>.html` (every view, inline resources), `<name>.report.json` (with the emulations the page shows) and
-    `<name>.findings.md` into `out_dir`, all or none.
+    """Write `<name>.html` (every view, inline resources), `<name>.report.json` (with the emulations the page shows),
+    `<name>.findings.md` and, with `png` (`explorer report` and the app's Export), one PNG per view (a refused packet:
+    the Summary's alone) into `out_dir`, all or none.
 
     `head` is the query head the views open on (default: the largest-score head); `emulation` the Emulations view's
     settings by URL name (default: its defaults; `{"emulationSet": "builds"}` leads with which build wrote the packet).
     Existing files are never overwritten: the name gets a -2, -3, ... suffix instead.
     """
-    return export(PACKET, _packet(analysis, head, emulation), out_dir, name or packet_name(analysis), png=False)
-
-
-def write_report(
-    analysis: Analysis,
-    out_dir: str | os.PathLike,
-    *,
-    name: str | None = None,
-    head: int | None = None,
-    emulation: Mapping[str, object] | None = None,
-) -> ExportPaths:
-    """`explorer report PACKET --out DIR` and the app's Export: what export_packet writes and one PNG per view (a
-    refused packet: the Summary's alone), all or none; `name`, `head` and `emulation` as for `export_packet`."""
-    return export(PACKET, _packet(analysis, head, emulation), out_dir, name or packet_name(analysis), png=True)
+    return export(PACKET, _packet(analysis, head, emulation), out_dir, name or packet_name(analysis), png=png)
 
 
 def export_pair(

@@ -19,7 +19,7 @@ from explorer.analysis.element import locate, parse_index
 from explorer.analysis.ranking import ranked_heads
 from explorer.analysis.result import Analysis
 from explorer.export.files import ExportPaths
-from explorer.export.pages import write_report
+from explorer.export.pages import export_packet
 from explorer.foundations.formatting import short_number
 from explorer.ui import catalog
 from explorer.ui.area import Downloads, export_written, view_error
@@ -364,7 +364,9 @@ class PacketMode(param.Parameterized):
 
         def work() -> tuple[Analysis, list[str], ExportPaths]:
             analysis, notes = self._current()  # the numbers of the files on disk now
-            paths = write_report(analysis, self.context.export_dir, name=name, head=head, emulation=emulation)
+            paths = export_packet(
+                analysis, self.context.export_dir, name=name, head=head, emulation=emulation, png=True
+            )
             return analysis, notes, paths
 
         def finish(result: tuple[Analysis, list[str], ExportPaths]) -> None:

@@ -8,7 +8,6 @@ that opens tells the shell, which closes the others; adding a mode is one module
 from __future__ import annotations
 
 import argparse
-import contextlib
 import logging
 import os
 import threading
@@ -57,8 +56,7 @@ class Shell:
         self._opener: Mode | None = None  # the mode opening another one (a campaign its cell's pair): kept open
         self._query_writer = QueryWriter(width=0, height=0, margin=0)
         self._view: tuple | None = None  # the view of the browser's history entry shown (None before the first)
-        self._rewriting = False  # opening what a URL names (a load, Back, Forward): its entry is rewritten
-        self._reading = False  # opening what a URL names: the page and the URL follow once, when all of it is open
+        self._reading = False  # opening what a URL names (a load, Back, Forward): its entry is rewritten once
         self.packets = PacketList(self.index, badge=list_badge, on_choose=self._choose)
         self.runner = Runner()
         context = Context(
@@ -113,18 +111,19 @@ class Shell:
                 objects.insert(objects.index(self.mode.panel), self._opener.panel)
                 self.main.objects = objects
             return  # what shows and the URL follow once the mode opened by another is open
-        if self._reading:
-            return  # ... and once the URL's every mode has opened (explorer.ui.shell.Shell._read)
+        if not self._reading:  # ... and once every mode a URL names has opened (Shell._open_from_query)
+            self._follow(new_entry=True)
+
+    def _follow(self, new_entry: bool) -> None:
+        """What shows (a campaign's grid under its own header) and the URL follow the mode shown; `new_entry`: a new
+        view's URL is a history entry of its own (else its entry is rewritten: a load, Back, Forward)."""
         self.single.reveal(self.mode is self.single)
-        self._show_status()
+        self.single.status.visible = self.mode is not self.campaigns or bool(self.single.message)
         query = {name: value for mode in self.modes for name, value in mode.query().items()}
         view = (type(self.mode).__name__, () if self.mode is self.single else tuple(self.mode.query().items()))
-        self._query_writer.push = self._view is not None and view != self._view and not self._rewriting
+        self._query_writer.push = new_entry and self._view is not None and view != self._view
         self._view = view
         self._query_writer.query = write_query(query)
-
-    def _show_status(self) -> None:  # above a campaign's grid its own header, not the packet's status line
-        self.single.status.visible = self.mode is not self.campaigns or bool(self.single.message)
 
     @one_at_a_time
     def _open_pair(self, opener: Mode, a: str, b: str) -> list[str]:
@@ -140,27 +139,21 @@ class Shell:
         finally:
             self._opener = None
 
-    @contextlib.contextmanager
-    def _read(self):
-        """Open what a URL names within: what shows and the URL follow once, at its end. The browser never gets a
-        half-opened view's URL (Back to a cell's pair: the packet's, then the pair's, then the cell's)."""
-        rewriting, reading = self._rewriting, self._reading
-        self._rewriting = self._reading = True
-        try:
-            yield
-        finally:
-            self._reading = reading
-            if not reading:
-                self._changed()
-            self._rewriting = rewriting
-
-    def _open_from_query(self, search: str) -> None:
+    def _open_from_query(self, search: str, *, afresh: bool = False) -> None:
+        """Open what the URL query names (`afresh`: from the single packet, as Back does); what shows and the URL's
+        entry follow once, when every mode has opened (never a half-opened view's URL, as the packet's on a cell's)."""
         query = read_query(search)
-        with self._read():
+        self._reading = True
+        try:
+            if afresh:
+                self._shown(None)
             notes = [note for mode in self.modes for note in mode.from_query(query)]  # the single packet first
             self.single.say(" ".join(notes))
             if self.single.packet:
                 self.single.element_from_query(query)
+        finally:
+            self._reading = False
+            self._follow(new_entry=False)
 
     def _names_listed_packet(self, search: str) -> bool:
         name = read_query(search).get(QUERY_PACKET)
@@ -196,9 +189,7 @@ class Shell:
     @one_at_a_time
     def visit(self, search: str) -> None:
         """Show the history entry of URL query `search`, as Back and Forward do (rewritten, not pushed)."""
-        with self._read():
-            self._shown(None)
-            self._open_from_query(search)
+        self._open_from_query(search, afresh=True)
 
     @one_at_a_time
     def choose(self, name: str) -> None:

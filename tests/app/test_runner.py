@@ -73,7 +73,7 @@ def test_the_campaign_export_waits_for_one_of_two_running_exports_to_end(campaig
 
         return work
 
-    monkeypatch.setattr(packet_module, "write_report", lambda *args, **options: held(next(order))())
+    monkeypatch.setattr(packet_module, "export_packet", lambda *args, **options: held(next(order))())
     monkeypatch.setattr(campaigns_module, "export_campaign", held("campaign"))
     campaign_shell.runner.inline = False  # as on a served page: the work runs on the runner's threads
     assert runner_module.EXPORT_WORKERS == 2

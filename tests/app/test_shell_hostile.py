@@ -37,7 +37,7 @@ def test_an_export_that_fails_for_any_reason_says_that_nothing_was_written(tmp_p
     def failing(*args, **options):
         raise MemoryError("simulated")
 
-    monkeypatch.setattr(packet_module, "write_report", failing)
+    monkeypatch.setattr(packet_module, "export_packet", failing)
     shell.export()
     assert "Export wrote nothing: MemoryError: simulated" in shell.export_note
     assert shell.exporting is False

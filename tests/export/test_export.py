@@ -23,7 +23,7 @@ import explorer
 from explorer.analysis.report import report_text
 from explorer.export.browser import hide_controls, wait_drawn
 from explorer.export.kinds import SHA_DIGITS, UNKNOWN, caption_fields, export_head, shown_emulations
-from explorer.export.pages import export_packet, write_report
+from explorer.export.pages import export_packet
 from explorer.export.split import MAX_PNG_HEIGHT
 from explorer.export.static_page import CAPTION_CLASS, SECTION_CLASS
 from explorer.ui import catalog
@@ -143,7 +143,7 @@ def test_pngs_are_written_from_a_thread_running_an_asyncio_loop(tmp_path):
     analysis = explorer.analyze(ROOT / BY_STATUS["analyzed"])
 
     async def in_a_cell():
-        return write_report(analysis, tmp_path, name="cell", head=None)
+        return export_packet(analysis, tmp_path, name="cell", png=True)
 
     with ThreadPoolExecutor(max_workers=1) as kernel:  # not this thread: it may hold the session's browser loop
         paths = kernel.submit(asyncio.run, in_a_cell()).result()
@@ -215,7 +215,7 @@ def test_report_without_out_writes_where_the_app_and_notebooks_export(tmp_path, 
     written = []
     monkeypatch.setattr(
         export,
-        "write_report",
+        "export_packet",
         lambda analysis, out, **_settings: (
             written.append(out) or files.ExportPaths(html=out / "x.html", report=out / "x.report.json")
         ),
