@@ -31,6 +31,8 @@ CONNECT_TIMEOUT_S = 30
 POLL_S = 0.02  # how often finished tasks are taken while none is ready
 PROCESSING_POLL_S = 1.0  # how often the scheduler is asked which task runs where (for the time limit)
 RESTART_TIMEOUT_S = 30
+GATHER_TIMEOUT_S = 5.0  # taking a finished task's results (milliseconds when its worker lives)
+RECOMPUTED = "recomputed"  # _taken's answer while a task's lost results are computed again
 WORKERLESS_S = RESTART_TIMEOUT_S  # no worker (or no scheduler) this long: the cluster is lost, its open items answered
 # One task per worker thread (so a dying worker holds only the task that killed it), one re-run of a task whose
 # worker died, and the cluster's own log kept to what stops it. Dask's diagnostics (a sample of the working
@@ -78,9 +80,20 @@ def connect(scheduler: str) -> tuple[Client, LocalCluster | None]:
         raise SchedulerUnavailable(f"{type(error).__name__}: {error}") from None
 
 
+def _taken(future) -> Any:
+    """A finished task's results; RECOMPUTED while its lost results are computed again (never waiting past
+    GATHER_TIMEOUT_S, so that the loop still keeps the time limits); None when the task failed."""
+    if future.status != "finished":
+        return RECOMPUTED if future.status == "lost" else None
+    try:
+        return future.result(timeout=GATHER_TIMEOUT_S)
+    except TimeoutError:  # its worker died before the results were taken: the scheduler computes them again
+        return RECOMPUTED
+    except Exception:  # it failed meanwhile: answered by its status
+        return None
+
+
 def _outcome(future) -> Any:
-    if future.status == "finished":
-        return future.result()
     error = future.exception() if future.status == "error" else None
     if isinstance(error, KilledWorker) or error is None:
         return WorkerCrashed(f"the task's worker died ({future.status})")
@@ -184,17 +197,16 @@ def map_on_cluster(
         while open_tasks:
             ready = completed.next_batch(block=False) if completed.has_ready() else []
             for future in ready:
-                if future.status == "lost":  # its worker died holding the result: the scheduler computes it again
+                if future.key not in open_tasks or future.status == "cancelled":  # by a client that lost its scheduler
+                    continue  # (open until the cluster is lost)
+                batch = _taken(future)
+                if batch is RECOMPUTED:  # its worker died holding the results: taken when computed again
                     completed.add(future)
                     continue
-                if future.status == "cancelled":  # by a client that lost its scheduler: open until the cluster is lost
-                    continue
-                indices = open_tasks.pop(future.key, None)
-                if indices is None:
-                    continue
+                indices = open_tasks.pop(future.key)
                 del futures[future.key]  # the cluster may forget it now
-                if future.status == "finished":
-                    for index, (ok, value) in zip(indices, future.result(), strict=True):
+                if batch is not None:
+                    for index, (ok, value) in zip(indices, batch, strict=True):
                         yield index, value if ok else WorkRaised(value)
                 elif len(indices) > 1:  # the batch failed as a whole: find the item that makes it fail
                     submit([[index] for index in indices])
