@@ -8,13 +8,8 @@ workers (`-n 2`) finish together.
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
-# `-n auto` starts one worker more than the cores: a worker's test often waits (on its Chromium, its server, a
-# subprocess), and a third worker on 2 cores took the full run from 736 s to 688 s (2026-12-04, cores then busy 98 %).
-EXTRA_WORKERS = 1
 BROWSER_FIXTURE = "browser"  # tests/app/conftest.py: chromium through Playwright
 BROWSER_FILE_PREFIXES = ("test_browser", "test_catalog_browser")
 ENDTOEND_FILES = ("test_notebooks.py", "test_triage_dask.py")  # Jupyter kernels, Dask workers started and killed
@@ -72,12 +67,6 @@ def pytest_collection_modifyitems(items):
 
 
 @pytest.hookimpl(optionalhook=True)  # an xdist hook: `-p no:xdist` still runs the suite
-def pytest_xdist_auto_num_workers(config):
-    """The workers `-n auto` starts: one per core the process may use, and EXTRA_WORKERS (--maxprocesses caps)."""
-    return len(os.sched_getaffinity(0)) + EXTRA_WORKERS
-
-
-@pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
     """`--dist loadscope` in collection order (LONGEST_FIRST), each test of EACH_TEST_A_SCOPE a scope of its own."""
     if config.getoption("dist") != "loadscope":

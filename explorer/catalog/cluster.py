@@ -81,19 +81,17 @@ def connect(scheduler: str) -> tuple[Client, LocalCluster | None]:
 
 
 def _taken(future) -> Any:
-    """A finished task's results; RECOMPUTED while its lost results are computed again (never waiting past
-    GATHER_TIMEOUT_S, so that the loop still keeps the time limits); None when the task failed."""
-    if future.status != "finished":
-        return RECOMPUTED if future.status == "lost" else None
-    try:
-        return future.result(timeout=GATHER_TIMEOUT_S)
-    except TimeoutError:  # its worker died before the results were taken: the scheduler computes them again
+    """A task's answer: its results (a list); RECOMPUTED while its results, lost with their worker, are computed
+    again (never waiting past GATHER_TIMEOUT_S: the loop keeps the time limits meanwhile); else why it failed."""
+    if future.status == "finished":
+        try:
+            return future.result(timeout=GATHER_TIMEOUT_S)
+        except TimeoutError:  # its worker died before the results were taken: the scheduler computes them again
+            return RECOMPUTED
+        except Exception:  # it failed meanwhile: answered by its status
+            pass
+    if future.status == "lost":
         return RECOMPUTED
-    except Exception:  # it failed meanwhile: answered by its status
-        return None
-
-
-def _outcome(future) -> Any:
     error = future.exception() if future.status == "error" else None
     if isinstance(error, KilledWorker) or error is None:
         return WorkerCrashed(f"the task's worker died ({future.status})")
@@ -199,19 +197,19 @@ def map_on_cluster(
             for future in ready:
                 if future.key not in open_tasks or future.status == "cancelled":  # by a client that lost its scheduler
                     continue  # (open until the cluster is lost)
-                batch = _taken(future)
-                if batch is RECOMPUTED:  # its worker died holding the results: taken when computed again
+                answer = _taken(future)
+                if answer is RECOMPUTED:  # taken when computed again
                     completed.add(future)
                     continue
                 indices = open_tasks.pop(future.key)
                 del futures[future.key]  # the cluster may forget it now
-                if batch is not None:
-                    for index, (ok, value) in zip(indices, batch, strict=True):
+                if isinstance(answer, list):
+                    for index, (ok, value) in zip(indices, answer, strict=True):
                         yield index, value if ok else WorkRaised(value)
                 elif len(indices) > 1:  # the batch failed as a whole: find the item that makes it fail
                     submit([[index] for index in indices])
                 else:
-                    yield indices[0], _outcome(future)
+                    yield indices[0], answer
             for key, worker in clock.overdue(open_tasks):
                 indices = open_tasks.pop(key)
                 futures.pop(key).cancel()

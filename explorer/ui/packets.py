@@ -2,7 +2,7 @@
 
 Names are listed at once; statuses and numbers arrive from the index's background fill (started once the page is
 drawn, so worker processes never compete with the first paint) and reach the table in batches through the session's
-loop (`add_next_tick_callback`, the one thread-safe Document method). Every RESCAN_MS the index rescans its root.
+loop (explorer.ui.background.SessionLoop, handed over from the filling thread). Every RESCAN_MS the index rescans.
 Rows keep the one list order (explorer.catalog.summary.list_order) unless a header sorts them; the server keeps every
 row and sends the browser only the PAGE_ROWS rows of the page shown (explorer.ui.table).
 """
@@ -21,11 +21,12 @@ from explorer.catalog.index import PacketIndex
 from explorer.catalog.summary import STATUS_ORDER, PacketSummary, list_order
 from explorer.foundations.bounded import escaped_bytes
 from explorer.foundations.formatting import full_number, scientific_number
+from explorer.ui.background import SessionLoop
 from explorer.ui.table import PageTable
 from explorer.views.shared.markup import esc
 
 PAGE_ROWS = 20
-FLUSH_INTERVAL_MS = 300  # how often arrived summaries are pushed into the session's table
+FLUSH_INTERVAL_S = 0.3  # how often arrived summaries are pushed into the session's table
 RESCAN_MS = 5_000  # how often an open list rescans its root (each unchanged packet costs a few stat calls)
 # Roots up to this many packets are summarized before the first paint (a few ms each once cached), so the first
 # packet by status and score opens with the page; larger roots fill in the background.
@@ -93,7 +94,8 @@ class PacketList(param.Parameterized):
         self.index, self._badge, self._on_choose = index, badge, on_choose
         self._lock = threading.Lock()
         self._closed = self._flush_pending = self._descending = False
-        self._document = self._highlighted = None
+        self._loop: SessionLoop | None = None  # the session's loop, which the filling thread hands flushes to
+        self._highlighted = None
         self._signed_shown = self._pending = 0  # statuses from stat signatures; packets without a status yet
         self._query, self._page = "", 1
         self._sort: str | None = None  # None: the list order
@@ -125,12 +127,12 @@ class PacketList(param.Parameterized):
         """Fill the index (in the background for a large root in a session); in a session, rescan every RESCAN_MS."""
         session = pn.state.curdoc is not None and pn.state.curdoc.session_context is not None
         if session and len(self.index.entries) > SYNCHRONOUS_FILL_PACKETS:
-            self._document = pn.state.curdoc
+            self._loop = SessionLoop(pn.state.curdoc)
             pn.state.onload(lambda: self.index.fill_in_background(self._arrive, lambda: self._closed))
         else:
             self.index.fill(self._arrive)
             self.flush()
-            self._document = pn.state.curdoc if session else None
+            self._loop = SessionLoop(pn.state.curdoc) if session else None
         if session:
             pn.state.on_session_destroyed(self._close)
             pn.state.add_periodic_callback(self._rescan, period=RESCAN_MS)
@@ -146,15 +148,15 @@ class PacketList(param.Parameterized):
     def _arrive(self, *_summary) -> None:
         """On the filling thread: ask the session's loop for one flush."""
         with self._lock:
-            if self._document is None or self._flush_pending or self._closed:
+            if self._loop is None or self._flush_pending or self._closed:
                 return
             self._flush_pending = True
-        self._document.add_next_tick_callback(self._flush_soon)
+        self._loop.call(self._flush_soon)
 
     def _flush_soon(self) -> None:  # on the session's loop: batch what arrives in the next interval
-        document = self._document
-        if document is not None:
-            document.add_timeout_callback(self.flush, FLUSH_INTERVAL_MS)
+        loop = self._loop
+        if loop is not None:
+            loop.call(self.flush, FLUSH_INTERVAL_S)
 
     def flush(self) -> None:
         """Redraw the table from the index (rows appear, change and disappear in place)."""
@@ -167,7 +169,7 @@ class PacketList(param.Parameterized):
 
     def _close(self, _session_context) -> None:
         with self._lock:
-            self._closed, self._document = True, None
+            self._closed, self._loop = True, None
 
     def search(self, text: str) -> None:
         """Show the rows whose shown name holds `text` (ignoring case), from the first page."""

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import panel as pn
+from panel.io.state import set_curdoc
 
 import explorer
 from explorer.export.browser import RenderError
 from explorer.export.pages import export_packet
 from explorer.ui import background, catalog
-from explorer.ui.background import Runner
+from explorer.ui.background import Runner, SessionLoop
 
 ROOT = catalog.default_root()
 SESSIONS = 3
@@ -94,45 +96,82 @@ def test_the_runner_answers_success_and_every_failure_and_always_releases_the_bu
 
 
 class _LoadingDocument:
-    """A session's document as the runner sees it: its loop's callbacks kept to be run by the test."""
+    """A session's document as the runner sees it (its page loaded or not)."""
 
     session_context = object()
 
-    def __init__(self):
-        self.ticks, self.timeouts = [], []
 
-    def add_next_tick_callback(self, callback):
-        self.ticks.append(callback)
+class _Loop:
+    """A session's loop as the runner sees it: the callbacks handed to it kept to be run by the test."""
 
-    def add_timeout_callback(self, callback, period_ms):
-        self.timeouts.append(callback)
+    def __init__(self, document: _LoadingDocument):
+        self.document, self.ticks, self.timeouts = document, [], []
+
+    def call(self, callback, seconds: float = 0.0):
+        (self.timeouts if seconds else self.ticks).append(callback)
 
 
-def _run_loop_once(document: _LoadingDocument) -> None:
-    waiting, document.ticks, document.timeouts = document.ticks + document.timeouts, [], []
+def _run_loop_once(loop: _Loop) -> None:
+    waiting, loop.ticks, loop.timeouts = loop.ticks + loop.timeouts, [], []
     for callback in waiting:
-        callback()
+        with set_curdoc(loop.document):
+            callback()
 
 
 def test_an_answer_waits_for_the_page_to_load_then_comes_once(monkeypatch):
     # Panel drops layout changes made before the page reports itself loaded: a computed map was never drawn.
     document, answered = _LoadingDocument(), []
     runner = Runner(inline=False)
-    runner._document = document
+    runner._loop = loop = _Loop(document)
     runner.on_page(lambda: answered.append("drawn"))
     for _ in range(3):
-        _run_loop_once(document)
-    assert answered == [] and len(document.timeouts) == 1  # the page has not loaded: it looks again later
+        _run_loop_once(loop)
+    assert answered == [] and len(loop.timeouts) == 1  # the page has not loaded: it looks again later
     monkeypatch.setitem(pn.state._loaded, document, True)
-    _run_loop_once(document)
-    assert answered == ["drawn"] and document.ticks == document.timeouts == []
+    _run_loop_once(loop)
+    assert answered == ["drawn"] and loop.ticks == loop.timeouts == []
 
 
 def test_an_answer_for_a_page_that_never_loads_comes_at_the_deadline(monkeypatch):
     document, answered = _LoadingDocument(), []
     runner = Runner(inline=False)
-    runner._document = document
+    runner._loop = loop = _Loop(document)
     monkeypatch.setattr(background, "LOADED_WAIT_S", 0.0)
     runner.on_page(lambda: answered.append("drawn"))
-    _run_loop_once(document)
+    _run_loop_once(loop)
     assert answered == ["drawn"]
+
+
+class _LockingContext:
+    """A session context whose document lock is taken by `with_locked_document` (as Bokeh's is), counted."""
+
+    def __init__(self):
+        self.locked = 0
+
+    async def with_locked_document(self, func):
+        self.locked += 1
+        await func(None)
+
+
+def test_a_callback_handed_over_from_another_thread_runs_on_the_loop_with_the_document_locked_and_current():
+    # Handed to the document's own callback list from a thread, a campaign's answer was lost under load.
+    document = type("Document", (), {"session_context": _LockingContext()})()
+    made, ran = threading.Event(), threading.Event()
+    seen = {}
+
+    def serve():
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        seen["loop"] = SessionLoop(document)
+        seen["loop thread"] = threading.get_ident()
+        made.set()
+        loop.run_until_complete(asyncio.to_thread(ran.wait, 30))
+        loop.close()
+
+    server = threading.Thread(target=serve)
+    server.start()
+    assert made.wait(30)
+    seen["loop"].call(lambda: (seen.update(thread=threading.get_ident(), curdoc=pn.state.curdoc), ran.set()))
+    server.join(30)
+    assert ran.is_set() and seen["thread"] == seen["loop thread"]
+    assert seen["curdoc"] is document and document.session_context.locked == 1

@@ -17,7 +17,7 @@ from explorer.ui.shell import Shell
 
 PACKAGE = Path(__file__).resolve().parents[2] / "explorer"
 RUNNER = PACKAGE / "ui" / "background.py"
-STARTS_WORK = re.compile(r"threading\.Thread\(|pn\.state\.execute\(")
+STARTS_WORK = re.compile(r"threading\.Thread\(|pn\.state\.execute\(|\.add_callback\(")  # the last: onto the IO loop
 CAMPAIGN_ROOT = catalog.default_root() / CURATED_NAME
 WAIT_SECONDS = 120  # generous: the held exports are released by the test itself, never by a clock
 
