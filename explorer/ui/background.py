@@ -70,7 +70,7 @@ class SessionLoop:
     """A served session's loop, which any thread hands a callback to run with the session's document locked and
     current. Through the IO loop's one thread-safe method, never the document's callback list from another thread:
     a callback added there while the loop thread drained the document's held events was lost (a campaign grid
-    never drawn, 1 burst of page loads in 3 beside 3 CPU burners)."""
+    never drawn in 2 bursts of page loads of 4 beside 3 CPU burners)."""
 
     def __init__(self, document):
         self.document, self._loop = document, IOLoop.current()  # made on the loop, as the session's page is built
