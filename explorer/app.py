@@ -9,6 +9,7 @@ import panel as pn
 import panel.io.resources as panel_resources
 from bokeh.models import CustomJS
 
+from explorer.ui import batch
 from explorer.ui.arrival import install_arrival_pool
 from explorer.ui.closed import quiet_closed_clients
 from explorer.ui.memory import release_memory
@@ -59,6 +60,7 @@ pn.extension()  # BootstrapTemplate serves every asset from this server: no web 
 panel_resources._panel_use_mathjax = lambda roots: False
 pn.config.nthreads = 4  # callbacks and each session's first packet run on threads: no session waits for another's
 install_arrival_pool()  # a session's clicks handled in the order they arrived (explorer.ui.arrival)
+batch.install()  # an action's page changes reach the browser as one message (explorer.ui.batch)
 
 log_info_lines()
 quiet_closed_clients()  # a browser closed mid-update: one log line, not a traceback

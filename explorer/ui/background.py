@@ -6,13 +6,15 @@ the session's loop; outside one (tests, notebooks) it runs at once. Whatever the
 
 from __future__ import annotations
 
+import inspect
 import logging
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import TypeVar
+from typing import ClassVar, TypeVar
 
 import panel as pn
 from panel.io.state import set_curdoc
@@ -72,11 +74,24 @@ class SessionLoop:
     a callback added there while the loop thread drained the document's held events was lost (a campaign grid
     never drawn in 2 bursts of page loads of 4 beside 3 CPU burners)."""
 
+    _of: ClassVar[weakref.WeakKeyDictionary] = weakref.WeakKeyDictionary()  # document -> its session's loop
+
     def __init__(self, document):
         self.document, self._loop = document, IOLoop.current()  # made on the loop, as the session's page is built
+        self._thread = threading.get_ident()
+        SessionLoop._of[document] = self
 
-    def call(self, callback: Callable[[], None], seconds: float = 0.0) -> None:
-        """Run `callback` on the loop (from any thread; after `seconds` only from the loop itself)."""
+    @classmethod
+    def of(cls, document) -> SessionLoop | None:
+        """The loop of `document`'s served session (None outside one, or before its page was built)."""
+        return None if document is None else cls._of.get(document)
+
+    def is_current(self) -> bool:
+        return threading.get_ident() == self._thread
+
+    def call(self, callback: Callable[[], object], seconds: float = 0.0) -> None:
+        """Run `callback` on the loop (from any thread; after `seconds` only from the loop itself), awaiting what it
+        returns to await."""
         if seconds:
             self._loop.call_later(seconds, self._locked, callback)
         else:
@@ -85,7 +100,8 @@ class SessionLoop:
     async def _locked(self, callback: Callable[[], None]) -> None:
         async def run(_document) -> None:
             with set_curdoc(self.document):
-                callback()
+                if inspect.isawaitable(result := callback()):
+                    await result
 
         await self.document.session_context.with_locked_document(run)  # returns at once for a destroyed session
 

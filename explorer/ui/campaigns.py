@@ -24,6 +24,7 @@ from explorer.export.pages import export_campaign
 from explorer.foundations.bounded import escaped_bytes
 from explorer.ui.area import ListedMode, export_written, first_shown
 from explorer.ui.background import error_line
+from explorer.ui.batch import one_message
 from explorer.ui.mode import Context, one_at_a_time
 from explorer.ui.shared import echo
 from explorer.views.shared.markup import esc
@@ -210,7 +211,7 @@ class CampaignMode(ListedMode):
         if report is None:
             return [f"Campaign &quot;{echo(ident)}&quot; could not be formed from its packets; it was ignored."]
         # one message to the browser: the grid is drawn where it stays (the packet's status line hidden with it)
-        with pn.io.hold():
+        with one_message():
             self._report = report
             self.campaign, self.cell = ident, ""
             notes = [] if cell is None else self.open_cell(cell)

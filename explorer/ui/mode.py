@@ -18,6 +18,7 @@ import panel as pn
 from explorer.catalog.index import PacketIndex
 from explorer.ui.arrival import wait_for_earlier
 from explorer.ui.background import Runner
+from explorer.ui.batch import one_message
 from explorer.ui.packets import PacketList
 
 
@@ -67,7 +68,7 @@ def one_at_a_time(method: Callable) -> Callable:
     @functools.wraps(method)
     def locked(self, *args, **kwargs):
         wait_for_earlier()
-        with self.lock:
+        with self.lock, one_message():
             return method(self, *args, **kwargs)
 
     return locked

@@ -23,6 +23,7 @@ from explorer.export.pages import export_packet
 from explorer.foundations.formatting import short_number
 from explorer.ui import catalog
 from explorer.ui.area import Downloads, export_written, view_error
+from explorer.ui.batch import one_message
 from explorer.ui.mode import Context, one_at_a_time
 from explorer.ui.shared import content_seen, echo
 from explorer.ui.tabbar import TabBar
@@ -193,7 +194,7 @@ class PacketMode(param.Parameterized):
 
     def _open(self) -> list[str]:
         analysis, notes = self._current()
-        with pn.io.hold():
+        with one_message():
             return notes + self._show(analysis)
 
     def _show(self, analysis: Analysis) -> list[str]:
@@ -277,7 +278,7 @@ class PacketMode(param.Parameterized):
 
     @one_at_a_time
     def _on_tab(self, event: param.parameterized.Event) -> None:
-        with pn.io.hold():
+        with one_message():
             self.tab_bar.active = event.new
             if self.packet:
                 if self.panel.visible:
@@ -307,7 +308,7 @@ class PacketMode(param.Parameterized):
     @one_at_a_time
     def _on_selection_element(self, event: param.parameterized.Event) -> None:
         """Show the element panel of the clicked (head, channel) and write it into the URL."""
-        with pn.io.hold():
+        with one_message():
             if event.new is not None and self._element_box is None:
                 self._make_element_dock()
             if self._element_box is not None:
@@ -373,7 +374,7 @@ class PacketMode(param.Parameterized):
             analysis, notes, paths = result
             with self.lock:
                 if notes and name == self.packet:
-                    with pn.io.hold():
+                    with one_message():
                         self.say(" ".join(notes + self._show(analysis)))
                 self._downloads.offer_export(paths, "Download JSON report")
                 self._export_note.object = export_written("export-note", paths)

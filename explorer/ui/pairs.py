@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-import panel as pn
 import param
 
 from explorer.export.files import ExportPaths
@@ -17,6 +16,7 @@ from explorer.pair.compare import compare
 from explorer.pair.model import Pair, SamePacketError
 from explorer.ui import catalog
 from explorer.ui.area import ListedMode, export_written, first_shown
+from explorer.ui.batch import one_message
 from explorer.ui.mode import Context
 from explorer.ui.shared import content_seen, echo
 from explorer.views.shared.markup import esc
@@ -85,7 +85,7 @@ class PairMode(ListedMode):
             pair = compare(entry_a.path, entry_b.path)
         except SamePacketError as error:
             return [f"Compare &quot;{echo(name)}&quot;: {esc(error)}; it was ignored."]
-        with pn.io.hold():
+        with one_message():
             self._pair = pair
             self.partner = name
             self._show(pair)
@@ -118,7 +118,7 @@ class PairMode(ListedMode):
         """Back to the single packet: the pair view is dropped and `compare=` leaves the URL."""
         if not self.partner:
             return
-        with pn.io.hold():
+        with one_message():
             self._pair = None
             self.partner = ""
             self.area.hide()

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-import panel as pn
 import param
 
 from explorer.catalog.discovery import lookup
@@ -17,6 +16,7 @@ from explorer.export.pages import export_replay
 from explorer.replay.model import Replay
 from explorer.replay.replay import replay
 from explorer.ui.area import ListedMode, export_written, first_shown
+from explorer.ui.batch import one_message
 from explorer.ui.mode import Context
 from explorer.ui.shared import echo
 from explorer.views.shared.markup import esc
@@ -86,7 +86,7 @@ class ReplayMode(ListedMode):
         if run not in self._bound():
             return [f"Replay &quot;{echo(run)}&quot; is not a listed replay run of {esc(self.packet)}; it was ignored."]
         result = self._compute(run)
-        with pn.io.hold():
+        with one_message():
             self._replay = result
             self.run = run
             self._show(result)
@@ -110,7 +110,7 @@ class ReplayMode(ListedMode):
         """Back to the single packet: the replay view is dropped and `replay=` leaves the URL."""
         if not self.run:
             return
-        with pn.io.hold():
+        with one_message():
             self._replay = None
             self.run = ""
             self.area.hide()

@@ -250,12 +250,7 @@ def _body(analysis: Analysis, selection: Selection) -> list:
     ]
 
 
-def build(analysis: Analysis, selection: Selection) -> pn.Column:
-    """The attention view, following `selection.head` (a head the packet lacks becomes 0, and it says so)."""
-    return explained(
-        analysis,
-        html_summary.NEEDS_NUMERICS,
-        lambda: _body(analysis, selection),
-        "the softmax weights and attention diagnostics per query head",
-        "view-attention",
-    )
+# The attention view, following `selection.head` (a head the packet lacks becomes 0, and it says so).
+build = explained(
+    html_summary.NEEDS_NUMERICS, _body, "the softmax weights and attention diagnostics per query head", "view-attention"
+)

@@ -253,12 +253,7 @@ def _body(analysis: Analysis, selection: Selection) -> list:
     ]
 
 
-def build(analysis: Analysis, selection: Selection) -> pn.Column:
-    """The per-head error view of one analysis (explains itself when no reference was computed)."""
-    return explained(
-        analysis,
-        html_summary.NEEDS_NUMERICS,
-        lambda: _body(analysis, selection),
-        "the |output - reference| maps and the per-head metric charts",
-        "view-errors",
-    )
+# The per-head error view of one analysis (explains itself when no reference was computed).
+build = explained(
+    html_summary.NEEDS_NUMERICS, _body, "the |output - reference| maps and the per-head metric charts", "view-errors"
+)

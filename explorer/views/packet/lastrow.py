@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import holoviews as hv
 import numpy as np
-import panel as pn
 
 from explorer.analysis.result import Analysis, LastRow
 from explorer.packet.dtypes import FIELD_BITS
@@ -161,17 +160,12 @@ def _one(row: LastRow, name: str, noun: str) -> list:
     return [*parts, plot_pane(_histogram(row, f"{name}: differing bits per bit position"))]
 
 
-def _body(analysis: Analysis) -> list:
+def _body(analysis: Analysis, _selection: Selection) -> list:
     facts = analysis.facts
     return [*_one(facts.last_row_keys, "Keys", "key"), *_one(facts.last_row_values, "Values", "value")]
 
 
-def build(analysis: Analysis, selection: Selection) -> pn.Column:
-    """The last-row bit view of one analysis (explains itself when no tensor facts exist)."""
-    return explained(
-        analysis,
-        html_summary.NEEDS_FACTS,
-        lambda: _body(analysis),
-        "the stored-vs-incoming last-row bit comparison of keys and values",
-        "view-lastrow",
-    )
+# The last-row bit view of one analysis (explains itself when no tensor facts exist).
+build = explained(
+    html_summary.NEEDS_FACTS, _body, "the stored-vs-incoming last-row bit comparison of keys and values", "view-lastrow"
+)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import panel as pn
-
 from explorer.analysis.result import Analysis, Comparison, NarrowedQuery, Numerics
 from explorer.views.shared import html_summary
 from explorer.views.shared.charts import metric_choice, per_head_charts
@@ -123,12 +121,7 @@ def _body(analysis: Analysis, selection: Selection) -> list:
     return _applicable(numerics, numerics.narrowed_query, selection)
 
 
-def build(analysis: Analysis, selection: Selection) -> pn.Column:
-    """The narrowed-Q view of one analysis (explains itself when no reference was computed)."""
-    return explained(
-        analysis,
-        html_summary.NEEDS_NUMERICS,
-        lambda: _body(analysis, selection),
-        "the narrowed-Q counterfactual beside the primary reference",
-        "view-narrowed",
-    )
+# The narrowed-Q view of one analysis (explains itself when no reference was computed).
+build = explained(
+    html_summary.NEEDS_NUMERICS, _body, "the narrowed-Q counterfactual beside the primary reference", "view-narrowed"
+)

@@ -9,7 +9,6 @@ import math
 
 import holoviews as hv
 import numpy as np
-import panel as pn
 
 from explorer.analysis.result import (
     FINITE,
@@ -216,12 +215,7 @@ def _body(analysis: Analysis, selection: Selection) -> list:
     return parts
 
 
-def build(analysis: Analysis, selection: Selection) -> pn.Column:
-    """The nonfinite view of one analysis (explains itself when no tensor facts exist)."""
-    return explained(
-        analysis,
-        html_summary.NEEDS_FACTS,
-        lambda: _body(analysis, selection),
-        "the NaN and infinity maps and counts of the six tensors",
-        "view-nonfinite",
-    )
+# The nonfinite view of one analysis (explains itself when no tensor facts exist).
+build = explained(
+    html_summary.NEEDS_FACTS, _body, "the NaN and infinity maps and counts of the six tensors", "view-nonfinite"
+)

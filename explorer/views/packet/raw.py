@@ -9,7 +9,7 @@ import panel as pn
 from explorer.analysis.report import REPORT_SUFFIX, packet_name, report_text
 from explorer.analysis.result import Analysis
 from explorer.packet.files import PACKET_JSON
-from explorer.views.shared.common import Selection, collapsed, explained, heading, html_pane, note
+from explorer.views.shared.common import collapsed, explained, heading, html_pane, note
 from explorer.views.shared.markup import esc
 
 MISSING_CLASS = "raw-missing"  # a note saying what is not shown
@@ -85,6 +85,5 @@ def _body(analysis: Analysis) -> list:
     ]
 
 
-def build(analysis: Analysis, selection: Selection) -> pn.Column:
-    """The raw inputs and the JSON report of one analysis (every status)."""
-    return explained(analysis, None, lambda: _body(analysis), "", "view-raw")
+# The raw inputs and the JSON report of one analysis (every status).
+build = explained(None, lambda analysis, _selection: _body(analysis), "", "view-raw")

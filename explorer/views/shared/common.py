@@ -111,11 +111,16 @@ def section(css_class: str, *parts) -> pn.Column:
     return pn.Column(*parts, sizing_mode="stretch_width", css_classes=[css_class])
 
 
-def explained(analysis: Analysis, needs: str | None, body: Callable[[], list], what: str, css_class: str) -> pn.Column:
-    """A view: the status box (when not analyzed, or when `what` it draws is missing), then `body()` when it can."""
-    box = html_summary.explanation_html(analysis, needs, what)
-    drawn = needs is None or html_summary.missing_text(analysis, needs) is None
-    return section(css_class, *([html_pane(box)] if box else []), *(body() if drawn else []))
+def explained(needs: str | None, body: Callable[[Analysis, Selection], list], what: str, css_class: str) -> Callable:
+    """A view's builder(analysis, selection): the status box (when not analyzed, or when `what` it draws is
+    missing), then `body(analysis, selection)` when it can."""
+
+    def build(analysis: Analysis, selection: Selection) -> pn.Column:
+        box = html_summary.explanation_html(analysis, needs, what)
+        drawn = needs is None or html_summary.missing_text(analysis, needs) is None
+        return section(css_class, *([html_pane(box)] if box else []), *(body(analysis, selection) if drawn else []))
+
+    return build
 
 
 # ---------------------------------------------------------------- hover formatting (in the browser)
