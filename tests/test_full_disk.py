@@ -91,7 +91,7 @@ def test_export_on_a_full_disk_says_so_leaves_nothing_and_the_next_export_keeps_
             shell = Shell(catalog.default_root(), out)
             shell.choose({REFUSED.name!r})
             shell.export()
-            failed = {{"note": shell.export_note, "left": sorted(os.listdir(out))}}
+            failed = {{"note": shell.single.export_note, "left": sorted(os.listdir(out))}}
             subprocess.run(["mount", "-o", "remount,size=64m", str(out)], check=True)
             shell.export()
             print(json.dumps({{**failed, "after": sorted(os.listdir(out))}}))

@@ -8,12 +8,7 @@ from time import perf_counter
 import numpy as np
 
 from explorer.analysis.metrics import compare, readonly, rounded
-from explorer.analysis.reference import (
-    NONFINITE_LOGITS,
-    eligibility,
-    head_attention,
-    narrowed_query_plan,
-)
+from explorer.analysis.reference import NONFINITE_LOGITS, eligibility, head_attention, narrowed_query_plan
 from explorer.analysis.result import Fp64Diagnostic, NarrowedQuery, Numerics, TensorFacts
 from explorer.analysis.score import packet_score
 from explorer.analysis.shared_references import references

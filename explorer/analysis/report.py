@@ -24,14 +24,7 @@ from explorer.analysis.blocks import (
     ulp_block,
 )
 from explorer.analysis.ranking import worst_score_head
-from explorer.analysis.result import (
-    Analysis,
-    HeadAttention,
-    LastRow,
-    NonfiniteMap,
-    Numerics,
-    Rounded,
-)
+from explorer.analysis.result import Analysis, HeadAttention, LastRow, NonfiniteMap, Numerics, Rounded
 from explorer.packet.files import PACKET_JSON
 from explorer.packet.model import REFUSED, TENSOR_NAMES
 

@@ -10,15 +10,7 @@ from typing import Any
 from explorer.analysis.blocks import runtime
 from explorer.campaigns.axis import uncaptured
 from explorer.campaigns.grid import Campaign, Cell, Origin, are, counted, listed, origin_of
-from explorer.campaigns.model import (
-    DUPLICATE,
-    IDENTICAL,
-    KEY_FIELDS,
-    MISSING,
-    REFUSED_STATE,
-    SCHEMA,
-    STATES,
-)
+from explorer.campaigns.model import DUPLICATE, IDENTICAL, KEY_FIELDS, MISSING, REFUSED_STATE, SCHEMA, STATES
 from explorer.campaigns.run import CampaignRun
 from explorer.campaigns.sets import compared
 from explorer.foundations.formatting import short_number

@@ -14,12 +14,7 @@ from pathlib import Path
 from explorer.analysis.report import packet_name
 from explorer.analysis.result import Analysis
 from explorer.export.browser import page_screenshots, require_chromium
-from explorer.export.files import (
-    ExportPaths,
-    png_suffixes,
-    stem_base,
-    write_export,
-)
+from explorer.export.files import ExportPaths, png_suffixes, stem_base, write_export
 from explorer.export.findings import findings_markdown
 from explorer.export.kinds import (
     CAMPAIGN,

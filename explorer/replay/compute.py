@@ -13,13 +13,7 @@ import numpy as np
 
 from explorer.analysis.metrics import compare, readonly, rounded
 from explorer.analysis.result import Analysis, Emulation, Numerics
-from explorer.replay.model import (
-    FIRST_POSITIONS_LIMIT,
-    ArmReferences,
-    Matrix,
-    OutputDifference,
-    Readback,
-)
+from explorer.replay.model import FIRST_POSITIONS_LIMIT, ArmReferences, Matrix, OutputDifference, Readback
 
 PRIMARY_LABEL = "replay arm {arm} output vs primary reference (original-Q FP32 softmax attention)"
 ROUNDED_LABEL = "replay arm {arm} output vs primary reference rounded (RNE) to {dtype}; ULP in {dtype} units"

@@ -16,6 +16,7 @@ import panel as pn
 import param
 
 from explorer.export.files import ExportPaths
+from explorer.ui.batch import one_message
 from explorer.ui.mode import Context, one_at_a_time
 from explorer.ui.shared import echo
 from explorer.views.shared.markup import esc, written_note
@@ -91,6 +92,13 @@ def note_and_buttons(note: pn.pane.HTML, buttons: list[pn.widgets.Button], css_c
     return [pn.Row(note, line, sizing_mode="stretch_width")]
 
 
+def button(label: str, width: int, css_class: str, on_click: Callable[[], None], color="light") -> pn.widgets.Button:
+    """A button `width` px wide whose click calls `on_click()`."""
+    made = pn.widgets.Button(label=label, color=color, width=width, css_classes=[css_class])
+    made.on_click(lambda _event: on_click())
+    return made
+
+
 def choice_buttons(choices: Iterable[tuple[str, str, str, list[str]]], on_choose: Callable[[str], None]) -> list:
     """One light button per (value, label, description, CSS classes); a click calls `on_choose(value)`."""
     buttons = []
@@ -120,15 +128,8 @@ class ModeArea:
 
     def _make(self) -> None:
         self.status = pn.pane.HTML("", sizing_mode="stretch_width")
-        close = pn.widgets.Button(
-            label=CLOSE_LABEL, color="light", width=CLOSE_WIDTH, css_classes=[f"{self.kind}-close"]
-        )
-        close.on_click(lambda _event: self._on_close())
-        label, width = self._export
-        self.export_button = pn.widgets.Button(
-            label=label, color="primary", width=width, css_classes=[f"{self.kind}-export"]
-        )
-        self.export_button.on_click(lambda _event: self._on_export())
+        close = button(CLOSE_LABEL, CLOSE_WIDTH, f"{self.kind}-close", self._on_close)
+        self.export_button = button(*self._export, f"{self.kind}-export", self._on_export, color="primary")
         self.export_note = pn.pane.HTML("", sizing_mode="stretch_width")
         self.downloads = Downloads(f"{self.kind}-downloads")
         self.view = pn.Column(sizing_mode="stretch_width", css_classes=[f"{self.kind}-view-holder"])
@@ -171,7 +172,15 @@ def view_error(what: str, error: BaseException) -> str:
 
 
 class ListedMode(param.Parameterized):
-    """A mode listed in the sidebar (a note beside one line of buttons) with an area of its own and an Export."""
+    """A mode listed in the sidebar (a note beside one line of buttons) with an area of its own and an Export.
+
+    A subclass names the parameter holding what is open (`OPENED`, '' when nothing is) and its URL parameter
+    (`QUERY`, with `WHAT` naming it in notes), and keeps the result on screen in `shown_result`.
+    """
+
+    OPENED: str
+    QUERY: str
+    WHAT: str
 
     def __init__(self, context: Context, kind: str, classes: tuple[str, str, str], export: tuple[str, int], **params):
         """`classes`: the CSS classes of the list's note, of the list and of a click's problem."""
@@ -183,6 +192,40 @@ class ListedMode(param.Parameterized):
         self.sidebar = pn.Column(self._note, sizing_mode="stretch_width", css_classes=[classes[1]])
         self.area = ModeArea(kind, export, self.close, self.export)
         self.panel = self.area.panel
+        self.shown_result = None
+
+    def _opened(self, value: str, result) -> None:
+        """Show `result` of the opened `value` instead of the single packet, as one message."""
+        with one_message():
+            self.shown_result = result
+            setattr(self, self.OPENED, value)
+            self._show(result)
+            self.context.shown(self)
+
+    def close(self, notify: bool = True) -> None:
+        """Back to the single packet: the view is dropped and its parameter leaves the URL."""
+        if not getattr(self, self.OPENED):
+            return
+        with one_message():
+            self.shown_result = None
+            setattr(self, self.OPENED, "")
+            self.area.hide()
+            if notify:
+                self.context.shown(None)
+
+    def query(self) -> dict[str, str]:
+        """The URL query parameters of what is open."""
+        value = getattr(self, self.OPENED)
+        return {self.QUERY: value} if value else {}
+
+    def from_query(self, query: Mapping[str, str]) -> list[str]:
+        """Open what the URL query's parameter names of the open packet's; returns notes."""
+        value = query.get(self.QUERY)
+        if value is None:
+            return []
+        if not self.packet:
+            return [f"{self.WHAT} &quot;{echo(value)}&quot; needs an open packet; it was ignored."]
+        return self.open(value)
 
     def _list(self, note_html: str, choices: Iterable[tuple[str, str, str, list[str]]], list_class: str) -> None:
         """The note and one button per (value, label, description, CSS classes); a click opens the value."""
@@ -198,15 +241,6 @@ class ListedMode(param.Parameterized):
         """Notes about a click, under the list where it happened."""
         if notes:
             self._note.object += f'<div class="{self._problem_class}">{" ".join(notes)}</div>'
-
-    def _named(self, query: Mapping[str, str], parameter: str, what: str) -> list[str]:
-        """Open what `parameter` of the URL query names of the open packet's; returns notes."""
-        value = query.get(parameter)
-        if value is None:
-            return []
-        if not self.packet:
-            return [f"{what} &quot;{echo(value)}&quot; needs an open packet; it was ignored."]
-        return self.open(value)
 
     def _export_through_runner(self, what: str, busy: str, work: Callable, finish: Callable, **settled) -> None:
         """Run the Export of this mode through the session's runner (off the event loop)."""

@@ -22,7 +22,7 @@ from explorer.catalog.index import FILL_JOBS, INLINE_PACKETS, WORKER_START_METHO
 from explorer.export.files import ExportPaths
 from explorer.export.pages import export_campaign
 from explorer.foundations.bounded import escaped_bytes
-from explorer.ui.area import ListedMode, export_written, first_shown
+from explorer.ui.area import ListedMode, button, export_written, first_shown
 from explorer.ui.background import error_line
 from explorer.ui.batch import one_message
 from explorer.ui.mode import Context, one_at_a_time
@@ -73,6 +73,7 @@ def _single_backend_line(sets: tuple[CaptureSet, ...]) -> str:
 class CampaignMode(ListedMode):
     """The campaign list and, while `campaign` is set, its grid (or the pair of its cell `cell`)."""
 
+    QUERY = QUERY_CAMPAIGN
     campaign = param.String(default="", doc="The open campaign's id, '' when none.")
     cell = param.String(default="", doc="'STEP,LAYER' of the cell whose pair is open, '' when the grid shows.")
 
@@ -266,10 +267,7 @@ class CampaignMode(ListedMode):
                     sizing_mode="stretch_width",
                 )
             ]
-        self.emulate_button = pn.widgets.Button(
-            label=EMULATE_LABEL, color="light", width=EMULATE_WIDTH, css_classes=["campaign-emulate"]
-        )
-        self.emulate_button.on_click(lambda _event: self.emulate())
+        self.emulate_button = button(EMULATE_LABEL, EMULATE_WIDTH, "campaign-emulate", self.emulate)
         return [self.emulate_button]
 
     @one_at_a_time
@@ -298,10 +296,8 @@ class CampaignMode(ListedMode):
 
     def _show_back(self, cell: str) -> None:
         if self._back is None:
-            button = pn.widgets.Button(label=BACK_LABEL, color="light", width=BACK_WIDTH, css_classes=["campaign-back"])
-            button.on_click(lambda _event: self.back_to_grid())
             self._back = pn.Row(
-                button,
+                button(BACK_LABEL, BACK_WIDTH, "campaign-back", self.back_to_grid),
                 pn.pane.HTML("", sizing_mode="stretch_width"),
                 sizing_mode="stretch_width",
                 css_classes=["campaign-back-bar"],
@@ -347,13 +343,7 @@ class CampaignMode(ListedMode):
         report = self._report
 
         def finish(paths: ExportPaths) -> None:
-            self.area.downloads.offer(
-                (
-                    (paths.html, "Download HTML"),
-                    (paths.report, "Download campaign JSON"),
-                    (paths.findings, "Download findings"),
-                )
-            )
+            self.area.downloads.offer_export(paths, "Download campaign JSON")
             self.area.export_note.object = export_written("campaign-export-note", paths)
 
         self._export_through_runner(

@@ -25,6 +25,7 @@ from explorer.ui.packets import PacketList
 class Mode(Protocol):
     """One kind of result on the page: its part of the sidebar, its area, its URL parameters and its Export."""
 
+    QUERY: str  # the URL query parameter naming what it opens
     sidebar: pn.viewable.Viewable  # its list in the sidebar
     panel: pn.viewable.Viewable  # its area of the page, visible while it is the mode shown
 

@@ -22,7 +22,7 @@ from explorer.export.files import ExportPaths
 from explorer.export.pages import export_packet
 from explorer.foundations.formatting import short_number
 from explorer.ui import catalog
-from explorer.ui.area import Downloads, export_written, view_error
+from explorer.ui.area import Downloads, button, export_written, view_error
 from explorer.ui.batch import one_message
 from explorer.ui.mode import Context, one_at_a_time
 from explorer.ui.shared import content_seen, echo
@@ -84,6 +84,7 @@ def badge_html(summary: catalog.Summary, css_class: str, heads: int | None = Non
 class PacketMode(param.Parameterized):
     """The open packet, tab and head (mirrored in the URL) with the message and status line above them."""
 
+    QUERY = QUERY_PACKET
     packet = param.String(default="", doc="Name of the open packet, one of the listed names.")
     tab = param.Selector(objects=list(SLUGS), default=SLUGS[0], doc="Slug of the open view.")
     head = param.Integer(default=0, bounds=(0, None), doc="Selected query head.")
@@ -104,14 +105,11 @@ class PacketMode(param.Parameterized):
         self.tab_bar = TabBar(tabs=[[slug, TITLES[slug]] for slug in SLUGS], active=self.tab, margin=(0, 5))
         self._view_holder = pn.Column(sizing_mode="stretch_width")  # the open tab's view, the only one on the page
         self._views: dict[str, pn.viewable.Viewable] = {}  # slug -> view of the shown packet, built on first open
-        self.export_button = pn.widgets.Button(
-            label=EXPORT_LABEL, color="primary", width=EXPORT_WIDTH, css_classes=["packet-export"]
-        )
+        self.export_button = button(EXPORT_LABEL, EXPORT_WIDTH, "packet-export", self.export, color="primary")
         self._export_note: pn.pane.HTML | None = None  # made with the downloads at the first export
         self._downloads: Downloads | None = None
         self.panel = pn.Column(self.tab_bar, self._view_holder, sizing_mode="stretch_width")
         self.tab_bar.param.watch(self._on_active, "active")
-        self.export_button.on_click(lambda _event: self.export())
         self.param.watch(self._on_packet, "packet")
         self.param.watch(self._on_tab, "tab")
         self.param.watch(self._on_head, "head")
@@ -319,8 +317,7 @@ class PacketMode(param.Parameterized):
     def _make_element_dock(self) -> None:
         """The element panel and its Close button, docked over the window's bottom (the clicked map stays put)."""
         panel = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["element-panel-pane"])
-        close = pn.widgets.Button(label="Close element", color="light", width=130, css_classes=["element-close"])
-        close.on_click(lambda _event: self.close_element())
+        close = button("Close element", 130, "element-close", self.close_element)
         self._element_box = pn.Row(panel, close, visible=False, styles=ELEMENT_DOCK_STYLE, css_classes=["element-dock"])
         self.panel.insert(0, self._element_box)
 

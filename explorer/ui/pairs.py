@@ -5,8 +5,6 @@ Computes no numbers and opens only listed packets.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import param
 
 from explorer.export.files import ExportPaths
@@ -16,7 +14,6 @@ from explorer.pair.compare import compare
 from explorer.pair.model import Pair, SamePacketError
 from explorer.ui import catalog
 from explorer.ui.area import ListedMode, export_written, first_shown
-from explorer.ui.batch import one_message
 from explorer.ui.mode import Context
 from explorer.ui.shared import content_seen, echo
 from explorer.views.shared.markup import esc
@@ -33,17 +30,16 @@ MAX_PARTNER_BUTTONS = 12  # a root of many captures of one selection lists the f
 class PairMode(ListedMode):
     """The partner list of `packet` and, while `partner` is set, the pair view of (packet, partner)."""
 
+    OPENED, QUERY, WHAT = "partner", QUERY_COMPARE, "Compare"
     packet = param.String(default="", doc="The open packet (side a of a pair).")
     partner = param.String(default="", doc="The packet compared with it (side b), '' when no pair is open.")
 
     def __init__(self, context: Context, **params):
         classes = ("partner-note", "pair-partners", "partner-problem")
         super().__init__(context, "pair", classes, (EXPORT_LABEL, EXPORT_WIDTH), **params)
-        self._pair: Pair | None = None
         self._emulate: str | None = None  # the emulation set the pair view computed, carried by its export
         context.packets.param.watch(lambda _event: self.list_partners(), "filled")
 
-    partner_buttons = property(lambda self: self.buttons)
     partner_note = property(lambda self: self._note.object, doc="The sidebar's note above the partner buttons.")
 
     def follow(self, packet: str) -> None:
@@ -71,10 +67,6 @@ class PairMode(ListedMode):
             "partner-list",
         )
 
-    def from_query(self, query: Mapping[str, str]) -> list[str]:
-        """Open the pair named by `compare=` in the URL query; returns notes."""
-        return self._named(query, QUERY_COMPARE, "Compare")
-
     def open(self, name: str) -> list[str]:
         """Open the pair (packet, name), both re-admitted now; returns notes (and shows them when nothing opened)."""
         problem = self._refusal(name)
@@ -85,11 +77,7 @@ class PairMode(ListedMode):
             pair = compare(entry_a.path, entry_b.path)
         except SamePacketError as error:
             return [f"Compare &quot;{echo(name)}&quot;: {esc(error)}; it was ignored."]
-        with one_message():
-            self._pair = pair
-            self.partner = name
-            self._show(pair)
-            self.context.shown(self)
+        self._opened(name, pair)
         return []
 
     def _refusal(self, name: str) -> str:
@@ -114,29 +102,14 @@ class PairMode(ListedMode):
     def _emulated(self, request: str) -> None:
         self._emulate = request
 
-    def close(self, notify: bool = True) -> None:
-        """Back to the single packet: the pair view is dropped and `compare=` leaves the URL."""
-        if not self.partner:
-            return
-        with one_message():
-            self._pair = None
-            self.partner = ""
-            self.area.hide()
-            if notify:
-                self.context.shown(None)
-
-    pair = property(lambda self: self._pair, doc="The pair on screen, None while none is open.")
-
-    def query(self) -> dict[str, str]:
-        """The URL query parameters of the open pair."""
-        return {QUERY_COMPARE: self.partner} if self.partner else {}
+    pair = property(lambda self: self.shown_result, doc="The pair on screen, None while none is open.")
 
     def export(self) -> None:
         """Export the open pair as its files are now, with the emulation set its view computed; a pair whose files
         changed since it was shown is drawn again."""
-        if self._pair is None:
+        if self.pair is None:
             return
-        names, shown, emulate = (self.packet, self.partner), self._pair, self._emulate
+        names, shown, emulate = (self.packet, self.partner), self.pair, self._emulate
         now: list[Pair] = []  # the pair as its files are now, once the work has read them
 
         def work() -> ExportPaths:
@@ -150,8 +123,8 @@ class PairMode(ListedMode):
             )
 
         def redraw() -> None:  # also when the export failed: the view shows the files as they are now
-            if changed() and self._pair is shown:
-                self._pair = now[0]
+            if changed() and self.pair is shown:
+                self.shown_result = now[0]
                 self._show(now[0])
 
         def finish(paths: ExportPaths) -> None:

@@ -5,8 +5,6 @@ Computes no numbers and opens only listed runs of the open packet.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import param
 
 from explorer.catalog.discovery import lookup
@@ -16,7 +14,6 @@ from explorer.export.pages import export_replay
 from explorer.replay.model import Replay
 from explorer.replay.replay import replay
 from explorer.ui.area import ListedMode, export_written, first_shown
-from explorer.ui.batch import one_message
 from explorer.ui.mode import Context
 from explorer.ui.shared import echo
 from explorer.views.shared.markup import esc
@@ -32,6 +29,7 @@ MAX_RUN_BUTTONS = 12  # the first runs by name; replay= in the URL opens any oth
 class ReplayMode(ListedMode):
     """The replay runs of `packet` and, while `run` is set, the Replay view of that run."""
 
+    OPENED, QUERY, WHAT = "run", QUERY_REPLAY, "Replay"
     packet = param.String(default="", doc="The open packet (the runs' source).")
     run = param.String(default="", doc="The replay run shown, '' when none is open.")
 
@@ -39,7 +37,6 @@ class ReplayMode(ListedMode):
         classes = ("replay-note", "replay-runs", "replay-problem")
         super().__init__(context, "replay", classes, (EXPORT_LABEL, EXPORT_WIDTH), **params)
         self.runs = RunIndex(self.index.root)
-        self._replay: Replay | None = None
 
     def _bound(self) -> tuple[str, ...]:
         entry = lookup(self.index.entries, self.packet)
@@ -57,10 +54,6 @@ class ReplayMode(ListedMode):
             ((run, run, f"Open the replay run {run} of {name}", ["replay-button"]) for run in names[:MAX_RUN_BUTTONS]),
             "replay-list",
         )
-
-    def from_query(self, query: Mapping[str, str]) -> list[str]:
-        """Open the run named by `replay=` in the URL query; returns notes."""
-        return self._named(query, QUERY_REPLAY, "Replay")
 
     def _partner(self) -> str | None:
         """The view's partner: the first packet of the same selection by another backend, else any (by name)."""
@@ -85,12 +78,7 @@ class ReplayMode(ListedMode):
         """Open the run (re-read now); returns notes (and shows nothing) when it is not a listed run of the packet."""
         if run not in self._bound():
             return [f"Replay &quot;{echo(run)}&quot; is not a listed replay run of {esc(self.packet)}; it was ignored."]
-        result = self._compute(run)
-        with one_message():
-            self._replay = result
-            self.run = run
-            self._show(result)
-            self.context.shown(self)
+        self._opened(run, self._compute(run))
         return []
 
     def _show(self, result: Replay) -> None:
@@ -106,24 +94,9 @@ class ReplayMode(ListedMode):
             "replay view",
         )
 
-    def close(self, notify: bool = True) -> None:
-        """Back to the single packet: the replay view is dropped and `replay=` leaves the URL."""
-        if not self.run:
-            return
-        with one_message():
-            self._replay = None
-            self.run = ""
-            self.area.hide()
-            if notify:
-                self.context.shown(None)
-
-    def query(self) -> dict[str, str]:
-        """The URL query parameters of the open run."""
-        return {QUERY_REPLAY: self.run} if self.run else {}
-
     def export(self) -> None:
         """Export the open run as its files are now."""
-        if self._replay is None:
+        if self.shown_result is None:
             return
         run = self.run
 
@@ -134,7 +107,7 @@ class ReplayMode(ListedMode):
         def finish(outcome: tuple[Replay, ExportPaths]) -> None:
             result, paths = outcome
             if self.run == run:
-                self._replay = result
+                self.shown_result = result
             self.area.downloads.offer_export(paths, "Download replay JSON")
             self.area.export_note.object = export_written("replay-export-note", paths)
 

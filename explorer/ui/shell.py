@@ -57,7 +57,7 @@ class Shell:
         self._query_writer = QueryWriter(width=0, height=0, margin=0)
         self._view: tuple | None = None  # the view of the browser's history entry shown (None before the first)
         self._reading = False  # opening what a URL names (a load, Back, Forward): its entry is rewritten once
-        self.packets = PacketList(self.index, badge=list_badge, on_choose=self._choose)
+        self.packets = PacketList(self.index, badge=list_badge, on_choose=self.choose)
         self.runner = Runner()
         context = Context(
             self.index, self.packets, export_dir, self.runner, self.lock, self._shown, self._changed, self._open_pair
@@ -147,6 +147,8 @@ class Shell:
         try:
             if afresh:
                 self._shown(None)
+            # a URL naming another mode opens the packet under it: its view is built only if it shows (reveal)
+            self.single.panel.visible = not any(mode.QUERY in query for mode in self.modes[1:])
             notes = [note for mode in self.modes for note in mode.from_query(query)]  # the single packet first
             self.single.say(" ".join(notes))
             if self.single.packet:
@@ -176,12 +178,6 @@ class Shell:
             self._open_from_query(self._initial_query)
 
     @one_at_a_time
-    def _choose(self, name: str) -> None:
-        if name == self.single.packet:  # choosing the open packet again reads it again
-            self.single.say(" ".join(self.single.open(name)))
-        self.single.packet = name
-
-    @one_at_a_time
     def open_url(self, search: str) -> None:
         """Open what the URL query `search` ("?packet=NAME&tab=errors&element=3,7") names, as a page load does."""
         self._open_from_query(search)
@@ -194,34 +190,17 @@ class Shell:
     @one_at_a_time
     def choose(self, name: str) -> None:
         """Choose the packet `name` in the list, as a click on its row does (the open packet is read again)."""
-        self._choose(name)
+        if name == self.single.packet:
+            self.single.say(" ".join(self.single.open(name)))
+        self.single.packet = name
 
     def export(self) -> None:
         """Export the open packet, as the Export button does."""
         self.single.export()
 
-    def close_element(self) -> None:
-        """Close the element panel, as its Close button does."""
-        self.single.close_element()
-
     url_query = property(lambda self: self._query_writer.query, doc='The URL query the page shows ("?packet=...").')
     url_pushed = property(lambda self: self._query_writer.push, doc="The URL query was a new history entry.")
     single_shown = property(lambda self: self.single.panel.visible, doc="The single packet's views are shown.")
-
-    # The single packet's state and read-outs (explorer.ui.packet.PacketMode), as the shell's.
-    packet = property(lambda self: self.single.packet, lambda self, name: setattr(self.single, "packet", name))
-    tab = property(lambda self: self.single.tab, lambda self, slug: setattr(self.single, "tab", slug))
-    head = property(lambda self: self.single.head, lambda self, head: setattr(self.single, "head", head))
-    analysis = property(lambda self: self.single.analysis)
-    selection = property(lambda self: self.single.selection)
-    message = property(lambda self: self.single.message)
-    status_line = property(lambda self: self.single.status_line)
-    shown_view = property(lambda self: self.single.shown_view)
-    built_views = property(lambda self: self.single.built_views)
-    exporting = property(lambda self: self.single.exporting)
-    export_note = property(lambda self: self.single.export_note)
-    offered_downloads = property(lambda self: self.single.offered_downloads)
-    element_panel = property(lambda self: self.single.element_panel)
 
 
 def open_session(

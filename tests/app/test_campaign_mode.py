@@ -32,7 +32,7 @@ def _ident(shell: Shell) -> str:
 def test_a_cell_without_a_pair_in_the_url_opens_the_grid_and_says_why(shell, cell, said):
     ident = _ident(shell)
     shell.open_url(f"?campaign={ident}&cell={cell}")
-    assert said in shell.message
+    assert said in shell.single.message
     assert shell.campaigns.shown and not shell.single_shown and shell.pairs.pair is None
     assert f"campaign={ident}" in shell.url_query and "cell=" not in shell.url_query
 

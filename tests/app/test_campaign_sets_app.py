@@ -51,7 +51,7 @@ def test_the_app_lists_what_the_command_line_lists_and_opens_each_capture_set(ro
     assert f"· {RECAPTURED} (paged, 1)" in note
     for campaign in with_grid:
         shell.open_url(f"?campaign={campaign['id']}")
-        assert shell.campaigns.shown, shell.message
+        assert shell.campaigns.shown, shell.single.message
         shown = shell.campaigns._report
         assert (shown["id"], shown["captureSet"]) == (campaign["id"], campaign["captureSet"])
         assert shown["originSentence"] == campaign["originSentence"]

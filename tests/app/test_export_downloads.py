@@ -8,7 +8,8 @@ import pytest
 
 import explorer
 from explorer.export.files import ExportPaths
-from explorer.export.pages import export_packet, export_pair, export_replay
+from explorer.export.pages import export_campaign, export_packet, export_pair, export_replay
+from explorer.samples.campaigns import CURATED_NAME
 from explorer.ui import catalog
 from explorer.ui.area import PNG_ARCHIVE_SUFFIX, Downloads, export_written
 from explorer.ui.packet import EXPORT_LABEL as PACKET_EXPORT_LABEL
@@ -86,7 +87,7 @@ def test_the_packet_export_offers_its_findings(tmp_path, monkeypatch):
     shell = Shell(ROOT, tmp_path / "exports")
     shell.choose(PACKET)
     shell.export()
-    _assert_offered(shell.single._downloads, shell.export_note, "Download JSON report")
+    _assert_offered(shell.single._downloads, shell.single.export_note, "Download JSON report")
 
 
 def test_the_pair_export_offers_its_findings(tmp_path, monkeypatch):
@@ -104,3 +105,11 @@ def test_the_replay_export_offers_its_findings(tmp_path, monkeypatch):
     assert shell.replays.open(RUN) == []
     shell.replays.export()
     _assert_offered(shell.replays.area.downloads, shell.replays.area.export_note.object, "Download replay JSON")
+
+
+def test_the_campaign_export_offers_its_findings_as_the_others_do(tmp_path, monkeypatch):
+    monkeypatch.setattr("explorer.ui.campaigns.export_campaign", _without_png(export_campaign))
+    shell = Shell(ROOT / CURATED_NAME, tmp_path / "exports")
+    shell.campaigns.open(shell.campaigns.buttons[0].css_classes[1].removeprefix("campaign-"))
+    shell.campaigns.export()
+    _assert_offered(shell.campaigns.area.downloads, shell.campaigns.area.export_note.object, "Download campaign JSON")

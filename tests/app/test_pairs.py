@@ -13,6 +13,7 @@ import explorer
 from explorer.export.kinds import SHA_DIGITS, pair_caption_fields
 from explorer.samples.packets import synthetic_spec, write_packet
 from explorer.ui import catalog
+from explorer.ui.packet import SLUGS
 from explorer.ui.pairs import NO_PARTNERS
 from explorer.ui.shell import Shell
 
@@ -31,17 +32,27 @@ def _url(shell: Shell) -> dict[str, str]:
 
 
 def _message(shell: Shell) -> str:
-    return shell.message
+    return shell.single.message
 
 
 def test_compare_in_the_query_opens_the_pair_and_closing_drops_it(shell):
     shell.open_url(f"?packet={PAGED}&compare={CONTIGUOUS}")
-    assert (shell.packet, shell.pairs.partner) == (PAGED, CONTIGUOUS)
+    assert (shell.single.packet, shell.pairs.partner) == (PAGED, CONTIGUOUS)
     assert _url(shell)["compare"] == CONTIGUOUS and _message(shell) == ""
     assert shell.pairs.panel.visible and not shell.single_shown
     assert shell.pairs.pair.report()["output"] == explorer.compare(ROOT / PAGED, ROOT / CONTIGUOUS).report()["output"]
     shell.pairs.close()
     assert "compare" not in _url(shell) and shell.single_shown and not shell.pairs.panel.visible
+
+
+@pytest.mark.parametrize("compare, built", [(CONTIGUOUS, []), ("not-listed", [SLUGS[0]])])
+def test_a_link_to_a_pair_builds_the_packets_view_only_once_it_shows(tmp_path, monkeypatch, compare, built):
+    monkeypatch.setattr("explorer.ui.shell.session_query", lambda: f"?packet={PAGED}&compare={compare}")
+    shell = Shell(ROOT, tmp_path / "exports")  # the page load of that link
+    assert shell.single.packet == PAGED and list(shell.single.built_views) == built
+    assert shell.single_shown == (compare != CONTIGUOUS)  # a pair that did not open: the packet, drawn
+    shell.pairs.close()
+    assert shell.single_shown and list(shell.single.built_views) == [SLUGS[0]]
 
 
 def test_choosing_a_packet_closes_the_pair_and_lists_that_packets_partners(shell):
@@ -50,7 +61,7 @@ def test_choosing_a_packet_closes_the_pair_and_lists_that_packets_partners(shell
     assert shell.pairs.partner == "" and "compare" not in _url(shell)
     assert NO_PARTNERS in shell.pairs.partner_note
     shell.choose(PAGED)
-    labels = [button.label for button in shell.pairs.partner_buttons]
+    labels = [button.label for button in shell.pairs.buttons]
     assert labels == [CONTIGUOUS, INPUT_DIFFERS] == list(shell.index.partners(PAGED))
 
 
@@ -64,14 +75,14 @@ def test_choosing_a_packet_closes_the_pair_and_lists_that_packets_partners(shell
 )
 def test_a_compare_that_cannot_be_opened_gives_an_escaped_note(shell, value, problem):
     shell.open_url(f"?packet={PAGED}&compare={value}")
-    assert shell.packet == PAGED and shell.pairs.partner == ""
+    assert shell.single.packet == PAGED and shell.pairs.partner == ""
     assert problem in _message(shell) and "<b>x</b>" not in _message(shell)
     assert "compare" not in _url(shell)
 
 
 def test_a_partner_click_opens_the_pair(shell):
     shell.open_url(f"?packet={PAGED}")
-    button = next(b for b in shell.pairs.partner_buttons if b.label == INPUT_DIFFERS)
+    button = next(b for b in shell.pairs.buttons if b.label == INPUT_DIFFERS)
     button.clicks += 1
     assert shell.pairs.partner == INPUT_DIFFERS and _url(shell)["compare"] == INPUT_DIFFERS
 
@@ -119,7 +130,7 @@ def test_a_root_of_many_captures_of_one_selection_lists_the_first_partners_only(
         write_packet(root / name, synthetic_spec())
     shell = Shell(root, tmp_path / "exports")
     shell.open_url(f"?packet={names[0]}")
-    labels = [button.label for button in shell.pairs.partner_buttons]
+    labels = [button.label for button in shell.pairs.buttons]
     assert labels == names[1 : MAX_PARTNER_BUTTONS + 1]
     assert f'data-partners="{len(names) - 1}"' in shell.pairs.partner_note
     shell.open_url(f"?packet={names[0]}&compare={names[-1]}")

@@ -45,41 +45,43 @@ def _first_by_status_and_ratio() -> str:
 
 def _built(shell: Shell) -> list[str]:
     """The slugs of the views on the page: the open tab's only."""
-    return [] if shell.shown_view is None else [shell.shown_view[0]]
+    return [] if shell.single.shown_view is None else [shell.single.shown_view[0]]
 
 
 def _message(shell: Shell) -> str:
-    return shell.message
+    return shell.single.message
 
 
 def _export(shell: Shell) -> None:
     """Click Export and wait until the export (on the event loop or a thread) has finished."""
     shell.export()
     deadline = time.monotonic() + EXPORT_WAIT_S
-    while shell.exporting and time.monotonic() < deadline:
+    while shell.single.exporting and time.monotonic() < deadline:
         time.sleep(0.1)
 
 
 def test_opens_the_first_packet_by_status_and_ratio_with_only_the_first_tab_built(shell):
-    assert shell.packet == _first_by_status_and_ratio() == ANALYZED_SAMPLE
-    assert (shell.tab, shell.head) == (SLUGS[0], 5)  # no head in the URL: the packet's worst head (largest score)
+    assert shell.single.packet == _first_by_status_and_ratio() == ANALYZED_SAMPLE
+    # no head in the URL: the packet's worst head (largest score)
+    assert (shell.single.tab, shell.single.head) == (SLUGS[0], 5)
     assert _built(shell) == [SLUGS[0]]
     assert _message(shell) == ""
 
 
 def test_query_opens_packet_tab_and_head(shell):
     shell.open_url(f"?packet={ANALYZED_SAMPLE}&tab={SLUGS[1]}&head=3")
-    assert (shell.packet, shell.tab, shell.head) == (ANALYZED_SAMPLE, SLUGS[1], 3)
+    assert (shell.single.packet, shell.single.tab, shell.single.head) == (ANALYZED_SAMPLE, SLUGS[1], 3)
     assert shell.tab_bar.active == SLUGS[1]
     assert _built(shell) == [SLUGS[1]]
-    assert shell.selection.head == 3
+    assert shell.single.selection.head == 3
 
 
 def test_unknown_query_values_are_ignored_with_an_escaped_message(shell):
     shell.open_url("?packet=../../etc/passwd&tab=<b>x</b>&head=-1")
-    assert shell.packet == _first_by_status_and_ratio()
-    worst = ranked_heads(explorer.analyze(ROOT / shell.packet).numerics)[0]
-    assert (shell.tab, shell.head) == (SLUGS[0], worst)  # a head that is no number: the largest-score head
+    assert shell.single.packet == _first_by_status_and_ratio()
+    worst = ranked_heads(explorer.analyze(ROOT / shell.single.packet).numerics)[0]
+    # a head that is no number: the largest-score head
+    assert (shell.single.tab, shell.single.head) == (SLUGS[0], worst)
     message = _message(shell)
     assert "../../etc/passwd" in message and "not listed" in message
     assert "&lt;b&gt;x&lt;/b&gt;" in message and "<b>x" not in message
@@ -89,29 +91,29 @@ def test_unknown_query_values_are_ignored_with_an_escaped_message(shell):
 def test_a_head_beyond_the_packet_falls_back_to_the_largest_score_head(shell):
     shell.open_url(f"?packet={ANALYZED_SAMPLE}&head=999")
     worst = ranked_heads(explorer.analyze(ROOT / ANALYZED_SAMPLE).numerics)[0]
-    assert shell.head == worst == shell.selection.head == 5
+    assert shell.single.head == worst == shell.single.selection.head == 5
     assert "999" in _message(shell) and "largest score" in _message(shell)
 
 
 def test_choosing_an_unlisted_name_keeps_the_open_packet(shell):
-    before = shell.packet
-    shell.packet = "/etc"
-    assert shell.packet == before
+    before = shell.single.packet
+    shell.single.packet = "/etc"
+    assert shell.single.packet == before
     assert "not listed" in _message(shell)
 
 
 def test_switching_tabs_builds_each_view_once_and_packets_start_afresh(shell):
     for slug in SLUGS:
-        shell.tab = slug
+        shell.single.tab = slug
         assert _built(shell) == [slug]  # only the open tab holds its view in the page
-    assert list(shell.built_views) == list(SLUGS)
-    views = [shell.built_views[slug] for slug in SLUGS]
-    shell.tab = SLUGS[0]
-    assert shell.shown_view[1] is views[0]  # kept for the packet, not built again
+    assert list(shell.single.built_views) == list(SLUGS)
+    views = [shell.single.built_views[slug] for slug in SLUGS]
+    shell.single.tab = SLUGS[0]
+    assert shell.single.shown_view[1] is views[0]  # kept for the packet, not built again
     shell.choose(REFUSED_SAMPLE)
-    assert shell.packet == REFUSED_SAMPLE
-    assert _built(shell) == [SLUGS[0]] and list(shell.built_views) == [SLUGS[0]]
-    assert shell.built_views[SLUGS[0]] is not views[0]
+    assert shell.single.packet == REFUSED_SAMPLE
+    assert _built(shell) == [SLUGS[0]] and list(shell.single.built_views) == [SLUGS[0]]
+    assert shell.single.built_views[SLUGS[0]] is not views[0]
 
 
 def test_every_view_builds_in_the_shell_for_each_status(shell):
@@ -119,23 +121,23 @@ def test_every_view_builds_in_the_shell_for_each_status(shell):
     for name in (ANALYZED_SAMPLE, INCONCLUSIVE_SAMPLE, REFUSED_SAMPLE):
         shell.choose(name)
         for slug in SLUGS:
-            shell.tab = slug
-        assert sorted(shell.built_views) == sorted(SLUGS)  # the open tab of the previous packet first
-        assert not any("view-error" in str(getattr(view, "object", "")) for view in shell.built_views.values())
+            shell.single.tab = slug
+        assert sorted(shell.single.built_views) == sorted(SLUGS)  # the open tab of the previous packet first
+        assert not any("view-error" in str(getattr(view, "object", "")) for view in shell.single.built_views.values())
 
 
 def test_head_follows_the_views_selection(shell):
     shell.choose(ANALYZED_SAMPLE)
-    shell.selection.head = 2
-    assert shell.head == 2
-    shell.head = 4
-    assert shell.selection.head == 4
+    shell.single.selection.head = 2
+    assert shell.single.head == 2
+    shell.single.head = 4
+    assert shell.single.selection.head == 4
 
 
 @pytest.mark.browser  # renders PNGs in chromium
 def test_export_carries_the_emulation_set_chosen_in_the_view(shell, tmp_path):
     shell.choose(ANALYZED_SAMPLE)
-    shell.selection.emulation = {"emulationSet": "builds"}  # as the Emulations view's set choice writes it
+    shell.single.selection.emulation = {"emulationSet": "builds"}  # as the Emulations view's set choice writes it
     _export(shell)
     report = json.loads((tmp_path / "exports" / f"{ANALYZED_SAMPLE}.report.json").read_text())
     shape = shape_of(explorer.analyze(ROOT / ANALYZED_SAMPLE).admission.tensors)
@@ -152,13 +154,13 @@ def test_export_writes_html_and_report_and_offers_them(shell, tmp_path):
     assert html_path.is_file() and report_path.is_file()
     # the JSON holds the emulations the exported Emulations view shows (docs/report.md, "Exports")
     assert json.loads(report_path.read_text()) == shown_emulations(explorer.analyze(ROOT / ANALYZED_SAMPLE)).report()
-    offered = dict(shell.offered_downloads)
+    offered = dict(shell.single.offered_downloads)
     assert {label: offered[label] for label in ("Download HTML", "Download JSON report")} == {
         "Download HTML": str(html_path),
         "Download JSON report": str(report_path),
     }
     assert offered["Download findings.md"] == str(report_path.with_name(f"{ANALYZED_SAMPLE}.findings.md"))
-    assert str(html_path) in shell.export_note
+    assert str(html_path) in shell.single.export_note
 
 
 def test_export_into_an_unwritable_place_says_so(tmp_path):
@@ -166,8 +168,8 @@ def test_export_into_an_unwritable_place_says_so(tmp_path):
     blocker.write_text("")
     shell = Shell(ROOT, blocker / "exports")
     shell.export()
-    assert "could not write" in shell.export_note
-    assert not shell.offered_downloads
+    assert "could not write" in shell.single.export_note
+    assert not shell.single.offered_downloads
 
 
 # ---------------------------------------------------------------- hostile queries, changed files
@@ -176,12 +178,12 @@ def test_export_into_an_unwritable_place_says_so(tmp_path):
 @pytest.mark.parametrize("query", ["?head=%C2%B2", "?head=" + "9" * 5_000, "?head=%EF%BC%91"])
 def test_a_head_that_is_not_ascii_digits_gets_a_note(shell, query):
     shell.open_url(query)
-    assert shell.head == _worst_of_open(shell) and "not a head number" in _message(shell)
+    assert shell.single.head == _worst_of_open(shell) and "not a head number" in _message(shell)
     assert len(_message(shell)) < 1_000
 
 
 def _worst_of_open(shell: Shell) -> int:
-    return ranked_heads(explorer.analyze(ROOT / shell.packet).numerics)[0]
+    return ranked_heads(explorer.analyze(ROOT / shell.single.packet).numerics)[0]
 
 
 def test_panel_location_parsing_never_raises_on_the_query():
@@ -218,12 +220,12 @@ def own_root(tmp_path) -> Path:
 def test_reopening_a_changed_packet_shows_its_new_status_with_a_note(own_root, tmp_path):
     shell = Shell(own_root, tmp_path / "exports")
     shell.choose("a")
-    assert shell.analysis.status == "analyzed"
+    assert shell.single.analysis.status == "analyzed"
     _flip_byte(own_root / "a" / "stored-values.bin")
     shell.choose("b")
     shell.choose("a")
-    assert shell.analysis.status == "refused" and "changed" in _message(shell)
-    assert [p.code for p in shell.analysis.admission.refusals] == ["sha256_mismatch"]
+    assert shell.single.analysis.status == "refused" and "changed" in _message(shell)
+    assert [p.code for p in shell.single.analysis.admission.refusals] == ["sha256_mismatch"]
 
 
 @pytest.mark.browser  # renders PNGs in chromium
@@ -236,7 +238,7 @@ def test_export_writes_the_content_on_disk_now(own_root, tmp_path):
     assert report["status"] == "refused" and report == explorer.analyze(own_root / "a").report()
     on_disk = hashlib.sha256((own_root / "a" / "stored-values.bin").read_bytes()).hexdigest()
     assert on_disk in report["refusals"][0]["message"]
-    assert shell.analysis.status == "refused" and "changed" in _message(shell)
+    assert shell.single.analysis.status == "refused" and "changed" in _message(shell)
 
 
 def test_choosing_the_open_packet_again_reads_it_again(own_root, tmp_path):
@@ -244,21 +246,21 @@ def test_choosing_the_open_packet_again_reads_it_again(own_root, tmp_path):
     shell.choose("a")
     _flip_byte(own_root / "a" / "stored-values.bin")
     shell.choose("a")
-    assert shell.analysis.status == "refused" and "changed" in _message(shell)
+    assert shell.single.analysis.status == "refused" and "changed" in _message(shell)
 
 
 def test_overview_is_the_default_tab_and_its_links_open_their_tabs(shell):
-    assert SLUGS[0] == "overview" and shell.tab == "overview"
-    shell.selection.tab = "nonfinite"
-    assert shell.tab == "nonfinite" and shell.tab_bar.active == "nonfinite"
+    assert SLUGS[0] == "overview" and shell.single.tab == "overview"
+    shell.single.selection.tab = "nonfinite"
+    assert shell.single.tab == "nonfinite" and shell.tab_bar.active == "nonfinite"
     assert "nonfinite" in _built(shell)
 
 
 def test_a_selected_element_shows_its_panel_and_enters_the_url(shell):
     shell.open_url(f"?packet={ANALYZED_SAMPLE}")
-    shell.selection.element = (5, 3)
+    shell.single.selection.element = (5, 3)
     record = explorer.analyze(ROOT / ANALYZED_SAMPLE).element(5, 3)
-    panel = shell.element_panel
+    panel = shell.single.element_panel
     assert 'data-element="5,3"' in panel and record.output_hex in panel
     assert "element=5%2C3" in shell.url_query
 
@@ -266,7 +268,7 @@ def test_a_selected_element_shows_its_panel_and_enters_the_url(shell):
 @pytest.mark.parametrize("value, selected", [("5,3", (5, 3)), ("323", (5, 3))])
 def test_element_query_selects_the_element(shell, value, selected):
     shell.open_url(f"?packet={ANALYZED_SAMPLE}&element={value}")
-    assert shell.selection.element == selected and _message(shell) == ""
+    assert shell.single.selection.element == selected and _message(shell) == ""
 
 
 @pytest.mark.parametrize(
@@ -276,15 +278,15 @@ def test_element_query_selects_the_element(shell, value, selected):
 def test_an_invalid_element_query_is_ignored_with_a_note(shell, value, problem):
     search = f"?packet={ANALYZED_SAMPLE}&element={value}"
     shell.open_url(search)
-    assert shell.selection.element is None and shell.element_panel is None  # never made
+    assert shell.single.selection.element is None and shell.single.element_panel is None  # never made
     assert problem in _message(shell) and "<b>" not in _message(shell)
 
 
 def test_closing_the_element_panel_clears_the_selection_and_the_url(shell):
     shell.open_url(f"?packet={ANALYZED_SAMPLE}")
-    shell.selection.element = (1, 2)
-    shell.close_element()
-    assert shell.selection.element is None and shell.element_panel == ""
+    shell.single.selection.element = (1, 2)
+    shell.single.close_element()
+    assert shell.single.selection.element is None and shell.single.element_panel == ""
     assert "element=" not in shell.url_query
 
 
@@ -299,18 +301,18 @@ def test_emulation_settings_round_trip_through_the_url_and_the_view(shell):
     import panel as pn
 
     shell.open_url(f"?packet={ANALYZED_SAMPLE}&tab=emulations&blocks=64&partitionTokens=128&partialDType=float16")
-    assert _message(shell) == "" and shell.selection.emulation == {
+    assert _message(shell) == "" and shell.single.selection.emulation == {
         "blocks": 64,
         "partitionTokens": 128,
         "partialDType": "float16",
     }
     assert "blocks=64&partitionTokens=128&partialDType=float16" in shell.url_query
-    shown = " ".join(str(pane.object) for pane in shell.shown_view[1].select(pn.pane.HTML))
+    shown = " ".join(str(pane.object) for pane in shell.single.shown_view[1].select(pn.pane.HTML))
     assert "mlx_two_pass(blocks=64,partialDType=float16)</code>" in shown  # the view computed with them
-    shell.selection.emulation = {"blocks": 32}  # what the view writes when its parameters change
+    shell.single.selection.emulation = {"blocks": 32}  # what the view writes when its parameters change
     assert "blocks=32" in shell.url_query and "partitionTokens" not in shell.url_query
-    shell.packet = REFUSED_SAMPLE  # another packet keeps the settings
-    assert shell.selection.emulation == {"blocks": 32} and "blocks=32" in shell.url_query
+    shell.single.packet = REFUSED_SAMPLE  # another packet keeps the settings
+    assert shell.single.selection.emulation == {"blocks": 32} and "blocks=32" in shell.url_query
 
 
 @pytest.mark.parametrize(
@@ -325,4 +327,4 @@ def test_emulation_settings_round_trip_through_the_url_and_the_view(shell):
 def test_an_invalid_emulation_setting_gets_a_note_and_its_default(shell, query, problem):
     shell.open_url(f"?packet={ANALYZED_SAMPLE}&tab=emulations&{query}")
     assert problem in _message(shell) and "<b>" not in _message(shell)
-    assert shell.selection.emulation == {} and query.split("=")[0] not in shell.url_query
+    assert shell.single.selection.emulation == {} and query.split("=")[0] not in shell.url_query

@@ -21,13 +21,13 @@ def test_a_non_utf8_name_is_written_into_the_url_as_its_bytes_and_read_back(tmp_
     write_packet(tmp_path / "root" / "other", synthetic_spec(seed=1))
     shell = Shell(tmp_path / "root", tmp_path / "exports")
     shell.open_url("?packet=bad%FFname&tab=summary")
-    assert shell.packet == UNDECODABLE_NAME
+    assert shell.single.packet == UNDECODABLE_NAME
     assert "packet=bad%FFname&tab=summary" in shell.url_query
-    assert 'data-packet="bad\\xffname"' in shell.status_line
+    assert 'data-packet="bad\\xffname"' in shell.single.status_line
     shell.open_url("?packet=other")
     assert "packet=other" in shell.url_query
     shell.open_url("?packet=bad%FEname")  # another byte: not listed, ignored with the byte escaped
-    assert "bad\\xfename" in shell.message
+    assert "bad\\xfename" in shell.single.message
 
 
 def test_an_export_that_fails_for_any_reason_says_that_nothing_was_written(tmp_path, monkeypatch):
@@ -39,8 +39,8 @@ def test_an_export_that_fails_for_any_reason_says_that_nothing_was_written(tmp_p
 
     monkeypatch.setattr(packet_module, "export_packet", failing)
     shell.export()
-    assert "Export wrote nothing: MemoryError: simulated" in shell.export_note
-    assert shell.exporting is False
+    assert "Export wrote nothing: MemoryError: simulated" in shell.single.export_note
+    assert shell.single.exporting is False
 
 
 def test_a_session_that_cannot_be_set_up_shows_the_root_and_the_reason(tmp_path, monkeypatch):

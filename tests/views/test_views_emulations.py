@@ -11,6 +11,7 @@ import time
 
 import numpy as np
 import panel as pn
+from bokeh.models import ColorBar
 
 from explorer.analysis.analyze import emulations_of
 from explorer.analysis.emulation import ranked
@@ -87,9 +88,12 @@ def test_the_map_colours_the_ulp_distance_to_the_selected_emulation(analyses):
         np.testing.assert_array_equal(data["ulp"][0], distance)
         np.testing.assert_array_equal(data["emulation"][0], emulation.values)
         np.testing.assert_array_equal(data["output"][0], analysis.admission.tensors["output"].values[0, :, 0, :])
-    labels = tooltips(render(pn.panel(view)))
+    document = render(pn.panel(view))
+    labels = tooltips(document)
     for label in ("query head", "channel", "output bits", "emulation bits"):
         assert label in labels
+    (bar,) = models(document, ColorBar)  # one tick per class, at its centre, named by its ULP range
+    assert [bar.major_label_overrides[tick] for tick in bar.ticker.ticks] == [label for _, label, _ in ULP_CLASSES]
 
 
 def test_a_click_lists_every_emulations_value_and_bits_beside_the_output(analyses):

@@ -7,12 +7,7 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any
 
-from explorer.analysis.emulation.arithmetic import (
-    BUTTERFLY,
-    EXACT,
-    EXP2_SCALED,
-    SEQUENTIAL,
-)
+from explorer.analysis.emulation.arithmetic import BUTTERFLY, EXACT, EXP2_SCALED, SEQUENTIAL
 from explorer.analysis.emulation.builds import BUILD_TABLE, BUILDS, DEFAULT_BUILD, SHIPPED_FIRST
 from explorer.foundations.record import Record, record
 from explorer.packet.dtypes import DTYPES

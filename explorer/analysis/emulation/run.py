@@ -25,13 +25,7 @@ from explorer.analysis.emulation.kernels import (
     SINGLE_PASS,
 )
 from explorer.analysis.emulation.launch import Geometry, NotEmulated, unfused_rows
-from explorer.analysis.emulation.spec import (
-    EmulationSpec,
-    PacketShape,
-    Run,
-    launch_resolved,
-    resolve_all,
-)
+from explorer.analysis.emulation.spec import EmulationSpec, PacketShape, Run, launch_resolved, resolve_all
 from explorer.analysis.metrics import compare, readonly, ulp_distance
 from explorer.analysis.result import Emulation, EmulationCounts
 from explorer.foundations.record import Record, record

@@ -28,13 +28,7 @@ import param
 from explorer.analysis.analyze import cached_emulations, emulations_of
 from explorer.analysis.blocks import baseline_block, emulation_list
 from explorer.analysis.emulation import KERNELS, MLX_TWO_PASS, PAGED_TWO_PASS, SWEEP_NAME, ranked
-from explorer.analysis.emulation.kernels import (
-    BUILDS_NAME,
-    MAX_BLOCKS,
-    MAX_PARTITION_TOKENS,
-    MIN_BLOCKS,
-    Parameter,
-)
+from explorer.analysis.emulation.kernels import BUILDS_NAME, MAX_BLOCKS, MAX_PARTITION_TOKENS, MIN_BLOCKS, Parameter
 from explorer.analysis.emulation.shown import (
     DEFAULT_BLOCKS,
     DEFAULT_PARTIAL,
@@ -221,16 +215,6 @@ def ulp_classes(distance: np.ndarray) -> np.ndarray:
     return np.where(distance >= 0, classes, np.nan)
 
 
-def _class_colour_bar(plot, element) -> None:
-    """The colour bar's ticks at the class centres, labelled by the ULP ranges."""
-    from bokeh.models import FixedTicker
-
-    bar = plot.handles.get("colorbar")
-    if bar is not None:
-        bar.ticker = FixedTicker(ticks=list(range(len(ULP_CLASSES))))
-        bar.major_label_overrides = {index: label for index, (_, label, _) in enumerate(ULP_CLASSES)}
-
-
 def difference_map(analysis: Analysis, emulation: Emulation) -> hv.Image:
     """[query head x channel] coloured by discrete ULP classes between output and `emulation` (0 = bit-equal: its own
     colour)."""
@@ -247,18 +231,15 @@ def difference_map(analysis: Analysis, emulation: Emulation) -> hv.Image:
         Field("emulation_bits", "emulation bits", emulation.bits.astype(np.int64), lambda: hex_pattern(bits)),
         Field("ulp", ULP_LABEL, distance, ulp_value),
     ]
-    image = grid_map(
+    return grid_map(
         colour,
         fields,
         title=f"output vs {emulation.id}",
         colour_label=COLOUR_LABEL,
-        xlabel="channel",
-        ylabel="query head",
         clim=(-0.5, len(ULP_CLASSES) - 0.5),
-        logz=False,
         cmap=[colour for _, _, colour in ULP_CLASSES],
+        categories=[label for _, label, _ in ULP_CLASSES],  # the colour bar's ticks at the class centres
     )
-    return image.opts(hooks=[*image.opts.get().kwargs.get("hooks", []), _class_colour_bar])
 
 
 def map_parts(analysis: Analysis, emulation: Emulation) -> list:
@@ -278,13 +259,9 @@ def map_parts(analysis: Analysis, emulation: Emulation) -> list:
     isolated = isolated_cells(differing)
     if isolated is None:
         return [plot_pane(image)]
-    count = len(isolated[0])
     return [
         plot_pane(marks.ringed(image, *isolated)),
-        note(
-            f"Ringed: the {count} differing element{'s' if count != 1 else ''}, too few to see by colour alone.",
-            "emulation-ringed",
-        ),
+        note(marks.ringed_note(len(isolated[0]), "differing"), "emulation-ringed"),
     ]
 
 
@@ -507,23 +484,22 @@ class EmulationsView(pn.viewable.Viewer):
             self._tap.add_subscriber(self._on_tap)
         self._show_element()
 
-    def _on_tap(self, x=None, y=None) -> None:
-        if x is None or y is None or not self.emulations:
-            return
+    def _on_map(self, head: int, channel: int) -> bool:
+        """(head, channel) is a cell of the map of computed emulations."""
+        if not self.emulations:
+            return False
         heads, channels = self.analysis.numerics.eligible.size, self.analysis.admission.tensors["output"].shape[3]
-        head, channel = round(y), round(x)
-        if 0 <= head < heads and 0 <= channel < channels:
-            self.selection.element = (head, channel)  # the shell shows its element panel and writes the URL
+        return 0 <= head < heads and 0 <= channel < channels
+
+    def _on_tap(self, x=None, y=None) -> None:
+        if x is not None and y is not None and self._on_map(round(y), round(x)):
+            self.selection.element = (round(y), round(x))  # the shell shows its element panel and writes the URL
 
     def _show_element(self, _event=None) -> None:
         """The drill-down of the selected element (a click on any map, or the URL's element=)."""
         element = self.selection.element
-        if element is None or not self.emulations:
-            return
-        heads, channels = self.analysis.numerics.eligible.size, self.analysis.admission.tensors["output"].shape[3]
-        head, channel = element
-        if 0 <= head < heads and 0 <= channel < channels:
-            self._drilldown.object = drilldown_html(self.analysis, self.emulations, head, channel)
+        if element is not None and self._on_map(*element):
+            self._drilldown.object = drilldown_html(self.analysis, self.emulations, *element)
 
     def select_element(self, head: int, channel: int) -> None:
         """Show the drill-down of one element, as a click on the map does."""

@@ -140,10 +140,7 @@ class BitDifferenceExplorer(ElementExplorer):
 
     def __init__(self, pair: Pair, **params):
         positions = pair.output.bits.first_positions if pair.output.bits is not None else ()
-        first = positions[0] if positions else (0, 0)
-        params.setdefault("head", int(first[0]))
-        params.setdefault("channel", int(first[1]))
-        super().__init__(**params)
+        super().__init__(positions[0] if positions else (0, 0), **params)
         self._pair = pair
         self._plot = plot_pane(bit_map(pair))
         self._listen(self._plot, pair.output.difference.abs_error.shape)

@@ -110,10 +110,7 @@ class DifferenceExplorer(ElementExplorer):
     def __init__(self, run: Replay, **params):
         readable = [name for name, arm in run.arms.items() if arm.readable]
         params.setdefault("arm", readable[0])
-        head, channel = _first_difference(run, params["arm"])
-        params.setdefault("head", int(head))
-        params.setdefault("channel", int(channel))
-        super().__init__(**params)
+        super().__init__(_first_difference(run, params["arm"]), **params)
         self._run = run
         self._choice = pn.widgets.RadioButtonGroup(
             label=ARM_CHOICE_LABEL, options=readable, value=self.arm, color="light", css_classes=["replay-arm-choice"]

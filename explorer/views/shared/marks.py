@@ -68,6 +68,10 @@ class ElementExplorer(pn.viewable.Viewer):
     head = param.Integer(default=0, bounds=(0, None), doc="Query head of the element shown.")
     channel = param.Integer(default=0, bounds=(0, None), doc="Channel of the element shown.")
 
+    def __init__(self, first: tuple[int, int], **params):
+        """`first`: the (head, channel) shown unless `params` name one (the map's first difference)."""
+        super().__init__(**{"head": int(first[0]), "channel": int(first[1]), **params})
+
     def _listen(self, plot: pn.pane.HoloViews, shape: tuple[int, int]) -> None:
         """Hear clicks on `plot`, a map of `shape` cells (`self.tap`)."""
         self._shape = shape
