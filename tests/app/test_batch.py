@@ -73,3 +73,25 @@ def test_outside_an_action_and_for_coroutines_or_panels_plumbing_the_document_ge
     assert batch._passes(partial(retrigger_events, document, []))  # Panel's own: as Panel meant it
     assert not batch._passes(partial(print, "a page change"))
     document.add_next_tick_callback(lambda: None)  # no action open on this thread: Bokeh's own method
+
+
+def test_a_maps_click_runs_under_the_documents_lock():
+    """Panel schedules a HoloViews stream event (a map's click) for the loop; without the lock (`nolock`) a change made
+    in it before the page was called loaded raised in Bokeh and the click was lost."""
+    from holoviews.plotting.bokeh.callbacks import Callback
+    from panel.io.server import async_execute
+
+    batch.install()
+    scheduled = []
+
+    class Served:  # a served session's document, as the scheduler reads it
+        session_context = object()
+
+        def add_next_tick_callback(self, callback) -> None:
+            scheduled.append(callback)
+
+    click = Callback.__new__(Callback)  # its scheduling reads only the method
+    with set_curdoc(Served()):
+        async_execute(click.process_on_event)
+        async_execute(click.process_on_change)
+    assert len(scheduled) == 2 and not any(getattr(callback, "nolock", False) for callback in scheduled)
