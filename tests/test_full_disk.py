@@ -90,10 +90,10 @@ def test_export_on_a_full_disk_says_so_leaves_nothing_and_the_next_export_keeps_
             out = Path({str(mountpoint)!r})
             shell = Shell(catalog.default_root(), out)
             shell.choose({REFUSED.name!r})
-            shell.export()
+            shell.single.export()
             failed = {{"note": shell.single.export_note, "left": sorted(os.listdir(out))}}
             subprocess.run(["mount", "-o", "remount,size=64m", str(out)], check=True)
-            shell.export()
+            shell.single.export()
             print(json.dumps({{**failed, "after": sorted(os.listdir(out))}}))
     """)
     script = tmp_path / "export_probe.py"

@@ -33,10 +33,8 @@ def install() -> None:
     HoloViews' stream events under the document's lock, once."""
     from holoviews.plotting.bokeh.callbacks import Callback
 
-    # A map's click (a HoloViews stream event) ran on the loop without the document's lock; the hold on the loop, or
-    # any change, made there after the page connected and before Panel called it loaded raised in Bokeh and lost the
-    # click (a cell clicked as soon as the grid was drawn, 1 load in 20 with four test workers on two cores).
-    # Panel's `with_lock` marks a callback to run under the lock, as every other browser event does.
+    # A map's click (a HoloViews stream event) ran on the loop without the lock: a change made there before Panel
+    # called the page loaded raised in Bokeh, the click lost (docs/app-internals.md). Panel's `with_lock` flag:
     Callback.process_on_event.lock = Callback.process_on_change.lock = True
     handed = Document.add_next_tick_callback
     if getattr(handed, "gathers", False):

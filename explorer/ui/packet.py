@@ -393,7 +393,6 @@ class PacketMode(param.Parameterized):
     analysis = property(lambda self: self._shown, doc="The analysis on screen, None before a packet is open.")
     selection = property(lambda self: self._selection, doc="The views' shared selection (head, element, tab), or None.")
     built_views = property(lambda self: dict(self._views), doc="The views built for the open packet so far, by slug.")
-    exporting = property(lambda self: self.export_button.loading, doc="True while an Export runs.")
 
     @property
     def shown_view(self) -> tuple[str, pn.viewable.Viewable] | None:

@@ -194,10 +194,6 @@ class Shell:
             self.single.say(" ".join(self.single.open(name)))
         self.single.packet = name
 
-    def export(self) -> None:
-        """Export the open packet, as the Export button does."""
-        self.single.export()
-
     url_query = property(lambda self: self._query_writer.query, doc='The URL query the page shows ("?packet=...").')
     url_pushed = property(lambda self: self._query_writer.push, doc="The URL query was a new history entry.")
     single_shown = property(lambda self: self.single.panel.visible, doc="The single packet's views are shown.")

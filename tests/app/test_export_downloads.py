@@ -86,7 +86,7 @@ def test_the_packet_export_offers_its_findings(tmp_path, monkeypatch):
     )  # the files as a rendered export writes them, without chromium
     shell = Shell(ROOT, tmp_path / "exports")
     shell.choose(PACKET)
-    shell.export()
+    shell.single.export()
     _assert_offered(shell.single._downloads, shell.single.export_note, "Download JSON report")
 
 

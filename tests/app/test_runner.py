@@ -77,8 +77,8 @@ def test_the_campaign_export_waits_for_one_of_two_running_exports_to_end(campaig
     monkeypatch.setattr(campaigns_module, "export_campaign", held("campaign"))
     campaign_shell.runner.inline = False  # as on a served page: the work runs on the runner's threads
     assert runner_module.EXPORT_WORKERS == 2
-    campaign_shell.export()
-    campaign_shell.export()
+    campaign_shell.single.export()
+    campaign_shell.single.export()
     assert entered["packet 1"].wait(WAIT_SECONDS) and entered["packet 2"].wait(WAIT_SECONDS)
     campaign_shell.campaigns.export()
     release["packet 1"].set()

@@ -54,9 +54,9 @@ def _message(shell: Shell) -> str:
 
 def _export(shell: Shell) -> None:
     """Click Export and wait until the export (on the event loop or a thread) has finished."""
-    shell.export()
+    shell.single.export()
     deadline = time.monotonic() + EXPORT_WAIT_S
-    while shell.single.exporting and time.monotonic() < deadline:
+    while shell.single.export_button.loading and time.monotonic() < deadline:
         time.sleep(0.1)
 
 
@@ -167,7 +167,7 @@ def test_export_into_an_unwritable_place_says_so(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("")
     shell = Shell(ROOT, blocker / "exports")
-    shell.export()
+    shell.single.export()
     assert "could not write" in shell.single.export_note
     assert not shell.single.offered_downloads
 

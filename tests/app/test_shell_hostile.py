@@ -38,9 +38,9 @@ def test_an_export_that_fails_for_any_reason_says_that_nothing_was_written(tmp_p
         raise MemoryError("simulated")
 
     monkeypatch.setattr(packet_module, "export_packet", failing)
-    shell.export()
+    shell.single.export()
     assert "Export wrote nothing: MemoryError: simulated" in shell.single.export_note
-    assert shell.single.exporting is False
+    assert shell.single.export_button.loading is False
 
 
 def test_a_session_that_cannot_be_set_up_shows_the_root_and_the_reason(tmp_path, monkeypatch):
