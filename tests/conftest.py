@@ -3,12 +3,10 @@
 Marks the slow kinds of test: every test that drives Debian's chromium (the `browser` fixture, or a file of
 browser tests) gets the `browser` marker, the notebooks and the Dask-cluster triage the `endtoend` marker, so
 `pytest -m "not browser and not endtoend"` is the quick loop; runs the longest files first, so that parallel
-workers finish together, and starts one worker more than the cores for `-n auto`.
+workers (`-n 2`) finish together.
 """
 
 from __future__ import annotations
-
-import os
 
 import pytest
 
@@ -58,12 +56,6 @@ EACH_TEST_A_SCOPE = tuple(
 )
 
 
-# Workers `-n auto` starts beyond one per core: a browser test's worker mostly waits (on its served app, on
-# Chromium, on the page), so a core is often idle with one worker each. On the 2-core machine the suite took 806 s
-# with two workers and 639 s with three, every test passing (2026-12-04); `--maxprocesses` still caps the count.
-EXTRA_WORKERS = 1
-
-
 def pytest_collection_modifyitems(items):
     for item in items:
         if BROWSER_FIXTURE in getattr(item, "fixturenames", ()) or item.path.name.startswith(BROWSER_FILE_PREFIXES):
@@ -90,15 +82,6 @@ def pytest_xdist_make_scheduler(config, log):
             return nodeid if nodeid.startswith(EACH_TEST_A_SCOPE) else super()._split_scope(nodeid)
 
     return Scheduling(config, log)
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_xdist_auto_num_workers(config):
-    """`-n auto`: one worker per core this process may run on, plus EXTRA_WORKERS (PYTEST_XDIST_AUTO_NUM_WORKERS, when
-    set, still decides)."""
-    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
-        return None  # xdist's own hook reads it
-    return len(os.sched_getaffinity(0)) + EXTRA_WORKERS
 
 
 @pytest.fixture(scope="session")
