@@ -62,12 +62,14 @@ def _output_exists(output: str) -> UsageError:
     return UsageError(f"--output {clip(output)} already exists; it is never overwritten")
 
 
-def _deliver(args: argparse.Namespace, report: dict, summary_text: Callable[[], str]) -> None:
-    """The JSON report to --output and on stdout with --json, else the text summary (the slow JSON only when asked)."""
+def _deliver(args: argparse.Namespace, report: dict, summary_text: Callable[[], str]) -> int:
+    """The JSON report to --output and on stdout with --json, else the text summary (the slow JSON only when asked);
+    returns the exit status of the report's status."""
     wanted = args.json or args.output is not None
     text = json.dumps(report, allow_nan=False, indent=JSON_INDENT) + "\n" if wanted else ""
     _write_output(args.output, text)
     _emit(text if args.json else summary_text())
+    return EXIT_BY_STATUS[report["status"]]
 
 
 def _write_output(output: str | None, text: str) -> None:
@@ -136,8 +138,7 @@ def _run_analyze(args: argparse.Namespace) -> int:
 
     analysis = analyze(args.packet, emulate=args.emulate, admission=args.admitted)
     report = analysis.report()
-    _deliver(args, report, lambda: _analysis_text(analysis, report, args.element))
-    return EXIT_BY_STATUS[report["status"]]
+    return _deliver(args, report, lambda: _analysis_text(analysis, report, args.element))
 
 
 def _analysis_text(analysis, report: dict, element: str | None) -> str:
@@ -267,8 +268,7 @@ def _run_compare(args: argparse.Namespace) -> int:
     report = pair.report()
     findings = [finding.text for finding in pair_findings(pair)]
     table = _emulation_table("pair_emulation_table")
-    _deliver(args, report, lambda: terminal_lines(summary_lines(report, findings, table)))
-    return EXIT_BY_STATUS[report["status"]]
+    return _deliver(args, report, lambda: terminal_lines(summary_lines(report, findings, table)))
 
 
 ROOT_SHOWN = 200  # characters of a ROOT argument echoed in a message
@@ -289,8 +289,7 @@ def _run_replay(args: argparse.Namespace) -> int:
 
     _check_report_options(args)
     report = _replay_of(args.run_directory, args.packet, args.partner, args.emulate).report()
-    _deliver(args, report, lambda: terminal_lines(summary_lines(report)))
-    return EXIT_BY_STATUS[report["status"]]
+    return _deliver(args, report, lambda: terminal_lines(summary_lines(report)))
 
 
 def _checked_directory(text: str):

@@ -39,27 +39,6 @@ ContentKey = tuple[str, str | None, tuple[str, ...], bool]
 T = TypeVar("T")
 
 
-@record
-class _Computed(Record):
-    facts: TensorFacts | None
-    numerics: Numerics | None
-    reasons: tuple[Reason, ...]
-    complete: bool = True  # False when memory was short: such an entry is never cached
-
-
-_cache: BoundedCache[_Computed] = BoundedCache(
-    CACHE_ENTRIES, max_bytes=CACHE_BYTES, size=lambda entry: array_bytes(entry)
-)
-# Emulations (scored, with their counts), keyed by the content key plus the normalised ids requested;
-# they reuse the cached numerics.
-EMULATION_CACHE_ENTRIES = 8
-Scored = tuple[tuple[Emulation, ...], EmulationCounts]
-_emulation_cache: BoundedCache[Scored] = BoundedCache(EMULATION_CACHE_ENTRIES)
-# One computation per key at a time, whichever threads (app sessions) ask for it meanwhile.
-_analyses: SingleFlight[_Computed] = SingleFlight()
-_emulation_runs: SingleFlight[Scored] = SingleFlight()
-
-
 def array_bytes(value: Any) -> int:
     """Summed nbytes of every numpy array reachable through dataclass fields, mappings, tuples and lists."""
     if value is None or isinstance(value, (str, int, float, np.generic)):  # most of the walk: settled first
@@ -73,6 +52,25 @@ def array_bytes(value: Any) -> int:
     if isinstance(value, Mapping):
         return sum(array_bytes(item) for item in value.values())
     return 0
+
+
+@record
+class _Computed(Record):
+    facts: TensorFacts | None
+    numerics: Numerics | None
+    reasons: tuple[Reason, ...]
+    complete: bool = True  # False when memory was short: such an entry is never cached
+
+
+_cache: BoundedCache[_Computed] = BoundedCache(CACHE_ENTRIES, max_bytes=CACHE_BYTES, size=array_bytes)
+# Emulations (scored, with their counts), keyed by the content key plus the normalised ids requested;
+# they reuse the cached numerics.
+EMULATION_CACHE_ENTRIES = 8
+Scored = tuple[tuple[Emulation, ...], EmulationCounts]
+_emulation_cache: BoundedCache[Scored] = BoundedCache(EMULATION_CACHE_ENTRIES)
+# One computation per key at a time, whichever threads (app sessions) ask for it meanwhile.
+_analyses: SingleFlight[_Computed] = SingleFlight()
+_emulation_runs: SingleFlight[Scored] = SingleFlight()
 
 
 def content_key(admission: Admission) -> ContentKey | None:

@@ -123,8 +123,7 @@ def emulation_block(e: Emulation, group: int) -> dict[str, Any]:
         "notEmulated": e.not_emulated,
         "notEmulatedCode": e.not_emulated_code,
         "compared": e.compared,
-        "bitEqual": count_block(e.bit_equal, e.bit_equal_per_head),
-        "bitEqualDecisive": count_block(e.bit_equal_decisive, e.bit_equal_decisive_per_head),
+        **baseline_block(e),
         "ulp": None if e.ulp is None else ulp_block(e.ulp),
         "vsOutput": None if e.vs_output is None else comparison_block(e.vs_output, group),
         "vsPrimaryReference": (
@@ -183,8 +182,9 @@ def decisive_block(d: Decisive | None) -> dict[str, Any] | None:
     return {"global": d.count, "perHead": list(d.per_head), "positions": [list(p) for p in d.positions]}
 
 
-def baseline_block(b: Baseline) -> dict[str, Any]:
-    """emulationBaseline: the rounded reference counted like an emulation."""
+def baseline_block(b: Baseline | Emulation) -> dict[str, Any]:
+    """bitEqual and bitEqualDecisive of an Emulation, or of the Baseline (emulationBaseline: the rounded reference
+    counted like an emulation)."""
     return {
         "bitEqual": count_block(b.bit_equal, b.bit_equal_per_head),
         "bitEqualDecisive": count_block(b.bit_equal_decisive, b.bit_equal_decisive_per_head),

@@ -137,12 +137,8 @@ def locate(heads: int, channels: int, head: Any, channel: Any = None) -> tuple[i
     return h, c
 
 
-def _value(array: np.ndarray, h: int, c: int) -> float:
-    return float(array[h, c])
-
-
 def _difference(comparison: Comparison, h: int, c: int) -> float | None:
-    value = _value(comparison.abs_error, h, c)
+    value = float(comparison.abs_error[h, c])
     return None if math.isnan(value) else value
 
 
@@ -157,7 +153,7 @@ def _rounded(rounded: Rounded | None, h: int, c: int) -> RoundedElement | None:
     bits = int(rounded.rounded_bits[h, c])
     return RoundedElement(
         rounded.dtype,
-        _value(rounded.comparison.reference, h, c),
+        float(rounded.comparison.reference[h, c]),
         bits,
         hex_pattern(bits, rounded.dtype),
         _difference(rounded.comparison, h, c),
@@ -180,7 +176,7 @@ def element(analysis: Analysis, head: Any, channel: Any = None) -> Element:
         "channel": c,
         "flat_index": h * channels + c,
         "output_dtype": output.dtype,
-        "output": _value(values, h, c),
+        "output": float(values[h, c]),
         "output_bits": int(bits[h, c]),
         "output_hex": hex_pattern(bits[h, c], output.dtype),
     }
@@ -193,13 +189,13 @@ def element(analysis: Analysis, head: Any, channel: Any = None) -> Element:
         **record,
         kv_head=numerics.attention[h].kv_head,
         eligible=eligible,
-        primary=_value(numerics.primary.reference, h, c) if eligible else None,
+        primary=float(numerics.primary.reference[h, c]) if eligible else None,
         primary_difference=_difference(numerics.primary, h, c),
-        fp64=_value(numerics.fp64.reference, h, c) if eligible else None,
+        fp64=float(numerics.fp64.reference[h, c]) if eligible else None,
         fp64_difference=_difference(numerics.fp64.output_error, h, c),
         rounded_to_output=_rounded(numerics.rounded_to_output, h, c) if eligible else None,
         rounded_to_kernel=_rounded(numerics.rounded_to_kernel, h, c) if eligible else None,
-        narrowed_query=_value(narrowed.reference, h, c) if narrowed is not None and eligible else None,
+        narrowed_query=float(narrowed.reference[h, c]) if narrowed is not None and eligible else None,
         narrowed_query_difference=_difference(narrowed.comparison, h, c) if narrowed is not None else None,
         narrowed_query_reason=numerics.narrowed_query_reason,
         missing=None if eligible else INELIGIBLE,

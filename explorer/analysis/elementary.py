@@ -90,11 +90,7 @@ class _Workspace:
         self.flags = np.empty((2, size), dtype=bool)
 
     def of(self, count: int) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
-        return (
-            [row[:count] for row in self.floats],
-            [row[:count] for row in self.integers],
-            [row[:count] for row in self.flags],
-        )
+        return tuple([row[:count] for row in rows] for rows in (self.floats, self.integers, self.flags))
 
 
 def _scaled(r: np.ndarray, n: np.ndarray, work: _Workspace) -> np.ndarray:

@@ -14,7 +14,7 @@ from typing import Any
 from explorer.analysis.blocks import linf_at, location_block
 from explorer.analysis.metrics import largest_at
 from explorer.analysis.ranking import worst_score_head
-from explorer.analysis.result import Analysis, Numerics
+from explorer.analysis.result import Analysis, Comparison, Numerics, Ulp
 from explorer.foundations.formatting import at_text, short_number
 from explorer.foundations.record import Record, record
 from explorer.packet.model import REFUSED, TENSOR_NAMES
@@ -57,13 +57,7 @@ def ulp_finding(numerics: Numerics) -> Finding | None:
     if ulp.max == 0:
         text = f"ULP max 0: every compared element equals the primary reference rounded to {rounded.dtype}."
         return finding("ulp", text, max=0, maxAt=None, p99=ulp.p99)
-    head, channel = largest_at(ulp.distance)
-    comparison = rounded.comparison
-    said, caveat = ulp_caveat(
-        {"output": comparison.actual[head, channel], "rounded reference": comparison.reference[head, channel]},
-        rounded.dtype,
-    )
-    at = location_block((head, channel))
+    at, said, caveat = ulp_caveat(ulp, rounded.comparison, ("output", "rounded reference"), rounded.dtype)
     return finding(
         "ulp",
         f"ULP max {ulp.max}{at_text(at)} (p99 {ulp.p99}) against the primary reference rounded to {rounded.dtype}"
@@ -81,22 +75,27 @@ ULP_CAVEATS = {
 }
 
 
-def ulp_caveat(values: Mapping[str, float], dtype: str) -> tuple[str, dict[str, Any]]:
-    """Why a worst ULP distance between two named values of `dtype` is large by construction ("" and {} when it is
-    not): "zero" (opposite signs) or "subnormals", said with |difference|; numbers {"Across", "AbsDifference"}."""
-    (first_name, first), (second_name, second) = ((name, float(value)) for name, value in values.items())
+def ulp_caveat(
+    ulp: Ulp, comparison: Comparison, names: tuple[str, str], dtype: str
+) -> tuple[dict[str, int], str, dict[str, Any]]:
+    """Where the largest ULP distance between `comparison`'s actual and reference values (called `names`) of `dtype`
+    is, and why it is large by construction ("" and {} when it is not): "zero" (opposite signs) or "subnormals", said
+    with |difference|; numbers {"Across", "AbsDifference"}."""
+    head, channel = largest_at(ulp.distance)
+    first, second = float(comparison.actual[head, channel]), float(comparison.reference[head, channel])
+    at = location_block((head, channel))
     if math.copysign(1.0, first) != math.copysign(1.0, second) and (first or second):
         across = "zero"
     elif min(abs(first), abs(second)) < SMALLEST_NORMAL[dtype]:
         across = "subnormals"
     else:
-        return "", {}
+        return at, "", {}
     difference = abs(first - second)
     said = (
-        f"the {first_name} {short_number(first)} and the {second_name} {short_number(second)} {ULP_CAVEATS[across]}, "
+        f"the {names[0]} {short_number(first)} and the {names[1]} {short_number(second)} {ULP_CAVEATS[across]}, "
         f"|difference| {short_number(difference)}"
     )
-    return said, {"Across": across, "AbsDifference": difference}
+    return at, said, {"Across": across, "AbsDifference": difference}
 
 
 def _status(analysis: Analysis) -> Finding:

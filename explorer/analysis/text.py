@@ -10,7 +10,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from explorer.analysis.typed import Identity, Metrics, PacketReport, RoundedReference, ScoreBlock
+from explorer.analysis.typed import Identity, Metrics, PacketReport, Reason, Refusal, RoundedReference, ScoreBlock
 from explorer.foundations.formatting import at_text, short_number, text_table
 
 HEX_WIDTH = 8  # hex digits of a float32 scale's bits
@@ -146,6 +146,22 @@ def _score_lines(report: PacketReport) -> list[str]:
     return [f"Score (error / allowance, docs/report.md): {short_number(score['value'])}{head}{missing_text}"]
 
 
+def listed(heading: str, items: Sequence[str], bullet: str = "  - ") -> list[str]:
+    """`heading:` over its items, one a line; nothing when there are none (the text summaries' one layout)."""
+    return [f"{heading}:", *(bullet + item for item in items)] if items else []
+
+
+def reasons_lines(reasons: Sequence[Reason]) -> list[str]:
+    """The inconclusive reasons under their heading, one a line (none: nothing)."""
+    return listed(f"Inconclusive reasons ({len(reasons)})", [f"{r['code']}  {r['message']}" for r in reasons], "  ")
+
+
+def refusal_line(refusal: Refusal) -> str:
+    """A packet's refusal as the summaries list it: code, field (or the packet.json itself) and message."""
+    field = "(packet.json)" if refusal["field"] is None else refusal["field"]
+    return f"{refusal['code']}  {field}  {refusal['message']}"
+
+
 def _missing_packet(report: PacketReport) -> str | None:
     """The one line for a packet path with nothing there (path_missing of the path itself), else None."""
     refusals = report["refusals"]
@@ -168,23 +184,15 @@ def summary_lines(report: PacketReport, emulation_table: EmulationTable) -> list
         return [line]
     lines = [f"Status: {report['status']}", *_builds_lines(report), *_score_lines(report)]
     if report["refusals"]:
-        lines.append(f"Refusals ({len(report['refusals'])}):")
-        lines += [
-            f"  {p['code']}  {p['field'] if p['field'] is not None else '(packet.json)'}  {p['message']}"
-            for p in report["refusals"]
-        ]
+        lines += listed(f"Refusals ({len(report['refusals'])})", [refusal_line(p) for p in report["refusals"]], "  ")
         lines.append("Nothing numeric was computed: the packet cannot be trusted.")
-    if report["inconclusiveReasons"]:
-        lines.append(f"Inconclusive reasons ({len(report['inconclusiveReasons'])}):")
-        lines += [f"  {r['code']}  {r['message']}" for r in report["inconclusiveReasons"]]
+    lines += reasons_lines(report["inconclusiveReasons"])
     if report["status"] != "refused":
         lines += _reference_lines(report) + _emulation_lines(report, emulation_table)
     lines.append(f"Packet: {report['packet']['path']}")
     if report["status"] != "refused":
         lines += _identity_lines(report["identity"]) + _selection_lines(report) + _tensor_lines(report)
-    lines.append("Limitations:")
-    lines += [f"  - {text}" for text in report["limitations"]]
-    return lines
+    return lines + listed("Limitations", report["limitations"])
 
 
 def _exact(value: Any) -> str:

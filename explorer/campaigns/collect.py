@@ -118,7 +118,7 @@ def cell_pair(task: CellTask) -> CellPair:
         if pair.nearer is None
         else {name: getattr(pair.nearer.global_counts, name) for name in ("a", "b", "tie", "undefined")}
     )
-    rows = None if pair.emulation is None or pair.emulation.rows is None else pair.emulation.rows
+    rows = None if pair.emulation is None else pair.emulation.rows
     return CellPair(
         status=pair.status,
         codes=codes,

@@ -176,6 +176,11 @@ def build_campaign(
     return Campaign(ident or campaign_id(key), key, backends, packets, tuple(cells), tuple(notes), capture_set)
 
 
+def _in_no_campaign(names: Sequence[str], why: str) -> str:
+    """The run's note on packets left out of every campaign, and why."""
+    return f"{counted(len(names), 'packet')} {are(len(names))} in no campaign ({why}): {listed(sorted(names))}"
+
+
 def campaigns_of(
     members: Iterable[Member], *, request: str | None = None, backends: tuple[str, str] | None = None
 ) -> tuple[tuple[Campaign, ...], tuple[str, ...]]:
@@ -194,15 +199,9 @@ def campaigns_of(
             placed.append(member)
     notes = []
     if unplaced:
-        notes.append(
-            f"{counted(len(unplaced), 'packet')} {are(len(unplaced))} in no campaign (their identity, selection or "
-            f"sample was not established): {listed(sorted(unplaced))}"
-        )
+        notes.append(_in_no_campaign(unplaced, "their identity, selection or sample was not established"))
     if unindexed:
-        notes.append(
-            f"{counted(len(unindexed), 'packet')} {are(len(unindexed))} in no campaign (outputIndex or "
-            f"modelLayerIndex is not an integer): {listed(sorted(unindexed))}"
-        )
+        notes.append(_in_no_campaign(unindexed, "outputIndex or modelLayerIndex is not an integer"))
     if request is not None and not placed:
         notes.append(f"no campaign has requestID {request}")
     # the sets are split by the packets that were read, as the app's listing (from triage summaries) splits them;
@@ -212,11 +211,8 @@ def campaigns_of(
         [member for member in placed if member.status == REFUSED],
     )
     if unread:
-        names = sorted(member.name for member in unread)
-        notes.append(
-            f"{counted(len(names), 'packet')} {are(len(names))} in no campaign (refused, and no packet of "
-            f"their request in their directory was read): {listed(names)}"
-        )
+        why = "refused, and no packet of their request in their directory was read"
+        notes.append(_in_no_campaign([member.name for member in unread], why))
     campaigns = tuple(
         build_campaign(found.key, found.members, backends, ident=found.id, capture_set=found.directory)
         for found in sets

@@ -129,11 +129,8 @@ def capture_sets(placed: Iterable[Placed]) -> tuple[CaptureSet, ...]:
         for part in parts:
             directory = _directory(part)
             ident = campaign_id(key, None if len(parts) == 1 else directory)
-            sets.append(
-                CaptureSet(
-                    ident, key, directory, tuple(part), ranked_backends(Counter(member.backend for member in part))
-                )
-            )
+            backends = ranked_backends(Counter(member.backend for member in part))
+            sets.append(CaptureSet(ident, key, directory, tuple(part), backends))
     return tuple(sorted(sets, key=lambda found: (tuple(str(part) for part in found.key), found.directory)))
 
 

@@ -47,6 +47,7 @@ WORKER_PRELOAD = ["__main__", "explorer.catalog.index"]
 
 Signature = tuple[tuple[str, int, int, int, int, int, int], ...]
 Check = tuple[ContentKey | None, PacketSummary | None, Signature | None]
+OnSummary = Callable[[str, PacketSummary], None]  # told each new or changed summary, by name
 
 
 SUMMARIES = BoundedCache(SUMMARY_CACHE_ENTRIES)  # shared by every session of the process
@@ -199,15 +200,12 @@ class PacketIndex:
         return next((tuple(other for other in group if other != name) for group in groups if name in group), ())
 
     def fill(
-        self,
-        on_summary: Callable[[str, PacketSummary], None] = lambda name, summary: None,
-        cancelled: Callable[[], bool] = lambda: False,
+        self, on_summary: OnSummary = lambda name, summary: None, cancelled: Callable[[], bool] = lambda: False
     ) -> None:
         """Check every entry (blocking) and record its summary, calling `on_summary` for each new or changed one;
         stops when `cancelled()`."""
-        entries = self.entries
         unchecked = []
-        for entry in entries:
+        for entry in self.entries:
             if cancelled():
                 return
             summary = _unchanged(str(entry.path))
@@ -226,9 +224,7 @@ class PacketIndex:
             checks.close()
 
     def rescan(
-        self,
-        on_summary: Callable[[str, PacketSummary], None] = lambda name, summary: None,
-        cancelled: Callable[[], bool] = lambda: False,
+        self, on_summary: OnSummary = lambda name, summary: None, cancelled: Callable[[], bool] = lambda: False
     ) -> bool:
         """Discover the root again, forget the packets gone and fill; True when the listed names changed."""
         entries = discover(self.root)
@@ -241,9 +237,7 @@ class PacketIndex:
         self.fill(on_summary, cancelled)
         return changed
 
-    def _record(
-        self, name: str, summary: PacketSummary, signed: bool, on_summary: Callable[[str, PacketSummary], None]
-    ) -> None:
+    def _record(self, name: str, summary: PacketSummary, signed: bool, on_summary: OnSummary) -> None:
         with self._lock:
             same = self._summaries.get(name) == summary
             self._summaries[name] = summary
@@ -251,17 +245,12 @@ class PacketIndex:
         if not same:
             on_summary(name, summary)
 
-    def fill_in_background(
-        self, on_summary: Callable[[str, PacketSummary], None], cancelled: Callable[[], bool]
-    ) -> Future:
+    def fill_in_background(self, on_summary: OnSummary, cancelled: Callable[[], bool]) -> Future:
         """`fill` on the process-wide filling thread (fills of several sessions run one after another)."""
         return self._in_background(self.fill, on_summary, cancelled)
 
     def rescan_in_background(
-        self,
-        on_summary: Callable[[str, PacketSummary], None],
-        on_rescanned: Callable[[bool], None],
-        cancelled: Callable[[], bool],
+        self, on_summary: OnSummary, on_rescanned: Callable[[bool], None], cancelled: Callable[[], bool]
     ) -> Future | None:
         """`rescan` on the filling thread, then `on_rescanned(names changed)`; None (nothing started) while this
         index's previous fill or rescan still runs."""

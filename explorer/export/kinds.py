@@ -89,8 +89,7 @@ def shown_emulations(analysis: Analysis, settings: Mapping[str, object] | None =
     """The analysis an export serializes: with the emulations its Emulations view shows for `settings` (the builds
     or the sweep when chosen there), and those the analysis was asked for besides, so the JSON and the findings
     beside the Emulations PNG hold the counts it shows (docs/report.md, "Exports"); no settings: the view's
-    defaults. Unchanged without numerics or
-    when it already holds that set; computed once and cached by analyze."""
+    defaults. Unchanged without numerics or when it already holds that set; computed once and cached by analyze."""
     from explorer.analysis.analyze import emulations_of
     from explorer.analysis.emulation import normalised_ids, shape_of
     from explorer.analysis.emulation.shown import view_set

@@ -81,11 +81,8 @@ def _interpret_metadata(
         return (), None, None
     parsed = parse_json_object(outcome.data)
     if parsed.error is not None:
-        return (
-            (Problem("json_invalid", f"{METADATA_KEY}/file", f"the metadata file is not valid JSON: {parsed.error}"),),
-            None,
-            None,
-        )
+        message = f"the metadata file is not valid JSON: {parsed.error}"
+        return (Problem("json_invalid", f"{METADATA_KEY}/file", message),), None, None
     snapshot = check_snapshot(parsed.value, descriptor)
     return snapshot.problems, parsed.value, snapshot
 

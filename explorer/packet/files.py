@@ -282,18 +282,16 @@ def read_json_file(root: PacketRoot, relative: str, limit: int = JSON_SIZE_LIMIT
     `problem` carries the section 5 code."""
     try:
         fd, status = _open_inside(root, relative)
+        try:
+            if status.st_size > limit:
+                raise _Refusal("json_too_large", f"{quoted(relative)} has {status.st_size} bytes, more than {limit}")
+            data = _read_at_most(fd, limit + 1, relative)
+            if len(data) > limit:
+                raise _Refusal("json_too_large", f"{quoted(relative)} grew past {limit} bytes while being read")
+        finally:
+            os.close(fd)
     except _Refusal as refusal:
         return PacketFile(root, Problem(refusal.code, None, refusal.message), None, None, None)
-    try:
-        if status.st_size > limit:
-            raise _Refusal("json_too_large", f"{quoted(relative)} has {status.st_size} bytes, more than {limit}")
-        data = _read_at_most(fd, limit + 1, relative)
-        if len(data) > limit:
-            raise _Refusal("json_too_large", f"{quoted(relative)} grew past {limit} bytes while being read")
-    except _Refusal as refusal:
-        return PacketFile(root, Problem(refusal.code, None, refusal.message), None, None, None)
-    finally:
-        os.close(fd)
     return PacketFile(root, None, data, hashlib.sha256(data).hexdigest(), (status.st_dev, status.st_ino))
 
 
@@ -318,29 +316,26 @@ def open_packet(given: str) -> Iterator[PacketFile]:
         yield PacketFile(None, problem, None, None, None) if root is None else read_json_file(root, PACKET_JSON)
 
 
+def _unread(code: str, field: str, message: str) -> FileOutcome:
+    """The outcome of a refused file whose bytes are not kept: its one problem."""
+    return FileOutcome((Problem(code, field, message),), None, None, False)
+
+
 def _read_one(request: FileRequest, fd: int, status: os.stat_result) -> FileOutcome:
     if request.json_file and status.st_size > JSON_SIZE_LIMIT:
-        problem = Problem(
-            "json_too_large",
-            f"{request.key}/file",
-            f"{quoted(request.path)} has {status.st_size} bytes, more than {JSON_SIZE_LIMIT}",
-        )
-        return FileOutcome((problem,), None, None, False)
+        message = f"{quoted(request.path)} has {status.st_size} bytes, more than {JSON_SIZE_LIMIT}"
+        return _unread("json_too_large", f"{request.key}/file", message)
     if request.byte_count is None:
         return FileOutcome((), None, None, False)
     try:
         data = _read_declared(fd, status.st_size, request.byte_count, request.path)
     except _Refusal as refusal:
         field = f"{request.key}/{'byteCount' if refusal.code == 'byte_count_mismatch' else 'file'}"
-        return FileOutcome((Problem(refusal.code, field, refusal.message),), None, None, False)
+        return _unread(refusal.code, field, refusal.message)
     digest = hashlib.sha256(data).hexdigest()
     if request.sha256 is not None and digest != request.sha256:
-        problem = Problem(
-            "sha256_mismatch",
-            f"{request.key}/sha256",
-            f"{quoted(request.path)} hashes to {digest}, the descriptor declares {request.sha256}",
-        )
-        return FileOutcome((problem,), data, digest, False)
+        message = f"{quoted(request.path)} hashes to {digest}, the descriptor declares {request.sha256}"
+        return FileOutcome((Problem("sha256_mismatch", f"{request.key}/sha256", message),), data, digest, False)
     return FileOutcome((), data, digest, request.sha256 is not None)
 
 
@@ -357,19 +352,13 @@ def verify_files(
             try:
                 fd, status = _open_inside(root, request.path)
             except _Refusal as refusal:
-                outcomes[request.key] = FileOutcome(
-                    (Problem(refusal.code, f"{request.key}/file", refusal.message),), None, None, False
-                )
+                outcomes[request.key] = _unread(refusal.code, f"{request.key}/file", refusal.message)
                 continue
             opened.append((request, fd, status))
             identity = (status.st_dev, status.st_ino)
             if identity in seen:
-                problem = Problem(
-                    "path_duplicate",
-                    f"{request.key}/file",
-                    f"{quoted(request.path)} is the same file as {seen[identity]}",
-                )
-                outcomes[request.key] = FileOutcome((problem,), None, None, False)
+                message = f"{quoted(request.path)} is the same file as {seen[identity]}"
+                outcomes[request.key] = _unread("path_duplicate", f"{request.key}/file", message)
             else:
                 seen[identity] = f"{request.key}/file ({quoted(request.path)})"
         to_read = [(request, fd, status) for request, fd, status in opened if request.key not in outcomes]

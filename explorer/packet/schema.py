@@ -368,11 +368,10 @@ def tensor_geometry(descriptor: Descriptor) -> tuple[tuple[Problem, ...], dict |
     if issues or len(shapes) != len(TENSOR_NAMES):
         return tuple(problems), None
     qh, kvh = shapes["queries"][1], shapes["storedKeys"][1]
-    geometry = {
+    return tuple(problems), {
         "queryHeads": qh,
         "kvHeads": kvh,
         "groupSize": qh // kvh,
         "headDim": shapes["queries"][3],
         "tokens": shapes["storedKeys"][2],
     }
-    return tuple(problems), geometry

@@ -196,11 +196,8 @@ def _cross_checks(problems: Problems, record: dict, configuration: dict, descrip
     for key, high in (("requestID", MAX_REQUEST_ID), ("outputIndex", MAX_OUTPUT_INDEX)):
         configured = configuration.get(key)
         if integer_in(configured, 1, high) and record[key] != configured:
-            problems.add(
-                "selection_identity_mismatch",
-                pointer(*RECORD, key),
-                f"record {key} {shown_int(record[key])} differs from configuration {key} {configured}",
-            )
+            differs = f"record {key} {shown_int(record[key])} differs from configuration {key} {configured}"
+            problems.add("selection_identity_mismatch", pointer(*RECORD, key), differs)
     for name in OBSERVED_TENSORS:
         tensor = descriptor.tensors.get(name)
         if tensor is None or not tensor.valid:
@@ -251,9 +248,8 @@ def check_snapshot(snapshot: dict, descriptor: Descriptor) -> Snapshot:
     rule = f"an array of 1..{MAX_RECORDS} objects"
     records_held = problems.check(valid, INVALID, "/records", rule, records)
     if records_held and maximum is not None and len(records) > maximum:
-        problems.add(
-            "record_budget_exceeded", "/records", f"{len(records)} records, more than maximumRecords {maximum}"
-        )
+        over = f"{len(records)} records, more than maximumRecords {maximum}"
+        problems.add("record_budget_exceeded", "/records", over)
     if records_held:
         for index, entry in enumerate(records[1:], start=1):
             problems.check(isinstance(entry, dict), INVALID, pointer("records", index), "an object", entry)

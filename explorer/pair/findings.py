@@ -10,9 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from explorer.analysis.blocks import linf_at, location_block
+from explorer.analysis.blocks import linf_at
 from explorer.analysis.findings import Finding, finding, largest_error_finding, reproducing, ulp_caveat
-from explorer.analysis.metrics import largest_at
 from explorer.foundations.formatting import at_text, short_number
 from explorer.pair.emulation import EACH_SIDE_INPUTS
 from explorer.pair.model import INPUTS_DIFFER, NEARER_KEYS, NO_REFERENCE, SCALE_DIFFERS, SHAPE_DIFFERS, SIDES, Pair
@@ -144,10 +143,7 @@ def output_finding(pair: Pair) -> Finding:
         where.append(f"the largest |a - b| is {short_number(difference.global_metrics.linf)}{at_text(at)}")
         numbers.update(linf=difference.global_metrics.linf, linfAt=at)
     if output.ulp is not None and output.ulp.max is not None and output.ulp.max > 0:
-        head, channel = largest_at(output.ulp.distance)
-        values = {"a": difference.actual[head, channel], "b": difference.reference[head, channel]}
-        said, caveat = ulp_caveat(values, output.dtype_a)
-        at = location_block((head, channel))
+        at, said, caveat = ulp_caveat(output.ulp, difference, ("a", "b"), output.dtype_a)
         where.append(f"the largest ULP distance is {output.ulp.max}{at_text(at)}{f' ({said})' if said else ''}")
         numbers.update(ulpMax=output.ulp.max, ulpMaxAt=at, **{f"ulpMax{key}": value for key, value in caveat.items()})
     if where and (output.bits is None or output.bits.mismatched):

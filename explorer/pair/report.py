@@ -23,11 +23,12 @@ from explorer.analysis.blocks import (
     runtime,
     ulp_block,
 )
-from explorer.analysis.result import Analysis, Emulation
+from explorer.analysis.result import Analysis
 from explorer.pair.emulation import ranked_rows
 from explorer.pair.model import (
     PAIR_LIMITATIONS,
     SIDES,
+    BaselineRow,
     BitDifference,
     LadderRow,
     MatrixRow,
@@ -161,8 +162,13 @@ def emulation_decisive_block(pair: Pair) -> dict[str, Any] | None:
     return _per_side(pair, _side_counts(decisive_block, "decisive"))
 
 
-def _by_side(row: MatrixRow) -> tuple[tuple[str, Emulation], ...]:
-    return (("a", row.a), ("b", row.b))
+def _bit_equal(row: MatrixRow | BaselineRow) -> dict[str, Any]:
+    """bitEqual, bitEqualDecisive and bitEqualDiffering of one matrix row, each {"a", "b"}."""
+    blocks = {side: baseline_block(getattr(row, side)) for side in SIDES}
+    return {
+        **{key: {side: blocks[side][key] for side in SIDES} for key in ("bitEqual", "bitEqualDecisive")},
+        "bitEqualDiffering": {"a": row.differing_a, "b": row.differing_b},
+    }
 
 
 def emulation_matrix_block(pair: Pair) -> dict[str, Any] | None:
@@ -178,25 +184,11 @@ def emulation_matrix_block(pair: Pair) -> dict[str, Any] | None:
             "notEmulated": row.a.not_emulated,
             "library": None if row.a.library is None else dict(row.a.library),
             "compared": {"a": row.a.compared, "b": row.b.compared},
-            "bitEqual": {side: count_block(e.bit_equal, e.bit_equal_per_head) for side, e in _by_side(row)},
-            "bitEqualDecisive": {
-                side: count_block(e.bit_equal_decisive, e.bit_equal_decisive_per_head) for side, e in _by_side(row)
-            },
-            "bitEqualDiffering": {"a": row.differing_a, "b": row.differing_b},
+            **_bit_equal(row),
         }
         for row in ranked_rows(pair.emulation.rows)
     ]
-    baseline = pair.emulation.baseline
-    blocks = {"a": baseline_block(baseline.a), "b": baseline_block(baseline.b)}
-    return {
-        "emulatedOn": pair.emulation.emulated_on,
-        "rows": rows,
-        "baseline": {
-            "bitEqual": {side: blocks[side]["bitEqual"] for side in SIDES},
-            "bitEqualDecisive": {side: blocks[side]["bitEqualDecisive"] for side in SIDES},
-            "bitEqualDiffering": {"a": baseline.differing_a, "b": baseline.differing_b},
-        },
-    }
+    return {"emulatedOn": pair.emulation.emulated_on, "rows": rows, "baseline": _bit_equal(pair.emulation.baseline)}
 
 
 def emulation_differing_block(pair: Pair) -> dict[str, Any] | None:

@@ -5,24 +5,21 @@ Pure text from the typed blocks (pair/typed.py); the emulation table's rows come
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 
+from explorer.analysis.text import listed, reasons_lines, refusal_line
 from explorer.foundations.formatting import at_text, short_number, text_table
 from explorer.pair.typed import Inputs, LadderRow, Output, PairReport, Side
 
 SIDES = ("a", "b")
+# The ladder's blocks (report key -> column label), each a linf and an rmse column.
+LADDER_BLOCKS = {"primary": "primary", "roundedToOutputDType": "rounded", "fp64OutputError": "FP64"}
 LADDER_HEADER = (
     "side",
     "backend",
-    "vs primary linf",
-    "rmse",
-    "vs rounded linf",
-    "rmse",
-    "vs FP64 linf",
-    "rmse",
+    *(column for label in LADDER_BLOCKS.values() for column in (f"vs {label} linf", "rmse")),
     "equal to rounded ref",
 )
-LADDER_BLOCKS = ("primary", "roundedToOutputDType", "fp64OutputError")
 PairEmulationTable = Callable[..., tuple[Sequence[str], Sequence[Sequence[str]]]]  # (matrix, differing, decisive)
 
 
@@ -157,26 +154,13 @@ def _compared_lines(report: PairReport, emulation_table: PairEmulationTable) -> 
     return lines
 
 
-def listed(heading: str, items: Sequence[str], bullet: str = "  - ") -> list[str]:
-    """`heading:` over its items, one a line; nothing when there are none (the text summaries' one layout)."""
-    return [f"{heading}:", *(bullet + item for item in items)] if items else []
-
-
-def reasons_lines(reasons: Sequence[Mapping[str, str]]) -> list[str]:
-    return listed(f"Inconclusive reasons ({len(reasons)})", [f"{r['code']}  {r['message']}" for r in reasons], "  ")
-
-
 def summary_lines(report: PairReport, findings: Sequence[str], emulation_table: PairEmulationTable) -> list[str]:
     """The summary of a comparison report (docs/pairs.md), led by the pair's finding sentences (pair/findings.py: which
     side is off first). `emulation_table(matrix, differing, decisive)`: that table's header and rows."""
     lines = ["Pair:", _side_line("a", report["a"]), _side_line("b", report["b"]), f"Status: {report['status']}"]
     lines += listed("Findings", findings)
     if report["refusals"]:
-        refusals = [
-            f"side {p['side']}: {p['code']}  {p['field'] if p['field'] is not None else '(packet.json)'}  "
-            f"{p['message']}"
-            for p in report["refusals"]
-        ]
+        refusals = [f"side {p['side']}: {refusal_line(p)}" for p in report["refusals"]]
         lines += listed(f"Refusals ({len(refusals)})", refusals, "  ")
         lines.append("Nothing was compared: a refused packet cannot be trusted.")
     lines += reasons_lines(report["inconclusiveReasons"])

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, TypedDict
 
-from explorer.analysis.typed import BitFlips, Metrics, Reason, UlpBlock
+from explorer.analysis.typed import BitFlips, Metrics, Reason, Refusal, UlpBlock
 
 
 class Side(TypedDict):
@@ -19,11 +19,8 @@ class Side(TypedDict):
     kernelOutputDType: str | None
 
 
-class SideRefusal(TypedDict):
+class SideRefusal(Refusal):
     side: str
-    code: str
-    field: str | None
-    message: str
 
 
 class TensorDifference(TypedDict):
@@ -74,10 +71,8 @@ class Tokens(TypedDict):
 Nearer = TypedDict("Nearer", {"global": dict[str, int]})  # a, b, tie, undefined
 
 
-class SelectionDifference(TypedDict):
+class SelectionDifference(SidePair):
     field: str
-    a: Any
-    b: Any
 
 
 class PairReport(TypedDict):

@@ -160,15 +160,11 @@ def packet_mismatches(
         packet = admission.tensors[name]
         for part, mine, theirs in (
             ("dtype", declared.dtype, packet.dtype),
-            ("shape", declared.shape, packet.shape),
+            ("shape", list(declared.shape), list(packet.shape)),
             ("byteCount", declared.byte_count, packet.byte_count),
             ("sha256", declared.sha256, packet.sha256),
         ):
-            differs(
-                pointer("tensors", name, part),
-                list(mine) if part == "shape" else mine,
-                list(theirs) if part == "shape" else theirs,
-            )
+            differs(pointer("tensors", name, part), mine, theirs)
     return tuple(problems.items)
 
 
@@ -247,10 +243,8 @@ def _partition_and_segments(problems: Problems, arm: str, value: Mapping[str, An
 
 def _expected_tensors(arm: str, admission: Admission) -> dict[str, tuple[str, tuple[int, ...]]]:
     """(dtype, shape) of each tensor the arm must write: its output as the queries, the readback as the packet's."""
-    sources = {"output": admission.tensors["queries"]} | {
-        name: admission.tensors[name] for name in ARM_TENSORS[arm][1:]
-    }
-    return {name: (sources[name].dtype, sources[name].shape) for name in ARM_TENSORS[arm]}
+    sources = {name: admission.tensors["queries" if name == "output" else name] for name in ARM_TENSORS[arm]}
+    return {name: (source.dtype, source.shape) for name, source in sources.items()}
 
 
 def _tensors(

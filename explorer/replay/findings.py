@@ -23,10 +23,6 @@ def _differs(what: str, difference: Mapping[str, Any] | None) -> str | None:
     return f"{difference['mismatched']} of {difference['compared']} elements differ from {what}"
 
 
-def _readback(readback: Mapping[str, Any] | None) -> str | None:
-    return None if readback is None else "readback: " + ", ".join(readback_parts(readback))
-
-
 def _references(references: Mapping[str, Any] | None) -> list[str]:
     if references is None:
         return ["no reference (the arm's output was not read, or the packet has no reference)"]
@@ -52,7 +48,8 @@ def arm_finding(name: str, arm: Mapping[str, Any]) -> Finding:
     codes = f" ({_codes(arm['problems'])})" if arm["problems"] else ""
     own = ", the capture's own dispatch" if arm["ownDispatch"] else ""
     parts = [_differs("the capture", arm["capture"]), _differs("the partner", arm["partner"])]
-    parts.append(_readback(arm["readback"]))
+    if arm["readback"] is not None:
+        parts.append("readback: " + ", ".join(readback_parts(arm["readback"])))
     if arm["capture"] is not None:
         parts += _references(arm["references"])
     parts.append(_emulations(arm["emulations"]))

@@ -225,11 +225,10 @@ class Replay(InlineDisplay):
 
     def output(self, label: str) -> np.ndarray | None:
         """The float32 [QH, D] output named by a matrix label (capture, partner or an arm), None when unread."""
-        if label == CAPTURE:
-            return None if self.packet is None else self.packet.admission.tensors["output"].values[0, :, 0, :]
-        if label == PARTNER:
-            return None if self.partner is None else self.partner.admission.tensors["output"].values[0, :, 0, :]
-        return self.arms[label].output_values
+        if label not in (CAPTURE, PARTNER):
+            return self.arms[label].output_values
+        packet = self.packet if label == CAPTURE else self.partner
+        return None if packet is None else packet.admission.tensors["output"].values[0, :, 0, :]
 
     def report(self) -> dict[str, Any]:
         """The JSON-ready report of docs/replay.md, The report (`explorer replay --json`)."""

@@ -104,8 +104,9 @@ def _refused(
     )
 
 
-def _input_problem(problem: Problem) -> Problem:
-    return Problem(INPUT_INVALID, None, f"{INPUT_JSON}: {problem.message} ({problem.code})")
+def _unread(code: str, what: str, problem: Problem) -> Problem:
+    """`code` for a file or directory that could not be read: what it is, then the reading's own problem."""
+    return Problem(code, None, f"{what}: {problem.message} ({problem.code})")
 
 
 def _analysis(source: Source, emulate: str | Iterable[str] | None = None) -> Analysis:
@@ -149,8 +150,7 @@ def _result(
 ) -> tuple[list[Problem], ResultFile | None, dict | None]:
     document = read_json(root, result_path(arm))
     if document.problem is not None:
-        problem = document.problem
-        return [Problem(RESULT_INVALID, None, f"{result_path(arm)}: {problem.message} ({problem.code})")], None, None
+        return [_unread(RESULT_INVALID, result_path(arm), document.problem)], None, None
     if not isinstance(document.value, dict):
         return [Problem(RESULT_INVALID, None, f"{result_path(arm)} is not an object")], None, None
     checked = check_result(arm, document.value, input_sha256, geometry, source.admission)
@@ -210,13 +210,9 @@ def _read_arms(
     arms, requests = [], {}
     for arm in ARMS:
         launch = launched.get(arm)
-        if not arm_present(root, arm):
-            if launch is None:
-                arms.append(_Arm(arm, ABSENT, [], _receipt(None, None), None))
-                continue
-            if launch.failed:
-                arms.append(_Arm(arm, FAILED, [], _receipt(None, launch), None))
-                continue
+        if not arm_present(root, arm) and (launch is None or launch.failed):  # no result.json to read
+            arms.append(_Arm(arm, ABSENT if launch is None else FAILED, [], _receipt(None, launch), None))
+            continue
         problems, checked, value = _result(root, arm, document.sha256, geometry, source)
         if checked is not None:
             requests[arm] = _requests(arm, checked)
@@ -380,9 +376,7 @@ def replay(
     path = os.fspath(run)
     with open_directory(path) as (root, problem):
         if root is None:
-            return _refused(
-                path, [Problem(INPUT_INVALID, None, f"no run directory: {problem.message} ({problem.code})")]
-            )
+            return _refused(path, [_unread(INPUT_INVALID, "no run directory", problem)])
         return _replay_open(path, root, packet, partner, emulate)
 
 
@@ -391,7 +385,7 @@ def _replay_open(
 ) -> Replay:
     document = read_json(root, INPUT_JSON)
     if document.problem is not None:
-        return _refused(path, [_input_problem(document.problem)], document)
+        return _refused(path, [_unread(INPUT_INVALID, INPUT_JSON, document.problem)], document)
     checked = check_input(document.value)
     if checked.value is None:
         return _refused(path, checked.problems, document)

@@ -82,12 +82,8 @@ def read_json(
         return JsonDocument(file.problem, None, None, None)
     parsed = parse(file.data)
     if parsed.error is not None:
-        return JsonDocument(
-            Problem("json_invalid", None, f"{relative} is not valid JSON: {clip(parsed.error)}"),
-            None,
-            file.sha256,
-            file.identity,
-        )
+        problem = Problem("json_invalid", None, f"{relative} is not valid JSON: {clip(parsed.error)}")
+        return JsonDocument(problem, None, file.sha256, file.identity)
     return JsonDocument(None, parsed.value, file.sha256, file.identity)
 
 

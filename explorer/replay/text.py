@@ -5,8 +5,8 @@ Pure text from the typed blocks (replay/typed.py); the command line escapes what
 
 from __future__ import annotations
 
+from explorer.analysis.text import listed, reasons_lines
 from explorer.foundations.formatting import at_text, short_number, text_table
-from explorer.pair.text import listed, reasons_lines
 from explorer.replay.typed import (
     Arm,
     CaptureDifference,
@@ -65,24 +65,17 @@ def readback_parts(readback: dict[str, ReadbackEntry]) -> list[str]:
     ]
 
 
-def _readback(readback: dict[str, ReadbackEntry] | None) -> str | None:
-    return None if readback is None else "    readback: " + "; ".join(readback_parts(readback))
-
-
 def _ladder(references: References | None) -> list[str]:
     if references is None:
         return ["    ladder: no reference (the arm's output was not read, or the packet has no reference)"]
-    worst = references["worstAt"]
-    lines = ["    ladder (linf: largest |output - reference|, where it is):"]
-    lines += [
-        f"      vs {label}: linf {short_number(block['global']['linf'])}{at_text(worst[key])}, "
-        f"rmse {short_number(block['global']['rmse'])}"
-        for key, label in LADDER_BLOCKS
-        for block in (references[key],)
-    ]
-    ulp = references["ulp"]
+    worst, ulp = references["worstAt"], references["ulp"]
     return [
-        *lines,
+        "    ladder (linf: largest |output - reference|, where it is):",
+        *(
+            f"      vs {label}: linf {short_number(references[key]['global']['linf'])}{at_text(worst[key])}, "
+            f"rmse {short_number(references[key]['global']['rmse'])}"
+            for key, label in LADDER_BLOCKS
+        ),
         f"      equal to the rounded reference: {references['equalToRoundedReference']}; ULP vs it: max "
         f"{short_number(ulp['max'])}{at_text(worst['ulp'])}, p99 {short_number(ulp['p99'])}",
     ]
@@ -114,7 +107,8 @@ def _arm_lines(name: str, arm: Arm) -> list[str]:
         lines.append(
             "    " + _difference("vs capture:", arm["capture"]) + "; " + _difference("vs partner:", arm["partner"])
         )
-    lines += [line for line in (_readback(arm["readback"]),) if line]
+    if arm["readback"] is not None:
+        lines.append("    readback: " + "; ".join(readback_parts(arm["readback"])))
     if arm["capture"] is not None:
         lines += [*_ladder(arm["references"]), _tool(arm["toolAnalysis"])]
     if arm["emulations"] is not None:

@@ -14,5 +14,4 @@ from explorer.samples.packets import write_samples
 
 def write_all(out: str | os.PathLike, *, full: bool = False, campaign: bool = False) -> list[Path]:
     """`explorer samples`: the curated samples with the curated campaign, and the larger campaign with `campaign`."""
-    extra = {**CURATED_CAMPAIGNS, **(SAMPLE_CAMPAIGNS if campaign else {})}
-    return write_samples(out, full=full, extra=extra)
+    return write_samples(out, full=full, extra={**CURATED_CAMPAIGNS, **(SAMPLE_CAMPAIGNS if campaign else {})})

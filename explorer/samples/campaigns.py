@@ -159,8 +159,7 @@ def campaign_specs(shape: CampaignShape) -> Iterator[tuple[str, PacketSpec]]:
         cdfs = {backend: _cdf(hidden[backend], unembed) for backend in BACKENDS}
         draw = DRAW
         if step == shape.diverge_step:
-            gap = np.abs(cdfs[BACKENDS[0]] - cdfs[BACKENDS[1]])
-            at = int(np.argmax(gap))
+            at = int(np.argmax(np.abs(cdfs[BACKENDS[0]] - cdfs[BACKENDS[1]])))
             draw = float((cdfs[BACKENDS[0]][at] + cdfs[BACKENDS[1]][at]) / 2)
         targets = {backend: _sample(cdfs[backend], draw) for backend in BACKENDS}
         diverges = targets[BACKENDS[0]] != targets[BACKENDS[1]]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import os
 from collections.abc import Callable, Mapping
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -40,6 +41,9 @@ from explorer.samples.writer import (
 )
 
 # ---------------------------------------------------------------- curated samples
+
+Writer = Callable[[str | os.PathLike], Path]  # writes one sample into the directory given and returns it
+Samples = Mapping[str, tuple[str, Writer]]  # name -> (one-line description, writer)
 
 # Geometry of the small fp32-Q / narrow-K/V samples.
 SMALL_QUERY_HEADS = 8
@@ -84,19 +88,28 @@ def clean_spec() -> PacketSpec:
 
 
 def qwen_spec(
-    *, tokens: int = QWEN_SMALL_TOKENS, query_dtype: str = "bfloat16", output_dtype: str = "bfloat16", seed: int = 2
+    *,
+    tokens: int = QWEN_SMALL_TOKENS,
+    head_dim: int = QWEN_HEAD_DIM,
+    query_dtype: str = "bfloat16",
+    output_dtype: str = "bfloat16",
+    seed: int = 2,
+    backend: str = "paged",
+    scale: float | None = None,
 ) -> PacketSpec:
-    """Shaped like the real Qwen3.6 capture (QH16/KVH2/D256, bfloat16 K/V, bfloat16 kernel output)."""
+    """Shaped like the real Qwen3.6 capture (QH16/KVH2/D256 by default, bfloat16 K/V, bfloat16 kernel output)."""
     return synthetic_spec(
         qh=QWEN_QUERY_HEADS,
         kvh=QWEN_KV_HEADS,
         tokens=tokens,
-        head_dim=QWEN_HEAD_DIM,
+        head_dim=head_dim,
         query_dtype=query_dtype,
         kv_dtype="bfloat16",
         output_dtype=output_dtype,
         kernel_output_dtype="bfloat16",
         seed=seed,
+        backend=backend,
+        scale=scale,
         model_id=QWEN_MODEL_ID,
     )
 
@@ -141,9 +154,8 @@ def nan_stored_values_spec() -> PacketSpec:
     for head, token, channel, pattern in STORED_VALUE_NANS:
         values[0, head, token, channel] = pattern
     spec = with_tensor(spec, "storedValues", values)
-    output_dtype = spec.tensors["output"][0]
     output = attention_output(spec.tensors, _scale(spec))
-    return with_tensor(spec, "output", values_to_bits(output, output_dtype))
+    return with_tensor(spec, "output", values_to_bits(output, spec.tensors["output"][0]))
 
 
 def discarded_spec() -> PacketSpec:
@@ -192,28 +204,14 @@ def pair_outputs(tensors: Mapping[str, tuple[str, np.ndarray]], scale: float) ->
 
 def with_record(spec: PacketSpec, **changes) -> PacketSpec:
     """A copy of `spec` whose selected record has the given fields replaced."""
-    records = [{**spec.snapshot["records"][0], **changes}, *spec.snapshot["records"][1:]]
-    return with_snapshot(spec, records=records)
+    return with_snapshot(spec, records=[{**spec.snapshot["records"][0], **changes}, *spec.snapshot["records"][1:]])
 
 
 def pair_spec(
     backend: str, *, tokens: int = PAIR_TOKENS, head_dim: int = PAIR_HEAD_DIM, scale: float = PAIR_SCALE
 ) -> PacketSpec:
     """One side of the backend pair: shared inputs and selection, this backend's dispatch, output and token."""
-    spec = synthetic_spec(
-        qh=QWEN_QUERY_HEADS,
-        kvh=QWEN_KV_HEADS,
-        tokens=tokens,
-        head_dim=head_dim,
-        query_dtype="bfloat16",
-        kv_dtype="bfloat16",
-        output_dtype="bfloat16",
-        kernel_output_dtype="bfloat16",
-        seed=PAIR_SEED,
-        backend=backend,
-        scale=scale,
-        model_id=QWEN_MODEL_ID,
-    )
+    spec = qwen_spec(tokens=tokens, head_dim=head_dim, seed=PAIR_SEED, backend=backend, scale=scale)
     spec = with_tensor(spec, "output", pair_outputs(spec.tensors, _scale(spec))[backend])
     return with_snapshot(spec, targetToken=PAIR_TARGET_TOKENS[backend])
 
@@ -242,7 +240,7 @@ def _scale(spec: PacketSpec) -> float:
     return decode_scale(spec.snapshot["records"][0]["scaleBits"])
 
 
-def _write_spec(build: Callable[[], PacketSpec]) -> Callable[[str | os.PathLike], Path]:
+def _write_spec(build: Callable[[], PacketSpec]) -> Writer:
     return lambda directory: write_packet(directory, build())
 
 
@@ -260,8 +258,7 @@ def write_refused(directory: str | os.PathLike) -> Path:
 _SMALL = f"QH{SMALL_QUERY_HEADS}/KVH{SMALL_KV_HEADS}/D{SMALL_HEAD_DIM}/T{SMALL_TOKENS}"
 _PAIR = f"QH{QWEN_QUERY_HEADS}/KVH{QWEN_KV_HEADS}/D{PAIR_HEAD_DIM}/T{PAIR_TOKENS}"
 
-# name -> (one-line description, builder writing the packet into a directory)
-CURATED: Mapping[str, tuple[str, Callable[[str | os.PathLike], Path]]] = {
+CURATED: Samples = {
     "clean-fp32q-bf16kv": (
         f"Clean decode step: float32 queries, bfloat16 K/V, float32 output ({_SMALL}).",
         _write_spec(clean_spec),
@@ -337,7 +334,7 @@ def write_run(directory: str | os.PathLike, spec: PacketSpec, variant: RunVarian
     return write_files(directory, run_files(make_packet_files(spec), spec.tensors, _scale(spec), variant))
 
 
-REPLAY_RUNS: Mapping[str, tuple[str, Callable[[str | os.PathLike], Path]]] = {
+REPLAY_RUNS: Samples = {
     REPLAY_RUN_NAMES["complete"]: (
         f"Replay run of `{PAIR_NAMES[REPLAY_SOURCE]}`, all three arms: nativeSDPA reproduces the contiguous "
         "capture, both paged arms the paged one; readback byte-exact.",
@@ -354,10 +351,10 @@ REPLAY_RUNS: Mapping[str, tuple[str, Callable[[str | os.PathLike], Path]]] = {
 }
 
 
-NO_EXTRA: Mapping[str, tuple[str, Callable[[str | os.PathLike], Path]]] = {}  # write_samples' default: none
+NO_EXTRA: Samples = {}  # write_samples' default: none
 
 
-def samples_readme(extra: Mapping[str, tuple[str, Callable[[str | os.PathLike], Path]]] = NO_EXTRA) -> str:
+def samples_readme(extra: Samples = NO_EXTRA) -> str:
     """README.md of a samples directory: one line per curated packet (and per `extra` sample, a campaign)."""
     lines = [
         "# Sample packets",
@@ -402,24 +399,14 @@ def samples_readme(extra: Mapping[str, tuple[str, Callable[[str | os.PathLike], 
     return "\n".join(lines + ([""] if extra else []))
 
 
-def write_samples(
-    out: str | os.PathLike,
-    *,
-    full: bool = False,
-    extra: Mapping[str, tuple[str, Callable[[str | os.PathLike], Path]]] = NO_EXTRA,
-) -> list[Path]:
+def write_samples(out: str | os.PathLike, *, full: bool = False, extra: Samples = NO_EXTRA) -> list[Path]:
     """Write every curated packet and replay run (the full-size ones with `full`, and the `extra` samples: name ->
     (description, builder)) plus README.md into `out`; FileExistsError, nothing written, when a name is taken."""
     out = Path(out)
     builders = {name: build for name, (_, build) in (*CURATED.items(), *REPLAY_RUNS.items(), *extra.items())}
     if full:
-        builders[FULL_SAMPLE_NAME] = lambda directory: write_packet(directory, qwen_full_spec())
-        builders.update(
-            {
-                name: (lambda directory, side=side: write_packet(directory, pair_full_spec(side)))
-                for side, name in FULL_PAIR_NAMES.items()
-            }
-        )
+        builders[FULL_SAMPLE_NAME] = _write_spec(qwen_full_spec)
+        builders.update({name: _write_spec(partial(pair_full_spec, side)) for side, name in FULL_PAIR_NAMES.items()})
         builders[FULL_REPLAY_RUN_NAME] = lambda directory: write_run(
             directory, pair_full_spec(REPLAY_SOURCE), RunVariant()
         )

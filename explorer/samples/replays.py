@@ -114,10 +114,9 @@ def _arm_files(
     readback_fault: bool,
 ) -> dict[str, bytes]:
     """ARM/result.json and the tensor files it names."""
-    length = value["geometry"]["length"]
-    queries_dtype, _queries = tensors["queries"]
-    written = {"output": (queries_dtype, outputs[ARM_EMULATIONS[arm]])}
-    if arm != NATIVE:
+    length, paged = value["geometry"]["length"], arm != NATIVE
+    written = {"output": (tensors["queries"][0], outputs[ARM_EMULATIONS[arm]])}
+    if paged:
         for name in ("storedKeys", "storedValues"):
             dtype, bits = tensors[name]
             written[name] = (dtype, bits.copy())
@@ -126,7 +125,6 @@ def _arm_files(
     data = {
         name: np.ascontiguousarray(bits, dtype=BITS_DTYPE[dtype]).tobytes() for name, (dtype, bits) in written.items()
     }
-    paged = arm != NATIVE
     first_page = FIRST_PAGE_ID.get(arm, 0)
     result = {
         "schema": RESULT_SCHEMA,

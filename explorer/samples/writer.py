@@ -119,16 +119,12 @@ def _storage(backend: str, kv_dtype: str, kvh: int, tokens: int, head_dim: int) 
     if backend == "paged":
         blocks = -(-tokens // PAGE_BLOCK_TOKENS)
         slab = [blocks, kvh, PAGE_BLOCK_TOKENS, head_dim]
-        return {
-            "key_slab": _observed(kv_dtype, slab, row_major_strides(slab)),
-            "value_slab": _observed(kv_dtype, slab, row_major_strides(slab)),
-        }
+        return {name: _observed(kv_dtype, slab, row_major_strides(slab)) for name in ("key_slab", "value_slab")}
     visible = [1, kvh, tokens, head_dim]
     # The contiguous cache is allocated for more tokens than are visible.
     capacity = [1, kvh, tokens + PAGE_BLOCK_TOKENS, head_dim]
     return {
-        "visible_keys": _observed(kv_dtype, visible, row_major_strides(capacity)),
-        "visible_values": _observed(kv_dtype, visible, row_major_strides(capacity)),
+        name: _observed(kv_dtype, visible, row_major_strides(capacity)) for name in ("visible_keys", "visible_values")
     }
 
 
@@ -229,9 +225,7 @@ def synthetic_spec(
 
 def with_tensor(spec: PacketSpec, name: str, bits: np.ndarray) -> PacketSpec:
     """A copy of `spec` whose tensor `name` holds `bits` (same dtype)."""
-    tensors = dict(spec.tensors)
-    tensors[name] = (spec.tensors[name][0], bits)
-    return dataclasses.replace(spec, tensors=tensors)
+    return dataclasses.replace(spec, tensors={**spec.tensors, name: (spec.tensors[name][0], bits)})
 
 
 def with_snapshot(spec: PacketSpec, **changes) -> PacketSpec:

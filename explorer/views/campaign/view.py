@@ -198,7 +198,7 @@ def build(campaign: dict[str, Any], on_cell: Callable[[int, int], None] | None =
             sides = f"side a: {esc(campaign['backends'][0])}, side b: {esc(campaign['backends'][1])}"
             parts.append(hint(f"Click a cell to open its pair ({sides})."))
         parts.append(pane)
-        if extent(columns)[1] - extent(columns)[0] > VISIBLE_STEPS:
+        if _span(columns) > VISIBLE_STEPS:
             opens = "the grid opens at the first step where something differs; drag it sideways for the others"
             parts.append(hint(f"{len(campaign['coverage']['steps'])} steps: {opens}."))
         jumps = jumps_text(campaign)

@@ -40,7 +40,7 @@ from explorer.analysis.emulation.shown import (
 from explorer.analysis.result import Analysis, Emulation, EmulationCounts
 from explorer.foundations.formatting import MISSING, location, short_number
 from explorer.packet.dtypes import DTYPES, ITEM_SIZE
-from explorer.views.packet.emulation_tables import emulation_table
+from explorer.views.packet.emulation_tables import BASELINE_LABEL, emulation_table
 from explorer.views.shared import html_summary, marks
 from explorer.views.shared.common import (
     Field,
@@ -53,11 +53,12 @@ from explorer.views.shared.common import (
     note,
     per_cell,
     plot_pane,
+    progress_line,
+    show_progress,
     state,
     ulp_value,
 )
 from explorer.views.shared.markup import esc, table
-from explorer.views.shared.scales import isolated_cells
 
 log = logging.getLogger(__name__)
 
@@ -139,35 +140,20 @@ def _share(count: int | None, compared: int) -> str:
     return f"{count} of {compared} ({short_number(100 * count / compared) if compared else MISSING}%)"
 
 
-def _group(analysis: Analysis) -> int:
-    return analysis.admission.geometry["groupSize"]
-
-
 def bit_equal_tables(analysis: Analysis, emulations: tuple[Emulation, ...], counts: EmulationCounts) -> str:
     """The counts table (decisive, bit-equal, ULP max, note; baseline last) and per query head (heads x emulations)."""
     head_dim = analysis.admission.tensors["output"].shape[3]
-    entries = emulation_list(emulations, _group(analysis))
+    entries = emulation_list(emulations, analysis.admission.geometry["groupSize"])
     header, rows = emulation_table(
         entries, None if counts.decisive is None else {"global": counts.decisive.count}, baseline_block(counts.baseline)
     )
     cells = [[f'<code style="{BREAKABLE}">{esc(row[0])}</code>', *(esc(cell) for cell in row[1:])] for row in rows]
     overview = table([esc(cell) for cell in header], cells, css_class="emulation-bit-equal")
     shown = [e for e in ranked(emulations) if e.bit_equal_per_head is not None]
-    baseline = counts.baseline.bit_equal_per_head
+    columns = [*(e.bit_equal_per_head for e in shown), counts.baseline.bit_equal_per_head]  # the baseline last
     per_head = table(
-        (
-            "query head",
-            *(f'<code style="{BREAKABLE}">{esc(e.id)}</code>' for e in shown),
-            "rounded reference (baseline)",
-        ),
-        (
-            (
-                str(h),
-                *(esc(_share(e.bit_equal_per_head[h], head_dim)) for e in shown),
-                esc(_share(baseline[h], head_dim)),
-            )
-            for h in range(len(baseline))
-        ),
+        ("query head", *(f'<code style="{BREAKABLE}">{esc(e.id)}</code>' for e in shown), BASELINE_LABEL),
+        ((str(h), *(esc(_share(column[h], head_dim)) for column in columns)) for h in range(len(columns[-1]))),
         css_class="emulation-bit-equal-per-head",
     )
     tables = f'<div style="{SCROLLING}">{overview}</div><div style="{SCROLLING}">{per_head}</div>'
@@ -255,14 +241,8 @@ def map_parts(analysis: Analysis, emulation: Emulation) -> list:
                 "emulation-all-equal",
             )
         ]
-    image = difference_map(analysis, emulation)
-    isolated = isolated_cells(differing)
-    if isolated is None:
-        return [plot_pane(image)]
-    return [
-        plot_pane(marks.ringed(image, *isolated)),
-        note(marks.ringed_note(len(isolated[0]), "differing"), "emulation-ringed"),
-    ]
+    image, ringed = marks.ring_isolated(difference_map(analysis, emulation), differing, "differing")
+    return [plot_pane(image), *([note(ringed, "emulation-ringed")] if ringed else [])]
 
 
 def first_shown(emulations: tuple[Emulation, ...]) -> str:
@@ -305,10 +285,7 @@ class EmulationsView(pn.viewable.Viewer):
         self._lock = threading.Lock()
         self._generation = 0
         self._mode: str | None = None  # "background" once shown on a page, "synchronous" after compute()
-        self._progress = pn.indicators.Progress(
-            active=True, visible=False, width=240, css_classes=["emulation-progress"]
-        )
-        self._progress_note = note("", "emulation-progress-note")
+        self._progress, self._progress_note = progress_line()
         self._settings_note = html_pane("", css_classes=["emulation-settings-note"])
         self._tables = html_pane("", css_classes=["emulation-tables"])
         self._choice = pn.widgets.Select(label="map: output vs", options=[], width=380)
@@ -387,8 +364,7 @@ class EmulationsView(pn.viewable.Viewer):
 
     def _show_progress(self, generation: int, done: int, total: int) -> None:
         if generation == self._generation and self.running:
-            self._progress.param.update(active=False, max=total, value=done)
-            self._progress_note.object = f"Computing emulations on the CPU: {done} of {total} done ..."
+            show_progress(self._progress, self._progress_note, done, total)
 
     def _restart(self, *_events) -> None:
         self.selection.emulation = self.settings()

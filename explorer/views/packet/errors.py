@@ -239,11 +239,7 @@ def _body(analysis: Analysis, selection: Selection) -> list:
         ),
         *per_head_charts(charted, floor),
         heading("Global metrics"),
-        html_pane(
-            comparison_rows(
-                [*labelled, (numerics.fp64.output_error.label, numerics.fp64.output_error), (floor[0], floor[1])]
-            )
-        ),
+        html_pane(comparison_rows([*labelled, (numerics.fp64.output_error.label, numerics.fp64.output_error), floor])),
         heading("ULP distance"),
         _ulp_section(numerics),
         collapsed(

@@ -26,7 +26,6 @@ from explorer.views.shared.common import (
     state,
 )
 from explorer.views.shared.markup import esc, swatches, table
-from explorer.views.shared.scales import isolated_cells
 
 # field_mask codes: bit 1 = sign differs, 2 = exponent differs, 4 = mantissa differs.
 FIELD_NAMES = (
@@ -151,12 +150,8 @@ def _one(row: LastRow, name: str, noun: str) -> list:
         )
         return [*parts, state(f"<b>All bits equal</b>: {equal}; there is nothing to draw.", "all-bits-equal")]
     image = _xor_map(row, f"{name}: XOR of stored and incoming, by differing field")
-    isolated = isolated_cells(row.field_mask > 0)
-    if isolated is not None:
-        image = marks.ringed(image, *isolated)
-    parts += [html_pane(legend_html()), plot_pane(image)]
-    if isolated is not None:
-        parts.append(note(marks.ringed_note(len(isolated[0]), "differing"), "last-row-ringed"))
+    image, ringed = marks.ring_isolated(image, row.field_mask > 0, "differing")
+    parts += [html_pane(legend_html()), plot_pane(image), *([note(ringed, "last-row-ringed")] if ringed else [])]
     return [*parts, plot_pane(_histogram(row, f"{name}: differing bits per bit position"))]
 
 

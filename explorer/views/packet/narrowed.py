@@ -75,16 +75,7 @@ def _applicable(numerics: Numerics, nq: NarrowedQuery, selection: Selection) -> 
             f"q' = round(q, {esc(nq.dtype)}) (round to nearest even), the reference recomputed from "
             "q' exactly like the primary. A counterfactual beside the primary reference, never the reference.",
         ),
-        html_pane(
-            comparison_rows(
-                [
-                    (numerics.primary.label, numerics.primary),
-                    (nq.comparison.label, nq.comparison),
-                    (difference.label, difference),
-                    (rounding.label, rounding),
-                ]
-            )
-        ),
+        html_pane(comparison_rows([(c.label, c) for c in (numerics.primary, nq.comparison, difference, rounding)])),
         heading(
             "Output error against each reference",
             "Per query head, log y; FP64 noise floor dashed. The "

@@ -35,7 +35,7 @@ from explorer.views.shared.common import (
 )
 from explorer.views.shared.marks import selectable
 from explorer.views.shared.markup import esc
-from explorer.views.shared.scales import LOG, colour_scale, index_ticks, isolated_cells
+from explorer.views.shared.scales import LOG, colour_scale, index_ticks
 
 # Compact cells: the four fit the first screen at 1280 x 800; each cell's link opens its full view.
 MAP_HEIGHT = 160
@@ -174,10 +174,9 @@ def _error_map(analysis: Analysis, numerics: Numerics, selection: Selection) -> 
         fontsize={"yticks": TICK_FONT},
         yticks=index_ticks(rows, height - MAP_FRAME_PIXELS, HEAD_LABEL_PIXELS),
     )
-    isolated = isolated_cells(np.nan_to_num(colour, nan=0.0) > 0)
-    if isolated is not None:
-        image = marks.ringed(image, *isolated)
-        caption += " " + marks.ringed_note(len(isolated[0]), "nonzero")
+    image, ringed = marks.ring_isolated(image, np.nan_to_num(colour, nan=0.0) > 0, "nonzero")
+    if ringed:
+        caption += " " + ringed
     # No toolbar and no tools but hover (and the click): a compact cell, its full view one click away.
     pane = selectable(
         plot_pane(image.opts(toolbar=None, default_tools=[]), css_classes=["overview-error-map"]), selection
@@ -189,9 +188,9 @@ def _error_map(analysis: Analysis, numerics: Numerics, selection: Selection) -> 
     ]
 
 
-def map_height(rows: int) -> int:
-    """A compact map's height: MAP_HEIGHT, taller (up to MAX_MAP_HEIGHT) when its rows need room to label each."""
-    return min(max(MAP_HEIGHT, MAP_FRAME_PIXELS + rows * HEAD_LABEL_PIXELS), MAX_MAP_HEIGHT)
+def map_height(rows: int, least: int = MAP_HEIGHT) -> int:
+    """A compact map's height: `least`, taller (up to MAX_MAP_HEIGHT) when its rows need room to label each."""
+    return min(max(least, MAP_FRAME_PIXELS + rows * HEAD_LABEL_PIXELS), MAX_MAP_HEIGHT)
 
 
 def _worst_head(numerics: Numerics) -> str:
@@ -272,7 +271,7 @@ def _nonfinite(analysis: Analysis) -> list:
 def _compact_nonfinite_map(analysis: Analysis, name: str):
     """A tensor's nonfinite map to sit beside another: titled by the tensor, no colour bar (the hover tells)."""
     rows = analysis.facts.nonfinite[name].kinds.shape[0]
-    height = min(max(NONFINITE_MAP_HEIGHT, MAP_FRAME_PIXELS + rows * HEAD_LABEL_PIXELS), MAX_MAP_HEIGHT)
+    height = map_height(rows, NONFINITE_MAP_HEIGHT)
     image = nonfinite.tensor_map(analysis, name, height)
     return image.opts(
         title=name,

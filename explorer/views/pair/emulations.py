@@ -15,7 +15,7 @@ from explorer.analysis.emulation import DEFAULT_SET_NAME, SWEEP_NAME
 from explorer.pair.emulation import with_emulations
 from explorer.pair.model import Pair
 from explorer.views.pair import html as pair_html
-from explorer.views.shared.common import collapsed, heading, html_pane, note, section
+from explorer.views.shared.common import collapsed, heading, html_pane, progress_line, section, show_progress
 from explorer.views.shared.markup import esc
 
 SETS = {"the default set": DEFAULT_SET_NAME, "the sweep (a few seconds)": SWEEP_NAME}
@@ -53,10 +53,7 @@ class PairEmulationsSection(pn.viewable.Viewer):
             width=280,
             css_classes=["pair-emulations-compute"],
         )
-        self._progress = pn.indicators.Progress(
-            active=True, visible=False, width=240, css_classes=["emulation-progress"]
-        )
-        self._progress_note = note("", "emulation-progress-note")
+        self._progress, self._progress_note = progress_line()
         self._body = pn.Column(sizing_mode="stretch_width")
         self._button.on_click(self._start)
         lead = heading(
@@ -66,25 +63,18 @@ class PairEmulationsSection(pn.viewable.Viewer):
             "two outputs differ) and on all of them.",
         )
         self._layout = section("pair-emulations", lead, self._body)
-        self._show(pair)
-
-    def _show(self, pair: Pair) -> None:
-        if pair.emulation is not None or self._runner is None:
+        if pair.emulation is not None or runner is None:
             self._body.objects = matrix_parts(pair)
-            return
-        self._body.objects = [pn.Row(self._choice, self._button), pn.Row(self._progress, self._progress_note)]
+        else:
+            self._body.objects = [pn.Row(self._choice, self._button), pn.Row(self._progress, self._progress_note)]
 
     def _start(self, _event=None) -> None:
         request = self._request = SETS[self._choice.value]
         self._button.disabled = True
         self._progress.visible = True
         self._progress_note.object = f"Computing {esc(self._choice.value)} on the CPU ..."
-        progress = self._runner.relay(self._show_progress)
+        progress = self._runner.relay(partial(show_progress, self._progress, self._progress_note))
         self._runner.run(partial(with_emulations, self.pair, request, progress), self._answer)
-
-    def _show_progress(self, done: int, total: int) -> None:
-        self._progress.param.update(active=False, max=total, value=done)
-        self._progress_note.object = f"Computing emulations on the CPU: {done} of {total} done ..."
 
     def _answer(self, found: Pair | None, error: BaseException | None) -> None:
         failure = "" if error is None else f"The emulations could not be computed: {type(error).__name__}: {error}"

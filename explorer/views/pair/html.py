@@ -102,21 +102,19 @@ def inputs_table(pair: Pair) -> str:
     """Per input tensor: identical or not, elements differing, per head, bit flips and the first positions."""
     if pair.inputs is None:
         return "<p><i>Inputs not compared element-wise: a side was refused or the shapes differ.</i></p>"
-    rows = []
-    for name, t in pair.inputs.tensors.items():
-        flips = ", ".join(f"{esc(k)} {esc(v)}" for k, v in t.bit_flips.items())
-        rows.append(
-            (
-                f"<code>{esc(name)}</code>",
-                esc(t.dtype),
-                f'<span class="identical" data-identical="{str(t.identical).lower()}">'
-                f"{'identical' if t.identical else 'differs'}</span>",
-                f"{t.mismatched} of {t.compared}",
-                esc(list(t.per_head)),
-                flips,
-                esc(_positions(t.first_positions, t.mismatched)),
-            )
+    rows = [
+        (
+            f"<code>{esc(name)}</code>",
+            esc(t.dtype),
+            f'<span class="identical" data-identical="{str(t.identical).lower()}">'
+            f"{'identical' if t.identical else 'differs'}</span>",
+            f"{t.mismatched} of {t.compared}",
+            esc(list(t.per_head)),
+            ", ".join(f"{esc(k)} {esc(v)}" for k, v in t.bit_flips.items()),
+            esc(_positions(t.first_positions, t.mismatched)),
         )
+        for name, t in pair.inputs.tensors.items()
+    ]
     lead = (
         "All five input tensors are byte-identical."
         if pair.inputs.identical
@@ -166,17 +164,11 @@ def ladder_table(pair: Pair) -> str:
             [f"{esc(label)}: {esc(metric)}", *(cells[side][index] for side in SIDES)]
             for index, (_, metric) in enumerate(LADDER_METRICS)
         ]
-    rows.append(
-        [
-            "equal to rounded reference",
-            *(
-                f"{row.equal_to_rounded_reference} of {row.compared}"
-                if row is not None
-                else "no reference on this side"
-                for row in ladder.values()
-            ),
-        ]
-    )
+    equal = [
+        "no reference on this side" if row is None else f"{row.equal_to_rounded_reference} of {row.compared}"
+        for row in ladder.values()
+    ]
+    rows.append(["equal to rounded reference", *equal])
     return table(("", "side a", "side b"), rows, css_class="pair-ladder")
 
 

@@ -124,9 +124,7 @@ def element_html(pair: Pair, head: int, channel: int) -> str:
     output = pair.output
     ulp = "" if output.ulp is None else f"; ULP distance {esc(number(int(output.ulp.distance[head, channel])))}"
     differs = (
-        ""
-        if output.differs is None
-        else ("; bit patterns differ" if output.differs[head, channel] else "; bit patterns equal")
+        "" if output.differs is None else f"; bit patterns {'differ' if output.differs[head, channel] else 'equal'}"
     )
     return f'<p class="element-title"><b>{location(head, channel).capitalize()}</b>{differs}{ulp}</p>' + table(
         ("", "value (4 significant digits; the comparison JSON holds every digit)", "bits", "dtype"),

@@ -38,12 +38,8 @@ def run_table(report: dict) -> str:
     ]
     for key in ("packet", "partner"):
         packet = report[key]
-        rows.append(
-            (
-                key,
-                "none" if packet is None else f"<code>{esc(packet['path'])}</code> ({status_badge(packet['status'])})",
-            )
-        )
+        shown = "none" if packet is None else f"<code>{esc(packet['path'])}</code> ({status_badge(packet['status'])})"
+        rows.append((key, shown))
     return table(("field", "value"), rows, css_class="replay-run")
 
 
@@ -90,14 +86,11 @@ def matrix_html(run: Replay) -> str:
 def receipt_text(receipt: dict) -> str:
     """The receipt in one wrapping line: dispatch and kernel output dtype, pages, partition, segments, the launch."""
     seconds = receipt["seconds"]
-    launch = (
-        "not in execution.json"
-        if receipt["exitCode"] is None and seconds is None
-        else (
-            f"exit code {number(receipt['exitCode'])}"
-            + ("" if seconds is None else f" after {short_number(seconds)} s")
-        )
-    )
+    if receipt["exitCode"] is None and seconds is None:
+        launch = "not in execution.json"
+    else:
+        after = "" if seconds is None else f" after {short_number(seconds)} s"
+        launch = f"exit code {number(receipt['exitCode'])}{after}"
     return (
         f"{number(receipt['dispatch'])}, {number(receipt['kernelOutputDType'])}; {number(receipt['pages'])} pages, "
         f"partition tokens {number(receipt['partitionTokens'])}, {number(receipt['segmentCount'])} segments; "

@@ -62,7 +62,9 @@ def difference_map(run: Replay, arm: str) -> hv.Image:
     codes = difference_codes(run, arm)
     capture = run.packet.admission.tensors["output"]
     digits = sum(FIELD_BITS[capture.dtype])
+    kv_heads = np.arange(codes.shape[0]) // run.packet.admission.geometry["groupSize"]
     fields = [
+        Field("kv_head", "KV head", per_cell(kv_heads, codes.shape)),
         Field("code", "element", codes, lambda: named(CODE_NAMES)),
         Field("arm", arm, result.output_values),
         Field("arm_bits", f"{arm} bits", result.output_bits, lambda: hex_pattern(sum(FIELD_BITS[result.output_dtype]))),
@@ -71,17 +73,11 @@ def difference_map(run: Replay, arm: str) -> hv.Image:
     ]
     if result.partner is not None:
         partner = run.partner.admission.tensors["output"]
+        partner_digits = sum(FIELD_BITS[partner.dtype])
         fields += [
             Field("partner", "partner", partner.values[0, :, 0, :]),
-            Field(
-                "partner_bits",
-                "partner bits",
-                partner.bits[0, :, 0, :],
-                lambda: hex_pattern(sum(FIELD_BITS[partner.dtype])),
-            ),
+            Field("partner_bits", "partner bits", partner.bits[0, :, 0, :], lambda: hex_pattern(partner_digits)),
         ]
-    kv_heads = np.arange(codes.shape[0]) // run.packet.admission.geometry["groupSize"]
-    fields.insert(0, Field("kv_head", "KV head", per_cell(kv_heads, codes.shape)))
     return grid_map(
         codes.astype(float),
         fields,

@@ -111,6 +111,18 @@ def section(css_class: str, *parts) -> pn.Column:
     return pn.Column(*parts, sizing_mode="stretch_width", css_classes=[css_class])
 
 
+def progress_line() -> tuple[pn.indicators.Progress, pn.pane.HTML]:
+    """The progress bar of emulations computed off the page (hidden until they are) and the note beside it."""
+    bar = pn.indicators.Progress(active=True, visible=False, width=240, css_classes=["emulation-progress"])
+    return bar, note("", "emulation-progress-note")
+
+
+def show_progress(bar: pn.indicators.Progress, beside: pn.pane.HTML, done: int, total: int) -> None:
+    """`done` of `total` emulations computed, on a `progress_line`."""
+    bar.param.update(active=False, max=total, value=done)
+    beside.object = f"Computing emulations on the CPU: {done} of {total} done ..."
+
+
 def explained(needs: str | None, body: Callable[[Analysis, Selection], list], what: str, css_class: str) -> Callable:
     """A view's builder(analysis, selection): the status box (when not analyzed, or when `what` it draws is
     missing), then `body(analysis, selection)` when it can."""
@@ -210,12 +222,6 @@ def grid_map(
         (f.label, f"@{{{columns_of[f.name]}}}{{custom}}") for f in fields
     ]
     formatters = {"$x": cell_index, "$y": cell_index, **{f"@{{{columns_of[f.name]}}}": f.formatter for f in fields}}
-    size = {
-        "min_width": MAP_MIN_WIDTH,
-        "responsive": True,
-        "height": height,
-        "yticks": scales.index_ticks(rows, height - MAP_FRAME_PIXELS),
-    }
     hovered = hover(tooltips, formatters)
     if colorbar:
         ticks = (
@@ -235,7 +241,10 @@ def grid_map(
         clipping_colors=clipping,
         **hovered,
         default_tools=["pan", "wheel_zoom", "box_zoom", "reset", "save"],
-        **size,
+        min_width=MAP_MIN_WIDTH,
+        responsive=True,
+        height=height,
+        yticks=scales.index_ticks(rows, height - MAP_FRAME_PIXELS),
     )
 
 

@@ -9,6 +9,7 @@ import param
 from bokeh.models import ColumnDataSource
 
 from explorer.views.shared.common import Selection
+from explorer.views.shared.scales import isolated_cells
 
 SELECTED_COLOUR, SELECTED_LINE_WIDTH = "#e8175d", 3  # the outline of the clicked map cell
 RING_SIZE = 9  # screen pixels of the ring around an isolated nonzero element (its cell may be a pixel wide)
@@ -23,13 +24,10 @@ def selectable(pane: pn.pane.HoloViews, selection: Selection) -> pn.pane.HoloVie
     sources: list[ColumnDataSource] = []  # the outline's data in each document the map is drawn into
 
     def cells(element) -> dict[str, list[float]]:
-        inside = element is not None and 0 <= element[0] < rows and 0 <= element[1] < columns
-        return {
-            "left": [element[1] - 0.5] if inside else [],
-            "right": [element[1] + 0.5] if inside else [],
-            "top": [element[0] - 0.5] if inside else [],
-            "bottom": [element[0] + 0.5] if inside else [],
-        }
+        if element is None or not (0 <= element[0] < rows and 0 <= element[1] < columns):
+            return {"left": [], "right": [], "top": [], "bottom": []}
+        head, channel = element
+        return {"left": [channel - 0.5], "right": [channel + 0.5], "top": [head - 0.5], "bottom": [head + 0.5]}
 
     def clicked(x, y) -> None:
         if x is None or y is None:
@@ -95,14 +93,16 @@ def set_data(source: ColumnDataSource, data: dict) -> None:
         document.add_next_tick_callback(lambda: setattr(source, "data", data))
 
 
-def ringed(image: hv.Image, rows: np.ndarray, columns: np.ndarray) -> hv.Image:
-    """`image` with the cells (row, column) ringed (scales.isolated_cells: too few to see by colour alone)."""
-    return image.opts(hooks=[*image.opts.get().kwargs.get("hooks", []), _rings(rows, columns)])
-
-
-def ringed_note(count: int, what: str) -> str:
-    """The caption of a map whose `count` `what` elements are ringed."""
-    return f"Ringed: the {count} {what} element{'s' if count != 1 else ''}, too few to see by colour alone."
+def ring_isolated(image: hv.Image, nonzero: np.ndarray, what: str) -> tuple[hv.Image, str]:
+    """`image` with its `nonzero` cells ringed when too few to see by colour alone (scales.isolated_cells), and the
+    caption naming them `what` elements ('' when none is ringed)."""
+    isolated = isolated_cells(nonzero)
+    if isolated is None:
+        return image, ""
+    rows, columns = isolated
+    count = len(rows)
+    caption = f"Ringed: the {count} {what} element{'s' if count != 1 else ''}, too few to see by colour alone."
+    return image.opts(hooks=[*image.opts.get().kwargs.get("hooks", []), _rings(rows, columns)]), caption
 
 
 def _rings(rows: np.ndarray, columns: np.ndarray):
