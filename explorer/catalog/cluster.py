@@ -34,6 +34,11 @@ RESTART_TIMEOUT_S = 30
 GATHER_TIMEOUT_S = 5.0  # taking a finished task's results (milliseconds when its worker lives)
 RECOMPUTED = "recomputed"  # _taken's answer while a task's lost results are computed again
 WORKERLESS_S = RESTART_TIMEOUT_S  # no worker (or no scheduler) this long: the cluster is lost, its open items answered
+# A LocalCluster closes the nanny of a removed worker when no worker of its name is there LOST_WORKER_S later. Its
+# default, 15 s, closed for good nannies that were restarting their worker (a crash or a time limit within 15 s of
+# an earlier restart of the same name, or a restart slower than 15 s on a loaded machine): the cluster was lost.
+# Our nannies always restart their worker and WORKERLESS_S watches for a cluster left without any: never within a run.
+LOST_WORKER_S = 86_400
 # One task per worker thread (so a dying worker holds only the task that killed it), one re-run of a task whose
 # worker died, and the cluster's own log kept to what stops it. Dask's diagnostics (a sample of the working
 # thread's stack every 10 ms, an event-loop tick every 20 ms, system and memory polls) take the interpreter lock
@@ -46,6 +51,7 @@ LOCAL_CONFIG = {
     "distributed.admin.tick.interval": "1s",
     "distributed.admin.system-monitor.interval": "2s",
     "distributed.worker.memory.monitor-interval": "1s",
+    "distributed.deploy.lost-worker-timeout": f"{LOST_WORKER_S}s",
 }
 QUIET = {"DASK_LOGGING__DISTRIBUTED": "critical"}  # workers' own logs: the failures are reported per packet
 
@@ -65,7 +71,8 @@ def local_workers(scheduler: str) -> int | None:
 
 
 def connect(scheduler: str) -> tuple[Client, LocalCluster | None]:
-    """A client of the scheduler at `scheduler`, or of a LocalCluster started for 'local:N'."""
+    """A client of the scheduler at `scheduler`, or of a LocalCluster started for 'local:N' (LOCAL_CONFIG held by the
+    caller: the cluster reads part of it while it runs)."""
     workers = local_workers(scheduler)
     try:
         if workers is None:
@@ -73,8 +80,7 @@ def connect(scheduler: str) -> tuple[Client, LocalCluster | None]:
         os.environ.update(QUIET)  # read by the worker processes as they start (also on restarts)
         for name in [name for name in logging.root.manager.loggerDict if name.startswith("distributed")]:
             logging.getLogger(name).setLevel(logging.CRITICAL)
-        with dask.config.set(LOCAL_CONFIG):
-            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
         return Client(cluster), cluster
     except (OSError, TimeoutError, ValueError, TypeError, RuntimeError) as error:  # unreachable, malformed, refused
         raise SchedulerUnavailable(f"{type(error).__name__}: {error}") from None
@@ -170,63 +176,65 @@ def map_on_cluster(
     on_note: Callable[[str], None],
 ) -> Iterator[tuple[int, Any]]:
     """Yield (index, result) for every item as its batch completes, as workers.map_isolated does."""
-    client, cluster = connect(scheduler)
-    try:
-        items = list(items)
-        size = batch_size(len(items), sum(client.nthreads().values()))
-        groups = [list(range(lo, min(lo + size, len(items)))) for lo in range(0, len(items), size)]
-        futures: dict[str, Any] = {}
-        open_tasks: dict[str, list[int]] = {}  # key -> the item indices of that task
-        completed = as_completed()
+    # held for the whole local run: the cluster reads part of LOCAL_CONFIG while it runs
+    with dask.config.set(LOCAL_CONFIG if scheduler.startswith(LOCAL_PREFIX) else {}):
+        client, cluster = connect(scheduler)
+        try:
+            items = list(items)
+            size = batch_size(len(items), sum(client.nthreads().values()))
+            groups = [list(range(lo, min(lo + size, len(items)))) for lo in range(0, len(items), size)]
+            futures: dict[str, Any] = {}
+            open_tasks: dict[str, list[int]] = {}  # key -> the item indices of that task
+            completed = as_completed()
 
-        def submit(indices_of_tasks: list[list[int]]) -> None:
-            batches = [[items[index] for index in indices] for indices in indices_of_tasks]
-            try:
-                mapped = client.map(run_batch, [work] * len(batches), batches, pure=False, retries=0)
-            except Exception:  # the client lost its scheduler: the items stay open until the cluster is lost
-                open_tasks.update({f"unsubmitted-{indices[0]}": indices for indices in indices_of_tasks})
-                return
-            for indices, future in zip(indices_of_tasks, mapped, strict=True):
-                futures[future.key], open_tasks[future.key] = future, indices
-                completed.add(future)
-
-        submit(groups)
-        clock = _Clock(client, timeout)
-        while open_tasks:
-            ready = completed.next_batch(block=False) if completed.has_ready() else []
-            for future in ready:
-                if future.key not in open_tasks or future.status == "cancelled":  # by a client that lost its scheduler
-                    continue  # (open until the cluster is lost)
-                answer = _taken(future)
-                if answer is RECOMPUTED:  # taken when computed again
+            def submit(indices_of_tasks: list[list[int]]) -> None:
+                batches = [[items[index] for index in indices] for indices in indices_of_tasks]
+                try:
+                    mapped = client.map(run_batch, [work] * len(batches), batches, pure=False, retries=0)
+                except Exception:  # the client lost its scheduler: the items stay open until the cluster is lost
+                    open_tasks.update({f"unsubmitted-{indices[0]}": indices for indices in indices_of_tasks})
+                    return
+                for indices, future in zip(indices_of_tasks, mapped, strict=True):
+                    futures[future.key], open_tasks[future.key] = future, indices
                     completed.add(future)
-                    continue
-                indices = open_tasks.pop(future.key)
-                del futures[future.key]  # the cluster may forget it now
-                if isinstance(answer, list):
-                    for index, (ok, value) in zip(indices, answer, strict=True):
-                        yield index, value if ok else WorkRaised(value)
-                elif len(indices) > 1:  # the batch failed as a whole: find the item that makes it fail
-                    submit([[index] for index in indices])
-                else:
-                    yield indices[0], answer
-            for key, worker in clock.overdue(open_tasks):
-                indices = open_tasks.pop(key)
-                futures.pop(key).cancel()
-                _restart(client, worker, on_note)
-                if len(indices) > 1:
-                    submit([[index] for index in indices])
-                else:
-                    yield indices[0], WorkerTimedOut(f"ran longer than {timeout:g} s on {worker}")
-            reason = clock.lost()
-            if reason is not None:
-                yield from _unanswered(open_tasks, reason, on_note)
-            elif not ready:
-                time.sleep(POLL_S)
-    finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
+
+            submit(groups)
+            clock = _Clock(client, timeout)
+            while open_tasks:
+                ready = completed.next_batch(block=False) if completed.has_ready() else []
+                for future in ready:
+                    if future.key not in open_tasks or future.status == "cancelled":
+                        continue  # cancelled by a client that lost its scheduler: open until the cluster is lost
+                    answer = _taken(future)
+                    if answer is RECOMPUTED:  # taken when computed again
+                        completed.add(future)
+                        continue
+                    indices = open_tasks.pop(future.key)
+                    del futures[future.key]  # the cluster may forget it now
+                    if isinstance(answer, list):
+                        for index, (ok, value) in zip(indices, answer, strict=True):
+                            yield index, value if ok else WorkRaised(value)
+                    elif len(indices) > 1:  # the batch failed as a whole: find the item that makes it fail
+                        submit([[index] for index in indices])
+                    else:
+                        yield indices[0], answer
+                for key, worker in clock.overdue(open_tasks):
+                    indices = open_tasks.pop(key)
+                    futures.pop(key).cancel()
+                    _restart(client, worker, on_note)
+                    if len(indices) > 1:
+                        submit([[index] for index in indices])
+                    else:
+                        yield indices[0], WorkerTimedOut(f"ran longer than {timeout:g} s on {worker}")
+                reason = clock.lost()
+                if reason is not None:
+                    yield from _unanswered(open_tasks, reason, on_note)
+                elif not ready:
+                    time.sleep(POLL_S)
+        finally:
+            client.close()
+            if cluster is not None:
+                cluster.close()
 
 
 def _restart(client: Client, worker: str, on_note: Callable[[str], None]) -> None:
